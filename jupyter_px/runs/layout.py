@@ -1,0 +1,118 @@
+"""Where things live in a run directory.
+
+One module owns the on-disk layout so that the backends (which write), the training code's
+tracking API (which writes metrics from inside a replica) and every reader (magics, widgets,
+REST API, CLI) agree on paths without importing each other.
+
+    $PX_HOME/runs/<run-id>/
+        record.json                 what was submitted: topology, code, backend, who/when, versions
+        status.json                 overall state + one entry per replica
+        code/                       the code that every replica runs
+        logs/<role>-<index>.log     stdout+stderr of a replica, appended across restarts
+        metrics/<role>-<index>.jsonl   one JSON object per log_metrics call
+        params/<role>-<index>.json  log_params values
+        outputs/                    PX_OUTPUTS_PATH
+        tensorboard/<role>-<index>/ PX_TENSORBOARD_PATH (event files; one TensorBoard "run" per replica)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+#: Environment variable that moves the whole store (tests and multi-user machines set it).
+PX_HOME_ENV = "PX_HOME"
+
+#: Run ids are used in paths, URLs and Kubernetes names: lowercase DNS-label-ish, no dots or slashes.
+RUN_ID_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
+
+#: Role names that may appear in file names.
+ROLE_PATTERN = re.compile(r"^[a-z]{1,16}$")
+
+
+class InvalidRunId(ValueError):
+    """A run id that could escape the store or break a URL or a Kubernetes name."""
+
+
+def px_home() -> Path:
+    """The store's root: `$PX_HOME`, else `~/.jupyter_px`."""
+    return Path(os.environ.get(PX_HOME_ENV) or Path.home() / ".jupyter_px").expanduser()
+
+
+def runs_root(home: Path | None = None) -> Path:
+    return (home or px_home()) / "runs"
+
+
+def validate_run_id(run_id: str) -> str:
+    """Return `run_id` if it is safe to use as a directory name, URL segment and k8s name."""
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id):
+        raise InvalidRunId(
+            f"run id {run_id!r} is not valid: use 1-40 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return run_id
+
+
+def replica_key(role: str, index: int) -> str:
+    """`worker-1`: the name of a replica's log, metrics and tensorboard entries."""
+    if not ROLE_PATTERN.match(role) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"bad replica {role!r}/{index!r}")
+    return f"{role}-{index}"
+
+
+def parse_replica_key(key: str) -> tuple[str, int]:
+    role, _, index = key.rpartition("-")
+    return role, int(index)
+
+
+class RunPaths:
+    """The paths of one run directory. Pure: creates nothing."""
+
+    def __init__(self, run_id: str, home: Path | None = None):
+        self.run_id = validate_run_id(run_id)
+        self.root = runs_root(home) / run_id
+
+    @property
+    def record(self) -> Path:
+        return self.root / "record.json"
+
+    @property
+    def status(self) -> Path:
+        return self.root / "status.json"
+
+    @property
+    def code_dir(self) -> Path:
+        return self.root / "code"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def metrics_dir(self) -> Path:
+        return self.root / "metrics"
+
+    @property
+    def params_dir(self) -> Path:
+        return self.root / "params"
+
+    @property
+    def outputs_dir(self) -> Path:
+        return self.root / "outputs"
+
+    @property
+    def tensorboard_dir(self) -> Path:
+        return self.root / "tensorboard"
+
+    def log(self, role: str, index: int) -> Path:
+        return self.logs_dir / f"{replica_key(role, index)}.log"
+
+    def metrics(self, role: str, index: int) -> Path:
+        return self.metrics_dir / f"{replica_key(role, index)}.jsonl"
+
+    def params(self, role: str, index: int) -> Path:
+        return self.params_dir / f"{replica_key(role, index)}.json"
+
+    def tensorboard(self, role: str, index: int) -> Path:
+        return self.tensorboard_dir / replica_key(role, index)

@@ -1,0 +1,122 @@
+"""A topology out again: YAML (round-trips), JSON Schema (the sidebar form), a readable summary."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .models import Resources, Topology
+from .quantities import format_number
+
+
+def to_dict(topology: Topology) -> dict[str, Any]:
+    """The current polyaxonfile form, with only what differs from the defaults."""
+    return _tidy(topology.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
+
+
+def _tidy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _tidy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tidy(v) for v in value]
+    if isinstance(value, float):
+        return format_number(value)
+    return value
+
+
+def to_yaml(topology: Topology) -> str:
+    return yaml.safe_dump(to_dict(topology), sort_keys=False, default_flow_style=False)
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema of the topology (what the sidebar's form is generated from)."""
+    schema = Topology.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "jupyter-px topology"
+    return schema
+
+
+def _range(value: Any) -> str:
+    if value is None:
+        return "-"
+    requests, limits = value.requests, value.limits
+    show = lambda v: "-" if v is None else str(format_number(v))  # noqa: E731
+    return show(requests) if requests == limits else f"{show(requests)} / {show(limits)}"
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """Replicas of a role with identical settings, e.g. worker 0-1,3-6."""
+
+    role: str
+    indices: str
+    cpu: str
+    memory: str
+    gpu: str
+    extra: str
+
+
+def _indices(numbers: list[int]) -> str:
+    spans, start, prev = [], numbers[0], numbers[0]
+    for n in numbers[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ",".join(spans)
+
+
+def summary_rows(topology: Topology) -> list[SummaryRow]:
+    """One row per role and distinct settings, so 1000 identical workers are one line."""
+    groups: dict[tuple, list[int]] = {}
+    for spec in topology.replicas():
+        res: Resources = spec.resources
+        extra = []
+        if spec.image:
+            extra.append(f"image={spec.image}")
+        if spec.restart_policy != "Never":
+            extra.append(f"{spec.restart_policy} x{spec.max_restarts}")
+        if spec.node_selector:
+            extra.append("nodes=" + ",".join(f"{k}={v}" for k, v in spec.node_selector.items()))
+        if spec.env:
+            extra.append("env=" + ",".join(sorted(spec.env)))
+        key = (spec.role, _range(res.cpu), _range(res.memory), _range(res.gpu), " ".join(extra))
+        groups.setdefault(key, []).append(spec.index)
+    rows = [SummaryRow(k[0], _indices(v), k[1], k[2], k[3], k[4]) for k, v in groups.items()]
+    return sorted(rows, key=lambda r: ("master", "worker", "ps", "evaluator").index(r.role))
+
+
+def headline(topology: Topology) -> str:
+    counts = ", ".join(f"{role} {n}" for role, n in topology.counts().items())
+    framework = topology.framework or "no framework"
+    return f"{framework} on {topology.backend}: {topology.total_replicas()} replicas ({counts})"
+
+
+_HEADERS = ("ROLE", "INDEX", "CPU (cores)", "MEMORY (MiB)", "GPU", "")
+
+
+def summary_text(topology: Topology) -> str:
+    """A plain-text table for the terminal (`jupyter px validate`)."""
+    rows = [_HEADERS] + [(r.role, r.indices, r.cpu, r.memory, r.gpu, r.extra) for r in summary_rows(topology)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return headline(topology) + "\n" + "\n".join(lines) + "\n(requests / limits where they differ)"
+
+
+def summary_html(topology: Topology) -> str:
+    """The same table for a notebook's output area."""
+    head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in _HEADERS[:-1]) + "<th></th>"
+    body = "".join(
+        "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(c)}</td>" for c in (r.role, r.indices, r.cpu, r.memory, r.gpu, r.extra)) + "</tr>"
+        for r in summary_rows(topology)
+    )
+    return (
+        f"<div class='px-topology'><b>{html.escape(headline(topology))}</b>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        "<small>requests / limits where they differ</small></div>"
+    )

@@ -1,0 +1,177 @@
+"""Rewrite the accepted input forms into the model's form before validation.
+
+Users paste polyaxonfiles of several vintages and Azure ML estimator keywords. Each is rewritten
+into the current polyaxonfile form, and we remember how paths were renamed so that an error
+still points at the field the user actually wrote (`environment.tensorflow.worker[1].index`,
+not our internal `environment.replicas.worker[1].index`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import Problem
+
+#: `environment.<framework>: {...}`, the older polyaxonfile form.
+LEGACY_FRAMEWORK_KEYS = ("tensorflow", "pytorch", "mxnet", "horovod", "mpi")
+
+ENVIRONMENT_KEYS = {
+    "resources", "image", "env", "node_selector", "restart_policy", "max_restarts", "replicas",
+    "processes_per_replica", "tf_master_type", *LEGACY_FRAMEWORK_KEYS,
+}
+REPLICAS_KEYS = {
+    "n_masters", "n_workers", "n_ps", "n_evaluators", "default_worker", "default_ps", "default_evaluator",
+    "worker", "ps", "evaluator", "worker_resources", "ps_resources", "default_worker_resources",
+    "default_ps_resources",
+}
+AZURE_KEYS = {"node_count", "process_count_per_node", "worker_count", "parameter_server_count", "distributed_backend"}
+TOP_LEVEL_KEYS = {"version", "kind", "name", "description", "tags", "framework", "backend", "environment"}
+
+
+@dataclass
+class Normalized:
+    """The rewritten document, the path renames to undo in messages, and problems found."""
+
+    data: Any
+    renames: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def rename(self, path: str) -> str:
+        """Undo the rewrites in reverse order of application (`renames` is kept in that order)."""
+        for internal, written in self.renames:
+            if path == internal or path.startswith(internal + ".") or path.startswith(internal + "["):
+                path = (written + path[len(internal):]).lstrip(".")
+        return path
+
+
+def normalize(data: Any) -> Normalized:
+    """Rewrite `data` (already YAML-loaded) into the current form; never raises."""
+    result = Normalized(data)
+    if not isinstance(data, dict):
+        return result
+    data = dict(data)
+    if AZURE_KEYS & data.keys():
+        return _from_azure(data, result)
+    if "environment" not in data and data and data.keys() <= (ENVIRONMENT_KEYS | REPLICAS_KEYS):
+        data = _wrap_fragment(data, result)
+    env = data.get("environment")
+    if isinstance(env, dict):
+        env = dict(env)
+        data["environment"] = env
+        _legacy_framework_section(data, env, result)
+        replicas = env.get("replicas")
+        if isinstance(replicas, dict):
+            env["replicas"] = _legacy_resource_lists(replicas, result)
+    result.data = data
+    return result
+
+
+def _wrap_fragment(data: dict, result: Normalized) -> dict:
+    """A pasted piece of an environment section (`resources:`, `default_worker:`, ...)."""
+    env = {k: v for k, v in data.items() if k in ENVIRONMENT_KEYS}
+    replicas = {k: v for k, v in data.items() if k in REPLICAS_KEYS}
+    if replicas:
+        env["replicas"] = replicas
+        result.renames.append(("environment.replicas", ""))
+    result.renames.append(("environment", ""))
+    return {"environment": env}
+
+
+def _legacy_framework_section(data: dict, env: dict, result: Normalized) -> None:
+    """`environment.tensorflow: {n_workers: ...}` -> `framework: tensorflow` + `environment.replicas`."""
+    present = [key for key in LEGACY_FRAMEWORK_KEYS if key in env]
+    if not present:
+        return
+    if len(present) > 1:
+        result.problems.append(Problem("environment", f"give one framework section, not several ({', '.join(present)})"))
+        return
+    key = present[0]
+    if "replicas" in env:
+        result.problems.append(Problem(f"environment.{key}", "give either environment.replicas or environment." + key + ", not both"))
+        return
+    framework = data.get("framework")
+    if framework is not None and framework != key:
+        result.problems.append(Problem("framework", f"{framework!r} contradicts environment.{key}"))
+        return
+    data["framework"] = key
+    env["replicas"] = env.pop(key) if env[key] is not None else {}
+    result.renames.insert(0, ("environment.replicas", f"environment.{key}"))
+
+
+def _legacy_resource_lists(replicas: dict, result: Normalized) -> dict:
+    """`worker_resources: [{index, cpu, memory}]` (polyaxon's oldest form) -> `worker: [{index, resources}]`."""
+    replicas = dict(replicas)
+    prefix = "environment.replicas"
+    for role in ("worker", "ps"):
+        legacy = f"{role}_resources"
+        if legacy in replicas:
+            if role in replicas:
+                result.problems.append(Problem(f"{prefix}.{legacy}", f"give either {role} or {legacy}, not both"))
+                continue
+            items = replicas.pop(legacy)
+            result.renames.insert(0, (f"{prefix}.{role}", f"{prefix}.{legacy}"))
+            if isinstance(items, list):
+                converted = []
+                for i, item in enumerate(items):
+                    if isinstance(item, dict):
+                        item = {"index": item.get("index"), "resources": {k: v for k, v in item.items() if k != "index"}}
+                        if item["index"] is None:
+                            del item["index"]
+                        result.renames[:0] = [
+                            (f"{prefix}.{role}[{i}].resources", f"{prefix}.{legacy}[{i}]"),
+                            (f"{prefix}.{role}[{i}]", f"{prefix}.{legacy}[{i}]"),
+                        ]
+                    converted.append(item)
+                items = converted
+            replicas[role] = items
+        legacy_default = f"default_{role}_resources"
+        if legacy_default in replicas:
+            if f"default_{role}" in replicas:
+                result.problems.append(Problem(f"{prefix}.{legacy_default}", f"give either default_{role} or {legacy_default}, not both"))
+                continue
+            replicas[f"default_{role}"] = {"resources": replicas.pop(legacy_default)}
+            result.renames.insert(0, (f"{prefix}.default_{role}.resources", f"{prefix}.{legacy_default}"))
+    return replicas
+
+
+def _positive_int(data: dict, key: str, default: int, result: Normalized, minimum: int = 1) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        result.problems.append(Problem(key, f"{value!r} is not a whole number >= {minimum}"))
+        return default
+    return value
+
+
+def _from_azure(data: dict, result: Normalized) -> Normalized:
+    """Azure ML estimator keywords (`node_count`, `distributed_backend`, ...) -> our form."""
+    unknown = data.keys() - AZURE_KEYS - {"framework", "backend", "name", "description", "tags"}
+    for key in sorted(unknown):
+        result.problems.append(Problem(key, f"cannot be combined with Azure ML estimator keywords ({', '.join(sorted(AZURE_KEYS & data.keys()))})"))
+    nodes = _positive_int(data, "node_count", 1, result)
+    per_node = _positive_int(data, "process_count_per_node", 1, result)
+    workers = _positive_int(data, "worker_count", 1, result)
+    servers = _positive_int(data, "parameter_server_count", 1, result, minimum=0)
+    backend = data.get("distributed_backend")
+    out: dict[str, Any] = {k: data[k] for k in ("backend", "name", "description", "tags") if k in data}
+    framework = data.get("framework", "tensorflow")
+    if backend == "mpi":
+        for key in ("worker_count", "parameter_server_count"):
+            if key in data:
+                result.problems.append(Problem(key, f"{data[key]!r} does not apply with distributed_backend 'mpi' (use node_count and process_count_per_node)"))
+        out["framework"] = "horovod" if framework in ("tensorflow", "horovod") else framework
+        out["environment"] = {"processes_per_replica": per_node, "replicas": {"n_workers": nodes}}
+    elif backend == "ps":
+        if per_node != 1:
+            result.problems.append(Problem("process_count_per_node", f"{per_node!r} must be 1 with distributed_backend 'ps'"))
+        out["framework"] = framework
+        out["environment"] = {"replicas": {"n_masters": 0, "n_workers": workers, "n_ps": servers}}
+    elif backend is None:
+        if nodes != 1:
+            result.problems.append(Problem("distributed_backend", f"is required when node_count is {nodes} (use 'mpi' or 'ps')"))
+        out["framework"] = data.get("framework")
+        out["environment"] = {"processes_per_replica": per_node}
+    else:
+        result.problems.append(Problem("distributed_backend", f"{backend!r} is not one of 'mpi', 'ps'"))
+    result.data = out
+    return result

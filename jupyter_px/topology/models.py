@@ -1,0 +1,253 @@
+"""The topology model: the single source of truth for a distributed job's shape.
+
+The model mirrors the current polyaxonfile form (`framework`, `backend`,
+`environment.resources`, `environment.replicas`), so what a user pastes, what the sidebar form
+edits (through the JSON schema) and what is written back to YAML are one structure. Older forms
+are rewritten into this one before validation (see `polyaxonfile.py`).
+
+Units after validation: cpu in cores, memory in MiB, gpu in whole devices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, NonNegativeInt, PositiveInt, WithJsonSchema, model_validator
+
+from .quantities import parse_cpu, parse_gpu, parse_memory_mib
+
+Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
+BackendName = Literal["local", "native", "kubernetes", "kubeflow"]
+RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
+
+#: Our role names, in the order replicas are listed and started.
+ROLES = ("master", "worker", "ps", "evaluator")
+
+#: Which roles each framework has (besides the master, which every framework has unless n_masters: 0).
+FRAMEWORK_ROLES: dict[str | None, tuple[str, ...]] = {
+    None: ("master",),
+    "tensorflow": ("master", "worker", "ps", "evaluator"),
+    "pytorch": ("master", "worker"),
+    "mxnet": ("master", "worker", "ps"),
+    "horovod": ("master", "worker"),
+    "mpi": ("master", "worker"),
+}
+
+#: Frameworks whose master is not optional: MXNet's scheduler and MPI's launcher.
+MASTER_REQUIRED = {"mxnet", "horovod", "mpi"}
+
+_QUANTITY_SCHEMA = WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}]})
+CpuQuantity = Annotated[float, BeforeValidator(parse_cpu), _QUANTITY_SCHEMA]
+MemoryQuantity = Annotated[float, BeforeValidator(parse_memory_mib), _QUANTITY_SCHEMA]
+GpuQuantity = Annotated[int, BeforeValidator(parse_gpu), WithJsonSchema({"type": "integer", "minimum": 0})]
+EnvValue = Annotated[str, BeforeValidator(lambda v: str(v).lower() if isinstance(v, bool) else (str(v) if isinstance(v, (int, float)) else v))]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Range(_Strict):
+    """`{requests, limits}`; `request` (singular, as in polyaxon's docs) means `requests`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _singular_request(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "request" in data:
+            if "requests" in data:
+                raise ValueError("give either 'request' or 'requests', not both")
+            data = {("requests" if k == "request" else k): v for k, v in data.items()}
+        elif not isinstance(data, dict) and not isinstance(data, BaseModel):
+            # A scalar (`cpu: 2`) is shorthand for requests = limits.
+            data = {"requests": data, "limits": data}
+        return data
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> "_Range":
+        requests, limits = getattr(self, "requests"), getattr(self, "limits")
+        if requests is not None and limits is not None and requests > limits:
+            raise ValueError(f"requests {_num(requests)} is above limits {_num(limits)}")
+        return self
+
+
+def _num(value: float) -> int | float:
+    return int(value) if value == int(value) else value
+
+
+class CpuRange(_Range):
+    requests: Optional[CpuQuantity] = Field(None, description="Cores requested (2, 0.5 or \"500m\").")
+    limits: Optional[CpuQuantity] = Field(None, description="Cores at most.")
+
+
+class MemoryRange(_Range):
+    requests: Optional[MemoryQuantity] = Field(None, description="MiB requested (a number), or \"1Gi\", \"512Mi\".")
+    limits: Optional[MemoryQuantity] = Field(None, description="MiB at most; a replica above it is OOMKilled.")
+
+
+class GpuRange(_Range):
+    requests: Optional[GpuQuantity] = Field(None, description="Whole GPUs requested.")
+    limits: Optional[GpuQuantity] = Field(None, description="Whole GPUs at most.")
+
+
+class Resources(_Strict):
+    cpu: Optional[CpuRange] = None
+    memory: Optional[MemoryRange] = None
+    gpu: Optional[GpuRange] = None
+
+    def gpus(self) -> int:
+        """GPUs a replica gets: the limit, else the request (Kubernetes requires them equal)."""
+        if self.gpu is None:
+            return 0
+        return self.gpu.limits if self.gpu.limits is not None else (self.gpu.requests or 0)
+
+
+class ReplicaSettings(_Strict):
+    """What a role's default (`default_worker`) or the environment may set for replicas."""
+
+    resources: Optional[Resources] = None
+    image: Optional[str] = Field(None, description="Container image (Kubernetes backends).")
+    env: Optional[dict[str, EnvValue]] = Field(None, description="Extra environment variables.")
+    node_selector: Optional[dict[str, str]] = Field(None, description="Kubernetes node selector.")
+    restart_policy: Optional[RestartPolicy] = None
+    max_restarts: Optional[NonNegativeInt] = Field(None, description="Restarts allowed with OnFailure.")
+
+
+#: Fields an override or a role default may replace (polyaxon's rule: replace what it names).
+SETTING_FIELDS = tuple(ReplicaSettings.model_fields)
+
+
+class ReplicaOverride(ReplicaSettings):
+    """Settings for one index of a role; replaces the role's default for the fields it names."""
+
+    index: NonNegativeInt
+
+
+class Replicas(_Strict):
+    """`environment.replicas`: how many of each role and their settings."""
+
+    n_masters: int = Field(1, ge=0, le=1, description="0 for a job of workers only (no chief/master).")
+    n_workers: NonNegativeInt = 0
+    n_ps: NonNegativeInt = 0
+    n_evaluators: int = Field(0, ge=0, le=1, description="TensorFlow only: a side-car evaluator.")
+    default_worker: Optional[ReplicaSettings] = None
+    default_ps: Optional[ReplicaSettings] = None
+    default_evaluator: Optional[ReplicaSettings] = None
+    worker: list[ReplicaOverride] = Field(default_factory=list)
+    ps: list[ReplicaOverride] = Field(default_factory=list)
+    evaluator: list[ReplicaOverride] = Field(default_factory=list)
+
+    def count(self, role: str) -> int:
+        return {"master": self.n_masters, "worker": self.n_workers, "ps": self.n_ps, "evaluator": self.n_evaluators}[role]
+
+    def default(self, role: str) -> ReplicaSettings | None:
+        return getattr(self, f"default_{role}", None)
+
+    def overrides(self, role: str) -> list[ReplicaOverride]:
+        return getattr(self, role) if role in ("worker", "ps", "evaluator") else []
+
+
+class Environment(ReplicaSettings):
+    """`environment`: the master's resources, settings for every replica, and the replicas."""
+
+    resources: Optional[Resources] = Field(None, description="The master's resources.")
+    replicas: Optional[Replicas] = None
+    processes_per_replica: PositiveInt = Field(1, description="Processes per replica (torch nproc_per_node, MPI slots).")
+    tf_master_type: Literal["chief", "master"] = Field("chief", description="Task type of the master in TF_CONFIG.")
+
+
+class Topology(_Strict):
+    """A distributed job's shape. Build it with `parse_topology` (any accepted form) or directly."""
+
+    version: Optional[float] = None
+    kind: Optional[Literal["experiment", "job"]] = None
+    name: Optional[str] = None
+    description: Optional[str] = None
+    tags: Optional[list[str]] = None
+    framework: Optional[Framework] = None
+    backend: BackendName = "local"
+    environment: Environment = Field(default_factory=Environment)
+
+    # ---- derived views -------------------------------------------------------------------
+    @property
+    def replicas_section(self) -> Replicas:
+        return self.environment.replicas or Replicas()
+
+    @property
+    def backend_kind(self) -> str:
+        """`native` and `kubernetes` are one backend."""
+        return "kubernetes" if self.backend == "native" else self.backend
+
+    @property
+    def is_mpi(self) -> bool:
+        return self.framework in ("horovod", "mpi")
+
+    def counts(self) -> dict[str, int]:
+        """{role: replicas} for the roles present, in start order."""
+        section = self.replicas_section
+        return {role: section.count(role) for role in ROLES if section.count(role) > 0}
+
+    def total_replicas(self) -> int:
+        return sum(self.counts().values())
+
+    def replicas(self) -> list["ReplicaSpec"]:
+        """Every replica with its settings resolved (role default, then the index's override)."""
+        return list(self._resolve())
+
+    def replica(self, role: str, index: int) -> "ReplicaSpec":
+        for spec in self._resolve(only_role=role):
+            if spec.index == index:
+                return spec
+        raise KeyError(f"this topology has no replica {role}[{index}] (it has {self.counts()})")
+
+    def _resolve(self, only_role: str | None = None):
+        env = self.environment
+        section = self.replicas_section
+        base = {name: getattr(env, name) for name in SETTING_FIELDS if name != "resources"}
+        for role in ROLES:
+            if only_role and role != only_role:
+                continue
+            count = section.count(role)
+            if not count:
+                continue
+            settings = dict(base, resources=env.resources if role == "master" else None)
+            default = section.default(role)
+            if default is not None:
+                settings.update({k: getattr(default, k) for k in default.model_fields_set})
+            by_index = {override.index: override for override in section.overrides(role)}
+            for index in range(count):
+                resolved = settings
+                override = by_index.get(index)
+                if override is not None:
+                    resolved = dict(settings)
+                    resolved.update({k: getattr(override, k) for k in override.model_fields_set if k != "index"})
+                yield ReplicaSpec(
+                    role=role,
+                    index=index,
+                    resources=resolved["resources"] or Resources(),
+                    image=resolved["image"],
+                    env=dict(resolved["env"] or {}),
+                    node_selector=dict(resolved["node_selector"] or {}),
+                    restart_policy=resolved["restart_policy"] or "Never",
+                    max_restarts=resolved["max_restarts"] if resolved["max_restarts"] is not None else 0,
+                    processes=env.processes_per_replica,
+                )
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """One replica, fully resolved: what a backend starts."""
+
+    role: str
+    index: int
+    resources: Resources
+    image: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    restart_policy: str = "Never"
+    max_restarts: int = 0
+    processes: int = 1
+
+    @property
+    def key(self) -> str:
+        return f"{self.role}-{self.index}"

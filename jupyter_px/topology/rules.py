@@ -1,0 +1,55 @@
+"""Rules that need the whole topology: index bounds, duplicates, roles a framework has.
+
+Field-level checks (types, units, requests <= limits, unknown fields) live on the models; these
+run once the structure is valid and report every violation, each with its path and value.
+"""
+
+from __future__ import annotations
+
+from .errors import Problem
+from .models import FRAMEWORK_ROLES, MASTER_REQUIRED, Topology
+
+_COUNT_FIELD = {"master": "n_masters", "worker": "n_workers", "ps": "n_ps", "evaluator": "n_evaluators"}
+
+
+def check(topology: Topology) -> list[Problem]:
+    problems: list[Problem] = []
+    section = topology.replicas_section
+    prefix = "environment.replicas"
+    framework = topology.framework
+    allowed = FRAMEWORK_ROLES[framework]
+
+    for role in ("worker", "ps", "evaluator"):
+        count_field = _COUNT_FIELD[role]
+        count = section.count(role)
+        if role not in allowed:
+            if count:
+                problems.append(Problem(f"{prefix}.{count_field}", _role_not_allowed(count, role, framework)))
+            if section.overrides(role):
+                problems.append(Problem(f"{prefix}.{role}", f"{framework or 'a job without a framework'} has no {role} replicas"))
+            continue
+        seen: set[int] = set()
+        for position, override in enumerate(section.overrides(role)):
+            path = f"{prefix}.{role}[{position}].index"
+            if override.index >= count:
+                problems.append(Problem(path, f"{override.index} is not below {count_field} ({count})"))
+            if override.index in seen:
+                problems.append(Problem(path, f"{override.index} is given more than once"))
+            seen.add(override.index)
+
+    if section.n_masters == 0 and framework in MASTER_REQUIRED:
+        role_name = "scheduler" if framework == "mxnet" else "launcher"
+        problems.append(Problem(f"{prefix}.n_masters", f"0 is not allowed: {framework} needs its master (the {role_name})"))
+    if topology.total_replicas() == 0:
+        problems.append(Problem(f"{prefix}.n_workers", "0: a job with no master needs at least one worker"))
+    if topology.environment.processes_per_replica > 1 and framework in ("tensorflow", "mxnet"):
+        problems.append(Problem("environment.processes_per_replica",
+                                f"{topology.environment.processes_per_replica} is not supported for {framework} (one process per replica)"))
+    return problems
+
+
+def _role_not_allowed(count: int, role: str, framework: str | None) -> str:
+    if framework is None:
+        return f"{count} {role} replicas need a framework (set framework: tensorflow, pytorch, mxnet or horovod)"
+    roles = ", ".join(FRAMEWORK_ROLES[framework])
+    return f"{count} is not allowed: {framework} has no {role} replicas (roles: {roles})"
