@@ -11,6 +11,7 @@ Units after validation: cpu in cores, memory in MiB, gpu in whole devices.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, NonNegativeInt, PositiveInt, WithJsonSchema, model_validator
@@ -192,13 +193,18 @@ class Topology(_Strict):
 
     def replicas(self) -> list["ReplicaSpec"]:
         """Every replica with its settings resolved (role default, then the index's override)."""
-        return list(self._resolve())
+        return list(self._resolved.values())
 
     def replica(self, role: str, index: int) -> "ReplicaSpec":
-        for spec in self._resolve(only_role=role):
-            if spec.index == index:
-                return spec
-        raise KeyError(f"this topology has no replica {role}[{index}] (it has {self.counts()})")
+        try:
+            return self._resolved[(role, index)]
+        except KeyError:
+            raise KeyError(f"this topology has no replica {role}[{index}] (it has {self.counts()})") from None
+
+    @cached_property
+    def _resolved(self) -> dict[tuple[str, int], "ReplicaSpec"]:
+        """Resolved once per (immutable) topology: backends ask for every replica, often."""
+        return {(spec.role, spec.index): spec for spec in self._resolve()}
 
     def _resolve(self, only_role: str | None = None):
         env = self.environment

@@ -1,0 +1,73 @@
+"""The one interface every backend implements.
+
+A backend turns a published run directory (record + code, see `jupyter_px.runs`) into running
+replicas and writes what it learns (states, exit codes, logs, metrics) back into the run store.
+UIs never talk to a backend's processes or API server: they read the store. So a backend needs
+only four verbs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..runs import RunStatus, RunStore
+from ..topology import Topology
+
+
+class BackendError(RuntimeError):
+    """The backend cannot do what was asked; the message says why and what to change."""
+
+
+class ResourceUnavailable(BackendError):
+    """The topology asks for more than the backend can give (e.g. 4 GPUs on a 1-GPU machine)."""
+
+
+@dataclass(frozen=True)
+class SubmitHandle:
+    """What submit() learned: enough to find the run's processes or objects again."""
+
+    run_id: str
+    backend: str
+    detail: dict
+
+
+class Backend(ABC):
+    name: str = ""
+
+    def __init__(self, store: RunStore | None = None):
+        self.store = store or RunStore()
+
+    def check(self, topology: Topology) -> None:
+        """Raise ResourceUnavailable/BackendError before anything is created. Default: accept."""
+
+    @abstractmethod
+    def submit(self, run_id: str) -> SubmitHandle:
+        """Start the run whose directory is already published in the store."""
+
+    def status(self, run_id: str) -> RunStatus:
+        """The run's status as last written by the backend (reconciled where it can tell more)."""
+        return self.store.status(run_id)
+
+    def logs(self, run_id: str, role: str, index: int, offset: int = 0, follow: bool = False,
+             poll_interval: float = 0.2) -> Iterator[str]:
+        """Log text of one replica from byte `offset`; with follow, until the run has finished."""
+        import time
+
+        while True:
+            text, offset = self.store.read_log(run_id, role, index, offset)
+            if text:
+                yield text
+            if not follow:
+                return
+            if self.store.status(run_id).state.finished:
+                text, offset = self.store.read_log(run_id, role, index, offset)
+                if text:
+                    yield text
+                return
+            time.sleep(poll_interval)
+
+    @abstractmethod
+    def stop(self, run_id: str) -> None:
+        """Stop every replica; the run ends as Stopped (unless it had already finished)."""

@@ -1,0 +1,178 @@
+"""Topology + addresses -> the environment each replica's process gets.
+
+Every backend gives training code the same variables (see DESIGN.md, "The environment
+contract"), so one script runs unchanged on this machine and on Kubernetes. Everything here is
+a pure function of its arguments: the backends decide addresses and paths, this module decides
+what the frameworks read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Mapping
+
+from .topology import Topology
+
+#: Ports Kubeflow's operators use in a cluster; locally each replica gets a free port instead.
+KUBERNETES_PORTS = {"tensorflow": 2222, "pytorch": 23456, "mxnet": 9091, "horovod": 2222, "mpi": 2222, None: 2222}
+
+#: Our role names -> TF_CONFIG task types (the master is `chief` unless asked otherwise).
+_TF_TYPES = {"worker": "worker", "ps": "ps", "evaluator": "evaluator"}
+_DMLC_ROLES = {"master": "scheduler", "ps": "server", "worker": "worker"}
+
+#: {role: ["host:port", ...]}, one address per index.
+Addresses = Mapping[str, list[str]]
+
+
+@dataclass(frozen=True)
+class ReplicaPaths:
+    """Where a replica writes; None fields are left out (no shared disk on Kubernetes)."""
+
+    outputs: str | None = None
+    tensorboard: str | None = None
+    metrics: str | None = None
+    params: str | None = None
+
+
+def kubernetes_addresses(topology: Topology, run_id: str) -> dict[str, list[str]]:
+    """Kubeflow's naming: `<run>-<role>-<index>` headless services, one fixed port."""
+    port = KUBERNETES_PORTS[topology.framework]
+    return {role: [f"{run_id}-{role}-{i}:{port}" for i in range(n)] for role, n in topology.counts().items()}
+
+
+def local_addresses(topology: Topology, ports: Mapping[str, list[int]], host: str = "127.0.0.1") -> dict[str, list[str]]:
+    """Addresses on this machine from the ports a backend reserved, one per replica."""
+    addresses = {}
+    for role, count in topology.counts().items():
+        role_ports = list(ports.get(role, []))
+        if len(role_ports) != count:
+            raise ValueError(f"{role}: {count} replicas but {len(role_ports)} ports")
+        addresses[role] = [f"{host}:{port}" for port in role_ports]
+    return addresses
+
+
+def _split(address: str) -> tuple[str, str]:
+    host, _, port = address.rpartition(":")
+    return host, port
+
+
+def _leader(addresses: Addresses) -> str:
+    """The rank-0 replica: the master, else worker 0 (a job without a master)."""
+    return (addresses.get("master") or addresses["worker"])[0]
+
+
+def tf_config(topology: Topology, role: str, index: int, addresses: Addresses) -> dict:
+    """TF_CONFIG: the training cluster (the evaluator is not part of it) and this task."""
+    master_type = topology.environment.tf_master_type
+    cluster = {}
+    if addresses.get("master"):
+        cluster[master_type] = list(addresses["master"])
+    for ours in ("worker", "ps"):
+        if addresses.get(ours):
+            cluster[ours] = list(addresses[ours])
+    task_type = master_type if role == "master" else _TF_TYPES[role]
+    return {"cluster": cluster, "task": {"type": task_type, "index": index}, "environment": "cloud"}
+
+
+def torch_rank(topology: Topology, role: str, index: int) -> int:
+    """Node rank: 0 for the master, index+1 for workers (index for a job without a master)."""
+    if role == "master":
+        return 0
+    return index + topology.replicas_section.n_masters
+
+
+def torch_env(topology: Topology, role: str, index: int, addresses: Addresses, local_rank: int | None = None) -> dict[str, str]:
+    """torch.distributed's env:// variables plus Kubeflow's PET_* (torchrun/elastic) names.
+
+    With processes_per_replica > 1 and `local_rank` given, each process gets its global RANK,
+    LOCAL_RANK and the total WORLD_SIZE, as torchrun would give it.
+    """
+    host, port = _split(_leader(addresses))
+    nodes = topology.total_replicas()
+    nproc = topology.environment.processes_per_replica
+    node_rank = torch_rank(topology, role, index)
+    env = {
+        "MASTER_ADDR": host,
+        "MASTER_PORT": port,
+        "WORLD_SIZE": str(nodes),
+        "RANK": str(node_rank),
+        "PET_MASTER_ADDR": host,
+        "PET_MASTER_PORT": port,
+        "PET_NNODES": str(nodes),
+        "PET_NODE_RANK": str(node_rank),
+        "PET_NPROC_PER_NODE": str(nproc),
+    }
+    if local_rank is not None:
+        env.update(
+            WORLD_SIZE=str(nodes * nproc),
+            RANK=str(node_rank * nproc + local_rank),
+            LOCAL_RANK=str(local_rank),
+            LOCAL_WORLD_SIZE=str(nproc),
+            GROUP_RANK=str(node_rank),
+        )
+    return env
+
+
+def mxnet_env(topology: Topology, role: str, addresses: Addresses) -> dict[str, str]:
+    host, port = _split(addresses["master"][0])
+    counts = topology.counts()
+    return {
+        "DMLC_ROLE": _DMLC_ROLES[role],
+        "DMLC_PS_ROOT_URI": host,
+        "DMLC_PS_ROOT_PORT": port,
+        "DMLC_NUM_SERVER": str(counts.get("ps", 0)),
+        "DMLC_NUM_WORKER": str(counts.get("worker", 0)),
+    }
+
+
+def mpi_hostfile(topology: Topology, addresses: Addresses) -> str:
+    """OpenMPI hostfile: one `host slots=N` line per worker host (same host merged)."""
+    slots: dict[str, int] = {}
+    for address in addresses.get("worker", []):
+        host, _ = _split(address)
+        slots[host] = slots.get(host, 0) + topology.environment.processes_per_replica
+    return "".join(f"{host} slots={n}\n" for host, n in slots.items())
+
+
+def mpi_world_size(topology: Topology) -> int:
+    return topology.counts().get("worker", 0) * topology.environment.processes_per_replica
+
+
+def replica_env(
+    topology: Topology,
+    run_id: str,
+    role: str,
+    index: int,
+    addresses: Addresses,
+    paths: ReplicaPaths = ReplicaPaths(),
+    local_rank: int | None = None,
+) -> dict[str, str]:
+    """The whole environment contract for one replica (without the inherited OS environment)."""
+    counts = topology.counts()
+    if index < 0 or index >= counts.get(role, 0):
+        raise ValueError(f"this topology has no replica {role}[{index}] (it has {counts})")
+    spec = topology.replica(role, index)
+    env: dict[str, str] = dict(spec.env)
+    framework = topology.framework
+    if framework == "tensorflow":
+        env["TF_CONFIG"] = json.dumps(tf_config(topology, role, index, addresses), separators=(",", ":"))
+    elif framework == "pytorch":
+        env.update(torch_env(topology, role, index, addresses, local_rank))
+    elif framework == "mxnet":
+        env.update(mxnet_env(topology, role, addresses))
+    elif framework in ("horovod", "mpi"):
+        env["PX_MPI_WORLD_SIZE"] = str(mpi_world_size(topology))
+    env.update(
+        PX_RUN_ID=run_id,
+        PX_TASK_TYPE=role,
+        PX_TASK_INDEX=str(index),
+        PX_CLUSTER=json.dumps({r: list(addresses.get(r, [])) for r in counts}, separators=(",", ":")),
+        PX_FRAMEWORK=framework or "",
+        PYTHONUNBUFFERED="1",
+    )
+    for name, value in (("PX_OUTPUTS_PATH", paths.outputs), ("PX_TENSORBOARD_PATH", paths.tensorboard),
+                        ("PX_METRICS_PATH", paths.metrics), ("PX_PARAMS_PATH", paths.params)):
+        if value is not None:
+            env[name] = value
+    return env
