@@ -3,10 +3,10 @@
 from .errors import Problem, TopologyError
 from .export import json_schema, summary_html, summary_rows, summary_text, to_dict, to_yaml
 from .models import ROLES, ReplicaSpec, Resources, Topology
-from .parse import load_yaml, parse_topology, try_parse
+from .parse import apply_overrides, load_yaml, parse_topology, try_parse
 
 __all__ = [
     "Problem", "TopologyError", "Topology", "ReplicaSpec", "Resources", "ROLES",
-    "parse_topology", "try_parse", "load_yaml",
+    "parse_topology", "try_parse", "load_yaml", "apply_overrides",
     "to_dict", "to_yaml", "json_schema", "summary_rows", "summary_text", "summary_html",
 ]

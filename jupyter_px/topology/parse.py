@@ -63,3 +63,25 @@ def try_parse(source: Any) -> tuple[Topology | None, list[Problem]]:
         return parse_topology(source), []
     except TopologyError as error:
         return None, error.problems
+
+
+def apply_overrides(topology: Topology | None, *, framework: str | None = None, workers: int | None = None,
+                    ps: int | None = None, backend: str | None = None) -> Topology:
+    """Command-line style overrides (`--framework pytorch --workers 3`) on top of a topology.
+
+    The result is validated like any other input; errors name the option's field.
+    """
+    from .export import to_dict
+
+    data = to_dict(topology) if topology is not None else {}
+    if framework is not None:
+        data["framework"] = framework
+    if backend is not None:
+        data["backend"] = backend
+    if workers is not None or ps is not None:
+        replicas = data.setdefault("environment", {}).setdefault("replicas", {})
+        if workers is not None:
+            replicas["n_workers"] = workers
+        if ps is not None:
+            replicas["n_ps"] = ps
+    return parse_topology(data)

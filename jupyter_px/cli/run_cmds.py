@@ -1,0 +1,5 @@
+"""`jupyter px run/runs/status/logs/stop` (being built)."""
+
+
+def register(commands) -> None:
+    return None

@@ -1,0 +1,112 @@
+"""`jupyter px validate` / `env` / `schema`: read a topology, explain it, show a replica's environment."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..cluster import ReplicaPaths, local_addresses, replica_env
+from ..topology import TopologyError, Topology, json_schema, parse_topology, summary_text, to_dict
+
+
+def read_topology_file(path: str) -> Topology:
+    """Parse FILE (or `-` for standard input); TopologyError on bad content, OSError on a bad path."""
+    if path == "-":
+        text = sys.stdin.read()
+    else:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    return parse_topology(text)
+
+
+def _load_or_report(path: str, as_json: bool) -> Topology | None:
+    try:
+        return read_topology_file(path)
+    except OSError as error:
+        _report([{"path": "", "message": f"cannot read {path!r}: {error.strerror or error}"}], as_json)
+    except TopologyError as error:
+        _report([p.to_dict() for p in error.problems], as_json)
+    return None
+
+
+def _report(problems: list[dict], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"valid": False, "problems": problems}, indent=1))
+    else:
+        print(f"invalid topology ({len(problems)} problem{'s' if len(problems) != 1 else ''}):", file=sys.stderr)
+        for problem in problems:
+            where = f"{problem['path']}: " if problem["path"] else ""
+            print(f"  {where}{problem['message']}", file=sys.stderr)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    topology = _load_or_report(args.file, args.json)
+    if topology is None:
+        return 2
+    if args.json:
+        replicas = [
+            {"role": s.role, "index": s.index, "resources": s.resources.model_dump(mode="json", exclude_none=True),
+             "restart_policy": s.restart_policy, "max_restarts": s.max_restarts}
+            for s in topology.replicas()
+        ]
+        print(json.dumps({"valid": True, "topology": to_dict(topology), "counts": topology.counts(), "replicas": replicas}, indent=1))
+    else:
+        print(summary_text(topology))
+    return 0
+
+
+def sequential_ports(topology: Topology, first: int = 29500) -> dict[str, list[int]]:
+    """Illustrative local ports for `jupyter px env` (a real run picks free ports)."""
+    ports, port = {}, first
+    for role, count in topology.counts().items():
+        ports[role] = list(range(port, port + count))
+        port += count
+    return ports
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    topology = _load_or_report(args.file, args.json)
+    if topology is None:
+        return 2
+    counts = topology.counts()
+    if args.role not in counts or not 0 <= args.index < counts[args.role]:
+        have = ", ".join(f"{role} 0..{n - 1}" for role, n in counts.items())
+        print(f"jupyter px env: --role {args.role} --index {args.index}: no such replica (this topology has {have})", file=sys.stderr)
+        return 2
+    addresses = local_addresses(topology, sequential_ports(topology))
+    run_id = args.run_id
+    paths = ReplicaPaths(outputs=f"<run>/outputs", tensorboard=f"<run>/tensorboard/{args.role}-{args.index}",
+                         metrics=f"<run>/metrics/{args.role}-{args.index}.jsonl", params=f"<run>/params/{args.role}-{args.index}.json")
+    env = replica_env(topology, run_id, args.role, args.index, addresses, paths)
+    if args.json:
+        print(json.dumps(env, indent=1))
+    else:
+        for key in sorted(env):
+            print(f"{key}={env[key]}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(json_schema(), indent=1))
+    return 0
+
+
+def register(commands) -> None:
+    validate = commands.add_parser("validate", help="check a topology file and show its replicas",
+                                   description="Validate a polyaxonfile topology (either form) and print its replicas.")
+    validate.add_argument("file", metavar="FILE", help="topology YAML, or - for standard input")
+    validate.add_argument("--json", action="store_true", help="machine-readable output")
+    validate.set_defaults(handler=cmd_validate)
+
+    env = commands.add_parser("env", help="the environment one replica would get",
+                              description="Print the environment a replica gets on the local backend (addresses on 127.0.0.1).")
+    env.add_argument("file", metavar="FILE", help="topology YAML, or - for standard input")
+    env.add_argument("--role", required=True, help="master, worker, ps or evaluator")
+    env.add_argument("--index", type=int, default=0, help="replica index (default 0)")
+    env.add_argument("--run-id", default="example", help="run id to show (default: example)")
+    env.add_argument("--json", action="store_true", help="machine-readable output")
+    env.set_defaults(handler=cmd_env)
+
+    schema = commands.add_parser("schema", help="print the topology's JSON Schema")
+    schema.set_defaults(handler=cmd_schema)
