@@ -60,6 +60,14 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+_BOUNDS = {
+    "greater_than_equal": (">=", "ge"),
+    "greater_than": (">", "gt"),
+    "less_than_equal": ("<=", "le"),
+    "less_than": ("<", "lt"),
+}
+
+
 def problems_from_validation(error: ValidationError, rename: dict[str, str] | None = None) -> list[Problem]:
     """Translate pydantic's errors into our wording: path, value, what was expected."""
     problems = []
@@ -80,8 +88,19 @@ def problems_from_validation(error: ValidationError, rename: dict[str, str] | No
             message = str(ctx["error"])
         elif kind in ("literal_error", "enum"):
             message = f"{_show(value)} is not one of {ctx.get('expected', '')}"
-        elif kind.startswith("greater_than") or kind.startswith("less_than"):
-            message = f"{_show(value)}: {item['msg'][0].lower()}{item['msg'][1:]}"
+        elif kind in _BOUNDS:
+            symbol, key = _BOUNDS[kind]
+            message = f"{_show(value)} is not {symbol} {ctx.get(key)}"
+        elif kind in ("int_parsing", "int_type", "int_from_float"):
+            message = f"{_show(value)} is not a whole number"
+        elif kind in ("float_parsing", "float_type"):
+            message = f"{_show(value)} is not a number"
+        elif kind in ("dict_type", "model_type", "model_attributes_type"):
+            message = f"{_show(value)} is not a mapping (expected fields under this key)"
+        elif kind == "list_type":
+            message = f"{_show(value)} is not a list (expected '- index: ...' items)"
+        elif kind == "string_type":
+            message = f"{_show(value)} is not a string"
         else:
             message = f"{_show(value)} is not valid: {item['msg'][0].lower()}{item['msg'][1:]}"
         problems.append(Problem(path, message))

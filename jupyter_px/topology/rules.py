@@ -40,7 +40,7 @@ def check(topology: Topology) -> list[Problem]:
     if section.n_masters == 0 and framework in MASTER_REQUIRED:
         role_name = "scheduler" if framework == "mxnet" else "launcher"
         problems.append(Problem(f"{prefix}.n_masters", f"0 is not allowed: {framework} needs its master (the {role_name})"))
-    if topology.total_replicas() == 0:
+    if section.n_masters == 0 and section.n_workers == 0:
         problems.append(Problem(f"{prefix}.n_workers", "0: a job with no master needs at least one worker"))
     if topology.environment.processes_per_replica > 1 and framework in ("tensorflow", "mxnet"):
         problems.append(Problem("environment.processes_per_replica",
