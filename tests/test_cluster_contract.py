@@ -124,7 +124,7 @@ def test_tensorflow_reads_our_tf_config_back():
     for (role, index), result in zip(replicas, resolved):
         assert result["cluster"] == cluster
         assert (result["type"], result["id"]) == (expected_types[role], index)
-    assert resolved[0]["master"] == "grpc://127.0.0.1:7000"
+    assert resolved[0]["master"] == "127.0.0.1:7000"  # the chief serves the session itself
 
 
 TORCH_RENDEZVOUS = textwrap.dedent("""
