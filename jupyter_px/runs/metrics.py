@@ -1,0 +1,464 @@
+"""Reading a run's metrics back: for plots, the live monitor, the REST API and the CLI.
+
+Two sources, both per replica:
+
+* `metrics/<role>-<index>.jsonl`, written by `jupyter_px.tracking` (or by a backend that parsed
+  `@px-metrics` lines out of a log stream, see `parse_log_metrics` / `ingest_log_lines`);
+* TensorBoard event files that the training code wrote itself under
+  `tensorboard/<role>-<index>/` (a Keras `TensorBoard` callback, a torch `SummaryWriter`, ...).
+  Scalars in a sub-directory get it as a prefix: Keras' `train/epoch_loss`.
+  The event files written by `jupyter_px.tracking` are skipped: their points are in the JSONL.
+
+`MetricsReader.poll()` is called every second or so by monitors, so it only reads bytes appended
+since the last poll: it keeps an offset per file, leaves an incomplete last line (or event
+record) for the next poll, and lists a directory again only when its mtime changed.
+
+Event files are read here with TensorBoard's own protos and tensor decoding, but the TFRecord
+framing is read directly rather than through `event_file_loader`: that loader resolves
+`tensorboard.compat.tf`, which imports all of TensorFlow where it is installed (seconds, in
+the Jupyter server), and it cannot resume from a byte offset kept between polls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..tracking import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
+from .layout import RunPaths
+
+__all__ = [
+    "Series",
+    "MetricsReader",
+    "LogMetrics",
+    "parse_log_metrics",
+    "ingest_log_lines",
+]
+
+#: A directory whose mtime is younger than this is listed again on every poll, because an entry
+#: added within the file system's timestamp granularity would not change the mtime we saw.
+_FRESH_DIR_S = 2.0
+
+
+@dataclass
+class Series:
+    """Points of one metric of one replica, as three parallel lists (what plotting wants).
+
+    `steps` holds None where `log_metrics` was called without a step.
+    """
+
+    steps: list[int | None] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def append(self, step: int | None, value: float, time_: float) -> None:
+        self.steps.append(step)
+        self.values.append(value)
+        self.times.append(time_)
+
+    def tail(self, start: int) -> Series:
+        """The points from index `start` on, as a new Series (list slices: C speed)."""
+        return Series(self.steps[start:], self.values[start:], self.times[start:])
+
+
+#: What `poll()` returns: new points by (replica, metric name).
+Update = dict[tuple[str, str], Series]
+
+
+@dataclass
+class _FileState:
+    offset: int = 0
+    inode: int = 0
+    bad_lines: int = 0
+    broken: bool = False  # an event file with a corrupt record: not read any further
+    # event files only: plugin of each tag, learned from the first event that carries metadata
+    plugins: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _DirState:
+    mtime_ns: int = -1
+    listed_at: float = 0.0
+    files: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+
+
+class MetricsReader:
+    """Incremental reader of one run directory's metrics.
+
+        reader = MetricsReader(RunPaths(run_id))
+        new = reader.poll()                # {("worker-0", "loss"): Series(...), ...}
+        s = reader.series("worker-0", "loss")
+
+    Not thread-safe: one reader per consumer (each keeps its own offsets).
+    """
+
+    def __init__(self, run_paths: RunPaths, *, event_files: bool = True):
+        self.paths = run_paths
+        self.event_files = event_files
+        self._data: dict[str, dict[str, Series]] = {}
+        self._total_steps: dict[str, int] = {}
+        self._files: dict[str, _FileState] = {}
+        self._dirs: dict[str, _DirState] = {}
+        self._params: dict[str, tuple[int, dict[str, Any]]] = {}
+
+    # -- reading --------------------------------------------------------------------------
+
+    def poll(self) -> Update:
+        """Read what was appended since the last poll; return only the new points."""
+        starts: dict[tuple[str, str], int] = {}
+        for name in self._list(str(self.paths.metrics_dir), want_dirs=False).files:
+            if name.endswith(".jsonl"):
+                self._read_jsonl(name[: -len(".jsonl")], str(self.paths.metrics_dir / name), starts)
+        if self.event_files:
+            tb_root = str(self.paths.tensorboard_dir)
+            for replica in self._list(tb_root, want_dirs=True).dirs:
+                for path, prefix in self._event_files(os.path.join(tb_root, replica), ""):
+                    self._read_events(replica, prefix, path, starts)
+        return {key: self._data[key[0]][key[1]].tail(start) for key, start in starts.items()}
+
+    def _series(self, replica: str, name: str, starts: dict[tuple[str, str], int]) -> Series:
+        metrics = self._data.get(replica)
+        if metrics is None:
+            metrics = self._data[replica] = {}
+        series = metrics.get(name)
+        if series is None:
+            series = metrics[name] = Series()
+        key = (replica, name)
+        if key not in starts:
+            starts[key] = len(series)
+        return series
+
+    def _new_bytes(self, path: str, state: _FileState) -> bytes:
+        """Bytes appended since `state.offset` ('' when nothing changed; restart if replaced)."""
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return b""
+        if st.st_ino != state.inode or st.st_size < state.offset:
+            if state.inode:
+                warnings.warn(f"{path} was replaced or truncated; reading it again from the start", RuntimeWarning)
+            state.offset, state.inode, state.plugins = 0, st.st_ino, {}
+        if st.st_size == state.offset:
+            return b""
+        with open(path, "rb") as f:
+            f.seek(state.offset)
+            return f.read(st.st_size - state.offset)
+
+    def _read_jsonl(self, replica: str, path: str, starts: dict[tuple[str, str], int]) -> None:
+        state = self._files.get(path)
+        if state is None:
+            state = self._files[path] = _FileState()
+        data = self._new_bytes(path, state)
+        end = data.rfind(b"\n") + 1
+        if not end:
+            return  # nothing, or only the start of a line still being written
+        state.offset += end
+        # The hot loop of a first read: bound `append`s per metric instead of method calls.
+        appenders: dict[str, tuple[Any, Any, Any]] = {}
+        for record in _decode_lines(data[:end], path, state):
+            if type(record) is not dict:
+                state.bad_lines += 1
+                continue
+            step, when, total = record.get("step"), record.get("time"), record.get("total_steps")
+            metrics = record.get("metrics")
+            if not isinstance(metrics, dict) or type(when) is not float:
+                if not isinstance(metrics, dict) or not isinstance(when, int):
+                    state.bad_lines += 1
+                    continue
+                when = float(when)
+            if total is not None and type(total) is int:
+                self._total_steps[replica] = total
+            if type(step) is not int:
+                step = None
+            for name, value in metrics.items():
+                if type(value) is not float:
+                    if type(value) is not int:
+                        continue
+                    value = float(value)
+                append = appenders.get(name)
+                if append is None:
+                    series = self._series(replica, name, starts)
+                    append = appenders[name] = (series.steps.append, series.values.append, series.times.append)
+                append[0](step)
+                append[1](value)
+                append[2](when)
+
+    def _list(self, directory: str, want_dirs: bool) -> _DirState:
+        """A directory's entries, listed again only when its mtime moved (or is very recent)."""
+        state = self._dirs.get(directory)
+        if state is None:
+            state = self._dirs[directory] = _DirState()
+        try:
+            mtime_ns = os.stat(directory).st_mtime_ns
+        except FileNotFoundError:
+            state.mtime_ns, state.files, state.dirs = -1, [], []
+            return state
+        now = time.time()
+        if mtime_ns == state.mtime_ns and state.listed_at - mtime_ns / 1e9 > _FRESH_DIR_S:
+            return state
+        files, dirs = [], []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if want_dirs and entry.is_dir():
+                        dirs.append(entry.name)
+                    elif entry.is_file():
+                        files.append(entry.name)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        state.mtime_ns, state.listed_at, state.files, state.dirs = mtime_ns, now, sorted(files), sorted(dirs)
+        return state
+
+    def _event_files(self, directory: str, prefix: str) -> Iterator[tuple[str, str]]:
+        """(path, metric-name prefix) of the user's event files under a replica's directory."""
+        state = self._list(directory, want_dirs=True)
+        for name in state.files:
+            if "tfevents" in name and not name.endswith(EVENTS_FILE_SUFFIX):
+                yield os.path.join(directory, name), prefix
+        for sub in state.dirs:
+            yield from self._event_files(os.path.join(directory, sub), f"{prefix}{sub}/")
+
+    def _read_events(self, replica: str, prefix: str, path: str, starts: dict[tuple[str, str], int]) -> None:
+        state = self._files.get(path)
+        if state is None:
+            state = self._files[path] = _FileState()
+        if state.broken:
+            return
+        data = self._new_bytes(path, state)
+        if not data:
+            return
+        from tensorboard.compat.proto import event_pb2
+
+        used = 0
+        for record, used in _records(data, path):
+            if record is None:
+                state.broken = True
+                return
+            try:
+                event = event_pb2.Event.FromString(record)
+            except Exception:  # a damaged record: skip it, framing told us where the next one is
+                state.bad_lines += 1
+                continue
+            if event.HasField("summary"):
+                for tag, value in _scalars(event, state.plugins):
+                    self._series(replica, prefix + tag, starts).append(event.step, value, event.wall_time)
+        state.offset += used
+
+    # -- accessors ------------------------------------------------------------------------
+
+    def series(self, replica: str, name: str) -> Series:
+        """All points read so far of one metric of one replica (empty if none)."""
+        return self._data.get(replica, {}).get(name) or Series()
+
+    @property
+    def data(self) -> dict[str, dict[str, Series]]:
+        """replica -> metric name -> Series, for everything read so far (do not mutate)."""
+        return self._data
+
+    def replicas(self) -> list[str]:
+        return sorted(self._data)
+
+    def metric_names(self) -> list[str]:
+        """Every metric name seen in any replica, sorted."""
+        return sorted({name for metrics in self._data.values() for name in metrics})
+
+    def progress(self, replica: str) -> tuple[int | None, int | None]:
+        """(last step logged, total_steps) of a replica, for a progress bar; None when unknown."""
+        last = None
+        for series in self._data.get(replica, {}).values():
+            steps = [s for s in series.steps[-1:] if s is not None]
+            if steps and (last is None or steps[0] > last):
+                last = steps[0]
+        return last, self._total_steps.get(replica)
+
+    def params(self) -> dict[str, dict[str, Any]]:
+        """replica -> the params it logged (files re-read only when they change)."""
+        out: dict[str, dict[str, Any]] = {}
+        directory = str(self.paths.params_dir)
+        for name in self._list(directory, want_dirs=False).files:
+            if not name.endswith(".json"):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                mtime = os.stat(path).st_mtime_ns
+                cached = self._params.get(path)
+                if cached is None or cached[0] != mtime:
+                    with open(path, "rb") as f:
+                        loaded = json.load(f)
+                    cached = self._params[path] = (mtime, loaded if isinstance(loaded, dict) else {})
+            except (OSError, ValueError):
+                continue
+            out[name[: -len(".json")]] = cached[1]
+        return out
+
+
+def _decode_lines(chunk: bytes, path: str, state: _FileState) -> list[Any]:
+    """Complete JSON lines -> records; one json.loads for the whole chunk, per line on error."""
+    lines = [line for line in chunk.split(b"\n") if line.strip()]
+    try:
+        return json.loads(b"[" + b",".join(lines) + b"]")  # the caller skips non-objects
+    except ValueError:
+        pass
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            state.bad_lines += 1
+            if state.bad_lines == 1:
+                warnings.warn(f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning)
+    return records
+
+
+_HEADER = struct.Struct("<QI")
+
+
+def _records(data: bytes, path: str) -> Iterator[tuple[bytes | None, int]]:
+    """TFRecord framing: (record bytes, offset just after it) for each complete record, and
+    (None, offset) once if the framing is corrupt there.
+
+    The length's CRC is checked, so that garbage is not taken for a huge length; the data CRC
+    is not (a pure-Python CRC over large records, e.g. graphs, would cost seconds), a damaged
+    record then fails to parse as an Event and is skipped.
+    """
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    pos, size = 0, len(data)
+    while pos + 12 <= size:
+        length, length_crc = _HEADER.unpack_from(data, pos)
+        if masked_crc32c(data[pos : pos + 8]) != length_crc:
+            warnings.warn(f"{path}: corrupt event record; not reading this file further", RuntimeWarning)
+            yield None, pos
+            return
+        end = pos + 12 + length + 4
+        if end > size:
+            return  # the writer has not finished this record yet
+        yield data[pos + 12 : pos + 12 + length], end
+        pos = end
+
+
+def _scalars(event: Any, plugins: dict[str, str]) -> Iterator[tuple[str, float]]:
+    """(tag, value) of each scalar in an event: `simple_value`s (TF1 style, torch, tensorboardX)
+    and one-element tensors of the scalars plugin (TF2 `tf.summary.scalar`, Keras)."""
+    for value in event.summary.value:
+        kind = value.WhichOneof("value")
+        if kind == "simple_value":
+            yield value.tag, float(value.simple_value)
+        elif kind == "tensor":
+            if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
+                plugins[value.tag] = value.metadata.plugin_data.plugin_name
+            if plugins.get(value.tag) != "scalars":
+                continue
+            from tensorboard.util import tensor_util
+
+            try:
+                array = tensor_util.make_ndarray(value.tensor)
+            except Exception:
+                continue
+            if array.size == 1:
+                yield value.tag, float(array.reshape(()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics carried in a log stream (no shared disk).
+
+
+@dataclass
+class LogMetrics:
+    """What `parse_log_metrics` found: JSONL-ready metric records and the merged params."""
+
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    skipped: int = 0  # marker lines whose JSON was unusable
+
+
+def _metric_record(obj: Any) -> dict[str, Any] | None:
+    """Validate one `@px-metrics` object; the normalised record or None."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("metrics"), dict):
+        return None
+    when, step, total = obj.get("time"), obj.get("step"), obj.get("total_steps")
+    if not isinstance(when, (int, float)) or not (step is None or isinstance(step, int)):
+        return None
+    values = {str(k): float(v) for k, v in obj["metrics"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if not values:
+        return None
+    record: dict[str, Any] = {"step": step, "time": float(when), "metrics": values}
+    if isinstance(total, int):
+        record["total_steps"] = total
+    return record
+
+
+def parse_log_metrics(lines: Iterable[str | bytes]) -> LogMetrics:
+    """Pick `@px-metrics {json}` and `@px-params {json}` lines out of a replica's log.
+
+    The marker may follow other text on the line (a log timestamp, or output the training
+    code printed without a newline); the JSON runs from the marker to the end of the line.
+    """
+    found = LogMetrics()
+    for line in lines:
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", "replace")
+        for marker in (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX):
+            at = line.find(marker)
+            if at < 0:
+                continue
+            try:
+                obj = json.loads(line[at + len(marker) :])
+            except ValueError:
+                found.skipped += 1
+                break
+            if marker is METRICS_LOG_PREFIX:
+                record = _metric_record(obj)
+                if record is None:
+                    found.skipped += 1
+                else:
+                    found.metrics.append(record)
+            elif isinstance(obj, dict):
+                found.params.update(obj)
+            else:
+                found.skipped += 1
+            break
+    return found
+
+
+def ingest_log_lines(run_paths: RunPaths, role: str, index: int, lines: Iterable[str | bytes]) -> LogMetrics:
+    """Store the metrics and params found in log lines as if the replica had written them.
+
+    For backends without a shared disk: after this, `MetricsReader` sees them like any others.
+    The caller passes each log line once (keep your own log offset).
+    """
+    from .store import atomic_write_json
+
+    found = parse_log_metrics(lines)
+    if found.metrics:
+        path = run_paths.metrics(role, index)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        blob = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in found.metrics)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(blob)
+    if found.params:
+        path = run_paths.params(role, index)
+        merged: dict[str, Any] = {}
+        try:
+            merged = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            pass
+        merged.update(found.params)
+        atomic_write_json(path, merged)
+    return found
