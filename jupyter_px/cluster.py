@@ -139,6 +139,52 @@ def mpi_world_size(topology: Topology) -> int:
     return topology.counts().get("worker", 0) * topology.environment.processes_per_replica
 
 
+class ClusterEnv:
+    """The contract for every replica of one run, with the cluster-wide parts encoded once.
+
+    TF_CONFIG and PX_CLUSTER hold every address, so encoding them per replica is quadratic in
+    the cluster size; a 1,100-replica job would spend most of its submit time in json.dumps.
+    """
+
+    def __init__(self, topology: Topology, run_id: str, addresses: Addresses):
+        self.topology, self.run_id, self.addresses = topology, run_id, addresses
+        self.counts = topology.counts()
+        self.px_cluster = json.dumps({r: list(addresses.get(r, [])) for r in self.counts}, separators=(",", ":"))
+        if topology.framework == "tensorflow":
+            cluster = tf_config(topology, "master" if "master" in self.counts else "worker", 0, addresses)["cluster"]
+            self._tf_cluster = json.dumps(cluster, separators=(",", ":"))
+
+    def for_replica(self, role: str, index: int, paths: ReplicaPaths = ReplicaPaths(),
+                    local_rank: int | None = None) -> dict[str, str]:
+        topology = self.topology
+        if index < 0 or index >= self.counts.get(role, 0):
+            raise ValueError(f"this topology has no replica {role}[{index}] (it has {self.counts})")
+        env: dict[str, str] = dict(topology.replica(role, index).env)
+        framework = topology.framework
+        if framework == "tensorflow":
+            task_type = topology.environment.tf_master_type if role == "master" else _TF_TYPES[role]
+            env["TF_CONFIG"] = f'{{"cluster":{self._tf_cluster},"task":{{"type":"{task_type}","index":{index}}},"environment":"cloud"}}'
+        elif framework == "pytorch":
+            env.update(torch_env(topology, role, index, self.addresses, local_rank))
+        elif framework == "mxnet":
+            env.update(mxnet_env(topology, role, self.addresses))
+        elif framework in ("horovod", "mpi"):
+            env["PX_MPI_WORLD_SIZE"] = str(mpi_world_size(topology))
+        env.update(
+            PX_RUN_ID=self.run_id,
+            PX_TASK_TYPE=role,
+            PX_TASK_INDEX=str(index),
+            PX_CLUSTER=self.px_cluster,
+            PX_FRAMEWORK=framework or "",
+            PYTHONUNBUFFERED="1",
+        )
+        for name, value in (("PX_OUTPUTS_PATH", paths.outputs), ("PX_TENSORBOARD_PATH", paths.tensorboard),
+                            ("PX_METRICS_PATH", paths.metrics), ("PX_PARAMS_PATH", paths.params)):
+            if value is not None:
+                env[name] = value
+        return env
+
+
 def replica_env(
     topology: Topology,
     run_id: str,
@@ -148,31 +194,8 @@ def replica_env(
     paths: ReplicaPaths = ReplicaPaths(),
     local_rank: int | None = None,
 ) -> dict[str, str]:
-    """The whole environment contract for one replica (without the inherited OS environment)."""
-    counts = topology.counts()
-    if index < 0 or index >= counts.get(role, 0):
-        raise ValueError(f"this topology has no replica {role}[{index}] (it has {counts})")
-    spec = topology.replica(role, index)
-    env: dict[str, str] = dict(spec.env)
-    framework = topology.framework
-    if framework == "tensorflow":
-        env["TF_CONFIG"] = json.dumps(tf_config(topology, role, index, addresses), separators=(",", ":"))
-    elif framework == "pytorch":
-        env.update(torch_env(topology, role, index, addresses, local_rank))
-    elif framework == "mxnet":
-        env.update(mxnet_env(topology, role, addresses))
-    elif framework in ("horovod", "mpi"):
-        env["PX_MPI_WORLD_SIZE"] = str(mpi_world_size(topology))
-    env.update(
-        PX_RUN_ID=run_id,
-        PX_TASK_TYPE=role,
-        PX_TASK_INDEX=str(index),
-        PX_CLUSTER=json.dumps({r: list(addresses.get(r, [])) for r in counts}, separators=(",", ":")),
-        PX_FRAMEWORK=framework or "",
-        PYTHONUNBUFFERED="1",
-    )
-    for name, value in (("PX_OUTPUTS_PATH", paths.outputs), ("PX_TENSORBOARD_PATH", paths.tensorboard),
-                        ("PX_METRICS_PATH", paths.metrics), ("PX_PARAMS_PATH", paths.params)):
-        if value is not None:
-            env[name] = value
-    return env
+    """The whole environment contract for one replica (without the inherited OS environment).
+
+    For many replicas of one run, build one `ClusterEnv` and call `for_replica` on it.
+    """
+    return ClusterEnv(topology, run_id, addresses).for_replica(role, index, paths, local_rank)
