@@ -158,7 +158,7 @@ class Run:
 
         reader = MetricsReader(self.paths)
         reader.poll()
-        return reader.series()
+        return reader.data
 
     def stop(self) -> RunStatus:
         self.backend.stop(self.run_id)
