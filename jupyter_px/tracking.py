@@ -112,7 +112,11 @@ def _coerce_value(name: str, value: Any) -> float:
         )
     try:
         return float(value)
-    except (TypeError, ValueError, RuntimeError) as exc:
+    except (TypeError, ValueError, RuntimeError):
+        pass
+    try:  # numpy >= 2 refuses float() of a shape-(1,) array; .item() takes any one-element one
+        return float(value.item())
+    except (AttributeError, TypeError, ValueError, RuntimeError) as exc:
         shape = getattr(value, "shape", None)
         what = f"{type(value).__name__} of shape {tuple(shape)}" if shape is not None else type(value).__name__
         raise TypeError(
@@ -143,12 +147,18 @@ class _Crc32c:
     TensorBoard's own implementation (the one its `RecordWriter` uses) walks one byte per
     Python iteration and was the largest cost of a flush; this one looks up 16 bits at a time
     in two 64k-entry tables (512 KiB, built on first use in the flush thread), about 3x faster.
+    (Importing TensorBoard's version would also import its TensorFlow stub: 150 ms and numpy.)
     """
 
-    def __init__(self) -> None:
-        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import CRC_TABLE
+    POLY = 0x82F63B78  # Castagnoli, reflected
 
-        t8 = CRC_TABLE
+    def __init__(self) -> None:
+        t8 = []
+        for byte in range(256):
+            crc = byte
+            for _ in range(8):
+                crc = (crc >> 1) ^ (self.POLY if crc & 1 else 0)
+            t8.append(crc)
 
         def through_4_bytes(crc: int) -> int:
             for _ in range(4):
@@ -181,20 +191,21 @@ class _EventsWriter:
     """
 
     def __init__(self, logdir: Path):
+        # Imported now, in the thread that logs first: the flush may run first at exit, when
+        # importing can fail ("can't register atexit after shutdown").
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+
+        self._event_pb2, self._summary_pb2 = event_pb2, summary_pb2
         self._logdir = logdir
         self._file: Any = None
         self._crc: _Crc32c | None = None
         self._header_crcs: dict[int, bytes] = {}
-        self._event_pb2: Any = None
-        self._summary_pb2: Any = None
         # One reusable Event per distinct tuple of metric names: filling in a template and
         # serializing it costs a third of building the nested messages for every call.
         self._templates: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
 
     def _open(self) -> None:
-        from tensorboard.compat.proto import event_pb2, summary_pb2
-
-        self._event_pb2, self._summary_pb2 = event_pb2, summary_pb2
+        event_pb2 = self._event_pb2
         self._crc = _Crc32c()
         self._logdir.mkdir(parents=True, exist_ok=True)
         name = "events.out.tfevents.%010d.%s.%s.%s%s" % (
@@ -303,7 +314,8 @@ class _Tracker:
         self.params_path = env.get("PX_PARAMS_PATH") or None
         tb = env.get("PX_TENSORBOARD_PATH") or None
         self.queue: collections.deque[tuple[int | None, float, int | None, dict[str, float]]] = collections.deque()
-        self.events = _EventsWriter(Path(tb)) if (self.run_id and tb) else None
+        self.tensorboard_path = tb if self.run_id else None
+        self.events: _EventsWriter | None = None
         self.write_lock = threading.Lock()
         self.flushing: set[int] = set()  # idents of threads inside flush()
         self.params_lock = threading.Lock()
@@ -321,6 +333,8 @@ class _Tracker:
         with _START_LOCK:
             if self.thread is not None:
                 return
+            if self.tensorboard_path:
+                self.events = _EventsWriter(Path(self.tensorboard_path))
             thread = threading.Thread(target=self._loop, name="px-tracking-flush", daemon=True)
             self.thread = thread
             thread.start()

@@ -1,0 +1,402 @@
+"""Start, reuse and stop TensorBoard servers for runs, and embed them in a notebook.
+
+    result = tensorboard.start("my-run")           # or ["run-a", "run-b"], or {"name": "/a/dir"}
+    tensorboard.embed(result)                       # an IFrame through the Jupyter server
+
+Why it is built this way (ideas from TensorBoard's own `manager.py` / `notebook.py`):
+
+* One process per distinct set of log directories, recorded in `$PX_HOME/tensorboard/<key>.json`
+  and reused while that process lives, so re-running a cell, another kernel, the sidebar and
+  the CLI all land on the same server instead of starting one each. A file lock makes two
+  concurrent `start`s for the same set launch once.
+* The server is started detached (its own session) so it outlives the kernel that asked for
+  it; `stop(key)` ends it. It binds 127.0.0.1 only; browsers reach it through the Jupyter
+  server's authenticated `jupyter-server-proxy` route `<base_url>proxy/<port>/`, which also
+  works behind JupyterHub, where `localhost:<port>` means the user's laptop.
+* It is `[sys.executable, "-m", "tensorboard.main", ...]` (an argument list, never a shell
+  string), so it is the TensorBoard of the kernel's environment, reloading every second so
+  that live runs show up quickly.
+* Readiness is an HTTP answer, not a sleep: `start` polls until the server answers, and
+  returns `Failed` with the reason and the server's own output if it exits or never answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import html
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence, Union
+
+from .runs.layout import RUN_ID_PATTERN, RunPaths, px_home
+
+__all__ = [
+    "ServerInfo",
+    "Launched",
+    "Reused",
+    "Failed",
+    "StartResult",
+    "start",
+    "list_servers",
+    "stop",
+    "jupyter_base_url",
+    "proxy_url",
+    "embed",
+]
+
+#: Where TensorBoard's notebook integration looks for a proxy URL template ("%PORT%" replaced).
+PROXY_URL_ENV = "TENSORBOARD_PROXY_URL"
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A TensorBoard process we started, as recorded in `$PX_HOME/tensorboard/<key>.json`."""
+
+    key: str
+    pid: int
+    port: int
+    logdirs: dict[str, str]  # TensorBoard run-name prefix -> directory ("" for a single --logdir)
+    logdir_spec: str  # the argument given to TensorBoard
+    started: float  # time.time() at launch
+    create_time: float  # the process's creation time, to tell it from a later process with the same pid
+
+    @property
+    def local_url(self) -> str:
+        """Reachable from this machine only; browsers should use `url()`."""
+        return f"http://{HOST}:{self.port}/"
+
+    def url(self, base_url: str | None = None) -> str:
+        """The URL a browser uses: see `proxy_url`."""
+        return proxy_url(self.port, base_url)
+
+
+@dataclass(frozen=True)
+class Launched:
+    """`start` launched a new server."""
+
+    info: ServerInfo
+
+
+@dataclass(frozen=True)
+class Reused:
+    """`start` found a live server for the same log directories."""
+
+    info: ServerInfo
+
+
+@dataclass(frozen=True)
+class Failed:
+    """`start` could not give a server: why, and what TensorBoard printed (may be empty)."""
+
+    reason: str
+    output: str = ""
+
+
+StartResult = Union[Launched, Reused, Failed]
+Target = Union[str, Sequence[str], Mapping[str, Union[str, os.PathLike]]]
+
+
+# ---------------------------------------------------------------------------------------------
+# What to serve.
+
+
+class _BadTarget(ValueError):
+    pass
+
+
+def _logdirs(target: Target, home: Path | None) -> dict[str, str]:
+    """Normalise `start`'s argument to {run name: absolute directory}.
+
+    - a run id ("my-run")               -> {"": <run>/tensorboard}  (TensorBoard runs: worker-0, ...)
+    - several run ids (["a", "b"])      -> {"a": <a>/tensorboard, "b": <b>/tensorboard}
+    - a mapping {name: directory}       -> as given
+    - any other string: a directory, or a logdir spec "name:dir,name:dir"
+    """
+    if isinstance(target, Mapping):
+        spec = {str(k): str(v) for k, v in target.items()}
+    elif isinstance(target, str) and RUN_ID_PATTERN.match(target):
+        return {"": str(_run_tensorboard_dir(target, home))}
+    elif isinstance(target, str):
+        spec = {}
+        for part in target.split(","):
+            name, sep, path = part.rpartition(":") if ":" in part else ("", "", part)
+            spec[name] = path
+    else:
+        ids = list(target)
+        if not ids:
+            raise _BadTarget("no runs given")
+        if len(ids) == 1:
+            return {"": str(_run_tensorboard_dir(ids[0], home))}
+        spec = {run_id: str(_run_tensorboard_dir(run_id, home)) for run_id in ids}
+    out = {}
+    for name, path in spec.items():
+        if not path:
+            raise _BadTarget(f"empty log directory for {name!r} in {target!r}")
+        if "," in path or ":" in name or "," in name:
+            raise _BadTarget(f"{name!r}: {path!r} cannot be passed to TensorBoard (',' or ':' in it)")
+        out[name] = os.path.abspath(os.path.expanduser(path))
+    if len(out) > 1 and "" in out:
+        raise _BadTarget(f"every log directory needs a name when there are several: {target!r}")
+    return out
+
+
+def _run_tensorboard_dir(run_id: str, home: Path | None) -> Path:
+    paths = RunPaths(run_id, home)  # raises InvalidRunId (a ValueError) for a bad id
+    if not paths.root.is_dir():
+        raise _BadTarget(f"run {run_id!r} not found in {paths.root.parent}")
+    return paths.tensorboard_dir
+
+
+def _spec_argument(logdirs: Mapping[str, str]) -> list[str]:
+    if list(logdirs) == [""]:
+        return ["--logdir", logdirs[""]]
+    return ["--logdir_spec", ",".join(f"{name}:{path}" for name, path in sorted(logdirs.items()))]
+
+
+def _key(logdirs: Mapping[str, str]) -> str:
+    canonical = json.dumps(sorted(logdirs.items()), separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------------------------
+# Records.
+
+
+def _servers_dir(home: Path | None) -> Path:
+    return (home or px_home()) / "tensorboard"
+
+
+def _read_record(path: Path) -> ServerInfo | None:
+    try:
+        return ServerInfo(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _alive(info: ServerInfo) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(info.pid)
+        return abs(proc.create_time() - info.create_time) < 1.0 and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@contextlib.contextmanager
+def _locked(directory: Path, key: str) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def list_servers(home: Path | None = None) -> list[ServerInfo]:
+    """The live servers we started (stale records of dead ones are removed)."""
+    directory = _servers_dir(home)
+    servers = []
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        info = _read_record(path)
+        if info is not None and _alive(info):
+            servers.append(info)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+    return sorted(servers, key=lambda s: s.started)
+
+
+# ---------------------------------------------------------------------------------------------
+# Starting and stopping.
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{HOST}:{port}/data/environment", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _tail(path: Path, limit: int = 8000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-limit:].decode("utf-8", "replace")
+
+
+def _kill(pid: int, timeout: float) -> None:
+    """SIGTERM the server's process group (it leads one: started with start_new_session), then SIGKILL."""
+    import psutil
+
+    try:
+        target = os.getpgid(pid) if os.getpgid(pid) == pid else None
+    except ProcessLookupError:
+        return
+    send = (lambda sig: os.killpg(target, sig)) if target is not None else (lambda sig: os.kill(pid, sig))
+    with contextlib.suppress(ProcessLookupError):
+        send(signal.SIGTERM)
+    try:
+        psutil.Process(pid).wait(timeout)
+    except psutil.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            send(signal.SIGKILL)
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).wait(timeout)
+    except psutil.Error:
+        pass
+
+
+# Popen objects of servers launched by this process, so that their exit status is collected.
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeout: float) -> StartResult:
+    log_path = directory / f"{key}.log"
+    args = _spec_argument(logdirs)
+    command = [
+        sys.executable, "-m", "tensorboard.main", *args,
+        "--host", HOST, "--port", str(port), "--reload_interval", "1",
+    ]
+    started = time.time()
+    try:
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, close_fds=True,
+            )
+    except OSError as exc:
+        return Failed(f"could not run {command[0]} -m tensorboard.main: {exc}")
+    _children[proc.pid] = proc
+    deadline = started + timeout
+    while True:
+        code = proc.poll()
+        if code is not None:
+            return Failed(f"TensorBoard exited with code {code} before answering on {HOST}:{port}", _tail(log_path))
+        if _answers(port):
+            break
+        if time.time() > deadline:
+            _kill(proc.pid, 5.0)
+            proc.poll()
+            return Failed(f"TensorBoard did not answer on {HOST}:{port} within {timeout:g} s", _tail(log_path))
+        time.sleep(0.25)
+    import psutil
+
+    info = ServerInfo(
+        key=key, pid=proc.pid, port=port, logdirs=logdirs, logdir_spec=" ".join(args[1:]),
+        started=started, create_time=psutil.Process(proc.pid).create_time(),
+    )
+    from .runs.store import atomic_write_json
+
+    atomic_write_json(directory / f"{key}.json", asdict(info))
+    return Launched(info)
+
+
+def start(
+    target: Target, *, port: int | None = None, timeout: float = 120.0, home: Path | None = None
+) -> StartResult:
+    """Serve the TensorBoard logs of one or several runs, reusing a live server for the same set.
+
+    `target`: a run id, a list of run ids, a {name: directory} mapping, a directory, or a
+    TensorBoard logdir spec "name:dir,name:dir". `port`: a fixed port (default: a free one).
+    Never raises for things that go wrong at run time; returns Failed(reason, output) instead.
+    """
+    try:
+        logdirs = _logdirs(target, home)
+    except ValueError as exc:
+        return Failed(str(exc))
+    if port is not None and not (isinstance(port, int) and 0 < port < 65536):
+        return Failed(f"port must be an integer between 1 and 65535, got {port!r}")
+    key = _key(logdirs)
+    directory = _servers_dir(home)
+    with _locked(directory, key):
+        existing = _read_record(directory / f"{key}.json")
+        if existing is not None and _alive(existing):
+            return Reused(existing)
+        result = _launch(key, logdirs, port or _free_port(), directory, timeout)
+        if port is None and isinstance(result, Failed) and "already in use" in result.output:
+            result = _launch(key, logdirs, _free_port(), directory, timeout)  # lost a race for the port
+        return result
+
+
+def stop(key: str | ServerInfo | Launched | Reused, *, timeout: float = 5.0, home: Path | None = None) -> bool:
+    """Stop a server we started; True if one was running. Accepts a key, an info or a result."""
+    if isinstance(key, (Launched, Reused)):
+        key = key.info
+    if isinstance(key, ServerInfo):
+        key = key.key
+    if not isinstance(key, str) or not key.isalnum():
+        raise ValueError(f"not a TensorBoard server key: {key!r}")
+    directory = _servers_dir(home)
+    record = directory / f"{key}.json"
+    with _locked(directory, key):
+        info = _read_record(record)
+        running = info is not None and _alive(info)
+        if running:
+            _kill(info.pid, timeout)  # type: ignore[union-attr]
+            child = _children.pop(info.pid, None)  # type: ignore[union-attr]
+            if child is not None:
+                child.poll()
+        with contextlib.suppress(FileNotFoundError):
+            record.unlink()
+    return running
+
+
+# ---------------------------------------------------------------------------------------------
+# URLs and embedding.
+
+
+def jupyter_base_url(base_url: str | None = None) -> str:
+    """The Jupyter server's base URL: the argument, else $JUPYTERHUB_SERVICE_PREFIX, else "/".
+
+    Always starts and ends with "/".
+    """
+    url = base_url or os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/"
+    return "/" + url.strip("/") + "/" if url.strip("/") else "/"
+
+
+def proxy_url(port: int, base_url: str | None = None) -> str:
+    """Where a browser reaches the server on `port`.
+
+    An explicit `base_url` gives `<base_url>proxy/<port>/`. Otherwise $TENSORBOARD_PROXY_URL, if
+    set, is used the way TensorBoard's notebook integration uses it (its "%PORT%" replaced);
+    otherwise `<jupyter_base_url()>proxy/<port>/`.
+    """
+    template = os.environ.get(PROXY_URL_ENV)
+    if base_url is None and template:
+        return template.replace("%PORT%", str(int(port)))
+    return f"{jupyter_base_url(base_url)}proxy/{int(port)}/"
+
+
+def embed(result: StartResult | ServerInfo, height: int = 800, base_url: str | None = None) -> Any:
+    """An IPython display object: TensorBoard in an IFrame, or the reason it could not start."""
+    import IPython.display
+
+    if isinstance(result, Failed):
+        output = f"<pre>{html.escape(result.output[-4000:])}</pre>" if result.output else ""
+        return IPython.display.HTML(
+            f"<div><b>TensorBoard could not start:</b> {html.escape(result.reason)}{output}</div>"
+        )
+    info = result if isinstance(result, ServerInfo) else result.info
+    return IPython.display.IFrame(src=info.url(base_url), width="100%", height=height)
