@@ -1,0 +1,246 @@
+"""jupyter_px.runs.metrics: incremental reads of JSONL metrics and of the user's own event files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from jupyter_px.runs.layout import RunPaths
+from jupyter_px.runs.metrics import MetricsReader, ingest_log_lines, parse_log_metrics
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def px_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("PX_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def paths(px_home) -> RunPaths:
+    paths = RunPaths("run-1")
+    paths.metrics_dir.mkdir(parents=True)
+    paths.tensorboard_dir.mkdir(parents=True)
+    return paths
+
+
+def line(step, when, total=None, **metrics) -> bytes:
+    record = {"step": step, "time": when, "metrics": metrics}
+    if total is not None:
+        record["total_steps"] = total
+    return (json.dumps(record) + "\n").encode()
+
+
+def append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
+
+
+def test_reads_only_what_was_appended(paths):
+    path = paths.metrics("worker", 0)
+    append(path, line(0, 1.0, total=10, loss=0.5, acc=0.1) + line(1, 2.0, loss=0.4))
+    reader = MetricsReader(paths)
+    new = reader.poll()
+    assert set(new) == {("worker-0", "loss"), ("worker-0", "acc")}
+    assert new[("worker-0", "loss")].steps == [0, 1]
+    assert new[("worker-0", "loss")].values == [0.5, 0.4]
+    assert new[("worker-0", "loss")].times == [1.0, 2.0]
+    assert reader.poll() == {}
+
+    append(path, line(2, 3.0, loss=0.3))
+    new = reader.poll()
+    assert list(new) == [("worker-0", "loss")]
+    assert (new[("worker-0", "loss")].steps, new[("worker-0", "loss")].values) == ([2], [0.3])
+    whole = reader.series("worker-0", "loss")
+    assert whole.steps == [0, 1, 2] and len(whole) == 3
+    assert reader.progress("worker-0") == (2, 10)
+    assert reader.replicas() == ["worker-0"] and reader.metric_names() == ["acc", "loss"]
+
+
+def test_partial_last_line_waits_for_its_end(paths):
+    path = paths.metrics("master", 0)
+    full = line(5, 1.0, loss=0.25)
+    append(path, line(4, 0.5, loss=0.5) + full[:17])
+    reader = MetricsReader(paths)
+    assert reader.poll()[("master-0", "loss")].steps == [4]
+    assert reader.poll() == {}
+    append(path, full[17:])
+    assert reader.poll()[("master-0", "loss")].values == [0.25]
+
+
+def test_new_replicas_and_bad_lines(paths):
+    reader = MetricsReader(paths)
+    assert reader.poll() == {}
+    append(paths.metrics("worker", 1), line(None, 1.0, loss=1) + b"not json\n" + b'{"metrics": 3}\n'
+           + line(1, 2.0, loss="x", ok=2.0))
+    with pytest.warns(RuntimeWarning, match="not a JSON object"):
+        new = reader.poll()
+    assert new[("worker-1", "loss")].steps == [None]  # a call without a step
+    assert new[("worker-1", "loss")].values == [1.0]
+    assert new[("worker-1", "ok")].values == [2.0]
+    assert reader.progress("worker-1") == (1, None)
+
+
+def test_nan_and_infinity_round_trip(paths, monkeypatch):
+    monkeypatch.setenv("PX_RUN_ID", "run-1")
+    result = subprocess.run(
+        [sys.executable, "-c", "from jupyter_px import tracking\n"
+                               "tracking.log_metrics(step=0, loss=float('nan'), gnorm=float('inf'))"],
+        env={"PYTHONPATH": str(REPO), "PX_RUN_ID": "run-1", "PX_TASK_TYPE": "worker", "PX_TASK_INDEX": "0",
+             "PX_METRICS_PATH": str(paths.metrics("worker", 0))},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    new = MetricsReader(paths).poll()
+    assert new[("worker-0", "gnorm")].values == [float("inf")]
+    assert new[("worker-0", "loss")].values[0] != new[("worker-0", "loss")].values[0]
+
+
+def write_user_events(logdir: Path, points: list[tuple[str, int, float]]) -> None:
+    """Event files as a user's SummaryWriter writes them, with TensorBoard's own writer."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(logdir))
+    for tag, step, value in points:
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+        writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
+    writer.close()
+
+
+def test_user_event_files_are_read_incrementally(paths, tmp_path):
+    replica_dir = paths.tensorboard("worker", 0)
+    write_user_events(replica_dir, [("loss", 0, 1.0), ("loss", 1, 0.5)])
+    write_user_events(replica_dir / "validation", [("epoch_loss", 0, 0.75)])
+    # our own tracking event files are skipped: their points come from the JSONL
+    (replica_dir / "events.out.tfevents.1.host.1.0.px").write_bytes(b"ignored")
+
+    reader = MetricsReader(paths)
+    new = reader.poll()
+    assert new[("worker-0", "loss")].steps == [0, 1]
+    assert new[("worker-0", "loss")].values == [1.0, 0.5]
+    assert new[("worker-0", "validation/epoch_loss")].values == [0.75]
+    assert reader.poll() == {}
+
+    # One more record, appended to the same file in two writes: nothing until it is whole.
+    write_user_events(tmp_path / "scratch", [("loss", 2, 0.25)])
+    scratch = next((tmp_path / "scratch").iterdir()).read_bytes()
+    record = scratch[_first_record_len(scratch):]  # skip the file-version record
+    event_file = next(p for p in replica_dir.iterdir() if p.is_file() and not p.name.endswith(".px"))
+    append(event_file, record[:10])
+    assert reader.poll() == {}
+    append(event_file, record[10:])
+    new = reader.poll()
+    assert (new[("worker-0", "loss")].steps, new[("worker-0", "loss")].values) == ([2], [0.25])
+
+
+def _first_record_len(data: bytes) -> int:
+    import struct
+
+    (length,) = struct.unpack_from("<Q", data)
+    return 12 + length + 4
+
+
+def test_keras_style_tensor_scalars(paths):
+    """TF2 `tf.summary.scalar` (what Keras' TensorBoard callback writes): tensors + plugin metadata."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.scalar import metadata
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    writer = EventFileWriter(str(paths.tensorboard("worker", 0) / "train"))
+    for step, value in enumerate([0.9, 0.7]):
+        value_pb = summary_pb2.Summary.Value(tag="epoch_loss", tensor=tensor_util.make_tensor_proto(value))
+        if step == 0:  # TF writes the metadata with the first value of a tag only
+            value_pb.metadata.CopyFrom(metadata.create_summary_metadata(display_name="", description=""))
+        writer.add_event(event_pb2.Event(step=step, wall_time=1.0, summary=summary_pb2.Summary(value=[value_pb])))
+    histogram = summary_pb2.Summary.Value(tag="weights", tensor=tensor_util.make_tensor_proto([1.0, 2.0]))
+    writer.add_event(event_pb2.Event(step=0, summary=summary_pb2.Summary(value=[histogram])))
+    writer.close()
+    new = MetricsReader(paths).poll()
+    assert list(new) == [("worker-0", "train/epoch_loss")]
+    assert new[("worker-0", "train/epoch_loss")].values == pytest.approx([0.9, 0.7])
+
+
+def test_torch_summary_writer_files(paths):
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    writer = torch_tb.SummaryWriter(log_dir=str(paths.tensorboard("master", 0)))
+    for step in range(3):
+        writer.add_scalar("train/loss", 1.0 / (step + 1), step)
+    writer.close()
+    series = MetricsReader(paths).poll()[("master-0", "train/loss")]
+    assert series.steps == [0, 1, 2]
+    assert series.values == pytest.approx([1.0, 0.5, 1 / 3])
+
+
+def test_corrupt_event_file_is_reported_once(paths):
+    replica_dir = paths.tensorboard("worker", 0)
+    replica_dir.mkdir(parents=True)
+    (replica_dir / "events.out.tfevents.1.host").write_bytes(b"\xff" * 64)
+    reader = MetricsReader(paths)
+    with pytest.warns(RuntimeWarning, match="corrupt"):
+        assert reader.poll() == {}
+    assert reader.poll() == {}
+
+
+def test_params(paths, monkeypatch):
+    paths.params_dir.mkdir(parents=True)
+    paths.params("worker", 0).write_text(json.dumps({"lr": 0.1}))
+    reader = MetricsReader(paths)
+    assert reader.params() == {"worker-0": {"lr": 0.1}}
+
+
+def test_parse_log_metrics():
+    lines = [
+        "epoch 1",
+        '@px-metrics {"step":1,"time":5.0,"metrics":{"loss":0.5}}',
+        '2026-11-01T10:00:00Z progress...@px-metrics {"step":2,"time":6.0,"metrics":{"loss":0.25},"total_steps":9}',
+        b'@px-params {"lr":0.1}',
+        '@px-params {"lr":0.2,"bs":8}',
+        "@px-metrics {broken",
+        '@px-metrics {"step":"x","time":1,"metrics":{"loss":1}}',
+    ]
+    found = parse_log_metrics(lines)
+    assert found.metrics == [
+        {"step": 1, "time": 5.0, "metrics": {"loss": 0.5}},
+        {"step": 2, "time": 6.0, "metrics": {"loss": 0.25}, "total_steps": 9},
+    ]
+    assert found.params == {"lr": 0.2, "bs": 8}
+    assert found.skipped == 2
+
+
+def test_ingest_log_lines_feeds_the_reader(paths):
+    reader = MetricsReader(paths)
+    ingest_log_lines(paths, "worker", 3, ['@px-metrics {"step":1,"time":5.0,"metrics":{"loss":0.5}}',
+                                          '@px-params {"lr":0.1}'])
+    ingest_log_lines(paths, "worker", 3, ['@px-metrics {"step":2,"time":6.0,"metrics":{"loss":0.4}}',
+                                          '@px-params {"bs":8}'])
+    assert reader.poll()[("worker-3", "loss")].values == [0.5, 0.4]
+    assert reader.params() == {"worker-3": {"lr": 0.1, "bs": 8}}
+
+
+def test_reads_a_real_replica_end_to_end(paths):
+    script = textwrap.dedent(
+        """
+        from jupyter_px import tracking
+        for i in range(20):
+            tracking.log_metrics(step=i, total_steps=20, loss=1.0 / (i + 1))
+        """
+    )
+    env = {"PYTHONPATH": str(REPO), "PX_RUN_ID": "run-1", "PX_TASK_TYPE": "worker", "PX_TASK_INDEX": "2",
+           "PX_METRICS_PATH": str(paths.metrics("worker", 2)),
+           "PX_TENSORBOARD_PATH": str(paths.tensorboard("worker", 2))}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    reader = MetricsReader(paths)
+    new = reader.poll()
+    assert list(new) == [("worker-2", "loss")]  # the tracking event file is not read twice
+    assert new[("worker-2", "loss")].steps == list(range(20))
+    assert reader.progress("worker-2") == (19, 20)
