@@ -1,3 +1,62 @@
-"""jupyter-px: distributed training from a notebook."""
+"""jupyter-px: distributed training from a notebook.
+
+    %load_ext jupyter_px                      # the %%px_topology / %%px_distributed magics
+    run = jupyter_px.submit("train.py", "topology.yaml"); run.wait()
+    jupyter_px.TopologyForm()                 # build a topology with widgets
+
+Everything is imported on first use (PEP 562 `__getattr__`): every replica's runner imports this
+package, and `import jupyter_px` must not pull in IPython, ipywidgets, pydantic or plotly there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+
+#: Public name -> module that defines it (imported when the name is first used).
+_LAZY = {
+    "submit": "jupyter_px.api",
+    "runs": "jupyter_px.api",
+    "Run": "jupyter_px.api",
+    "RunFailed": "jupyter_px.api",
+    "PushError": "jupyter_px.api",
+    "TopologyForm": "jupyter_px.widgets.topology_form",
+    "RunMonitor": "jupyter_px.widgets.run_monitor",
+}
+
+__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension",
+           "_jupyter_server_extension_points", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jupyter_px' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext jupyter_px`: register the magics."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .magics import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """jupyter_server finds the server extension (REST API, base URL for kernels) here."""
+    return [{"module": "jupyter_px.server"}]

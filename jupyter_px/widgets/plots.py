@@ -1,0 +1,172 @@
+"""Metric plots: a static figure for `%px_plot` and the live plot inside the run monitor.
+
+Why plotly (and not bqplot): `%px_plot` needs a static figure that survives nbconvert, HTML
+export and GitHub's notebook viewer, which plotly's `application/vnd.plotly.v1+json` output
+does (it embeds the data and renders without a kernel). Using plotly's `FigureWidget` for the
+live plot as well means one plotting library, one look, and figures a user can take further
+with the API they already know. bqplot would add a second library and its outputs do not render
+outside a live kernel.
+
+Both plots show one metric per panel with one trace per replica, so a run with 64 replicas is
+64 traces, not 64 figures. Traces are decimated to at most `MAX_POINTS` points (every k-th point
+plus the last): a plot is at most a few thousand pixels wide, and sending 100k points to the
+browser on every update would make the monitor, not the training, the slow part.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+#: Points per trace sent to the browser.
+MAX_POINTS = 2000
+
+
+def xy(series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of a `runs.metrics.Series`: x is the step, or the point's position where a point has
+    no step; decimated to `max_points` (keeping the last point, the one people look at)."""
+    values = np.asarray(series.values, dtype=float)
+    steps = series.steps
+    if steps and None not in steps:
+        x = np.asarray(steps, dtype=float)
+    else:
+        x = np.arange(len(values), dtype=float)
+    n = len(values)
+    if n > max_points:
+        stride = -(-n // max_points)
+        keep = np.arange(0, n, stride)
+        if keep[-1] != n - 1:
+            keep = np.append(keep, n - 1)
+        x, values = x[keep], values[keep]
+    return x, values
+
+
+def _metric_names(data: Mapping[str, Mapping[str, object]], wanted: Sequence[str] | None) -> list[str]:
+    names = sorted({name for metrics in data.values() for name in metrics})
+    if not wanted:
+        return names
+    return [name for name in wanted if name in names]
+
+
+def static_figure(data: Mapping[str, Mapping[str, object]], metrics: Sequence[str] | None = None, title: str = ""):
+    """A plotly Figure: one panel per metric, one line per replica. `data` is
+    `MetricsReader.data` (replica -> metric -> Series)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    names = _metric_names(data, metrics)
+    figure = make_subplots(rows=max(1, len(names)), cols=1, shared_xaxes=True, subplot_titles=names,
+                           vertical_spacing=0.08 if len(names) > 1 else 0.0)
+    palette = _palette()
+    for row, name in enumerate(names, start=1):
+        for position, replica in enumerate(sorted(data)):
+            series = data[replica].get(name)
+            if series is None or not len(series):
+                continue
+            x, y = xy(series)
+            figure.add_trace(  # lists, not arrays: the saved output stays plain JSON
+                go.Scatter(x=x.tolist(), y=y.tolist(), mode="lines", name=replica, legendgroup=replica, showlegend=row == 1,
+                           line={"color": palette[position % len(palette)]}),
+                row=row, col=1,
+            )
+    figure.update_xaxes(title_text="step", row=max(1, len(names)), col=1)
+    figure.update_layout(title=title or None, height=260 * max(1, len(names)) + 60,
+                         margin={"l": 50, "r": 20, "t": 60 if title else 30, "b": 40})
+    return figure
+
+
+def _palette() -> list[str]:
+    import plotly.express as px
+
+    return list(px.colors.qualitative.Plotly)
+
+
+class LivePlot:
+    """The monitor's plot: a metric selector and a `FigureWidget` with one trace per replica.
+
+    Created by the monitor when the first metric arrives (a run without metrics never loads
+    plotly's widget bundle). `update()` only touches traces that received points, in one
+    batched message.
+    """
+
+    def __init__(self) -> None:
+        import ipywidgets as widgets
+        import plotly.graph_objects as go
+
+        self._go = go
+        self.selector = widgets.Dropdown(description="metric", options=[], layout=widgets.Layout(width="320px"))
+        self.figure = go.FigureWidget(layout={"height": 320, "margin": {"l": 50, "r": 20, "t": 20, "b": 40},
+                                              "xaxis": {"title": {"text": "step"}}, "legend": {"orientation": "v"}})
+        self.widget = widgets.VBox([self.selector, self.figure])
+        self._traces: dict[str, int] = {}  # replica -> trace index for the selected metric
+        self._data: Mapping[str, Mapping[str, object]] = {}
+        self._palette = _palette()
+        self.selector.observe(self._on_select, names="value")
+
+    @property
+    def metric(self) -> str | None:
+        return self.selector.value
+
+    def update(self, data: Mapping[str, Mapping[str, object]], changed: Iterable[tuple[str, str]]) -> None:
+        """Show new points. `data` is the reader's replica -> metric -> Series, `changed` the
+        (replica, metric) keys that got points since the last call."""
+        self._data = data
+        names = sorted({name for metrics in data.values() for name in metrics})
+        if list(self.selector.options) != names:
+            current = self.selector.value
+            self.selector.options = names
+            wanted = current if current in names else (names[0] if names else None)
+            if self.selector.value != wanted:
+                self.selector.value = wanted  # redraws every trace through _on_select
+                return
+        metric = self.selector.value
+        if metric is None:
+            return
+        replicas = sorted({replica for replica, name in changed if name == metric})
+        if replicas:
+            self._draw(metric, replicas)
+
+    def _on_select(self, change) -> None:
+        self.figure.data = ()
+        self._traces = {}
+        if change["new"] is not None:
+            self._draw(change["new"], sorted(r for r, metrics in self._data.items() if change["new"] in metrics))
+
+    def _draw(self, metric: str, replicas: list[str]) -> None:
+        with self.figure.batch_update():
+            for replica in replicas:
+                series = self._data.get(replica, {}).get(metric)
+                if series is None:
+                    continue
+                x, y = xy(series)
+                index = self._traces.get(replica)
+                if index is None:
+                    color = self._palette[sorted(self._data).index(replica) % len(self._palette)]
+                    self.figure.add_scatter(x=x, y=y, mode="lines", name=replica, line={"color": color})
+                    self._traces[replica] = len(self.figure.data) - 1
+                else:
+                    trace = self.figure.data[index]
+                    trace.x, trace.y = x, y
+
+    def finalize(self) -> None:
+        """Put the complete figure into the synced state, so a saved notebook (nbclient's widget
+        state, JupyterLab's "save widget state") shows the final plot; plotly's own updates are
+        transient messages that the saved state does not keep."""
+        self.figure._widget_layout = deepcopy(self.figure._layout_obj._props)
+        self.figure._widget_data = _plain(deepcopy(self.figure._data))
+
+    def point_count(self) -> int:
+        return sum(len(trace.x) for trace in self.figure.data if trace.x is not None)
+
+
+def _plain(value):
+    """numpy arrays -> lists, so the saved widget state is plain JSON anyone can read."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

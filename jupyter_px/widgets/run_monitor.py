@@ -1,0 +1,407 @@
+"""The live run monitor: state, progress, per-replica table, log tails, metric plot, buttons.
+
+Everything it shows comes from the run store (status.json, logs/, metrics/), never from the
+backend's processes, so the same monitor works for a run started a minute ago in this kernel,
+one started from the CLI, and one re-attached after a kernel restart (`%px_attach`).
+
+Choices, and why:
+
+* **Updates run in a background thread**, one per monitor, waking every `interval` seconds
+  (`threading.Event.wait`, so it sleeps rather than spins, and `stop_updates()` wakes it at
+  once). Not an asyncio task on the kernel's loop: while a cell blocks (`%%px_distributed
+  --wait`, or any long cell after the submit) the kernel's loop does not run, and the monitor
+  must keep moving exactly then. ipywidgets 8 sends state changes from any thread (ipykernel
+  routes them through its IOPub thread); a lock makes `refresh()` safe to call from the notebook
+  too. The thread stops itself when the run has finished, after one final refresh.
+* **Bounded work per refresh.** The per-replica table is one HTML widget re-rendered from the
+  status (traitlets only sends it when the text changed), not a widget per cell. Logs are read
+  incrementally from the last offset and only for the replica whose log is on screen, keeping
+  the last `LOG_TAIL_BYTES` (a replica printing 1 GB costs nothing more). Metrics come from
+  `MetricsReader.poll()`, which reads only appended bytes, and only traces that got points are
+  redrawn.
+* **Log tabs:** one tab per replica up to `MAX_LOG_TABS` replicas; beyond that a tab strip is
+  unusable (and a widget per replica is what a 256-worker run must not have), so a drop-down
+  picks the replica shown in a single log view.
+* **Saved state tells the outcome.** After the run ends, the widget state (what nbclient or
+  "Save widget state" keeps in the notebook) holds every replica's final state in the table's
+  HTML (`data-replica` / `data-state` on each row), the run's state in the monitor's
+  `_dom_classes` (`px-state-Succeeded`), and the final plot data.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import threading
+import time
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..runs import ReplicaState, RunState, RunStatus
+
+#: Bytes of each replica's log kept on screen.
+LOG_TAIL_BYTES = 64 * 1024
+#: Up to this many replicas, each gets a log tab; above it, a drop-down.
+MAX_LOG_TABS = 16
+
+_STATE_COLORS = {
+    "Pending": "#888", "Running": "#1f77b4", "Restarting": "#ff7f0e", "Succeeded": "#2ca02c",
+    "Failed": "#d62728", "Stopped": "#9467bd", "Lost": "#8c564b",
+}
+
+
+def _badge(state: str) -> str:
+    color = _STATE_COLORS.get(state, "#444")
+    return f"<span style='color:{color};font-weight:600'>{html.escape(state)}</span>"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return "-"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _resources_text(resources: Any) -> str:
+    from ..topology.export import _range
+
+    parts = []
+    for label, value in (("cpu", resources.cpu), ("mem", resources.memory), ("gpu", resources.gpu)):
+        if value is not None:
+            parts.append(f"{label} {_range(value)}")
+    return ", ".join(parts) or "-"
+
+
+class LogTail:
+    """The last `limit` bytes of one replica's log, advanced from the last offset it read."""
+
+    def __init__(self, store: Any, run_id: str, role: str, index: int, limit: int = LOG_TAIL_BYTES):
+        self.store, self.run_id, self.role, self.index, self.limit = store, run_id, role, index, limit
+        self.path = store.paths(run_id).log(role, index)
+        self.offset: int | None = None
+        self.text = ""
+
+    def poll(self) -> bool:
+        """Read what was appended; True if the text changed."""
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            return False
+        if self.offset is not None and self.offset <= size and size - self.offset <= self.limit:
+            start = self.offset
+        else:  # first read, truncated file, or more new bytes than we keep: start at the tail
+            start, self.text = max(0, size - self.limit), ""
+        if start == size and self.offset is not None:
+            return False
+        new, self.offset = self.store.read_log(self.run_id, self.role, self.index, offset=start, limit=size - start)
+        text = self.text + new
+        if len(text) > self.limit:
+            text = text[-self.limit:]
+            cut = text.find("\n")
+            text = text[cut + 1:] if 0 <= cut < 4096 else text
+        changed = text != self.text or self.offset == size and start == 0 and not text
+        self.text = text
+        return changed
+
+    def html(self) -> str:
+        body = html.escape(self.text) if self.text else "<i>(no output yet)</i>"
+        return ("<pre style='max-height:320px;overflow:auto;white-space:pre-wrap;font-size:12px;"
+                f"margin:0'>{body}</pre>")
+
+
+class _LogViews:
+    """Log tails shown as one tab per replica, or a drop-down and one view for many replicas."""
+
+    def __init__(self, store: Any, run_id: str, replicas: list[tuple[str, int]]):
+        self.tails = [LogTail(store, run_id, role, index) for role, index in replicas]
+        self.keys = [f"{role}-{index}" for role, index in replicas]
+        if len(replicas) <= MAX_LOG_TABS:
+            self.views = [widgets.HTML(value=tail.html()) for tail in self.tails]
+            self.selector: Any = widgets.Tab(children=self.views, titles=self.keys)
+            self.widget: Any = self.selector
+        else:
+            self.views = [widgets.HTML(value="")]
+            self.selector = widgets.Dropdown(options=[(k, i) for i, k in enumerate(self.keys)],
+                                             value=0, description="replica")
+            self.widget = widgets.VBox([self.selector, self.views[0]])
+        self.selector.observe(lambda _change: self.refresh(), names="selected_index" if self.tabs else "value")
+
+    @property
+    def tabs(self) -> bool:
+        return isinstance(self.selector, widgets.Tab)
+
+    def selected(self) -> int:
+        value = self.selector.selected_index if self.tabs else self.selector.value
+        return value or 0
+
+    def refresh(self, everything: bool = False) -> None:
+        indices = range(len(self.tails)) if everything and self.tabs else [self.selected()]
+        for i in indices:
+            if i >= len(self.tails):
+                continue
+            tail = self.tails[i]
+            tail.poll()
+            view = self.views[i] if self.tabs else self.views[0]
+            view.value = tail.html()
+
+
+class RunMonitor(widgets.VBox):
+    """A live view of one run. `RunMonitor(run)` shows it and keeps it current until it ends.
+
+    `refresh()` does one update synchronously (tests, benchmarks, or a notebook that wants the
+    latest view now) and returns the run's status; `start()` / `stop_updates()` control the
+    background updates (started by default).
+    """
+
+    def __init__(self, run: Any, *, interval: float = 1.0, autostart: bool = True, **kwargs: Any):
+        from ..topology import parse_topology
+
+        self.run = run
+        self.store = run.store
+        self.run_id = run.run_id
+        self.interval = interval
+        self.finished = False
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._reader: Any = None
+        self.plot: Any = None
+        self.last_status: RunStatus | None = None
+
+        try:
+            topology = parse_topology(run.record.topology)
+            self._replicas = [(spec.role, spec.index) for spec in topology.replicas()]
+            self._resources = {spec.key: _resources_text(spec.resources) for spec in topology.replicas()}
+        except Exception:  # a record from a newer version: show what the status says
+            self._replicas, self._resources = [], {}
+
+        self.header = widgets.HTML()
+        self.replica_bar = widgets.IntProgress(value=0, min=0, max=max(1, len(self._replicas)), description="replicas",
+                                               layout=widgets.Layout(width="50%"))
+        self.replica_label = widgets.HTML()
+        self.step_bar = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="training",
+                                              layout=widgets.Layout(width="50%"))
+        self.step_label = widgets.HTML()
+        self.step_row = widgets.HBox([self.step_bar, self.step_label], layout=widgets.Layout(display="none"))
+        self.table = widgets.HTML()
+        self.logs = _LogViews(self.store, self.run_id, self._replicas)
+        self.plot_box = widgets.VBox([widgets.HTML("<i>no metrics yet: call jupyter_px.tracking.log_metrics(step=..., total_steps=..., loss=...) in the training code</i>")])
+        self.tabs = widgets.Tab(children=[self.table, self.logs.widget, self.plot_box], titles=["Replicas", "Logs", "Metrics"])
+        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger",
+                                          tooltip="stop every replica of this run")
+        self.tensorboard_button = widgets.Button(description="TensorBoard", icon="line-chart",
+                                                 tooltip="start (or reuse) TensorBoard for this run and show it here")
+        self.tensorboard_view = widgets.HTML()
+        self.stop_button.on_click(lambda _b: self.stop_run())
+        self.tensorboard_button.on_click(lambda _b: self.show_tensorboard())
+        super().__init__(
+            children=[
+                widgets.HBox([self.header, self.stop_button, self.tensorboard_button],
+                             layout=widgets.Layout(justify_content="space-between", align_items="center")),
+                widgets.HBox([self.replica_bar, self.replica_label]),
+                self.step_row,
+                self.tabs,
+                self.tensorboard_view,
+            ],
+            **kwargs,
+        )
+        self.add_class("px-run-monitor")
+        self.refresh()
+        if autostart:
+            self.start()
+
+    # ---- background updates ------------------------------------------------------------------
+    def start(self) -> None:
+        """Refresh every `interval` seconds in a background thread until the run ends."""
+        if self.finished or (self._thread is not None and self._thread.is_alive()):
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name=f"px-monitor-{self.run_id}", daemon=True)
+        self._thread.start()
+
+    def stop_updates(self) -> None:
+        """Stop the background updates (the widget stays as it is)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    def close(self) -> None:
+        self.stop_updates()
+        super().close()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.refresh()
+            except Exception as error:  # keep the monitor alive through a half-written file etc.
+                self.header.value = self._header_html(self.last_status) + f" <small>(update failed: {html.escape(str(error))})</small>"
+            if self.finished:
+                return
+
+    # ---- one update --------------------------------------------------------------------------
+    def refresh(self) -> RunStatus:
+        """Read the store once and update every part; after the run ended, a last full update."""
+        with self._lock:
+            status = self._read_status()
+            ending = status.state.finished and not self.finished
+            self.last_status = status
+            self._show_metrics(final=ending)
+            self._show_status(status)
+            self.logs.refresh(everything=ending)
+            if ending:
+                self.finished = True
+                self.stop_button.disabled = True
+            return status
+
+    def _read_status(self) -> RunStatus:
+        try:
+            return self.run.status()
+        except Exception:  # the backend could not reconcile; the store still has the last word
+            return self.store.status(self.run_id)
+
+    def _show_status(self, status: RunStatus) -> None:
+        self.header.value = self._header_html(status)
+        replicas = {replica.key: replica for replica in status.replicas}
+        keys = [f"{role}-{index}" for role, index in self._replicas] or list(replicas)
+        total = len(keys)
+        counts: dict[str, int] = {}
+        for key in keys:
+            state = replicas[key].state.value if key in replicas else "Pending"
+            counts[state] = counts.get(state, 0) + 1
+        running, succeeded = counts.get("Running", 0), counts.get("Succeeded", 0)
+        self.replica_bar.max = max(1, total)
+        self.replica_bar.value = running + succeeded
+        self.replica_bar.bar_style = (
+            "danger" if counts.get("Failed") or status.state in (RunState.FAILED, RunState.LOST)
+            else "success" if status.state == RunState.SUCCEEDED else "info"
+        )
+        self.replica_label.value = (
+            ", ".join(f"{n} {state.lower()}" for state, n in counts.items()) + f" of {total}"
+        )
+        self.table.value = self._table_html(keys, replicas)
+        classes = [c for c in self._dom_classes if not c.startswith("px-state-")]
+        self._dom_classes = tuple(classes + [f"px-state-{status.state.value}"])
+
+    def _header_html(self, status: RunStatus | None) -> str:
+        record = self.run.record
+        state = status.state.value if status else "Pending"
+        started = (status.started_at if status else None) or record.created_at
+        end = (status.finished_at if status and status.state.finished else None) or time.time()
+        name = f" ({html.escape(record.name)})" if record.name else ""
+        message = f" <small>{html.escape(status.message)}</small>" if status and status.message else ""
+        return (f"<b>{html.escape(self.run_id)}</b>{name} &middot; backend {html.escape(record.backend)} &middot; "
+                f"{_badge(state)} &middot; elapsed {_duration(end - started)}{message}")
+
+    def _table_html(self, keys: list[str], replicas: dict[str, Any]) -> str:
+        progress = self._progress_by_replica()
+        rows = []
+        for key in keys:
+            replica = replicas.get(key)
+            state = replica.state.value if replica else "Pending"
+            exit_code = "-" if replica is None or replica.exit_code is None else str(replica.exit_code)
+            reason = ""
+            if replica is not None and (replica.reason or replica.message) and replica.state != ReplicaState.SUCCEEDED:
+                reason = html.escape(" ".join(x for x in (replica.reason, replica.message) if x))
+            step = progress.get(key, "")
+            rows.append(
+                f"<tr data-replica='{key}' data-state='{state}'><td>{key}</td><td>{_badge(state)}</td>"
+                f"<td>{replica.restarts if replica else 0}</td><td>{exit_code}</td>"
+                f"<td>{html.escape(self._resources.get(key, '-'))}</td><td>{step}</td><td>{reason}</td></tr>"
+            )
+        head = "".join(f"<th style='text-align:left;padding-right:12px'>{h}</th>"
+                       for h in ("replica", "state", "restarts", "exit code", "resources", "step", ""))
+        return (f"<div style='max-height:360px;overflow:auto'><table class='px-replicas'><thead><tr>{head}</tr></thead>"
+                f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+    def _progress_by_replica(self) -> dict[str, str]:
+        if self._reader is None:
+            return {}
+        out = {}
+        for replica in self._reader.replicas():
+            last, total = self._reader.progress(replica)
+            if last is not None:
+                out[replica] = f"{last}/{total}" if total else str(last)
+        return out
+
+    # ---- metrics -----------------------------------------------------------------------------
+    def _show_metrics(self, final: bool = False) -> None:
+        if self._reader is None:
+            from ..runs.metrics import MetricsReader
+
+            self._reader = MetricsReader(self.store.paths(self.run_id))
+        new = self._reader.poll()
+        if new or (final and self.plot is None and self._reader.data):
+            if self.plot is None:
+                from .plots import LivePlot
+
+                self.plot = LivePlot()
+                self.plot_box.children = [self.plot.widget]
+            self.plot.update(self._reader.data, new.keys())
+        self._show_training_progress()
+        if final and self.plot is not None:
+            self.plot.finalize()
+
+    def _show_training_progress(self) -> None:
+        fractions = []
+        for replica in self._reader.replicas():
+            last, total = self._reader.progress(replica)
+            if last is not None and total:
+                fractions.append((min(1.0, (last + 1) / total), last, total, replica))
+        if not fractions:
+            return
+        fraction, last, total, replica = min(fractions)
+        self.step_row.layout.display = "flex"
+        self.step_bar.value = fraction
+        self.step_label.value = f"step {last + 1}/{total} (slowest: {html.escape(replica)})"
+
+    # ---- buttons -----------------------------------------------------------------------------
+    def stop_run(self) -> None:
+        """Stop every replica (the Stop button)."""
+        self.stop_button.disabled = True
+        try:
+            self.run.stop()
+        except Exception as error:
+            self.stop_button.disabled = False
+            self.header.value = self._header_html(self.last_status) + f" <small>(stop failed: {html.escape(str(error))})</small>"
+            return
+        self.refresh()
+
+    def show_tensorboard(self) -> None:
+        """Start (or reuse) TensorBoard for this run and embed it (the TensorBoard button)."""
+        self.tensorboard_view.value = "<i>starting TensorBoard...</i>"
+        self.tensorboard_view.value = tensorboard_html([self.run_id])
+
+
+#: Set in the Jupyter server's environment by `jupyter_px.server` (kernels inherit it): the
+#: server's base_url, so embedded URLs are right behind JupyterHub or a --ServerApp.base_url.
+BASE_URL_ENV = "JUPYTER_PX_BASE_URL"
+
+
+def tensorboard_base_url() -> str | None:
+    """The base URL to build the proxy URL on; None lets `tensorboard.proxy_url` decide
+    ($TENSORBOARD_PROXY_URL, which a user or a hub sets on purpose, wins over ours)."""
+    if os.environ.get("TENSORBOARD_PROXY_URL"):
+        return None
+    return os.environ.get(BASE_URL_ENV) or None
+
+
+def tensorboard_html(run_ids: list[str], height: int = 600) -> str:
+    """Start (or reuse) TensorBoard for runs and return HTML embedding it through the Jupyter
+    server's proxy (relative to the server's base_url, so it works behind JupyterHub, and
+    authenticated by the server: TensorBoard itself only listens on 127.0.0.1)."""
+    from .. import tensorboard
+
+    result = tensorboard.start(list(run_ids) if len(run_ids) > 1 else run_ids[0])
+    if isinstance(result, tensorboard.Failed):
+        output = f"<pre>{html.escape(result.output[-4000:])}</pre>" if result.output else ""
+        return f"<div class='px-tensorboard-failed'><b>TensorBoard could not start:</b> {html.escape(result.reason)}{output}</div>"
+    url = result.info.url(tensorboard_base_url())
+    safe = html.escape(url, quote=True)
+    verb = "started" if isinstance(result, tensorboard.Launched) else "reused"
+    return (f"<div class='px-tensorboard' data-url='{safe}'>TensorBoard ({verb}) for {html.escape(', '.join(run_ids))}: "
+            f"<a href='{safe}' target='_blank'>open in a new tab</a><br>"
+            f"<iframe src='{safe}' width='100%' height='{height}' frameborder='0'></iframe></div>")
