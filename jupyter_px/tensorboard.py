@@ -122,16 +122,19 @@ def _logdirs(target: Target, home: Path | None) -> dict[str, str]:
     - a run id ("my-run")               -> {"": <run>/tensorboard}  (TensorBoard runs: worker-0, ...)
     - several run ids (["a", "b"])      -> {"a": <a>/tensorboard, "b": <b>/tensorboard}
     - a mapping {name: directory}       -> as given
-    - any other string: a directory, or a logdir spec "name:dir,name:dir"
+    - any other string: an existing directory, or a logdir spec "name:dir,name:dir"
+
+    A run's tensorboard directory need not exist yet (TensorBoard picks it up when it appears);
+    a directory given by path must.
     """
+    if isinstance(target, str) and RUN_ID_PATTERN.match(target):
+        target = [target]
     if isinstance(target, Mapping):
         spec = {str(k): str(v) for k, v in target.items()}
-    elif isinstance(target, str) and RUN_ID_PATTERN.match(target):
-        return {"": str(_run_tensorboard_dir(target, home))}
     elif isinstance(target, str):
         spec = {}
         for part in target.split(","):
-            name, sep, path = part.rpartition(":") if ":" in part else ("", "", part)
+            name, _, path = part.rpartition(":")
             spec[name] = path
     else:
         ids = list(target)
@@ -139,14 +142,17 @@ def _logdirs(target: Target, home: Path | None) -> dict[str, str]:
             raise _BadTarget("no runs given")
         if len(ids) == 1:
             return {"": str(_run_tensorboard_dir(ids[0], home))}
-        spec = {run_id: str(_run_tensorboard_dir(run_id, home)) for run_id in ids}
+        return {run_id: str(_run_tensorboard_dir(run_id, home)) for run_id in ids}
     out = {}
     for name, path in spec.items():
         if not path:
             raise _BadTarget(f"empty log directory for {name!r} in {target!r}")
         if "," in path or ":" in name or "," in name:
             raise _BadTarget(f"{name!r}: {path!r} cannot be passed to TensorBoard (',' or ':' in it)")
-        out[name] = os.path.abspath(os.path.expanduser(path))
+        path = os.path.abspath(os.path.expanduser(path))
+        if not os.path.isdir(path):
+            raise _BadTarget(f"log directory {path!r} does not exist")
+        out[name] = path
     if len(out) > 1 and "" in out:
         raise _BadTarget(f"every log directory needs a name when there are several: {target!r}")
     return out
@@ -293,7 +299,10 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
     while True:
         code = proc.poll()
         if code is not None:
-            return Failed(f"TensorBoard exited with code {code} before answering on {HOST}:{port}", _tail(log_path))
+            output = _tail(log_path)
+            errors = [ln[len("ERROR: "):] for ln in output.splitlines() if ln.startswith("ERROR: ")]
+            why = f": {errors[-1]}" if errors else ""
+            return Failed(f"TensorBoard exited with code {code} before answering on {HOST}:{port}{why}", output)
         if _answers(port):
             break
         if time.time() > deadline:

@@ -1,0 +1,173 @@
+"""jupyter_px.tensorboard: real TensorBoard servers on 127.0.0.1, and through jupyter-server-proxy."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from jupyter_px import tensorboard
+from jupyter_px.runs.layout import RunPaths
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+@pytest.fixture(autouse=True)
+def px_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("PX_HOME", str(home))
+    for var in ("TENSORBOARD_PROXY_URL", "JUPYTERHUB_SERVICE_PREFIX"):
+        monkeypatch.delenv(var, raising=False)
+    yield home
+    for server in tensorboard.list_servers(home):  # never leave a server behind
+        tensorboard.stop(server.key, home=home)
+
+
+def fake_run(run_id: str, tag: str = "loss") -> RunPaths:
+    """A run directory whose worker-0 wrote two scalars, with TensorBoard's own writer."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    paths = RunPaths(run_id)
+    writer = EventFileWriter(str(paths.tensorboard("worker", 0)))
+    for step, value in enumerate([1.0, 0.5]):
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+        writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
+    writer.close()
+    return paths
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def wait_for_runs(url: str, expected: set[str], timeout: float = 30) -> list[str]:
+    """TensorBoard discovers runs on its reload cycle: poll /data/runs until they are all there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = get_json(url + "data/runs")
+        if expected <= set(runs) or time.monotonic() > deadline:
+            return runs
+        time.sleep(0.5)
+
+
+def test_start_two_runs_reuse_and_stop(px_home):
+    fake_run("run-a")
+    fake_run("run-b")
+    result = tensorboard.start(["run-a", "run-b"])
+    assert isinstance(result, tensorboard.Launched), result
+    info = result.info
+    assert info.logdirs == {"run-a": str(RunPaths("run-a").tensorboard_dir),
+                            "run-b": str(RunPaths("run-b").tensorboard_dir)}
+    record = json.loads((px_home / "tensorboard" / f"{info.key}.json").read_text())
+    assert record["pid"] == info.pid and record["port"] == info.port
+
+    proc = psutil.Process(info.pid)
+    assert proc.cmdline()[1:3] == ["-m", "tensorboard.main"]
+    assert "127.0.0.1" in proc.cmdline() and "--reload_interval" in proc.cmdline()
+
+    runs = wait_for_runs(info.local_url, {"run-a/worker-0", "run-b/worker-0"})
+    assert {"run-a/worker-0", "run-b/worker-0"} <= set(runs)
+    scalars = get_json(info.local_url + "data/plugin/scalars/scalars?run=run-a/worker-0&tag=loss")
+    assert [(step, value) for _, step, value in scalars] == [(0, 1.0), (1, 0.5)]
+
+    again = tensorboard.start(["run-b", "run-a"])  # same set, other order
+    assert isinstance(again, tensorboard.Reused)
+    assert (again.info.pid, again.info.port) == (info.pid, info.port)
+    assert [s.key for s in tensorboard.list_servers()] == [info.key]
+
+    assert tensorboard.stop(info.key) is True
+    assert not psutil.pid_exists(info.pid) or psutil.Process(info.pid).status() == psutil.STATUS_ZOMBIE
+    assert tensorboard.list_servers() == []
+    assert tensorboard.stop(info.key) is False
+
+
+def test_port_in_use_fails_with_tensorboards_reason(px_home):
+    paths = fake_run("run-a")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = tensorboard.start({"a": paths.tensorboard_dir}, port=port)
+    assert isinstance(result, tensorboard.Failed)
+    assert "exited" in result.reason and str(port) in result.reason and "already in use" in result.reason
+    assert "already in use" in result.output
+    assert tensorboard.list_servers() == []
+
+
+def test_bad_targets_fail_without_starting_anything(px_home, tmp_path):
+    cases = {
+        "nope": "run 'nope' not found",
+        str(tmp_path / "missing"): "does not exist",
+        f"a:{tmp_path},{tmp_path}": "needs a name",
+        "Bad_Run!": "does not exist",
+    }
+    for target, message in cases.items():
+        result = tensorboard.start(target)
+        assert isinstance(result, tensorboard.Failed) and message in result.reason, (target, result)
+    assert isinstance(tensorboard.start([]), tensorboard.Failed)
+    assert "port must be" in tensorboard.start(str(tmp_path), port=70000).reason
+    assert not (px_home / "tensorboard").exists() or not list((px_home / "tensorboard").glob("*.json"))
+
+
+def test_stale_record_is_not_reused(px_home):
+    paths = fake_run("run-a")
+    key = tensorboard._key({"": str(paths.tensorboard_dir)})
+    (px_home / "tensorboard").mkdir(parents=True)
+    stale = dict(key=key, pid=2**22 + 17, port=1, logdirs={}, logdir_spec="", started=0.0, create_time=0.0)
+    (px_home / "tensorboard" / f"{key}.json").write_text(json.dumps(stale))
+    assert tensorboard.list_servers() == []
+    assert not (px_home / "tensorboard" / f"{key}.json").exists()
+
+
+def test_urls(monkeypatch):
+    assert tensorboard.proxy_url(6006) == "/proxy/6006/"
+    assert tensorboard.jupyter_base_url("user/ann") == "/user/ann/"
+    monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/bob/")
+    assert tensorboard.proxy_url(6006) == "/user/bob/proxy/6006/"
+    monkeypatch.setenv("TENSORBOARD_PROXY_URL", "https://hub.example/user/bob/proxy/%PORT%/")
+    assert tensorboard.proxy_url(6123) == "https://hub.example/user/bob/proxy/6123/"
+    assert tensorboard.proxy_url(6123, base_url="/lab/") == "/lab/proxy/6123/"  # explicit wins
+
+
+def test_embed(monkeypatch):
+    info = tensorboard.ServerInfo(key="k", pid=1, port=6007, logdirs={}, logdir_spec="", started=0.0,
+                                  create_time=0.0)
+    frame = tensorboard.embed(tensorboard.Reused(info), height=500, base_url="/user/x/")
+    html = frame._repr_html_()
+    assert 'src="/user/x/proxy/6007/"' in html and 'height="500"' in html
+    failed = tensorboard.embed(tensorboard.Failed("port <busy>", "ERROR: no"))
+    assert "port &lt;busy&gt;" in failed.data and "ERROR: no" in failed.data
+
+
+@pytest.fixture
+def jp_server_config():
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_server_proxy": True}}}
+
+
+async def test_served_through_jupyter_server_proxy(px_home, jp_fetch, jp_base_url, jp_http_port):
+    from tornado.httpclient import AsyncHTTPClient
+
+    fake_run("run-a")
+    result = tensorboard.start("run-a")
+    assert isinstance(result, tensorboard.Launched), result
+    port = result.info.port
+    wait_for_runs(result.info.local_url, {"worker-0"})
+
+    response = await jp_fetch("proxy", str(port), "data", "runs")
+    assert response.code == 200
+    assert "worker-0" in json.loads(response.body)
+    assert result.info.url(jp_base_url) == f"{jp_base_url}proxy/{port}/"
+
+    # Without the Jupyter token the same route is refused (login redirect or 403).
+    anonymous = await AsyncHTTPClient().fetch(
+        f"http://127.0.0.1:{jp_http_port}{jp_base_url}proxy/{port}/data/runs",
+        follow_redirects=False, raise_error=False,
+    )
+    assert anonymous.code in (302, 403), anonymous.code
