@@ -1,0 +1,75 @@
+"""Shared fixtures. Keep additions independent of each other (several modules' tests use them)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Iterable
+
+import pytest
+
+
+@pytest.fixture
+def px_home(tmp_path, monkeypatch) -> Path:
+    """A private run store: PX_HOME points at a fresh temporary directory."""
+    home = tmp_path / "px_home"
+    home.mkdir()
+    monkeypatch.setenv("PX_HOME", str(home))
+    return home
+
+
+def make_synthetic_run(
+    home: Path,
+    run_id: str,
+    topology: dict,
+    *,
+    state: str = "Running",
+    replica_states: dict[str, str] | None = None,
+    log_lines: int = 10,
+    metric_points: int = 0,
+    total_steps: int | None = None,
+) -> Path:
+    """A run directory as a backend would leave it (record, status, logs, metrics JSONL),
+    without starting anything: for widgets and magics that only read the store."""
+    from jupyter_px.runs import ReplicaStatus, RunRecord, RunStatus, RunStore
+    from jupyter_px.topology import parse_topology, to_dict
+
+    store = RunStore(home)
+    topo = parse_topology(topology)
+    paths = store.create(RunRecord(run_id=run_id, backend="local", topology=to_dict(topo)), {"main.py": "pass\n"})
+    now = time.time()
+    replicas = []
+    for spec in topo.replicas():
+        replica_state = (replica_states or {}).get(spec.key, state if state in ("Running", "Succeeded", "Failed") else "Pending")
+        replicas.append(ReplicaStatus(role=spec.role, index=spec.index, state=replica_state,
+                                      exit_code=0 if replica_state == "Succeeded" else (1 if replica_state == "Failed" else None)))
+        if log_lines:
+            paths.log(spec.role, spec.index).write_text("".join(f"{spec.key} line {i}\n" for i in range(log_lines)))
+        if metric_points:
+            write_metrics(paths.metrics(spec.role, spec.index), range(metric_points), total_steps)
+    finished = state in ("Succeeded", "Failed", "Stopped", "Lost")
+    store.write_status(RunStatus(run_id=run_id, state=state, started_at=now - 10, finished_at=now if finished else None,
+                                 replicas=replicas))
+    return paths.root
+
+
+def write_metrics(path: Path, steps: Iterable[int], total_steps: int | None = None, start_time: float | None = None) -> None:
+    """Append tracking-style JSONL lines (one per step, a `loss` and an `acc`)."""
+    start_time = start_time or time.time()
+    with open(path, "a") as handle:
+        for step in steps:
+            record = {"step": step, "time": start_time + step * 0.01, "metrics": {"loss": 1.0 / (step + 1), "acc": step / 1000}}
+            if total_steps:
+                record["total_steps"] = total_steps
+            handle.write(json.dumps(record) + "\n")
+
+
+@pytest.fixture
+def synthetic_run(px_home):
+    """Factory: `synthetic_run("run-id", topology_dict, state=..., metric_points=...)`."""
+
+    def make(run_id: str, topology: dict, **kwargs) -> Path:
+        return make_synthetic_run(px_home, run_id, topology, **kwargs)
+
+    return make
