@@ -71,11 +71,13 @@ def submit(
     language: str = "python",
     push: Mapping[str, Any] | None = None,
     submitted_from: str = "api",
+    source: str | None = None,
     store: RunStore | None = None,
 ) -> "Run":
     """Validate, record and start a run; returns at once (call `.wait()` to block).
 
     Nothing is left behind when validation, the backend's resource check or the start fails.
+    `source` records where code text came from (the magics pass "cell" or "notebook:<path>").
     """
     topo = parse_topology(topology) if topology is not None else None
     if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
@@ -90,7 +92,7 @@ def submit(
     run_id = new_run_id(name)
     record = RunRecord(
         run_id=run_id, name=name, backend=topo.backend_kind, topology=to_dict(topo),
-        code=CodeSpec(entrypoint=entrypoint, language=language, args=list(args), source=origin, pushed=sorted(push or {})),
+        code=CodeSpec(entrypoint=entrypoint, language=language, args=list(args), source=source or origin, pushed=sorted(push or {})),
         workdir=str(Path(workdir or os.getcwd()).resolve()), submitted_from=submitted_from,
     )
     store.create(record, files)
