@@ -82,11 +82,11 @@ def submit(
     topo = parse_topology(topology) if topology is not None else None
     if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
         topo = apply_overrides(topo, framework=framework, workers=workers, ps=ps, backend=backend)
-    source, entrypoint, origin = _code_from(code)
+    text, entrypoint, origin = _code_from(code)
     store = store or RunStore()
     chosen: Backend = get_backend(topo.backend_kind, store)
     chosen.check(topo)
-    files: dict[str, bytes | str] = {entrypoint: source}
+    files: dict[str, bytes | str] = {entrypoint: text}
     if push:
         files["pushed.pkl"] = _pickle_pushed(push)
     run_id = new_run_id(name)
