@@ -298,7 +298,7 @@ class PxMagics(Magics):
 
         try:
             return submit(shipped.source, topology, name=args.name, language=shipped.language, push=push or None,
-                          submitted_from="magic", workdir=os.getcwd())
+                          submitted_from="magic", source=shipped.origin, workdir=os.getcwd())
         except TopologyError as error:
             raise UsageError(_topology_problems(error)) from None
         except PushError as error:
@@ -442,6 +442,7 @@ class PxMagics(Magics):
     @magic_arguments()
     @argument("run", help="run id (or name)")
     @argument("-o", "--output", metavar="VAR", help="store the Run in this variable")
+    @argument("--wait", action="store_true", help="block until the run ends; an error if it did not succeed")
     @line_magic
     def px_attach(self, line: str) -> None:
         """Show the live monitor of an existing run (e.g. after a kernel restart: runs go on
@@ -452,13 +453,17 @@ class PxMagics(Magics):
         run = self._run(args.run)
         if args.output:
             self.shell.user_ns[args.output] = run
+        monitor = None
         if _in_kernel(self.shell):
             from .widgets.run_monitor import RunMonitor
 
-            display(RunMonitor(run))
+            monitor = RunMonitor(run)
+            display(monitor)
         else:
             status = run.status()
             print(f"run {run.run_id}: {status.state.value}; " + ", ".join(f"{r.key} {r.state.value}" for r in status.replicas))
+        if args.wait:
+            self._wait(run, monitor, None)
 
     @magic_arguments()
     @argument("run", help="run id (or name)")

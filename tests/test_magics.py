@@ -1,0 +1,408 @@
+"""The magics in a real IPython shell (and, for what needs one, a real kernel via nbclient).
+
+Bad input must give one clear line naming the bad value, as a UsageError (no traceback);
+real runs go through the local backend into a private PX_HOME.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import textwrap
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from jupyter_px.magics import topologies
+
+
+@pytest.fixture
+def ip(px_home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "jupyter_px")
+    topologies.clear()
+    for name in ("lr", "epochs", "np", "helper", "lock", "double", "base"):
+        shell.user_ns.pop(name, None)
+    yield shell
+    topologies.clear()
+
+
+def run(shell, source: str):
+    """Run one cell; (result, captured stdout, stderr, rich outputs)."""
+    with capture_output() as captured:
+        result = shell.run_cell(source, store_history=True)
+    return result, captured
+
+
+def usage_error(shell, source: str) -> str:
+    result, captured = run(shell, source)
+    error = result.error_in_exec or result.error_before_exec
+    assert isinstance(error, UsageError), f"expected a UsageError, got {error!r}\n{captured.stdout}\n{captured.stderr}"
+    assert "Traceback" not in captured.stdout + captured.stderr
+    return str(error)
+
+
+PYTORCH_YAML = """\
+framework: pytorch
+environment:
+  replicas:
+    n_workers: 2
+"""
+
+
+def define(shell, name: str = "cluster", body: str = PYTORCH_YAML):
+    result, captured = run(shell, f"%%px_topology {name}\n{body}")
+    assert result.success, captured.stderr
+    return captured
+
+
+# ---- %%px_topology ---------------------------------------------------------------------------
+
+def test_topology_cell_validates_shows_and_stores(ip):
+    captured = define(ip)
+    text = captured.outputs[0].data["text/plain"]
+    assert "pytorch on local: 3 replicas" in text
+    assert "<table>" in captured.outputs[0].data["text/html"]
+    assert topologies.require("cluster").counts() == {"master": 1, "worker": 2}
+    assert topologies.current is topologies.get("cluster")
+
+
+def test_topology_cell_accepts_the_older_form(ip):
+    define(ip, "old", "environment:\n  tensorflow:\n    n_workers: 2\n    n_ps: 1\n")
+    assert topologies.require("old").framework == "tensorflow"
+
+
+def test_invalid_yaml_lists_problems_with_field_paths(ip):
+    message = usage_error(ip, "%%px_topology bad\nframework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2\n"
+                              "    worker:\n      - index: 5\n")
+    assert message == "invalid topology: environment.replicas.worker[0].index: 5 is not below n_workers (2)"
+    message = usage_error(ip, "%%px_topology\nframework: [unclosed\n")
+    assert message.startswith("invalid topology: yaml: line")
+    message = usage_error(ip, "%%px_topology\nframework: caffe\nenvironment:\n  replicas: {n_workers: -2}\n")
+    assert "framework: 'caffe' is not one of" in message and "environment.replicas.n_workers: -2" in message
+    assert topologies.get("bad") is None and topologies.current is None
+
+
+def test_topology_bad_name(ip):
+    assert "topology name '9lives!'" in usage_error(ip, "%%px_topology 9lives!\nframework: pytorch\n")
+
+
+# ---- %%px_distributed: bad input, nothing submitted --------------------------------------------
+
+def _no_runs(px_home: Path) -> bool:
+    runs = px_home / "runs"
+    return not runs.exists() or not [p for p in runs.iterdir() if not p.name.startswith(".")]
+
+
+def test_unknown_topology_name(ip, px_home):
+    define(ip)
+    message = usage_error(ip, "%%px_distributed -t nope\nprint(1)\n")
+    assert message == "unknown topology 'nope' (defined: cluster); define it with a %%px_topology nope cell"
+    assert _no_runs(px_home)
+
+
+def test_bad_flag(ip, px_home):
+    assert "unrecognized arguments: --wrokers 3" in usage_error(ip, "%%px_distributed --wrokers 3\nprint(1)\n")
+    assert "argument --workers: invalid int value: 'many'" in usage_error(ip, "%%px_distributed --workers many\nprint(1)\n")
+    assert usage_error(ip, "%%px_distributed -t a -f b.yaml\nprint(1)\n") == "give either -t NAME or -f FILE, not both"
+    assert "-o '1x'" in usage_error(ip, "%%px_distributed -o 1x\nprint(1)\n")
+    assert _no_runs(px_home)
+
+
+def test_invalid_override_names_the_option(ip, px_home):
+    define(ip)
+    assert usage_error(ip, "%%px_distributed -t cluster --workers -1\nprint(1)\n") == \
+        "invalid topology: --workers -1: -1 is not >= 0"
+    message = usage_error(ip, "%%px_distributed -t cluster --framework caffe\nprint(1)\n")
+    assert message.startswith("invalid topology: --framework caffe: 'caffe' is not one of")
+    assert "--ps 1" in usage_error(ip, "%%px_distributed -t cluster --ps 1\nprint(1)\n")
+    assert _no_runs(px_home)
+
+
+def test_topology_file_errors(ip, tmp_path, px_home):
+    assert "-f 'missing.yaml': cannot read the topology file: No such file or directory" in \
+        usage_error(ip, "%%px_distributed -f missing.yaml\nprint(1)\n")
+    (tmp_path / "bad.yaml").write_text("framework: pytorch\nenvironment: {replicas: {n_wrokers: 2}}\n")
+    assert "environment.replicas.n_wrokers: unknown field" in usage_error(ip, "%%px_distributed -f bad.yaml\nprint(1)\n")
+    assert _no_runs(px_home)
+
+
+def test_names_defined_only_in_the_notebook_are_reported_before_submitting(ip, px_home):
+    run(ip, "lr = 0.1\nepochs = 3\nimport numpy as np\n")
+    message = usage_error(ip, "%%px_distributed\nfor e in range(epochs):\n    print(np.float64(lr) * e)\n")
+    assert message.startswith("not submitted: the code reads epochs, lr, defined in this notebook")
+    assert "--push epochs,lr" in message
+    assert "add `import numpy as np` to the cell" in message
+    # names the cell defines itself, builtins and its own imports are fine; so are pushed ones
+    assert _no_runs(px_home)
+
+
+def test_push_errors_name_the_value(ip, px_home):
+    run(ip, "import threading\nlock = threading.Lock()\ndef helper():\n    return 1\nlr = 0.1\n")
+    message = usage_error(ip, "%%px_distributed --push lr,lock\nprint(lr, lock)\n")
+    assert message.startswith("--push: cannot ship 'lock' (lock) to the replicas")
+    message = usage_error(ip, "%%px_distributed --push helper\nprint(helper())\n")
+    assert message.startswith("--push helper: it refers to helper defined in this notebook")
+    assert usage_error(ip, "%%px_distributed --push nothere\nprint(1)\n") == \
+        "--push nothere: no variable 'nothere' in this notebook"
+    assert _no_runs(px_home)
+
+
+def test_syntax_error_and_empty_cell(ip, px_home):
+    assert usage_error(ip, "%%px_distributed\nfor x in\n").startswith("the code does not compile: line 1: invalid syntax")
+    assert usage_error(ip, "%%px_distributed\n\n").startswith("the cell is empty")
+    assert _no_runs(px_home)
+
+
+def test_resource_the_machine_lacks_is_refused(ip, px_home):
+    define(ip, "gpus", "framework: pytorch\nenvironment:\n  resources: {gpu: {requests: 64, limits: 64}}\n")
+    message = usage_error(ip, "%%px_distributed -t gpus\nprint(1)\n")
+    assert message.startswith("not submitted:") and "gpu" in message.lower()
+    assert _no_runs(px_home)
+
+
+# ---- the run magics on synthetic runs ------------------------------------------------------------
+
+PYTORCH_2 = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}}
+
+
+@pytest.mark.parametrize("magic", ["px_status nope", "px_logs nope", "px_stop nope", "px_attach nope",
+                                   "px_plot nope", "px_tensorboard nope"])
+def test_unknown_run(ip, magic):
+    message = usage_error(ip, f"%{magic}")
+    assert message.startswith("unknown run 'nope' (no such run id or name in")
+
+
+def test_runs_status_logs(ip, synthetic_run):
+    synthetic_run("done-1", PYTORCH_2, state="Succeeded")
+    synthetic_run("broken-1", PYTORCH_2, state="Failed", replica_states={"worker-1": "Failed"})
+    _, captured = run(ip, "%px_runs")
+    listing = captured.outputs[0].data["text/plain"]
+    assert re.search(r"done-1\s+Succeeded\s+local\s+3", listing)
+    assert re.search(r"broken-1\s+Failed", listing)
+
+    _, captured = run(ip, "%px_status broken-1")
+    status = captured.outputs[0].data["text/plain"]
+    assert status.startswith("run broken-1: Failed")
+    assert re.search(r"worker-1\s+Failed\s+0\s+1", status)
+
+    _, captured = run(ip, "%px_logs done-1 --role worker --index 1")
+    assert captured.stdout.splitlines() == [f"worker-1 line {i}" for i in range(10)]
+    _, captured = run(ip, "%px_logs done-1 --tail 23")
+    assert captured.stdout == "line 8\nmaster-0 line 9\n"
+    assert usage_error(ip, "%px_logs done-1 --role worker --index 5") == \
+        "run done-1 has no replica worker-5 (replicas: master-0, worker-0, worker-1)"
+    assert usage_error(ip, "%px_logs done-1 --role chief").startswith("run done-1 has no replica chief-0")
+
+    _, captured = run(ip, "%px_stop done-1")
+    assert captured.stdout.strip() == "run done-1 had already finished: Succeeded"
+
+
+def test_plot_metrics(ip, synthetic_run):
+    synthetic_run("metrics-1", PYTORCH_2, state="Succeeded", metric_points=25)
+    _, captured = run(ip, "%px_plot metrics-1 loss")
+    bundle = captured.outputs[0].data
+    figure = bundle["application/vnd.plotly.v1+json"]
+    assert [trace["name"] for trace in figure["data"]] == ["master-0", "worker-0", "worker-1"]
+    assert all(trace["x"] == list(range(25)) for trace in figure["data"])
+    assert figure["data"][0]["y"][0] == 1.0
+    assert "75 points" in bundle["text/plain"] and "plotly" in bundle["text/html"].lower()
+    assert usage_error(ip, "%px_plot metrics-1 accuracy") == "run metrics-1 has no metric 'accuracy' (it has: acc, loss)"
+    synthetic_run("quiet-1", PYTORCH_2, state="Succeeded")
+    _, captured = run(ip, "%px_plot quiet-1")
+    assert captured.stdout.startswith("run quiet-1 has no metrics yet")
+
+
+def test_run_found_by_name(ip, px_home):
+    from jupyter_px.runs import RunRecord, RunStore
+
+    RunStore().create(RunRecord(run_id="nightly-abc123", name="nightly", topology={}), {"main.py": ""})
+    _, captured = run(ip, "%px_status nightly")
+    assert captured.outputs[0].data["text/plain"].startswith("run nightly-abc123: Pending")
+
+
+# ---- real runs through the local backend -----------------------------------------------------
+
+def test_submit_wait_success_with_pushed_values_and_overrides(ip, px_home):
+    define(ip)
+    run(ip, "lr = 0.25\nepochs = 2\n")
+    result, captured = run(ip, textwrap.dedent("""\
+        %%px_distributed -t cluster --workers 1 --name pushed --push lr,epochs --wait -o job
+        import os
+        print("replica", os.environ["PX_TASK_TYPE"], os.environ["RANK"], "of", os.environ["WORLD_SIZE"], lr * epochs)
+        """))
+    assert result.success, captured.stderr
+    job = ip.user_ns["job"]
+    assert job.run_id.startswith("pushed-")
+    assert captured.stdout.splitlines()[-1] == f"run {job.run_id} Succeeded"
+    assert [r.key for r in job.status().replicas] == ["master-0", "worker-0"]  # --workers 1 overrode 2
+    assert job.logs("master", 0).strip() == "replica master 0 of 2 0.5"
+    assert job.record.code.pushed == ["epochs", "lr"] and job.record.submitted_from == "magic"
+
+
+def test_failing_job_with_wait_is_one_clear_error(ip, px_home):
+    message = usage_error(ip, textwrap.dedent("""\
+        %%px_distributed --framework pytorch --workers 1 --name boom --wait
+        import os, time
+        if os.environ["PX_TASK_TYPE"] == "worker":
+            raise SystemExit(3)
+        time.sleep(120)  # the master is still busy when the worker fails: the run fails, the master is stopped
+        """))
+    assert re.match(r"run boom-[0-9a-f]{6} Failed", message)
+    assert "worker-0" in message and "exit code 3" in message
+    assert message.endswith("--role worker --index 0")
+
+
+def test_ipython_syntax_runs_under_an_ipython_shell(ip, px_home):
+    result, captured = run(ip, "%%px_distributed --name magic --wait -o job\n!echo shell-says-hi\nx = %time 6 * 7\nprint('x is', x)\n")
+    assert result.success, captured.stderr
+    job = ip.user_ns["job"]
+    assert job.record.code.language == "ipython"
+    log = job.logs("master", 0)
+    assert "shell-says-hi" in log and "x is 42" in log
+
+
+def test_notebook_code_from_history_skips_px_cells(ip, px_home):
+    run(ip, "base = 20\n")
+    run(ip, "def double(x):\n    return 2 * x\n")
+    define(ip, "solo", "framework: pytorch\n")
+    run(ip, "%px_runs\nbase += 1\n")
+    result, captured = run(ip, "%%px_distributed --notebook --wait -o job\nprint('answer', double(base))\n")
+    assert result.success, captured.stderr
+    job = ip.user_ns["job"]
+    assert job.logs("master", 0).strip() == "answer 42"
+    shipped = (job.paths.code_dir / job.record.code.entrypoint).read_text()
+    assert "px_topology" not in shipped and "px_runs" not in shipped
+    assert job.record.code.source == "notebook:history"
+
+
+def test_stop_a_running_job(ip, px_home):
+    result, _ = run(ip, "%%px_distributed --name sleepy -o job\nimport time\ntime.sleep(600)\n")
+    assert result.success
+    job = ip.user_ns["job"]
+    _, captured = run(ip, f"%px_stop {job.run_id}")
+    assert captured.stdout.strip() == f"run {job.run_id}: Stopped"
+    assert job.status().state.value == "Stopped"
+
+
+# ---- in a real kernel ------------------------------------------------------------------------
+
+def _client(nb, px_home: Path, cwd: Path, extra_env: dict | None = None):
+    from nbclient import NotebookClient
+
+    client = NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
+    env = {**os.environ, "PX_HOME": str(px_home), **(extra_env or {})}
+    return client, env
+
+
+def _outputs_text(cell) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            parts.append(output["text"])
+        elif output.get("output_type") == "error":
+            parts.append(f"{output['ename']}: {output['evalue']}")
+        elif "data" in output:
+            parts.append(output["data"].get("text/plain", ""))
+    return "".join(parts)
+
+
+def _monitor_states(client) -> list[dict[str, str]]:
+    """Per-replica states in each run monitor table found in the kernel's widget state."""
+    found = []
+    for state in client.widget_state.values():
+        value = state.get("value")
+        if isinstance(value, str) and "class='px-replicas'" in value:
+            found.append(dict(re.findall(r"data-replica='([^']+)' data-state='([^']+)'", value)))
+    return found
+
+
+def test_attach_after_kernel_restart_loses_no_metric(px_home, tmp_path):
+    """Submit from one kernel, shut it down mid-run, attach from a new kernel: the run went on,
+    and every step it logged (before, during and after the restart) is in the store."""
+    release = tmp_path / "release"
+    steps = 40
+    code = textwrap.dedent(f"""\
+        %%px_distributed --framework pytorch --workers 1 --name survivor -o run
+        import os, time
+        import torch.distributed as dist
+        from jupyter_px import tracking
+        dist.init_process_group("gloo")
+        for step in range({steps}):
+            tracking.log_metrics(step=step, total_steps={steps}, value=float(step))
+            if step == 19:
+                tracking.flush()
+                while not os.path.exists({str(release)!r}):
+                    time.sleep(0.05)
+        dist.barrier()  # the master's success ends the run: let every replica finish logging first
+        dist.destroy_process_group()
+        """)
+    first = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (
+        "%load_ext jupyter_px", code, "print(run.run_id)")])
+    client, env = _client(first, px_home, tmp_path)
+    with client.setup_kernel(env=env):
+        for index, cell in enumerate(first.cells):
+            client.execute_cell(cell, index)
+    run_id = first.cells[2].outputs[0]["text"].strip()  # the kernel is shut down now
+
+    from jupyter_px.api import Run
+
+    job = Run(run_id)
+    assert job.status().state.value == "Running"
+
+    second = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (
+        "%load_ext jupyter_px", f"%px_attach {run_id} -o run", f"%px_attach {run_id} --wait")])
+    client, env = _client(second, px_home, tmp_path)
+    with client.setup_kernel(env=env):
+        client.execute_cell(second.cells[0], 0)
+        client.execute_cell(second.cells[1], 1)
+        attached = _monitor_states(client)
+        assert attached and set(attached[0].values()) == {"Running"}  # the same run, still going
+        release.write_text("go")
+        client.execute_cell(second.cells[2], 2)
+        final = _monitor_states(client)
+    # the --wait monitor did its final refresh before the cell ended (the first one refreshes on
+    # its own schedule, possibly after this notebook stopped listening)
+    assert final[-1] == {"master-0": "Succeeded", "worker-0": "Succeeded"}
+
+    series = job.metrics()
+    for replica in ("master-0", "worker-0"):
+        assert series[replica]["value"].steps == list(range(steps)), replica
+
+
+def test_notebook_flag_prefers_the_notebook_file(px_home, tmp_path):
+    """In JupyterLab/Notebook the kernel knows its notebook (JPY_SESSION_NAME): the file's cells
+    are shipped, not the kernel's history (which here also holds a cell the file does not)."""
+    cells = [
+        "%load_ext jupyter_px",
+        "base = 21",
+        "def double(x):\n    return 2 * x",
+        "%%px_topology solo\nframework: pytorch",
+        "%%px_distributed --notebook --wait -o run\nprint('answer', double(base))",
+    ]
+    path = tmp_path / "analysis.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    # what the kernel runs: the file's cells, and one the file does not have (a deleted cell, say)
+    ran = cells[:4] + ["scratch = 'only in the history'"] + cells[4:]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in ran])
+    client, env = _client(nb, px_home, tmp_path, {"JPY_SESSION_NAME": str(path)})
+    with client.setup_kernel(env=env):
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+    assert "Error" not in _outputs_text(nb.cells[5]), _outputs_text(nb.cells[5])
+    from jupyter_px.api import runs
+
+    (job,) = runs()
+    assert job.record.code.source == f"notebook:{path}"
+    shipped = (job.paths.code_dir / job.record.code.entrypoint).read_text()
+    assert "base = 21" in shipped and "scratch" not in shipped and "px_topology" not in shipped
+    assert job.logs("master", 0).strip() == "answer 42"
+    states = _monitor_states(client)
+    assert states and states[-1] == {"master-0": "Succeeded"}
