@@ -1,0 +1,30 @@
+"""Tunables and names shared by the backend (caller side) and the supervisor.
+
+Kept apart so that the backend can import them without importing the supervisor module, which
+is run with `python -m` (importing it first would make runpy warn).
+"""
+
+from __future__ import annotations
+
+import os
+
+SUPERVISOR_MODULE = "jupyter_px.backends.local.supervisor"
+
+#: A file in the run directory whose presence asks the supervisor to stop the run.
+STOP_FILE = "stop"
+
+#: Seconds between SIGTERM and SIGKILL when stopping a replica (PX_STOP_GRACE_S overrides).
+#: Short enough that the replicas of a failed run are gone within 2 s.
+STOP_GRACE_S = float(os.environ.get("PX_STOP_GRACE_S", "1.0"))
+
+#: Seconds between memory polls while a replica with a memory limit runs.
+MEMORY_POLL_S = 0.1
+
+#: The supervisor rewrites status.json (`updated_at`) at least this often.
+HEARTBEAT_S = 2.0
+
+#: Longest sleep between checks of the stop file when no signal arrives.
+IDLE_POLL_S = 1.0
+
+#: Exit codes Kubeflow's ExitCode restart policy treats as retryable (SIGINT, SIGKILL, SIGTERM).
+RETRYABLE_EXIT_CODES = frozenset({130, 137, 143})

@@ -1,0 +1,182 @@
+"""Process plumbing shared by the supervisor, its watchdog and the backend.
+
+Every replica is started as the leader of its own process group, with the parent-death signal
+set to SIGKILL (`prctl(PR_SET_PDEATHSIG)`), so killing the supervisor, even with SIGKILL, takes
+the replica with it. Whatever a replica starts stays in its group (unless it leaves on purpose),
+so a signal to the group reaches it; anything that escapes is found by its `PX_RUN_ID`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import psutil
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+_libc = None
+
+
+def _prctl(option: int, value: int) -> None:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+
+
+def set_parent_death_signal(signum: int = signal.SIGKILL) -> None:
+    """Have the kernel send `signum` to this process when its parent dies (Linux only)."""
+    try:
+        _prctl(PR_SET_PDEATHSIG, int(signum))
+    except (OSError, AttributeError):
+        pass
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned descendants (e.g. a daemonised child of a replica) so none outlive the run."""
+    try:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    except (OSError, AttributeError):
+        pass
+
+
+def load_libc() -> None:
+    """Load libc before forking, so the child's pre-exec hook does no dynamic loading."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _ChildSetup:
+    """Runs in the forked child just before exec: death signal, affinity, default signals."""
+
+    def __init__(self, cpus: Iterable[int] | None):
+        self.cpus = set(cpus) if cpus else None
+        self.parent = os.getpid()
+
+    def __call__(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(signum, signal.SIG_DFL)
+        set_parent_death_signal(signal.SIGKILL)
+        if os.getppid() != self.parent:  # the supervisor died before the signal was armed
+            os._exit(1)
+        if self.cpus:
+            os.sched_setaffinity(0, self.cpus)
+
+
+def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, log_path: os.PathLike,
+          cpus: Iterable[int] | None = None) -> subprocess.Popen:
+    """Start `argv` in its own process group, stdout+stderr appended to `log_path`.
+
+    The caller reaps it (os.waitpid) and must then set `returncode` on the returned object.
+    """
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    try:
+        return subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, cwd=cwd, env=dict(env),
+            process_group=0, preexec_fn=_ChildSetup(cpus), close_fds=True,
+        )
+    finally:
+        os.close(log_fd)
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """A decoded wait status: exit code as a shell reports it (128+N for signal N)."""
+
+    exit_code: int
+    signal: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and self.signal is None
+
+    def describe(self) -> str:
+        return f"killed by {self.signal}" if self.signal else f"exited with code {self.exit_code}"
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def decode_wait_status(status: int) -> ExitInfo:
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        return ExitInfo(128 + signum, signal_name(signum))
+    return ExitInfo(os.waitstatus_to_exitcode(status), None)
+
+
+def kill_group(pgid: int, signum: int) -> bool:
+    """Signal a process group; False when it no longer exists."""
+    try:
+        os.killpg(pgid, signum)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+
+
+def is_alive(pid: int | None) -> bool:
+    """A live, non-zombie process (zombies are dead: they only wait to be reaped)."""
+    if not pid:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def is_supervisor(pid: int | None, run_dir: os.PathLike) -> bool:
+    """Is `pid` alive and the supervisor of this run dir (not a recycled pid)?"""
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        cmdline = proc.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+    return "jupyter_px.backends.local.supervisor" in cmdline and str(run_dir) in cmdline
+
+
+def run_processes(run_id: str, exclude: Iterable[int] = ()) -> list[psutil.Process]:
+    """Every live process whose environment says it belongs to `run_id` (PX_RUN_ID)."""
+    skip = set(exclude) | {os.getpid()}
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid in skip:
+            continue
+        try:
+            if proc.environ().get("PX_RUN_ID") == run_id and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+    return found
+
+
+def kill_run_processes(run_id: str, pgids: Iterable[int] = (), exclude: Iterable[int] = ()) -> int:
+    """SIGKILL the run's process groups and any process carrying its PX_RUN_ID. Returns how many."""
+    killed = 0
+    for pgid in set(pgids):
+        if pgid and kill_group(pgid, signal.SIGKILL):
+            killed += 1
+    for proc in run_processes(run_id, exclude):
+        try:
+            proc.kill()
+            killed += 1
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return killed

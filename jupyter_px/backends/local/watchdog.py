@@ -1,0 +1,126 @@
+"""The supervisor's watchdog: if the supervisor dies, nothing of its run survives it.
+
+PR_SET_PDEATHSIG kills each replica process when the supervisor dies, but not what a replica
+started (mpirun's ranks, a DataLoader's workers...). So at start-up the supervisor forks this
+small process, connected by a pipe. The supervisor writes `+PGID` for each replica it starts,
+`-PGID` when a replica's group is gone, and `done` just before a clean exit. When the pipe
+reaches end-of-file without `done` (the kernel closes it when the supervisor dies, however it
+dies), the watchdog SIGKILLs the groups it knows and every process whose environment carries
+the run's PX_RUN_ID, then marks the run Lost with the reason, and exits.
+
+`mark_lost` is also what the backend's `status()` uses when it finds the supervisor gone and
+the run not finished (say both processes were killed).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from ...runs import ReplicaState, RunState, RunStatus, RunStore
+from .process import kill_run_processes
+
+LOST_REASON = "SupervisorLost"
+
+
+def mark_lost(store: RunStore, run_id: str, message: str) -> RunStatus:
+    """Record an unfinished run as Lost (a finished one is left as it is)."""
+    status = store.status(run_id)
+    if status.state.finished:
+        return status
+    now = time.time()
+    status.state = RunState.LOST
+    status.reason = LOST_REASON
+    status.message = message
+    status.finished_at = now
+    for replica in status.replicas:
+        if replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
+            replica.state = ReplicaState.LOST
+            replica.reason = LOST_REASON
+            replica.message = "the run's supervisor died; this replica was killed with it"
+            replica.finished_at = now
+    store.write_status(status)
+    return status
+
+
+class Watchdog:
+    """The supervisor's end of the pipe."""
+
+    def __init__(self, store: RunStore, run_id: str):
+        self.store = store
+        self.run_id = run_id
+        self.pid: int | None = None
+        self._fd: int | None = None
+
+    def start(self) -> int:
+        read_fd, write_fd = os.pipe()
+        supervisor = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the watchdog
+            try:
+                os.close(write_fd)
+                _watch(read_fd, self.store, self.run_id, supervisor)
+            finally:
+                os._exit(0)
+        os.close(read_fd)
+        self.pid, self._fd = pid, write_fd
+        return pid
+
+    def _send(self, line: str) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.write(self._fd, f"{line}\n".encode())
+        except OSError:  # the watchdog is gone; the run goes on without it
+            self._fd = None
+
+    def add(self, pgid: int) -> None:
+        self._send(f"+{pgid}")
+
+    def forget(self, pgid: int) -> None:
+        self._send(f"-{pgid}")
+
+    def done(self) -> None:
+        self._send("done")
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _watch(read_fd: int, store: RunStore, run_id: str, supervisor: int) -> None:
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)  # a signal to the supervisor's group is not for us
+    os.closerange(3, read_fd)
+    os.closerange(read_fd + 1, 1024)
+    groups: set[int] = set()
+    buffer = b""
+    clean = False
+    while True:
+        try:
+            chunk = os.read(read_fd, 4096)
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            text = line.decode()
+            if text == "done":
+                clean = True
+            elif text[:1] == "+":
+                groups.add(int(text[1:]))
+            elif text[:1] == "-":
+                groups.discard(int(text[1:]))
+    if clean:
+        return
+    killed = kill_run_processes(run_id, groups)
+    print(f"{time.strftime('%H:%M:%S')} watchdog: supervisor {supervisor} died; killed {killed} "
+          f"process group(s)/process(es) of run {run_id}", flush=True)
+    try:
+        mark_lost(store, run_id, f"the supervisor (pid {supervisor}) died unexpectedly; every process of the run "
+                                 f"was stopped (see supervisor.log)")
+    except Exception as error:  # noqa: BLE001 - nothing else can record it; say so in the log
+        print(f"watchdog: could not mark run {run_id} lost: {error!r}", file=sys.stderr, flush=True)

@@ -1,0 +1,275 @@
+"""`python -m jupyter_px.runner <run dir>`: what every replica process executes.
+
+It turns a run directory into a running `__main__`: change to the run's workdir, put the code
+directory (then the workdir) on `sys.path`, load `code/pushed.pkl` (values shipped from the
+notebook with --push) into the globals, set `sys.argv = [entrypoint, *args]` and run the
+entrypoint as `__main__` (plain Python through `runpy`, or under an IPython shell for code with
+`%magics` and `!commands`).
+
+How it ends is deliberate. After the code returns, the runner joins the code's non-daemon
+threads and runs `atexit` handlers (as the interpreter would), flushes `jupyter_px.tracking`
+and stdio, then leaves with `os._exit(code)`. That skips only the C++ static destructors, which
+is where torch.distributed sometimes aborts a finished process (`terminate called without an
+active exception`, exit 134); a replica that did its work is never reported failed for that.
+Real failures are never hidden: an exception prints its traceback and exits 1,
+`SystemExit(n)` exits n, a signal kills the process as usual.
+
+Two more modes, both used only by the local backend:
+
+* `--mpi-host`: a worker of a Horovod/MPI run. On Kubernetes MPI workers are sshd hosts; here
+  all ranks run on this machine under the launcher's `mpirun`, so a worker replica only holds
+  its place (it is up before the launcher starts and stopped when the run ends).
+* An MPI rank (started by `mpirun`, `OMPI_COMM_WORLD_RANK` set): takes on the identity the
+  supervisor wrote for that rank in `mpi/ranks.json` (PX_TASK_TYPE=worker, its index, metrics
+  and TensorBoard paths, cores), so tracking files land under the worker, not the launcher.
+* PyTorch with `processes_per_replica: N > 1`: the replica process starts N copies of itself
+  with LOCAL_RANK/RANK/WORLD_SIZE set as torchrun would, and fails if any of them fails.
+
+This module must stay light to import: it runs in every replica before the user's code, so it
+uses only the standard library (no pydantic, no jupyter_px.runs).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import pickle
+import signal
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, NoReturn
+
+USAGE = "usage: python -m jupyter_px.runner [--mpi-host] RUN_DIR"
+
+
+def _read_record(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run_dir / "record.json").read_text())
+    except (OSError, ValueError) as error:
+        _die(f"cannot read the run record in {run_dir}: {error}", 2)
+
+
+def _die(message: str, code: int) -> NoReturn:
+    print(f"jupyter_px.runner: {message}", file=sys.stderr, flush=True)
+    os._exit(code)
+
+
+def _set_parent_death_signal() -> None:
+    """Die with the parent (mpirun or a local-group runner) even if it is SIGKILLed."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+# ---- special modes --------------------------------------------------------------------------
+
+def _mpi_host() -> NoReturn:
+    role, index = os.environ.get("PX_TASK_TYPE", "worker"), os.environ.get("PX_TASK_INDEX", "0")
+    print(f"{role}-{index}: MPI host ready. On this machine every rank is started by the launcher's mpirun; "
+          f"the ranks' output is in the master-0 log.", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    while True:
+        signal.pause()
+
+
+def _adopt_mpi_rank(run_dir: Path) -> None:
+    """Under mpirun: become the worker this rank belongs to (see mpi/ranks.json)."""
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK")
+    if rank is None or os.environ.get("PX_FRAMEWORK") not in ("horovod", "mpi"):
+        return
+    _set_parent_death_signal()
+    try:
+        ranks = json.loads((run_dir / "mpi" / "ranks.json").read_text())
+    except (OSError, ValueError):
+        return
+    entry = ranks.get(rank) or {}
+    os.environ.update({str(k): str(v) for k, v in (entry.get("env") or {}).items()})
+    cpus = entry.get("cpus")
+    if cpus:
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError:
+            pass
+
+
+def _local_rank_env(local_rank: int, nproc: int) -> dict[str, str]:
+    node_rank = int(os.environ.get("PET_NODE_RANK", os.environ.get("RANK", "0")))
+    nodes = int(os.environ.get("PET_NNODES", os.environ.get("WORLD_SIZE", "1")))
+    return {
+        "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(node_rank),
+        "RANK": str(node_rank * nproc + local_rank), "WORLD_SIZE": str(nodes * nproc),
+    }
+
+
+def _run_local_group(run_dir: Path, nproc: int) -> int:
+    """Start `nproc` processes of this replica (torchrun-style ranks); fail fast if one fails."""
+    import subprocess
+    import time
+
+    procs = []
+    for local_rank in range(nproc):
+        env = dict(os.environ, **_local_rank_env(local_rank, nproc))
+        procs.append(subprocess.Popen([sys.executable, "-m", "jupyter_px.runner", str(run_dir)], env=env,
+                                      preexec_fn=_set_parent_death_signal))
+    forward = lambda signum, _frame: [p.send_signal(signum) for p in procs if p.poll() is None]  # noqa: E731
+    signal.signal(signal.SIGTERM, forward)
+    code = 0
+    while any(p.poll() is None for p in procs):
+        failed = [p for p in procs if p.returncode not in (None, 0)]
+        if failed:
+            code = failed[0].returncode
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+            break
+        time.sleep(0.1)
+    for p in procs:
+        p.wait()
+        if code == 0 and p.returncode != 0:
+            code = p.returncode
+    return code if code >= 0 else 128 - code
+
+
+# ---- running the user's code ----------------------------------------------------------------
+
+def _exit_code(error: SystemExit) -> int:
+    code = error.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF  # what the OS reports for sys.exit(n)
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _user_frames(tb, entrypoint: str):
+    """Drop the runner's and runpy's frames so a traceback starts in the user's file."""
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != entrypoint:
+        start = start.tb_next
+    return start or tb
+
+
+def _load_pushed(code_dir: Path) -> dict[str, Any]:
+    pushed = code_dir / "pushed.pkl"
+    if not pushed.exists():
+        return {}
+    with open(pushed, "rb") as handle:
+        values = pickle.load(handle)
+    if not isinstance(values, dict):
+        raise TypeError(f"{pushed} must hold a dict of names to values, not {type(values).__name__}")
+    return values
+
+
+def _run_python(entrypoint: str, init_globals: dict[str, Any]) -> int:
+    import runpy
+
+    try:
+        runpy.run_path(entrypoint, init_globals=init_globals, run_name="__main__")
+    except SystemExit as error:
+        return _exit_code(error)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return 130
+    except BaseException as error:  # noqa: BLE001 - every failure is reported, then exits 1
+        traceback.print_exception(type(error), error, _user_frames(error.__traceback__, entrypoint))
+        return 1
+    return 0
+
+
+def _run_ipython(entrypoint: str, init_globals: dict[str, Any]) -> int:
+    """Run the source as one IPython cell, so `%magics` and `!commands` work."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.colors = "nocolor"
+    except Exception:  # noqa: BLE001 - older IPython spells it differently; colors are cosmetic
+        pass
+    exit_code: list[int] = []
+
+    def on_exit(_shell, _etype, value, _tb, tb_offset=None):
+        exit_code.append(_exit_code(value))
+
+    shell.set_custom_exc((SystemExit,), on_exit)
+    shell.user_ns.update(init_globals)
+    shell.user_ns.update(__name__="__main__", __file__=entrypoint)
+    source = Path(entrypoint).read_text()
+    result = shell.run_cell(source, store_history=False)
+    if exit_code:
+        return exit_code[0]
+    if result.error_before_exec is not None or result.error_in_exec is not None:
+        return 1
+    return 0
+
+
+def _finish(code: int) -> NoReturn:
+    """Exit like the interpreter would, minus the C++ static destructors (see the module doc)."""
+    try:
+        current = threading.current_thread()
+        for thread in threading.enumerate():
+            if thread is not current and not thread.daemon and thread.is_alive():
+                thread.join()
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001 - an exit hook failing must not hide the code's result
+        traceback.print_exc()
+        code = code or 1
+    tracking = sys.modules.get("jupyter_px.tracking")
+    if tracking is not None:
+        try:
+            tracking.flush()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "--mpi-host":
+        _mpi_host()
+    if len(args) != 1:
+        _die(USAGE, 2)
+    run_dir = Path(args[0]).resolve()
+    record = _read_record(run_dir)
+    _adopt_mpi_rank(run_dir)
+
+    topology = record.get("topology") or {}
+    nproc = int((topology.get("environment") or {}).get("processes_per_replica") or 1)
+    if topology.get("framework") == "pytorch" and nproc > 1 and "LOCAL_RANK" not in os.environ:
+        _finish(_run_local_group(run_dir, nproc))
+
+    code_spec = record.get("code") or {}
+    code_dir = run_dir / "code"
+    entrypoint = str(code_dir / code_spec.get("entrypoint", "main.py"))
+    workdir = record.get("workdir") or str(code_dir)
+    try:
+        os.chdir(workdir)
+    except OSError as error:
+        _die(f"cannot change to the run's workdir {workdir!r}: {error.strerror}", 2)
+    sys.path[:1] = [str(code_dir), workdir]
+    sys.argv = [entrypoint, *[str(a) for a in code_spec.get("args") or []]]
+    try:
+        init_globals = _load_pushed(code_dir)
+    except Exception as error:  # noqa: BLE001 - unpickling can raise anything
+        _die(f"cannot load the values pushed with the code (code/pushed.pkl): {error!r}", 1)
+
+    if code_spec.get("language") == "ipython":
+        code = _run_ipython(entrypoint, init_globals)
+    else:
+        code = _run_python(entrypoint, init_globals)
+    _finish(code)
+
+
+if __name__ == "__main__":
+    main()
