@@ -1,0 +1,206 @@
+"""Every notebook in notebooks/ runs top to bottom in a fresh kernel (nbclient), for real:
+local runs, the live monitor, metric plots and TensorBoard served through a real Jupyter server
+with jupyter-server-proxy.
+
+Asserted from what the notebook keeps, as a user would see it when opening the saved notebook:
+the monitor's saved widget state (every replica Succeeded, the final plot has points), the
+`%px_plot` output (plotly JSON with points), and the TensorBoard URL, fetched through the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+BASE_URL = "/px-test/"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterServer:
+    """`jupyter server` in a subprocess on 127.0.0.1 with a token, our extension and the proxy."""
+
+    def __init__(self, root: Path):
+        self.port = _free_port()
+        self.token = secrets.token_hex(16)
+        self.root = root
+        config = root / "config"
+        config.mkdir()
+        (config / "jupyter_server_config.json").write_text(json.dumps({
+            "ServerApp": {"jpserver_extensions": {"jupyter_px": True, "jupyter_server_proxy": True}},
+        }))
+        self.px_home = root / "server_px_home"
+        self.log = open(root / "server.log", "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+             f"--ServerApp.base_url={BASE_URL}", f"--ServerApp.root_dir={root}", "--allow-root"],
+            env={**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+                 "PX_HOME": str(self.px_home)},
+            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.get(f"{BASE_URL}api/status")
+                return
+            except (urllib.error.URLError, OSError):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("jupyter server did not start:\n" + (root / "server.log").read_text()[-3000:])
+                time.sleep(0.2)
+
+    def get(self, path: str, token: bool = True) -> tuple[int, bytes]:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}")
+        if token:
+            request.add_header("Authorization", f"token {self.token}")
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            with opener.open(request, timeout=30) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def jupyter_server(tmp_path_factory):
+    server = JupyterServer(tmp_path_factory.mktemp("server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def stop_tensorboards(px_home):
+    yield
+    from jupyter_px import tensorboard
+
+    for info in tensorboard.list_servers(home=px_home):
+        tensorboard.stop(info, home=px_home)
+
+
+def _execute(path: Path, px_home: Path, workdir: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(workdir)}})
+    # what our server extension gives the kernels of a server with this base_url
+    env = {**os.environ, "PX_HOME": str(px_home), "JUPYTER_PX_BASE_URL": BASE_URL}
+    env.pop("TENSORBOARD_PROXY_URL", None)
+    client.execute(env=env)
+    return nb
+
+
+def _widget_states(nb) -> dict[str, dict]:
+    saved = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    return {model_id: entry["state"] for model_id, entry in saved.items()}
+
+
+def _outputs(nb, source_start: str) -> list[dict]:
+    cells = [cell for cell in nb.cells if cell.cell_type == "code" and cell.source.startswith(source_start)]
+    return [output for cell in cells for output in cell.outputs]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path, px_home, tmp_path, jupyter_server, stop_tensorboards):
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    nb = _execute(path, px_home, workdir)
+    states = _widget_states(nb)
+
+    # the run succeeded, and the monitor's saved state shows every replica's final state
+    from jupyter_px.api import runs
+
+    submitted = runs()
+    assert submitted and all(run.status().state.value == "Succeeded" for run in submitted)
+    monitors = [s for s in states.values() if "px-run-monitor" in (s.get("_dom_classes") or [])]
+    assert monitors and all("px-state-Succeeded" in m["_dom_classes"] for m in monitors)
+    tables = [s["value"] for s in states.values() if "class='px-replicas'" in str(s.get("value"))]
+    expected = {spec.key for run in submitted for spec in run.topology.replicas()}
+    for table in tables:
+        rows = dict(re.findall(r"data-replica='([^']+)' data-state='([^']+)'", table))
+        assert set(rows) == expected and set(rows.values()) == {"Succeeded"}, rows
+
+    # metrics were plotted: the live plot's saved figure and the %px_plot output have points
+    figures = [s["_widget_data"] for s in states.values() if s.get("_widget_data")]
+    assert figures and sum(len(trace["x"]) for figure in figures for trace in figure) > 0
+    plots = [o["data"]["application/vnd.plotly.v1+json"] for o in _outputs(nb, "%px_plot") if "data" in o]
+    assert plots and all(sum(len(trace["x"]) for trace in plot["data"]) > 0 for plot in plots)
+
+    # TensorBoard: the embedded URL is served by the Jupyter server (through its proxy, with auth)
+    for output in _outputs(nb, "%px_tensorboard"):
+        text = output["data"]["text/plain"]
+        url = re.match(r"TensorBoard: (\S+)$", text).group(1)
+        assert url.startswith(f"{BASE_URL}proxy/") and f"data-url='{url}'" in output["data"]["text/html"]
+        status, body = jupyter_server.get(f"{url}data/runs")
+        assert status == 200, body[:500]
+        assert {"master-0", "worker-0", "worker-1"} <= set(json.loads(body))
+        status, _ = jupyter_server.get(f"{url}data/runs", token=False)
+        assert status in (302, 403)  # the proxy is behind the server's authentication
+
+
+def test_server_extension_rest_api(jupyter_server):
+    from conftest import make_synthetic_run
+
+    make_synthetic_run(jupyter_server.px_home, "rest-1", {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}},
+                       state="Succeeded")
+    status, body = jupyter_server.get(f"{BASE_URL}px/api/runs")
+    assert status == 200
+    (listed,) = json.loads(body)["runs"]
+    assert listed["run_id"] == "rest-1" and listed["state"] == "Succeeded"
+    assert [r["key"] for r in listed["replicas"]] == ["master-0", "worker-0"]
+    status, body = jupyter_server.get(f"{BASE_URL}px/api/runs/rest-1")
+    assert status == 200 and json.loads(body)["record"]["topology"]["framework"] == "pytorch"
+    assert jupyter_server.get(f"{BASE_URL}px/api/runs/nope-1")[0] == 404
+    assert jupyter_server.get(f"{BASE_URL}px/api/runs", token=False)[0] in (302, 403)
+
+
+def test_server_extension_tells_kernels_the_base_url(tmp_path):
+    """The extension puts the server's base_url in the server's environment, which kernels inherit."""
+    code = (
+        "import os, sys\n"
+        "from jupyter_server.serverapp import ServerApp\n"
+        "app = ServerApp()\n"
+        f"app.initialize(['--ServerApp.base_url=/user/someone/', '--ServerApp.root_dir={tmp_path}', '--ServerApp.port=0',"
+        " '--ServerApp.ip=127.0.0.1', '--ServerApp.open_browser=False', '--allow-root'])\n"
+        "print(os.environ.get('JUPYTER_PX_BASE_URL'))\n"
+    )
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}}))
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_PX_BASE_URL"}
+    out = subprocess.run([sys.executable, "-c", code],
+                         env={**env, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")},
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "/user/someone/", out.stderr[-2000:]
