@@ -94,6 +94,22 @@ def test_topology_bad_name(ip):
     assert "topology name '9lives!'" in usage_error(ip, "%%px_topology 9lives!\nframework: pytorch\n")
 
 
+def test_topology_form_magic_loads_a_name(ip):
+    define(ip)
+    _, captured = run(ip, "%px_topology_form cluster")
+    (form,) = [w for w in _displayed_widgets(captured) if type(w).__name__ == "TopologyForm"]
+    assert form.framework.value == "pytorch" and form.workers.value == 2 and form.name.value == "cluster"
+    assert "topology name 'no-good!'" in usage_error(ip, "%px_topology_form no-good!")
+
+
+def _displayed_widgets(captured):
+    from ipywidgets.widgets.widget import _instances
+
+    ids = [output.data["application/vnd.jupyter.widget-view+json"]["model_id"]
+           for output in captured.outputs if "application/vnd.jupyter.widget-view+json" in output.data]
+    return [_instances[model_id] for model_id in ids]
+
+
 # ---- %%px_distributed: bad input, nothing submitted --------------------------------------------
 
 def _no_runs(px_home: Path) -> bool:
@@ -281,6 +297,16 @@ def test_notebook_code_from_history_skips_px_cells(ip, px_home):
     shipped = (job.paths.code_dir / job.record.code.entrypoint).read_text()
     assert "px_topology" not in shipped and "px_runs" not in shipped
     assert job.record.code.source == "notebook:history"
+
+
+def test_logs_follow_until_the_run_ends(ip, px_home):
+    result, _ = run(ip, "%%px_distributed --name chatty -o job\nimport time\nfor i in range(5):\n"
+                        "    print('tick', i, flush=True)\n    time.sleep(0.2)\n")
+    assert result.success
+    job = ip.user_ns["job"]
+    _, captured = run(ip, f"%px_logs {job.run_id} --follow")
+    assert captured.stdout.splitlines() == [f"tick {i}" for i in range(5)]
+    assert job.status().state.value == "Succeeded"
 
 
 def test_stop_a_running_job(ip, px_home):

@@ -135,6 +135,8 @@ class LivePlot:
             self._draw(change["new"], sorted(r for r, metrics in self._data.items() if change["new"] in metrics))
 
     def _draw(self, metric: str, replicas: list[str]) -> None:
+        order = {replica: position for position, replica in enumerate(sorted(self._data))}
+        new_traces, new_names = [], []
         with self.figure.batch_update():
             for replica in replicas:
                 series = self._data.get(replica, {}).get(metric)
@@ -143,12 +145,16 @@ class LivePlot:
                 x, y = xy(series)
                 index = self._traces.get(replica)
                 if index is None:
-                    color = self._palette[sorted(self._data).index(replica) % len(self._palette)]
-                    self.figure.add_scatter(x=x, y=y, mode="lines", name=replica, line={"color": color})
-                    self._traces[replica] = len(self.figure.data) - 1
+                    color = self._palette[order[replica] % len(self._palette)]
+                    new_traces.append(self._go.Scatter(x=x, y=y, mode="lines", name=replica, line={"color": color}))
+                    new_names.append(replica)
                 else:
                     trace = self.figure.data[index]
                     trace.x, trace.y = x, y
+        if new_traces:  # one message for all new traces, not one per replica
+            first = len(self.figure.data)
+            self.figure.add_traces(new_traces)
+            self._traces.update({name: first + i for i, name in enumerate(new_names)})
 
     def finalize(self) -> None:
         """Put the complete figure into the synced state, so a saved notebook (nbclient's widget
