@@ -42,6 +42,12 @@ _OPTION_FIELDS = {
 }
 
 
+def check_topology_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ValueError(f"topology name {name!r} is not valid: use letters, digits, '_', '-' or '.', starting with a letter")
+    return name
+
+
 class TopologyRegistry:
     """The topologies of this kernel session, by name, and the current one.
 
@@ -56,9 +62,9 @@ class TopologyRegistry:
         self.current_name: str | None = None
 
     def put(self, name: str | None, topology: Topology) -> None:
+        """Save (ValueError for a name that is not valid) and make current."""
         if name is not None:
-            if not _NAME.match(name):
-                raise UsageError(f"topology name {name!r} is not valid: use letters, digits, '_', '-' or '.', starting with a letter")
+            check_topology_name(name)
             self._by_name[name] = topology
         self.current, self.current_name = topology, name
 
@@ -111,6 +117,14 @@ def _topology_problems(error: TopologyError, given: dict[str, Any] | None = None
     return f"invalid topology ({len(lines)} problems):\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def _check_name(name: str | None) -> None:
+    if name is not None:
+        try:
+            check_topology_name(name)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+
+
 def _in_kernel(shell: Any) -> bool:
     """Whether outputs go to a notebook front end (widgets render) rather than a terminal."""
     return getattr(shell, "kernel", None) is not None
@@ -139,8 +153,7 @@ class PxMagics(Magics):
                 n_workers: 2
         """
         args = parse_argstring(self.px_topology, line)
-        if args.name is not None and not _NAME.match(args.name):
-            raise UsageError(f"topology name {args.name!r} is not valid: use letters, digits, '_', '-' or '.', starting with a letter")
+        _check_name(args.name)
         try:
             topology = parse_topology(cell)
         except TopologyError as error:
@@ -161,8 +174,7 @@ class PxMagics(Magics):
         args = parse_argstring(self.px_topology_form, line)
         from .widgets.topology_form import TopologyForm
 
-        if args.name is not None and not _NAME.match(args.name):
-            raise UsageError(f"topology name {args.name!r} is not valid: use letters, digits, '_', '-' or '.'")
+        _check_name(args.name)
         form = TopologyForm(name=args.name)
         display(form)
 
@@ -246,7 +258,7 @@ class PxMagics(Magics):
         from . import notebook_code
 
         origin = "cell"
-        source = cell
+        source = notebook_code.strip_px_lines(cell)
         if args.notebook:
             raw = list(self.shell.history_manager.input_hist_raw)
             current = raw[-1] if raw else ""
@@ -325,15 +337,13 @@ class PxMagics(Magics):
 
         try:
             status = run.wait(timeout=timeout)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # the monitor keeps updating: only the waiting stops
             print(f"stopped waiting; run {run.run_id} goes on (%px_stop {run.run_id} stops it)", file=sys.stderr)
             return
         except TimeoutError as error:
             raise UsageError(f"{error}; it goes on (%px_stop {run.run_id} stops it)") from None
-        finally:
-            if monitor is not None:
-                monitor.stop_updates()
         if monitor is not None:
+            monitor.stop_updates()
             status = monitor.refresh()  # the final state, in the widget before the cell ends
         if status.state != RunState.SUCCEEDED:
             raise UsageError(_failure_line(status))

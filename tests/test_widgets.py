@@ -172,6 +172,9 @@ def test_save_refuses_invalid_or_nameless():
     form._save_clicked()
     assert "not saved" in form.save_status.value
     assert topologies.get("x") is None
+    form.framework.value = "pytorch"
+    with pytest.raises(ValueError, match="topology name 'two words' is not valid"):
+        form.save("two words")
 
 
 # ---- RunMonitor -----------------------------------------------------------------------------
@@ -278,3 +281,23 @@ def test_monitor_shows_failed_replica_reason(synthetic_run):
     assert monitor.finished
     assert _row_states(monitor.table.value)["worker-1"] == "Failed"
     assert monitor.replica_bar.bar_style == "danger"
+
+
+def test_monitor_tensorboard_button_embeds_the_proxied_url(synthetic_run, px_home, monkeypatch):
+    """A real TensorBoard, started for the run and embedded under the server's base URL."""
+    from jupyter_px import tensorboard
+
+    monkeypatch.delenv("TENSORBOARD_PROXY_URL", raising=False)
+    monkeypatch.setenv("JUPYTER_PX_BASE_URL", "/user/someone/")
+    synthetic_run("mon-tb", PYTORCH_2, state="Succeeded")
+    monitor = _monitor("mon-tb")
+    try:
+        monitor.show_tensorboard(background=False)
+        match = re.search(r"<iframe src='(/user/someone/proxy/(\d+)/)'", monitor.tensorboard_view.value)
+        assert match, monitor.tensorboard_view.value
+        (server,) = tensorboard.list_servers(home=px_home)
+        assert server.port == int(match.group(2))
+        assert not monitor.tensorboard_button.disabled
+    finally:
+        for server in tensorboard.list_servers(home=px_home):
+            tensorboard.stop(server, home=px_home)

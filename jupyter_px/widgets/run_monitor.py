@@ -196,7 +196,7 @@ class RunMonitor(widgets.VBox):
                                                  tooltip="start (or reuse) TensorBoard for this run and show it here")
         self.tensorboard_view = widgets.HTML()
         self.stop_button.on_click(lambda _b: self.stop_run())
-        self.tensorboard_button.on_click(lambda _b: self.show_tensorboard())
+        self.tensorboard_button.on_click(lambda _b: self.show_tensorboard(background=True))
         super().__init__(
             children=[
                 widgets.HBox([self.header, self.stop_button, self.tensorboard_button],
@@ -370,10 +370,26 @@ class RunMonitor(widgets.VBox):
             return
         self.refresh()
 
-    def show_tensorboard(self) -> None:
-        """Start (or reuse) TensorBoard for this run and embed it (the TensorBoard button)."""
+    def show_tensorboard(self, background: bool = True) -> None:
+        """Start (or reuse) TensorBoard for this run and embed it (the TensorBoard button).
+
+        Starting TensorBoard takes seconds; the button does it in a thread so the kernel stays
+        responsive (a click is handled on the kernel's shell thread)."""
+        self.tensorboard_button.disabled = True
         self.tensorboard_view.value = "<i>starting TensorBoard...</i>"
-        self.tensorboard_view.value = tensorboard_html([self.run_id])
+
+        def start() -> None:
+            try:
+                self.tensorboard_view.value = tensorboard_html([self.run_id])
+            except Exception as error:  # shown where the user looks, not lost in a thread
+                self.tensorboard_view.value = f"<pre>TensorBoard could not start: {html.escape(repr(error))}</pre>"
+            finally:
+                self.tensorboard_button.disabled = False
+
+        if background:
+            threading.Thread(target=start, name=f"px-tensorboard-{self.run_id}", daemon=True).start()
+        else:
+            start()
 
 
 #: Set in the Jupyter server's environment by `jupyter_px.server` (kernels inherit it): the
