@@ -78,7 +78,7 @@ EVENTS_FILE_SUFFIX = ".px"
 METRICS_LOG_PREFIX = "@px-metrics "
 PARAMS_LOG_PREFIX = "@px-params "
 
-_ROLES_WITHOUT_MASTER_FALLBACK = "worker"
+_FALLBACK_MASTER_ROLE = "worker"
 _JSON = json.JSONEncoder(separators=(",", ":"))
 
 
@@ -108,10 +108,12 @@ def _coerce_value(name: str, value: Any) -> float:
         return value
     if isinstance(value, bool) or isinstance(value, (str, bytes, complex)) or value is None:
         raise TypeError(
-            f"log_metrics: metric {name!r} must be a real number, got {type(value).__name__} {value!r}"
+            f"log_metrics: metric {name!r} must be a real number, got {type(value).__name__} {value!r:.80}"
         )
     try:
         return float(value)
+    except OverflowError:
+        raise ValueError(f"log_metrics: metric {name!r} is too large for a float: {value!r:.80}") from None
     except (TypeError, ValueError, RuntimeError):
         pass
     try:  # numpy >= 2 refuses float() of a shape-(1,) array; .item() takes any one-element one
@@ -125,6 +127,9 @@ def _coerce_value(name: str, value: Any) -> float:
         ) from exc
 
 
+_MAX_STEP = 1 << 63  # TensorBoard steps are int64
+
+
 def _coerce_count(what: str, value: Any, minimum: int) -> int:
     try:
         if isinstance(value, bool):
@@ -134,6 +139,8 @@ def _coerce_count(what: str, value: Any, minimum: int) -> int:
         raise TypeError(f"log_metrics: {what} must be an integer, got {type(value).__name__} {value!r}") from None
     if number < minimum:
         raise ValueError(f"log_metrics: {what} must be >= {minimum}, got {number}")
+    if number >= _MAX_STEP:
+        raise ValueError(f"log_metrics: {what} must be < 2**63, got {number}")
     return number
 
 
@@ -512,10 +519,8 @@ def log_metrics(step: int | None = None, total_steps: int | None = None, **value
             values[name] = _coerce_value(name, value)
         if not name:
             raise ValueError("log_metrics: metric names must not be empty")
-    if step is not None and type(step) is not int:
+    if step is not None and (type(step) is not int or not 0 <= step < _MAX_STEP):
         step = _coerce_count("step", step, 0)
-    elif step is not None and step < 0:
-        raise ValueError(f"log_metrics: step must be >= 0, got {step}")
     if total_steps is not None:
         total_steps = _coerce_count("total_steps", total_steps, 1)
     tracker = _tracker or _get()
@@ -620,7 +625,7 @@ def get_task_info() -> TaskInfo:
     except (ValueError, TypeError) as exc:
         raise ValueError(f"PX_CLUSTER must be a JSON object of role -> [host:port, ...], got {raw_cluster!r:.200}") from exc
     has_master = bool(cluster.get("master"))
-    is_master = role == "master" or (role == _ROLES_WITHOUT_MASTER_FALLBACK and index == 0 and not has_master)
+    is_master = role == "master" or (role == _FALLBACK_MASTER_ROLE and index == 0 and not has_master)
     return TaskInfo(
         run_id=run_id, role=role, index=index, is_master=is_master, cluster=types.MappingProxyType(cluster)
     )

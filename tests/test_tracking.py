@@ -308,6 +308,10 @@ def test_bad_values_name_the_metric(px_home):
             tracking.log_metrics(step=1.5, loss=1.0)
         with pytest.raises(ValueError, match=r"step must be >= 0, got -1"):
             tracking.log_metrics(step=-1, loss=1.0)
+        with pytest.raises(ValueError, match=r"step must be < 2\*\*63"):
+            tracking.log_metrics(step=2**63, loss=1.0)
+        with pytest.raises(ValueError, match=r"'big' is too large for a float"):
+            tracking.log_metrics(big=10**400)
         with pytest.raises(ValueError, match=r"total_steps must be >= 1, got 0"):
             tracking.log_metrics(step=0, total_steps=0, loss=1.0)
         with pytest.raises(ValueError, match="at least one metric"):
