@@ -17,6 +17,16 @@ STOP_FILE = "stop"
 #: Short enough that the replicas of a failed run are gone within 2 s.
 STOP_GRACE_S = float(os.environ.get("PX_STOP_GRACE_S", "1.0"))
 
+#: After the run succeeds, seconds a worker still running gets to finish on its own before it is
+#: stopped (servers - ps, evaluator, TF workers next to parameter servers, MPI hosts - are
+#: stopped at once: they never finish by themselves). PX_COMPLETION_GRACE_S overrides.
+COMPLETION_GRACE_S = float(os.environ.get("PX_COMPLETION_GRACE_S", "5.0"))
+
+#: Seconds a PyTorch master is started ahead of its workers (see Supervisor._head_start);
+#: None: 0.3 s when the run has more processes than cores, else none. PX_MASTER_HEAD_START_S overrides.
+_head_start = os.environ.get("PX_MASTER_HEAD_START_S")
+MASTER_HEAD_START_S: float | None = float(_head_start) if _head_start else None
+
 #: Seconds between memory polls while a replica with a memory limit runs.
 MEMORY_POLL_S = 0.1
 

@@ -45,7 +45,7 @@ from ...cluster import local_addresses
 from ...runs import ReplicaState, ReplicaStatus, RunState, RunStore
 from ...topology import ReplicaSpec, Topology, parse_topology
 from . import memory
-from .config import HEARTBEAT_S, IDLE_POLL_S, MEMORY_POLL_S, RETRYABLE_EXIT_CODES, STOP_FILE, STOP_GRACE_S
+from .config import COMPLETION_GRACE_S, HEARTBEAT_S, MASTER_HEAD_START_S, IDLE_POLL_S, MEMORY_POLL_S, RETRYABLE_EXIT_CODES, STOP_FILE, STOP_GRACE_S
 from .launcher import LaunchPlan, clean_environ
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, run_processes, spawn
@@ -68,6 +68,8 @@ class Replica:
     stop_as: tuple[str, ReplicaState, str] | None = None
     kill_at: float | None = None
     restart_at: float | None = None
+    #: After the run succeeded: when to stop it if it has not finished by itself.
+    finish_by: float | None = None
     last_exit: ExitInfo | None = None
     port: int | None = None
     extra: dict = field(default_factory=dict)
@@ -94,6 +96,7 @@ class Supervisor:
         self.by_pid: dict[int, Replica] = {}
         self.watchdog = Watchdog(store, run_id)
         self.ports: PortReservation | None = None
+        self.machine = None
         self.plan: LaunchPlan | None = None
         self.outcome: tuple[RunState, str, str] | None = None
         self.stop_requested = False
@@ -134,7 +137,7 @@ class Supervisor:
         self.stop_requested = True
 
     def _prepare(self) -> None:
-        machine = this_machine()
+        self.machine = machine = this_machine()
         specs = self.topology.replicas()
         placements = place(specs, machine)
         self.ports = PortReservation(self.store.home / "ports.lock")
@@ -158,9 +161,40 @@ class Supervisor:
                 f"restart {replica.spec.restart_policy} (max {replica.spec.max_restarts})")
 
     def _start_order(self) -> list[Replica]:
-        """Servers and workers first, the master last (MPI: workers are up before the launcher)."""
-        rank = {"ps": 0, "worker": 1, "evaluator": 2, "master": 3}
-        return sorted(self.replicas, key=lambda r: (rank.get(r.spec.role, 1), r.spec.index))
+        """The master first: it hosts the rendezvous (torch's TCPStore), and a worker that finds
+        it not listening yet backs off for up to a second. MPI is the other way round: its
+        workers are up before the launcher starts."""
+        rank = {"master": 0, "ps": 1, "worker": 2, "evaluator": 3}
+        if self.topology.is_mpi:
+            rank = {"worker": 0, "master": 1}
+        return sorted(self.replicas, key=lambda r: (rank.get(r.spec.role, 2), r.spec.index))
+
+    def _head_start(self) -> None:
+        """Let the master get ahead before the workers compete with it for the cores.
+
+        A PyTorch worker whose first connection to the master's TCPStore is refused (the master
+        is still importing torch) retries only after a backoff of up to about a second. On a
+        machine with fewer cores than processes, the master's imports are slowed by the
+        workers', so without a lead it is often last to listen. The lead costs little there
+        (the cores are saturated either way) and is not taken where there are enough cores.
+        """
+        if self.topology.framework != "pytorch":
+            return
+        delay = MASTER_HEAD_START_S
+        if delay is None:
+            processes = len(self.replicas) * self.topology.environment.processes_per_replica
+            delay = 0.3 if processes > len(self.machine.cpus) else 0.0
+        if delay > 0:
+            self._wait(delay)
+
+    def _is_server(self, replica: Replica) -> bool:
+        """Replicas that serve until stopped, rather than finish: stopped at once on success."""
+        role = replica.spec.role
+        if role in ("ps", "evaluator"):
+            return True
+        if role == "worker" and self.topology.is_mpi:
+            return True  # an MPI host placeholder
+        return role == "worker" and self.topology.framework == "tensorflow" and "ps" in self.topology.counts()
 
     def _spawn(self, replica: Replica) -> None:
         assert self.plan is not None and self.ports is not None
@@ -176,7 +210,7 @@ class Supervisor:
         st = replica.status
         st.state, st.pid, st.started_at, st.finished_at = ReplicaState.RUNNING, popen.pid, time.time(), None
         st.exit_code = st.signal = None
-        replica.stop_as = replica.kill_at = replica.restart_at = None
+        replica.stop_as = replica.kill_at = replica.restart_at = replica.finish_by = None
         self.dirty = True
         log(f"{replica.key}: started pid {popen.pid}: {launch.argv}")
 
@@ -205,7 +239,7 @@ class Supervisor:
         if replica.popen is not None:
             replica.popen.returncode = info.exit_code  # type: ignore[attr-defined]  (we reaped it)
         replica.popen = None
-        replica.kill_at = None
+        replica.kill_at = replica.finish_by = None
         replica.last_exit = info
         st = replica.status
         st.exit_code, st.signal, st.finished_at = info.exit_code, info.signal, now
@@ -271,10 +305,16 @@ class Supervisor:
     def _check_stop_request(self) -> None:
         if not self.stop_requested and (self.paths.root / STOP_FILE).exists():
             self.stop_requested = True
-        if self.stop_requested and self.outcome is None:
+        if not self.stop_requested:
+            return
+        if self.outcome is None:
             log("stop requested")
             self._decide_outcome(RunState.STOPPED, "StoppedByUser", "stopped on request",
                                  ("StoppedByUser", ReplicaState.STOPPED, "stopped on request"))
+        else:  # already decided: do not wait out the completion grace
+            for replica in self.replicas:
+                if replica.finish_by is not None:
+                    replica.finish_by = time.monotonic()
 
     def _watches_memory(self, replica: Replica) -> bool:
         """Does this replica's process tree have a limit to watch (its own, or its MPI ranks')?"""
@@ -332,6 +372,11 @@ class Supervisor:
     def _escalate(self) -> None:
         now = time.monotonic()
         for replica in self.replicas:
+            if replica.running and replica.finish_by is not None and replica.finish_by <= now:
+                replica.finish_by = None
+                self._stop_replica(replica, ("StoppedByRun", ReplicaState.SUCCEEDED,
+                                             f"still running {COMPLETION_GRACE_S:g} s after the run succeeded; stopped"))
+        for replica in self.replicas:
             if replica.running and replica.kill_at is not None and replica.kill_at <= now:
                 log(f"{replica.key}: still running {STOP_GRACE_S:g} s after SIGTERM; SIGKILL")
                 kill_group(replica.pgid, signal.SIGKILL)
@@ -377,8 +422,16 @@ class Supervisor:
         if all(r.status.state == ReplicaState.SUCCEEDED for r in deciding):
             what = (f"{deciding[0].key} succeeded" if len(deciding) == 1
                     else f"all {len(deciding)} {deciding[0].spec.role}s succeeded")
-            self._decide_outcome(RunState.SUCCEEDED, "Completed", what,
-                                 ("StoppedByRun", ReplicaState.SUCCEEDED, "still running when the run succeeded; stopped"))
+            self.outcome = (RunState.SUCCEEDED, "Completed", what)
+            self.dirty = True
+            log(f"run Succeeded: {what}")
+            grace_end = time.monotonic() + COMPLETION_GRACE_S
+            for replica in self.replicas:
+                if replica.running and not self._is_server(replica):
+                    replica.finish_by = grace_end  # e.g. a worker still in its last collective
+                else:
+                    self._stop_replica(replica, ("StoppedByRun", ReplicaState.SUCCEEDED,
+                                                 "still running when the run succeeded; stopped"))
 
     # ---- status --------------------------------------------------------------------------------
     def _write(self, force: bool = False) -> None:
@@ -395,6 +448,8 @@ class Supervisor:
         for replica in self.replicas:
             if replica.kill_at is not None:
                 deadlines.append(replica.kill_at)
+            if replica.finish_by is not None:
+                deadlines.append(replica.finish_by)
             if replica.restart_at is not None:
                 deadlines.append(replica.restart_at)
             if replica.running and replica.stop_as is None and self._watches_memory(replica):
@@ -425,6 +480,8 @@ class Supervisor:
             if self.outcome is None:
                 for replica in self._start_order():
                     self._spawn(replica)
+                    if replica.spec.role == "master" and len(self.replicas) > 1:
+                        self._head_start()
                 self.status.state = RunState.RUNNING
                 self.status.started_at = time.time()
                 self._write(force=True)
