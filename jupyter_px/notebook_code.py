@@ -238,6 +238,6 @@ def local_references(value: Any) -> list[str]:
 
     try:
         _Finder(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL).dump(value)
-    except Exception:  # unpicklable values are reported by the API with the pickle error
-        return []
+    except Exception:  # other unpicklable values are reported by the API with pickle's error
+        pass
     return found

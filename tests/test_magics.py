@@ -432,3 +432,54 @@ def test_notebook_flag_prefers_the_notebook_file(px_home, tmp_path):
     assert job.logs("master", 0).strip() == "answer 42"
     states = _monitor_states(client)
     assert states and states[-1] == {"master-0": "Succeeded"}
+
+
+# ---- the static checks behind the magic ------------------------------------------------------
+
+def test_free_names_sees_every_scope_and_ignores_what_the_code_binds():
+    from jupyter_px.notebook_code import free_names
+
+    code = textwrap.dedent("""\
+        import os
+        from math import pi as PI
+        x = lr * 2
+        def f(a, *rest, key=None):
+            return a + epochs + x + PI + len(rest)
+        class Model:
+            size = 3
+            doubled = size * 2 + width
+        squares = [i * scale for i in range(3)]
+        def g():
+            global made_here
+            made_here = 1
+        try:
+            pass
+        except ValueError as error:
+            print(error, made_here, Model, f, g, os)
+        with open(__file__) as handle:
+            lambda y: y + offset
+        """)
+    assert free_names(code) - {"range", "print", "len", "open", "ValueError", "__file__"} == \
+        {"lr", "epochs", "width", "scale", "offset"}
+
+
+def test_local_references_finds_notebook_functions_and_classes(monkeypatch):
+    import sys
+    import types
+
+    from jupyter_px.notebook_code import local_references
+
+    main = types.ModuleType("__main__")  # what a kernel's user namespace is
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    exec("def helper():\n    return 1\nclass Config:\n    pass\nitems = [Config(), {'f': helper}]\n", main.__dict__)
+    namespace = main.__dict__
+    assert local_references(namespace["items"]) == ["Config", "helper"]
+    assert local_references({"lr": 0.1, "sizes": [1, 2], "path": Path("/tmp")}) == []
+
+
+def test_transform_marks_ipython_code():
+    from jupyter_px.notebook_code import transform
+
+    shipped = transform("!nvidia-smi\n%time x = 1\nprint(x)\n")
+    assert shipped.language == "ipython" and "get_ipython().system('nvidia-smi')" in shipped.source
+    assert transform("print(1)\n").language == "python"

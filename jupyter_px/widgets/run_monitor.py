@@ -213,6 +213,14 @@ class RunMonitor(widgets.VBox):
         if autostart:
             self.start()
 
+    def __repr__(self) -> str:
+        """The text a terminal, a log or an export without widget state shows."""
+        status = self.last_status
+        if status is None:
+            return f"<RunMonitor {self.run_id}>"
+        counts = ", ".join(f"{n} {state.lower()}" for state, n in status.counts().items())
+        return f"<RunMonitor {self.run_id}: {status.state.value} ({counts or 'no replicas yet'})>"
+
     # ---- background updates ------------------------------------------------------------------
     def start(self) -> None:
         """Refresh every `interval` seconds in a background thread until the run ends."""

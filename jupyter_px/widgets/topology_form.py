@@ -228,6 +228,11 @@ class TopologyForm(widgets.VBox):
         else:
             self._validate()
 
+    def __repr__(self) -> str:
+        if self._topology is not None:
+            return f"<TopologyForm: {headline(self._topology)}>"
+        return f"<TopologyForm: {len(self.problems)} problem(s)>"
+
     # ---- model <-> widgets ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The polyaxonfile dictionary the widgets describe (not validated)."""
