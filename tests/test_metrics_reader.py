@@ -244,3 +244,18 @@ def test_reads_a_real_replica_end_to_end(paths):
     assert list(new) == [("worker-2", "loss")]  # the tracking event file is not read twice
     assert new[("worker-2", "loss")].steps == list(range(20))
     assert reader.progress("worker-2") == (19, 20)
+
+
+def test_big_records_are_skipped_unread(paths):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(paths.tensorboard("worker", 0)))
+    image = summary_pb2.Summary.Image(height=1, width=1, encoded_image_string=b"\0" * (3 << 20))
+    writer.add_event(event_pb2.Event(step=0, summary=summary_pb2.Summary(value=[
+        summary_pb2.Summary.Value(tag="picture", image=image)])))
+    writer.add_event(event_pb2.Event(step=1, summary=summary_pb2.Summary(value=[
+        summary_pb2.Summary.Value(tag="loss", simple_value=0.5)])))
+    writer.close()
+    new = MetricsReader(paths).poll()
+    assert list(new) == [("worker-0", "loss")] and new[("worker-0", "loss")].steps == [1]

@@ -138,27 +138,29 @@ class MetricsReader:
             starts[key] = len(series)
         return series
 
-    def _new_bytes(self, path: str, state: _FileState) -> bytes:
-        """Bytes appended since `state.offset` ('' when nothing changed; restart if replaced)."""
+    def _grown_size(self, path: str, state: _FileState) -> int | None:
+        """The file's size if it grew past `state.offset`, else None. A replaced or truncated
+        file is read again from the start."""
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            return b""
+            return None
         if st.st_ino != state.inode or st.st_size < state.offset:
             if state.inode:
                 warnings.warn(f"{path} was replaced or truncated; reading it again from the start", RuntimeWarning)
             state.offset, state.inode, state.plugins = 0, st.st_ino, {}
-        if st.st_size == state.offset:
-            return b""
-        with open(path, "rb") as f:
-            f.seek(state.offset)
-            return f.read(st.st_size - state.offset)
+        return st.st_size if st.st_size > state.offset else None
 
     def _read_jsonl(self, replica: str, path: str, starts: dict[tuple[str, str], int]) -> None:
         state = self._files.get(path)
         if state is None:
             state = self._files[path] = _FileState()
-        data = self._new_bytes(path, state)
+        size = self._grown_size(path, state)
+        if size is None:
+            return
+        with open(path, "rb") as f:
+            f.seek(state.offset)
+            data = f.read(size - state.offset)
         end = data.rfind(b"\n") + 1
         if not end:
             return  # nothing, or only the start of a line still being written
@@ -231,30 +233,50 @@ class MetricsReader:
             yield from self._event_files(os.path.join(directory, sub), f"{prefix}{sub}/")
 
     def _read_events(self, replica: str, prefix: str, path: str, starts: dict[tuple[str, str], int]) -> None:
+        """Scalars from the complete TFRecord-framed events appended since the last poll.
+
+        The length's CRC is checked, so that garbage is not taken for a length; the data CRC is
+        not (TensorBoard's pure-Python CRC over big records would cost seconds): a damaged
+        record fails to parse as an Event and is skipped. Records too big to be scalar events
+        (images, graphs) are skipped unread.
+        """
         state = self._files.get(path)
         if state is None:
             state = self._files[path] = _FileState()
-        if state.broken:
-            return
-        data = self._new_bytes(path, state)
-        if not data:
+        size = None if state.broken else self._grown_size(path, state)
+        if size is None:
             return
         from tensorboard.compat.proto import event_pb2
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-        used = 0
-        for record, used in _records(data, path):
-            if record is None:
-                state.broken = True
-                return
-            try:
-                event = event_pb2.Event.FromString(record)
-            except Exception:  # a damaged record: skip it, framing told us where the next one is
-                state.bad_lines += 1
-                continue
-            if event.HasField("summary"):
-                for tag, value in _scalars(event, state.plugins):
-                    self._series(replica, prefix + tag, starts).append(event.step, value, event.wall_time)
-        state.offset += used
+        pos = state.offset
+        with open(path, "rb") as f:
+            f.seek(pos)
+            while pos + 12 <= size:
+                header = f.read(12)
+                length, length_crc = _HEADER.unpack(header)
+                if masked_crc32c(header[:8]) != length_crc:
+                    warnings.warn(f"{path}: corrupt event record; not reading this file further", RuntimeWarning)
+                    state.broken = True
+                    break
+                end = pos + 12 + length + 4
+                if end > size:
+                    break  # the writer has not finished this record yet
+                if length > _MAX_SCALAR_RECORD:
+                    f.seek(end)
+                    pos = end
+                    continue
+                record = f.read(length + 4)[:length]
+                pos = end
+                try:
+                    event = event_pb2.Event.FromString(record)
+                except Exception:  # damaged: the framing still says where the next one starts
+                    state.bad_lines += 1
+                    continue
+                if event.HasField("summary"):
+                    for tag, value in _scalars(event, state.plugins):
+                        self._series(replica, prefix + tag, starts).append(event.step, value, event.wall_time)
+        state.offset = pos
 
     # -- accessors ------------------------------------------------------------------------
 
@@ -326,31 +348,8 @@ def _decode_lines(chunk: bytes, path: str, state: _FileState) -> list[Any]:
     return records
 
 
-_HEADER = struct.Struct("<QI")
-
-
-def _records(data: bytes, path: str) -> Iterator[tuple[bytes | None, int]]:
-    """TFRecord framing: (record bytes, offset just after it) for each complete record, and
-    (None, offset) once if the framing is corrupt there.
-
-    The length's CRC is checked, so that garbage is not taken for a huge length; the data CRC
-    is not (a pure-Python CRC over large records, e.g. graphs, would cost seconds), a damaged
-    record then fails to parse as an Event and is skipped.
-    """
-    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
-
-    pos, size = 0, len(data)
-    while pos + 12 <= size:
-        length, length_crc = _HEADER.unpack_from(data, pos)
-        if masked_crc32c(data[pos : pos + 8]) != length_crc:
-            warnings.warn(f"{path}: corrupt event record; not reading this file further", RuntimeWarning)
-            yield None, pos
-            return
-        end = pos + 12 + length + 4
-        if end > size:
-            return  # the writer has not finished this record yet
-        yield data[pos + 12 : pos + 12 + length], end
-        pos = end
+_HEADER = struct.Struct("<QI")  # TFRecord: uint64 length, uint32 masked CRC of the length
+_MAX_SCALAR_RECORD = 1 << 20
 
 
 def _scalars(event: Any, plugins: dict[str, str]) -> Iterator[tuple[str, float]]:
