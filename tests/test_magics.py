@@ -483,3 +483,26 @@ def test_transform_marks_ipython_code():
     shipped = transform("!nvidia-smi\n%time x = 1\nprint(x)\n")
     assert shipped.language == "ipython" and "get_ipython().system('nvidia-smi')" in shipped.source
     assert transform("print(1)\n").language == "python"
+
+
+# ---- the package's own surface ---------------------------------------------------------------
+
+def test_import_is_light_and_reexports_resolve(px_home):
+    import subprocess
+    import sys
+
+    probe = ("import sys, jupyter_px\n"
+             "heavy = [m for m in ('IPython', 'ipywidgets', 'pydantic', 'plotly', 'jupyter_server') if m in sys.modules]\n"
+             "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr  # the replica runner imports jupyter_px
+
+    import jupyter_px
+    import jupyter_px.runs  # binds the subpackage to the name `runs`: still callable
+
+    assert jupyter_px.runs() == [] and jupyter_px.runs(limit=1) == []
+    from jupyter_px import Run, TopologyForm, _jupyter_server_extension_points, load_ipython_extension, submit
+
+    assert callable(submit) and Run.__name__ == "Run" and TopologyForm.__name__ == "TopologyForm"
+    assert _jupyter_server_extension_points() == [{"module": "jupyter_px.server"}]
+    assert callable(load_ipython_extension)
