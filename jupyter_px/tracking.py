@@ -368,8 +368,8 @@ class _Tracker:
                 self._drain_and_write()
         finally:
             self.flushing.discard(me)
-        signum, self.pending_signal = self.pending_signal, None
-        if signum is not None:
+        if self.pending_signal is not None and threading.current_thread() is threading.main_thread():
+            signum, self.pending_signal = self.pending_signal, None
             _die_by(signum)
 
     def _drain_and_write(self) -> None:
