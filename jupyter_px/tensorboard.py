@@ -221,6 +221,8 @@ def list_servers(home: Path | None = None) -> list[ServerInfo]:
         if info is not None and _alive(info):
             servers.append(info)
         else:
+            if info is not None:
+                _reap(info.pid)
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     return sorted(servers, key=lambda s: s.started)
@@ -278,6 +280,12 @@ def _kill(pid: int, timeout: float) -> None:
 _children: dict[int, subprocess.Popen[bytes]] = {}
 
 
+def _reap(pid: int) -> None:
+    child = _children.pop(pid, None)
+    if child is not None:
+        child.poll()
+
+
 def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeout: float) -> StartResult:
     log_path = directory / f"{key}.log"
     args = _spec_argument(logdirs)
@@ -328,8 +336,10 @@ def start(
     """Serve the TensorBoard logs of one or several runs, reusing a live server for the same set.
 
     `target`: a run id, a list of run ids, a {name: directory} mapping, a directory, or a
-    TensorBoard logdir spec "name:dir,name:dir". `port`: a fixed port (default: a free one).
-    Never raises for things that go wrong at run time; returns Failed(reason, output) instead.
+    TensorBoard logdir spec "name:dir,name:dir". `port`: the port for a newly launched server
+    (default: a free one). Blocks until the server answers (seconds: TensorBoard imports a lot),
+    so call it from a worker thread inside an event loop. Never raises for what goes wrong at
+    run time; returns Failed(reason, output) instead.
     """
     try:
         logdirs = _logdirs(target, home)
@@ -364,11 +374,11 @@ def stop(key: str | ServerInfo | Launched | Reused, *, timeout: float = 5.0, hom
         running = info is not None and _alive(info)
         if running:
             _kill(info.pid, timeout)  # type: ignore[union-attr]
-            child = _children.pop(info.pid, None)  # type: ignore[union-attr]
-            if child is not None:
-                child.poll()
-        with contextlib.suppress(FileNotFoundError):
-            record.unlink()
+        if info is not None:
+            _reap(info.pid)
+        for path in (record, directory / f"{key}.log"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
     return running
 
 
