@@ -39,6 +39,7 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -192,21 +193,30 @@ def _run_ipython(entrypoint: str, init_globals: dict[str, Any]) -> int:
         shell.colors = "nocolor"
     except Exception:  # noqa: BLE001 - older IPython spells it differently; colors are cosmetic
         pass
-    exit_code: list[int] = []
-
-    def on_exit(_shell, _etype, value, _tb, tb_offset=None):
-        exit_code.append(_exit_code(value))
-
-    shell.set_custom_exc((SystemExit,), on_exit)
     shell.user_ns.update(init_globals)
     shell.user_ns.update(__name__="__main__", __file__=entrypoint)
     source = Path(entrypoint).read_text()
-    result = shell.run_cell(source, store_history=False)
-    if exit_code:
-        return exit_code[0]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="To exit: use")  # IPython's hint for sys.exit in a cell
+        result = shell.run_cell(source, store_history=False)
+    if isinstance(result.error_in_exec, SystemExit):
+        return _exit_code(result.error_in_exec)
     if result.error_before_exec is not None or result.error_in_exec is not None:
         return 1
     return 0
+
+
+def _finalize_mpi() -> None:
+    """mpi4py finalizes MPI from a C exit hook, which os._exit skips; mpirun would then report
+    the rank as having exited without MPI_Finalize and fail the job."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None:
+        return
+    try:
+        if mpi.Is_initialized() and not mpi.Is_finalized():
+            mpi.Finalize()
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
 
 
 def _finish(code: int) -> NoReturn:
@@ -220,6 +230,7 @@ def _finish(code: int) -> NoReturn:
     except BaseException:  # noqa: BLE001 - an exit hook failing must not hide the code's result
         traceback.print_exc()
         code = code or 1
+    _finalize_mpi()
     tracking = sys.modules.get("jupyter_px.tracking")
     if tracking is not None:
         try:

@@ -38,3 +38,6 @@ IDLE_POLL_S = 1.0
 
 #: Exit codes Kubeflow's ExitCode restart policy treats as retryable (SIGINT, SIGKILL, SIGTERM).
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 143})
+
+#: The environment variables above: passed on to the supervisor (other PX_* variables are not).
+TUNABLES = ("PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S", "PX_MASTER_HEAD_START_S")

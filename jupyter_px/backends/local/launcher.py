@@ -32,6 +32,7 @@ from typing import Mapping
 from ...cluster import ReplicaPaths, mpi_hostfile, mpi_world_size, replica_env
 from ...runs import RunPaths, RunRecord, atomic_write_bytes
 from ...topology import ReplicaSpec, Topology
+from .config import TUNABLES
 from .resources import Placement
 
 RUNNER_MODULE = "jupyter_px.runner"
@@ -39,7 +40,7 @@ RUNNER_MODULE = "jupyter_px.runner"
 #: Variables of the caller that must not leak into a run: another run's identity (a run started
 #: from inside a replica) and another mpirun's wiring.
 _DROP_PREFIXES = ("PX_", "OMPI_", "PMIX_", "PRTE_")
-_KEEP = {"PX_HOME"}
+_KEEP = {"PX_HOME", *TUNABLES}
 
 
 def clean_environ(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -95,6 +96,9 @@ class LaunchPlan:
         contract = self.contract_env(spec)
         placement = self.placements[(spec.role, spec.index)]
         env = {**self.base_env, **contract, "CUDA_VISIBLE_DEVICES": placement.cuda_visible_devices}
+        cpus = self.affinity(spec)
+        if cpus and "OMP_NUM_THREADS" not in env:  # thread pools sized to the cores it may use
+            env["OMP_NUM_THREADS"] = str(len(cpus))
         runner = [sys.executable, "-m", RUNNER_MODULE]
         if self.topology.is_mpi:
             if spec.role == "master":
@@ -137,13 +141,13 @@ class LaunchPlan:
         for rank in range(mpi_world_size(self.topology)):
             index = rank // nproc
             paths = self.replica_paths("worker", index)
-            ranks[str(rank)] = {
-                "worker": index,
-                "env": {"PX_TASK_TYPE": "worker", "PX_TASK_INDEX": str(index), "PX_MPI_RANK": str(rank),
-                        "PX_METRICS_PATH": paths.metrics, "PX_PARAMS_PATH": paths.params,
-                        "PX_TENSORBOARD_PATH": paths.tensorboard},
-                "cpus": list(self.placements[("worker", index)].cpus or []) or None,
-            }
+            cpus = self.placements[("worker", index)].cpus
+            env = {"PX_TASK_TYPE": "worker", "PX_TASK_INDEX": str(index), "PX_MPI_RANK": str(rank),
+                   "PX_METRICS_PATH": paths.metrics, "PX_PARAMS_PATH": paths.params,
+                   "PX_TENSORBOARD_PATH": paths.tensorboard}
+            if cpus and "OMP_NUM_THREADS" not in self.base_env and "OMP_NUM_THREADS" not in self.topology.replica("worker", index).env:
+                env["OMP_NUM_THREADS"] = str(len(cpus))
+            ranks[str(rank)] = {"worker": index, "env": env, "cpus": list(cpus) if cpus else None}
         atomic_write_bytes(self.ranks_file, json.dumps(ranks, indent=1).encode())
 
     def rank_worker(self, rank: int) -> int:

@@ -1,0 +1,103 @@
+"""One small job for the local backend's behaviour tests: `faults.py ACTION TARGET [VALUE]`.
+
+The replica named TARGET (e.g. `worker-1`) does ACTION; every other replica waits to be stopped
+(or, for `flaky`, for the target to succeed). Everything a test needs to check is written to
+PX_OUTPUTS_PATH. No torch or TensorFlow here: these jobs start in a fraction of a second.
+
+ACTION:
+  exit N        exit with code N
+  sigkill       kill itself with SIGKILL
+  oom           allocate memory (20 MiB at a time, touched) until killed
+  flaky N       fail (exit 5) on the first N attempts, then succeed; attempts are counted in
+                outputs/, and the master exits 0 once the target succeeded
+  sleep         (TARGET ignored) start two grandchildren - one in the replica's process group,
+                one in a new session - record their pids, then sleep until stopped
+  ports         bind and listen on this replica's own address from PX_CLUSTER, record it
+  env           record the environment contract, cwd, sys.path, argv, CPU affinity
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ACTION = sys.argv[1]
+TARGET = sys.argv[2] if len(sys.argv) > 2 else "none"
+VALUE = sys.argv[3] if len(sys.argv) > 3 else None
+ME = f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}"
+OUT = os.environ["PX_OUTPUTS_PATH"]
+
+
+def record(name: str, data: dict) -> None:
+    tmp = os.path.join(OUT, f".{name}.tmp")
+    with open(tmp, "w") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, os.path.join(OUT, f"{name}.json"))
+
+
+def wait_to_be_stopped(seconds: float = 120) -> None:
+    print(f"{ME}: waiting", flush=True)
+    time.sleep(seconds)
+
+
+if ACTION == "env":
+    keys = [k for k in os.environ if k.startswith(("PX_", "MASTER_", "TF_CONFIG", "CUDA_VISIBLE", "RANK", "WORLD_SIZE",
+                                                   "LOCAL_", "OMP_NUM_THREADS"))]
+    name = ME + (f"-local{os.environ['LOCAL_RANK']}" if "LOCAL_RANK" in os.environ else "")
+    record(name, {"env": {k: os.environ[k] for k in keys}, "cwd": os.getcwd(), "path": sys.path[:3], "argv": sys.argv,
+                "affinity": sorted(os.sched_getaffinity(0)), "name": __name__})
+    sys.exit(0)
+
+if ACTION == "ports":
+    host, port = json.loads(os.environ["PX_CLUSTER"])[os.environ["PX_TASK_TYPE"]][int(os.environ["PX_TASK_INDEX"])].rsplit(":", 1)
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((host, int(port)))  # fails (and fails the run) if the port were taken
+        sock.listen()
+        record(ME, {"port": int(port), "run": os.environ["PX_RUN_ID"]})
+        time.sleep(0.5)
+    sys.exit(0)
+
+if ACTION == "sleep":
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
+    same_group = subprocess.Popen(sleeper)
+    new_session = subprocess.Popen(sleeper, start_new_session=True)
+    record(ME, {"pid": os.getpid(), "children": [same_group.pid, new_session.pid]})
+    wait_to_be_stopped()
+    sys.exit(0)
+
+if ACTION == "flaky":
+    attempt = len([n for n in os.listdir(OUT) if n.startswith(f"attempt-{TARGET}-")]) if ME == TARGET else 0
+    if ME == TARGET:
+        record(f"attempt-{TARGET}-{attempt}", {"attempt": attempt})
+        print(f"{ME}: attempt {attempt}", flush=True)
+        if attempt < int(VALUE):
+            sys.exit(5)
+        record("succeeded", {"attempt": attempt})
+        sys.exit(0)
+    while not os.path.exists(os.path.join(OUT, "succeeded.json")):
+        time.sleep(0.05)
+    sys.exit(0)
+
+if ME != TARGET:
+    wait_to_be_stopped()
+    sys.exit(0)
+
+time.sleep(0.3)  # let the others start
+print(f"{ME}: doing {ACTION} {VALUE or ''}", flush=True)
+if ACTION == "exit":
+    sys.exit(int(VALUE))
+if ACTION == "sigkill":
+    os.kill(os.getpid(), signal.SIGKILL)
+if ACTION == "oom":
+    hoard = []
+    for _ in range(200):  # 4 GiB at most, far above any limit a test sets
+        chunk = bytearray(20 * 2**20)
+        chunk[::4096] = b"x" * len(chunk[::4096])
+        hoard.append(chunk)
+        time.sleep(0.02)
+    sys.exit(0)
+raise SystemExit(f"unknown action {ACTION!r}")

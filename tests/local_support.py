@@ -1,0 +1,105 @@
+"""Helpers for the local-backend tests: submit a job from tests/jobs, wait, and prove that a
+finished run left no process behind."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+JOBS = Path(__file__).parent / "jobs"
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "jupyter_px.cli"]
+
+#: Generous: two cores, and other test suites may share them.
+RUN_TIMEOUT_S = 240
+
+
+def submit(script: str, topology, *, args=(), **kwargs):
+    from jupyter_px.api import submit as api_submit
+
+    return api_submit(JOBS / script, topology, args=list(args), **kwargs)
+
+
+def wait(run, timeout: float = RUN_TIMEOUT_S):
+    """Wait until finished and every process of the run is gone; return the final status."""
+    status = run.wait(timeout=timeout, poll=0.1)
+    assert_nothing_left(run)
+    return status
+
+
+def wait_for(predicate, timeout: float = 60, poll: float = 0.05, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _belongs_to(proc: psutil.Process, run_id: str) -> bool:
+    try:
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return proc.environ().get("PX_RUN_ID") == run_id
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+def run_processes(run_id: str) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter() if _belongs_to(p, run_id)]
+
+
+def assert_nothing_left(run, timeout: float = 20) -> None:
+    """No recorded pid of the run and no process carrying its PX_RUN_ID is alive; the
+    supervisor has exited."""
+    status = run.store.status(run.run_id)
+    recorded = [r.pid for r in status.replicas if r.pid]
+
+    def supervisor_gone() -> bool:
+        pid = status.supervisor_pid
+        if not pid:
+            return True
+        try:
+            proc = psutil.Process(pid)
+            return proc.status() == psutil.STATUS_ZOMBIE or "jupyter_px.backends.local.supervisor" not in proc.cmdline()
+        except psutil.NoSuchProcess:
+            return True
+
+    wait_for(supervisor_gone, timeout, what=f"the supervisor of {run.run_id} to exit")
+    alive = []
+    for pid in recorded:
+        try:
+            proc = psutil.Process(pid)
+        except psutil.NoSuchProcess:
+            continue
+        if _belongs_to(proc, run.run_id):
+            alive.append(pid)
+    assert not alive, f"replica processes of {run.run_id} still alive: {alive}"
+    left = run_processes(run.run_id)
+    assert not left, f"processes of {run.run_id} still alive: {[(p.pid, p.name()) for p in left]}"
+
+
+def outputs(run) -> dict[str, dict]:
+    """{file stem: parsed JSON} of what the job wrote to PX_OUTPUTS_PATH."""
+    return {path.stem: json.loads(path.read_text()) for path in sorted(run.paths.outputs_dir.glob("*.json"))}
+
+
+def replica(status, key: str):
+    role, _, index = key.rpartition("-")
+    return status.replica(role, int(index))
+
+
+def describe(run) -> str:
+    """Status, supervisor log and replica logs, for assertion messages."""
+    parts = [run.store.status(run.run_id).model_dump_json(indent=1)]
+    sup = run.paths.root / "supervisor.log"
+    if sup.exists():
+        parts.append("supervisor.log:\n" + sup.read_text()[-3000:])
+    for log in sorted(run.paths.logs_dir.glob("*.log")):
+        parts.append(f"{log.name}:\n" + log.read_text()[-2000:])
+    return "\n".join(parts)

@@ -1,0 +1,165 @@
+"""Failures, restarts, stops and a dying supervisor on the local backend.
+
+After each, the status must say exactly what happened and no process of the run may be left:
+neither a recorded pid nor anything carrying the run's PX_RUN_ID (grandchildren included).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+import pytest
+
+from local_support import describe, outputs, replica, run_processes, submit, wait, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def _topology(n_workers: int = 2, **worker_settings) -> dict:
+    replicas = {"n_workers": n_workers}
+    if worker_settings:
+        replicas["default_worker"] = worker_settings
+    return {"framework": "pytorch", "environment": {"replicas": replicas}}
+
+
+def _assert_others_stopped_quickly(status, failed_key: str) -> None:
+    failed = replica(status, failed_key)
+    for other in status.replicas:
+        if other.key == failed_key:
+            continue
+        assert (other.state.value, other.reason) == ("Stopped", "StoppedByRun"), other
+        assert f"stopped because {failed_key} failed" in other.message
+        assert other.finished_at - failed.finished_at <= 2.0, (other.key, other.finished_at - failed.finished_at)
+
+
+def test_worker_exit_code_fails_the_run_and_stops_the_others(px_home):
+    run = submit("faults.py", _topology(), args=["exit", "worker-1", "3"])
+    status = wait(run)
+    assert status.state.value == "Failed", describe(run)
+    assert status.reason == "ReplicaFailed" and "worker-1 failed (Error): exited with code 3" in status.message
+    failed = replica(status, "worker-1")
+    assert (failed.state.value, failed.exit_code, failed.signal, failed.reason) == ("Failed", 3, None, "Error")
+    _assert_others_stopped_quickly(status, "worker-1")
+
+
+def test_worker_killed_by_sigkill_is_recorded_as_signaled(px_home):
+    run = submit("faults.py", _topology(), args=["sigkill", "worker-0"])
+    status = wait(run)
+    assert status.state.value == "Failed", describe(run)
+    killed = replica(status, "worker-0")
+    assert (killed.state.value, killed.signal, killed.exit_code, killed.reason) == ("Failed", "SIGKILL", 137, "Signaled")
+    assert killed.message == "killed by SIGKILL"
+    _assert_others_stopped_quickly(status, "worker-0")
+
+
+def test_replica_over_its_memory_limit_is_oomkilled(px_home):
+    topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1, "worker": [
+        {"index": 0, "resources": {"memory": {"requests": 64, "limits": 120}}}]}}}
+    run = submit("faults.py", topology, args=["oom", "worker-0"])
+    status = wait(run)
+    assert status.state.value == "Failed", describe(run)
+    oom = replica(status, "worker-0")
+    assert (oom.state.value, oom.reason, oom.signal) == ("Failed", "OOMKilled", "SIGKILL"), describe(run)
+    assert "above its memory limit of 120 MiB" in oom.message
+    assert "OOMKilled" in status.message
+    _assert_others_stopped_quickly(status, "worker-0")
+
+
+def test_on_failure_restarts_up_to_max_restarts_then_fails(px_home):
+    run = submit("faults.py", _topology(1, restart_policy="OnFailure", max_restarts=2), args=["flaky", "worker-0", "99"])
+    status = wait(run)
+    assert status.state.value == "Failed", describe(run)
+    flaky = replica(status, "worker-0")
+    assert (flaky.state.value, flaky.restarts, flaky.exit_code, flaky.reason) == ("Failed", 2, 5, "Error")
+    assert "after 2 restarts" in flaky.message
+    assert sorted(k for k in outputs(run) if k.startswith("attempt")) == [
+        "attempt-worker-0-0", "attempt-worker-0-1", "attempt-worker-0-2"]
+    log = run.logs("worker", 0)
+    assert log.index("attempt 0") < log.index("--- restart 1 ---") < log.index("attempt 1") \
+        < log.index("--- restart 2 ---") < log.index("attempt 2")  # one log, appended across restarts
+
+
+def test_on_failure_restart_that_then_succeeds(px_home):
+    run = submit("faults.py", _topology(1, restart_policy="OnFailure", max_restarts=2), args=["flaky", "worker-0", "1"])
+    status = wait(run)
+    assert status.state.value == "Succeeded", describe(run)
+    worker = replica(status, "worker-0")
+    assert (worker.state.value, worker.restarts, worker.exit_code) == ("Succeeded", 1, 0)
+    assert outputs(run)["succeeded"] == {"attempt": 1}
+
+
+def test_stop_while_running(px_home):
+    from jupyter_px.api import Run
+
+    run = submit("faults.py", _topology(2), args=["sleep"])
+    seen = wait_for(lambda: len(outputs(run)) == 3 and outputs(run), what="every replica to start its grandchildren")
+    grandchildren = [pid for data in seen.values() for pid in data["children"]]
+    first = run.status()
+    assert first.state.value == "Running"
+    wait_for(lambda: run.store.status(run.run_id).updated_at > first.updated_at, timeout=10, what="a heartbeat")
+    status = Run(run.run_id).stop()
+    assert status.state.value == "Stopped" and status.reason == "StoppedByUser", describe(run)
+    for entry in status.replicas:
+        assert (entry.state.value, entry.reason) == ("Stopped", "StoppedByUser")
+    wait(run)
+    for pid in grandchildren:  # both the one in the replica's group and the one that left it
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_two_runs_at_once_get_distinct_ports(px_home):
+    topology = _topology(3)
+    first = submit("faults.py", topology, args=["ports"])
+    second = submit("faults.py", topology, args=["ports"])
+    statuses = [wait(first), wait(second)]
+    assert [s.state.value for s in statuses] == ["Succeeded", "Succeeded"], describe(first) + describe(second)
+    ports = [data["port"] for run in (first, second) for data in outputs(run).values()]
+    assert len(ports) == 8 and len(set(ports)) == 8
+    recorded = [int(r.address.rsplit(":", 1)[1]) for s in statuses for r in s.replicas]
+    assert sorted(recorded) == sorted(ports)
+
+
+def _supervisor_and_watchdog(run):
+    supervisor = psutil.Process(run.status().supervisor_pid)
+    replica_pids = {r.pid for r in run.status().replicas}
+    watchdog = [c for c in supervisor.children() if c.pid not in replica_pids]
+    return supervisor, watchdog
+
+
+def test_supervisor_killed_leaves_nothing_and_run_reads_lost(px_home):
+    run = submit("faults.py", _topology(2), args=["sleep"])
+    wait_for(lambda: len(outputs(run)) == 3, what="every replica to start")
+    supervisor, _ = _supervisor_and_watchdog(run)
+    os.kill(supervisor.pid, signal.SIGKILL)
+    status = wait_for(lambda: (s := run.store.status(run.run_id)).state.finished and s, what="the run to be marked")
+    assert status.state.value == "Lost" and status.reason == "SupervisorLost", describe(run)
+    assert f"supervisor (pid {supervisor.pid}) died" in status.message
+    assert all(r.state.value == "Lost" for r in status.replicas)
+    wait_for(lambda: not run_processes(run.run_id), timeout=20, what="every process of the run to be gone")
+    wait(run)
+
+
+def test_supervisor_and_watchdog_killed_status_reconciles(px_home):
+    """Even with the watchdog gone too, status() finds the supervisor dead, cleans up, says Lost."""
+    run = submit("faults.py", _topology(1), args=["sleep"])
+    wait_for(lambda: len(outputs(run)) == 2, what="every replica to start")
+    supervisor, watchdog = _supervisor_and_watchdog(run)
+    assert len(watchdog) == 1
+    os.kill(watchdog[0].pid, signal.SIGKILL)
+    os.kill(supervisor.pid, signal.SIGKILL)
+    wait_for(lambda: not supervisor.is_running() or supervisor.status() == psutil.STATUS_ZOMBIE, what="the kill")
+    status = run.status()  # through the backend: reconciles
+    assert status.state.value == "Lost" and "is gone" in status.message, describe(run)
+    wait_for(lambda: not run_processes(run.run_id), timeout=20, what="every process of the run to be gone")
+    wait(run)
+
+
+def test_workers_still_running_after_success_get_a_grace_then_stop(px_home, monkeypatch):
+    monkeypatch.setenv("PX_COMPLETION_GRACE_S", "0.5")
+    run = submit("faults.py", _topology(1), args=["exit", "master-0", "0"])
+    status = wait(run)
+    assert status.state.value == "Succeeded" and status.message == "master-0 succeeded", describe(run)
+    worker = replica(status, "worker-0")
+    assert (worker.state.value, worker.reason) == ("Succeeded", "StoppedByRun")
+    assert "0.5 s after the run succeeded" in worker.message
