@@ -1,0 +1,165 @@
+"""`jupyter px run / runs / status / logs / stop` as a user runs them: real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from local_support import CLI, JOBS, ROOT, assert_nothing_left, wait_for
+
+FAULTS = str(JOBS / "faults.py")
+TOPOLOGY = "framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2\n"
+
+
+def px(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    result = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    assert "Traceback" not in result.stderr, result.stderr  # errors are one readable message
+    return result
+
+
+@pytest.fixture
+def topology_file(tmp_path):
+    path = tmp_path / "topology.yaml"
+    path.write_text(TOPOLOGY)
+    return str(path)
+
+
+def _run(run_id: str):
+    from jupyter_px.api import Run
+
+    return Run(run_id)
+
+
+@pytest.mark.slow
+def test_run_wait_success_streams_prefixed_logs(px_home, topology_file, tmp_path):
+    result = px("run", FAULTS, "-f", topology_file, "--wait", "--workdir", str(tmp_path), "--", "env", "--wait", "x")
+    assert result.returncode == 0, result.stderr
+    assert "Succeeded" in result.stderr and "master-0 succeeded" in result.stderr
+    run_id = result.stderr.split()[1]
+    run = _run(run_id)
+    assert run.record.submitted_from == "cli"
+    argv = json.loads((run.paths.outputs_dir / "worker-1.json").read_text())["argv"]
+    assert argv[1:] == ["env", "--wait", "x"]  # everything after -- reaches the script
+    assert_nothing_left(run)
+
+
+@pytest.mark.slow
+def test_run_wait_failure_exit_code_and_reason(px_home, topology_file):
+    result = px("run", FAULTS, "-f", topology_file, "--wait", "--", "exit", "worker-1", "3")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "[worker.1] worker-1: doing exit 3" in result.stdout
+    assert "[master.0] master-0: waiting" in result.stdout
+    assert "Failed: worker-1 failed (Error): exited with code 3" in result.stderr
+    assert "worker-1 Failed (Error): exited with code 3" in result.stderr
+    assert "--role worker --index 1" in result.stderr  # where to look next
+
+
+@pytest.mark.slow
+def test_run_then_status_logs_and_runs(px_home, topology_file):
+    result = px("run", FAULTS, "-f", topology_file, "--name", "cli-demo", "--", "env")
+    assert result.returncode == 0, result.stderr
+    run_id = result.stdout.strip()
+    assert run_id.startswith("cli-demo-")
+    _run(run_id).wait(timeout=240)
+
+    status = px("status", run_id, "--json")
+    assert status.returncode == 0
+    data = json.loads(status.stdout)
+    assert data["run_id"] == run_id and data["state"] == "Succeeded"
+    assert [(r["role"], r["index"], r["state"], r["exit_code"]) for r in data["replicas"]] == [
+        ("master", 0, "Succeeded", 0), ("worker", 0, "Succeeded", 0), ("worker", 1, "Succeeded", 0)]
+
+    table = px("status", run_id)
+    assert table.returncode == 0 and f"run {run_id}: Succeeded" in table.stdout
+    assert table.stdout.splitlines()[2].split()[:3] == ["REPLICA", "STATE", "PID"]
+
+    runs = px("runs", "--json")
+    listed = {r["run_id"]: r for r in json.loads(runs.stdout)}
+    assert listed[run_id]["state"] == "Succeeded" and listed[run_id]["submitted_from"] == "cli"
+    assert listed[run_id]["name"] == "cli-demo" and listed[run_id]["replicas"] == {"Succeeded": 3}
+    assert run_id in px("runs").stdout
+
+
+@pytest.mark.slow
+def test_logs_prefixes_and_selection(px_home, topology_file):
+    run_id = px("run", FAULTS, "-f", topology_file, "--", "exit", "worker-0", "0").stdout.strip()
+    run = _run(run_id)
+    wait_for(lambda: "doing exit" in run.logs("worker", 0), timeout=240, what="worker-0's log line")
+    everything = px("logs", run_id)
+    assert everything.returncode == 0
+    assert "[worker.0] worker-0: doing exit 0" in everything.stdout.splitlines()
+    assert "[master.0] master-0: waiting" in everything.stdout.splitlines()
+    one = px("logs", run_id, "--role", "worker", "--index", "0")
+    assert one.stdout.splitlines()[0] == "worker-0: doing exit 0"  # one replica: no prefix
+    role = px("logs", run_id, "--role", "worker")
+    assert {line.split()[0] for line in role.stdout.splitlines()} == {"[worker.0]", "[worker.1]"}
+    stopped = px("stop", run_id)
+    assert stopped.returncode == 0 and f"run {run_id} Stopped" in stopped.stdout
+    followed = px("logs", run_id, "--follow")  # finished: returns at once with everything
+    assert followed.returncode == 0 and "[worker.0] worker-0: doing exit 0" in followed.stdout
+    assert_nothing_left(run)
+    again = px("stop", run_id)
+    assert again.returncode == 0 and "already finished: Stopped" in again.stdout
+
+
+@pytest.mark.slow
+def test_logs_follow_until_the_run_ends(px_home, topology_file):
+    run_id = px("run", FAULTS, "-f", topology_file, "--", "flaky", "worker-1", "0").stdout.strip()
+    followed = px("logs", run_id, "--follow")
+    assert followed.returncode == 0
+    assert "[worker.1] worker-1: attempt 0" in followed.stdout
+    assert _run(run_id).status().state.value == "Succeeded"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "no_such_script.py", "--framework", "pytorch"], "script 'no_such_script.py' does not exist"),
+    (["run", FAULTS, "-f", "/no/such/topology.yaml"], "cannot read topology file '/no/such/topology.yaml'"),
+    (["run", FAULTS, "--framework", "pytorch", "--workers", "-2"], "argument --workers: '-2' is negative"),
+    (["run", FAULTS, "--framework", "tensorflow", "--workers", "1", "--workdir", "/no/such/dir"],
+     "--workdir '/no/such/dir' is not a directory"),
+    (["status", "no-such-run"], "no run 'no-such-run'"),
+    (["status", "Bad/Id"], "run id 'Bad/Id' is not valid"),
+    (["logs", "no-such-run"], "no run 'no-such-run'"),
+    (["stop", "no-such-run"], "no run 'no-such-run'"),
+])
+def test_bad_input_is_one_clear_message_and_exit_2(px_home, args, message):
+    result = px(*args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr
+
+
+def test_invalid_topology_names_the_field(px_home, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2\n    worker: [{index: 5}]\n")
+    result = px("run", FAULTS, "-f", str(bad))
+    assert result.returncode == 2
+    assert "environment.replicas.worker[0].index: 5 is not below n_workers (2)" in result.stderr
+    assert px("runs", "--json").stdout.strip() == "[]"  # nothing was submitted
+
+
+def test_unmeetable_request_is_refused_before_anything_starts(px_home):
+    topology = "framework: pytorch\nenvironment:\n  resources: {memory: {requests: 100Ti}}\n"
+    proc = subprocess.run([*CLI, "run", FAULTS, "-f", "-"], input=topology, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)  # topology from stdin
+    assert proc.returncode == 2 and "master-0 requests 104857600 MiB of memory" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert px("runs", "--json").stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_logs_selection_errors(px_home, topology_file):
+    run_id = px("run", FAULTS, "-f", topology_file, "--", "env").stdout.strip()
+    no_role = px("logs", run_id, "--index", "1")
+    assert no_role.returncode == 2 and "--index needs --role" in no_role.stderr
+    missing = px("logs", run_id, "--role", "ps")
+    assert missing.returncode == 2 and "has no replica ps (it has master.0, worker.0, worker.1)" in missing.stderr
+    _run(run_id).wait(timeout=240)
+
+
+def test_runs_when_there_are_none(px_home):
+    result = px("runs")
+    assert result.returncode == 0 and "no runs yet" in result.stdout
