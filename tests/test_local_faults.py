@@ -163,3 +163,20 @@ def test_workers_still_running_after_success_get_a_grace_then_stop(px_home, monk
     worker = replica(status, "worker-0")
     assert (worker.state.value, worker.reason) == ("Succeeded", "StoppedByRun")
     assert "0.5 s after the run succeeded" in worker.message
+
+
+@pytest.mark.parametrize("action, restarts", [(["sigkill", "worker-0"], 1), (["exit", "worker-0", "3"], 0)])
+def test_exit_code_policy_restarts_only_retryable_exits(px_home, action, restarts):
+    """Kubeflow's ExitCode policy: 130/137/143 (signals) are retried, 1-127 (the code's own) are not."""
+    run = submit("faults.py", _topology(1, restart_policy="ExitCode", max_restarts=1), args=action)
+    status = wait(run)
+    assert status.state.value == "Failed", describe(run)
+    assert replica(status, "worker-0").restarts == restarts
+
+
+def test_workers_only_run_succeeds_when_every_worker_does(px_home):
+    topology = {"framework": "pytorch", "environment": {"replicas": {"n_masters": 0, "n_workers": 2}}}
+    run = submit("faults.py", topology, args=["env"])
+    status = wait(run)
+    assert status.state.value == "Succeeded" and status.message == "all 2 workers succeeded", describe(run)
+    assert outputs(run)["worker-0"]["env"]["RANK"] == "0"  # no master: worker 0 is rank 0

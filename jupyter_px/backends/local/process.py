@@ -68,7 +68,7 @@ class _ChildSetup:
         set_parent_death_signal(signal.SIGKILL)
         if os.getppid() != self.parent:  # the supervisor died before the signal was armed
             os._exit(1)
-        if self.cpus:
+        if self.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, self.cpus)
 
 
@@ -139,7 +139,10 @@ def is_alive(pid: int | None) -> bool:
 
 
 def is_supervisor(pid: int | None, run_dir: os.PathLike) -> bool:
-    """Is `pid` alive and the supervisor of this run dir (not a recycled pid)?"""
+    """Is `pid` alive and the supervisor of this run dir (not a recycled pid)?
+
+    A process we may not inspect (another user's) counts as alive: we cannot tell otherwise.
+    """
     if not pid:
         return False
     try:
@@ -147,8 +150,10 @@ def is_supervisor(pid: int | None, run_dir: os.PathLike) -> bool:
         if proc.status() == psutil.STATUS_ZOMBIE:
             return False
         cmdline = proc.cmdline()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+    except psutil.NoSuchProcess:
         return False
+    except psutil.AccessDenied:
+        return True
     return "jupyter_px.backends.local.supervisor" in cmdline and str(run_dir) in cmdline
 
 
