@@ -39,7 +39,6 @@ import array
 import atexit
 import collections
 import json
-import math
 import os
 import signal
 import socket

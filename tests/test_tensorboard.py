@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+# pytest-jupyter's fixtures (jp_fetch, jp_serverapp, ...), imported rather than registered as a
+# plugin: a plugin's autouse fixtures (an event loop and a ServerApp clean-up around every test)
+# would apply to the whole test session, this way they stay in this module.
+from pytest_jupyter.jupyter_server import *  # noqa: F401,F403  (first: the names below win)
+
 import json
 import socket
 import time
 import urllib.request
-from pathlib import Path
 
 import psutil
 import pytest
@@ -14,7 +18,25 @@ import pytest
 from jupyter_px import tensorboard
 from jupyter_px.runs.layout import RunPaths
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+@pytest.fixture
+def jp_asyncio_loop():  # noqa: F811 - the same fixture without autouse
+    from jupyter_core.utils import ensure_event_loop
+
+    loop = ensure_event_loop(prefer_selector_loop=True)
+    yield loop
+    loop.close()
+
+
+@pytest.fixture
+def jp_server_cleanup(jp_asyncio_loop):  # noqa: F811 - the same clean-up, only where a server ran
+    from jupyter_server.serverapp import ServerApp
+
+    yield
+    app = ServerApp.instance()
+    jp_asyncio_loop.run_until_complete(app._cleanup())
+    if hasattr(app, "kernel_manager"):
+        app.kernel_manager.context.destroy()
 
 
 @pytest.fixture(autouse=True)
@@ -151,7 +173,8 @@ def jp_server_config():
     return {"ServerApp": {"jpserver_extensions": {"jupyter_server_proxy": True}}}
 
 
-async def test_served_through_jupyter_server_proxy(px_home, jp_fetch, jp_base_url, jp_http_port):
+def test_served_through_jupyter_server_proxy(px_home, jp_fetch, jp_base_url, jp_http_port, jp_asyncio_loop,
+                                             jp_server_cleanup):
     from tornado.httpclient import AsyncHTTPClient
 
     fake_run("run-a")
@@ -160,14 +183,14 @@ async def test_served_through_jupyter_server_proxy(px_home, jp_fetch, jp_base_ur
     port = result.info.port
     wait_for_runs(result.info.local_url, {"worker-0"})
 
-    response = await jp_fetch("proxy", str(port), "data", "runs")
+    response = jp_asyncio_loop.run_until_complete(jp_fetch("proxy", str(port), "data", "runs"))
     assert response.code == 200
     assert "worker-0" in json.loads(response.body)
     assert result.info.url(jp_base_url) == f"{jp_base_url}proxy/{port}/"
 
     # Without the Jupyter token the same route is refused (login redirect or 403).
-    anonymous = await AsyncHTTPClient().fetch(
+    anonymous = jp_asyncio_loop.run_until_complete(AsyncHTTPClient().fetch(
         f"http://127.0.0.1:{jp_http_port}{jp_base_url}proxy/{port}/data/runs",
         follow_redirects=False, raise_error=False,
-    )
+    ))
     assert anonymous.code in (302, 403), anonymous.code

@@ -27,7 +27,6 @@ import struct
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..tracking import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
