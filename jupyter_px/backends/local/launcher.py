@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ...cluster import ReplicaPaths, mpi_hostfile, mpi_world_size, replica_env
+from ...cluster import ClusterEnv, ReplicaPaths, mpi_hostfile, mpi_world_size
 from ...runs import RunPaths, RunRecord, atomic_write_bytes
 from ...topology import ReplicaSpec, Topology
 from .config import TUNABLES
@@ -82,6 +82,7 @@ class LaunchPlan:
         self.base_env = dict(base_env)
         self.run_dir = str(paths.root)
         self.cwd = record.workdir or str(paths.code_dir)
+        self.cluster = ClusterEnv(topology, record.run_id, addresses)  # cluster-wide JSON encoded once
 
     def replica_paths(self, role: str, index: int) -> ReplicaPaths:
         p = self.paths
@@ -89,8 +90,7 @@ class LaunchPlan:
                             metrics=str(p.metrics(role, index)), params=str(p.params(role, index)))
 
     def contract_env(self, spec: ReplicaSpec) -> dict[str, str]:
-        return replica_env(self.topology, self.record.run_id, spec.role, spec.index, self.addresses,
-                           self.replica_paths(spec.role, spec.index))
+        return self.cluster.for_replica(spec.role, spec.index, self.replica_paths(spec.role, spec.index))
 
     def launch(self, spec: ReplicaSpec) -> Launch:
         contract = self.contract_env(spec)

@@ -35,10 +35,11 @@ import argparse
 import os
 import select
 import signal
+import subprocess
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...cluster import local_addresses
@@ -49,7 +50,7 @@ from .config import COMPLETION_GRACE_S, HEARTBEAT_S, MASTER_HEAD_START_S, IDLE_P
 from .launcher import LaunchPlan, clean_environ
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, run_processes, spawn
-from .resources import place, this_machine
+from .resources import Machine, place, this_machine
 from .watchdog import Watchdog
 
 def log(message: str) -> None:
@@ -62,7 +63,7 @@ class Replica:
 
     spec: ReplicaSpec
     status: ReplicaStatus
-    popen: object | None = None
+    popen: subprocess.Popen | None = None
     pgid: int | None = None
     #: Set when we end it: (reason, state to record, message).
     stop_as: tuple[str, ReplicaState, str] | None = None
@@ -72,7 +73,6 @@ class Replica:
     finish_by: float | None = None
     last_exit: ExitInfo | None = None
     port: int | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -84,6 +84,8 @@ class Replica:
 
 
 class Supervisor:
+    """Runs one run to its end; `run()` returns the process exit code (0 unless it failed itself)."""
+
     def __init__(self, store: RunStore, run_id: str, ready_fd: int | None = None):
         self.store = store
         self.run_id = run_id
@@ -96,7 +98,7 @@ class Supervisor:
         self.by_pid: dict[int, Replica] = {}
         self.watchdog = Watchdog(store, run_id)
         self.ports: PortReservation | None = None
-        self.machine = None
+        self.machine: Machine | None = None
         self.plan: LaunchPlan | None = None
         self.outcome: tuple[RunState, str, str] | None = None
         self.stop_requested = False
@@ -237,7 +239,7 @@ class Supervisor:
             kill_group(replica.pgid, signal.SIGKILL)  # whatever it left in its group goes with it
             self.watchdog.forget(replica.pgid)
         if replica.popen is not None:
-            replica.popen.returncode = info.exit_code  # type: ignore[attr-defined]  (we reaped it)
+            replica.popen.returncode = info.exit_code  # we reaped it: Popen must not wait for it again
         replica.popen = None
         replica.kill_at = replica.finish_by = None
         replica.last_exit = info
