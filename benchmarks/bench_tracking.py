@@ -160,7 +160,7 @@ def visibility(home: Path, run_id: str, points: int, pace: float) -> tuple[float
     route = server.info.local_url + "data/plugin/scalars/scalars?run=worker-0&tag=loss"
 
     def in_server() -> bool:
-        with urllib.request.urlopen(route, timeout=5) as response:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(route, timeout=5) as response:
             served = json.loads(response.read())
         return bool(served) and served[-1][1] == points - 1
 

@@ -238,9 +238,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# Straight to 127.0.0.1, whatever http_proxy says.
+_LOCAL_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def _answers(port: int) -> bool:
     try:
-        with urllib.request.urlopen(f"http://{HOST}:{port}/data/environment", timeout=2) as response:
+        with _LOCAL_OPENER.open(f"http://{HOST}:{port}/data/environment", timeout=2) as response:
             return response.status == 200
     except (urllib.error.URLError, OSError):
         return False

@@ -65,7 +65,8 @@ def fake_run(run_id: str, tag: str = "loss") -> RunPaths:
 
 
 def get_json(url: str):
-    with urllib.request.urlopen(url, timeout=10) as response:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1, never a proxy
+    with opener.open(url, timeout=10) as response:
         return json.loads(response.read())
 
 
