@@ -11,7 +11,9 @@ Two sources, both per replica:
 
 `MetricsReader.poll()` is called every second or so by monitors, so it only reads bytes appended
 since the last poll: it keeps an offset per file, leaves an incomplete last line (or event
-record) for the next poll, and lists a directory again only when its mtime changed.
+record) for the next poll, and lists a directory again only when its mtime changed. The first
+read parses everything (about 2 µs a point, mostly json), so keep one reader per run for the life
+of a process rather than a new one per request.
 
 Event files are read here with TensorBoard's own protos and tensor decoding, but the TFRecord
 framing is read directly rather than through `event_file_loader`: that loader resolves
