@@ -180,3 +180,15 @@ def test_workers_only_run_succeeds_when_every_worker_does(px_home):
     status = wait(run)
     assert status.state.value == "Succeeded" and status.message == "all 2 workers succeeded", describe(run)
     assert outputs(run)["worker-0"]["env"]["RANK"] == "0"  # no master: worker 0 is rank 0
+
+
+def test_mpi_rank_over_its_workers_memory_limit_fails_that_worker(px_home):
+    topology = {"framework": "mpi", "environment": {"replicas": {"n_workers": 3, "default_worker": {
+        "resources": {"memory": {"limits": 150}}}}}}
+    run = submit("faults.py", topology, args=["oom", "worker-1"])  # rank 1 takes on worker-1's identity
+    status = wait(run)
+    assert status.state.value == "Failed", describe(run)
+    worker = replica(status, "worker-1")
+    assert (worker.state.value, worker.reason) == ("Failed", "OOMKilled"), describe(run)
+    assert "MPI rank 1 (worker-1) used" in worker.message and "limit of 150 MiB" in worker.message
+    assert status.message.startswith("worker-1 failed (OOMKilled)")

@@ -1,11 +1,15 @@
 """Memory limits without cgroups: watch each replica's process-tree RSS and report the excess.
 
-The supervisor polls this a few times a second for replicas that have a memory limit, and
+The supervisor polls this a few times a second while some replica has a memory limit, and
 kills a replica whose tree (the replica and everything it started) is above its limit,
-recording it as OOMKilled like Kubernetes would. RSS counts pages shared between a parent and
-its forked children more than once, so a tree of forks reads slightly high; that errs on the
-side of enforcing. An address-space rlimit is not used: frameworks reserve far more virtual
-memory than they touch (TensorFlow, CUDA), and it would fail them at start.
+recording it as OOMKilled like Kubernetes would. Each poll reads the process table once
+(`ProcessTable`: parent and RSS of every process from /proc), whatever the number of replicas,
+so a run with many limited replicas does not keep the supervisor busy.
+
+RSS counts pages shared between a parent and its forked children more than once, so a tree of
+forks reads slightly high; that errs on the side of enforcing. An address-space rlimit is not
+used: frameworks reserve far more virtual memory than they touch (TensorFlow, CUDA), and it
+would fail them at start.
 
 For an MPI launcher (`mpirun`), each rank below it is charged to its worker's limit instead of
 the launcher's, because on Kubernetes the ranks run in the worker pods.
@@ -13,6 +17,7 @@ the launcher's, because on Kubernetes the ranks run in the worker pods.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import psutil
@@ -32,44 +37,51 @@ class Excess:
         return f"{who} used {self.rss_mib:.0f} MiB, above its memory limit of {self.limit_mib:.0f} MiB"
 
 
-def _rss(proc: psutil.Process) -> int:
-    try:
-        return proc.memory_info().rss
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return 0
+class ProcessTable:
+    """Parent and resident memory of every process, read in one pass."""
 
+    def __init__(self) -> None:
+        self.rss: dict[int, int] = {}
+        self.children: dict[int, list[int]] = {}
+        if os.path.isdir("/proc/self"):
+            self._read_proc()
+        else:  # not Linux: psutil does the same, more slowly
+            for proc in psutil.process_iter(["ppid", "memory_info"]):
+                info = proc.info
+                if info.get("memory_info") is not None:
+                    self._add(proc.pid, info["ppid"] or 0, info["memory_info"].rss)
 
-def tree_rss_mib(pid: int, exclude: set[int] | None = None) -> float:
-    """RSS of `pid` and its descendants, leaving out the subtrees rooted at `exclude` pids."""
-    try:
-        root = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return 0.0
-    total = _rss(root)
-    if exclude:
-        stack = [root]
-        while stack:
-            parent = stack.pop()
-            try:
-                children = parent.children()
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
-            for child in children:
-                if child.pid in exclude:
+    def _add(self, pid: int, ppid: int, rss: int) -> None:
+        self.rss[pid] = rss
+        self.children.setdefault(ppid, []).append(pid)
+
+    def _read_proc(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        with os.scandir("/proc") as entries:
+            for entry in entries:
+                if not entry.name.isdigit():
                     continue
-                total += _rss(child)
-                stack.append(child)
-    else:
-        try:
-            total += sum(_rss(child) for child in root.children(recursive=True))
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return total / MIB
+                try:
+                    with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                        data = handle.read()
+                except OSError:  # exited meanwhile
+                    continue
+                fields = data[data.rfind(b")") + 2:].split()  # after "pid (comm) ": field 3 onwards
+                if len(fields) > 21:
+                    self._add(int(entry.name), int(fields[1]), int(fields[21]) * page)  # ppid, rss (pages)
 
+    def tree_rss_mib(self, pid: int, exclude: set[int] | frozenset[int] = frozenset()) -> float:
+        """RSS of `pid` and its descendants, leaving out the subtrees rooted at `exclude`."""
+        total, stack = 0, [pid]
+        while stack:
+            current = stack.pop()
+            total += self.rss.get(current, 0)
+            stack.extend(child for child in self.children.get(current, ()) if child not in exclude)
+        return total / MIB
 
-def check(pid: int, limit_mib: float, exclude: set[int] | None = None) -> Excess | None:
-    rss = tree_rss_mib(pid, exclude)
-    return Excess(pid, rss, limit_mib) if rss > limit_mib else None
+    def check(self, pid: int, limit_mib: float, exclude: set[int] | frozenset[int] = frozenset()) -> Excess | None:
+        rss = self.tree_rss_mib(pid, exclude)
+        return Excess(pid, rss, limit_mib) if rss > limit_mib else None
 
 
 class MpiRanks:
@@ -78,22 +90,18 @@ class MpiRanks:
     def __init__(self) -> None:
         self._rank_of: dict[int, int] = {}
 
-    def ranks(self, launcher_pid: int) -> dict[int, int]:
+    def ranks(self, table: ProcessTable, launcher_pid: int) -> dict[int, int]:
         """{pid: rank} for the launcher's children that are MPI ranks."""
-        try:
-            children = psutil.Process(launcher_pid).children()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return {}
         found = {}
-        for child in children:
-            rank = self._rank_of.get(child.pid)
+        for pid in table.children.get(launcher_pid, ()):
+            rank = self._rank_of.get(pid)
             if rank is None:  # not cached: a rank seen before its exec has mpirun's environment
                 try:
-                    value = child.environ().get("OMPI_COMM_WORLD_RANK", "")
+                    value = psutil.Process(pid).environ().get("OMPI_COMM_WORLD_RANK", "")
                 except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
                     continue
                 if not value.isdigit():
                     continue
-                rank = self._rank_of[child.pid] = int(value)
-            found[child.pid] = rank
+                rank = self._rank_of[pid] = int(value)
+            found[pid] = rank
         return found

@@ -46,7 +46,8 @@ from ...cluster import local_addresses
 from ...runs import ReplicaState, ReplicaStatus, RunState, RunStore
 from ...topology import ReplicaSpec, Topology, parse_topology
 from . import memory
-from .config import COMPLETION_GRACE_S, HEARTBEAT_S, MASTER_HEAD_START_S, IDLE_POLL_S, MEMORY_POLL_S, RETRYABLE_EXIT_CODES, STOP_FILE, STOP_GRACE_S
+from .config import (COMPLETION_GRACE_S, HEARTBEAT_S, IDLE_POLL_S, MASTER_HEAD_START_S, MEMORY_POLL_S,
+                     RETRYABLE_EXIT_CODES, STOP_FILE, STOP_GRACE_S)
 from .launcher import LaunchPlan, clean_environ
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, run_processes, spawn
@@ -105,6 +106,7 @@ class Supervisor:
         self.dirty = True
         self.last_write = 0.0
         self.ranks = memory.MpiRanks()
+        self.next_memory_poll = 0.0
         self._wakeup_r: int | None = None
 
     # ---- start-up ------------------------------------------------------------------------------
@@ -328,42 +330,46 @@ class Supervisor:
             p.memory_limit_mib for (role, _), p in placements.items() if role == "worker")
 
     def _check_memory(self) -> None:
+        """At most every MEMORY_POLL_S: one read of the process table, every watched tree."""
         assert self.plan is not None
-        for replica in self.replicas:
-            if not replica.running or replica.stop_as is not None or not self._watches_memory(replica):
-                continue
+        now = time.monotonic()
+        watched = [r for r in self.replicas if r.running and r.stop_as is None and self._watches_memory(r)]
+        if not watched or now < self.next_memory_poll:
+            return
+        self.next_memory_poll = now + MEMORY_POLL_S
+        table = memory.ProcessTable()
+        for replica in watched:
+            exclude: set[int] = set()
             if self.topology.is_mpi and replica.spec.role == "master":
-                self._check_mpi_ranks(replica)
+                exclude = self._check_mpi_ranks(table, replica)
             limit = self.plan.placements[(replica.spec.role, replica.spec.index)].memory_limit_mib
-            if not limit:
-                continue
-            exclude = None
-            if self.topology.is_mpi and replica.spec.role == "master":
-                exclude = set(self.ranks.ranks(replica.status.pid))
-            excess = memory.check(replica.status.pid, limit, exclude)
+            excess = table.check(replica.status.pid, limit, exclude) if limit else None
             if excess is not None:
                 self._oom_kill(replica, excess.describe(replica.key))
 
-    def _check_mpi_ranks(self, launcher: Replica) -> None:
-        """Charge each MPI rank to its worker's memory limit; a rank over it fails its worker."""
+    def _check_mpi_ranks(self, table: memory.ProcessTable, launcher: Replica) -> set[int]:
+        """Charge each MPI rank to its worker's memory limit; a rank over it fails its worker.
+        Returns the ranks' pids (not charged to the launcher)."""
         assert self.plan is not None
-        for pid, rank in self.ranks.ranks(launcher.status.pid).items():
+        ranks = self.ranks.ranks(table, launcher.status.pid)
+        for pid, rank in ranks.items():
             index = self.plan.rank_worker(rank)
-            limit = self.plan.placements.get(("worker", index))
-            if limit is None or not limit.memory_limit_mib:
+            placement = self.plan.placements.get(("worker", index))
+            if placement is None or not placement.memory_limit_mib:
                 continue
-            excess = memory.check(pid, limit.memory_limit_mib)
+            excess = table.check(pid, placement.memory_limit_mib)
             if excess is None:
                 continue
-            worker = next((r for r in self.replicas if r.spec.role == "worker" and r.spec.index == index), None)
             message = excess.describe(f"MPI rank {rank} (worker-{index})")
             log(message)
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            worker = next((r for r in self.replicas if r.spec.role == "worker" and r.spec.index == index), None)
             if worker is not None and worker.running and worker.stop_as is None:
                 self._oom_kill(worker, message)
+        return set(ranks)
 
     def _oom_kill(self, replica: Replica, message: str) -> None:
         log(f"{replica.key}: {message}; killing it")
@@ -455,7 +461,7 @@ class Supervisor:
             if replica.restart_at is not None:
                 deadlines.append(replica.restart_at)
             if replica.running and replica.stop_as is None and self._watches_memory(replica):
-                deadlines.append(now + MEMORY_POLL_S)
+                deadlines.append(self.next_memory_poll)
         return max(0.0, min(deadlines) - now)
 
     def _wait(self, timeout: float) -> None:
