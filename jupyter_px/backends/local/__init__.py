@@ -10,6 +10,7 @@ Modules, one job each:
 * `memory`     - per-replica process-tree RSS against its memory limit (OOMKilled).
 * `ports`      - free ports on 127.0.0.1 that concurrent runs cannot both take.
 * `process`    - process groups, parent-death signal, exit decoding, finding a run's processes.
+* `config`     - tunables (grace periods, poll intervals) and names shared by the modules above.
 """
 
 from .backend import LocalBackend

@@ -64,7 +64,8 @@ class _ChildSetup:
 
     def __call__(self) -> None:
         for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(signum, signal.SIG_DFL)
+            signal.signal(signum, signal.SIG_DFL)  # ignored signals would stay ignored through exec
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
         set_parent_death_signal(signal.SIGKILL)
         if os.getppid() != self.parent:  # the supervisor died before the signal was armed
             os._exit(1)

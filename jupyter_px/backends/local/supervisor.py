@@ -22,8 +22,10 @@ What it does, in order:
 4. A stop request (the `stop` file, plus SIGTERM to wake it) stops everything: the run ends
    Stopped.
 5. Writes status.json atomically on every change and at least every `HEARTBEAT_S`. The run's
-   final state is written only once every process of the run is gone (reaped, group killed,
-   orphans adopted as subreaper killed), so a finished status means nothing is left running.
+   final state is written only once every process of the run is gone (reaped, its group
+   killed, anything else carrying the run's PX_RUN_ID killed), so a finished status means
+   nothing of the run is left running. As a child subreaper it also adopts (and reaps) what a
+   replica leaves behind.
 
 Exit codes are recorded as a shell reports them: 128+N for a process killed by signal N, with
 the signal's name alongside.
@@ -127,6 +129,8 @@ class Supervisor:
             self.ready_fd = None
 
     def _install_signals(self) -> None:
+        # A caller may have blocked signals (masks are inherited through exec); we need these.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD, signal.SIGTERM})
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         os.set_blocking(write_fd, False)
@@ -553,18 +557,13 @@ class Supervisor:
         log(f"run {state.value} ({reason}): {message}")
 
     def _kill_leftovers(self) -> None:
-        """Processes adopted as subreaper, or still carrying the run id, do not outlive the run."""
+        """Whatever still carries the run's PX_RUN_ID does not outlive the run: processes that
+        left their replica's group (a new session, a daemon; adopted by us as subreaper).
+        Adopted processes without it (say, the supervisor of a run started from a replica)
+        are not this run's and are left alone."""
         import psutil
 
-        me = psutil.Process()
-        try:
-            children = me.children(recursive=True)
-        except psutil.Error:
-            children = []
-        leftovers = [c for c in children if c.pid != self.watchdog.pid and c.pid not in self.by_pid]
-        leftovers += [p for p in run_processes(self.run_id, exclude=[self.watchdog.pid or 0])
-                      if p.pid not in {c.pid for c in leftovers} and p.pid not in self.by_pid]
-        for proc in leftovers:
+        for proc in run_processes(self.run_id, exclude=[self.watchdog.pid or 0, *self.by_pid]):
             try:
                 log(f"killing leftover process {proc.pid} ({proc.name()})")
                 proc.kill()
