@@ -117,7 +117,7 @@ class LivePlot:
         if list(self.selector.options) != names:
             current = self.selector.value
             self.selector.options = names
-            wanted = current if current in names else (names[0] if names else None)
+            wanted = current if current in names else ("loss" if "loss" in names else (names[0] if names else None))
             if self.selector.value != wanted:
                 self.selector.value = wanted  # redraws every trace through _on_select
                 return

@@ -108,8 +108,9 @@ class LogTail:
 
     def html(self) -> str:
         body = html.escape(self.text) if self.text else "<i>(no output yet)</i>"
-        return ("<pre style='max-height:320px;overflow:auto;white-space:pre-wrap;font-size:12px;"
-                f"margin:0'>{body}</pre>")
+        # column-reverse keeps the view scrolled to the newest line as the text grows
+        return ("<div style='max-height:320px;overflow:auto;display:flex;flex-direction:column-reverse'>"
+                f"<pre style='white-space:pre-wrap;font-size:12px;margin:0'>{body}</pre></div>")
 
 
 class _LogViews:
@@ -331,8 +332,8 @@ class RunMonitor(widgets.VBox):
         out = {}
         for replica in self._reader.replicas():
             last, total = self._reader.progress(replica)
-            if last is not None:
-                out[replica] = f"{last}/{total}" if total else str(last)
+            if last is not None:  # steps count from 0: after step 29 of 30, 30 are done
+                out[replica] = f"{last + 1}/{total}" if total else f"step {last}"
         return out
 
     # ---- metrics -----------------------------------------------------------------------------

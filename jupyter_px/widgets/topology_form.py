@@ -87,13 +87,14 @@ class ResourcesEditor:
         self.path = path
         self.boxes: dict[tuple[str, str], widgets.Text] = {}
         self.errors: dict[str, _ErrorLabel] = {}
-        rows = [widgets.HTML(f"<b>{html.escape(title)}</b>")]
-        placeholders = {"cpu": "cores, e.g. 2 or 500m", "memory": "MiB, or 1Gi", "gpu": "whole GPUs"}
+        rows = [widgets.HTML(f"<b>{html.escape(title)}</b>"),
+                widgets.HTML("<span style='display:inline-block;width:60px'></span>"
+                             "<span style='display:inline-block;width:114px'>requests</span>limits")]
+        placeholders = {"cpu": "cores: 2, 500m", "memory": "MiB, or 1Gi", "gpu": "GPUs"}
         for kind in KINDS:
-            cells: list[widgets.Widget] = [widgets.Label(kind, layout=widgets.Layout(width="60px"))]
+            cells: list[widgets.Widget] = [widgets.Label(kind, layout=widgets.Layout(width="56px"))]
             for bound in ("requests", "limits"):
-                box = widgets.Text(placeholder=f"{bound}: {placeholders[kind]}", layout=widgets.Layout(width="190px"),
-                                   description_allow_html=False)
+                box = widgets.Text(placeholder=placeholders[kind], layout=widgets.Layout(width="110px"))
                 box.observe(on_change, names="value")
                 self.boxes[(kind, bound)] = box
                 cells.append(box)
@@ -102,7 +103,7 @@ class ResourcesEditor:
             rows.append(widgets.HBox(cells))
         self.errors[""] = _ErrorLabel()
         rows.append(self.errors[""])
-        self.widget = widgets.VBox(rows, layout=widgets.Layout(margin="4px 0 8px 0"))
+        self.widget = widgets.VBox(rows, layout=widgets.Layout(margin="4px 24px 8px 0", min_width="300px"))
 
     def value(self) -> dict[str, Any]:
         return _resources_value(self.boxes)
@@ -204,9 +205,8 @@ class TopologyForm(widgets.VBox):
                 field(self.master, "n_masters"),
                 field(self.workers, "n_workers"),
                 field(self.ps, "n_ps"),
-                self.master_resources.widget,
-                self.worker_resources.widget,
-                self.ps_resources.widget,
+                widgets.HBox([self.master_resources.widget, self.worker_resources.widget, self.ps_resources.widget],
+                             layout=widgets.Layout(flex_flow="row wrap")),
                 widgets.HTML("<b>per-index overrides</b> <small>(replace the role's default for that index)</small>"),
                 widgets.HTML("<small>role, index, cpu requests/limits, memory requests/limits (MiB), gpu requests/limits</small>"),
                 self.rows_box,
