@@ -13,7 +13,6 @@ import sys
 import textwrap
 import time
 
-import psutil
 import pytest
 
 from jupyter_px.backends import ResourceUnavailable
@@ -23,7 +22,7 @@ from jupyter_px.backends.local.ports import PortReservation
 from jupyter_px.runs import RunRecord, RunStore, CodeSpec
 from jupyter_px.topology import parse_topology
 
-from local_support import JOBS, ROOT, describe, outputs, replica, submit, wait, wait_for
+from local_support import JOBS, ROOT, describe, outputs, replica, submit, wait
 
 PYTORCH_4 = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 3}}}
 

@@ -63,6 +63,16 @@ def _open_run(run_id: str):
     return run
 
 
+def _status(run):
+    """The run's status through its backend (which reconciles), else as stored."""
+    from ..backends import BackendError
+
+    try:
+        return run.status()
+    except BackendError:  # e.g. a run of a backend this installation lacks
+        return run.store.status(run.run_id)
+
+
 def _fmt_time(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
 
@@ -276,7 +286,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     found = runs(_store(), limit=args.limit)
     rows = []
     for run in found:
-        status = run.status()
+        status = _status(run)
         rows.append(_run_summary(run.record, status))
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -296,7 +306,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     run = _open_run(args.run)
-    status = run.status()
+    status = _status(run)
     if args.json:
         print(status.model_dump_json(indent=1))
         return 0
@@ -336,7 +346,7 @@ def _select_replicas(status, role: str | None, index: int | None) -> list[tuple[
 
 def cmd_logs(args: argparse.Namespace) -> int:
     run = _open_run(args.run)
-    status = run.status()
+    status = _status(run)
     chosen = _select_replicas(status, args.role, args.index)
     prefixed = len(chosen) > 1 or args.role is None
     follower = LogFollower(run.store, run.run_id, chosen)
@@ -347,11 +357,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
             if finished:
                 return 0
             time.sleep(POLL_S)
-            status = run.status()
+            status = _status(run)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `jupyter px logs RUN | head`
-        sys.stderr.close()
+    except BrokenPipeError:  # `jupyter px logs RUN | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 
@@ -359,7 +369,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     from ..backends import BackendError
 
     run = _open_run(args.run)
-    before = run.status()
+    before = _status(run)
     if before.state.finished:
         print(f"run {run.run_id} had already finished: {before.state.value}")
         return 0
