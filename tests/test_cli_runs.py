@@ -163,3 +163,17 @@ def test_logs_selection_errors(px_home, topology_file):
 def test_runs_when_there_are_none(px_home):
     result = px("runs")
     assert result.returncode == 0 and "no runs yet" in result.stdout
+
+
+@pytest.mark.slow
+def test_readme_example_runs(px_home):
+    """The README's first command: the PyTorch example with its topology (master + 2 workers)."""
+    result = px("run", str(ROOT / "examples" / "allreduce.py"), "-f", str(ROOT / "examples" / "pytorch.yaml"), "--wait")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank, prefix in enumerate(["[master.0]", "[worker.0]", "[worker.1]"]):
+        assert f"{prefix} rank {rank}/3: all_reduce of ranks = 3 (expected 3)" in result.stdout
+        assert f"{prefix} rank {rank}: final loss" in result.stdout
+    assert result.stdout.count("weights identical on all ranks: True") == 3
+    run_id = result.stderr.split()[1]
+    metrics = _run(run_id).paths.metrics("worker", 1).read_text().splitlines()
+    assert len(metrics) == 20 and json.loads(metrics[-1])["step"] == 19  # tracking.log_metrics reached the store
