@@ -202,7 +202,7 @@ def test_monitor_shows_replicas_progress_logs_and_metrics(synthetic_run):
     assert monitor.step_row.layout.display == "flex"
     assert monitor.step_bar.value == pytest.approx(0.5)
     assert "master-0 line 9" in monitor.logs.views[0].value
-    assert monitor.plot is not None and monitor.plot.metric == "acc"
+    assert monitor.plot is not None and monitor.plot.metric == "loss"  # preferred when there is one
     assert monitor.plot.point_count() == 90
     assert not monitor.finished
 
