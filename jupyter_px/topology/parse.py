@@ -27,6 +27,10 @@ def load_yaml(text: str) -> Any:
         raise TopologyError([Problem("", f"expected YAML text, got {type(text).__name__}")])
     try:
         return yaml.load(_ELISION.sub("", text), Loader=_LOADER)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError:
+        pass
+    try:  # the pure-Python loader words syntax errors better (and the same on every machine)
+        return yaml.load(_ELISION.sub("", text), Loader=yaml.SafeLoader)  # noqa: S506
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
