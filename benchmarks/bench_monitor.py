@@ -32,7 +32,7 @@ from pathlib import Path
 
 
 def build_run(home: Path, replicas: int, points: int, log_bytes: int) -> str:
-    from jupyter_px.runs import ReplicaStatus, RunRecord, RunStatus, RunStore
+    from jupyter_px.runstore import ReplicaStatus, RunRecord, RunStatus, RunStore
     from jupyter_px.topology import parse_topology, to_dict
 
     topology = parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": replicas - 1}}})
@@ -59,7 +59,7 @@ def build_run(home: Path, replicas: int, points: int, log_bytes: int) -> str:
 
 
 def append_one_step(home: Path, run_id: str, step: int) -> None:
-    from jupyter_px.runs import RunStore
+    from jupyter_px.runstore import RunStore
 
     store = RunStore(home)
     paths = store.paths(run_id)
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         plotted = monitor.plot.point_count()
         monitor.close()
 
-    from jupyter_px.runs.metrics import MetricsReader
+    from jupyter_px.runstore.metrics import MetricsReader
 
     reader_first = statistics.median(timed(MetricsReader(Run(run_id).paths).poll) for _ in range(len(first)))
 

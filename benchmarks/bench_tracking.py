@@ -124,7 +124,7 @@ def visibility(home: Path, run_id: str, points: int, pace: float) -> tuple[float
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from jupyter_px import tensorboard
-    from jupyter_px.runs.layout import RunPaths
+    from jupyter_px.runstore.layout import RunPaths
 
     paths = RunPaths(run_id, home)
     logdir = paths.tensorboard("worker", 0)
@@ -181,8 +181,8 @@ def visibility(home: Path, run_id: str, points: int, pace: float) -> tuple[float
 
 def bench_reader(home: Path, replicas: int = 64, points: int = 100_000, repeats: int = 5) -> dict[str, float]:
     from jupyter_px import tracking
-    from jupyter_px.runs.layout import RunPaths
-    from jupyter_px.runs.metrics import MetricsReader
+    from jupyter_px.runstore.layout import RunPaths
+    from jupyter_px.runstore.metrics import MetricsReader
 
     paths = RunPaths("bench-reader", home)
     paths.metrics_dir.mkdir(parents=True)
@@ -231,7 +231,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="px-bench-") as tmp:
         home = Path(tmp)
         os.environ["PX_HOME"] = str(home)
-        from jupyter_px.runs.layout import RunPaths
+        from jupyter_px.runstore.layout import RunPaths
 
         run = RunPaths("bench", home)
         os.environ.update(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .backends import Backend, get_backend
-from .runs import CodeSpec, RunRecord, RunState, RunStatus, RunStore, new_run_id
+from .runstore import CodeSpec, RunRecord, RunState, RunStatus, RunStore, new_run_id
 from .topology import Topology, apply_overrides, parse_topology, to_dict
 
 
@@ -156,7 +156,7 @@ class Run:
 
     def metrics(self):
         """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""
-        from .runs.metrics import MetricsReader
+        from .runstore.metrics import MetricsReader
 
         reader = MetricsReader(self.paths)
         reader.poll()

@@ -333,7 +333,7 @@ class PxMagics(Magics):
         return None
 
     def _wait(self, run: Any, monitor: Any, timeout: float | None) -> None:
-        from .runs import RunState
+        from .runstore import RunState
 
         try:
             status = run.wait(timeout=timeout)
@@ -354,7 +354,7 @@ class PxMagics(Magics):
     def _run(self, token: str):
         """A Run by id, or the newest run with that name; a UsageError naming it otherwise."""
         from .api import Run
-        from .runs import RunNotFound, RunStore
+        from .runstore import RunNotFound, RunStore
 
         store = RunStore()
         try:
@@ -373,7 +373,7 @@ class PxMagics(Magics):
         """List runs (from magics, the CLI or the sidebar), newest first: id, name, state,
         backend, replicas, when submitted, duration."""
         args = parse_argstring(self.px_runs, line)
-        from .runs import RunStore
+        from .runstore import RunStore
 
         pairs = RunStore().list(limit=args.limit or None)
         headers = ("run", "name", "state", "backend", "replicas", "submitted", "duration", "from")
@@ -484,7 +484,7 @@ class PxMagics(Magics):
         plotly figure, so it stays in the saved notebook and its HTML export)."""
         args = parse_argstring(self.px_plot, line)
         run = self._run(args.run)
-        from .runs.metrics import MetricsReader
+        from .runstore.metrics import MetricsReader
 
         reader = MetricsReader(run.paths)
         reader.poll()

@@ -26,7 +26,7 @@ Two more modes, both used only by the local backend:
   with LOCAL_RANK/RANK/WORLD_SIZE set as torchrun would, and fails if any of them fails.
 
 This module must stay light to import: it runs in every replica before the user's code, so it
-uses only the standard library (no pydantic, no jupyter_px.runs).
+uses only the standard library (no pydantic, no jupyter_px.runstore).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence, Union
 
-from .runs.layout import RUN_ID_PATTERN, RunPaths, px_home
+from .runstore.layout import RUN_ID_PATTERN, RunPaths, px_home
 
 __all__ = [
     "ServerInfo",
@@ -328,7 +328,7 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
         key=key, pid=proc.pid, port=port, logdirs=logdirs, logdir_spec=" ".join(args[1:]),
         started=started, create_time=psutil.Process(proc.pid).create_time(),
     )
-    from .runs.store import atomic_write_json
+    from .runstore.store import atomic_write_json
 
     atomic_write_json(directory / f"{key}.json", asdict(info))
     return Launched(info)

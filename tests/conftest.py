@@ -32,7 +32,7 @@ def make_synthetic_run(
 ) -> Path:
     """A run directory as a backend would leave it (record, status, logs, metrics JSONL),
     without starting anything: for widgets and magics that only read the store."""
-    from jupyter_px.runs import ReplicaStatus, RunRecord, RunStatus, RunStore
+    from jupyter_px.runstore import ReplicaStatus, RunRecord, RunStatus, RunStore
     from jupyter_px.topology import parse_topology, to_dict
 
     store = RunStore(home)

@@ -19,7 +19,7 @@ from jupyter_px.backends import ResourceUnavailable
 from jupyter_px.backends.local import LocalBackend
 from jupyter_px.backends.local import resources
 from jupyter_px.backends.local.ports import PortReservation
-from jupyter_px.runs import RunRecord, RunStore, CodeSpec
+from jupyter_px.runstore import RunRecord, RunStore, CodeSpec
 from jupyter_px.topology import parse_topology
 
 from local_support import JOBS, ROOT, describe, outputs, replica, submit, wait
@@ -324,7 +324,7 @@ def test_mpi_job_three_ranks(px_home):
 @pytest.mark.slow
 def test_lost_when_the_supervisor_is_gone(px_home):
     """status() reconciles: Running with a dead supervisor reads Lost, with the reason."""
-    from jupyter_px.runs import RunStatus, ReplicaStatus
+    from jupyter_px.runstore import RunStatus, ReplicaStatus
 
     store = RunStore()
     store.create(RunRecord(run_id="ghost-run", topology={}), {"main.py": "pass\n"})

@@ -237,7 +237,7 @@ def test_plot_metrics(ip, synthetic_run):
 
 
 def test_run_found_by_name(ip, px_home):
-    from jupyter_px.runs import RunRecord, RunStore
+    from jupyter_px.runstore import RunRecord, RunStore
 
     RunStore().create(RunRecord(run_id="nightly-abc123", name="nightly", topology={}), {"main.py": ""})
     _, captured = run(ip, "%px_status nightly")
@@ -498,7 +498,7 @@ def test_import_is_light_and_reexports_resolve(px_home):
     assert out.stdout.strip() == "[]", out.stderr  # the replica runner imports jupyter_px
 
     import jupyter_px
-    import jupyter_px.runs  # binds the subpackage to the name `runs`: still callable
+    import jupyter_px.runstore  # the run store subpackage does not shadow the runs() listing
 
     assert jupyter_px.runs() == [] and jupyter_px.runs(limit=1) == []
     from jupyter_px import Run, TopologyForm, _jupyter_server_extension_points, load_ipython_extension, submit

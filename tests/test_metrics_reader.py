@@ -1,4 +1,4 @@
-"""jupyter_px.runs.metrics: incremental reads of JSONL metrics and of the user's own event files."""
+"""jupyter_px.runstore.metrics: incremental reads of JSONL metrics and of the user's own event files."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_px.runs.layout import RunPaths
-from jupyter_px.runs.metrics import MetricsReader, ingest_log_lines, parse_log_metrics
+from jupyter_px.runstore.layout import RunPaths
+from jupyter_px.runstore.metrics import MetricsReader, ingest_log_lines, parse_log_metrics
 
 REPO = Path(__file__).resolve().parents[1]
 

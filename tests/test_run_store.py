@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from jupyter_px.runs import (
+from jupyter_px.runstore import (
     InvalidRunId, ReplicaState, RunNotFound, RunRecord, RunState, RunStore, initial_status, new_run_id, validate_run_id,
 )
 

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from jupyter_px import tensorboard
-from jupyter_px.runs.layout import RunPaths
+from jupyter_px.runstore.layout import RunPaths
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_px import tracking
-from jupyter_px.runs.layout import RunPaths
+from jupyter_px.runstore.layout import RunPaths
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,7 +108,7 @@ def test_event_file_crcs_match_tensorboard():
 
 
 def test_kubernetes_mode_prints_metrics_lines(px_home):
-    from jupyter_px.runs.metrics import parse_log_metrics
+    from jupyter_px.runstore.metrics import parse_log_metrics
 
     paths = RunPaths("run-k")
     result = run_replica(

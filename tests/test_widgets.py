@@ -227,7 +227,7 @@ def test_monitor_reads_only_new_log_bytes_and_keeps_a_bounded_tail(synthetic_run
 
 
 def test_monitor_final_refresh_keeps_final_state_in_widget_state(synthetic_run, px_home):
-    from jupyter_px.runs import ReplicaState, RunState, RunStore
+    from jupyter_px.runstore import ReplicaState, RunState, RunStore
 
     synthetic_run("mon-3", PYTORCH_2, metric_points=5)
     monitor = _monitor("mon-3")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..runs import RunStore
+from ..runstore import RunStore
 from .base import Backend, BackendError, ResourceUnavailable, SubmitHandle
 
 

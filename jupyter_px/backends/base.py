@@ -1,6 +1,6 @@
 """The one interface every backend implements.
 
-A backend turns a published run directory (record + code, see `jupyter_px.runs`) into running
+A backend turns a published run directory (record + code, see `jupyter_px.runstore`) into running
 replicas and writes what it learns (states, exit codes, logs, metrics) back into the run store.
 UIs never talk to a backend's processes or API server: they read the store. So a backend needs
 only four verbs.
@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Iterator
 
-from ..runs import RunStatus, RunStore
+from ..runstore import RunStatus, RunStore
 from ..topology import Topology
 
 

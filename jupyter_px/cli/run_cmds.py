@@ -45,7 +45,7 @@ class _RunParser(argparse.ArgumentParser):
 # ---- shared helpers ----------------------------------------------------------------------------
 
 def _store():
-    from ..runs import RunStore
+    from ..runstore import RunStore
 
     return RunStore()
 
@@ -53,7 +53,7 @@ def _store():
 def _open_run(run_id: str):
     """(Run, backend) for an existing run id, or CliError naming what exists."""
     from ..api import Run
-    from ..runs import RunNotFound
+    from ..runstore import RunNotFound
 
     store = _store()
     try:

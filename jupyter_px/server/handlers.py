@@ -7,7 +7,7 @@ import json
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..runs import RunNotFound, RunStore
+from ..runstore import RunNotFound, RunStore
 
 
 class RunsHandler(APIHandler):

@@ -38,7 +38,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..runs import ReplicaState, RunState, RunStatus
+from ..runstore import ReplicaState, RunState, RunStatus
 
 #: Bytes of each replica's log kept on screen.
 LOG_TAIL_BYTES = 64 * 1024
@@ -339,7 +339,7 @@ class RunMonitor(widgets.VBox):
     # ---- metrics -----------------------------------------------------------------------------
     def _show_metrics(self, final: bool = False) -> None:
         if self._reader is None:
-            from ..runs.metrics import MetricsReader
+            from ..runstore.metrics import MetricsReader
 
             self._reader = MetricsReader(self.store.paths(self.run_id))
         new = self._reader.poll()

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from ...runs import RunStatus, atomic_write_json
+from ...runstore import RunStatus, atomic_write_json
 from ...topology import Topology
 from ..base import Backend, BackendError, SubmitHandle
 from . import resources

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ...cluster import ClusterEnv, ReplicaPaths, mpi_hostfile, mpi_world_size
-from ...runs import RunPaths, RunRecord, atomic_write_bytes
+from ...runstore import RunPaths, RunRecord, atomic_write_bytes
 from ...topology import ReplicaSpec, Topology
 from .config import TUNABLES
 from .resources import Placement

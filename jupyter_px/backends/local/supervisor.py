@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...cluster import local_addresses
-from ...runs import ReplicaState, ReplicaStatus, RunState, RunStore
+from ...runstore import ReplicaState, ReplicaStatus, RunState, RunStore
 from ...topology import ReplicaSpec, Topology, parse_topology
 from . import memory
 from .config import (COMPLETION_GRACE_S, HEARTBEAT_S, IDLE_POLL_S, MASTER_HEAD_START_S, MEMORY_POLL_S,

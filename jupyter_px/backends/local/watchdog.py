@@ -19,7 +19,7 @@ import signal
 import sys
 import time
 
-from ...runs import ReplicaState, RunState, RunStatus, RunStore
+from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from .process import kill_run_processes
 
 LOST_REASON = "SupervisorLost"
