@@ -35,14 +35,12 @@ Why it is built this way:
 
 from __future__ import annotations
 
-import array
 import atexit
 import collections
 import json
 import os
 import signal
 import socket
-import struct
 import sys
 import tempfile
 import threading
@@ -147,91 +145,41 @@ def _coerce_count(what: str, value: Any, minimum: int) -> int:
 # Writers (run in the background thread, or in whoever calls flush()).
 
 
-class _Crc32c:
-    """CRC-32C as TFRecord framing needs it, masked the way TensorFlow masks it.
-
-    TensorBoard's own implementation (the one its `RecordWriter` uses) walks one byte per
-    Python iteration and was the largest cost of a flush; this one looks up 16 bits at a time
-    in two 64k-entry tables (512 KiB, built on first use in the flush thread), about 3x faster.
-    (Importing TensorBoard's version would also import its TensorFlow stub: 150 ms and numpy.)
-    """
-
-    POLY = 0x82F63B78  # Castagnoli, reflected
-
-    def __init__(self) -> None:
-        t8 = []
-        for byte in range(256):
-            crc = byte
-            for _ in range(8):
-                crc = (crc >> 1) ^ (self.POLY if crc & 1 else 0)
-            t8.append(crc)
-
-        def through_4_bytes(crc: int) -> int:
-            for _ in range(4):
-                crc = t8[crc & 0xFF] ^ (crc >> 8)
-            return crc
-
-        self.t8 = t8
-        self.low = array.array("I", [through_4_bytes(i) for i in range(1 << 16)])
-        self.high = array.array("I", [through_4_bytes(i << 16) for i in range(1 << 16)])
-
-    def masked(self, data: bytes) -> int:
-        low, high, t8 = self.low, self.high, self.t8
-        crc = 0xFFFFFFFF
-        words = len(data) >> 2
-        if words:
-            for word in struct.unpack_from("<%dI" % words, data):
-                x = crc ^ word
-                crc = low[x & 0xFFFF] ^ high[x >> 16]
-        for byte in data[words << 2 :]:
-            crc = t8[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-        crc ^= 0xFFFFFFFF
-        return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
 class _EventsWriter:
     """Scalars as TensorBoard events, one record per `log_metrics` call; file opened lazily.
 
-    The file is TFRecord-framed like `EventFileWriter`'s (length, masked CRC of the length,
-    serialized `Event`, masked CRC of the data) and starts with the same version event.
+    Records are framed by TensorBoard's own `RecordWriter` (what `EventFileWriter` uses) and the
+    file starts with the same version event.
     """
 
     def __init__(self, logdir: Path):
         # Imported now, in the thread that logs first: the flush may run first at exit, when
         # importing can fail ("can't register atexit after shutdown").
         from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.summary.writer.record_writer import RecordWriter
 
-        self._event_pb2, self._summary_pb2 = event_pb2, summary_pb2
+        self._event_pb2, self._summary_pb2, self._record_writer = event_pb2, summary_pb2, RecordWriter
         self._logdir = logdir
         self._file: Any = None
-        self._crc: _Crc32c | None = None
-        self._header_crcs: dict[int, bytes] = {}
+        self._records: Any = None
         # One reusable Event per distinct tuple of metric names: filling in a template and
         # serializing it costs a third of building the nested messages for every call.
         self._templates: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
 
     def _open(self) -> None:
         event_pb2 = self._event_pb2
-        self._crc = _Crc32c()
         self._logdir.mkdir(parents=True, exist_ok=True)
         name = "events.out.tfevents.%010d.%s.%s.%s%s" % (
             time.time(), socket.gethostname(), os.getpid(), _next_file_id(), EVENTS_FILE_SUFFIX
         )
         self._file = open(self._logdir / name, "ab")
+        self._records = self._record_writer(self._file)
         version = event_pb2.Event(
             wall_time=time.time(),
             file_version="brain.Event:2",
             source_metadata=event_pb2.SourceMetadata(writer="jupyter_px.tracking"),
         )
-        self._file.write(self._frame(version.SerializeToString()))
-
-    def _frame(self, data: bytes) -> bytes:
-        header_and_crc = self._header_crcs.get(len(data))
-        if header_and_crc is None:
-            header = struct.pack("<Q", len(data))
-            header_and_crc = header + struct.pack("<I", self._crc.masked(header))  # type: ignore[union-attr]
-            self._header_crcs[len(data)] = header_and_crc
-        return header_and_crc + data + struct.pack("<I", self._crc.masked(data))  # type: ignore[union-attr]
+        self._records.write(version.SerializeToString())
 
     def _template(self, names: tuple[str, ...]) -> tuple[Any, list[Any]]:
         if len(self._templates) > 256:
@@ -244,7 +192,7 @@ class _EventsWriter:
     def write(self, records: list[tuple[int, float, dict[str, float]]]) -> None:
         if self._file is None:
             self._open()
-        templates, frame, chunks = self._templates, self._frame, []
+        templates, write = self._templates, self._records.write
         for step, wall_time, values in records:
             names = tuple(values)
             event, slots = templates.get(names) or self._template(names)
@@ -252,8 +200,7 @@ class _EventsWriter:
             event.wall_time = wall_time
             for slot, value in zip(slots, values.values()):
                 slot.simple_value = value
-            chunks.append(frame(event.SerializeToString()))
-        self._file.write(b"".join(chunks))
+            write(event.SerializeToString())
         self._file.flush()
 
 
