@@ -183,6 +183,8 @@ def test_server_extension_rest_api(jupyter_server):
     status, body = jupyter_server.get(f"{BASE_URL}px/api/runs/rest-1")
     assert status == 200 and json.loads(body)["record"]["topology"]["framework"] == "pytorch"
     assert jupyter_server.get(f"{BASE_URL}px/api/runs/nope-1")[0] == 404
+    assert jupyter_server.get(f"{BASE_URL}px/api/runs?limit=many")[0] == 400
+    assert jupyter_server.get(f"{BASE_URL}px/api/runs?limit=-1")[0] == 400
     assert jupyter_server.get(f"{BASE_URL}px/api/runs", token=False)[0] in (302, 403)
 
 

@@ -15,10 +15,13 @@ class RunsHandler(APIHandler):
 
     @web.authenticated
     def get(self) -> None:
+        text = self.get_argument("limit", "100")
         try:
-            limit = int(self.get_argument("limit", "100"))
+            limit = int(text)
         except ValueError:
-            raise web.HTTPError(400, "limit must be an integer") from None
+            raise web.HTTPError(400, f"limit: {text!r} is not a whole number") from None
+        if limit < 0:
+            raise web.HTTPError(400, f"limit: {limit} is negative (0 means all runs)")
         runs = []
         for record, status in RunStore().list(limit=limit or None):
             runs.append({
