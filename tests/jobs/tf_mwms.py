@@ -7,6 +7,7 @@ check that both took part and that the weights stayed identical.
 
 import json
 import os
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -47,6 +48,15 @@ total = float(cross_sum(float(task["index"] + (0 if task["type"] == "chief" else
 
 out = {"task": task, "replicas_in_sync": strategy.num_replicas_in_sync, "cross_sum": total,
        "losses": losses, "weights": weights.numpy().flatten().tolist()}
-with open(os.path.join(os.environ["PX_OUTPUTS_PATH"], f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}.json"), "w") as fh:
+outputs = os.environ["PX_OUTPUTS_PATH"]
+with open(os.path.join(outputs, f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}.json"), "w") as fh:
     json.dump(out, fh)
 print(f"{task['type']}:{task['index']} in sync {strategy.num_replicas_in_sync}, cross sum {total:g}, loss {losses[-1]:.4f}")
+
+# A worker that exits right after the last collective can close its gRPC server while the chief
+# is still pulling that worker's buffer (`RecvBuf ... Socket closed` fails the chief); nothing in
+# MWMS holds it back. So a worker stays up until the chief has written its result.
+if task["type"] != "chief":
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.path.join(outputs, "master-0.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
