@@ -7,13 +7,14 @@ A synthetic run directory (status.json, a log per replica, metrics JSONL per rep
 `jupyter_px.tracking` writes them) is built in a temporary PX_HOME; nothing is started.
 Measured, each as the median of `--repeat` runs:
 
-* first refresh: a new monitor's first update (reads all 100k points, builds the plot);
+* first refresh: a new monitor's first update (the newest points, within its history budget);
+* refreshes while older history loads: the slowest of them;
 * steady state, idle: a refresh when nothing changed (what a running monitor does every second
   while the training code is between log calls);
 * steady state, live: a refresh after every replica appended one log line and one metric point
   (what a monitor does every second during training).
 
-Exits 1 if a steady-state median is over the budget. Widgets are not connected to a front end
+Exits 1 if any of these is over the budget. Widgets are not connected to a front end
 here: the time is the monitor's (store reads, parsing, rendering, trace updates), not the
 websocket's.
 """
@@ -108,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     reader_first = statistics.median(timed(MetricsReader(Run(run_id).paths).poll) for _ in range(len(first)))
 
     monitor = RunMonitor(Run(run_id), autostart=False)
+    shown_first = sum(len(s) for metrics in monitor._reader.data.values() for s in metrics.values())
+    backfill = []  # the refreshes that also load older history, until the plot shows all of it
+    while monitor._reader.pending_history:
+        backfill.append(timed(monitor.refresh))
     initial_points = sum(len(s) for metrics in monitor._reader.data.values() for s in metrics.values())
     idle = [timed(monitor.refresh) for _ in range(args.repeat)]
     live = []
@@ -117,18 +122,18 @@ def main(argv: list[str] | None = None) -> int:
         step += 1
         live.append(timed(monitor.refresh))
     figures = {
-        "first refresh (new monitor: widgets created, all points read, plot built)": statistics.median(first),
-        "  of which MetricsReader's first poll (parsing every JSONL line)": reader_first,
+        f"first refresh (new monitor: widgets, the newest {shown_first} points, plot)": statistics.median(first),
+        f"refresh while older history loads ({len(backfill)} refreshes, the slowest)": max(backfill, default=0.0),
         "steady-state refresh, nothing new": statistics.median(idle),
         "steady-state refresh, 1 line + 1 point per replica": statistics.median(live),
+        "for comparison: a full MetricsReader's first poll (every JSONL line)": reader_first,
     }
     width = max(len(k) for k in figures)
-    print(f"{args.replicas} replicas, {initial_points} metric points ({plotted} plotted for the shown metric), "
+    print(f"{args.replicas} replicas, {initial_points} metric points ({plotted} plotted after a first refresh), "
           f"{args.log_kib} KiB log each; median of {args.repeat}")
     for name, value in figures.items():
         print(f"  {name.ljust(width)}  {value:8.1f} ms")
-    over = [name for name, value in figures.items() if name.startswith("steady") and value > args.budget_ms]
-    # The budget is for the refresh a live monitor does every second; the first one is reported.
+    over = [name for name, value in figures.items() if not name.startswith("for comparison") and value > args.budget_ms]
 
     if args.write:
         command = "python benchmarks/bench_monitor.py " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -137,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
 `RunMonitor.refresh()` on a synthetic run: {args.replicas} replicas, {initial_points} metric points
 (JSONL as `jupyter_px.tracking` writes them), a {args.log_kib} KiB log per replica. Median of
-{args.repeat} (first refresh: of {len(first)}). Budget for a steady-state refresh: {args.budget_ms:.0f} ms.
+{args.repeat} (first refresh: of {len(first)}). Budget for every refresh of a live monitor: {args.budget_ms:.0f} ms.
 
 | what | median |
 | --- | --- |
@@ -149,12 +154,16 @@ Command (from the repository root, with the project's virtual environment):
 
     {command.strip()}
 
-The budget applies to the steady-state refresh, the one a live monitor repeats every second;
-the first refresh of a new monitor (also `%px_attach` to a long run) is reported, and is mostly
-the one-time parse of every metric line.
+A new monitor (also `%px_attach` to a long run) does not parse every metric line before it
+shows anything: its reader has a history budget (`HISTORY_BUDGET_BYTES`, 1 MiB of JSON lines).
+The first refresh reads the newest part of each replica's metrics; each later refresh prepends
+at most that much older history, until the plot shows everything (the refreshes in the second
+row). A finished run's last refresh reads whatever is left in one go. Parsing every line at once
+costs the last row's figure.
 
 What a refresh does: read status.json, re-render the replica table (one HTML widget), read the
-appended bytes of the shown replica's log, `MetricsReader.poll()` (appended bytes only), update
+appended bytes of the shown replica's log, `MetricsReader.poll()` (appended bytes and a bounded
+chunk of older history), update
 the training progress and redraw only the plot traces that got points (each decimated to at most
 {2000} points). Widgets are not connected to a front end in this benchmark, so the time is the
 monitor's own, without the websocket.

@@ -259,3 +259,53 @@ def test_big_records_are_skipped_unread(paths):
     writer.close()
     new = MetricsReader(paths).poll()
     assert list(new) == [("worker-0", "loss")] and new[("worker-0", "loss")].steps == [1]
+
+
+def test_history_budget_reads_the_tail_first_then_backfills_to_the_full_history(tmp_path):
+    """A live monitor on a long run: bounded work per poll, and in the end exactly what a full
+    read gives, in order, with the newest total_steps."""
+    paths = RunPaths("budget", tmp_path)
+    paths.metrics_dir.mkdir(parents=True)
+    for replica in ("master-0", "worker-0", "worker-1"):
+        with open(paths.metrics_dir / f"{replica}.jsonl", "w") as handle:
+            for step in range(3000):
+                handle.write(json.dumps({"step": step, "time": 1.0 + step, "total_steps": 5000 + step,
+                                         "metrics": {"loss": 1 / (step + 1), "acc": step / 3000}}) + "\n")
+    full = MetricsReader(paths)
+    full.poll()
+
+    budgeted = MetricsReader(paths, history_budget=60_000)
+    first = budgeted.poll()
+    first_points = len(budgeted.series("worker-1", "loss"))
+    assert 0 < first_points < 3000 and budgeted.pending_history
+    assert budgeted.series("worker-1", "loss").steps[-1] == 2999  # the newest points come first
+    assert budgeted.progress("worker-1") == (2999, 7999)
+    assert set(first) == {(r, m) for r in ("master-0", "worker-0", "worker-1") for m in ("loss", "acc")}
+
+    with open(paths.metrics_dir / "worker-1.jsonl", "a") as handle:  # training goes on meanwhile
+        handle.write(json.dumps({"step": 3000, "time": 3001.0, "total_steps": 8000, "metrics": {"loss": 0.0}}) + "\n")
+    polls = 1
+    while budgeted.pending_history:
+        added = budgeted.poll()
+        assert added, "a poll with history pending must make progress"
+        polls += 1
+    assert polls > 2
+    full.poll()
+    for replica in ("master-0", "worker-0", "worker-1"):
+        for metric in ("loss", "acc"):
+            assert budgeted.series(replica, metric) == full.series(replica, metric), (replica, metric)
+    assert budgeted.progress("worker-1") == (3000, 8000)
+    assert budgeted.series("worker-1", "loss").steps == list(range(3001))
+
+
+def test_read_history_drains_everything_at_once(tmp_path):
+    paths = RunPaths("drain", tmp_path)
+    paths.metrics_dir.mkdir(parents=True)
+    (paths.metrics_dir / "master-0.jsonl").write_text(
+        "".join(json.dumps({"step": s, "time": float(s), "metrics": {"loss": float(s)}}) + "\n" for s in range(5000)))
+    reader = MetricsReader(paths, history_budget=10_000)
+    reader.poll()
+    assert reader.pending_history
+    reader.read_history()
+    assert not reader.pending_history
+    assert reader.series("master-0", "loss").values == [float(s) for s in range(5000)]

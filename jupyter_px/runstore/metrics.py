@@ -81,6 +81,7 @@ class _FileState:
     inode: int = 0
     bad_lines: int = 0
     broken: bool = False  # an event file with a corrupt record: not read any further
+    history_end: int = 0  # JSONL with a budget: bytes [0, history_end) are not read yet
     # event files only: plugin of each tag, learned from the first event that carries metadata
     plugins: dict[str, str] = field(default_factory=dict)
 
@@ -101,11 +102,17 @@ class MetricsReader:
         s = reader.series("worker-0", "loss")
 
     Not thread-safe: one reader per consumer (each keeps its own offsets).
+
+    With `history_budget` (bytes), a live view stays responsive on a long run: the first poll
+    reads only the newest part of each metrics file (its share of the budget), and each later
+    poll prepends at most that many bytes of older history until `pending_history` is False.
+    New points are always read in full. Without it (the default), the first poll reads all.
     """
 
-    def __init__(self, run_paths: RunPaths, *, event_files: bool = True):
+    def __init__(self, run_paths: RunPaths, *, event_files: bool = True, history_budget: int | None = None):
         self.paths = run_paths
         self.event_files = event_files
+        self.history_budget = history_budget
         self._data: dict[str, dict[str, Series]] = {}
         self._total_steps: dict[str, int] = {}
         self._files: dict[str, _FileState] = {}
@@ -115,17 +122,74 @@ class MetricsReader:
     # -- reading --------------------------------------------------------------------------
 
     def poll(self) -> Update:
-        """Read what was appended since the last poll; return only the new points."""
+        """Read what was appended since the last poll (and, with a history budget, a chunk of
+        older history); return only the points added, by (replica, metric)."""
         starts: dict[tuple[str, str], int] = {}
-        for name in self._list(str(self.paths.metrics_dir), want_dirs=False).files:
-            if name.endswith(".jsonl"):
-                self._read_jsonl(name[: -len(".jsonl")], str(self.paths.metrics_dir / name), starts)
+        files = [(name[: -len(".jsonl")], str(self.paths.metrics_dir / name))
+                 for name in self._list(str(self.paths.metrics_dir), want_dirs=False).files if name.endswith(".jsonl")]
+        older = self._read_history(files) if self.history_budget else {}
+        for replica, path in files:
+            self._read_jsonl(replica, path, starts)
         if self.event_files:
             tb_root = str(self.paths.tensorboard_dir)
             for replica in self._list(tb_root, want_dirs=True).dirs:
                 for path, prefix in self._event_files(os.path.join(tb_root, replica), ""):
                     self._read_events(replica, prefix, path, starts)
-        return {key: self._data[key[0]][key[1]].tail(start) for key, start in starts.items()}
+        update = {key: self._data[key[0]][key[1]].tail(start) for key, start in starts.items()}
+        for key, points in older.items():
+            update[key] = points if key not in update else Series(
+                points.steps + update[key].steps, points.values + update[key].values, points.times + update[key].times)
+        return update
+
+    @property
+    def pending_history(self) -> bool:
+        """True while a budgeted reader has older points it has not read yet."""
+        return any(state.history_end for state in self._files.values())
+
+    def read_history(self) -> Update:
+        """Read everything still pending (e.g. once a run has ended), whatever the budget."""
+        budget, self.history_budget = self.history_budget, None
+        try:
+            files = [(replica, path) for path, state in self._files.items() if state.history_end
+                     for replica in [os.path.basename(path)[: -len(".jsonl")]]]
+            return self._read_history(files, limit=None)
+        finally:
+            self.history_budget = budget
+
+    def _read_history(self, files: list[tuple[str, str]], limit: int | None | bool = True) -> Update:
+        """First sight of a file: start at its tail. Later: prepend older chunks, within budget."""
+        share = max(8192, (self.history_budget or 0) // max(1, len(files)))
+        left = self.history_budget if limit is True else limit
+        older: Update = {}
+        for replica, path in files:
+            state = self._files.get(path)
+            if state is None:
+                state = self._files[path] = _FileState()
+                size = self._grown_size(path, state)
+                if size is not None and size > share:
+                    tail = _line_start_after(path, size - share)
+                    if tail < size:  # else one huge last line: read the file as a whole
+                        state.offset = state.history_end = tail
+                continue
+            if not state.history_end or (left is not None and left <= 0):
+                continue
+            chunk = state.history_end if left is None else min(state.history_end, share, left)
+            low = _line_start_after(path, state.history_end - chunk) if chunk < state.history_end else 0
+            if low >= state.history_end:  # one line longer than the chunk: take the rest at once
+                low = 0
+            with open(path, "rb") as f:
+                f.seek(low)
+                data = f.read(state.history_end - low)
+            state.history_end = low
+            if left is not None:
+                left -= len(data)
+            scratch: dict[str, Series] = {}
+            self._ingest(replica, data, path, state, lambda name: scratch.setdefault(name, Series()), latest=False)
+            for name, points in scratch.items():
+                series = self._series(replica, name, {})
+                series.steps[:0], series.values[:0], series.times[:0] = points.steps, points.values, points.times
+                older[(replica, name)] = points
+        return older
 
     def _series(self, replica: str, name: str, starts: dict[tuple[str, str], int]) -> Series:
         metrics = self._data.get(replica)
@@ -166,9 +230,14 @@ class MetricsReader:
         if not end:
             return  # nothing, or only the start of a line still being written
         state.offset += end
+        self._ingest(replica, data[:end], path, state, lambda name: self._series(replica, name, starts))
+
+    def _ingest(self, replica: str, chunk: bytes, path: str, state: _FileState, series_for, latest: bool = True) -> None:
+        """Complete JSONL lines -> points appended to `series_for(name)`. `latest`: these are the
+        newest lines, so their total_steps is the current one (older history must not undo it)."""
         # The hot loop of a first read: bound `append`s per metric instead of method calls.
         appenders: dict[str, tuple[Any, Any, Any]] = {}
-        for record in _decode_lines(data[:end], path, state):
+        for record in _decode_lines(chunk, path, state):
             if type(record) is not dict:
                 state.bad_lines += 1
                 continue
@@ -179,7 +248,7 @@ class MetricsReader:
                     state.bad_lines += 1
                     continue
                 when = float(when)
-            if total is not None and type(total) is int:
+            if total is not None and type(total) is int and (latest or replica not in self._total_steps):
                 self._total_steps[replica] = total
             if type(step) is not int:
                 step = None
@@ -190,7 +259,7 @@ class MetricsReader:
                     value = float(value)
                 append = appenders.get(name)
                 if append is None:
-                    series = self._series(replica, name, starts)
+                    series = series_for(name)
                     append = appenders[name] = (series.steps.append, series.values.append, series.times.append)
                 append[0](step)
                 append[1](value)
@@ -325,6 +394,22 @@ class MetricsReader:
                 continue
             out[name[: -len(".json")]] = cached[1]
         return out
+
+
+def _line_start_after(path: str, position: int) -> int:
+    """The offset of the first line that starts at or after `position` (0 stays 0); the end of
+    the file when no line starts after it."""
+    if position <= 0:
+        return 0
+    with open(path, "rb") as f:
+        f.seek(position - 1)
+        start = position - 1
+        while block := f.read(1 << 16):
+            cut = block.find(b"\n")
+            if cut >= 0:
+                return start + cut + 1
+            start += len(block)
+        return start
 
 
 def _decode_lines(chunk: bytes, path: str, state: _FileState) -> list[Any]:
