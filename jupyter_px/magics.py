@@ -31,8 +31,8 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from .topology import Topology, TopologyError, apply_overrides, parse_topology, summary_html, summary_text
+from .topology.registry import UnknownTopology, check_topology_name, topologies
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 #: Which magic option set which field, so an invalid override is reported as the option.
@@ -40,54 +40,6 @@ _OPTION_FIELDS = {
     "framework": "--framework", "backend": "--backend",
     "environment.replicas.n_workers": "--workers", "environment.replicas.n_ps": "--ps",
 }
-
-
-def check_topology_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise ValueError(f"topology name {name!r} is not valid: use letters, digits, '_', '-' or '.', starting with a letter")
-    return name
-
-
-class TopologyRegistry:
-    """The topologies of this kernel session, by name, and the current one.
-
-    `%%px_topology NAME` and `TopologyForm.save(NAME)` write here; `%%px_distributed -t NAME`
-    and `TopologyForm(name=NAME)` read. Without `-t`/`-f`, `%%px_distributed` uses the current
-    topology: the one defined or saved last.
-    """
-
-    def __init__(self) -> None:
-        self._by_name: dict[str, Topology] = {}
-        self.current: Topology | None = None
-        self.current_name: str | None = None
-
-    def put(self, name: str | None, topology: Topology) -> None:
-        """Save (ValueError for a name that is not valid) and make current."""
-        if name is not None:
-            check_topology_name(name)
-            self._by_name[name] = topology
-        self.current, self.current_name = topology, name
-
-    def get(self, name: str) -> Topology | None:
-        return self._by_name.get(name)
-
-    def require(self, name: str) -> Topology:
-        topology = self._by_name.get(name)
-        if topology is None:
-            known = ", ".join(sorted(self._by_name)) or "none yet"
-            raise UsageError(f"unknown topology {name!r} (defined: {known}); define it with a %%px_topology {name} cell")
-        return topology
-
-    def names(self) -> list[str]:
-        return sorted(self._by_name)
-
-    def clear(self) -> None:
-        self._by_name.clear()
-        self.current = self.current_name = None
-
-
-#: The session's topologies (one kernel, one registry).
-topologies = TopologyRegistry()
 
 
 class _Shown:
@@ -233,7 +185,10 @@ class PxMagics(Magics):
 
     def _topology_for(self, args: Any) -> Topology:
         if args.topology:
-            base: Topology | None = topologies.require(args.topology)
+            try:
+                base: Topology | None = topologies.require(args.topology)
+            except UnknownTopology as error:
+                raise UsageError(str(error)) from None
         elif args.file:
             try:
                 with open(os.path.expanduser(args.file), encoding="utf-8") as handle:

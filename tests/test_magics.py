@@ -19,7 +19,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from jupyter_px.magics import topologies
+from jupyter_px.topology.registry import topologies
 
 
 @pytest.fixture

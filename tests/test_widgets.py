@@ -11,7 +11,7 @@ import pytest
 from ipywidgets.widgets import widget as widget_module
 
 from jupyter_px import TopologyForm
-from jupyter_px.magics import topologies
+from jupyter_px.topology.registry import topologies
 from jupyter_px.topology import TopologyError, parse_topology
 
 from conftest import write_metrics

@@ -23,6 +23,7 @@ import yaml
 
 from ..topology import Problem, Topology, TopologyError, parse_topology, to_dict, to_yaml, try_parse
 from ..topology.export import headline
+from ..topology.registry import topologies
 
 FRAMEWORKS = [("(none)", ""), ("tensorflow", "tensorflow"), ("pytorch", "pytorch"), ("mxnet", "mxnet"),
               ("horovod", "horovod"), ("mpi", "mpi")]
@@ -220,8 +221,6 @@ class TopologyForm(widgets.VBox):
         )
         self.add_class("px-topology-form")
         if topology is None and name:
-            from ..magics import topologies
-
             topology = topologies.get(name)
         if topology is not None:
             self.load(topology)
@@ -382,8 +381,6 @@ class TopologyForm(widgets.VBox):
     def save(self, name: str | None = None) -> Topology:
         """Save under `name` (default: the name box) as a `%%px_topology` name, and make it the
         session's current topology. Raises TopologyError if invalid, ValueError without a name."""
-        from ..magics import topologies
-
         name = (name if name is not None else self.name.value).strip()
         if not name:
             raise ValueError("give the topology a name to save it under")
