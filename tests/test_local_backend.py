@@ -53,6 +53,21 @@ def test_check_accepts_what_fits():
     resources.check(_topology(cpu={"requests": 2}, memory={"requests": 512, "limits": 4096}), SMALL)
 
 
+def test_check_adds_up_memory_and_gpus_of_the_whole_run():
+    """64 workers that each fit, but not together: refused, naming the totals."""
+    big = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 64, "default_worker": {
+        "resources": {"cpu": {"requests": 1}, "memory": {"requests": 512, "limits": 2048}}}}}}
+    with pytest.raises(ResourceUnavailable, match=r"its 65 replicas request 32768 MiB of memory in all, but this machine has 1000 MiB"):
+        resources.check(parse_topology(big), SMALL)
+    two_gpus = resources.Machine(cpus=(0, 1), memory_mib=1e6, gpus=("0", "1"))
+    three = {"framework": "pytorch", "environment": {"resources": {"gpu": 1}, "replicas": {"n_workers": 2, "default_worker": {
+        "resources": {"gpu": 1}}}}}
+    with pytest.raises(ResourceUnavailable, match=r"its replicas request 3 GPUs in all, but the GPUs visible here are 2"):
+        resources.check(parse_topology(three), two_gpus)
+    resources.check(parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": 7, "default_worker": {
+        "resources": {"cpu": {"requests": 1}}}}}}), SMALL)  # cores are time-shared: 8 one-core replicas on 2 cores run
+
+
 def test_check_counts_gpus_from_cuda_visible_devices():
     machine = resources.Machine(cpus=(0,), memory_mib=1e6, gpus=resources.visible_gpus({"CUDA_VISIBLE_DEVICES": "2,3"}))
     resources.check(_topology(gpu={"limits": 2}), machine)

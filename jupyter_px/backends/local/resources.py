@@ -12,8 +12,10 @@ The local backend has no scheduler, so "resources" mean three concrete things:
   do not grab a GPU by default.
 
 A request is what must be available: `requests`, or the limit where only a limit is given (the
-Kubernetes rule). A request that no single replica could get here is refused by `check` before
-anything starts, naming the replica and the value.
+Kubernetes rule). `check` refuses, before anything starts, a request that no single replica
+could get here (naming the replica and the value) and a run whose memory requests or GPUs add up
+to more than the machine has (memory cannot be time-shared, and a GPU is a device a replica
+asked to have, as on Kubernetes). Cores may be shared, as said above.
 """
 
 from __future__ import annotations
@@ -122,8 +124,25 @@ def check(topology: Topology, machine: Machine | None = None) -> None:
             have = f"{len(machine.gpus)} ({', '.join(machine.gpus)})" if machine.gpus else "none"
             problems.append(f"{spec.key} requests {gpus} GPU{'s' if gpus != 1 else ''}, but the GPUs visible "
                             f"here are {have}")
+    if not problems:
+        problems = _whole_run_problems(topology, machine)
     if problems:
         raise ResourceUnavailable("the local backend cannot run this topology: " + "; ".join(problems))
+
+
+def _whole_run_problems(topology: Topology, machine: Machine) -> list[str]:
+    """What the replicas need together: memory requests and GPUs add up, cores are shared."""
+    specs = topology.replicas()
+    memory = sum(requested(spec.resources.memory) or 0.0 for spec in specs)
+    gpus = sum(spec.resources.gpus() for spec in specs)
+    problems = []
+    if memory > machine.memory_mib:
+        problems.append(f"its {len(specs)} replicas request {_fmt(memory)} MiB of memory in all, but this machine "
+                        f"has {machine.memory_mib:.0f} MiB")
+    if gpus > len(machine.gpus):
+        problems.append(f"its replicas request {gpus} GPU{'s' if gpus != 1 else ''} in all, but the GPUs visible "
+                        f"here are {len(machine.gpus)}")
+    return problems
 
 
 @dataclass(frozen=True)
