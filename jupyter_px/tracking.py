@@ -22,7 +22,7 @@ Why it is built this way:
 * Where the replica shares a disk with the run store (`PX_METRICS_PATH` set), metrics are
   appended to that JSONL file. Where it does not (Kubernetes), each call becomes one stdout line
   `@px-metrics {json}` that the backend parses back from the log stream
-  (`jupyter_px.runstore.metrics.parse_log_metrics`).
+  (`jupyter_px.runstore.log_metrics`).
 * Event files are written with TensorBoard's own record framing (`RecordWriter`) and protos
   (`event_pb2`, `summary_pb2`), named like `EventFileWriter` names them. `EventFileWriter` itself
   is not used: it resolves `tensorboard.compat.tf`, which imports all of TensorFlow when it is

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_px.runstore.layout import RunPaths
-from jupyter_px.runstore.metrics import MetricsReader, ingest_log_lines, parse_log_metrics
+from jupyter_px.runstore.log_metrics import ingest_log_lines, parse_log_metrics
+from jupyter_px.runstore.metrics import MetricsReader
 
 REPO = Path(__file__).resolve().parents[1]
 

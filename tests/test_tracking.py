@@ -99,7 +99,7 @@ def test_replica_writes_jsonl_params_and_tensorboard_scalars(px_home):
 
 
 def test_kubernetes_mode_prints_metrics_lines(px_home):
-    from jupyter_px.runstore.metrics import parse_log_metrics
+    from jupyter_px.runstore.log_metrics import parse_log_metrics
 
     paths = RunPaths("run-k")
     result = run_replica(

@@ -3,7 +3,7 @@
 Two sources, both per replica:
 
 * `metrics/<role>-<index>.jsonl`, written by `jupyter_px.tracking` (or by a backend that parsed
-  `@px-metrics` lines out of a log stream, see `parse_log_metrics` / `ingest_log_lines`);
+  `@px-metrics` lines out of a log stream, see `jupyter_px.runstore.log_metrics`);
 * TensorBoard event files that the training code wrote itself under
   `tensorboard/<role>-<index>/` (a Keras `TensorBoard` callback, a torch `SummaryWriter`, ...).
   Scalars in a sub-directory get it as a prefix: Keras' `train/epoch_loss`.
@@ -31,16 +31,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from ..tracking import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
+from ..tracking import EVENTS_FILE_SUFFIX
 from .layout import RunPaths
 
-__all__ = [
-    "Series",
-    "MetricsReader",
-    "LogMetrics",
-    "parse_log_metrics",
-    "ingest_log_lines",
-]
+__all__ = ["Series", "MetricsReader"]
 
 #: A directory whose mtime is younger than this is listed again on every poll, because an entry
 #: added within the file system's timestamp granularity would not change the mtime we saw.
@@ -458,92 +452,3 @@ def _scalars(event: Any, plugins: dict[str, str]) -> Iterator[tuple[str, float]]
                 continue
             if array.size == 1:
                 yield value.tag, float(array.reshape(()))
-
-
-# ---------------------------------------------------------------------------------------------
-# Metrics carried in a log stream (no shared disk).
-
-
-@dataclass
-class LogMetrics:
-    """What `parse_log_metrics` found: JSONL-ready metric records and the merged params."""
-
-    metrics: list[dict[str, Any]] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)
-    skipped: int = 0  # marker lines whose JSON was unusable
-
-
-def _metric_record(obj: Any) -> dict[str, Any] | None:
-    """Validate one `@px-metrics` object; the normalised record or None."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("metrics"), dict):
-        return None
-    when, step, total = obj.get("time"), obj.get("step"), obj.get("total_steps")
-    if not isinstance(when, (int, float)) or not (step is None or isinstance(step, int)):
-        return None
-    values = {str(k): float(v) for k, v in obj["metrics"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    if not values:
-        return None
-    record: dict[str, Any] = {"step": step, "time": float(when), "metrics": values}
-    if isinstance(total, int):
-        record["total_steps"] = total
-    return record
-
-
-def parse_log_metrics(lines: Iterable[str | bytes]) -> LogMetrics:
-    """Pick `@px-metrics {json}` and `@px-params {json}` lines out of a replica's log.
-
-    The marker may follow other text on the line (a log timestamp, or output the training
-    code printed without a newline); the JSON runs from the marker to the end of the line.
-    """
-    found = LogMetrics()
-    for line in lines:
-        if isinstance(line, bytes):
-            line = line.decode("utf-8", "replace")
-        for marker in (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX):
-            at = line.find(marker)
-            if at < 0:
-                continue
-            try:
-                obj = json.loads(line[at + len(marker) :])
-            except ValueError:
-                found.skipped += 1
-                break
-            if marker is METRICS_LOG_PREFIX:
-                record = _metric_record(obj)
-                if record is None:
-                    found.skipped += 1
-                else:
-                    found.metrics.append(record)
-            elif isinstance(obj, dict):
-                found.params.update(obj)
-            else:
-                found.skipped += 1
-            break
-    return found
-
-
-def ingest_log_lines(run_paths: RunPaths, role: str, index: int, lines: Iterable[str | bytes]) -> LogMetrics:
-    """Store the metrics and params found in log lines as if the replica had written them.
-
-    For backends without a shared disk: after this, `MetricsReader` sees them like any others.
-    The caller passes each log line once (keep your own log offset).
-    """
-    from .store import atomic_write_json
-
-    found = parse_log_metrics(lines)
-    if found.metrics:
-        path = run_paths.metrics(role, index)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        blob = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in found.metrics)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(blob)
-    if found.params:
-        path = run_paths.params(role, index)
-        merged: dict[str, Any] = {}
-        try:
-            merged = json.loads(path.read_text())
-        except (FileNotFoundError, ValueError):
-            pass
-        merged.update(found.params)
-        atomic_write_json(path, merged)
-    return found
