@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence, Union
 
 from .runstore.layout import RUN_ID_PATTERN, RunPaths, px_home
+from .runstore.store import read_tail
+from .server import BASE_URL_ENV
 
 __all__ = [
     "ServerInfo",
@@ -250,14 +252,6 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _tail(path: Path, limit: int = 8000) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return ""
-    return data[-limit:].decode("utf-8", "replace")
-
-
 def _kill(pid: int, timeout: float) -> None:
     """SIGTERM the server's process group (it leads one: started with start_new_session), then SIGKILL."""
     import psutil
@@ -311,7 +305,7 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
     while True:
         code = proc.poll()
         if code is not None:
-            output = _tail(log_path)
+            output = read_tail(log_path, 8000)
             errors = [ln[len("ERROR: "):] for ln in output.splitlines() if ln.startswith("ERROR: ")]
             why = f": {errors[-1]}" if errors else ""
             return Failed(f"TensorBoard exited with code {code} before answering on {HOST}:{port}{why}", output)
@@ -320,7 +314,7 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
         if time.time() > deadline:
             _kill(proc.pid, 5.0)
             proc.poll()
-            return Failed(f"TensorBoard did not answer on {HOST}:{port} within {timeout:g} s", _tail(log_path))
+            return Failed(f"TensorBoard did not answer on {HOST}:{port} within {timeout:g} s", read_tail(log_path, 8000))
         time.sleep(0.25)
     import psutil
 
@@ -391,11 +385,12 @@ def stop(key: str | ServerInfo | Launched | Reused, *, timeout: float = 5.0, hom
 
 
 def jupyter_base_url(base_url: str | None = None) -> str:
-    """The Jupyter server's base URL: the argument, else $JUPYTERHUB_SERVICE_PREFIX, else "/".
+    """The Jupyter server's base URL: the argument, else the one `jupyter_px.server` put in the
+    server's environment for its kernels, else $JUPYTERHUB_SERVICE_PREFIX, else "/".
 
     Always starts and ends with "/".
     """
-    url = base_url or os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/"
+    url = base_url or os.environ.get(BASE_URL_ENV) or os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/"
     return "/" + url.strip("/") + "/" if url.strip("/") else "/"
 
 

@@ -2,11 +2,11 @@
 
 from .layout import InvalidRunId, RunPaths, px_home, validate_run_id
 from .models import CodeSpec, ReplicaState, ReplicaStatus, RunRecord, RunState, RunStatus
-from .store import RunNotFound, RunStore, atomic_write_bytes, atomic_write_json, initial_status, new_run_id
+from .store import RunNotFound, RunStore, atomic_write_bytes, atomic_write_json, initial_status, new_run_id, read_tail
 
 __all__ = [
     "InvalidRunId", "RunPaths", "px_home", "validate_run_id",
     "CodeSpec", "ReplicaState", "ReplicaStatus", "RunRecord", "RunState", "RunStatus",
-    "RunNotFound", "RunStore", "atomic_write_bytes", "atomic_write_json", "initial_status", "new_run_id",
+    "RunNotFound", "RunStore", "atomic_write_bytes", "atomic_write_json", "initial_status", "new_run_id", "read_tail",
 ]
 

@@ -182,6 +182,18 @@ class RunStore:
         return data.decode(errors="replace"), offset + len(data)
 
 
+def read_tail(path: Path, limit: int) -> str:
+    """The last `limit` bytes of a file as text ("" if it cannot be read), without reading the
+    rest: for a failed process's error output in a message."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - limit))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def _user() -> str:
     try:
         return getpass.getuser()

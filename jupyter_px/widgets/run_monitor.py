@@ -409,19 +409,6 @@ class RunMonitor(widgets.VBox):
             start()
 
 
-#: Set in the Jupyter server's environment by `jupyter_px.server` (kernels inherit it): the
-#: server's base_url, so embedded URLs are right behind JupyterHub or a --ServerApp.base_url.
-BASE_URL_ENV = "JUPYTER_PX_BASE_URL"
-
-
-def tensorboard_base_url() -> str | None:
-    """The base URL to build the proxy URL on; None lets `tensorboard.proxy_url` decide
-    ($TENSORBOARD_PROXY_URL, which a user or a hub sets on purpose, wins over ours)."""
-    if os.environ.get("TENSORBOARD_PROXY_URL"):
-        return None
-    return os.environ.get(BASE_URL_ENV) or None
-
-
 def tensorboard_html(run_ids: list[str], height: int = 600) -> str:
     """Start (or reuse) TensorBoard for runs and return HTML embedding it through the Jupyter
     server's proxy (relative to the server's base_url, so it works behind JupyterHub, and
@@ -432,7 +419,7 @@ def tensorboard_html(run_ids: list[str], height: int = 600) -> str:
     if isinstance(result, tensorboard.Failed):
         output = f"<pre>{html.escape(result.output[-4000:])}</pre>" if result.output else ""
         return f"<div class='px-tensorboard-failed'><b>TensorBoard could not start:</b> {html.escape(result.reason)}{output}</div>"
-    url = result.info.url(tensorboard_base_url())
+    url = result.info.url()
     safe = html.escape(url, quote=True)
     verb = "started" if isinstance(result, tensorboard.Launched) else "reused"
     return (f"<div class='px-tensorboard' data-url='{safe}'>TensorBoard ({verb}) for {html.escape(', '.join(run_ids))}: "

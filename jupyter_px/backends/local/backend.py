@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from ...runstore import RunStatus, atomic_write_json
+from ...runstore import RunStatus, atomic_write_json, read_tail
 from ...topology import Topology
 from ..base import Backend, BackendError, SubmitHandle
 from . import resources
@@ -32,14 +32,6 @@ LOST_AFTER_S = 5 * HEARTBEAT_S
 
 #: How long `submit` waits for the supervisor to announce itself (a loaded machine is slow).
 START_TIMEOUT_S = 60.0
-
-
-def _tail(path: Path, limit: int = 2000) -> str:
-    try:
-        data = path.read_bytes()[-limit:]
-    except OSError:
-        return ""
-    return data.decode(errors="replace").strip()
 
 
 class LocalBackend(Backend):
@@ -82,7 +74,7 @@ class LocalBackend(Backend):
         if not ready:
             self._abandon(run_id)
             raise BackendError(f"the local supervisor of run {run_id} did not start; its log ({log_path}) says:\n"
-                               f"{_tail(log_path) or '(nothing)'}")
+                               f"{read_tail(log_path, 2000).strip() or '(nothing)'}")
         status = self.store.status(run_id)
         return SubmitHandle(run_id, self.name, {"supervisor_pid": status.supervisor_pid, "run_dir": str(run_dir)})
 
