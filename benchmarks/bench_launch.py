@@ -29,7 +29,7 @@ from pathlib import Path
 TARGET_RATIO = 0.95
 ROOT = Path(__file__).resolve().parents[1]
 
-JOB = '''\
+JOB = """\
 import torch
 import torch.distributed as dist
 
@@ -39,7 +39,7 @@ dist.all_reduce(value)
 assert value.item() == sum(range(dist.get_world_size())), value
 print(f"rank {dist.get_rank()}: {value.item():g}", flush=True)
 dist.destroy_process_group()
-'''
+"""
 
 TOPOLOGY = """\
 framework: pytorch
@@ -66,8 +66,9 @@ def launch_path_imports_torch() -> list[str]:
     """Modules on our launch path whose import pulls in torch (should be none)."""
     bad = []
     for module in LAUNCH_PATH_MODULES:
-        result = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
-                                capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import {module}"], capture_output=True, text=True, check=False
+        )
         if any(line.rstrip().endswith((" torch", " tensorflow")) for line in result.stderr.splitlines()):
             bad.append(module)
     return bad
@@ -83,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="px-bench-launch-"))
     (work / "allreduce.py").write_text(JOB)
     (work / "topology.yaml").write_text(TOPOLOGY)
-    env = dict(os.environ, PX_HOME=str(work / "px_home"), PYTHONPATH=os.pathsep.join(
-        [str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]))
+    env = dict(
+        os.environ,
+        PX_HOME=str(work / "px_home"),
+        PYTHONPATH=os.pathsep.join([str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]),
+    )
     ours_cmd = [_bin("jupyter-px"), "run", "allreduce.py", "-f", "topology.yaml", "--wait"]
     torchrun_cmd = [_bin("torchrun"), "--standalone", "--nproc_per_node=4", "allreduce.py"]
     commands = {"jupyter px run --wait": ours_cmd, "torchrun --standalone": torchrun_cmd}
@@ -109,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("| launcher | median wall (s) | min | max | succeeded |")
     print("| --- | --- | --- | --- | --- |")
-    for name, ok in zip(commands, (ok_ours, ok_theirs)):
+    for name, ok in zip(commands, (ok_ours, ok_theirs), strict=False):
         t = times[name]
         print(f"| `{name}` | {statistics.median(t):.2f} | {min(t):.2f} | {max(t):.2f} | {ok}/{rounds} |")
     print(f"\nratio ours/torchrun: {ratio:.3f} (target <= {TARGET_RATIO})")
@@ -118,9 +122,18 @@ def main(argv: list[str] | None = None) -> int:
         for item in items:
             print(f"\n{name} failed, {item}")
     if args.json:
-        args.json.write_text(json.dumps({"rounds": rounds, "times": times, "ratio": ratio, "succeeded":
-                                         {"ours": ok_ours, "torchrun": ok_theirs}, "torch_on_launch_path": bad_imports},
-                                        indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rounds": rounds,
+                    "times": times,
+                    "ratio": ratio,
+                    "succeeded": {"ours": ok_ours, "torchrun": ok_theirs},
+                    "torch_on_launch_path": bad_imports,
+                },
+                indent=1,
+            )
+        )
     shutil.rmtree(work, ignore_errors=True)
     met = ratio <= TARGET_RATIO and ok_ours == rounds and not bad_imports
     print("\nRESULT:", "target met" if met else "target MISSED")

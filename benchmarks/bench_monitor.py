@@ -47,15 +47,32 @@ def build_run(home: Path, replicas: int, points: int, log_bytes: int) -> str:
     for spec in topology.replicas():
         paths.log(spec.role, spec.index).write_text(line * (log_bytes // len(line)))
         with open(paths.metrics(spec.role, spec.index), "w") as handle:
-            handle.write("".join(
-                json.dumps({"step": step, "time": now + step * 0.01, "total_steps": total_steps,
-                            "metrics": {"loss": 1.0 / (step + 1)}}, separators=(",", ":")) + "\n"
-                for step in range(per_replica)
-            ))
-    store.write_status(RunStatus(run_id=run_id, state="Running", started_at=now - 60, replicas=[
-        ReplicaStatus(role=spec.role, index=spec.index, state="Running", pid=10_000 + i, started_at=now - 60)
-        for i, spec in enumerate(topology.replicas())
-    ]))
+            handle.write(
+                "".join(
+                    json.dumps(
+                        {
+                            "step": step,
+                            "time": now + step * 0.01,
+                            "total_steps": total_steps,
+                            "metrics": {"loss": 1.0 / (step + 1)},
+                        },
+                        separators=(",", ":"),
+                    )
+                    + "\n"
+                    for step in range(per_replica)
+                )
+            )
+    store.write_status(
+        RunStatus(
+            run_id=run_id,
+            state="Running",
+            started_at=now - 60,
+            replicas=[
+                ReplicaStatus(role=spec.role, index=spec.index, state="Running", pid=10_000 + i, started_at=now - 60)
+                for i, spec in enumerate(topology.replicas())
+            ],
+        )
+    )
     return run_id
 
 
@@ -129,8 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         "for comparison: a full MetricsReader's first poll (every JSONL line)": reader_first,
     }
     width = max(len(k) for k in figures)
-    print(f"{args.replicas} replicas, {initial_points} metric points ({plotted} plotted after a first refresh), "
-          f"{args.log_kib} KiB log each; median of {args.repeat}")
+    print(
+        f"{args.replicas} replicas, {initial_points} metric points ({plotted} plotted after a first refresh), "
+        f"{args.log_kib} KiB log each; median of {args.repeat}"
+    )
     for name, value in figures.items():
         print(f"  {name.ljust(width)}  {value:8.1f} ms")
     over = [name for name, value in figures.items() if not name.startswith("for comparison") and value > args.budget_ms]
@@ -148,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
 | --- | --- |
 {rows}
 
-Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}.
+Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime("%Y-%m-%d")}.
 
 Command (from the repository root, with the project's virtual environment):
 

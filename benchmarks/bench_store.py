@@ -45,8 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         cli.append(time.perf_counter() - start)
         assert done.returncode == 0, done.stderr
     in_process = statistics.median(times)
-    print(f"{args.runs} runs: RunStore.list() {in_process * 1000:.1f} ms (median of 7); "
-          f"`jupyter px runs --json` {statistics.median(cli) * 1000:.0f} ms (whole process, median of 3)")
+    print(
+        f"{args.runs} runs: RunStore.list() {in_process * 1000:.1f} ms (median of 7); "
+        f"`jupyter px runs --json` {statistics.median(cli) * 1000:.0f} ms (whole process, median of 3)"
+    )
     return 0 if in_process < 0.5 else 1
 
 

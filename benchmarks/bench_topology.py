@@ -26,19 +26,27 @@ WORKERS, PS, OVERRIDES = 1000, 100, 200
 
 
 def big_topology_yaml() -> str:
-    return yaml.safe_dump({
-        "framework": "tensorflow",
-        "environment": {
-            "resources": {"cpu": {"requests": 1, "limits": 2}, "memory": {"requests": 256, "limits": 1024}},
-            "replicas": {
-                "n_workers": WORKERS, "n_ps": PS,
-                "default_worker": {"resources": {"cpu": {"requests": 1, "limits": 2}, "gpu": {"requests": 1, "limits": 1}}},
-                "default_ps": {"resources": {"memory": {"requests": "512Mi", "limits": "1Gi"}}},
-                "worker": [{"index": i * 6, "resources": {"memory": {"requests": 512, "limits": 2048}}} for i in range(OVERRIDES - 50)],
-                "ps": [{"index": i * 2, "resources": {"cpu": "500m"}} for i in range(50)],
+    return yaml.safe_dump(
+        {
+            "framework": "tensorflow",
+            "environment": {
+                "resources": {"cpu": {"requests": 1, "limits": 2}, "memory": {"requests": 256, "limits": 1024}},
+                "replicas": {
+                    "n_workers": WORKERS,
+                    "n_ps": PS,
+                    "default_worker": {
+                        "resources": {"cpu": {"requests": 1, "limits": 2}, "gpu": {"requests": 1, "limits": 1}}
+                    },
+                    "default_ps": {"resources": {"memory": {"requests": "512Mi", "limits": "1Gi"}}},
+                    "worker": [
+                        {"index": i * 6, "resources": {"memory": {"requests": 512, "limits": 2048}}}
+                        for i in range(OVERRIDES - 50)
+                    ],
+                    "ps": [{"index": i * 2, "resources": {"cpu": "500m"}} for i in range(50)],
+                },
             },
-        },
-    })
+        }
+    )
 
 
 def timed(fn, repeats: int = 7) -> tuple[float, object]:
@@ -64,8 +72,12 @@ def main() -> int:
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as handle:
         handle.write(text)
         handle.flush()
-        cli_s, done = timed(lambda: subprocess.run([sys.executable, "-m", "jupyter_px.cli", "validate", handle.name],
-                                                   capture_output=True, text=True), repeats=5)
+        cli_s, done = timed(
+            lambda: subprocess.run(
+                [sys.executable, "-m", "jupyter_px.cli", "validate", handle.name], capture_output=True, text=True
+            ),
+            repeats=5,
+        )
     assert done.returncode == 0, done.stderr
     rows = [
         ("parse + validate (YAML text)", parse_s),
@@ -73,7 +85,9 @@ def main() -> int:
         (f"contract for all {len(envs)} replicas", contract_s),
         ("`jupyter px validate FILE` (whole process)", cli_s),
     ]
-    print(f"topology: tensorflow, {WORKERS} workers, {PS} ps, {OVERRIDES} per-index overrides ({len(text) // 1024} KiB of YAML)")
+    print(
+        f"topology: tensorflow, {WORKERS} workers, {PS} ps, {OVERRIDES} per-index overrides ({len(text) // 1024} KiB of YAML)"
+    )
     for name, seconds in rows:
         print(f"  {name:<45} {seconds * 1000:8.1f} ms (median)")
     if cli_s >= 1.0:

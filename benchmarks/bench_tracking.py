@@ -85,8 +85,10 @@ def bench_writer(make_writer, calls: int, repeats: int, workdir: Path) -> tuple[
         writer.close()
         return elapsed
 
-    return (median_per_call(lambda n: run(n, False), calls, repeats),
-            median_per_call(lambda n: run(n, True), calls, repeats))
+    return (
+        median_per_call(lambda n: run(n, False), calls, repeats),
+        median_per_call(lambda n: run(n, True), calls, repeats),
+    )
 
 
 REPLICA = """
@@ -132,10 +134,18 @@ def visibility(home: Path, run_id: str, points: int, pace: float) -> tuple[float
     server = tensorboard.start(run_id, timeout=120, home=home)
     if isinstance(server, tensorboard.Failed):
         raise RuntimeError(f"TensorBoard did not start: {server.reason}\n{server.output}")
-    env = dict(os.environ, PYTHONPATH=str(REPO), PX_RUN_ID=run_id, PX_TASK_TYPE="worker", PX_TASK_INDEX="0",
-               PX_METRICS_PATH=str(paths.metrics("worker", 0)), PX_TENSORBOARD_PATH=str(logdir))
-    replica = subprocess.Popen([sys.executable, "-c", REPLICA, str(points), str(pace)], env=env,
-                               stdout=subprocess.PIPE, text=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        PX_RUN_ID=run_id,
+        PX_TASK_TYPE="worker",
+        PX_TASK_INDEX="0",
+        PX_METRICS_PATH=str(paths.metrics("worker", 0)),
+        PX_TENSORBOARD_PATH=str(logdir),
+    )
+    replica = subprocess.Popen(
+        [sys.executable, "-c", REPLICA, str(points), str(pace)], env=env, stdout=subprocess.PIPE, text=True
+    )
     seen: dict[str, float] = {}
 
     def watch(name: str, last_step_visible) -> None:
@@ -164,8 +174,10 @@ def visibility(home: Path, run_id: str, points: int, pace: float) -> tuple[float
             served = json.loads(response.read())
         return bool(served) and served[-1][1] == points - 1
 
-    watchers = [threading.Thread(target=watch, args=("acc", in_accumulator)),
-                threading.Thread(target=watch, args=("server", in_server))]
+    watchers = [
+        threading.Thread(target=watch, args=("acc", in_accumulator)),
+        threading.Thread(target=watch, args=("server", in_server)),
+    ]
     for watcher in watchers:
         watcher.start()
     try:
@@ -190,7 +202,9 @@ def bench_reader(home: Path, replicas: int = 64, points: int = 100_000, repeats:
     now = time.time()
     for r in range(replicas):
         # the same bytes tracking writes: one JSON line per call
-        lines = [tracking._json_line(i, now + i * 0.01, per_replica, {"loss": 1.0 / (i + 1)}) for i in range(per_replica)]
+        lines = [
+            tracking._json_line(i, now + i * 0.01, per_replica, {"loss": 1.0 / (i + 1)}) for i in range(per_replica)
+        ]
         paths.metrics("worker", r).write_text("\n".join(lines) + "\n")
         tb = paths.tensorboard("worker", r)
         tb.mkdir(parents=True)
@@ -218,8 +232,12 @@ def bench_reader(home: Path, replicas: int = 64, points: int = 100_000, repeats:
     fresh = empty_polls()  # directories modified < 2 s ago are listed again on every poll
     time.sleep(2.1)
     settled = empty_polls()
-    return {"points": per_replica * replicas, "first_ms": first * 1e3, "empty_fresh_ms": fresh * 1e3,
-            "empty_ms": settled * 1e3}
+    return {
+        "points": per_replica * replicas,
+        "first_ms": first * 1e3,
+        "empty_fresh_ms": fresh * 1e3,
+        "empty_ms": settled * 1e3,
+    }
 
 
 def main() -> int:
@@ -235,16 +253,23 @@ def main() -> int:
 
         run = RunPaths("bench", home)
         os.environ.update(
-            PX_RUN_ID="bench", PX_TASK_TYPE="worker", PX_TASK_INDEX="0", PX_CLUSTER='{"worker":["127.0.0.1:1"]}',
-            PX_METRICS_PATH=str(run.metrics("worker", 0)), PX_PARAMS_PATH=str(run.params("worker", 0)),
-            PX_OUTPUTS_PATH=str(run.outputs_dir), PX_TENSORBOARD_PATH=str(run.tensorboard("worker", 0)),
+            PX_RUN_ID="bench",
+            PX_TASK_TYPE="worker",
+            PX_TASK_INDEX="0",
+            PX_CLUSTER='{"worker":["127.0.0.1:1"]}',
+            PX_METRICS_PATH=str(run.metrics("worker", 0)),
+            PX_PARAMS_PATH=str(run.params("worker", 0)),
+            PX_OUTPUTS_PATH=str(run.outputs_dir),
+            PX_TENSORBOARD_PATH=str(run.tensorboard("worker", 0)),
         )
         run.root.mkdir(parents=True)
 
         reader = bench_reader(home)  # first, while the process holds no TensorFlow or torch
 
-        print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; "
-              f"{args.calls} calls, median of {args.repeats}")
+        print(
+            f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; "
+            f"{args.calls} calls, median of {args.repeats}"
+        )
         ours, ours_flushed = bench_ours(args.calls, args.repeats)
 
         # Visibility: 1000 points logged over 1 s (a fast training loop), and a burst of --calls.
@@ -258,7 +283,6 @@ def main() -> int:
         tbx, tbx_flushed = bench_writer(TbxWriter, args.calls, args.repeats, home / "tbx")
         torch_, torch_flushed = bench_writer(TorchWriter, args.calls, args.repeats, home / "torch")
 
-
     ratio_tbx, ratio_torch = tbx / ours, torch_ / ours
     print()
     print("| per point, µs (median)                 | call only | call + flush to disk |")
@@ -267,16 +291,24 @@ def main() -> int:
     print(f"| tensorboardX SummaryWriter.add_scalar   | {tbx:9.2f} | {tbx_flushed:20.2f} |")
     print(f"| torch.utils.tensorboard add_scalar      | {torch_:9.2f} | {torch_flushed:20.2f} |")
     print()
-    print(f"call-cost ratio: tensorboardX / ours = {ratio_tbx:.1f}x, torch / ours = {ratio_torch:.1f}x "
-          f"(target >= {TARGET_RATIO:.0f}x vs tensorboardX)")
+    print(
+        f"call-cost ratio: tensorboardX / ours = {ratio_tbx:.1f}x, torch / ours = {ratio_torch:.1f}x "
+        f"(target >= {TARGET_RATIO:.0f}x vs tensorboardX)"
+    )
     print("seconds from the last call until the last point is visible:")
-    print(f"  1000 points over 1 s:         EventAccumulator {steady_acc:.2f} s, "
-          f"TensorBoard server (reload 1 s) {steady_server:.2f} s  (bound {VISIBLE_WITHIN_S:.0f} s)")
-    print(f"  burst of {args.calls} in one go: EventAccumulator {burst_acc:.2f} s, "
-          f"TensorBoard server (reload 1 s) {burst_server:.2f} s  (informative)")
-    print(f"MetricsReader, 64 replicas, {reader['points']} points: first read {reader['first_ms']:.1f} ms; "
-          f"poll with nothing new {reader['empty_ms']:.2f} ms "
-          f"({reader['empty_fresh_ms']:.2f} ms while directories are < 2 s old)")
+    print(
+        f"  1000 points over 1 s:         EventAccumulator {steady_acc:.2f} s, "
+        f"TensorBoard server (reload 1 s) {steady_server:.2f} s  (bound {VISIBLE_WITHIN_S:.0f} s)"
+    )
+    print(
+        f"  burst of {args.calls} in one go: EventAccumulator {burst_acc:.2f} s, "
+        f"TensorBoard server (reload 1 s) {burst_server:.2f} s  (informative)"
+    )
+    print(
+        f"MetricsReader, 64 replicas, {reader['points']} points: first read {reader['first_ms']:.1f} ms; "
+        f"poll with nothing new {reader['empty_ms']:.2f} ms "
+        f"({reader['empty_fresh_ms']:.2f} ms while directories are < 2 s old)"
+    )
 
     failures = []
     if ratio_tbx < TARGET_RATIO:

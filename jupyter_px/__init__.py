@@ -25,8 +25,13 @@ _LAZY = {
     "RunMonitor": "jupyter_px.widgets.run_monitor",
 }
 
-__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension",
-           "_jupyter_server_extension_points", *_LAZY]
+__all__ = [
+    "__version__",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "_jupyter_server_extension_points",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str) -> Any:

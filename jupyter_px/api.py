@@ -1,7 +1,7 @@
 """The Python API behind the magics, widgets, CLI and REST handlers.
 
-    run = jupyter_px.submit("train.py", topology)      # or code text
-    run.wait(); run.status(); run.logs("worker", 0); run.metrics(); run.stop(); run.tensorboard()
+run = jupyter_px.submit("train.py", topology)      # or code text
+run.wait(); run.status(); run.logs("worker", 0); run.metrics(); run.stop(); run.tensorboard()
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import pickle
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .backends import Backend, get_backend
 from .runstore import CodeSpec, RunRecord, RunState, RunStatus, RunStore, new_run_id
@@ -24,12 +25,16 @@ class RunFailed(RuntimeError):
         self.status = status
         bad = [r for r in status.replicas if r.state.value in ("Failed", "Lost")]
         detail = "; ".join(
-            f"{r.key}: {r.reason or r.state.value}" + (f" (exit code {r.exit_code})" if r.exit_code is not None else "")
+            f"{r.key}: {r.reason or r.state.value}"
+            + (f" (exit code {r.exit_code})" if r.exit_code is not None else "")
             + (f" {r.message}" if r.message else "")
             for r in bad
         )
-        super().__init__(f"run {status.run_id} {status.state.value}" + (f": {status.message}" if status.message else "")
-                         + (f" [{detail}]" if detail else ""))
+        super().__init__(
+            f"run {status.run_id} {status.state.value}"
+            + (f": {status.message}" if status.message else "")
+            + (f" [{detail}]" if detail else "")
+        )
 
 
 class PushError(ValueError):
@@ -73,7 +78,7 @@ def submit(
     submitted_from: str = "api",
     source: str | None = None,
     store: RunStore | None = None,
-) -> "Run":
+) -> Run:
     """Validate, record and start a run; returns at once (call `.wait()` to block).
 
     Nothing is left behind when validation, the backend's resource check or the start fails.
@@ -91,9 +96,19 @@ def submit(
         files["pushed.pkl"] = _pickle_pushed(push)
     run_id = new_run_id(name)
     record = RunRecord(
-        run_id=run_id, name=name, backend=topo.backend_kind, topology=to_dict(topo),
-        code=CodeSpec(entrypoint=entrypoint, language=language, args=list(args), source=source or origin, pushed=sorted(push or {})),
-        workdir=str(Path(workdir or os.getcwd()).resolve()), submitted_from=submitted_from,
+        run_id=run_id,
+        name=name,
+        backend=topo.backend_kind,
+        topology=to_dict(topo),
+        code=CodeSpec(
+            entrypoint=entrypoint,
+            language=language,
+            args=list(args),
+            source=source or origin,
+            pushed=sorted(push or {}),
+        ),
+        workdir=str(Path(workdir or os.getcwd()).resolve()),
+        submitted_from=submitted_from,
     )
     store.create(record, files)
     try:
@@ -104,7 +119,7 @@ def submit(
     return Run(run_id, store)
 
 
-def runs(store: RunStore | None = None, limit: int | None = None) -> list["Run"]:
+def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:
     """Every run in the store, newest first (runs started from magics, the CLI or the sidebar)."""
     store = store or RunStore()
     return [Run(record.run_id, store) for record, _ in store.list(limit=limit)]

@@ -9,8 +9,8 @@ what the frameworks read.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .topology import Topology
 
@@ -41,7 +41,9 @@ def kubernetes_addresses(topology: Topology, run_id: str) -> dict[str, list[str]
     return {role: [f"{run_id}-{role}-{i}:{port}" for i in range(n)] for role, n in topology.counts().items()}
 
 
-def local_addresses(topology: Topology, ports: Mapping[str, list[int]], host: str = "127.0.0.1") -> dict[str, list[str]]:
+def local_addresses(
+    topology: Topology, ports: Mapping[str, list[int]], host: str = "127.0.0.1"
+) -> dict[str, list[str]]:
     """Addresses on this machine from the ports a backend reserved, one per replica."""
     addresses = {}
     for role, count in topology.counts().items():
@@ -82,7 +84,9 @@ def torch_rank(topology: Topology, role: str, index: int) -> int:
     return index + topology.replicas_section.n_masters
 
 
-def torch_env(topology: Topology, role: str, index: int, addresses: Addresses, local_rank: int | None = None) -> dict[str, str]:
+def torch_env(
+    topology: Topology, role: str, index: int, addresses: Addresses, local_rank: int | None = None
+) -> dict[str, str]:
     """torch.distributed's env:// variables plus Kubeflow's PET_* (torchrun/elastic) names.
 
     With processes_per_replica > 1 and `local_rank` given, each process gets its global RANK,
@@ -154,8 +158,9 @@ class ClusterEnv:
             cluster = tf_config(topology, "master" if "master" in self.counts else "worker", 0, addresses)["cluster"]
             self._tf_cluster = json.dumps(cluster, separators=(",", ":"))
 
-    def for_replica(self, role: str, index: int, paths: ReplicaPaths = ReplicaPaths(),
-                    local_rank: int | None = None) -> dict[str, str]:
+    def for_replica(
+        self, role: str, index: int, paths: ReplicaPaths = ReplicaPaths(), local_rank: int | None = None
+    ) -> dict[str, str]:
         topology = self.topology
         if index < 0 or index >= self.counts.get(role, 0):
             raise ValueError(f"this topology has no replica {role}[{index}] (it has {self.counts})")
@@ -163,7 +168,9 @@ class ClusterEnv:
         framework = topology.framework
         if framework == "tensorflow":
             task_type = topology.environment.tf_master_type if role == "master" else _TF_TYPES[role]
-            env["TF_CONFIG"] = f'{{"cluster":{self._tf_cluster},"task":{{"type":"{task_type}","index":{index}}},"environment":"cloud"}}'
+            env["TF_CONFIG"] = (
+                f'{{"cluster":{self._tf_cluster},"task":{{"type":"{task_type}","index":{index}}},"environment":"cloud"}}'
+            )
         elif framework == "pytorch":
             env.update(torch_env(topology, role, index, self.addresses, local_rank))
         elif framework == "mxnet":
@@ -178,8 +185,12 @@ class ClusterEnv:
             PX_FRAMEWORK=framework or "",
             PYTHONUNBUFFERED="1",
         )
-        for name, value in (("PX_OUTPUTS_PATH", paths.outputs), ("PX_TENSORBOARD_PATH", paths.tensorboard),
-                            ("PX_METRICS_PATH", paths.metrics), ("PX_PARAMS_PATH", paths.params)):
+        for name, value in (
+            ("PX_OUTPUTS_PATH", paths.outputs),
+            ("PX_TENSORBOARD_PATH", paths.tensorboard),
+            ("PX_METRICS_PATH", paths.metrics),
+            ("PX_PARAMS_PATH", paths.params),
+        ):
             if value is not None:
                 env[name] = value
         return env

@@ -37,8 +37,10 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 #: Which magic option set which field, so an invalid override is reported as the option.
 _OPTION_FIELDS = {
-    "framework": "--framework", "backend": "--backend",
-    "environment.replicas.n_workers": "--workers", "environment.replicas.n_ps": "--ps",
+    "framework": "--framework",
+    "backend": "--backend",
+    "environment.replicas.n_workers": "--workers",
+    "environment.replicas.n_ps": "--ps",
 }
 
 
@@ -112,7 +114,11 @@ class PxMagics(Magics):
             raise UsageError(_topology_problems(error)) from None
         topologies.put(args.name, topology)
         saved = f"saved as {args.name!r}" if args.name else "current topology"
-        display(_Shown(f"{summary_text(topology)}\n({saved})", summary_html(topology) + f"<small>{html.escape(saved)}</small>"))
+        display(
+            _Shown(
+                f"{summary_text(topology)}\n({saved})", summary_html(topology) + f"<small>{html.escape(saved)}</small>"
+            )
+        )
 
     @magic_arguments()
     @argument("name", nargs="?", help="load this topology name into the form, and save to it")
@@ -194,7 +200,9 @@ class PxMagics(Magics):
                 with open(os.path.expanduser(args.file), encoding="utf-8") as handle:
                     text = handle.read()
             except OSError as error:
-                raise UsageError(f"-f {args.file!r}: cannot read the topology file: {error.strerror or error}") from None
+                raise UsageError(
+                    f"-f {args.file!r}: cannot read the topology file: {error.strerror or error}"
+                ) from None
             try:
                 base = parse_topology(text)
             except TopologyError as error:
@@ -205,7 +213,9 @@ class PxMagics(Magics):
         if base is not None and all(value is None for value in given.values()):
             return base
         try:
-            return apply_overrides(base, framework=args.framework, workers=args.workers, ps=args.ps, backend=args.backend)
+            return apply_overrides(
+                base, framework=args.framework, workers=args.workers, ps=args.ps, backend=args.backend
+            )
         except TopologyError as error:
             raise UsageError(_topology_problems(error, given)) from None
 
@@ -223,8 +233,11 @@ class PxMagics(Magics):
                 origin = f"notebook:{path}"
             else:
                 if path is not None:
-                    print(f"{path.name}: this cell is not in the saved file (unsaved changes?); "
-                          "shipping the cells this kernel ran instead", file=sys.stderr)
+                    print(
+                        f"{path.name}: this cell is not in the saved file (unsaved changes?); "
+                        "shipping the cells this kernel ran instead",
+                        file=sys.stderr,
+                    )
                 previous = notebook_code.cells_from_history(raw)
                 origin = "notebook:history"
             source = notebook_code.notebook_source(previous, cell)
@@ -234,8 +247,10 @@ class PxMagics(Magics):
         try:
             compile(shipped.source, "<px_distributed>", "exec")
         except SyntaxError as error:
-            raise UsageError(f"the code does not compile: line {error.lineno}: {error.msg}"
-                             + (f": {error.text.strip()}" if error.text else "")) from None
+            raise UsageError(
+                f"the code does not compile: line {error.lineno}: {error.msg}"
+                + (f": {error.text.strip()}" if error.text else "")
+            ) from None
         return notebook_code.ShippedCode(shipped.source, shipped.language, origin)
 
     def _pushed_values(self, names_text: str | None) -> dict[str, Any]:
@@ -254,8 +269,10 @@ class PxMagics(Magics):
             value = self.shell.user_ns[name]
             local = local_references(value)
             if local:
-                raise UsageError(f"--push {name}: it refers to {', '.join(local)} defined in this notebook, which pickle "
-                                 "ships by name only and the replicas do not have; define it in the cell instead")
+                raise UsageError(
+                    f"--push {name}: it refers to {', '.join(local)} defined in this notebook, which pickle "
+                    "ships by name only and the replicas do not have; define it in the cell instead"
+                )
             values[name] = value
         return values
 
@@ -264,8 +281,16 @@ class PxMagics(Magics):
         from .backends import BackendError
 
         try:
-            return submit(shipped.source, topology, name=args.name, language=shipped.language, push=push or None,
-                          submitted_from="magic", source=shipped.origin, workdir=os.getcwd())
+            return submit(
+                shipped.source,
+                topology,
+                name=args.name,
+                language=shipped.language,
+                push=push or None,
+                submitted_from="magic",
+                source=shipped.origin,
+                workdir=os.getcwd(),
+            )
         except TopologyError as error:
             raise UsageError(_topology_problems(error)) from None
         except PushError as error:
@@ -283,8 +308,10 @@ class PxMagics(Magics):
             monitor = RunMonitor(run)
             display(monitor)
             return monitor
-        print(f"submitted run {run.run_id} ({run.record.backend}, {_replica_count(run)} replicas); "
-              f"see %px_status {run.run_id}")
+        print(
+            f"submitted run {run.run_id} ({run.record.backend}, {_replica_count(run)} replicas); "
+            f"see %px_status {run.run_id}"
+        )
         return None
 
     def _wait(self, run: Any, monitor: Any, timeout: float | None) -> None:
@@ -336,10 +363,18 @@ class PxMagics(Magics):
         for record, status in pairs:
             end = status.finished_at or time.time()
             start = status.started_at or record.created_at
-            rows.append((record.run_id, record.name or "", status.state.value, record.backend,
-                         str(len(status.replicas) or _count(record.topology)),
-                         time.strftime("%Y-%m-%d %H:%M", time.localtime(record.created_at)),
-                         _duration(end - start), record.submitted_from or ""))
+            rows.append(
+                (
+                    record.run_id,
+                    record.name or "",
+                    status.state.value,
+                    record.backend,
+                    str(len(status.replicas) or _count(record.topology)),
+                    time.strftime("%Y-%m-%d %H:%M", time.localtime(record.created_at)),
+                    _duration(end - start),
+                    record.submitted_from or "",
+                )
+            )
         if not rows:
             print("no runs yet")
             return
@@ -353,8 +388,16 @@ class PxMagics(Magics):
         args = parse_argstring(self.px_status, line)
         run = self._run(args.run)
         status = run.status()
-        rows = [(r.key, r.state.value, str(r.restarts), "-" if r.exit_code is None else str(r.exit_code),
-                 " ".join(x for x in (r.reason, r.message) if x)) for r in status.replicas]
+        rows = [
+            (
+                r.key,
+                r.state.value,
+                str(r.restarts),
+                "-" if r.exit_code is None else str(r.exit_code),
+                " ".join(x for x in (r.reason, r.message) if x),
+            )
+            for r in status.replicas
+        ]
         title = f"run {run.run_id}: {status.state.value}" + (f" ({status.message})" if status.message else "")
         display(_table(("replica", "state", "restarts", "exit code", "reason"), rows, title=title))
 
@@ -426,7 +469,10 @@ class PxMagics(Magics):
             display(monitor)
         else:
             status = run.status()
-            print(f"run {run.run_id}: {status.state.value}; " + ", ".join(f"{r.key} {r.state.value}" for r in status.replicas))
+            print(
+                f"run {run.run_id}: {status.state.value}; "
+                + ", ".join(f"{r.key} {r.state.value}" for r in status.replicas)
+            )
         if args.wait:
             self._wait(run, monitor, None)
 
@@ -445,8 +491,10 @@ class PxMagics(Magics):
         reader.poll()
         names = reader.metric_names()
         if not names:
-            print(f"run {run.run_id} has no metrics yet (the training code logs them with "
-                  "jupyter_px.tracking.log_metrics(step=..., loss=...))")
+            print(
+                f"run {run.run_id} has no metrics yet (the training code logs them with "
+                "jupyter_px.tracking.log_metrics(step=..., loss=...))"
+            )
             return
         unknown = [name for name in args.metrics if name not in names]
         if unknown:
@@ -456,8 +504,12 @@ class PxMagics(Magics):
         wanted = args.metrics or names
         figure = static_figure(reader.data, wanted, title=f"run {run.run_id}")
         points = sum(len(trace.x) for trace in figure.data)
-        display(_figure_bundle(figure, f"run {run.run_id}: {', '.join(wanted)} ({len(figure.data)} lines, {points} points)"),
-                raw=True)
+        display(
+            _figure_bundle(
+                figure, f"run {run.run_id}: {', '.join(wanted)} ({len(figure.data)} lines, {points} points)"
+            ),
+            raw=True,
+        )
 
     @magic_arguments()
     @argument("runs", nargs="+", help="run ids (or names); several runs share one TensorBoard")
@@ -472,11 +524,16 @@ class PxMagics(Magics):
 
         shown = tensorboard_html(run_ids)
         match = re.search(r"data-url='([^']*)'", shown)
-        text = f"TensorBoard: {html.unescape(match.group(1))}" if match else html.unescape(re.sub(r"<[^>]+>", " ", shown)).strip()
+        text = (
+            f"TensorBoard: {html.unescape(match.group(1))}"
+            if match
+            else html.unescape(re.sub(r"<[^>]+>", " ", shown)).strip()
+        )
         display({"text/html": shown, "text/plain": text}, raw=True)
 
 
 # ---- helpers shared by the magics -------------------------------------------------------------
+
 
 def _duration(seconds: float) -> str:
     from .widgets.run_monitor import _duration as duration
@@ -512,10 +569,13 @@ def _failure_line(status: Any) -> str:
 
 def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]], title: str = "") -> _Shown:
     widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
-    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers, *rows]]
+    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in [headers, *rows]]
     text = (title + "\n" if title else "") + "\n".join(lines)
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
     caption = f"<b>{html.escape(title)}</b>" if title else ""
     return _Shown(text, f"<div>{caption}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 

@@ -29,9 +29,10 @@ import os
 import re
 import symtable
 import types
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 #: A cell whose first line runs one of our cell magics (%%px_topology, %%px_distributed, ...).
 _PX_CELL = re.compile(r"^\s*%%px_\w+")
@@ -198,7 +199,9 @@ class MissingNames:
         return "; ".join(parts)
 
 
-def missing_names(python: str, user_ns: Mapping[str, Any], hidden: Iterable[str] = (), pushed: Iterable[str] = ()) -> MissingNames:
+def missing_names(
+    python: str, user_ns: Mapping[str, Any], hidden: Iterable[str] = (), pushed: Iterable[str] = ()
+) -> MissingNames:
     """Names `python` reads, does not define, that are not builtins, but the notebook has."""
     needed = free_names(python) - set(dir(builtins)) - set(hidden) - set(pushed) - {"get_ipython"}
     values, modules = [], {}

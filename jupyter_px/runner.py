@@ -70,10 +70,14 @@ def _set_parent_death_signal() -> None:
 
 # ---- special modes --------------------------------------------------------------------------
 
+
 def _mpi_host() -> NoReturn:
     role, index = os.environ.get("PX_TASK_TYPE", "worker"), os.environ.get("PX_TASK_INDEX", "0")
-    print(f"{role}-{index}: MPI host ready. On this machine every rank is started by the launcher's mpirun; "
-          f"the ranks' output is in the master-0 log.", flush=True)
+    print(
+        f"{role}-{index}: MPI host ready. On this machine every rank is started by the launcher's mpirun; "
+        f"the ranks' output is in the master-0 log.",
+        flush=True,
+    )
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     while True:
         signal.pause()
@@ -103,8 +107,11 @@ def _local_rank_env(local_rank: int, nproc: int) -> dict[str, str]:
     node_rank = int(os.environ.get("PET_NODE_RANK", os.environ.get("RANK", "0")))
     nodes = int(os.environ.get("PET_NNODES", os.environ.get("WORLD_SIZE", "1")))
     return {
-        "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(node_rank),
-        "RANK": str(node_rank * nproc + local_rank), "WORLD_SIZE": str(nodes * nproc),
+        "LOCAL_RANK": str(local_rank),
+        "LOCAL_WORLD_SIZE": str(nproc),
+        "GROUP_RANK": str(node_rank),
+        "RANK": str(node_rank * nproc + local_rank),
+        "WORLD_SIZE": str(nodes * nproc),
     }
 
 
@@ -116,8 +123,11 @@ def _run_local_group(run_dir: Path, nproc: int) -> int:
     procs = []
     for local_rank in range(nproc):
         env = dict(os.environ, **_local_rank_env(local_rank, nproc))
-        procs.append(subprocess.Popen([sys.executable, "-m", "jupyter_px.runner", str(run_dir)], env=env,
-                                      preexec_fn=_set_parent_death_signal))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "jupyter_px.runner", str(run_dir)], env=env, preexec_fn=_set_parent_death_signal
+            )
+        )
     forward = lambda signum, _frame: [p.send_signal(signum) for p in procs if p.poll() is None]  # noqa: E731
     signal.signal(signal.SIGTERM, forward)
     code = 0
@@ -138,6 +148,7 @@ def _run_local_group(run_dir: Path, nproc: int) -> int:
 
 
 # ---- running the user's code ----------------------------------------------------------------
+
 
 def _exit_code(error: SystemExit) -> int:
     code = error.code
@@ -178,7 +189,7 @@ def _run_python(entrypoint: str, init_globals: dict[str, Any]) -> int:
     except KeyboardInterrupt:
         traceback.print_exc()
         return 130
-    except BaseException as error:  # noqa: BLE001 - every failure is reported, then exits 1
+    except BaseException as error:
         traceback.print_exception(type(error), error, _user_frames(error.__traceback__, entrypoint))
         return 1
     return 0
@@ -191,7 +202,7 @@ def _run_ipython(entrypoint: str, init_globals: dict[str, Any]) -> int:
     shell = InteractiveShell.instance()
     try:
         shell.colors = "nocolor"
-    except Exception:  # noqa: BLE001 - older IPython spells it differently; colors are cosmetic
+    except Exception:
         pass
     shell.user_ns.update(init_globals)
     shell.user_ns.update(__name__="__main__", __file__=entrypoint)
@@ -215,7 +226,7 @@ def _finalize_mpi() -> None:
     try:
         if mpi.Is_initialized() and not mpi.Is_finalized():
             mpi.Finalize()
-    except Exception:  # noqa: BLE001
+    except Exception:
         traceback.print_exc()
 
 
@@ -227,7 +238,7 @@ def _finish(code: int) -> NoReturn:
             if thread is not current and not thread.daemon and thread.is_alive():
                 thread.join()
         atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001 - an exit hook failing must not hide the code's result
+    except BaseException:
         traceback.print_exc()
         code = code or 1
     _finalize_mpi()
@@ -235,7 +246,7 @@ def _finish(code: int) -> NoReturn:
     if tracking is not None:
         try:
             tracking.flush()
-        except Exception:  # noqa: BLE001
+        except Exception:
             traceback.print_exc()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -272,7 +283,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     sys.argv = [entrypoint, *[str(a) for a in code_spec.get("args") or []]]
     try:
         init_globals = _load_pushed(code_dir)
-    except Exception as error:  # noqa: BLE001 - unpickling can raise anything
+    except Exception as error:
         _die(f"cannot load the values pushed with the code (code/pushed.pkl): {error!r}", 1)
 
     if code_spec.get("language") == "ipython":

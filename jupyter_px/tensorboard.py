@@ -35,9 +35,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence, Union
+from typing import Any, Union
 
 from .runstore.layout import RUN_ID_PATTERN, RunPaths, px_home
 from .runstore.store import read_tail
@@ -107,7 +108,7 @@ class Failed:
 
 
 StartResult = Union[Launched, Reused, Failed]
-Target = Union[str, Sequence[str], Mapping[str, Union[str, os.PathLike]]]
+Target = Union[str, Sequence[str], Mapping[str, str | os.PathLike]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,15 +289,27 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
     log_path = directory / f"{key}.log"
     args = _spec_argument(logdirs)
     command = [
-        sys.executable, "-m", "tensorboard.main", *args,
-        "--host", HOST, "--port", str(port), "--reload_interval", "1",
+        sys.executable,
+        "-m",
+        "tensorboard.main",
+        *args,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--reload_interval",
+        "1",
     ]
     started = time.time()
     try:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True,
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
             )
     except OSError as exc:
         return Failed(f"could not run {command[0]} -m tensorboard.main: {exc}")
@@ -306,7 +319,7 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
         code = proc.poll()
         if code is not None:
             output = read_tail(log_path, 8000)
-            errors = [ln[len("ERROR: "):] for ln in output.splitlines() if ln.startswith("ERROR: ")]
+            errors = [ln[len("ERROR: ") :] for ln in output.splitlines() if ln.startswith("ERROR: ")]
             why = f": {errors[-1]}" if errors else ""
             return Failed(f"TensorBoard exited with code {code} before answering on {HOST}:{port}{why}", output)
         if _answers(port):
@@ -314,13 +327,20 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
         if time.time() > deadline:
             _kill(proc.pid, 5.0)
             proc.poll()
-            return Failed(f"TensorBoard did not answer on {HOST}:{port} within {timeout:g} s", read_tail(log_path, 8000))
+            return Failed(
+                f"TensorBoard did not answer on {HOST}:{port} within {timeout:g} s", read_tail(log_path, 8000)
+            )
         time.sleep(0.25)
     import psutil
 
     info = ServerInfo(
-        key=key, pid=proc.pid, port=port, logdirs=logdirs, logdir_spec=" ".join(args[1:]),
-        started=started, create_time=psutil.Process(proc.pid).create_time(),
+        key=key,
+        pid=proc.pid,
+        port=port,
+        logdirs=logdirs,
+        logdir_spec=" ".join(args[1:]),
+        started=started,
+        create_time=psutil.Process(proc.pid).create_time(),
     )
     from .runstore.store import atomic_write_json
 
@@ -328,9 +348,7 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
     return Launched(info)
 
 
-def start(
-    target: Target, *, port: int | None = None, timeout: float = 120.0, home: Path | None = None
-) -> StartResult:
+def start(target: Target, *, port: int | None = None, timeout: float = 120.0, home: Path | None = None) -> StartResult:
     """Serve the TensorBoard logs of one or several runs, reusing a live server for the same set.
 
     `target`: a run id, a list of run ids, a {name: directory} mapping, a directory, or a

@@ -47,9 +47,10 @@ import threading
 import time
 import types
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = [
     "TaskInfo",
@@ -103,10 +104,8 @@ def _coerce_value(name: str, value: Any) -> float:
     """
     if type(value) is float:
         return value
-    if isinstance(value, bool) or isinstance(value, (str, bytes, complex)) or value is None:
-        raise TypeError(
-            f"log_metrics: metric {name!r} must be a real number, got {type(value).__name__} {value!r:.80}"
-        )
+    if isinstance(value, (bool, str, bytes, complex)) or value is None:
+        raise TypeError(f"log_metrics: metric {name!r} must be a real number, got {type(value).__name__} {value!r:.80}")
     try:
         return float(value)
     except OverflowError:
@@ -170,7 +169,11 @@ class _EventsWriter:
         event_pb2 = self._event_pb2
         self._logdir.mkdir(parents=True, exist_ok=True)
         name = "events.out.tfevents.%010d.%s.%s.%s%s" % (
-            time.time(), socket.gethostname(), os.getpid(), _next_file_id(), EVENTS_FILE_SUFFIX
+            time.time(),
+            socket.gethostname(),
+            os.getpid(),
+            _next_file_id(),
+            EVENTS_FILE_SUFFIX,
         )
         self._file = open(self._logdir / name, "ab")
         self._records = self._record_writer(self._file)
@@ -198,7 +201,7 @@ class _EventsWriter:
             event, slots = templates.get(names) or self._template(names)
             event.step = step
             event.wall_time = wall_time
-            for slot, value in zip(slots, values.values()):
+            for slot, value in zip(slots, values.values(), strict=False):
                 slot.simple_value = value
             write(event.SerializeToString())
         self._file.flush()
@@ -241,7 +244,7 @@ def _record(step: int | None, wall_time: float, total_steps: int | None, values:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _print_line(line: str) -> None:
@@ -569,12 +572,12 @@ def get_task_info() -> TaskInfo:
             raise ValueError("not an object")
         cluster = {str(r): tuple(str(a) for a in addrs) for r, addrs in parsed.items()}
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"PX_CLUSTER must be a JSON object of role -> [host:port, ...], got {raw_cluster!r:.200}") from exc
+        raise ValueError(
+            f"PX_CLUSTER must be a JSON object of role -> [host:port, ...], got {raw_cluster!r:.200}"
+        ) from exc
     has_master = bool(cluster.get("master"))
     is_master = role == "master" or (role == _FALLBACK_MASTER_ROLE and index == 0 and not has_master)
-    return TaskInfo(
-        run_id=run_id, role=role, index=index, is_master=is_master, cluster=types.MappingProxyType(cluster)
-    )
+    return TaskInfo(run_id=run_id, role=role, index=index, is_master=is_master, cluster=types.MappingProxyType(cluster))
 
 
 def flush() -> None:

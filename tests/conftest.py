@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import pytest
 
@@ -41,25 +41,42 @@ def make_synthetic_run(
     now = time.time()
     replicas = []
     for spec in topo.replicas():
-        replica_state = (replica_states or {}).get(spec.key, state if state in ("Running", "Succeeded", "Failed") else "Pending")
-        replicas.append(ReplicaStatus(role=spec.role, index=spec.index, state=replica_state,
-                                      exit_code=0 if replica_state == "Succeeded" else (1 if replica_state == "Failed" else None)))
+        replica_state = (replica_states or {}).get(
+            spec.key, state if state in ("Running", "Succeeded", "Failed") else "Pending"
+        )
+        replicas.append(
+            ReplicaStatus(
+                role=spec.role,
+                index=spec.index,
+                state=replica_state,
+                exit_code=0 if replica_state == "Succeeded" else (1 if replica_state == "Failed" else None),
+            )
+        )
         if log_lines:
             paths.log(spec.role, spec.index).write_text("".join(f"{spec.key} line {i}\n" for i in range(log_lines)))
         if metric_points:
             write_metrics(paths.metrics(spec.role, spec.index), range(metric_points), total_steps)
     finished = state in ("Succeeded", "Failed", "Stopped", "Lost")
-    store.write_status(RunStatus(run_id=run_id, state=state, started_at=now - 10, finished_at=now if finished else None,
-                                 replicas=replicas))
+    store.write_status(
+        RunStatus(
+            run_id=run_id, state=state, started_at=now - 10, finished_at=now if finished else None, replicas=replicas
+        )
+    )
     return paths.root
 
 
-def write_metrics(path: Path, steps: Iterable[int], total_steps: int | None = None, start_time: float | None = None) -> None:
+def write_metrics(
+    path: Path, steps: Iterable[int], total_steps: int | None = None, start_time: float | None = None
+) -> None:
     """Append tracking-style JSONL lines (one per step, a `loss` and an `acc`)."""
     start_time = start_time or time.time()
     with open(path, "a") as handle:
         for step in steps:
-            record = {"step": step, "time": start_time + step * 0.01, "metrics": {"loss": 1.0 / (step + 1), "acc": step / 1000}}
+            record = {
+                "step": step,
+                "time": start_time + step * 0.01,
+                "metrics": {"loss": 1.0 / (step + 1), "acc": step / 1000},
+            }
             if total_steps:
                 record["total_steps"] = total_steps
             handle.write(json.dumps(record) + "\n")

@@ -7,7 +7,6 @@ import os
 import subprocess
 
 import pytest
-
 from local_support import CLI, JOBS, ROOT, assert_nothing_left, wait_for
 
 FAULTS = str(JOBS / "faults.py")
@@ -71,7 +70,10 @@ def test_run_then_status_logs_and_runs(px_home, topology_file):
     data = json.loads(status.stdout)
     assert data["run_id"] == run_id and data["state"] == "Succeeded"
     assert [(r["role"], r["index"], r["state"], r["exit_code"]) for r in data["replicas"]] == [
-        ("master", 0, "Succeeded", 0), ("worker", 0, "Succeeded", 0), ("worker", 1, "Succeeded", 0)]
+        ("master", 0, "Succeeded", 0),
+        ("worker", 0, "Succeeded", 0),
+        ("worker", 1, "Succeeded", 0),
+    ]
 
     table = px("status", run_id)
     assert table.returncode == 0 and f"run {run_id}: Succeeded" in table.stdout
@@ -115,17 +117,22 @@ def test_logs_follow_until_the_run_ends(px_home, topology_file):
     assert _run(run_id).status().state.value == "Succeeded"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "no_such_script.py", "--framework", "pytorch"], "script 'no_such_script.py' does not exist"),
-    (["run", FAULTS, "-f", "/no/such/topology.yaml"], "cannot read topology file '/no/such/topology.yaml'"),
-    (["run", FAULTS, "--framework", "pytorch", "--workers", "-2"], "argument --workers: '-2' is negative"),
-    (["run", FAULTS, "--framework", "tensorflow", "--workers", "1", "--workdir", "/no/such/dir"],
-     "--workdir '/no/such/dir' is not a directory"),
-    (["status", "no-such-run"], "no run 'no-such-run'"),
-    (["status", "Bad/Id"], "run id 'Bad/Id' is not valid"),
-    (["logs", "no-such-run"], "no run 'no-such-run'"),
-    (["stop", "no-such-run"], "no run 'no-such-run'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "no_such_script.py", "--framework", "pytorch"], "script 'no_such_script.py' does not exist"),
+        (["run", FAULTS, "-f", "/no/such/topology.yaml"], "cannot read topology file '/no/such/topology.yaml'"),
+        (["run", FAULTS, "--framework", "pytorch", "--workers", "-2"], "argument --workers: '-2' is negative"),
+        (
+            ["run", FAULTS, "--framework", "tensorflow", "--workers", "1", "--workdir", "/no/such/dir"],
+            "--workdir '/no/such/dir' is not a directory",
+        ),
+        (["status", "no-such-run"], "no run 'no-such-run'"),
+        (["status", "Bad/Id"], "run id 'Bad/Id' is not valid"),
+        (["logs", "no-such-run"], "no run 'no-such-run'"),
+        (["stop", "no-such-run"], "no run 'no-such-run'"),
+    ],
+)
 def test_bad_input_is_one_clear_message_and_exit_2(px_home, args, message):
     result = px(*args)
     assert result.returncode == 2, (result.stdout, result.stderr)
@@ -143,8 +150,14 @@ def test_invalid_topology_names_the_field(px_home, tmp_path):
 
 def test_unmeetable_request_is_refused_before_anything_starts(px_home):
     topology = "framework: pytorch\nenvironment:\n  resources: {memory: {requests: 100Ti}}\n"
-    proc = subprocess.run([*CLI, "run", FAULTS, "-f", "-"], input=topology, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)  # topology from stdin
+    proc = subprocess.run(
+        [*CLI, "run", FAULTS, "-f", "-"],
+        input=topology,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=60,
+    )  # topology from stdin
     assert proc.returncode == 2 and "master-0 requests 104857600 MiB of memory" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert px("runs", "--json").stdout.strip() == "[]"

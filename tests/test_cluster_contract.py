@@ -12,7 +12,12 @@ import textwrap
 import pytest
 
 from jupyter_px.cluster import (
-    ReplicaPaths, kubernetes_addresses, local_addresses, mpi_hostfile, replica_env, tf_config,
+    ReplicaPaths,
+    kubernetes_addresses,
+    local_addresses,
+    mpi_hostfile,
+    replica_env,
+    tf_config,
 )
 from jupyter_px.topology import parse_topology
 
@@ -25,7 +30,11 @@ def test_tf_config_cluster_and_task():
     assert addresses["worker"] == ["run1-worker-0:2222", "run1-worker-1:2222"]
     config = json.loads(replica_env(TF, "run1", "worker", 1, addresses)["TF_CONFIG"])
     assert config == {
-        "cluster": {"chief": ["run1-master-0:2222"], "worker": ["run1-worker-0:2222", "run1-worker-1:2222"], "ps": ["run1-ps-0:2222"]},
+        "cluster": {
+            "chief": ["run1-master-0:2222"],
+            "worker": ["run1-worker-0:2222", "run1-worker-1:2222"],
+            "ps": ["run1-ps-0:2222"],
+        },
         "task": {"type": "worker", "index": 1},
         "environment": "cloud",
     }
@@ -34,7 +43,9 @@ def test_tf_config_cluster_and_task():
 
 
 def test_tf_master_name_on_request_and_empty_roles_omitted():
-    topology = parse_topology("framework: tensorflow\nenvironment:\n  tf_master_type: master\n  replicas: {n_workers: 1}\n")
+    topology = parse_topology(
+        "framework: tensorflow\nenvironment:\n  tf_master_type: master\n  replicas: {n_workers: 1}\n"
+    )
     config = tf_config(topology, "master", 0, kubernetes_addresses(topology, "r"))
     assert config["cluster"] == {"master": ["r-master-0:2222"], "worker": ["r-worker-0:2222"]}
     assert config["task"]["type"] == "master"
@@ -45,13 +56,24 @@ def test_torch_ranks_and_pet_variables():
     master = replica_env(TORCH, "r", "master", 0, addresses)
     worker = replica_env(TORCH, "r", "worker", 1, addresses)
     assert {k: master[k] for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")} == {
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "5000", "WORLD_SIZE": "3", "RANK": "0"}
-    assert (worker["RANK"], worker["PET_NODE_RANK"], worker["PET_NNODES"], worker["PET_MASTER_PORT"]) == ("2", "2", "3", "5000")
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "5000",
+        "WORLD_SIZE": "3",
+        "RANK": "0",
+    }
+    assert (worker["RANK"], worker["PET_NODE_RANK"], worker["PET_NNODES"], worker["PET_MASTER_PORT"]) == (
+        "2",
+        "2",
+        "3",
+        "5000",
+    )
     assert kubernetes_addresses(TORCH, "r")["master"] == ["r-master-0:23456"]
 
 
 def test_torch_processes_per_replica_give_global_ranks():
-    topology = parse_topology("framework: pytorch\nenvironment:\n  processes_per_replica: 2\n  replicas: {n_workers: 1}\n")
+    topology = parse_topology(
+        "framework: pytorch\nenvironment:\n  processes_per_replica: 2\n  replicas: {n_workers: 1}\n"
+    )
     addresses = local_addresses(topology, {"master": [1], "worker": [2]})
     env = replica_env(topology, "r", "worker", 0, addresses, local_rank=1)
     assert (env["RANK"], env["LOCAL_RANK"], env["WORLD_SIZE"], env["PET_NPROC_PER_NODE"]) == ("3", "1", "4", "2")
@@ -63,11 +85,18 @@ def test_mxnet_dmlc_roles():
     roles = {role: replica_env(topology, "mx", role, 0, addresses)["DMLC_ROLE"] for role in ("master", "ps", "worker")}
     assert roles == {"master": "scheduler", "ps": "server", "worker": "worker"}
     env = replica_env(topology, "mx", "worker", 2, addresses)
-    assert (env["DMLC_PS_ROOT_URI"], env["DMLC_PS_ROOT_PORT"], env["DMLC_NUM_SERVER"], env["DMLC_NUM_WORKER"]) == ("mx-master-0", "9091", "2", "3")
+    assert (env["DMLC_PS_ROOT_URI"], env["DMLC_PS_ROOT_PORT"], env["DMLC_NUM_SERVER"], env["DMLC_NUM_WORKER"]) == (
+        "mx-master-0",
+        "9091",
+        "2",
+        "3",
+    )
 
 
 def test_mpi_hostfile_slots():
-    topology = parse_topology("framework: horovod\nenvironment:\n  processes_per_replica: 4\n  replicas: {n_workers: 2}\n")
+    topology = parse_topology(
+        "framework: horovod\nenvironment:\n  processes_per_replica: 4\n  replicas: {n_workers: 2}\n"
+    )
     assert mpi_hostfile(topology, kubernetes_addresses(topology, "h")) == "h-worker-0 slots=4\nh-worker-1 slots=4\n"
     local = local_addresses(topology, {"master": [1], "worker": [2, 3]})
     assert mpi_hostfile(topology, local) == "127.0.0.1 slots=8\n"
@@ -78,9 +107,24 @@ def test_our_variables_always_present():
     addresses = kubernetes_addresses(TF, "run1")
     paths = ReplicaPaths(outputs="/o", tensorboard="/tb/ps-0", metrics="/m/ps-0.jsonl", params="/p/ps-0.json")
     env = replica_env(TF, "run1", "ps", 0, addresses, paths)
-    assert {k: env[k] for k in ("PX_RUN_ID", "PX_TASK_TYPE", "PX_TASK_INDEX", "PX_OUTPUTS_PATH", "PX_TENSORBOARD_PATH", "PYTHONUNBUFFERED")} == {
-        "PX_RUN_ID": "run1", "PX_TASK_TYPE": "ps", "PX_TASK_INDEX": "0", "PX_OUTPUTS_PATH": "/o",
-        "PX_TENSORBOARD_PATH": "/tb/ps-0", "PYTHONUNBUFFERED": "1"}
+    assert {
+        k: env[k]
+        for k in (
+            "PX_RUN_ID",
+            "PX_TASK_TYPE",
+            "PX_TASK_INDEX",
+            "PX_OUTPUTS_PATH",
+            "PX_TENSORBOARD_PATH",
+            "PYTHONUNBUFFERED",
+        )
+    } == {
+        "PX_RUN_ID": "run1",
+        "PX_TASK_TYPE": "ps",
+        "PX_TASK_INDEX": "0",
+        "PX_OUTPUTS_PATH": "/o",
+        "PX_TENSORBOARD_PATH": "/tb/ps-0",
+        "PYTHONUNBUFFERED": "1",
+    }
     assert json.loads(env["PX_CLUSTER"]) == {role: addresses[role] for role in ("master", "worker", "ps", "evaluator")}
     assert "PX_METRICS_PATH" not in replica_env(TF, "run1", "ps", 0, addresses)  # no shared disk
     with pytest.raises(ValueError, match=r"no replica worker\[2\]"):
@@ -88,7 +132,9 @@ def test_our_variables_always_present():
 
 
 def test_replica_env_carries_user_env():
-    topology = parse_topology("framework: pytorch\nenvironment:\n  env: {A: 1}\n  replicas:\n    n_workers: 1\n    worker: [{index: 0, env: {B: x}}]\n")
+    topology = parse_topology(
+        "framework: pytorch\nenvironment:\n  env: {A: 1}\n  replicas:\n    n_workers: 1\n    worker: [{index: 0, env: {B: x}}]\n"
+    )
     addresses = kubernetes_addresses(topology, "r")
     assert replica_env(topology, "r", "master", 0, addresses)["A"] == "1"
     assert replica_env(topology, "r", "worker", 0, addresses)["B"] == "x"
@@ -116,12 +162,14 @@ def test_tensorflow_reads_our_tf_config_back():
     addresses = local_addresses(TF, {"master": [7000], "worker": [7001, 7002], "ps": [7003], "evaluator": [7004]})
     replicas = [(s.role, s.index) for s in TF.replicas()]
     configs = [replica_env(TF, "r", role, index, addresses)["TF_CONFIG"] for role, index in replicas]
-    done = subprocess.run([sys.executable, "-c", TF_RESOLVER], input=json.dumps(configs), capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-c", TF_RESOLVER], input=json.dumps(configs), capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     resolved = json.loads(done.stdout.strip().splitlines()[-1])
     cluster = {"chief": ["127.0.0.1:7000"], "worker": ["127.0.0.1:7001", "127.0.0.1:7002"], "ps": ["127.0.0.1:7003"]}
     expected_types = {"master": "chief", "worker": "worker", "ps": "ps", "evaluator": "evaluator"}
-    for (role, index), result in zip(replicas, resolved):
+    for (role, index), result in zip(replicas, resolved, strict=False):
         assert result["cluster"] == cluster
         assert (result["type"], result["id"]) == (expected_types[role], index)
     assert resolved[0]["master"] == "127.0.0.1:7000"  # the chief serves the session itself
@@ -148,14 +196,29 @@ def _free_port() -> int:
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_torch_env_rendezvous_with_gloo(nproc):
     """A real init_process_group(env://) over our variables: ranks and world size as torch sees them."""
-    topology = parse_topology(f"framework: pytorch\nenvironment:\n  processes_per_replica: {nproc}\n  replicas: {{n_workers: {3 - nproc}}}\n")
+    topology = parse_topology(
+        f"framework: pytorch\nenvironment:\n  processes_per_replica: {nproc}\n  replicas: {{n_workers: {3 - nproc}}}\n"
+    )
     ports = {"master": [_free_port()], "worker": [_free_port() for _ in range(3 - nproc)]}
     addresses = local_addresses(topology, ports)
     procs = []
     for spec in topology.replicas():
         for local_rank in range(nproc):
-            env = dict(os.environ, **replica_env(topology, "r", spec.role, spec.index, addresses, local_rank=local_rank if nproc > 1 else None))
-            procs.append(subprocess.Popen([sys.executable, "-c", TORCH_RENDEZVOUS], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            env = dict(
+                os.environ,
+                **replica_env(
+                    topology, "r", spec.role, spec.index, addresses, local_rank=local_rank if nproc > 1 else None
+                ),
+            )
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", TORCH_RENDEZVOUS],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)

@@ -14,35 +14,41 @@ import textwrap
 import time
 
 import pytest
+from local_support import JOBS, ROOT, describe, outputs, replica, submit, wait
 
 from jupyter_px.backends import ResourceUnavailable
-from jupyter_px.backends.local import LocalBackend
-from jupyter_px.backends.local import resources
+from jupyter_px.backends.local import LocalBackend, resources
 from jupyter_px.backends.local.ports import PortReservation
-from jupyter_px.runstore import RunRecord, RunStore, CodeSpec
+from jupyter_px.runstore import CodeSpec, RunRecord, RunStore
 from jupyter_px.topology import parse_topology
-
-from local_support import JOBS, ROOT, describe, outputs, replica, submit, wait
 
 PYTORCH_4 = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 3}}}
 
 
 # ---- resources ---------------------------------------------------------------------------------
 
+
 def _topology(**worker_resources):
-    return parse_topology({"framework": "pytorch", "environment": {"replicas": {
-        "n_workers": 2, "worker": [{"index": 1, "resources": worker_resources}]}}})
+    return parse_topology(
+        {
+            "framework": "pytorch",
+            "environment": {"replicas": {"n_workers": 2, "worker": [{"index": 1, "resources": worker_resources}]}},
+        }
+    )
 
 
 SMALL = resources.Machine(cpus=(0, 1), memory_mib=1000.0, gpus=())
 
 
-@pytest.mark.parametrize("asked, says", [
-    ({"cpu": {"requests": 4}}, "worker-1 requests 4 cpu cores, but this machine lets a run use 2"),
-    ({"cpu": {"limits": 3}}, "worker-1 requests 3 cpu cores"),
-    ({"memory": {"requests": "8Gi"}}, "worker-1 requests 8192 MiB of memory, but this machine has 1000 MiB"),
-    ({"gpu": {"limits": 1}}, "worker-1 requests 1 GPU, but the GPUs visible here are none"),
-])
+@pytest.mark.parametrize(
+    "asked, says",
+    [
+        ({"cpu": {"requests": 4}}, "worker-1 requests 4 cpu cores, but this machine lets a run use 2"),
+        ({"cpu": {"limits": 3}}, "worker-1 requests 3 cpu cores"),
+        ({"memory": {"requests": "8Gi"}}, "worker-1 requests 8192 MiB of memory, but this machine has 1000 MiB"),
+        ({"gpu": {"limits": 1}}, "worker-1 requests 1 GPU, but the GPUs visible here are none"),
+    ],
+)
 def test_check_names_the_replica_and_value(asked, says):
     with pytest.raises(ResourceUnavailable) as error:
         resources.check(_topology(**asked), SMALL)
@@ -55,17 +61,42 @@ def test_check_accepts_what_fits():
 
 def test_check_adds_up_memory_and_gpus_of_the_whole_run():
     """64 workers that each fit, but not together: refused, naming the totals."""
-    big = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 64, "default_worker": {
-        "resources": {"cpu": {"requests": 1}, "memory": {"requests": 512, "limits": 2048}}}}}}
-    with pytest.raises(ResourceUnavailable, match=r"its 65 replicas request 32768 MiB of memory in all, but this machine has 1000 MiB"):
+    big = {
+        "framework": "pytorch",
+        "environment": {
+            "replicas": {
+                "n_workers": 64,
+                "default_worker": {"resources": {"cpu": {"requests": 1}, "memory": {"requests": 512, "limits": 2048}}},
+            }
+        },
+    }
+    with pytest.raises(
+        ResourceUnavailable, match=r"its 65 replicas request 32768 MiB of memory in all, but this machine has 1000 MiB"
+    ):
         resources.check(parse_topology(big), SMALL)
     two_gpus = resources.Machine(cpus=(0, 1), memory_mib=1e6, gpus=("0", "1"))
-    three = {"framework": "pytorch", "environment": {"resources": {"gpu": 1}, "replicas": {"n_workers": 2, "default_worker": {
-        "resources": {"gpu": 1}}}}}
-    with pytest.raises(ResourceUnavailable, match=r"its replicas request 3 GPUs in all, but the GPUs visible here are 2"):
+    three = {
+        "framework": "pytorch",
+        "environment": {
+            "resources": {"gpu": 1},
+            "replicas": {"n_workers": 2, "default_worker": {"resources": {"gpu": 1}}},
+        },
+    }
+    with pytest.raises(
+        ResourceUnavailable, match=r"its replicas request 3 GPUs in all, but the GPUs visible here are 2"
+    ):
         resources.check(parse_topology(three), two_gpus)
-    resources.check(parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": 7, "default_worker": {
-        "resources": {"cpu": {"requests": 1}}}}}}), SMALL)  # cores are time-shared: 8 one-core replicas on 2 cores run
+    resources.check(
+        parse_topology(
+            {
+                "framework": "pytorch",
+                "environment": {
+                    "replicas": {"n_workers": 7, "default_worker": {"resources": {"cpu": {"requests": 1}}}}
+                },
+            }
+        ),
+        SMALL,
+    )  # cores are time-shared: 8 one-core replicas on 2 cores run
 
 
 def test_check_counts_gpus_from_cuda_visible_devices():
@@ -80,17 +111,25 @@ def test_check_counts_gpus_from_cuda_visible_devices():
 def test_submit_refused_before_anything_exists(px_home):
     from jupyter_px.api import submit as api_submit
 
-    topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1, "default_worker": {
-        "resources": {"cpu": {"requests": 10_000}}}}}}
+    topology = {
+        "framework": "pytorch",
+        "environment": {"replicas": {"n_workers": 1, "default_worker": {"resources": {"cpu": {"requests": 10_000}}}}},
+    }
     with pytest.raises(ResourceUnavailable, match="worker-0 requests 10000 cpu cores"):
         api_submit(JOBS / "faults.py", topology)
     assert RunStore().run_ids() == []
 
 
 def test_placement_spreads_cores_and_gives_gpus():
-    topology = parse_topology({"framework": "pytorch", "environment": {
-        "resources": {"cpu": 1, "gpu": 1},
-        "replicas": {"n_workers": 3, "default_worker": {"resources": {"cpu": {"limits": 2}}}}}})
+    topology = parse_topology(
+        {
+            "framework": "pytorch",
+            "environment": {
+                "resources": {"cpu": 1, "gpu": 1},
+                "replicas": {"n_workers": 3, "default_worker": {"resources": {"cpu": {"limits": 2}}}},
+            },
+        }
+    )
     machine = resources.Machine(cpus=(0, 1, 2, 3), memory_mib=1e6, gpus=("0", "1"))
     placed = resources.place(topology.replicas(), machine)
     assert placed[("master", 0)].cpus == (0,)
@@ -103,6 +142,7 @@ def test_placement_spreads_cores_and_gives_gpus():
 
 
 # ---- ports -------------------------------------------------------------------------------------
+
 
 def test_reserved_ports_are_locked_against_other_processes(tmp_path):
     lock = tmp_path / "ports.lock"
@@ -131,15 +171,27 @@ def test_reserved_ports_are_locked_against_other_processes(tmp_path):
 
 # ---- the runner --------------------------------------------------------------------------------
 
+
 def _runner_run(store: RunStore, source: str, *, language="python", args=(), files=None, workdir=None, env=None):
     """A run directory for the runner alone (no supervisor), and the runner's result."""
     run_id = f"runner-{time.monotonic_ns() % 10**9}"
     code = {"main.py": source, **(files or {})}
-    store.create(RunRecord(run_id=run_id, topology={}, workdir=str(workdir) if workdir else None,
-                           code=CodeSpec(entrypoint="main.py", language=language, args=list(args))), code)
-    result = subprocess.run([sys.executable, "-m", "jupyter_px.runner", str(store.paths(run_id).root)],
-                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})),
-                            timeout=120)
+    store.create(
+        RunRecord(
+            run_id=run_id,
+            topology={},
+            workdir=str(workdir) if workdir else None,
+            code=CodeSpec(entrypoint="main.py", language=language, args=list(args)),
+        ),
+        code,
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "jupyter_px.runner", str(store.paths(run_id).root)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})),
+        timeout=120,
+    )
     return result
 
 
@@ -155,12 +207,18 @@ def test_runner_runs_main_with_args_workdir_and_code_dir(px_home, tmp_path):
     assert result.stdout.split() == ["__main__", "['--lr',", "'3']", str(tmp_path), "42", "from", "the", "workdir"]
 
 
-@pytest.mark.parametrize("source, code", [
-    ("import sys\nsys.exit(4)\n", 4),
-    ("raise SystemExit('bad input')\n", 1),
-    ("raise SystemExit(None)\n", 0),
-    ("import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\n", 0),
-])
+@pytest.mark.parametrize(
+    "source, code",
+    [
+        ("import sys\nsys.exit(4)\n", 4),
+        ("raise SystemExit('bad input')\n", 1),
+        ("raise SystemExit(None)\n", 0),
+        (
+            "import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\n",
+            0,
+        ),
+    ],
+)
 def test_runner_exit_codes(px_home, source, code):
     result = _runner_run(RunStore(), source)
     assert result.returncode == code, result.stderr
@@ -193,7 +251,9 @@ def test_runner_runs_atexit_handlers_and_flushes_tracking(px_home, tmp_path):
 
 
 def test_runner_ipython_magics_shell_and_failures(px_home):
-    ok = _runner_run(RunStore(), "x = 20 + 1\n%time y = x * 2\n!echo shell says $y\nprint('y is', y)\n", language="ipython")
+    ok = _runner_run(
+        RunStore(), "x = 20 + 1\n%time y = x * 2\n!echo shell says $y\nprint('y is', y)\n", language="ipython"
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "shell says 42" in ok.stdout and "y is 42" in ok.stdout
     failing = _runner_run(RunStore(), "print('before')\n1 / 0\nprint('after')\n", language="ipython")
@@ -206,17 +266,21 @@ def test_runner_ipython_magics_shell_and_failures(px_home):
 def test_runner_loads_pushed_values(px_home):
     import pickle
 
-    result = _runner_run(RunStore(), "print(lr * 10, names)\n",
-                         files={"pushed.pkl": pickle.dumps({"lr": 0.5, "names": ["a", "b"]})})
+    result = _runner_run(
+        RunStore(), "print(lr * 10, names)\n", files={"pushed.pkl": pickle.dumps({"lr": 0.5, "names": ["a", "b"]})}
+    )
     assert result.returncode == 0 and result.stdout.strip() == "5.0 ['a', 'b']"
 
 
 # ---- runs through the backend (real processes) --------------------------------------------------
 
+
 @pytest.mark.slow
 def test_environment_contract_affinity_and_status_right_after_submit(px_home, tmp_path):
-    topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2, "default_worker": {
-        "resources": {"cpu": {"limits": 1}}}}}}
+    topology = {
+        "framework": "pytorch",
+        "environment": {"replicas": {"n_workers": 2, "default_worker": {"resources": {"cpu": {"limits": 1}}}}},
+    }
     run = submit("faults.py", topology, args=["env"], workdir=tmp_path)
     first = run.status()  # the submitter returned only once the supervisor had announced itself
     assert first.supervisor_pid and first.state.value in ("Pending", "Running", "Succeeded")
@@ -252,20 +316,30 @@ def test_processes_per_replica_start_torchrun_style_ranks(px_home):
     assert status.state.value == "Succeeded", describe(run)
     seen = outputs(run)
     ranks = {key: (v["env"]["RANK"], v["env"]["LOCAL_RANK"], v["env"]["WORLD_SIZE"]) for key, v in seen.items()}
-    assert ranks == {"master-0-local0": ("0", "0", "4"), "master-0-local1": ("1", "1", "4"),
-                     "worker-0-local0": ("2", "0", "4"), "worker-0-local1": ("3", "1", "4")}
+    assert ranks == {
+        "master-0-local0": ("0", "0", "4"),
+        "master-0-local1": ("1", "1", "4"),
+        "worker-0-local0": ("2", "0", "4"),
+        "worker-0-local1": ("3", "1", "4"),
+    }
 
 
 @pytest.mark.slow
 def test_run_outlives_the_process_that_submitted_it(px_home):
     code = textwrap.dedent(f"""
         from jupyter_px.api import submit
-        run = submit({str(JOBS / 'faults.py')!r}, {{"framework": "pytorch", "environment": {{"replicas": {{"n_workers": 1}}}}}},
+        run = submit({str(JOBS / "faults.py")!r}, {{"framework": "pytorch", "environment": {{"replicas": {{"n_workers": 1}}}}}},
                      args=["flaky", "worker-0", "0"])
         print(run.run_id)
     """)
-    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    child = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     from jupyter_px.api import Run
 
     run = Run(child.stdout.strip())
@@ -339,14 +413,20 @@ def test_mpi_job_three_ranks(px_home):
 @pytest.mark.slow
 def test_lost_when_the_supervisor_is_gone(px_home):
     """status() reconciles: Running with a dead supervisor reads Lost, with the reason."""
-    from jupyter_px.runstore import RunStatus, ReplicaStatus
+    from jupyter_px.runstore import ReplicaStatus, RunStatus
 
     store = RunStore()
     store.create(RunRecord(run_id="ghost-run", topology={}), {"main.py": "pass\n"})
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    store.write_status(RunStatus(run_id="ghost-run", state="Running", supervisor_pid=dead.pid,
-                                 replicas=[ReplicaStatus(role="master", index=0, state="Running", pid=dead.pid)]))
+    store.write_status(
+        RunStatus(
+            run_id="ghost-run",
+            state="Running",
+            supervisor_pid=dead.pid,
+            replicas=[ReplicaStatus(role="master", index=0, state="Running", pid=dead.pid)],
+        )
+    )
     status = LocalBackend(store).status("ghost-run")
     assert status.state.value == "Lost" and status.reason == "SupervisorLost"
     assert f"pid {dead.pid}" in status.message

@@ -11,7 +11,6 @@ import signal
 
 import psutil
 import pytest
-
 from local_support import describe, outputs, replica, run_processes, submit, wait, wait_for
 
 pytestmark = pytest.mark.slow
@@ -49,14 +48,26 @@ def test_worker_killed_by_sigkill_is_recorded_as_signaled(px_home):
     status = wait(run)
     assert status.state.value == "Failed", describe(run)
     killed = replica(status, "worker-0")
-    assert (killed.state.value, killed.signal, killed.exit_code, killed.reason) == ("Failed", "SIGKILL", 137, "Signaled")
+    assert (killed.state.value, killed.signal, killed.exit_code, killed.reason) == (
+        "Failed",
+        "SIGKILL",
+        137,
+        "Signaled",
+    )
     assert killed.message == "killed by SIGKILL"
     _assert_others_stopped_quickly(status, "worker-0")
 
 
 def test_replica_over_its_memory_limit_is_oomkilled(px_home):
-    topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1, "worker": [
-        {"index": 0, "resources": {"memory": {"requests": 64, "limits": 120}}}]}}}
+    topology = {
+        "framework": "pytorch",
+        "environment": {
+            "replicas": {
+                "n_workers": 1,
+                "worker": [{"index": 0, "resources": {"memory": {"requests": 64, "limits": 120}}}],
+            }
+        },
+    }
     run = submit("faults.py", topology, args=["oom", "worker-0"])
     status = wait(run)
     assert status.state.value == "Failed", describe(run)
@@ -68,17 +79,27 @@ def test_replica_over_its_memory_limit_is_oomkilled(px_home):
 
 
 def test_on_failure_restarts_up_to_max_restarts_then_fails(px_home):
-    run = submit("faults.py", _topology(1, restart_policy="OnFailure", max_restarts=2), args=["flaky", "worker-0", "99"])
+    run = submit(
+        "faults.py", _topology(1, restart_policy="OnFailure", max_restarts=2), args=["flaky", "worker-0", "99"]
+    )
     status = wait(run)
     assert status.state.value == "Failed", describe(run)
     flaky = replica(status, "worker-0")
     assert (flaky.state.value, flaky.restarts, flaky.exit_code, flaky.reason) == ("Failed", 2, 5, "Error")
     assert "after 2 restarts" in flaky.message
     assert sorted(k for k in outputs(run) if k.startswith("attempt")) == [
-        "attempt-worker-0-0", "attempt-worker-0-1", "attempt-worker-0-2"]
+        "attempt-worker-0-0",
+        "attempt-worker-0-1",
+        "attempt-worker-0-2",
+    ]
     log = run.logs("worker", 0)
-    assert log.index("attempt 0") < log.index("--- restart 1 ---") < log.index("attempt 1") \
-        < log.index("--- restart 2 ---") < log.index("attempt 2")  # one log, appended across restarts
+    assert (
+        log.index("attempt 0")
+        < log.index("--- restart 1 ---")
+        < log.index("attempt 1")
+        < log.index("--- restart 2 ---")
+        < log.index("attempt 2")
+    )  # one log, appended across restarts
 
 
 def test_on_failure_restart_that_then_succeeds(px_home):
@@ -183,8 +204,10 @@ def test_workers_only_run_succeeds_when_every_worker_does(px_home):
 
 
 def test_mpi_rank_over_its_workers_memory_limit_fails_that_worker(px_home):
-    topology = {"framework": "mpi", "environment": {"replicas": {"n_workers": 3, "default_worker": {
-        "resources": {"memory": {"limits": 150}}}}}}
+    topology = {
+        "framework": "mpi",
+        "environment": {"replicas": {"n_workers": 3, "default_worker": {"resources": {"memory": {"limits": 150}}}}},
+    }
     run = submit("faults.py", topology, args=["oom", "worker-1"])  # rank 1 takes on worker-1's identity
     status = wait(run)
     assert status.state.value == "Failed", describe(run)

@@ -6,11 +6,9 @@ real runs go through the local backend into a private PX_HOME.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import textwrap
-import threading
 from pathlib import Path
 
 import nbformat
@@ -65,6 +63,7 @@ def define(shell, name: str = "cluster", body: str = PYTORCH_YAML):
 
 # ---- %%px_topology ---------------------------------------------------------------------------
 
+
 def test_topology_cell_validates_shows_and_stores(ip):
     captured = define(ip)
     text = captured.outputs[0].data["text/plain"]
@@ -80,8 +79,11 @@ def test_topology_cell_accepts_the_older_form(ip):
 
 
 def test_invalid_yaml_lists_problems_with_field_paths(ip):
-    message = usage_error(ip, "%%px_topology bad\nframework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2\n"
-                              "    worker:\n      - index: 5\n")
+    message = usage_error(
+        ip,
+        "%%px_topology bad\nframework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2\n"
+        "    worker:\n      - index: 5\n",
+    )
     assert message == "invalid topology: environment.replicas.worker[0].index: 5 is not below n_workers (2)"
     message = usage_error(ip, "%%px_topology\nframework: [unclosed\n")
     assert message.startswith("invalid topology: yaml: line")
@@ -105,12 +107,16 @@ def test_topology_form_magic_loads_a_name(ip):
 def _displayed_widgets(captured):
     from ipywidgets.widgets.widget import _instances
 
-    ids = [output.data["application/vnd.jupyter.widget-view+json"]["model_id"]
-           for output in captured.outputs if "application/vnd.jupyter.widget-view+json" in output.data]
+    ids = [
+        output.data["application/vnd.jupyter.widget-view+json"]["model_id"]
+        for output in captured.outputs
+        if "application/vnd.jupyter.widget-view+json" in output.data
+    ]
     return [_instances[model_id] for model_id in ids]
 
 
 # ---- %%px_distributed: bad input, nothing submitted --------------------------------------------
+
 
 def _no_runs(px_home: Path) -> bool:
     runs = px_home / "runs"
@@ -126,7 +132,9 @@ def test_unknown_topology_name(ip, px_home):
 
 def test_bad_flag(ip, px_home):
     assert "unrecognized arguments: --wrokers 3" in usage_error(ip, "%%px_distributed --wrokers 3\nprint(1)\n")
-    assert "argument --workers: invalid int value: 'many'" in usage_error(ip, "%%px_distributed --workers many\nprint(1)\n")
+    assert "argument --workers: invalid int value: 'many'" in usage_error(
+        ip, "%%px_distributed --workers many\nprint(1)\n"
+    )
     assert usage_error(ip, "%%px_distributed -t a -f b.yaml\nprint(1)\n") == "give either -t NAME or -f FILE, not both"
     assert "-o '1x'" in usage_error(ip, "%%px_distributed -o 1x\nprint(1)\n")
     assert _no_runs(px_home)
@@ -134,8 +142,10 @@ def test_bad_flag(ip, px_home):
 
 def test_invalid_override_names_the_option(ip, px_home):
     define(ip)
-    assert usage_error(ip, "%%px_distributed -t cluster --workers -1\nprint(1)\n") == \
-        "invalid topology: --workers -1: -1 is not >= 0"
+    assert (
+        usage_error(ip, "%%px_distributed -t cluster --workers -1\nprint(1)\n")
+        == "invalid topology: --workers -1: -1 is not >= 0"
+    )
     message = usage_error(ip, "%%px_distributed -t cluster --framework caffe\nprint(1)\n")
     assert message.startswith("invalid topology: --framework caffe: 'caffe' is not one of")
     assert "--ps 1" in usage_error(ip, "%%px_distributed -t cluster --ps 1\nprint(1)\n")
@@ -143,10 +153,13 @@ def test_invalid_override_names_the_option(ip, px_home):
 
 
 def test_topology_file_errors(ip, tmp_path, px_home):
-    assert "-f 'missing.yaml': cannot read the topology file: No such file or directory" in \
-        usage_error(ip, "%%px_distributed -f missing.yaml\nprint(1)\n")
+    assert "-f 'missing.yaml': cannot read the topology file: No such file or directory" in usage_error(
+        ip, "%%px_distributed -f missing.yaml\nprint(1)\n"
+    )
     (tmp_path / "bad.yaml").write_text("framework: pytorch\nenvironment: {replicas: {n_wrokers: 2}}\n")
-    assert "environment.replicas.n_wrokers: unknown field" in usage_error(ip, "%%px_distributed -f bad.yaml\nprint(1)\n")
+    assert "environment.replicas.n_wrokers: unknown field" in usage_error(
+        ip, "%%px_distributed -f bad.yaml\nprint(1)\n"
+    )
     assert _no_runs(px_home)
 
 
@@ -166,13 +179,17 @@ def test_push_errors_name_the_value(ip, px_home):
     assert message.startswith("--push: cannot ship 'lock' (lock) to the replicas")
     message = usage_error(ip, "%%px_distributed --push helper\nprint(helper())\n")
     assert message.startswith("--push helper: it refers to helper defined in this notebook")
-    assert usage_error(ip, "%%px_distributed --push nothere\nprint(1)\n") == \
-        "--push nothere: no variable 'nothere' in this notebook"
+    assert (
+        usage_error(ip, "%%px_distributed --push nothere\nprint(1)\n")
+        == "--push nothere: no variable 'nothere' in this notebook"
+    )
     assert _no_runs(px_home)
 
 
 def test_syntax_error_and_empty_cell(ip, px_home):
-    assert usage_error(ip, "%%px_distributed\nfor x in\n").startswith("the code does not compile: line 1: invalid syntax")
+    assert usage_error(ip, "%%px_distributed\nfor x in\n").startswith(
+        "the code does not compile: line 1: invalid syntax"
+    )
     assert usage_error(ip, "%%px_distributed\n\n").startswith("the cell is empty")
     assert _no_runs(px_home)
 
@@ -189,8 +206,9 @@ def test_resource_the_machine_lacks_is_refused(ip, px_home):
 PYTORCH_2 = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}}
 
 
-@pytest.mark.parametrize("magic", ["px_status nope", "px_logs nope", "px_stop nope", "px_attach nope",
-                                   "px_plot nope", "px_tensorboard nope"])
+@pytest.mark.parametrize(
+    "magic", ["px_status nope", "px_logs nope", "px_stop nope", "px_attach nope", "px_plot nope", "px_tensorboard nope"]
+)
 def test_unknown_run(ip, magic):
     message = usage_error(ip, f"%{magic}")
     assert message.startswith("unknown run 'nope' (no such run id or name in")
@@ -213,8 +231,10 @@ def test_runs_status_logs(ip, synthetic_run):
     assert captured.stdout.splitlines() == [f"worker-1 line {i}" for i in range(10)]
     _, captured = run(ip, "%px_logs done-1 --tail 23")
     assert captured.stdout == "line 8\nmaster-0 line 9\n"
-    assert usage_error(ip, "%px_logs done-1 --role worker --index 5") == \
-        "run done-1 has no replica worker-5 (replicas: master-0, worker-0, worker-1)"
+    assert (
+        usage_error(ip, "%px_logs done-1 --role worker --index 5")
+        == "run done-1 has no replica worker-5 (replicas: master-0, worker-0, worker-1)"
+    )
     assert usage_error(ip, "%px_logs done-1 --role chief").startswith("run done-1 has no replica chief-0")
 
     _, captured = run(ip, "%px_stop done-1")
@@ -230,7 +250,9 @@ def test_plot_metrics(ip, synthetic_run):
     assert all(trace["x"] == list(range(25)) for trace in figure["data"])
     assert figure["data"][0]["y"][0] == 1.0
     assert "75 points" in bundle["text/plain"] and "plotly" in bundle["text/html"].lower()
-    assert usage_error(ip, "%px_plot metrics-1 accuracy") == "run metrics-1 has no metric 'accuracy' (it has: acc, loss)"
+    assert (
+        usage_error(ip, "%px_plot metrics-1 accuracy") == "run metrics-1 has no metric 'accuracy' (it has: acc, loss)"
+    )
     synthetic_run("quiet-1", PYTORCH_2, state="Succeeded")
     _, captured = run(ip, "%px_plot quiet-1")
     assert captured.stdout.startswith("run quiet-1 has no metrics yet")
@@ -246,14 +268,18 @@ def test_run_found_by_name(ip, px_home):
 
 # ---- real runs through the local backend -----------------------------------------------------
 
+
 def test_submit_wait_success_with_pushed_values_and_overrides(ip, px_home):
     define(ip)
     run(ip, "lr = 0.25\nepochs = 2\n")
-    result, captured = run(ip, textwrap.dedent("""\
+    result, captured = run(
+        ip,
+        textwrap.dedent("""\
         %%px_distributed -t cluster --workers 1 --name pushed --push lr,epochs --wait -o job
         import os
         print("replica", os.environ["PX_TASK_TYPE"], os.environ["RANK"], "of", os.environ["WORLD_SIZE"], lr * epochs)
-        """))
+        """),
+    )
     assert result.success, captured.stderr
     job = ip.user_ns["job"]
     assert job.run_id.startswith("pushed-")
@@ -264,20 +290,25 @@ def test_submit_wait_success_with_pushed_values_and_overrides(ip, px_home):
 
 
 def test_failing_job_with_wait_is_one_clear_error(ip, px_home):
-    message = usage_error(ip, textwrap.dedent("""\
+    message = usage_error(
+        ip,
+        textwrap.dedent("""\
         %%px_distributed --framework pytorch --workers 1 --name boom --wait
         import os, time
         if os.environ["PX_TASK_TYPE"] == "worker":
             raise SystemExit(3)
         time.sleep(120)  # the master is still busy when the worker fails: the run fails, the master is stopped
-        """))
+        """),
+    )
     assert re.match(r"run boom-[0-9a-f]{6} Failed", message)
     assert "worker-0" in message and "exit code 3" in message
     assert message.endswith("--role worker --index 0")
 
 
 def test_ipython_syntax_runs_under_an_ipython_shell(ip, px_home):
-    result, captured = run(ip, "%%px_distributed --name magic --wait -o job\n!echo shell-says-hi\nx = %time 6 * 7\nprint('x is', x)\n")
+    result, captured = run(
+        ip, "%%px_distributed --name magic --wait -o job\n!echo shell-says-hi\nx = %time 6 * 7\nprint('x is', x)\n"
+    )
     assert result.success, captured.stderr
     job = ip.user_ns["job"]
     assert job.record.code.language == "ipython"
@@ -300,8 +331,11 @@ def test_notebook_code_from_history_skips_px_cells(ip, px_home):
 
 
 def test_logs_follow_until_the_run_ends(ip, px_home):
-    result, _ = run(ip, "%%px_distributed --name chatty -o job\nimport time\nfor i in range(5):\n"
-                        "    print('tick', i, flush=True)\n    time.sleep(0.2)\n")
+    result, _ = run(
+        ip,
+        "%%px_distributed --name chatty -o job\nimport time\nfor i in range(5):\n"
+        "    print('tick', i, flush=True)\n    time.sleep(0.2)\n",
+    )
     assert result.success
     job = ip.user_ns["job"]
     _, captured = run(ip, f"%px_logs {job.run_id} --follow")
@@ -319,6 +353,7 @@ def test_stop_a_running_job(ip, px_home):
 
 
 # ---- in a real kernel ------------------------------------------------------------------------
+
 
 def _client(nb, px_home: Path, cwd: Path, extra_env: dict | None = None):
     from nbclient import NotebookClient
@@ -370,8 +405,9 @@ def test_attach_after_kernel_restart_loses_no_metric(px_home, tmp_path):
         dist.barrier()  # the master's success ends the run: let every replica finish logging first
         dist.destroy_process_group()
         """)
-    first = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (
-        "%load_ext jupyter_px", code, "print(run.run_id)")])
+    first = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in ("%load_ext jupyter_px", code, "print(run.run_id)")]
+    )
     client, env = _client(first, px_home, tmp_path)
     with client.setup_kernel(env=env):
         for index, cell in enumerate(first.cells):
@@ -383,8 +419,12 @@ def test_attach_after_kernel_restart_loses_no_metric(px_home, tmp_path):
     job = Run(run_id)
     assert job.status().state.value == "Running"
 
-    second = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (
-        "%load_ext jupyter_px", f"%px_attach {run_id} -o run", f"%px_attach {run_id} --wait")])
+    second = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(c)
+            for c in ("%load_ext jupyter_px", f"%px_attach {run_id} -o run", f"%px_attach {run_id} --wait")
+        ]
+    )
     client, env = _client(second, px_home, tmp_path)
     with client.setup_kernel(env=env):
         client.execute_cell(second.cells[0], 0)
@@ -436,6 +476,7 @@ def test_notebook_flag_prefers_the_notebook_file(px_home, tmp_path):
 
 # ---- the static checks behind the magic ------------------------------------------------------
 
+
 def test_free_names_sees_every_scope_and_ignores_what_the_code_binds():
     from jupyter_px.notebook_code import free_names
 
@@ -459,8 +500,13 @@ def test_free_names_sees_every_scope_and_ignores_what_the_code_binds():
         with open(__file__) as handle:
             lambda y: y + offset
         """)
-    assert free_names(code) - {"range", "print", "len", "open", "ValueError", "__file__"} == \
-        {"lr", "epochs", "width", "scale", "offset"}
+    assert free_names(code) - {"range", "print", "len", "open", "ValueError", "__file__"} == {
+        "lr",
+        "epochs",
+        "width",
+        "scale",
+        "offset",
+    }
 
 
 def test_local_references_finds_notebook_functions_and_classes(monkeypatch):
@@ -487,13 +533,16 @@ def test_transform_marks_ipython_code():
 
 # ---- the package's own surface ---------------------------------------------------------------
 
+
 def test_import_is_light_and_reexports_resolve(px_home):
     import subprocess
     import sys
 
-    probe = ("import sys, jupyter_px\n"
-             "heavy = [m for m in ('IPython', 'ipywidgets', 'pydantic', 'plotly', 'jupyter_server') if m in sys.modules]\n"
-             "print(heavy)")
+    probe = (
+        "import sys, jupyter_px\n"
+        "heavy = [m for m in ('IPython', 'ipywidgets', 'pydantic', 'plotly', 'jupyter_server') if m in sys.modules]\n"
+        "print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr  # the replica runner imports jupyter_px
 

@@ -79,8 +79,10 @@ def test_partial_last_line_waits_for_its_end(paths):
 def test_new_replicas_and_bad_lines(paths):
     reader = MetricsReader(paths)
     assert reader.poll() == {}
-    append(paths.metrics("worker", 1), line(None, 1.0, loss=1) + b"not json\n" + b'{"metrics": 3}\n'
-           + line(1, 2.0, loss="x", ok=2.0))
+    append(
+        paths.metrics("worker", 1),
+        line(None, 1.0, loss=1) + b"not json\n" + b'{"metrics": 3}\n' + line(1, 2.0, loss="x", ok=2.0),
+    )
     with pytest.warns(RuntimeWarning, match="not a JSON object"):
         new = reader.poll()
     assert new[("worker-1", "loss")].steps == [None]  # a call without a step
@@ -92,11 +94,21 @@ def test_new_replicas_and_bad_lines(paths):
 def test_nan_and_infinity_round_trip(paths, monkeypatch):
     monkeypatch.setenv("PX_RUN_ID", "run-1")
     result = subprocess.run(
-        [sys.executable, "-c", "from jupyter_px import tracking\n"
-                               "tracking.log_metrics(step=0, loss=float('nan'), gnorm=float('inf'))"],
-        env={"PYTHONPATH": str(REPO), "PX_RUN_ID": "run-1", "PX_TASK_TYPE": "worker", "PX_TASK_INDEX": "0",
-             "PX_METRICS_PATH": str(paths.metrics("worker", 0))},
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "from jupyter_px import tracking\ntracking.log_metrics(step=0, loss=float('nan'), gnorm=float('inf'))",
+        ],
+        env={
+            "PYTHONPATH": str(REPO),
+            "PX_RUN_ID": "run-1",
+            "PX_TASK_TYPE": "worker",
+            "PX_TASK_INDEX": "0",
+            "PX_METRICS_PATH": str(paths.metrics("worker", 0)),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     new = MetricsReader(paths).poll()
@@ -133,7 +145,7 @@ def test_user_event_files_are_read_incrementally(paths, tmp_path):
     # One more record, appended to the same file in two writes: nothing until it is whole.
     write_user_events(tmp_path / "scratch", [("loss", 2, 0.25)])
     scratch = next((tmp_path / "scratch").iterdir()).read_bytes()
-    record = scratch[_first_record_len(scratch):]  # skip the file-version record
+    record = scratch[_first_record_len(scratch) :]  # skip the file-version record
     event_file = next(p for p in replica_dir.iterdir() if p.is_file() and not p.name.endswith(".px"))
     append(event_file, record[:10])
     assert reader.poll() == {}
@@ -219,10 +231,12 @@ def test_parse_log_metrics():
 
 def test_ingest_log_lines_feeds_the_reader(paths):
     reader = MetricsReader(paths)
-    ingest_log_lines(paths, "worker", 3, ['@px-metrics {"step":1,"time":5.0,"metrics":{"loss":0.5}}',
-                                          '@px-params {"lr":0.1}'])
-    ingest_log_lines(paths, "worker", 3, ['@px-metrics {"step":2,"time":6.0,"metrics":{"loss":0.4}}',
-                                          '@px-params {"bs":8}'])
+    ingest_log_lines(
+        paths, "worker", 3, ['@px-metrics {"step":1,"time":5.0,"metrics":{"loss":0.5}}', '@px-params {"lr":0.1}']
+    )
+    ingest_log_lines(
+        paths, "worker", 3, ['@px-metrics {"step":2,"time":6.0,"metrics":{"loss":0.4}}', '@px-params {"bs":8}']
+    )
     assert reader.poll()[("worker-3", "loss")].values == [0.5, 0.4]
     assert reader.params() == {"worker-3": {"lr": 0.1, "bs": 8}}
 
@@ -235,9 +249,14 @@ def test_reads_a_real_replica_end_to_end(paths):
             tracking.log_metrics(step=i, total_steps=20, loss=1.0 / (i + 1))
         """
     )
-    env = {"PYTHONPATH": str(REPO), "PX_RUN_ID": "run-1", "PX_TASK_TYPE": "worker", "PX_TASK_INDEX": "2",
-           "PX_METRICS_PATH": str(paths.metrics("worker", 2)),
-           "PX_TENSORBOARD_PATH": str(paths.tensorboard("worker", 2))}
+    env = {
+        "PYTHONPATH": str(REPO),
+        "PX_RUN_ID": "run-1",
+        "PX_TASK_TYPE": "worker",
+        "PX_TASK_INDEX": "2",
+        "PX_METRICS_PATH": str(paths.metrics("worker", 2)),
+        "PX_TENSORBOARD_PATH": str(paths.tensorboard("worker", 2)),
+    }
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     reader = MetricsReader(paths)
@@ -253,10 +272,16 @@ def test_big_records_are_skipped_unread(paths):
 
     writer = EventFileWriter(str(paths.tensorboard("worker", 0)))
     image = summary_pb2.Summary.Image(height=1, width=1, encoded_image_string=b"\0" * (3 << 20))
-    writer.add_event(event_pb2.Event(step=0, summary=summary_pb2.Summary(value=[
-        summary_pb2.Summary.Value(tag="picture", image=image)])))
-    writer.add_event(event_pb2.Event(step=1, summary=summary_pb2.Summary(value=[
-        summary_pb2.Summary.Value(tag="loss", simple_value=0.5)])))
+    writer.add_event(
+        event_pb2.Event(
+            step=0, summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="picture", image=image)])
+        )
+    )
+    writer.add_event(
+        event_pb2.Event(
+            step=1, summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=0.5)])
+        )
+    )
     writer.close()
     new = MetricsReader(paths).poll()
     assert list(new) == [("worker-0", "loss")] and new[("worker-0", "loss")].steps == [1]
@@ -270,8 +295,17 @@ def test_history_budget_reads_the_tail_first_then_backfills_to_the_full_history(
     for replica in ("master-0", "worker-0", "worker-1"):
         with open(paths.metrics_dir / f"{replica}.jsonl", "w") as handle:
             for step in range(3000):
-                handle.write(json.dumps({"step": step, "time": 1.0 + step, "total_steps": 5000 + step,
-                                         "metrics": {"loss": 1 / (step + 1), "acc": step / 3000}}) + "\n")
+                handle.write(
+                    json.dumps(
+                        {
+                            "step": step,
+                            "time": 1.0 + step,
+                            "total_steps": 5000 + step,
+                            "metrics": {"loss": 1 / (step + 1), "acc": step / 3000},
+                        }
+                    )
+                    + "\n"
+                )
     full = MetricsReader(paths)
     full.poll()
 
@@ -303,7 +337,8 @@ def test_read_history_drains_everything_at_once(tmp_path):
     paths = RunPaths("drain", tmp_path)
     paths.metrics_dir.mkdir(parents=True)
     (paths.metrics_dir / "master-0.jsonl").write_text(
-        "".join(json.dumps({"step": s, "time": float(s), "metrics": {"loss": float(s)}}) + "\n" for s in range(5000)))
+        "".join(json.dumps({"step": s, "time": float(s), "metrics": {"loss": float(s)}}) + "\n" for s in range(5000))
+    )
     reader = MetricsReader(paths, history_budget=10_000)
     reader.poll()
     assert reader.pending_history

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -45,18 +44,38 @@ class JupyterServer:
         self.root = root
         config = root / "config"
         config.mkdir()
-        (config / "jupyter_server_config.json").write_text(json.dumps({
-            "ServerApp": {"jpserver_extensions": {"jupyter_px": True, "jupyter_server_proxy": True}},
-        }))
+        (config / "jupyter_server_config.json").write_text(
+            json.dumps(
+                {
+                    "ServerApp": {"jpserver_extensions": {"jupyter_px": True, "jupyter_server_proxy": True}},
+                }
+            )
+        )
         self.px_home = root / "server_px_home"
         self.log = open(root / "server.log", "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
-             f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
-             f"--ServerApp.base_url={BASE_URL}", f"--ServerApp.root_dir={root}", "--allow-root"],
-            env={**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
-                 "PX_HOME": str(self.px_home)},
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.base_url={BASE_URL}",
+                f"--ServerApp.root_dir={root}",
+                "--allow-root",
+            ],
+            env={
+                **os.environ,
+                "JUPYTER_CONFIG_DIR": str(config),
+                "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+                "PX_HOME": str(self.px_home),
+            },
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 60
         while True:
@@ -173,8 +192,12 @@ def test_notebook_runs(path, px_home, tmp_path, jupyter_server, stop_tensorboard
 def test_server_extension_rest_api(jupyter_server):
     from conftest import make_synthetic_run
 
-    make_synthetic_run(jupyter_server.px_home, "rest-1", {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}},
-                       state="Succeeded")
+    make_synthetic_run(
+        jupyter_server.px_home,
+        "rest-1",
+        {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}},
+        state="Succeeded",
+    )
     status, body = jupyter_server.get(f"{BASE_URL}px/api/runs")
     assert status == 200
     (listed,) = json.loads(body)["runs"]
@@ -200,9 +223,15 @@ def test_server_extension_tells_kernels_the_base_url(tmp_path):
     )
     config = tmp_path / "config"
     config.mkdir()
-    (config / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}}))
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}})
+    )
     env = {k: v for k, v in os.environ.items() if k != "JUPYTER_PX_BASE_URL"}
-    out = subprocess.run([sys.executable, "-c", code],
-                         env={**env, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")},
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.stdout.strip().splitlines()[-1] == "/user/someone/", out.stderr[-2000:]

@@ -8,7 +8,15 @@ import os
 import pytest
 
 from jupyter_px.runstore import (
-    InvalidRunId, ReplicaState, RunNotFound, RunRecord, RunState, RunStore, initial_status, new_run_id, validate_run_id,
+    InvalidRunId,
+    ReplicaState,
+    RunNotFound,
+    RunRecord,
+    RunState,
+    RunStore,
+    initial_status,
+    new_run_id,
+    validate_run_id,
 )
 
 

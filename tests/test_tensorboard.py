@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-# pytest-jupyter's fixtures (jp_fetch, jp_serverapp, ...), imported rather than registered as a
-# plugin: a plugin's autouse fixtures (an event loop and a ServerApp clean-up around every test)
-# would apply to the whole test session, this way they stay in this module.
-from pytest_jupyter.jupyter_server import *  # noqa: F401,F403  (first: the names below win)
-
 import json
 import socket
 import time
@@ -15,12 +10,17 @@ import urllib.request
 import psutil
 import pytest
 
+# pytest-jupyter's fixtures (jp_fetch, jp_serverapp, ...), imported rather than registered as a
+# plugin: a plugin's autouse fixtures (an event loop and a ServerApp clean-up around every test)
+# would apply to the whole test session, this way they stay in this module.
+from pytest_jupyter.jupyter_server import *  # noqa: F403  (first: the names below win)
+
 from jupyter_px import tensorboard
 from jupyter_px.runstore.layout import RunPaths
 
 
 @pytest.fixture
-def jp_asyncio_loop():  # noqa: F811 - the same fixture without autouse
+def jp_asyncio_loop():
     from jupyter_core.utils import ensure_event_loop
 
     loop = ensure_event_loop(prefer_selector_loop=True)
@@ -29,7 +29,7 @@ def jp_asyncio_loop():  # noqa: F811 - the same fixture without autouse
 
 
 @pytest.fixture
-def jp_server_cleanup(jp_asyncio_loop):  # noqa: F811 - the same clean-up, only where a server ran
+def jp_server_cleanup(jp_asyncio_loop):
     from jupyter_server.serverapp import ServerApp
 
     yield
@@ -86,8 +86,10 @@ def test_start_two_runs_reuse_and_stop(px_home):
     result = tensorboard.start(["run-a", "run-b"])
     assert isinstance(result, tensorboard.Launched), result
     info = result.info
-    assert info.logdirs == {"run-a": str(RunPaths("run-a").tensorboard_dir),
-                            "run-b": str(RunPaths("run-b").tensorboard_dir)}
+    assert info.logdirs == {
+        "run-a": str(RunPaths("run-a").tensorboard_dir),
+        "run-b": str(RunPaths("run-b").tensorboard_dir),
+    }
     record = json.loads((px_home / "tensorboard" / f"{info.key}.json").read_text())
     assert record["pid"] == info.pid and record["port"] == info.port
 
@@ -143,7 +145,7 @@ def test_stale_record_is_not_reused(px_home):
     paths = fake_run("run-a")
     key = tensorboard._key({"": str(paths.tensorboard_dir)})
     (px_home / "tensorboard").mkdir(parents=True)
-    stale = dict(key=key, pid=2**22 + 17, port=1, logdirs={}, logdir_spec="", started=0.0, create_time=0.0)
+    stale = {"key": key, "pid": 2**22 + 17, "port": 1, "logdirs": {}, "logdir_spec": "", "started": 0.0, "create_time": 0.0}
     (px_home / "tensorboard" / f"{key}.json").write_text(json.dumps(stale))
     assert tensorboard.list_servers() == []
     assert not (px_home / "tensorboard" / f"{key}.json").exists()
@@ -160,8 +162,7 @@ def test_urls(monkeypatch):
 
 
 def test_embed(monkeypatch):
-    info = tensorboard.ServerInfo(key="k", pid=1, port=6007, logdirs={}, logdir_spec="", started=0.0,
-                                  create_time=0.0)
+    info = tensorboard.ServerInfo(key="k", pid=1, port=6007, logdirs={}, logdir_spec="", started=0.0, create_time=0.0)
     frame = tensorboard.embed(tensorboard.Reused(info), height=500, base_url="/user/x/")
     html = frame._repr_html_()
     assert 'src="/user/x/proxy/6007/"' in html and 'height="500"' in html
@@ -174,8 +175,9 @@ def jp_server_config():
     return {"ServerApp": {"jpserver_extensions": {"jupyter_server_proxy": True}}}
 
 
-def test_served_through_jupyter_server_proxy(px_home, jp_fetch, jp_base_url, jp_http_port, jp_asyncio_loop,
-                                             jp_server_cleanup):
+def test_served_through_jupyter_server_proxy(
+    px_home, jp_fetch, jp_base_url, jp_http_port, jp_asyncio_loop, jp_server_cleanup
+):
     from tornado.httpclient import AsyncHTTPClient
 
     fake_run("run-a")
@@ -190,8 +192,11 @@ def test_served_through_jupyter_server_proxy(px_home, jp_fetch, jp_base_url, jp_
     assert result.info.url(jp_base_url) == f"{jp_base_url}proxy/{port}/"
 
     # Without the Jupyter token the same route is refused (login redirect or 403).
-    anonymous = jp_asyncio_loop.run_until_complete(AsyncHTTPClient().fetch(
-        f"http://127.0.0.1:{jp_http_port}{jp_base_url}proxy/{port}/data/runs",
-        follow_redirects=False, raise_error=False,
-    ))
+    anonymous = jp_asyncio_loop.run_until_complete(
+        AsyncHTTPClient().fetch(
+            f"http://127.0.0.1:{jp_http_port}{jp_base_url}proxy/{port}/data/runs",
+            follow_redirects=False,
+            raise_error=False,
+        )
+    )
     assert anonymous.code in (302, 403), anonymous.code

@@ -42,5 +42,10 @@ def test_problems_serialise_for_rest_and_json():
         parse_topology("framework: caffe\n")
     assert caught.value.to_dict() == {
         "error": "invalid topology",
-        "problems": [{"path": "framework", "message": "'caffe' is not one of 'tensorflow', 'pytorch', 'mxnet', 'horovod' or 'mpi'"}],
+        "problems": [
+            {
+                "path": "framework",
+                "message": "'caffe' is not one of 'tensorflow', 'pytorch', 'mxnet', 'horovod' or 'mpi'",
+            }
+        ],
     }

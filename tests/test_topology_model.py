@@ -6,23 +6,40 @@ import jsonschema
 import pytest
 
 from jupyter_px.topology import (
-    TopologyError, apply_overrides, json_schema, parse_topology, summary_html, summary_text, to_dict, to_yaml,
+    TopologyError,
+    apply_overrides,
+    json_schema,
+    parse_topology,
+    summary_html,
+    summary_text,
+    to_dict,
+    to_yaml,
 )
 from jupyter_px.topology.quantities import format_cpu, format_memory, parse_cpu, parse_memory_mib
 
 
-@pytest.mark.parametrize("text, cores", [(2, 2.0), (0.5, 0.5), ("2", 2.0), ("500m", 0.5), ("0.25", 0.25), ("1e1", 10.0)])
+@pytest.mark.parametrize(
+    "text, cores", [(2, 2.0), (0.5, 0.5), ("2", 2.0), ("500m", 0.5), ("0.25", 0.25), ("1e1", 10.0)]
+)
 def test_cpu_quantities(text, cores):
     assert parse_cpu(text) == cores
 
 
-@pytest.mark.parametrize("text, mib", [(256, 256.0), ("1Gi", 1024.0), ("512Mi", 512.0), ("0.5", 0.5), ("2048Ki", 2.0), ("1G", 1e9 / 2**20)])
+@pytest.mark.parametrize(
+    "text, mib", [(256, 256.0), ("1Gi", 1024.0), ("512Mi", 512.0), ("0.5", 0.5), ("2048Ki", 2.0), ("1G", 1e9 / 2**20)]
+)
 def test_memory_quantities_are_mib(text, mib):
     assert parse_memory_mib(text) == pytest.approx(mib)
 
 
 def test_kubernetes_formatting():
-    assert (format_cpu(2.0), format_cpu(0.5), format_memory(1024.0), format_memory(512.0), format_memory(0.5)) == ("2", "500m", "1Gi", "512Mi", "512Ki")
+    assert (format_cpu(2.0), format_cpu(0.5), format_memory(1024.0), format_memory(512.0), format_memory(0.5)) == (
+        "2",
+        "500m",
+        "1Gi",
+        "512Mi",
+        "512Ki",
+    )
 
 
 def test_scalar_resource_is_requests_and_limits():
@@ -57,11 +74,17 @@ environment:
 
 def test_azure_mpi_keywords():
     topology = parse_topology("node_count: 2\nprocess_count_per_node: 1\ndistributed_backend: mpi\n")
-    assert (topology.framework, topology.counts(), topology.environment.processes_per_replica) == ("horovod", {"master": 1, "worker": 2}, 1)
+    assert (topology.framework, topology.counts(), topology.environment.processes_per_replica) == (
+        "horovod",
+        {"master": 1, "worker": 2},
+        1,
+    )
 
 
 def test_azure_ps_keywords_have_no_chief():
-    topology = parse_topology({"node_count": 2, "worker_count": 2, "parameter_server_count": 1, "distributed_backend": "ps"})
+    topology = parse_topology(
+        {"node_count": 2, "worker_count": 2, "parameter_server_count": 1, "distributed_backend": "ps"}
+    )
     assert (topology.framework, topology.counts()) == ("tensorflow", {"worker": 2, "ps": 1})
 
 
@@ -101,15 +124,19 @@ def test_json_schema_accepts_what_the_model_accepts():
     schema = json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    for text in ("framework: pytorch\nenvironment:\n  replicas: {n_workers: 2}\n",
-                 "environment:\n  resources: {cpu: {requests: 500m}, memory: {limits: 1Gi}}\n"):
+    for text in (
+        "framework: pytorch\nenvironment:\n  replicas: {n_workers: 2}\n",
+        "environment:\n  resources: {cpu: {requests: 500m}, memory: {limits: 1Gi}}\n",
+    ):
         assert not list(validator.iter_errors(to_dict(parse_topology(text))))
     assert list(validator.iter_errors({"framework": "caffe"}))
     assert {"framework", "backend", "environment"} <= set(schema["properties"])
 
 
 def test_summary_groups_identical_replicas():
-    topology = parse_topology("framework: tensorflow\nenvironment:\n  replicas:\n    n_workers: 1000\n    worker: [{index: 500, resources: {cpu: 4}}]\n")
+    topology = parse_topology(
+        "framework: tensorflow\nenvironment:\n  replicas:\n    n_workers: 1000\n    worker: [{index: 500, resources: {cpu: 4}}]\n"
+    )
     text = summary_text(topology)
     assert "worker  0-499,501-999" in text and "worker  500" in text
     assert "1001 replicas (master 1, worker 1000)" in text
@@ -117,11 +144,17 @@ def test_summary_groups_identical_replicas():
 
 
 def test_large_topology_resolves():
-    data = {"framework": "tensorflow", "environment": {"replicas": {
-        "n_workers": 1000, "n_ps": 100,
-        "worker": [{"index": i * 7, "resources": {"cpu": 2}} for i in range(100)],
-        "ps": [{"index": i, "resources": {"memory": 512}} for i in range(100)],
-    }}}
+    data = {
+        "framework": "tensorflow",
+        "environment": {
+            "replicas": {
+                "n_workers": 1000,
+                "n_ps": 100,
+                "worker": [{"index": i * 7, "resources": {"cpu": 2}} for i in range(100)],
+                "ps": [{"index": i, "resources": {"memory": 512}} for i in range(100)],
+            }
+        },
+    }
     topology = parse_topology(data)
     replicas = topology.replicas()
     assert len(replicas) == 1101

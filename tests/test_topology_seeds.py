@@ -53,7 +53,11 @@ def test_fixtures_are_the_seed_blocks_verbatim():
     assert len(list(SEEDS.glob("*.yaml"))) == 22
 
 
-MASTER = {"cpu": {"requests": 1.0, "limits": 2.0}, "memory": {"requests": 256.0, "limits": 1024.0}, "gpu": {"requests": 1, "limits": 1}}
+MASTER = {
+    "cpu": {"requests": 1.0, "limits": 2.0},
+    "memory": {"requests": 256.0, "limits": 1024.0},
+    "gpu": {"requests": 1, "limits": 1},
+}
 WORKER_2 = {"cpu": {"requests": 1.0, "limits": 2.0}, "memory": {"requests": 256.0, "limits": 1024.0}}
 PS_DEFAULT = {"cpu": {"requests": 1.0, "limits": 1.0}, "memory": {"requests": 256.0, "limits": 256.0}}
 PS_0 = {"cpu": {"requests": 1.0, "limits": 1.0}, "memory": {"requests": 512.0, "limits": 512.0}}
@@ -86,7 +90,12 @@ def test_short_tensorflow_example():
 def test_master_resources_example_and_backend():
     assert resources(parse_topology(seed("000_00")).replica("master", 0)) == MASTER
     kubeflow = parse_topology(seed("000_06"))
-    assert (kubeflow.backend, kubeflow.framework, kubeflow.version, kubeflow.kind) == ("kubeflow", "tensorflow", 1, "experiment")
+    assert (kubeflow.backend, kubeflow.framework, kubeflow.version, kubeflow.kind) == (
+        "kubeflow",
+        "tensorflow",
+        1,
+        "experiment",
+    )
     assert parse_topology(seed("002_06")).framework == "pytorch"
 
 

@@ -22,14 +22,23 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def px_home(tmp_path, monkeypatch):
     monkeypatch.setenv("PX_HOME", str(tmp_path / "home"))
-    for var in ("PX_RUN_ID", "PX_TASK_TYPE", "PX_TASK_INDEX", "PX_CLUSTER", "PX_OUTPUTS_PATH",
-                "PX_TENSORBOARD_PATH", "PX_METRICS_PATH", "PX_PARAMS_PATH"):
+    for var in (
+        "PX_RUN_ID",
+        "PX_TASK_TYPE",
+        "PX_TASK_INDEX",
+        "PX_CLUSTER",
+        "PX_OUTPUTS_PATH",
+        "PX_TENSORBOARD_PATH",
+        "PX_METRICS_PATH",
+        "PX_PARAMS_PATH",
+    ):
         monkeypatch.delenv(var, raising=False)
     return tmp_path / "home"
 
 
-def replica_env(paths: RunPaths, role: str = "worker", index: int = 0, shared_disk: bool = True,
-                cluster: dict | None = None) -> dict[str, str]:
+def replica_env(
+    paths: RunPaths, role: str = "worker", index: int = 0, shared_disk: bool = True, cluster: dict | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PX_") or k == "PX_HOME"}
     env.update(
         PYTHONPATH=str(REPO),
@@ -47,8 +56,9 @@ def replica_env(paths: RunPaths, role: str = "worker", index: int = 0, shared_di
 
 
 def run_replica(script: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -123,8 +133,11 @@ def test_kubernetes_mode_prints_metrics_lines(px_home):
 def test_sigterm_still_flushes(px_home):
     paths = RunPaths("run-term")
     proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(
-            """
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
             import time
             from jupyter_px import tracking
             tracking.FLUSH_INTERVAL_S = 3600   # only the SIGTERM handler can write
@@ -133,8 +146,11 @@ def test_sigterm_still_flushes(px_home):
             print("ready", flush=True)
             time.sleep(60)
             """
-        )],
-        env=replica_env(paths), stdout=subprocess.PIPE, text=True,
+            ),
+        ],
+        env=replica_env(paths),
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout.readline().strip() == "ready"
@@ -151,8 +167,11 @@ def test_sigterm_still_flushes(px_home):
 def test_existing_sigterm_handler_is_left_alone(px_home):
     paths = RunPaths("run-own")
     proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(
-            """
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
             import signal, sys, time
             from jupyter_px import tracking
             def mine(signum, frame):
@@ -165,8 +184,11 @@ def test_existing_sigterm_handler_is_left_alone(px_home):
             print("ready", flush=True)
             time.sleep(60)
             """
-        )],
-        env=replica_env(paths), stdout=subprocess.PIPE, text=True,
+            ),
+        ],
+        env=replica_env(paths),
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout.readline().strip() == "ready"

@@ -8,13 +8,12 @@ import os
 import re
 
 import pytest
+from conftest import write_metrics
 from ipywidgets.widgets import widget as widget_module
 
 from jupyter_px import TopologyForm
-from jupyter_px.topology.registry import topologies
 from jupyter_px.topology import TopologyError, parse_topology
-
-from conftest import write_metrics
+from jupyter_px.topology.registry import topologies
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +32,7 @@ def _text(label) -> str:
 
 
 # ---- TopologyForm ---------------------------------------------------------------------------
+
 
 def test_form_starts_valid_and_previews_yaml():
     form = TopologyForm()
@@ -276,7 +276,12 @@ def test_monitor_with_many_replicas_uses_one_log_view(synthetic_run):
 
 
 def test_monitor_shows_failed_replica_reason(synthetic_run):
-    synthetic_run("mon-7", PYTORCH_2, state="Failed", replica_states={"worker-1": "Failed", "master-0": "Stopped", "worker-0": "Stopped"})
+    synthetic_run(
+        "mon-7",
+        PYTORCH_2,
+        state="Failed",
+        replica_states={"worker-1": "Failed", "master-0": "Stopped", "worker-0": "Stopped"},
+    )
     monitor = _monitor("mon-7")
     assert monitor.finished
     assert _row_states(monitor.table.value)["worker-1"] == "Failed"

@@ -9,8 +9,8 @@ only four verbs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..runstore import RunStatus, RunStore
 from ..topology import Topology
@@ -50,8 +50,9 @@ class Backend(ABC):
         """The run's status as last written by the backend (reconciled where it can tell more)."""
         return self.store.status(run_id)
 
-    def logs(self, run_id: str, role: str, index: int, offset: int = 0, follow: bool = False,
-             poll_interval: float = 0.2) -> Iterator[str]:
+    def logs(
+        self, run_id: str, role: str, index: int, offset: int = 0, follow: bool = False, poll_interval: float = 0.2
+    ) -> Iterator[str]:
         """Log text of one replica from byte `offset`; with follow, until the run has finished."""
         import time
 

@@ -13,8 +13,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import TextIO
 
 #: How often `--wait` and `--follow` look for new log text and status changes.
 POLL_S = 0.1
@@ -36,13 +37,14 @@ class _RunParser(argparse.ArgumentParser):
         script_args: list[str] = []
         if "--" in args:
             cut = args.index("--")
-            args, script_args = args[:cut], args[cut + 1:]
+            args, script_args = args[:cut], args[cut + 1 :]
         namespace, unknown = super().parse_known_args(args, namespace)
         namespace.script_args = script_args
         return namespace, unknown
 
 
 # ---- shared helpers ----------------------------------------------------------------------------
+
 
 def _store():
     from ..runstore import RunStore
@@ -91,7 +93,7 @@ def _fmt_duration(start: float | None, end: float | None) -> str:
 def _table(rows: list[list[str]], out: TextIO = sys.stdout) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() + "\n")
 
 
 def _prefix(role: str, index: int) -> str:
@@ -104,8 +106,8 @@ class LogFollower:
     def __init__(self, store, run_id: str, replicas: Iterable[tuple[str, int]]):
         self.store = store
         self.run_id = run_id
-        self.offsets = {key: 0 for key in replicas}
-        self.partial = {key: "" for key in self.offsets}
+        self.offsets = dict.fromkeys(replicas, 0)
+        self.partial = dict.fromkeys(self.offsets, "")
 
     def poll(self, final: bool = False) -> list[tuple[tuple[str, int], str]]:
         lines = []
@@ -188,6 +190,7 @@ def _failure_text(status) -> str:
 
 # ---- run ---------------------------------------------------------------------------------------
 
+
 def _load_topology(path: str | None):
     if path is None:
         return None
@@ -215,15 +218,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     script = Path(args.script)
     if not script.is_file():
-        raise CliError(f"script {args.script!r} does not exist" if not script.exists()
-                       else f"script {args.script!r} is not a file")
+        raise CliError(
+            f"script {args.script!r} does not exist" if not script.exists() else f"script {args.script!r} is not a file"
+        )
     if args.workdir is not None and not Path(args.workdir).is_dir():
         raise CliError(f"--workdir {args.workdir!r} is not a directory")
     topology = _load_topology(args.file)
     try:
-        run = submit(script, topology, name=args.name, backend=args.backend, framework=args.framework,
-                     workers=args.workers, ps=args.ps, workdir=args.workdir, args=args.script_args,
-                     language=args.language, submitted_from="cli")
+        run = submit(
+            script,
+            topology,
+            name=args.name,
+            backend=args.backend,
+            framework=args.framework,
+            workers=args.workers,
+            ps=args.ps,
+            workdir=args.workdir,
+            args=args.script_args,
+            language=args.language,
+            submitted_from="cli",
+        )
     except TopologyError as error:
         raise CliError(_topology_problems(error)) from None
     except BackendError as error:
@@ -256,14 +270,16 @@ def _wait_and_stream(run) -> int:
             time.sleep(POLL_S)
     except KeyboardInterrupt:
         progress.clear()
-        print(f"\nstopped waiting; run {run.run_id} goes on (stop it with: jupyter px stop {run.run_id})",
-              file=sys.stderr)
+        print(
+            f"\nstopped waiting; run {run.run_id} goes on (stop it with: jupyter px stop {run.run_id})", file=sys.stderr
+        )
         return 130
     progress.clear()
     took = _fmt_duration(status.started_at, status.finished_at)
     if status.state.value == "Succeeded":
-        print(f"run {run.run_id} Succeeded in {took}" + (f": {status.message}" if status.message else ""),
-              file=sys.stderr)
+        print(
+            f"run {run.run_id} Succeeded in {took}" + (f": {status.message}" if status.message else ""), file=sys.stderr
+        )
         return 0
     print(_failure_text(status), file=sys.stderr)
     return 1
@@ -271,12 +287,21 @@ def _wait_and_stream(run) -> int:
 
 # ---- runs / status -----------------------------------------------------------------------------
 
+
 def _run_summary(record, status) -> dict:
     return {
-        "run_id": record.run_id, "name": record.name, "state": status.state.value, "reason": status.reason,
-        "message": status.message, "backend": record.backend, "submitted_from": record.submitted_from,
-        "framework": (record.topology or {}).get("framework"), "created_at": record.created_at,
-        "started_at": status.started_at, "finished_at": status.finished_at, "replicas": status.counts(),
+        "run_id": record.run_id,
+        "name": record.name,
+        "state": status.state.value,
+        "reason": status.reason,
+        "message": status.message,
+        "backend": record.backend,
+        "submitted_from": record.submitted_from,
+        "framework": (record.topology or {}).get("framework"),
+        "created_at": record.created_at,
+        "started_at": status.started_at,
+        "finished_at": status.finished_at,
+        "replicas": status.counts(),
     }
 
 
@@ -296,10 +321,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     table = [["RUN", "NAME", "STATE", "REPLICAS", "FROM", "CREATED", "DURATION"]]
     for row in rows:
-        table.append([row["run_id"], row["name"] or "-", row["state"],
-                      ", ".join(f"{n} {s}" for s, n in row["replicas"].items()) or "-",
-                      row["submitted_from"] or "-", _fmt_time(row["created_at"]),
-                      _fmt_duration(row["started_at"], row["finished_at"])])
+        table.append(
+            [
+                row["run_id"],
+                row["name"] or "-",
+                row["state"],
+                ", ".join(f"{n} {s}" for s, n in row["replicas"].items()) or "-",
+                row["submitted_from"] or "-",
+                _fmt_time(row["created_at"]),
+                _fmt_duration(row["started_at"], row["finished_at"]),
+            ]
+        )
     _table(table)
     return 0
 
@@ -319,14 +351,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"started {_fmt_time(status.started_at)}, duration {_fmt_duration(status.started_at, status.finished_at)}")
     rows = [["REPLICA", "STATE", "PID", "EXIT", "SIGNAL", "RESTARTS", "ADDRESS", "REASON", "MESSAGE"]]
     for r in status.replicas:
-        rows.append([r.key, r.state.value, str(r.pid or "-"), "-" if r.exit_code is None else str(r.exit_code),
-                     r.signal or "-", str(r.restarts), r.address or "-", r.reason or "-", r.message or ""])
+        rows.append(
+            [
+                r.key,
+                r.state.value,
+                str(r.pid or "-"),
+                "-" if r.exit_code is None else str(r.exit_code),
+                r.signal or "-",
+                str(r.restarts),
+                r.address or "-",
+                r.reason or "-",
+                r.message or "",
+            ]
+        )
     if status.replicas:
         _table(rows)
     return 0
 
 
 # ---- logs / stop -------------------------------------------------------------------------------
+
 
 def _select_replicas(status, role: str | None, index: int | None) -> list[tuple[str, int]]:
     replicas = [(r.role, r.index) for r in status.replicas]
@@ -384,6 +428,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 # ---- registration ------------------------------------------------------------------------------
 
+
 def _guarded(handler):
     """Turn CliError (bad input) into one message and exit code 2."""
 
@@ -412,44 +457,63 @@ def register(commands) -> None:
     commands._parser_class = _RunParser
     try:
         run = commands.add_parser(
-            "run", help="run a script as a distributed job",
+            "run",
+            help="run a script as a distributed job",
             usage="jupyter px run SCRIPT [-f TOPOLOGY] [options] [--wait] [-- SCRIPT_ARGS ...]",
             description="Submit SCRIPT with a topology (a file, and/or --framework/--workers/--ps) and print "
-                        "the run id; with --wait, stream every replica's log and exit 0 when the run "
-                        "succeeds, 1 when it does not.",
-            epilog="Arguments after -- are passed to the script.")
+            "the run id; with --wait, stream every replica's log and exit 0 when the run "
+            "succeeds, 1 when it does not.",
+            epilog="Arguments after -- are passed to the script.",
+        )
     finally:
         commands._parser_class = default_class
     run.add_argument("script", metavar="SCRIPT", help="the Python file every replica runs")
-    run.add_argument("-f", "--file", metavar="TOPOLOGY", help="topology YAML (polyaxonfile, either form), or - for stdin")
-    run.add_argument("--framework", choices=["tensorflow", "pytorch", "mxnet", "horovod", "mpi"],
-                     help="override the topology's framework")
+    run.add_argument(
+        "-f", "--file", metavar="TOPOLOGY", help="topology YAML (polyaxonfile, either form), or - for stdin"
+    )
+    run.add_argument(
+        "--framework",
+        choices=["tensorflow", "pytorch", "mxnet", "horovod", "mpi"],
+        help="override the topology's framework",
+    )
     run.add_argument("--workers", type=_count, metavar="N", help="number of workers")
     run.add_argument("--ps", type=_count, metavar="N", help="number of parameter servers")
     run.add_argument("--backend", help="where to run (default: the topology's, else local)")
     run.add_argument("--name", help="a name for the run (its id starts with it)")
     run.add_argument("--workdir", metavar="DIR", help="working directory of the replicas (default: here)")
-    run.add_argument("--language", choices=["python", "ipython"], default="python",
-                     help="ipython runs the script under IPython, so %%magics and !commands work")
+    run.add_argument(
+        "--language",
+        choices=["python", "ipython"],
+        default="python",
+        help="ipython runs the script under IPython, so %%magics and !commands work",
+    )
     run.add_argument("--wait", action="store_true", help="stream logs and wait until the run finishes")
     run.set_defaults(handler=_guarded(cmd_run), script_args=[])
 
-    runs = commands.add_parser("runs", help="list runs (newest first)",
-                               description="List the runs in the store, from the CLI, notebooks or the sidebar.")
+    runs = commands.add_parser(
+        "runs",
+        help="list runs (newest first)",
+        description="List the runs in the store, from the CLI, notebooks or the sidebar.",
+    )
     runs.add_argument("--json", action="store_true", help="machine-readable output")
     runs.add_argument("--limit", type=_count, default=None, metavar="N", help="at most N runs")
     runs.set_defaults(handler=_guarded(cmd_runs))
 
-    status = commands.add_parser("status", help="a run's state and its replicas",
-                                 description="Show a run's state and, per replica: state, pid, exit code, "
-                                             "signal, restarts, reason.")
+    status = commands.add_parser(
+        "status",
+        help="a run's state and its replicas",
+        description="Show a run's state and, per replica: state, pid, exit code, signal, restarts, reason.",
+    )
     status.add_argument("run", metavar="RUN", help="run id")
     status.add_argument("--json", action="store_true", help="the full status as JSON")
     status.set_defaults(handler=_guarded(cmd_status))
 
-    logs = commands.add_parser("logs", help="print (or follow) replica logs",
-                               description="Print replica logs; every replica, each line prefixed [role.index], "
-                                           "unless --role/--index pick one.")
+    logs = commands.add_parser(
+        "logs",
+        help="print (or follow) replica logs",
+        description="Print replica logs; every replica, each line prefixed [role.index], "
+        "unless --role/--index pick one.",
+    )
     logs.add_argument("run", metavar="RUN", help="run id")
     logs.add_argument("--role", help="master, worker, ps or evaluator")
     logs.add_argument("--index", type=_count, help="replica index (with --role)")

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..cluster import ReplicaPaths, local_addresses, replica_env
-from ..topology import TopologyError, Topology, json_schema, parse_topology, summary_text, to_dict
+from ..topology import Topology, TopologyError, json_schema, parse_topology, summary_text, to_dict
 
 
 def read_topology_file(path: str) -> Topology:
@@ -46,11 +46,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         replicas = [
-            {"role": s.role, "index": s.index, "resources": s.resources.model_dump(mode="json", exclude_none=True),
-             "restart_policy": s.restart_policy, "max_restarts": s.max_restarts}
+            {
+                "role": s.role,
+                "index": s.index,
+                "resources": s.resources.model_dump(mode="json", exclude_none=True),
+                "restart_policy": s.restart_policy,
+                "max_restarts": s.max_restarts,
+            }
             for s in topology.replicas()
         ]
-        print(json.dumps({"valid": True, "topology": to_dict(topology), "counts": topology.counts(), "replicas": replicas}, indent=1))
+        print(
+            json.dumps(
+                {"valid": True, "topology": to_dict(topology), "counts": topology.counts(), "replicas": replicas},
+                indent=1,
+            )
+        )
     else:
         print(summary_text(topology))
     return 0
@@ -72,12 +82,19 @@ def cmd_env(args: argparse.Namespace) -> int:
     counts = topology.counts()
     if args.role not in counts or not 0 <= args.index < counts[args.role]:
         have = ", ".join(f"{role} 0..{n - 1}" for role, n in counts.items())
-        print(f"jupyter px env: --role {args.role} --index {args.index}: no such replica (this topology has {have})", file=sys.stderr)
+        print(
+            f"jupyter px env: --role {args.role} --index {args.index}: no such replica (this topology has {have})",
+            file=sys.stderr,
+        )
         return 2
     addresses = local_addresses(topology, sequential_ports(topology))
     run_id = args.run_id
-    paths = ReplicaPaths(outputs=f"<run>/outputs", tensorboard=f"<run>/tensorboard/{args.role}-{args.index}",
-                         metrics=f"<run>/metrics/{args.role}-{args.index}.jsonl", params=f"<run>/params/{args.role}-{args.index}.json")
+    paths = ReplicaPaths(
+        outputs="<run>/outputs",
+        tensorboard=f"<run>/tensorboard/{args.role}-{args.index}",
+        metrics=f"<run>/metrics/{args.role}-{args.index}.jsonl",
+        params=f"<run>/params/{args.role}-{args.index}.json",
+    )
     env = replica_env(topology, run_id, args.role, args.index, addresses, paths)
     if args.json:
         print(json.dumps(env, indent=1))
@@ -93,14 +110,20 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def register(commands) -> None:
-    validate = commands.add_parser("validate", help="check a topology file and show its replicas",
-                                   description="Validate a polyaxonfile topology (either form) and print its replicas.")
+    validate = commands.add_parser(
+        "validate",
+        help="check a topology file and show its replicas",
+        description="Validate a polyaxonfile topology (either form) and print its replicas.",
+    )
     validate.add_argument("file", metavar="FILE", help="topology YAML, or - for standard input")
     validate.add_argument("--json", action="store_true", help="machine-readable output")
     validate.set_defaults(handler=cmd_validate)
 
-    env = commands.add_parser("env", help="the environment one replica would get",
-                              description="Print the environment a replica gets on the local backend (addresses on 127.0.0.1).")
+    env = commands.add_parser(
+        "env",
+        help="the environment one replica would get",
+        description="Print the environment a replica gets on the local backend (addresses on 127.0.0.1).",
+    )
     env.add_argument("file", metavar="FILE", help="topology YAML, or - for standard input")
     env.add_argument("--role", required=True, help="master, worker, ps or evaluator")
     env.add_argument("--index", type=int, default=0, help="replica index (default 0)")

@@ -5,8 +5,21 @@ from .models import CodeSpec, ReplicaState, ReplicaStatus, RunRecord, RunState, 
 from .store import RunNotFound, RunStore, atomic_write_bytes, atomic_write_json, initial_status, new_run_id, read_tail
 
 __all__ = [
-    "InvalidRunId", "RunPaths", "px_home", "validate_run_id",
-    "CodeSpec", "ReplicaState", "ReplicaStatus", "RunRecord", "RunState", "RunStatus",
-    "RunNotFound", "RunStore", "atomic_write_bytes", "atomic_write_json", "initial_status", "new_run_id", "read_tail",
+    "InvalidRunId",
+    "RunPaths",
+    "px_home",
+    "validate_run_id",
+    "CodeSpec",
+    "ReplicaState",
+    "ReplicaStatus",
+    "RunRecord",
+    "RunState",
+    "RunStatus",
+    "RunNotFound",
+    "RunStore",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "initial_status",
+    "new_run_id",
+    "read_tail",
 ]
-

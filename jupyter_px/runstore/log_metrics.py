@@ -8,8 +8,9 @@ the logs passes the lines here; afterwards `MetricsReader` sees those points lik
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ..tracking import METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
 from .layout import RunPaths
@@ -34,7 +35,9 @@ def _metric_record(obj: Any) -> dict[str, Any] | None:
     when, step, total = obj.get("time"), obj.get("step"), obj.get("total_steps")
     if not isinstance(when, (int, float)) or not (step is None or isinstance(step, int)):
         return None
-    values = {str(k): float(v) for k, v in obj["metrics"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    values = {
+        str(k): float(v) for k, v in obj["metrics"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
     if not values:
         return None
     record: dict[str, Any] = {"step": step, "time": float(when), "metrics": values}

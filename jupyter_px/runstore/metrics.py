@@ -28,8 +28,9 @@ import os
 import struct
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ..tracking import EVENTS_FILE_SUFFIX
 from .layout import RunPaths
@@ -119,8 +120,11 @@ class MetricsReader:
         """Read what was appended since the last poll (and, with a history budget, a chunk of
         older history); return only the points added, by (replica, metric)."""
         starts: dict[tuple[str, str], int] = {}
-        files = [(name[: -len(".jsonl")], str(self.paths.metrics_dir / name))
-                 for name in self._list(str(self.paths.metrics_dir), want_dirs=False).files if name.endswith(".jsonl")]
+        files = [
+            (name[: -len(".jsonl")], str(self.paths.metrics_dir / name))
+            for name in self._list(str(self.paths.metrics_dir), want_dirs=False).files
+            if name.endswith(".jsonl")
+        ]
         older = self._read_history(files) if self.history_budget else {}
         for replica, path in files:
             self._read_jsonl(replica, path, starts)
@@ -131,8 +135,15 @@ class MetricsReader:
                     self._read_events(replica, prefix, path, starts)
         update = {key: self._data[key[0]][key[1]].tail(start) for key, start in starts.items()}
         for key, points in older.items():
-            update[key] = points if key not in update else Series(
-                points.steps + update[key].steps, points.values + update[key].values, points.times + update[key].times)
+            update[key] = (
+                points
+                if key not in update
+                else Series(
+                    points.steps + update[key].steps,
+                    points.values + update[key].values,
+                    points.times + update[key].times,
+                )
+            )
         return update
 
     @property
@@ -144,8 +155,12 @@ class MetricsReader:
         """Read everything still pending (e.g. once a run has ended), whatever the budget."""
         budget, self.history_budget = self.history_budget, None
         try:
-            files = [(replica, path) for path, state in self._files.items() if state.history_end
-                     for replica in [os.path.basename(path)[: -len(".jsonl")]]]
+            files = [
+                (replica, path)
+                for path, state in self._files.items()
+                if state.history_end
+                for replica in [os.path.basename(path)[: -len(".jsonl")]]
+            ]
             return self._read_history(files, limit=None)
         finally:
             self.history_budget = budget
@@ -206,7 +221,7 @@ class MetricsReader:
             return None
         if st.st_ino != state.inode or st.st_size < state.offset:
             if state.inode:
-                warnings.warn(f"{path} was replaced or truncated; reading it again from the start", RuntimeWarning)
+                warnings.warn(f"{path} was replaced or truncated; reading it again from the start", RuntimeWarning, stacklevel=2)
             state.offset, state.inode, state.plugins = 0, st.st_ino, {}
         return st.st_size if st.st_size > state.offset else None
 
@@ -226,7 +241,9 @@ class MetricsReader:
         state.offset += end
         self._ingest(replica, data[:end], path, state, lambda name: self._series(replica, name, starts))
 
-    def _ingest(self, replica: str, chunk: bytes, path: str, state: _FileState, series_for, latest: bool = True) -> None:
+    def _ingest(
+        self, replica: str, chunk: bytes, path: str, state: _FileState, series_for, latest: bool = True
+    ) -> None:
         """Complete JSONL lines -> points appended to `series_for(name)`. `latest`: these are the
         newest lines, so their total_steps is the current one (older history must not undo it)."""
         # The hot loop of a first read: bound `append`s per metric instead of method calls.
@@ -320,7 +337,7 @@ class MetricsReader:
                 header = f.read(12)
                 length, length_crc = _HEADER.unpack(header)
                 if masked_crc32c(header[:8]) != length_crc:
-                    warnings.warn(f"{path}: corrupt event record; not reading this file further", RuntimeWarning)
+                    warnings.warn(f"{path}: corrupt event record; not reading this file further", RuntimeWarning, stacklevel=2)
                     state.broken = True
                     break
                 end = pos + 12 + length + 4
@@ -424,7 +441,7 @@ def _decode_lines(chunk: bytes, path: str, state: _FileState) -> list[Any]:
         else:
             state.bad_lines += 1
             if state.bad_lines == 1:
-                warnings.warn(f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning)
+                warnings.warn(f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning, stacklevel=2)
     return records
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from enum import Enum
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,7 +47,7 @@ class CodeSpec(BaseModel):
     entrypoint: str = "main.py"
     language: str = Field("python", description="python, or ipython for code with %magics / !shell lines")
     args: list[str] = Field(default_factory=list)
-    source: Optional[str] = Field(None, description="Where the code came from: a path, or 'cell'/'notebook'")
+    source: str | None = Field(None, description="Where the code came from: a path, or 'cell'/'notebook'")
     pushed: list[str] = Field(default_factory=list, description="Names shipped with --push (code/pushed.pkl)")
 
 
@@ -57,15 +57,15 @@ class RunRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     run_id: str
-    name: Optional[str] = None
+    name: str | None = None
     backend: str = "local"
     topology: dict[str, Any]
     code: CodeSpec = Field(default_factory=CodeSpec)
-    workdir: Optional[str] = None
+    workdir: str | None = None
     created_at: float = Field(default_factory=time.time)
-    user: Optional[str] = None
-    host: Optional[str] = None
-    submitted_from: Optional[str] = Field(None, description="cli, magic, api, sidebar")
+    user: str | None = None
+    host: str | None = None
+    submitted_from: str | None = Field(None, description="cli, magic, api, sidebar")
     versions: dict[str, str] = Field(default_factory=dict)
 
 
@@ -75,15 +75,15 @@ class ReplicaStatus(BaseModel):
     role: str
     index: int
     state: ReplicaState = ReplicaState.PENDING
-    pid: Optional[int] = None
-    exit_code: Optional[int] = None
-    signal: Optional[str] = None
+    pid: int | None = None
+    exit_code: int | None = None
+    signal: str | None = None
     restarts: int = 0
-    started_at: Optional[float] = None
-    finished_at: Optional[float] = None
-    reason: Optional[str] = Field(None, description="OOMKilled, Error, Signaled, StoppedByRun, ...")
-    message: Optional[str] = None
-    address: Optional[str] = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    reason: str | None = Field(None, description="OOMKilled, Error, Signaled, StoppedByRun, ...")
+    message: str | None = None
+    address: str | None = None
 
     @property
     def key(self) -> str:
@@ -95,12 +95,12 @@ class RunStatus(BaseModel):
 
     run_id: str
     state: RunState = RunState.PENDING
-    reason: Optional[str] = None
-    message: Optional[str] = None
-    started_at: Optional[float] = None
-    finished_at: Optional[float] = None
+    reason: str | None = None
+    message: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
     updated_at: float = Field(default_factory=time.time)
-    supervisor_pid: Optional[int] = None
+    supervisor_pid: int | None = None
     replicas: list[ReplicaStatus] = Field(default_factory=list)
 
     def replica(self, role: str, index: int) -> ReplicaStatus:

@@ -17,8 +17,8 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .layout import InvalidRunId, RunPaths, px_home, runs_root, validate_run_id
 from .models import ReplicaStatus, RunRecord, RunStatus
@@ -82,7 +82,9 @@ class RunStore:
         return RunPaths(run_id, self.home)
 
     # ---- creating ------------------------------------------------------------------------------
-    def create(self, record: RunRecord, code_files: dict[str, bytes | str], extra_files: dict[str, bytes] | None = None) -> RunPaths:
+    def create(
+        self, record: RunRecord, code_files: dict[str, bytes | str], extra_files: dict[str, bytes] | None = None
+    ) -> RunPaths:
         """Write a complete run directory, then publish it with one rename (all or nothing)."""
         paths = self.paths(record.run_id)
         if paths.root.exists():
@@ -95,8 +97,14 @@ class RunStore:
         try:
             staged = RunPaths.__new__(RunPaths)
             staged.run_id, staged.root = record.run_id, staging
-            for directory in (staged.code_dir, staged.logs_dir, staged.metrics_dir, staged.params_dir,
-                              staged.outputs_dir, staged.tensorboard_dir):
+            for directory in (
+                staged.code_dir,
+                staged.logs_dir,
+                staged.metrics_dir,
+                staged.params_dir,
+                staged.outputs_dir,
+                staged.tensorboard_dir,
+            ):
                 directory.mkdir(parents=True)
             for name, content in code_files.items():
                 target = (staged.code_dir / name).resolve()
@@ -168,7 +176,9 @@ class RunStore:
     def delete(self, run_id: str) -> None:
         shutil.rmtree(self._require(run_id).root)
 
-    def read_log(self, run_id: str, role: str, index: int, offset: int = 0, limit: int | None = None) -> tuple[str, int]:
+    def read_log(
+        self, run_id: str, role: str, index: int, offset: int = 0, limit: int | None = None
+    ) -> tuple[str, int]:
         """Log text from byte `offset` (at most `limit` bytes) and the offset to continue from."""
         path = self._require(run_id).log(role, index)
         if not path.exists():

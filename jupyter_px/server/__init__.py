@@ -32,10 +32,13 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
 
     base_url = serverapp.base_url or "/"
     os.environ[BASE_URL_ENV] = base_url
-    serverapp.web_app.add_handlers(".*$", [
-        (url_path_join(base_url, "px/api/runs"), RunsHandler),
-        (url_path_join(base_url, r"px/api/runs/([a-z0-9][a-z0-9-]{0,39})"), RunHandler),
-    ])
+    serverapp.web_app.add_handlers(
+        ".*$",
+        [
+            (url_path_join(base_url, "px/api/runs"), RunsHandler),
+            (url_path_join(base_url, r"px/api/runs/([a-z0-9][a-z0-9-]{0,39})"), RunHandler),
+        ],
+    )
     serverapp.log.info("jupyter_px: REST API at %spx/api/runs; kernels get %s=%s", base_url, BASE_URL_ENV, base_url)
 
 

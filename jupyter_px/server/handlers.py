@@ -24,13 +24,19 @@ class RunsHandler(APIHandler):
             raise web.HTTPError(400, f"limit: {limit} is negative (0 means all runs)")
         runs = []
         for record, status in RunStore().list(limit=limit or None):
-            runs.append({
-                "run_id": record.run_id, "name": record.name, "backend": record.backend,
-                "state": status.state.value, "created_at": record.created_at,
-                "started_at": status.started_at, "finished_at": status.finished_at,
-                "submitted_from": record.submitted_from,
-                "replicas": [{"key": r.key, "state": r.state.value} for r in status.replicas],
-            })
+            runs.append(
+                {
+                    "run_id": record.run_id,
+                    "name": record.name,
+                    "backend": record.backend,
+                    "state": status.state.value,
+                    "created_at": record.created_at,
+                    "started_at": status.started_at,
+                    "finished_at": status.finished_at,
+                    "submitted_from": record.submitted_from,
+                    "replicas": [{"key": r.key, "state": r.state.value} for r in status.replicas],
+                }
+            )
         self.finish(json.dumps({"runs": runs}))
 
 

@@ -6,7 +6,20 @@ from .models import ROLES, ReplicaSpec, Resources, Topology
 from .parse import apply_overrides, load_yaml, parse_topology, try_parse
 
 __all__ = [
-    "Problem", "TopologyError", "Topology", "ReplicaSpec", "Resources", "ROLES",
-    "parse_topology", "try_parse", "load_yaml", "apply_overrides",
-    "to_dict", "to_yaml", "json_schema", "summary_rows", "summary_text", "summary_html",
+    "Problem",
+    "TopologyError",
+    "Topology",
+    "ReplicaSpec",
+    "Resources",
+    "ROLES",
+    "parse_topology",
+    "try_parse",
+    "load_yaml",
+    "apply_overrides",
+    "to_dict",
+    "to_yaml",
+    "json_schema",
+    "summary_rows",
+    "summary_text",
+    "summary_html",
 ]

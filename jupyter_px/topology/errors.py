@@ -6,8 +6,9 @@ Every way into a topology (YAML cell, widget, sidebar, REST, CLI) reports proble
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -76,7 +77,7 @@ def problems_from_validation(error: ValidationError, rename: dict[str, str] | No
         path = format_path(location)
         for old, new in (rename or {}).items():
             if path == old or path.startswith(old + ".") or path.startswith(old + "["):
-                path = new + path[len(old):]
+                path = new + path[len(old) :]
         kind = item["type"]
         value = item.get("input")
         ctx = item.get("ctx") or {}

@@ -104,7 +104,7 @@ def summary_text(topology: Topology) -> str:
     """A plain-text table for the terminal (`jupyter px validate`)."""
     rows = [_HEADERS] + [(r.role, r.indices, r.cpu, r.memory, r.gpu, r.extra) for r in summary_rows(topology)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
     return headline(topology) + "\n" + "\n".join(lines) + "\n(requests / limits where they differ)"
 
 
@@ -112,7 +112,12 @@ def summary_html(topology: Topology) -> str:
     """The same table for a notebook's output area."""
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in _HEADERS[:-1]) + "<th></th>"
     body = "".join(
-        "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(c)}</td>" for c in (r.role, r.indices, r.cpu, r.memory, r.gpu, r.extra)) + "</tr>"
+        "<tr>"
+        + "".join(
+            f"<td style='text-align:left'>{html.escape(c)}</td>"
+            for c in (r.role, r.indices, r.cpu, r.memory, r.gpu, r.extra)
+        )
+        + "</tr>"
         for r in summary_rows(topology)
     )
     return (

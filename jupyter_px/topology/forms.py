@@ -17,12 +17,31 @@ from .errors import Problem
 LEGACY_FRAMEWORK_KEYS = ("tensorflow", "pytorch", "mxnet", "horovod", "mpi")
 
 ENVIRONMENT_KEYS = {
-    "resources", "image", "env", "node_selector", "restart_policy", "max_restarts", "replicas",
-    "processes_per_replica", "tf_master_type", *LEGACY_FRAMEWORK_KEYS,
+    "resources",
+    "image",
+    "env",
+    "node_selector",
+    "restart_policy",
+    "max_restarts",
+    "replicas",
+    "processes_per_replica",
+    "tf_master_type",
+    *LEGACY_FRAMEWORK_KEYS,
 }
 REPLICAS_KEYS = {
-    "n_masters", "n_workers", "n_ps", "n_evaluators", "default_worker", "default_ps", "default_evaluator",
-    "worker", "ps", "evaluator", "worker_resources", "ps_resources", "default_worker_resources",
+    "n_masters",
+    "n_workers",
+    "n_ps",
+    "n_evaluators",
+    "default_worker",
+    "default_ps",
+    "default_evaluator",
+    "worker",
+    "ps",
+    "evaluator",
+    "worker_resources",
+    "ps_resources",
+    "default_worker_resources",
     "default_ps_resources",
 }
 AZURE_KEYS = {"node_count", "process_count_per_node", "worker_count", "parameter_server_count", "distributed_backend"}
@@ -41,7 +60,7 @@ class Normalized:
         """Undo the rewrites in reverse order of application (`renames` is kept in that order)."""
         for internal, written in self.renames:
             if path == internal or path.startswith(internal + ".") or path.startswith(internal + "["):
-                path = (written + path[len(internal):]).lstrip(".")
+                path = (written + path[len(internal) :]).lstrip(".")
         return path
 
 
@@ -84,11 +103,15 @@ def _legacy_framework_section(data: dict, env: dict, result: Normalized) -> None
     if not present:
         return
     if len(present) > 1:
-        result.problems.append(Problem("environment", f"give one framework section, not several ({', '.join(present)})"))
+        result.problems.append(
+            Problem("environment", f"give one framework section, not several ({', '.join(present)})")
+        )
         return
     key = present[0]
     if "replicas" in env:
-        result.problems.append(Problem(f"environment.{key}", "give either environment.replicas or environment." + key + ", not both"))
+        result.problems.append(
+            Problem(f"environment.{key}", "give either environment.replicas or environment." + key + ", not both")
+        )
         return
     framework = data.get("framework")
     if framework is not None and framework != key:
@@ -115,7 +138,10 @@ def _legacy_resource_lists(replicas: dict, result: Normalized) -> dict:
                 converted = []
                 for i, item in enumerate(items):
                     if isinstance(item, dict):
-                        item = {"index": item.get("index"), "resources": {k: v for k, v in item.items() if k != "index"}}
+                        item = {
+                            "index": item.get("index"),
+                            "resources": {k: v for k, v in item.items() if k != "index"},
+                        }
                         if item["index"] is None:
                             del item["index"]
                         result.renames[:0] = [
@@ -128,7 +154,9 @@ def _legacy_resource_lists(replicas: dict, result: Normalized) -> dict:
         legacy_default = f"default_{role}_resources"
         if legacy_default in replicas:
             if f"default_{role}" in replicas:
-                result.problems.append(Problem(f"{prefix}.{legacy_default}", f"give either default_{role} or {legacy_default}, not both"))
+                result.problems.append(
+                    Problem(f"{prefix}.{legacy_default}", f"give either default_{role} or {legacy_default}, not both")
+                )
                 continue
             replicas[f"default_{role}"] = {"resources": replicas.pop(legacy_default)}
             result.renames.insert(0, (f"{prefix}.default_{role}.resources", f"{prefix}.{legacy_default}"))
@@ -147,7 +175,12 @@ def _from_azure(data: dict, result: Normalized) -> Normalized:
     """Azure ML estimator keywords (`node_count`, `distributed_backend`, ...) -> our form."""
     unknown = data.keys() - AZURE_KEYS - {"framework", "backend", "name", "description", "tags"}
     for key in sorted(unknown):
-        result.problems.append(Problem(key, f"cannot be combined with Azure ML estimator keywords ({', '.join(sorted(AZURE_KEYS & data.keys()))})"))
+        result.problems.append(
+            Problem(
+                key,
+                f"cannot be combined with Azure ML estimator keywords ({', '.join(sorted(AZURE_KEYS & data.keys()))})",
+            )
+        )
     nodes = _positive_int(data, "node_count", 1, result)
     per_node = _positive_int(data, "process_count_per_node", 1, result)
     workers = _positive_int(data, "worker_count", 1, result)
@@ -158,17 +191,26 @@ def _from_azure(data: dict, result: Normalized) -> Normalized:
     if backend == "mpi":
         for key in ("worker_count", "parameter_server_count"):
             if key in data:
-                result.problems.append(Problem(key, f"{data[key]!r} does not apply with distributed_backend 'mpi' (use node_count and process_count_per_node)"))
+                result.problems.append(
+                    Problem(
+                        key,
+                        f"{data[key]!r} does not apply with distributed_backend 'mpi' (use node_count and process_count_per_node)",
+                    )
+                )
         out["framework"] = "horovod" if framework in ("tensorflow", "horovod") else framework
         out["environment"] = {"processes_per_replica": per_node, "replicas": {"n_workers": nodes}}
     elif backend == "ps":
         if per_node != 1:
-            result.problems.append(Problem("process_count_per_node", f"{per_node!r} must be 1 with distributed_backend 'ps'"))
+            result.problems.append(
+                Problem("process_count_per_node", f"{per_node!r} must be 1 with distributed_backend 'ps'")
+            )
         out["framework"] = framework
         out["environment"] = {"replicas": {"n_masters": 0, "n_workers": workers, "n_ps": servers}}
     elif backend is None:
         if nodes != 1:
-            result.problems.append(Problem("distributed_backend", f"is required when node_count is {nodes} (use 'mpi' or 'ps')"))
+            result.problems.append(
+                Problem("distributed_backend", f"is required when node_count is {nodes} (use 'mpi' or 'ps')")
+            )
         out["framework"] = data.get("framework")
         out["environment"] = {"processes_per_replica": per_node}
     else:

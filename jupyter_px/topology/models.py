@@ -12,9 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, NonNegativeInt, PositiveInt, WithJsonSchema, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    WithJsonSchema,
+    model_validator,
+)
 
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
 
@@ -42,7 +51,12 @@ _QUANTITY_SCHEMA = WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0}, {
 CpuQuantity = Annotated[float, BeforeValidator(parse_cpu), _QUANTITY_SCHEMA]
 MemoryQuantity = Annotated[float, BeforeValidator(parse_memory_mib), _QUANTITY_SCHEMA]
 GpuQuantity = Annotated[int, BeforeValidator(parse_gpu), WithJsonSchema({"type": "integer", "minimum": 0})]
-EnvValue = Annotated[str, BeforeValidator(lambda v: str(v).lower() if isinstance(v, bool) else (str(v) if isinstance(v, (int, float)) else v))]
+EnvValue = Annotated[
+    str,
+    BeforeValidator(
+        lambda v: str(v).lower() if isinstance(v, bool) else (str(v) if isinstance(v, (int, float)) else v)
+    ),
+]
 
 
 class _Strict(BaseModel):
@@ -65,8 +79,8 @@ class _Range(_Strict):
         return data
 
     @model_validator(mode="after")
-    def _requests_within_limits(self) -> "_Range":
-        requests, limits = getattr(self, "requests"), getattr(self, "limits")
+    def _requests_within_limits(self) -> _Range:
+        requests, limits = self.requests, self.limits
         if requests is not None and limits is not None and requests > limits:
             raise ValueError(f"requests {_num(requests)} is above limits {_num(limits)}")
         return self
@@ -77,24 +91,24 @@ def _num(value: float) -> int | float:
 
 
 class CpuRange(_Range):
-    requests: Optional[CpuQuantity] = Field(None, description="Cores requested (2, 0.5 or \"500m\").")
-    limits: Optional[CpuQuantity] = Field(None, description="Cores at most.")
+    requests: CpuQuantity | None = Field(None, description='Cores requested (2, 0.5 or "500m").')
+    limits: CpuQuantity | None = Field(None, description="Cores at most.")
 
 
 class MemoryRange(_Range):
-    requests: Optional[MemoryQuantity] = Field(None, description="MiB requested (a number), or \"1Gi\", \"512Mi\".")
-    limits: Optional[MemoryQuantity] = Field(None, description="MiB at most; a replica above it is OOMKilled.")
+    requests: MemoryQuantity | None = Field(None, description='MiB requested (a number), or "1Gi", "512Mi".')
+    limits: MemoryQuantity | None = Field(None, description="MiB at most; a replica above it is OOMKilled.")
 
 
 class GpuRange(_Range):
-    requests: Optional[GpuQuantity] = Field(None, description="Whole GPUs requested.")
-    limits: Optional[GpuQuantity] = Field(None, description="Whole GPUs at most.")
+    requests: GpuQuantity | None = Field(None, description="Whole GPUs requested.")
+    limits: GpuQuantity | None = Field(None, description="Whole GPUs at most.")
 
 
 class Resources(_Strict):
-    cpu: Optional[CpuRange] = None
-    memory: Optional[MemoryRange] = None
-    gpu: Optional[GpuRange] = None
+    cpu: CpuRange | None = None
+    memory: MemoryRange | None = None
+    gpu: GpuRange | None = None
 
     def gpus(self) -> int:
         """GPUs a replica gets: the limit, else the request (Kubernetes requires them equal)."""
@@ -106,12 +120,12 @@ class Resources(_Strict):
 class ReplicaSettings(_Strict):
     """What a role's default (`default_worker`) or the environment may set for replicas."""
 
-    resources: Optional[Resources] = None
-    image: Optional[str] = Field(None, description="Container image (Kubernetes backends).")
-    env: Optional[dict[str, EnvValue]] = Field(None, description="Extra environment variables.")
-    node_selector: Optional[dict[str, str]] = Field(None, description="Kubernetes node selector.")
-    restart_policy: Optional[RestartPolicy] = None
-    max_restarts: Optional[NonNegativeInt] = Field(None, description="Restarts allowed with OnFailure.")
+    resources: Resources | None = None
+    image: str | None = Field(None, description="Container image (Kubernetes backends).")
+    env: dict[str, EnvValue] | None = Field(None, description="Extra environment variables.")
+    node_selector: dict[str, str] | None = Field(None, description="Kubernetes node selector.")
+    restart_policy: RestartPolicy | None = None
+    max_restarts: NonNegativeInt | None = Field(None, description="Restarts allowed with OnFailure.")
 
 
 #: Fields an override or a role default may replace (polyaxon's rule: replace what it names).
@@ -131,15 +145,17 @@ class Replicas(_Strict):
     n_workers: NonNegativeInt = 0
     n_ps: NonNegativeInt = 0
     n_evaluators: int = Field(0, ge=0, le=1, description="TensorFlow only: a side-car evaluator.")
-    default_worker: Optional[ReplicaSettings] = None
-    default_ps: Optional[ReplicaSettings] = None
-    default_evaluator: Optional[ReplicaSettings] = None
+    default_worker: ReplicaSettings | None = None
+    default_ps: ReplicaSettings | None = None
+    default_evaluator: ReplicaSettings | None = None
     worker: list[ReplicaOverride] = Field(default_factory=list)
     ps: list[ReplicaOverride] = Field(default_factory=list)
     evaluator: list[ReplicaOverride] = Field(default_factory=list)
 
     def count(self, role: str) -> int:
-        return {"master": self.n_masters, "worker": self.n_workers, "ps": self.n_ps, "evaluator": self.n_evaluators}[role]
+        return {"master": self.n_masters, "worker": self.n_workers, "ps": self.n_ps, "evaluator": self.n_evaluators}[
+            role
+        ]
 
     def default(self, role: str) -> ReplicaSettings | None:
         return getattr(self, f"default_{role}", None)
@@ -151,21 +167,23 @@ class Replicas(_Strict):
 class Environment(ReplicaSettings):
     """`environment`: the master's resources, settings for every replica, and the replicas."""
 
-    resources: Optional[Resources] = Field(None, description="The master's resources.")
-    replicas: Optional[Replicas] = None
-    processes_per_replica: PositiveInt = Field(1, description="Processes per replica (torch nproc_per_node, MPI slots).")
+    resources: Resources | None = Field(None, description="The master's resources.")
+    replicas: Replicas | None = None
+    processes_per_replica: PositiveInt = Field(
+        1, description="Processes per replica (torch nproc_per_node, MPI slots)."
+    )
     tf_master_type: Literal["chief", "master"] = Field("chief", description="Task type of the master in TF_CONFIG.")
 
 
 class Topology(_Strict):
     """A distributed job's shape. Build it with `parse_topology` (any accepted form) or directly."""
 
-    version: Optional[float] = None
-    kind: Optional[Literal["experiment", "job"]] = None
-    name: Optional[str] = None
-    description: Optional[str] = None
-    tags: Optional[list[str]] = None
-    framework: Optional[Framework] = None
+    version: float | None = None
+    kind: Literal["experiment", "job"] | None = None
+    name: str | None = None
+    description: str | None = None
+    tags: list[str] | None = None
+    framework: Framework | None = None
     backend: BackendName = "local"
     environment: Environment = Field(default_factory=Environment)
 
@@ -191,18 +209,18 @@ class Topology(_Strict):
     def total_replicas(self) -> int:
         return sum(self.counts().values())
 
-    def replicas(self) -> list["ReplicaSpec"]:
+    def replicas(self) -> list[ReplicaSpec]:
         """Every replica with its settings resolved (role default, then the index's override)."""
         return list(self._resolved.values())
 
-    def replica(self, role: str, index: int) -> "ReplicaSpec":
+    def replica(self, role: str, index: int) -> ReplicaSpec:
         try:
             return self._resolved[(role, index)]
         except KeyError:
             raise KeyError(f"this topology has no replica {role}[{index}] (it has {self.counts()})") from None
 
     @cached_property
-    def _resolved(self) -> dict[tuple[str, int], "ReplicaSpec"]:
+    def _resolved(self) -> dict[tuple[str, int], ReplicaSpec]:
         """Resolved once per (immutable) topology: backends ask for every replica, often."""
         return {(spec.role, spec.index): spec for spec in self._resolve()}
 

@@ -26,11 +26,11 @@ def load_yaml(text: str) -> Any:
     if not isinstance(text, str):
         raise TopologyError([Problem("", f"expected YAML text, got {type(text).__name__}")])
     try:
-        return yaml.load(_ELISION.sub("", text), Loader=_LOADER)  # noqa: S506 (a safe loader)
+        return yaml.load(_ELISION.sub("", text), Loader=_LOADER)
     except yaml.YAMLError:
         pass
     try:  # the pure-Python loader words syntax errors better (and the same on every machine)
-        return yaml.load(_ELISION.sub("", text), Loader=yaml.SafeLoader)  # noqa: S506
+        return yaml.load(_ELISION.sub("", text), Loader=yaml.SafeLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -49,7 +49,14 @@ def parse_topology(source: str | dict | Topology | None) -> Topology:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise TopologyError([Problem("", f"a topology is a mapping of fields (framework, environment, ...), got {type(data).__name__} {data!r:.60}")])
+        raise TopologyError(
+            [
+                Problem(
+                    "",
+                    f"a topology is a mapping of fields (framework, environment, ...), got {type(data).__name__} {data!r:.60}",
+                )
+            ]
+        )
     normalized = normalize(data)
     if normalized.problems:
         raise TopologyError(normalized.problems)
@@ -72,8 +79,14 @@ def try_parse(source: Any) -> tuple[Topology | None, list[Problem]]:
         return None, error.problems
 
 
-def apply_overrides(topology: Topology | None, *, framework: str | None = None, workers: int | None = None,
-                    ps: int | None = None, backend: str | None = None) -> Topology:
+def apply_overrides(
+    topology: Topology | None,
+    *,
+    framework: str | None = None,
+    workers: int | None = None,
+    ps: int | None = None,
+    backend: str | None = None,
+) -> Topology:
     """Command-line style overrides (`--framework pytorch --workers 3`) on top of a topology.
 
     The result is validated like any other input; errors name the option's field.

@@ -23,7 +23,9 @@ class UnknownTopology(KeyError):
 
 def check_topology_name(name: str) -> str:
     if not _NAME.match(name):
-        raise ValueError(f"topology name {name!r} is not valid: use letters, digits, '_', '-' or '.', starting with a letter")
+        raise ValueError(
+            f"topology name {name!r} is not valid: use letters, digits, '_', '-' or '.', starting with a letter"
+        )
     return name
 
 
@@ -50,7 +52,9 @@ class TopologyRegistry:
         topology = self._by_name.get(name)
         if topology is None:
             known = ", ".join(sorted(self._by_name)) or "none yet"
-            raise UnknownTopology(f"unknown topology {name!r} (defined: {known}); define it with a %%px_topology {name} cell")
+            raise UnknownTopology(
+                f"unknown topology {name!r} (defined: {known}); define it with a %%px_topology {name} cell"
+            )
         return topology
 
     def names(self) -> list[str]:

@@ -26,7 +26,9 @@ def check(topology: Topology) -> list[Problem]:
             if count:
                 problems.append(Problem(f"{prefix}.{count_field}", _role_not_allowed(count, role, framework)))
             if section.overrides(role):
-                problems.append(Problem(f"{prefix}.{role}", f"{framework or 'a job without a framework'} has no {role} replicas"))
+                problems.append(
+                    Problem(f"{prefix}.{role}", f"{framework or 'a job without a framework'} has no {role} replicas")
+                )
             continue
         seen: set[int] = set()
         for position, override in enumerate(section.overrides(role)):
@@ -39,12 +41,18 @@ def check(topology: Topology) -> list[Problem]:
 
     if section.n_masters == 0 and framework in MASTER_REQUIRED:
         role_name = "scheduler" if framework == "mxnet" else "launcher"
-        problems.append(Problem(f"{prefix}.n_masters", f"0 is not allowed: {framework} needs its master (the {role_name})"))
+        problems.append(
+            Problem(f"{prefix}.n_masters", f"0 is not allowed: {framework} needs its master (the {role_name})")
+        )
     if section.n_masters == 0 and section.n_workers == 0:
         problems.append(Problem(f"{prefix}.n_workers", "0: a job with no master needs at least one worker"))
     if topology.environment.processes_per_replica > 1 and framework in ("tensorflow", "mxnet"):
-        problems.append(Problem("environment.processes_per_replica",
-                                f"{topology.environment.processes_per_replica} is not supported for {framework} (one process per replica)"))
+        problems.append(
+            Problem(
+                "environment.processes_per_replica",
+                f"{topology.environment.processes_per_replica} is not supported for {framework} (one process per replica)",
+            )
+        )
     return problems
 
 

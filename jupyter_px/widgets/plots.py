@@ -15,8 +15,8 @@ browser on every update would make the monitor, not the training, the slow part.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from copy import deepcopy
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -57,8 +57,13 @@ def static_figure(data: Mapping[str, Mapping[str, object]], metrics: Sequence[st
     from plotly.subplots import make_subplots
 
     names = _metric_names(data, metrics)
-    figure = make_subplots(rows=max(1, len(names)), cols=1, shared_xaxes=True, subplot_titles=names,
-                           vertical_spacing=0.08 if len(names) > 1 else 0.0)
+    figure = make_subplots(
+        rows=max(1, len(names)),
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=names,
+        vertical_spacing=0.08 if len(names) > 1 else 0.0,
+    )
     palette = _palette()
     for row, name in enumerate(names, start=1):
         for position, replica in enumerate(sorted(data)):
@@ -67,13 +72,24 @@ def static_figure(data: Mapping[str, Mapping[str, object]], metrics: Sequence[st
                 continue
             x, y = xy(series)
             figure.add_trace(  # lists, not arrays: the saved output stays plain JSON
-                go.Scatter(x=x.tolist(), y=y.tolist(), mode="lines", name=replica, legendgroup=replica, showlegend=row == 1,
-                           line={"color": palette[position % len(palette)]}),
-                row=row, col=1,
+                go.Scatter(
+                    x=x.tolist(),
+                    y=y.tolist(),
+                    mode="lines",
+                    name=replica,
+                    legendgroup=replica,
+                    showlegend=row == 1,
+                    line={"color": palette[position % len(palette)]},
+                ),
+                row=row,
+                col=1,
             )
     figure.update_xaxes(title_text="step", row=max(1, len(names)), col=1)
-    figure.update_layout(title=title or None, height=260 * max(1, len(names)) + 60,
-                         margin={"l": 50, "r": 20, "t": 60 if title else 30, "b": 40})
+    figure.update_layout(
+        title=title or None,
+        height=260 * max(1, len(names)) + 60,
+        margin={"l": 50, "r": 20, "t": 60 if title else 30, "b": 40},
+    )
     return figure
 
 
@@ -97,8 +113,14 @@ class LivePlot:
 
         self._go = go
         self.selector = widgets.Dropdown(description="metric", options=[], layout=widgets.Layout(width="320px"))
-        self.figure = go.FigureWidget(layout={"height": 320, "margin": {"l": 50, "r": 20, "t": 20, "b": 40},
-                                              "xaxis": {"title": {"text": "step"}}, "legend": {"orientation": "v"}})
+        self.figure = go.FigureWidget(
+            layout={
+                "height": 320,
+                "margin": {"l": 50, "r": 20, "t": 20, "b": 40},
+                "xaxis": {"title": {"text": "step"}},
+                "legend": {"orientation": "v"},
+            }
+        )
         self.widget = widgets.VBox([self.selector, self.figure])
         self._traces: dict[str, int] = {}  # replica -> trace index for the selected metric
         self._data: Mapping[str, Mapping[str, object]] = {}

@@ -46,8 +46,13 @@ LOG_TAIL_BYTES = 64 * 1024
 MAX_LOG_TABS = 16
 
 _STATE_COLORS = {
-    "Pending": "#888", "Running": "#1f77b4", "Restarting": "#ff7f0e", "Succeeded": "#2ca02c",
-    "Failed": "#d62728", "Stopped": "#9467bd", "Lost": "#8c564b",
+    "Pending": "#888",
+    "Running": "#1f77b4",
+    "Restarting": "#ff7f0e",
+    "Succeeded": "#2ca02c",
+    "Failed": "#d62728",
+    "Stopped": "#9467bd",
+    "Lost": "#8c564b",
 }
 
 
@@ -75,11 +80,11 @@ def _resources_text(resources: Any) -> str:
     return ", ".join(parts) or "-"
 
 
-
 #: Metric history parsed per refresh while a long run's older points are still being loaded:
 #: the newest points show at once and each refresh stays fast (about 1 MiB of JSON lines is
 #: 15k points, 20-30 ms); a finished run's last refresh reads the rest.
 HISTORY_BUDGET_BYTES = 1 << 20
+
 
 class LogTail:
     """The last `limit` bytes of one replica's log, advanced from the last offset it read."""
@@ -105,9 +110,9 @@ class LogTail:
         new, self.offset = self.store.read_log(self.run_id, self.role, self.index, offset=start, limit=size - start)
         text = self.text + new
         if len(text) > self.limit:
-            text = text[-self.limit:]
+            text = text[-self.limit :]
             cut = text.find("\n")
-            text = text[cut + 1:] if 0 <= cut < 4096 else text
+            text = text[cut + 1 :] if 0 <= cut < 4096 else text
         changed = text != self.text or self.offset == size and start == 0 and not text
         self.text = text
         return changed
@@ -115,8 +120,10 @@ class LogTail:
     def html(self) -> str:
         body = html.escape(self.text) if self.text else "<i>(no output yet)</i>"
         # column-reverse keeps the view scrolled to the newest line as the text grows
-        return ("<div style='max-height:320px;overflow:auto;display:flex;flex-direction:column-reverse'>"
-                f"<pre style='white-space:pre-wrap;font-size:12px;margin:0'>{body}</pre></div>")
+        return (
+            "<div style='max-height:320px;overflow:auto;display:flex;flex-direction:column-reverse'>"
+            f"<pre style='white-space:pre-wrap;font-size:12px;margin:0'>{body}</pre></div>"
+        )
 
 
 class _LogViews:
@@ -131,8 +138,9 @@ class _LogViews:
             self.widget: Any = self.selector
         else:
             self.views = [widgets.HTML(value="")]
-            self.selector = widgets.Dropdown(options=[(k, i) for i, k in enumerate(self.keys)],
-                                             value=0, description="replica")
+            self.selector = widgets.Dropdown(
+                options=[(k, i) for i, k in enumerate(self.keys)], value=0, description="replica"
+            )
             self.widget = widgets.VBox([self.selector, self.views[0]])
         self.selector.observe(lambda _change: self.refresh(), names="selected_index" if self.tabs else "value")
 
@@ -186,28 +194,44 @@ class RunMonitor(widgets.VBox):
             self._replicas, self._resources = [], {}
 
         self.header = widgets.HTML()
-        self.replica_bar = widgets.IntProgress(value=0, min=0, max=max(1, len(self._replicas)), description="replicas",
-                                               layout=widgets.Layout(width="50%"))
+        self.replica_bar = widgets.IntProgress(
+            value=0, min=0, max=max(1, len(self._replicas)), description="replicas", layout=widgets.Layout(width="50%")
+        )
         self.replica_label = widgets.HTML()
-        self.step_bar = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="training",
-                                              layout=widgets.Layout(width="50%"))
+        self.step_bar = widgets.FloatProgress(
+            value=0.0, min=0.0, max=1.0, description="training", layout=widgets.Layout(width="50%")
+        )
         self.step_label = widgets.HTML()
         self.step_row = widgets.HBox([self.step_bar, self.step_label], layout=widgets.Layout(display="none"))
         self.table = widgets.HTML()
         self.logs = _LogViews(self.store, self.run_id, self._replicas)
-        self.plot_box = widgets.VBox([widgets.HTML("<i>no metrics yet: call jupyter_px.tracking.log_metrics(step=..., total_steps=..., loss=...) in the training code</i>")])
-        self.tabs = widgets.Tab(children=[self.table, self.logs.widget, self.plot_box], titles=["Replicas", "Logs", "Metrics"])
-        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger",
-                                          tooltip="stop every replica of this run")
-        self.tensorboard_button = widgets.Button(description="TensorBoard", icon="line-chart",
-                                                 tooltip="start (or reuse) TensorBoard for this run and show it here")
+        self.plot_box = widgets.VBox(
+            [
+                widgets.HTML(
+                    "<i>no metrics yet: call jupyter_px.tracking.log_metrics(step=..., total_steps=..., loss=...) in the training code</i>"
+                )
+            ]
+        )
+        self.tabs = widgets.Tab(
+            children=[self.table, self.logs.widget, self.plot_box], titles=["Replicas", "Logs", "Metrics"]
+        )
+        self.stop_button = widgets.Button(
+            description="Stop", icon="stop", button_style="danger", tooltip="stop every replica of this run"
+        )
+        self.tensorboard_button = widgets.Button(
+            description="TensorBoard",
+            icon="line-chart",
+            tooltip="start (or reuse) TensorBoard for this run and show it here",
+        )
         self.tensorboard_view = widgets.HTML()
         self.stop_button.on_click(lambda _b: self.stop_run())
         self.tensorboard_button.on_click(lambda _b: self.show_tensorboard(background=True))
         super().__init__(
             children=[
-                widgets.HBox([self.header, self.stop_button, self.tensorboard_button],
-                             layout=widgets.Layout(justify_content="space-between", align_items="center")),
+                widgets.HBox(
+                    [self.header, self.stop_button, self.tensorboard_button],
+                    layout=widgets.Layout(justify_content="space-between", align_items="center"),
+                ),
                 widgets.HBox([self.replica_bar, self.replica_label]),
                 self.step_row,
                 self.tabs,
@@ -253,7 +277,9 @@ class RunMonitor(widgets.VBox):
             try:
                 self.refresh()
             except Exception as error:  # keep the monitor alive through a half-written file etc.
-                self.header.value = self._header_html(self.last_status) + f" <small>(update failed: {html.escape(str(error))})</small>"
+                self.header.value = (
+                    self._header_html(self.last_status) + f" <small>(update failed: {html.escape(str(error))})</small>"
+                )
             if self.finished:
                 return
 
@@ -291,12 +317,13 @@ class RunMonitor(widgets.VBox):
         self.replica_bar.max = max(1, total)
         self.replica_bar.value = running + succeeded
         self.replica_bar.bar_style = (
-            "danger" if counts.get("Failed") or status.state in (RunState.FAILED, RunState.LOST)
-            else "success" if status.state == RunState.SUCCEEDED else "info"
+            "danger"
+            if counts.get("Failed") or status.state in (RunState.FAILED, RunState.LOST)
+            else "success"
+            if status.state == RunState.SUCCEEDED
+            else "info"
         )
-        self.replica_label.value = (
-            ", ".join(f"{n} {state.lower()}" for state, n in counts.items()) + f" of {total}"
-        )
+        self.replica_label.value = ", ".join(f"{n} {state.lower()}" for state, n in counts.items()) + f" of {total}"
         self.table.value = self._table_html(keys, replicas)
         classes = [c for c in self._dom_classes if not c.startswith("px-state-")]
         self._dom_classes = tuple(classes + [f"px-state-{status.state.value}"])
@@ -308,8 +335,10 @@ class RunMonitor(widgets.VBox):
         end = (status.finished_at if status and status.state.finished else None) or time.time()
         name = f" ({html.escape(record.name)})" if record.name else ""
         message = f" <small>{html.escape(status.message)}</small>" if status and status.message else ""
-        return (f"<b>{html.escape(self.run_id)}</b>{name} &middot; backend {html.escape(record.backend)} &middot; "
-                f"{_badge(state)} &middot; elapsed {_duration(end - started)}{message}")
+        return (
+            f"<b>{html.escape(self.run_id)}</b>{name} &middot; backend {html.escape(record.backend)} &middot; "
+            f"{_badge(state)} &middot; elapsed {_duration(end - started)}{message}"
+        )
 
     def _table_html(self, keys: list[str], replicas: dict[str, Any]) -> str:
         progress = self._progress_by_replica()
@@ -327,10 +356,14 @@ class RunMonitor(widgets.VBox):
                 f"<td>{replica.restarts if replica else 0}</td><td>{exit_code}</td>"
                 f"<td>{html.escape(self._resources.get(key, '-'))}</td><td>{step}</td><td>{reason}</td></tr>"
             )
-        head = "".join(f"<th style='text-align:left;padding-right:12px'>{h}</th>"
-                       for h in ("replica", "state", "restarts", "exit code", "resources", "step", ""))
-        return (f"<div style='max-height:360px;overflow:auto'><table class='px-replicas'><thead><tr>{head}</tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table></div>")
+        head = "".join(
+            f"<th style='text-align:left;padding-right:12px'>{h}</th>"
+            for h in ("replica", "state", "restarts", "exit code", "resources", "step", "")
+        )
+        return (
+            f"<div style='max-height:360px;overflow:auto'><table class='px-replicas'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
+        )
 
     def _progress_by_replica(self) -> dict[str, str]:
         if self._reader is None:
@@ -383,7 +416,9 @@ class RunMonitor(widgets.VBox):
             self.run.stop()
         except Exception as error:
             self.stop_button.disabled = False
-            self.header.value = self._header_html(self.last_status) + f" <small>(stop failed: {html.escape(str(error))})</small>"
+            self.header.value = (
+                self._header_html(self.last_status) + f" <small>(stop failed: {html.escape(str(error))})</small>"
+            )
             return
         self.refresh()
 
@@ -422,6 +457,8 @@ def tensorboard_html(run_ids: list[str], height: int = 600) -> str:
     url = result.info.url()
     safe = html.escape(url, quote=True)
     verb = "started" if isinstance(result, tensorboard.Launched) else "reused"
-    return (f"<div class='px-tensorboard' data-url='{safe}'>TensorBoard ({verb}) for {html.escape(', '.join(run_ids))}: "
-            f"<a href='{safe}' target='_blank'>open in a new tab</a><br>"
-            f"<iframe src='{safe}' width='100%' height='{height}' frameborder='0'></iframe></div>")
+    return (
+        f"<div class='px-tensorboard' data-url='{safe}'>TensorBoard ({verb}) for {html.escape(', '.join(run_ids))}: "
+        f"<a href='{safe}' target='_blank'>open in a new tab</a><br>"
+        f"<iframe src='{safe}' width='100%' height='{height}' frameborder='0'></iframe></div>"
+    )

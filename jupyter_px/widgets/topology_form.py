@@ -16,7 +16,8 @@ from __future__ import annotations
 import copy
 import html
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import ipywidgets as widgets
 import yaml
@@ -25,8 +26,14 @@ from ..topology import Problem, Topology, TopologyError, parse_topology, to_dict
 from ..topology.export import headline
 from ..topology.registry import topologies
 
-FRAMEWORKS = [("(none)", ""), ("tensorflow", "tensorflow"), ("pytorch", "pytorch"), ("mxnet", "mxnet"),
-              ("horovod", "horovod"), ("mpi", "mpi")]
+FRAMEWORKS = [
+    ("(none)", ""),
+    ("tensorflow", "tensorflow"),
+    ("pytorch", "pytorch"),
+    ("mxnet", "mxnet"),
+    ("horovod", "horovod"),
+    ("mpi", "mpi"),
+]
 BACKENDS = ["local", "native", "kubeflow"]
 KINDS = ("cpu", "memory", "gpu")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -88,9 +95,13 @@ class ResourcesEditor:
         self.path = path
         self.boxes: dict[tuple[str, str], widgets.Text] = {}
         self.errors: dict[str, _ErrorLabel] = {}
-        rows = [widgets.HTML(f"<b>{html.escape(title)}</b>"),
-                widgets.HTML("<span style='display:inline-block;width:60px'></span>"
-                             "<span style='display:inline-block;width:114px'>requests</span>limits")]
+        rows = [
+            widgets.HTML(f"<b>{html.escape(title)}</b>"),
+            widgets.HTML(
+                "<span style='display:inline-block;width:60px'></span>"
+                "<span style='display:inline-block;width:114px'>requests</span>limits"
+            ),
+        ]
         placeholders = {"cpu": "cores: 2, 500m", "memory": "MiB, or 1Gi", "gpu": "GPUs"}
         for kind in KINDS:
             cells: list[widgets.Widget] = [widgets.Label(kind, layout=widgets.Layout(width="56px"))]
@@ -121,20 +132,30 @@ class ResourcesEditor:
 class OverrideRow:
     """One per-index override: role, index, resources; other settings it had are kept."""
 
-    def __init__(self, on_change: Callable[..., None], on_remove: Callable[["OverrideRow"], None],
-                 role: str = "worker", index: int = 0, resources: dict | None = None, extra: dict | None = None):
+    def __init__(
+        self,
+        on_change: Callable[..., None],
+        on_remove: Callable[[OverrideRow], None],
+        role: str = "worker",
+        index: int = 0,
+        resources: dict | None = None,
+        extra: dict | None = None,
+    ):
         self.role = widgets.Dropdown(options=["worker", "ps"], value=role, layout=widgets.Layout(width="90px"))
         self.index = widgets.IntText(value=index, layout=widgets.Layout(width="70px"))
         self.boxes: dict[tuple[str, str], widgets.Text] = {}
         cells: list[widgets.Widget] = [self.role, self.index]
         for kind in KINDS:
             for bound in ("requests", "limits"):
-                box = widgets.Text(placeholder=f"{kind} {bound[:-1] if bound == 'limits' else 'request'}",
-                                   layout=widgets.Layout(width="105px"))
+                box = widgets.Text(
+                    placeholder=f"{kind} {bound[:-1] if bound == 'limits' else 'request'}",
+                    layout=widgets.Layout(width="105px"),
+                )
                 self.boxes[(kind, bound)] = box
                 cells.append(box)
-        self.remove = widgets.Button(description="", icon="trash", tooltip="remove this override",
-                                     layout=widgets.Layout(width="36px"))
+        self.remove = widgets.Button(
+            description="", icon="trash", tooltip="remove this override", layout=widgets.Layout(width="36px")
+        )
         self.error = _ErrorLabel()
         self.extra = dict(extra or {})
         self.widget = widgets.VBox([widgets.HBox(cells + [self.remove]), self.error])
@@ -156,10 +177,10 @@ class OverrideRow:
 class TopologyForm(widgets.VBox):
     """A form for a distributed topology, validated as you type.
 
-        form = TopologyForm()                 # or TopologyForm(name="cluster") to edit a saved one
-        form.workers.value = 4
-        form.topology                         # the validated model (TopologyError if invalid)
-        form.save("cluster")                  # now `%%px_distributed -t cluster` uses it
+    form = TopologyForm()                 # or TopologyForm(name="cluster") to edit a saved one
+    form.workers.value = 4
+    form.topology                         # the validated model (TopologyError if invalid)
+    form.save("cluster")                  # now `%%px_distributed -t cluster` uses it
     """
 
     def __init__(self, topology: Topology | str | dict | None = None, *, name: str | None = None, **kwargs: Any):
@@ -178,21 +199,27 @@ class TopologyForm(widgets.VBox):
         self._field_errors = {key: _ErrorLabel() for key in ("framework", "backend", "n_masters", "n_workers", "n_ps")}
 
         self.master_resources = ResourcesEditor("master resources", "environment.resources", self._changed)
-        self.worker_resources = ResourcesEditor("default worker resources", f"{PATH_REPLICAS}.default_worker.resources", self._changed)
-        self.ps_resources = ResourcesEditor("default ps resources", f"{PATH_REPLICAS}.default_ps.resources", self._changed)
+        self.worker_resources = ResourcesEditor(
+            "default worker resources", f"{PATH_REPLICAS}.default_worker.resources", self._changed
+        )
+        self.ps_resources = ResourcesEditor(
+            "default ps resources", f"{PATH_REPLICAS}.default_ps.resources", self._changed
+        )
 
         self.rows: list[OverrideRow] = []
         self.rows_box = widgets.VBox()
-        self.add_row_button = widgets.Button(description="add override", icon="plus",
-                                             tooltip="resources for one worker or ps index")
+        self.add_row_button = widgets.Button(
+            description="add override", icon="plus", tooltip="resources for one worker or ps index"
+        )
         self.add_row_button.on_click(lambda _b: self.add_override())
 
         self.general_errors = _ErrorLabel()
         self.summary = widgets.HTML()
         self.preview = widgets.HTML()
         self.name = widgets.Text(value=name or "", description="name", placeholder="topology name")
-        self.save_button = widgets.Button(description="save", icon="save",
-                                          tooltip="save under this name for %%px_distributed -t NAME")
+        self.save_button = widgets.Button(
+            description="save", icon="save", tooltip="save under this name for %%px_distributed -t NAME"
+        )
         self.save_status = widgets.HTML()
         self.save_button.on_click(lambda _b: self._save_clicked())
 
@@ -206,10 +233,14 @@ class TopologyForm(widgets.VBox):
                 field(self.master, "n_masters"),
                 field(self.workers, "n_workers"),
                 field(self.ps, "n_ps"),
-                widgets.HBox([self.master_resources.widget, self.worker_resources.widget, self.ps_resources.widget],
-                             layout=widgets.Layout(flex_flow="row wrap")),
+                widgets.HBox(
+                    [self.master_resources.widget, self.worker_resources.widget, self.ps_resources.widget],
+                    layout=widgets.Layout(flex_flow="row wrap"),
+                ),
                 widgets.HTML("<b>per-index overrides</b> <small>(replace the role's default for that index)</small>"),
-                widgets.HTML("<small>role, index, cpu requests/limits, memory requests/limits (MiB), gpu requests/limits</small>"),
+                widgets.HTML(
+                    "<small>role, index, cpu requests/limits, memory requests/limits (MiB), gpu requests/limits</small>"
+                ),
                 self.rows_box,
                 self.add_row_button,
                 self.general_errors,
@@ -285,8 +316,14 @@ class TopologyForm(widgets.VBox):
             self._loading = False
         self._validate()
 
-    def add_override(self, role: str = "worker", index: int | None = None, resources: dict | None = None,
-                     extra: dict | None = None, validate: bool = True) -> OverrideRow:
+    def add_override(
+        self,
+        role: str = "worker",
+        index: int | None = None,
+        resources: dict | None = None,
+        extra: dict | None = None,
+        validate: bool = True,
+    ) -> OverrideRow:
         """Add a per-index override row (the "add override" button)."""
         if index is None:
             taken = {row.index.value for row in self.rows if row.role.value == role}
@@ -359,8 +396,9 @@ class TopologyForm(widgets.VBox):
         else:
             count = len(problems)
             self.summary.value = f"<span style='color:#d62728'>{count} problem{'s' if count != 1 else ''}</span>"
-            self.preview.value = ("<pre style='margin:0;color:#888'>"
-                                  f"{html.escape(yaml.safe_dump(data, sort_keys=False))}</pre>")
+            self.preview.value = (
+                f"<pre style='margin:0;color:#888'>{html.escape(yaml.safe_dump(data, sort_keys=False))}</pre>"
+            )
 
     @property
     def valid(self) -> bool:
@@ -387,7 +425,9 @@ class TopologyForm(widgets.VBox):
         topology = self.topology
         topologies.put(name, topology)
         self.name.value = name
-        self.save_status.value = f"saved as <code>{html.escape(name)}</code>: <code>%%px_distributed -t {html.escape(name)}</code>"
+        self.save_status.value = (
+            f"saved as <code>{html.escape(name)}</code>: <code>%%px_distributed -t {html.escape(name)}</code>"
+        )
         return topology
 
     def _save_clicked(self) -> None:

@@ -43,15 +43,31 @@ def wait_to_be_stopped(seconds: float = 120) -> None:
 
 
 if ACTION == "env":
-    keys = [k for k in os.environ if k.startswith(("PX_", "MASTER_", "TF_CONFIG", "CUDA_VISIBLE", "RANK", "WORLD_SIZE",
-                                                   "LOCAL_", "OMP_NUM_THREADS"))]
+    keys = [
+        k
+        for k in os.environ
+        if k.startswith(
+            ("PX_", "MASTER_", "TF_CONFIG", "CUDA_VISIBLE", "RANK", "WORLD_SIZE", "LOCAL_", "OMP_NUM_THREADS")
+        )
+    ]
     name = ME + (f"-local{os.environ['LOCAL_RANK']}" if "LOCAL_RANK" in os.environ else "")
-    record(name, {"env": {k: os.environ[k] for k in keys}, "cwd": os.getcwd(), "path": sys.path[:3], "argv": sys.argv,
-                "affinity": sorted(os.sched_getaffinity(0)), "name": __name__})
+    record(
+        name,
+        {
+            "env": {k: os.environ[k] for k in keys},
+            "cwd": os.getcwd(),
+            "path": sys.path[:3],
+            "argv": sys.argv,
+            "affinity": sorted(os.sched_getaffinity(0)),
+            "name": __name__,
+        },
+    )
     sys.exit(0)
 
 if ACTION == "ports":
-    host, port = json.loads(os.environ["PX_CLUSTER"])[os.environ["PX_TASK_TYPE"]][int(os.environ["PX_TASK_INDEX"])].rsplit(":", 1)
+    host, port = json.loads(os.environ["PX_CLUSTER"])[os.environ["PX_TASK_TYPE"]][
+        int(os.environ["PX_TASK_INDEX"])
+    ].rsplit(":", 1)
     import socket
 
     with socket.socket() as sock:

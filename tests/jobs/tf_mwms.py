@@ -11,7 +11,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 task = json.loads(os.environ["TF_CONFIG"])["task"]
@@ -28,7 +28,7 @@ def train_step(x, y):
             loss = tf.reduce_mean((tf.matmul(x, weights) - y) ** 2)
         grads = tape.gradient(loss, [weights])
         # MWMS all-reduces the gradients across workers inside apply_gradients.
-        optimizer.apply_gradients(zip(grads, [weights]))
+        optimizer.apply_gradients(zip(grads, [weights], strict=False))
         return loss
 
     losses = strategy.run(step, args=(x, y))
@@ -46,12 +46,19 @@ y = tf.reduce_sum(x, axis=1, keepdims=True)
 losses = [float(train_step(x, y)) for _ in range(3)]
 total = float(cross_sum(float(task["index"] + (0 if task["type"] == "chief" else 1) + 1)))
 
-out = {"task": task, "replicas_in_sync": strategy.num_replicas_in_sync, "cross_sum": total,
-       "losses": losses, "weights": weights.numpy().flatten().tolist()}
+out = {
+    "task": task,
+    "replicas_in_sync": strategy.num_replicas_in_sync,
+    "cross_sum": total,
+    "losses": losses,
+    "weights": weights.numpy().flatten().tolist(),
+}
 outputs = os.environ["PX_OUTPUTS_PATH"]
 with open(os.path.join(outputs, f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}.json"), "w") as fh:
     json.dump(out, fh)
-print(f"{task['type']}:{task['index']} in sync {strategy.num_replicas_in_sync}, cross sum {total:g}, loss {losses[-1]:.4f}")
+print(
+    f"{task['type']}:{task['index']} in sync {strategy.num_replicas_in_sync}, cross sum {total:g}, loss {losses[-1]:.4f}"
+)
 
 # A worker that exits right after the last collective can close its gRPC server while the chief
 # is still pulling that worker's buffer (`RecvBuf ... Socket closed` fails the chief); nothing in

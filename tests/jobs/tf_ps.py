@@ -11,14 +11,15 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 STEPS = 6
 resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
 
 if resolver.task_type in ("worker", "ps"):
-    server = tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
-                                  task_index=resolver.task_id, protocol="grpc", start=True)
+    server = tf.distribute.Server(
+        resolver.cluster_spec(), job_name=resolver.task_type, task_index=resolver.task_id, protocol="grpc", start=True
+    )
     print(f"{resolver.task_type}:{resolver.task_id} serving", flush=True)
     server.join()  # stopped by the backend when the chief is done
 
@@ -37,8 +38,12 @@ def step():
 results = [coordinator.schedule(step) for _ in range(STEPS)]
 coordinator.join()
 done = sum(float(r.fetch()) for r in results)
-out = {"steps": done, "counter": float(counter.numpy()), "workers": strategy.extended._num_workers,
-       "ps": len(resolver.cluster_spec().as_dict().get("ps", []))}
+out = {
+    "steps": done,
+    "counter": float(counter.numpy()),
+    "workers": strategy.extended._num_workers,
+    "ps": len(resolver.cluster_spec().as_dict().get("ps", [])),
+}
 with open(os.path.join(os.environ["PX_OUTPUTS_PATH"], "chief.json"), "w") as fh:
     json.dump(out, fh)
 print(f"chief: {done:g} steps, counter {out['counter']:g}", flush=True)

@@ -34,8 +34,15 @@ def main() -> None:
     dist.barrier()
     dist.destroy_process_group()
 
-    out = {"rank": rank, "world_size": world, "allreduce": value.item(), "weights": weights, "losses": losses,
-           "role": os.environ["PX_TASK_TYPE"], "index": int(os.environ["PX_TASK_INDEX"])}
+    out = {
+        "rank": rank,
+        "world_size": world,
+        "allreduce": value.item(),
+        "weights": weights,
+        "losses": losses,
+        "role": os.environ["PX_TASK_TYPE"],
+        "index": int(os.environ["PX_TASK_INDEX"]),
+    }
     path = os.path.join(os.environ["PX_OUTPUTS_PATH"], f"{out['role']}-{out['index']}.json")
     with open(path, "w") as handle:
         json.dump(out, handle)

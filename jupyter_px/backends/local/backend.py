@@ -43,8 +43,10 @@ class LocalBackend(Backend):
         """Refuse, before anything starts, what this machine cannot give (names replica and value)."""
         resources.check(topology)
         if topology.is_mpi and find_mpirun() is None:
-            raise BackendError(f"framework {topology.framework} runs its launcher with OpenMPI's mpirun, which is "
-                               "not on PATH here; install OpenMPI (e.g. apt-get install openmpi-bin)")
+            raise BackendError(
+                f"framework {topology.framework} runs its launcher with OpenMPI's mpirun, which is "
+                "not on PATH here; install OpenMPI (e.g. apt-get install openmpi-bin)"
+            )
 
     def submit(self, run_id: str) -> SubmitHandle:
         record = self.store.record(run_id)
@@ -59,9 +61,14 @@ class LocalBackend(Backend):
                 with open(log_path, "ab") as log:
                     launcher = subprocess.Popen(
                         [sys.executable, "-m", SUPERVISOR_MODULE, str(run_dir), "--ready-fd", str(write_fd)],
-                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=str(run_dir),
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        cwd=str(run_dir),
                         env={**clean_environ(self.store.home), "PYTHONUNBUFFERED": "1"},
-                        start_new_session=True, pass_fds=(write_fd,), close_fds=True,
+                        start_new_session=True,
+                        pass_fds=(write_fd,),
+                        close_fds=True,
                     )
             finally:
                 os.close(write_fd)
@@ -73,8 +80,10 @@ class LocalBackend(Backend):
             os.close(read_fd)
         if not ready:
             self._abandon(run_id)
-            raise BackendError(f"the local supervisor of run {run_id} did not start; its log ({log_path}) says:\n"
-                               f"{read_tail(log_path, 2000).strip() or '(nothing)'}")
+            raise BackendError(
+                f"the local supervisor of run {run_id} did not start; its log ({log_path}) says:\n"
+                f"{read_tail(log_path, 2000).strip() or '(nothing)'}"
+            )
         status = self.store.status(run_id)
         return SubmitHandle(run_id, self.name, {"supervisor_pid": status.supervisor_pid, "run_dir": str(run_dir)})
 
@@ -120,8 +129,12 @@ class LocalBackend(Backend):
         if status.state.finished:
             return status
         kill_run_processes(run_id)  # normally the watchdog has done this; it may have died too
-        return mark_lost(self.store, run_id, f"the supervisor (pid {status.supervisor_pid}) is gone while the run "
-                                             f"was {status.state.value}; see {run_dir / 'supervisor.log'}")
+        return mark_lost(
+            self.store,
+            run_id,
+            f"the supervisor (pid {status.supervisor_pid}) is gone while the run "
+            f"was {status.state.value}; see {run_dir / 'supervisor.log'}",
+        )
 
     def _on_this_host(self, run_id: str) -> bool:
         """Was the run submitted here, so that its supervisor's pid means something here?"""

@@ -25,9 +25,9 @@ import os
 import shutil
 import site
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from ...cluster import ClusterEnv, ReplicaPaths, mpi_hostfile, mpi_world_size
 from ...runstore import RunPaths, RunRecord, atomic_write_bytes
@@ -45,8 +45,11 @@ _KEEP = {"PX_HOME", *TUNABLES}
 
 def clean_environ(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The caller's environment minus run-specific variables, with PX_HOME and the package path."""
-    env = {k: v for k, v in (os.environ if environ is None else environ).items()
-           if k in _KEEP or not k.startswith(_DROP_PREFIXES)}
+    env = {
+        k: v
+        for k, v in (os.environ if environ is None else environ).items()
+        if k in _KEEP or not k.startswith(_DROP_PREFIXES)
+    }
     env["PX_HOME"] = str(home)
     package_parent = str(Path(__file__).resolve().parents[3])
     site_dirs = {str(Path(p).resolve()) for p in [*site.getsitepackages(), site.getusersitepackages()]}
@@ -71,9 +74,15 @@ class Launch:
 class LaunchPlan:
     """Commands for every replica of one run, from its record, addresses and placements."""
 
-    def __init__(self, record: RunRecord, topology: Topology, paths: RunPaths,
-                 addresses: Mapping[str, list[str]], placements: Mapping[tuple[str, int], Placement],
-                 base_env: Mapping[str, str]):
+    def __init__(
+        self,
+        record: RunRecord,
+        topology: Topology,
+        paths: RunPaths,
+        addresses: Mapping[str, list[str]],
+        placements: Mapping[tuple[str, int], Placement],
+        base_env: Mapping[str, str],
+    ):
         self.record = record
         self.topology = topology
         self.paths = paths
@@ -86,8 +95,12 @@ class LaunchPlan:
 
     def replica_paths(self, role: str, index: int) -> ReplicaPaths:
         p = self.paths
-        return ReplicaPaths(outputs=str(p.outputs_dir), tensorboard=str(p.tensorboard(role, index)),
-                            metrics=str(p.metrics(role, index)), params=str(p.params(role, index)))
+        return ReplicaPaths(
+            outputs=str(p.outputs_dir),
+            tensorboard=str(p.tensorboard(role, index)),
+            metrics=str(p.metrics(role, index)),
+            params=str(p.params(role, index)),
+        )
 
     def contract_env(self, spec: ReplicaSpec) -> dict[str, str]:
         return self.cluster.for_replica(spec.role, spec.index, self.replica_paths(spec.role, spec.index))
@@ -142,10 +155,19 @@ class LaunchPlan:
             index = rank // nproc
             paths = self.replica_paths("worker", index)
             cpus = self.placements[("worker", index)].cpus
-            env = {"PX_TASK_TYPE": "worker", "PX_TASK_INDEX": str(index), "PX_MPI_RANK": str(rank),
-                   "PX_METRICS_PATH": paths.metrics, "PX_PARAMS_PATH": paths.params,
-                   "PX_TENSORBOARD_PATH": paths.tensorboard}
-            if cpus and "OMP_NUM_THREADS" not in self.base_env and "OMP_NUM_THREADS" not in self.topology.replica("worker", index).env:
+            env = {
+                "PX_TASK_TYPE": "worker",
+                "PX_TASK_INDEX": str(index),
+                "PX_MPI_RANK": str(rank),
+                "PX_METRICS_PATH": paths.metrics,
+                "PX_PARAMS_PATH": paths.params,
+                "PX_TENSORBOARD_PATH": paths.tensorboard,
+            }
+            if (
+                cpus
+                and "OMP_NUM_THREADS" not in self.base_env
+                and "OMP_NUM_THREADS" not in self.topology.replica("worker", index).env
+            ):
                 env["OMP_NUM_THREADS"] = str(len(cpus))
             ranks[str(rank)] = {"worker": index, "env": env, "cpus": list(cpus) if cpus else None}
         atomic_write_bytes(self.ranks_file, json.dumps(ranks, indent=1).encode())
@@ -160,8 +182,15 @@ class LaunchPlan:
         argv = [mpirun]
         if os.geteuid() == 0:
             argv.append("--allow-run-as-root")
-        argv += ["--oversubscribe", "--bind-to", "none", "--hostfile", str(self.hostfile),
-                 "-np", str(mpi_world_size(self.topology))]
+        argv += [
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "--hostfile",
+            str(self.hostfile),
+            "-np",
+            str(mpi_world_size(self.topology)),
+        ]
         exported = sorted({*contract, "PX_HOME", "CUDA_VISIBLE_DEVICES", "PYTHONPATH"} & set(env))
         for name in exported:
             argv += ["-x", name]

@@ -66,7 +66,7 @@ class ProcessTable:
                         data = handle.read()
                 except OSError:  # exited meanwhile
                     continue
-                fields = data[data.rfind(b")") + 2:].split()  # after "pid (comm) ": field 3 onwards
+                fields = data[data.rfind(b")") + 2 :].split()  # after "pid (comm) ": field 3 onwards
                 if len(fields) > 21:
                     self._add(int(entry.name), int(fields[1]), int(fields[21]) * page)  # ppid, rss (pages)
 

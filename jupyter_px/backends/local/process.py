@@ -12,8 +12,8 @@ import ctypes
 import os
 import signal
 import subprocess
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import psutil
 
@@ -73,8 +73,9 @@ class _ChildSetup:
             os.sched_setaffinity(0, self.cpus)
 
 
-def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, log_path: os.PathLike,
-          cpus: Iterable[int] | None = None) -> subprocess.Popen:
+def spawn(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str, log_path: os.PathLike, cpus: Iterable[int] | None = None
+) -> subprocess.Popen:
     """Start `argv` in its own process group, stdout+stderr appended to `log_path`.
 
     The caller reaps it (os.waitpid) and must then set `returncode` on the returned object.
@@ -82,8 +83,15 @@ def spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, log_path: os.Pa
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     try:
         return subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, cwd=cwd, env=dict(env),
-            process_group=0, preexec_fn=_ChildSetup(cpus), close_fds=True,
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            cwd=cwd,
+            env=dict(env),
+            process_group=0,
+            preexec_fn=_ChildSetup(cpus),
+            close_fds=True,
         )
     finally:
         os.close(log_fd)

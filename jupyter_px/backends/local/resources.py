@@ -113,17 +113,22 @@ def check(topology: Topology, machine: Machine | None = None) -> None:
         res = spec.resources
         cpu = requested(res.cpu)
         if cpu is not None and cpu > len(machine.cpus):
-            problems.append(f"{spec.key} requests {_fmt(cpu)} cpu cores, but this machine lets a run use "
-                            f"{len(machine.cpus)} (cores {list(machine.cpus)})")
+            problems.append(
+                f"{spec.key} requests {_fmt(cpu)} cpu cores, but this machine lets a run use "
+                f"{len(machine.cpus)} (cores {list(machine.cpus)})"
+            )
         memory = requested(res.memory)
         if memory is not None and memory > machine.memory_mib:
-            problems.append(f"{spec.key} requests {_fmt(memory)} MiB of memory, but this machine has "
-                            f"{machine.memory_mib:.0f} MiB in total")
+            problems.append(
+                f"{spec.key} requests {_fmt(memory)} MiB of memory, but this machine has "
+                f"{machine.memory_mib:.0f} MiB in total"
+            )
         gpus = res.gpus()
         if gpus > len(machine.gpus):
             have = f"{len(machine.gpus)} ({', '.join(machine.gpus)})" if machine.gpus else "none"
-            problems.append(f"{spec.key} requests {gpus} GPU{'s' if gpus != 1 else ''}, but the GPUs visible "
-                            f"here are {have}")
+            problems.append(
+                f"{spec.key} requests {gpus} GPU{'s' if gpus != 1 else ''}, but the GPUs visible here are {have}"
+            )
     if not problems:
         problems = _whole_run_problems(topology, machine)
     if problems:
@@ -137,11 +142,15 @@ def _whole_run_problems(topology: Topology, machine: Machine) -> list[str]:
     gpus = sum(spec.resources.gpus() for spec in specs)
     problems = []
     if memory > machine.memory_mib:
-        problems.append(f"its {len(specs)} replicas request {_fmt(memory)} MiB of memory in all, but this machine "
-                        f"has {machine.memory_mib:.0f} MiB")
+        problems.append(
+            f"its {len(specs)} replicas request {_fmt(memory)} MiB of memory in all, but this machine "
+            f"has {machine.memory_mib:.0f} MiB"
+        )
     if gpus > len(machine.gpus):
-        problems.append(f"its replicas request {gpus} GPU{'s' if gpus != 1 else ''} in all, but the GPUs visible "
-                        f"here are {len(machine.gpus)}")
+        problems.append(
+            f"its replicas request {gpus} GPU{'s' if gpus != 1 else ''} in all, but the GPUs visible "
+            f"here are {len(machine.gpus)}"
+        )
     return problems
 
 
@@ -183,7 +192,9 @@ def place(specs: list[ReplicaSpec], machine: Machine) -> dict[tuple[str, int], P
         n_gpus = spec.resources.gpus()
         gpus: tuple[str, ...] = ()
         if n_gpus and machine.gpus:
-            gpus = tuple(machine.gpus[(gpu_cursor + k) % len(machine.gpus)] for k in range(min(n_gpus, len(machine.gpus))))
+            gpus = tuple(
+                machine.gpus[(gpu_cursor + k) % len(machine.gpus)] for k in range(min(n_gpus, len(machine.gpus)))
+            )
             gpu_cursor += n_gpus
         memory = spec.resources.memory
         placements[(spec.role, spec.index)] = Placement(cpus, gpus, memory.limits if memory is not None else None)

@@ -48,13 +48,22 @@ from ...cluster import local_addresses
 from ...runstore import ReplicaState, ReplicaStatus, RunState, RunStore
 from ...topology import ReplicaSpec, Topology, parse_topology
 from . import memory
-from .config import (COMPLETION_GRACE_S, HEARTBEAT_S, IDLE_POLL_S, MASTER_HEAD_START_S, MEMORY_POLL_S,
-                     RETRYABLE_EXIT_CODES, STOP_FILE, STOP_GRACE_S)
+from .config import (
+    COMPLETION_GRACE_S,
+    HEARTBEAT_S,
+    IDLE_POLL_S,
+    MASTER_HEAD_START_S,
+    MEMORY_POLL_S,
+    RETRYABLE_EXIT_CODES,
+    STOP_FILE,
+    STOP_GRACE_S,
+)
 from .launcher import LaunchPlan, clean_environ
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, run_processes, spawn
 from .resources import Machine, place, this_machine
 from .watchdog import Watchdog
+
 
 def log(message: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}", flush=True)
@@ -118,7 +127,7 @@ class Supervisor:
         status.supervisor_pid = os.getpid()
         status.state = RunState.PENDING
         status.replicas = [ReplicaStatus(role=s.role, index=s.index) for s in self.topology.replicas()]
-        self.replicas = [Replica(spec, entry) for spec, entry in zip(self.topology.replicas(), status.replicas)]
+        self.replicas = [Replica(spec, entry) for spec, entry in zip(self.topology.replicas(), status.replicas, strict=False)]
         self._write(force=True)
         if self.ready_fd is not None:
             try:
@@ -151,22 +160,25 @@ class Supervisor:
         self.ports = PortReservation(self.store.home / "ports.lock")
         ports = self.ports.take(len(specs))
         by_role: dict[str, list[int]] = {}
-        for replica, port in zip(self.replicas, ports):
+        for replica, port in zip(self.replicas, ports, strict=False):
             replica.port = port
             by_role.setdefault(replica.spec.role, []).append(port)
         addresses = local_addresses(self.topology, by_role)
         for replica in self.replicas:
             replica.status.address = addresses[replica.spec.role][replica.spec.index]
-        self.plan = LaunchPlan(self.record, self.topology, self.paths, addresses, placements,
-                               clean_environ(self.store.home))
+        self.plan = LaunchPlan(
+            self.record, self.topology, self.paths, addresses, placements, clean_environ(self.store.home)
+        )
         if self.topology.is_mpi:
             self.plan.write_mpi_files()
         for replica in self.replicas:
             p = placements[(replica.spec.role, replica.spec.index)]
-            log(f"{replica.key}: address {replica.status.address}, cores {list(p.cpus) if p.cpus else 'all'}, "
+            log(
+                f"{replica.key}: address {replica.status.address}, cores {list(p.cpus) if p.cpus else 'all'}, "
                 f"gpus {list(p.gpus) or 'none'}, memory limit "
                 f"{f'{p.memory_limit_mib:.0f} MiB' if p.memory_limit_mib else 'none'}, "
-                f"restart {replica.spec.restart_policy} (max {replica.spec.max_restarts})")
+                f"restart {replica.spec.restart_policy} (max {replica.spec.max_restarts})"
+            )
 
     def _start_order(self) -> list[Replica]:
         """The master first: it hosts the rendezvous (torch's TCPStore), and a worker that finds
@@ -210,8 +222,13 @@ class Supervisor:
         if replica.port is not None:
             self.ports.release_socket(replica.port)
         self.paths.logs_dir.mkdir(parents=True, exist_ok=True)
-        popen = spawn(launch.argv, launch.env, launch.cwd, self.paths.log(replica.spec.role, replica.spec.index),
-                      self.plan.affinity(replica.spec))
+        popen = spawn(
+            launch.argv,
+            launch.env,
+            launch.cwd,
+            self.paths.log(replica.spec.role, replica.spec.index),
+            self.plan.affinity(replica.spec),
+        )
         replica.popen, replica.pgid = popen, popen.pid
         self.by_pid[popen.pid] = replica
         self.watchdog.add(popen.pid)
@@ -266,11 +283,12 @@ class Supervisor:
             st.reason = "Signaled" if info.signal else "Error"
             st.message = info.describe()
         if self._should_restart(replica, failed, info):
-            delay = min(0.2 * 2 ** st.restarts, 5.0)
+            delay = min(0.2 * 2**st.restarts, 5.0)
             replica.restart_at = time.monotonic() + delay
             st.state = ReplicaState.RESTARTING
-            st.message = (f"{st.message or 'exited with code 0'}; restarting "
-                          f"({st.restarts + 1} of {replica.spec.max_restarts})")
+            st.message = (
+                f"{st.message or 'exited with code 0'}; restarting ({st.restarts + 1} of {replica.spec.max_restarts})"
+            )
             return
         st.state = ReplicaState.FAILED if failed else ReplicaState.SUCCEEDED
         if failed and st.restarts:
@@ -294,8 +312,11 @@ class Supervisor:
             return True
         if replica.spec.role != "worker" or any(r.spec.role == "master" for r in self.replicas):
             return False
-        return all(r.status.state == ReplicaState.SUCCEEDED for r in self.replicas
-                   if r.spec.role == "worker" and r is not replica)
+        return all(
+            r.status.state == ReplicaState.SUCCEEDED
+            for r in self.replicas
+            if r.spec.role == "worker" and r is not replica
+        )
 
     def _restart_due(self) -> None:
         now = time.monotonic()
@@ -317,8 +338,12 @@ class Supervisor:
             return
         if self.outcome is None:
             log("stop requested")
-            self._decide_outcome(RunState.STOPPED, "StoppedByUser", "stopped on request",
-                                 ("StoppedByUser", ReplicaState.STOPPED, "stopped on request"))
+            self._decide_outcome(
+                RunState.STOPPED,
+                "StoppedByUser",
+                "stopped on request",
+                ("StoppedByUser", ReplicaState.STOPPED, "stopped on request"),
+            )
         else:  # already decided: do not wait out the completion grace
             for replica in self.replicas:
                 if replica.finish_by is not None:
@@ -330,8 +355,11 @@ class Supervisor:
         placements = self.plan.placements
         if placements[(replica.spec.role, replica.spec.index)].memory_limit_mib:
             return True
-        return self.topology.is_mpi and replica.spec.role == "master" and any(
-            p.memory_limit_mib for (role, _), p in placements.items() if role == "worker")
+        return (
+            self.topology.is_mpi
+            and replica.spec.role == "master"
+            and any(p.memory_limit_mib for (role, _), p in placements.items() if role == "worker")
+        )
 
     def _check_memory(self) -> None:
         """At most every MEMORY_POLL_S: one read of the process table, every watched tree."""
@@ -386,8 +414,14 @@ class Supervisor:
         for replica in self.replicas:
             if replica.running and replica.finish_by is not None and replica.finish_by <= now:
                 replica.finish_by = None
-                self._stop_replica(replica, ("StoppedByRun", ReplicaState.SUCCEEDED,
-                                             f"still running {COMPLETION_GRACE_S:g} s after the run succeeded; stopped"))
+                self._stop_replica(
+                    replica,
+                    (
+                        "StoppedByRun",
+                        ReplicaState.SUCCEEDED,
+                        f"still running {COMPLETION_GRACE_S:g} s after the run succeeded; stopped",
+                    ),
+                )
         for replica in self.replicas:
             if replica.running and replica.kill_at is not None and replica.kill_at <= now:
                 log(f"{replica.key}: still running {STOP_GRACE_S:g} s after SIGTERM; SIGKILL")
@@ -410,8 +444,9 @@ class Supervisor:
             replica.restart_at = None
             self.dirty = True
 
-    def _decide_outcome(self, state: RunState, reason: str, message: str,
-                        others: tuple[str, ReplicaState, str]) -> None:
+    def _decide_outcome(
+        self, state: RunState, reason: str, message: str, others: tuple[str, ReplicaState, str]
+    ) -> None:
         self.outcome = (state, reason, message)
         log(f"run {state.value}: {message}")
         for replica in self.replicas:
@@ -426,14 +461,21 @@ class Supervisor:
             first = min(failed, key=lambda r: r.status.finished_at or 0)
             st = first.status
             what = f"{first.key} failed ({st.reason})" + (f": {st.message}" if st.message else "")
-            self._decide_outcome(RunState.FAILED, "ReplicaFailed", what,
-                                 ("StoppedByRun", ReplicaState.STOPPED, f"stopped because {first.key} failed"))
+            self._decide_outcome(
+                RunState.FAILED,
+                "ReplicaFailed",
+                what,
+                ("StoppedByRun", ReplicaState.STOPPED, f"stopped because {first.key} failed"),
+            )
             return
         masters = [r for r in self.replicas if r.spec.role == "master"]
         deciding = masters or [r for r in self.replicas if r.spec.role == "worker"] or self.replicas
         if all(r.status.state == ReplicaState.SUCCEEDED for r in deciding):
-            what = (f"{deciding[0].key} succeeded" if len(deciding) == 1
-                    else f"all {len(deciding)} {deciding[0].spec.role}s succeeded")
+            what = (
+                f"{deciding[0].key} succeeded"
+                if len(deciding) == 1
+                else f"all {len(deciding)} {deciding[0].spec.role}s succeeded"
+            )
             self.outcome = (RunState.SUCCEEDED, "Completed", what)
             self.dirty = True
             log(f"run Succeeded: {what}")
@@ -442,8 +484,10 @@ class Supervisor:
                 if replica.running and not self._is_server(replica):
                     replica.finish_by = grace_end  # e.g. a worker still in its last collective
                 else:
-                    self._stop_replica(replica, ("StoppedByRun", ReplicaState.SUCCEEDED,
-                                                 "still running when the run succeeded; stopped"))
+                    self._stop_replica(
+                        replica,
+                        ("StoppedByRun", ReplicaState.SUCCEEDED, "still running when the run succeeded; stopped"),
+                    )
 
     # ---- status --------------------------------------------------------------------------------
     def _write(self, force: bool = False) -> None:
@@ -498,14 +542,17 @@ class Supervisor:
                 self.status.started_at = time.time()
                 self._write(force=True)
             self._loop()
-        except BaseException as error:  # noqa: BLE001 - record it in the run, never just vanish
+        except BaseException as error:
             log(f"supervisor error: {error!r}\n{traceback.format_exc()}")
             if self.outcome is None:
                 self.outcome = (RunState.FAILED, "SupervisorError", f"the local supervisor failed: {error}")
             for replica in self.replicas:
                 if replica.status.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
-                    replica.stop_as = replica.stop_as or ("StoppedByRun", ReplicaState.STOPPED,
-                                                          "stopped because the supervisor failed")
+                    replica.stop_as = replica.stop_as or (
+                        "StoppedByRun",
+                        ReplicaState.STOPPED,
+                        "stopped because the supervisor failed",
+                    )
             code = 1
         finally:
             self._shutdown()
@@ -572,8 +619,10 @@ class Supervisor:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jupyter_px.backends.local.supervisor",
-                                     description="Run and watch the replicas of one local run (started by LocalBackend).")
+    parser = argparse.ArgumentParser(
+        prog="python -m jupyter_px.backends.local.supervisor",
+        description="Run and watch the replicas of one local run (started by LocalBackend).",
+    )
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--ready-fd", type=int, default=None, help="write 'ready' here once status.json has our pid")
     parser.add_argument("--foreground", action="store_true", help="do not fork into the background")

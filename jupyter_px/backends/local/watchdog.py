@@ -117,10 +117,17 @@ def _watch(read_fd: int, store: RunStore, run_id: str, supervisor: int) -> None:
     if clean:
         return
     killed = kill_run_processes(run_id, groups)
-    print(f"{time.strftime('%H:%M:%S')} watchdog: supervisor {supervisor} died; killed {killed} "
-          f"process group(s)/process(es) of run {run_id}", flush=True)
+    print(
+        f"{time.strftime('%H:%M:%S')} watchdog: supervisor {supervisor} died; killed {killed} "
+        f"process group(s)/process(es) of run {run_id}",
+        flush=True,
+    )
     try:
-        mark_lost(store, run_id, f"the supervisor (pid {supervisor}) died unexpectedly; every process of the run "
-                                 f"was stopped (see supervisor.log)")
-    except Exception as error:  # noqa: BLE001 - nothing else can record it; say so in the log
+        mark_lost(
+            store,
+            run_id,
+            f"the supervisor (pid {supervisor}) died unexpectedly; every process of the run "
+            f"was stopped (see supervisor.log)",
+        )
+    except Exception as error:
         print(f"watchdog: could not mark run {run_id} lost: {error!r}", file=sys.stderr, flush=True)
