@@ -173,6 +173,32 @@ class RunStore:
         out.sort(key=lambda pair: pair[0].created_at, reverse=True)
         return out
 
+    def resolve(self, ref: str) -> str:
+        """The run id a user means by `ref`: a run id, a run name (its newest run), or `last`.
+
+        Users type what they called a run (`--name utf`), not the id with its random suffix,
+        so every surface (CLI, magics, API, REST) resolves references through here.
+        """
+        if not isinstance(ref, str) or not ref:
+            raise RunNotFound(f"no run {ref!r}: give a run id, a run name or 'last'")
+        if ref == "last":
+            for run_id in self.run_ids():
+                if self.paths(run_id).record.exists():
+                    return run_id
+            raise RunNotFound(f"no runs yet in {self.root}")
+        try:
+            if self.exists(ref):
+                return ref
+        except InvalidRunId:
+            pass
+        for run_id in self.run_ids():
+            try:
+                if self.record(run_id).name == ref:
+                    return run_id
+            except (OSError, ValueError, RunNotFound):
+                continue
+        raise RunNotFound(f"no run with id or name {ref!r} in {self.root}")
+
     def delete(self, run_id: str) -> None:
         shutil.rmtree(self._require(run_id).root)
 
