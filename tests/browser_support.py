@@ -1,0 +1,202 @@
+"""JupyterLab in headless Chromium, driven as a person would: open a notebook, run it, look.
+
+The browser tests start a real `jupyter lab` on 127.0.0.1 (token auth, our server extension and
+jupyter-server-proxy enabled, its own run store) and drive Debian's `/usr/bin/chromium` with
+Playwright; nothing is downloaded. `expose_app_in_browser` gives the page `window.jupyterapp`,
+so tests run JupyterLab's own commands (run all cells, save, change theme) instead of clicking
+through menus that move between versions. Screenshots go to `test-artifacts/` (or
+`$PX_TEST_ARTIFACTS`), which CI keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+REPO = Path(__file__).resolve().parent.parent
+
+
+def artifacts_dir() -> Path:
+    """Where screenshots are written; kept by CI as the browser tests' evidence."""
+    path = Path(os.environ.get("PX_TEST_ARTIFACTS") or REPO / "test-artifacts")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterLab:
+    """`jupyter lab` in a subprocess: token auth, 127.0.0.1, a private run store and settings."""
+
+    def __init__(self, root: Path, theme: str = "light"):
+        self.root = root
+        self.port = _free_port()
+        self.token = secrets.token_hex(16)
+        self.px_home = root / "px_home"
+        config = root / "config"
+        config.mkdir(parents=True, exist_ok=True)
+        (config / "jupyter_server_config.json").write_text(
+            json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_px": True, "jupyter_server_proxy": True}}})
+        )
+        settings = root / "settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[theme]}))
+        # No "what's new" / news / update pop-ups over the screenshots.
+        news = root / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+        news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        self.work = root / "work"
+        self.work.mkdir(exist_ok=True)
+        self.log_path = root / "lab.log"
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "jupyterlab",
+                    "--no-browser",
+                    "--ServerApp.ip=127.0.0.1",
+                    f"--ServerApp.port={self.port}",
+                    "--ServerApp.port_retries=0",
+                    f"--IdentityProvider.token={self.token}",
+                    f"--ServerApp.root_dir={self.work}",
+                    "--LabApp.expose_app_in_browser=True",
+                    "--LabApp.news_url=",
+                    "--allow-root",
+                ],
+                env={
+                    **os.environ,
+                    "JUPYTER_CONFIG_DIR": str(config),
+                    "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+                    "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
+                    "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"),
+                    "PX_HOME": str(self.px_home),
+                },
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=5):
+                    return
+            except (urllib.error.URLError, OSError):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"jupyter lab did not start:\n{self.log_path.read_text()[-3000:]}") from None
+                time.sleep(0.3)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def lab_url(self, path: str = "") -> str:
+        return f"{self.url}/lab/tree/{path}?token={self.token}&reset"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@dataclass
+class PageLog:
+    """What the page reported: console errors and failed requests (a user's devtools)."""
+
+    console_errors: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+
+    def attach(self, page: Any) -> None:
+        page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
+        page.on("pageerror", lambda error: self.console_errors.append(f"page error: {error}"))
+        page.on(
+            "response",
+            lambda response: (
+                response.status >= 400 and self.failed_requests.append(f"{response.status} {response.url}")
+            ),
+        )
+
+
+@contextmanager
+def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[tuple[Any, PageLog]]:
+    """A fresh headless Chromium page (Debian's binary) and the log of what went wrong on it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            log = PageLog()
+            log.attach(page)
+            yield page, log
+        finally:
+            browser.close()
+
+
+def wait_for_app(page: Any, timeout_s: float = 90) -> None:
+    """Until JupyterLab has started and restored its layout."""
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.started && document.querySelector('.jp-LabShell')",
+        timeout=timeout_s * 1000,
+    )
+    page.evaluate("() => window.jupyterapp.restored")
+
+
+def command(page: Any, name: str, args: dict | None = None) -> Any:
+    """Run a JupyterLab command by id, as the palette or a menu would."""
+    return page.evaluate("([name, args]) => window.jupyterapp.commands.execute(name, args)", [name, args or {}])
+
+
+def open_notebook(page: Any, lab: JupyterLab, path: str) -> None:
+    """Open a notebook in JupyterLab and wait until its kernel is idle."""
+    page.goto(lab.lab_url(path))
+    wait_for_app(page)
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook", timeout=60_000)
+    wait_kernel_idle(page)
+
+
+def wait_kernel_idle(page: Any, timeout_s: float = 120) -> None:
+    page.wait_for_function(
+        """() => {
+            const panel = window.jupyterapp.shell.currentWidget;
+            const kernel = panel && panel.sessionContext && panel.sessionContext.session
+                && panel.sessionContext.session.kernel;
+            return kernel && kernel.status === 'idle';
+        }""",
+        timeout=timeout_s * 1000,
+    )
+
+
+def run_all_cells(page: Any) -> None:
+    command(page, "notebook:run-all-cells")
