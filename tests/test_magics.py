@@ -243,7 +243,7 @@ def test_runs_status_logs(ip, synthetic_run):
         "DURATION",
     ]
     assert re.search(r"done-1\s+-\s+Succeeded\s+local\s+3 Succeeded", listing)
-    assert re.search(r"broken-1\s+-\s+Failed\s+local\s+2 Running, 1 Failed", listing)
+    assert re.search(r"broken-1\s+-\s+Failed\s+local\s+3 Failed", listing)
 
     _, captured = run(ip, "%px_status broken-1")
     status = captured.outputs[0].data["text/plain"]
@@ -283,7 +283,7 @@ def test_px_runs_output_is_the_cli_json_shape(ip, synthetic_run, px_home):
     from_cli = json.loads(cli.stdout)
     assert json.loads(json.dumps(ip.user_ns["listed"])) == from_cli
     assert [r["run_id"] for r in from_cli] == ["broken-1", "done-1"]
-    assert from_cli[0]["replica_counts"] == {"Running": 2, "Failed": 1}
+    assert from_cli[0]["replica_counts"] == {"Failed": 3}
     assert "-o '2x'" in usage_error(ip, "%px_runs -o 2x")
 
 

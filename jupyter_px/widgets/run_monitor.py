@@ -220,6 +220,11 @@ class RunMonitor(widgets.VBox):
         counts = ", ".join(f"{n} {state.lower()}" for state, n in status.counts().items())
         return f"<RunMonitor {self.run_id}: {status.state.value} ({counts or 'no replicas yet'})>"
 
+    @property
+    def metrics_reader(self) -> Any:
+        """The `MetricsReader` behind the plot and the progress bars (its `data` is what is shown)."""
+        return self._reader
+
     # ---- background updates ------------------------------------------------------------------
     @property
     def updating(self) -> bool:
