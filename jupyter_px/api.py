@@ -112,7 +112,7 @@ def submit(
 
 
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:
-    """Every run in the store, newest first (runs started from magics, the CLI or the sidebar)."""
+    """Every run in the store, newest first (runs started from magics, the CLI or this API)."""
     store = store or RunStore()
     return [Run(record.run_id, store) for record, _ in store.list(limit=limit)]
 

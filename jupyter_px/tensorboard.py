@@ -7,8 +7,8 @@
 Why it is built this way (ideas from TensorBoard's own `manager.py` / `notebook.py`):
 
 * One process per distinct set of log directories, recorded in `$PX_HOME/tensorboard/<key>.json`
-  and reused while that process lives, so re-running a cell, another kernel, the sidebar and
-  the CLI all land on the same server instead of starting one each. A file lock makes two
+  and reused while that process lives, so re-running a cell, another kernel, the monitor's button and
+  the API all land on the same server instead of starting one each. A file lock makes two
   concurrent `start`s for the same set launch once.
 * The server is started detached (its own session) so it outlives the kernel that asked for
   it; `stop(key)` ends it. It binds 127.0.0.1 only; browsers reach it through the Jupyter

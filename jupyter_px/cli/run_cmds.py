@@ -1,6 +1,6 @@
 """`jupyter px run / runs / status / logs / stop`: start runs and watch them from a terminal.
 
-Every command reads the same run store as the notebook and the sidebar, so a run started from
+Every command reads the same run store as the notebook magics and the API, so a run started from
 a kernel can be followed or stopped here and the other way round. Exit codes: 0 success, 1 the
 run did not succeed, 2 bad input (no such script or run, invalid topology, a request the
 backend cannot meet), 130 interrupted; errors are one readable message, never a traceback.
@@ -365,7 +365,7 @@ def register(commands) -> None:
     runs = commands.add_parser(
         "runs",
         help="list runs (newest first)",
-        description="List the runs in the store, from the CLI, notebooks or the sidebar.",
+        description="List the runs in the store, started from the CLI, notebooks or the API.",
     )
     runs.add_argument("--json", action="store_true", help="machine-readable output")
     runs.add_argument("--limit", type=_count, default=None, metavar="N", help="at most N runs")

@@ -1,6 +1,6 @@
 """The magics about existing runs: list, status, logs, stop, attach, plot, TensorBoard.
 
-Runs come from anywhere (magics, the CLI, the API, the sidebar) and are named the way the user
+Runs come from anywhere (magics, the CLI, the API) and are named the way the user
 knows them: an id, a name (its newest run) or `last`. What is shown is rendered by
 `jupyter_px.presentation`, the same words and tables as `jupyter px ...` in a terminal; none of
 these magics but `%px_attach` in a notebook loads ipywidgets.
@@ -52,7 +52,7 @@ class RunMagics(Magics):
     @output_arg("the runs' summaries (the JSON shape of `jupyter px runs --json`)")
     @line_magic
     def px_runs(self, line: str) -> None:
-        """List runs (from magics, the CLI or the sidebar), newest first: id, name, state,
+        """List runs (from magics, the CLI or the API), newest first: id, name, state,
         backend, replicas, where from, when created, duration."""
         args = parse_argstring(self.px_runs, line)
         check_output(args)
