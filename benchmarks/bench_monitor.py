@@ -116,21 +116,21 @@ def main(argv: list[str] | None = None) -> int:
 
     first = []
     for _ in range(max(3, args.repeat // 3)):
-        monitor = RunMonitor.__new__(RunMonitor)
-        first.append(timed(lambda: RunMonitor.__init__(monitor, Run(run_id), autostart=False)))
-        plotted = monitor.plot.point_count()
-        monitor.close()
+        made: list[RunMonitor] = []
+        first.append(timed(lambda made=made: made.append(RunMonitor(Run(run_id), autostart=False))))
+        plotted = made[0].plot.point_count()
+        made[0].close()
 
     from jupyter_px.runstore.metrics import MetricsReader
 
     reader_first = statistics.median(timed(MetricsReader(Run(run_id).paths).poll) for _ in range(len(first)))
 
     monitor = RunMonitor(Run(run_id), autostart=False)
-    shown_first = sum(len(s) for metrics in monitor._reader.data.values() for s in metrics.values())
+    shown_first = sum(len(s) for metrics in monitor.metrics_reader.data.values() for s in metrics.values())
     backfill = []  # the refreshes that also load older history, until the plot shows all of it
-    while monitor._reader.pending_history:
+    while monitor.metrics_reader.pending_history:
         backfill.append(timed(monitor.refresh))
-    initial_points = sum(len(s) for metrics in monitor._reader.data.values() for s in metrics.values())
+    initial_points = sum(len(s) for metrics in monitor.metrics_reader.data.values() for s in metrics.values())
     idle = [timed(monitor.refresh) for _ in range(args.repeat)]
     live = []
     step = args.points // args.replicas

@@ -2,6 +2,7 @@
 
 run = jupyter_px.submit("train.py", topology)      # or code text
 run.wait(); run.status(); run.logs("worker", 0); run.metrics(); run.stop(); run.tensorboard()
+run = jupyter_px.Run("last")                       # or a run id, or a run name (its newest run)
 """
 
 from __future__ import annotations
@@ -22,19 +23,10 @@ class RunFailed(RuntimeError):
     """`wait(check=True)` on a run that did not succeed; carries its final status."""
 
     def __init__(self, status: RunStatus):
+        from .presentation.text import failure_text
+
         self.status = status
-        bad = [r for r in status.replicas if r.state.value in ("Failed", "Lost")]
-        detail = "; ".join(
-            f"{r.key}: {r.reason or r.state.value}"
-            + (f" (exit code {r.exit_code})" if r.exit_code is not None else "")
-            + (f" {r.message}" if r.message else "")
-            for r in bad
-        )
-        super().__init__(
-            f"run {status.run_id} {status.state.value}"
-            + (f": {status.message}" if status.message else "")
-            + (f" [{detail}]" if detail else "")
-        )
+        super().__init__(failure_text(status, one_line=True))
 
 
 class PushError(ValueError):
@@ -120,20 +112,29 @@ def submit(
 
 
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:
-    """Every run in the store, newest first (runs started from magics, the CLI or the sidebar)."""
+    """Every run in the store, newest first (runs started from magics, the CLI or this API)."""
     store = store or RunStore()
     return [Run(record.run_id, store) for record, _ in store.list(limit=limit)]
 
 
-class Run:
-    """A handle on one run in the store. Cheap to create; every call reads the store afresh."""
+#: What `Run.logs()` returns unless asked for more: the end of the log, where errors are.
+LOGS_TAIL_BYTES = 1 << 20
 
-    def __init__(self, run_id: str, store: RunStore | None = None):
+
+class Run:
+    """A handle on one run in the store. Cheap to create; every call reads the store afresh.
+
+    `ref` is what the user called the run: its id, its name (the newest run of that name) or
+    `last` (RunNotFound otherwise; RunDamaged when its record cannot be read).
+    """
+
+    def __init__(self, ref: str, store: RunStore | None = None):
         self.store = store or RunStore()
-        self.run_id = run_id
-        self.record = self.store.record(run_id)
+        self.run_id = self.store.resolve(ref)
+        self.record = self.store.record(self.run_id)
 
     def __repr__(self) -> str:
+        """The stored state: a pure read (a repr never reconciles, kills or writes)."""
         return f"<Run {self.run_id} {self.status().state.value}>"
 
     @property
@@ -170,8 +171,11 @@ class Run:
                 raise TimeoutError(f"run {self.run_id} still {status.state.value} after {timeout} s")
             time.sleep(poll)
 
-    def logs(self, role: str = "master", index: int = 0, tail: int | None = None) -> str:
-        """A replica's log text (the last `tail` bytes if given)."""
+    def logs(self, role: str = "master", index: int = 0, tail: int | None = LOGS_TAIL_BYTES) -> str:
+        """A replica's log text: the last `tail` bytes (1 MiB by default, so a run that printed
+        gigabytes does not fill the kernel's memory); `tail=None` for the whole log."""
+        if tail is not None and tail <= 0:
+            raise ValueError(f"tail must be a positive number of bytes or None, got {tail!r}")
         text, _ = self.store.read_log(self.run_id, role, index, offset=-tail if tail else 0)
         return text
 

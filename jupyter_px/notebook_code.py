@@ -114,7 +114,7 @@ def cells_from_file(path: Path, current_cell: str) -> list[str] | None:
         notebook = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    cells = []
+    cells: list[str] = []
     wanted = current_cell.strip()
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") != "code":

@@ -1,13 +1,14 @@
 """Start, reuse and stop TensorBoard servers for runs, and embed them in a notebook.
 
     result = tensorboard.start("my-run")           # or ["run-a", "run-b"], or {"name": "/a/dir"}
-    tensorboard.embed(result)                       # an IFrame through the Jupyter server
+    result.info.url()                               # where a browser reaches it (unless Failed)
+    tensorboard.embed(result)                       # an iframe through the Jupyter server
 
 Why it is built this way (ideas from TensorBoard's own `manager.py` / `notebook.py`):
 
 * One process per distinct set of log directories, recorded in `$PX_HOME/tensorboard/<key>.json`
-  and reused while that process lives, so re-running a cell, another kernel, the sidebar and
-  the CLI all land on the same server instead of starting one each. A file lock makes two
+  and reused while that process lives, so re-running a cell, another kernel, the monitor's button and
+  the API all land on the same server instead of starting one each. A file lock makes two
   concurrent `start`s for the same set launch once.
 * The server is started detached (its own session) so it outlives the kernel that asked for
   it; `stop(key)` ends it. It binds 127.0.0.1 only; browsers reach it through the Jupyter
@@ -25,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import html
 import json
 import os
 import signal
@@ -38,11 +38,10 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from .runstore.layout import RUN_ID_PATTERN, RunPaths, px_home
 from .runstore.store import read_tail
-from .server import BASE_URL_ENV
 
 __all__ = [
     "ServerInfo",
@@ -53,11 +52,16 @@ __all__ = [
     "start",
     "list_servers",
     "stop",
+    "BASE_URL_ENV",
+    "PROXY_URL_ENV",
     "jupyter_base_url",
     "proxy_url",
     "embed",
 ]
 
+#: The Jupyter server's base URL, put in the server's environment (so its kernels') by the server
+#: extension (`jupyter_px.server`), which imports this name from here.
+BASE_URL_ENV = "JUPYTER_PX_BASE_URL"
 #: Where TensorBoard's notebook integration looks for a proxy URL template ("%PORT%" replaced).
 PROXY_URL_ENV = "TENSORBOARD_PROXY_URL"
 HOST = "127.0.0.1"
@@ -107,8 +111,8 @@ class Failed:
     output: str = ""
 
 
-StartResult = Union[Launched, Reused, Failed]
-Target = Union[str, Sequence[str], Mapping[str, str | os.PathLike]]
+StartResult = Launched | Reused | Failed
+Target = str | Sequence[str] | Mapping[str, str | os.PathLike]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,14 +429,12 @@ def proxy_url(port: int, base_url: str | None = None) -> str:
     return f"{jupyter_base_url(base_url)}proxy/{int(port)}/"
 
 
-def embed(result: StartResult | ServerInfo, height: int = 800, base_url: str | None = None) -> Any:
-    """An IPython display object: TensorBoard in an IFrame, or the reason it could not start."""
-    import IPython.display
+def embed(result: StartResult, height: int = 800, base_url: str | None = None, label: str = "") -> Any:
+    """What a notebook shows for a start result: TensorBoard in an iframe through the Jupyter
+    server (HTML; `TensorBoard: <url>` as text), or the reason it could not start."""
+    from .presentation.html import TextAndHtml, tensorboard_html
+    from .presentation.text import tensorboard_text
 
-    if isinstance(result, Failed):
-        output = f"<pre>{html.escape(result.output[-4000:])}</pre>" if result.output else ""
-        return IPython.display.HTML(
-            f"<div><b>TensorBoard could not start:</b> {html.escape(result.reason)}{output}</div>"
-        )
-    info = result if isinstance(result, ServerInfo) else result.info
-    return IPython.display.IFrame(src=info.url(base_url), width="100%", height=height)
+    return TextAndHtml(
+        tensorboard_text(result, base_url), tensorboard_html(result, label=label, height=height, base_url=base_url)
+    )

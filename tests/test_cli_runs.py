@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 from local_support import CLI, JOBS, ROOT, assert_nothing_left, wait_for
@@ -53,7 +54,7 @@ def test_run_wait_failure_exit_code_and_reason(px_home, topology_file):
     assert "[worker.1] worker-1: doing exit 3" in result.stdout
     assert "[master.0] master-0: waiting" in result.stdout
     assert "Failed: worker-1 failed (Error): exited with code 3" in result.stderr
-    assert "worker-1 Failed (Error): exited with code 3" in result.stderr
+    assert "worker-1 Failed (Error, exit code 3): exited with code 3" in result.stderr
     assert "--role worker --index 1" in result.stderr  # where to look next
 
 
@@ -82,8 +83,13 @@ def test_run_then_status_logs_and_runs(px_home, topology_file):
     runs = px("runs", "--json")
     listed = {r["run_id"]: r for r in json.loads(runs.stdout)}
     assert listed[run_id]["state"] == "Succeeded" and listed[run_id]["submitted_from"] == "cli"
-    assert listed[run_id]["name"] == "cli-demo" and listed[run_id]["replicas"] == {"Succeeded": 3}
+    assert listed[run_id]["name"] == "cli-demo" and listed[run_id]["replica_counts"] == {"Succeeded": 3}
     assert run_id in px("runs").stdout
+    by_name = px("status", "cli-demo")  # what the user called it, not the id with its suffix
+    assert by_name.returncode == 0 and f"run {run_id}: Succeeded" in by_name.stdout
+    assert f"run {run_id}: Succeeded" in px("status", "last").stdout
+    by_name_logs = px("logs", "cli-demo")
+    assert by_name_logs.returncode == 0 and by_name_logs.stdout == px("logs", run_id).stdout
 
 
 @pytest.mark.slow
@@ -127,10 +133,11 @@ def test_logs_follow_until_the_run_ends(px_home, topology_file):
             ["run", FAULTS, "--framework", "tensorflow", "--workers", "1", "--workdir", "/no/such/dir"],
             "--workdir '/no/such/dir' is not a directory",
         ),
-        (["status", "no-such-run"], "no run 'no-such-run'"),
-        (["status", "Bad/Id"], "run id 'Bad/Id' is not valid"),
-        (["logs", "no-such-run"], "no run 'no-such-run'"),
-        (["stop", "no-such-run"], "no run 'no-such-run'"),
+        (["status", "no-such-run"], "no run with id or name 'no-such-run'"),
+        (["status", "Bad/Id"], "no run with id or name 'Bad/Id'"),
+        (["logs", "no-such-run"], "no run with id or name 'no-such-run'"),
+        (["stop", "no-such-run"], "no run with id or name 'no-such-run'"),
+        (["status", "last"], "no runs yet"),
     ],
 )
 def test_bad_input_is_one_clear_message_and_exit_2(px_home, args, message):
@@ -190,3 +197,134 @@ def test_readme_example_runs(px_home):
     run_id = result.stderr.split()[1]
     metrics = _run(run_id).paths.metrics("worker", 1).read_text().splitlines()
     assert len(metrics) == 20 and json.loads(metrics[-1])["step"] == 19  # tracking.log_metrics reached the store
+
+
+# ---- closed pipes, damaged runs, hostile names, reconciliation, memory ------------------------
+
+PYTORCH_2 = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}}
+
+
+def _into_a_closed_pipe(*args: str) -> subprocess.CompletedProcess:
+    """Run a command whose stdout is a pipe nobody reads any more (`cmd | head -0`)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # before the command writes a byte: every write gets EPIPE
+    try:
+        proc = subprocess.run(
+            [*CLI, *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+    finally:
+        os.close(write_end)
+    return proc
+
+
+@pytest.mark.parametrize("command", [["status", "piped-1"], ["runs"], ["runs", "--json"], ["logs", "piped-1"]])
+def test_a_closed_pipe_ends_quietly(synthetic_run, command):
+    synthetic_run("piped-1", PYTORCH_2, state="Succeeded")
+    result = _into_a_closed_pipe(*command)
+    assert result.stderr == "" and result.returncode == 141, (result.returncode, result.stderr)
+
+
+def test_damaged_run_is_one_line_and_runs_lists_the_others(synthetic_run, px_home):
+    synthetic_run("fine-1", PYTORCH_2, state="Succeeded")
+    (synthetic_run("garbage-1", PYTORCH_2) / "status.json").write_text('{"run_id": 7, "state": ')
+    (synthetic_run("missing-1", PYTORCH_2) / "status.json").unlink()
+    for command in ("status", "logs", "stop"):
+        result = px(command, "garbage-1")
+        assert result.returncode == 2
+        assert result.stderr.startswith(f"jupyter px {command}: run garbage-1 is damaged: status.json is not valid")
+        assert len(result.stderr.splitlines()) == 1
+    missing = px("status", "missing-1")
+    assert missing.returncode == 2 and "run missing-1 is damaged: status.json is missing" in missing.stderr
+    listed = px("runs")
+    assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()[1:]] == ["fine-1"]
+
+
+def test_names_with_terminal_escapes_are_escaped_and_clipped(px_home):
+    from jupyter_px.runstore import RunRecord, RunStore
+
+    store = RunStore()
+    hostile = "\x1b]0;retitled\x07\x1b[31mred\nsecond row\u202e" + "n" * 300
+    store.create(RunRecord(run_id="evil-1", name=hostile, topology={}), {"main.py": ""})
+    store.create(RunRecord(run_id="plain-1", name="plain", topology={}), {"main.py": ""})
+    result = px("runs")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3  # header + one row per run: the newline did not break a row
+    assert not any(ch in result.stdout for ch in "\x1b\x07\u202e")
+    assert "\\x1b]0;retitled\\x07\\x1b[31mred\\nsecond row" in result.stdout
+    assert max(len(line) for line in lines) < 160  # the 300-character name is clipped
+    assert json.loads(px("runs", "--json").stdout)[1]["name"] == hostile  # JSON keeps the real name
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_status_and_runs_reconcile_a_run_whose_supervisor_died(synthetic_run):
+    from jupyter_px.runstore import RunStore
+
+    synthetic_run("orphan-1", PYTORCH_2)
+    store = RunStore()
+    status = store.status("orphan-1")
+    status.supervisor_pid = _dead_pid()
+    store.write_status(status)
+    run = _run("orphan-1")
+    assert repr(run) == "<Run orphan-1 Running>"  # a repr only reads
+    assert store.status("orphan-1").state.value == "Running"
+    listed = json.loads(px("runs", "--json").stdout)
+    assert listed[0]["run_id"] == "orphan-1" and listed[0]["state"] == "Lost"
+    assert px("status", "orphan-1").stdout.startswith("run orphan-1: Lost")
+
+
+def _peak_rss_kib(*args: str) -> int:
+    """Peak resident memory of `jupyter px ARGS > /dev/null`, measured by a parent of its own
+    (RUSAGE_CHILDREN of this test process would include every earlier child)."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+        "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    code, peak = out.stdout.split()
+    assert code == "0", out.stderr
+    return int(peak)
+
+
+def _write_log(path, size_mb: int, line: bool) -> None:
+    block = ("y" * 99 + "\n") * 10_486 if line else "z" * 1_048_600
+    with open(path, "w") as handle:
+        for _ in range(size_mb):
+            handle.write(block)
+
+
+@pytest.mark.parametrize("lines", [True, False], ids=["many-lines", "one-huge-line"])
+def test_logs_memory_does_not_grow_with_the_log(synthetic_run, lines):
+    root = synthetic_run("big-1", PYTORCH_2, state="Succeeded", log_lines=0)
+    log = root / "logs" / "worker-0.log"
+    _write_log(log, 2, lines)
+    small = _peak_rss_kib("logs", "big-1")
+    _write_log(log, 150, lines)
+    big = _peak_rss_kib("logs", "big-1")
+    assert big - small < 40 * 1024, (small, big)  # a 148 MB larger log, under 40 MB more memory
+    assert _peak_rss_kib("logs", "big-1", "--role", "worker", "--index", "0") - small < 40 * 1024
+
+
+@pytest.mark.slow
+def test_run_wait_streams_a_big_log_in_bounded_memory(px_home, tmp_path):
+    script = tmp_path / "chatty.py"
+    script.write_text("import sys\nline = 'w' * 999 + '\\n'\nfor _ in range(150_000):\n    sys.stdout.write(line)\n")
+    peak = _peak_rss_kib("run", str(script), "--framework", "pytorch", "--wait")
+    assert peak < 200 * 1024, peak  # 150 MB of log through a process that stays small

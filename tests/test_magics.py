@@ -169,8 +169,21 @@ def test_names_defined_only_in_the_notebook_are_reported_before_submitting(ip, p
     assert message.startswith("not submitted: the code reads epochs, lr, defined in this notebook")
     assert "--push epochs,lr" in message
     assert "add `import numpy as np` to the cell" in message
-    # names the cell defines itself, builtins and its own imports are fine; so are pushed ones
     assert _no_runs(px_home)
+
+
+def test_builtins_own_imports_definitions_and_pushed_names_are_accepted(ip, px_home):
+    run(ip, "lr = 0.1\nepochs = 3\nimport numpy as np\n")
+    result, captured = run(
+        ip,
+        "%%px_distributed --framework pytorch --push epochs,lr --wait -o job\n"
+        "import numpy as np\n"  # the cell's own import of a name the notebook also has
+        "scale = 2\n"
+        "def total(values):\n    return sum(values) * scale\n"
+        "print('total', round(total(np.float64(lr) * e for e in range(epochs)), 3), len(str(int)))\n",
+    )
+    assert result.success, captured.stderr
+    assert ip.user_ns["job"].logs("master", 0).strip() == "total 0.6 13"
 
 
 def test_push_errors_name_the_value(ip, px_home):
@@ -219,13 +232,23 @@ def test_runs_status_logs(ip, synthetic_run):
     synthetic_run("broken-1", PYTORCH_2, state="Failed", replica_states={"worker-1": "Failed"})
     _, captured = run(ip, "%px_runs")
     listing = captured.outputs[0].data["text/plain"]
-    assert re.search(r"done-1\s+Succeeded\s+local\s+3", listing)
-    assert re.search(r"broken-1\s+Failed", listing)
+    assert listing.splitlines()[0].split() == [
+        "RUN",
+        "NAME",
+        "STATE",
+        "BACKEND",
+        "REPLICAS",
+        "FROM",
+        "CREATED",
+        "DURATION",
+    ]
+    assert re.search(r"done-1\s+-\s+Succeeded\s+local\s+3 Succeeded", listing)
+    assert re.search(r"broken-1\s+-\s+Failed\s+local\s+3 Failed", listing)
 
     _, captured = run(ip, "%px_status broken-1")
     status = captured.outputs[0].data["text/plain"]
     assert status.startswith("run broken-1: Failed")
-    assert re.search(r"worker-1\s+Failed\s+0\s+1", status)
+    assert re.search(r"worker-1\s+Failed\s+-\s+1\s+-\s+0", status)  # pid, exit code, signal, restarts
 
     _, captured = run(ip, "%px_logs done-1 --role worker --index 1")
     assert captured.stdout.splitlines() == [f"worker-1 line {i}" for i in range(10)]
@@ -239,6 +262,85 @@ def test_runs_status_logs(ip, synthetic_run):
 
     _, captured = run(ip, "%px_stop done-1")
     assert captured.stdout.strip() == "run done-1 had already finished: Succeeded"
+
+
+def test_px_runs_output_is_the_cli_json_shape(ip, synthetic_run, px_home):
+    import json
+    import subprocess
+    import sys
+
+    synthetic_run("done-1", PYTORCH_2, state="Succeeded")
+    synthetic_run("broken-1", PYTORCH_2, state="Failed", replica_states={"worker-1": "Failed"})
+    result, _ = run(ip, "%px_runs -o listed")
+    assert result.success
+    cli = subprocess.run(
+        [sys.executable, "-m", "jupyter_px.cli", "runs", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PX_HOME": str(px_home), "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    from_cli = json.loads(cli.stdout)
+    assert json.loads(json.dumps(ip.user_ns["listed"])) == from_cli
+    assert [r["run_id"] for r in from_cli] == ["broken-1", "done-1"]
+    assert from_cli[0]["replica_counts"] == {"Failed": 3}
+    assert "-o '2x'" in usage_error(ip, "%px_runs -o 2x")
+
+
+def test_names_with_terminal_escapes_are_shown_escaped_and_clipped(ip, px_home):
+    from jupyter_px.runstore import RunRecord, RunStore
+
+    name = "\x1b]0;pwned\x07\x1b[31mred\nrow" + "x" * 300
+    RunStore().create(RunRecord(run_id="evil-1", name=name, topology={}), {"main.py": ""})
+    _, captured = run(ip, "%px_runs")
+    text, page = captured.outputs[0].data["text/plain"], captured.outputs[0].data["text/html"]
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]0;pwned\\x07\\x1b[31mred\\nrow" in text  # shown, escaped
+    assert len(text.splitlines()) == 2 and max(len(line) for line in text.splitlines()) < 200
+    assert "\x1b" not in page and "pwned" in page
+
+
+def test_px_runs_status_and_logs_load_no_widgets_in_a_terminal(synthetic_run, px_home):
+    """A terminal IPython (no kernel) lists runs and reads logs without importing ipywidgets."""
+    import subprocess
+    import sys
+
+    synthetic_run("done-1", PYTORCH_2, state="Succeeded")
+    probe = (
+        "import sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        "shell.run_line_magic('load_ext', 'jupyter_px')\n"
+        "for line in ('px_runs', 'px_status done-1', 'px_logs done-1', 'px_stop done-1'):\n"
+        "    name, _, rest = line.partition(' ')\n"
+        "    shell.run_line_magic(name, rest)\n"
+        "print('loaded:', [m for m in ('ipywidgets', 'plotly') if m in sys.modules])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PX_HOME": str(px_home), "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "done-1" in out.stdout and "master-0 line 9" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "loaded: []"
+
+
+def test_unload_ext_removes_every_magic(ip):
+    from jupyter_px.magics import MAGIC_CLASSES
+
+    names = {(kind, name) for magics in MAGIC_CLASSES for kind, found in magics.magics.items() for name in found}
+    assert ("line", "px_runs") in names and ("cell", "px_distributed") in names and len(names) == 10
+    registered = ip.magics_manager.magics
+    assert all(name in registered[kind] for kind, name in names)
+    ip.run_line_magic("unload_ext", "jupyter_px")
+    assert not [name for kind, name in names if name in registered[kind]]
+    result, _ = run(ip, "%px_runs")
+    assert "px_runs" in str(result.error_in_exec or result.error_before_exec)  # not found any more
+    ip.run_line_magic("load_ext", "jupyter_px")
+    assert all(name in registered[kind] for kind, name in names)
 
 
 def test_plot_metrics(ip, synthetic_run):
@@ -258,12 +360,33 @@ def test_plot_metrics(ip, synthetic_run):
     assert captured.stdout.startswith("run quiet-1 has no metrics yet")
 
 
-def test_run_found_by_name(ip, px_home):
+def test_run_found_by_id_name_or_last(ip, px_home):
+    import time
+
+    from jupyter_px import Run
     from jupyter_px.runstore import RunRecord, RunStore
 
-    RunStore().create(RunRecord(run_id="nightly-abc123", name="nightly", topology={}), {"main.py": ""})
-    _, captured = run(ip, "%px_status nightly")
-    assert captured.outputs[0].data["text/plain"].startswith("run nightly-abc123: Pending")
+    store = RunStore()
+    store.create(RunRecord(run_id="nightly-abc123", name="nightly", topology={}), {"main.py": ""})
+    time.sleep(0.02)  # creation order decides which is newest
+    store.create(RunRecord(run_id="nightly-def456", name="nightly", topology={}), {"main.py": ""})
+    time.sleep(0.02)
+    store.create(RunRecord(run_id="other-1", name="other", topology={}), {"main.py": ""})
+    for ref, expected in (("nightly", "nightly-def456"), ("nightly-abc123", "nightly-abc123"), ("last", "other-1")):
+        _, captured = run(ip, f"%px_status {ref}")
+        assert captured.outputs[0].data["text/plain"].startswith(f"run {expected}: Pending"), ref
+        assert Run(ref).run_id == expected  # the API resolves the same way
+    _, captured = run(ip, "%px_stop nightly")
+    assert captured.stdout.strip().startswith("run nightly-def456")
+
+
+def test_damaged_run_is_one_line(ip, synthetic_run, px_home):
+    root = synthetic_run("damaged-1", PYTORCH_2)
+    (root / "status.json").write_text("{not json")
+    for magic in ("px_status", "px_logs", "px_stop", "px_attach"):
+        message = usage_error(ip, f"%{magic} damaged-1")
+        assert message.startswith("run damaged-1 is damaged: status.json is not valid"), (magic, message)
+        assert "\n" not in message
 
 
 # ---- real runs through the local backend -----------------------------------------------------
@@ -417,7 +540,15 @@ def test_attach_after_kernel_restart_loses_no_metric(px_home, tmp_path):
     from jupyter_px.api import Run
 
     job = Run(run_id)
-    assert job.status().state.value == "Running"
+    # the run goes on without the kernel: wait until both replicas logged step 19 (submit only
+    # promises Pending or Running, so that is what tells it is running)
+    from local_support import wait_for
+
+    wait_for(
+        lambda: all(len(s["value"].steps) >= 20 for s in job.metrics().values()) and len(job.metrics()) == 2,
+        timeout=180,
+        what="both replicas to log step 19",
+    )
 
     second = nbformat.v4.new_notebook(
         cells=[

@@ -52,7 +52,7 @@ class JupyterServer:
             )
         )
         self.px_home = root / "server_px_home"
-        self.log = open(root / "server.log", "wb")
+        self.log = open(root / "server.log", "wb")  # noqa: SIM115 (open while the server runs; closed in stop())
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -182,9 +182,15 @@ def test_notebook_runs(path, px_home, tmp_path, jupyter_server, stop_tensorboard
         text = output["data"]["text/plain"]
         url = re.match(r"TensorBoard: (\S+)$", text).group(1)
         assert url.startswith(f"{BASE_URL}proxy/") and f"data-url='{url}'" in output["data"]["text/html"]
-        status, body = jupyter_server.get(f"{url}data/runs")
-        assert status == 200, body[:500]
-        assert {"master-0", "worker-0", "worker-1"} <= set(json.loads(body))
+        expected_runs = {"master-0", "worker-0", "worker-1"}
+        deadline = time.monotonic() + 60  # TensorBoard finds runs on its reload cycle: poll
+        while True:
+            status, body = jupyter_server.get(f"{url}data/runs")
+            assert status == 200, body[:500]
+            if expected_runs <= set(json.loads(body)) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert expected_runs <= set(json.loads(body))
         status, _ = jupyter_server.get(f"{url}data/runs", token=False)
         assert status in (302, 403)  # the proxy is behind the server's authentication
 
@@ -217,8 +223,9 @@ def test_server_extension_tells_kernels_the_base_url(tmp_path):
         "import os, sys\n"
         "from jupyter_server.serverapp import ServerApp\n"
         "app = ServerApp()\n"
-        f"app.initialize(['--ServerApp.base_url=/user/someone/', '--ServerApp.root_dir={tmp_path}', '--ServerApp.port=0',"
-        " '--ServerApp.ip=127.0.0.1', '--ServerApp.open_browser=False', '--allow-root'])\n"
+        "app.initialize(['--ServerApp.base_url=/user/someone/',"
+        f" '--ServerApp.root_dir={tmp_path}', '--ServerApp.port=0', '--ServerApp.ip=127.0.0.1',"
+        " '--ServerApp.open_browser=False', '--allow-root'])\n"
         "print(os.environ.get('JUPYTER_PX_BASE_URL'))\n"
     )
     config = tmp_path / "config"

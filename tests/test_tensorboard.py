@@ -142,13 +142,29 @@ def test_bad_targets_fail_without_starting_anything(px_home, tmp_path):
 
 
 def test_stale_record_is_not_reused(px_home):
-    paths = fake_run("run-a")
-    key = tensorboard._key({"": str(paths.tensorboard_dir)})
-    (px_home / "tensorboard").mkdir(parents=True)
-    stale = {"key": key, "pid": 2**22 + 17, "port": 1, "logdirs": {}, "logdir_spec": "", "started": 0.0, "create_time": 0.0}
-    (px_home / "tensorboard" / f"{key}.json").write_text(json.dumps(stale))
+    fake_run("run-a")
+    first = tensorboard.start("run-a")
+    assert isinstance(first, tensorboard.Launched), first
+    record = px_home / "tensorboard" / f"{first.info.key}.json"
+    psutil.Process(first.info.pid).kill()  # the server dies; its record stays behind
+    psutil.Process(first.info.pid).wait(10)
+    assert record.exists()
+
+    second = tensorboard.start("run-a")
+    assert isinstance(second, tensorboard.Launched), second  # not Reused: that server is gone
+    assert second.info.pid != first.info.pid and second.info.key == first.info.key
+    assert get_json(second.info.local_url + "data/environment")  # and the new one answers
+    assert [s.pid for s in tensorboard.list_servers()] == [second.info.pid]
+
+
+def test_list_servers_drops_records_of_dead_servers(px_home):
+    fake_run("run-a")
+    result = tensorboard.start("run-a")
+    assert isinstance(result, tensorboard.Launched), result
+    psutil.Process(result.info.pid).kill()
+    psutil.Process(result.info.pid).wait(10)
     assert tensorboard.list_servers() == []
-    assert not (px_home / "tensorboard" / f"{key}.json").exists()
+    assert not (px_home / "tensorboard" / f"{result.info.key}.json").exists()
 
 
 def test_urls(monkeypatch):
@@ -163,11 +179,16 @@ def test_urls(monkeypatch):
 
 def test_embed(monkeypatch):
     info = tensorboard.ServerInfo(key="k", pid=1, port=6007, logdirs={}, logdir_spec="", started=0.0, create_time=0.0)
-    frame = tensorboard.embed(tensorboard.Reused(info), height=500, base_url="/user/x/")
-    html = frame._repr_html_()
-    assert 'src="/user/x/proxy/6007/"' in html and 'height="500"' in html
+    shown = tensorboard.embed(tensorboard.Reused(info), height=500, base_url="/user/x/", label="run-a")
+    page = shown._repr_html_()
+    assert "<iframe src='/user/x/proxy/6007/'" in page and "height='500'" in page
+    assert "TensorBoard (reused) for run-a" in page and "data-url='/user/x/proxy/6007/'" in page
+    assert repr(shown) == "TensorBoard: /user/x/proxy/6007/"
     failed = tensorboard.embed(tensorboard.Failed("port <busy>", "ERROR: no"))
-    assert "port &lt;busy&gt;" in failed.data and "ERROR: no" in failed.data
+    assert "port &lt;busy&gt;" in failed._repr_html_() and "ERROR: no" in failed._repr_html_()
+    assert repr(failed) == "TensorBoard could not start: port <busy>"
+    monkeypatch.setenv(tensorboard.BASE_URL_ENV, "/hub/user/y/")
+    assert repr(tensorboard.embed(tensorboard.Launched(info))) == "TensorBoard: /hub/user/y/proxy/6007/"
 
 
 @pytest.fixture

@@ -250,20 +250,52 @@ def test_monitor_final_refresh_keeps_final_state_in_widget_state(synthetic_run, 
     assert all("line 9" in view.value for view in monitor.logs.views)
 
 
-def test_monitor_background_thread_stops_when_the_run_ends(synthetic_run):
+def test_monitor_background_updates_stop_themselves_after_the_final_refresh(synthetic_run, px_home):
+    from local_support import wait_for
+
     from jupyter_px.api import Run
+    from jupyter_px.runstore import ReplicaState, RunState, RunStore
     from jupyter_px.widgets.run_monitor import RunMonitor
 
     synthetic_run("mon-4", PYTORCH_2, state="Succeeded")
-    monitor = RunMonitor(Run("mon-4"), interval=0.05)
-    assert monitor.finished  # the first refresh saw the end; no thread was needed
-    assert monitor._thread is None or not monitor._thread.is_alive()
+    finished = RunMonitor(Run("mon-4"), interval=0.05)
+    assert finished.finished and not finished.updating  # the first refresh saw the end: no updates needed
 
     synthetic_run("mon-5", PYTORCH_2)
     running = RunMonitor(Run("mon-5"), interval=0.05)
-    assert running._thread.is_alive()
-    running.stop_updates()
-    assert not running._thread.is_alive()
+    assert running.updating and not running.finished
+    store = RunStore()
+    status = store.status("mon-5")
+    status.state = RunState.SUCCEEDED
+    for replica in status.replicas:
+        replica.state, replica.exit_code = ReplicaState.SUCCEEDED, 0
+    store.write_status(status)
+    wait_for(lambda: not running.updating, timeout=30, what="the monitor's updates to end by themselves")
+    assert running.finished and running.stop_button.disabled  # after the final refresh
+    assert set(_row_states(running.table.value).values()) == {"Succeeded"}
+
+    synthetic_run("mon-8", PYTORCH_2)
+    stopped = RunMonitor(Run("mon-8"), interval=0.05)
+    stopped.stop_updates()
+    assert not stopped.updating and not stopped.finished
+
+
+def test_monitor_refresh_reconciles_but_its_repr_does_not(synthetic_run):
+    import subprocess
+
+    from jupyter_px.runstore import RunStore
+
+    synthetic_run("mon-9", PYTORCH_2)
+    store = RunStore()
+    status = store.status("mon-9")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    status.supervisor_pid = dead.pid  # the supervisor is gone, the status still says Running
+    store.write_status(status)
+    monitor = _monitor("mon-9")
+    assert monitor.refresh().state.value == "Lost"
+    assert "px-state-Lost" in monitor.get_state()["_dom_classes"] and monitor.finished
+    assert repr(monitor).startswith("<RunMonitor mon-9: Lost")
 
 
 def test_monitor_with_many_replicas_uses_one_log_view(synthetic_run):
@@ -276,15 +308,24 @@ def test_monitor_with_many_replicas_uses_one_log_view(synthetic_run):
 
 
 def test_monitor_shows_failed_replica_reason(synthetic_run):
+    from jupyter_px.runstore import RunStore
+
     synthetic_run(
         "mon-7",
         PYTORCH_2,
         state="Failed",
         replica_states={"worker-1": "Failed", "master-0": "Stopped", "worker-0": "Stopped"},
     )
+    store = RunStore()
+    status = store.status("mon-7")
+    failed = status.replica("worker", 1)
+    failed.reason, failed.message = "OOMKilled", "memory 700 MiB over its limit <512 MiB>"
+    store.write_status(status)
     monitor = _monitor("mon-7")
     assert monitor.finished
     assert _row_states(monitor.table.value)["worker-1"] == "Failed"
+    row = re.search(r"<tr data-replica='worker-1'.*?</tr>", monitor.table.value).group(0)
+    assert "OOMKilled memory 700 MiB over its limit &lt;512 MiB&gt;" in row
     assert monitor.replica_bar.bar_style == "danger"
 
 

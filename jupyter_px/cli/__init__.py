@@ -1,19 +1,20 @@
 """`jupyter px ...` (the `jupyter-px` executable).
 
 Each group of subcommands lives in its own module and registers itself on the parser; exit codes:
-0 success, 1 the job failed / the run did not succeed, 2 bad input (usage, invalid topology).
+0 success, 1 the job failed / the run did not succeed, 2 bad input (usage, invalid topology,
+a damaged run directory), 130 interrupted, 141 the reader of the output went away.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import run_cmds, topology_cmds
 
-
-class UsageError(Exception):
-    """Bad command-line input; printed without a traceback, exit code 2."""
+#: The exit status of a command whose output pipe closed (128 + SIGPIPE, as `cat` would give).
+CLOSED_PIPE_EXIT = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,12 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
-    except UsageError as error:
-        print(f"jupyter px {args.command}: {error}", file=sys.stderr)
-        return 2
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `jupyter px runs | head -1`: the reader has all it wanted. Python's documented way out:
+        # point stdout at devnull so the flush at exit does not fail again, and say nothing.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE_EXIT
+    return code
 
 
 if __name__ == "__main__":

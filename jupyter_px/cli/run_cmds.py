@@ -1,6 +1,6 @@
 """`jupyter px run / runs / status / logs / stop`: start runs and watch them from a terminal.
 
-Every command reads the same run store as the notebook and the sidebar, so a run started from
+Every command reads the same run store as the notebook magics and the API, so a run started from
 a kernel can be followed or stopped here and the other way round. Exit codes: 0 success, 1 the
 run did not succeed, 2 bad input (no such script or run, invalid topology, a request the
 backend cannot meet), 130 interrupted; errors are one readable message, never a traceback.
@@ -12,13 +12,8 @@ import argparse
 import json
 import os
 import sys
-import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
-
-#: How often `--wait` and `--follow` look for new log text and status changes.
-POLL_S = 0.1
 
 
 class CliError(Exception):
@@ -32,7 +27,7 @@ class _RunParser(argparse.ArgumentParser):
     `run x.py --wait` (our option), so the split happens before parsing.
     """
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args=None, namespace=None):
         args = list(sys.argv[1:] if args is None else args)
         script_args: list[str] = []
         if "--" in args:
@@ -45,6 +40,9 @@ class _RunParser(argparse.ArgumentParser):
 
 # ---- shared helpers ----------------------------------------------------------------------------
 
+#: Where to read a failed replica's log, in failure reports.
+LOGS_HINT = "jupyter px logs {run_id} --role {role} --index {index}"
+
 
 def _store():
     from ..runstore import RunStore
@@ -52,94 +50,27 @@ def _store():
     return RunStore()
 
 
-def _open_run(run_id: str):
-    """(Run, backend) for an existing run id, or CliError naming what exists."""
+def _open_run(ref: str):
+    """The Run the user means (an id, a name or `last`), or CliError naming what is wrong."""
     from ..api import Run
     from ..runstore import RunNotFound
 
-    store = _store()
     try:
-        run = Run(run_id, store)
+        return Run(ref, _store())
     except RunNotFound as error:
         raise CliError(f"{error} (list runs with: jupyter px runs)") from None
-    return run
 
 
-def _status(run):
-    """The run's status through its backend (which reconciles), else as stored."""
-    from ..backends import BackendError
+def _replicas(run, status) -> list[tuple[str, int]]:
+    """The run's replicas: from its status, or its topology before the backend wrote any."""
+    if status.replicas:
+        return [(r.role, r.index) for r in status.replicas]
+    from ..topology import TopologyError, parse_topology
 
     try:
-        return run.status()
-    except BackendError:  # e.g. a run of a backend this installation lacks
-        return run.store.status(run.run_id)
-
-
-def _fmt_time(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
-
-
-def _fmt_duration(start: float | None, end: float | None) -> str:
-    if not start:
-        return "-"
-    seconds = (end or time.time()) - start
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, seconds = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
-
-
-def _table(rows: list[list[str]], out: TextIO = sys.stdout) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() + "\n")
-
-
-def _prefix(role: str, index: int) -> str:
-    return f"[{role}.{index}] "
-
-
-class LogFollower:
-    """New complete lines from a run's replica logs, each tagged with its replica."""
-
-    def __init__(self, store, run_id: str, replicas: Iterable[tuple[str, int]]):
-        self.store = store
-        self.run_id = run_id
-        self.offsets = dict.fromkeys(replicas, 0)
-        self.partial = dict.fromkeys(self.offsets, "")
-
-    def poll(self, final: bool = False) -> list[tuple[tuple[str, int], str]]:
-        lines = []
-        for key in self.offsets:
-            text, self.offsets[key] = self.store.read_log(self.run_id, key[0], key[1], self.offsets[key])
-            if not text and not (final and self.partial[key]):
-                continue
-            text = self.partial[key] + text
-            *complete, self.partial[key] = text.split("\n")
-            if final and self.partial[key]:
-                complete.append(self.partial[key])
-                self.partial[key] = ""
-            lines.extend((key, line) for line in complete)
-        return lines
-
-
-def _print_lines(lines, prefixed: bool, out: TextIO = sys.stdout) -> None:
-    for (role, index), line in lines:
-        out.write(f"{_prefix(role, index) if prefixed else ''}{line}\n")
-    if lines:
-        out.flush()
-
-
-def _summary(status) -> str:
-    """`master-0 Running  worker-0 Succeeded ...`, or counts when there are many replicas."""
-    if len(status.replicas) <= 8:
-        parts = []
-        for r in status.replicas:
-            extra = f"({r.restarts}r)" if r.restarts else ""
-            parts.append(f"{r.key} {r.state.value}{extra}")
-        return "  ".join(parts)
-    return ", ".join(f"{state} {n}" for state, n in status.counts().items())
+        return [(s.role, s.index) for s in parse_topology(run.record.topology).replicas()]
+    except TopologyError:
+        return []
 
 
 class Progress:
@@ -159,7 +90,9 @@ class Progress:
             self.shown = False
 
     def show(self, status) -> None:
-        line = f"{self.run_id} {status.state.value} | {_summary(status)}"
+        from ..presentation.text import replica_states
+
+        line = f"{self.run_id} {status.state.value} | {replica_states(status)}"
         if self.tty:
             width = max(20, _terminal_width() - 1)
             self.stream.write("\r\x1b[K" + line[:width])
@@ -178,22 +111,13 @@ def _terminal_width() -> int:
         return 100
 
 
-def _failure_text(status) -> str:
-    lines = [f"run {status.run_id} {status.state.value}" + (f": {status.message}" if status.message else "")]
-    for r in status.replicas:
-        if r.state.value in ("Failed", "Lost"):
-            what = r.message or (f"exit code {r.exit_code}" if r.exit_code is not None else "")
-            lines.append(f"  {r.key} {r.state.value} ({r.reason or 'unknown'})" + (f": {what}" if what else ""))
-            lines.append(f"  its log: jupyter px logs {status.run_id} --role {r.role} --index {r.index}")
-    return "\n".join(lines)
-
-
 # ---- run ---------------------------------------------------------------------------------------
 
 
 def _load_topology(path: str | None):
     if path is None:
         return None
+    from ..presentation.text import topology_problems
     from ..topology import TopologyError
     from .topology_cmds import read_topology_file
 
@@ -202,18 +126,13 @@ def _load_topology(path: str | None):
     except OSError as error:
         raise CliError(f"cannot read topology file {path!r}: {error.strerror or error}") from None
     except TopologyError as error:
-        raise CliError(_topology_problems(error, path)) from None
-
-
-def _topology_problems(error, where: str | None = None) -> str:
-    problems = error.problems
-    head = f"invalid topology{f' in {where}' if where else ''} ({len(problems)} problem{'s' if len(problems) != 1 else ''}):"
-    return "\n".join([head, *(f"  {p.path + ': ' if p.path else ''}{p.message}" for p in problems)])
+        raise CliError(topology_problems(error, path)) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..api import submit
     from ..backends import BackendError
+    from ..presentation.text import topology_problems
     from ..topology import TopologyError
 
     script = Path(args.script)
@@ -239,7 +158,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             submitted_from="cli",
         )
     except TopologyError as error:
-        raise CliError(_topology_problems(error)) from None
+        raise CliError(topology_problems(error)) from None
     except BackendError as error:
         raise CliError(str(error)) from None
     except (ValueError, OSError) as error:
@@ -253,21 +172,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _wait_and_stream(run) -> int:
-    status = run.status()
-    follower = LogFollower(run.store, run.run_id, [(r.role, r.index) for r in status.replicas])
+    from ..presentation.follow import LogPrinter, follow_run, observed_status
+    from ..presentation.text import failure_text, outcome_line
+    from ..runstore import RunState
+
     progress = Progress(run.run_id)
+    replicas = _replicas(run, observed_status(run))
+    printer = LogPrinter(run.store, run.run_id, replicas, sys.stdout, prefixed=True, before_write=progress.clear)
     try:
-        while True:
-            status = run.status()
-            finished = status.state.finished
-            lines = follower.poll(final=finished)
-            if lines:
-                progress.clear()
-                _print_lines(lines, prefixed=True)
-            progress.show(status)
-            if finished:
-                break
-            time.sleep(POLL_S)
+        status = follow_run(run, printer, on_status=lambda status, _wrote: progress.show(status))
     except KeyboardInterrupt:
         progress.clear()
         print(
@@ -275,109 +188,68 @@ def _wait_and_stream(run) -> int:
         )
         return 130
     progress.clear()
-    took = _fmt_duration(status.started_at, status.finished_at)
-    if status.state.value == "Succeeded":
-        print(
-            f"run {run.run_id} Succeeded in {took}" + (f": {status.message}" if status.message else ""), file=sys.stderr
-        )
+    if status.state == RunState.SUCCEEDED:
+        print(outcome_line(status), file=sys.stderr)
         return 0
-    print(_failure_text(status), file=sys.stderr)
+    print(failure_text(status, LOGS_HINT), file=sys.stderr)
     return 1
 
 
 # ---- runs / status -----------------------------------------------------------------------------
 
 
-def _run_summary(record, status) -> dict:
-    return {
-        "run_id": record.run_id,
-        "name": record.name,
-        "state": status.state.value,
-        "reason": status.reason,
-        "message": status.message,
-        "backend": record.backend,
-        "submitted_from": record.submitted_from,
-        "framework": (record.topology or {}).get("framework"),
-        "created_at": record.created_at,
-        "started_at": status.started_at,
-        "finished_at": status.finished_at,
-        "replicas": status.counts(),
-    }
+def _reconciled(store, record, status):
+    """A listed run's status as its backend sees it now (unfinished runs only: a finished
+    status is final); the stored one when the backend cannot tell."""
+    if status.state.finished:
+        return status
+    from ..backends import BackendError, get_backend
+
+    try:
+        return get_backend(record.backend, store).reconcile(record.run_id)
+    except (BackendError, OSError, ValueError):  # ValueError: RunDamaged since it was listed
+        return status
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from ..api import runs
+    from ..presentation.run_json import run_summary
+    from ..presentation.text import RUNS_HEADERS, runs_rows, table
 
-    found = runs(_store(), limit=args.limit)
-    rows = []
-    for run in found:
-        status = _status(run)
-        rows.append(_run_summary(run.record, status))
+    store = _store()
+    summaries = [
+        run_summary(record, _reconciled(store, record, status)) for record, status in store.list(limit=args.limit)
+    ]
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(summaries, indent=1))
         return 0
-    if not rows:
-        print(f"no runs yet in {_store().root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
+    if not summaries:
+        print(f"no runs yet in {store.root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
         return 0
-    table = [["RUN", "NAME", "STATE", "REPLICAS", "FROM", "CREATED", "DURATION"]]
-    for row in rows:
-        table.append(
-            [
-                row["run_id"],
-                row["name"] or "-",
-                row["state"],
-                ", ".join(f"{n} {s}" for s, n in row["replicas"].items()) or "-",
-                row["submitted_from"] or "-",
-                _fmt_time(row["created_at"]),
-                _fmt_duration(row["started_at"], row["finished_at"]),
-            ]
-        )
-    _table(table)
+    print(table(RUNS_HEADERS, runs_rows(summaries)))
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from ..presentation.follow import observed_status
+    from ..presentation.run_json import run_detail
+    from ..presentation.text import STATUS_HEADERS, status_heading, status_rows, table
+
     run = _open_run(args.run)
-    status = _status(run)
+    status = observed_status(run)
     if args.json:
-        print(status.model_dump_json(indent=1))
+        print(json.dumps(run_detail(run.record, status), indent=1))
         return 0
-    head = f"run {status.run_id}: {status.state.value}"
-    if status.reason:
-        head += f" ({status.reason})"
-    if status.message:
-        head += f" - {status.message}"
-    print(head)
-    print(f"started {_fmt_time(status.started_at)}, duration {_fmt_duration(status.started_at, status.finished_at)}")
-    rows = [["REPLICA", "STATE", "PID", "EXIT", "SIGNAL", "RESTARTS", "ADDRESS", "REASON", "MESSAGE"]]
-    for r in status.replicas:
-        rows.append(
-            [
-                r.key,
-                r.state.value,
-                str(r.pid or "-"),
-                "-" if r.exit_code is None else str(r.exit_code),
-                r.signal or "-",
-                str(r.restarts),
-                r.address or "-",
-                r.reason or "-",
-                r.message or "",
-            ]
-        )
+    print(status_heading(status))
     if status.replicas:
-        _table(rows)
+        print(table(STATUS_HEADERS, status_rows(status)))
     return 0
 
 
 # ---- logs / stop -------------------------------------------------------------------------------
 
 
-def _select_replicas(status, role: str | None, index: int | None) -> list[tuple[str, int]]:
-    replicas = [(r.role, r.index) for r in status.replicas]
-    if not replicas:  # not started yet: fall back to the record's topology
-        from ..topology import parse_topology
-
-        replicas = [(s.role, s.index) for s in parse_topology(_store().record(status.run_id).topology).replicas()]
+def _select_replicas(run, status, role: str | None, index: int | None) -> list[tuple[str, int]]:
+    replicas = _replicas(run, status)
     if index is not None and role is None:
         raise CliError("--index needs --role (e.g. --role worker --index 1)")
     chosen = [(r, i) for r, i in replicas if (role is None or r == role) and (index is None or i == index)]
@@ -389,31 +261,26 @@ def _select_replicas(status, role: str | None, index: int | None) -> list[tuple[
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    from ..presentation.follow import LogPrinter, follow_run, observed_status
+
     run = _open_run(args.run)
-    status = _status(run)
-    chosen = _select_replicas(status, args.role, args.index)
+    chosen = _select_replicas(run, observed_status(run), args.role, args.index)
     prefixed = len(chosen) > 1 or args.role is None
-    follower = LogFollower(run.store, run.run_id, chosen)
+    printer = LogPrinter(run.store, run.run_id, chosen, sys.stdout, prefixed=prefixed)
     try:
-        while True:
-            finished = status.state.finished or not args.follow
-            _print_lines(follower.poll(final=finished), prefixed)
-            if finished:
-                return 0
-            time.sleep(POLL_S)
-            status = _status(run)
+        follow_run(run, printer, follow=args.follow)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `jupyter px logs RUN | head`: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
     from ..backends import BackendError
+    from ..presentation.follow import observed_status
+    from ..presentation.text import printable
 
     run = _open_run(args.run)
-    before = _status(run)
+    before = observed_status(run)
     if before.state.finished:
         print(f"run {run.run_id} had already finished: {before.state.value}")
         return 0
@@ -422,7 +289,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     except BackendError as error:
         print(f"jupyter px stop: {error}", file=sys.stderr)
         return 1
-    print(f"run {run.run_id} {status.state.value}" + (f": {status.message}" if status.message else ""))
+    print(f"run {run.run_id} {status.state.value}" + (f": {printable(status.message)}" if status.message else ""))
     return 0
 
 
@@ -430,12 +297,14 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def _guarded(handler):
-    """Turn CliError (bad input) into one message and exit code 2."""
+    """Turn CliError (bad input) and RunDamaged (a run directory that cannot be read) into one
+    message and exit code 2."""
+    from ..runstore import RunDamaged
 
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except CliError as error:
+        except (CliError, RunDamaged) as error:
             print(f"jupyter px {args.command}: {error}", file=sys.stderr)
             return 2
 
@@ -450,6 +319,9 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is negative")
     return value
+
+
+RUN_HELP = "a run id, a run name (its newest run) or 'last'"
 
 
 def register(commands) -> None:
@@ -493,7 +365,7 @@ def register(commands) -> None:
     runs = commands.add_parser(
         "runs",
         help="list runs (newest first)",
-        description="List the runs in the store, from the CLI, notebooks or the sidebar.",
+        description="List the runs in the store, started from the CLI, notebooks or the API.",
     )
     runs.add_argument("--json", action="store_true", help="machine-readable output")
     runs.add_argument("--limit", type=_count, default=None, metavar="N", help="at most N runs")
@@ -504,8 +376,8 @@ def register(commands) -> None:
         help="a run's state and its replicas",
         description="Show a run's state and, per replica: state, pid, exit code, signal, restarts, reason.",
     )
-    status.add_argument("run", metavar="RUN", help="run id")
-    status.add_argument("--json", action="store_true", help="the full status as JSON")
+    status.add_argument("run", metavar="RUN", help=RUN_HELP)
+    status.add_argument("--json", action="store_true", help="the run and its replicas as JSON")
     status.set_defaults(handler=_guarded(cmd_status))
 
     logs = commands.add_parser(
@@ -514,12 +386,12 @@ def register(commands) -> None:
         description="Print replica logs; every replica, each line prefixed [role.index], "
         "unless --role/--index pick one.",
     )
-    logs.add_argument("run", metavar="RUN", help="run id")
+    logs.add_argument("run", metavar="RUN", help=RUN_HELP)
     logs.add_argument("--role", help="master, worker, ps or evaluator")
     logs.add_argument("--index", type=_count, help="replica index (with --role)")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the run finishes")
     logs.set_defaults(handler=_guarded(cmd_logs))
 
     stop = commands.add_parser("stop", help="stop a run", description="Stop every replica of a run; it ends Stopped.")
-    stop.add_argument("run", metavar="RUN", help="run id")
+    stop.add_argument("run", metavar="RUN", help=RUN_HELP)
     stop.set_defaults(handler=_guarded(cmd_stop))

@@ -1,6 +1,6 @@
 """The one JSON shape of a run: `jupyter px runs --json`, `%px_runs -o`, and the REST API.
 
-The JupyterLab sidebar consumes this shape, so it changes only by adding fields. A summary is
+The JupyterLab sidebar (next) is to consume this shape, so it changes only by adding fields. A summary is
 cheap (record + status, no log or metric reads) because the runs list polls it for every run;
 the detail adds what one run's page shows.
 """
@@ -35,7 +35,7 @@ def run_summary(record: RunRecord, status: RunStatus) -> dict[str, Any]:
 
 
 def replica_json(replica: ReplicaStatus) -> dict[str, Any]:
-    """One replica's row: what the monitor's table and the sidebar's replica tabs show."""
+    """One replica's row: what a replica table shows."""
     return {
         "key": replica.key,
         "role": replica.role,

@@ -17,15 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from copy import deepcopy
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..runstore.metrics import Series
+
+#: What `MetricsReader.data` holds: replica -> metric -> Series.
+MetricData = Mapping[str, Mapping[str, "Series"]]
 
 #: Points per trace sent to the browser.
 MAX_POINTS = 2000
 
 
-def xy(series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) of a `runs.metrics.Series`: x is the step, or the point's position where a point has
+def xy(series: Series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of a `runstore.metrics.Series`: x is the step, or the point's position where a point has
     no step; decimated to `max_points` (keeping the last point, the one people look at)."""
     values = np.asarray(series.values, dtype=float)
     steps = series.steps
@@ -43,14 +50,14 @@ def xy(series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
     return x, values
 
 
-def _metric_names(data: Mapping[str, Mapping[str, object]], wanted: Sequence[str] | None) -> list[str]:
+def _metric_names(data: MetricData, wanted: Sequence[str] | None) -> list[str]:
     names = sorted({name for metrics in data.values() for name in metrics})
     if not wanted:
         return names
     return [name for name in wanted if name in names]
 
 
-def static_figure(data: Mapping[str, Mapping[str, object]], metrics: Sequence[str] | None = None, title: str = ""):
+def static_figure(data: MetricData, metrics: Sequence[str] | None = None, title: str = ""):
     """A plotly Figure: one panel per metric, one line per replica. `data` is
     `MetricsReader.data` (replica -> metric -> Series)."""
     import plotly.graph_objects as go
@@ -123,7 +130,7 @@ class LivePlot:
         )
         self.widget = widgets.VBox([self.selector, self.figure])
         self._traces: dict[str, int] = {}  # replica -> trace index for the selected metric
-        self._data: Mapping[str, Mapping[str, object]] = {}
+        self._data: MetricData = {}
         self._palette = _palette()
         self.selector.observe(self._on_select, names="value")
 
@@ -131,7 +138,7 @@ class LivePlot:
     def metric(self) -> str | None:
         return self.selector.value
 
-    def update(self, data: Mapping[str, Mapping[str, object]], changed: Iterable[tuple[str, str]]) -> None:
+    def update(self, data: MetricData, changed: Iterable[tuple[str, str]]) -> None:
         """Show new points. `data` is the reader's replica -> metric -> Series, `changed` the
         (replica, metric) keys that got points since the last call."""
         self._data = data

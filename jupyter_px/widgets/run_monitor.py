@@ -33,52 +33,19 @@ from __future__ import annotations
 import html
 import os
 import threading
-import time
 from typing import Any
 
 import ipywidgets as widgets
 
+from ..presentation.follow import observed_status
+from ..presentation.html import escape, state_badge
+from ..presentation.text import elapsed, resources_text
 from ..runstore import ReplicaState, RunState, RunStatus
 
 #: Bytes of each replica's log kept on screen.
 LOG_TAIL_BYTES = 64 * 1024
 #: Up to this many replicas, each gets a log tab; above it, a drop-down.
 MAX_LOG_TABS = 16
-
-_STATE_COLORS = {
-    "Pending": "#888",
-    "Running": "#1f77b4",
-    "Restarting": "#ff7f0e",
-    "Succeeded": "#2ca02c",
-    "Failed": "#d62728",
-    "Stopped": "#9467bd",
-    "Lost": "#8c564b",
-}
-
-
-def _badge(state: str) -> str:
-    color = _STATE_COLORS.get(state, "#444")
-    return f"<span style='color:{color};font-weight:600'>{html.escape(state)}</span>"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None or seconds < 0:
-        return "-"
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def _resources_text(resources: Any) -> str:
-    from ..topology.export import _range
-
-    parts = []
-    for label, value in (("cpu", resources.cpu), ("mem", resources.memory), ("gpu", resources.gpu)):
-        if value is not None:
-            parts.append(f"{label} {_range(value)}")
-    return ", ".join(parts) or "-"
-
 
 #: Metric history parsed per refresh while a long run's older points are still being loaded:
 #: the newest points show at once and each refresh stays fast (about 1 MiB of JSON lines is
@@ -189,7 +156,7 @@ class RunMonitor(widgets.VBox):
         try:
             topology = parse_topology(run.record.topology)
             self._replicas = [(spec.role, spec.index) for spec in topology.replicas()]
-            self._resources = {spec.key: _resources_text(spec.resources) for spec in topology.replicas()}
+            self._resources = {spec.key: resources_text(spec.resources) for spec in topology.replicas()}
         except Exception:  # a record from a newer version: show what the status says
             self._replicas, self._resources = [], {}
 
@@ -208,7 +175,8 @@ class RunMonitor(widgets.VBox):
         self.plot_box = widgets.VBox(
             [
                 widgets.HTML(
-                    "<i>no metrics yet: call jupyter_px.tracking.log_metrics(step=..., total_steps=..., loss=...) in the training code</i>"
+                    "<i>no metrics yet: call jupyter_px.tracking.log_metrics(step=..., total_steps=..., loss=...)"
+                    " in the training code</i>"
                 )
             ]
         )
@@ -252,10 +220,22 @@ class RunMonitor(widgets.VBox):
         counts = ", ".join(f"{n} {state.lower()}" for state, n in status.counts().items())
         return f"<RunMonitor {self.run_id}: {status.state.value} ({counts or 'no replicas yet'})>"
 
+    @property
+    def metrics_reader(self) -> Any:
+        """The `MetricsReader` behind the plot and the progress bars (its `data` is what is shown)."""
+        return self._reader
+
     # ---- background updates ------------------------------------------------------------------
+    @property
+    def updating(self) -> bool:
+        """Whether the background updates are running (they end by themselves after the final
+        refresh of a finished run, or on `stop_updates()`)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
     def start(self) -> None:
         """Refresh every `interval` seconds in a background thread until the run ends."""
-        if self.finished or (self._thread is not None and self._thread.is_alive()):
+        if self.finished or self.updating:
             return
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name=f"px-monitor-{self.run_id}", daemon=True)
@@ -299,10 +279,8 @@ class RunMonitor(widgets.VBox):
             return status
 
     def _read_status(self) -> RunStatus:
-        try:
-            return self.run.status()
-        except Exception:  # the backend could not reconcile; the store still has the last word
-            return self.store.status(self.run_id)
+        """The truth, not just the last write: a run whose supervisor died reads Lost here."""
+        return observed_status(self.run)
 
     def _show_status(self, status: RunStatus) -> None:
         self.header.value = self._header_html(status)
@@ -325,19 +303,19 @@ class RunMonitor(widgets.VBox):
         )
         self.replica_label.value = ", ".join(f"{n} {state.lower()}" for state, n in counts.items()) + f" of {total}"
         self.table.value = self._table_html(keys, replicas)
-        classes = [c for c in self._dom_classes if not c.startswith("px-state-")]
+        classes = [c for c in getattr(self, "_dom_classes", ()) if not c.startswith("px-state-")]
         self._dom_classes = tuple(classes + [f"px-state-{status.state.value}"])
 
     def _header_html(self, status: RunStatus | None) -> str:
         record = self.run.record
         state = status.state.value if status else "Pending"
         started = (status.started_at if status else None) or record.created_at
-        end = (status.finished_at if status and status.state.finished else None) or time.time()
-        name = f" ({html.escape(record.name)})" if record.name else ""
-        message = f" <small>{html.escape(status.message)}</small>" if status and status.message else ""
+        end = status.finished_at if status and status.state.finished else None
+        name = f" ({escape(record.name, 48)})" if record.name else ""
+        message = f" <small>{escape(status.message, 160)}</small>" if status and status.message else ""
         return (
-            f"<b>{html.escape(self.run_id)}</b>{name} &middot; backend {html.escape(record.backend)} &middot; "
-            f"{_badge(state)} &middot; elapsed {_duration(end - started)}{message}"
+            f"<b>{html.escape(self.run_id)}</b>{name} &middot; backend {escape(record.backend)} &middot; "
+            f"{state_badge(state)} &middot; elapsed {elapsed(started, end)}{message}"
         )
 
     def _table_html(self, keys: list[str], replicas: dict[str, Any]) -> str:
@@ -349,10 +327,10 @@ class RunMonitor(widgets.VBox):
             exit_code = "-" if replica is None or replica.exit_code is None else str(replica.exit_code)
             reason = ""
             if replica is not None and (replica.reason or replica.message) and replica.state != ReplicaState.SUCCEEDED:
-                reason = html.escape(" ".join(x for x in (replica.reason, replica.message) if x))
+                reason = escape(" ".join(x for x in (replica.reason, replica.message) if x), 160)
             step = progress.get(key, "")
             rows.append(
-                f"<tr data-replica='{key}' data-state='{state}'><td>{key}</td><td>{_badge(state)}</td>"
+                f"<tr data-replica='{key}' data-state='{state}'><td>{key}</td><td>{state_badge(state)}</td>"
                 f"<td>{replica.restarts if replica else 0}</td><td>{exit_code}</td>"
                 f"<td>{html.escape(self._resources.get(key, '-'))}</td><td>{step}</td><td>{reason}</td></tr>"
             )
@@ -431,8 +409,12 @@ class RunMonitor(widgets.VBox):
         self.tensorboard_view.value = "<i>starting TensorBoard...</i>"
 
         def start() -> None:
+            from .. import tensorboard
+            from ..presentation.html import tensorboard_html
+
             try:
-                self.tensorboard_view.value = tensorboard_html([self.run_id])
+                result = tensorboard.start([self.run_id])
+                self.tensorboard_view.value = tensorboard_html(result, label=self.run_id)
             except Exception as error:  # shown where the user looks, not lost in a thread
                 self.tensorboard_view.value = f"<pre>TensorBoard could not start: {html.escape(repr(error))}</pre>"
             finally:
@@ -442,23 +424,3 @@ class RunMonitor(widgets.VBox):
             threading.Thread(target=start, name=f"px-tensorboard-{self.run_id}", daemon=True).start()
         else:
             start()
-
-
-def tensorboard_html(run_ids: list[str], height: int = 600) -> str:
-    """Start (or reuse) TensorBoard for runs and return HTML embedding it through the Jupyter
-    server's proxy (relative to the server's base_url, so it works behind JupyterHub, and
-    authenticated by the server: TensorBoard itself only listens on 127.0.0.1)."""
-    from .. import tensorboard
-
-    result = tensorboard.start(list(run_ids) if len(run_ids) > 1 else run_ids[0])
-    if isinstance(result, tensorboard.Failed):
-        output = f"<pre>{html.escape(result.output[-4000:])}</pre>" if result.output else ""
-        return f"<div class='px-tensorboard-failed'><b>TensorBoard could not start:</b> {html.escape(result.reason)}{output}</div>"
-    url = result.info.url()
-    safe = html.escape(url, quote=True)
-    verb = "started" if isinstance(result, tensorboard.Launched) else "reused"
-    return (
-        f"<div class='px-tensorboard' data-url='{safe}'>TensorBoard ({verb}) for {html.escape(', '.join(run_ids))}: "
-        f"<a href='{safe}' target='_blank'>open in a new tab</a><br>"
-        f"<iframe src='{safe}' width='100%' height='{height}' frameborder='0'></iframe></div>"
-    )

@@ -1,0 +1,77 @@
+"""What several magics do the same way: find a run, show it, wait for it."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics
+from IPython.display import display
+
+from ..presentation.text import failure_text
+
+#: Where to read a failed replica's log, in a failed run's one-line error.
+LOGS_HINT = "%px_logs {run_id} --role {role} --index {index}"
+
+
+def shell_of(magics: Magics) -> InteractiveShell:
+    """The shell a magics instance is registered with (IPython types it as optional)."""
+    if magics.shell is None:
+        raise UsageError("jupyter-px magics need an IPython shell: %load_ext jupyter_px")
+    return magics.shell
+
+
+def in_kernel(shell: Any) -> bool:
+    """Whether outputs go to a notebook front end (widgets render) rather than a terminal."""
+    return getattr(shell, "kernel", None) is not None
+
+
+def open_run(ref: str) -> Any:
+    """The Run the user means: an id, a name (its newest run) or `last`; a UsageError otherwise."""
+    from ..api import Run
+    from ..runstore import RunDamaged, RunNotFound, RunStore
+
+    store = RunStore()
+    try:
+        run = Run(ref, store)
+        run.status()  # a damaged status is reported here, as one line, not mid-way through a magic
+        return run
+    except RunNotFound:
+        raise UsageError(f"unknown run {ref!r} (no such run id or name in {store.root}; %px_runs lists them)") from None
+    except RunDamaged as error:
+        raise UsageError(str(error)) from None
+
+
+def show_run(shell: Any, run: Any, terminal_line: str) -> Any:
+    """The live monitor in a notebook (returned); `terminal_line` in a terminal (None)."""
+    if in_kernel(shell):
+        from ..widgets.run_monitor import RunMonitor
+
+        monitor = RunMonitor(run)
+        display(monitor)
+        return monitor
+    print(terminal_line)
+    return None
+
+
+def wait_for_run(run: Any, monitor: Any, timeout: float | None) -> None:
+    """Block until the run ends; a UsageError (one line, naming the failed replica and where its
+    log is) unless it succeeded. Ctrl-C stops the waiting, not the run."""
+    from ..runstore import RunState
+
+    try:
+        status = run.wait(timeout=timeout)
+    except KeyboardInterrupt:  # the monitor keeps updating: only the waiting stops
+        print(f"stopped waiting; run {run.run_id} goes on (%px_stop {run.run_id} stops it)", file=sys.stderr)
+        return
+    except TimeoutError as error:
+        raise UsageError(f"{error}; it goes on (%px_stop {run.run_id} stops it)") from None
+    if monitor is not None:
+        monitor.stop_updates()
+        status = monitor.refresh()  # the final state, in the widget before the cell ends
+    if status.state != RunState.SUCCEEDED:
+        raise UsageError(failure_text(status, LOGS_HINT, one_line=True))
+    if monitor is None:
+        print(f"run {run.run_id} {status.state.value}")

@@ -1,0 +1,194 @@
+"""`%%px_distributed`: run a cell's code as a distributed job."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..presentation.text import topology_problems
+from ..topology import Topology, TopologyError, apply_overrides, parse_topology
+from ..topology.registry import UnknownTopology, topologies
+from .args import IDENTIFIER, check_output, check_wait, output_arg, wait_args
+from .common import shell_of, show_run, wait_for_run
+
+#: Which magic option set which field, so an invalid override is reported as the option.
+OPTION_FIELDS = {
+    "framework": "--framework",
+    "backend": "--backend",
+    "environment.replicas.n_workers": "--workers",
+    "environment.replicas.n_ps": "--ps",
+}
+
+
+@magics_class
+class SubmitMagics(Magics):
+    @magic_arguments()
+    @argument("-t", "--topology", metavar="NAME", help="a topology saved by %%px_topology NAME or the form")
+    @argument("-f", "--file", metavar="FILE", help="a topology YAML file")
+    @argument("--framework", help="override: tensorflow, pytorch, mxnet, horovod or mpi")
+    @argument("--workers", type=int, metavar="N", help="override: number of workers")
+    @argument("--ps", type=int, metavar="N", help="override: number of parameter servers")
+    @argument("--backend", help="override: local, native or kubeflow")
+    @argument("--name", metavar="RUN", help="a name for the run (its id starts with it; magics accept it)")
+    @wait_args
+    @argument("--notebook", action="store_true", help="ship the notebook's code cells up to this one, then this cell")
+    @argument("--push", metavar="a,b", help="ship these notebook values to the replicas (pickled)")
+    @output_arg("the Run")
+    @cell_magic
+    def px_distributed(self, line: str, cell: str) -> None:
+        """Run this cell's code as a distributed job; returns at once with a live monitor.
+
+        Every replica runs the code with its environment set (TF_CONFIG, MASTER_ADDR/RANK/...,
+        PX_* ; see the README). The topology is -t NAME, -f FILE, or else the current one
+        (the last %%px_topology); --framework/--workers/--ps/--backend override it.
+
+        The code must define what it uses: values from earlier cells are not there unless
+        shipped with --push (names read but not defined are reported before anything starts),
+        or use --notebook to ship the notebook's earlier code cells too. IPython syntax
+        (%magics, !commands) runs under an IPython shell in each replica.
+
+            %%px_distributed -t cluster --workers 4 --name mnist --wait -o run
+            import torch.distributed as dist
+            ...
+        """
+        args = parse_argstring(self.px_distributed, line)
+        if args.topology and args.file:
+            raise UsageError("give either -t NAME or -f FILE, not both")
+        check_output(args)
+        check_wait(args)
+        topology = self._topology_for(args)
+        shipped = self._code_for(args, cell)
+        push = self._pushed_values(args.push)
+        from ..notebook_code import missing_names
+
+        missing = missing_names(shipped.source, shell_of(self).user_ns, shell_of(self).user_ns_hidden, push)
+        if missing:
+            raise UsageError(f"not submitted: {missing.message()}")
+        run = self._submit(topology, shipped, args, push)
+        if args.output:
+            shell_of(self).user_ns[args.output] = run
+        line = (
+            f"submitted run {run.run_id} ({run.record.backend}, {topology.total_replicas()} replicas); "
+            f"see %px_status {run.run_id}"
+        )
+        monitor = show_run(shell_of(self), run, line)
+        if args.wait:
+            wait_for_run(run, monitor, args.timeout)
+
+    def _topology_for(self, args: Any) -> Topology:
+        if args.topology:
+            try:
+                base: Topology | None = topologies.require(args.topology)
+            except UnknownTopology as error:
+                raise UsageError(str(error)) from None
+        elif args.file:
+            try:
+                with open(os.path.expanduser(args.file), encoding="utf-8") as handle:
+                    text = handle.read()
+            except OSError as error:
+                raise UsageError(
+                    f"-f {args.file!r}: cannot read the topology file: {error.strerror or error}"
+                ) from None
+            try:
+                base = parse_topology(text)
+            except TopologyError as error:
+                raise UsageError(f"-f {args.file}: " + topology_problems(error)) from None
+        else:
+            base = topologies.current
+        given = {"--framework": args.framework, "--workers": args.workers, "--ps": args.ps, "--backend": args.backend}
+        if base is not None and all(value is None for value in given.values()):
+            return base
+        options = {
+            path: f"{option} {given[option]}" for path, option in OPTION_FIELDS.items() if given[option] is not None
+        }
+        try:
+            return apply_overrides(
+                base, framework=args.framework, workers=args.workers, ps=args.ps, backend=args.backend
+            )
+        except TopologyError as error:
+            raise UsageError(topology_problems(error, options=options)) from None
+
+    def _code_for(self, args: Any, cell: str):
+        from .. import notebook_code
+
+        origin = "cell"
+        source = notebook_code.strip_px_lines(cell)
+        if args.notebook:
+            history = shell_of(self).history_manager
+            raw = list(history.input_hist_raw) if history is not None else []
+            current = raw[-1] if raw else ""
+            path = notebook_code.notebook_path(shell_of(self).user_ns)
+            previous = notebook_code.cells_from_file(path, current) if path is not None else None
+            if previous is not None:
+                origin = f"notebook:{path}"
+            else:
+                if path is not None:
+                    print(
+                        f"{path.name}: this cell is not in the saved file (unsaved changes?); "
+                        "shipping the cells this kernel ran instead",
+                        file=sys.stderr,
+                    )
+                previous = notebook_code.cells_from_history(raw)
+                origin = "notebook:history"
+            source = notebook_code.notebook_source(previous, cell)
+        if not source.strip():
+            raise UsageError("the cell is empty: write the training code below the %%px_distributed line")
+        shipped = notebook_code.transform(source)
+        try:
+            compile(shipped.source, "<px_distributed>", "exec")
+        except SyntaxError as error:
+            raise UsageError(
+                f"the code does not compile: line {error.lineno}: {error.msg}"
+                + (f": {error.text.strip()}" if error.text else "")
+            ) from None
+        return notebook_code.ShippedCode(shipped.source, shipped.language, origin)
+
+    def _pushed_values(self, names_text: str | None) -> dict[str, Any]:
+        if not names_text:
+            return {}
+        from ..notebook_code import local_references
+
+        values = {}
+        for name in (part.strip() for part in names_text.split(",")):
+            if not name:
+                continue
+            if not IDENTIFIER.match(name):
+                raise UsageError(f"--push {name!r}: not a variable name")
+            if name not in shell_of(self).user_ns:
+                raise UsageError(f"--push {name}: no variable {name!r} in this notebook")
+            value = shell_of(self).user_ns[name]
+            local = local_references(value)
+            if local:
+                raise UsageError(
+                    f"--push {name}: it refers to {', '.join(local)} defined in this notebook, which pickle "
+                    "ships by name only and the replicas do not have; define it in the cell instead"
+                )
+            values[name] = value
+        return values
+
+    def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any]):
+        from ..api import PushError, submit
+        from ..backends import BackendError
+
+        try:
+            return submit(
+                shipped.source,
+                topology,
+                name=args.name,
+                language=shipped.language,
+                push=push or None,
+                submitted_from="magic",
+                source=shipped.origin,
+                workdir=os.getcwd(),
+            )
+        except TopologyError as error:
+            raise UsageError(topology_problems(error)) from None
+        except PushError as error:
+            raise UsageError(f"--push: {error}") from None
+        except (BackendError, ValueError) as error:  # ValueError: e.g. an invalid --name
+            raise UsageError(f"not submitted: {error}") from None

@@ -1,0 +1,141 @@
+"""Following a run as text: its reconciled status, and its replicas' logs as they grow.
+
+`jupyter px logs [--follow]`, `jupyter px run --wait` and `%px_logs [--follow]` all print logs
+through `LogPrinter`, which reads each log in bounded chunks (`RunStore.iter_log`), so memory
+does not grow with a log's size: a 200 MB log, or a single 300 MB line, goes through a buffer of
+about `chunk_size` bytes (a line longer than `max_line` is written out in pieces).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
+
+from ..runstore import RunStatus
+
+#: Bytes of a log read per step.
+LOG_CHUNK_BYTES = 1 << 20
+#: With prefixes, a line is held until it ends, up to this many characters; then written in pieces.
+MAX_LINE_CHARS = 1 << 20
+#: How often a follower looks for new log text and status changes.
+POLL_S = 0.1
+
+
+def observed_status(run: Any) -> RunStatus:
+    """The run's status after the backend has reconciled it (a dead supervisor makes it Lost);
+    the stored status when the backend cannot reconcile (a backend this installation lacks, a
+    full disk). RunDamaged propagates: the caller names the damage."""
+    from ..backends import BackendError
+
+    try:
+        return run.reconcile()
+    except (BackendError, OSError):
+        return run.store.status(run.run_id)
+
+
+def prefix(role: str, index: int) -> str:
+    return f"[{role}.{index}] "
+
+
+class LogPrinter:
+    """Writes replicas' new log text to `out`: verbatim for one replica, else line by line, each
+    line tagged `[role.index] ` (lines of different replicas never interleave mid-line)."""
+
+    def __init__(
+        self,
+        store: Any,
+        run_id: str,
+        replicas: Iterable[tuple[str, int]],
+        out: TextIO,
+        prefixed: bool = True,
+        chunk_size: int = LOG_CHUNK_BYTES,
+        max_line: int = MAX_LINE_CHARS,
+        before_write: Callable[[], None] | None = None,
+    ):
+        self.store, self.run_id, self.out = store, run_id, out
+        self.before_write = before_write  # e.g. clear a progress line drawn on the same terminal
+        self._writing = False
+        self.prefixed, self.chunk_size, self.max_line = prefixed, chunk_size, max_line
+        self.offsets = dict.fromkeys(replicas, 0)
+        self.partial = dict.fromkeys(self.offsets, "")
+        self.line_open = dict.fromkeys(self.offsets, False)  # unprefixed: the last text did not end a line
+
+    def start_at(self, replica: tuple[str, int], offset: int) -> None:
+        """Begin `replica` at byte `offset` (e.g. the last N bytes of its log)."""
+        self.offsets[replica] = offset
+
+    def pump(self, final: bool = False) -> bool:
+        """Write what the logs gained since the last call; `final` also ends unfinished lines.
+        True if anything was written."""
+        wrote = self._writing = False
+        for key in self.offsets:
+            for text, offset in self.store.iter_log(self.run_id, key[0], key[1], self.offsets[key], self.chunk_size):
+                self.offsets[key] = offset
+                wrote = self._feed(key, text) or wrote
+            if final:
+                wrote = self._end(key) or wrote
+        if wrote:
+            self.out.flush()
+        return wrote
+
+    def _feed(self, key: tuple[str, int], text: str) -> bool:
+        if not text:
+            return False
+        self._announce()
+        if not self.prefixed:
+            self.out.write(text)
+            self.line_open[key] = not text.endswith("\n")
+            return True
+        lines = (self.partial[key] + text).split("\n")
+        rest = lines.pop()
+        for line in lines:
+            self._line(key, line)
+        while len(rest) >= self.max_line:  # a line with no end in sight: out in pieces
+            self._line(key, rest[: self.max_line])
+            rest = rest[self.max_line :]
+        self.partial[key] = rest
+        return True
+
+    def _announce(self) -> None:
+        if not self._writing and self.before_write is not None:
+            self.before_write()
+        self._writing = True
+
+    def _end(self, key: tuple[str, int]) -> bool:
+        if (self.prefixed and self.partial[key]) or (not self.prefixed and self.line_open[key]):
+            self._announce()
+        if self.prefixed and self.partial[key]:
+            self._line(key, self.partial[key])
+            self.partial[key] = ""
+            return True
+        if not self.prefixed and self.line_open[key]:
+            self.out.write("\n")
+            self.line_open[key] = False
+            return True
+        return False
+
+    def _line(self, key: tuple[str, int], line: str) -> None:
+        self.out.write(f"{prefix(*key)}{line}\n")
+
+
+def follow_run(
+    run: Any,
+    printer: LogPrinter,
+    follow: bool = True,
+    poll: float = POLL_S,
+    on_status: Callable[[RunStatus, bool], None] | None = None,
+) -> RunStatus:
+    """Print the logs (until the run has finished, with `follow`) and return the last status.
+
+    The status is read before the logs, so the last pass prints everything written before the
+    run finished. `on_status(status, wrote)` is called after every pass (a progress line)."""
+    while True:
+        status = observed_status(run)
+        finished = status.state.finished or not follow
+        wrote = printer.pump(final=finished)
+        if on_status is not None:
+            on_status(status, wrote)
+        if finished:
+            return status
+        time.sleep(poll)

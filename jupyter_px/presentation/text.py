@@ -1,0 +1,258 @@
+"""Runs and topologies as plain text: what the CLI prints and what the magics show in a terminal.
+
+Every surface that writes text about a run goes through here, so `jupyter px status`,
+`%px_status`, `RunFailed` and `run --wait` say the same thing in the same words.
+
+User text (run names, replica messages) goes through `printable` before it reaches a terminal:
+a run named with escape codes must not retitle the terminal or colour the output after it, a
+newline in a name must not break a table row, and a 300-character name must not make a table
+300 columns wide.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..runstore import ReplicaState, ReplicaStatus, RunState, RunStatus
+from ..topology import TopologyError
+from ..topology.quantities import format_number
+
+#: Widest a table cell gets (the last column, usually a free-text message, gets `LAST_CELL_WIDTH`).
+CELL_WIDTH = 48
+LAST_CELL_WIDTH = 160
+#: Replica states that make a run fail: shown with their reason and where to read the log.
+FAILED_REPLICA_STATES = frozenset({ReplicaState.FAILED, ReplicaState.LOST})
+#: Control and format characters (escape codes, newlines, bidi overrides) shown escaped.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def printable(text: object, width: int | None = None) -> str:
+    """`text` safe to print on a terminal: control characters escaped (`\\x1b`, `\\n`, `\\u202e`)
+    and, given a width, clipped to it with a trailing `…`."""
+    value = "" if text is None else str(text)
+    if not value.isprintable() or any(unicodedata.category(ch) in _UNSAFE_CATEGORIES for ch in value):
+        value = "".join(
+            ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in _UNSAFE_CATEGORIES else ch
+            for ch in value
+        )
+    if width is not None and len(value) > width:
+        value = value[: max(0, width - 1)] + "…"
+    return value
+
+
+# ---- times -----------------------------------------------------------------------------------
+
+
+def duration(seconds: float | None) -> str:
+    """`12.3s`, `4m05s`, `2h07m`; `-` when unknown."""
+    if seconds is None or seconds < 0:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def elapsed(start: float | None, end: float | None, now: float | None = None) -> str:
+    """How long from `start` to `end` (or to now while it runs)."""
+    if not start:
+        return "-"
+    return duration((end or (now if now is not None else time.time())) - start)
+
+
+def timestamp(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+# ---- tables ----------------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]], title: str = "") -> str:
+    """Columns padded to their widest cell; every cell made `printable` and clipped."""
+    last = len(headers) - 1
+    cells = [list(headers)] + [
+        [printable(cell, LAST_CELL_WIDTH if i == last else CELL_WIDTH) for i, cell in enumerate(row)] for row in rows
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return "\n".join(([title] if title else []) + lines)
+
+
+RUNS_HEADERS = ("RUN", "NAME", "STATE", "BACKEND", "REPLICAS", "FROM", "CREATED", "DURATION")
+
+
+def runs_rows(summaries: Iterable[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """Rows of the runs list (`jupyter px runs`, `%px_runs`) from `run_json.run_summary` dicts."""
+    rows: list[tuple[str, ...]] = []
+    for run in summaries:
+        counts = run["replica_counts"]
+        rows.append(
+            (
+                run["run_id"],
+                run["name"] or "-",
+                run["state"],
+                run["backend"],
+                ", ".join(f"{n} {state}" for state, n in counts.items()) or "-",
+                run["submitted_from"] or "-",
+                timestamp(run["created_at"]),
+                elapsed(run["started_at"], run["finished_at"]),
+            )
+        )
+    return rows
+
+
+STATUS_HEADERS = ("REPLICA", "STATE", "PID", "EXIT", "SIGNAL", "RESTARTS", "ADDRESS", "REASON", "MESSAGE")
+
+
+def status_heading(status: RunStatus) -> str:
+    """`run X: Failed (reason) - message` and when it started and how long it took."""
+    head = f"run {status.run_id}: {status.state.value}"
+    if status.reason:
+        head += f" ({printable(status.reason)})"
+    if status.message:
+        head += f" - {printable(status.message, LAST_CELL_WIDTH)}"
+    return f"{head}\nstarted {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"
+
+
+def status_rows(status: RunStatus) -> list[tuple[str, ...]]:
+    """One row per replica (`jupyter px status`, `%px_status`)."""
+    return [
+        (
+            r.key,
+            r.state.value,
+            str(r.pid or "-"),
+            "-" if r.exit_code is None else str(r.exit_code),
+            r.signal or "-",
+            str(r.restarts),
+            r.address or "-",
+            r.reason or "-",
+            r.message or "",
+        )
+        for r in status.replicas
+    ]
+
+
+def replica_states(status: RunStatus, many: int = 8) -> str:
+    """`master-0 Running  worker-0 Succeeded(1r)`, or counts when there are more than `many`."""
+    if len(status.replicas) <= many:
+        return "  ".join(
+            f"{r.key} {r.state.value}" + (f"({r.restarts}r)" if r.restarts else "") for r in status.replicas
+        )
+    return ", ".join(f"{state} {n}" for state, n in status.counts().items())
+
+
+# ---- failures --------------------------------------------------------------------------------
+
+
+def failed_replicas(status: RunStatus) -> list[ReplicaStatus]:
+    return [r for r in status.replicas if r.state in FAILED_REPLICA_STATES]
+
+
+def replica_failure(replica: ReplicaStatus) -> str:
+    """`worker-1 Failed (Error, exit code 3): exited with code 3`."""
+    details = [replica.reason or "unknown reason"]
+    if replica.exit_code is not None:
+        details.append(f"exit code {replica.exit_code}")
+    elif replica.signal:
+        details.append(f"signal {replica.signal}")
+    text = f"{replica.key} {replica.state.value} ({', '.join(details)})"
+    return text + (f": {printable(replica.message, LAST_CELL_WIDTH)}" if replica.message else "")
+
+
+def failure_headline(status: RunStatus) -> str:
+    """`run X Failed: <the run's message>`."""
+    return f"run {status.run_id} {status.state.value}" + (
+        f": {printable(status.message, LAST_CELL_WIDTH)}" if status.message else ""
+    )
+
+
+def failure_text(status: RunStatus, logs_hint: str | None = None, one_line: bool = False) -> str:
+    """Why a run did not succeed: the run's state and message, and each failed replica.
+
+    `logs_hint` is a template (`"jupyter px logs {run_id} --role {role} --index {index}"`) for
+    where to read a failed replica's log. One line (an exception message: `RunFailed`, a magic's
+    UsageError) names the first replica's log; the multi-line form (the CLI) names each.
+    """
+    bad = failed_replicas(status)
+    head = failure_headline(status)
+    if one_line:
+        text = head + (f" [{'; '.join(replica_failure(r) for r in bad)}]" if bad else "")
+        if logs_hint and bad:
+            text += "; see " + logs_hint.format(run_id=status.run_id, role=bad[0].role, index=bad[0].index)
+        return text
+    lines = [head]
+    for replica in bad:
+        lines.append(f"  {replica_failure(replica)}")
+        if logs_hint:
+            where = logs_hint.format(run_id=status.run_id, role=replica.role, index=replica.index)
+            lines.append(f"  its log: {where}")
+    return "\n".join(lines)
+
+
+def outcome_line(status: RunStatus) -> str:
+    """`run X Succeeded in 12.3s: message` (or the failure headline)."""
+    if status.state == RunState.SUCCEEDED:
+        took = elapsed(status.started_at, status.finished_at)
+        return f"run {status.run_id} Succeeded in {took}" + (
+            f": {printable(status.message, LAST_CELL_WIDTH)}" if status.message else ""
+        )
+    return failure_headline(status)
+
+
+# ---- topologies ------------------------------------------------------------------------------
+
+
+def topology_problems(
+    error: TopologyError, where: str | None = None, options: Mapping[str, object] | None = None
+) -> str:
+    """`invalid topology: path: message`, or a header and one indented line per problem.
+
+    `options` maps a field path to the command-line option and value that set it (`--workers
+    -1`), so an invalid override is reported as what the user typed.
+    """
+    lines = []
+    for problem in error.problems:
+        option = (options or {}).get(problem.path)
+        lines.append(f"{option}: {problem.message}" if option else str(problem))
+    place = f" in {where}" if where else ""
+    if len(lines) == 1:
+        return f"invalid topology{place}: {lines[0]}"
+    return f"invalid topology{place} ({len(lines)} problems):\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def resource_range(value: Any) -> str:
+    """`2` when requests equal limits, else `1 / 2` (`-` for a side that is not set)."""
+    if value is None:
+        return "-"
+
+    def show(number: float | None) -> str:
+        return "-" if number is None else str(format_number(number))
+
+    requests, limits = value.requests, value.limits
+    return show(requests) if requests == limits else f"{show(requests)} / {show(limits)}"
+
+
+def resources_text(resources: Any) -> str:
+    """`cpu 1 / 2, mem 512, gpu 1` for a replica's resources."""
+    parts = [
+        f"{label} {resource_range(value)}"
+        for label, value in (("cpu", resources.cpu), ("mem", resources.memory), ("gpu", resources.gpu))
+        if value is not None
+    ]
+    return ", ".join(parts) or "-"
+
+
+# ---- TensorBoard -----------------------------------------------------------------------------
+
+
+def tensorboard_text(result: Any, base_url: str | None = None) -> str:
+    """`TensorBoard: <url>` for a started or reused server, else why it could not start."""
+    from .. import tensorboard
+
+    if isinstance(result, tensorboard.Failed):
+        return f"TensorBoard could not start: {result.reason}"
+    return f"TensorBoard: {result.info.url(base_url)}"
