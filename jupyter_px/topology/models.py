@@ -3,7 +3,7 @@
 The model mirrors the current polyaxonfile form (`framework`, `backend`,
 `environment.resources`, `environment.replicas`), so what a user pastes, what the sidebar form
 edits (through the JSON schema) and what is written back to YAML are one structure. Older forms
-are rewritten into this one before validation (see `polyaxonfile.py`).
+are rewritten into this one before validation (see `dialects.py`).
 
 Units after validation: cpu in cores, memory in MiB, gpu in whole devices.
 """

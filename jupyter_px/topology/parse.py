@@ -9,7 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from .errors import Problem, TopologyError, problems_from_validation
-from .forms import normalize
+from .dialects import normalize
 from .models import Topology
 from .rules import check
 

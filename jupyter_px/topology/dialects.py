@@ -1,6 +1,9 @@
-"""Rewrite the accepted input forms into the model's form before validation.
+"""Input dialects: rewrite each accepted way of writing a topology into the model's form.
 
-Users paste polyaxonfiles of several vintages and Azure ML estimator keywords. Each is rewritten
+The dialects: the older polyaxonfile form (`environment.tensorflow: {n_workers, ...}`), polyaxon
+v0's `worker_resources` / `ps_resources` lists, pasted fragments of an environment section, and
+Azure ML estimator keywords (`node_count`, `distributed_backend`, ...). Users paste all of them;
+each is rewritten
 into the current polyaxonfile form, and we remember how paths were renamed so that an error
 still points at the field the user actually wrote (`environment.tensorflow.worker[1].index`,
 not our internal `environment.replicas.worker[1].index`).
