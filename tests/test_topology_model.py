@@ -135,7 +135,8 @@ def test_json_schema_accepts_what_the_model_accepts():
 
 def test_summary_groups_identical_replicas():
     topology = parse_topology(
-        "framework: tensorflow\nenvironment:\n  replicas:\n    n_workers: 1000\n    worker: [{index: 500, resources: {cpu: 4}}]\n"
+        "framework: tensorflow\nenvironment:\n  replicas:\n"
+        "    n_workers: 1000\n    worker: [{index: 500, resources: {cpu: 4}}]\n"
     )
     text = summary_text(topology)
     assert "worker  0-499,501-999" in text and "worker  500" in text

@@ -2,40 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from .errors import Problem, TopologyError, problems_from_validation
 from .dialects import normalize
+from .errors import Problem, TopologyError, problems_from_validation, show_value
 from .models import Topology
 from .rules import check
-
-#: Polyaxon's docs elide parts of a file with `...` lines; in YAML that is a document end
-#: marker, which would split or break the paste. Users paste the docs as written, so drop them.
-_ELISION = re.compile(r"^[ \t]*\.\.\.[ \t]*$", re.MULTILINE)
-
-#: libyaml's loader when PyYAML was built with it (10x faster on big topologies), same results.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def load_yaml(text: str) -> Any:
-    """YAML text -> data, with `...` elisions removed; YAML syntax errors become TopologyError."""
-    if not isinstance(text, str):
-        raise TopologyError([Problem("", f"expected YAML text, got {type(text).__name__}")])
-    try:
-        return yaml.load(_ELISION.sub("", text), Loader=_LOADER)
-    except yaml.YAMLError:
-        pass
-    try:  # the pure-Python loader words syntax errors better (and the same on every machine)
-        return yaml.load(_ELISION.sub("", text), Loader=yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        what = getattr(error, "problem", None) or str(error)
-        raise TopologyError([Problem("yaml", f"{where}{what}")]) from None
+from .yaml_text import load_yaml
 
 
 def parse_topology(source: str | dict | Topology | None) -> Topology:
@@ -53,7 +28,8 @@ def parse_topology(source: str | dict | Topology | None) -> Topology:
             [
                 Problem(
                     "",
-                    f"a topology is a mapping of fields (framework, environment, ...), got {type(data).__name__} {data!r:.60}",
+                    "a topology is a mapping of fields (framework, environment, ...), "
+                    f"got {type(data).__name__} {show_value(data)}",
                 )
             ]
         )
