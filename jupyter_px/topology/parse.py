@@ -65,11 +65,17 @@ def apply_overrides(
 ) -> Topology:
     """Command-line style overrides (`--framework pytorch --workers 3`) on top of a topology.
 
-    The result is validated like any other input; errors name the option's field.
+    A framework other than the topology's starts from a fresh topology of that framework: the
+    flags name a job, and the old one's roles (TensorFlow's ps), counts and resources belong to
+    another. Its backend is kept when the new topology accepts it. A topology without a framework
+    (the master's resources only) is kept, with the framework set. The result is validated like
+    any other input; errors name the option's field.
     """
     from .export import to_dict
 
     data = to_dict(topology) if topology is not None else {}
+    if framework is not None and topology is not None and topology.framework not in (None, framework):
+        data = _fresh(framework, topology.backend)
     if framework is not None:
         data["framework"] = framework
     if backend is not None:
@@ -81,3 +87,12 @@ def apply_overrides(
         if ps is not None:
             replicas["n_ps"] = ps
     return parse_topology(data)
+
+
+def _fresh(framework: str, backend: str) -> dict[str, Any]:
+    """A new topology of `framework`, on `backend` if that is valid for it."""
+    data = {"framework": framework, "backend": backend}
+    _, problems = try_parse(data)
+    if any(problem.path == "backend" for problem in problems):
+        del data["backend"]
+    return data
