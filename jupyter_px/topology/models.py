@@ -233,43 +233,50 @@ class Topology(_Strict):
         except KeyError:
             raise KeyError(f"this topology has no replica {role}[{index}] (it has {self.counts()})") from None
 
+    def resolve(self, role: str, index: int) -> ReplicaSpec:
+        """One replica's settings, without resolving every other one (summaries of big topologies
+        need one per distinct setting, not one per replica)."""
+        if not 0 <= index < self.replicas_section.count(role):
+            raise KeyError(f"this topology has no replica {role}[{index}] (it has {self.counts()})")
+        override = next((o for o in self.replicas_section.overrides(role) if o.index == index), None)
+        return self._spec(role, index, self._role_settings(role), override)
+
     @cached_property
     def _resolved(self) -> dict[tuple[str, int], ReplicaSpec]:
         """Resolved once per (immutable) topology: backends ask for every replica, often."""
-        return {(spec.role, spec.index): spec for spec in self._resolve()}
-
-    def _resolve(self, only_role: str | None = None):
-        env = self.environment
-        section = self.replicas_section
-        base = {name: getattr(env, name) for name in SETTING_FIELDS if name != "resources"}
-        for role in ROLES:
-            if only_role and role != only_role:
-                continue
-            count = section.count(role)
-            if not count:
-                continue
-            settings = dict(base, resources=env.resources if role == "master" else None)
-            default = section.default(role)
-            if default is not None:
-                settings.update({k: getattr(default, k) for k in default.model_fields_set})
-            by_index = {override.index: override for override in section.overrides(role)}
+        resolved = {}
+        for role, count in self.counts().items():
+            settings = self._role_settings(role)
+            by_index = {override.index: override for override in self.replicas_section.overrides(role)}
             for index in range(count):
-                resolved = settings
-                override = by_index.get(index)
-                if override is not None:
-                    resolved = dict(settings)
-                    resolved.update({k: getattr(override, k) for k in override.model_fields_set if k != "index"})
-                yield ReplicaSpec(
-                    role=role,
-                    index=index,
-                    resources=resolved["resources"] or Resources(),
-                    image=resolved["image"],
-                    env=dict(resolved["env"] or {}),
-                    node_selector=dict(resolved["node_selector"] or {}),
-                    restart_policy=resolved["restart_policy"] or "Never",
-                    max_restarts=resolved["max_restarts"] if resolved["max_restarts"] is not None else 0,
-                    processes=env.processes_per_replica,
-                )
+                resolved[(role, index)] = self._spec(role, index, settings, by_index.get(index))
+        return resolved
+
+    def _role_settings(self, role: str) -> dict[str, Any]:
+        """The environment's settings, then the role's default (`default_worker`) over them."""
+        env = self.environment
+        settings = {name: getattr(env, name) for name in SETTING_FIELDS if name != "resources"}
+        settings["resources"] = env.resources if role == "master" else None
+        default = self.replicas_section.default(role)
+        if default is not None:
+            settings.update({k: getattr(default, k) for k in default.model_fields_set})
+        return settings
+
+    def _spec(self, role: str, index: int, settings: dict[str, Any], override: ReplicaOverride | None) -> ReplicaSpec:
+        if override is not None:  # replaces the fields it names (polyaxon's rule)
+            settings = dict(settings)
+            settings.update({k: getattr(override, k) for k in override.model_fields_set if k != "index"})
+        return ReplicaSpec(
+            role=role,
+            index=index,
+            resources=settings["resources"] or Resources(),
+            image=settings["image"],
+            env=dict(settings["env"] or {}),
+            node_selector=dict(settings["node_selector"] or {}),
+            restart_policy=settings["restart_policy"] or "Never",
+            max_restarts=settings["max_restarts"] if settings["max_restarts"] is not None else 0,
+            processes=self.environment.processes_per_replica,
+        )
 
 
 @dataclass(frozen=True)

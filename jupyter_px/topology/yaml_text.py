@@ -108,30 +108,33 @@ def _check_shape(text: str, loader: type) -> None:
     """
     sizes: dict[str, int] = {}  # anchor -> values under it, itself included
     open_anchors: set[str] = set()
-    stack: list[list[Any]] = []  # per open collection: [values so far, its anchor]
+    stack: list[list[Any]] = [[0, None]]  # per open collection: [values so far, its anchor]; [0] is the stream
     total = 0
     aliased = False
-    for event in yaml.parse(text, Loader=loader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            if len(stack) >= MAX_YAML_DEPTH:
+    scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+    starts, ends = (yaml.MappingStartEvent, yaml.SequenceStartEvent), (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    for event in yaml.parse(text, Loader=loader):  # kinds tested by identity, commonest first: it is the hot loop
+        kind = type(event)
+        if kind is scalar:
+            size = 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        elif kind in starts:
+            if len(stack) > MAX_YAML_DEPTH:
                 raise _Refused(event.start_mark, f"nested more than {MAX_YAML_DEPTH} levels deep")
             if event.anchor:
                 open_anchors.add(event.anchor)
             stack.append([1, event.anchor])
-            size = 1
-        elif isinstance(event, yaml.CollectionEndEvent):
+            total += 1
+            continue
+        elif kind in ends:
             size, anchor = stack.pop()
             if anchor:
                 sizes[anchor] = size
                 open_anchors.discard(anchor)
-            if stack:
-                stack[-1][0] += size
+            stack[-1][0] += size
             continue
-        elif isinstance(event, yaml.ScalarEvent):
-            size = 1
-            if event.anchor:
-                sizes[event.anchor] = 1
-        elif isinstance(event, yaml.AliasEvent):
+        elif kind is alias:
             if event.anchor in open_anchors:
                 raise _Refused(
                     event.start_mark, f"alias *{clip(event.anchor)} is used inside the value it names (a loop)"
@@ -141,10 +144,9 @@ def _check_shape(text: str, loader: type) -> None:
         else:
             continue
         total += size
+        stack[-1][0] += size
         if total > MAX_YAML_VALUES:
             what = "aliases (*name) expand this document" if aliased else "this document holds"
             raise _Refused(
                 event.start_mark, f"{what} beyond {MAX_YAML_VALUES:,} values; write the topology out instead"
             )
-        if stack and not isinstance(event, yaml.CollectionStartEvent):
-            stack[-1][0] += size
