@@ -113,6 +113,7 @@ def _check_shape(text: str, loader: type) -> None:
     aliased = False
     scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
     starts, ends = (yaml.MappingStartEvent, yaml.SequenceStartEvent), (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    event: Any  # each kind below has the attributes used on it
     for event in yaml.parse(text, Loader=loader):  # kinds tested by identity, commonest first: it is the hot loop
         kind = type(event)
         if kind is scalar:
