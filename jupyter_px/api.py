@@ -34,12 +34,46 @@ class PushError(ValueError):
 
 
 def _code_from(code: str | os.PathLike) -> tuple[str, str, str]:
-    """(source text, entrypoint file name, where it came from)."""
+    """(source text, entrypoint file name, where it came from).
+
+    A script is decoded as Python itself would (PEP 263: a `# -*- coding: latin-1 -*-` line, a
+    UTF-8 byte order mark, else UTF-8), and stored as UTF-8; so its coding line, if any, is
+    rewritten to say utf-8 (same line, same line numbers), or Python would decode the stored
+    bytes as the old encoding. A script that does not decode is refused, naming the file.
+    """
+    import io
+    import re
+    import tokenize
+
     if isinstance(code, os.PathLike) or (isinstance(code, str) and "\n" not in code and code.endswith(".py")):
         path = Path(code)
         if not path.is_file():
             raise FileNotFoundError(f"script {str(path)!r} does not exist")
-        return path.read_text(), path.name, str(path.resolve())
+        data = path.read_bytes()
+        hint = "save it as UTF-8 or declare its encoding on its first line (# -*- coding: latin-1 -*-)"
+        try:
+            encoding, first_lines = tokenize.detect_encoding(io.BytesIO(data).readline)
+            declared = None
+        except SyntaxError as error:  # an unknown encoding, or bytes in the first lines that are not UTF-8
+            encoding, first_lines, declared = "utf-8", [], error.msg
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"script {str(path)!r} is not {error.encoding} text "
+                f"(byte {data[error.start]:#04x} at offset {error.start}); {hint}"
+            ) from None
+        if declared is not None:
+            raise ValueError(f"script {str(path)!r}: {declared}; {hint}")
+        if encoding.lower() not in ("utf-8", "utf-8-sig"):
+            lines = text.splitlines(keepends=True)
+            cookie = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)")
+            for number in range(min(len(first_lines), len(lines))):
+                if cookie.match(lines[number]):
+                    lines[number] = cookie.sub(r"\g<1>utf-8", lines[number], count=1)
+                    break
+            text = "".join(lines)
+        return text, path.name, str(path.resolve())
     if not isinstance(code, str):
         raise TypeError(f"code must be Python source text or a path to a .py file, got {type(code).__name__}")
     return code, "main.py", "code"

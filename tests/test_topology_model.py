@@ -98,8 +98,65 @@ def test_overrides_from_the_command_line():
     changed = apply_overrides(base, workers=4, backend="kubeflow")
     assert changed.counts() == {"master": 1, "worker": 4, "ps": 1} and changed.backend == "kubeflow"
     assert apply_overrides(None, framework="pytorch", workers=2).counts() == {"master": 1, "worker": 2}
-    with pytest.raises(TopologyError, match=r"environment.replicas.n_ps: 1 is not allowed: pytorch has no ps"):
-        apply_overrides(base, framework="pytorch")
+    with pytest.raises(TopologyError, match=r"environment.replicas.n_ps: -1 is not >= 0"):
+        apply_overrides(base, ps=-1)
+
+
+TF_WITH_PS = """
+framework: tensorflow
+backend: kubeflow
+name: tf-job
+environment:
+  resources: {cpu: 2}
+  replicas:
+    n_workers: 2
+    n_ps: 1
+    default_ps: {resources: {memory: 1Gi}}
+"""
+
+
+def test_a_different_framework_starts_from_a_fresh_topology():
+    """`--framework pytorch --workers 1` over a TensorFlow topology with ps: the job the flags name."""
+    base = parse_topology(TF_WITH_PS)
+    changed = apply_overrides(base, framework="pytorch", workers=1)
+    assert (changed.framework, changed.counts()) == ("pytorch", {"master": 1, "worker": 1})
+    assert changed.backend == "kubeflow"  # still valid, so kept
+    assert changed.name is None and changed.replica("master", 0).resources.cpu is None  # nothing else carried over
+    assert apply_overrides(base, framework="mxnet").counts() == {"master": 1}
+    assert apply_overrides(base, framework="pytorch", backend="local").backend == "local"
+
+
+def test_the_same_framework_keeps_the_topology():
+    base = parse_topology(TF_WITH_PS)
+    same = apply_overrides(base, framework="tensorflow", workers=3)
+    assert same.counts() == {"master": 1, "worker": 3, "ps": 1} and same.name == "tf-job"
+    assert same.replica("ps", 0).resources.memory.limits == 1024
+
+
+def test_a_framework_on_a_topology_without_one_keeps_its_settings():
+    base = parse_topology("environment:\n  resources: {cpu: 2, memory: 2Gi}\n")
+    changed = apply_overrides(base, framework="pytorch", workers=2)
+    assert changed.counts() == {"master": 1, "worker": 2}
+    assert changed.replica("master", 0).resources.memory.limits == 2048
+
+
+@pytest.mark.slow
+def test_submit_with_a_framework_flag_runs_the_topology_it_names(px_home, tmp_path):
+    """What `%%px_distributed --framework pytorch --workers 1` and `jupyter px run --framework`
+    do over the current TensorFlow topology: submit starts the PyTorch job, not an error."""
+    import jupyter_px
+
+    run = jupyter_px.submit(
+        "import os\nprint('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])\n",
+        TF_WITH_PS.replace("backend: kubeflow", "backend: local"),
+        framework="pytorch",
+        workers=1,
+        workdir=tmp_path,
+    )
+    status = run.wait(timeout=120, check=True)
+    assert run.topology.framework == "pytorch" and run.topology.counts() == {"master": 1, "worker": 1}
+    assert sorted(r.key for r in status.replicas) == ["master-0", "worker-0"]
+    assert "rank 1 of 2" in run.logs("worker", 0)
 
 
 def test_yaml_round_trip_keeps_everything():
@@ -135,7 +192,8 @@ def test_json_schema_accepts_what_the_model_accepts():
 
 def test_summary_groups_identical_replicas():
     topology = parse_topology(
-        "framework: tensorflow\nenvironment:\n  replicas:\n    n_workers: 1000\n    worker: [{index: 500, resources: {cpu: 4}}]\n"
+        "framework: tensorflow\nenvironment:\n  replicas:\n"
+        "    n_workers: 1000\n    worker: [{index: 500, resources: {cpu: 4}}]\n"
     )
     text = summary_text(topology)
     assert "worker  0-499,501-999" in text and "worker  500" in text

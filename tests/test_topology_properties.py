@@ -126,3 +126,63 @@ def test_arbitrary_yaml_text(document):
 @given(st.text(max_size=200))
 def test_arbitrary_text(text):
     _outcome(text)
+
+
+RESOURCES = st.sampled_from(
+    [None, {"cpu": 2}, {"cpu": {"requests": 1, "limits": 2}}, {"memory": "1Gi"}, {"gpu": 1, "cpu": 2}]
+)
+
+
+@st.composite
+def replica_sections(draw):
+    workers = draw(st.integers(0, 40))
+    ps = draw(st.integers(0, 6))
+    section: dict = {"n_workers": workers, "n_ps": ps}
+    for role, count in (("worker", workers), ("ps", ps)):
+        default = draw(RESOURCES)
+        if default is not None:
+            section[f"default_{role}"] = {"resources": default}
+        indices = draw(st.lists(st.integers(0, max(count - 1, 0)), unique=True, max_size=min(count, 8)))
+        overrides = []
+        for index in indices:
+            entry: dict = {"index": index}
+            resources = draw(RESOURCES)
+            if resources is not None:
+                entry["resources"] = resources
+            if draw(st.booleans()):
+                entry["env"] = {"A": "1"}
+            overrides.append(entry)
+        if overrides and count:
+            section[role] = overrides
+    return section
+
+
+def _expand(indices: str) -> list[int]:
+    out = []
+    for part in indices.split(","):
+        start, _, end = part.partition("-")
+        out += range(int(start), int(end or start) + 1)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(replica_sections())
+def test_summary_rows_partition_the_replicas_by_their_settings(section):
+    """The summary is built from defaults and overrides only; it must say what resolving every
+    replica says: each row's indices are exactly the replicas of its role with its settings."""
+    from jupyter_px.topology import summary_rows
+
+    topology = parse_topology({"framework": "tensorflow", "environment": {"replicas": section}})
+
+    def settings_of(spec):
+        return (spec.resources, spec.image, spec.restart_policy, spec.max_restarts, sorted(spec.env.items()))
+
+    expected: dict = {}
+    for spec in topology.replicas():
+        expected.setdefault((spec.role, repr(settings_of(spec))), []).append(spec.index)
+    got = {}
+    for row in summary_rows(topology):
+        indices = _expand(row.indices)
+        assert indices == sorted(indices) and len(set(indices)) == len(indices)
+        got[(row.role, repr(settings_of(topology.replica(row.role, indices[0]))))] = indices
+    assert got == expected

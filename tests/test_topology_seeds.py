@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,20 @@ import pytest
 from jupyter_px.topology import TopologyError, parse_topology, to_yaml
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
-SHARED_SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+#: YAML blocks in each source document the fixtures were cut from (000: the current polyaxonfile
+#: form, 001: the older form, 002: PyTorch).
+SEED_BLOCKS = {"000": 7, "001": 8, "002": 7}
+
+
+def shared_seeds() -> Path | None:
+    """`shared/seeds` beside the repository, or beside one of its parent folders (a checkout kept
+    in a subfolder of the workspace)."""
+    for folder in REPOSITORY.parents:
+        if (folder / "shared" / "seeds").is_dir():
+            return folder / "shared" / "seeds"
+    return None
 
 
 def seed(name: str) -> str:
@@ -42,15 +56,17 @@ def test_every_seed_block_is_understood(name):
 
 
 def test_fixtures_are_the_seed_blocks_verbatim():
-    """The fixtures were cut from the seed documents; prove they still match where the seeds are."""
-    import re
-
-    sources = sorted(SHARED_SEEDS.glob("00[012]_*.txt")) if SHARED_SEEDS.is_dir() else []
-    for source in sources:
-        prefix = source.name[:3]
+    """The fixtures were cut from the seed documents: prove they still match, block for block."""
+    seeds = shared_seeds()
+    assert seeds is not None, f"no shared/seeds folder beside {REPOSITORY} or its parents"
+    found = {}
+    for prefix in SEED_BLOCKS:
+        (source,) = seeds.glob(f"{prefix}_*.txt")
         blocks = re.findall(r"```yaml\n(.*?)```", source.read_text(), re.S)
-        assert blocks == [seed(f"{prefix}_{i:02d}") for i in range(len(blocks))]
-    assert len(list(SEEDS.glob("*.yaml"))) == 22
+        found[prefix] = len(blocks)
+        assert blocks == [seed(f"{prefix}_{i:02d}") for i in range(len(blocks))], source.name
+    assert found == SEED_BLOCKS
+    assert len(list(SEEDS.glob("*.yaml"))) == sum(SEED_BLOCKS.values())
 
 
 MASTER = {

@@ -1,18 +1,14 @@
-"""The topology form and the run monitor, driven in-process (ipywidgets works without a kernel:
-the widgets keep their state, nothing is sent)."""
+"""The run monitor, driven in-process (ipywidgets works without a kernel: the widgets keep their
+state, nothing is sent). The topology form's tests are in test_topology_form.py."""
 
 from __future__ import annotations
 
-import html
 import os
 import re
 
 import pytest
 from conftest import write_metrics
-from ipywidgets.widgets import widget as widget_module
 
-from jupyter_px import TopologyForm
-from jupyter_px.topology import TopologyError, parse_topology
 from jupyter_px.topology.registry import topologies
 
 
@@ -21,160 +17,6 @@ def _private_store(px_home):
     topologies.clear()
     yield
     topologies.clear()
-
-
-def _widget_count() -> int:
-    return len(widget_module._instances)
-
-
-def _text(label) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", "", label.value))
-
-
-# ---- TopologyForm ---------------------------------------------------------------------------
-
-
-def test_form_starts_valid_and_previews_yaml():
-    form = TopologyForm()
-    assert form.valid and form.problems == []
-    form.framework.value = "pytorch"
-    form.workers.value = 2
-    assert form.topology.counts() == {"master": 1, "worker": 2}
-    assert "n_workers: 2" in form.preview.value and "framework: pytorch" in form.preview.value
-    assert "3 replicas" in form.summary.value
-
-
-def test_form_with_256_workers_creates_no_widget_per_worker():
-    form = TopologyForm()
-    form.framework.value = "tensorflow"
-    form.workers.value = 2
-    before = _widget_count()
-    form.workers.value = 256
-    form.ps.value = 8
-    assert _widget_count() == before
-    topology = form.topology
-    assert topology.counts() == {"master": 1, "worker": 256, "ps": 8}
-    assert len(topology.replicas()) == 265
-    # an override row is a handful of widgets, whatever the worker count
-    form.add_override("worker", 255, {"gpu": {"requests": 1, "limits": 1}})
-    per_row = _widget_count() - before
-    form.add_override("ps", 7)
-    assert _widget_count() - before == 2 * per_row  # the same few widgets (and their layouts) per row
-    assert form.topology.replica("worker", 255).resources.gpus() == 1
-    assert form.topology.replica("worker", 254).resources.gpus() == 0
-
-
-def test_per_index_rows_add_edit_remove():
-    form = TopologyForm()
-    form.framework.value = "pytorch"
-    form.workers.value = 4
-    form.worker_resources.boxes[("cpu", "requests")].value = "1"
-    row = form.add_override()  # first free worker index
-    assert (row.role.value, row.index.value) == ("worker", 0)
-    second = form.add_override()
-    assert second.index.value == 1
-    row.boxes[("cpu", "requests")].value = "3"
-    row.boxes[("memory", "limits")].value = "2Gi"
-    topology = form.topology
-    assert topology.replica("worker", 0).resources.cpu.requests == 3
-    assert topology.replica("worker", 0).resources.memory.limits == 2048
-    assert topology.replica("worker", 2).resources.cpu.requests == 1  # the default
-    form.remove_override(row)
-    assert [r.index.value for r in form.rows] == [1]
-    assert form.topology.replica("worker", 0).resources.cpu.requests == 1
-
-
-def test_live_validation_shows_each_problem_beside_its_field():
-    form = TopologyForm()
-    form.framework.value = "pytorch"
-    form.workers.value = 2
-
-    form.workers.value = -1
-    assert not form.valid
-    assert "-1" in _text(form._field_errors["n_workers"])
-    with pytest.raises(TopologyError) as raised:
-        form.topology
-    assert raised.value.problems[0].path == "environment.replicas.n_workers"
-    form.workers.value = 2
-    assert form.valid and _text(form._field_errors["n_workers"]) == ""
-
-    # an override index out of range: beside that row, not elsewhere
-    good = form.add_override("worker", 0)
-    bad = form.add_override("worker", 7)
-    assert "7 is not below n_workers (2)" in _text(bad.error)
-    assert _text(good.error) == ""
-    assert _text(form.general_errors) == ""
-
-    # requests above limits: beside the cpu row of the default worker resources
-    bad.index.value = 1
-    form.worker_resources.boxes[("cpu", "requests")].value = "4"
-    form.worker_resources.boxes[("cpu", "limits")].value = "2"
-    assert "requests 4 is above limits 2" in _text(form.worker_resources.errors["cpu"])
-    assert _text(form.master_resources.errors["cpu"]) == ""
-
-    # a bad quantity in the master's memory: beside the master's memory row
-    form.worker_resources.boxes[("cpu", "limits")].value = "8"
-    form.master_resources.boxes[("memory", "requests")].value = "lots"
-    assert "'lots' is not a memory quantity" in _text(form.master_resources.errors["memory"])
-    assert "problem" in form.summary.value
-
-    # a role the framework does not have: beside the ps count
-    form.master_resources.boxes[("memory", "requests")].value = "512"
-    form.ps.value = 1
-    assert "pytorch has no ps replicas" in _text(form._field_errors["n_ps"])
-    form.ps.value = 0
-    assert form.valid
-    assert all(_text(label) == "" for label in form._labels().values())
-
-
-def test_round_trip_through_a_topology_name():
-    source = parse_topology("""
-framework: tensorflow
-environment:
-  image: my/image:1
-  resources: {cpu: {requests: 1, limits: 2}}
-  replicas:
-    n_workers: 3
-    n_ps: 1
-    default_worker:
-      restart_policy: OnFailure
-      max_restarts: 2
-      resources: {memory: {requests: 512, limits: 1024}}
-    worker:
-      - index: 2
-        env: {SPECIAL: "1"}
-        resources: {gpu: {requests: 1, limits: 1}}
-""")
-    topologies.put("cluster", source)
-    form = TopologyForm(name="cluster")
-    assert form.framework.value == "tensorflow" and form.workers.value == 3 and form.ps.value == 1
-    assert form.master_resources.boxes[("cpu", "limits")].value == "2"
-    assert [(r.role.value, r.index.value) for r in form.rows] == [("worker", 2)]
-    assert form.topology == source  # nothing the form does not edit was lost
-
-    form.ps.value = 2
-    form.save("bigger")
-    saved = topologies.require("bigger")
-    assert saved.counts() == {"master": 1, "worker": 3, "ps": 2}
-    assert saved.replica("worker", 2).env == {"SPECIAL": "1"}
-    assert saved.replica("worker", 0).restart_policy == "OnFailure"
-    assert topologies.current is saved  # %%px_distributed without -t uses it
-    assert "bigger" in form.save_status.value
-
-
-def test_save_refuses_invalid_or_nameless():
-    form = TopologyForm()
-    with pytest.raises(ValueError, match="name"):
-        form.save()
-    form.workers.value = 2  # workers without a framework
-    with pytest.raises(TopologyError, match="need a framework"):
-        form.save("x")
-    form._save_clicked()
-    assert "not saved" in form.save_status.value
-    assert topologies.get("x") is None
-    form.framework.value = "pytorch"
-    with pytest.raises(ValueError, match="topology name 'two words' is not valid"):
-        form.save("two words")
 
 
 # ---- RunMonitor -----------------------------------------------------------------------------

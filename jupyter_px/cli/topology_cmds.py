@@ -8,40 +8,50 @@ import sys
 
 from ..cluster import ReplicaPaths, local_addresses, replica_env
 from ..topology import Topology, TopologyError, json_schema, parse_topology, summary_text, to_dict
+from ..topology.files import read_topology_text
 
 
 def read_topology_file(path: str) -> Topology:
-    """Parse FILE (or `-` for standard input); TopologyError on bad content, OSError on a bad path."""
-    if path == "-":
-        text = sys.stdin.read()
-    else:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    return parse_topology(text)
+    """Parse FILE (or `-` for standard input); TopologyError on bad content, OSError (one line
+    in `strerror`) for a file that cannot be read as text: missing, too large, not UTF-8."""
+    return parse_topology(read_topology_text(path))
 
 
-def _load_or_report(path: str, as_json: bool) -> Topology | None:
+def _load_or_report(args: argparse.Namespace) -> Topology | None:
+    path, as_json = args.file, args.json
     try:
         return read_topology_file(path)
     except OSError as error:
-        _report([{"path": "", "message": f"cannot read {path!r}: {error.strerror or error}"}], as_json)
+        where = "standard input" if path == "-" else repr(path)
+        message = f"cannot read {where}: {error.strerror or error}"
+        if as_json:
+            _report_json([{"path": "", "message": message}])
+        else:
+            print(f"jupyter px {args.command}: {message}", file=sys.stderr)
     except TopologyError as error:
-        _report([p.to_dict() for p in error.problems], as_json)
+        if as_json:
+            _report_json([p.to_dict() for p in error.problems])
+        else:
+            _report(error)
     return None
 
 
-def _report(problems: list[dict], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps({"valid": False, "problems": problems}, indent=1))
-    else:
-        print(f"invalid topology ({len(problems)} problem{'s' if len(problems) != 1 else ''}):", file=sys.stderr)
-        for problem in problems:
-            where = f"{problem['path']}: " if problem["path"] else ""
-            print(f"  {where}{problem['message']}", file=sys.stderr)
+def _report_json(problems: list[dict]) -> None:
+    print(json.dumps({"valid": False, "problems": problems}, indent=1))
+
+
+def _report(error: TopologyError) -> None:
+    """One problem on one line; several under a count, one per line."""
+    if len(error.problems) == 1:
+        print(f"invalid topology: {error.problems[0]}", file=sys.stderr)
+        return
+    print(f"invalid topology ({len(error.problems)} problems):", file=sys.stderr)
+    for problem in error.problems:
+        print(f"  {problem}", file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    topology = _load_or_report(args.file, args.json)
+    topology = _load_or_report(args)
     if topology is None:
         return 2
     if args.json:
@@ -76,7 +86,7 @@ def sequential_ports(topology: Topology, first: int = 29500) -> dict[str, list[i
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    topology = _load_or_report(args.file, args.json)
+    topology = _load_or_report(args)
     if topology is None:
         return 2
     counts = topology.counts()

@@ -3,7 +3,8 @@
 from .errors import Problem, TopologyError
 from .export import json_schema, summary_html, summary_rows, summary_text, to_dict, to_yaml
 from .models import ROLES, ReplicaSpec, Resources, Topology
-from .parse import apply_overrides, load_yaml, parse_topology, try_parse
+from .parse import apply_overrides, parse_topology, try_parse
+from .yaml_text import load_yaml
 
 __all__ = [
     "Problem",

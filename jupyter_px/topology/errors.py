@@ -6,11 +6,15 @@ Every way into a topology (YAML cell, widget, sidebar, REST, CLI) reports proble
 
 from __future__ import annotations
 
+import math
+import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
+
+from .limits import MAX_SHOWN_CHARS
 
 
 @dataclass(frozen=True)
@@ -46,25 +50,58 @@ class TopologyError(ValueError):
 
 
 def format_path(location: Iterable[Any]) -> str:
-    """('environment', 'replicas', 'worker', 3, 'index') -> 'environment.replicas.worker[3].index'."""
+    """('environment', 'replicas', 'worker', 3, 'index') -> 'environment.replicas.worker[3].index'.
+
+    Keys come from the user (an unknown key is part of its own path), so each is clipped."""
     out = ""
     for part in location:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            name = clip(str(part), MAX_SHOWN_CHARS // 2)
+            out += f".{name}" if out else name
     return out
 
 
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+def clip(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """At most `limit` characters, '...' marking a cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _BoundedRepr(reprlib.Repr):
+    """repr() that stops early: a value from a YAML bomb or a 100 MB string costs nothing to quote."""
+
+    def __init__(self) -> None:
+        super().__init__()  # keyword arguments only from Python 3.12
+        self.maxlevel = 3
+        self.maxdict = self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = 4
+        self.maxstring = self.maxother = MAX_SHOWN_CHARS
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() <= 128:
+            return repr(x)
+        return f"a whole number of {_digits(x)} digits"  # repr() itself refuses past 4,300 digits
+
+
+def _digits(number: int) -> int:
+    number = abs(number)
+    digits = max(1, int((number.bit_length() - 1) * math.log10(2)))
+    while 10**digits <= number:
+        digits += 1
+    return digits
+
+
+_REPR = _BoundedRepr()
+
+
+def show_value(value: Any) -> str:
+    """A user's value as error messages quote it: its repr, bounded in time and length."""
+    return clip(_REPR.repr(value))
 
 
 _BOUNDS = {
     "greater_than_equal": (">=", "ge"),
     "greater_than": (">", "gt"),
-    "less_than_equal": ("<=", "le"),
     "less_than": ("<", "lt"),
 }
 
@@ -82,27 +119,29 @@ def problems_from_validation(error: ValidationError, rename: dict[str, str] | No
         value = item.get("input")
         ctx = item.get("ctx") or {}
         if kind == "extra_forbidden":
-            message = f"unknown field (value {_show(value)})"
+            message = f"unknown field (value {show_value(value)})"
         elif kind == "missing":
             message = "required field is missing"
         elif kind == "value_error" and "error" in ctx:
             message = str(ctx["error"])
         elif kind in ("literal_error", "enum"):
-            message = f"{_show(value)} is not one of {ctx.get('expected', '')}"
+            message = f"{show_value(value)} is not one of {ctx.get('expected', '')}"
+        elif kind == "less_than_equal":
+            message = f"{show_value(value)} is above the maximum ({ctx.get('le')})"
         elif kind in _BOUNDS:
             symbol, key = _BOUNDS[kind]
-            message = f"{_show(value)} is not {symbol} {ctx.get(key)}"
+            message = f"{show_value(value)} is not {symbol} {ctx.get(key)}"
         elif kind in ("int_parsing", "int_type", "int_from_float"):
-            message = f"{_show(value)} is not a whole number"
+            message = f"{show_value(value)} is not a whole number"
         elif kind in ("float_parsing", "float_type"):
-            message = f"{_show(value)} is not a number"
+            message = f"{show_value(value)} is not a number"
         elif kind in ("dict_type", "model_type", "model_attributes_type"):
-            message = f"{_show(value)} is not a mapping (expected fields under this key)"
+            message = f"{show_value(value)} is not a mapping (expected fields under this key)"
         elif kind == "list_type":
-            message = f"{_show(value)} is not a list (expected '- index: ...' items)"
+            message = f"{show_value(value)} is not a list (expected '- index: ...' items)"
         elif kind == "string_type":
-            message = f"{_show(value)} is not a string"
+            message = f"{show_value(value)} is not a string"
         else:
-            message = f"{_show(value)} is not valid: {item['msg'][0].lower()}{item['msg'][1:]}"
+            message = f"{show_value(value)} is not valid: {item['msg'][0].lower()}{item['msg'][1:]}"
         problems.append(Problem(path, message))
     return problems

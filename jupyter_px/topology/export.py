@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from .models import Resources, Topology
+from .models import ReplicaSpec, Resources, Topology
 from .quantities import format_number
 
 
@@ -59,36 +59,63 @@ class SummaryRow:
     extra: str
 
 
-def _indices(numbers: list[int]) -> str:
-    spans, start, prev = [], numbers[0], numbers[0]
-    for n in numbers[1:] + [None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        spans.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    return ",".join(spans)
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive index runs, sorted and joined where they touch: [(5, 5), (0, 4)] -> [(0, 5)]."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _gaps(taken: list[int], count: int) -> list[tuple[int, int]]:
+    """The runs of range(count) not in `taken` (sorted, all below count)."""
+    gaps, start = [], 0
+    for index in taken:
+        if index > start:
+            gaps.append((start, index - 1))
+        start = index + 1
+    if start < count:
+        gaps.append((start, count - 1))
+    return gaps
+
+
+def _settings(spec: ReplicaSpec) -> tuple[str, str, str, str]:
+    """What a summary row shows of a replica: cpu, memory, gpu, other settings."""
+    res: Resources = spec.resources
+    extra = []
+    if spec.image:
+        extra.append(f"image={spec.image}")
+    if spec.restart_policy != "Never":
+        extra.append(f"{spec.restart_policy} x{spec.max_restarts}")
+    if spec.node_selector:
+        extra.append("nodes=" + ",".join(f"{k}={v}" for k, v in spec.node_selector.items()))
+    if spec.env:
+        extra.append("env=" + ",".join(sorted(spec.env)))
+    return (_range(res.cpu), _range(res.memory), _range(res.gpu), " ".join(extra))
 
 
 def summary_rows(topology: Topology) -> list[SummaryRow]:
-    """One row per role and distinct settings, so 1000 identical workers are one line."""
-    groups: dict[tuple, list[int]] = {}
-    for spec in topology.replicas():
-        res: Resources = spec.resources
-        extra = []
-        if spec.image:
-            extra.append(f"image={spec.image}")
-        if spec.restart_policy != "Never":
-            extra.append(f"{spec.restart_policy} x{spec.max_restarts}")
-        if spec.node_selector:
-            extra.append("nodes=" + ",".join(f"{k}={v}" for k, v in spec.node_selector.items()))
-        if spec.env:
-            extra.append("env=" + ",".join(sorted(spec.env)))
-        key = (spec.role, _range(res.cpu), _range(res.memory), _range(res.gpu), " ".join(extra))
-        groups.setdefault(key, []).append(spec.index)
-    rows = [SummaryRow(k[0], _indices(v), k[1], k[2], k[3], k[4]) for k, v in groups.items()]
-    return sorted(rows, key=lambda r: ("master", "worker", "ps", "evaluator").index(r.role))
+    """One row per role and distinct settings, so 1000 identical workers are one line.
+
+    Built from each role's default and its overrides, never from every replica: the cost grows
+    with the overrides a user wrote, not with the replica count."""
+    rows: list[SummaryRow] = []
+    section = topology.replicas_section
+    for role, count in topology.counts().items():
+        overridden = sorted({o.index for o in section.overrides(role) if o.index < count})
+        groups: dict[tuple[str, str, str, str], list[tuple[int, int]]] = {}
+        gaps = _gaps(overridden, count)
+        if gaps:
+            groups.setdefault(_settings(topology.resolve(role, gaps[0][0])), []).extend(gaps)
+        for index in overridden:
+            groups.setdefault(_settings(topology.resolve(role, index)), []).append((index, index))
+        for settings, spans in sorted(groups.items(), key=lambda item: min(item[1])):
+            indices = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in _merge(spans))
+            rows.append(SummaryRow(role, indices, *settings))
+    return rows
 
 
 def headline(topology: Topology) -> str:

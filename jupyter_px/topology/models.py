@@ -3,7 +3,7 @@
 The model mirrors the current polyaxonfile form (`framework`, `backend`,
 `environment.resources`, `environment.replicas`), so what a user pastes, what the sidebar form
 edits (through the JSON schema) and what is written back to YAML are one structure. Older forms
-are rewritten into this one before validation (see `polyaxonfile.py`).
+are rewritten into this one before validation (see `dialects.py`).
 
 Units after validation: cpu in cores, memory in MiB, gpu in whole devices.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -20,11 +20,11 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeInt,
-    PositiveInt,
     WithJsonSchema,
     model_validator,
 )
 
+from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
@@ -66,6 +66,10 @@ class _Strict(BaseModel):
 class _Range(_Strict):
     """`{requests, limits}`; `request` (singular, as in polyaxon's docs) means `requests`."""
 
+    if TYPE_CHECKING:  # each kind declares its own (typed) fields
+        requests: Any
+        limits: Any
+
     @model_validator(mode="before")
     @classmethod
     def _singular_request(cls, data: Any) -> Any:
@@ -91,18 +95,18 @@ def _num(value: float) -> int | float:
 
 
 class CpuRange(_Range):
-    requests: CpuQuantity | None = Field(None, description='Cores requested (2, 0.5 or "500m").')
-    limits: CpuQuantity | None = Field(None, description="Cores at most.")
+    requests: CpuQuantity | None = Field(default=None, description='Cores requested (2, 0.5 or "500m").')
+    limits: CpuQuantity | None = Field(default=None, description="Cores at most.")
 
 
 class MemoryRange(_Range):
-    requests: MemoryQuantity | None = Field(None, description='MiB requested (a number), or "1Gi", "512Mi".')
-    limits: MemoryQuantity | None = Field(None, description="MiB at most; a replica above it is OOMKilled.")
+    requests: MemoryQuantity | None = Field(default=None, description='MiB requested (a number), or "1Gi", "512Mi".')
+    limits: MemoryQuantity | None = Field(default=None, description="MiB at most; a replica above it is OOMKilled.")
 
 
 class GpuRange(_Range):
-    requests: GpuQuantity | None = Field(None, description="Whole GPUs requested.")
-    limits: GpuQuantity | None = Field(None, description="Whole GPUs at most.")
+    requests: GpuQuantity | None = Field(default=None, description="Whole GPUs requested.")
+    limits: GpuQuantity | None = Field(default=None, description="Whole GPUs at most.")
 
 
 class Resources(_Strict):
@@ -121,11 +125,11 @@ class ReplicaSettings(_Strict):
     """What a role's default (`default_worker`) or the environment may set for replicas."""
 
     resources: Resources | None = None
-    image: str | None = Field(None, description="Container image (Kubernetes backends).")
-    env: dict[str, EnvValue] | None = Field(None, description="Extra environment variables.")
-    node_selector: dict[str, str] | None = Field(None, description="Kubernetes node selector.")
+    image: str | None = Field(default=None, description="Container image (Kubernetes backends).")
+    env: dict[str, EnvValue] | None = Field(default=None, description="Extra environment variables.")
+    node_selector: dict[str, str] | None = Field(default=None, description="Kubernetes node selector.")
     restart_policy: RestartPolicy | None = None
-    max_restarts: NonNegativeInt | None = Field(None, description="Restarts allowed with OnFailure.")
+    max_restarts: NonNegativeInt | None = Field(default=None, description="Restarts allowed with OnFailure.")
 
 
 #: Fields an override or a role default may replace (polyaxon's rule: replace what it names).
@@ -138,13 +142,18 @@ class ReplicaOverride(ReplicaSettings):
     index: NonNegativeInt
 
 
+_COUNT_LIMITS = (
+    f"At most {MAX_REPLICAS_PER_ROLE:,} per role and {MAX_TOTAL_REPLICAS:,} replicas in all (master included)."
+)
+
+
 class Replicas(_Strict):
     """`environment.replicas`: how many of each role and their settings."""
 
-    n_masters: int = Field(1, ge=0, le=1, description="0 for a job of workers only (no chief/master).")
-    n_workers: NonNegativeInt = 0
-    n_ps: NonNegativeInt = 0
-    n_evaluators: int = Field(0, ge=0, le=1, description="TensorFlow only: a side-car evaluator.")
+    n_masters: int = Field(default=1, ge=0, le=1, description="0 for a job of workers only (no chief/master).")
+    n_workers: int = Field(default=0, ge=0, le=MAX_REPLICAS_PER_ROLE, description=f"Workers. {_COUNT_LIMITS}")
+    n_ps: int = Field(default=0, ge=0, le=MAX_REPLICAS_PER_ROLE, description=f"Parameter servers. {_COUNT_LIMITS}")
+    n_evaluators: int = Field(default=0, ge=0, le=1, description="TensorFlow only: a side-car evaluator.")
     default_worker: ReplicaSettings | None = None
     default_ps: ReplicaSettings | None = None
     default_evaluator: ReplicaSettings | None = None
@@ -167,12 +176,17 @@ class Replicas(_Strict):
 class Environment(ReplicaSettings):
     """`environment`: the master's resources, settings for every replica, and the replicas."""
 
-    resources: Resources | None = Field(None, description="The master's resources.")
+    resources: Resources | None = Field(default=None, description="The master's resources.")
     replicas: Replicas | None = None
-    processes_per_replica: PositiveInt = Field(
-        1, description="Processes per replica (torch nproc_per_node, MPI slots)."
+    processes_per_replica: int = Field(
+        default=1,
+        gt=0,
+        le=MAX_PROCESSES_PER_REPLICA,
+        description=f"Processes per replica (torch nproc_per_node, MPI slots); at most {MAX_PROCESSES_PER_REPLICA:,}.",
     )
-    tf_master_type: Literal["chief", "master"] = Field("chief", description="Task type of the master in TF_CONFIG.")
+    tf_master_type: Literal["chief", "master"] = Field(
+        default="chief", description="Task type of the master in TF_CONFIG."
+    )
 
 
 class Topology(_Strict):
@@ -219,43 +233,50 @@ class Topology(_Strict):
         except KeyError:
             raise KeyError(f"this topology has no replica {role}[{index}] (it has {self.counts()})") from None
 
+    def resolve(self, role: str, index: int) -> ReplicaSpec:
+        """One replica's settings, without resolving every other one (summaries of big topologies
+        need one per distinct setting, not one per replica)."""
+        if not 0 <= index < self.replicas_section.count(role):
+            raise KeyError(f"this topology has no replica {role}[{index}] (it has {self.counts()})")
+        override = next((o for o in self.replicas_section.overrides(role) if o.index == index), None)
+        return self._spec(role, index, self._role_settings(role), override)
+
     @cached_property
     def _resolved(self) -> dict[tuple[str, int], ReplicaSpec]:
         """Resolved once per (immutable) topology: backends ask for every replica, often."""
-        return {(spec.role, spec.index): spec for spec in self._resolve()}
-
-    def _resolve(self, only_role: str | None = None):
-        env = self.environment
-        section = self.replicas_section
-        base = {name: getattr(env, name) for name in SETTING_FIELDS if name != "resources"}
-        for role in ROLES:
-            if only_role and role != only_role:
-                continue
-            count = section.count(role)
-            if not count:
-                continue
-            settings = dict(base, resources=env.resources if role == "master" else None)
-            default = section.default(role)
-            if default is not None:
-                settings.update({k: getattr(default, k) for k in default.model_fields_set})
-            by_index = {override.index: override for override in section.overrides(role)}
+        resolved = {}
+        for role, count in self.counts().items():
+            settings = self._role_settings(role)
+            by_index = {override.index: override for override in self.replicas_section.overrides(role)}
             for index in range(count):
-                resolved = settings
-                override = by_index.get(index)
-                if override is not None:
-                    resolved = dict(settings)
-                    resolved.update({k: getattr(override, k) for k in override.model_fields_set if k != "index"})
-                yield ReplicaSpec(
-                    role=role,
-                    index=index,
-                    resources=resolved["resources"] or Resources(),
-                    image=resolved["image"],
-                    env=dict(resolved["env"] or {}),
-                    node_selector=dict(resolved["node_selector"] or {}),
-                    restart_policy=resolved["restart_policy"] or "Never",
-                    max_restarts=resolved["max_restarts"] if resolved["max_restarts"] is not None else 0,
-                    processes=env.processes_per_replica,
-                )
+                resolved[(role, index)] = self._spec(role, index, settings, by_index.get(index))
+        return resolved
+
+    def _role_settings(self, role: str) -> dict[str, Any]:
+        """The environment's settings, then the role's default (`default_worker`) over them."""
+        env = self.environment
+        settings = {name: getattr(env, name) for name in SETTING_FIELDS if name != "resources"}
+        settings["resources"] = env.resources if role == "master" else None
+        default = self.replicas_section.default(role)
+        if default is not None:
+            settings.update({k: getattr(default, k) for k in default.model_fields_set})
+        return settings
+
+    def _spec(self, role: str, index: int, settings: dict[str, Any], override: ReplicaOverride | None) -> ReplicaSpec:
+        if override is not None:  # replaces the fields it names (polyaxon's rule)
+            settings = dict(settings)
+            settings.update({k: getattr(override, k) for k in override.model_fields_set if k != "index"})
+        return ReplicaSpec(
+            role=role,
+            index=index,
+            resources=settings["resources"] or Resources(),
+            image=settings["image"],
+            env=dict(settings["env"] or {}),
+            node_selector=dict(settings["node_selector"] or {}),
+            restart_policy=settings["restart_policy"] or "Never",
+            max_restarts=settings["max_restarts"] if settings["max_restarts"] is not None else 0,
+            processes=self.environment.processes_per_replica,
+        )
 
 
 @dataclass(frozen=True)

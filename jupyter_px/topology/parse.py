@@ -2,40 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
-from .errors import Problem, TopologyError, problems_from_validation
-from .forms import normalize
+from .dialects import normalize
+from .errors import Problem, TopologyError, problems_from_validation, show_value
 from .models import Topology
 from .rules import check
-
-#: Polyaxon's docs elide parts of a file with `...` lines; in YAML that is a document end
-#: marker, which would split or break the paste. Users paste the docs as written, so drop them.
-_ELISION = re.compile(r"^[ \t]*\.\.\.[ \t]*$", re.MULTILINE)
-
-#: libyaml's loader when PyYAML was built with it (10x faster on big topologies), same results.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def load_yaml(text: str) -> Any:
-    """YAML text -> data, with `...` elisions removed; YAML syntax errors become TopologyError."""
-    if not isinstance(text, str):
-        raise TopologyError([Problem("", f"expected YAML text, got {type(text).__name__}")])
-    try:
-        return yaml.load(_ELISION.sub("", text), Loader=_LOADER)
-    except yaml.YAMLError:
-        pass
-    try:  # the pure-Python loader words syntax errors better (and the same on every machine)
-        return yaml.load(_ELISION.sub("", text), Loader=yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        what = getattr(error, "problem", None) or str(error)
-        raise TopologyError([Problem("yaml", f"{where}{what}")]) from None
+from .yaml_text import load_yaml
 
 
 def parse_topology(source: str | dict | Topology | None) -> Topology:
@@ -53,7 +28,8 @@ def parse_topology(source: str | dict | Topology | None) -> Topology:
             [
                 Problem(
                     "",
-                    f"a topology is a mapping of fields (framework, environment, ...), got {type(data).__name__} {data!r:.60}",
+                    "a topology is a mapping of fields (framework, environment, ...), "
+                    f"got {type(data).__name__} {show_value(data)}",
                 )
             ]
         )
@@ -89,11 +65,17 @@ def apply_overrides(
 ) -> Topology:
     """Command-line style overrides (`--framework pytorch --workers 3`) on top of a topology.
 
-    The result is validated like any other input; errors name the option's field.
+    A framework other than the topology's starts from a fresh topology of that framework: the
+    flags name a job, and the old one's roles (TensorFlow's ps), counts and resources belong to
+    another. Its backend is kept when the new topology accepts it. A topology without a framework
+    (the master's resources only) is kept, with the framework set. The result is validated like
+    any other input; errors name the option's field.
     """
     from .export import to_dict
 
     data = to_dict(topology) if topology is not None else {}
+    if framework is not None and topology is not None and topology.framework not in (None, framework):
+        data = _fresh(framework, topology.backend)
     if framework is not None:
         data["framework"] = framework
     if backend is not None:
@@ -105,3 +87,12 @@ def apply_overrides(
         if ps is not None:
             replicas["n_ps"] = ps
     return parse_topology(data)
+
+
+def _fresh(framework: str, backend: str) -> dict[str, Any]:
+    """A new topology of `framework`, on `backend` if that is valid for it."""
+    data = {"framework": framework, "backend": backend}
+    _, problems = try_parse(data)
+    if any(problem.path == "backend" for problem in problems):
+        del data["backend"]
+    return data

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from .errors import show_value
+
 _QUANTITY = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*$")
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -21,53 +23,66 @@ class QuantityError(ValueError):
     """A quantity that cannot be read; the message says what is accepted."""
 
 
-def _number(value: object, what: str) -> float | None:
+#: What each kind of quantity is called in messages, and examples of what is accepted.
+_CPU = ("a number of cores", "e.g. 2, 0.5 or 500m")
+_MEMORY = ("a size", "e.g. 4Gi, 512Mi or 4096 (MiB)")
+_GPU = ("a whole number of GPUs", "e.g. 1 or 2")
+
+
+def _number(value: object, kind: tuple[str, str]) -> float | None:
     """The float value of a plain number, None for a string, an error for anything else."""
+    what, examples = kind
     if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a {what}")
+        raise QuantityError(f"{show_value(value)} is not {what}, {examples}")
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond any float
+            number = math.inf
         if not math.isfinite(number):
-            raise QuantityError(f"{value!r} is not a finite {what}")
+            raise QuantityError(f"{show_value(value)} is not {what}: it is not finite")
         if number < 0:
-            raise QuantityError(f"{value!r} is negative")
+            raise QuantityError(f"{show_value(value)} is negative")
         return number
     if isinstance(value, str):
         return None
-    raise QuantityError(f"{value!r} is not a {what}")
+    raise QuantityError(f"{show_value(value)} is not {what}, {examples}")
 
 
-def _split(text: str, what: str, examples: str) -> tuple[float, str]:
+def _split(text: str, kind: tuple[str, str]) -> tuple[float, str]:
+    what, examples = kind
     match = _QUANTITY.match(text)
     if not match:
-        raise QuantityError(f"{text!r} is not a {what} (examples: {examples})")
+        raise QuantityError(f"{show_value(text)} is not {what}, {examples}")
     number = float(match.group(1))
     if not math.isfinite(number):
-        raise QuantityError(f"{text!r} is not a finite {what}")
+        raise QuantityError(f"{show_value(text)} is not {what}: it is not finite")
     if number < 0:
-        raise QuantityError(f"{text!r} is negative")
+        raise QuantityError(f"{show_value(text)} is negative")
     return number, match.group(2)
 
 
 def parse_cpu(value: object) -> float:
     """Cores: 2, 0.5, "2", "500m"."""
-    number = _number(value, "cpu quantity")
+    number = _number(value, _CPU)
     if number is not None:
         return number
-    number, suffix = _split(str(value), "cpu quantity", '2, 0.5, "500m"')
+    number, suffix = _split(str(value), _CPU)
     if suffix == "":
         return number
     if suffix == "m":
         return number / 1000
-    raise QuantityError(f"{value!r} is not a cpu quantity: unknown suffix {suffix!r} (use cores or 'm')")
+    raise QuantityError(
+        f"{show_value(value)} is not a number of cores: unknown unit {show_value(suffix)} (use cores, or m for 1/1000)"
+    )
 
 
 def parse_memory_mib(value: object) -> float:
     """MiB: a number is MiB (polyaxon); a string may carry a Kubernetes suffix ("1Gi", "512M")."""
-    number = _number(value, "memory quantity")
+    number = _number(value, _MEMORY)
     if number is not None:
         return number
-    number, suffix = _split(str(value), "memory quantity", '256 (MiB), "512Mi", "1Gi"')
+    number, suffix = _split(str(value), _MEMORY)
     if suffix == "":
         return number
     if suffix in _BINARY:
@@ -75,20 +90,20 @@ def parse_memory_mib(value: object) -> float:
     if suffix in _DECIMAL:
         return number * _DECIMAL[suffix] / _MIB
     raise QuantityError(
-        f"{value!r} is not a memory quantity: unknown suffix {suffix!r} "
+        f"{show_value(value)} is not a size: unknown unit {show_value(suffix)} "
         f"(use a number of MiB or one of {', '.join([*_BINARY, *_DECIMAL])})"
     )
 
 
 def parse_gpu(value: object) -> int:
     """Whole GPUs: 1, "1"."""
-    number = _number(value, "gpu count")
+    number = _number(value, _GPU)
     if number is None:
-        number, suffix = _split(str(value), "gpu count", "1, 2")
+        number, suffix = _split(str(value), _GPU)
         if suffix:
-            raise QuantityError(f"{value!r} is not a gpu count: GPUs are whole numbers")
+            raise QuantityError(f"{show_value(value)} is not {_GPU[0]}, {_GPU[1]}")
     if number != int(number):
-        raise QuantityError(f"{value!r} is not a gpu count: GPUs are whole numbers")
+        raise QuantityError(f"{show_value(value)} is not {_GPU[0]}, {_GPU[1]}")
     return int(number)
 
 

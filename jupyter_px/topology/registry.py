@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from .errors import clip, show_value
 from .models import Topology
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
@@ -24,7 +25,8 @@ class UnknownTopology(KeyError):
 def check_topology_name(name: str) -> str:
     if not _NAME.match(name):
         raise ValueError(
-            f"topology name {name!r} is not valid: use letters, digits, '_', '-' or '.', starting with a letter"
+            f"topology name {show_value(name)} is not valid: "
+            "use letters, digits, '_', '-' or '.', starting with a letter"
         )
     return name
 
@@ -53,7 +55,8 @@ class TopologyRegistry:
         if topology is None:
             known = ", ".join(sorted(self._by_name)) or "none yet"
             raise UnknownTopology(
-                f"unknown topology {name!r} (defined: {known}); define it with a %%px_topology {name} cell"
+                f"unknown topology {show_value(name)} (defined: {known}); "
+                f"define it with a %%px_topology {clip(name)} cell"
             )
         return topology
 

@@ -7,6 +7,7 @@ run once the structure is valid and report every violation, each with its path a
 from __future__ import annotations
 
 from .errors import Problem
+from .limits import MAX_TOTAL_REPLICAS
 from .models import FRAMEWORK_ROLES, MASTER_REQUIRED, Topology
 
 _COUNT_FIELD = {"master": "n_masters", "worker": "n_workers", "ps": "n_ps", "evaluator": "n_evaluators"}
@@ -46,11 +47,18 @@ def check(topology: Topology) -> list[Problem]:
         )
     if section.n_masters == 0 and section.n_workers == 0:
         problems.append(Problem(f"{prefix}.n_workers", "0: a job with no master needs at least one worker"))
-    if topology.environment.processes_per_replica > 1 and framework in ("tensorflow", "mxnet"):
+    total = topology.total_replicas()
+    if total > MAX_TOTAL_REPLICAS:
+        counts = ", ".join(f"{role} {n}" for role, n in topology.counts().items())
+        problems.append(
+            Problem(prefix, f"{total} replicas in all ({counts}) is above the maximum ({MAX_TOTAL_REPLICAS})")
+        )
+    processes = topology.environment.processes_per_replica
+    if processes > 1 and framework in ("tensorflow", "mxnet"):
         problems.append(
             Problem(
                 "environment.processes_per_replica",
-                f"{topology.environment.processes_per_replica} is not supported for {framework} (one process per replica)",
+                f"{processes} is not supported for {framework} (one process per replica)",
             )
         )
     return problems

@@ -2,8 +2,10 @@
 
 The form holds no rules of its own: on every change it builds the polyaxonfile dictionary,
 hands it to `topology.try_parse` (the single source of truth also used by the YAML cell, the CLI
-and the sidebar) and shows each problem beside the widget its field path points at
-(`environment.replicas.worker[1].index` -> the index box of the second worker override row).
+and the sidebar) and shows each problem beside the widget its field path points at, outlining
+that widget. The path is the model's (`environment.replicas.worker[1].resources.memory.requests`:
+the second *worker row*); a user reads rows by what they show, so the message names the row
+("worker 3: memory requests 'lots' is not a size, ...") and keeps the path after it, small.
 
 It scales with the number of *overrides*, not replicas: 256 workers are one number box; only
 the per-index override rows (which a user adds one by one) are widgets. Fields the form does not
@@ -16,7 +18,8 @@ from __future__ import annotations
 import copy
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as widgets
@@ -37,7 +40,20 @@ FRAMEWORKS = [
 BACKENDS = ["local", "native", "kubeflow"]
 KINDS = ("cpu", "memory", "gpu")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-_ERROR_STYLE = "color:#d62728;font-size:12px"
+_ERROR_COLOR = "var(--jp-error-color1, #d62728)"
+#: Messages wrap inside the width they are given, so a long one adds lines, never width.
+_MESSAGE_STYLE = f"color:{_ERROR_COLOR};font-size:12px;line-height:16px;white-space:normal;overflow-wrap:anywhere"
+_PATH_STYLE = "opacity:0.7;font-size:11px"
+#: How a widget at fault is outlined: a class (for the sidebar's and users' CSS) and a border
+#: (which needs no stylesheet, so it shows in every front end).
+INVALID_CLASS = "px-invalid"
+_INVALID_BORDER = f"1px solid {_ERROR_COLOR}"
+#: The override rule, said where overrides are edited: polyaxon replaces the whole block.
+OVERRIDE_RULE = (
+    "An override's resources replace the role's default resources as a whole (polyaxon's rule): "
+    "a field left empty is unset for that replica, not taken from the default. "
+    "A new override starts from the role's default resources."
+)
 
 PATH_REPLICAS = "environment.replicas"
 
@@ -81,21 +97,64 @@ def _load_resources(boxes: dict[tuple[str, str], widgets.Text], resources: dict[
             boxes[(kind, bound)].value = _show(pair.get(bound))
 
 
-class _ErrorLabel(widgets.HTML):
-    """Where the problems of one field (or group of fields) appear."""
+class Messages(widgets.HTML):
+    """Where the problems of one field (or group of fields) appear: plain words first, the
+    field path after them, small."""
 
-    def show(self, messages: list[str]) -> None:
-        self.value = "".join(f"<div style='{_ERROR_STYLE}'>{html.escape(m)}</div>" for m in messages)
+    def __init__(self, **layout: str):
+        super().__init__(layout=widgets.Layout(**layout))
+        self.add_class("px-messages")
+
+    def show(self, messages: Iterable[tuple[str, str]]) -> None:
+        """(text, field path) pairs, one per line."""
+        self.value = _render(messages)
+
+
+def _render(messages: Iterable[tuple[str, str]]) -> str:
+    return "".join(
+        f"<div style='{_MESSAGE_STYLE}'>{html.escape(text)}"
+        + (f" <span style='{_PATH_STYLE}'>({html.escape(path)})</span>" if path else "")
+        + "</div>"
+        for text, path in messages
+    )
+
+
+def _mark(control: widgets.DOMWidget, invalid: bool) -> None:
+    if invalid:
+        control.add_class(INVALID_CLASS)
+        control.layout.border = _INVALID_BORDER
+    else:
+        control.remove_class(INVALID_CLASS)
+        control.layout.border = None
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where the problems at one field path go: who they are about, the message area, the
+    widgets to outline."""
+
+    subject: str
+    detail: str
+    messages: Messages
+    controls: tuple[widgets.DOMWidget, ...]
+
+    def text(self, message: str, rest: str) -> str:
+        detail = " ".join(part for part in (self.detail, rest) if part)
+        return f"{self.subject}: {detail + ' ' if detail else ''}{message}"
 
 
 class ResourcesEditor:
-    """cpu / memory / gpu, each requests and limits, for one path (`environment.resources`, ...)."""
+    """cpu / memory / gpu, each requests and limits, for one path (`environment.resources`, ...).
 
-    def __init__(self, title: str, path: str, on_change: Callable[..., None]):
+    Its width is fixed and its messages wrap inside it, so a long message never re-flows the
+    editors beside it."""
+
+    def __init__(self, title: str, subject: str, path: str, on_change: Callable[..., None]):
         self.path = path
+        self.subject = subject
         self.boxes: dict[tuple[str, str], widgets.Text] = {}
-        self.errors: dict[str, _ErrorLabel] = {}
-        rows = [
+        self.errors: dict[str, Messages] = {}
+        rows: list[widgets.Widget] = [
             widgets.HTML(f"<b>{html.escape(title)}</b>"),
             widgets.HTML(
                 "<span style='display:inline-block;width:60px'></span>"
@@ -110,12 +169,12 @@ class ResourcesEditor:
                 box.observe(on_change, names="value")
                 self.boxes[(kind, bound)] = box
                 cells.append(box)
-            self.errors[kind] = _ErrorLabel()
-            cells.append(self.errors[kind])
             rows.append(widgets.HBox(cells))
-        self.errors[""] = _ErrorLabel()
+            self.errors[kind] = Messages(width="100%")
+            rows.append(self.errors[kind])
+        self.errors[""] = Messages(width="100%")
         rows.append(self.errors[""])
-        self.widget = widgets.VBox(rows, layout=widgets.Layout(margin="4px 24px 8px 0", min_width="300px"))
+        self.widget = widgets.VBox(rows, layout=widgets.Layout(margin="4px 24px 8px 0", width="300px"))
 
     def value(self) -> dict[str, Any]:
         return _resources_value(self.boxes)
@@ -123,9 +182,14 @@ class ResourcesEditor:
     def load(self, resources: dict[str, Any] | None) -> None:
         _load_resources(self.boxes, resources)
 
-    def labels(self) -> dict[str, _ErrorLabel]:
-        out = {f"{self.path}.{kind}": label for kind, label in self.errors.items() if kind}
-        out[self.path] = self.errors[""]
+    def targets(self) -> dict[str, _Target]:
+        boxes = self.boxes
+        out = {self.path: _Target(self.subject, "resources", self.errors[""], tuple(boxes.values()))}
+        for kind in KINDS:
+            pair = (boxes[(kind, "requests")], boxes[(kind, "limits")])
+            out[f"{self.path}.{kind}"] = _Target(self.subject, kind, self.errors[kind], pair)
+            for bound, box in zip(("requests", "limits"), pair, strict=True):
+                out[f"{self.path}.{kind}.{bound}"] = _Target(self.subject, f"{kind} {bound}", self.errors[kind], (box,))
         return out
 
 
@@ -149,6 +213,7 @@ class OverrideRow:
             for bound in ("requests", "limits"):
                 box = widgets.Text(
                     placeholder=f"{kind} {bound[:-1] if bound == 'limits' else 'request'}",
+                    tooltip=OVERRIDE_RULE,
                     layout=widgets.Layout(width="105px"),
                 )
                 self.boxes[(kind, bound)] = box
@@ -156,13 +221,18 @@ class OverrideRow:
         self.remove = widgets.Button(
             description="", icon="trash", tooltip="remove this override", layout=widgets.Layout(width="36px")
         )
-        self.error = _ErrorLabel()
+        self.error = Messages(width="100%")
         self.extra = dict(extra or {})
         self.widget = widgets.VBox([widgets.HBox(cells + [self.remove]), self.error])
         _load_resources(self.boxes, resources)
         for control in [self.role, self.index, *self.boxes.values()]:
             control.observe(on_change, names="value")
         self.remove.on_click(lambda _b: on_remove(self))
+
+    @property
+    def label(self) -> str:
+        """The row as the user reads it: `worker 3`."""
+        return f"{self.role.value} {self.index.value}"
 
     def value(self) -> dict[str, Any]:
         entry = {"index": self.index.value, **self.extra}
@@ -172,6 +242,40 @@ class OverrideRow:
         else:
             entry.pop("resources", None)
         return entry
+
+    def targets(self, path: str) -> dict[str, _Target]:
+        """This row's fields, under the model's path for it (`...worker[1]`, its position among
+        the rows of its role)."""
+        label = self.label
+        out = {
+            path: _Target(label, "", self.error, ()),
+            f"{path}.index": _Target(label, "index", self.error, (self.index,)),
+            f"{path}.resources": _Target(label, "resources", self.error, tuple(self.boxes.values())),
+        }
+        for kind in KINDS:
+            pair = (self.boxes[(kind, "requests")], self.boxes[(kind, "limits")])
+            out[f"{path}.resources.{kind}"] = _Target(label, kind, self.error, pair)
+            for bound, box in zip(("requests", "limits"), pair, strict=True):
+                out[f"{path}.resources.{kind}.{bound}"] = _Target(label, f"{kind} {bound}", self.error, (box,))
+        return out
+
+
+@dataclass(frozen=True)
+class SavedTopology:
+    """What `TopologyForm.save()` returns: a one-line confirmation in a cell, not the model's repr."""
+
+    name: str
+    topology: Topology
+
+    def __repr__(self) -> str:
+        return f"saved as {self.name!r}: {headline(self.topology)}; use it with %%px_distributed -t {self.name}"
+
+    def _repr_html_(self) -> str:
+        name = html.escape(self.name)
+        return (
+            f"saved as <code>{name}</code>: {html.escape(headline(self.topology))}; "
+            f"use it with <code>%%px_distributed -t {name}</code>"
+        )
 
 
 class TopologyForm(widgets.VBox):
@@ -196,14 +300,18 @@ class TopologyForm(widgets.VBox):
         self.ps = widgets.IntText(value=0, description="ps")
         for control in (self.framework, self.backend, self.master, self.workers, self.ps):
             control.observe(self._changed, names="value")
-        self._field_errors = {key: _ErrorLabel() for key in ("framework", "backend", "n_masters", "n_workers", "n_ps")}
+        #: The message area beside each top-level field (what the user reads there).
+        self.field_messages = {
+            key: Messages(flex="1 1 0%", min_width="0", margin="0 0 0 8px")
+            for key in ("framework", "backend", "n_masters", "n_workers", "n_ps")
+        }
 
-        self.master_resources = ResourcesEditor("master resources", "environment.resources", self._changed)
+        self.master_resources = ResourcesEditor("master resources", "master", "environment.resources", self._changed)
         self.worker_resources = ResourcesEditor(
-            "default worker resources", f"{PATH_REPLICAS}.default_worker.resources", self._changed
+            "default worker resources", "default worker", f"{PATH_REPLICAS}.default_worker.resources", self._changed
         )
         self.ps_resources = ResourcesEditor(
-            "default ps resources", f"{PATH_REPLICAS}.default_ps.resources", self._changed
+            "default ps resources", "default ps", f"{PATH_REPLICAS}.default_ps.resources", self._changed
         )
 
         self.rows: list[OverrideRow] = []
@@ -213,18 +321,26 @@ class TopologyForm(widgets.VBox):
         )
         self.add_row_button.on_click(lambda _b: self.add_override())
 
-        self.general_errors = _ErrorLabel()
+        self.general_messages = Messages(width="100%")
         self.summary = widgets.HTML()
         self.preview = widgets.HTML()
-        self.name = widgets.Text(value=name or "", description="name", placeholder="topology name")
-        self.save_button = widgets.Button(
-            description="save", icon="save", tooltip="save under this name for %%px_distributed -t NAME"
+        self.name = widgets.Text(
+            value=name or "", description="name", placeholder="topology name", layout=widgets.Layout(width="280px")
         )
-        self.save_status = widgets.HTML()
+        self.save_button = widgets.Button(
+            description="save",
+            icon="save",
+            tooltip="save under this name for %%px_distributed -t NAME",
+            layout=widgets.Layout(width="auto", min_width="90px", flex="0 0 auto"),
+        )
+        #: Below the name and the button, full width: a long report never squeezes the button.
+        self.save_status = widgets.HTML(layout=widgets.Layout(width="100%"))
         self.save_button.on_click(lambda _b: self._save_clicked())
 
         def field(control: widgets.Widget, key: str) -> widgets.Widget:
-            return widgets.HBox([control, self._field_errors[key]])
+            return widgets.HBox(
+                [control, self.field_messages[key]], layout=widgets.Layout(width="100%", align_items="flex-start")
+            )
 
         super().__init__(
             children=[
@@ -235,18 +351,22 @@ class TopologyForm(widgets.VBox):
                 field(self.ps, "n_ps"),
                 widgets.HBox(
                     [self.master_resources.widget, self.worker_resources.widget, self.ps_resources.widget],
-                    layout=widgets.Layout(flex_flow="row wrap"),
+                    layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"),
                 ),
-                widgets.HTML("<b>per-index overrides</b> <small>(replace the role's default for that index)</small>"),
+                widgets.HTML(
+                    "<b>per-index overrides</b> <small>(resources for one worker or ps index)</small>"
+                    f"<div style='font-size:12px'>{html.escape(OVERRIDE_RULE)}</div>"
+                ),
                 widgets.HTML(
                     "<small>role, index, cpu requests/limits, memory requests/limits (MiB), gpu requests/limits</small>"
                 ),
                 self.rows_box,
                 self.add_row_button,
-                self.general_errors,
+                self.general_messages,
                 self.summary,
                 widgets.Accordion(children=[self.preview], titles=["YAML"], selected_index=0),
-                widgets.HBox([self.name, self.save_button, self.save_status]),
+                widgets.HBox([self.name, self.save_button]),
+                self.save_status,
             ],
             **kwargs,
         )
@@ -309,12 +429,16 @@ class TopologyForm(widgets.VBox):
                 for entry in replicas.pop(role, []):
                     entry = dict(entry)
                     index = entry.pop("index")
-                    resources = entry.pop("resources", None)
+                    # An override without resources keeps the default's: shown as empty boxes.
+                    resources = entry.pop("resources", None) or {}
                     self.add_override(role, index, resources, extra=entry, validate=False)
             self._base = base
         finally:
             self._loading = False
         self._validate()
+
+    def _default_resources(self, role: str) -> dict[str, Any]:
+        return (self.worker_resources if role == "worker" else self.ps_resources).value()
 
     def add_override(
         self,
@@ -324,16 +448,33 @@ class TopologyForm(widgets.VBox):
         extra: dict | None = None,
         validate: bool = True,
     ) -> OverrideRow:
-        """Add a per-index override row (the "add override" button)."""
+        """Add a per-index override row (the "add override" button).
+
+        Without `resources` the row starts from the role's default resources: an override
+        replaces the whole block, so starting empty would silently drop what the default gives.
+        """
         if index is None:
             taken = {row.index.value for row in self.rows if row.role.value == role}
             index = next(i for i in range(len(taken) + 1) if i not in taken)
+        if resources is None:
+            resources = self._default_resources(role)
         row = OverrideRow(self._changed, self.remove_override, role, index, resources, extra)
+        row.role.observe(lambda change: self._row_role_changed(row, change), names="value")
         self.rows.append(row)
         self.rows_box.children = [r.widget for r in self.rows]
         if validate:
             self._validate()
         return row
+
+    def _row_role_changed(self, row: OverrideRow, change: dict[str, Any]) -> None:
+        """A row still holding its old role's defaults takes the new role's."""
+        if row.value().get("resources", {}) == self._default_resources(change["old"]):
+            self._loading = True
+            try:
+                _load_resources(row.boxes, self._default_resources(change["new"]))
+            finally:
+                self._loading = False
+            self._validate()
 
     def remove_override(self, row: OverrideRow) -> None:
         self._drop_row(row)
@@ -349,53 +490,72 @@ class TopologyForm(widgets.VBox):
         if not self._loading:
             self._validate()
 
-    def _labels(self) -> dict[str, _ErrorLabel]:
-        """Field path -> the label beside the widget that edits it."""
-        labels: dict[str, _ErrorLabel] = {
-            "framework": self._field_errors["framework"],
-            "backend": self._field_errors["backend"],
-            f"{PATH_REPLICAS}.n_masters": self._field_errors["n_masters"],
-            f"{PATH_REPLICAS}.n_workers": self._field_errors["n_workers"],
-            f"{PATH_REPLICAS}.worker": self._field_errors["n_workers"],
-            f"{PATH_REPLICAS}.n_ps": self._field_errors["n_ps"],
-            f"{PATH_REPLICAS}.ps": self._field_errors["n_ps"],
+    def _targets(self) -> dict[str, _Target]:
+        """Field path -> who it is about, where its messages go, what to outline."""
+        messages = self.field_messages
+        targets = {
+            "framework": _Target("framework", "", messages["framework"], (self.framework,)),
+            "backend": _Target("backend", "", messages["backend"], (self.backend,)),
+            PATH_REPLICAS: _Target("replicas", "", messages["n_workers"], (self.workers, self.ps)),
+            f"{PATH_REPLICAS}.n_masters": _Target("master replica", "", messages["n_masters"], (self.master,)),
+            f"{PATH_REPLICAS}.n_workers": _Target("workers", "", messages["n_workers"], (self.workers,)),
+            f"{PATH_REPLICAS}.worker": _Target("worker overrides", "", messages["n_workers"], (self.workers,)),
+            f"{PATH_REPLICAS}.n_ps": _Target("ps", "", messages["n_ps"], (self.ps,)),
+            f"{PATH_REPLICAS}.ps": _Target("ps overrides", "", messages["n_ps"], (self.ps,)),
         }
         for editor in (self.master_resources, self.worker_resources, self.ps_resources):
-            labels.update(editor.labels())
+            targets.update(editor.targets())
         positions = {"worker": 0, "ps": 0}
         for row in self.rows:
             role = row.role.value
-            labels[f"{PATH_REPLICAS}.{role}[{positions[role]}]"] = row.error
+            targets.update(row.targets(f"{PATH_REPLICAS}.{role}[{positions[role]}]"))
             positions[role] += 1
-        return labels
+        return targets
 
-    def label_for(self, path: str) -> _ErrorLabel:
-        """The label a problem at `path` is shown in (the longest matching field path)."""
-        best, best_len = self.general_errors, -1
-        for key, label in self._labels().items():
-            if (path == key or path.startswith(key + ".") or path.startswith(key + "[")) and len(key) > best_len:
-                best, best_len = label, len(key)
-        return best
+    def _locate(self, path: str, targets: dict[str, _Target]) -> tuple[_Target | None, str]:
+        """The target of the longest field path that `path` is in, and what is left of it."""
+        inside = [key for key in targets if path == key or path.startswith((key + ".", key + "["))]
+        if not inside:
+            return None, ""
+        best = max(inside, key=len)
+        return targets[best], path[len(best) :].lstrip(".").replace(".", " ")
+
+    def describe(self, problem: Problem) -> tuple[str, str]:
+        """A problem in the words the form shows: ("worker 3: memory requests 'lots' is not a
+        size, ...", its field path)."""
+        target, rest = self._locate(problem.path, self._targets())
+        if target is None:
+            return str(problem), ""
+        return target.text(problem.message, rest), problem.path
 
     def _validate(self) -> None:
         data = self.to_dict()
         topology, problems = try_parse(data)
         self._topology, self.problems = topology, problems
-        shown: dict[int, tuple[_ErrorLabel, list[str]]] = {}
-        for label in [self.general_errors, *self._labels().values()]:
-            shown.setdefault(id(label), (label, []))
+        targets = self._targets()
+        areas: dict[int, tuple[Messages, list[tuple[str, str]]]] = {
+            id(self.general_messages): (self.general_messages, [])
+        }
+        for each in targets.values():
+            areas.setdefault(id(each.messages), (each.messages, []))
+        at_fault: set[int] = set()
         for problem in problems:
-            label = self.label_for(problem.path)
-            text = str(problem) if label is self.general_errors else f"{problem.path}: {problem.message}"
-            shown.setdefault(id(label), (label, []))[1].append(text)
-        for label, messages in shown.values():
-            label.show(messages)
+            found, rest = self._locate(problem.path, targets)
+            if found is None:
+                areas[id(self.general_messages)][1].append((str(problem), ""))
+                continue
+            areas[id(found.messages)][1].append((found.text(problem.message, rest), problem.path))
+            at_fault.update(id(control) for control in found.controls)
+        for area, messages in areas.values():
+            area.show(messages)
+        for control in {id(c): c for target in targets.values() for c in target.controls}.values():
+            _mark(control, id(control) in at_fault)
         if topology is not None:
             self.summary.value = f"<span style='color:#2ca02c'>valid</span>: {html.escape(headline(topology))}"
             self.preview.value = f"<pre style='margin:0'>{html.escape(to_yaml(topology))}</pre>"
         else:
             count = len(problems)
-            self.summary.value = f"<span style='color:#d62728'>{count} problem{'s' if count != 1 else ''}</span>"
+            self.summary.value = f"<span style='color:{_ERROR_COLOR}'>{count} problem{'s' if count != 1 else ''}</span>"
             self.preview.value = (
                 f"<pre style='margin:0;color:#888'>{html.escape(yaml.safe_dump(data, sort_keys=False))}</pre>"
             )
@@ -416,25 +576,34 @@ class TopologyForm(widgets.VBox):
         return to_yaml(self.topology)
 
     # ---- names ---------------------------------------------------------------------------------
-    def save(self, name: str | None = None) -> Topology:
+    def save(self, name: str | None = None) -> SavedTopology:
         """Save under `name` (default: the name box) as a `%%px_topology` name, and make it the
-        session's current topology. Raises TopologyError if invalid, ValueError without a name."""
+        session's current topology. Raises TopologyError if invalid, ValueError without a name.
+
+        Returns a short confirmation (its repr is one line), not the model: a cell ending in
+        `form.save(...)` shows what was saved and how to use it."""
         name = (name if name is not None else self.name.value).strip()
         if not name:
             raise ValueError("give the topology a name to save it under")
         topology = self.topology
         topologies.put(name, topology)
         self.name.value = name
-        self.save_status.value = (
-            f"saved as <code>{html.escape(name)}</code>: <code>%%px_distributed -t {html.escape(name)}</code>"
-        )
-        return topology
+        saved = SavedTopology(name, topology)
+        self.save_status.value = saved._repr_html_()
+        return saved
 
     def _save_clicked(self) -> None:
         try:
             self.save()
-        except (TopologyError, ValueError) as error:
-            self.save_status.value = f"<span style='{_ERROR_STYLE}'>not saved: {html.escape(str(error))}</span>"
+        except TopologyError as error:
+            lines = [self.describe(problem) for problem in error.problems]
+            count = len(lines)
+            self.save_status.value = (
+                f"<div style='{_MESSAGE_STYLE}'><b>not saved: {count} problem{'s' if count != 1 else ''}</b></div>"
+                + _render(lines)
+            )
+        except ValueError as error:
+            self.save_status.value = f"<div style='{_MESSAGE_STYLE}'>not saved: {html.escape(str(error))}</div>"
 
 
 def _set(mapping: dict, key: str, value: Any) -> None:

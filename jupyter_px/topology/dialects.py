@@ -1,9 +1,11 @@
-"""Rewrite the accepted input forms into the model's form before validation.
+"""Input dialects: rewrite each accepted way of writing a topology into the model's form.
 
-Users paste polyaxonfiles of several vintages and Azure ML estimator keywords. Each is rewritten
-into the current polyaxonfile form, and we remember how paths were renamed so that an error
-still points at the field the user actually wrote (`environment.tensorflow.worker[1].index`,
-not our internal `environment.replicas.worker[1].index`).
+The dialects: the older polyaxonfile form (`environment.tensorflow: {n_workers, ...}`), polyaxon
+v0's `worker_resources` / `ps_resources` lists, pasted fragments of an environment section, and
+Azure ML estimator keywords (`node_count`, `distributed_backend`, ...). Users paste all of them;
+each is rewritten into the current polyaxonfile form, and we remember how paths were renamed so
+that an error still points at the field the user actually wrote
+(`environment.tensorflow.worker[1].index`, not our internal `environment.replicas.worker[1].index`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import Problem
+from .errors import Problem, clip, show_value
+from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE
 
 #: `environment.<framework>: {...}`, the older polyaxonfile form.
 LEGACY_FRAMEWORK_KEYS = ("tensorflow", "pytorch", "mxnet", "horovod", "mpi")
@@ -115,7 +118,7 @@ def _legacy_framework_section(data: dict, env: dict, result: Normalized) -> None
         return
     framework = data.get("framework")
     if framework is not None and framework != key:
-        result.problems.append(Problem("framework", f"{framework!r} contradicts environment.{key}"))
+        result.problems.append(Problem("framework", f"{show_value(framework)} contradicts environment.{key}"))
         return
     data["framework"] = key
     env["replicas"] = env.pop(key) if env[key] is not None else {}
@@ -163,10 +166,13 @@ def _legacy_resource_lists(replicas: dict, result: Normalized) -> dict:
     return replicas
 
 
-def _positive_int(data: dict, key: str, default: int, result: Normalized, minimum: int = 1) -> int:
+def _count(data: dict, key: str, default: int, result: Normalized, minimum: int, maximum: int) -> int:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        result.problems.append(Problem(key, f"{value!r} is not a whole number >= {minimum}"))
+        result.problems.append(Problem(key, f"{show_value(value)} is not a whole number >= {minimum}"))
+        return default
+    if value > maximum:
+        result.problems.append(Problem(key, f"{show_value(value)} is above the maximum ({maximum})"))
         return default
     return value
 
@@ -177,14 +183,14 @@ def _from_azure(data: dict, result: Normalized) -> Normalized:
     for key in sorted(unknown):
         result.problems.append(
             Problem(
-                key,
+                clip(str(key)),
                 f"cannot be combined with Azure ML estimator keywords ({', '.join(sorted(AZURE_KEYS & data.keys()))})",
             )
         )
-    nodes = _positive_int(data, "node_count", 1, result)
-    per_node = _positive_int(data, "process_count_per_node", 1, result)
-    workers = _positive_int(data, "worker_count", 1, result)
-    servers = _positive_int(data, "parameter_server_count", 1, result, minimum=0)
+    nodes = _count(data, "node_count", 1, result, 1, MAX_REPLICAS_PER_ROLE)
+    per_node = _count(data, "process_count_per_node", 1, result, 1, MAX_PROCESSES_PER_REPLICA)
+    workers = _count(data, "worker_count", 1, result, 1, MAX_REPLICAS_PER_ROLE)
+    servers = _count(data, "parameter_server_count", 1, result, 0, MAX_REPLICAS_PER_ROLE)
     backend = data.get("distributed_backend")
     out: dict[str, Any] = {k: data[k] for k in ("backend", "name", "description", "tags") if k in data}
     framework = data.get("framework", "tensorflow")
@@ -194,7 +200,8 @@ def _from_azure(data: dict, result: Normalized) -> Normalized:
                 result.problems.append(
                     Problem(
                         key,
-                        f"{data[key]!r} does not apply with distributed_backend 'mpi' (use node_count and process_count_per_node)",
+                        f"{show_value(data[key])} does not apply with distributed_backend 'mpi' "
+                        "(use node_count and process_count_per_node)",
                     )
                 )
         out["framework"] = "horovod" if framework in ("tensorflow", "horovod") else framework
@@ -202,7 +209,7 @@ def _from_azure(data: dict, result: Normalized) -> Normalized:
     elif backend == "ps":
         if per_node != 1:
             result.problems.append(
-                Problem("process_count_per_node", f"{per_node!r} must be 1 with distributed_backend 'ps'")
+                Problem("process_count_per_node", f"{per_node} must be 1 with distributed_backend 'ps'")
             )
         out["framework"] = framework
         out["environment"] = {"replicas": {"n_masters": 0, "n_workers": workers, "n_ps": servers}}
@@ -214,6 +221,6 @@ def _from_azure(data: dict, result: Normalized) -> Normalized:
         out["framework"] = data.get("framework")
         out["environment"] = {"processes_per_replica": per_node}
     else:
-        result.problems.append(Problem("distributed_backend", f"{backend!r} is not one of 'mpi', 'ps'"))
+        result.problems.append(Problem("distributed_backend", f"{show_value(backend)} is not one of 'mpi', 'ps'"))
     result.data = out
     return result
