@@ -12,7 +12,9 @@ Measures, on this machine:
      scalars route, reload interval 1 s): for 1000 points logged over one second (the bound
      is checked on this one) and for a burst of `--calls` points logged as fast as possible;
   3. `MetricsReader` on a run of 64 replicas and 100k points: first full read, and a poll when
-     nothing was appended.
+     nothing was appended;
+  4. `Run.metrics()` of one replica with 1,000,000 points (what a notebook does after a long run):
+     time and peak memory, in a fresh process (`--read-only` runs just this part).
 Exits 1 if log_metrics is not at least 10x cheaper per call than tensorboardX's add_scalar, or
 if the scalars are not visible within 2 s.
 """
@@ -240,11 +242,63 @@ def bench_reader(home: Path, replicas: int = 64, points: int = 100_000, repeats:
     }
 
 
+READ_ALL = """
+import resource, sys, time
+from jupyter_px.api import Run
+run = Run(sys.argv[1])
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+data = run.metrics()
+elapsed = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+assert len(data["worker-0"]["loss"]) == int(sys.argv[2]), len(data["worker-0"]["loss"])
+print(elapsed, (peak - base) / 1024)
+"""
+
+
+def bench_read_all(home: Path, points: int = 1_000_000, repeats: int = 3) -> tuple[float, float]:
+    """(seconds, MiB of peak RSS growth) of `Run.metrics()` over one replica's `points` points,
+    each in a fresh interpreter (median of `repeats`)."""
+    import subprocess
+
+    from jupyter_px import tracking
+    from jupyter_px.runstore import RunRecord, RunStore
+
+    store = RunStore(home)
+    paths = store.create(RunRecord(run_id="bench-read-all", topology={"framework": "pytorch"}), {"main.py": ""})
+    now = time.time()
+    with open(paths.metrics("worker", 0), "w") as handle:
+        for start in range(0, points, 10_000):
+            lines = (
+                tracking._json_line(i, now + i * 0.001, points, {"loss": 1.0 / (i + 1)})
+                for i in range(start, min(points, start + 10_000))
+            )
+            handle.write("\n".join(lines) + "\n")
+    env = dict(os.environ, PX_HOME=str(home), PYTHONPATH=str(REPO))
+    samples = []
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, "-c", READ_ALL, "bench-read-all", str(points)], env=env, capture_output=True, text=True
+        )
+        if done.returncode:
+            raise RuntimeError(done.stderr)
+        seconds, mib = done.stdout.split()
+        samples.append((float(seconds), float(mib)))
+    return statistics.median(s for s, _ in samples), statistics.median(m for _, m in samples)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--read-only", action="store_true", help="only part 4 (Run.metrics() of 1M points)")
     args = parser.parse_args()
+
+    if args.read_only:
+        with tempfile.TemporaryDirectory(prefix="px-bench-") as tmp:
+            seconds, mib = bench_read_all(Path(tmp))
+        print(f"Run.metrics() of 1,000,000 points: {seconds:.2f} s, peak RSS +{mib:.0f} MiB (median of 3)")
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="px-bench-") as tmp:
         home = Path(tmp)
