@@ -367,7 +367,7 @@ def test_reading_many_points_needs_memory_for_the_points_not_for_the_file(tmp_pa
     points = 100_000
     with open(paths.metrics("worker", 0), "w") as handle:
         for i in range(points):
-            handle.write('{"step":%d,"time":%r,"metrics":{"loss":%r}}\n' % (i, 1.7e9 + i / 1000, 1 / (i + 1)))
+            handle.write(json.dumps({"step": i, "time": 1.7e9 + i / 1000, "metrics": {"loss": 1 / (i + 1)}}) + "\n")
     reader = MetricsReader(paths)
     tracemalloc.start()
     try:

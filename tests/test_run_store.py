@@ -10,12 +10,13 @@ import pytest
 from jupyter_px.runstore import (
     InvalidRunId,
     ReplicaState,
+    ReplicaStatus,
     RunDamaged,
     RunNotFound,
     RunRecord,
     RunState,
+    RunStatus,
     RunStore,
-    initial_status,
     new_run_id,
     validate_run_id,
 )
@@ -69,7 +70,9 @@ def test_unknown_and_malformed_runs(store):
 
 def test_status_writes_are_atomic_and_replace(store):
     store.create(RunRecord(run_id="job-3", topology={}), {"main.py": ""})
-    status = initial_status("job-3", [("master", 0), ("worker", 0)])
+    status = RunStatus(
+        run_id="job-3", replicas=[ReplicaStatus(role="master", index=0), ReplicaStatus(role="worker", index=0)]
+    )
     status.state = RunState.RUNNING
     status.replicas[1].state = ReplicaState.FAILED
     store.write_status(status)

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
         RunStore,
         atomic_write_bytes,
         atomic_write_json,
-        initial_status,
         new_run_id,
         read_tail,
     )
@@ -41,7 +40,6 @@ _LAZY = {
     "RunStore": "store",
     "atomic_write_bytes": "store",
     "atomic_write_json": "store",
-    "initial_status": "store",
     "new_run_id": "store",
     "read_tail": "store",
 }
@@ -62,7 +60,6 @@ __all__ = [
     "RunStore",
     "atomic_write_bytes",
     "atomic_write_json",
-    "initial_status",
     "new_run_id",
     "read_tail",
 ]

@@ -18,12 +18,12 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from .layout import RECORD_FILE, RUN_ID_PATTERN, InvalidRunId, RunPaths, px_home, runs_root, validate_run_id
-from .models import ReplicaStatus, RunRecord, RunStatus
+from .models import RunRecord, RunStatus
 
 _Model = TypeVar("_Model", RunRecord, RunStatus)
 
@@ -344,7 +344,3 @@ def _user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return str(os.getuid())
-
-
-def initial_status(run_id: str, replicas: Iterable[tuple[str, int]]) -> RunStatus:
-    return RunStatus(run_id=run_id, replicas=[ReplicaStatus(role=r, index=i) for r, i in replicas])
