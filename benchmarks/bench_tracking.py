@@ -182,6 +182,7 @@ def visibility(home: Path, run_id: str, points: int, pace: float) -> tuple[float
     ]
     for watcher in watchers:
         watcher.start()
+    assert replica.stdout is not None
     try:
         seen["t_last"] = float(replica.stdout.readline())
         for watcher in watchers:

@@ -220,7 +220,7 @@ def test_params(paths, monkeypatch):
 
 
 def test_parse_log_metrics():
-    lines = [
+    lines: list[str | bytes] = [
         "epoch 1",
         '@px-metrics {"step":1,"time":5.0,"metrics":{"loss":0.5}}',
         '2026-11-01T10:00:00Z progress...@px-metrics {"step":2,"time":6.0,"metrics":{"loss":0.25},"total_steps":9}',

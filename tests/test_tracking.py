@@ -152,6 +152,7 @@ def test_sigterm_still_flushes(px_home):
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None
     try:
         assert proc.stdout.readline().strip() == "ready"
         assert not paths.metrics("worker", 0).exists()
@@ -190,6 +191,7 @@ def test_existing_sigterm_handler_is_left_alone(px_home):
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None
     try:
         assert proc.stdout.readline().strip() == "ready"
         proc.send_signal(signal.SIGTERM)
@@ -318,7 +320,7 @@ def test_bad_values_name_the_metric(px_home):
         with pytest.raises(TypeError, match=r"'grad'.*list"):
             tracking.log_metrics(grad=[1.0, 2.0])
         with pytest.raises(TypeError, match=r"step must be an integer.*1.5"):
-            tracking.log_metrics(step=1.5, loss=1.0)
+            tracking.log_metrics(step=1.5, loss=1.0)  # type: ignore[arg-type]  # what is checked
         with pytest.raises(ValueError, match=r"step must be >= 0, got -1"):
             tracking.log_metrics(step=-1, loss=1.0)
         with pytest.raises(ValueError, match=r"step must be < 2\*\*63"):
