@@ -13,6 +13,14 @@ Why it is built this way:
   in-memory queue. A daemon thread turns the queue into JSON lines (for the run store) and
   TensorBoard scalar events every `FLUSH_INTERVAL_S`, so a running job shows up in plots and
   in TensorBoard within about a second.
+* Writes go in batches of `WRITE_BATCH` points, oldest first, and a point leaves the queue only
+  once its line is written: a SIGKILL keeps every batch already written, and a failed write (a
+  full disk) keeps the points for the next flush and says so on stderr. The queue holds at most
+  `MAX_QUEUED_POINTS`; a loop that logs faster than that can be written loses the newest points,
+  and stderr says so once (and how many at exit).
+* Each process of a replica (`processes_per_replica > 1`: `LOCAL_RANK`, or the MPI ranks of one
+  worker) writes its own metrics and params files (`runstore.layout.process_file`), so processes
+  neither interleave series nor lose each other's params.
 * Nothing logged may be lost when a replica ends normally: the queue is flushed by `flush()`,
   at interpreter exit, when a multiprocessing child finishes, and on SIGTERM (the local backend
   stops replicas with SIGTERM before SIGKILL; Kubernetes does the same). The SIGTERM handler is
