@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from jupyter_px.runstore import RunRecord, RunStore, initial_status
+from jupyter_px.runstore import ReplicaStatus, RunRecord, RunStatus, RunStore
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.runs):
         run_id = f"run-{i:05d}"
         store.create(RunRecord(run_id=run_id, topology=topology), {"main.py": "pass\n"})
-        store.write_status(initial_status(run_id, [("master", 0)] + [("worker", w) for w in range(3)]))
+        replicas = [ReplicaStatus(role="master", index=0)] + [ReplicaStatus(role="worker", index=w) for w in range(3)]
+        store.write_status(RunStatus(run_id=run_id, replicas=replicas))
     times = []
     for _ in range(7):
         start = time.perf_counter()

@@ -12,7 +12,9 @@ Measures, on this machine:
      scalars route, reload interval 1 s): for 1000 points logged over one second (the bound
      is checked on this one) and for a burst of `--calls` points logged as fast as possible;
   3. `MetricsReader` on a run of 64 replicas and 100k points: first full read, and a poll when
-     nothing was appended.
+     nothing was appended;
+  4. `Run.metrics()` of one replica with 1,000,000 points (what a notebook does after a long run):
+     time and peak memory, in a fresh process (`--read-only` runs just this part).
 Exits 1 if log_metrics is not at least 10x cheaper per call than tensorboardX's add_scalar, or
 if the scalars are not visible within 2 s.
 """
@@ -180,6 +182,7 @@ def visibility(home: Path, run_id: str, points: int, pace: float) -> tuple[float
     ]
     for watcher in watchers:
         watcher.start()
+    assert replica.stdout is not None
     try:
         seen["t_last"] = float(replica.stdout.readline())
         for watcher in watchers:
@@ -240,11 +243,68 @@ def bench_reader(home: Path, replicas: int = 64, points: int = 100_000, repeats:
     }
 
 
+READ_ALL = """
+import resource, sys, time
+from jupyter_px.api import Run
+run = Run(sys.argv[1])
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start, cpu = time.perf_counter(), time.process_time()
+data = run.metrics()
+elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+assert len(data["worker-0"]["loss"]) == int(sys.argv[2]), len(data["worker-0"]["loss"])
+print(elapsed, cpu, (peak - base) / 1024)
+"""
+
+
+def bench_read_all(home: Path, points: int = 1_000_000, repeats: int = 3) -> tuple[float, float, float]:
+    """(seconds, CPU seconds, MiB of peak RSS growth) of `Run.metrics()` over one replica's
+    `points` points, each in a fresh interpreter (median of `repeats`). CPU time is the steadier
+    figure on a shared machine."""
+    import subprocess
+
+    from jupyter_px import tracking
+    from jupyter_px.runstore import RunRecord, RunStore
+
+    store = RunStore(home)
+    paths = store.create(RunRecord(run_id="bench-read-all", topology={"framework": "pytorch"}), {"main.py": ""})
+    now = time.time()
+    with open(paths.metrics("worker", 0), "w") as handle:
+        for start in range(0, points, 10_000):
+            lines = (
+                tracking._json_line(i, now + i * 0.001, points, {"loss": 1.0 / (i + 1)})
+                for i in range(start, min(points, start + 10_000))
+            )
+            handle.write("\n".join(lines) + "\n")
+    env = dict(os.environ, PX_HOME=str(home), PYTHONPATH=str(REPO))
+    samples = []
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, "-c", READ_ALL, "bench-read-all", str(points)], env=env, capture_output=True, text=True
+        )
+        if done.returncode:
+            raise RuntimeError(done.stderr)
+        samples.append(tuple(float(x) for x in done.stdout.split()))
+    return tuple(statistics.median(column) for column in zip(*samples, strict=True))
+
+
+def read_all_line(seconds: float, cpu: float, mib: float) -> str:
+    return (
+        f"Run.metrics() of 1,000,000 points: {seconds:.2f} s ({cpu:.2f} s CPU), peak RSS +{mib:.0f} MiB (median of 3)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--read-only", action="store_true", help="only part 4 (Run.metrics() of 1M points)")
     args = parser.parse_args()
+
+    if args.read_only:
+        with tempfile.TemporaryDirectory(prefix="px-bench-") as tmp:
+            print(read_all_line(*bench_read_all(Path(tmp))))
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="px-bench-") as tmp:
         home = Path(tmp)
@@ -265,6 +325,7 @@ def main() -> int:
         run.root.mkdir(parents=True)
 
         reader = bench_reader(home)  # first, while the process holds no TensorFlow or torch
+        read_all = bench_read_all(home)
 
         print(
             f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; "
@@ -309,6 +370,8 @@ def main() -> int:
         f"poll with nothing new {reader['empty_ms']:.2f} ms "
         f"({reader['empty_fresh_ms']:.2f} ms while directories are < 2 s old)"
     )
+
+    print(read_all_line(*read_all))
 
     failures = []
     if ratio_tbx < TARGET_RATIO:

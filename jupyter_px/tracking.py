@@ -13,6 +13,14 @@ Why it is built this way:
   in-memory queue. A daemon thread turns the queue into JSON lines (for the run store) and
   TensorBoard scalar events every `FLUSH_INTERVAL_S`, so a running job shows up in plots and
   in TensorBoard within about a second.
+* Writes go in batches of `WRITE_BATCH` points, oldest first, and a point leaves the queue only
+  once its line is written: a SIGKILL keeps every batch already written, and a failed write (a
+  full disk) keeps the points for the next flush and says so on stderr. The queue holds at most
+  `MAX_QUEUED_POINTS`; a loop that logs faster than that can be written loses the newest points,
+  and stderr says so once (and how many at exit).
+* Each process of a replica (`processes_per_replica > 1`: `LOCAL_RANK`, or the MPI ranks of one
+  worker) writes its own metrics and params files (`runstore.layout.process_file`), so processes
+  neither interleave series nor lose each other's params.
 * Nothing logged may be lost when a replica ends normally: the queue is flushed by `flush()`,
   at interpreter exit, when a multiprocessing child finishes, and on SIGTERM (the local backend
   stops replicas with SIGTERM before SIGKILL; Kubernetes does the same). The SIGTERM handler is
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import itertools
 import json
 import os
 import signal
@@ -51,6 +60,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+# The layout module is standard library only (and the runstore package imports nothing heavy
+# on its own), so replicas do not load pydantic for it.
+from .runstore.layout import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, process_file
 
 __all__ = [
     "TaskInfo",
@@ -68,13 +81,14 @@ __all__ = [
 #: Seconds between background flushes. Tests and tools may change it before the first call.
 FLUSH_INTERVAL_S = 0.5
 
-#: Suffix of the event files written by this module (TensorBoard reads any name containing
-#: "tfevents"); `runs.metrics` skips these because the same points are in the JSONL file.
-EVENTS_FILE_SUFFIX = ".px"
+#: Most points held in memory waiting for the writer (a tuple and the call's dict each, about
+#: 300 bytes for one metric: 30 MB). A loop that logs faster than the points can be written
+#: fills it; further points are then dropped, and stderr says so once.
+MAX_QUEUED_POINTS = 100_000
 
-#: Log-stream markers used where there is no shared disk (one JSON object after the marker).
-METRICS_LOG_PREFIX = "@px-metrics "
-PARAMS_LOG_PREFIX = "@px-params "
+#: Points per write: a flush writes the oldest first, in batches, so what was written before a
+#: SIGKILL or a failed write stays written, and a failed batch stays queued for the next flush.
+WRITE_BATCH = 8192
 
 _FALLBACK_MASTER_ROLE = "worker"
 _JSON = json.JSONEncoder(separators=(",", ":"))
@@ -175,7 +189,8 @@ class _EventsWriter:
             _next_file_id(),
             EVENTS_FILE_SUFFIX,
         )
-        self._file = open(self._logdir / name, "ab")
+        # Open for the writer's lifetime (closed at exit): not a `with` block.
+        self._file = os.fdopen(os.open(self._logdir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), "ab")
         self._records = self._record_writer(self._file)
         version = event_pb2.Event(
             wall_time=time.time(),
@@ -247,13 +262,65 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+class _PartialWrite(OSError):
+    """A write that failed after `written` bytes of its data had reached the file."""
+
+    def __init__(self, written: int, error: OSError):
+        super().__init__(error.errno, error.strerror)
+        self.written = written
+        self.error = error
+
+
+def _write_counted(fd: int, data: bytes) -> None:
+    """`_write_all`, but a failure says how much was written (a _PartialWrite)."""
+    done = 0
+    try:
+        while done < len(data):
+            done += os.write(fd, data[done:] if done else data)
+    except OSError as error:
+        raise _PartialWrite(done, error) from error
+
+
 def _print_line(line: str) -> None:
     """One whole line on the process's stdout, after whatever Python has buffered there."""
+    _flush_stdout()
+    _write_all(1, line.encode("utf-8", "backslashreplace"))
+
+
+def _flush_stdout() -> None:
     try:
         sys.stdout.flush()
     except Exception:  # a replaced or closed sys.stdout must not break training
         pass
-    _write_all(1, line.encode("utf-8", "backslashreplace"))
+
+
+def _say(message: str) -> None:
+    """A line on stderr (the replica's log): what happened to the user's metrics must be seen
+    even where warnings are filtered."""
+    try:
+        sys.stderr.write(f"jupyter_px.tracking: {message}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _process_index(env: Mapping[str, str]) -> int:
+    """Which process of its replica this is (0 for the only one).
+
+    PyTorch replicas with `processes_per_replica > 1` run torchrun-style local ranks
+    (`LOCAL_RANK`); MPI replicas get several consecutive ranks of `mpirun` (`PX_MPI_RANK`, the
+    ranks of worker i being i*n .. i*n+n-1 with n = world size / workers)."""
+    try:
+        if env.get("LOCAL_RANK"):
+            return max(0, int(env["LOCAL_RANK"]))
+        if env.get("PX_MPI_RANK") and env.get("PX_MPI_WORLD_SIZE"):
+            workers = len(json.loads(env.get("PX_CLUSTER") or "{}").get("worker") or ()) or 1
+            per_worker = max(1, int(env["PX_MPI_WORLD_SIZE"]) // workers)
+            local = int(env["PX_MPI_RANK"]) - int(env.get("PX_TASK_INDEX") or 0) * per_worker
+            return local if 0 <= local < per_worker else 0
+    except (ValueError, TypeError, AttributeError):
+        pass
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,10 +333,18 @@ class _Tracker:
     def __init__(self) -> None:
         env = os.environ
         self.run_id = env.get("PX_RUN_ID") or None
-        self.metrics_path = env.get("PX_METRICS_PATH") or None
-        self.params_path = env.get("PX_PARAMS_PATH") or None
+        # Each process of a replica writes its own files (see runstore.layout.process_file).
+        process = _process_index(env)
+        metrics_path = env.get("PX_METRICS_PATH") or None
+        params_path = env.get("PX_PARAMS_PATH") or None
         tb = env.get("PX_TENSORBOARD_PATH") or None
+        self.metrics_path = process_file(metrics_path, process) if metrics_path else None
+        self.params_path = process_file(params_path, process) if params_path else None
+        if tb and process:
+            tb = os.path.join(tb, f"rank{process}")
         self.queue: collections.deque[tuple[int | None, float, int | None, dict[str, float]]] = collections.deque()
+        self.max_queued = MAX_QUEUED_POINTS
+        self.dropped = 0
         self.tensorboard_path = tb if self.run_id else None
         self.events: _EventsWriter | None = None
         self.write_lock = threading.Lock()
@@ -279,6 +354,7 @@ class _Tracker:
         self.thread: threading.Thread | None = None
         self.calls = 0  # TensorBoard step for calls without one
         self.metrics_fd: int | None = None
+        self.mid_line = False  # a failed write left part of a line at the end of the file
         self.pending_signal: int | None = None
 
     # -- the background thread ---------------------------------------------------------------
@@ -302,8 +378,21 @@ class _Tracker:
             self.wake.clear()
             try:
                 self.flush()
-            except Exception as exc:  # keep the thread alive; report once per failure kind
-                _warn_once(f"flush-{type(exc).__name__}", f"jupyter_px.tracking could not write metrics: {exc!r}")
+            except Exception as exc:  # keep the thread alive (the points stay queued); say so once
+                _say_once(
+                    f"flush-{type(exc).__name__}",
+                    f"could not write metrics to {self.metrics_path or 'stdout'} ({exc!r}); "
+                    f"{len(self.queue)} points are kept in memory and retried every {FLUSH_INTERVAL_S:g} s",
+                )
+
+    def drop(self) -> None:
+        """A point that did not fit in the queue (called instead of queueing it)."""
+        self.dropped += 1
+        if self.dropped == 1:
+            _say(
+                f"{len(self.queue)} metric points are waiting to be written (MAX_QUEUED_POINTS); points "
+                "logged from now until the writer catches up are dropped (log less often to keep them all)"
+            )
 
     # -- flushing ----------------------------------------------------------------------------
 
@@ -322,29 +411,61 @@ class _Tracker:
             _die_by(signum)
 
     def _drain_and_write(self) -> None:
+        """Write what is queued now, oldest first, in batches of WRITE_BATCH. A point leaves the
+        queue only once its line is written; a failed write raises with the rest still queued.
+        Points queued meanwhile wait for the next flush (a flood cannot keep one flush going)."""
         queue = self.queue
-        n = len(queue)
-        if not n:
-            return
-        popleft = queue.popleft
-        items = [popleft() for _ in range(n)]
-        lines = [_json_line(*item) for item in items]
+        todo = len(queue)
+        while todo > 0:
+            batch = list(itertools.islice(queue, min(todo, WRITE_BATCH)))
+            try:
+                self._write_lines(batch)
+            except _PartialWrite as failed:
+                self._commit(batch[: failed.written])
+                raise failed.error from None
+            self._commit(batch)
+            todo -= len(batch)
+
+    def _write_lines(self, batch: list[tuple[int | None, float, int | None, dict[str, float]]]) -> None:
+        """The batch's JSON lines to the metrics file (or stdout, as marker lines); on failure a
+        _PartialWrite whose `written` is the number of whole lines that got there."""
         if self.metrics_path:
+            prefix = ""
             if self.metrics_fd is None:
                 Path(self.metrics_path).parent.mkdir(parents=True, exist_ok=True)
                 self.metrics_fd = os.open(self.metrics_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            lines.append("")
-            _write_all(self.metrics_fd, "\n".join(lines).encode())
+            fd = self.metrics_fd
         else:
-            _print_line("".join(f"{METRICS_LOG_PREFIX}{line}\n" for line in lines))
-        if self.events is not None:
-            records = []
-            for step, wall_time, _total, values in items:
-                self.calls += 1
-                records.append((self.calls - 1 if step is None else step, wall_time, values))
+            prefix, fd = METRICS_LOG_PREFIX, 1
+            _flush_stdout()
+        data = "".join([f"{prefix}{_json_line(*item)}\n" for item in batch]).encode()
+        lead = b"\n" if self.mid_line else b""  # end the fragment a failed write left (readers skip it)
+        try:
+            _write_counted(fd, lead + data if lead else data)
+        except _PartialWrite as failed:
+            written = max(0, failed.written - len(lead))  # bytes of this batch's lines in the file
+            if failed.written:  # the file now ends where the write stopped
+                self.mid_line = written > 0 and data[written - 1] != ord("\n")
+            failed.written = data.count(b"\n", 0, written)
+            raise
+        self.mid_line = False
+
+    def _commit(self, written: list[tuple[int | None, float, int | None, dict[str, float]]]) -> None:
+        """Take `written` (the oldest points) off the queue and add them to TensorBoard's file."""
+        popleft = self.queue.popleft
+        for _ in written:
+            popleft()
+        if self.events is None:
+            self.calls += len(written)
+            return
+        records = []
+        for step, wall_time, _total, values in written:
+            self.calls += 1
+            records.append((self.calls - 1 if step is None else step, wall_time, values))
+        try:
             self.events.write(records)
-        else:
-            self.calls += n
+        except Exception as exc:  # the points are in the run store's JSONL; TensorBoard misses them
+            _say_once(f"events-{type(exc).__name__}", f"could not write TensorBoard events: {exc!r}")
 
 
 _START_LOCK = threading.Lock()
@@ -368,6 +489,12 @@ def _warn_once(key: str, message: str) -> None:
     if key not in _warned:
         _warned.add(key)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _say_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        _say(message)
 
 
 def _warn_outside_run() -> None:
@@ -397,8 +524,9 @@ def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
             return
         try:
             tracker.flush()
-        except Exception:
-            pass
+        except Exception as exc:
+            _say(f"could not write {len(tracker.queue)} metric points before exiting on SIGTERM: {exc!r}")
+        _report_dropped(tracker)
     _die_by(signum)
 
 
@@ -433,7 +561,13 @@ def _flush_at_exit() -> None:
         try:
             tracker.flush()
         except Exception as exc:
-            print(f"jupyter_px.tracking: could not flush metrics at exit: {exc!r}", file=sys.stderr)
+            _say(f"could not write {len(tracker.queue)} metric points at exit: {exc!r}")
+        _report_dropped(tracker)
+
+
+def _report_dropped(tracker: _Tracker) -> None:
+    if tracker.dropped:
+        _say(f"{tracker.dropped} metric points were dropped in all: they were logged while the queue was full")
 
 
 def _reset_after_fork() -> None:
@@ -476,7 +610,11 @@ def log_metrics(step: int | None = None, total_steps: int | None = None, **value
     if tracker.run_id is None:
         _warn_outside_run()
         return
-    tracker.queue.append((step, time.time(), total_steps, values))
+    queue = tracker.queue
+    if len(queue) < tracker.max_queued:
+        queue.append((step, time.time(), total_steps, values))
+    else:
+        tracker.drop()
     if tracker.thread is None:
         tracker.ensure_started()
 

@@ -10,11 +10,13 @@ import pytest
 from jupyter_px.runstore import (
     InvalidRunId,
     ReplicaState,
+    ReplicaStatus,
+    RunDamaged,
     RunNotFound,
     RunRecord,
     RunState,
+    RunStatus,
     RunStore,
-    initial_status,
     new_run_id,
     validate_run_id,
 )
@@ -68,7 +70,9 @@ def test_unknown_and_malformed_runs(store):
 
 def test_status_writes_are_atomic_and_replace(store):
     store.create(RunRecord(run_id="job-3", topology={}), {"main.py": ""})
-    status = initial_status("job-3", [("master", 0), ("worker", 0)])
+    status = RunStatus(
+        run_id="job-3", replicas=[ReplicaStatus(role="master", index=0), ReplicaStatus(role="worker", index=0)]
+    )
     status.state = RunState.RUNNING
     status.replicas[1].state = ReplicaState.FAILED
     store.write_status(status)
@@ -92,11 +96,61 @@ def test_read_log_offsets_and_tail(store):
     assert store.read_log("job-4", "master", 0) == ("", 0)
 
 
-def test_listing_is_newest_first_and_skips_junk(store):
-    for name in ("first", "second", "third"):
+def test_listing_is_newest_first_by_creation_not_by_last_write(store):
+    # Created in the reverse of name order, so neither name order nor a status write can pass.
+    for name in ("run-c", "run-b", "run-a"):
         store.create(RunRecord(run_id=name, topology={}), {"main.py": ""})
     os.makedirs(store.root / "not_a_run")
-    (store.root / "broken").mkdir()
-    (store.root / "broken" / "record.json").write_text("{")
-    assert [record.run_id for record, _ in store.list()] == ["third", "second", "first"]
-    assert len(store.list(limit=2)) == 2
+    os.makedirs(store.root / "UPPER")
+    status = store.status("run-c")  # the oldest run is still writing its status
+    status.state = RunState.RUNNING
+    store.write_status(status)
+    assert store.run_ids() == ["run-a", "run-b", "run-c"]  # names that cannot be run ids are not runs
+    assert [record.run_id for record, _ in store.list()] == ["run-a", "run-b", "run-c"]
+    assert [record.run_id for record, _ in store.list(limit=2)] == ["run-a", "run-b"]
+    assert [record.run_id for record, _ in store.list(limit=1)] == ["run-a"]
+
+
+def test_resolve_takes_an_id_a_name_or_last(store):
+    store.create(RunRecord(run_id="utf-aaaaaa", name="utf", topology={}), {"main.py": ""})
+    store.create(RunRecord(run_id="other-bbbbbb", name="other", topology={}), {"main.py": ""})
+    store.create(RunRecord(run_id="utf-cccccc", name="utf", topology={}), {"main.py": ""})
+    store.create(RunRecord(run_id="last-dddddd", name="late", topology={}), {"main.py": ""})
+    old = store.status("utf-aaaaaa")
+    old.state = RunState.RUNNING
+    store.write_status(old)  # a write to an older run does not make it the newest
+    assert store.resolve("utf") == "utf-cccccc"  # the newest run of that name
+    assert store.resolve("other") == "other-bbbbbb"
+    assert store.resolve("utf-aaaaaa") == "utf-aaaaaa"  # an id is itself
+    assert store.resolve("last") == "last-dddddd"
+    for unknown in ("nope", "", "../etc"):
+        with pytest.raises(RunNotFound):
+            store.resolve(unknown)
+
+
+def test_resolve_last_in_an_empty_store(store):
+    with pytest.raises(RunNotFound, match="no runs yet"):
+        store.resolve("last")
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda p: p.status.write_text("garbage"), r"run broken is damaged: status.json is not valid"),
+        (lambda p: p.status.unlink(), r"run broken is damaged: status.json is missing"),
+        (lambda p: p.status.write_text('{"run_id": "broken", "state": "Runn'), r"status.json is not valid"),
+        (lambda p: p.record.write_text('{"run_id": "broken", "topo'), r"record.json is not valid"),
+        (lambda p: p.record.write_text('{"run_id": "broken"}'), r"record.json is not valid \(topology"),
+        (lambda p: p.record.unlink(), r"run broken is damaged: record.json is missing"),
+    ],
+    ids=["garbage-status", "missing-status", "truncated-status", "truncated-record", "invalid-record", "no-record"],
+)
+def test_damaged_runs_are_reported_in_one_line_and_skipped_by_listings(store, damage, message):
+    for name in ("older", "broken", "newer"):
+        store.create(RunRecord(run_id=name, topology={}), {"main.py": ""})
+    damage(store.paths("broken"))
+    with pytest.raises(RunDamaged, match=message) as raised:
+        store.record("broken") if "record" in message else store.status("broken")
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 200
+    assert [record.run_id for record, _ in store.list()] == ["newer", "older"]
+    assert [record.run_id for record, _ in store.list(limit=2)] == ["newer", "older"]

@@ -1,17 +1,48 @@
-"""The run store: one directory per run, the only thing UIs read."""
+"""The run store: one directory per run, the only thing UIs read.
 
-from .layout import InvalidRunId, RunPaths, px_home, validate_run_id
-from .models import CodeSpec, ReplicaState, ReplicaStatus, RunRecord, RunState, RunStatus
-from .store import (
-    RunDamaged,
-    RunNotFound,
-    RunStore,
-    atomic_write_bytes,
-    atomic_write_json,
-    initial_status,
-    new_run_id,
-    read_tail,
-)
+Names are imported on first use (PEP 562 `__getattr__`): every replica imports
+`jupyter_px.runstore.layout` through `jupyter_px.tracking`, and importing a submodule runs this
+file first, so it must not pull in pydantic (the models) there.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .layout import InvalidRunId, RunPaths, px_home, validate_run_id
+    from .models import CodeSpec, ReplicaState, ReplicaStatus, RunRecord, RunState, RunStatus
+    from .store import (
+        RunDamaged,
+        RunNotFound,
+        RunStore,
+        atomic_write_bytes,
+        atomic_write_json,
+        new_run_id,
+        read_tail,
+    )
+
+#: Public name -> submodule that defines it.
+_LAZY = {
+    "InvalidRunId": "layout",
+    "RunPaths": "layout",
+    "px_home": "layout",
+    "validate_run_id": "layout",
+    "CodeSpec": "models",
+    "ReplicaState": "models",
+    "ReplicaStatus": "models",
+    "RunRecord": "models",
+    "RunState": "models",
+    "RunStatus": "models",
+    "RunDamaged": "store",
+    "RunNotFound": "store",
+    "RunStore": "store",
+    "atomic_write_bytes": "store",
+    "atomic_write_json": "store",
+    "new_run_id": "store",
+    "read_tail": "store",
+}
 
 __all__ = [
     "InvalidRunId",
@@ -29,7 +60,19 @@ __all__ = [
     "RunStore",
     "atomic_write_bytes",
     "atomic_write_json",
-    "initial_status",
     "new_run_id",
     "read_tail",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -10,9 +10,19 @@ REST API, CLI) agree on paths without importing each other.
         code/                       the code that every replica runs
         logs/<role>-<index>.log     stdout+stderr of a replica, appended across restarts
         metrics/<role>-<index>.jsonl   one JSON object per log_metrics call
-        params/<role>-<index>.json  log_params values
+        metrics/<role>-<index>.rank<k>.jsonl   the same, from process k > 0 of the replica
+        params/<role>-<index>.json  log_params values (params/<role>-<index>.rank<k>.json likewise)
         outputs/                    PX_OUTPUTS_PATH
         tensorboard/<role>-<index>/ PX_TENSORBOARD_PATH (event files; one TensorBoard "run" per replica)
+        tensorboard/<role>-<index>/rank<k>/   tracking's event files of process k > 0
+
+A replica with `processes_per_replica > 1` runs several processes that share the replica's
+PX_METRICS_PATH and PX_PARAMS_PATH. Appending to one file from several processes would
+interleave their series, and params are a read-modify-write, so each process writes its own
+files: process 0 the replica's, process k the `.rank<k>` siblings (`process_file`). Readers show
+each process as its own series, keyed `<role>-<index>.rank<k>`.
+
+This module is imported inside every replica (by `jupyter_px.tracking`): standard library only.
 """
 
 from __future__ import annotations
@@ -29,6 +39,20 @@ RUN_ID_PATTERN = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
 #: Role names that may appear in file names.
 ROLE_PATTERN = re.compile(r"^[a-z]{1,16}$")
+
+#: Suffix of the event files written by `jupyter_px.tracking` (TensorBoard reads any name
+#: containing "tfevents"); the metrics reader skips these because the same points are in the JSONL.
+EVENTS_FILE_SUFFIX = ".px"
+
+#: Log-stream markers used where there is no shared disk (one JSON object after the marker).
+METRICS_LOG_PREFIX = "@px-metrics "
+PARAMS_LOG_PREFIX = "@px-params "
+
+#: A run's record: written once, at creation; its mtime orders runs (`RunStore.run_ids`).
+RECORD_FILE = "record.json"
+
+#: `worker-0.rank1.jsonl`: the infix of a replica's process k > 0 in metrics and params names.
+PROCESS_INFIX = ".rank"
 
 
 class InvalidRunId(ValueError):
@@ -61,9 +85,15 @@ def replica_key(role: str, index: int) -> str:
     return f"{role}-{index}"
 
 
-def parse_replica_key(key: str) -> tuple[str, int]:
-    role, _, index = key.rpartition("-")
-    return role, int(index)
+def process_file(path: str, process: int) -> str:
+    """The file that process `process` of a replica writes instead of the replica's `path`:
+    `path` itself for process 0, `.../worker-0.rank2.jsonl` for process 2."""
+    if process <= 0:
+        return path
+    head, dot, ext = path.rpartition(".")
+    if not dot or "/" in ext:
+        return f"{path}{PROCESS_INFIX}{process}"
+    return f"{head}{PROCESS_INFIX}{process}.{ext}"
 
 
 class RunPaths:
@@ -75,7 +105,7 @@ class RunPaths:
 
     @property
     def record(self) -> Path:
-        return self.root / "record.json"
+        return self.root / RECORD_FILE
 
     @property
     def status(self) -> Path:

@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tracking import METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
-from .layout import RunPaths
+from .layout import METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, RunPaths
 from .store import atomic_write_json
 
 __all__ = ["LogMetrics", "parse_log_metrics", "ingest_log_lines"]

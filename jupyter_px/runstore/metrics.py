@@ -9,11 +9,21 @@ Two sources, both per replica:
   Scalars in a sub-directory get it as a prefix: Keras' `train/epoch_loss`.
   The event files written by `jupyter_px.tracking` are skipped: their points are in the JSONL.
 
+A replica with several processes (`processes_per_replica > 1`) has one file per process
+(`metrics/worker-0.rank1.jsonl`, see `runstore.layout`): each process is its own series, keyed
+`worker-0.rank1` (process 0 keeps the replica's key), so a monitor plots one line per process
+and its progress bar waits for the slowest process.
+
 `MetricsReader.poll()` is called every second or so by monitors, so it only reads bytes appended
 since the last poll: it keeps an offset per file, leaves an incomplete last line (or event
 record) for the next poll, and lists a directory again only when its mtime changed. The first
 read parses everything (about 2 µs a point, mostly json), so keep one reader per run for the life
 of a process rather than a new one per request.
+
+Memory: points are held in columns (`array('d')` for values and times, a list for steps), about
+40 bytes a point instead of three boxed objects in three lists, and files are parsed in chunks
+of `READ_CHUNK` bytes, so reading 1,000,000 points never holds the file or its parsed lines
+whole.
 
 Event files are read here with TensorBoard's own protos and tensor decoding, but the TFRecord
 framing is read directly rather than through `event_file_loader`: that loader resolves
@@ -28,30 +38,44 @@ import os
 import struct
 import time
 import warnings
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tracking import EVENTS_FILE_SUFFIX
-from .layout import RunPaths
+from .layout import EVENTS_FILE_SUFFIX, RunPaths
 
 __all__ = ["Series", "MetricsReader"]
+
+#: Bytes of a metrics file parsed at a time: bounds the memory a read needs besides the points.
+READ_CHUNK = 1 << 20
 
 #: A directory whose mtime is younger than this is listed again on every poll, because an entry
 #: added within the file system's timestamp granularity would not change the mtime we saw.
 _FRESH_DIR_S = 2.0
 
 
+def _floats(values: Iterable[float] = ()) -> array:
+    return values if isinstance(values, array) and values.typecode == "d" else array("d", values)
+
+
 @dataclass
 class Series:
-    """Points of one metric of one replica, as three parallel lists (what plotting wants).
+    """Points of one metric of one replica, as three parallel columns (what plotting wants).
 
-    `steps` holds None where `log_metrics` was called without a step.
+    `steps` is a list that holds None where `log_metrics` was called without a step; `values`
+    and `times` are `array('d')` (8 bytes a point; index, slice, iterate and `numpy.asarray`
+    them like lists; `list(series.values)` for JSON). Lists given to the constructor are
+    converted.
     """
 
     steps: list[int | None] = field(default_factory=list)
-    values: list[float] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)
+    values: array = field(default_factory=_floats)
+    times: array = field(default_factory=_floats)
+
+    def __post_init__(self) -> None:
+        self.values = _floats(self.values)
+        self.times = _floats(self.times)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -62,7 +86,7 @@ class Series:
         self.times.append(time_)
 
     def tail(self, start: int) -> Series:
-        """The points from index `start` on, as a new Series (list slices: C speed)."""
+        """The points from index `start` on, as a new Series (slices: C speed)."""
         return Series(self.steps[start:], self.values[start:], self.times[start:])
 
 
@@ -186,14 +210,11 @@ class MetricsReader:
             low = _line_start_after(path, state.history_end - chunk) if chunk < state.history_end else 0
             if low >= state.history_end:  # one line longer than the chunk: take the rest at once
                 low = 0
-            with open(path, "rb") as f:
-                f.seek(low)
-                data = f.read(state.history_end - low)
-            state.history_end = low
+            high, state.history_end = state.history_end, low
             if left is not None:
-                left -= len(data)
+                left -= high - low
             scratch: dict[str, Series] = {}
-            self._ingest(replica, data, path, state, lambda name: scratch.setdefault(name, Series()), latest=False)
+            self._read_lines(replica, path, state, low, high, _collect_into(scratch), latest=False)
             for name, points in scratch.items():
                 series = self._series(replica, name, {})
                 series.steps[:0], series.values[:0], series.times[:0] = points.steps, points.values, points.times
@@ -234,17 +255,47 @@ class MetricsReader:
         size = self._grown_size(path, state)
         if size is None:
             return
+        # An incomplete last line (still being written) is left for the next poll.
+        state.offset = self._read_lines(
+            replica, path, state, state.offset, size, lambda name: self._series(replica, name, starts)
+        )
+
+    def _read_lines(
+        self,
+        replica: str,
+        path: str,
+        state: _FileState,
+        start: int,
+        end: int,
+        series_for: Callable[[str], Series],
+        latest: bool = True,
+    ) -> int:
+        """Parse the complete lines in bytes [start, end) of a JSONL file, READ_CHUNK bytes at a
+        time; the offset after the last complete line."""
+        done = start
         with open(path, "rb") as f:
-            f.seek(state.offset)
-            data = f.read(size - state.offset)
-        end = data.rfind(b"\n") + 1
-        if not end:
-            return  # nothing, or only the start of a line still being written
-        state.offset += end
-        self._ingest(replica, data[:end], path, state, lambda name: self._series(replica, name, starts))
+            f.seek(start)
+            carry = b""
+            while done + len(carry) < end:
+                block = f.read(min(READ_CHUNK, end - done - len(carry)))
+                if not block:
+                    break
+                data = carry + block if carry else block
+                cut = data.rfind(b"\n") + 1
+                if cut:
+                    self._ingest(replica, data[:cut], path, state, series_for, latest)
+                    done += cut
+                carry = data[cut:]
+        return done
 
     def _ingest(
-        self, replica: str, chunk: bytes, path: str, state: _FileState, series_for, latest: bool = True
+        self,
+        replica: str,
+        chunk: bytes,
+        path: str,
+        state: _FileState,
+        series_for: Callable[[str], Series],
+        latest: bool = True,
     ) -> None:
         """Complete JSONL lines -> points appended to `series_for(name)`. `latest`: these are the
         newest lines, so their total_steps is the current one (older history must not undo it)."""
@@ -409,6 +460,11 @@ class MetricsReader:
                 continue
             out[name[: -len(".json")]] = cached[1]
         return out
+
+
+def _collect_into(scratch: dict[str, Series]) -> Callable[[str], Series]:
+    """A `series_for` that gathers points in `scratch` (older history, prepended afterwards)."""
+    return lambda name: scratch.setdefault(name, Series())
 
 
 def _line_start_after(path: str, position: int) -> int:

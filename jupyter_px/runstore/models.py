@@ -45,9 +45,9 @@ class CodeSpec(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     entrypoint: str = "main.py"
-    language: str = Field("python", description="python, or ipython for code with %magics / !shell lines")
+    language: str = Field(default="python", description="python, or ipython for code with %magics / !shell lines")
     args: list[str] = Field(default_factory=list)
-    source: str | None = Field(None, description="Where the code came from: a path, or 'cell'/'notebook'")
+    source: str | None = Field(default=None, description="Where the code came from: a path, or 'cell'/'notebook'")
     pushed: list[str] = Field(default_factory=list, description="Names shipped with --push (code/pushed.pkl)")
 
 
@@ -60,12 +60,12 @@ class RunRecord(BaseModel):
     name: str | None = None
     backend: str = "local"
     topology: dict[str, Any]
-    code: CodeSpec = Field(default_factory=CodeSpec)
+    code: CodeSpec = Field(default_factory=lambda: CodeSpec())
     workdir: str | None = None
     created_at: float = Field(default_factory=time.time)
     user: str | None = None
     host: str | None = None
-    submitted_from: str | None = Field(None, description="cli, magic, api, sidebar")
+    submitted_from: str | None = Field(default=None, description="cli, magic, api, sidebar")
     versions: dict[str, str] = Field(default_factory=dict)
 
 
@@ -81,7 +81,7 @@ class ReplicaStatus(BaseModel):
     restarts: int = 0
     started_at: float | None = None
     finished_at: float | None = None
-    reason: str | None = Field(None, description="OOMKilled, Error, Signaled, StoppedByRun, ...")
+    reason: str | None = Field(default=None, description="OOMKilled, Error, Signaled, StoppedByRun, ...")
     message: str | None = None
     address: str | None = None
 

@@ -7,24 +7,30 @@ failed submission leaves nothing behind.
 
 from __future__ import annotations
 
+import codecs
 import getpass
 import json
+import logging
 import os
 import platform
 import secrets
 import shutil
 import socket
-import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
-from .layout import InvalidRunId, RunPaths, px_home, runs_root, validate_run_id
-from .models import ReplicaStatus, RunRecord, RunStatus
+from .layout import RECORD_FILE, RUN_ID_PATTERN, InvalidRunId, RunPaths, px_home, runs_root, validate_run_id
+from .models import RunRecord, RunStatus
 
 _Model = TypeVar("_Model", RunRecord, RunStatus)
+
+logger = logging.getLogger(__name__)
+
+#: Default (and iter_log's) bound on the bytes of one log read: memory does not grow with a log.
+LOG_CHUNK_BYTES = 1 << 20
 
 
 class RunNotFound(KeyError):
@@ -130,6 +136,8 @@ class RunStore:
                 atomic_write_bytes(staged.root / name, content)
             atomic_write_json(staged.record, record.model_dump(mode="json"))
             atomic_write_json(staged.status, RunStatus(run_id=record.run_id).model_dump(mode="json"))
+            published_ns = time.time_ns()  # the listing order: finer than the file system's own clock
+            os.utime(staged.record, ns=(published_ns, published_ns))
             os.rename(staging, paths.root)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -146,6 +154,8 @@ class RunStore:
         except InvalidRunId as error:
             raise RunNotFound(str(error)) from None
         if not paths.record.exists():
+            if paths.root.is_dir():
+                raise RunDamaged(run_id, f"{RECORD_FILE} is missing")
             raise RunNotFound(f"no run {run_id!r} in {self.root}")
         return paths
 
@@ -160,31 +170,44 @@ class RunStore:
         atomic_write_bytes(self._require(status.run_id).status, status.model_dump_json(indent=1).encode())
 
     def run_ids(self) -> list[str]:
-        """Run ids, newest first (by directory creation order)."""
+        """Run ids, newest first: by when each run was published (its record's mtime).
+
+        `create()` stamps the record with a nanosecond creation time and nothing writes the
+        record again, so status writes (which touch the run directory) do not reorder runs. One
+        stat per run: listing 1,000 runs reads no file. A directory without a record (damaged)
+        sorts by its own mtime; `list()` skips it.
+        """
         if not self.root.exists():
             return []
         entries = []
         with os.scandir(self.root) as scan:
             for entry in scan:
-                if entry.is_dir() and not entry.name.startswith("."):
-                    try:
-                        validate_run_id(entry.name)
-                    except InvalidRunId:
-                        continue
-                    entries.append((entry.stat().st_mtime, entry.name))
+                if entry.name.startswith(".") or not RUN_ID_PATTERN.match(entry.name) or not entry.is_dir():
+                    continue
+                try:
+                    created = os.stat(os.path.join(entry.path, RECORD_FILE)).st_mtime_ns
+                except FileNotFoundError:
+                    created = entry.stat().st_mtime_ns
+                except OSError:
+                    continue
+                entries.append((created, entry.name))
         return [name for _, name in sorted(entries, reverse=True)]
 
     def list(self, limit: int | None = None) -> list[tuple[RunRecord, RunStatus]]:
-        """(record, status) pairs, newest first; runs that cannot be read are skipped."""
+        """(record, status) pairs, newest first (`run_ids()`' order); damaged runs (a missing
+        or unreadable record or status) are skipped, the others listed."""
         out = []
         for run_id in self.run_ids():
             try:
                 out.append((self.record(run_id), self.status(run_id)))
-            except (OSError, ValueError, RunNotFound):
+            except (RunDamaged, RunNotFound) as error:
+                logger.debug("skipping run %s: %s", run_id, error)
+                continue
+            except OSError as error:
+                logger.warning("skipping run %s: %s", run_id, error)
                 continue
             if limit and len(out) >= limit:
                 break
-        out.sort(key=lambda pair: pair[0].created_at, reverse=True)
         return out
 
     def resolve(self, ref: str) -> str:
@@ -214,36 +237,81 @@ class RunStore:
         raise RunNotFound(f"no run with id or name {ref!r} in {self.root}")
 
     def iter_log(
-        self, run_id: str, role: str, index: int, offset: int = 0, chunk_size: int = 1 << 20
+        self, run_id: str, role: str, index: int, offset: int = 0, chunk_size: int = LOG_CHUNK_BYTES
     ) -> Iterator[tuple[str, int]]:
         """(text, next offset) chunks of a replica's log from `offset` to its current end.
 
         Memory stays at one chunk whatever the log's size: `jupyter px logs`, `run.logs()` and
-        `--wait` stream through this instead of reading whole files."""
-        while True:
-            text, next_offset = self.read_log(run_id, role, index, offset, limit=chunk_size)
-            if next_offset == offset:
-                return
-            offset = next_offset
-            yield text, offset
+        `--wait` stream through this instead of reading whole files. A negative `offset` starts
+        that many bytes before the end (a tail). Each chunk ends at a character boundary."""
+        path = self._require(run_id).log(role, index)
+        if not path.exists():
+            return
+        with open(path, "rb") as handle:
+            if offset < 0:
+                offset = _tail_start(handle, offset)
+            while True:
+                text, next_offset = _read_text(handle, offset, chunk_size)
+                if next_offset == offset:
+                    return
+                offset = next_offset
+                yield text, offset
 
     def delete(self, run_id: str) -> None:
         shutil.rmtree(self._require(run_id).root)
 
     def read_log(
-        self, run_id: str, role: str, index: int, offset: int = 0, limit: int | None = None
+        self, run_id: str, role: str, index: int, offset: int = 0, limit: int | None = LOG_CHUNK_BYTES
     ) -> tuple[str, int]:
-        """Log text from byte `offset` (at most `limit` bytes) and the offset to continue from."""
+        """Log text from byte `offset` (at most `limit` bytes, default 1 MiB) and the offset to
+        continue from; a negative `offset` starts that many bytes before the end.
+
+        Bounded whatever the log's size: read on from the returned offset (or use `iter_log`)
+        for more. The text ends at a character boundary and the returned offset resumes at the
+        first byte not decoded, so a UTF-8 character split across two reads (or still being
+        written) comes back whole on the next read instead of as U+FFFD."""
         path = self._require(run_id).log(role, index)
         if not path.exists():
-            return "", offset
+            return "", max(0, offset)
         with open(path, "rb") as handle:
-            if offset < 0:  # tail: the last -offset bytes
-                handle.seek(0, os.SEEK_END)
-                offset = max(0, handle.tell() + offset)
-            handle.seek(offset)
-            data = handle.read(limit) if limit else handle.read()
-        return data.decode(errors="replace"), offset + len(data)
+            if offset < 0:
+                offset = _tail_start(handle, offset)
+            return _read_text(handle, offset, limit or LOG_CHUNK_BYTES)
+
+
+def _tail_start(handle: BinaryIO, offset: int) -> int:
+    """The offset `-offset` bytes before the end, moved past continuation bytes so that the
+    tail starts on a character."""
+    handle.seek(0, os.SEEK_END)
+    start = max(0, handle.tell() + offset)
+    if start:
+        handle.seek(start)
+        head = handle.read(3)
+        for byte in head:
+            if byte & 0xC0 != 0x80:  # not a UTF-8 continuation byte
+                break
+            start += 1
+    return start
+
+
+def _read_text(handle: BinaryIO, offset: int, limit: int) -> tuple[str, int]:
+    """At most about `limit` bytes from `offset`, decoded as UTF-8 up to the last complete
+    character; the offset of the first byte not decoded.
+
+    An incomplete sequence at the end of the read is left for the next read; where that would
+    leave nothing (a chunk smaller than one character), up to 3 more bytes complete it. Bytes
+    that are not UTF-8 at all become U+FFFD, as before."""
+    handle.seek(offset)
+    data = handle.read(max(1, limit))
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    text = decoder.decode(data)
+    pending = len(decoder.getstate()[0])
+    if pending and not text:
+        more = handle.read(4 - pending)
+        data += more
+        text = decoder.decode(more)
+        pending = len(decoder.getstate()[0])
+    return text, offset + len(data) - pending
 
 
 def read_tail(path: Path, limit: int) -> str:
@@ -276,11 +344,3 @@ def _user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return str(os.getuid())
-
-
-def initial_status(run_id: str, replicas: Iterable[tuple[str, int]]) -> RunStatus:
-    return RunStatus(run_id=run_id, replicas=[ReplicaStatus(role=r, index=i) for r, i in replicas])
-
-
-def python_executable() -> str:
-    return sys.executable

@@ -1,0 +1,223 @@
+"""Metrics reach the run store: one file per process of a replica, nothing dropped by a failed
+write, bounded batches and a bounded queue under a flood. Real replica processes throughout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jupyter_px.runstore.layout import RunPaths
+from jupyter_px.runstore.metrics import MetricsReader
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def paths(tmp_path) -> RunPaths:
+    return RunPaths("run-1", tmp_path)
+
+
+def replica_env(paths: RunPaths, *, tensorboard: bool = True, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PX_") and k != "LOCAL_RANK"}
+    env.update(
+        PYTHONPATH=str(REPO),
+        PX_RUN_ID=paths.run_id,
+        PX_TASK_TYPE="worker",
+        PX_TASK_INDEX="0",
+        PX_CLUSTER=json.dumps({"worker": ["127.0.0.1:1"]}),
+        PX_METRICS_PATH=str(paths.metrics("worker", 0)),
+        PX_PARAMS_PATH=str(paths.params("worker", 0)),
+    )
+    if tensorboard:
+        env["PX_TENSORBOARD_PATH"] = str(paths.tensorboard("worker", 0))
+    env.update(extra)
+    return env
+
+
+def start(script: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def steps_in(path: Path) -> list[int]:
+    return [json.loads(line)["step"] for line in path.read_text().splitlines() if line.strip()]
+
+
+PROCESS_OF_A_REPLICA = """
+import os
+from jupyter_px import tracking
+rank = int(os.environ["LOCAL_RANK"])
+tracking.FLUSH_INTERVAL_S = 0.01          # many small appends, so that they would interleave
+for i in range(300):
+    tracking.log_params(**{f"p{rank}_{i}": i})    # a read-modify-write per call
+    tracking.log_metrics(step=i, loss=rank + i / 1000)
+"""
+
+
+def test_processes_of_one_replica_write_their_own_files(paths):
+    """Two local ranks with the replica's PX_METRICS_PATH / PX_PARAMS_PATH (what the runner
+    gives them): no lost params, no interleaved series; the reader shows one series each."""
+    procs = [start(PROCESS_OF_A_REPLICA, replica_env(paths, LOCAL_RANK=str(rank))) for rank in (0, 1)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert sorted(p.name for p in paths.metrics_dir.iterdir()) == ["worker-0.jsonl", "worker-0.rank1.jsonl"]
+    reader = MetricsReader(paths)
+    reader.poll()
+    assert reader.replicas() == ["worker-0", "worker-0.rank1"]
+    for replica, rank in (("worker-0", 0), ("worker-0.rank1", 1)):
+        series = reader.series(replica, "loss")
+        assert series.steps == list(range(300)), replica
+        assert list(series.values) == [rank + i / 1000 for i in range(300)]
+    params = reader.params()
+    assert params["worker-0"] == {f"p0_{i}": i for i in range(300)}
+    assert params["worker-0.rank1"] == {f"p1_{i}": i for i in range(300)}
+    # tracking's own event files: one TensorBoard run per process
+    tb = paths.tensorboard("worker", 0)
+    assert len([p for p in tb.iterdir() if p.is_file()]) == 1 and len(list((tb / "rank1").iterdir())) == 1
+
+
+def test_a_failed_write_keeps_the_points_until_a_later_write_succeeds(paths):
+    """The file-size limit makes the write fail part-way (a real EFBIG); the points stay
+    queued, and once writing works again every point is in the file once, in order."""
+    proc = start(
+        """
+        import resource, signal
+        from jupyter_px import tracking
+        tracking.FLUSH_INTERVAL_S = 3600          # only our flush() calls write
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))
+        for i in range(100):
+            tracking.log_metrics(step=i, loss=float(i))
+        try:
+            tracking.flush()
+            print("flushed")
+        except OSError as error:
+            print("failed", error.errno)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        tracking.flush()
+        """,
+        replica_env(paths, tensorboard=False),
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.split()[0] == "failed"
+    reader = MetricsReader(paths)
+    with pytest.warns(RuntimeWarning, match="not a JSON object"):  # the line the failed write cut short
+        reader.poll()
+    assert reader.series("worker-0", "loss").steps == list(range(100))
+
+
+def test_a_failed_flush_on_sigterm_is_said_on_stderr(paths):
+    proc = start(
+        """
+        import time
+        from jupyter_px import tracking
+        tracking.FLUSH_INTERVAL_S = 3600
+        for i in range(10):
+            tracking.log_metrics(step=i, loss=float(i))
+        print("ready", flush=True)
+        time.sleep(60)
+        """,
+        replica_env(paths, tensorboard=False, PX_METRICS_PATH="/dev/full"),  # every write: ENOSPC
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGTERM
+    assert "could not write 10 metric points before exiting on SIGTERM" in err, err
+
+
+def test_a_full_queue_drops_new_points_and_says_so_once(paths):
+    proc = start(
+        """
+        from jupyter_px import tracking
+        tracking.FLUSH_INTERVAL_S = 3600
+        tracking.MAX_QUEUED_POINTS = 1000         # read when the process's tracker starts
+        for i in range(5000):
+            tracking.log_metrics(step=i, loss=float(i))
+        """,
+        replica_env(paths, tensorboard=False),
+    )
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert steps_in(paths.metrics("worker", 0)) == list(range(1000))  # the oldest, in order
+    assert err.count("are dropped") == 1, err
+    assert "4000 metric points were dropped in all" in err
+
+
+@pytest.mark.slow
+def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
+    """A tight loop for 1.3 s, then SIGKILL (no exit hook runs): the batches the background
+    writer finished are on disk, oldest first and whole."""
+    proc = start(
+        """
+        import os, signal, time
+        from jupyter_px import tracking
+        end, i = time.monotonic() + 1.3, 0
+        while time.monotonic() < end:
+            tracking.log_metrics(step=i, loss=float(i))
+            i += 1
+        print(i, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """,
+        replica_env(paths),
+    )
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, err
+    logged = int(out)
+    steps = steps_in(paths.metrics("worker", 0))  # every line parses: batches are whole lines
+    assert steps and steps == list(range(len(steps))) and len(steps) <= logged
+
+
+@pytest.mark.slow
+def test_a_real_run_with_two_processes_per_replica_keeps_both_series(tmp_path, monkeypatch):
+    """The local backend and the runner: torchrun-style local ranks of one replica."""
+    from jupyter_px.api import submit
+
+    monkeypatch.setenv("PX_HOME", str(tmp_path / "home"))
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os
+            from jupyter_px import tracking
+            rank = int(os.environ["LOCAL_RANK"])
+            for i in range(200):
+                tracking.log_params(**{f"p{rank}_{i}": i})
+                tracking.log_metrics(step=i, total_steps=200, loss=rank + i / 1000)
+            """
+        )
+    )
+    topology = {"framework": "pytorch", "environment": {"processes_per_replica": 2}}
+    run = submit(script, topology)
+    status = run.wait(timeout=240, poll=0.1)
+    assert status.state.value == "Succeeded", status
+    data = run.metrics()
+    assert sorted(data) == ["master-0", "master-0.rank1"]
+    for replica, rank in (("master-0", 0), ("master-0.rank1", 1)):
+        assert data[replica]["loss"].steps == list(range(200))
+        assert list(data[replica]["loss"].values) == [rank + i / 1000 for i in range(200)]
+    reader = MetricsReader(run.paths)
+    assert reader.params() == {
+        "master-0": {f"p0_{i}": i for i in range(200)},
+        "master-0.rank1": {f"p1_{i}": i for i in range(200)},
+    }
+    reader.poll()
+    assert reader.progress("master-0.rank1") == (199, 200)
