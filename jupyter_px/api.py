@@ -210,8 +210,10 @@ class Run:
         gigabytes does not fill the kernel's memory); `tail=None` for the whole log."""
         if tail is not None and tail <= 0:
             raise ValueError(f"tail must be a positive number of bytes or None, got {tail!r}")
-        text, _ = self.store.read_log(self.run_id, role, index, offset=-tail if tail else 0)
-        return text
+        # A negative offset starts `tail` bytes before the end, at a character boundary.
+        first, offset = self.store.read_log(self.run_id, role, index, offset=-tail if tail else 0)
+        rest = (text for text, _ in self.store.iter_log(self.run_id, role, index, offset=offset))
+        return first + "".join(rest)
 
     def metrics(self):
         """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""

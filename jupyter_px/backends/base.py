@@ -65,15 +65,11 @@ class Backend(ABC):
         import time
 
         while True:
-            text, offset = self.store.read_log(run_id, role, index, offset)
-            if text:
+            finished = self.store.status(run_id).state.finished
+            for text, next_offset in self.store.iter_log(run_id, role, index, offset):
+                offset = next_offset
                 yield text
-            if not follow:
-                return
-            if self.store.status(run_id).state.finished:
-                text, offset = self.store.read_log(run_id, role, index, offset)
-                if text:
-                    yield text
+            if not follow or finished:  # finished was read before the last drain: nothing is missed
                 return
             time.sleep(poll_interval)
 
