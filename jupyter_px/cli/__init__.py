@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import run_cmds, topology_cmds
+from . import k8s_cmds, run_cmds, topology_cmds
 
 
 class UsageError(Exception):
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     topology_cmds.register(commands)
     run_cmds.register(commands)
+    k8s_cmds.register(commands)
     return parser
 
 
