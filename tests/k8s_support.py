@@ -83,8 +83,8 @@ def kill(pid: int | None) -> None:
         pass
 
 
-@pytest.fixture
-def kube(tmp_path, monkeypatch, px_home):
+@pytest.fixture(name="kube")
+def kube_fixture(tmp_path, monkeypatch, px_home):
     """A fake cluster with the Kubeflow CRDs, reachable through KUBECONFIG; followers killed after."""
     with FakeKube(namespaces=("default", "ml"), crds=CRDS) as fake:
         monkeypatch.setenv("KUBECONFIG", fake.kubeconfig(tmp_path / "kubeconfig"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from k8s_support import kube, wait_until  # noqa: F401
+from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 
 import jupyter_px
 from jupyter_px.backends import get_backend
@@ -44,9 +44,9 @@ def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home
 def test_deleting_the_owner_deletes_the_run(kube, px_home):
     run = jupyter_px.submit("pass\n", TORCH)
     name = kube.list("configmaps")[0]["metadata"]["name"]
-    import kubernetes
-
     import os
+
+    import kubernetes
 
     api = kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
     kubernetes.client.CoreV1Api(api).delete_namespaced_config_map(name, "default")

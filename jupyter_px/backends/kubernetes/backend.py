@@ -34,16 +34,22 @@ STOP_WAIT_S = 30.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 
 
-def _pid_alive(pid: int | None) -> bool:
+def _follower_alive(pid: int | None, run_dir: Path) -> bool:
+    """Is `pid` this run's follower? (Not a zombie, not a reused pid.)"""
     if not pid:
         return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        os.waitpid(pid, os.WNOHANG)  # reap it if it was our child and has exited
+    except ChildProcessError:
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    if stat.rpartition(")")[2].split()[0] in ("Z", "X"):
+        return False
+    return FOLLOWER_MODULE.encode() in cmdline and str(run_dir).encode() in cmdline
 
 
 class KubernetesBackend(Backend):
@@ -112,7 +118,7 @@ class KubernetesBackend(Backend):
         env["PX_HOME"] = str(self.store.home)
         with open(run_dir / FOLLOWER_LOG, "ab") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", FOLLOWER_MODULE, str(run_dir)],
+                [sys.executable, "-m", FOLLOWER_MODULE, str(run_dir.resolve())],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -126,7 +132,7 @@ class KubernetesBackend(Backend):
         """Start the run's follower again if it is gone and the run is not finished (idempotent:
         a second follower of the same run exits at once). Its pid, or None if none was needed."""
         status = self.store.status(run_id)
-        if status.state.finished or _pid_alive(status.supervisor_pid):
+        if status.state.finished or _follower_alive(status.supervisor_pid, self.store.paths(run_id).root.resolve()):
             return None
         return self._start_follower(self.store.paths(run_id).root)
 
@@ -148,7 +154,7 @@ class KubernetesBackend(Backend):
             status = self.store.status(run_id)
             if status.state.finished:
                 return
-            if not _pid_alive(status.supervisor_pid):
+            if not _follower_alive(status.supervisor_pid, root.resolve()):
                 break
             time.sleep(0.05)
         status = self.store.status(run_id)

@@ -35,6 +35,7 @@ from ...runstore import ReplicaState, RunState, RunStore, atomic_write_json, ini
 from ...runstore.layout import RunPaths, runs_root
 from ...runstore.log_metrics import ingest_log_lines
 from ...topology import Topology, parse_topology
+from ..base import BackendError
 from .client import Cluster, connect
 from .create import delete_objects
 from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
@@ -80,11 +81,20 @@ def replica_of(pod: dict[str, Any], handle: RunHandle, topology: Topology) -> tu
 
 
 class ReplicaLog:
-    """One replica's log in the store, its resume point and its metrics offset."""
+    """One replica's log in the store, its resume point and its metrics offset.
+
+    The resume record (`follower/<replica>.json`) is written when a container's stream starts
+    and after every batch: the container, the lines of its log stored, the log file's size then,
+    and how far metrics were parsed (log offset, metrics file size). A follower killed between a
+    write and its record finds the difference on disk: log lines after the recorded size are
+    counted as stored, a metrics file longer than recorded is cut back and parsed again, so
+    neither a line nor a point is lost or doubled.
+    """
 
     def __init__(self, paths: RunPaths, role: str, index: int, state_dir: Path):
         self.paths, self.role, self.index = paths, role, index
         self.log_path = paths.log(role, index)
+        self.metrics_path = paths.metrics(role, index)
         self.state_path = state_dir / f"{role}-{index}.json"
         self.lock = threading.Lock()
         self.events: EventsWriter | None = None
@@ -95,24 +105,35 @@ class ReplicaLog:
         self.stream = saved.get("stream")
         self.lines = int(saved.get("lines", 0))
         self.metrics_offset = int(saved.get("metrics_offset", 0))
-        size = self._size()
-        recorded = int(saved.get("log_size", size if saved else 0))
-        if size > recorded:  # stored after the last record: count those lines as read
+        self.metrics_size = int(saved.get("metrics_size", 0))
+        size = _size(self.log_path)
+        recorded = int(saved.get("log_size", 0))
+        if self.stream is not None and size > recorded:  # stored after the last record: already read
             with open(self.log_path, "rb") as f:
                 f.seek(recorded)
                 self.lines += f.read().count(b"\n")
+        if _size(self.metrics_path) > self.metrics_size:  # parsed after the last record: parse again
+            with open(self.metrics_path, "r+b") as f:
+                f.truncate(self.metrics_size)
 
-    def _size(self) -> int:
-        try:
-            return self.log_path.stat().st_size
-        except FileNotFoundError:
-            return 0
+    def _save(self) -> None:
+        atomic_write_json(
+            self.state_path,
+            {
+                "stream": self.stream,
+                "lines": self.lines,
+                "log_size": _size(self.log_path),
+                "metrics_offset": self.metrics_offset,
+                "metrics_size": self.metrics_size,
+            },
+        )
 
     def lines_to_skip(self, stream: str) -> int:
         """Lines of this container's log already stored (0 for a new container)."""
         with self.lock:
             if stream != self.stream:
                 self.stream, self.lines = stream, 0
+                self._save()
             return self.lines
 
     def append(self, lines: list[bytes]) -> None:
@@ -121,16 +142,8 @@ class ReplicaLog:
             with open(self.log_path, "ab") as f:
                 f.write(b"".join(lines))
             self.lines += len(lines)
+            self._save()
             self._ingest_metrics()
-            atomic_write_json(
-                self.state_path,
-                {
-                    "stream": self.stream,
-                    "lines": self.lines,
-                    "log_size": self._size(),
-                    "metrics_offset": self.metrics_offset,
-                },
-            )
 
     def _ingest_metrics(self) -> None:
         with open(self.log_path, "rb") as f:
@@ -141,10 +154,19 @@ class ReplicaLog:
             return
         found = ingest_log_lines(self.paths, self.role, self.index, data[:end].split(b"\n"))
         self.metrics_offset += end
+        self.metrics_size = _size(self.metrics_path)
+        self._save()
         if found.metrics:
             if self.events is None:
                 self.events = EventsWriter(self.paths.tensorboard(self.role, self.index))
             self.events.write(found.metrics)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 class Follower:
@@ -169,6 +191,7 @@ class Follower:
         self.done = threading.Event()
         self.job: dict[str, Any] | None = None
         self.seen_pods: set[tuple[str, int]] = set()
+        self.stopping = False
 
     # ---- watching --------------------------------------------------------------------------
 
@@ -298,7 +321,10 @@ class Follower:
                 replica.finished_at = view.finished_at
                 replica.address = pod["metadata"]["name"]
             elif key in self.seen_pods and replica.state not in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
-                replica.state, replica.reason = ReplicaState.LOST, "PodDeleted"
+                if self.stopping:
+                    replica.state, replica.reason = ReplicaState.STOPPED, "Stopped"
+                else:  # deleted by someone else (kubectl, an eviction): its logs so far are kept
+                    replica.state, replica.reason = ReplicaState.LOST, "PodDeleted"
             if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
                 replica.state = ReplicaState.STOPPED
                 replica.reason = replica.reason if run_state == RunState.STOPPED else "StoppedByRun"
@@ -346,7 +372,7 @@ class Follower:
                 next_job_poll = time.monotonic() + JOB_POLL_S
             views = self._views()
             self._ensure_streams(views)
-            stopping = (self.run_dir / STOP_FILE).exists()
+            self.stopping = stopping = (self.run_dir / STOP_FILE).exists()
             state, reason, message = self._outcome(views)
             if stopping and not state.finished:
                 state, reason, message = RunState.STOPPED, "Stopped", "stopped on request"
@@ -358,16 +384,24 @@ class Follower:
                 last_written = snapshot
 
     def _finish(self, views, state: RunState, reason: str | None, message: str | None) -> int:
-        """Drain the logs, write the final status, and (native) delete what still runs."""
+        """Drain the logs, write the final status, and (native) delete the run's objects: its pods
+        would otherwise hold their nodes (a ps never exits), and its logs are in the store now."""
         deadline = time.monotonic() + LOG_DRAIN_S
-        if state != RunState.STOPPED and self.handle.backend == "kubernetes":
-            running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
-            # a finished run's ps/evaluator pods would run forever: the logs are in the store
-            delete_objects(self.cluster, running)
+        native = self.handle.backend == "kubernetes"
+        if native and state != RunState.STOPPED:
+            still_running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
+            delete_objects(self.cluster, still_running)
         for thread in self.streams.values():
             thread.join(max(0.0, deadline - time.monotonic()))
         self.done.set()
         self._write_status(views, state, reason, message, final=True)
+        if native and state != RunState.STOPPED:
+            from .backend import delete_run
+
+            try:
+                delete_run(self.cluster, self.handle)
+            except BackendError as error:
+                log.warning("%s", error)
         log.info("run %s finished: %s", self.run_id, state.value)
         return 0
 
