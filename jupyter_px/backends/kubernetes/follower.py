@@ -321,8 +321,9 @@ class Follower:
                 replica.finished_at = view.finished_at
                 replica.address = pod["metadata"]["name"]
             elif key in self.seen_pods and replica.state not in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
-                if self.stopping:
-                    replica.state, replica.reason = ReplicaState.STOPPED, "Stopped"
+                if self.stopping:  # we deleted it: a stop, or the rest of a run that has ended
+                    replica.state = ReplicaState.STOPPED
+                    replica.reason = "Stopped" if run_state == RunState.STOPPED else "StoppedByRun"
                 else:  # deleted by someone else (kubectl, an eviction): its logs so far are kept
                     replica.state, replica.reason = ReplicaState.LOST, "PodDeleted"
             if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
@@ -348,6 +349,21 @@ class Follower:
 
     # ---- the loop --------------------------------------------------------------------------
 
+    def _drain_events(self, wait: float) -> None:
+        """Apply the watch events that arrived (waiting up to `wait` s for the first)."""
+        try:
+            kind, obj = self.events.get(timeout=wait) if wait else self.events.get_nowait()
+            while True:
+                if kind == "RESET":
+                    self.pods.clear()
+                elif kind == "DELETED":
+                    self.pods.pop(obj["metadata"]["name"], None)
+                elif obj is not None:
+                    self.pods[obj["metadata"]["name"]] = obj
+                kind, obj = self.events.get_nowait()
+        except queue.Empty:
+            pass
+
     def run(self) -> int:
         if (self.run_dir / STOP_FILE).exists() and self.store.status(self.run_id).state.finished:
             return 0
@@ -355,18 +371,7 @@ class Follower:
         last_written: Any = None
         next_job_poll = 0.0
         while True:
-            try:
-                kind, obj = self.events.get(timeout=POLL_S)
-                while True:
-                    if kind == "RESET":
-                        self.pods.clear()
-                    elif kind == "DELETED":
-                        self.pods.pop(obj["metadata"]["name"], None)
-                    elif obj is not None:
-                        self.pods[obj["metadata"]["name"]] = obj
-                    kind, obj = self.events.get_nowait()
-            except queue.Empty:
-                pass
+            self._drain_events(POLL_S)
             if time.monotonic() >= next_job_poll:
                 self._poll_job()
                 next_job_poll = time.monotonic() + JOB_POLL_S
@@ -384,15 +389,21 @@ class Follower:
                 last_written = snapshot
 
     def _finish(self, views, state: RunState, reason: str | None, message: str | None) -> int:
-        """Drain the logs, write the final status, and (native) delete the run's objects: its pods
-        would otherwise hold their nodes (a ps never exits), and its logs are in the store now."""
+        """Read every replica's log to its end, write the final status, and (native) delete the
+        run's objects: its pods would otherwise hold their nodes (a ps never exits), and its logs
+        are in the store now."""
         deadline = time.monotonic() + LOG_DRAIN_S
         native = self.handle.backend == "kubernetes"
-        if native and state != RunState.STOPPED:
-            still_running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
-            delete_objects(self.cluster, still_running)
-        for thread in self.streams.values():
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
+        for _ in range(2):  # again after the joins: pods that ended meanwhile, events that came late
+            self._drain_events(0.2)
+            views = self._views()
+            self._ensure_streams(views)
+            if native and state != RunState.STOPPED:
+                still_running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
+                delete_objects(self.cluster, still_running)
+            for thread in list(self.streams.values()):
+                thread.join(max(0.0, deadline - time.monotonic()))
         self.done.set()
         self._write_status(views, state, reason, message, final=True)
         if native and state != RunState.STOPPED:
