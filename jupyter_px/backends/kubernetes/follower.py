@@ -71,11 +71,11 @@ def replica_of(pod: dict[str, Any], handle: RunHandle, topology: Topology) -> tu
                     return role, rank
                 rank -= count
             return None
-        role = labels.get(LABEL_ROLE)
+        pod_role = labels.get(LABEL_ROLE)
         index = labels.get(LABEL_INDEX) if handle.backend != "kubeflow" else labels.get(REPLICA_INDEX_LABEL)
-        if role is None or index is None:
+        if pod_role is None or index is None:
             return None
-        return role, int(index)
+        return pod_role, int(index)
     except ValueError:
         return None
 
@@ -246,7 +246,7 @@ class Follower:
         replica_log = self.logs[key]
         skip = replica_log.lines_to_skip(f"{pod['metadata'].get('uid')}/{restarts}")
         try:
-            response = self.cluster.core.read_namespaced_pod_log(
+            response: Any = self.cluster.core.read_namespaced_pod_log(
                 name, self.cluster.namespace, container=container, follow=True, _preload_content=False
             )
         except (ApiException, HTTPError, OSError) as error:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .client import Cluster
 
@@ -35,14 +35,16 @@ class Kind:
             method = getattr(cluster.core, f"create_namespaced_{_snake(self.kind)}")
             # Raw JSON: turning 1,000 answers into the client's models costs more than the calls.
             return json.loads(method(ns, body, _preload_content=False).data)
-        return cluster.custom.create_namespaced_custom_object(self.group, self.version, ns, self.plural, body)
+        created = cluster.custom.create_namespaced_custom_object(self.group, self.version, ns, self.plural, body)
+        return cast(dict[str, Any], created)
 
     def get(self, cluster: Cluster, name: str) -> dict[str, Any]:
         ns = cluster.namespace
         if self.core:
             method = getattr(cluster.core, f"read_namespaced_{_snake(self.kind)}")
             return json.loads(method(name, ns, _preload_content=False).data)
-        return cluster.custom.get_namespaced_custom_object(self.group, self.version, ns, self.plural, name)
+        found = cluster.custom.get_namespaced_custom_object(self.group, self.version, ns, self.plural, name)
+        return cast(dict[str, Any], found)
 
     def delete(self, cluster: Cluster, name: str) -> None:
         ns = cluster.namespace
