@@ -346,3 +346,46 @@ def test_cli_render_prints_yaml(tmp_path):
         timeout=60,
     )
     assert refused.returncode == 2 and "no runtime for framework mxnet" in refused.stderr
+
+
+def test_the_payload_runs_without_jupyter_px_installed(tmp_path):
+    """Lay the ConfigMap out as the pod's volume would, run the entry point with `python -S`
+    (no site-packages: no jupyter_px) as Trainer node 2 of 3: it is worker 1 and prints metrics."""
+    import base64
+    import os
+
+    code = (
+        b"import os\nimport jupyter_px.tracking as t\n"
+        b"print('I am', os.environ['PX_TASK_TYPE'], os.environ['PX_TASK_INDEX'], os.environ['RANK'])\n"
+        b"t.log_metrics(step=1, loss=0.5)\n"
+    )
+    topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}}
+    configmap, job = render("kubeflow-trainer", topology, files={"train.py": code})
+    pod = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+    app, work = tmp_path / "app", tmp_path / "work"
+    work.mkdir()
+    for item in pod["template"]["spec"]["template"]["spec"]["volumes"][0]["configMap"]["items"]:
+        key, path = item["key"], app / item["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = configmap.get("data", {})
+        path.write_bytes(data[key].encode() if key in data else base64.b64decode(configmap["binaryData"][key]))
+    record = json.loads((app / "run" / "record.json").read_text())
+    assert record["workdir"] == "/px/work"  # the pod's emptyDir; here a temporary directory
+    record["workdir"] = str(work)
+    (app / "run" / "record.json").write_text(json.dumps(record))
+    env = {e["name"]: e["value"] for e in job["spec"]["trainer"]["env"]}
+    env.update(
+        PATH=os.environ["PATH"], PET_NODE_RANK="2", PET_NNODES="3", PET_MASTER_ADDR="node-0", PET_MASTER_PORT="23456"
+    )
+    result = subprocess.run(
+        [sys.executable, "-S", str(app / "lib" / "px_entry.py"), str(app / "run")],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "I am worker 1 2"
+    assert lines[1].startswith("@px-metrics ") and json.loads(lines[1].split(" ", 1)[1])["metrics"] == {"loss": 0.5}
