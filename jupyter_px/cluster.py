@@ -210,3 +210,27 @@ def replica_env(
     For many replicas of one run, build one `ClusterEnv` and call `for_replica` on it.
     """
     return ClusterEnv(topology, run_id, addresses).for_replica(role, index, paths, local_rank)
+
+
+def kubernetes_dns_addresses(
+    topology: Topology,
+    base: str,
+    namespace: str,
+    *,
+    subdomain: str | None = None,
+    role_names: Mapping[str, str] | None = None,
+) -> dict[str, list[str]]:
+    """Cluster DNS addresses of every replica, one fixed port per framework.
+
+    With `subdomain` (one headless Service per run, pods with hostname + subdomain, as JobSet
+    does): `<base>-<role>-<i>.<subdomain>.<namespace>.svc:<port>`. Without: a Service per
+    replica, as Kubeflow's training operator creates them: `<base>-<role>-<i>.<namespace>.svc:<port>`.
+    `role_names` maps our roles to the names in the objects (`master` -> `chief` for a TFJob).
+    """
+    port = KUBERNETES_PORTS[topology.framework]
+    domain = f"{subdomain}.{namespace}.svc" if subdomain else f"{namespace}.svc"
+    names = role_names or {}
+    return {
+        role: [f"{base}-{names.get(role, role)}-{i}.{domain}:{port}" for i in range(n)]
+        for role, n in topology.counts().items()
+    }

@@ -11,10 +11,19 @@ def get_backend(name: str, store: RunStore | None = None) -> Backend:
         from .local import LocalBackend
 
         return LocalBackend(store)
-    raise BackendError(
-        f"backend {name!r} is not available in this installation yet; use backend: local "
-        "(the Kubernetes and Kubeflow backends are on the way)"
-    )
+    if name in ("kubernetes", "native"):
+        from .kubernetes import KubernetesBackend
+
+        return KubernetesBackend(store)
+    if name == "kubeflow":
+        from .kubernetes import KubeflowBackend
+
+        return KubeflowBackend(store)
+    if name == "kubeflow-trainer":
+        from .kubernetes import KubeflowTrainerBackend
+
+        return KubeflowTrainerBackend(store)
+    raise BackendError(f"unknown backend {name!r}: use local, native, kubeflow or kubeflow-trainer")
 
 
 __all__ = ["Backend", "BackendError", "ResourceUnavailable", "SubmitHandle", "get_backend"]

@@ -1,0 +1,91 @@
+"""Connecting to a cluster: kubeconfig (`KUBECONFIG`, the current or a named context) or, when
+this process runs in a pod (Kubeflow Notebooks, JupyterHub on Kubernetes), the in-cluster config.
+
+`connect` returns the official client's API objects sharing one connection pool sized for the
+backend's parallel creates, and the namespace to use (settings, else the context's, else the
+pod's own namespace, else "default").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from ..base import BackendError
+from .settings import KubernetesSettings
+
+IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+@dataclass
+class Cluster:
+    api: client.ApiClient
+    core: client.CoreV1Api
+    custom: client.CustomObjectsApi
+    namespace: str
+    host: str
+    context: str | None
+
+    def close(self) -> None:
+        self.api.close()
+
+
+def _kubeconfig() -> str | None:
+    """KUBECONFIG (read now: the client reads it once, at import) or ~/.kube/config, if any exists."""
+    paths = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    return paths if any(Path(p).expanduser().is_file() for p in paths.split(os.pathsep) if p) else None
+
+
+def connect(settings: KubernetesSettings) -> Cluster:
+    """An API client for the configured cluster, or BackendError saying what is missing."""
+    configuration = client.Configuration()
+    namespace = settings.namespace
+    context = settings.context
+    try:
+        kubeconfig = _kubeconfig()
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+            if namespace is None or context is None:
+                contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)
+                if context:
+                    active = next((c for c in contexts if c["name"] == context), active)
+                namespace = namespace or (active or {}).get("context", {}).get("namespace")
+                context = context or (active or {}).get("name")
+        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config(client_configuration=configuration)
+            if namespace is None and IN_CLUSTER_NAMESPACE.is_file():
+                namespace = IN_CLUSTER_NAMESPACE.read_text().strip()
+        else:
+            raise BackendError(
+                "no Kubernetes configuration: set KUBECONFIG (or create ~/.kube/config), or run the notebook "
+                "in a pod of the cluster"
+            )
+    except config.ConfigException as error:
+        raise BackendError(f"cannot load the Kubernetes configuration: {error}") from None
+    configuration.connection_pool_maxsize = max(4, settings.create_parallelism)
+    configuration.retries = 0  # our own calls decide; a refused connection must fail fast
+    api = client.ApiClient(configuration)
+    return Cluster(
+        api=api,
+        core=client.CoreV1Api(api),
+        custom=client.CustomObjectsApi(api),
+        namespace=namespace or "default",
+        host=configuration.host,
+        context=context,
+    )
+
+
+def api_reason(error: ApiException) -> str:
+    """The API server's own message for a refused call (`pods "x" already exists`)."""
+    try:
+        body: Any = json.loads(error.body or "")
+        message = body.get("message") if isinstance(body, dict) else None
+    except (ValueError, TypeError):
+        message = None
+    return f"{error.status} {error.reason}: {message}" if message else f"{error.status} {error.reason}"

@@ -1,0 +1,442 @@
+"""`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`: one detached process per run.
+
+Like the local backend's supervisor, it outlives the kernel that submitted the run, and it is
+the only writer of the run's status. It watches the run's pods (a watch on the run's label) and,
+for Kubeflow, the job's conditions; it writes per-replica states into the run store; it streams
+every replica's log into the store as it comes, so logs survive pod cleanup; it parses the
+`@px-metrics` lines of those logs into the store's metrics and TensorBoard event files, so plots
+and TensorBoard work without a shared disk.
+
+Restartable and idempotent: a file lock admits one follower per run; per replica it records
+which container it was reading and how many lines it had stored, plus the log's size at that
+moment. A restarted follower reads each log from the start and skips what it already has
+(lines appended after the last record are counted from the file), so no line is lost or doubled.
+Metrics are parsed from the stored log file, from a recorded offset, for the same reason.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from ...runstore import ReplicaState, RunState, RunStore, atomic_write_json, initial_status
+from ...runstore.layout import RunPaths, runs_root
+from ...runstore.log_metrics import ingest_log_lines
+from ...topology import Topology, parse_topology
+from ..base import BackendError
+from .client import Cluster, connect
+from .create import delete_objects
+from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
+from .manifests_kubeflow import REPLICA_INDEX_LABEL
+from .names import LABEL_INDEX, LABEL_ROLE, run_selector
+from .pod_state import PodView, job_outcome, pod_view, replicas_outcome
+from .resources import KINDS
+from .tensorboard_events import EventsWriter
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+JOB_POLL_S = 1.0
+WATCH_TIMEOUT_S = 30
+LOG_DRAIN_S = 30.0
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+
+
+def replica_of(pod: dict[str, Any], handle: RunHandle, topology: Topology) -> tuple[str, int] | None:
+    """Which of our replicas a pod is, from its labels (ours, the operator's or JobSet's)."""
+    labels = pod.get("metadata", {}).get("labels") or {}
+    try:
+        if handle.backend == "kubeflow-trainer":
+            if labels.get(REPLICATED_JOB_LABEL) == "launcher":
+                return "master", 0
+            rank = int(labels.get(COMPLETION_INDEX_LABEL, "0"))
+            counts = topology.counts()
+            if topology.is_mpi:
+                return "worker", rank
+            for role, count in counts.items():
+                if rank < count:
+                    return role, rank
+                rank -= count
+            return None
+        pod_role = labels.get(LABEL_ROLE)
+        index = labels.get(LABEL_INDEX) if handle.backend != "kubeflow" else labels.get(REPLICA_INDEX_LABEL)
+        if pod_role is None or index is None:
+            return None
+        return pod_role, int(index)
+    except ValueError:
+        return None
+
+
+class ReplicaLog:
+    """One replica's log in the store, its resume point and its metrics offset.
+
+    The resume record (`follower/<replica>.json`) is written when a container's stream starts
+    and after every batch: the container, the lines of its log stored, the log file's size then,
+    and how far metrics were parsed (log offset, metrics file size). A follower killed between a
+    write and its record finds the difference on disk: log lines after the recorded size are
+    counted as stored, a metrics file longer than recorded is cut back and parsed again, so
+    neither a line nor a point is lost or doubled.
+    """
+
+    def __init__(self, paths: RunPaths, role: str, index: int, state_dir: Path):
+        self.paths, self.role, self.index = paths, role, index
+        self.log_path = paths.log(role, index)
+        self.metrics_path = paths.metrics(role, index)
+        self.state_path = state_dir / f"{role}-{index}.json"
+        self.lock = threading.Lock()
+        self.events: EventsWriter | None = None
+        try:
+            saved = json.loads(self.state_path.read_text())
+        except (OSError, ValueError):
+            saved = {}
+        self.stream = saved.get("stream")
+        self.lines = int(saved.get("lines", 0))
+        self.metrics_offset = int(saved.get("metrics_offset", 0))
+        self.metrics_size = int(saved.get("metrics_size", 0))
+        size = _size(self.log_path)
+        recorded = int(saved.get("log_size", 0))
+        if self.stream is not None and size > recorded:  # stored after the last record: already read
+            with open(self.log_path, "rb") as f:
+                f.seek(recorded)
+                self.lines += f.read().count(b"\n")
+        if _size(self.metrics_path) > self.metrics_size:  # parsed after the last record: parse again
+            with open(self.metrics_path, "r+b") as f:
+                f.truncate(self.metrics_size)
+
+    def _save(self) -> None:
+        atomic_write_json(
+            self.state_path,
+            {
+                "stream": self.stream,
+                "lines": self.lines,
+                "log_size": _size(self.log_path),
+                "metrics_offset": self.metrics_offset,
+                "metrics_size": self.metrics_size,
+            },
+        )
+
+    def lines_to_skip(self, stream: str) -> int:
+        """Lines of this container's log already stored (0 for a new container)."""
+        with self.lock:
+            if stream != self.stream:
+                self.stream, self.lines = stream, 0
+                self._save()
+            return self.lines
+
+    def append(self, lines: list[bytes]) -> None:
+        with self.lock:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_path, "ab") as f:
+                f.write(b"".join(lines))
+            self.lines += len(lines)
+            self._save()
+            self._ingest_metrics()
+
+    def _ingest_metrics(self) -> None:
+        with open(self.log_path, "rb") as f:
+            f.seek(self.metrics_offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        if not end:
+            return
+        found = ingest_log_lines(self.paths, self.role, self.index, data[:end].split(b"\n"))
+        self.metrics_offset += end
+        self.metrics_size = _size(self.metrics_path)
+        self._save()
+        if found.metrics:
+            if self.events is None:
+                self.events = EventsWriter(self.paths.tensorboard(self.role, self.index))
+            self.events.write(found.metrics)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+class Follower:
+    def __init__(self, store: RunStore, run_id: str):
+        self.store, self.run_id = store, run_id
+        self.paths = store.paths(run_id)
+        self.run_dir = self.paths.root
+        self.handle = RunHandle.load(self.run_dir)
+        from .settings import load_settings
+
+        self.cluster: Cluster = connect(load_settings(namespace=self.handle.namespace, context=self.handle.context))
+        self.topology = parse_topology(store.record(run_id).topology)
+        self.roles = self.topology.counts()
+        self.state_dir = self.run_dir / FOLLOWER_DIR
+        self.state_dir.mkdir(exist_ok=True)
+        self.logs = {
+            (s.role, s.index): ReplicaLog(self.paths, s.role, s.index, self.state_dir) for s in self.topology.replicas()
+        }
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.streams: dict[tuple[str, int], threading.Thread] = {}
+        self.events: queue.Queue = queue.Queue()
+        self.done = threading.Event()
+        self.job: dict[str, Any] | None = None
+        self.seen_pods: set[tuple[str, int]] = set()
+        self.stopping = False
+
+    # ---- watching --------------------------------------------------------------------------
+
+    def _watch_pods(self) -> None:
+        selector = run_selector(self.handle.base)
+        while not self.done.is_set():
+            try:
+                stream = watch.Watch().stream(
+                    self.cluster.core.list_namespaced_pod,
+                    self.cluster.namespace,
+                    label_selector=selector,
+                    timeout_seconds=WATCH_TIMEOUT_S,
+                    deserialize=False,
+                )
+                self.events.put(("RESET", None))
+                for event in stream:
+                    self.events.put((event["type"], event["object"]))
+                    if self.done.is_set():
+                        break
+            except (ApiException, HTTPError, OSError, ValueError) as error:
+                log.warning("watching pods of %s: %s", self.run_id, error)
+                self.done.wait(1.0)
+
+    def _poll_job(self) -> None:
+        if not self.handle.job_kind:
+            return
+        kind = KINDS[self.handle.job_kind]
+        try:
+            self.job = kind.get(self.cluster, self.handle.base)
+        except ApiException as error:
+            if error.status == 404:
+                self.job = {
+                    "status": {
+                        "conditions": [
+                            {
+                                "type": "Failed",
+                                "status": "True",
+                                "reason": "Deleted",
+                                "message": f"the {kind.kind} was deleted",
+                            }
+                        ]
+                    }
+                }
+        except (HTTPError, OSError) as error:
+            log.warning("reading %s %s: %s", kind.kind, self.handle.base, error)
+
+    # ---- logs ------------------------------------------------------------------------------
+
+    def _stream_log(self, key: tuple[str, int], pod: dict[str, Any], restarts: int) -> None:
+        name = pod["metadata"]["name"]
+        container = pod["spec"]["containers"][0]["name"]
+        replica_log = self.logs[key]
+        skip = replica_log.lines_to_skip(f"{pod['metadata'].get('uid')}/{restarts}")
+        try:
+            response: Any = self.cluster.core.read_namespaced_pod_log(
+                name, self.cluster.namespace, container=container, follow=True, _preload_content=False
+            )
+        except (ApiException, HTTPError, OSError) as error:
+            log.info("log of %s not available yet: %s", name, error)
+            return
+        pending = b""
+        try:
+            for chunk in response.stream(64 * 1024):
+                pending += chunk
+                cut = pending.rfind(b"\n") + 1
+                if not cut:
+                    continue
+                lines = pending[:cut].splitlines(keepends=True)
+                pending = pending[cut:]
+                if skip:
+                    dropped = min(skip, len(lines))
+                    lines, skip = lines[dropped:], skip - dropped
+                if lines:
+                    replica_log.append(lines)
+            if pending and not skip:
+                replica_log.append([pending + b"\n"])
+        except (HTTPError, OSError) as error:
+            log.info("log stream of %s ended: %s", name, error)
+        finally:
+            response.release_conn()
+
+    def _ensure_streams(self, views: dict[tuple[str, int], tuple[dict[str, Any], PodView]]) -> None:
+        for key, (pod, view) in views.items():
+            thread = self.streams.get(key)
+            if thread is not None and thread.is_alive():
+                continue
+            if not view.container_started:
+                continue
+            stream_id = f"{pod['metadata'].get('uid')}/{view.restarts}"
+            if (
+                thread is not None
+                and self.logs[key].stream == stream_id
+                and view.state
+                in (
+                    ReplicaState.SUCCEEDED,
+                    ReplicaState.FAILED,
+                )
+            ):
+                continue  # read to its end already
+            thread = threading.Thread(target=self._stream_log, args=(key, pod, view.restarts), daemon=True)
+            self.streams[key] = thread
+            thread.start()
+
+    # ---- status ----------------------------------------------------------------------------
+
+    def _views(self) -> dict[tuple[str, int], tuple[dict[str, Any], PodView]]:
+        out = {}
+        for pod in self.pods.values():
+            key = replica_of(pod, self.handle, self.topology)
+            if key in self.logs:
+                out[key] = (pod, pod_view(pod))
+        return out
+
+    def _write_status(self, views, run_state: RunState, reason: str | None, message: str | None, final: bool) -> None:
+        status = self.store.status(self.run_id)
+        if not status.replicas:
+            status = initial_status(self.run_id, list(self.logs))
+        status.supervisor_pid = None if final else os.getpid()
+        for replica in status.replicas:
+            key = (replica.role, replica.index)
+            if key in views:
+                self.seen_pods.add(key)
+                pod, view = views[key]
+                replica.state, replica.reason, replica.message = view.state, view.reason, view.message
+                replica.exit_code, replica.restarts = view.exit_code, view.restarts
+                replica.started_at = replica.started_at or view.started_at
+                replica.finished_at = view.finished_at
+                replica.address = pod["metadata"]["name"]
+            elif key in self.seen_pods and replica.state not in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
+                if self.stopping:  # we deleted it: a stop, or the rest of a run that has ended
+                    replica.state = ReplicaState.STOPPED
+                    replica.reason = "Stopped" if run_state == RunState.STOPPED else "StoppedByRun"
+                else:  # deleted by someone else (kubectl, an eviction): its logs so far are kept
+                    replica.state, replica.reason = ReplicaState.LOST, "PodDeleted"
+            if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
+                replica.state = ReplicaState.STOPPED
+                replica.reason = replica.reason if run_state == RunState.STOPPED else "StoppedByRun"
+                replica.finished_at = replica.finished_at or time.time()
+        if run_state == RunState.RUNNING and status.started_at is None:
+            status.started_at = time.time()
+        status.state, status.reason, status.message = run_state, reason, message
+        if final:
+            status.finished_at = time.time()
+        self.store.write_status(status)
+
+    def _outcome(self, views) -> tuple[RunState, str | None, str | None]:
+        pod_states = {key: view for key, (_, view) in views.items()}
+        state, message = replicas_outcome(pod_states, self.roles)
+        if self.handle.job_kind:
+            ended = job_outcome(self.job)
+            if ended:
+                return ended
+            return (state if state in (RunState.RUNNING, RunState.PENDING) else RunState.RUNNING), None, None
+        return state, (state.value if state.finished else None), message
+
+    # ---- the loop --------------------------------------------------------------------------
+
+    def _drain_events(self, wait: float) -> None:
+        """Apply the watch events that arrived (waiting up to `wait` s for the first)."""
+        try:
+            kind, obj = self.events.get(timeout=wait) if wait else self.events.get_nowait()
+            while True:
+                if kind == "RESET":
+                    self.pods.clear()
+                elif kind == "DELETED":
+                    self.pods.pop(obj["metadata"]["name"], None)
+                elif obj is not None:
+                    self.pods[obj["metadata"]["name"]] = obj
+                kind, obj = self.events.get_nowait()
+        except queue.Empty:
+            pass
+
+    def run(self) -> int:
+        if (self.run_dir / STOP_FILE).exists() and self.store.status(self.run_id).state.finished:
+            return 0
+        threading.Thread(target=self._watch_pods, name="px-k8s-watch", daemon=True).start()
+        last_written: Any = None
+        next_job_poll = 0.0
+        while True:
+            self._drain_events(POLL_S)
+            if time.monotonic() >= next_job_poll:
+                self._poll_job()
+                next_job_poll = time.monotonic() + JOB_POLL_S
+            views = self._views()
+            self._ensure_streams(views)
+            self.stopping = stopping = (self.run_dir / STOP_FILE).exists()
+            state, reason, message = self._outcome(views)
+            if stopping and not state.finished:
+                state, reason, message = RunState.STOPPED, "Stopped", "stopped on request"
+            if state.finished:
+                return self._finish(views, state, reason, message)
+            snapshot = (state, [(k, v.state, v.reason, v.restarts) for k, (_, v) in sorted(views.items())])
+            if snapshot != last_written:
+                self._write_status(views, state, reason, message, final=False)
+                last_written = snapshot
+
+    def _finish(self, views, state: RunState, reason: str | None, message: str | None) -> int:
+        """Read every replica's log to its end, write the final status, and (native) delete the
+        run's objects: its pods would otherwise hold their nodes (a ps never exits), and its logs
+        are in the store now."""
+        deadline = time.monotonic() + LOG_DRAIN_S
+        native = self.handle.backend == "kubernetes"
+        self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
+        for _ in range(2):  # again after the joins: pods that ended meanwhile, events that came late
+            self._drain_events(0.2)
+            views = self._views()
+            self._ensure_streams(views)
+            if native and state != RunState.STOPPED:
+                still_running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
+                delete_objects(self.cluster, still_running)
+            for thread in list(self.streams.values()):
+                thread.join(max(0.0, deadline - time.monotonic()))
+        self.done.set()
+        self._write_status(views, state, reason, message, final=True)
+        if native and state != RunState.STOPPED:
+            from .backend import delete_run
+
+            try:
+                delete_run(self.cluster, self.handle)
+            except BackendError as error:
+                log.warning("%s", error)
+        log.info("run %s finished: %s", self.run_id, state.value)
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m jupyter_px.backends.kubernetes.follower RUN_DIR", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    run_dir = Path(args[0]).resolve()
+    home = run_dir.parent.parent
+    if runs_root(home) != run_dir.parent:
+        print(f"{run_dir} is not a run directory", file=sys.stderr)
+        return 2
+    (run_dir / FOLLOWER_DIR).mkdir(exist_ok=True)
+    with open(run_dir / FOLLOWER_DIR / ".lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("another follower already follows %s", run_dir.name)
+            return 0
+        return Follower(RunStore(home), run_dir.name).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""What a submitted run keeps about its cluster objects, in its run directory.
+
+`kubernetes.json` (written once by submit) lets any process (the follower, `stop`, another
+kernel) find the run's objects again; `kubernetes-stop` asks the follower to finish as Stopped;
+`follower/<replica>.json` is the follower's resume point per replica.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ...runstore import atomic_write_json
+
+HANDLE_FILE = "kubernetes.json"
+STOP_FILE = "kubernetes-stop"
+FOLLOWER_DIR = "follower"
+FOLLOWER_LOG = "follower.log"
+
+
+@dataclass(frozen=True)
+class RunHandle:
+    backend: str  # kubernetes (native), kubeflow, kubeflow-trainer
+    namespace: str
+    base: str  # object name base; every object carries the run label with it
+    context: str | None
+    host: str
+    job_kind: str | None = None  # TFJob, ..., TrainJob; None for native
+
+    def save(self, run_dir: Path) -> None:
+        atomic_write_json(run_dir / HANDLE_FILE, asdict(self))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunHandle:
+        return cls(**json.loads((run_dir / HANDLE_FILE).read_text()))

@@ -1,0 +1,148 @@
+"""`kubeflow-trainer`: one Kubeflow Trainer v2 `TrainJob` on a training runtime.
+
+A TrainJob says how many nodes, processes per node and resources per node it wants, and names
+a runtime (`torch-distributed`; `deepspeed-distributed`, an OpenMPI launcher, for MPI/Horovod)
+that owns the rest. So: one image, one environment and the same resources on every node (a
+topology whose replicas differ is refused, naming them), and no TensorFlow or MXNet (no runtime).
+
+Our ConfigMap, node selector, tolerations and pull secrets reach the pods through
+`runtimePatches` (the TrainJob field for per-job pod changes). Nodes are ranked master first,
+then workers; `pod_entry.py` maps the node rank back to our role and index.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...cluster import KUBERNETES_PORTS, mpi_world_size
+from ...topology import ReplicaSpec
+from ..base import BackendError
+from .manifests_kubeflow import UNIFORM_FIELDS
+from .payload import ENTRY, RUN_DIR
+from .podspec import (
+    RenderContext,
+    command,
+    configmap,
+    env_list,
+    replica_labels,
+    resource_requirements,
+    volume_mounts,
+    volumes,
+)
+
+API_VERSION = "trainer.kubeflow.org/v1alpha1"
+MANAGER = "jupyter-px"
+
+
+def check(ctx: RenderContext) -> list[ReplicaSpec]:
+    """The topology's replicas if a TrainJob can express them; else a clear error."""
+    framework = ctx.topology.framework
+    if framework not in ("pytorch", "horovod", "mpi"):
+        raise BackendError(
+            f"Kubeflow Trainer v2 has no runtime for framework {framework or '(none)'}: use backend kubeflow "
+            "(TFJob/MXJob) or native"
+        )
+    specs = ctx.topology.replicas()
+    first = specs[0]
+    differing = [s for s in specs[1:] if any(getattr(s, f) != getattr(first, f) for f in UNIFORM_FIELDS)]
+    if differing:
+        fields = sorted({f for s in differing for f in UNIFORM_FIELDS if getattr(s, f) != getattr(first, f)})
+        keys = ", ".join(s.key for s in differing[:8]) + (", ..." if len(differing) > 8 else "")
+        raise BackendError(
+            f"{keys} differ from {first.key} in {', '.join(fields)}: a TrainJob gives every node the same "
+            "image, environment and resources; use backend kubeflow or native, or give every replica the same settings"
+        )
+    return specs
+
+
+def node_addresses(ctx: RenderContext, nodes: int) -> list[str]:
+    """JobSet pod DNS: `<job>-node-0-<i>.<job>.<namespace>.svc` (the JobSet's headless Service)."""
+    port = KUBERNETES_PORTS[ctx.topology.framework]
+    return [f"{ctx.base}-node-0-{i}.{ctx.base}.{ctx.namespace}.svc:{port}" for i in range(nodes)]
+
+
+def render(ctx: RenderContext) -> list[dict[str, Any]]:
+    specs = check(ctx)
+    topology = ctx.topology
+    spec = specs[0]
+    counts = topology.counts()
+    nodes = sum(counts.values())
+    addresses = node_addresses(ctx, nodes)
+    cluster: dict[str, list[str]] = {}
+    at = 0
+    for role, count in counts.items():
+        cluster[role] = addresses[at : at + count]
+        at += count
+    env = dict(spec.env)
+    env.update(
+        PX_RUN_ID=ctx.run_id,
+        PX_CLUSTER=json.dumps(cluster, separators=(",", ":")),
+        PX_FRAMEWORK=topology.framework or "",
+        PX_NODE_ROLES=json.dumps([[r, n] for r, n in counts.items()], separators=(",", ":")),
+        PYTHONUNBUFFERED="1",
+    )
+    mpi = topology.is_mpi
+    cmd = command()
+    if mpi:
+        env.update(
+            PX_MPI_SLOTS=str(topology.environment.processes_per_replica),
+            PX_MPI_WORLD_SIZE=str(mpi_world_size(topology)),
+        )
+        forwarded = [
+            x
+            for name in ("PX_RUN_ID", "PX_CLUSTER", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PYTHONUNBUFFERED")
+            for x in ("-x", name)
+        ]
+        cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", *forwarded, "python", ENTRY, RUN_DIR]
+    trainer: dict[str, Any] = {
+        "image": ctx.settings.image_for(topology.framework, spec.image),
+        "command": cmd,
+        "env": env_list(env, ctx),
+        "numNodes": nodes,
+        "numProcPerNode": topology.environment.processes_per_replica,
+    }
+    requirements = resource_requirements(spec.resources, ctx.settings.gpu_resource)
+    if requirements:
+        trainer["resourcesPerNode"] = requirements
+    pod: dict[str, Any] = {
+        "containers": [{"name": "node", "volumeMounts": volume_mounts(ctx)}],
+        "volumes": volumes(ctx),
+    }
+    settings = ctx.settings
+    node_selector = {**settings.node_selector, **spec.node_selector}
+    if node_selector:
+        pod["nodeSelector"] = node_selector
+    if settings.tolerations:
+        pod["tolerations"] = [dict(t) for t in settings.tolerations]
+    if settings.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": s} for s in settings.image_pull_secrets]
+    if settings.service_account:
+        pod["serviceAccountName"] = settings.service_account
+    pod_meta = {"labels": {**ctx.labels(), **replica_labels("node")}}
+    jobs = ["launcher", "node"] if mpi else ["node"]
+    patch = {
+        "manager": MANAGER,
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": job, "template": {"spec": {"template": {"metadata": pod_meta, "spec": pod}}}}
+                        for job in jobs
+                    ]
+                }
+            }
+        },
+    }
+    runtime = settings.trainer_mpi_runtime if mpi else settings.trainer_runtime
+    train_job = {
+        "apiVersion": API_VERSION,
+        "kind": "TrainJob",
+        "metadata": ctx.metadata(ctx.base),
+        "spec": {
+            "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
+            "trainer": trainer,
+            "runtimePatches": [patch],
+        },
+    }
+    return [configmap(ctx), train_job]

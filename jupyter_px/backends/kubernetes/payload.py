@@ -1,0 +1,95 @@
+"""The run's ConfigMap: the code plus what a replica needs to run it without jupyter_px installed.
+
+Everything a pod reads comes from this one object (mounted read-only at `/px/app`):
+
+    /px/app/run/record.json        the record as the pod sees it (workdir: /px/work)
+    /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
+    /px/app/lib/px_entry.py        `pod_entry.py`: completes the environment, calls the runner
+    /px/app/lib/jupyter_px/        `__init__.py`, `runner.py`, `tracking.py` (standard library only)
+
+A ConfigMap holds at most 1 MiB (etcd's limit on one object); code above that is refused with
+what to do instead, before anything is created.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base import BackendError
+
+#: Where the payload is mounted in every pod, and the writable working directory.
+APP_DIR = "/px/app"
+RUN_DIR = f"{APP_DIR}/run"
+ENTRY = f"{APP_DIR}/lib/px_entry.py"
+WORK_DIR = "/px/work"
+
+#: The API server refuses objects above 1 MiB; keep room for metadata and the manifest itself.
+CONFIGMAP_LIMIT = 1024 * 1024 - 16 * 1024
+
+_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_PACKAGE = Path(__file__).resolve().parents[2]  # jupyter_px/
+_SHIPPED = {
+    "lib.px_entry.py": ("lib/px_entry.py", Path(__file__).with_name("pod_entry.py")),
+    "lib.jupyter_px.__init__.py": ("lib/jupyter_px/__init__.py", _PACKAGE / "__init__.py"),
+    "lib.jupyter_px.runner.py": ("lib/jupyter_px/runner.py", _PACKAGE / "runner.py"),
+    "lib.jupyter_px.tracking.py": ("lib/jupyter_px/tracking.py", _PACKAGE / "tracking.py"),
+}
+
+
+class PayloadTooLarge(BackendError):
+    """The code does not fit in a ConfigMap."""
+
+
+@dataclass
+class Payload:
+    """ConfigMap `data`/`binaryData` and the `items` that lay the keys out as files."""
+
+    data: dict[str, str] = field(default_factory=dict)
+    binary_data: dict[str, str] = field(default_factory=dict)  # base64 text
+    items: list[dict[str, str]] = field(default_factory=list)
+    size: int = 0
+
+
+def _shipped_sources() -> dict[str, tuple[str, str]]:
+    return {key: (path, source.read_text()) for key, (path, source) in _SHIPPED.items()}
+
+
+def build_payload(record_json: str, code_files: dict[str, bytes]) -> Payload:
+    """The ConfigMap contents for one run. `code_files` maps a file name under code/ to bytes."""
+    import base64
+
+    payload = Payload()
+
+    def add(key: str, path: str, content: bytes) -> None:
+        try:
+            text = content.decode("utf-8")
+            payload.data[key] = text
+        except UnicodeDecodeError:
+            payload.binary_data[key] = base64.b64encode(content).decode()
+        payload.items.append({"key": key, "path": path})
+        payload.size += len(content) + len(key)
+
+    add("run.record.json", "run/record.json", record_json.encode())
+    for name, content in sorted(code_files.items()):
+        key = "code." + name.replace("/", ".")
+        if not _KEY.match(key) or ".." in name or name.startswith("/"):
+            raise BackendError(f"code file name {name!r} cannot be shipped in a ConfigMap (use letters, digits, ._-)")
+        add(key, f"run/code/{name}", content)
+    for key, (path, text) in _shipped_sources().items():
+        add(key, path, text.encode())
+    if payload.size > CONFIGMAP_LIMIT:
+        raise PayloadTooLarge(
+            f"the run's code is {payload.size / 1024:.0f} KiB, over the {CONFIGMAP_LIMIT // 1024} KiB a ConfigMap "
+            "can hold: put large files (data, weights) in the image (PX_K8S_IMAGE) or on a volume "
+            "(PX_K8S_SHARED_CLAIM) and ship only the code"
+        )
+    return payload
+
+
+def read_code_dir(code_dir: Path) -> dict[str, bytes]:
+    """Every file under a run's code/ directory, by relative name."""
+    return {
+        str(path.relative_to(code_dir)): path.read_bytes() for path in sorted(code_dir.rglob("*")) if path.is_file()
+    }

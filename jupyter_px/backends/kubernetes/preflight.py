@@ -1,0 +1,138 @@
+"""Before anything is created: can this cluster run this run? One line says what is wrong.
+
+In order: the API server answers; the namespace exists; we may create every kind the run needs
+(SelfSubjectAccessReview, so RBAC is asked rather than guessed from a failed create); the
+custom resources are installed (the CRD, e.g. "TFJob is not installed on this cluster"); and for
+Trainer v2, the runtime the TrainJob names exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from ..base import BackendError
+from .client import Cluster, api_reason
+from .resources import KINDS, Kind
+
+
+class PreflightError(BackendError):
+    """The cluster cannot take this run; the message says what to do."""
+
+
+def _call(cluster: Cluster, what: str, fn, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except ApiException as error:
+        if error.status in (0, None) or error.status >= 500 and error.status != 501:
+            raise PreflightError(f"the Kubernetes API at {cluster.host} failed {what}: {api_reason(error)}") from None
+        raise
+    except (HTTPError, OSError) as error:
+        raise PreflightError(f"cannot reach the Kubernetes API at {cluster.host}: {error}") from None
+
+
+def check_reachable(cluster: Cluster) -> None:
+    from kubernetes import client
+
+    _call(
+        cluster,
+        "a version request",
+        client.VersionApi(cluster.api).get_code,
+        _request_timeout=10,
+        _preload_content=False,
+    )
+
+
+def check_namespace(cluster: Cluster) -> None:
+    try:
+        _call(cluster, "reading the namespace", cluster.core.read_namespace, cluster.namespace, _preload_content=False)
+    except ApiException as error:
+        if error.status == 404:
+            raise PreflightError(
+                f"namespace {cluster.namespace!r} does not exist on this cluster: create it "
+                f"(kubectl create namespace {cluster.namespace}) or set PX_K8S_NAMESPACE"
+            ) from None
+        if error.status != 403:  # may not read namespaces: the access review below still tells
+            raise PreflightError(f"cannot read namespace {cluster.namespace!r}: {api_reason(error)}") from None
+
+
+def check_allowed(cluster: Cluster, kind: Kind, verb: str = "create") -> None:
+    from kubernetes import client
+
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {
+            "resourceAttributes": {
+                "namespace": cluster.namespace,
+                "verb": verb,
+                "group": kind.group,
+                "resource": kind.plural,
+            }
+        },
+    }
+    api = client.AuthorizationV1Api(cluster.api)
+    try:
+        answer = _call(cluster, "an access review", api.create_self_subject_access_review, review)
+    except ApiException as error:
+        raise PreflightError(f"cannot ask whether we may {verb} {kind.plural}: {api_reason(error)}") from None
+    status = answer.status
+    if not status or not status.allowed:
+        why = f" ({status.reason})" if status and status.reason else ""
+        raise PreflightError(
+            f"no permission to {verb} {kind.plural} in namespace {cluster.namespace!r}{why}: ask your cluster "
+            "admin for a Role that allows it, or use another namespace (PX_K8S_NAMESPACE)"
+        )
+
+
+def check_installed(cluster: Cluster, kind: Kind, backend: str) -> None:
+    from kubernetes import client
+
+    api = client.ApiextensionsV1Api(cluster.api)
+    try:
+        _call(cluster, "reading a CRD", api.read_custom_resource_definition, kind.crd_name, _preload_content=False)
+        return
+    except ApiException as error:
+        if error.status == 403:  # may not read CRDs: listing the kind tells whether it exists
+            try:
+                cluster.custom.list_namespaced_custom_object(
+                    kind.group, kind.version, cluster.namespace, kind.plural, limit=1
+                )
+                return
+            except ApiException as inner:
+                if inner.status != 404:
+                    return  # it exists; whether we may use it was asked above
+        elif error.status != 404:
+            raise PreflightError(f"cannot check for {kind.kind}: {api_reason(error)}") from None
+    fallback = "native" if backend == "kubeflow" else "kubeflow or native"
+    raise PreflightError(f"{kind.kind} is not installed on this cluster: {kind.crd_hint} or use backend: {fallback}")
+
+
+def check_runtime(cluster: Cluster, name: str) -> None:
+    try:
+        cluster.custom.get_cluster_custom_object("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", name)
+    except ApiException as error:
+        if error.status == 404:
+            raise PreflightError(
+                f"the Trainer v2 runtime {name!r} (ClusterTrainingRuntime) does not exist on this cluster: install "
+                "Kubeflow Trainer's runtimes or set PX_K8S_TRAINER_RUNTIME"
+            ) from None
+        if error.status != 403:
+            raise PreflightError(f"cannot check the runtime {name!r}: {api_reason(error)}") from None
+
+
+def preflight(cluster: Cluster, objects: list[dict[str, Any]], backend: str, runtime: str | None = None) -> None:
+    """Every check, cheapest first; PreflightError with one line at the first problem."""
+    check_reachable(cluster)
+    check_namespace(cluster)
+    kinds = [KINDS[k] for k in dict.fromkeys(obj["kind"] for obj in objects)]
+    for kind in kinds:
+        if not kind.core:
+            check_installed(cluster, kind, backend)
+    for kind in kinds:
+        check_allowed(cluster, kind)
+    check_allowed(cluster, KINDS["Pod"], "get")  # the follower reads pods and their logs
+    if runtime:
+        check_runtime(cluster, runtime)

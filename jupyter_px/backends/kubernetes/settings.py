@@ -1,0 +1,150 @@
+"""What the Kubernetes backends need beyond the topology: where and as whom pods run.
+
+Read once, in one place, from (later wins):
+
+1. defaults (below);
+2. a YAML file: `$PX_K8S_CONFIG`, else `$PX_HOME/kubernetes.yaml` (`~/.jupyter_px/kubernetes.yaml`);
+3. environment variables `PX_K8S_<FIELD>` (upper case): lists are comma-separated
+   (`PX_K8S_IMAGE_PULL_SECRETS=regcred,other`), mappings `k=v,k=v` (`PX_K8S_LABELS=team=ml`),
+   `PX_K8S_TOLERATIONS` is JSON.
+
+The topology's own `image` and `node_selector` win over these per replica. A field the file does
+not know is an error naming it (a typo must not silently fall back to a default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ...runstore import px_home
+from ..base import BackendError
+
+CONFIG_ENV = "PX_K8S_CONFIG"
+ENV_PREFIX = "PX_K8S_"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+#: Image per framework when neither the topology nor the settings name one. Pin yours
+#: (PX_K8S_IMAGE): these only need Python 3.8+ and the framework.
+DEFAULT_IMAGES = {
+    "tensorflow": "tensorflow/tensorflow:2.21.0",
+    "pytorch": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+    "mxnet": "python:3.11-slim",
+    "horovod": "horovod/horovod:latest",
+    "mpi": "mpioperator/openmpi:latest",
+    None: "python:3.11-slim",
+}
+
+
+@dataclass(frozen=True)
+class KubernetesSettings:
+    """Cluster-side settings of the native, kubeflow and kubeflow-trainer backends."""
+
+    namespace: str | None = None  # None: the kubeconfig context's namespace, else "default"
+    context: str | None = None  # kubeconfig context (None: the current one)
+    image: str | None = None
+    image_pull_secrets: list[str] = field(default_factory=list)
+    service_account: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    queue: str | None = None  # Kueue LocalQueue: sets the kueue.x-k8s.io/queue-name label
+    gpu_resource: str = "nvidia.com/gpu"
+    trainer_runtime: str = "torch-distributed"
+    trainer_mpi_runtime: str = "deepspeed-distributed"
+    clean_pod_policy: str = "None"  # Kubeflow runPolicy: keep finished pods (their logs) by default
+    ttl_seconds_after_finished: int | None = None
+    shared_claim: str | None = None  # a PVC mounted in the notebook at shared_mount_path too
+    shared_mount_path: str | None = None
+    create_parallelism: int = 16
+
+    def image_for(self, framework: str | None, topology_image: str | None) -> str:
+        return topology_image or self.image or DEFAULT_IMAGES.get(framework, DEFAULT_IMAGES[None])
+
+    def object_labels(self) -> dict[str, str]:
+        labels = dict(self.labels)
+        if self.queue:
+            labels[KUEUE_QUEUE_LABEL] = self.queue
+        return labels
+
+
+_LISTS = {"image_pull_secrets"}
+_MAPS = {"node_selector", "labels", "annotations"}
+_INTS = {"ttl_seconds_after_finished", "create_parallelism"}
+
+
+def _from_env(name: str, text: str) -> Any:
+    where = f"{ENV_PREFIX}{name.upper()}"
+    if name in _LISTS:
+        return [item.strip() for item in text.split(",") if item.strip()]
+    if name in _MAPS:
+        out = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise BackendError(f"{where}: {item!r} is not key=value")
+            out[key.strip()] = value.strip()
+        return out
+    if name == "tolerations":
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            raise BackendError(f"{where}: not JSON ({error})") from None
+        return value
+    if name in _INTS:
+        try:
+            return int(text)
+        except ValueError:
+            raise BackendError(f"{where}: {text!r} is not a whole number") from None
+    return text
+
+
+def _check(name: str, value: Any, where: str) -> Any:
+    if value is None:
+        return None
+    if name in _LISTS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise BackendError(f"{where}: {name}: {value!r} is not a list of names")
+    if name in _MAPS:
+        if not isinstance(value, dict):
+            raise BackendError(f"{where}: {name}: {value!r} is not a mapping")
+        return {str(k): str(v) for k, v in value.items()}
+    if name == "tolerations" and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+        raise BackendError(f"{where}: tolerations: {value!r} is not a list of tolerations")
+    if name in _INTS and (not isinstance(value, int) or value < (1 if name == "create_parallelism" else 0)):
+        raise BackendError(f"{where}: {name}: {value!r} is not a valid count")
+    return value
+
+
+def config_path() -> Path:
+    return Path(os.environ.get(CONFIG_ENV) or px_home() / "kubernetes.yaml").expanduser()
+
+
+def load_settings(**overrides: Any) -> KubernetesSettings:
+    """Defaults < config file < PX_K8S_* variables < `overrides` (e.g. the CLI's --context)."""
+    known = {f.name for f in fields(KubernetesSettings)}
+    values: dict[str, Any] = {}
+    path = config_path()
+    if path.is_file():
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise BackendError(f"cannot read the Kubernetes settings {path}: {error}") from None
+        if not isinstance(loaded, dict):
+            raise BackendError(f"{path}: expected a mapping of settings, got {type(loaded).__name__}")
+        for key, value in loaded.items():
+            name = str(key).replace("-", "_")
+            if name not in known:
+                raise BackendError(f"{path}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+            values[name] = _check(name, value, str(path))
+    for name in known:
+        text = os.environ.get(f"{ENV_PREFIX}{name.upper()}")
+        if text:
+            values[name] = _check(name, _from_env(name, text), f"{ENV_PREFIX}{name.upper()}")
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return replace(KubernetesSettings(), **values)

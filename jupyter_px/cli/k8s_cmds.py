@@ -1,0 +1,72 @@
+"""`jupyter px render SCRIPT -f TOPOLOGY --backend native|kubeflow|kubeflow-trainer [--name RUN]`.
+
+Prints the manifests a Kubernetes backend would create, as YAML: a dry run to read, review or
+`kubectl apply -f -`. Nothing is contacted and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from ..backends.base import BackendError
+    from ..backends.kubernetes.names import base_name
+    from ..backends.kubernetes.render import render_manifests, to_yaml
+    from ..backends.kubernetes.settings import load_settings
+    from ..topology import TopologyError
+    from .topology_cmds import read_topology_file
+
+    script = Path(args.script)
+    if not script.is_file():
+        print(f"jupyter px render: script {args.script!r} does not exist", file=sys.stderr)
+        return 2
+    try:
+        topology = read_topology_file(args.file)
+    except OSError as error:
+        print(f"jupyter px render: cannot read {args.file!r}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    except TopologyError as error:
+        print(f"jupyter px render: invalid topology {args.file}: {error}", file=sys.stderr)
+        return 2
+    backend = args.backend or {"kubernetes": "native"}.get(topology.backend_kind, topology.backend_kind)
+    if backend == "local":
+        print(
+            "jupyter px render: the topology says backend: local; pass --backend native|kubeflow|kubeflow-trainer",
+            file=sys.stderr,
+        )
+        return 2
+    name = args.name or topology.name or script.stem
+    try:
+        objects = render_manifests(
+            backend,
+            topology,
+            base_name(name),
+            {"entrypoint": script.name, "language": "python", "args": list(args.script_args or [])},
+            {script.name: script.read_bytes()},
+            load_settings(namespace=args.namespace),
+        )
+    except (BackendError, ValueError) as error:
+        print(f"jupyter px render: {error}", file=sys.stderr)
+        return 2
+    sys.stdout.write(to_yaml(objects))
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "render",
+        help="print the Kubernetes manifests of a run (a dry run for kubectl apply)",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("script", help="the training script (shipped in the run's ConfigMap)")
+    parser.add_argument("-f", "--file", required=True, help="the topology (polyaxonfile YAML; - for stdin)")
+    parser.add_argument("--backend", choices=("native", "kubeflow", "kubeflow-trainer"), help="default: the topology's")
+    parser.add_argument(
+        "--name", help="run name (made a valid Kubernetes name; default: the topology's or the script's)"
+    )
+    parser.add_argument("-n", "--namespace", help="namespace (default: settings, else 'default')")
+    parser.add_argument("script_args", nargs="*", help="arguments for the script (after --)")
+    parser.set_defaults(handler=cmd_render)
