@@ -78,7 +78,7 @@ def test_follower_writes_states_logs_and_metrics(kube, px_home):
     kube.append_log(master, "starting\n" + metric_line(0, 1.0) + metric_line(1, 0.5))
     kube.append_log(worker, "worker says hi\n")
     wait_until(lambda: "loss" in (run.metrics().get("master-0") or {}), what="metrics in the store")
-    assert run.metrics()["master-0"]["loss"].values == [1.0, 0.5]
+    assert list(run.metrics()["master-0"]["loss"].values) == [1.0, 0.5]
     kube.set_pod_status(worker, waiting("CrashLoopBackOff", "back-off", restarts=1, phase="Running"))
     r = wait_replica(run, "worker-0", "Restarting", "CrashLoopBackOff")
     assert r.restarts == 1
@@ -95,7 +95,7 @@ def test_follower_writes_states_logs_and_metrics(kube, px_home):
     assert events  # TensorBoard sees the metrics too (files MetricsReader skips: the points are in JSONL)
     reader = MetricsReader(run.paths)
     reader.poll()
-    assert reader.series("master-0", "loss").values == [1.0, 0.5]
+    assert list(reader.series("master-0", "loss").values) == [1.0, 0.5]
 
 
 def test_failed_replica_fails_the_run_with_its_reason(kube, px_home):
@@ -127,7 +127,7 @@ def test_killed_follower_resumes_without_lost_or_doubled_lines(kube, px_home):
     run.wait(timeout=30)
     lines = run.logs("master", 0).splitlines()
     assert [x for x in lines if x.startswith("line")] == [f"line {i}" for i in range(80)]
-    assert run.metrics()["master-0"]["loss"].values == [3.0, 2.0]
+    assert list(run.metrics()["master-0"]["loss"].values) == [3.0, 2.0]
 
 
 def test_kubeflow_job_conditions_decide_the_run(kube, px_home):

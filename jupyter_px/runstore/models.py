@@ -7,6 +7,7 @@ backend's supervisor or watcher writes the status); every UI only reads them.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
@@ -102,6 +103,11 @@ class RunStatus(BaseModel):
     updated_at: float = Field(default_factory=time.time)
     supervisor_pid: int | None = None
     replicas: list[ReplicaStatus] = Field(default_factory=list)
+
+    @classmethod
+    def initial(cls, run_id: str, replicas: Iterable[tuple[str, int]]) -> RunStatus:
+        """A run about to start: every replica Pending (what a backend writes before it starts)."""
+        return cls(run_id=run_id, replicas=[ReplicaStatus(role=role, index=index) for role, index in replicas])
 
     def replica(self, role: str, index: int) -> ReplicaStatus:
         for replica in self.replicas:

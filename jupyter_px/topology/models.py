@@ -28,7 +28,7 @@ from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
-BackendName = Literal["local", "native", "kubernetes", "kubeflow"]
+BackendName = Literal["local", "native", "kubernetes", "kubeflow", "kubeflow-trainer"]
 RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 
 #: Our role names, in the order replicas are listed and started.

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from ...runstore import RunState, RunStatus, atomic_write_json, initial_status
+from ...runstore import RunState, RunStatus, atomic_write_json
 from ...topology import Topology
 from ..base import Backend, BackendError, SubmitHandle
 from .client import Cluster, connect
@@ -99,7 +99,7 @@ class KubernetesBackend(Backend):
             created = create_all(cluster, objects, self.settings.create_parallelism)
             try:
                 handle.save(paths.root)
-                self.store.write_status(initial_status(run_id, [(s.role, s.index) for s in topology.replicas()]))
+                self.store.write_status(RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()]))
                 pid = self._start_follower(paths.root)
             except BaseException:
                 delete_objects(cluster, created, self.settings.create_parallelism)
@@ -135,6 +135,12 @@ class KubernetesBackend(Backend):
         if status.state.finished or _follower_alive(status.supervisor_pid, self.store.paths(run_id).root.resolve()):
             return None
         return self._start_follower(self.store.paths(run_id).root)
+
+    def reconcile(self, run_id: str) -> RunStatus:
+        """The cluster is watched by the run's follower, which writes the store; reconciling
+        means making sure it still runs (a reboot or a kill ends it) and reading what it wrote."""
+        self.follow(run_id)
+        return self.store.status(run_id)
 
     def stop(self, run_id: str, timeout: float = STOP_WAIT_S) -> None:
         status = self.store.status(run_id)

@@ -31,7 +31,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runstore import ReplicaState, RunState, RunStore, atomic_write_json, initial_status
+from ...runstore import ReplicaState, RunState, RunStatus, RunStore, atomic_write_json
 from ...runstore.layout import RunPaths, runs_root
 from ...runstore.log_metrics import ingest_log_lines
 from ...topology import Topology, parse_topology
@@ -308,7 +308,7 @@ class Follower:
     def _write_status(self, views, run_state: RunState, reason: str | None, message: str | None, final: bool) -> None:
         status = self.store.status(self.run_id)
         if not status.replicas:
-            status = initial_status(self.run_id, list(self.logs))
+            status = RunStatus.initial(self.run_id, list(self.logs))
         status.supervisor_pid = None if final else os.getpid()
         for replica in status.replicas:
             key = (replica.role, replica.index)
