@@ -166,6 +166,19 @@ def is_supervisor(pid: int | None, run_dir: os.PathLike) -> bool:
     return "jupyter_px.backends.local.supervisor" in cmdline and str(run_dir) in cmdline
 
 
+def catches_signal(pid: int, signum: int) -> bool:
+    """Has process `pid` installed a handler for `signum` (SigCgt in /proc/PID/status)? True where
+    that cannot be read (not Linux), so callers fall back to signalling."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return True
+
+
 def run_processes(run_id: str, exclude: Iterable[int] = ()) -> list[psutil.Process]:
     """Every live process whose environment says it belongs to `run_id` (PX_RUN_ID)."""
     skip = set(exclude) | {os.getpid()}
