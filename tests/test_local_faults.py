@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Any
 
 import psutil
 import pytest
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def _topology(n_workers: int = 2, **worker_settings) -> dict:
-    replicas = {"n_workers": n_workers}
+    replicas: dict[str, Any] = {"n_workers": n_workers}
     if worker_settings:
         replicas["default_worker"] = worker_settings
     return {"framework": "pytorch", "environment": {"replicas": replicas}}

@@ -39,8 +39,11 @@ def test_should_restart_follows_the_policy(policy_name, failed, code, decides, r
 
 
 def test_should_restart_stops_at_max_restarts():
-    kwargs = {"failed": True, "exit_code": 1, "decides_run": False, "max_restarts": 2}
-    assert [policy.should_restart("OnFailure", restarts=n, **kwargs) for n in range(4)] == [True, True, False, False]
+    allowed = [
+        policy.should_restart("OnFailure", failed=True, exit_code=1, restarts=n, max_restarts=2, decides_run=False)
+        for n in range(4)
+    ]
+    assert allowed == [True, True, False, False]
 
 
 def test_restart_delay_doubles_and_is_capped():
@@ -60,7 +63,14 @@ def _replicas(**states: str) -> list[ReplicaStatus]:
     for n, (key, state) in enumerate(states.items()):
         role, index = key.rsplit("_", 1)
         out.append(
-            ReplicaStatus(role=role, index=int(index), state=state, finished_at=100.0 - n, reason="Error", message="x")
+            ReplicaStatus(
+                role=role,
+                index=int(index),
+                state=ReplicaState(state),
+                finished_at=100.0 - n,
+                reason="Error",
+                message="x",
+            )
         )
     return out
 

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -19,13 +20,13 @@ import pytest
 from local_support import describe, replica, submit, wait, wait_for
 
 from jupyter_px.backends.local import LocalBackend
-from jupyter_px.runstore import ReplicaStatus, RunRecord, RunStatus, RunStore
+from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
 
 ONE_WORKER = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
 
 
 @pytest.fixture
-def small_disk(tmp_path, monkeypatch) -> Path:
+def small_disk(tmp_path, monkeypatch) -> Iterator[Path]:
     """A 4 MiB tmpfs as PX_HOME (mounting needs root; without it these tests cannot make a disk full)."""
     mount = tmp_path / "disk"
     mount.mkdir()
@@ -63,15 +64,15 @@ def fill(disk: Path) -> Path:
 
 def _ghost_run(store: RunStore, run_id: str = "ghost-run") -> int:
     """A run that claims to be Running under a supervisor pid that is dead."""
-    store.create(RunRecord(run_id=run_id, topology={}), {"main.py": "pass\n"})
+    store.create(RunRecord(run_id=run_id, topology={}, submitted_from="test"), {"main.py": "pass\n"})
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     store.write_status(
         RunStatus(
             run_id=run_id,
-            state="Running",
+            state=RunState.RUNNING,
             supervisor_pid=dead.pid,
-            replicas=[ReplicaStatus(role="master", index=0, state="Running", pid=dead.pid, reason=None)],
+            replicas=[ReplicaStatus(role="master", index=0, state=ReplicaState.RUNNING, pid=dead.pid, reason=None)],
         )
     )
     return dead.pid
@@ -84,7 +85,7 @@ def test_status_reads_reconcile_makes_lost(px_home):
     assert backend.status("ghost-run").state.value == "Running"  # a pure read: nothing checked
     status = backend.reconcile("ghost-run")
     assert status.state.value == "Lost" and status.reason == "SupervisorLost"
-    assert f"pid {pid}" in status.message
+    assert f"pid {pid}" in (status.message or "")
     assert status.replicas[0].state.value == "Lost" and status.finished_at
     assert store.status("ghost-run").state.value == "Lost"  # written, not only returned
 
@@ -161,9 +162,12 @@ def test_a_supervisor_that_cannot_even_start_is_found_by_reconcile(px_home, monk
 
 def test_a_run_whose_submitter_died_before_starting_it_becomes_lost(px_home):
     store = RunStore()
-    store.create(RunRecord(run_id="orphan-old", topology={}, created_at=time.time() - 3600), {"main.py": "pass\n"})
-    store.create(RunRecord(run_id="orphan-new", topology={}), {"main.py": "pass\n"})
+    store.create(
+        RunRecord(run_id="orphan-old", topology={}, created_at=time.time() - 3600, submitted_from="test"),
+        {"main.py": "pass\n"},
+    )
+    store.create(RunRecord(run_id="orphan-new", topology={}, submitted_from="test"), {"main.py": "pass\n"})
     backend = LocalBackend(store)
     old = backend.reconcile("orphan-old")
-    assert (old.state.value, old.reason) == ("Lost", "SupervisorLost") and "never started" in old.message
+    assert (old.state.value, old.reason) == ("Lost", "SupervisorLost") and "never started" in (old.message or "")
     assert backend.reconcile("orphan-new").state.value == "Pending"  # may be being submitted right now

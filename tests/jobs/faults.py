@@ -31,7 +31,7 @@ import time
 
 ACTION = sys.argv[1]
 TARGET = sys.argv[2] if len(sys.argv) > 2 else "none"
-VALUE = sys.argv[3] if len(sys.argv) > 3 else None
+VALUE = sys.argv[3] if len(sys.argv) > 3 else ""
 ME = f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}"
 OUT = os.environ["PX_OUTPUTS_PATH"]
 
