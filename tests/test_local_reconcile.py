@@ -111,6 +111,8 @@ def test_replica_failing_while_the_disk_is_full_is_recorded_failed_once_space_re
         what="the run to be running",
     )
     pids = [r.pid for r in running.replicas]
+    # master-0 prints one line, then waits to be stopped: it must have printed before the disk fills
+    wait_for(lambda: "master-0: waiting" in run.logs("master", 0), what="master-0 to be waiting")
     filler = fill(small_disk)
     go.touch()
     # worker-0 exits 1, the run is decided Failed and master-0 stopped, all while no status can be written
