@@ -37,7 +37,10 @@ def measure(count: int) -> tuple[list[float], list[str]]:
         start = time.perf_counter()
         run = submit("pass\n", TOPOLOGY)
         times.append((time.perf_counter() - start) * 1000)
-        states.append(run.wait(timeout=120, poll=0.05).state.value)
+        status = run.wait(timeout=120, poll=0.05)
+        states.append(status.state.value)
+        if status.state.value != "Succeeded":
+            print(f"run {run.run_id} {status.state.value}: {status.message}", file=sys.stderr)
     return times, states
 
 
