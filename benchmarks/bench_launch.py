@@ -1,6 +1,7 @@
 """Launch overhead: `jupyter px run --wait` against `torchrun --standalone`, same 4-process job.
 
     python benchmarks/bench_launch.py            # 5 rounds; --rounds N for more
+    python benchmarks/bench_launch.py --wide 256 # a 256-replica run of a trivial script, 3 rounds
 
 The job is one gloo all_reduce across 4 processes (pytorch master + 3 workers for us,
 --nproc_per_node=4 for torchrun). Rounds are interleaved (the order alternates each round) so
@@ -11,6 +12,11 @@ succeeds and our median is at most TARGET_RATIO of torchrun's.
 Why we can be faster: torchrun imports torch in its launcher before it spawns the workers;
 our launch path (CLI, supervisor, runner) imports no torch at all, which this script checks
 too (`python -X importtime` of every module on the launch path).
+
+`--wide N` measures something else: how long one run of N replicas (workers only, each
+printing its index) takes to launch on this machine, as `jupyter px run --wait`: the wall time
+of the command, and from the run's status the time from submission until the last replica
+was started and until it finished. It fails (exit 1) unless every run succeeds.
 """
 
 from __future__ import annotations
@@ -48,6 +54,11 @@ environment:
     n_workers: 3
 """
 
+WIDE_JOB = """\
+import os
+print("replica", os.environ["PX_TASK_INDEX"], flush=True)
+"""
+
 LAUNCH_PATH_MODULES = ["jupyter_px.cli", "jupyter_px.api", "jupyter_px.backends.local.supervisor", "jupyter_px.runner"]
 
 
@@ -74,11 +85,75 @@ def launch_path_imports_torch() -> list[str]:
     return bad
 
 
+def _bare_interpreters(count: int) -> float:
+    """Seconds to start `count` interpreters running WIDE_JOB's print at once and see them exit:
+    the floor under any launcher of that many Python processes on this machine."""
+    code = "import os; print('replica', os.getpid(), flush=True)"
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL) for _ in range(count)]
+    for proc in procs:
+        proc.wait()
+    return time.perf_counter() - start
+
+
+def wide(replicas: int, rounds: int) -> int:
+    """Launch time of one run with `replicas` replicas (see the module doc)."""
+    work = Path(tempfile.mkdtemp(prefix="px-bench-wide-"))
+    (work / "job.py").write_text(WIDE_JOB)
+    (work / "topology.yaml").write_text(
+        f"framework: pytorch\nenvironment:\n  replicas:\n    n_masters: 0\n    n_workers: {replicas}\n"
+    )
+    home = work / "px_home"
+    env = dict(
+        os.environ,
+        PX_HOME=str(home),
+        PYTHONPATH=os.pathsep.join([str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]),
+    )
+    rows, failed = [], 0
+    print(f"{rounds} runs of {replicas} replicas on {os.cpu_count()} cores; work dir {work}", flush=True)
+    floors = []
+    for round_no in range(rounds):
+        name = f"wide{round_no}"
+        argv = [_bin("jupyter-px"), "run", "job.py", "-f", "topology.yaml", "--name", name, "--wait"]
+        seconds, code, tail = _timed(argv, env, work)
+        run_dir = next((home / "runs").glob(f"{name}-*"))
+        created = json.loads((run_dir / "record.json").read_text())["created_at"]
+        status = json.loads((run_dir / "status.json").read_text())
+        started = max(r["started_at"] for r in status["replicas"]) - created
+        finished = status["finished_at"] - created
+        ok = code == 0 and status["state"] == "Succeeded"
+        failed += not ok
+        rows.append((seconds, started, finished))
+        floors.append(_bare_interpreters(replicas))
+        print(
+            f"  run {round_no + 1}: wall {seconds:.2f} s, all {replicas} started after {started:.2f} s, "
+            f"finished after {finished:.2f} s, {status['state']}" + ("" if ok else f"\n{tail}"),
+            flush=True,
+        )
+    print()
+    print(f"| {replicas} replicas, median of {rounds} | seconds |")
+    print("| --- | --- |")
+    for label, column in zip(
+        ("`jupyter px run --wait`, whole command", "submission to the last replica started", "submission to finished"),
+        zip(*rows, strict=True),
+        strict=True,
+    ):
+        print(f"| {label} | {statistics.median(column):.2f} |")
+    print(f"| for comparison: {replicas} bare `python -c` interpreters started at once, until all exited | ", end="")
+    print(f"{statistics.median(floors):.2f} |")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if failed == 0 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="runs of each launcher (default 5, at least 5)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--wide", type=int, metavar="N", help="instead: launch time of one run of N replicas")
+    parser.add_argument("--wide-rounds", type=int, default=3, help="runs for --wide (default 3)")
     args = parser.parse_args(argv)
+    if args.wide:
+        return wide(args.wide, max(1, args.wide_rounds))
     rounds = max(5, args.rounds)
 
     work = Path(tempfile.mkdtemp(prefix="px-bench-launch-"))

@@ -128,7 +128,12 @@ def _run_local_group(run_dir: Path, nproc: int) -> int:
                 [sys.executable, "-m", "jupyter_px.runner", str(run_dir)], env=env, preexec_fn=_set_parent_death_signal
             )
         )
-    forward = lambda signum, _frame: [p.send_signal(signum) for p in procs if p.poll() is None]  # noqa: E731
+
+    def forward(signum: int, _frame: object) -> None:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signum)
+
     signal.signal(signal.SIGTERM, forward)
     code = 0
     while any(p.poll() is None for p in procs):

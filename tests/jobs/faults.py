@@ -12,7 +12,13 @@ ACTION:
                 outputs/, and the master exits 0 once the target succeeded
   sleep         (TARGET ignored) start two grandchildren - one in the replica's process group,
                 one in a new session - record their pids, then sleep until stopped
-  ports         bind and listen on this replica's own address from PX_CLUSTER, record it
+  ports DIR N   bind and listen on this replica's own address from PX_CLUSTER, record it, then
+                hold it until N replicas (of any run) have checked in under DIR: a barrier that
+                proves the runs sharing DIR really ran at the same time
+  escape        the target starts a daemon that leaves everything behind: setsid, a second fork,
+                then execve of /bin/sleep with an empty environment (no PX_RUN_ID); it records the
+                daemon's pid and exits 0
+  fail-when F   the target waits until file F exists, then exits 1 without writing anything
   env           record the environment contract, cwd, sys.path, argv, CPU affinity
 """
 
@@ -25,7 +31,7 @@ import time
 
 ACTION = sys.argv[1]
 TARGET = sys.argv[2] if len(sys.argv) > 2 else "none"
-VALUE = sys.argv[3] if len(sys.argv) > 3 else None
+VALUE = sys.argv[3] if len(sys.argv) > 3 else ""
 ME = f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}"
 OUT = os.environ["PX_OUTPUTS_PATH"]
 
@@ -70,12 +76,46 @@ if ACTION == "ports":
     ].rsplit(":", 1)
     import socket
 
+    barrier, expected = TARGET, int(VALUE)
     with socket.socket() as sock:
         sock.bind((host, int(port)))  # fails (and fails the run) if the port were taken
         sock.listen()
         record(ME, {"port": int(port), "run": os.environ["PX_RUN_ID"]})
-        time.sleep(0.5)
+        with open(os.path.join(barrier, f"{os.environ['PX_RUN_ID']}-{ME}"), "w") as handle:
+            handle.write(port)
+        deadline = time.monotonic() + 120
+        while len(os.listdir(barrier)) < expected:  # every replica of every run holds its port now
+            if time.monotonic() > deadline:
+                sys.exit(f"{ME}: only {len(os.listdir(barrier))} of {expected} replicas checked in")
+            time.sleep(0.02)
+        record(ME, {"port": int(port), "run": os.environ["PX_RUN_ID"], "saw": sorted(os.listdir(barrier))})
     sys.exit(0)
+
+if ACTION == "escape":
+    if ME != TARGET:
+        wait_to_be_stopped()
+        sys.exit(0)
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:  # the child: a new session, then the daemon, then go
+        os.setsid()
+        if os.fork() == 0:
+            os.close(read_end)
+            os.write(write_end, str(os.getpid()).encode())
+            os.close(write_end)
+            os.execve("/bin/sleep", ["sleep", "300"], {})
+        os._exit(0)
+    os.close(write_end)
+    daemon = int(os.read(read_end, 32))
+    record("escaped", {"pid": daemon})
+    sys.exit(0)
+
+if ACTION == "fail-when":
+    if ME != TARGET:
+        wait_to_be_stopped()
+        sys.exit(0)
+    while not os.path.exists(VALUE):
+        time.sleep(0.02)
+    os._exit(1)  # no output, no flush: nothing to write on a full disk
 
 if ACTION == "sleep":
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]

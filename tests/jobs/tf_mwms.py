@@ -57,7 +57,8 @@ outputs = os.environ["PX_OUTPUTS_PATH"]
 with open(os.path.join(outputs, f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}.json"), "w") as fh:
     json.dump(out, fh)
 print(
-    f"{task['type']}:{task['index']} in sync {strategy.num_replicas_in_sync}, cross sum {total:g}, loss {losses[-1]:.4f}"
+    f"{task['type']}:{task['index']} in sync {strategy.num_replicas_in_sync}, "
+    f"cross sum {total:g}, loss {losses[-1]:.4f}"
 )
 
 # A worker that exits right after the last collective can close its gRPC server while the chief

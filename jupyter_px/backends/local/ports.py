@@ -23,8 +23,9 @@ from pathlib import Path
 
 HOST = "127.0.0.1"
 
-#: Give up after this many kernel-offered ports that another run had locked.
-_MAX_TRIES = 200
+#: Give up after this many kernel-offered ports that another run had locked (failures only: a
+#: run may reserve any number of ports).
+MAX_LOCKED_TRIES = 200
 
 
 class PortReservation:
@@ -38,18 +39,20 @@ class PortReservation:
 
     def take(self, count: int) -> list[int]:
         got: list[int] = []
-        tries = 0
+        failures = 0
         while len(got) < count:
-            tries += 1
-            if tries > _MAX_TRIES:
-                raise OSError(f"could not reserve {count} free ports on {HOST} ({len(got)} found)")
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
                 sock.bind((HOST, 0))
                 port = sock.getsockname()[1]
                 fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, port)
-            except OSError:
+            except OSError as error:
                 sock.close()
+                failures += 1
+                if failures > MAX_LOCKED_TRIES:
+                    raise OSError(
+                        f"could not reserve {count} free ports on {HOST} ({len(got)} found; last error: {error})"
+                    ) from None
                 continue
             self._sockets[port] = sock
             got.append(port)

@@ -8,25 +8,29 @@ reaches end-of-file without `done` (the kernel closes it when the supervisor die
 dies), the watchdog SIGKILLs the groups it knows and every process whose environment carries
 the run's PX_RUN_ID, then marks the run Lost with the reason, and exits.
 
-`mark_lost` is also what the backend's `status()` uses when it finds the supervisor gone and
-the run not finished (say both processes were killed).
+`mark_lost` is also what the backend's `reconcile()` uses when it finds the supervisor gone and
+the run not finished (say both processes were killed). A Lost status that cannot be written (a
+full disk) is still returned, and the failure logged: reading a run never fails for lack of space.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
-import sys
 import time
 
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from .process import kill_run_processes
 
+log = logging.getLogger(__name__)
+
 LOST_REASON = "SupervisorLost"
 
 
 def mark_lost(store: RunStore, run_id: str, message: str) -> RunStatus:
-    """Record an unfinished run as Lost (a finished one is left as it is)."""
+    """Record an unfinished run as Lost (a finished one is left as it is); return that status,
+    also when it could not be written."""
     status = store.status(run_id)
     if status.state.finished:
         return status
@@ -41,7 +45,10 @@ def mark_lost(store: RunStore, run_id: str, message: str) -> RunStatus:
             replica.reason = LOST_REASON
             replica.message = "the run's supervisor died; this replica was killed with it"
             replica.finished_at = now
-    store.write_status(status)
+    try:
+        store.write_status(status)
+    except OSError as error:
+        log.warning("run %s is Lost, but its status cannot be written: %s", run_id, error)
     return status
 
 
@@ -117,10 +124,8 @@ def _watch(read_fd: int, store: RunStore, run_id: str, supervisor: int) -> None:
     if clean:
         return
     killed = kill_run_processes(run_id, groups)
-    print(
-        f"{time.strftime('%H:%M:%S')} watchdog: supervisor {supervisor} died; killed {killed} "
-        f"process group(s)/process(es) of run {run_id}",
-        flush=True,
+    log.warning(
+        "watchdog: supervisor %d died; killed %d process group(s)/process(es) of run %s", supervisor, killed, run_id
     )
     try:
         mark_lost(
@@ -130,4 +135,4 @@ def _watch(read_fd: int, store: RunStore, run_id: str, supervisor: int) -> None:
             f"was stopped (see supervisor.log)",
         )
     except Exception as error:
-        print(f"watchdog: could not mark run {run_id} lost: {error!r}", file=sys.stderr, flush=True)
+        log.error("watchdog: could not mark run %s lost: %r", run_id, error)
