@@ -67,7 +67,7 @@ def _leader(addresses: Addresses) -> str:
 def tf_config(topology: Topology, role: str, index: int, addresses: Addresses) -> dict:
     """TF_CONFIG: the training cluster (the evaluator is not part of it) and this task."""
     master_type = topology.environment.tf_master_type
-    cluster = {}
+    cluster: dict[str, list[str]] = {}
     if addresses.get("master"):
         cluster[master_type] = list(addresses["master"])
     for ours in ("worker", "ps"):

@@ -133,7 +133,8 @@ def test_our_variables_always_present():
 
 def test_replica_env_carries_user_env():
     topology = parse_topology(
-        "framework: pytorch\nenvironment:\n  env: {A: 1}\n  replicas:\n    n_workers: 1\n    worker: [{index: 0, env: {B: x}}]\n"
+        "framework: pytorch\nenvironment:\n  env: {A: 1}\n"
+        "  replicas:\n    n_workers: 1\n    worker: [{index: 0, env: {B: x}}]\n"
     )
     addresses = kubernetes_addresses(topology, "r")
     assert replica_env(topology, "r", "master", 0, addresses)["A"] == "1"

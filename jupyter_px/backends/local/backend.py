@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from ...runstore import ReplicaStatus, RunState, RunStatus, atomic_write_json, read_tail
+from ...runstore import RunState, RunStatus, atomic_write_json, read_tail
 from ...topology import Topology, parse_topology
 from ..base import Backend, BackendError, ResourceUnavailable, SubmitHandle
 from . import capacity, resources
@@ -166,8 +166,9 @@ class LocalBackend(Backend):
 
 def _pending_status(run_id: str, counts: dict[str, int], supervisor_pid: int) -> RunStatus:
     """What status.json says from the moment `submit` returns: Pending, every replica, the pid."""
-    replicas = [ReplicaStatus(role=role, index=index, reason=None) for role, n in counts.items() for index in range(n)]
-    return RunStatus(run_id=run_id, state=RunState.PENDING, supervisor_pid=supervisor_pid, replicas=replicas)
+    status = RunStatus.initial(run_id, [(role, index) for role, n in counts.items() for index in range(n)])
+    status.supervisor_pid = supervisor_pid
+    return status
 
 
 def _reap_when_done(process: subprocess.Popen) -> None:

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from ...cluster import local_addresses
-from ...runstore import ReplicaState, ReplicaStatus, RunNotFound, RunState, RunStatus, RunStore
+from ...runstore import ReplicaState, RunNotFound, RunState, RunStatus, RunStore
 from ...topology import Topology, parse_topology
 from . import policy
 from .config import (
@@ -98,7 +98,7 @@ class Supervisor:
         status.supervisor_pid = os.getpid()
         status.state = RunState.PENDING
         specs = self.topology.replicas()
-        status.replicas = [ReplicaStatus(role=s.role, index=s.index, reason=None) for s in specs]
+        status.replicas = RunStatus.initial(status.run_id, [(s.role, s.index) for s in specs]).replicas
         self.replicas = [Replica(spec, entry) for spec, entry in zip(specs, status.replicas, strict=True)]
         self._write(force=True)
 
