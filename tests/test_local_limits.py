@@ -62,13 +62,14 @@ def test_capacity_names_the_number_each_limit_allows():
     ]
 
 
-def test_100000_workers_are_refused_before_anything_is_stored(px_home):
+def test_5000_workers_are_refused_before_anything_is_stored(px_home):
+    """Within the topology's own maximum (10,000 replicas) but beyond what one machine runs."""
     from jupyter_px.api import submit as api_submit
 
     with pytest.raises(ResourceUnavailable) as error:
-        api_submit("pass\n", _workers(100_000))
+        api_submit("pass\n", _workers(5_000))
     message = str(error.value)
-    assert message.startswith("the local backend cannot run this topology: it needs 100,002 processes")
+    assert message.startswith("the local backend cannot run this topology: it needs 5,002 processes (5,000 replicas)")
     assert f"at most {capacity.MAX_PROCESSES_PER_RUN:,}" in message
     assert RunStore().run_ids() == []
 
