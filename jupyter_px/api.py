@@ -149,13 +149,19 @@ class Run:
         return get_backend(self.record.backend, self.store)
 
     def status(self) -> RunStatus:
+        """The run's stored status: a pure read (no process is checked, nothing is written)."""
         return self.backend.status(self.run_id)
+
+    def reconcile(self) -> RunStatus:
+        """The status after the backend has checked what it can observe (a dead supervisor
+        makes the run Lost); may write the store."""
+        return self.backend.reconcile(self.run_id)
 
     def wait(self, timeout: float | None = None, check: bool = False, poll: float = 0.25) -> RunStatus:
         """Block until the run has finished; with check, raise RunFailed unless it succeeded."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            status = self.status()
+            status = self.reconcile()
             if status.state.finished:
                 if check and status.state != RunState.SUCCEEDED:
                     raise RunFailed(status)

@@ -41,14 +41,22 @@ class Backend(ABC):
 
     def check(self, topology: Topology) -> None:
         """Raise ResourceUnavailable/BackendError before anything is created. Default: accept."""
+        return None
 
     @abstractmethod
     def submit(self, run_id: str) -> SubmitHandle:
         """Start the run whose directory is already published in the store."""
 
     def status(self, run_id: str) -> RunStatus:
-        """The run's status as last written by the backend (reconciled where it can tell more)."""
+        """The run's status as last written by the backend. A pure read: it never writes or kills,
+        so reprs, monitors and listings can call it freely."""
         return self.store.status(run_id)
+
+    def reconcile(self, run_id: str) -> RunStatus:
+        """Bring the stored status in line with what the backend can observe (e.g. a dead
+        supervisor makes the run Lost) and return it. Explicit, because it may write the store
+        and stop processes; the CLI, the REST API, the monitor and `Run.wait` call it."""
+        return self.status(run_id)
 
     def logs(
         self, run_id: str, role: str, index: int, offset: int = 0, follow: bool = False, poll_interval: float = 0.2

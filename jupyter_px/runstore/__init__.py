@@ -2,7 +2,16 @@
 
 from .layout import InvalidRunId, RunPaths, px_home, validate_run_id
 from .models import CodeSpec, ReplicaState, ReplicaStatus, RunRecord, RunState, RunStatus
-from .store import RunNotFound, RunStore, atomic_write_bytes, atomic_write_json, initial_status, new_run_id, read_tail
+from .store import (
+    RunDamaged,
+    RunNotFound,
+    RunStore,
+    atomic_write_bytes,
+    atomic_write_json,
+    initial_status,
+    new_run_id,
+    read_tail,
+)
 
 __all__ = [
     "InvalidRunId",
@@ -15,6 +24,7 @@ __all__ = [
     "RunRecord",
     "RunState",
     "RunStatus",
+    "RunDamaged",
     "RunNotFound",
     "RunStore",
     "atomic_write_bytes",

@@ -221,7 +221,9 @@ class MetricsReader:
             return None
         if st.st_ino != state.inode or st.st_size < state.offset:
             if state.inode:
-                warnings.warn(f"{path} was replaced or truncated; reading it again from the start", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"{path} was replaced or truncated; reading it again from the start", RuntimeWarning, stacklevel=2
+                )
             state.offset, state.inode, state.plugins = 0, st.st_ino, {}
         return st.st_size if st.st_size > state.offset else None
 
@@ -337,7 +339,9 @@ class MetricsReader:
                 header = f.read(12)
                 length, length_crc = _HEADER.unpack(header)
                 if masked_crc32c(header[:8]) != length_crc:
-                    warnings.warn(f"{path}: corrupt event record; not reading this file further", RuntimeWarning, stacklevel=2)
+                    warnings.warn(
+                        f"{path}: corrupt event record; not reading this file further", RuntimeWarning, stacklevel=2
+                    )
                     state.broken = True
                     break
                 end = pos + 12 + length + 4
@@ -441,7 +445,9 @@ def _decode_lines(chunk: bytes, path: str, state: _FileState) -> list[Any]:
         else:
             state.bad_lines += 1
             if state.bad_lines == 1:
-                warnings.warn(f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning, stacklevel=2
+                )
     return records
 
 

@@ -17,16 +17,30 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from .layout import InvalidRunId, RunPaths, px_home, runs_root, validate_run_id
 from .models import ReplicaStatus, RunRecord, RunStatus
+
+_Model = TypeVar("_Model", RunRecord, RunStatus)
 
 
 class RunNotFound(KeyError):
     def __str__(self) -> str:  # KeyError quotes its argument; a message reads better
         return str(self.args[0])
+
+
+class RunDamaged(ValueError):
+    """A run directory whose record or status is missing or unreadable (a crash, a full disk,
+    a hand edit). Its message is one line naming the run and the damage; listings skip the run,
+    commands that need it report the message instead of a traceback."""
+
+    def __init__(self, run_id: str, what: str):
+        self.run_id = run_id
+        self.what = what
+        super().__init__(f"run {run_id} is damaged: {what}")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -136,10 +150,10 @@ class RunStore:
         return paths
 
     def record(self, run_id: str) -> RunRecord:
-        return RunRecord.model_validate_json(self._require(run_id).record.read_bytes())
+        return _load(RunRecord, self._require(run_id).record, run_id)
 
     def status(self, run_id: str) -> RunStatus:
-        return RunStatus.model_validate_json(self._require(run_id).status.read_bytes())
+        return _load(RunStatus, self._require(run_id).status, run_id)
 
     def write_status(self, status: RunStatus) -> None:
         status.updated_at = time.time()
@@ -173,6 +187,46 @@ class RunStore:
         out.sort(key=lambda pair: pair[0].created_at, reverse=True)
         return out
 
+    def resolve(self, ref: str) -> str:
+        """The run id a user means by `ref`: a run id, a run name (its newest run), or `last`.
+
+        Users type what they called a run (`--name utf`), not the id with its random suffix,
+        so every surface (CLI, magics, API, REST) resolves references through here.
+        """
+        if not isinstance(ref, str) or not ref:
+            raise RunNotFound(f"no run {ref!r}: give a run id, a run name or 'last'")
+        if ref == "last":
+            for run_id in self.run_ids():
+                if self.paths(run_id).record.exists():
+                    return run_id
+            raise RunNotFound(f"no runs yet in {self.root}")
+        try:
+            if self.exists(ref):
+                return ref
+        except InvalidRunId:
+            pass
+        for run_id in self.run_ids():
+            try:
+                if self.record(run_id).name == ref:
+                    return run_id
+            except (OSError, ValueError, RunNotFound):
+                continue
+        raise RunNotFound(f"no run with id or name {ref!r} in {self.root}")
+
+    def iter_log(
+        self, run_id: str, role: str, index: int, offset: int = 0, chunk_size: int = 1 << 20
+    ) -> Iterator[tuple[str, int]]:
+        """(text, next offset) chunks of a replica's log from `offset` to its current end.
+
+        Memory stays at one chunk whatever the log's size: `jupyter px logs`, `run.logs()` and
+        `--wait` stream through this instead of reading whole files."""
+        while True:
+            text, next_offset = self.read_log(run_id, role, index, offset, limit=chunk_size)
+            if next_offset == offset:
+                return
+            offset = next_offset
+            yield text, offset
+
     def delete(self, run_id: str) -> None:
         shutil.rmtree(self._require(run_id).root)
 
@@ -202,6 +256,19 @@ def read_tail(path: Path, limit: int) -> str:
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+def _load(model: type[_Model], path: Path, run_id: str) -> _Model:
+    """Read and validate one of a run's JSON files; RunDamaged (one line) when it cannot be."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RunDamaged(run_id, f"{path.name} is missing") from None
+    try:
+        return model.model_validate_json(data)
+    except ValueError as error:  # pydantic's ValidationError is a ValueError
+        first = str(error).splitlines()[1:2] or [str(error)]
+        raise RunDamaged(run_id, f"{path.name} is not valid ({first[0].strip()[:120]})") from None
 
 
 def _user() -> str:

@@ -115,7 +115,7 @@ class LocalBackend(Backend):
             data += chunk
         return data.startswith(b"ready")
 
-    def status(self, run_id: str) -> RunStatus:
+    def reconcile(self, run_id: str) -> RunStatus:
         """The stored status; a run whose supervisor is gone while it claims to run becomes Lost."""
         status = self.store.status(run_id)
         if status.state.finished or not status.supervisor_pid:
@@ -145,7 +145,7 @@ class LocalBackend(Backend):
 
     def stop(self, run_id: str, timeout: float | None = None) -> None:
         """Ask the supervisor to stop the run and wait until every process of it is gone."""
-        status = self.status(run_id)
+        status = self.reconcile(run_id)
         if status.state.finished:
             return
         paths = self.store.paths(run_id)
@@ -159,7 +159,7 @@ class LocalBackend(Backend):
         timeout = timeout if timeout is not None else STOP_GRACE_S + 15.0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            status = self.status(run_id)
+            status = self.reconcile(run_id)
             if status.state.finished or status.supervisor_pid is None:
                 return
             time.sleep(0.05)

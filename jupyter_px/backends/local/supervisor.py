@@ -127,7 +127,8 @@ class Supervisor:
         status.supervisor_pid = os.getpid()
         status.state = RunState.PENDING
         status.replicas = [ReplicaStatus(role=s.role, index=s.index) for s in self.topology.replicas()]
-        self.replicas = [Replica(spec, entry) for spec, entry in zip(self.topology.replicas(), status.replicas, strict=False)]
+        specs = self.topology.replicas()
+        self.replicas = [Replica(spec, entry) for spec, entry in zip(specs, status.replicas, strict=True)]
         self._write(force=True)
         if self.ready_fd is not None:
             try:
