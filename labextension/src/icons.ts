@@ -14,4 +14,7 @@ const PX_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" v
   </g>
 </svg>`;
 
-export const pxIcon = new LabIcon({ name: 'jupyter-px:sidebar', svgstr: PX_SVG });
+export const pxIcon = new LabIcon({
+  name: 'jupyter-px:sidebar',
+  svgstr: PX_SVG
+});
