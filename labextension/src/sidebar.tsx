@@ -8,7 +8,8 @@ import {
   UseSignal
 } from '@jupyterlab/ui-components';
 import type { ReadonlyJSONObject } from '@lumino/coreutils';
-import { Widget } from '@lumino/widgets';
+import type { Message } from '@lumino/messaging';
+import { AccordionPanel, Widget } from '@lumino/widgets';
 import { customizeValidator } from '@rjsf/validator-ajv8';
 import * as React from 'react';
 
@@ -327,7 +328,7 @@ function SubmitForm(props: {
             <label className="jp-px-field">
               <span>Run name</span>
               <input
-                className="jp-mod-styled jp-px-run-name"
+                className="jp-mod-styled jp-px-run-name-input"
                 value={name}
                 placeholder="optional"
                 onChange={event => setName(event.target.value)}
@@ -534,5 +535,11 @@ export class PxSidebar extends SidePanel {
     this.addWidget(form);
     this.addWidget(submit);
     this.addWidget(list);
+  }
+
+  protected onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    // The form needs the room; Submit is a few lines.
+    (this.content as AccordionPanel).setRelativeSizes([5, 2, 4]);
   }
 }

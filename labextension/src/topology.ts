@@ -35,7 +35,8 @@ const TITLES: { [name: string]: string } = {
   framework: 'Framework',
   backend: 'Backend',
   environment: 'Environment',
-  resources: 'Master resources',
+  'Environment.resources': 'Master resources',
+  resources: 'Resources',
   replicas: 'Replicas',
   n_masters: 'Masters (0 or 1)',
   n_workers: 'Workers',
@@ -130,6 +131,9 @@ export function formSchema(modelSchema: JSONObject): JSONObject {
     if (TITLES[name]) {
       out.title = TITLES[name];
     }
+    if (node.type === 'object') {
+      delete out.description; // the model's docstrings: written for Python readers
+    }
     if (node.type === 'object' && node.properties) {
       const kind = node.__name || definition;
       const shown = SHOWN[kind];
@@ -147,13 +151,12 @@ export function formSchema(modelSchema: JSONObject): JSONObject {
       }
     }
     if (node.type === 'array' && node.items) {
-      out.items = walk(node.items, '', '');
+      out.items = { ...walk(node.items, '', ''), title: 'Override' };
     }
     return out;
   };
   const schema = walk(modelSchema, 'root', '');
-  schema.title = 'Topology';
-  delete schema.description;
+  delete schema.title; // the sidebar section is titled already
   return schema;
 }
 
