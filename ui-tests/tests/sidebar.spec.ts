@@ -188,7 +188,15 @@ test.describe.serial('jupyter-px sidebar', () => {
     await shot(page, 'light-09-tensorboard');
 
     // A second run, stopped from the list (with a confirmation).
-    await page.notebook.openByPath(`${tmpPath}/sleep.ipynb`);
+    // (opened by command: the file browser is not showing while the sidebar is)
+    await page.evaluate(async path => {
+      await (window as any).jupyterapp.commands.execute('docmanager:open', {
+        path
+      });
+    }, `${tmpPath}/sleep.ipynb`);
+    await expect(
+      page.locator('.lm-TabBar-tab.lm-mod-current', { hasText: 'sleep.ipynb' })
+    ).toBeVisible();
     await openSidebar(page);
     await expect(sidebar(page).locator('.jp-px-notebook')).toHaveText(
       `${tmpPath}/sleep.ipynb`
