@@ -14,6 +14,7 @@ module.exports = {
   fullyParallel: false,
   retries: 0,
   reporter: [['list'], ['html', { open: 'never' }]],
+  globalTeardown: require.resolve('./teardown.js'),
   use: {
     ...baseConfig.use,
     baseURL: `http://localhost:${port}`,
