@@ -22,6 +22,9 @@ module.exports = async () => {
       stdio: 'inherit'
     });
   } catch (error) {
-    console.warn('could not stop the tests\' TensorBoard servers:', error.message);
+    console.warn(
+      "could not stop the tests' TensorBoard servers:",
+      error.message
+    );
   }
 };
