@@ -27,7 +27,7 @@ from typing import Any
 
 from ..backends import BackendError, get_backend
 from ..presentation.run_json import run_summary
-from ..runstore import RunNotFound, RunStore
+from ..runstore import RunNotFound, RunPaths, RunStore
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +53,15 @@ class RunsIndex:
         self.store = store
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[Stamp, dict[str, Any]]] = {}
+        # Plain strings, not RunPaths: building 1,000 pathlib paths per poll cost more than the stats.
+        self._root = str(store.root)
+        self._status_name = RunPaths("x", store.home).status.name
 
     def _stamp(self, run_id: str) -> Stamp | None:
+        """The status file's identity; run ids come from `store.run_ids()`, which validated them."""
         try:
-            stat = os.stat(self.store.paths(run_id).status)
-        except (OSError, ValueError):
+            stat = os.stat(os.path.join(self._root, run_id, self._status_name))
+        except OSError:
             return None
         return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
