@@ -65,3 +65,8 @@ def unload_ipython_extension(ipython: Any) -> None:
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
     """jupyter_server finds the server extension (REST API, base URL for kernels) here."""
     return [{"module": "jupyter_px.server"}]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """JupyterLab's extension tools (`labextension develop`) find the built sidebar here."""
+    return [{"src": "labextension", "dest": "jupyter-px"}]

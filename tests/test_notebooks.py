@@ -196,28 +196,6 @@ def test_notebook_runs(path, px_home, tmp_path, jupyter_server, stop_tensorboard
         assert status in (302, 403)  # the proxy is behind the server's authentication
 
 
-def test_server_extension_rest_api(jupyter_server):
-    from conftest import make_synthetic_run
-
-    make_synthetic_run(
-        jupyter_server.px_home,
-        "rest-1",
-        {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}},
-        state="Succeeded",
-    )
-    status, body = jupyter_server.get(f"{BASE_URL}px/api/runs")
-    assert status == 200
-    (listed,) = json.loads(body)["runs"]
-    assert listed["run_id"] == "rest-1" and listed["state"] == "Succeeded"
-    assert [r["key"] for r in listed["replicas"]] == ["master-0", "worker-0"]
-    status, body = jupyter_server.get(f"{BASE_URL}px/api/runs/rest-1")
-    assert status == 200 and json.loads(body)["record"]["topology"]["framework"] == "pytorch"
-    assert jupyter_server.get(f"{BASE_URL}px/api/runs/nope-1")[0] == 404
-    assert jupyter_server.get(f"{BASE_URL}px/api/runs?limit=many")[0] == 400
-    assert jupyter_server.get(f"{BASE_URL}px/api/runs?limit=-1")[0] == 400
-    assert jupyter_server.get(f"{BASE_URL}px/api/runs", token=False)[0] in (302, 403)
-
-
 def test_server_extension_tells_kernels_the_base_url(tmp_path):
     """The extension puts the server's base_url in the server's environment, which kernels inherit."""
     code = (

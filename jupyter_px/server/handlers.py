@@ -1,53 +1,328 @@
-"""Authenticated, read-only REST handlers over the run store."""
+"""REST handlers: thin async methods over the functions the CLI and the magics use.
+
+Every handler is authenticated (`@web.authenticated`) and authorized (`@authorized` against the
+`px` resource, so a deployment's Authorizer can allow reading runs but not submitting them:
+submissions and TensorBoard are the `execute` action, stopping is `write`, the rest `read`).
+`APIHandler` enforces XSRF for cookie sessions on every method but GET. Blocking work (the run
+store, backends, TensorBoard) runs in a thread so the event loop keeps serving.
+
+Errors: 400 with the reason for a bad body or parameter, 404 for an unknown run or file; a
+reason is always one line a user can act on (`{"message": ...}`, plus `problems` for topologies).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+from typing import Any
 
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from .. import tensorboard
+from ..api import Run, submit
+from ..backends import BackendError, get_backend
+from ..presentation.run_json import run_detail
 from ..runstore import RunNotFound, RunStore
+from ..runstore.layout import ROLE_PATTERN
+from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
+from ..topology.export import summary_text
+from .metrics_cache import MetricsCache
+from .runs_index import RunsIndex
+from .submission import DEFAULT_TAG, code_from_notebook, code_from_script
+
+log = logging.getLogger(__name__)
+
+#: The authorization resource of every jupyter-px route.
+AUTH_RESOURCE = "px"
+
+#: The most log bytes one request returns; the client continues from the returned offset.
+MAX_LOG_CHUNK = 256 * 1024
+#: Submission body fields; anything else is a 400 (a typo should not be silently ignored).
+SUBMIT_FIELDS = {"topology", "notebook", "script", "cells", "tag", "name"}
 
 
-class RunsHandler(APIHandler):
-    """`GET px/api/runs?limit=N`: the newest runs with their state."""
+class PxState:
+    """What the handlers share for the server's life: the run store and its caches."""
 
-    @web.authenticated
-    def get(self) -> None:
-        text = self.get_argument("limit", "100")
+    def __init__(self, store: RunStore | None = None):
+        self.store = store or RunStore()
+        self.runs = RunsIndex(self.store)
+        self.metrics = MetricsCache(self.store)
+
+
+class PxHandler(APIHandler):
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, state: PxState) -> None:
+        self.px = state
+
+    async def blocking(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(function, *args, **kwargs)
+
+    def json_body(self, allowed: set[str] | None = None) -> dict[str, Any]:
         try:
-            limit = int(text)
+            body = json.loads(self.request.body or b"{}")
+        except ValueError as error:
+            raise web.HTTPError(400, f"the request body is not JSON ({error})") from None
+        if not isinstance(body, dict):
+            raise web.HTTPError(400, f"the request body must be a JSON object, got {type(body).__name__}")
+        unknown = sorted(set(body) - allowed) if allowed is not None else []
+        if unknown:
+            raise web.HTTPError(400, f"unknown field {unknown[0]!r} (expected: {', '.join(sorted(allowed or []))})")
+        return body
+
+    def int_argument(self, name: str, default: int | None, minimum: int | None = 0) -> int | None:
+        text = self.get_argument(name, None)
+        if text is None or text == "":
+            return default
+        try:
+            value = int(text)
         except ValueError:
-            raise web.HTTPError(400, f"limit: {text!r} is not a whole number") from None
-        if limit < 0:
-            raise web.HTTPError(400, f"limit: {limit} is negative (0 means all runs)")
-        runs = []
-        for record, status in RunStore().list(limit=limit or None):
-            runs.append(
-                {
-                    "run_id": record.run_id,
-                    "name": record.name,
-                    "backend": record.backend,
-                    "state": status.state.value,
-                    "created_at": record.created_at,
-                    "started_at": status.started_at,
-                    "finished_at": status.finished_at,
-                    "submitted_from": record.submitted_from,
-                    "replicas": [{"key": r.key, "state": r.state.value} for r in status.replicas],
-                }
-            )
-        self.finish(json.dumps({"runs": runs}))
+            raise web.HTTPError(400, f"{name}: {text!r} is not a whole number") from None
+        if minimum is not None and value < minimum:
+            raise web.HTTPError(400, f"{name}: {value} is below {minimum}")
+        return value
+
+    async def resolve(self, ref: str) -> str:
+        try:
+            return await self.blocking(self.px.store.resolve, ref)
+        except RunNotFound as error:
+            raise web.HTTPError(404, str(error)) from None
+
+    def write_json(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data))
 
 
-class RunHandler(APIHandler):
-    """`GET px/api/runs/<run-id>`: record and status of one run."""
+def _topology_from(body: dict[str, Any]) -> Any:
+    """The topology field: a mapping (the form) or YAML text (import); 400 when absent."""
+    if "topology" not in body:
+        raise web.HTTPError(400, "topology: required field is missing")
+    topology = body["topology"]
+    if not isinstance(topology, (dict, str)):
+        raise web.HTTPError(400, f"topology: expected an object or YAML text, got {type(topology).__name__}")
+    return topology
+
+
+def _problems(error: TopologyError) -> dict[str, Any]:
+    return {"message": str(error), **error.to_dict()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Topology
+
+
+class TopologySchemaHandler(PxHandler):
+    """`GET px/api/topology/schema`: the JSON Schema the sidebar's form is generated from."""
 
     @web.authenticated
-    def get(self, run_id: str) -> None:
-        store = RunStore()
+    @authorized
+    async def get(self) -> None:
+        self.write_json(json_schema())
+
+
+class TopologyValidateHandler(PxHandler):
+    """`POST px/api/topology/validate` `{"topology": {...} | "yaml"}`: the normalized topology and
+    its YAML, or every problem with its field path. An invalid topology is an answer (200,
+    `valid: false`), not an error: the form shows the problems beside the fields."""
+
+    @web.authenticated
+    @authorized("read")
+    async def post(self) -> None:
+        topology = _topology_from(self.json_body({"topology"}))
         try:
-            record, status = store.record(run_id), store.status(run_id)
-        except RunNotFound:
-            raise web.HTTPError(404, f"no run {run_id!r}") from None
-        self.finish(json.dumps({"record": record.model_dump(mode="json"), "status": status.model_dump(mode="json")}))
+            topo = parse_topology(topology)
+        except TopologyError as error:
+            self.write_json({"valid": False, **_problems(error)})
+            return
+        self.write_json(
+            {"valid": True, "topology": to_dict(topo), "yaml": to_yaml(topo), "summary": summary_text(topo)}
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+
+class RunsHandler(PxHandler):
+    """`GET px/api/runs?offset=&limit=`: run summaries newest first, with an ETag (a poll whose
+    `If-None-Match` matches gets 304 and no body). `POST px/api/runs`: submit a notebook or script."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        offset = self.int_argument("offset", 0)
+        limit = self.int_argument("limit", 100)
+        assert offset is not None
+        if self.request.headers.get("If-None-Match"):
+            etag = await self.blocking(self.px.runs.current_etag)
+            self.set_header("Etag", etag)
+            if self.check_etag_header():
+                self.set_status(304)
+                self.finish()
+                return
+        page = await self.blocking(self.px.runs.page, offset, limit or None)
+        progress = {}
+        for summary in page.runs:
+            if not summary["finished"]:
+                found = await self.blocking(self.px.metrics.progress, summary["run_id"])
+                if found:
+                    progress[summary["run_id"]] = found
+        self.set_header("Etag", page.etag)
+        self.set_header("Cache-Control", "no-cache")
+        self.write_json(
+            {"runs": page.runs, "total": page.total, "offset": offset, "limit": limit, "progress": progress}
+        )
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self) -> None:
+        body = self.json_body(SUBMIT_FIELDS)
+        topology = _topology_from(body)
+        name = body.get("name")
+        if name is not None and not isinstance(name, str):
+            raise web.HTTPError(400, f"name: {name!r} is not a string")
+        cells = body.get("cells", "all")
+        if cells not in ("all", "tagged"):
+            raise web.HTTPError(400, f"cells: {cells!r} is not 'all' or 'tagged'")
+        tag = body.get("tag", DEFAULT_TAG)
+        if not isinstance(tag, str) or not tag.strip():
+            raise web.HTTPError(400, f"tag: {tag!r} is not a cell tag")
+        if ("notebook" in body) == ("script" in body):
+            raise web.HTTPError(400, "give exactly one of notebook (an .ipynb path) or script (a .py path)")
+        try:
+            topo = parse_topology(topology)
+        except TopologyError as error:
+            self.write_json(_problems(error), status=400)
+            return
+        if "notebook" in body:
+            code = await code_from_notebook(self.contents_manager, body["notebook"], tag if cells == "tagged" else None)
+        else:
+            code = await code_from_script(self.contents_manager, body["script"])
+        try:
+            run = await self.blocking(
+                submit,
+                code.source,
+                topo,
+                name=name or None,
+                workdir=code.workdir,
+                language=code.language,
+                submitted_from="sidebar",
+                source=code.origin,
+                store=self.px.store,
+            )
+        except (BackendError, ValueError, FileNotFoundError) as error:  # ResourceUnavailable, bad name...
+            raise web.HTTPError(400, f"the run could not start: {error}") from None
+        record, status = await self.blocking(lambda: (run.record, run.backend.reconcile(run.run_id)))
+        self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run.run_id}")
+        self.write_json(run_detail(record, status), status=201)
+
+
+class RunHandler(PxHandler):
+    """`GET px/api/runs/<ref>`: one run, reconciled (a dead supervisor reads as Lost, not as a
+    stale Running). `DELETE px/api/runs/<ref>`: stop it (waits for the replicas to end)."""
+
+    def _detail(self, run_id: str) -> dict[str, Any]:
+        record = self.px.store.record(run_id)
+        try:
+            status = get_backend(record.backend, self.px.store).reconcile(run_id)
+        except BackendError:  # a backend this installation lacks: what the store says
+            status = self.px.store.status(run_id)
+        return run_detail(record, status)
+
+    @web.authenticated
+    @authorized
+    async def get(self, ref: str) -> None:
+        run_id = await self.resolve(ref)
+        self.write_json(await self.blocking(self._detail, run_id))
+
+    @web.authenticated
+    @authorized("write")
+    async def delete(self, ref: str) -> None:
+        run_id = await self.resolve(ref)
+        try:
+            await self.blocking(lambda: Run(run_id, self.px.store).stop())
+        except BackendError as error:
+            raise web.HTTPError(409, f"run {run_id} could not be stopped: {error}") from None
+        self.write_json(await self.blocking(self._detail, run_id))
+
+
+class RunLogsHandler(PxHandler):
+    """`GET px/api/runs/<ref>/logs?role=&index=&offset=`: log text of one replica from byte
+    `offset` (negative: the last bytes), at most 256 KiB, and the offset to continue from."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, ref: str) -> None:
+        run_id = await self.resolve(ref)
+        role = self.get_argument("role", "master")
+        if not ROLE_PATTERN.match(role):
+            raise web.HTTPError(400, f"role: {role!r} is not a role name (master, worker, ps, evaluator)")
+        index = self.int_argument("index", 0)
+        offset = self.int_argument("offset", 0, minimum=None)
+        assert index is not None and offset is not None
+        status = await self.blocking(self.px.store.status, run_id)
+        if not any(r.role == role and r.index == index for r in status.replicas) and status.replicas:
+            raise web.HTTPError(404, f"run {run_id} has no replica {role}-{index}")
+        text, next_offset = await self.blocking(self.px.store.read_log, run_id, role, index, offset, MAX_LOG_CHUNK)
+        self.write_json(
+            {
+                "replica": f"{role}-{index}",
+                "text": text,
+                "offset": next_offset,
+                "finished": status.state.finished,
+            }
+        )
+
+
+class RunMetricsHandler(PxHandler):
+    """`GET px/api/runs/<ref>/metrics?since=T`: points logged after time T (all without it),
+    per replica and metric, and the cursor to pass as `since` next time."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, ref: str) -> None:
+        run_id = await self.resolve(ref)
+        text = self.get_argument("since", None)
+        since = None
+        if text:
+            try:
+                since = float(text)
+            except ValueError:
+                raise web.HTTPError(400, f"since: {text!r} is not a time (seconds since the epoch)") from None
+            if since != since or since in (float("inf"), float("-inf")):
+                raise web.HTTPError(400, f"since: {text!r} is not a finite time")
+        data = await self.blocking(self.px.metrics.points_since, run_id, since)
+        status = await self.blocking(self.px.store.status, run_id)
+        self.write_json({"run_id": run_id, "finished": status.state.finished, **data})
+
+
+class RunTensorBoardHandler(PxHandler):
+    """`POST px/api/runs/<ref>/tensorboard`: start (or reuse) TensorBoard for the run; the URL is
+    the Jupyter server's authenticated proxy route, so it works behind JupyterHub."""
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self, ref: str) -> None:
+        run_id = await self.resolve(ref)
+        self.json_body(set())  # no options yet: an empty object (or no body)
+        result = await self.blocking(tensorboard.start, [run_id], home=self.px.store.home)
+        if isinstance(result, tensorboard.Failed):
+            self.write_json(
+                {"message": f"TensorBoard could not start: {result.reason}", "output": result.output[-4000:]},
+                status=503,
+            )
+            return
+        info = result.info
+        self.write_json(
+            {
+                "status": "reused" if isinstance(result, tensorboard.Reused) else "launched",
+                "url": tensorboard.proxy_url(info.port, self.base_url),
+                "port": info.port,
+                "key": info.key,
+            }
+        )

@@ -1,0 +1,28 @@
+const jestJupyterLab = require('@jupyterlab/testutils/lib/jest-config');
+
+const esModules = [
+  '@codemirror',
+  '@jupyter/ydoc',
+  '@jupyter/react-components',
+  '@jupyter/web-components',
+  '@microsoft',
+  'exenv-es6',
+  'lib0',
+  'nanoid',
+  'vscode-ws-jsonrpc',
+  'y-protocols',
+  'y-websocket',
+  'yjs'
+].join('|');
+
+const baseConfig = jestJupyterLab(__dirname);
+
+module.exports = {
+  ...baseConfig,
+  automock: false,
+  collectCoverageFrom: ['labextension/src/**/*.{ts,tsx}', '!labextension/src/**/*.d.ts'],
+  coverageReporters: ['lcov', 'text'],
+  modulePathIgnorePatterns: ['<rootDir>/jupyter_px/labextension', '<rootDir>/ui-tests', '<rootDir>/lib'],
+  testRegex: 'labextension/src/.*/.*.spec.ts[x]?$',
+  transformIgnorePatterns: [`/node_modules/(?!${esModules}).+`]
+};

@@ -1,0 +1,50 @@
+import { formatTick, layoutPlot, mergeSeries } from '../plot';
+
+describe('metrics plot', () => {
+  it('scales every replica onto shared axes', () => {
+    const plot = layoutPlot(
+      [
+        {
+          label: 'master-0',
+          series: { steps: [0, 1, 2], values: [1, 0.5, 0], times: [0, 0, 0] }
+        },
+        {
+          label: 'worker-0',
+          series: { steps: [0, 2], values: [2, NaN], times: [0, 0] }
+        }
+      ],
+      100,
+      50
+    );
+    expect(plot.xRange).toEqual([0, 2]);
+    expect(plot.yRange).toEqual([0, 2]);
+    expect(plot.traces[0].points).toBe('0,25 50,37.5 100,50');
+    expect(plot.traces[1].points).toBe('0,0');
+    expect(plot.traces[0].last).toBe(0);
+  });
+
+  it('keeps a flat line visible and handles no points', () => {
+    const flat = layoutPlot(
+      [
+        {
+          label: 'a',
+          series: { steps: [null, null], values: [3, 3], times: [0, 0] }
+        }
+      ],
+      10,
+      10
+    );
+    expect(flat.traces[0].points).toBe('0,5 10,5');
+    expect(layoutPlot([], 10, 10).traces).toEqual([]);
+  });
+
+  it('appends new points', () => {
+    const merged = mergeSeries(
+      { steps: [0], values: [1], times: [5] },
+      { steps: [1], values: [2], times: [6] }
+    );
+    expect(merged).toEqual({ steps: [0, 1], values: [1, 2], times: [5, 6] });
+    expect(formatTick(0.5)).toBe('0.5');
+    expect(formatTick(123456)).toBe('1.23e+5');
+  });
+});

@@ -1,0 +1,85 @@
+import { requestAPI } from './request';
+import type {
+  ILogChunk,
+  IMetricsUpdate,
+  IRunDetail,
+  IRunsPage,
+  ISubmission,
+  ITensorBoard,
+  IValidation
+} from './types';
+
+/** Typed calls to `px/api/...`; every UI part goes through these. */
+
+const json = (body: unknown): RequestInit => ({
+  method: 'POST',
+  body: JSON.stringify(body),
+  headers: { 'Content-Type': 'application/json' }
+});
+
+const run = (runId: string, ...rest: string[]): string =>
+  ['runs', encodeURIComponent(runId), ...rest].join('/');
+
+export async function topologySchema(): Promise<{ [key: string]: any }> {
+  return (await requestAPI<{ [key: string]: any }>('topology/schema')).data!;
+}
+
+export async function validateTopology(
+  topology: { [key: string]: any } | string
+): Promise<IValidation> {
+  return (
+    await requestAPI<IValidation>('topology/validate', json({ topology }))
+  ).data!;
+}
+
+/**
+ * One page of the runs list; `null` when the server says nothing changed since `etag`.
+ */
+export async function listRuns(
+  limit: number,
+  etag: string | null
+): Promise<{ page: IRunsPage; etag: string | null } | null> {
+  const init: RequestInit = etag ? { headers: { 'If-None-Match': etag } } : {};
+  const response = await requestAPI<IRunsPage>(`runs?limit=${limit}`, init);
+  if (response.status === 304) {
+    return null;
+  }
+  return { page: response.data!, etag: response.etag };
+}
+
+export async function submitRun(body: ISubmission): Promise<IRunDetail> {
+  return (await requestAPI<IRunDetail>('runs', json(body))).data!;
+}
+
+export async function getRun(runId: string): Promise<IRunDetail> {
+  return (await requestAPI<IRunDetail>(run(runId))).data!;
+}
+
+export async function stopRun(runId: string): Promise<IRunDetail> {
+  return (await requestAPI<IRunDetail>(run(runId), { method: 'DELETE' })).data!;
+}
+
+export async function readLog(
+  runId: string,
+  role: string,
+  index: number,
+  offset: number
+): Promise<ILogChunk> {
+  const query = `?role=${encodeURIComponent(role)}&index=${index}&offset=${offset}`;
+  return (await requestAPI<ILogChunk>(run(runId, 'logs') + query)).data!;
+}
+
+export async function readMetrics(
+  runId: string,
+  since: number | null
+): Promise<IMetricsUpdate> {
+  const query =
+    since === null ? '' : `?since=${encodeURIComponent(String(since))}`;
+  return (await requestAPI<IMetricsUpdate>(run(runId, 'metrics') + query))
+    .data!;
+}
+
+export async function startTensorBoard(runId: string): Promise<ITensorBoard> {
+  return (await requestAPI<ITensorBoard>(run(runId, 'tensorboard'), json({})))
+    .data!;
+}

@@ -1,0 +1,111 @@
+import { Poll } from '@lumino/polling';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import * as api from './api';
+import { pollFrequency } from './polling';
+import { newlyFinished } from './runs';
+import type { IProgress, IRunsPage, IRunSummary } from './types';
+
+/** Fetches a page of runs; `null` when unchanged since `etag` (HTTP 304). */
+export type RunsFetcher = (
+  limit: number,
+  etag: string | null
+) => Promise<{ page: IRunsPage; etag: string | null } | null>;
+
+/**
+ * The runs list, live: one `Poll` (backoff on errors, standby while hidden) asking with the
+ * last ETag, so an unchanged store costs the server a few stats and the browser nothing.
+ */
+export class RunsModel {
+  constructor(options: {
+    interval: number;
+    isVisible: () => boolean;
+    fetcher?: RunsFetcher;
+    pageSize?: number;
+  }) {
+    this._fetch = options.fetcher ?? api.listRuns;
+    this.limit = options.pageSize ?? 100;
+    this.poll = new Poll({
+      auto: false,
+      factory: () => this.refresh(),
+      frequency: pollFrequency(options.interval),
+      standby: () => (options.isVisible() ? 'when-hidden' : true),
+      name: 'jupyter-px:runs'
+    });
+  }
+
+  readonly poll: Poll;
+  runs: IRunSummary[] = [];
+  progress: { [runId: string]: IProgress } = {};
+  total = 0;
+  limit: number;
+  error: string | null = null;
+  /** Runs submitted from this browser: their end is notified. */
+  readonly watched = new Set<string>();
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Runs of `watched` that ended in the last refresh. */
+  get ended(): ISignal<this, IRunSummary[]> {
+    return this._ended;
+  }
+
+  start(): void {
+    void this.poll.start();
+  }
+
+  set interval(seconds: number) {
+    this.poll.frequency = pollFrequency(seconds);
+  }
+
+  /** Show `more` runs (the next refresh asks for a longer page). */
+  showMore(more = 100): Promise<void> {
+    this.limit += more;
+    this._etag = null;
+    return this.poll.refresh();
+  }
+
+  /** One request; throws on failure (so the poll backs off). */
+  async refresh(): Promise<void> {
+    let answer;
+    try {
+      answer = await this._fetch(this.limit, this._etag);
+    } catch (error) {
+      this.error = (error as Error).message;
+      this._changed.emit();
+      throw error;
+    }
+    const hadError = this.error !== null;
+    this.error = null;
+    if (answer === null) {
+      if (hadError) {
+        this._changed.emit();
+      }
+      return;
+    }
+    const before = new Map(this.runs.map(run => [run.run_id, run]));
+    this._etag = answer.etag;
+    this.runs = answer.page.runs;
+    this.progress = answer.page.progress;
+    this.total = answer.page.total;
+    const ended = newlyFinished(before, this.runs, this.watched);
+    for (const run of ended) {
+      this.watched.delete(run.run_id);
+    }
+    this._changed.emit();
+    if (ended.length) {
+      this._ended.emit(ended);
+    }
+  }
+
+  dispose(): void {
+    this.poll.dispose();
+  }
+
+  private _fetch: RunsFetcher;
+  private _etag: string | null = null;
+  private _changed = new Signal<this, void>(this);
+  private _ended = new Signal<this, IRunSummary[]>(this);
+}

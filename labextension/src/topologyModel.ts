@@ -1,0 +1,140 @@
+import type { IStateDB } from '@jupyterlab/statedb';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import * as api from './api';
+import { ApiError, IProblem } from './request';
+import {
+  formSchema,
+  fromTopology,
+  initialTopology,
+  problemsToErrorSchema,
+  toTopology
+} from './topology';
+import type { IValidation } from './types';
+
+type JSONObject = { [key: string]: any };
+
+const STATE_PREFIX = 'jupyter-px:topology:';
+
+/**
+ * The sidebar's topology: the form's data, the server's verdict on it, and where it is kept
+ * (per notebook, in the state database). Validation is live but debounced: the server (the
+ * model's single definition) answers, and its problems become messages beside the fields.
+ */
+export class TopologyModel {
+  constructor(
+    private state: IStateDB | null,
+    defaultBackend: string
+  ) {
+    this.formData = initialTopology(defaultBackend);
+  }
+
+  modelSchema: JSONObject | null = null;
+  schema: JSONObject | null = null;
+  formData: JSONObject;
+  validation: IValidation | null = null;
+  errorSchema: JSONObject = {};
+  loadError: string | null = null;
+  notebook: string | null = null;
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** The topology as the server will read it (what Submit sends). */
+  get topology(): JSONObject {
+    return toTopology(this.formData);
+  }
+
+  get valid(): boolean {
+    return this.validation?.valid === true;
+  }
+
+  get problems(): IProblem[] {
+    return this.validation?.problems ?? [];
+  }
+
+  async load(): Promise<void> {
+    try {
+      this.modelSchema = await api.topologySchema();
+      this.schema = formSchema(this.modelSchema);
+      this.loadError = null;
+    } catch (error) {
+      this.loadError = `the topology schema could not be loaded: ${(error as Error).message}`;
+    }
+    this._changed.emit();
+    await this.validate();
+  }
+
+  setFormData(data: JSONObject): void {
+    this.formData = data;
+    this._changed.emit();
+    this.scheduleValidation();
+  }
+
+  scheduleValidation(delay = 300): void {
+    window.clearTimeout(this._timer);
+    this._timer = window.setTimeout(() => void this.validate(), delay);
+  }
+
+  /** Ask the server; a newer request wins over an older one that answers late. */
+  async validate(): Promise<IValidation | null> {
+    const ticket = ++this._ticket;
+    let result: IValidation;
+    try {
+      result = await api.validateTopology(this.topology);
+    } catch (error) {
+      result = {
+        valid: false,
+        message: (error as Error).message,
+        problems: error instanceof ApiError ? error.problems : []
+      };
+    }
+    if (ticket !== this._ticket) {
+      return this.validation;
+    }
+    this.validation = result;
+    this.errorSchema = problemsToErrorSchema(
+      result.problems ?? [],
+      this.schema ?? undefined
+    );
+    this._changed.emit();
+    if (result.valid && this.notebook && this.state) {
+      await this.state.save(STATE_PREFIX + this.notebook, this.formData as any);
+    }
+    return result;
+  }
+
+  /** Follow the active notebook: its last topology comes back (the current one stays otherwise). */
+  async setNotebook(path: string | null): Promise<void> {
+    if (path === this.notebook) {
+      return;
+    }
+    this.notebook = path;
+    if (path && this.state) {
+      const saved = await this.state.fetch(STATE_PREFIX + path);
+      if (saved && typeof saved === 'object') {
+        this.setFormData(saved as JSONObject);
+        return;
+      }
+    }
+    this._changed.emit();
+  }
+
+  /** Replace the form with a topology in any accepted form (YAML text or an object). */
+  async importTopology(topology: string | JSONObject): Promise<IValidation> {
+    const result = await api.validateTopology(topology);
+    if (result.valid && result.topology) {
+      this.setFormData(fromTopology(result.topology));
+    }
+    return result;
+  }
+
+  dispose(): void {
+    window.clearTimeout(this._timer);
+  }
+
+  private _changed = new Signal<this, void>(this);
+  private _timer = 0;
+  private _ticket = 0;
+}
