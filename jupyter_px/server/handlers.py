@@ -216,7 +216,7 @@ class RunsHandler(PxHandler):
                 store=self.px.store,
             )
         except (BackendError, ValueError, FileNotFoundError) as error:  # ResourceUnavailable, bad name...
-            raise web.HTTPError(400, f"the run could not start: {error}") from None
+            raise web.HTTPError(400, f"the run could not start on the {topo.backend_kind} backend: {error}") from None
         record, status = await self.blocking(lambda: (run.record, run.backend.reconcile(run.run_id)))
         self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run.run_id}")
         self.write_json(run_detail(record, status), status=201)
