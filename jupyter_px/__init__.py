@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .lazy import lazy_attributes
+
 __version__ = "0.1.0"
 
 #: Public name -> module that defines it (imported when the name is first used).
@@ -34,19 +36,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jupyter_px' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 def load_ipython_extension(ipython: Any) -> None:

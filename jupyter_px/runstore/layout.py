@@ -96,6 +96,16 @@ def process_file(path: str, process: int) -> str:
     return f"{head}{PROCESS_INFIX}{process}.{ext}"
 
 
+class _InRun:
+    """A fixed entry of a run directory, read as an attribute: `paths.status` is `<root>/status.json`."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, paths: RunPaths, owner: type | None = None) -> Path:
+        return paths.root / self.name
+
+
 class RunPaths:
     """The paths of one run directory. Pure: creates nothing."""
 
@@ -103,37 +113,14 @@ class RunPaths:
         self.run_id = validate_run_id(run_id)
         self.root = runs_root(home) / run_id
 
-    @property
-    def record(self) -> Path:
-        return self.root / RECORD_FILE
-
-    @property
-    def status(self) -> Path:
-        return self.root / "status.json"
-
-    @property
-    def code_dir(self) -> Path:
-        return self.root / "code"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def metrics_dir(self) -> Path:
-        return self.root / "metrics"
-
-    @property
-    def params_dir(self) -> Path:
-        return self.root / "params"
-
-    @property
-    def outputs_dir(self) -> Path:
-        return self.root / "outputs"
-
-    @property
-    def tensorboard_dir(self) -> Path:
-        return self.root / "tensorboard"
+    record = _InRun(RECORD_FILE)
+    status = _InRun("status.json")
+    code_dir = _InRun("code")
+    logs_dir = _InRun("logs")
+    metrics_dir = _InRun("metrics")
+    params_dir = _InRun("params")
+    outputs_dir = _InRun("outputs")
+    tensorboard_dir = _InRun("tensorboard")
 
     def log(self, role: str, index: int) -> Path:
         return self.logs_dir / f"{replica_key(role, index)}.log"

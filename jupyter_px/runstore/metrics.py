@@ -41,6 +41,7 @@ import warnings
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from .layout import EVENTS_FILE_SUFFIX, RunPaths
@@ -214,7 +215,10 @@ class MetricsReader:
             if left is not None:
                 left -= high - low
             scratch: dict[str, Series] = {}
-            self._read_lines(replica, path, state, low, high, _collect_into(scratch), latest=False)
+            ingest = partial(
+                self._ingest, replica, path=path, state=state, series_for=_collect_into(scratch), latest=False
+            )
+            self._read_lines(path, low, high, ingest)
             for name, points in scratch.items():
                 series = self._series(replica, name, {})
                 series.steps[:0], series.values[:0], series.times[:0] = points.steps, points.values, points.times
@@ -255,23 +259,18 @@ class MetricsReader:
         size = self._grown_size(path, state)
         if size is None:
             return
-        # An incomplete last line (still being written) is left for the next poll.
-        state.offset = self._read_lines(
-            replica, path, state, state.offset, size, lambda name: self._series(replica, name, starts)
-        )
 
-    def _read_lines(
-        self,
-        replica: str,
-        path: str,
-        state: _FileState,
-        start: int,
-        end: int,
-        series_for: Callable[[str], Series],
-        latest: bool = True,
-    ) -> int:
-        """Parse the complete lines in bytes [start, end) of a JSONL file, READ_CHUNK bytes at a
-        time; the offset after the last complete line."""
+        # An incomplete last line (still being written) is left for the next poll.
+        def series_for(name: str) -> Series:
+            return self._series(replica, name, starts)
+
+        ingest = partial(self._ingest, replica, path=path, state=state, series_for=series_for)
+        state.offset = self._read_lines(path, state.offset, size, ingest)
+
+    @staticmethod
+    def _read_lines(path: str, start: int, end: int, ingest: Callable[[bytes], None]) -> int:
+        """Hand the complete lines in bytes [start, end) of a JSONL file to `ingest`, READ_CHUNK
+        bytes at a time; the offset after the last complete line."""
         done = start
         with open(path, "rb") as f:
             f.seek(start)
@@ -283,7 +282,7 @@ class MetricsReader:
                 data = carry + block if carry else block
                 cut = data.rfind(b"\n") + 1
                 if cut:
-                    self._ingest(replica, data[:cut], path, state, series_for, latest)
+                    ingest(data[:cut])
                     done += cut
                 carry = data[cut:]
         return done

@@ -62,12 +62,17 @@ def _split(text: str, kind: tuple[str, str]) -> tuple[float, str]:
     return number, match.group(2)
 
 
+def _number_and_unit(value: object, kind: tuple[str, str]) -> tuple[float, str]:
+    """(number, unit suffix): a plain number has no unit (""); a string is split at its unit."""
+    number = _number(value, kind)
+    if number is not None:
+        return number, ""
+    return _split(str(value), kind)
+
+
 def parse_cpu(value: object) -> float:
     """Cores: 2, 0.5, "2", "500m"."""
-    number = _number(value, _CPU)
-    if number is not None:
-        return number
-    number, suffix = _split(str(value), _CPU)
+    number, suffix = _number_and_unit(value, _CPU)
     if suffix == "":
         return number
     if suffix == "m":
@@ -79,10 +84,7 @@ def parse_cpu(value: object) -> float:
 
 def parse_memory_mib(value: object) -> float:
     """MiB: a number is MiB (polyaxon); a string may carry a Kubernetes suffix ("1Gi", "512M")."""
-    number = _number(value, _MEMORY)
-    if number is not None:
-        return number
-    number, suffix = _split(str(value), _MEMORY)
+    number, suffix = _number_and_unit(value, _MEMORY)
     if suffix == "":
         return number
     if suffix in _BINARY:
