@@ -168,6 +168,8 @@ def test_list_servers_drops_records_of_dead_servers(px_home):
 
 
 def test_urls(monkeypatch):
+    for name in (tensorboard.BASE_URL_ENV, "JUPYTERHUB_SERVICE_PREFIX", "TENSORBOARD_PROXY_URL"):
+        monkeypatch.delenv(name, raising=False)  # a server or hub around the test must not decide
     assert tensorboard.proxy_url(6006) == "/proxy/6006/"
     assert tensorboard.jupyter_base_url("user/ann") == "/user/ann/"
     monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/bob/")
