@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 from conftest import make_synthetic_run, write_metrics
 from jupyter_server.auth import Authorizer
 from tornado.httpclient import HTTPClientError
@@ -108,6 +109,48 @@ async def test_validate_normalizes_a_form_and_imports_yaml(jp_fetch):
     )
     assert imported["valid"] and imported["topology"]["framework"] == "pytorch"
     assert imported["topology"]["environment"]["replicas"]["n_workers"] == 2
+
+
+async def test_render_shows_the_manifests_of_the_notebook_for_each_backend(jp_fetch, jp_root_dir):
+    """The sidebar's dry run: the same objects `jupyter px render` prints, the code inside."""
+    write_notebook(jp_root_dir / "train.ipynb", [("print('hello from the cluster')", [])])
+    topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}}
+    code, native = await fetch_json(
+        jp_fetch,
+        "px/api/topology/render",
+        **post({"topology": topology, "backend": "native", "name": "My Run", "notebook": "train.ipynb"}),
+    )
+    assert code == 200 and native["backend"] == "native"
+    kinds = [o["kind"] for o in native["objects"]]
+    assert kinds.count("Pod") == 3 and kinds.count("Service") == 1 and kinds[0] == "ConfigMap"
+    assert {o["name"] for o in native["objects"] if o["kind"] == "Pod"} == {
+        f"{native['objects'][0]['name']}-{key}" for key in ("master-0", "worker-0", "worker-1")
+    }
+    documents = list(yaml.safe_load_all(native["yaml"]))
+    assert len(documents) == len(native["objects"])
+    assert "hello from the cluster" in json.dumps(documents[0]["data"])
+    code, kubeflow = await fetch_json(
+        jp_fetch, "px/api/topology/render", **post({"topology": topology, "backend": "kubeflow"})
+    )
+    assert code == 200 and [o["kind"] for o in kubeflow["objects"]] == ["ConfigMap", "PyTorchJob"]
+
+
+async def test_render_refuses_what_a_backend_cannot_express(jp_fetch):
+    local = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
+    code, message = await error_of(jp_fetch, "px/api/topology/render", **post({"topology": local}))
+    assert code == 400 and "'local' creates no Kubernetes objects" in message
+    overridden = {
+        "framework": "pytorch",
+        "environment": {"replicas": {"n_workers": 2, "worker": [{"index": 1, "resources": {"cpu": 4}}]}},
+    }
+    code, message = await error_of(
+        jp_fetch, "px/api/topology/render", **post({"topology": overridden, "backend": "kubeflow"})
+    )
+    assert code == 400 and "worker" in message and "native" in message
+    code, message = await error_of(
+        jp_fetch, "px/api/topology/render", **post({"topology": local, "backend": "native", "colour": 1})
+    )
+    assert code == 400 and "'colour'" in message
 
 
 async def test_validate_reports_every_problem_with_its_path(jp_fetch):
@@ -455,7 +498,7 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) == 7
+    assert len(routes) == len(ROUTES) == 8
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -469,7 +512,8 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
                 await http_server_client.fetch(url, method=method, body=body, follow_redirects=False)
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
-    assert tried == 9  # schema GET, validate POST, runs GET+POST, run GET+DELETE, logs, metrics, tensorboard
+    # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, logs, metrics, tensorboard
+    assert tried == 10
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 def cmd_render(args: argparse.Namespace) -> int:
     from ..backends.base import BackendError
-    from ..backends.kubernetes.names import base_name
-    from ..backends.kubernetes.render import render_manifests, to_yaml
-    from ..backends.kubernetes.settings import load_settings
+    from ..backends.kubernetes.dry_run import dry_run
+    from ..backends.kubernetes.render import to_yaml
     from ..topology import TopologyError
     from .topology_cmds import read_topology_file
 
@@ -31,22 +30,15 @@ def cmd_render(args: argparse.Namespace) -> int:
     except TopologyError as error:
         print(f"jupyter px render: invalid topology {args.file}: {error}", file=sys.stderr)
         return 2
-    backend = args.backend or {"kubernetes": "native"}.get(topology.backend_kind, topology.backend_kind)
-    if backend == "local":
-        print(
-            "jupyter px render: the topology says backend: local; pass --backend native|kubeflow|kubeflow-trainer",
-            file=sys.stderr,
-        )
-        return 2
-    name = args.name or topology.name or script.stem
     try:
-        objects = render_manifests(
-            backend,
+        objects = dry_run(
             topology,
-            base_name(name),
-            {"entrypoint": script.name, "language": "python", "args": list(args.script_args or [])},
-            {script.name: script.read_bytes()},
-            load_settings(namespace=args.namespace),
+            name=args.name or topology.name or script.stem,
+            entrypoint=script.name,
+            code=script.read_bytes(),
+            backend=args.backend,
+            args=list(args.script_args or []),
+            namespace=args.namespace,
         )
     except (BackendError, ValueError) as error:
         print(f"jupyter px render: {error}", file=sys.stderr)

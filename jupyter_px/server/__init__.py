@@ -29,6 +29,7 @@ _REF = r"([^/]+)"
 ROUTES = [
     ("px/api/topology/schema", "TopologySchemaHandler"),
     ("px/api/topology/validate", "TopologyValidateHandler"),
+    ("px/api/topology/render", "TopologyRenderHandler"),
     ("px/api/runs", "RunsHandler"),
     (f"px/api/runs/{_REF}", "RunHandler"),
     (f"px/api/runs/{_REF}/logs", "RunLogsHandler"),

@@ -31,7 +31,7 @@ from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_y
 from ..topology.export import summary_text
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex
-from .submission import DEFAULT_TAG, code_from_notebook, code_from_script
+from .submission import DEFAULT_TAG, SubmittedCode, code_from_notebook, code_from_script
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ AUTH_RESOURCE = "px"
 MAX_LOG_CHUNK = 256 * 1024
 #: Submission body fields; anything else is a 400 (a typo should not be silently ignored).
 SUBMIT_FIELDS = {"topology", "notebook", "script", "cells", "tag", "name"}
+#: Render body fields: a submission's, plus the Kubernetes backend to render for.
+RENDER_FIELDS = SUBMIT_FIELDS | {"backend"}
 
 
 class PxState:
@@ -92,6 +94,13 @@ class PxHandler(APIHandler):
         except RunNotFound as error:
             raise web.HTTPError(404, str(error)) from None
 
+    async def read_code(self, request: tuple[str, Any, str | None]) -> SubmittedCode:
+        """The code a request names, read through the contents manager (never outside its root)."""
+        kind, path, tag = request
+        if kind == "notebook":
+            return await code_from_notebook(self.contents_manager, path, tag)
+        return await code_from_script(self.contents_manager, path)
+
     def write_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
@@ -110,6 +119,24 @@ def _topology_from(body: dict[str, Any]) -> Any:
 
 def _problems(error: TopologyError) -> dict[str, Any]:
     return {"message": str(error), **error.to_dict()}
+
+
+def _code_request(body: dict[str, Any]) -> tuple[str, Any, str | None] | None:
+    """("notebook" | "script", path, tag or None) from a body's code fields; None when the body
+    names neither (400 when it names both or a field is malformed)."""
+    cells = body.get("cells", "all")
+    if cells not in ("all", "tagged"):
+        raise web.HTTPError(400, f"cells: {cells!r} is not 'all' or 'tagged'")
+    tag = body.get("tag", DEFAULT_TAG)
+    if not isinstance(tag, str) or not tag.strip():
+        raise web.HTTPError(400, f"tag: {tag!r} is not a cell tag")
+    if "notebook" in body and "script" in body:
+        raise web.HTTPError(400, "give one of notebook (an .ipynb path) or script (a .py path), not both")
+    if "notebook" in body:
+        return "notebook", body["notebook"], tag if cells == "tagged" else None
+    if "script" in body:
+        return "script", body["script"], None
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,6 +168,55 @@ class TopologyValidateHandler(PxHandler):
             return
         self.write_json(
             {"valid": True, "topology": to_dict(topo), "yaml": to_yaml(topo), "summary": summary_text(topo)}
+        )
+
+
+class TopologyRenderHandler(PxHandler):
+    """`POST px/api/topology/render` `{"topology", "backend"?, "name"?, "notebook" | "script"?}`:
+    the Kubernetes manifests the run would create (what `jupyter px render` prints), as YAML and
+    as a list of kinds and names. Nothing is contacted; without code, an empty `main.py` stands
+    in. A topology a backend cannot express is a 400 that says why (e.g. per-index overrides on
+    Kubeflow)."""
+
+    @web.authenticated
+    @authorized("read")
+    async def post(self) -> None:
+        from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
+        from ..backends.kubernetes.render import to_yaml as manifests_yaml
+
+        body = self.json_body(RENDER_FIELDS)
+        topology = _topology_from(body)
+        backend, name = body.get("backend"), body.get("name") or "run"
+        if backend is not None and not isinstance(backend, str):
+            raise web.HTTPError(400, f"backend: {backend!r} is not a string")
+        if not isinstance(name, str):
+            raise web.HTTPError(400, f"name: {name!r} is not a string")
+        try:
+            topo = parse_topology(topology)
+        except TopologyError as error:
+            self.write_json(_problems(error), status=400)
+            return
+        code_request = _code_request(body)
+        code = await self.read_code(code_request) if code_request else None
+        try:
+            chosen = dry_run_backend(topo, backend)
+            objects = await self.blocking(
+                dry_run,
+                topo,
+                name=name,
+                entrypoint="main.py",
+                code=(code.source if code else "").encode(),
+                backend=chosen,
+                language=code.language if code else "python",
+            )
+        except (BackendError, ValueError) as error:
+            raise web.HTTPError(400, f"cannot render for Kubernetes: {error}") from None
+        self.write_json(
+            {
+                "backend": chosen,
+                "objects": [{"kind": o["kind"], "name": o["metadata"]["name"]} for o in objects],
+                "yaml": manifests_yaml(objects),
+            }
         )
 
 
@@ -186,23 +262,15 @@ class RunsHandler(PxHandler):
         name = body.get("name")
         if name is not None and not isinstance(name, str):
             raise web.HTTPError(400, f"name: {name!r} is not a string")
-        cells = body.get("cells", "all")
-        if cells not in ("all", "tagged"):
-            raise web.HTTPError(400, f"cells: {cells!r} is not 'all' or 'tagged'")
-        tag = body.get("tag", DEFAULT_TAG)
-        if not isinstance(tag, str) or not tag.strip():
-            raise web.HTTPError(400, f"tag: {tag!r} is not a cell tag")
-        if ("notebook" in body) == ("script" in body):
+        code_request = _code_request(body)
+        if code_request is None:
             raise web.HTTPError(400, "give exactly one of notebook (an .ipynb path) or script (a .py path)")
         try:
             topo = parse_topology(topology)
         except TopologyError as error:
             self.write_json(_problems(error), status=400)
             return
-        if "notebook" in body:
-            code = await code_from_notebook(self.contents_manager, body["notebook"], tag if cells == "tagged" else None)
-        else:
-            code = await code_from_script(self.contents_manager, body["script"])
+        code = await self.read_code(code_request)
         try:
             run = await self.blocking(
                 submit,

@@ -1,0 +1,46 @@
+"""The manifests a Kubernetes backend would create for some code: `jupyter px render` and the REST
+API's `POST px/api/topology/render` both show them, and both come through here, so a user reading
+a dry run in the terminal and in the sidebar reads the same objects. Pure: nothing is contacted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...topology import Topology
+from ..base import BackendError
+from .names import base_name
+from .render import BACKEND_NAMES, render_manifests
+from .settings import load_settings
+
+
+def dry_run_backend(topology: Topology, backend: str | None) -> str:
+    """The Kubernetes backend to render for: the one asked for, else the topology's."""
+    chosen = backend or {"kubernetes": "native"}.get(topology.backend_kind, topology.backend_kind)
+    if chosen not in BACKEND_NAMES:
+        raise BackendError(
+            f"backend {chosen!r} creates no Kubernetes objects: choose one of {', '.join(BACKEND_NAMES)}"
+        )
+    return chosen
+
+
+def dry_run(
+    topology: Topology,
+    *,
+    name: str,
+    entrypoint: str,
+    code: bytes,
+    backend: str | None = None,
+    language: str = "python",
+    args: list[str] | None = None,
+    namespace: str | None = None,
+) -> list[dict[str, Any]]:
+    """Every object of a run named `name` (made a valid Kubernetes name), the ConfigMap first."""
+    return render_manifests(
+        dry_run_backend(topology, backend),
+        topology,
+        base_name(name),
+        {"entrypoint": entrypoint, "language": language, "args": list(args or [])},
+        {entrypoint: code},
+        load_settings(namespace=namespace),
+    )
