@@ -375,7 +375,6 @@ def _launch(
         "1",
     ]
     started = time.time()
-    touch(key, directory.parent)
     try:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -398,6 +397,7 @@ def _launch(
             why = f": {errors[-1]}" if errors else ""
             return Failed(f"TensorBoard exited with code {code} before answering on {HOST}:{port}{why}", output)
         if _answers(port):
+            touch(key, directory.parent)  # the idle time counts from here (see _why_stop)
             break
         if time.time() > deadline:
             _kill(proc.pid, 5.0)
@@ -528,10 +528,11 @@ def _why_stop(activity: Path, started: float, idle_timeout: float, owner: tuple[
         return f"the Jupyter server (pid {owner[0]}) that proxies this TensorBoard has exited"
     if idle_timeout > 0:
         try:
-            used = max(started, activity.stat().st_mtime)
+            used = activity.stat().st_mtime
         except OSError:
-            used = started
-        if time.time() - used > idle_timeout:
+            used = 0.0
+        # Only once start() has seen it answer (it touches the file then): a slow start is not idleness.
+        if used >= started - 1.0 and time.time() - used > idle_timeout:
             return f"not used for {idle_timeout:g} s ({IDLE_TIMEOUT_ENV})"
     return None
 
