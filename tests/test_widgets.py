@@ -325,7 +325,8 @@ def test_monitor_shows_failed_replica_reason(synthetic_run):
     assert monitor.finished
     assert _row_states(monitor.table.value)["worker-1"] == "Failed"
     row = re.search(r"<tr data-replica='worker-1'.*?</tr>", monitor.table.value).group(0)
-    assert "OOMKilled memory 700 MiB over its limit &lt;512 MiB&gt;" in row
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    assert "out of memory: memory 700 MiB over its limit &lt;512 MiB&gt;" in cells  # a cell of its own
     assert monitor.replica_bar.bar_style == "danger"
 
 
