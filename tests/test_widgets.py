@@ -340,7 +340,7 @@ def test_monitor_tensorboard_button_embeds_the_proxied_url(synthetic_run, px_hom
     monitor = _monitor("mon-tb")
     try:
         monitor.show_tensorboard(background=False)
-        match = re.search(r"<iframe src='(/user/someone/proxy/(\d+)/)'", monitor.tensorboard_view.value)
+        match = re.search(r"<iframe src='(/user/someone/px/tensorboard/(\d+)/)'", monitor.tensorboard_view.value)
         assert match, monitor.tensorboard_view.value
         (server,) = tensorboard.list_servers(home=px_home)
         assert server.port == int(match.group(2))

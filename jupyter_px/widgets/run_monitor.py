@@ -6,13 +6,15 @@ one started from the CLI, and one re-attached after a kernel restart (`%px_attac
 
 Choices, and why:
 
-* **Updates run in a background thread**, one per monitor, waking every `interval` seconds
-  (`threading.Event.wait`, so it sleeps rather than spins, and `stop_updates()` wakes it at
-  once). Not an asyncio task on the kernel's loop: while a cell blocks (`%%px_distributed
+* **Updates run in background threads**, two per monitor: one reads the state when
+  status.json changes (a stat every `STATUS_POLL_S`), one metrics and logs every `interval`
+  seconds (`threading.Event.wait`, so they sleep rather than spin, and `stop_updates()` wakes
+  them at once); a plot that takes seconds to draw never holds back the run's state. Not an
+  asyncio task on the kernel's loop: while a cell blocks (`%%px_distributed
   --wait`, or any long cell after the submit) the kernel's loop does not run, and the monitor
   must keep moving exactly then. ipywidgets 8 sends state changes from any thread (ipykernel
   routes them through its IOPub thread); a lock makes `refresh()` safe to call from the notebook
-  too. The thread stops itself when the run has finished, after one final refresh.
+  too. The threads stop themselves when the run has finished, after one final update.
 * **Bounded work per refresh.** The per-replica table is one HTML widget re-rendered from the
   status (traitlets only sends it when the text changed), not a widget per cell. Logs are read
   incrementally from the last offset and only for the replica whose log is on screen, keeping
@@ -22,10 +24,10 @@ Choices, and why:
 * **Log tabs:** one tab per replica up to `MAX_LOG_TABS` replicas; beyond that a tab strip is
   unusable (and a widget per replica is what a 256-worker run must not have), so a drop-down
   picks the replica shown in a single log view.
-* **The end is shown at once, then the output becomes static.** Between full refreshes the
-  thread looks at status.json's mtime every `STATUS_POLL_S`, so the final state reaches the
-  browser a fraction of a second after the run ends; the header and bar are updated before the
-  (slower) final plot. Then, if the monitor was shown with `show()` (the magics do), its output
+* **The end is shown at once, then the output becomes static.** The state thread sees the
+  final status.json within `STATUS_POLL_S`, so the final state reaches the browser a fraction
+  of a second after the run ends, before the (slower) final plot. Then, if the monitor was shown
+  with `show()` (the magics do), its output
   is replaced, same display id, by a static HTML + text view of the final state
   (`presentation.monitor.final_bundle`): a saved notebook, an export or GitHub shows the result
   instead of "model not found" (the widget mimetype wins over any fallback while it is there).
@@ -202,9 +204,12 @@ class RunMonitor(widgets.VBox):
         self.run_id = run.run_id
         self.interval = interval
         self.finished = False
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # metrics, plot, logs
+        self._status_lock = threading.RLock()  # state, bar, table
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()  # the state thread saw the end: the data thread goes now
+        self._threads: list[threading.Thread] = []
+        self._final_done = False
         self._reader: Any = None
         self.plot: Any = None
         self.last_status: RunStatus | None = None
@@ -313,23 +318,30 @@ class RunMonitor(widgets.VBox):
     def updating(self) -> bool:
         """Whether the background updates are running (they end by themselves after the final
         refresh of a finished run, or on `stop_updates()`)."""
-        thread = self._thread
-        return thread is not None and thread.is_alive()
+        return any(thread.is_alive() for thread in self._threads)
 
     def start(self) -> None:
-        """Refresh every `interval` seconds in a background thread until the run ends."""
+        """Update in the background until the run ends: the state as soon as status.json changes
+        (looked at every `STATUS_POLL_S`), metrics and logs every `interval` seconds. Two threads,
+        so drawing a large plot never delays the run's state."""
         if self.finished or self.updating:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name=f"px-monitor-{self.run_id}", daemon=True)
-        self._thread.start()
+        self._wake.clear()
+        self._threads = [
+            threading.Thread(target=self._status_loop, name=f"px-monitor-state-{self.run_id}", daemon=True),
+            threading.Thread(target=self._data_loop, name=f"px-monitor-data-{self.run_id}", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def stop_updates(self) -> None:
         """Stop the background updates (the widget stays as it is)."""
         self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
+        self._wake.set()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
 
     def close(self) -> None:
         self.stop_updates()
@@ -343,42 +355,73 @@ class RunMonitor(widgets.VBox):
         changed, self._status_mtime = mtime != self._status_mtime, mtime
         return changed
 
-    def _loop(self) -> None:
+    def _report(self, error: Exception) -> None:
+        """Keep the monitor alive through a half-written file etc., and say so."""
+        self.header.value = (
+            self._header_html(self.last_status) + f" <small>(update failed: {html.escape(str(error))})</small>"
+        )
+
+    def _status_loop(self) -> None:
         import time
 
         self._status_changed()
-        next_full = time.monotonic() + self.interval
+        next_read = time.monotonic() + self.interval
         while not self._stop.wait(min(STATUS_POLL_S, self.interval)):
-            if not self._status_changed() and time.monotonic() < next_full:
+            if not self._status_changed() and time.monotonic() < next_read:
                 continue
-            next_full = time.monotonic() + self.interval
+            next_read = time.monotonic() + self.interval
             try:
-                self.refresh()
-            except Exception as error:  # keep the monitor alive through a half-written file etc.
-                self.header.value = (
-                    self._header_html(self.last_status) + f" <small>(update failed: {html.escape(str(error))})</small>"
-                )
+                self._update_status()
+            except Exception as error:
+                self._report(error)
             if self.finished:
+                self._wake.set()  # the data thread does the final update now
+                return
+
+    def _data_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            if self._stop.is_set():
+                return
+            try:
+                self._update_data()
+            except Exception as error:
+                self._report(error)
+            if self._final_done:
                 return
 
     # ---- one update --------------------------------------------------------------------------
     def refresh(self) -> RunStatus:
         """Read the store once and update every part; after the run ended, a last full update."""
-        with self._lock:
+        status = self._update_status()
+        self._update_data()
+        return status
+
+    def _update_status(self) -> RunStatus:
+        """The run's state, the replica bar and table (cheap: status.json and a stat per log)."""
+        with self._status_lock:
             status = self._read_status()
-            ending = status.state.finished and not self.finished
             self.last_status = status
-            if ending:  # the end first: header, bar and button before the final plot
+            if status.state.finished and not self.finished:
                 self.finished = True
                 self._set_stop_button(enabled=False, label="Stop")
-                self._show_status(status)
-            self._show_metrics(final=ending)
             self._show_status(status)
-            self.logs.refresh(everything=ending)
-            if ending:
-                self._show_failure(status)
-                self._show_final()
             return status
+
+    def _update_data(self) -> None:
+        """Metrics, plot and logs; once the run has ended, the final (complete) update, the
+        failing replica's log, and the static final view."""
+        with self._lock:
+            final = self.finished and not self._final_done
+            self._show_metrics(final=final)
+            self.logs.refresh(everything=final)
+            status = self.last_status or self._read_status()
+            with self._status_lock:
+                self._show_status(status)  # the table's step column (only what changed is sent)
+            if final:
+                self._show_failure(status)
+                self._final_done = True
+                self._show_final()
 
     def _set_stop_button(self, enabled: bool, label: str = "Stop") -> None:
         """Red and clickable while it can stop something; neutral grey (readable in both themes)
