@@ -154,6 +154,8 @@ def _save_reload_without_kernel(page, lab: JupyterLab, path: str, name: str) -> 
     )
     page.goto(lab.lab_url(path))
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-OutputArea-output", timeout=90_000)
+    wait_kernel_idle(page)  # the page's own start-up requests to the new kernel are answered first
+    page.wait_for_timeout(2000)
     page.evaluate(
         "async () => { const s = window.jupyterapp.shell.currentWidget.sessionContext; "
         "await s.ready; await s.shutdown(); }"

@@ -297,15 +297,15 @@ def svg_plot(data: Mapping[str, Mapping[str, Any]], metric: str, width: int = 56
     y_min = min(float(y.min()) for _, _, y in lines)
     y_max = max(float(y.max()) for _, _, y in lines)
     x_span, y_span = (x_max - x_min) or 1.0, (y_max - y_min) or 1.0
-    left, right, top, bottom = 56, 110, 10, 24
+    left, right, top, bottom = 70, 110, 10, 24
     plot_w, plot_h = width - left - right, height - top - bottom
     parts = [
         f"<svg class='px-final-plot' xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
         f"viewBox='0 0 {width} {height}' style='color:inherit;font-size:11px'>",
         f"<rect x='{left}' y='{top}' width='{plot_w}' height='{plot_h}' fill='none' stroke='currentColor' "
         "stroke-opacity='0.3'/>",
-        f"<text x='{left - 4}' y='{top + 9}' text-anchor='end' fill='currentColor'>{y_max:.4g}</text>",
-        f"<text x='{left - 4}' y='{top + plot_h}' text-anchor='end' fill='currentColor'>{y_min:.4g}</text>",
+        f"<text x='{left - 4}' y='{top + 9}' text-anchor='end' fill='currentColor'>{y_max:.3g}</text>",
+        f"<text x='{left - 4}' y='{top + plot_h}' text-anchor='end' fill='currentColor'>{y_min:.3g}</text>",
         f"<text x='{left}' y='{height - 8}' fill='currentColor'>{x_min:g}</text>",
         f"<text x='{left + plot_w}' y='{height - 8}' text-anchor='end' fill='currentColor'>step {x_max:g}</text>",
     ]
