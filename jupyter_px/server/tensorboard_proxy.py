@@ -56,16 +56,16 @@ class TensorBoardProxyHandler(LocalProxyHandler):
     def _prefix(self, port: str) -> str:
         return f"{self.base_url.rstrip('/')}/{tensorboard.PROXY_ROUTE}{int(port)}/"
 
-    async def http_get(self, port: str, proxied_path: str) -> Any:  # type: ignore[override]
+    async def http_get(self, port: str, proxied_path: str) -> Any:
         if not proxied_path:  # TensorBoard's page loads its parts relative to a trailing slash
             return self.redirect(self._prefix(port) + (f"?{self.request.query}" if self.request.query else ""))
         return await self.proxy(port, proxied_path)
 
-    async def open(self, port: str, proxied_path: str) -> Any:  # type: ignore[override]
+    async def open(self, port: str, proxied_path: str) -> Any:
         self._check(port)
         return await self.proxy_open(tensorboard.HOST, port, proxied_path)
 
-    def proxy(self, port: str, proxied_path: str) -> Any:  # type: ignore[override]
+    def proxy(self, port: str, proxied_path: str) -> Any:
         self._check(port)
         prefix = self._prefix(port)
 

@@ -31,9 +31,9 @@ Choices, and why:
   is replaced, same display id, by a static HTML + text view of the final state
   (`presentation.monitor.final_bundle`): a saved notebook, an export or GitHub shows the result
   instead of "model not found" (the widget mimetype wins over any fallback while it is there).
-  JupyterLab applies such an update only while the cell that showed the monitor is still
-  executing (`--wait`, or `%px_attach --wait`); other front ends (nbclient, nbconvert's
-  executor, classic) apply it any time. `%px_attach` shows the live widget again.
+  The update carries the request of the cell that showed the monitor (JupyterLab routes it
+  through that request), whether the cell still runs (`--wait`) or returned long ago.
+  `%px_attach` shows the live widget again.
 * **Saved state tells the outcome.** After the run ends, the widget state (what nbclient or
   "Save widget state" keeps in the notebook) holds every replica's final state in the table's
   HTML (`data-replica` / `data-state` on each row), the run's state in the monitor's
@@ -42,6 +42,7 @@ Choices, and why:
 
 from __future__ import annotations
 
+import contextvars
 import html
 import os
 import threading
@@ -215,6 +216,7 @@ class RunMonitor(widgets.VBox):
         self.last_status: RunStatus | None = None
         self.final_shown = False  # the output was replaced by the static final view
         self._display: Any = None
+        self._context: contextvars.Context | None = None
         self._status_mtime: float | None = None
         self._tf_chief = is_tf_chief(run.record.topology)
 
@@ -289,6 +291,10 @@ class RunMonitor(widgets.VBox):
         that had already ended keeps the live widget: that is what `%px_attach` asked for."""
         from IPython.display import display
 
+        # The update is sent from a background thread; it must carry this cell's request as its
+        # parent (ipykernel keeps it in a context variable), or JupyterLab, which routes an update
+        # through the request that showed the output, would hand it to whichever cell ran last.
+        self._context = contextvars.copy_context()
         self._display = display(self, display_id=True)
         return self._display
 
@@ -463,7 +469,9 @@ class RunMonitor(widgets.VBox):
         if self._display is None or self.final_shown:
             return
         self.final_shown = True
-        self._display.update(final_bundle(self.final_view()), raw=True)
+        bundle = final_bundle(self.final_view())
+        context = self._context.copy() if self._context is not None else contextvars.copy_context()
+        context.run(self._display.update, bundle, raw=True)
 
     def _read_status(self) -> RunStatus:
         """The truth, not just the last write: a run whose supervisor died reads Lost here."""
