@@ -187,7 +187,10 @@ def _saved_final_outputs(lab: JupyterLab, path: str) -> list[dict]:
     ]
 
 
-def _run_notebook(lab: JupyterLab, source: str, name: str) -> None:
+def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool = False) -> None:
+    """`other_widgets`: the notebook shows widgets besides the monitor (the topology form) that
+    need their model; reopened without a kernel they cannot render, which ipywidgets logs as a
+    console error. The monitor's own cell is checked for "model not found" in any case."""
     path = Path(source).name
     shutil.copy(REPO / source, lab.work / path)
     with chromium_page() as (page, log):
@@ -215,7 +218,8 @@ def _run_notebook(lab: JupyterLab, source: str, name: str) -> None:
         _shot(page, f"{name}-{lab.theme}-3-end")
 
         _save_reload_without_kernel(page, lab, path, f"{name}-{lab.theme}-4-reopened-without-kernel")
-        assert log.console_errors == [], log.console_errors
+        errors = [e for e in log.console_errors if not (other_widgets and "widget model not found" in e)]
+        assert errors == [], errors
 
     saved = _saved_final_outputs(lab, path)
     assert saved, "the saved notebook has no final-state output"
@@ -230,7 +234,7 @@ def test_quickstart(lab):
 
 
 def test_topology_form(lab):
-    _run_notebook(lab, "notebooks/topology_widget.ipynb", "topology-form")
+    _run_notebook(lab, "notebooks/topology_widget.ipynb", "topology-form", other_widgets=True)
 
 
 FAILING = [
