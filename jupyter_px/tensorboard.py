@@ -12,13 +12,26 @@ Why it is built this way (ideas from TensorBoard's own `manager.py` / `notebook.
   concurrent `start`s for the same set launch once.
 * The server is started detached (its own session) so it outlives the kernel that asked for
   it; `stop(key)` ends it. It binds 127.0.0.1 only; browsers reach it through the Jupyter
-  server's authenticated `jupyter-server-proxy` route `<base_url>proxy/<port>/`, which also
+  server's authenticated route `<base_url>px/tensorboard/<port>/` (our server extension, built on
+  jupyter-server-proxy: it serves only TensorBoards recorded here, and rewrites the font URLs
+  TensorBoard writes as absolute paths, so every asset resolves under that route), which also
   works behind JupyterHub, where `localhost:<port>` means the user's laptop.
 * It is `[sys.executable, "-m", "tensorboard.main", ...]` (an argument list, never a shell
   string), so it is the TensorBoard of the kernel's environment, reloading every second so
   that live runs show up quickly.
 * Readiness is an HTTP answer, not a sleep: `start` polls until the server answers, and
   returns `Failed` with the reason and the server's own output if it exits or never answers.
+* **Nobody reachable, nothing left running.** A detached server would otherwise outlive
+  everything (its kernel, the Jupyter server that proxied it). So TensorBoard runs under a small
+  watchdog thread in its own process (`_serve`), which ends the process group (TensorBoard and its
+  data server) when
+  - the Jupyter server that proxies it has exited (its pid and start time come from the server
+    extension, `JUPYTER_PX_SERVER_PID`, inherited by the kernels it starts), or
+  - nobody used it for `idle_timeout` seconds: default `DEFAULT_IDLE_TIMEOUT_S` (one hour),
+    set by `$JUPYTER_PX_TENSORBOARD_IDLE_TIMEOUT` (seconds, 0 = never) or `start(idle_timeout=)`.
+    Use is what the proxy route (`jupyter_px.server.tensorboard_proxy`) and `start()` record
+    with `touch()`: the mtime of `$PX_HOME/tensorboard/<key>.active`.
+  `jupyter px tensorboard list|stop` shows and stops them by hand.
 """
 
 from __future__ import annotations
@@ -44,6 +57,9 @@ from .runstore.layout import RUN_ID_PATTERN, RunPaths, px_home
 from .runstore.store import read_tail
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT_S",
+    "IDLE_TIMEOUT_ENV",
+    "SERVER_PID_ENV",
     "ServerInfo",
     "Launched",
     "Reused",
@@ -51,6 +67,8 @@ __all__ = [
     "StartResult",
     "start",
     "list_servers",
+    "last_active",
+    "touch",
     "stop",
     "BASE_URL_ENV",
     "PROXY_URL_ENV",
@@ -65,6 +83,16 @@ BASE_URL_ENV = "JUPYTER_PX_BASE_URL"
 #: Where TensorBoard's notebook integration looks for a proxy URL template ("%PORT%" replaced).
 PROXY_URL_ENV = "TENSORBOARD_PROXY_URL"
 HOST = "127.0.0.1"
+#: The Jupyter server route (under its base URL) that serves our TensorBoards.
+PROXY_ROUTE = "px/tensorboard/"
+#: The pid of the Jupyter server whose kernels start TensorBoards (set by `jupyter_px.server`):
+#: a TensorBoard it proxies ends when that server has gone.
+SERVER_PID_ENV = "JUPYTER_PX_SERVER_PID"
+#: Seconds without use after which a TensorBoard stops itself (0: never).
+IDLE_TIMEOUT_ENV = "JUPYTER_PX_TENSORBOARD_IDLE_TIMEOUT"
+DEFAULT_IDLE_TIMEOUT_S = 3600.0
+#: How often the watchdog looks (and how often the proxy records use, at most).
+WATCH_INTERVAL_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +106,8 @@ class ServerInfo:
     logdir_spec: str  # the argument given to TensorBoard
     started: float  # time.time() at launch
     create_time: float  # the process's creation time, to tell it from a later process with the same pid
+    idle_timeout: float = 0.0  # seconds without use before it stops itself (0: never)
+    owner_pid: int | None = None  # the Jupyter server it ends with (None: no server)
 
     @property
     def local_url(self) -> str:
@@ -289,13 +319,53 @@ def _reap(pid: int) -> None:
         child.poll()
 
 
-def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeout: float) -> StartResult:
+def _owner() -> tuple[int, float] | None:
+    """(pid, create time) of the Jupyter server this kernel belongs to, if it told us."""
+    import psutil
+
+    text = os.environ.get(SERVER_PID_ENV, "")
+    if not text.isdigit():
+        return None
+    try:
+        return int(text), psutil.Process(int(text)).create_time()
+    except psutil.Error:
+        return None
+
+
+def idle_timeout_setting() -> float:
+    """`$JUPYTER_PX_TENSORBOARD_IDLE_TIMEOUT` in seconds (0: never), else `DEFAULT_IDLE_TIMEOUT_S`."""
+    text = os.environ.get(IDLE_TIMEOUT_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_IDLE_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{IDLE_TIMEOUT_ENV}: {text!r} is not a number of seconds") from None
+    if value < 0:
+        raise ValueError(f"{IDLE_TIMEOUT_ENV}: {text!r} is negative (0 means never)")
+    return value
+
+
+#: What the TensorBoard process runs: the watchdog, then TensorBoard's own main. A constant
+#: (the arguments travel in argv), never text built from input.
+_SERVE = "import sys; from jupyter_px.tensorboard import _serve; _serve(sys.argv[1:])"
+
+
+def _launch(
+    key: str, logdirs: dict[str, str], port: int, directory: Path, timeout: float, idle_timeout: float
+) -> StartResult:
     log_path = directory / f"{key}.log"
     args = _spec_argument(logdirs)
+    owner = _owner()
     command = [
         sys.executable,
-        "-m",
-        "tensorboard.main",
+        "-c",
+        _SERVE,
+        str(directory / f"{key}.active"),
+        repr(float(idle_timeout)),
+        str(owner[0]) if owner else "-",
+        repr(owner[1]) if owner else "-",
+        "--",
         *args,
         "--host",
         HOST,
@@ -316,7 +386,7 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
                 close_fds=True,
             )
     except OSError as exc:
-        return Failed(f"could not run {command[0]} -m tensorboard.main: {exc}")
+        return Failed(f"could not run {command[0]} (TensorBoard): {exc}")
     _children[proc.pid] = proc
     deadline = started + timeout
     while True:
@@ -327,6 +397,7 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
             why = f": {errors[-1]}" if errors else ""
             return Failed(f"TensorBoard exited with code {code} before answering on {HOST}:{port}{why}", output)
         if _answers(port):
+            touch(key, directory.parent)  # the idle time counts from here (see _why_stop)
             break
         if time.time() > deadline:
             _kill(proc.pid, 5.0)
@@ -345,6 +416,8 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
         logdir_spec=" ".join(args[1:]),
         started=started,
         create_time=psutil.Process(proc.pid).create_time(),
+        idle_timeout=float(idle_timeout),
+        owner_pid=owner[0] if owner else None,
     )
     from .runstore.store import atomic_write_json
 
@@ -352,14 +425,22 @@ def _launch(key: str, logdirs: dict[str, str], port: int, directory: Path, timeo
     return Launched(info)
 
 
-def start(target: Target, *, port: int | None = None, timeout: float = 120.0, home: Path | None = None) -> StartResult:
+def start(
+    target: Target,
+    *,
+    port: int | None = None,
+    timeout: float = 120.0,
+    home: Path | None = None,
+    idle_timeout: float | None = None,
+) -> StartResult:
     """Serve the TensorBoard logs of one or several runs, reusing a live server for the same set.
 
     `target`: a run id, a list of run ids, a {name: directory} mapping, a directory, or a
     TensorBoard logdir spec "name:dir,name:dir". `port`: the port for a newly launched server
     (default: a free one). Blocks until the server answers (seconds: TensorBoard imports a lot),
     so call it from a worker thread inside an event loop. Never raises for what goes wrong at
-    run time; returns Failed(reason, output) instead.
+    run time; returns Failed(reason, output) instead. `idle_timeout`: seconds without use before
+    a newly launched server stops itself (default: `idle_timeout_setting()`; 0: never).
     """
     try:
         logdirs = _logdirs(target, home)
@@ -367,15 +448,22 @@ def start(target: Target, *, port: int | None = None, timeout: float = 120.0, ho
         return Failed(str(exc))
     if port is not None and not (isinstance(port, int) and 0 < port < 65536):
         return Failed(f"port must be an integer between 1 and 65535, got {port!r}")
+    try:
+        idle = idle_timeout_setting() if idle_timeout is None else float(idle_timeout)
+    except ValueError as exc:
+        return Failed(str(exc))
+    if idle < 0:
+        return Failed(f"idle_timeout must be 0 (never) or a positive number of seconds, got {idle_timeout!r}")
     key = _key(logdirs)
     directory = _servers_dir(home)
     with _locked(directory, key):
         existing = _read_record(directory / f"{key}.json")
         if existing is not None and _alive(existing):
+            touch(key, home)
             return Reused(existing)
-        result = _launch(key, logdirs, port or _free_port(), directory, timeout)
+        result = _launch(key, logdirs, port or _free_port(), directory, timeout, idle)
         if port is None and isinstance(result, Failed) and "already in use" in result.output:
-            result = _launch(key, logdirs, _free_port(), directory, timeout)  # lost a race for the port
+            result = _launch(key, logdirs, _free_port(), directory, timeout, idle)  # lost a race for the port
         return result
 
 
@@ -396,10 +484,89 @@ def stop(key: str | ServerInfo | Launched | Reused, *, timeout: float = 5.0, hom
             _kill(info.pid, timeout)  # type: ignore[union-attr]
         if info is not None:
             _reap(info.pid)
-        for path in (record, directory / f"{key}.log"):
+        for path in (record, directory / f"{key}.log", directory / f"{key}.active"):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     return running
+
+
+def touch(key: str, home: Path | None = None) -> None:
+    """Record that server `key` was used now (what its idle timeout counts from)."""
+    path = _servers_dir(home) / f"{key}.active"
+    try:
+        path.touch()
+    except FileNotFoundError:  # its directory went away: nothing to keep alive
+        pass
+
+
+def last_active(info: ServerInfo, home: Path | None = None) -> float:
+    """When server `info` was last used (or started)."""
+    try:
+        return max(info.started, (_servers_dir(home) / f"{info.key}.active").stat().st_mtime)
+    except OSError:
+        return info.started
+
+
+def server_for_port(port: int, home: Path | None = None) -> ServerInfo | None:
+    """The live server we started on `port`, if any (the proxy serves only those)."""
+    return next((info for info in list_servers(home) if info.port == port), None)
+
+
+def _owner_alive(pid: int, create_time: float) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - create_time) < 1.0 and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _why_stop(activity: Path, started: float, idle_timeout: float, owner: tuple[int, float] | None) -> str | None:
+    """Why the watchdog ends its TensorBoard now, or None to keep serving."""
+    if owner is not None and not _owner_alive(*owner):
+        return f"the Jupyter server (pid {owner[0]}) that proxies this TensorBoard has exited"
+    if idle_timeout > 0:
+        try:
+            used = activity.stat().st_mtime
+        except OSError:
+            used = 0.0
+        # Only once start() has seen it answer (it touches the file then): a slow start is not idleness.
+        if used >= started - 1.0 and time.time() - used > idle_timeout:
+            return f"not used for {idle_timeout:g} s ({IDLE_TIMEOUT_ENV})"
+    return None
+
+
+def _watch(activity: Path, idle_timeout: float, owner: tuple[int, float] | None) -> None:
+    started = time.time()
+    while True:
+        time.sleep(min(WATCH_INTERVAL_S, idle_timeout) if idle_timeout > 0 else WATCH_INTERVAL_S)
+        why = _why_stop(activity, started, idle_timeout, owner)
+        if why is not None:
+            print(f"jupyter-px: stopping TensorBoard: {why}", file=sys.stderr, flush=True)
+            with contextlib.suppress(OSError):
+                activity.unlink()
+            os.killpg(os.getpgid(0), signal.SIGTERM)  # TensorBoard and its data server
+            time.sleep(5)
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+
+
+def _serve(argv: list[str]) -> None:
+    """The TensorBoard process: `ACTIVITY IDLE_TIMEOUT OWNER_PID OWNER_CREATED -- <tensorboard args>`.
+
+    A daemon thread watches the owner and the idle time; TensorBoard's own `main` runs in this
+    thread, as `python -m tensorboard.main` would run it."""
+    import threading
+
+    activity, idle, owner_pid, owner_created, separator, *tensorboard_args = argv
+    if separator != "--":
+        raise SystemExit(f"jupyter_px.tensorboard._serve: bad arguments {argv!r}")
+    owner = (int(owner_pid), float(owner_created)) if owner_pid != "-" else None
+    threading.Thread(target=_watch, args=(Path(activity), float(idle), owner), daemon=True).start()
+    from tensorboard.main import run_main
+
+    sys.argv = ["tensorboard", *tensorboard_args]
+    run_main()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,14 +586,14 @@ def jupyter_base_url(base_url: str | None = None) -> str:
 def proxy_url(port: int, base_url: str | None = None) -> str:
     """Where a browser reaches the server on `port`.
 
-    An explicit `base_url` gives `<base_url>proxy/<port>/`. Otherwise $TENSORBOARD_PROXY_URL, if
-    set, is used the way TensorBoard's notebook integration uses it (its "%PORT%" replaced);
-    otherwise `<jupyter_base_url()>proxy/<port>/`.
+    An explicit `base_url` gives `<base_url>px/tensorboard/<port>/`. Otherwise
+    $TENSORBOARD_PROXY_URL, if set, is used the way TensorBoard's notebook integration uses it (its
+    "%PORT%" replaced); otherwise `<jupyter_base_url()>px/tensorboard/<port>/`.
     """
     template = os.environ.get(PROXY_URL_ENV)
     if base_url is None and template:
         return template.replace("%PORT%", str(int(port)))
-    return f"{jupyter_base_url(base_url)}proxy/{int(port)}/"
+    return f"{jupyter_base_url(base_url)}{PROXY_ROUTE}{int(port)}/"
 
 
 def embed(result: StartResult, height: int = 800, base_url: str | None = None, label: str = "") -> Any:

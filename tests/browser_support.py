@@ -65,6 +65,10 @@ class JupyterLab:
         (config / "jupyter_server_config.json").write_text(
             json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_px": True, "jupyter_server_proxy": True}}})
         )
+        # These tests are about notebooks: the JupyterLab sidebar of this package (a separate
+        # build, present when installed in develop mode) stays out of them.
+        (config / "labconfig").mkdir(exist_ok=True)
+        (config / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {"jupyter-px": True}}))
         settings = root / "settings" / "@jupyterlab" / "apputils-extension"
         settings.mkdir(parents=True, exist_ok=True)
         (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[theme]}))

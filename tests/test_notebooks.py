@@ -39,12 +39,12 @@ def _free_port() -> int:
 class JupyterServer:
     """`jupyter server` in a subprocess on 127.0.0.1 with a token, our extension and the proxy."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, px_home: Path | None = None):
         self.port = _free_port()
         self.token = secrets.token_hex(16)
         self.root = root
         config = root / "config"
-        config.mkdir()
+        config.mkdir(parents=True)
         (config / "jupyter_server_config.json").write_text(
             json.dumps(
                 {
@@ -52,7 +52,7 @@ class JupyterServer:
                 }
             )
         )
-        self.px_home = root / "server_px_home"
+        self.px_home = px_home or root / "server_px_home"  # the kernels' store: the proxy serves its TensorBoards
         self.log = open(root / "server.log", "wb")  # noqa: SIM115 (open while the server runs; closed in stop())
         self.process = subprocess.Popen(
             [
@@ -153,7 +153,15 @@ def _outputs(nb, source_start: str) -> list[dict]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path, px_home, tmp_path, jupyter_server, stop_tensorboards):
+def test_notebook_runs(path, px_home, tmp_path, stop_tensorboards):
+    jupyter_server = JupyterServer(tmp_path / "server", px_home)  # shares the notebook's run store
+    try:
+        _check_notebook(path, px_home, tmp_path, jupyter_server)
+    finally:
+        jupyter_server.stop()
+
+
+def _check_notebook(path, px_home, tmp_path, jupyter_server):
     workdir = tmp_path / "work"
     workdir.mkdir()
     nb = _execute(path, px_home, workdir)
@@ -182,7 +190,7 @@ def test_notebook_runs(path, px_home, tmp_path, jupyter_server, stop_tensorboard
     for output in _outputs(nb, "%px_tensorboard"):
         text = output["data"]["text/plain"]
         url = re.match(r"TensorBoard: (\S+)$", text).group(1)
-        assert url.startswith(f"{BASE_URL}proxy/") and f"data-url='{url}'" in output["data"]["text/html"]
+        assert url.startswith(f"{BASE_URL}px/tensorboard/") and f"data-url='{url}'" in output["data"]["text/html"]
         expected_runs = {"master-0", "worker-0", "worker-1"}
         deadline = time.monotonic() + 60  # TensorBoard finds runs on its reload cycle: poll
         while True:

@@ -94,8 +94,9 @@ def test_start_two_runs_reuse_and_stop(px_home):
     assert record["pid"] == info.pid and record["port"] == info.port
 
     proc = psutil.Process(info.pid)
-    assert proc.cmdline()[1:3] == ["-m", "tensorboard.main"]
+    assert proc.cmdline()[1] == "-c" and "jupyter_px.tensorboard import _serve" in proc.cmdline()[2]
     assert "127.0.0.1" in proc.cmdline() and "--reload_interval" in proc.cmdline()
+    assert info.idle_timeout == tensorboard.DEFAULT_IDLE_TIMEOUT_S and info.owner_pid is None
 
     runs = wait_for_runs(info.local_url, {"run-a/worker-0", "run-b/worker-0"})
     assert {"run-a/worker-0", "run-b/worker-0"} <= set(runs)
@@ -170,37 +171,39 @@ def test_list_servers_drops_records_of_dead_servers(px_home):
 def test_urls(monkeypatch):
     for name in (tensorboard.BASE_URL_ENV, "JUPYTERHUB_SERVICE_PREFIX", "TENSORBOARD_PROXY_URL"):
         monkeypatch.delenv(name, raising=False)  # a server or hub around the test must not decide
-    assert tensorboard.proxy_url(6006) == "/proxy/6006/"
+    assert tensorboard.proxy_url(6006) == "/px/tensorboard/6006/"
     assert tensorboard.jupyter_base_url("user/ann") == "/user/ann/"
     monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/bob/")
-    assert tensorboard.proxy_url(6006) == "/user/bob/proxy/6006/"
+    assert tensorboard.proxy_url(6006) == "/user/bob/px/tensorboard/6006/"
     monkeypatch.setenv("TENSORBOARD_PROXY_URL", "https://hub.example/user/bob/proxy/%PORT%/")
     assert tensorboard.proxy_url(6123) == "https://hub.example/user/bob/proxy/6123/"
-    assert tensorboard.proxy_url(6123, base_url="/lab/") == "/lab/proxy/6123/"  # explicit wins
+    assert tensorboard.proxy_url(6123, base_url="/lab/") == "/lab/px/tensorboard/6123/"  # explicit wins
 
 
 def test_embed(monkeypatch):
     info = tensorboard.ServerInfo(key="k", pid=1, port=6007, logdirs={}, logdir_spec="", started=0.0, create_time=0.0)
     shown = tensorboard.embed(tensorboard.Reused(info), height=500, base_url="/user/x/", label="run-a")
     page = shown._repr_html_()
-    assert "<iframe src='/user/x/proxy/6007/'" in page and "height='500'" in page
-    assert "TensorBoard (reused) for run-a" in page and "data-url='/user/x/proxy/6007/'" in page
-    assert repr(shown) == "TensorBoard: /user/x/proxy/6007/"
+    assert "<iframe src='/user/x/px/tensorboard/6007/'" in page and "height='500'" in page
+    assert "TensorBoard (reused) for run-a" in page and "data-url='/user/x/px/tensorboard/6007/'" in page
+    assert repr(shown) == "TensorBoard: /user/x/px/tensorboard/6007/"
     failed = tensorboard.embed(tensorboard.Failed("port <busy>", "ERROR: no"))
     assert "port &lt;busy&gt;" in failed._repr_html_() and "ERROR: no" in failed._repr_html_()
     assert repr(failed) == "TensorBoard could not start: port <busy>"
     monkeypatch.setenv(tensorboard.BASE_URL_ENV, "/hub/user/y/")
-    assert repr(tensorboard.embed(tensorboard.Launched(info))) == "TensorBoard: /hub/user/y/proxy/6007/"
+    assert repr(tensorboard.embed(tensorboard.Launched(info))) == "TensorBoard: /hub/user/y/px/tensorboard/6007/"
 
 
 @pytest.fixture
 def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_server_proxy": True}}}
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_server_proxy": True, "jupyter_px": True}}}
 
 
-def test_served_through_jupyter_server_proxy(
+def test_served_through_the_servers_tensorboard_route(
     px_home, jp_fetch, jp_base_url, jp_http_port, jp_asyncio_loop, jp_server_cleanup
 ):
+    import re
+
     from tornado.httpclient import AsyncHTTPClient
 
     fake_run("run-a")
@@ -209,17 +212,136 @@ def test_served_through_jupyter_server_proxy(
     port = result.info.port
     wait_for_runs(result.info.local_url, {"worker-0"})
 
-    response = jp_asyncio_loop.run_until_complete(jp_fetch("proxy", str(port), "data", "runs"))
+    def fetch(*parts):
+        return jp_asyncio_loop.run_until_complete(jp_fetch("px", "tensorboard", *parts, raise_error=False))
+
+    response = fetch(str(port), "data", "runs")
     assert response.code == 200
     assert "worker-0" in json.loads(response.body)
-    assert result.info.url(jp_base_url) == f"{jp_base_url}proxy/{port}/"
+    assert result.info.url(jp_base_url) == f"{jp_base_url}px/tensorboard/{port}/"
 
-    # Without the Jupyter token the same route is refused (login redirect or 403).
+    # TensorBoard's page asks for its fonts at the server root; here they resolve under the route
+    page = fetch(f"{port}/").body.decode()
+    assert "/font-roboto/" in page  # TensorBoard's own page does load fonts...
+    assert "url(/font-roboto/" not in page and "'/font-roboto/" not in page  # ...but none from the root
+    fonts = set(re.findall(r"url\(([^)]*font-roboto/[^)]+\.woff2)\)", page))
+    assert fonts and all(url.startswith(f"{jp_base_url}px/tensorboard/{port}/font-roboto/") for url in fonts)
+    font = fetch(*sorted(fonts)[0][len(jp_base_url) :].split("/")[2:])
+    assert font.code == 200 and font.body[:4] == b"wOF2"  # the font itself
+
+    # use through the route is what the idle timeout counts from
+    assert tensorboard.last_active(result.info) >= result.info.started
+
+    # a port where no TensorBoard of ours serves is not proxied
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        assert fetch(str(other.getsockname()[1]), "data", "runs").code == 404
+
+    # Without the Jupyter token the route is refused (login redirect or 403).
     anonymous = jp_asyncio_loop.run_until_complete(
         AsyncHTTPClient().fetch(
-            f"http://127.0.0.1:{jp_http_port}{jp_base_url}proxy/{port}/data/runs",
+            f"http://127.0.0.1:{jp_http_port}{jp_base_url}px/tensorboard/{port}/data/runs",
             follow_redirects=False,
             raise_error=False,
         )
     )
     assert anonymous.code in (302, 403), anonymous.code
+
+
+def _gone(pid: int) -> bool:
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def _wait_gone(pid: int, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def test_idle_server_stops_itself_and_use_keeps_it(px_home, monkeypatch):
+    fake_run("run-a")
+    fake_run("run-b")
+    monkeypatch.setenv(tensorboard.IDLE_TIMEOUT_ENV, "4")
+    idle = tensorboard.start("run-a")
+    used = tensorboard.start("run-b", idle_timeout=4)
+    assert isinstance(idle, tensorboard.Launched) and isinstance(used, tensorboard.Launched)
+    assert idle.info.idle_timeout == 4
+    data_servers = psutil.Process(idle.info.pid).children(recursive=True)
+    while not _gone(idle.info.pid):  # keep run-b in use meanwhile, as the proxy would
+        tensorboard.touch(used.info.key)
+        time.sleep(0.5)
+    assert all(_wait_gone(child.pid, 10) for child in data_servers)  # its data server too
+    assert [s.key for s in tensorboard.list_servers()] == [used.info.key]
+    assert "not used for 4 s" in (px_home / "tensorboard" / f"{idle.info.key}.log").read_text()
+
+
+def test_idle_timeout_setting_is_checked(px_home, monkeypatch):
+    fake_run("run-a")
+    monkeypatch.setenv(tensorboard.IDLE_TIMEOUT_ENV, "soon")
+    result = tensorboard.start("run-a")
+    assert isinstance(result, tensorboard.Failed)
+    assert result.reason == f"{tensorboard.IDLE_TIMEOUT_ENV}: 'soon' is not a number of seconds"
+    monkeypatch.delenv(tensorboard.IDLE_TIMEOUT_ENV)
+    assert "idle_timeout must be 0" in tensorboard.start("run-a", idle_timeout=-1).reason
+    assert tensorboard.list_servers() == []
+
+
+def test_server_stops_when_the_jupyter_server_it_belongs_to_exits(px_home, monkeypatch):
+    """The server extension puts the Jupyter server's pid in the kernels' environment; a process
+    stands in for that server here (the browser tests stop a real one)."""
+    import subprocess
+    import sys
+
+    fake_run("run-a")
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        monkeypatch.setenv(tensorboard.SERVER_PID_ENV, str(owner.pid))
+        result = tensorboard.start("run-a", idle_timeout=0)
+        assert isinstance(result, tensorboard.Launched), result
+        assert result.info.owner_pid == owner.pid and result.info.idle_timeout == 0
+        time.sleep(3)
+        assert not _gone(result.info.pid)  # the owner lives: it serves on
+    finally:
+        owner.kill()
+        owner.wait()
+    assert _wait_gone(result.info.pid, 30)
+    assert tensorboard.list_servers() == []
+
+
+def test_cli_lists_and_stops_servers(px_home):
+    import os
+    import subprocess
+    import sys
+
+    fake_run("run-a")
+    fake_run("run-b")
+    a, b = tensorboard.start("run-a"), tensorboard.start("run-b", idle_timeout=0)
+    assert isinstance(a, tensorboard.Launched) and isinstance(b, tensorboard.Launched)
+
+    def cli(*args):
+        env = {**os.environ, "PX_HOME": str(px_home)}
+        return subprocess.run(
+            [sys.executable, "-m", "jupyter_px.cli", "tensorboard", *args], capture_output=True, text=True, env=env
+        )
+
+    listing = cli("list")
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert lines[0].split()[:3] == ["KEY", "PID", "PORT"] and len(lines) == 3
+    row_a = next(line for line in lines if line.startswith(a.info.key))
+    assert str(a.info.port) in row_a and "1h00m" in row_a and "/px/tensorboard/" in row_a
+    assert "never" in next(line for line in lines if line.startswith(b.info.key))
+    as_json = json.loads(cli("list", "--json").stdout)
+    assert {s["port"] for s in as_json} == {a.info.port, b.info.port}
+
+    bad = cli("stop", "nope")
+    assert bad.returncode == 2 and "no TensorBoard 'nope'" in bad.stderr
+    stopped = cli("stop", str(a.info.port))
+    assert stopped.returncode == 0 and f"stopped: TensorBoard {a.info.key}" in stopped.stdout
+    assert _gone(a.info.pid) and [s.key for s in tensorboard.list_servers()] == [b.info.key]
+    assert cli("stop", "--all").returncode == 0 and _gone(b.info.pid)
+    assert cli("list").stdout.strip() == "no TensorBoard servers running"

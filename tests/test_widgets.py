@@ -167,7 +167,8 @@ def test_monitor_shows_failed_replica_reason(synthetic_run):
     assert monitor.finished
     assert _row_states(monitor.table.value)["worker-1"] == "Failed"
     row = re.search(r"<tr data-replica='worker-1'.*?</tr>", monitor.table.value).group(0)
-    assert "OOMKilled memory 700 MiB over its limit &lt;512 MiB&gt;" in row
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    assert "out of memory: memory 700 MiB over its limit &lt;512 MiB&gt;" in cells  # a cell of its own
     assert monitor.replica_bar.bar_style == "danger"
 
 
@@ -181,7 +182,7 @@ def test_monitor_tensorboard_button_embeds_the_proxied_url(synthetic_run, px_hom
     monitor = _monitor("mon-tb")
     try:
         monitor.show_tensorboard(background=False)
-        match = re.search(r"<iframe src='(/user/someone/proxy/(\d+)/)'", monitor.tensorboard_view.value)
+        match = re.search(r"<iframe src='(/user/someone/px/tensorboard/(\d+)/)'", monitor.tensorboard_view.value)
         assert match, monitor.tensorboard_view.value
         (server,) = tensorboard.list_servers(home=px_home)
         assert server.port == int(match.group(2))

@@ -8,7 +8,6 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
-from IPython.display import display
 
 from ..presentation.text import failure_text
 
@@ -50,7 +49,7 @@ def show_run(shell: Any, run: Any, terminal_line: str) -> Any:
         from ..widgets.run_monitor import RunMonitor
 
         monitor = RunMonitor(run)
-        display(monitor)
+        monitor.show()  # with a display id: the final state replaces the widget when the run ends
         return monitor
     print(terminal_line)
     return None

@@ -47,7 +47,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], title: str =
         + "</tr>"
         for row in rows
     )
-    caption = f"<b>{escape(title)}</b>" if title else ""
+    caption = "<br>".join(f"<b>{escape(line)}</b>" for line in title.split("\n")) if title else ""
     return f"<div>{caption}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 

@@ -224,23 +224,42 @@ def topology_problems(
     return f"invalid topology{place} ({len(lines)} problems):\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def resource_range(value: Any) -> str:
-    """`2` when requests equal limits, else `1 / 2` (`-` for a side that is not set)."""
+def memory_text(mib: float) -> str:
+    """A memory size in MiB as people read it: `512 MiB`, `4 GiB`, `1.5 GiB`."""
+    if mib >= 1024:
+        gib = round(mib / 1024, 2)
+        return f"{format_number(gib)} GiB"
+    return f"{format_number(round(mib, 2))} MiB"
+
+
+def resource_range(value: Any, unit: Any = None) -> str:
+    """`2` when requests equal limits, `1 to 2` for both, `up to 2` / `at least 1` for one side
+    (`unit` formats a number, e.g. `memory_text`)."""
     if value is None:
         return "-"
 
-    def show(number: float | None) -> str:
-        return "-" if number is None else str(format_number(number))
+    def show(number: float) -> str:
+        return unit(number) if unit is not None else str(format_number(number))
 
     requests, limits = value.requests, value.limits
-    return show(requests) if requests == limits else f"{show(requests)} / {show(limits)}"
+    if requests == limits:
+        return "-" if requests is None else show(requests)
+    if requests is None:
+        return f"up to {show(limits)}"
+    if limits is None:
+        return f"at least {show(requests)}"
+    return f"{show(requests)} to {show(limits)}"
 
 
 def resources_text(resources: Any) -> str:
-    """`cpu 1 / 2, mem 512, gpu 1` for a replica's resources."""
+    """`cpu 1 to 2, mem up to 4 GiB, gpu 1` for a replica's resources."""
     parts = [
-        f"{label} {resource_range(value)}"
-        for label, value in (("cpu", resources.cpu), ("mem", resources.memory), ("gpu", resources.gpu))
+        f"{label} {resource_range(value, unit)}"
+        for label, value, unit in (
+            ("cpu", resources.cpu, None),
+            ("mem", resources.memory, memory_text),
+            ("gpu", resources.gpu, None),
+        )
         if value is not None
     ]
     return ", ".join(parts) or "-"

@@ -7,6 +7,12 @@ live plot as well means one plotting library, one look, and figures a user can t
 with the API they already know. bqplot would add a second library and its outputs do not render
 outside a live kernel.
 
+Both follow JupyterLab's theme (and an export's page): backgrounds are transparent, so the
+plot sits on the notebook's own background, and text, axes, grid and plotly's toolbar are a grey
+that reads on white and on dark (`THEME_NEUTRAL`). A figure cannot ask the page for its theme
+(`%px_plot`'s output is plotly JSON, rendered by plotly's own renderer, and a saved notebook is
+opened in whatever theme the reader uses), so it is drawn to read in both.
+
 Both plots show one metric per panel with one trace per replica, so a run with 64 replicas is
 64 traces, not 64 figures. Traces are decimated to at most `MAX_POINTS` points (every k-th point
 plus the last): a plot is at most a few thousand pixels wide, and sending 100k points to the
@@ -29,6 +35,27 @@ MetricData = Mapping[str, Mapping[str, "Series"]]
 
 #: Points per trace sent to the browser.
 MAX_POINTS = 2000
+
+#: plotly's default qualitative colours (`plotly.colors.qualitative.Plotly`): one per replica.
+PALETTE = (
+    "#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52",
+)  # fmt: skip
+
+_GREY = "#8c8c8c"  # about 3.4:1 on white and 5:1 on JupyterLab Dark's #111
+_GRID = "rgba(140,140,140,0.25)"
+_AXIS = {"gridcolor": _GRID, "zerolinecolor": _GRID, "linecolor": _GRID, "color": _GREY}
+
+#: Layout that reads in light and dark themes: transparent backgrounds, grey text and grid.
+THEME_NEUTRAL: dict = {
+    "template": "none",
+    "paper_bgcolor": "rgba(0,0,0,0)",
+    "plot_bgcolor": "rgba(0,0,0,0)",
+    "font": {"color": _GREY},
+    "xaxis": _AXIS,
+    "yaxis": _AXIS,
+    "legend": {"bgcolor": "rgba(0,0,0,0)"},
+    "modebar": {"bgcolor": "rgba(0,0,0,0)", "color": _GREY, "activecolor": "#1f77b4"},
+}
 
 
 def xy(series: Series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +119,11 @@ def static_figure(data: MetricData, metrics: Sequence[str] | None = None, title:
                 col=1,
             )
     figure.update_xaxes(title_text="step", row=max(1, len(names)), col=1)
+    figure.update_xaxes(**_AXIS)
+    figure.update_yaxes(**_AXIS)
+    figure.update_annotations(font_color=_GREY)  # the subplot titles
     figure.update_layout(
+        **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
         title=title or None,
         height=260 * max(1, len(names)) + 60,
         margin={"l": 50, "r": 20, "t": 60 if title else 30, "b": 40},
@@ -101,9 +132,7 @@ def static_figure(data: MetricData, metrics: Sequence[str] | None = None, title:
 
 
 def _palette() -> list[str]:
-    import plotly.express as px
-
-    return list(px.colors.qualitative.Plotly)
+    return list(PALETTE)
 
 
 class LivePlot:
@@ -122,10 +151,11 @@ class LivePlot:
         self.selector = widgets.Dropdown(description="metric", options=[], layout=widgets.Layout(width="320px"))
         self.figure = go.FigureWidget(
             layout={
+                **THEME_NEUTRAL,
                 "height": 320,
                 "margin": {"l": 50, "r": 20, "t": 20, "b": 40},
-                "xaxis": {"title": {"text": "step"}},
-                "legend": {"orientation": "v"},
+                "xaxis": {**_AXIS, "title": {"text": "step"}},
+                "legend": {"orientation": "v", "bgcolor": "rgba(0,0,0,0)"},
             }
         )
         self.widget = widgets.VBox([self.selector, self.figure])

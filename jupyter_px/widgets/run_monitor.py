@@ -6,13 +6,15 @@ one started from the CLI, and one re-attached after a kernel restart (`%px_attac
 
 Choices, and why:
 
-* **Updates run in a background thread**, one per monitor, waking every `interval` seconds
-  (`threading.Event.wait`, so it sleeps rather than spins, and `stop_updates()` wakes it at
-  once). Not an asyncio task on the kernel's loop: while a cell blocks (`%%px_distributed
+* **Updates run in background threads**, two per monitor: one reads the state when
+  status.json changes (a stat every `STATUS_POLL_S`), one metrics and logs every `interval`
+  seconds (`threading.Event.wait`, so they sleep rather than spin, and `stop_updates()` wakes
+  them at once); a plot that takes seconds to draw never holds back the run's state. Not an
+  asyncio task on the kernel's loop: while a cell blocks (`%%px_distributed
   --wait`, or any long cell after the submit) the kernel's loop does not run, and the monitor
   must keep moving exactly then. ipywidgets 8 sends state changes from any thread (ipykernel
   routes them through its IOPub thread); a lock makes `refresh()` safe to call from the notebook
-  too. The thread stops itself when the run has finished, after one final refresh.
+  too. The threads stop themselves when the run has finished, after one final update.
 * **Bounded work per refresh.** The per-replica table is one HTML widget re-rendered from the
   status (traitlets only sends it when the text changed), not a widget per cell. Logs are read
   incrementally from the last offset and only for the replica whose log is on screen, keeping
@@ -22,6 +24,16 @@ Choices, and why:
 * **Log tabs:** one tab per replica up to `MAX_LOG_TABS` replicas; beyond that a tab strip is
   unusable (and a widget per replica is what a 256-worker run must not have), so a drop-down
   picks the replica shown in a single log view.
+* **The end is shown at once, then the output becomes static.** The state thread sees the
+  final status.json within `STATUS_POLL_S`, so the final state reaches the browser a fraction
+  of a second after the run ends, before the (slower) final plot. Then, if the monitor was shown
+  with `show()` (the magics do), its output
+  is replaced, same display id, by a static HTML + text view of the final state
+  (`presentation.monitor.final_bundle`): a saved notebook, an export or GitHub shows the result
+  instead of "model not found" (the widget mimetype wins over any fallback while it is there).
+  The update carries the request of the cell that showed the monitor (JupyterLab routes it
+  through that request), whether the cell still runs (`--wait`) or returned long ago.
+  `%px_attach` shows the live widget again.
 * **Saved state tells the outcome.** After the run ends, the widget state (what nbclient or
   "Save widget state" keeps in the notebook) holds every replica's final state in the table's
   HTML (`data-replica` / `data-state` on each row), the run's state in the monitor's
@@ -30,6 +42,7 @@ Choices, and why:
 
 from __future__ import annotations
 
+import contextvars
 import html
 import os
 import threading
@@ -38,8 +51,20 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..presentation.follow import observed_status
-from ..presentation.html import escape, state_badge
-from ..presentation.text import elapsed, resources_text
+from ..presentation.monitor import (
+    FINAL_LOG_BYTES,
+    FinalView,
+    final_bundle,
+    header_html,
+    is_tf_chief,
+    last_line,
+    log_html,
+    phase_counts,
+    replica_label,
+    replica_rows,
+    rows_html,
+)
+from ..presentation.text import resources_text
 from ..runstore import ReplicaState, RunState, RunStatus
 
 #: Bytes of each replica's log kept on screen.
@@ -51,6 +76,10 @@ MAX_LOG_TABS = 16
 #: the newest points show at once and each refresh stays fast (about 1 MiB of JSON lines is
 #: 15k points, 20-30 ms); a finished run's last refresh reads the rest.
 HISTORY_BUDGET_BYTES = 1 << 20
+#: How often the update thread looks at status.json's mtime between full refreshes.
+STATUS_POLL_S = 0.1
+#: Bytes read from the end of a replica's log for its "last output" column.
+LAST_LINE_BYTES = 2048
 
 
 class LogTail:
@@ -85,20 +114,43 @@ class LogTail:
         return changed
 
     def html(self) -> str:
-        body = html.escape(self.text) if self.text else "<i>(no output yet)</i>"
-        # column-reverse keeps the view scrolled to the newest line as the text grows
-        return (
-            "<div style='max-height:320px;overflow:auto;display:flex;flex-direction:column-reverse'>"
-            f"<pre style='white-space:pre-wrap;font-size:12px;margin:0'>{body}</pre></div>"
-        )
+        return log_html(self.text)
+
+
+class LastLines:
+    """Each replica's last line of output, re-read only for logs that grew (one stat per replica
+    per refresh, `LAST_LINE_BYTES` read from a log that changed)."""
+
+    def __init__(self, store: Any, run_id: str, replicas: list[tuple[str, int]]):
+        self.store, self.run_id = store, run_id
+        self.paths = {
+            f"{role}-{index}": (role, index, store.paths(run_id).log(role, index)) for role, index in replicas
+        }
+        self.sizes: dict[str, int] = {}
+        self.lines: dict[str, str] = {}
+
+    def poll(self) -> dict[str, str]:
+        for key, (role, index, path) in self.paths.items():
+            try:
+                size = os.stat(path).st_size
+            except FileNotFoundError:
+                continue
+            if self.sizes.get(key) == size:
+                continue
+            self.sizes[key] = size
+            text, _ = self.store.read_log(
+                self.run_id, role, index, offset=max(0, size - LAST_LINE_BYTES), limit=LAST_LINE_BYTES
+            )
+            self.lines[key] = last_line(text)
+        return self.lines
 
 
 class _LogViews:
     """Log tails shown as one tab per replica, or a drop-down and one view for many replicas."""
 
-    def __init__(self, store: Any, run_id: str, replicas: list[tuple[str, int]]):
+    def __init__(self, store: Any, run_id: str, replicas: list[tuple[str, int]], labels: list[str] | None = None):
         self.tails = [LogTail(store, run_id, role, index) for role, index in replicas]
-        self.keys = [f"{role}-{index}" for role, index in replicas]
+        self.keys = labels or [f"{role}-{index}" for role, index in replicas]
         if len(replicas) <= MAX_LOG_TABS:
             self.views = [widgets.HTML(value=tail.html()) for tail in self.tails]
             self.selector: Any = widgets.Tab(children=self.views, titles=self.keys)
@@ -118,6 +170,13 @@ class _LogViews:
     def selected(self) -> int:
         value = self.selector.selected_index if self.tabs else self.selector.value
         return value or 0
+
+    def select(self, position: int) -> None:
+        """Show replica `position`'s log (refreshed through the selector's observer)."""
+        if self.tabs:
+            self.selector.selected_index = position
+        else:
+            self.selector.value = position
 
     def refresh(self, everything: bool = False) -> None:
         indices = range(len(self.tails)) if everything and self.tabs else [self.selected()]
@@ -146,12 +205,20 @@ class RunMonitor(widgets.VBox):
         self.run_id = run.run_id
         self.interval = interval
         self.finished = False
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # metrics, plot, logs
+        self._status_lock = threading.RLock()  # state, bar, table
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()  # the state thread saw the end: the data thread goes now
+        self._threads: list[threading.Thread] = []
+        self._final_done = False
         self._reader: Any = None
         self.plot: Any = None
         self.last_status: RunStatus | None = None
+        self.final_shown = False  # the output was replaced by the static final view
+        self._display: Any = None
+        self._context: contextvars.Context | None = None
+        self._status_mtime: float | None = None
+        self._tf_chief = is_tf_chief(run.record.topology)
 
         try:
             topology = parse_topology(run.record.topology)
@@ -159,6 +226,7 @@ class RunMonitor(widgets.VBox):
             self._resources = {spec.key: resources_text(spec.resources) for spec in topology.replicas()}
         except Exception:  # a record from a newer version: show what the status says
             self._replicas, self._resources = [], {}
+        self._last_lines = LastLines(self.store, self.run_id, self._replicas)
 
         self.header = widgets.HTML()
         self.replica_bar = widgets.IntProgress(
@@ -171,7 +239,12 @@ class RunMonitor(widgets.VBox):
         self.step_label = widgets.HTML()
         self.step_row = widgets.HBox([self.step_bar, self.step_label], layout=widgets.Layout(display="none"))
         self.table = widgets.HTML()
-        self.logs = _LogViews(self.store, self.run_id, self._replicas)
+        self.logs = _LogViews(
+            self.store,
+            self.run_id,
+            self._replicas,
+            [replica_label(role, index, self._tf_chief) for role, index in self._replicas],
+        )
         self.plot_box = widgets.VBox(
             [
                 widgets.HTML(
@@ -212,6 +285,27 @@ class RunMonitor(widgets.VBox):
         if autostart:
             self.start()
 
+    def show(self) -> Any:
+        """Display the monitor in the notebook, keeping its display id, so that the output can be
+        replaced by the static final view when the run ends (see the module docstring). A run
+        that had already ended keeps the live widget: that is what `%px_attach` asked for."""
+        from IPython.display import display
+
+        # The update is sent from a background thread; it must carry this cell's request as its
+        # parent (ipykernel keeps it in a context variable), or JupyterLab, which routes an update
+        # through the request that showed the output, would hand it to whichever cell ran last.
+        self._context = contextvars.copy_context()
+        self._display = display(self, display_id=True)
+        return self._display
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, dict) and not self.finished:  # never a stale state in a saved text/plain
+            bundle["text/plain"] = (
+                f"<RunMonitor {self.run_id}: live monitor; %px_status {self.run_id} shows the run's state>"
+            )
+        return bundle
+
     def __repr__(self) -> str:
         """The text a terminal, a log or an export without widget state shows."""
         status = self.last_status
@@ -230,118 +324,196 @@ class RunMonitor(widgets.VBox):
     def updating(self) -> bool:
         """Whether the background updates are running (they end by themselves after the final
         refresh of a finished run, or on `stop_updates()`)."""
-        thread = self._thread
-        return thread is not None and thread.is_alive()
+        return any(thread.is_alive() for thread in self._threads)
 
     def start(self) -> None:
-        """Refresh every `interval` seconds in a background thread until the run ends."""
+        """Update in the background until the run ends: the state as soon as status.json changes
+        (looked at every `STATUS_POLL_S`), metrics and logs every `interval` seconds. Two threads,
+        so drawing a large plot never delays the run's state."""
         if self.finished or self.updating:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name=f"px-monitor-{self.run_id}", daemon=True)
-        self._thread.start()
+        self._wake.clear()
+        self._threads = [
+            threading.Thread(target=self._status_loop, name=f"px-monitor-state-{self.run_id}", daemon=True),
+            threading.Thread(target=self._data_loop, name=f"px-monitor-data-{self.run_id}", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def stop_updates(self) -> None:
         """Stop the background updates (the widget stays as it is)."""
         self._stop.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
+        self._wake.set()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=5)
 
     def close(self) -> None:
         self.stop_updates()
         super().close()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+    def _status_changed(self) -> bool:
+        try:
+            mtime = os.stat(self.store.paths(self.run_id).status).st_mtime
+        except OSError:
+            return False
+        changed, self._status_mtime = mtime != self._status_mtime, mtime
+        return changed
+
+    def _report(self, error: Exception) -> None:
+        """Keep the monitor alive through a half-written file etc., and say so."""
+        self.header.value = (
+            self._header_html(self.last_status) + f" <small>(update failed: {html.escape(str(error))})</small>"
+        )
+
+    def _status_loop(self) -> None:
+        import time
+
+        self._status_changed()
+        next_read = time.monotonic() + self.interval
+        while not self._stop.wait(min(STATUS_POLL_S, self.interval)):
+            if not self._status_changed() and time.monotonic() < next_read:
+                continue
+            next_read = time.monotonic() + self.interval
             try:
-                self.refresh()
-            except Exception as error:  # keep the monitor alive through a half-written file etc.
-                self.header.value = (
-                    self._header_html(self.last_status) + f" <small>(update failed: {html.escape(str(error))})</small>"
-                )
+                self._update_status()
+            except Exception as error:
+                self._report(error)
             if self.finished:
+                self._wake.set()  # the data thread does the final update now
+                return
+
+    def _data_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            if self._stop.is_set():
+                return
+            try:
+                self._update_data()
+            except Exception as error:
+                self._report(error)
+            if self._final_done:
                 return
 
     # ---- one update --------------------------------------------------------------------------
     def refresh(self) -> RunStatus:
         """Read the store once and update every part; after the run ended, a last full update."""
-        with self._lock:
+        status = self._update_status()
+        self._update_data()
+        return status
+
+    def _update_status(self) -> RunStatus:
+        """The run's state, the replica bar and table (cheap: status.json and a stat per log)."""
+        with self._status_lock:
             status = self._read_status()
-            ending = status.state.finished and not self.finished
             self.last_status = status
-            self._show_metrics(final=ending)
-            self._show_status(status)
-            self.logs.refresh(everything=ending)
-            if ending:
+            if status.state.finished and not self.finished:
                 self.finished = True
-                self.stop_button.disabled = True
+                self._set_stop_button(enabled=False, label="Stop")
+            self._show_status(status)
             return status
+
+    def _update_data(self) -> None:
+        """Metrics, plot and logs; once the run has ended, the final (complete) update, the
+        failing replica's log, and the static final view."""
+        with self._lock:
+            final = self.finished and not self._final_done
+            self._show_metrics(final=final)
+            self.logs.refresh(everything=final)
+            status = self.last_status or self._read_status()
+            with self._status_lock:
+                self._show_status(status)  # the table's step column (only what changed is sent)
+            if final:
+                self._show_failure(status)
+                self._final_done = True
+                self._show_final()
+
+    def _set_stop_button(self, enabled: bool, label: str = "Stop") -> None:
+        """Red and clickable while it can stop something; neutral grey (readable in both themes)
+        when disabled."""
+        self.stop_button.disabled = not enabled
+        self.stop_button.button_style = "danger" if enabled else ""
+        self.stop_button.description = label
+
+    def _show_failure(self, status: RunStatus) -> None:
+        """A failed run opens the Logs tab on the first failed replica."""
+        failed = [r for r in status.replicas if r.state in (ReplicaState.FAILED, ReplicaState.LOST)]
+        if not failed:
+            return
+        first = min(failed, key=lambda r: r.finished_at or 0)
+        if (first.role, first.index) in self._replicas:
+            self.logs.select(self._replicas.index((first.role, first.index)))
+        self.tabs.selected_index = 1
+
+    def final_view(self) -> FinalView:
+        """The run's final state as the static view shows it."""
+        status = self.last_status or self._read_status()
+        logs = {}
+        for (role, index), tail in zip(self._replicas, self.logs.tails, strict=False):
+            tail.poll()
+            logs[f"{role}-{index}"] = tail.text[-FINAL_LOG_BYTES:]
+        return FinalView(
+            run_id=self.run_id,
+            name=self.run.record.name,
+            backend=self.run.record.backend,
+            created_at=self.run.record.created_at,
+            status=status,
+            rows=self._rows(status),
+            metrics=self._reader.data if self._reader is not None else {},
+            logs=logs,
+        )
+
+    def _show_final(self) -> None:
+        """Replace the output (same display id) by the static final view; once."""
+        if self._display is None or self.final_shown:
+            return
+        self.final_shown = True
+        bundle = final_bundle(self.final_view())
+        context = self._context.copy() if self._context is not None else contextvars.copy_context()
+        context.run(self._display.update, bundle, raw=True)
 
     def _read_status(self) -> RunStatus:
         """The truth, not just the last write: a run whose supervisor died reads Lost here."""
         return observed_status(self.run)
 
+    def _rows(self, status: RunStatus) -> list[Any]:
+        return replica_rows(
+            self._replicas,
+            status,
+            resources=self._resources,
+            progress=self._progress_by_replica(),
+            last_lines=self._last_lines.poll(),
+            tf_chief=self._tf_chief,
+        )
+
     def _show_status(self, status: RunStatus) -> None:
         self.header.value = self._header_html(status)
-        replicas = {replica.key: replica for replica in status.replicas}
-        keys = [f"{role}-{index}" for role, index in self._replicas] or list(replicas)
-        total = len(keys)
-        counts: dict[str, int] = {}
-        for key in keys:
-            state = replicas[key].state.value if key in replicas else "Pending"
-            counts[state] = counts.get(state, 0) + 1
-        running, succeeded = counts.get("Running", 0), counts.get("Succeeded", 0)
+        rows = self._rows(status)
+        total = len(rows)
+        states = [row.state for row in rows]
+        failed = "Failed" in states or status.state in (RunState.FAILED, RunState.LOST)
         self.replica_bar.max = max(1, total)
-        self.replica_bar.value = running + succeeded
+        # a finished run fills the bar, so its colour (red, green) is what one sees
+        active = sum(state in ("Running", "Succeeded") for state in states)
+        self.replica_bar.value = max(1, total) if status.state.finished else active
         self.replica_bar.bar_style = (
             "danger"
-            if counts.get("Failed") or status.state in (RunState.FAILED, RunState.LOST)
+            if failed
             else "success"
             if status.state == RunState.SUCCEEDED
+            else "warning"
+            if status.state == RunState.STOPPED
             else "info"
         )
-        self.replica_label.value = ", ".join(f"{n} {state.lower()}" for state, n in counts.items()) + f" of {total}"
-        self.table.value = self._table_html(keys, replicas)
+        self.replica_label.value = html.escape(phase_counts(rows))
+        self.table.value = rows_html(rows)
         classes = [c for c in getattr(self, "_dom_classes", ()) if not c.startswith("px-state-")]
         self._dom_classes = tuple(classes + [f"px-state-{status.state.value}"])
 
     def _header_html(self, status: RunStatus | None) -> str:
         record = self.run.record
-        state = status.state.value if status else "Pending"
-        started = (status.started_at if status else None) or record.created_at
-        end = status.finished_at if status and status.state.finished else None
-        name = f" ({escape(record.name, 48)})" if record.name else ""
-        message = f" <small>{escape(status.message, 160)}</small>" if status and status.message else ""
-        return (
-            f"<b>{html.escape(self.run_id)}</b>{name} &middot; backend {escape(record.backend)} &middot; "
-            f"{state_badge(state)} &middot; elapsed {elapsed(started, end)}{message}"
-        )
-
-    def _table_html(self, keys: list[str], replicas: dict[str, Any]) -> str:
-        progress = self._progress_by_replica()
-        rows = []
-        for key in keys:
-            replica = replicas.get(key)
-            state = replica.state.value if replica else "Pending"
-            exit_code = "-" if replica is None or replica.exit_code is None else str(replica.exit_code)
-            reason = ""
-            if replica is not None and (replica.reason or replica.message) and replica.state != ReplicaState.SUCCEEDED:
-                reason = escape(" ".join(x for x in (replica.reason, replica.message) if x), 160)
-            step = progress.get(key, "")
-            rows.append(
-                f"<tr data-replica='{key}' data-state='{state}'><td>{key}</td><td>{state_badge(state)}</td>"
-                f"<td>{replica.restarts if replica else 0}</td><td>{exit_code}</td>"
-                f"<td>{html.escape(self._resources.get(key, '-'))}</td><td>{step}</td><td>{reason}</td></tr>"
-            )
-        head = "".join(
-            f"<th style='text-align:left;padding-right:12px'>{h}</th>"
-            for h in ("replica", "state", "restarts", "exit code", "resources", "step", "")
-        )
-        return (
-            f"<div style='max-height:360px;overflow:auto'><table class='px-replicas'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></div>"
-        )
+        return header_html(self.run_id, record.name, record.backend, status, record.created_at)
 
     def _progress_by_replica(self) -> dict[str, str]:
         if self._reader is None:
@@ -389,11 +561,11 @@ class RunMonitor(widgets.VBox):
     # ---- buttons -----------------------------------------------------------------------------
     def stop_run(self) -> None:
         """Stop every replica (the Stop button)."""
-        self.stop_button.disabled = True
+        self._set_stop_button(enabled=False, label="Stopping")
         try:
             self.run.stop()
         except Exception as error:
-            self.stop_button.disabled = False
+            self._set_stop_button(enabled=True)
             self.header.value = (
                 self._header_html(self.last_status) + f" <small>(stop failed: {html.escape(str(error))})</small>"
             )

@@ -1,0 +1,402 @@
+"""What the run monitor shows, as data and HTML: replica rows, log tails, and the final view.
+
+The live monitor (`widgets.run_monitor`) renders its replica table and log tabs from here, and
+when the run ends it replaces its output with `final_bundle` (HTML and text, no widget): that
+static view is what a saved notebook, an export or GitHub shows, and it is built from the same
+rows the widget showed a moment before, so the swap does not change what the user reads.
+
+Wording, and why:
+
+* A replica's **label** is what the job calls it: TensorFlow's master is `chief` (the name in
+  its TF_CONFIG) unless the topology asks for `master`.
+* The **state** says what happened: a parameter server or worker stopped by the run after the
+  chief finished (reason `StoppedByRun`, state Succeeded, exit 143) reads "stopped when the run
+  succeeded", not "Succeeded" with a SIGTERM exit code. A running replica with no output and no
+  metric yet reads "starting", so a 30-second TensorFlow import does not look like a hang.
+* The **reason** column puts the reason and its details apart ("error: exited with code 3"),
+  never run together.
+* **Logs**: the local backend writes a replica's stdout and stderr into one file, so a log
+  cannot say which stream a line came from; tracebacks and error lines (`ERROR ...`,
+  `SomethingError: ...`) are marked instead, which is what a reader of a failed log looks for.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..runstore import ReplicaState, ReplicaStatus, RunState, RunStatus
+from .html import STATE_COLORS, escape, state_badge
+from .text import elapsed, printable
+
+#: Bytes of a replica's log in the final (static) view, and how many replicas' logs it keeps.
+FINAL_LOG_BYTES = 4096
+FINAL_LOG_REPLICAS = 16
+#: Characters of a replica's last output line shown in the table.
+LAST_LINE_CHARS = 100
+#: Points per line of the final view's SVG plot.
+SVG_POINTS = 300
+
+#: Reasons as words (the status keeps Kubernetes-style reasons).
+REASON_WORDS = {
+    "Error": "error",
+    "Signaled": "killed by a signal",
+    "OOMKilled": "out of memory",
+    "StoppedByRun": "stopped by the run",
+    "StoppedByUser": "stopped on request",
+    "Lost": "lost",
+    "Completed": "",
+}
+STOPPED_WHEN_SUCCEEDED = "stopped when the run succeeded"
+STARTING = "starting"
+
+_ERROR_LINE = re.compile(
+    r"^(Traceback \(most recent call last\):|\s*File \".*\", line \d+|[\w.]*(Error|Exception|Exit|Interrupt)\b.*:"
+    r"|ERROR\b|FATAL\b|CRITICAL\b|E\d{4} |F\d{4} |terminate called|Aborted|Killed|Segmentation fault)"
+)
+
+
+def replica_label(role: str, index: int, tf_chief: bool = False) -> str:
+    """`worker-1`; `chief` for a TensorFlow master written `chief` in TF_CONFIG."""
+    if tf_chief and role == "master":
+        return "chief" if index == 0 else f"chief-{index}"
+    return f"{role}-{index}"
+
+
+def is_tf_chief(topology: Mapping[str, Any] | None) -> bool:
+    """Whether a run's topology (its stored dict) makes the master TensorFlow's `chief`."""
+    topology = topology or {}
+    if topology.get("framework") != "tensorflow":
+        return False
+    return ((topology.get("environment") or {}).get("tf_master_type") or "chief") == "chief"
+
+
+def stopped_when_succeeded(replica: ReplicaStatus | None) -> bool:
+    """A replica the run stopped because it had succeeded (a parameter server, a last worker)."""
+    return replica is not None and replica.state == ReplicaState.SUCCEEDED and replica.reason == "StoppedByRun"
+
+
+def reason_text(replica: ReplicaStatus | None) -> str:
+    """`error: exited with code 3`, `stopped because master-0 failed`; empty when nothing is wrong."""
+    if replica is None or replica.state == ReplicaState.SUCCEEDED:
+        return ""
+    if replica.reason in ("StoppedByRun", "StoppedByUser") and replica.message:
+        return printable(replica.message, 160)  # the message says it all: "stopped because ... failed"
+    words = REASON_WORDS.get(replica.reason or "", replica.reason or "")
+    parts = [p for p in (words, printable(replica.message, 160) if replica.message else "") if p]
+    return ": ".join(parts)
+
+
+@dataclass(frozen=True)
+class ReplicaRow:
+    """One row of the replica table."""
+
+    key: str  # role-index, as in the store
+    label: str  # what the job calls it
+    state: str  # the replica's state (data-state)
+    phase: str  # what the user reads: the state, "starting", "stopped when the run succeeded"
+    restarts: int
+    exit_code: str
+    resources: str
+    step: str
+    reason: str
+    last_line: str
+
+
+def phase_of(replica: ReplicaStatus | None, has_output: bool, has_metrics: bool) -> str:
+    if replica is None:
+        return "Pending"
+    if stopped_when_succeeded(replica):
+        return STOPPED_WHEN_SUCCEEDED
+    if replica.state == ReplicaState.RUNNING and not has_output and not has_metrics:
+        return STARTING
+    return replica.state.value
+
+
+def replica_rows(
+    keys: Sequence[tuple[str, int]],
+    status: RunStatus,
+    *,
+    resources: Mapping[str, str],
+    progress: Mapping[str, str],
+    last_lines: Mapping[str, str],
+    tf_chief: bool = False,
+) -> list[ReplicaRow]:
+    """The table's rows, in topology order (replicas the status does not know yet are Pending)."""
+    by_key = {replica.key: replica for replica in status.replicas}
+    order = list(keys) or [(r.role, r.index) for r in status.replicas]
+    rows = []
+    for role, index in order:
+        key = f"{role}-{index}"
+        replica = by_key.get(key)
+        last = last_lines.get(key, "")
+        exit_code = "-" if replica is None or replica.exit_code is None else str(replica.exit_code)
+        if stopped_when_succeeded(replica):
+            exit_code = "-"  # 143 is the SIGTERM the run sent, not a failure
+        rows.append(
+            ReplicaRow(
+                key=key,
+                label=replica_label(role, index, tf_chief),
+                state=replica.state.value if replica else "Pending",
+                phase=phase_of(replica, bool(last), key in progress),
+                restarts=replica.restarts if replica else 0,
+                exit_code=exit_code,
+                resources=resources.get(key, "-"),
+                step=progress.get(key, ""),
+                reason=reason_text(replica),
+                last_line=last,
+            )
+        )
+    return rows
+
+
+def phase_counts(rows: Iterable[ReplicaRow]) -> str:
+    """`2 running, 2 starting of 4`."""
+    counts: dict[str, int] = {}
+    rows = list(rows)
+    for row in rows:
+        phase = "succeeded" if row.phase == STOPPED_WHEN_SUCCEEDED else row.phase.lower()
+        counts[phase] = counts.get(phase, 0) + 1
+    return ", ".join(f"{n} {phase}" for phase, n in counts.items()) + f" of {len(rows)}"
+
+
+def _phase_html(row: ReplicaRow) -> str:
+    if row.phase == STOPPED_WHEN_SUCCEEDED:
+        return f"<span style='color:{STATE_COLORS['Succeeded']}'>{STOPPED_WHEN_SUCCEEDED}</span>"
+    if row.phase == STARTING:
+        return f"<span style='color:{STATE_COLORS['Running']};font-style:italic'>starting</span>"
+    return state_badge(row.phase)
+
+
+TABLE_HEADERS = ("replica", "state", "restarts", "exit code", "resources", "step", "reason", "last output")
+_CELL = "padding:2px 14px 2px 0;text-align:left;vertical-align:top"
+
+
+def rows_html(rows: Sequence[ReplicaRow], max_height: int | None = 360) -> str:
+    """The replica table as HTML: one row per replica with `data-replica` / `data-state`."""
+    body = []
+    for row in rows:
+        cells = (
+            escape(row.label),
+            _phase_html(row),
+            str(row.restarts),
+            escape(row.exit_code),
+            escape(row.resources),
+            escape(row.step),
+            escape(row.reason),
+            f"<code style='opacity:0.8'>{escape(row.last_line, LAST_LINE_CHARS)}</code>" if row.last_line else "",
+        )
+        body.append(
+            f"<tr data-replica='{escape(row.key)}' data-state='{escape(row.state)}'>"
+            + "".join(f"<td style='{_CELL}'>{cell}</td>" for cell in cells)
+            + "</tr>"
+        )
+    head = "".join(f"<th style='{_CELL}'>{h}</th>" for h in TABLE_HEADERS)
+    style = f"max-height:{max_height}px;overflow:auto" if max_height else ""
+    return (
+        f"<div style='{style}'><table class='px-replicas'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def rows_text(rows: Sequence[ReplicaRow]) -> str:
+    from .text import table
+
+    return table(
+        ("REPLICA", "STATE", "RESTARTS", "EXIT", "RESOURCES", "STEP", "REASON"),
+        [(r.label, r.phase, r.restarts, r.exit_code, r.resources, r.step or "-", r.reason) for r in rows],
+    )
+
+
+# ---- logs ------------------------------------------------------------------------------------
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a log tail (progress bars' carriage returns taken into account)."""
+    for line in reversed(text.splitlines()):
+        line = line.rsplit("\r", 1)[-1].strip()
+        if line and not line.startswith("--- restart"):
+            return line
+    return ""
+
+
+def log_html(text: str, max_height: int = 320) -> str:
+    """A log tail as HTML, scrolled to its end; traceback and error lines marked (see the module
+    docstring: a log does not say which stream a line came from)."""
+    if not text:
+        body = "<i>(no output yet)</i>"
+    else:
+        lines, in_traceback = [], False
+        for line in text.split("\n"):
+            if line.startswith("Traceback (most recent call last):"):
+                in_traceback = True
+            error = in_traceback or bool(_ERROR_LINE.match(line))
+            if in_traceback and line and not line.startswith((" ", "\t", "Traceback")):
+                in_traceback = False  # the exception line ends a traceback
+            quoted = html.escape(line)
+            lines.append(
+                f"<span class='px-log-error' style='color:var(--jp-error-color1,#d62728)'>{quoted}</span>"
+                if error and line
+                else quoted
+            )
+        body = "\n".join(lines)
+    # column-reverse keeps the view scrolled to the newest line as the text grows
+    return (
+        f"<div style='max-height:{max_height}px;overflow:auto;display:flex;flex-direction:column-reverse'>"
+        f"<pre style='white-space:pre-wrap;font-size:12px;margin:0'>{body}</pre></div>"
+    )
+
+
+# ---- the final view --------------------------------------------------------------------------
+
+
+def header_html(run_id: str, name: str | None, backend: str, status: RunStatus | None, created_at: float) -> str:
+    state = status.state.value if status else "Pending"
+    started = (status.started_at if status else None) or created_at
+    end = status.finished_at if status and status.state.finished else None
+    named = f" ({escape(name, 48)})" if name else ""
+    message = f" <small>{escape(status.message, 160)}</small>" if status and status.message else ""
+    return (
+        f"<b>{html.escape(run_id)}</b>{named} &middot; backend {escape(backend)} &middot; "
+        f"<span class='px-run-state' data-state='{state}'>{state_badge(state)}</span> &middot; "
+        f"elapsed {elapsed(started, end)}{message}"
+    )
+
+
+def final_metrics(data: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """(metric, replica, last value, at step) for each metric and replica."""
+    rows = []
+    names = sorted({name for metrics in data.values() for name in metrics})
+    for name in names:
+        for replica in sorted(data):
+            series = data[replica].get(name)
+            if series is None or not len(series):
+                continue
+            step = series.steps[-1] if series.steps else None
+            rows.append((name, replica, f"{series.values[-1]:.6g}", "-" if step is None else str(step)))
+    return rows
+
+
+def svg_plot(data: Mapping[str, Mapping[str, Any]], metric: str, width: int = 560, height: int = 180) -> str:
+    """One metric as an inline SVG (a line per replica): no script, so it shows in a saved
+    notebook, an export and GitHub; text and axes in `currentColor`, so it follows the theme."""
+    from ..widgets.plots import PALETTE, xy
+
+    lines = []
+    for replica in sorted(data):
+        series = data[replica].get(metric)
+        if series is not None and len(series):
+            lines.append((replica, *xy(series, SVG_POINTS)))
+    if not lines:
+        return ""
+    x_min = min(float(x.min()) for _, x, _ in lines)
+    x_max = max(float(x.max()) for _, x, _ in lines)
+    y_min = min(float(y.min()) for _, _, y in lines)
+    y_max = max(float(y.max()) for _, _, y in lines)
+    x_span, y_span = (x_max - x_min) or 1.0, (y_max - y_min) or 1.0
+    left, right, top, bottom = 70, 110, 10, 24
+    plot_w, plot_h = width - left - right, height - top - bottom
+    parts = [
+        f"<svg class='px-final-plot' xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}' style='color:inherit;font-size:11px'>",
+        f"<rect x='{left}' y='{top}' width='{plot_w}' height='{plot_h}' fill='none' stroke='currentColor' "
+        "stroke-opacity='0.3'/>",
+        f"<text x='{left - 4}' y='{top + 9}' text-anchor='end' fill='currentColor'>{y_max:.3g}</text>",
+        f"<text x='{left - 4}' y='{top + plot_h}' text-anchor='end' fill='currentColor'>{y_min:.3g}</text>",
+        f"<text x='{left}' y='{height - 8}' fill='currentColor'>{x_min:g}</text>",
+        f"<text x='{left + plot_w}' y='{height - 8}' text-anchor='end' fill='currentColor'>step {x_max:g}</text>",
+    ]
+    for position, (replica, x, y) in enumerate(lines):
+        color = PALETTE[position % len(PALETTE)]
+        points = " ".join(
+            f"{left + (xv - x_min) / x_span * plot_w:.1f},{top + plot_h - (yv - y_min) / y_span * plot_h:.1f}"
+            for xv, yv in zip(x.tolist(), y.tolist(), strict=True)
+        )
+        parts.append(f"<polyline fill='none' stroke='{color}' stroke-width='1.5' points='{points}'/>")
+        parts.append(
+            f"<text x='{left + plot_w + 8}' y='{top + 12 + 14 * position}' fill='{color}'>{escape(replica, 16)}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class FinalView:
+    """What the monitor's output says once the run has ended (built by the monitor)."""
+
+    run_id: str
+    name: str | None
+    backend: str
+    created_at: float
+    status: RunStatus
+    rows: list[ReplicaRow]
+    metrics: Mapping[str, Mapping[str, Any]]
+    logs: Mapping[str, str]  # replica key -> last bytes of its log
+
+
+def _bar_html(state: RunState) -> str:
+    color = STATE_COLORS.get(state.value, "#888")
+    return (
+        f"<div class='px-final-bar' style='height:8px;border-radius:4px;margin:6px 0;width:100%;"
+        f"background:{color}' title='{state.value}'></div>"
+    )
+
+
+def final_html(view: FinalView) -> str:
+    status = view.status
+    parts = [
+        f"<div class='px-run-final' data-run-id='{escape(view.run_id)}' data-state='{status.state.value}'>",
+        header_html(view.run_id, view.name, view.backend, status, view.created_at),
+        _bar_html(status.state),
+        rows_html(view.rows, max_height=None),
+    ]
+    metrics = final_metrics(view.metrics)
+    if metrics:
+        names = sorted({row[0] for row in metrics})
+        head = "".join(f"<th style='{_CELL}'>{h}</th>" for h in ("metric", "replica", "last value", "at step"))
+        body = "".join(
+            "<tr>" + "".join(f"<td style='{_CELL}'>{escape(cell)}</td>" for cell in row) + "</tr>"
+            for row in metrics[:64]
+        )
+        parts.append(f"<details open><summary>final metrics</summary><table>{head}{body}</table>")
+        parts.extend(
+            f"<div><small>{escape(name)}</small><br>{svg_plot(view.metrics, name)}</div>" for name in names[:4]
+        )
+        parts.append("</details>")
+    failed = {r.key for r in status.replicas if r.state in (ReplicaState.FAILED, ReplicaState.LOST)}
+    labels = {row.key: row.label for row in view.rows}
+    shown = sorted(view.logs, key=lambda key: (key not in failed, list(labels).index(key) if key in labels else 0))
+    for key in shown[:FINAL_LOG_REPLICAS]:
+        opened = " open" if key in failed else ""
+        parts.append(
+            f"<details class='px-final-log' data-replica='{escape(key)}'{opened}><summary>log of "
+            f"{escape(labels.get(key, key))}{' (failed)' if key in failed else ''}</summary>"
+            f"{log_html(view.logs[key])}</details>"
+        )
+    parts.append(
+        f"<small style='opacity:0.7'>final state of run {escape(view.run_id)}; "
+        f"<code>%px_attach {escape(view.run_id)}</code> shows the live monitor again</small></div>"
+    )
+    return "".join(parts)
+
+
+def final_text(view: FinalView) -> str:
+    from .text import failure_text, outcome_line, table
+
+    status = view.status
+    lines = [
+        outcome_line(status) if status.state == RunState.SUCCEEDED else failure_text(status),
+        rows_text(view.rows),
+    ]
+    metrics = final_metrics(view.metrics)
+    if metrics:
+        lines.append(table(("METRIC", "REPLICA", "LAST", "STEP"), metrics[:64]))
+    return "\n".join(lines)
+
+
+def final_bundle(view: FinalView) -> dict[str, str]:
+    """The output that replaces the live widget when the run has ended."""
+    return {"text/html": final_html(view), "text/plain": final_text(view)}

@@ -1,0 +1,319 @@
+"""The example notebooks in JupyterLab, in headless Chromium, in the Light and Dark themes.
+
+What a data scientist would look at, checked the way they would see it:
+
+* the notebook runs to the end; the monitor shows Succeeded within `FINAL_STATE_TARGET_S` of
+  the run's recorded end (`finished_at`, written by the supervisor once the last replica has
+  exited), measured in the page (a MutationObserver stamps `Date.now()` when the state appears);
+* plots sit on the theme's background: the effective background behind the plot (the first
+  non-transparent background from the plot up) is dark in Dark and light in Light, and the
+  plot's text is readable on it;
+* no console errors and no failed requests (TensorBoard's embed included);
+* a failed run shows a red bar and the failing replica's log, with its traceback marked (the
+  live widget's switch to its Logs tab is asserted in tests/test_monitor_presentation.py: the
+  widget becomes the static final view moments later);
+* saved, the kernel shut down and the page reloaded, the notebook still shows the final state
+  (and the .ipynb holds it as text/html and text/plain);
+* when the Jupyter server stops, the TensorBoard it proxied stops too.
+
+Screenshots of each step go to `test-artifacts/` (see `browser_support.artifacts_dir`). The
+latency figures are printed and appended to `test-artifacts/final_state_latency.txt`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+from browser_support import (
+    CHROMIUM,
+    REPO,
+    JupyterLab,
+    artifacts_dir,
+    chromium_page,
+    command,
+    open_notebook,
+    run_all_cells,
+    wait_kernel_idle,
+)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)"),
+]
+
+#: From the last replica's exit (the run's finished_at) to Succeeded in the page.
+FINAL_STATE_TARGET_S = 1.0
+
+#: Stamps the first time the page shows the run's final state: the live header's state or the
+#: static final view that replaces the widget.
+WATCH_FINAL_STATE = """() => {
+    window.__pxFinal = {};
+    const look = () => {
+        for (const el of document.querySelectorAll('.px-run-state[data-state], .px-run-final[data-state]')) {
+            const state = el.getAttribute('data-state');
+            if (['Succeeded', 'Failed', 'Stopped', 'Lost'].includes(state) && !(state in window.__pxFinal)) {
+                window.__pxFinal[state] = Date.now();
+            }
+        }
+    };
+    new MutationObserver(look).observe(document.body, {subtree: true, childList: true, attributes: true});
+    setInterval(look, 50);
+}"""
+
+#: The colour behind an element: its own background, else its ancestors' (plots are transparent).
+EFFECTIVE_BACKGROUND = """(el) => {
+    for (let node = el; node && node !== document.documentElement; node = node.parentElement) {
+        const color = getComputedStyle(node).backgroundColor;
+        const m = color.match(/rgba?\\(([\\d.]+), ([\\d.]+), ([\\d.]+)(?:, ([\\d.]+))?\\)/);
+        if (m && (m[4] === undefined || parseFloat(m[4]) > 0.5)) return [+m[1], +m[2], +m[3]];
+    }
+    return [255, 255, 255];
+}"""
+
+
+def luminance(rgb) -> float:
+    """Relative luminance (WCAG) of an (r, g, b) in 0-255."""
+
+    def channel(c: float) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b) -> float:
+    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def parse_rgb(text: str) -> tuple[int, ...]:
+    import re
+
+    return tuple(int(float(x)) for x in re.findall(r"[\d.]+", text)[:3])
+
+
+@pytest.fixture(scope="module", params=["light", "dark"])
+def lab(request, tmp_path_factory):
+    server = JupyterLab(tmp_path_factory.mktemp(f"lab-{request.param}"), theme=request.param)
+    server.theme = request.param
+    yield server
+    server.stop()
+
+
+def _shot(page, name: str) -> None:
+    page.screenshot(path=str(artifacts_dir() / f"{name}.png"), full_page=False)
+
+
+def _record_latency(label: str, seconds: float) -> None:
+    with open(artifacts_dir() / "final_state_latency.txt", "a") as out:
+        out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {label}: {seconds:.3f} s\n")
+    print(f"{label}: Succeeded shown {seconds:.3f} s after the run's end")
+
+
+def _runs(lab: JupyterLab):
+    from jupyter_px.runstore import RunStore
+
+    return RunStore(lab.px_home).list()
+
+
+def _check_plot_follows_theme(page, lab: JupyterLab, selector: str, name: str) -> None:
+    plot = page.locator(selector).last
+    plot.scroll_into_view_if_needed()
+    background = plot.evaluate(EFFECTIVE_BACKGROUND)
+    text = plot.locator(".ytick text").first.evaluate("(el) => getComputedStyle(el).fill")
+    _shot(page, name)
+    if lab.theme == "dark":
+        assert luminance(background) < 0.1, f"{selector}: background {background} is not dark"
+    else:
+        assert luminance(background) > 0.8, f"{selector}: background {background} is not light"
+    assert contrast(parse_rgb(text), background) >= 3, f"{selector}: text {text} on {background}"
+
+
+def _settle_and_check_page_log(page, log, seconds: float = 8.0) -> None:
+    """Give late requests (TensorBoard's iframe) time, then: nothing failed."""
+    page.wait_for_timeout(seconds * 1000)
+    assert log.failed_requests == [], log.failed_requests
+    assert log.console_errors == [], log.console_errors
+
+
+def _save_reload_without_kernel(page, lab: JupyterLab, path: str, name: str) -> None:
+    """Save, shut the kernel down, reload the page and shut the new session's kernel down too:
+    what is on screen then comes from the saved outputs alone."""
+    command(page, "docmanager:save")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    command(page, "kernelmenu:shutdown")
+    page.wait_for_function(
+        "() => { const s = window.jupyterapp.shell.currentWidget.sessionContext;"
+        " return !s.session || !s.session.kernel; }",
+        timeout=60_000,
+    )
+    page.goto(lab.lab_url(path))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-OutputArea-output", timeout=90_000)
+    wait_kernel_idle(page)  # the page's own start-up requests to the new kernel are answered first
+    page.wait_for_timeout(2000)
+    page.evaluate(
+        "async () => { const s = window.jupyterapp.shell.currentWidget.sessionContext; "
+        "await s.ready; await s.shutdown(); }"
+    )
+    page.wait_for_function(
+        "() => { const s = window.jupyterapp.shell.currentWidget.sessionContext; return !s.session; }",
+        timeout=60_000,
+    )
+    final = page.locator(".px-run-final").first
+    final.wait_for(timeout=30_000)
+    final.scroll_into_view_if_needed()
+    _shot(page, name)
+    assert final.get_attribute("data-state") == "Succeeded"
+    assert "Succeeded" in final.inner_text()
+    monitor_cell = page.locator(".jp-CodeCell", has=page.locator(".px-run-final"))
+    assert monitor_cell.locator("text=model not found").count() == 0
+
+
+def _saved_final_outputs(lab: JupyterLab, path: str) -> list[dict]:
+    nb = nbformat.read(lab.work / path, as_version=4)
+    return [
+        output
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "px-run-final" in str(output.get("data", {}).get("text/html", ""))
+    ]
+
+
+def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool = False) -> None:
+    """`other_widgets`: the notebook shows widgets besides the monitor (the topology form) that
+    need their model; reopened without a kernel they cannot render, which ipywidgets logs as a
+    console error. The monitor's own cell is checked for "model not found" in any case."""
+    path = Path(source).name
+    shutil.copy(REPO / source, lab.work / path)
+    with chromium_page() as (page, log):
+        open_notebook(page, lab, path)
+        page.evaluate(WATCH_FINAL_STATE)
+        run_all_cells(page)
+        page.wait_for_function("() => 'Succeeded' in window.__pxFinal", timeout=240_000)
+        shown_at = page.evaluate("() => window.__pxFinal.Succeeded") / 1000
+        wait_kernel_idle(page, timeout_s=240)
+        (record, status), *_ = _runs(lab)
+        assert status.state.value == "Succeeded", status
+        latency = shown_at - status.finished_at
+        _record_latency(f"{name} ({lab.theme})", latency)
+        assert latency < FINAL_STATE_TARGET_S, f"Succeeded shown {latency:.2f} s after the run ended"
+
+        final = page.locator(".px-run-final").first
+        final.scroll_into_view_if_needed()
+        _shot(page, f"{name}-{lab.theme}-1-final-state")
+        assert final.get_attribute("data-state") == "Succeeded"
+        _check_plot_follows_theme(page, lab, ".js-plotly-plot", f"{name}-{lab.theme}-2-px_plot")
+        if page.locator(".px-tensorboard iframe").count():
+            page.locator(".px-tensorboard iframe").last.scroll_into_view_if_needed()
+            page.frame_locator(".px-tensorboard iframe").locator("body").wait_for(timeout=60_000)
+        _settle_and_check_page_log(page, log)
+        _shot(page, f"{name}-{lab.theme}-3-end")
+
+        _save_reload_without_kernel(page, lab, path, f"{name}-{lab.theme}-4-reopened-without-kernel")
+        errors = [e for e in log.console_errors if not (other_widgets and "widget model not found" in e)]
+        assert errors == [], errors
+
+    saved = _saved_final_outputs(lab, path)
+    assert saved, "the saved notebook has no final-state output"
+    for output in saved:
+        assert "application/vnd.jupyter.widget-view+json" not in output["data"]
+        assert "data-state='Succeeded'" in output["data"]["text/html"]
+        assert output["data"]["text/plain"].startswith("run ") and " Succeeded" in output["data"]["text/plain"]
+
+
+def test_quickstart(lab):
+    _run_notebook(lab, "notebooks/quickstart.ipynb", "quickstart")
+
+
+def test_topology_form(lab):
+    _run_notebook(lab, "notebooks/topology_widget.ipynb", "topology-form", other_widgets=True)
+
+
+FAILING = [
+    ("markdown", "A run whose worker fails after a few steps."),
+    ("code", "%load_ext jupyter_px"),
+    ("code", "%%px_topology failing\nframework: pytorch\nenvironment:\n  replicas:\n    n_workers: 1\n"),
+    (
+        "code",
+        "%%px_distributed -t failing --name failing\n"
+        "import os, sys, time\n"
+        "from jupyter_px import tracking\n"
+        "for step in range(12):\n"
+        "    tracking.log_metrics(step=step, total_steps=20, loss=1.0 / (step + 1))\n"
+        "    time.sleep(1.0)  # the cell has long returned when it fails: the live monitor shows it\n"
+        "print('step 12: loading the next shard', flush=True)\n"
+        "if os.environ['PX_TASK_TYPE'] == 'worker':\n"
+        "    raise ValueError('shard 12 is corrupt')\n"
+        "time.sleep(60)\n",
+    ),
+]
+
+
+def test_failed_run_shows_red_bar_and_the_failing_log(lab):
+    if lab.theme != "dark":
+        pytest.skip("one theme is enough for the failure view; the Dark one is where colours go wrong")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(text) if kind == "markdown" else nbformat.v4.new_code_cell(text)
+        for kind, text in FAILING
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.work / "failing.ipynb")
+    with chromium_page() as (page, log):
+        open_notebook(page, lab, "failing.ipynb")
+        page.evaluate(WATCH_FINAL_STATE)
+        run_all_cells(page)
+        # while it runs: the live monitor, its plot on the theme's background, a red Stop button
+        page.locator(".px-run-monitor").get_by_text("Metrics", exact=True).first.click(timeout=120_000)
+        page.locator(".px-run-monitor .js-plotly-plot .ytick text").first.wait_for(timeout=60_000)
+        _check_plot_follows_theme(page, lab, ".px-run-monitor .js-plotly-plot", f"failed-run-{lab.theme}-1-live-plot")
+        page.wait_for_function("() => 'Failed' in window.__pxFinal", timeout=180_000)
+        final = page.locator(".px-run-final[data-state='Failed']").first
+        final.wait_for(timeout=30_000)  # the live widget became the static final view
+        final.scroll_into_view_if_needed()
+        _shot(page, f"failed-run-{lab.theme}-2-final")
+        bar = final.locator(".px-final-bar")
+        color = parse_rgb(bar.evaluate("(el) => getComputedStyle(el).backgroundColor"))
+        assert color[0] > 150 and color[1] < 110 and color[2] < 110, f"the bar {color} is not red"
+        width = bar.evaluate(
+            "(el) => el.getBoundingClientRect().width / el.parentElement.getBoundingClientRect().width"
+        )
+        assert width > 0.95, f"the red bar fills {width:.0%} of its width"
+        failing_log = final.locator("details.px-final-log[open]")
+        assert failing_log.count() == 1 and failing_log.get_attribute("data-replica") == "worker-0"
+        error = failing_log.locator(".px-log-error").filter(has_text="ValueError: shard 12 is corrupt")
+        assert error.count() == 1 and error.is_visible()
+        normal = failing_log.locator("pre")
+        assert "step 12: loading the next shard" in normal.inner_text()
+        error_color = error.evaluate("(el) => getComputedStyle(el).color")
+        assert error_color != normal.evaluate("(el) => getComputedStyle(el).color")  # the traceback stands out
+        _settle_and_check_page_log(page, log, seconds=2)
+
+
+def test_tensorboards_stop_with_the_jupyter_server(lab):
+    """Last in the module for this server: stop it, and what it proxied goes too."""
+    from jupyter_px import tensorboard
+
+    servers = tensorboard.list_servers(home=lab.px_home)
+    assert servers, "the notebooks started a TensorBoard"
+    assert all(info.owner_pid == lab.process.pid for info in servers)
+    lab.stop()
+    deadline = time.monotonic() + 30
+    alive = [info for info in servers if psutil.pid_exists(info.pid)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.5)
+        alive = [
+            info
+            for info in alive
+            if psutil.pid_exists(info.pid) and psutil.Process(info.pid).status() != psutil.STATUS_ZOMBIE
+        ]
+    assert not alive, f"TensorBoard still serving after its Jupyter server stopped: {alive}"
+    assert json.dumps([]) == json.dumps([s.key for s in tensorboard.list_servers(home=lab.px_home)])
