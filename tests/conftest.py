@@ -10,6 +10,15 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _no_server_environment(monkeypatch):
+    """pytest-jupyter runs the Jupyter server in this process, and our extension puts its base URL
+    and pid into `os.environ` for the kernels and TensorBoards it starts: without this, one test's
+    server would decide the URLs and TensorBoard owners of every later test."""
+    for name in ("JUPYTER_PX_BASE_URL", "JUPYTER_PX_SERVER_PID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def px_home(tmp_path, monkeypatch) -> Path:
     """A private run store: PX_HOME points at a fresh temporary directory."""

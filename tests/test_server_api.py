@@ -28,12 +28,8 @@ TOPOLOGY = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}
 
 
 @pytest.fixture
-def jp_server_config(px_home, monkeypatch):
-    """The server with our extension; `px_home` first, so the extension's store is the test's.
-
-    The server runs in this process and the extension puts its base URL into `os.environ` (for
-    the kernels it starts): monkeypatch removes it again after each test."""
-    monkeypatch.delenv("JUPYTER_PX_BASE_URL", raising=False)
+def jp_server_config(px_home):
+    """The server with our extension; `px_home` first, so the extension's store is the test's."""
     return {"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}}
 
 

@@ -131,7 +131,7 @@ def _code_request(body: dict[str, Any]) -> tuple[str, Any, str | None] | None:
     if not isinstance(tag, str) or not tag.strip():
         raise web.HTTPError(400, f"tag: {tag!r} is not a cell tag")
     if "notebook" in body and "script" in body:
-        raise web.HTTPError(400, "give one of notebook (an .ipynb path) or script (a .py path), not both")
+        raise web.HTTPError(400, "give exactly one of notebook (an .ipynb path) or script (a .py path), not both")
     if "notebook" in body:
         return "notebook", body["notebook"], tag if cells == "tagged" else None
     if "script" in body:
