@@ -58,7 +58,7 @@ def test_follower_ends_when_its_run_directory_is_deleted(kube, px_home):
     pid = follower_of(run)
     shutil.rmtree(run.paths.root)
     kube.append_log(master, "written to a run that is gone\n")  # its log stream must not recreate it
-    assert wait_gone(pid) == 0
+    assert wait_gone(pid) in (0, None)  # None: reaped meanwhile (subprocess reaps lost children)
     assert not run.paths.root.exists()
     assert kube.get("pods", master) is not None  # a deleted directory is not a request to stop the job
 
@@ -74,7 +74,7 @@ def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_agai
     wait_until(lambda: run.logs("master", 0) == "before\n", what="the log stored")
     pid = follower_of(run)
     with kube.outage():
-        assert wait_gone(pid) == 0
+        assert wait_gone(pid) in (0, None)
         status = run.store.status(run.run_id)
         assert status.state.value == "Running" and status.reason == "LostContact"  # not Failed: it may still run
         assert status.message.startswith(f"lost contact with the Kubernetes API at {kube.url} for ")
@@ -91,7 +91,7 @@ def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_agai
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert run.logs("master", 0) == "before\nafter\n"
-    assert wait_gone(again) == 0  # a finished run's follower ends by itself
+    assert wait_gone(again) in (0, None)  # a finished run's follower ends by itself
 
 
 def test_an_http_error_is_an_answer_a_refused_connection_is_not(tmp_path, monkeypatch):

@@ -38,18 +38,23 @@ def _follower_alive(pid: int | None, run_dir: Path) -> bool:
     """Is `pid` this run's follower? (Not a zombie, not a reused pid.)"""
     if not pid:
         return False
+    child = True
     try:
-        os.waitpid(pid, os.WNOHANG)  # reap it if it was our child and has exited
+        if os.waitpid(pid, os.WNOHANG)[0]:  # our child, and it has exited (reaped now)
+            return False
     except ChildProcessError:
-        pass
+        child = False
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
     if stat.rpartition(")")[2].split()[0] in ("Z", "X"):
         return False
-    return FOLLOWER_MODULE.encode() in cmdline and str(run_dir).encode() in cmdline
+    if child and cmdline == Path("/proc/self/cmdline").read_bytes():
+        return True  # started by us a moment ago, between fork and exec: still our copy
+    argv = cmdline.split(b"\0")
+    return FOLLOWER_MODULE.encode() in argv and str(run_dir).encode() in argv
 
 
 def running_follower(status: RunStatus, run_dir: Path) -> int | None:
