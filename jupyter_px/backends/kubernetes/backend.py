@@ -51,8 +51,11 @@ def _follower_alive(pid: int | None, run_dir: Path) -> bool:
         return False
     if stat.rpartition(")")[2].split()[0] in ("Z", "X"):
         return False
-    if child and cmdline == Path("/proc/self/cmdline").read_bytes():
-        return True  # started by us a moment ago, between fork and exec: still our copy
+    if child and (not cmdline or cmdline == Path("/proc/self/cmdline").read_bytes()):
+        # Our child, started a moment ago: still our copy (fork, before exec) or inside execve,
+        # whose new argv is installed after the parent has already been told the exec happened
+        # (an empty cmdline; on a loaded machine that window lasts long enough to be seen).
+        return True
     argv = cmdline.split(b"\0")
     return FOLLOWER_MODULE.encode() in argv and str(run_dir).encode() in argv
 
