@@ -1,5 +1,10 @@
 """Helpers for the Kubernetes backend tests: a fake cluster wired in through a kubeconfig, pod
-statuses as the kubelet reports them, and waiting on the run store."""
+statuses as the kubelet reports them, waiting on the run store, and the followers' processes.
+
+Waits are deadline-based with a generous bound (`DEADLINE_S`): on a loaded machine starting a
+follower alone (a Python process importing the kubernetes client) can take tens of seconds, and
+a bound is a failure detector, never a claim about speed.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +26,8 @@ CRDS = (
     "trainjobs.trainer.kubeflow.org",
 )
 NOW = "2026-11-23T10:00:00Z"
+DEADLINE_S = 180.0
+FOLLOWER_MODULE = b"jupyter_px.backends.kubernetes.follower"
 
 
 def running(restarts: int = 0, container: str = "replica") -> dict[str, Any]:
@@ -63,29 +71,102 @@ def unschedulable(message: str) -> dict[str, Any]:
     }
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+def wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def _exit_status(pid: int) -> int | None:
+    """Reap `pid` if it is our child and has ended: its exit code (negative: killed by a signal);
+    None if it still runs or is not our child."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    if not done:
+        return None
+    return os.waitstatus_to_exitcode(status)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def follower_pids(home: Path) -> list[int]:
+    """Live follower processes whose argv names a run directory under `home` (a test's store)."""
+    roots = {str(home).encode(), str(Path(home).resolve()).encode()}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        named = FOLLOWER_MODULE in argv and any(arg.startswith(root) for arg in argv for root in roots)
+        if named and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_gone(pid: int, timeout: float = DEADLINE_S) -> int | None:
+    """Wait until process `pid` has ended; its exit code when it was our child (else None)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code = _exit_status(pid)
+        if code is not None:
+            return code
+        if not _alive(pid):
+            return None
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {pid} still runs after {timeout} s")
+        time.sleep(0.1)
 
 
 def kill(pid: int | None) -> None:
+    """SIGKILL `pid` and wait until it is gone (reaped, when it is our child)."""
     if not pid:
         return
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    wait_gone(pid, timeout=30)
+
+
+def stop_followers(home: Path) -> None:
+    """End every follower of a run in `home`: SIGTERM, then SIGKILL if one is still there."""
+    pids = follower_pids(home)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for pid in pids:
+        try:
+            wait_gone(pid, timeout=10)
+        except AssertionError:
+            kill(pid)
 
 
 @pytest.fixture(name="kube")
 def kube_fixture(tmp_path, monkeypatch, px_home):
-    """A fake cluster with the Kubeflow CRDs, reachable through KUBECONFIG; followers killed after."""
+    """A fake cluster with the Kubeflow CRDs, reachable through KUBECONFIG.
+
+    At teardown, while the fake still answers, every follower of a run in this test's store is
+    ended, and the test fails if one is still alive afterwards. Should this teardown never run
+    (the test process killed), followers still end by themselves: a minute after the fake server
+    is gone (`PX_K8S_FOLLOWER_GIVE_UP_S`) or when pytest deletes the temporary store."""
     with FakeKube(namespaces=("default", "ml"), crds=CRDS) as fake:
         monkeypatch.setenv("KUBECONFIG", fake.kubeconfig(tmp_path / "kubeconfig"))
         monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
@@ -93,10 +174,10 @@ def kube_fixture(tmp_path, monkeypatch, px_home):
         for name in list(os.environ):
             if name.startswith("PX_K8S_") and name not in ("PX_K8S_CONFIG", "PX_K8S_IMAGE"):
                 monkeypatch.delenv(name)
-        fake.started_followers = []
-        yield fake
-        from jupyter_px.runstore import RunStore
-
-        store = RunStore(px_home)
-        for run_id in store.run_ids():
-            kill(store.status(run_id).supervisor_pid)
+        monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "60")
+        try:
+            yield fake
+        finally:
+            stop_followers(px_home)
+    left = follower_pids(px_home)
+    assert not left, f"followers of this test's runs outlived it: {left}"

@@ -5,10 +5,11 @@ from `@px-metrics` lines into the store and TensorBoard, Kubeflow job conditions
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
+    DEADLINE_S,
+    follower_pids,
     kill,
     kube_fixture,
     running,
@@ -31,7 +32,7 @@ def replica(run, key):
     return run.store.status(run.run_id).replica(role, int(index))
 
 
-def wait_replica(run, key, state, reason=None, timeout=30.0):
+def wait_replica(run, key, state, reason=None, timeout=DEADLINE_S):
     def check():
         r = replica(run, key)
         return r.state.value == state and (reason is None or r.reason == reason)
@@ -85,7 +86,7 @@ def test_follower_writes_states_logs_and_metrics(kube, px_home):
     kube.set_pod_status(worker, running(restarts=1))
     kube.append_log(master, "done\n")
     kube.set_pod_status(master, terminated("Succeeded", 0, "Completed"))
-    status = run.wait(timeout=30)
+    status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert run.logs("master", 0) == "starting\n" + metric_line(0, 1.0) + metric_line(1, 0.5) + "done\n"
     assert run.logs("worker", 0) == "worker says hi\n"
@@ -103,7 +104,7 @@ def test_failed_replica_fails_the_run_with_its_reason(kube, px_home):
     kube.set_pod_status(f"{run.run_id}-master-0", running())
     kube.append_log(f"{run.run_id}-worker-0", "Killed\n")
     kube.set_pod_status(f"{run.run_id}-worker-0", terminated("Failed", 137, "OOMKilled"))
-    status = run.wait(timeout=30)
+    status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Failed" and "worker-0 failed: OOMKilled (exit code 137)" in status.message
     worker = status.replica("worker", 0)
     assert (worker.state, worker.reason, worker.exit_code) == (ReplicaState.FAILED, "OOMKilled", 137)
@@ -116,15 +117,17 @@ def test_killed_follower_resumes_without_lost_or_doubled_lines(kube, px_home):
     kube.set_pod_status(master, running())
     kube.append_log(master, "".join(f"line {i}\n" for i in range(50)) + metric_line(1, 3.0))
     wait_until(lambda: run.logs("master", 0).count("\n") == 51, what="first lines")
-    kill(run.store.status(run.run_id).supervisor_pid)
-    time.sleep(0.3)
+    kill(run.store.status(run.run_id).supervisor_pid)  # returns once the process is gone
+    assert follower_pids(px_home) == []
     kube.append_log(master, "".join(f"line {i}\n" for i in range(50, 80)) + metric_line(2, 2.0))
     backend = run.backend
-    assert backend.follow(run.run_id) is not None
-    assert backend.follow(run.run_id) is None or True  # a second start is harmless (the lock admits one)
+    restarted = backend.follow(run.run_id)
+    assert restarted is not None
+    assert backend.follow(run.run_id) is None  # the one just started is known, even before it writes
+    assert follower_pids(px_home) == [restarted]
     wait_until(lambda: run.logs("master", 0).count("\n") >= 82, what="resumed lines")
     kube.set_pod_status(master, terminated("Succeeded", 0, "Completed"))
-    run.wait(timeout=30)
+    run.wait(timeout=DEADLINE_S)
     lines = run.logs("master", 0).splitlines()
     assert [x for x in lines if x.startswith("line")] == [f"line {i}" for i in range(80)]
     assert list(run.metrics()["master-0"]["loss"].values) == [3.0, 2.0]
@@ -157,12 +160,12 @@ def test_kubeflow_job_conditions_decide_the_run(kube, px_home):
     kube.append_log(f"{name}-worker-0", "tf worker\n")
     kube.set_status("tfjobs", name, {"conditions": [{"type": "Running", "status": "True"}]})
     kube.set_pod_status(f"{name}-worker-0", terminated("Succeeded", 0, "Completed", container="tensorflow"))
-    time.sleep(0.5)
-    assert run.store.status(run.run_id).state.value == "Running"  # the job, not a pod, decides
+    wait_replica(run, "worker-0", "Succeeded")  # the follower has seen the pod end...
+    assert run.store.status(run.run_id).state.value == "Running"  # ...but the job, not a pod, decides
     kube.set_status(
         "tfjobs", name, {"conditions": [{"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded"}]}
     )
-    status = run.wait(timeout=30)
+    status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded" and status.reason == "TFJobSucceeded"
     assert run.logs("worker", 0) == "tf worker\n"
 

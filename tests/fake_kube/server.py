@@ -8,7 +8,9 @@ versions, answers 404/409/422 like the real one (Status objects with a reason an
 and garbage-collects dependents through ownerReferences when their owner is deleted.
 
 Tests drive it directly: `set_pod_status`, `append_log`, `fail(...)` (inject 403/422/500 on the
-Nth call of a verb on a resource), `deny(...)` (SSAR answers), `latency` (seconds per request).
+Nth call of a verb on a resource), `deny(...)` (SSAR answers), `latency` (seconds per request),
+`outage()` (the server goes away, open connections cut, and comes back on the same address with
+the same objects).
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -107,10 +112,14 @@ class FakeKube:
         self._in_flight = 0
         self._rv = itertools.count(1)
         self._closed = False
-        handler = type("Handler", (_Handler,), {"kube": self})
-        self.httpd = _Server(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
+        self._connections: set[socket.socket] = set()
+        self._handler = type("Handler", (_Handler,), {"kube": self})
+        self._bind(0)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def _bind(self, port: int) -> None:
+        self.httpd = _Server(("127.0.0.1", port), self._handler)
+        self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def __enter__(self) -> FakeKube:
@@ -121,11 +130,33 @@ class FakeKube:
         self.close()
 
     def close(self) -> None:
+        """Stop listening and cut every open connection (kept-alive ones too: a client must see
+        the server gone, not a connection that still answers)."""
         with self.lock:
             self._closed = True
             self.lock.notify_all()
+            connections = list(self._connections)
         self.httpd.shutdown()
         self.httpd.server_close()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    @contextmanager
+    def outage(self) -> Iterator[None]:
+        """Inside the block the API server is gone (connections refused); after it, it answers
+        again on the same address, with the same objects and logs."""
+        port = self.httpd.server_address[1]
+        self.close()
+        try:
+            yield
+        finally:
+            with self.lock:
+                self._closed = False
+            self._bind(port)
+            self._thread.start()
 
     def kubeconfig(self, path, namespace: str = "default", context: str = "fake") -> str:
         """Write a kubeconfig pointing at this server; returns its path."""
@@ -242,6 +273,19 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # quiet
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        with self.kube.lock:
+            self.kube._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.kube.lock:
+            self.kube._connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:  # the connection was cut (outage, close)
+            pass
+
     # ---- plumbing ------------------------------------------------------------------------
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
@@ -332,8 +376,8 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "GET" and name is None:
             if query.get("watch") in ("true", "1"):
                 return self._watch(plural, namespace, query)
-            items = kube.list(plural, namespace, query.get("labelSelector"))
-            with kube.lock:
+            with kube.lock:  # the items and their version in one snapshot: a watch from it misses nothing
+                items = kube.list(plural, namespace, query.get("labelSelector"))
                 rv = str(len(kube.events))
             return self._send(
                 200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": rv}, "items": items}

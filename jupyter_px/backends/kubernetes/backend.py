@@ -16,12 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-from ...runstore import RunState, RunStatus, atomic_write_json
+from ...runstore import RunState, RunStatus, atomic_write_bytes, atomic_write_json
 from ...topology import Topology
 from ..base import Backend, BackendError, SubmitHandle
 from .client import Cluster, connect
 from .create import create_all, delete_objects
-from .handle import FOLLOWER_LOG, STOP_FILE, RunHandle
+from .handle import FOLLOWER_LOG, FOLLOWER_PID, STOP_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
 from .preflight import preflight
@@ -38,18 +38,41 @@ def _follower_alive(pid: int | None, run_dir: Path) -> bool:
     """Is `pid` this run's follower? (Not a zombie, not a reused pid.)"""
     if not pid:
         return False
+    child = True
     try:
-        os.waitpid(pid, os.WNOHANG)  # reap it if it was our child and has exited
+        if os.waitpid(pid, os.WNOHANG)[0]:  # our child, and it has exited (reaped now)
+            return False
     except ChildProcessError:
-        pass
+        child = False
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
     if stat.rpartition(")")[2].split()[0] in ("Z", "X"):
         return False
-    return FOLLOWER_MODULE.encode() in cmdline and str(run_dir).encode() in cmdline
+    if child and (not cmdline or cmdline == Path("/proc/self/cmdline").read_bytes()):
+        # Our child, started a moment ago: still our copy (fork, before exec) or inside execve,
+        # whose new argv is installed after the parent has already been told the exec happened
+        # (an empty cmdline; on a loaded machine that window lasts long enough to be seen).
+        return True
+    argv = cmdline.split(b"\0")
+    return FOLLOWER_MODULE.encode() in argv and str(run_dir).encode() in argv
+
+
+def running_follower(status: RunStatus, run_dir: Path) -> int | None:
+    """The pid of the run's live follower, if any: the one the status names, or the one last
+    started (`follower.pid`), which writes no status while it is still starting up; a few
+    seconds, a minute on a loaded machine. Without the second, every look at a new run in that
+    window (`Run.wait` looks 4 times a second) would start another follower."""
+    run_dir = run_dir.resolve()
+    if _follower_alive(status.supervisor_pid, run_dir):
+        return status.supervisor_pid
+    try:
+        started = int((run_dir / FOLLOWER_PID).read_text())
+    except (OSError, ValueError):
+        return None
+    return started if _follower_alive(started, run_dir) else None
 
 
 class KubernetesBackend(Backend):
@@ -126,13 +149,14 @@ class KubernetesBackend(Backend):
                 env=env,
                 start_new_session=True,
             )
+        atomic_write_bytes(run_dir / FOLLOWER_PID, str(process.pid).encode())
         return process.pid
 
     def follow(self, run_id: str) -> int | None:
         """Start the run's follower again if it is gone and the run is not finished (idempotent:
         a second follower of the same run exits at once). Its pid, or None if none was needed."""
         status = self.store.status(run_id)
-        if status.state.finished or _follower_alive(status.supervisor_pid, self.store.paths(run_id).root.resolve()):
+        if status.state.finished or running_follower(status, self.store.paths(run_id).root):
             return None
         return self._start_follower(self.store.paths(run_id).root)
 
@@ -160,7 +184,7 @@ class KubernetesBackend(Backend):
             status = self.store.status(run_id)
             if status.state.finished:
                 return
-            if not _follower_alive(status.supervisor_pid, root.resolve()):
+            if not running_follower(status, root):
                 break
             time.sleep(0.05)
         status = self.store.status(run_id)

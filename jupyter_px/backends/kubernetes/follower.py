@@ -12,6 +12,17 @@ which container it was reading and how many lines it had stored, plus the log's 
 moment. A restarted follower reads each log from the start and skips what it already has
 (lines appended after the last record are counted from the file), so no line is lost or doubled.
 Metrics are parsed from the stored log file, from a recorded offset, for the same reason.
+
+It ends by itself: when the run finishes, when its run directory is deleted (nothing is left to
+write to; it never recreates it), and when the API server has not answered for
+`follower_give_up_s` (`PX_K8S_FOLLOWER_GIVE_UP_S`, see contact.py). In that last case the run keeps
+its state (the cluster may still be running it) with reason `LostContact` and a message saying
+so, and the next look at the run (`reconcile`, `jupyter px status`/`runs`, `Run.wait`) starts a
+follower again.
+
+It is event-driven: a list-then-watch of the run's pods (a fresh list after every watch, so a
+reconnect never mistakes "no answer" for "no pods"), a poll of the Kubeflow job every
+`JOB_POLL_S`, and otherwise one wake-up per `IDLE_TICK_S` for stop requests and the checks above.
 """
 
 from __future__ import annotations
@@ -31,12 +42,13 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runstore import ReplicaState, RunState, RunStatus, RunStore, atomic_write_json
+from ...runstore import ReplicaState, RunDamaged, RunNotFound, RunState, RunStatus, RunStore, atomic_write_json
 from ...runstore.layout import RunPaths, runs_root
 from ...runstore.log_metrics import ingest_log_lines
 from ...topology import Topology, parse_topology
 from ..base import BackendError
 from .client import Cluster, connect
+from .contact import Contact
 from .create import delete_objects
 from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
 from .manifests_kubeflow import REPLICA_INDEX_LABEL
@@ -47,10 +59,22 @@ from .tensorboard_events import EventsWriter
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.2
-JOB_POLL_S = 1.0
+#: Longest sleep of the main loop without an event: how soon a stop request, a deleted run
+#: directory or a lost API server is noticed. Pod changes wake it at once.
+IDLE_TICK_S = 1.0
+#: Kubeflow jobs are read, not watched: their conditions change a few times per run.
+JOB_POLL_S = 2.0
+#: Server-side length of one watch; the client gives up on a silent connection some time after.
 WATCH_TIMEOUT_S = 30
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = WATCH_TIMEOUT_S + 30.0
+#: Back-off between failed list/watch attempts: 0.5 s doubling up to this.
+RETRY_MAX_S = 5.0
 LOG_DRAIN_S = 30.0
+#: A log stream silent this long is opened again (resuming where it was): long, since a replica
+#: may print nothing for a while, but bounded, since a silent connection may be a dead one.
+LOG_READ_TIMEOUT_S = 3600.0
+LOST_CONTACT = "LostContact"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
@@ -78,6 +102,10 @@ def replica_of(pod: dict[str, Any], handle: RunHandle, topology: Topology) -> tu
         return pod_role, int(index)
     except ValueError:
         return None
+
+
+class RunGone(Exception):
+    """The run's directory was deleted: the follower must not write (and so recreate) it."""
 
 
 class ReplicaLog:
@@ -116,7 +144,12 @@ class ReplicaLog:
             with open(self.metrics_path, "r+b") as f:
                 f.truncate(self.metrics_size)
 
+    def _require_run(self) -> None:
+        if not self.paths.record.exists():
+            raise RunGone(self.paths.run_id)
+
     def _save(self) -> None:
+        self._require_run()  # the store's atomic write creates missing parents: not for a deleted run
         atomic_write_json(
             self.state_path,
             {
@@ -138,7 +171,8 @@ class ReplicaLog:
 
     def append(self, lines: list[bytes]) -> None:
         with self.lock:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._require_run()
+            self.log_path.parent.mkdir(exist_ok=True)
             with open(self.log_path, "ab") as f:
                 f.write(b"".join(lines))
             self.lines += len(lines)
@@ -177,7 +211,10 @@ class Follower:
         self.handle = RunHandle.load(self.run_dir)
         from .settings import load_settings
 
-        self.cluster: Cluster = connect(load_settings(namespace=self.handle.namespace, context=self.handle.context))
+        settings = load_settings(namespace=self.handle.namespace, context=self.handle.context)
+        self.cluster: Cluster = connect(settings)
+        self.give_up_s = float(settings.follower_give_up_s)
+        self.contact = Contact()
         self.topology = parse_topology(store.record(run_id).topology)
         self.roles = self.topology.counts()
         self.state_dir = self.run_dir / FOLLOWER_DIR
@@ -196,32 +233,53 @@ class Follower:
     # ---- watching --------------------------------------------------------------------------
 
     def _watch_pods(self) -> None:
+        """List the run's pods, then watch for changes from that list's version; again after every
+        watch. The list replaces what the main loop knows (a SNAPSHOT), so a pod deleted while the
+        watch was down is noticed, and a failed reconnect changes nothing (no list, no snapshot)."""
         selector = run_selector(self.handle.base)
+        timeout = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
+        failures = 0
         while not self.done.is_set():
             try:
+                listed: Any = self.cluster.core.list_namespaced_pod(
+                    self.cluster.namespace, label_selector=selector, _preload_content=False, _request_timeout=timeout
+                )
+                data = json.loads(listed.data)
+                self.contact.answered()
+                failures = 0
+                self.events.put(("SNAPSHOT", data.get("items") or []))
                 stream = watch.Watch().stream(
                     self.cluster.core.list_namespaced_pod,
                     self.cluster.namespace,
                     label_selector=selector,
+                    resource_version=(data.get("metadata") or {}).get("resourceVersion"),
                     timeout_seconds=WATCH_TIMEOUT_S,
                     deserialize=False,
+                    _request_timeout=timeout,
                 )
-                self.events.put(("RESET", None))
                 for event in stream:
+                    self.contact.answered()
+                    if event["type"] == "ERROR":  # e.g. 410 Gone: the version expired; list again
+                        break
                     self.events.put((event["type"], event["object"]))
                     if self.done.is_set():
                         break
-            except (ApiException, HTTPError, OSError, ValueError) as error:
-                log.warning("watching pods of %s: %s", self.run_id, error)
-                self.done.wait(1.0)
+            except (ApiException, HTTPError, OSError, ValueError, LookupError) as error:
+                self.contact.failed(error)
+                failures += 1
+                if failures == 1 or failures % 20 == 0:
+                    log.warning("watching pods of %s (attempt %d): %s", self.run_id, failures, error)
+                self.done.wait(min(RETRY_MAX_S, 0.5 * 2 ** min(failures, 8)))
 
     def _poll_job(self) -> None:
         if not self.handle.job_kind:
             return
         kind = KINDS[self.handle.job_kind]
         try:
-            self.job = kind.get(self.cluster, self.handle.base)
+            self.job = kind.get(self.cluster, self.handle.base, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+            self.contact.answered()
         except ApiException as error:
+            self.contact.failed(error)  # an answer: contact
             if error.status == 404:
                 self.job = {
                     "status": {
@@ -236,6 +294,7 @@ class Follower:
                     }
                 }
         except (HTTPError, OSError) as error:
+            self.contact.failed(error)
             log.warning("reading %s %s: %s", kind.kind, self.handle.base, error)
 
     # ---- logs ------------------------------------------------------------------------------
@@ -244,10 +303,18 @@ class Follower:
         name = pod["metadata"]["name"]
         container = pod["spec"]["containers"][0]["name"]
         replica_log = self.logs[key]
-        skip = replica_log.lines_to_skip(f"{pod['metadata'].get('uid')}/{restarts}")
+        try:
+            skip = replica_log.lines_to_skip(f"{pod['metadata'].get('uid')}/{restarts}")
+        except RunGone:
+            return
         try:
             response: Any = self.cluster.core.read_namespaced_pod_log(
-                name, self.cluster.namespace, container=container, follow=True, _preload_content=False
+                name,
+                self.cluster.namespace,
+                container=container,
+                follow=True,
+                _preload_content=False,
+                _request_timeout=(CONNECT_TIMEOUT_S, LOG_READ_TIMEOUT_S),
             )
         except (ApiException, HTTPError, OSError) as error:
             log.info("log of %s not available yet: %s", name, error)
@@ -270,6 +337,8 @@ class Follower:
                 replica_log.append([pending + b"\n"])
         except (HTTPError, OSError) as error:
             log.info("log stream of %s ended: %s", name, error)
+        except RunGone:
+            log.info("log stream of %s ended: the run directory is gone", name)
         finally:
             response.release_conn()
 
@@ -305,11 +374,19 @@ class Follower:
                 out[key] = (pod, pod_view(pod))
         return out
 
-    def _write_status(self, views, run_state: RunState, reason: str | None, message: str | None, final: bool) -> None:
+    def _write_status(
+        self,
+        views,
+        run_state: RunState,
+        reason: str | None,
+        message: str | None,
+        final: bool,
+        following: bool = True,
+    ) -> None:
         status = self.store.status(self.run_id)
         if not status.replicas:
             status = RunStatus.initial(self.run_id, list(self.logs))
-        status.supervisor_pid = None if final else os.getpid()
+        status.supervisor_pid = os.getpid() if following and not final else None
         for replica in status.replicas:
             key = (replica.role, replica.index)
             if key in views:
@@ -349,44 +426,89 @@ class Follower:
 
     # ---- the loop --------------------------------------------------------------------------
 
-    def _drain_events(self, wait: float) -> None:
-        """Apply the watch events that arrived (waiting up to `wait` s for the first)."""
+    def _drain_events(self, wait: float) -> bool:
+        """Apply the watch events that arrived (waiting up to `wait` s for the first); whether any did."""
         try:
-            kind, obj = self.events.get(timeout=wait) if wait else self.events.get_nowait()
+            kind, obj = self.events.get(timeout=wait) if wait > 0 else self.events.get_nowait()
+        except queue.Empty:
+            return False
+        try:
             while True:
-                if kind == "RESET":
-                    self.pods.clear()
+                if kind == "SNAPSHOT":
+                    self.pods = {pod["metadata"]["name"]: pod for pod in obj}
                 elif kind == "DELETED":
                     self.pods.pop(obj["metadata"]["name"], None)
                 elif obj is not None:
                     self.pods[obj["metadata"]["name"]] = obj
                 kind, obj = self.events.get_nowait()
         except queue.Empty:
-            pass
+            return True
+
+    def _run_exists(self) -> bool:
+        return self.paths.record.exists()
 
     def run(self) -> int:
         if (self.run_dir / STOP_FILE).exists() and self.store.status(self.run_id).state.finished:
             return 0
         threading.Thread(target=self._watch_pods, name="px-k8s-watch", daemon=True).start()
+        try:
+            return self._loop()
+        except (RunGone, RunNotFound, RunDamaged, FileNotFoundError):
+            if self._run_exists():
+                raise
+            return self._run_gone()
+        finally:
+            self.done.set()
+
+    def _loop(self) -> int:
         last_written: Any = None
         next_job_poll = 0.0
         while True:
-            self._drain_events(POLL_S)
-            if time.monotonic() >= next_job_poll:
+            if not self._run_exists():
+                return self._run_gone()
+            wait = IDLE_TICK_S
+            if self.handle.job_kind:
+                wait = min(wait, max(0.0, next_job_poll - time.monotonic()))
+            self._drain_events(wait)
+            if self.handle.job_kind and time.monotonic() >= next_job_poll:
                 self._poll_job()
                 next_job_poll = time.monotonic() + JOB_POLL_S
             views = self._views()
-            self._ensure_streams(views)
+            if self.contact.reachable:  # no point opening log streams to a server that does not answer
+                self._ensure_streams(views)
             self.stopping = stopping = (self.run_dir / STOP_FILE).exists()
             state, reason, message = self._outcome(views)
-            if stopping and not state.finished:
+            if stopping:  # we delete the objects: their disappearance (a job's "Deleted") is the stop
                 state, reason, message = RunState.STOPPED, "Stopped", "stopped on request"
             if state.finished:
                 return self._finish(views, state, reason, message)
+            lost_for = self.contact.unreachable_for()
+            if lost_for >= self.give_up_s:
+                return self._give_up(views, state, lost_for)
             snapshot = (state, [(k, v.state, v.reason, v.restarts) for k, (_, v) in sorted(views.items())])
             if snapshot != last_written:
                 self._write_status(views, state, reason, message, final=False)
                 last_written = snapshot
+
+    def _run_gone(self) -> int:
+        """The run directory was deleted (a cleaned store, a removed temporary directory): there is
+        nothing left to write to, and the run's objects are left as they are (deleting a directory
+        is not a request to stop a cluster job)."""
+        log.warning("run %s: its directory %s is gone; the follower ends", self.run_id, self.run_dir)
+        return 0
+
+    def _give_up(self, views, state: RunState, lost_for: float) -> int:
+        """No answer from the API server for `give_up_s`: end, keeping the run's state (the cluster
+        may still be running it) and saying how to follow it again."""
+        message = (
+            f"lost contact with the Kubernetes API at {self.cluster.host} for {lost_for:.0f} s "
+            f"({self.contact.last_error}); the run may still be running on the cluster. Looking at the run "
+            "again (reconcile(), Run.wait(), jupyter px status / runs) starts following it again"
+        )
+        log.warning("run %s: %s", self.run_id, message)
+        self.done.set()
+        self._write_status(views, state, LOST_CONTACT, message, final=False, following=False)
+        return 0
 
     def _finish(self, views, state: RunState, reason: str | None, message: str | None) -> int:
         """Read every replica's log to its end, write the final status, and (native) delete the
@@ -428,15 +550,46 @@ def main(argv: list[str] | None = None) -> int:
     if runs_root(home) != run_dir.parent:
         print(f"{run_dir} is not a run directory", file=sys.stderr)
         return 2
-    (run_dir / FOLLOWER_DIR).mkdir(exist_ok=True)
-    with open(run_dir / FOLLOWER_DIR / ".lock", "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("another follower already follows %s", run_dir.name)
+    store = RunStore(home)
+    try:
+        if not store.paths(run_dir.name).record.exists():
+            log.warning("%s is gone: nothing to follow", run_dir)
             return 0
-        return Follower(RunStore(home), run_dir.name).run()
+        (run_dir / FOLLOWER_DIR).mkdir(exist_ok=True)
+        with open(run_dir / FOLLOWER_DIR / ".lock", "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("another follower already follows %s", run_dir.name)
+                return 0
+            return Follower(store, run_dir.name).run()
+    except (RunGone, RunNotFound, FileNotFoundError):
+        if store.paths(run_dir.name).record.exists():
+            raise
+        log.warning("%s is gone: the follower ends", run_dir)
+        return 0
+
+
+def _exit(code: int) -> None:
+    """Flush and leave without the interpreter's shutdown: the watch and log threads are daemons
+    that may be inside a write to stderr right now, and CPython aborts (SIGABRT, "could not acquire
+    lock ... at interpreter shutdown") when one holds that lock as the interpreter finalizes. All
+    of the follower's own files are complete at this point (written whole, or atomically)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        exit_code = main()
+    except BaseException:  # a crash: say why in follower.log, then leave as above
+        import traceback
+
+        traceback.print_exc()
+        exit_code = 1
+    _exit(exit_code)

@@ -38,12 +38,15 @@ class Kind:
         created = cluster.custom.create_namespaced_custom_object(self.group, self.version, ns, self.plural, body)
         return cast(dict[str, Any], created)
 
-    def get(self, cluster: Cluster, name: str) -> dict[str, Any]:
+    def get(self, cluster: Cluster, name: str, timeout: Any = None) -> dict[str, Any]:
+        """`timeout`: the client's `_request_timeout` (seconds, or (connect, read)); None: none."""
         ns = cluster.namespace
         if self.core:
             method = getattr(cluster.core, f"read_namespaced_{_snake(self.kind)}")
-            return json.loads(method(name, ns, _preload_content=False).data)
-        found = cluster.custom.get_namespaced_custom_object(self.group, self.version, ns, self.plural, name)
+            return json.loads(method(name, ns, _preload_content=False, _request_timeout=timeout).data)
+        found = cluster.custom.get_namespaced_custom_object(
+            self.group, self.version, ns, self.plural, name, _request_timeout=timeout
+        )
         return cast(dict[str, Any], found)
 
     def delete(self, cluster: Cluster, name: str) -> None:

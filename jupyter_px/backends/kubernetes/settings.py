@@ -63,6 +63,9 @@ class KubernetesSettings:
     shared_claim: str | None = None  # a PVC mounted in the notebook at shared_mount_path too
     shared_mount_path: str | None = None
     create_parallelism: int = 16
+    #: A run's follower ends after this many seconds without any answer from the API server
+    #: (refused, timed out); the run stays as it was and the next look at it follows it again.
+    follower_give_up_s: int = 180
 
     def image_for(self, framework: str | None, topology_image: str | None) -> str:
         return topology_image or self.image or DEFAULT_IMAGES.get(framework, DEFAULT_IMAGES[None])
@@ -76,7 +79,8 @@ class KubernetesSettings:
 
 _LISTS = {"image_pull_secrets"}
 _MAPS = {"node_selector", "labels", "annotations"}
-_INTS = {"ttl_seconds_after_finished", "create_parallelism"}
+_INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s"}
+_POSITIVE = {"create_parallelism", "follower_give_up_s"}
 
 
 def _from_env(name: str, text: str) -> Any:
@@ -116,7 +120,7 @@ def _check(name: str, value: Any, where: str) -> Any:
         return {str(k): str(v) for k, v in value.items()}
     if name == "tolerations" and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
         raise BackendError(f"{where}: tolerations: {value!r} is not a list of tolerations")
-    if name in _INTS and (not isinstance(value, int) or value < (1 if name == "create_parallelism" else 0)):
+    if name in _INTS and (not isinstance(value, int) or value < (1 if name in _POSITIVE else 0)):
         raise BackendError(f"{where}: {name}: {value!r} is not a valid count")
     return value
 

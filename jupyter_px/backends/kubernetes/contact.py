@@ -1,0 +1,68 @@
+"""Whether the follower can still reach the API server, and for how long it could not.
+
+A follower that retries forever against an API server that is gone (a deleted kind cluster, a
+laptop that left the VPN, a test's fake server that stopped) is a process nobody will ever end.
+So the follower gives up after `follower_give_up_s` (`PX_K8S_FOLLOWER_GIVE_UP_S`) without an
+answer. Only the absence of an answer counts: a refused connection, a timeout, a reset. Any HTTP
+answer, a 500 or a 503 included, means the server is there and the follower keeps going (those
+are blips the next call usually does not see). Giving up does not decide the run: the cluster may
+still be running it, and the next look at the run starts a follower again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """True for errors that mean no answer came (refused, timed out, reset); False for an answer."""
+    if isinstance(error, ApiException):
+        return error.status in (0, None)  # the client's ApiException without an HTTP status
+    return isinstance(error, (HTTPError, OSError))
+
+
+class Contact:
+    """Since when the API server has not answered (thread-safe: the watch, the job poll and the
+    main loop share one)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self.last_error: str | None = None
+
+    def answered(self) -> None:
+        with self._lock:
+            self._since = None
+            self.last_error = None
+
+    def failed(self, error: BaseException) -> None:
+        """Record a failed call; an HTTP answer (ApiException with a status) counts as contact."""
+        if not is_unreachable(error):
+            self.answered()
+            return
+        with self._lock:
+            if self._since is None:
+                self._since = self._clock()
+            self.last_error = _describe(error)
+
+    @property
+    def reachable(self) -> bool:
+        with self._lock:
+            return self._since is None
+
+    def unreachable_for(self) -> float:
+        """Seconds since the first unanswered call after the last answer (0 while in contact)."""
+        with self._lock:
+            return 0.0 if self._since is None else self._clock() - self._since
+
+
+def _describe(error: BaseException) -> str:
+    reason = getattr(error, "reason", None)  # urllib3's MaxRetryError: the underlying error
+    text = str(reason or error)
+    return text if len(text) <= 200 else text[:197] + "..."
