@@ -253,12 +253,17 @@ def _finish(code: int) -> NoReturn:
             tracking.flush()
         except Exception:
             traceback.print_exc()
+    flush_standard_streams()
+    os._exit(code)
+
+
+def flush_standard_streams() -> None:
+    """Flush stdout and stderr before `os._exit` (which skips it), whatever state they are in."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # closed, or its pipe is gone
             pass
-    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

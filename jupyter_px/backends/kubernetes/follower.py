@@ -42,6 +42,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from ...runner import flush_standard_streams
 from ...runstore import ReplicaState, RunDamaged, RunNotFound, RunState, RunStatus, RunStore, atomic_write_json
 from ...runstore.layout import RunPaths, runs_root
 from ...runstore.log_metrics import ingest_log_lines
@@ -576,11 +577,7 @@ def _exit(code: int) -> None:
     lock ... at interpreter shutdown") when one holds that lock as the interpreter finalizes. All
     of the follower's own files are complete at this point (written whole, or atomically)."""
     logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    flush_standard_streams()
     os._exit(code)
 
 

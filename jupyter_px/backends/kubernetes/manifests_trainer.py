@@ -25,10 +25,10 @@ from .podspec import (
     command,
     configmap,
     env_list,
+    pod_spec,
     replica_labels,
     resource_requirements,
     volume_mounts,
-    volumes,
 )
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -105,20 +105,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     requirements = resource_requirements(spec.resources, ctx.settings.gpu_resource)
     if requirements:
         trainer["resourcesPerNode"] = requirements
-    pod: dict[str, Any] = {
-        "containers": [{"name": "node", "volumeMounts": volume_mounts(ctx)}],
-        "volumes": volumes(ctx),
-    }
-    settings = ctx.settings
-    node_selector = {**settings.node_selector, **spec.node_selector}
-    if node_selector:
-        pod["nodeSelector"] = node_selector
-    if settings.tolerations:
-        pod["tolerations"] = [dict(t) for t in settings.tolerations]
-    if settings.image_pull_secrets:
-        pod["imagePullSecrets"] = [{"name": s} for s in settings.image_pull_secrets]
-    if settings.service_account:
-        pod["serviceAccountName"] = settings.service_account
+    pod = pod_spec(ctx, spec, [{"name": "node", "volumeMounts": volume_mounts(ctx)}])
     pod_meta = {"labels": {**ctx.labels(), **replica_labels("node")}}
     jobs = ["launcher", "node"] if mpi else ["node"]
     patch = {
@@ -134,7 +121,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
             }
         },
     }
-    runtime = settings.trainer_mpi_runtime if mpi else settings.trainer_runtime
+    runtime = ctx.settings.trainer_mpi_runtime if mpi else ctx.settings.trainer_runtime
     train_job = {
         "apiVersion": API_VERSION,
         "kind": "TrainJob",
