@@ -278,30 +278,18 @@ def test_binary_pushed_values_travel_as_binary_data():
     validate(objects[0])
 
 
+def _render(script, topology, *options: str) -> subprocess.CompletedProcess:
+    """`jupyter px render SCRIPT -f TOPOLOGY OPTIONS...` as a user runs it."""
+    command = [sys.executable, "-m", "jupyter_px.cli", "render", str(script), "-f", str(topology), *options]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
 def test_cli_render_prints_yaml(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
     topology = tmp_path / "t.yaml"
     topology.write_text(yaml.safe_dump(TOPOLOGIES["pytorch-gpu-nproc"]))
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_px.cli",
-            "render",
-            str(script),
-            "-f",
-            str(topology),
-            "--backend",
-            "kubeflow",
-            "--name",
-            "My Run",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    result = _render(script, topology, "--backend", "kubeflow", "--name", "My Run")
     assert result.returncode == 0, result.stderr
     objects = list(yaml.safe_load_all(result.stdout))
     assert [o["kind"] for o in objects] == ["ConfigMap", "PyTorchJob"]
@@ -309,42 +297,9 @@ def test_cli_render_prints_yaml(tmp_path):
     assert objects[0]["data"]["code.train.py"] == "print('hi')\n"
     for obj in objects:
         validate(obj)
-    refused = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_px.cli",
-            "render",
-            str(script),
-            "-f",
-            str(topology),
-            "--backend",
-            "kubeflow-trainer",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert refused.returncode == 0  # pytorch on Trainer v2 is fine
+    assert _render(script, topology, "--backend", "kubeflow-trainer").returncode == 0  # pytorch on Trainer v2
     topology.write_text(yaml.safe_dump(TOPOLOGIES["mxnet"]))
-    refused = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_px.cli",
-            "render",
-            str(script),
-            "-f",
-            str(topology),
-            "--backend",
-            "kubeflow-trainer",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    refused = _render(script, topology, "--backend", "kubeflow-trainer")
     assert refused.returncode == 2 and "no runtime for framework mxnet" in refused.stderr
 
 
