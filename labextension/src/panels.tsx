@@ -325,7 +325,7 @@ export class MetricsView extends ReactWidget {
 }
 
 // ---------------------------------------------------------------------------------------------
-// TensorBoard: started (or reused) by the server, shown through jupyter-server-proxy.
+// TensorBoard: started (or reused) by the server, shown through its px/tensorboard/<port>/ route.
 
 export class TensorBoardView extends Widget {
   constructor(private runId: string) {

@@ -174,10 +174,10 @@ test.describe.serial('jupyter-px sidebar', () => {
     await expect(metrics.locator('.jp-px-metric-select')).toHaveValue('loss');
     await shot(page, 'light-08-metrics');
 
-    // TensorBoard through the server's proxy.
+    // TensorBoard through the server's authenticated TensorBoard route (px/tensorboard/<port>/).
     await row.locator('.jp-px-action-tensorboard').click();
     const frame = page.locator('.jp-px-panel-tensorboard iframe');
-    await expect(frame).toHaveAttribute('src', /\/proxy\/\d+\/$/, {
+    await expect(frame).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
       timeout: 150000
     });
     const url = (await frame.getAttribute('src'))!;
