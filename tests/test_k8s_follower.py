@@ -20,7 +20,7 @@ from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
 )
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.pod_state import pod_view
+from jupyter_px.backends.kubernetes.pod_state import pod_replica
 from jupyter_px.runstore import ReplicaState
 from jupyter_px.runstore.metrics import MetricsReader
 
@@ -61,7 +61,7 @@ def metric_line(step, loss):
     ],
 )
 def test_pod_states(status, state, reason):
-    view = pod_view({"status": status})
+    view = pod_replica({"status": status}, "worker", 0)
     assert (view.state.value, view.reason) == (state, reason)
 
 
@@ -105,7 +105,7 @@ def test_failed_replica_fails_the_run_with_its_reason(kube, px_home):
     kube.append_log(f"{run.run_id}-worker-0", "Killed\n")
     kube.set_pod_status(f"{run.run_id}-worker-0", terminated("Failed", 137, "OOMKilled"))
     status = run.wait(timeout=DEADLINE_S)
-    assert status.state.value == "Failed" and "worker-0 failed: OOMKilled (exit code 137)" in status.message
+    assert status.state.value == "Failed" and "worker-0 failed (OOMKilled): exited with code 137" in status.message
     worker = status.replica("worker", 0)
     assert (worker.state, worker.reason, worker.exit_code) == (ReplicaState.FAILED, "OOMKilled", 137)
     assert run.logs("worker", 0) == "Killed\n"

@@ -11,6 +11,7 @@ import pytest
 from jupyter_px.backends.local import policy
 from jupyter_px.backends.local.memory import MemoryGuard
 from jupyter_px.backends.local.replica import Ending, EndReason, Replica
+from jupyter_px.backends.outcome import Outcome, run_outcome
 from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunState
 from jupyter_px.topology import parse_topology
 
@@ -76,15 +77,15 @@ def _replicas(**states: str) -> list[ReplicaStatus]:
 
 
 def test_run_outcome():
-    assert policy.run_outcome(_replicas(master_0="Running", worker_0="Succeeded")) is None
-    done = policy.run_outcome(_replicas(master_0="Succeeded", worker_0="Running"))
-    assert done == policy.Outcome(RunState.SUCCEEDED, "Completed", "master-0 succeeded")
-    workers = policy.run_outcome(_replicas(worker_0="Succeeded", worker_1="Succeeded", ps_0="Running"))
+    assert run_outcome(_replicas(master_0="Running", worker_0="Succeeded")) is None
+    done = run_outcome(_replicas(master_0="Succeeded", worker_0="Running"))
+    assert done == Outcome(RunState.SUCCEEDED, "Completed", "master-0 succeeded")
+    workers = run_outcome(_replicas(worker_0="Succeeded", worker_1="Succeeded", ps_0="Running"))
     assert workers is not None and workers.message == "all 2 workers succeeded"
-    assert policy.run_outcome(_replicas(worker_0="Succeeded", worker_1="Running")) is None
+    assert run_outcome(_replicas(worker_0="Succeeded", worker_1="Running")) is None
     # two failures: the first to finish decides (worker_1 finished at 98, worker_0 at 99)
-    failed = policy.run_outcome(_replicas(master_0="Running", worker_0="Failed", worker_1="Failed"))
-    assert failed == policy.Outcome(RunState.FAILED, "ReplicaFailed", "worker-1 failed (Error): x", cause="worker-1")
+    failed = run_outcome(_replicas(master_0="Running", worker_0="Failed", worker_1="Failed"))
+    assert failed == Outcome(RunState.FAILED, "ReplicaFailed", "worker-1 failed (Error): x", cause="worker-1")
 
 
 def test_start_order_and_servers():

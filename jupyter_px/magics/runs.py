@@ -32,6 +32,14 @@ def _replica_keys(run: Any, status: Any) -> list[tuple[str, int]]:
         return [(r.role, r.index) for r in status.replicas]
 
 
+def _observed_run(magic: Any, line: str) -> tuple[Any, Any, Any]:
+    """A run magic's arguments, the run they name, and its status as observed now (reconciled:
+    a run whose supervisor died reads as Lost, not as forever Running)."""
+    args = parse_argstring(magic, line)
+    run = open_run(args.run)
+    return args, run, observed_status(run)
+
+
 def _figure_bundle(figure: Any, text: str) -> dict[str, Any]:
     """A plotly figure as an output bundle: JupyterLab renders the plotly JSON, exports (nbconvert,
     GitHub) use the HTML, a terminal prints the text. Not `display(figure)`, whose renderer
@@ -75,9 +83,7 @@ class RunMagics(Magics):
     @line_magic
     def px_status(self, line: str) -> None:
         """Show a run's state and each replica's state, pid, exit code, restarts and reason."""
-        args = parse_argstring(self.px_status, line)
-        run = open_run(args.run)
-        status = observed_status(run)
+        _, run, status = _observed_run(self.px_status, line)
         heading = as_text.status_heading(status)
         rows = as_text.status_rows(status)
         display(
@@ -96,9 +102,7 @@ class RunMagics(Magics):
     @line_magic
     def px_logs(self, line: str) -> None:
         """Print a replica's log (stdout and stderr, across restarts), streamed in bounded chunks."""
-        args = parse_argstring(self.px_logs, line)
-        run = open_run(args.run)
-        status = observed_status(run)
+        args, run, status = _observed_run(self.px_logs, line)
         replicas = _replica_keys(run, status)
         role = args.role or (replicas[0][0] if replicas else "master")
         key = (role, args.index)
@@ -123,10 +127,10 @@ class RunMagics(Magics):
     @run_arg
     @line_magic
     def px_stop(self, line: str) -> None:
-        """Stop every replica of a run; it ends as Stopped (a finished run is left as it is)."""
-        args = parse_argstring(self.px_stop, line)
-        run = open_run(args.run)
-        before = observed_status(run)
+        """Stop every replica of a run: each gets SIGTERM (its pod is deleted on Kubernetes), then
+        SIGKILL after a grace period, and the run ends as Stopped. Its logs and metrics are kept.
+        A finished run is left as it is."""
+        _, run, before = _observed_run(self.px_stop, line)
         if before.state.finished:
             print(f"run {run.run_id} had already finished: {before.state.value}")
             return

@@ -43,18 +43,28 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from ...runner import flush_standard_streams
-from ...runstore import ReplicaState, RunDamaged, RunNotFound, RunState, RunStatus, RunStore, atomic_write_json
+from ...runstore import (
+    ReplicaState,
+    ReplicaStatus,
+    RunDamaged,
+    RunNotFound,
+    RunState,
+    RunStatus,
+    RunStore,
+    atomic_write_json,
+)
 from ...runstore.layout import RunPaths, runs_root
 from ...runstore.log_metrics import ingest_log_lines
 from ...topology import Topology, parse_topology
 from ..base import BackendError
+from ..outcome import run_outcome
 from .client import Cluster, connect
 from .contact import Contact
 from .create import delete_objects
 from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
 from .manifests_kubeflow import REPLICA_INDEX_LABEL
 from .names import LABEL_INDEX, LABEL_ROLE, run_selector
-from .pod_state import PodView, job_outcome, pod_view, replicas_outcome
+from .pod_state import container_started, job_outcome, pod_replica, pods_state
 from .resources import KINDS
 from .tensorboard_events import EventsWriter
 
@@ -217,7 +227,6 @@ class Follower:
         self.give_up_s = float(settings.follower_give_up_s)
         self.contact = Contact()
         self.topology = parse_topology(store.record(run_id).topology)
-        self.roles = self.topology.counts()
         self.state_dir = self.run_dir / FOLLOWER_DIR
         self.state_dir.mkdir(exist_ok=True)
         self.logs = {
@@ -343,12 +352,12 @@ class Follower:
         finally:
             response.release_conn()
 
-    def _ensure_streams(self, views: dict[tuple[str, int], tuple[dict[str, Any], PodView]]) -> None:
+    def _ensure_streams(self, views: dict[tuple[str, int], tuple[dict[str, Any], ReplicaStatus]]) -> None:
         for key, (pod, view) in views.items():
             thread = self.streams.get(key)
             if thread is not None and thread.is_alive():
                 continue
-            if not view.container_started:
+            if not container_started(pod):
                 continue
             stream_id = f"{pod['metadata'].get('uid')}/{view.restarts}"
             if (
@@ -367,12 +376,13 @@ class Follower:
 
     # ---- status ----------------------------------------------------------------------------
 
-    def _views(self) -> dict[tuple[str, int], tuple[dict[str, Any], PodView]]:
+    def _views(self) -> dict[tuple[str, int], tuple[dict[str, Any], ReplicaStatus]]:
+        """Each replica that has a pod: the pod, and the replica as the pod's status shows it."""
         out = {}
         for pod in self.pods.values():
             key = replica_of(pod, self.handle, self.topology)
             if key in self.logs:
-                out[key] = (pod, pod_view(pod))
+                out[key] = (pod, pod_replica(pod, *key))
         return out
 
     def _write_status(
@@ -388,16 +398,14 @@ class Follower:
         if not status.replicas:
             status = RunStatus.initial(self.run_id, list(self.logs))
         status.supervisor_pid = os.getpid() if following and not final else None
-        for replica in status.replicas:
+        for position, replica in enumerate(status.replicas):
             key = (replica.role, replica.index)
             if key in views:
                 self.seen_pods.add(key)
                 pod, view = views[key]
-                replica.state, replica.reason, replica.message = view.state, view.reason, view.message
-                replica.exit_code, replica.restarts = view.exit_code, view.restarts
-                replica.started_at = replica.started_at or view.started_at
-                replica.finished_at = view.finished_at
-                replica.address = pod["metadata"]["name"]
+                view.started_at = replica.started_at or view.started_at
+                view.address = pod["metadata"]["name"]
+                replica = status.replicas[position] = view
             elif key in self.seen_pods and replica.state not in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
                 if self.stopping:  # we deleted it: a stop, or the rest of a run that has ended
                     replica.state = ReplicaState.STOPPED
@@ -416,14 +424,15 @@ class Follower:
         self.store.write_status(status)
 
     def _outcome(self, views) -> tuple[RunState, str | None, str | None]:
-        pod_states = {key: view for key, (_, view) in views.items()}
-        state, message = replicas_outcome(pod_states, self.roles)
+        """The run's state, reason and message: a Kubeflow job's or TrainJob's own conditions say
+        how it ended (its operator applies the success policy); native pods, the shared rule."""
+        replicas = [views[key][1] if key in views else ReplicaStatus(role=key[0], index=key[1]) for key in self.logs]
         if self.handle.job_kind:
-            ended = job_outcome(self.job)
-            if ended:
-                return ended
-            return (state if state in (RunState.RUNNING, RunState.PENDING) else RunState.RUNNING), None, None
-        return state, (state.value if state.finished else None), message
+            return job_outcome(self.job) or (pods_state(replicas), None, None)
+        outcome = run_outcome(replicas)
+        if outcome is None:
+            return pods_state(replicas), None, None
+        return outcome.state, outcome.reason, outcome.message
 
     # ---- the loop --------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""What a pod's status means for a replica, and what the replicas (or a job) mean for the run.
+"""What a pod's status means for a replica, and what a job's conditions mean for the run.
 
 Pure functions over the API's JSON, so every state is testable without a cluster:
 Pending (Unschedulable with the scheduler's message, ContainerCreating, ImagePullBackOff, ...),
@@ -9,25 +9,13 @@ from __future__ import annotations
 
 import calendar
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from ...runstore import ReplicaState, RunState
+from ...runstore import ReplicaState, ReplicaStatus, RunState
 
 #: Waiting reasons that will not fix themselves: shown as the replica's reason while Pending.
 STUCK_REASONS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError"}
-
-
-@dataclass(frozen=True)
-class PodView:
-    state: ReplicaState
-    reason: str | None = None
-    message: str | None = None
-    exit_code: int | None = None
-    restarts: int = 0
-    started_at: float | None = None
-    finished_at: float | None = None
-    container_started: bool = False  # a container exists whose log can be read
 
 
 def _time(text: str | None) -> float | None:
@@ -39,56 +27,63 @@ def _time(text: str | None) -> float | None:
         return None
 
 
-def pod_view(pod: dict[str, Any]) -> PodView:
+def container_started(pod: dict[str, Any]) -> bool:
+    """Does a container of this pod exist (running, or ended) whose log can be read?"""
+    main = _main_container(pod)
+    state = main.get("state") or {}
+    return bool(state.get("running") or state.get("terminated") or (main.get("lastState") or {}).get("terminated"))
+
+
+def _main_container(pod: dict[str, Any]) -> dict[str, Any]:
+    containers = (pod.get("status") or {}).get("containerStatuses") or []
+    return containers[0] if containers else {}
+
+
+def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
+    """The replica `role-index` as its pod's status shows it, in the run store's terms."""
     status = pod.get("status") or {}
     phase = status.get("phase") or "Pending"
-    containers = status.get("containerStatuses") or []
-    main = containers[0] if containers else {}
+    main = _main_container(pod)
     state = main.get("state") or {}
     restarts = int(main.get("restartCount") or 0)
-    started = bool(state.get("running") or state.get("terminated") or main.get("lastState", {}).get("terminated"))
     started_at = _time((state.get("running") or state.get("terminated") or {}).get("startedAt"))
+    replica = ReplicaStatus(role=role, index=index, restarts=restarts, started_at=started_at)
     if phase in ("Succeeded", "Failed"):
         term = state.get("terminated") or {}
         code = term.get("exitCode")
-        reason = term.get("reason") or status.get("reason") or ("Completed" if phase == "Succeeded" else "Error")
-        return PodView(
-            ReplicaState.SUCCEEDED if phase == "Succeeded" else ReplicaState.FAILED,
-            reason,
-            term.get("message") or status.get("message"),
-            code if code is not None else (0 if phase == "Succeeded" else None),
-            restarts,
-            started_at,
-            _time(term.get("finishedAt")) or time.time(),
-            started,
+        replica.state = ReplicaState.SUCCEEDED if phase == "Succeeded" else ReplicaState.FAILED
+        replica.reason = (
+            term.get("reason") or status.get("reason") or ("Completed" if phase == "Succeeded" else "Error")
         )
+        replica.exit_code = code if code is not None else (0 if phase == "Succeeded" else None)
+        replica.message = term.get("message") or status.get("message") or _exited(replica.exit_code)
+        replica.finished_at = _time(term.get("finishedAt")) or time.time()
+        return replica
     waiting = state.get("waiting") or {}
     if phase == "Running":
         if waiting.get("reason") == "CrashLoopBackOff" or (waiting and restarts):
             last = (main.get("lastState") or {}).get("terminated") or {}
-            message = waiting.get("message") or (
+            replica.state, replica.reason = ReplicaState.RESTARTING, waiting.get("reason")
+            replica.exit_code = last.get("exitCode")
+            replica.message = waiting.get("message") or (
                 f"exit code {last.get('exitCode')} ({last.get('reason')})" if last else None
             )
-            return PodView(
-                ReplicaState.RESTARTING,
-                waiting.get("reason"),
-                message,
-                last.get("exitCode"),
-                restarts,
-                started_at,
-                None,
-                started,
-            )
-        return PodView(ReplicaState.RUNNING, None, None, None, restarts, started_at, None, started)
+        else:
+            replica.state = ReplicaState.RUNNING
+        return replica
     # Pending: not scheduled yet, or containers being created / images pulled
+    replica.started_at = None
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return PodView(ReplicaState.PENDING, condition.get("reason") or "Unschedulable", condition.get("message"))
-    if waiting:
-        return PodView(
-            ReplicaState.PENDING, waiting.get("reason"), waiting.get("message"), None, restarts, None, None, started
-        )
-    return PodView(ReplicaState.PENDING, status.get("reason"), status.get("message"), None, restarts)
+            replica.reason, replica.message = condition.get("reason") or "Unschedulable", condition.get("message")
+            return replica
+    source = waiting or status
+    replica.reason, replica.message = source.get("reason"), source.get("message")
+    return replica
+
+
+def _exited(code: int | None) -> str | None:
+    return None if code is None else f"exited with code {code}"
 
 
 def job_outcome(job: dict[str, Any] | None) -> tuple[RunState, str | None, str | None] | None:
@@ -104,17 +99,8 @@ def job_outcome(job: dict[str, Any] | None) -> tuple[RunState, str | None, str |
     return None
 
 
-def replicas_outcome(states: dict[tuple[str, int], PodView], roles: dict[str, int]) -> tuple[RunState, str | None]:
-    """The run's state from its replicas (native pods): a failed replica fails the run; the
-    master's success (else every worker's) is the run's success, as Kubeflow's success policy."""
-    for (role, index), view in states.items():
-        if view.state == ReplicaState.FAILED:
-            return RunState.FAILED, f"{role}-{index} failed: {view.reason or 'Error'}" + (
-                f" (exit code {view.exit_code})" if view.exit_code is not None else ""
-            )
-    deciding = [("master", 0)] if roles.get("master") else [("worker", i) for i in range(roles.get("worker", 0))]
-    if deciding and all(key in states and states[key].state == ReplicaState.SUCCEEDED for key in deciding):
-        return RunState.SUCCEEDED, None
-    if any(v.state in (ReplicaState.RUNNING, ReplicaState.RESTARTING, ReplicaState.SUCCEEDED) for v in states.values()):
-        return RunState.RUNNING, None
-    return RunState.PENDING, None
+def pods_state(replicas: Sequence[ReplicaStatus]) -> RunState:
+    """An undecided run's state from its pods: Running once any replica has started (a job's
+    failed pod included: its operator may restart it), else Pending."""
+    started = (ReplicaState.RUNNING, ReplicaState.RESTARTING, ReplicaState.SUCCEEDED, ReplicaState.FAILED)
+    return RunState.RUNNING if any(r.state in started for r in replicas) else RunState.PENDING

@@ -5,33 +5,18 @@ keeping them apart means every rule can be read, and tested, on plain values:
 
 * `should_restart` / `restart_delay`: a replica's restart_policy (Never, OnFailure, Always,
   ExitCode: retry only the codes of a signal, 130/137/143) and its max_restarts;
-* `decides_run` / `run_outcome`: the run succeeds when the master succeeds (every worker, when
-  there is no master); the first replica that fails fails the run;
+* `decides_run`: would this replica's success finish the run (the rule itself, shared with the
+  Kubernetes backend, is `backends/outcome.py`);
 * `start_rank` / `is_server`: the order replicas start in, and which replicas serve until they
   are stopped (so a successful run stops them at once instead of waiting for them to finish).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
-from ...runstore import ReplicaState, ReplicaStatus, RunState
 from .config import RETRYABLE_EXIT_CODES
 
 #: Longest pause before a restart; the pause doubles from 0.2 s with each restart.
 MAX_RESTART_DELAY_S = 5.0
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a run ended: its state, a machine-readable reason and a sentence for people."""
-
-    state: RunState
-    reason: str
-    message: str
-    #: The replica whose failure decided the run (None otherwise).
-    cause: str | None = None
 
 
 def should_restart(
@@ -61,24 +46,6 @@ def decides_run(role: str, *, has_master: bool, other_workers_succeeded: bool) -
     if role != "worker" or has_master:
         return False
     return other_workers_succeeded
-
-
-def run_outcome(replicas: Sequence[ReplicaStatus]) -> Outcome | None:
-    """The run's outcome from its replicas' states, or None while it is undecided."""
-    failed = [r for r in replicas if r.state == ReplicaState.FAILED]
-    if failed:
-        first = min(failed, key=lambda r: r.finished_at or 0)
-        what = f"{first.key} failed ({first.reason})" + (f": {first.message}" if first.message else "")
-        return Outcome(RunState.FAILED, "ReplicaFailed", what, cause=first.key)
-    masters = [r for r in replicas if r.role == "master"]
-    deciding = masters or [r for r in replicas if r.role == "worker"] or list(replicas)
-    if deciding and all(r.state == ReplicaState.SUCCEEDED for r in deciding):
-        if len(deciding) == 1:
-            what = f"{deciding[0].key} succeeded"
-        else:
-            what = f"all {len(deciding)} {deciding[0].role}s succeeded"
-        return Outcome(RunState.SUCCEEDED, "Completed", what)
-    return None
 
 
 def start_rank(role: str, *, is_mpi: bool) -> int:

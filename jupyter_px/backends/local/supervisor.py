@@ -13,9 +13,9 @@ What it does, in order:
    process group, with the parent-death signal armed, stdout+stderr appended to its log.
 2. Waits for events: SIGCHLD and SIGTERM wake it through a signal wakeup fd; a timeout covers
    memory polls (`memory.MemoryGuard`), kill deadlines, restarts and the heartbeat. No busy loop.
-3. Applies Kubeflow's rules (`policy.py`): restarts what its restart policy allows, decides the
-   run, and stops the replicas still running once it is decided (SIGTERM to the group, SIGKILL
-   after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`).
+3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy
+   allows, decides the run, and stops the replicas still running once it is decided (SIGTERM to
+   the group, SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`).
 4. A stop request (the `stop` file, plus SIGTERM to wake it) stops everything: the run ends Stopped.
 5. Writes status.json atomically on every change and at least every `HEARTBEAT_S`. The final
    state is written only once every process of the run is gone: replicas reaped, their groups
@@ -43,6 +43,7 @@ from pathlib import Path
 from ...cluster import local_addresses
 from ...runstore import ReplicaState, RunNotFound, RunState, RunStatus, RunStore
 from ...topology import Topology, parse_topology
+from ..outcome import Outcome, run_outcome
 from . import policy
 from .config import (
     COMPLETION_GRACE_S,
@@ -57,7 +58,6 @@ from .config import (
 )
 from .launcher import LaunchPlan, clean_environ
 from .memory import MemoryGuard, Overuse
-from .policy import Outcome
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, run_processes, spawn
 from .replica import UNFINISHED, Ending, Replica
@@ -379,7 +379,7 @@ class Supervisor:
     def _decide(self) -> None:
         if self.outcome is not None:
             return
-        outcome = policy.run_outcome([r.status for r in self.replicas])
+        outcome = run_outcome([r.status for r in self.replicas])
         if outcome is None:
             return
         if outcome.state == RunState.FAILED:
