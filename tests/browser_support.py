@@ -13,17 +13,15 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from server_support import free_port, stop_process, wait_until_serving, write_server_config
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -46,25 +44,16 @@ def artifacts_dir() -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class JupyterLab:
     """`jupyter lab` in a subprocess: token auth, 127.0.0.1, a private run store and settings."""
 
     def __init__(self, root: Path, theme: str = "light"):
         self.root = root
-        self.port = _free_port()
+        self.port = free_port()
         self.token = secrets.token_hex(16)
         self.px_home = root / "px_home"
         config = root / "config"
-        config.mkdir(parents=True, exist_ok=True)
-        (config / "jupyter_server_config.json").write_text(
-            json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_px": True, "jupyter_server_proxy": True}}})
-        )
+        write_server_config(config)
         # These tests are about notebooks: the JupyterLab sidebar of this package (a separate
         # build, present when installed in develop mode) stays out of them.
         (config / "labconfig").mkdir(exist_ok=True)
@@ -106,16 +95,7 @@ class JupyterLab:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=5):
-                    return
-            except (urllib.error.URLError, OSError):
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"jupyter lab did not start:\n{self.log_path.read_text()[-3000:]}") from None
-                time.sleep(0.3)
+        wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path, 90)
 
     @property
     def url(self) -> str:
@@ -125,13 +105,7 @@ class JupyterLab:
         return f"{self.url}/lab/tree/{path}?token={self.token}&reset"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
 
 @dataclass

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -24,34 +23,22 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from server_support import free_port, stop_process, wait_until_serving, write_server_config
 
 #: kubernetes.ipynb needs a (fake) cluster: tests/test_k8s_notebook.py runs it.
 NOTEBOOKS = sorted(p for p in (Path(__file__).parent.parent / "notebooks").glob("*.ipynb") if p.stem != "kubernetes")
 BASE_URL = "/px-test/"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class JupyterServer:
     """`jupyter server` in a subprocess on 127.0.0.1 with a token, our extension and the proxy."""
 
     def __init__(self, root: Path, px_home: Path | None = None):
-        self.port = _free_port()
+        self.port = free_port()
         self.token = secrets.token_hex(16)
         self.root = root
         config = root / "config"
-        config.mkdir(parents=True)
-        (config / "jupyter_server_config.json").write_text(
-            json.dumps(
-                {
-                    "ServerApp": {"jpserver_extensions": {"jupyter_px": True, "jupyter_server_proxy": True}},
-                }
-            )
-        )
+        write_server_config(config)
         self.px_home = px_home or root / "server_px_home"  # the kernels' store: the proxy serves its TensorBoards
         self.log = open(root / "server.log", "wb")  # noqa: SIM115 (open while the server runs; closed in stop())
         self.process = subprocess.Popen(
@@ -78,16 +65,14 @@ class JupyterServer:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.get(f"{BASE_URL}api/status")
-                return
-            except (urllib.error.URLError, OSError):
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("jupyter server did not start:\n" + (root / "server.log").read_text()[-3000:])
-                time.sleep(0.2)
+        try:
+            status_url = f"http://127.0.0.1:{self.port}{BASE_URL}api/status"
+            wait_until_serving(
+                self.process, status_url, root / "server.log", 60, {"Authorization": f"token {self.token}"}
+            )
+        except RuntimeError:
+            self.log.close()
+            raise
 
     def get(self, path: str, token: bool = True) -> tuple[int, bytes]:
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}")
@@ -106,12 +91,7 @@ class JupyterServer:
             return error.code, error.read()
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
         self.log.close()
 
 

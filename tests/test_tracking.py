@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,19 @@ def run_replica(script: str, env: dict[str, str], timeout: float = 60) -> subpro
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+@contextmanager
+def ready_replica(script: str, env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """A replica running `script`, yielded once it has printed "ready"; killed on the way out."""
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -132,34 +147,19 @@ def test_kubernetes_mode_prints_metrics_lines(px_home):
 
 def test_sigterm_still_flushes(px_home):
     paths = RunPaths("run-term")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(
-                """
-            import time
-            from jupyter_px import tracking
-            tracking.FLUSH_INTERVAL_S = 3600   # only the SIGTERM handler can write
-            for i in range(1000):
-                tracking.log_metrics(step=i, loss=float(i))
-            print("ready", flush=True)
-            time.sleep(60)
-            """
-            ),
-        ],
-        env=replica_env(paths),
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    try:
-        assert proc.stdout.readline().strip() == "ready"
+    script = """
+        import time
+        from jupyter_px import tracking
+        tracking.FLUSH_INTERVAL_S = 3600   # only the SIGTERM handler can write
+        for i in range(1000):
+            tracking.log_metrics(step=i, loss=float(i))
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    with ready_replica(script, replica_env(paths)) as proc:
         assert not paths.metrics("worker", 0).exists()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == -signal.SIGTERM  # still dies the way SIGTERM kills
-    finally:
-        proc.kill()
     lines = read_jsonl(paths.metrics("worker", 0))
     assert [line["step"] for line in lines] == list(range(1000))
     assert len(scalars(paths.tensorboard("worker", 0))["loss"]) == 1000
@@ -167,38 +167,23 @@ def test_sigterm_still_flushes(px_home):
 
 def test_existing_sigterm_handler_is_left_alone(px_home):
     paths = RunPaths("run-own")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(
-                """
-            import signal, sys, time
-            from jupyter_px import tracking
-            def mine(signum, frame):
-                print("mine", flush=True)
-                sys.exit(3)   # a normal exit: atexit flushes
-            signal.signal(signal.SIGTERM, mine)
-            tracking.FLUSH_INTERVAL_S = 3600
-            tracking.log_metrics(step=0, loss=1.0)
-            assert signal.getsignal(signal.SIGTERM) is mine
-            print("ready", flush=True)
-            time.sleep(60)
-            """
-            ),
-        ],
-        env=replica_env(paths),
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    try:
-        assert proc.stdout.readline().strip() == "ready"
+    script = """
+        import signal, sys, time
+        from jupyter_px import tracking
+        def mine(signum, frame):
+            print("mine", flush=True)
+            sys.exit(3)   # a normal exit: atexit flushes
+        signal.signal(signal.SIGTERM, mine)
+        tracking.FLUSH_INTERVAL_S = 3600
+        tracking.log_metrics(step=0, loss=1.0)
+        assert signal.getsignal(signal.SIGTERM) is mine
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    with ready_replica(script, replica_env(paths)) as proc:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 3
-        assert proc.stdout.read().strip() == "mine"
-    finally:
-        proc.kill()
+        assert proc.stdout is not None and proc.stdout.read().strip() == "mine"
     assert read_jsonl(paths.metrics("worker", 0))[0]["metrics"] == {"loss": 1.0}
 
 
