@@ -262,6 +262,14 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _ends_mid_line(fd: int) -> bool:
+    """Whether the file ends inside a line: a SIGKILL can cut a large write short at a page
+    boundary, and a restarted replica appends to the same file, so its first line must start
+    on a line of its own (readers skip the fragment)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
 class _PartialWrite(OSError):
     """A write that failed after `written` bytes of its data had reached the file."""
 
@@ -433,7 +441,8 @@ class _Tracker:
             prefix = ""
             if self.metrics_fd is None:
                 Path(self.metrics_path).parent.mkdir(parents=True, exist_ok=True)
-                self.metrics_fd = os.open(self.metrics_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                self.metrics_fd = os.open(self.metrics_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                self.mid_line = _ends_mid_line(self.metrics_fd)
             fd = self.metrics_fd
         else:
             prefix, fd = METRICS_LOG_PREFIX, 1

@@ -55,6 +55,14 @@ def steps_in(path: Path) -> list[int]:
     return [json.loads(line)["step"] for line in path.read_text().splitlines() if line.strip()]
 
 
+def whole_lines(path: Path) -> tuple[list[int], bytes]:
+    """The steps of the file's complete lines (each must parse), and the fragment after the last
+    newline: a SIGKILL may cut the batch being written at a page boundary."""
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    return [json.loads(line)["step"] for line in data[:cut].splitlines()], data[cut:]
+
+
 PROCESS_OF_A_REPLICA = """
 import os
 from jupyter_px import tracking
@@ -165,7 +173,9 @@ def test_a_full_queue_drops_new_points_and_says_so_once(paths):
 @pytest.mark.slow
 def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
     """A tight loop for 1.3 s, then SIGKILL (no exit hook runs): the batches the background
-    writer finished are on disk, oldest first and whole."""
+    writer finished are on disk, oldest first and whole; only the batch being written when the
+    kill came may end in a fragment. A restarted replica appending to the file starts its first
+    line on a line of its own, so every later line parses."""
     proc = start(
         """
         import os, signal, time
@@ -182,8 +192,28 @@ def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == -signal.SIGKILL, err
     logged = int(out)
-    steps = steps_in(paths.metrics("worker", 0))  # every line parses: batches are whole lines
+    metrics = paths.metrics("worker", 0)
+    steps, fragment = whole_lines(metrics)
     assert steps and steps == list(range(len(steps))) and len(steps) <= logged
+
+    # the fragment case made certain: the next attempt appends after a torn line
+    if not fragment:
+        fragment = b'{"step":'
+        with metrics.open("ab") as f:
+            f.write(fragment)
+    restarted = start(
+        """
+        from jupyter_px import tracking
+        for i in range(3):
+            tracking.log_metrics(step=1000000 + i, loss=1.0)
+        """,
+        replica_env(paths),
+    )
+    _, err = restarted.communicate(timeout=60)
+    assert restarted.returncode == 0, err
+    lines = metrics.read_bytes().splitlines()
+    assert [json.loads(line)["step"] for line in lines[-3:]] == [1000000, 1000001, 1000002]
+    assert lines[-4] == fragment  # a line of its own, which readers skip
 
 
 @pytest.mark.slow
