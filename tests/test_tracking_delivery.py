@@ -174,8 +174,7 @@ def test_a_full_queue_drops_new_points_and_says_so_once(paths):
 def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
     """A tight loop for 1.3 s, then SIGKILL (no exit hook runs): the batches the background
     writer finished are on disk, oldest first and whole; only the batch being written when the
-    kill came may end in a fragment. A restarted replica appending to the file starts its first
-    line on a line of its own, so every later line parses."""
+    kill came may end in a fragment."""
     proc = start(
         """
         import os, signal, time
@@ -192,15 +191,17 @@ def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == -signal.SIGKILL, err
     logged = int(out)
-    metrics = paths.metrics("worker", 0)
-    steps, fragment = whole_lines(metrics)
+    steps, _fragment = whole_lines(paths.metrics("worker", 0))
     assert steps and steps == list(range(len(steps))) and len(steps) <= logged
 
-    # the fragment case made certain: the next attempt appends after a torn line
-    if not fragment:
-        fragment = b'{"step":'
-        with metrics.open("ab") as f:
-            f.write(fragment)
+
+def test_a_restarted_replica_starts_its_lines_after_a_torn_one(paths):
+    """A replica restarted after such a kill appends to the same file: its first line starts on
+    a line of its own, so every one of its lines parses."""
+    metrics = paths.metrics("worker", 0)
+    metrics.parent.mkdir(parents=True, exist_ok=True)
+    earlier_attempt = b'{"step":0,"time":1.0}\n{"step":'  # a whole line, then what the kill left
+    metrics.write_bytes(earlier_attempt)
     restarted = start(
         """
         from jupyter_px import tracking
@@ -213,7 +214,7 @@ def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
     assert restarted.returncode == 0, err
     lines = metrics.read_bytes().splitlines()
     assert [json.loads(line)["step"] for line in lines[-3:]] == [1000000, 1000001, 1000002]
-    assert lines[-4] == fragment  # a line of its own, which readers skip
+    assert lines[-4] == b'{"step":'  # a line of its own, which readers skip
 
 
 @pytest.mark.slow
