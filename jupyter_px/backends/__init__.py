@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..runstore import RunStore
-from .base import Backend, BackendError, ResourceUnavailable, SubmitHandle
+from .base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
 
 
 def get_backend(name: str, store: RunStore | None = None) -> Backend:
@@ -26,4 +26,4 @@ def get_backend(name: str, store: RunStore | None = None) -> Backend:
     raise BackendError(f"unknown backend {name!r}: use local, native, kubeflow or kubeflow-trainer")
 
 
-__all__ = ["Backend", "BackendError", "ResourceUnavailable", "SubmitHandle", "get_backend"]
+__all__ = ["Backend", "BackendError", "Observation", "ResourceUnavailable", "SubmitHandle", "get_backend"]

@@ -25,6 +25,20 @@ class ResourceUnavailable(BackendError):
 
 
 @dataclass(frozen=True)
+class Observation:
+    """What a read sees of a run: its stored status, and whether the run's lifecycle owner (the
+    local supervisor, the Kubernetes follower) is there to keep that status true.
+
+    A read never repairs what it sees: `owner_problem` *reports* "the supervisor (pid 123) is
+    gone" or "nobody is following this run"; only the owner, or an explicit keeper
+    (`Backend.reconcile`), changes the status.
+    """
+
+    status: RunStatus
+    owner_problem: str | None = None
+
+
+@dataclass(frozen=True)
 class SubmitHandle:
     """What submit() learned: enough to find the run's processes or objects again."""
 
@@ -51,6 +65,11 @@ class Backend(ABC):
         """The run's status as last written by the backend. A pure read: it never writes or kills,
         so reprs, monitors and listings can call it freely."""
         return self.store.status(run_id)
+
+    def observe(self, run_id: str) -> Observation:
+        """The stored status and a report on the run's owner. A pure read, like `status`: it
+        never writes, kills or starts anything. Backends with an owner to check override it."""
+        return Observation(self.status(run_id))
 
     def reconcile(self, run_id: str) -> RunStatus:
         """Bring the stored status in line with what the backend can observe (e.g. a dead
