@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from ..runstore import RunStore
+import logging
+
+from ..runstore import RunNotFound, RunStore
 from .base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
+
+log = logging.getLogger(__name__)
 
 
 def get_backend(name: str, store: RunStore | None = None) -> Backend:
@@ -26,4 +30,22 @@ def get_backend(name: str, store: RunStore | None = None) -> Backend:
     raise BackendError(f"unknown backend {name!r}: use local, native, kubeflow or kubeflow-trainer")
 
 
-__all__ = ["Backend", "BackendError", "Observation", "ResourceUnavailable", "SubmitHandle", "get_backend"]
+def keep_runs(store: RunStore) -> int:
+    """One pass of the explicit keeper: let the backend of every unfinished run reconcile it (a
+    run whose local supervisor is gone becomes Lost; a Kubernetes run nobody follows gets a
+    follower again). Reads never do this; the Jupyter server extension calls it periodically, and
+    `Run.wait()` / `jupyter px follow` do it for the run they wait on. Returns how many runs were
+    unfinished."""
+    unfinished = 0
+    for record, status in store.list():
+        if status.state.finished:
+            continue
+        unfinished += 1
+        try:
+            get_backend(record.backend, store).reconcile(record.run_id)
+        except (BackendError, RunNotFound, OSError, ValueError) as error:
+            log.debug("jupyter_px: cannot keep run %s: %s", record.run_id, error)
+    return unfinished
+
+
+__all__ = ["Backend", "BackendError", "Observation", "ResourceUnavailable", "SubmitHandle", "get_backend", "keep_runs"]
