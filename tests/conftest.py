@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
+
+#: What points a Kubernetes client at a cluster (or at our settings for one). A test that needs a
+#: cluster starts its own (`tests/k8s_support.py`) and sets these itself.
+KUBERNETES_ENVIRONMENT = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "PX_K8S_")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_outside_cluster(tmp_path_factory) -> Iterator[None]:
+    """No test reads the user's kubeconfig, in-cluster service account or jupyter-px Kubernetes
+    settings, or reaches a cluster it did not start: for the whole session (servers and kernels
+    started by module-scoped fixtures inherit it too), KUBECONFIG names a file that does not
+    exist and every PX_K8S_* variable is unset, PX_K8S_CONFIG pointing nowhere."""
+    nowhere = tmp_path_factory.mktemp("no-cluster")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith(KUBERNETES_ENVIRONMENT):
+                patch.delenv(name)
+        patch.setenv("KUBECONFIG", str(nowhere / "kubeconfig"))
+        patch.setenv("PX_K8S_CONFIG", str(nowhere / "kubernetes.yaml"))
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_schemas import SCHEMAS, validate
+from k8s_schemas import CRDS, crd_text, validate
+from outside_data import shared_folder
 
 from jupyter_px.backends.base import BackendError
 from jupyter_px.backends.kubernetes.names import base_name, replica_name
@@ -79,8 +80,13 @@ def render(backend, topology, run_id="demo-run", settings=None, files=FILES):
     return render_manifests(backend, parse_topology(topology), run_id, CODE, files, settings or KubernetesSettings())
 
 
-def test_schemas_are_present():
-    assert (SCHEMAS / "kubeflow" / "kubeflow.org_tfjobs.yaml").is_file(), SCHEMAS
+@pytest.mark.parametrize("copy", sorted(p.name for p in CRDS.glob("*.yaml*")))
+def test_crd_copies_equal_their_reference(copy):
+    """The CRDs validated against are byte for byte the workspace's reference copies."""
+    name = copy.removesuffix(".gz")
+    (reference,) = [p for p in shared_folder("schemas").glob(f"*/{name}")]
+    text = crd_text(copy) if copy.endswith(".gz") else (CRDS / copy).read_text()
+    assert text == reference.read_text(), f"{copy} differs from {reference}"
 
 
 @pytest.mark.parametrize("backend", sorted(SUPPORTED))

@@ -7,23 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from outside_data import shared_folder
+
 from jupyter_px.topology import TopologyError, parse_topology, to_yaml
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
-REPOSITORY = Path(__file__).resolve().parents[1]
 
 #: YAML blocks in each source document the fixtures were cut from (000: the current polyaxonfile
 #: form, 001: the older form, 002: PyTorch).
 SEED_BLOCKS = {"000": 7, "001": 8, "002": 7}
-
-
-def shared_seeds() -> Path | None:
-    """`shared/seeds` beside the repository, or beside one of its parent folders (a checkout kept
-    in a subfolder of the workspace)."""
-    for folder in REPOSITORY.parents:
-        if (folder / "shared" / "seeds").is_dir():
-            return folder / "shared" / "seeds"
-    return None
 
 
 def seed(name: str) -> str:
@@ -57,8 +49,7 @@ def test_every_seed_block_is_understood(name):
 
 def test_fixtures_are_the_seed_blocks_verbatim():
     """The fixtures were cut from the seed documents: prove they still match, block for block."""
-    seeds = shared_seeds()
-    assert seeds is not None, f"no shared/seeds folder beside {REPOSITORY} or its parents"
+    seeds = shared_folder("seeds")
     found = {}
     for prefix in SEED_BLOCKS:
         (source,) = seeds.glob(f"{prefix}_*.txt")
