@@ -15,6 +15,19 @@ import pytest
 KUBERNETES_ENVIRONMENT = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "PX_K8S_")
 
 
+#: The slow lanes (markers in pyproject.toml). A test in one of them is also `slow`; a test that
+#: uses the `kube` fixture (tests/k8s_support.py) is in the `kube` lane without saying so.
+SLOW_LANES = ("jobs", "kube", "browser", "tensorboard")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "kube" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kube)
+        if any(item.get_closest_marker(lane) for lane in SLOW_LANES):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _no_outside_cluster(tmp_path_factory) -> Iterator[None]:
     """No test reads the user's kubeconfig, in-cluster service account or jupyter-px Kubernetes
