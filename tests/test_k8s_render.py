@@ -84,7 +84,7 @@ def render(backend, topology, run_id="demo-run", settings=None, files=FILES):
 def test_crd_copies_equal_their_reference(copy):
     """The CRDs validated against are byte for byte the workspace's reference copies."""
     name = copy.removesuffix(".gz")
-    (reference,) = [p for p in shared_folder("schemas").glob(f"*/{name}")]
+    (reference,) = list(shared_folder("schemas").glob(f"*/{name}"))
     text = crd_text(copy) if copy.endswith(".gz") else (CRDS / copy).read_text()
     assert text == reference.read_text(), f"{copy} differs from {reference}"
 

@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from outside_data import shared_folder
 
 from jupyter_px.topology import TopologyError, parse_topology, to_yaml
