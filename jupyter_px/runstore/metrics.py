@@ -27,8 +27,8 @@ own timers, so a point stamped earlier may land after a later one was read.
 
 Memory: points are held in columns (`array('d')` for values and times, a list for steps), about
 40 bytes a point instead of three boxed objects in three lists, and files are parsed in chunks
-of `READ_CHUNK` bytes, so reading 1,000,000 points never holds the file or its parsed lines
-whole.
+(`jupyter_px.runstore.jsonl_records`), so reading 1,000,000 points never holds the file or its
+parsed lines whole.
 
 Event files are framed and decoded by `jupyter_px.runstore.event_records`.
 """
@@ -46,12 +46,10 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from .event_records import read_scalar_events
+from .jsonl_records import decode_lines, line_start_after, read_lines
 from .layout import EVENTS_FILE_SUFFIX, RunPaths
 
 __all__ = ["Series", "MetricsReader", "FilePosition"]
-
-#: Bytes of a metrics file parsed at a time: bounds the memory a read needs besides the points.
-READ_CHUNK = 1 << 20
 
 #: A directory whose mtime is younger than this is listed again on every poll, because an entry
 #: added within the file system's timestamp granularity would not change the mtime we saw.
@@ -214,14 +212,14 @@ class MetricsReader:
                 state = self._files[path] = _FileState(replica)
                 size = self._grown_size(path, state)
                 if size is not None and size > share:
-                    tail = _line_start_after(path, size - share)
+                    tail = line_start_after(path, size - share)
                     if tail < size:  # else one huge last line: read the file as a whole
                         state.offset = state.history_end = tail
                 continue
             if not state.history_end or (left is not None and left <= 0):
                 continue
             chunk = state.history_end if left is None else min(state.history_end, share, left)
-            low = _line_start_after(path, state.history_end - chunk) if chunk < state.history_end else 0
+            low = line_start_after(path, state.history_end - chunk) if chunk < state.history_end else 0
             if low >= state.history_end:  # one line longer than the chunk: take the rest at once
                 low = 0
             high, state.history_end = state.history_end, low
@@ -231,7 +229,7 @@ class MetricsReader:
             ingest = partial(
                 self._ingest, replica, path=path, state=state, series_for=_collect_into(scratch), latest=False
             )
-            self._read_lines(path, low, high, ingest)
+            read_lines(path, low, high, ingest)
             for name, points in scratch.items():
                 series = self._series(replica, name, {})
                 series.steps[:0], series.values[:0], series.times[:0] = points.steps, points.values, points.times
@@ -278,27 +276,7 @@ class MetricsReader:
             return self._series(replica, name, starts)
 
         ingest = partial(self._ingest, replica, path=path, state=state, series_for=series_for)
-        state.offset = self._read_lines(path, state.offset, size, ingest)
-
-    @staticmethod
-    def _read_lines(path: str, start: int, end: int, ingest: Callable[[bytes], None]) -> int:
-        """Hand the complete lines in bytes [start, end) of a JSONL file to `ingest`, READ_CHUNK
-        bytes at a time; the offset after the last complete line."""
-        done = start
-        with open(path, "rb") as f:
-            f.seek(start)
-            carry = b""
-            while done + len(carry) < end:
-                block = f.read(min(READ_CHUNK, end - done - len(carry)))
-                if not block:
-                    break
-                data = carry + block if carry else block
-                cut = data.rfind(b"\n") + 1
-                if cut:
-                    ingest(data[:cut])
-                    done += cut
-                carry = data[cut:]
-        return done
+        state.offset = read_lines(path, state.offset, size, ingest)
 
     def _ingest(
         self,
@@ -314,7 +292,7 @@ class MetricsReader:
         None: lines read before, whose total_steps is already known."""
         # The hot loop of a first read: bound `append`s per metric instead of method calls.
         appenders: dict[str, tuple[Any, Any, Any]] = {}
-        for record in _decode_lines(chunk, path, state):
+        for record in decode_lines(chunk, partial(_bad_line, path, state)):
             if type(record) is not dict:
                 state.bad_lines += 1
                 continue
@@ -435,7 +413,7 @@ class MetricsReader:
         else:
             end = state.offset
             if limit is not None and start + limit < end:
-                end = min(end, _line_start_after(path, start + max(1, limit)))
+                end = min(end, line_start_after(path, start + max(1, limit)))
             # bad_lines=1: the reader already warned about this file's bad lines, if any
             ingest = partial(
                 self._ingest,
@@ -445,7 +423,7 @@ class MetricsReader:
                 series_for=_collect_into(scratch),
                 latest=None,
             )
-            end = self._read_lines(path, start, end, ingest)
+            end = read_lines(path, start, end, ingest)
         return {(state.replica, metric): points for metric, points in scratch.items()}, end
 
     # -- accessors ------------------------------------------------------------------------
@@ -501,41 +479,8 @@ def _collect_into(scratch: dict[str, Series]) -> Callable[[str], Series]:
     return lambda name: scratch.setdefault(name, Series())
 
 
-def _line_start_after(path: str, position: int) -> int:
-    """The offset of the first line that starts at or after `position` (0 stays 0); the end of
-    the file when no line starts after it."""
-    if position <= 0:
-        return 0
-    with open(path, "rb") as f:
-        f.seek(position - 1)
-        start = position - 1
-        while block := f.read(1 << 16):
-            cut = block.find(b"\n")
-            if cut >= 0:
-                return start + cut + 1
-            start += len(block)
-        return start
-
-
-def _decode_lines(chunk: bytes, path: str, state: _FileState) -> list[Any]:
-    """Complete JSON lines -> records; one json.loads for the whole chunk, per line on error."""
-    lines = [line for line in chunk.split(b"\n") if line.strip()]
-    try:
-        return json.loads(b"[" + b",".join(lines) + b"]")  # the caller skips non-objects
-    except ValueError:
-        pass
-    records = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            state.bad_lines += 1
-            if state.bad_lines == 1:
-                warnings.warn(
-                    f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning, stacklevel=2
-                )
-    return records
+def _bad_line(path: str, state: _FileState, line: bytes) -> None:
+    """Count a line that is not a JSON object; warn about a file's first one only."""
+    state.bad_lines += 1
+    if state.bad_lines == 1:
+        warnings.warn(f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning, stacklevel=2)
