@@ -7,8 +7,10 @@ reader (a restarted server), and TensorBoard event files read from the middle.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import zlib
 from pathlib import Path
 
 import pytest
@@ -123,6 +125,8 @@ def test_cursor_round_trip_and_refusals():
 
     positions = {"metrics/master-0.jsonl": FilePosition(120, 77), "metrics/worker-0.rank1.jsonl": FilePosition(0, 9)}
     assert decode_cursor(encode_cursor(positions)) == positions
-    for bad in ("", "1700000000.5", "p1.not base64", "p1." + "A" * 300_000):
+    bomb = "p1." + base64.urlsafe_b64encode(zlib.compress(b" " * (40 << 20), 9)).decode()  # 40 MB inflated
+    assert len(bomb) < 64 * 1024
+    for bad in ("", "1700000000.5", "p1.not base64", "p1." + "A" * 70_000, bomb):
         with pytest.raises(MetricsCursorError, match="is not a metrics cursor"):
             decode_cursor(bad)

@@ -402,7 +402,15 @@ async def test_metrics_cursor_returns_every_point_once_across_interleaved_flushe
 
 
 #: a time (the old cursor), not base64, JSON that is not an object, a negative offset, no inode
-BAD_CURSORS = ["soon", "100.4", "nan", "p1.!!", "p1.W10", "p1.eyJhIjpbLTEsNV19", "p1.eyJhIjpbMV19"]
+BAD_CURSORS = [
+    "soon",
+    "100.4",
+    "nan",
+    "p1.!!",
+    "p1.eJyLjgUAARUAuQ",
+    "p1.eJyrVkpUsorWNdQxja0FABUYA08",
+    "p1.eJyrVkpUsoo2jK0FAA03AsE",
+]
 
 
 @pytest.mark.parametrize("bad", BAD_CURSORS)

@@ -7,9 +7,11 @@ offset up to which the client has the points, and the file's inode (a replaced f
 its start). Files the cursor does not name (a replica that started late, a process file that
 appeared) are read from their start.
 
-The cursor is `p1.` + unpadded base64url of compact JSON `{"<file>": [offset, inode], ...}`, the
-file relative to the run directory (`metrics/worker-0.jsonl`). Clients must not build or read it:
-each answer's cursor goes back verbatim; the format may change behind the `p1.` version.
+The cursor is `p1.` + unpadded base64url of zlib-compressed compact JSON
+`{"<file>": [offset, inode], ...}`, the file relative to the run directory
+(`metrics/worker-0.jsonl`); compressed because it travels in a URL, and a run with hundreds of
+process files would otherwise near the server's limit on a request line. Clients must not build
+or read it: each answer's cursor goes back verbatim; the format may change behind `p1.`.
 
 Work per poll is bounded: at most about `budget` bytes are read, shared among the files with
 something new, and `MetricsPage.more` says that points are still waiting (poll again).
@@ -20,6 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -29,8 +32,10 @@ __all__ = ["CURSOR_VERSION", "MetricsCursorError", "MetricsPage", "decode_cursor
 
 #: The prefix of every cursor: the format's version.
 CURSOR_VERSION = "p1."
-#: A longer cursor is refused unread (a run with thousands of files would still fit).
-MAX_CURSOR_CHARS = 256 * 1024
+#: A longer cursor is refused unread (no request line that long reaches the server anyway).
+MAX_CURSOR_CHARS = 64 * 1024
+#: A cursor that inflates to more than this is refused (a zlib bomb costs nothing to send).
+MAX_CURSOR_JSON = 16 << 20
 #: Bytes of metrics files one page reads, at most (plus the rest of a line or record).
 PAGE_BUDGET = 8 << 20
 #: The least a file with something new gets of the budget: with more files than the budget
@@ -54,7 +59,8 @@ def encode_cursor(positions: Mapping[str, FilePosition]) -> str:
         {name: [position.offset, position.inode] for name, position in sorted(positions.items())},
         separators=(",", ":"),
     )
-    return CURSOR_VERSION + base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+    packed = zlib.compress(payload.encode(), 9)
+    return CURSOR_VERSION + base64.urlsafe_b64encode(packed).decode().rstrip("=")
 
 
 def decode_cursor(text: str) -> Positions:
@@ -65,10 +71,13 @@ def decode_cursor(text: str) -> Positions:
         raise MetricsCursorError(text, f"it does not start with {CURSOR_VERSION!r}")
     body = text[len(CURSOR_VERSION) :]
     try:
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)), MAX_CURSOR_JSON)
+        if inflate.unconsumed_tail or not inflate.eof:
+            raise ValueError("truncated or too large")
         data = json.loads(raw)
-    except (binascii.Error, ValueError):
-        raise MetricsCursorError(text, "not base64url of JSON") from None
+    except (binascii.Error, zlib.error, ValueError):
+        raise MetricsCursorError(text, "not the encoding of a cursor") from None
     if not isinstance(data, dict):
         raise MetricsCursorError(text, f"it holds {type(data).__name__}, not an object of files")
     positions: Positions = {}
