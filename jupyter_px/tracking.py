@@ -31,10 +31,9 @@ Why it is built this way:
   appended to that JSONL file. Where it does not (Kubernetes), each call becomes one stdout line
   `@px-metrics {json}` that the backend parses back from the log stream
   (`jupyter_px.runstore.log_metrics`).
-* Event files are written with TensorBoard's own record framing (`RecordWriter`) and protos
-  (`event_pb2`, `summary_pb2`), named like `EventFileWriter` names them. `EventFileWriter` itself
-  is not used: it resolves `tensorboard.compat.tf`, which imports all of TensorFlow when it is
-  installed (2 s and a GB of memory in every replica, before the first scalar is visible).
+* Event files are written by `jupyter_px.runstore.event_writer` (the Kubernetes follower's
+  writer too): TensorBoard's own record framing and protos, not `EventFileWriter`, which
+  imports all of TensorFlow where it is installed (2 s and a GB of memory in every replica).
   Our files end with `EVENTS_FILE_SUFFIX` so readers of the run store can tell them from event
   files the user's own code writes into the same directory.
 * Outside a run (no `PX_RUN_ID`) every function works and warns once, so training code can be
@@ -49,7 +48,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -63,6 +61,7 @@ from typing import Any
 
 # The layout module is standard library only (and the runstore package imports nothing heavy
 # on its own), so replicas do not load pydantic for it.
+from .runstore.event_writer import ScalarEventWriter
 from .runstore.layout import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, process_file
 
 __all__ = [
@@ -156,77 +155,6 @@ def _coerce_count(what: str, value: Any, minimum: int) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # Writers (run in the background thread, or in whoever calls flush()).
-
-
-class _EventsWriter:
-    """Scalars as TensorBoard events, one record per `log_metrics` call; file opened lazily.
-
-    Records are framed by TensorBoard's own `RecordWriter` (what `EventFileWriter` uses) and the
-    file starts with the same version event.
-    """
-
-    def __init__(self, logdir: Path):
-        # Imported now, in the thread that logs first: the flush may run first at exit, when
-        # importing can fail ("can't register atexit after shutdown").
-        from tensorboard.compat.proto import event_pb2, summary_pb2
-        from tensorboard.summary.writer.record_writer import RecordWriter
-
-        self._event_pb2, self._summary_pb2, self._record_writer = event_pb2, summary_pb2, RecordWriter
-        self._logdir = logdir
-        self._file: Any = None
-        self._records: Any = None
-        # One reusable Event per distinct tuple of metric names: filling in a template and
-        # serializing it costs a third of building the nested messages for every call.
-        self._templates: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
-
-    def _open(self) -> None:
-        event_pb2 = self._event_pb2
-        self._logdir.mkdir(parents=True, exist_ok=True)
-        name = "events.out.tfevents.%010d.%s.%s.%s%s" % (
-            time.time(),
-            socket.gethostname(),
-            os.getpid(),
-            _next_file_id(),
-            EVENTS_FILE_SUFFIX,
-        )
-        # Open for the writer's lifetime (closed at exit): not a `with` block.
-        self._file = os.fdopen(os.open(self._logdir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), "ab")
-        self._records = self._record_writer(self._file)
-        version = event_pb2.Event(
-            wall_time=time.time(),
-            file_version="brain.Event:2",
-            source_metadata=event_pb2.SourceMetadata(writer="jupyter_px.tracking"),
-        )
-        self._records.write(version.SerializeToString())
-
-    def _template(self, names: tuple[str, ...]) -> tuple[Any, list[Any]]:
-        if len(self._templates) > 256:
-            self._templates.clear()
-        Summary = self._summary_pb2.Summary
-        event = self._event_pb2.Event(summary=Summary(value=[Summary.Value(tag=n, simple_value=0.0) for n in names]))
-        entry = self._templates[names] = (event, list(event.summary.value))
-        return entry
-
-    def write(self, records: list[tuple[int, float, dict[str, float]]]) -> None:
-        if self._file is None:
-            self._open()
-        templates, write = self._templates, self._records.write
-        for step, wall_time, values in records:
-            names = tuple(values)
-            event, slots = templates.get(names) or self._template(names)
-            event.step = step
-            event.wall_time = wall_time
-            for slot, value in zip(slots, values.values(), strict=False):
-                slot.simple_value = value
-            write(event.SerializeToString())
-        self._file.flush()
-
-
-_file_ids = iter(range(1 << 62))
-
-
-def _next_file_id() -> int:
-    return next(_file_ids)
 
 
 _JSON_NAMES: dict[str, str] = {}
@@ -354,7 +282,7 @@ class _Tracker:
         self.max_queued = MAX_QUEUED_POINTS
         self.dropped = 0
         self.tensorboard_path = tb if self.run_id else None
-        self.events: _EventsWriter | None = None
+        self.events: ScalarEventWriter | None = None
         self.write_lock = threading.Lock()
         self.flushing: set[int] = set()  # idents of threads inside flush()
         self.params_lock = threading.Lock()
@@ -374,7 +302,7 @@ class _Tracker:
             if self.thread is not None:
                 return
             if self.tensorboard_path:
-                self.events = _EventsWriter(Path(self.tensorboard_path))
+                self.events = ScalarEventWriter(self.tensorboard_path, source="jupyter_px.tracking")
             thread = threading.Thread(target=self._loop, name="px-tracking-flush", daemon=True)
             self.thread = thread
             thread.start()

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import make_synthetic_run, write_metrics
+from conftest import make_synthetic_run
 from jupyter_server.auth import Authorizer
 from tornado.httpclient import HTTPClientError
 
@@ -341,20 +341,83 @@ async def test_logs_bad_parameters(jp_fetch, px_home, params, code, reason):
     assert got == code and reason in message
 
 
-async def test_metrics_since_cursor(jp_fetch, px_home):
-    make_synthetic_run(px_home, "metrics-1", TOPOLOGY, state="Running", metric_points=5, total_steps=10)
-    code, body = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics")
-    assert body["series"]["worker-0"]["loss"]["steps"] == [0, 1, 2, 3, 4]
-    assert body["progress"]["master-0"] == {"step": 4, "total_steps": 10}
-    cursor = body["cursor"]
-    code, same = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": repr(cursor)})
-    assert same["series"] == {} and same["cursor"] == cursor
-    write_metrics(RunStore(px_home).paths("metrics-1").metrics("worker", 0), range(5, 7), start_time=time.time() + 60)
-    code, new = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": repr(cursor)})
-    assert list(new["series"]) == ["worker-0"] and new["series"]["worker-0"]["acc"]["steps"] == [5, 6]
-    for bad in ("soon", "nan", "inf"):
-        got, message = await error_of(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": bad})
-        assert got == 400 and "since:" in message
+def _flush(path: Path, step: int, when: float, tail: str = "\n") -> None:
+    """A replica's flush of one point: a tracking-style JSONL line (`tail` "" leaves it torn)."""
+    line = json.dumps({"step": step, "time": when, "metrics": {"loss": when}})
+    with open(path, "a") as handle:
+        handle.write(line + tail)
+
+
+async def test_metrics_cursor_returns_every_point_once_across_interleaved_flushes(jp_fetch, px_home):
+    """Replicas flush on their own timers, so a point stamped earlier can land after a later one
+    was read: the cursor is a position in each file, not a time, and nothing is lost or repeated."""
+    make_synthetic_run(px_home, "metrics-1", TOPOLOGY, state="Running", log_lines=0)
+    paths = RunStore(px_home).paths("metrics-1")
+    master, worker = paths.metrics("master", 0), paths.metrics("worker", 0)
+    master.parent.mkdir(parents=True, exist_ok=True)
+    seen: list[tuple[str, int, float]] = []
+    cursor = None
+
+    async def poll() -> dict:
+        nonlocal cursor
+        params = {} if cursor is None else {"since": cursor}
+        code, body = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics", params=params)
+        assert code == 200 and isinstance(body["cursor"], str)
+        for replica, metrics in body["series"].items():
+            points = metrics["loss"]
+            seen.extend((replica, step, when) for step, when in zip(points["steps"], points["times"], strict=True))
+        cursor = body["cursor"]
+        return body
+
+    assert (await poll())["series"] == {}  # nothing yet: still a cursor to come back with
+    _flush(master, 1, 100.4)
+    await poll()
+    _flush(worker, 1, 100.3)  # stamped before the master's point, landed after it was read
+    _flush(master, 2, 101.4)
+    await poll()
+    _flush(worker, 2, 101.3, tail="")  # a flush caught half-written: not a point yet
+    body = await poll()
+    assert "worker-0" not in body["series"]
+    with open(worker, "a") as handle:
+        handle.write("\n")
+    late = paths.metrics_dir / "worker-0.rank1.jsonl"  # a process whose file appears late
+    _flush(late, 1, 99.0)
+    _flush(worker, 3, 100.0)  # a restarted replica's new lines, stamped earlier still
+    again = cursor
+    body = await poll()
+    assert body["progress"]["worker-0"] == {"step": 3, "total_steps": None}
+    assert (await poll())["series"] == {}  # caught up: the same cursor, nothing new
+
+    assert sorted(seen) == [
+        ("master-0", 1, 100.4),
+        ("master-0", 2, 101.4),
+        ("worker-0", 1, 100.3),
+        ("worker-0", 2, 101.3),
+        ("worker-0", 3, 100.0),
+        ("worker-0.rank1", 1, 99.0),
+    ]
+    # A position, not a session: the same cursor again answers the same points.
+    code, replay = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": again})
+    assert replay["series"] == body["series"]
+
+
+#: a time (the old cursor), not base64, JSON that is not an object, a negative offset, no inode
+BAD_CURSORS = [
+    "soon",
+    "100.4",
+    "nan",
+    "p1.!!",
+    "p1.eJyLjgUAARUAuQ",
+    "p1.eJyrVkpUsorWNdQxja0FABUYA08",
+    "p1.eJyrVkpUsoo2jK0FAA03AsE",
+]
+
+
+@pytest.mark.parametrize("bad", BAD_CURSORS)
+async def test_metrics_bad_cursor_is_a_400_naming_it(jp_fetch, px_home, bad):
+    make_synthetic_run(px_home, "metrics-1", TOPOLOGY, state="Running", metric_points=2)
+    got, message = await error_of(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": bad})
+    assert got == 400 and message.startswith("since:") and repr(bad) in message
 
 
 # ---------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def test_monitor_shows_replicas_progress_logs_and_metrics(synthetic_run):
 
 
 def test_monitor_reads_only_new_log_bytes_and_keeps_a_bounded_tail(synthetic_run, px_home):
-    from jupyter_px.widgets import run_monitor
+    from jupyter_px.runstore.log_readers import LOG_TAIL_BYTES
 
     root = synthetic_run("mon-2", PYTORCH_2, log_lines=0)
     monitor = _monitor("mon-2")
@@ -59,7 +59,7 @@ def test_monitor_reads_only_new_log_bytes_and_keeps_a_bounded_tail(synthetic_run
         handle.write("x" * 200_000 + "\nfirst\n")
     monitor.refresh()
     tail = monitor.logs.tails[0]
-    assert len(tail.text) <= run_monitor.LOG_TAIL_BYTES
+    assert len(tail.text) <= LOG_TAIL_BYTES
     assert tail.text.endswith("first\n") and tail.offset == os.path.getsize(log)
     with open(log, "a") as handle:
         handle.write("second\n")

@@ -20,36 +20,36 @@ record) for the next poll, and lists a directory again only when its mtime chang
 read parses everything (about 2 µs a point, mostly json), so keep one reader per run for the life
 of a process rather than a new one per request.
 
+Those offsets are also how a client that polls over HTTP says what it has: `positions()` says
+how far each file has been read, and `read_range()` reads a file's points again from a client's
+offset (see `jupyter_px.runstore.metrics_cursor`). Times cannot serve: replicas flush on their
+own timers, so a point stamped earlier may land after a later one was read.
+
 Memory: points are held in columns (`array('d')` for values and times, a list for steps), about
 40 bytes a point instead of three boxed objects in three lists, and files are parsed in chunks
-of `READ_CHUNK` bytes, so reading 1,000,000 points never holds the file or its parsed lines
-whole.
+(`jupyter_px.runstore.jsonl_records`), so reading 1,000,000 points never holds the file or its
+parsed lines whole.
 
-Event files are read here with TensorBoard's own protos and tensor decoding, but the TFRecord
-framing is read directly rather than through `event_file_loader`: that loader resolves
-`tensorboard.compat.tf`, which imports all of TensorFlow where it is installed (seconds, in
-the Jupyter server), and it cannot resume from a byte offset kept between polls.
+Event files are framed and decoded by `jupyter_px.runstore.event_records`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import struct
 import time
 import warnings
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
+from .event_records import read_scalar_events
+from .jsonl_records import decode_lines, line_start_after, read_lines
 from .layout import EVENTS_FILE_SUFFIX, RunPaths
 
-__all__ = ["Series", "MetricsReader"]
-
-#: Bytes of a metrics file parsed at a time: bounds the memory a read needs besides the points.
-READ_CHUNK = 1 << 20
+__all__ = ["Series", "MetricsReader", "FilePosition"]
 
 #: A directory whose mtime is younger than this is listed again on every poll, because an entry
 #: added within the file system's timestamp granularity would not change the mtime we saw.
@@ -95,8 +95,19 @@ class Series:
 Update = dict[tuple[str, str], Series]
 
 
+class FilePosition(NamedTuple):
+    """How far a metrics file has been read: a byte offset at a line (or record) boundary, and
+    the file's inode, so that a replaced file is not taken for the one the offset was in."""
+
+    offset: int
+    inode: int
+
+
 @dataclass
 class _FileState:
+    replica: str = ""  # whose points the file holds
+    prefix: str = ""  # event files: the sub-directory, prefixed to each tag
+    events: bool = False  # a TensorBoard event file (else JSONL)
     offset: int = 0
     inode: int = 0
     bad_lines: int = 0
@@ -198,17 +209,17 @@ class MetricsReader:
         for replica, path in files:
             state = self._files.get(path)
             if state is None:
-                state = self._files[path] = _FileState()
+                state = self._files[path] = _FileState(replica)
                 size = self._grown_size(path, state)
                 if size is not None and size > share:
-                    tail = _line_start_after(path, size - share)
+                    tail = line_start_after(path, size - share)
                     if tail < size:  # else one huge last line: read the file as a whole
                         state.offset = state.history_end = tail
                 continue
             if not state.history_end or (left is not None and left <= 0):
                 continue
             chunk = state.history_end if left is None else min(state.history_end, share, left)
-            low = _line_start_after(path, state.history_end - chunk) if chunk < state.history_end else 0
+            low = line_start_after(path, state.history_end - chunk) if chunk < state.history_end else 0
             if low >= state.history_end:  # one line longer than the chunk: take the rest at once
                 low = 0
             high, state.history_end = state.history_end, low
@@ -218,7 +229,7 @@ class MetricsReader:
             ingest = partial(
                 self._ingest, replica, path=path, state=state, series_for=_collect_into(scratch), latest=False
             )
-            self._read_lines(path, low, high, ingest)
+            read_lines(path, low, high, ingest)
             for name, points in scratch.items():
                 series = self._series(replica, name, {})
                 series.steps[:0], series.values[:0], series.times[:0] = points.steps, points.values, points.times
@@ -255,7 +266,7 @@ class MetricsReader:
     def _read_jsonl(self, replica: str, path: str, starts: dict[tuple[str, str], int]) -> None:
         state = self._files.get(path)
         if state is None:
-            state = self._files[path] = _FileState()
+            state = self._files[path] = _FileState(replica)
         size = self._grown_size(path, state)
         if size is None:
             return
@@ -265,27 +276,7 @@ class MetricsReader:
             return self._series(replica, name, starts)
 
         ingest = partial(self._ingest, replica, path=path, state=state, series_for=series_for)
-        state.offset = self._read_lines(path, state.offset, size, ingest)
-
-    @staticmethod
-    def _read_lines(path: str, start: int, end: int, ingest: Callable[[bytes], None]) -> int:
-        """Hand the complete lines in bytes [start, end) of a JSONL file to `ingest`, READ_CHUNK
-        bytes at a time; the offset after the last complete line."""
-        done = start
-        with open(path, "rb") as f:
-            f.seek(start)
-            carry = b""
-            while done + len(carry) < end:
-                block = f.read(min(READ_CHUNK, end - done - len(carry)))
-                if not block:
-                    break
-                data = carry + block if carry else block
-                cut = data.rfind(b"\n") + 1
-                if cut:
-                    ingest(data[:cut])
-                    done += cut
-                carry = data[cut:]
-        return done
+        state.offset = read_lines(path, state.offset, size, ingest)
 
     def _ingest(
         self,
@@ -294,13 +285,14 @@ class MetricsReader:
         path: str,
         state: _FileState,
         series_for: Callable[[str], Series],
-        latest: bool = True,
+        latest: bool | None = True,
     ) -> None:
         """Complete JSONL lines -> points appended to `series_for(name)`. `latest`: these are the
-        newest lines, so their total_steps is the current one (older history must not undo it)."""
+        newest lines, so their total_steps is the current one (older history must not undo it);
+        None: lines read before, whose total_steps is already known."""
         # The hot loop of a first read: bound `append`s per metric instead of method calls.
         appenders: dict[str, tuple[Any, Any, Any]] = {}
-        for record in _decode_lines(chunk, path, state):
+        for record in decode_lines(chunk, partial(_bad_line, path, state)):
             if type(record) is not dict:
                 state.bad_lines += 1
                 continue
@@ -311,7 +303,12 @@ class MetricsReader:
                     state.bad_lines += 1
                     continue
                 when = float(when)
-            if total is not None and type(total) is int and (latest or replica not in self._total_steps):
+            if (
+                total is not None
+                and type(total) is int
+                and latest is not None
+                and (latest or replica not in self._total_steps)
+            ):
                 self._total_steps[replica] = total
             if type(step) is not int:
                 step = None
@@ -366,52 +363,68 @@ class MetricsReader:
             yield from self._event_files(os.path.join(directory, sub), f"{prefix}{sub}/")
 
     def _read_events(self, replica: str, prefix: str, path: str, starts: dict[tuple[str, str], int]) -> None:
-        """Scalars from the complete TFRecord-framed events appended since the last poll.
-
-        The length's CRC is checked, so that garbage is not taken for a length; the data CRC is
-        not (TensorBoard's pure-Python CRC over big records would cost seconds): a damaged
-        record fails to parse as an Event and is skipped. Records too big to be scalar events
-        (images, graphs) are skipped unread.
-        """
+        """Scalars from the complete event records appended since the last poll."""
         state = self._files.get(path)
         if state is None:
-            state = self._files[path] = _FileState()
+            state = self._files[path] = _FileState(replica, prefix, events=True)
         size = None if state.broken else self._grown_size(path, state)
         if size is None:
             return
-        from tensorboard.compat.proto import event_pb2
-        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-        pos = state.offset
-        with open(path, "rb") as f:
-            f.seek(pos)
-            while pos + 12 <= size:
-                header = f.read(12)
-                length, length_crc = _HEADER.unpack(header)
-                if masked_crc32c(header[:8]) != length_crc:
-                    warnings.warn(
-                        f"{path}: corrupt event record; not reading this file further", RuntimeWarning, stacklevel=2
-                    )
-                    state.broken = True
-                    break
-                end = pos + 12 + length + 4
-                if end > size:
-                    break  # the writer has not finished this record yet
-                if length > _MAX_SCALAR_RECORD:
-                    f.seek(end)
-                    pos = end
-                    continue
-                record = f.read(length + 4)[:length]
-                pos = end
-                try:
-                    event = event_pb2.Event.FromString(record)
-                except Exception:  # damaged: the framing still says where the next one starts
-                    state.bad_lines += 1
-                    continue
-                if event.HasField("summary"):
-                    for tag, value in _scalars(event, state.plugins):
-                        self._series(replica, prefix + tag, starts).append(event.step, value, event.wall_time)
-        state.offset = pos
+        def emit(tag: str, step: int, value: float, when: float) -> None:
+            self._series(replica, prefix + tag, starts).append(step, value, when)
+
+        read = read_scalar_events(path, state.offset, size, state.plugins, emit)
+        state.offset, state.broken = read.offset, read.broken
+        state.bad_lines += read.bad_records
+
+    # -- positions ------------------------------------------------------------------------
+
+    def positions(self) -> dict[str, FilePosition]:
+        """How far each metrics file has been read, by its path relative to the run directory
+        (`metrics/worker-0.jsonl`, `tensorboard/worker-0/train/events.out.tfevents...`)."""
+        root = str(self.paths.root)
+        return {
+            os.path.relpath(path, root): FilePosition(state.offset, state.inode)
+            for path, state in self._files.items()
+            if state.inode
+        }
+
+    def read_range(self, name: str, start: int, *, limit: int | None = None) -> tuple[Update, int]:
+        """The points in a file (`name` as `positions()` gives it) from byte `start` to where
+        this reader has read it, read again from the file; with `limit`, about that many bytes
+        (whole lines or records, at least one). Returns them by (replica, metric) and the offset
+        they end at. Nothing the reader holds changes: any number of clients, each at its own
+        offset, can be answered from one reader."""
+        path = os.path.join(str(self.paths.root), name)
+        state = self._files.get(path)
+        if state is None:
+            return {}, start  # not a file of this run (yet)
+        if start >= state.offset:
+            return {}, state.offset
+        scratch: dict[str, Series] = {}
+        if state.events:
+            collect = _collect_into(scratch)
+
+            def emit(tag: str, step: int, value: float, when: float) -> None:
+                collect(state.prefix + tag).append(step, value, when)
+
+            end = read_scalar_events(path, start, state.offset, dict(state.plugins), emit, limit=limit).offset
+        else:
+            end = state.offset
+            if limit is not None and start + limit < end:
+                end = min(end, line_start_after(path, start + max(1, limit)))
+            # bad_lines=1: the reader already warned about this file's bad lines, if any
+            ingest = partial(
+                self._ingest,
+                state.replica,
+                path=path,
+                state=_FileState(bad_lines=1),
+                series_for=_collect_into(scratch),
+                latest=None,
+            )
+            end = read_lines(path, start, end, ingest)
+        return {(state.replica, metric): points for metric, points in scratch.items()}, end
 
     # -- accessors ------------------------------------------------------------------------
 
@@ -466,67 +479,8 @@ def _collect_into(scratch: dict[str, Series]) -> Callable[[str], Series]:
     return lambda name: scratch.setdefault(name, Series())
 
 
-def _line_start_after(path: str, position: int) -> int:
-    """The offset of the first line that starts at or after `position` (0 stays 0); the end of
-    the file when no line starts after it."""
-    if position <= 0:
-        return 0
-    with open(path, "rb") as f:
-        f.seek(position - 1)
-        start = position - 1
-        while block := f.read(1 << 16):
-            cut = block.find(b"\n")
-            if cut >= 0:
-                return start + cut + 1
-            start += len(block)
-        return start
-
-
-def _decode_lines(chunk: bytes, path: str, state: _FileState) -> list[Any]:
-    """Complete JSON lines -> records; one json.loads for the whole chunk, per line on error."""
-    lines = [line for line in chunk.split(b"\n") if line.strip()]
-    try:
-        return json.loads(b"[" + b",".join(lines) + b"]")  # the caller skips non-objects
-    except ValueError:
-        pass
-    records = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            state.bad_lines += 1
-            if state.bad_lines == 1:
-                warnings.warn(
-                    f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning, stacklevel=2
-                )
-    return records
-
-
-_HEADER = struct.Struct("<QI")  # TFRecord: uint64 length, uint32 masked CRC of the length
-_MAX_SCALAR_RECORD = 1 << 20
-
-
-def _scalars(event: Any, plugins: dict[str, str]) -> Iterator[tuple[str, float]]:
-    """(tag, value) of each scalar in an event: `simple_value`s (TF1 style, torch, tensorboardX)
-    and one-element tensors of the scalars plugin (TF2 `tf.summary.scalar`, Keras)."""
-    for value in event.summary.value:
-        kind = value.WhichOneof("value")
-        if kind == "simple_value":
-            yield value.tag, float(value.simple_value)
-        elif kind == "tensor":
-            if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
-                plugins[value.tag] = value.metadata.plugin_data.plugin_name
-            if plugins.get(value.tag) != "scalars":
-                continue
-            from tensorboard.util import tensor_util
-
-            try:
-                array = tensor_util.make_ndarray(value.tensor)
-            except Exception:
-                continue
-            if array.size == 1:
-                yield value.tag, float(array.reshape(()))
+def _bad_line(path: str, state: _FileState, line: bytes) -> None:
+    """Count a line that is not a JSON object; warn about a file's first one only."""
+    state.bad_lines += 1
+    if state.bad_lines == 1:
+        warnings.warn(f"{path}: skipping a line that is not a JSON object: {line[:80]!r}", RuntimeWarning, stacklevel=2)

@@ -348,23 +348,21 @@ class RunLogsHandler(PxHandler):
 
 
 class RunMetricsHandler(PxHandler):
-    """`GET px/api/runs/<ref>/metrics?since=T`: points logged after time T (all without it),
-    per replica and metric, and the cursor to pass as `since` next time."""
+    """`GET px/api/runs/<ref>/metrics?since=CURSOR`: the points not had yet at CURSOR (all without
+    it), per replica and metric, and the cursor to pass as `since` next time (opaque: a position
+    in each metrics file, see `jupyter_px.runstore.metrics_cursor`)."""
 
     @web.authenticated
     @authorized
     async def get(self, ref: str) -> None:
+        from ..runstore.metrics_cursor import MetricsCursorError
+
         run_id = await self.resolve(ref)
-        text = self.get_argument("since", None)
-        since = None
-        if text:
-            try:
-                since = float(text)
-            except ValueError:
-                raise web.HTTPError(400, f"since: {text!r} is not a time (seconds since the epoch)") from None
-            if since != since or since in (float("inf"), float("-inf")):
-                raise web.HTTPError(400, f"since: {text!r} is not a finite time")
-        data = await self.blocking(self.px.metrics.points_since, run_id, since)
+        cursor = self.get_argument("since", None) or None
+        try:
+            data = await self.blocking(self.px.metrics.points_since, run_id, cursor)
+        except MetricsCursorError as error:
+            raise web.HTTPError(400, f"since: {error}") from None
         status = await self.blocking(self.px.store.status, run_id)
         self.write_json({"run_id": run_id, "finished": status.state.finished, **data})
 

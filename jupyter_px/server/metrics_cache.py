@@ -2,8 +2,9 @@
 
 `MetricsReader` keeps byte offsets per file; a new reader per request would re-parse a whole
 run's metrics on every poll of the metrics panel. Readers are not thread-safe, so each has a
-lock; the number kept is bounded (least recently used go first). No history budget: clients
-ask for "points after time T", so history read later (older times) would never reach them.
+lock; the number kept is bounded (least recently used go first). No history budget: the shared
+reader reads every file to its end, and each client's points come from its own position cursor
+(`jupyter_px.runstore.metrics_cursor`), a bounded page at a time.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from ..runstore import RunStore
 from ..runstore.metrics import MetricsReader
+from ..runstore.metrics_cursor import PAGE_BUDGET, decode_cursor, read_page
 
 
 class MetricsCache:
@@ -33,32 +35,24 @@ class MetricsCache:
                 self._readers.popitem(last=False)
             return entry
 
-    def points_since(self, run_id: str, since: float | None) -> dict[str, Any]:
-        """Every point logged after time `since` (all points when None), per replica and metric,
-        with a cursor (the newest point's time) to pass as `since` next time, and progress."""
+    def points_since(self, run_id: str, cursor: str | None, budget: int = PAGE_BUDGET) -> dict[str, Any]:
+        """The points a client at `cursor` has not had (all of them when None), per replica and
+        metric, a page of about `budget` bytes at a time; the cursor to pass back next time;
+        each replica's progress; `history_pending` while more points wait for the next poll.
+
+        A cursor this server did not make raises `MetricsCursorError` (before any reading)."""
+        after = decode_cursor(cursor) if cursor else {}
         lock, reader = self._reader(run_id)
         with lock:
             reader.poll()
+            page = read_page(reader, after, budget)
             series: dict[str, dict[str, dict[str, list]]] = {}
-            cursor = since
-            for replica, metrics in reader.data.items():
-                for name, points in metrics.items():
-                    start = 0
-                    if since is not None:
-                        times = points.times
-                        start = len(times)
-                        while start > 0 and times[start - 1] > since:
-                            start -= 1
-                    if start >= len(points):
-                        continue
-                    tail = points.tail(start)
-                    series.setdefault(replica, {})[name] = {
-                        "steps": list(tail.steps),
-                        "values": list(tail.values),  # columnar arrays in the reader; JSON wants lists
-                        "times": list(tail.times),
-                    }
-                    newest = max(tail.times)
-                    cursor = newest if cursor is None else max(cursor, newest)
+            for (replica, name), points in page.points.items():
+                series.setdefault(replica, {})[name] = {
+                    "steps": list(points.steps),
+                    "values": list(points.values),  # columnar arrays in the reader; JSON wants lists
+                    "times": list(points.times),
+                }
             progress = {}
             for replica in reader.replicas():
                 step, total = reader.progress(replica)
@@ -66,9 +60,9 @@ class MetricsCache:
                     progress[replica] = {"step": step, "total_steps": total}
             return {
                 "series": series,
-                "cursor": cursor,
+                "cursor": page.cursor,
                 "progress": progress,
-                "history_pending": reader.pending_history,
+                "history_pending": page.more,
             }
 
     def progress(self, run_id: str) -> dict[str, Any] | None:

@@ -18,9 +18,9 @@ Choices, and why:
 * **Bounded work per refresh.** The per-replica table is one HTML widget re-rendered from the
   status (traitlets only sends it when the text changed), not a widget per cell. Logs are read
   incrementally from the last offset and only for the replica whose log is on screen, keeping
-  the last `LOG_TAIL_BYTES` (a replica printing 1 GB costs nothing more). Metrics come from
-  `MetricsReader.poll()`, which reads only appended bytes, and only traces that got points are
-  redrawn.
+  the last `LOG_TAIL_BYTES` (a replica printing 1 GB costs nothing more; the store's readers in
+  `runstore.log_readers`). Metrics come from `MetricsReader.poll()`, which reads only appended
+  bytes, and only traces that got points are redrawn.
 * **Log tabs:** one tab per replica up to `MAX_LOG_TABS` replicas; beyond that a tab strip is
   unusable (and a widget per replica is what a 256-worker run must not have), so a drop-down
   picks the replica shown in a single log view.
@@ -66,9 +66,8 @@ from ..presentation.monitor import (
 )
 from ..presentation.text import resources_text
 from ..runstore import ReplicaState, RunState, RunStatus
+from ..runstore.log_readers import LogEnds, LogTail
 
-#: Bytes of each replica's log kept on screen.
-LOG_TAIL_BYTES = 64 * 1024
 #: Up to this many replicas, each gets a log tab; above it, a drop-down.
 MAX_LOG_TABS = 16
 
@@ -78,69 +77,17 @@ MAX_LOG_TABS = 16
 HISTORY_BUDGET_BYTES = 1 << 20
 #: How often the update thread looks at status.json's mtime between full refreshes.
 STATUS_POLL_S = 0.1
-#: Bytes read from the end of a replica's log for its "last output" column.
-LAST_LINE_BYTES = 2048
-
-
-class LogTail:
-    """The last `limit` bytes of one replica's log, advanced from the last offset it read."""
-
-    def __init__(self, store: Any, run_id: str, role: str, index: int, limit: int = LOG_TAIL_BYTES):
-        self.store, self.run_id, self.role, self.index, self.limit = store, run_id, role, index, limit
-        self.path = store.paths(run_id).log(role, index)
-        self.offset: int | None = None
-        self.text = ""
-
-    def poll(self) -> bool:
-        """Read what was appended; True if the text changed."""
-        try:
-            size = os.stat(self.path).st_size
-        except FileNotFoundError:
-            return False
-        if self.offset is not None and self.offset <= size and size - self.offset <= self.limit:
-            start = self.offset
-        else:  # first read, truncated file, or more new bytes than we keep: start at the tail
-            start, self.text = max(0, size - self.limit), ""
-        if start == size and self.offset is not None:
-            return False
-        new, self.offset = self.store.read_log(self.run_id, self.role, self.index, offset=start, limit=size - start)
-        text = self.text + new
-        if len(text) > self.limit:
-            text = text[-self.limit :]
-            cut = text.find("\n")
-            text = text[cut + 1 :] if 0 <= cut < 4096 else text
-        changed = text != self.text or self.offset == size and start == 0 and not text
-        self.text = text
-        return changed
-
-    def html(self) -> str:
-        return log_html(self.text)
 
 
 class LastLines:
-    """Each replica's last line of output, re-read only for logs that grew (one stat per replica
-    per refresh, `LAST_LINE_BYTES` read from a log that changed)."""
+    """Each replica's last line of output, from the ends of the logs that grew."""
 
     def __init__(self, store: Any, run_id: str, replicas: list[tuple[str, int]]):
-        self.store, self.run_id = store, run_id
-        self.paths = {
-            f"{role}-{index}": (role, index, store.paths(run_id).log(role, index)) for role, index in replicas
-        }
-        self.sizes: dict[str, int] = {}
+        self.ends = LogEnds(store, run_id, replicas)
         self.lines: dict[str, str] = {}
 
     def poll(self) -> dict[str, str]:
-        for key, (role, index, path) in self.paths.items():
-            try:
-                size = os.stat(path).st_size
-            except FileNotFoundError:
-                continue
-            if self.sizes.get(key) == size:
-                continue
-            self.sizes[key] = size
-            text, _ = self.store.read_log(
-                self.run_id, role, index, offset=max(0, size - LAST_LINE_BYTES), limit=LAST_LINE_BYTES
-            )
+        for key, text in self.ends.poll().items():
             self.lines[key] = last_line(text)
         return self.lines
 
@@ -152,7 +99,7 @@ class _LogViews:
         self.tails = [LogTail(store, run_id, role, index) for role, index in replicas]
         self.keys = labels or [f"{role}-{index}" for role, index in replicas]
         if len(replicas) <= MAX_LOG_TABS:
-            self.views = [widgets.HTML(value=tail.html()) for tail in self.tails]
+            self.views = [widgets.HTML(value=log_html(tail.text)) for tail in self.tails]
             self.selector: Any = widgets.Tab(children=self.views, titles=self.keys)
             self.widget: Any = self.selector
         else:
@@ -186,7 +133,7 @@ class _LogViews:
             tail = self.tails[i]
             tail.poll()
             view = self.views[i] if self.tabs else self.views[0]
-            view.value = tail.html()
+            view.value = log_html(tail.text)
 
 
 class RunMonitor(widgets.VBox):

@@ -5,8 +5,9 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/record.json        the record as the pod sees it (workdir: /px/work)
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod_entry.py`: completes the environment, calls the runner
-    /px/app/lib/jupyter_px/        `__init__.py`, `lazy.py`, `runner.py`, `tracking.py`, `runstore/{__init__,layout}.py`
-                                   (standard library only)
+    /px/app/lib/jupyter_px/        `__init__.py`, `lazy.py`, `runner.py`, `tracking.py`,
+                                   `runstore/{__init__,layout,event_writer}.py` (standard library only;
+                                   the event writer imports TensorBoard when the replica writes events)
 
 A ConfigMap holds at most 1 MiB (etcd's limit on one object); code above that is refused with
 what to do instead, before anything is created.
@@ -38,12 +39,17 @@ _SHIPPED = {
     "lib.jupyter_px.tracking.py": ("lib/jupyter_px/tracking.py", _PACKAGE / "tracking.py"),
     "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
     # tracking.py takes the run store's file names and log-line prefixes from the layout module;
-    # the run store's __init__ imports its submodules lazily, so these two files are all it needs.
+    # the run store's __init__ imports its submodules lazily, so these files are all it needs.
     "lib.jupyter_px.runstore.__init__.py": (
         "lib/jupyter_px/runstore/__init__.py",
         _PACKAGE / "runstore" / "__init__.py",
     ),
     "lib.jupyter_px.runstore.layout.py": ("lib/jupyter_px/runstore/layout.py", _PACKAGE / "runstore" / "layout.py"),
+    # tracking.py's TensorBoard event writer (shared with the follower, which may not import tracking)
+    "lib.jupyter_px.runstore.event_writer.py": (
+        "lib/jupyter_px/runstore/event_writer.py",
+        _PACKAGE / "runstore" / "event_writer.py",
+    ),
 }
 
 
