@@ -18,7 +18,10 @@ import { Widget } from '@lumino/widgets';
 
 import * as api from './api';
 import { pxIcon } from './icons';
-import { LogsView, MetricsView, RunPanel, TensorBoardView } from './panels';
+import { LogsView } from './panels/logsView';
+import { MetricsView } from './panels/metricsView';
+import { RunPanel } from './panels/runPanel';
+import { TensorBoardView } from './panels/tensorBoardView';
 import { ApiError } from './request';
 import { runLabel } from './runs';
 import { RunsModel } from './runsModel';
