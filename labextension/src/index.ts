@@ -45,7 +45,6 @@ export namespace CommandIDs {
 
 interface ISettings {
   defaultBackend: string;
-  kubernetesNamespace: string;
   kubernetesImage: string;
   refreshInterval: number;
   cellTag: string;
@@ -53,7 +52,6 @@ interface ISettings {
 
 const DEFAULTS: ISettings = {
   defaultBackend: 'local',
-  kubernetesNamespace: '',
   kubernetesImage: '',
   refreshInterval: 2,
   cellTag: 'px'
