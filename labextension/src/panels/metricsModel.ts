@@ -78,6 +78,6 @@ export class MetricsModel {
     this.poll.dispose();
   }
 
-  private _cursor: number | null = null;
+  private _cursor: string | null = null;
   private _changed = new Signal<this, void>(this);
 }
