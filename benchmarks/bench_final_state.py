@@ -7,13 +7,13 @@ Runs the example notebooks in JupyterLab in headless Chromium (the browser tests
 the time from the run's recorded end (`finished_at`) to Succeeded being shown and append it to
 `test-artifacts/final_state_latency.txt`. This reads the figures those rounds wrote and reports
 their median and worst against the target, as a ratio; it exits 1 if the median misses it. The
-bound lives here, not in the test: on a loaded machine a single slow frame is not a defect.
+bound lives here, not in the test: on a loaded machine a single slow frame is not a defect. The
+target and the figures file are `tests/final_state_support.py`'s, shared with the tests.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import subprocess
 import sys
@@ -22,18 +22,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from browser_support import artifacts_dir  # noqa: E402  (the tests' helpers, found above)
-from test_browser_notebooks import FINAL_STATE_TARGET_S  # noqa: E402
-
-_FIGURE = re.compile(r"^\S+ \S+ (?P<label>.+): (?P<seconds>-?[\d.]+) s$")
+from final_state_support import FINAL_STATE_TARGET_S, latency_file, read_latencies  # noqa: E402  (found above)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="times to run the notebooks (default 3)")
     args = parser.parse_args()
-    figures_file = artifacts_dir() / "final_state_latency.txt"
-    figures_file.unlink(missing_ok=True)
+    latency_file().unlink(missing_ok=True)
     for _ in range(args.rounds):
         subprocess.run(
             [
@@ -50,11 +46,7 @@ def main() -> int:
             cwd=REPO,
             check=True,
         )
-    by_label: dict[str, list[float]] = {}
-    for line in figures_file.read_text().splitlines():
-        match = _FIGURE.match(line)
-        if match:
-            by_label.setdefault(match["label"], []).append(float(match["seconds"]))
+    by_label = read_latencies()
     every = [seconds for values in by_label.values() for seconds in values]
     print(f"| notebook (theme) | median | worst | of {args.rounds} rounds |")
     print("| --- | --- | --- | --- |")

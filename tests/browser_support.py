@@ -15,6 +15,7 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -110,10 +111,13 @@ class JupyterLab:
 
 @dataclass
 class PageLog:
-    """What the page reported: console errors and failed requests (a user's devtools)."""
+    """What the page reported: console errors and failed requests (a user's devtools), and which
+    of its requests (its frames' included) are still unanswered, for `wait_network_quiet`."""
 
     console_errors: list[str] = field(default_factory=list)
     failed_requests: list[str] = field(default_factory=list)
+    in_flight: set[Any] = field(default_factory=set)
+    last_activity: float = field(default_factory=time.monotonic)
 
     def attach(self, page: Any) -> None:
         page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
@@ -124,6 +128,30 @@ class PageLog:
                 response.status >= 400 and self.failed_requests.append(f"{response.status} {response.url}")
             ),
         )
+        page.on("request", self._started)
+        page.on("requestfinished", self._ended)
+        page.on("requestfailed", self._ended)
+
+    def _started(self, request: Any) -> None:
+        # Sockets and event streams stay open by design: they are not requests to wait for.
+        if request.resource_type not in ("websocket", "eventsource"):
+            self.in_flight.add(request)
+        self.last_activity = time.monotonic()
+
+    def _ended(self, request: Any) -> None:
+        self.in_flight.discard(request)
+        self.last_activity = time.monotonic()
+
+
+def wait_network_quiet(page: Any, log: PageLog, quiet_s: float = 1.0, timeout_s: float = 60) -> None:
+    """Until none of the page's requests has been in flight for `quiet_s`: the cascade a load set
+    off (an iframe's app fetching its data) is over, so a late failure is in `log` by then."""
+    deadline = time.monotonic() + timeout_s
+    while log.in_flight or time.monotonic() - log.last_activity < quiet_s:
+        if time.monotonic() > deadline:
+            pending = sorted(request.url for request in log.in_flight)
+            raise AssertionError(f"the page's requests did not settle within {timeout_s:g} s; unanswered: {pending}")
+        page.wait_for_timeout(100)  # lets Playwright deliver the page's events meanwhile
 
 
 @contextmanager

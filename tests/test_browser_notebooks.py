@@ -6,7 +6,7 @@ What a data scientist would look at, checked the way they would see it:
   end (`finished_at`, written by the supervisor once the last replica has exited) is measured in
   the page (a MutationObserver stamps `Date.now()` when the state appears) and written to
   `test-artifacts/final_state_latency.txt`; `benchmarks/bench_final_state.py` holds those figures
-  against `FINAL_STATE_TARGET_S`;
+  against `FINAL_STATE_TARGET_S` (both from `final_state_support.py`);
 * plots sit on the theme's background: the effective background behind the plot (the first
   non-transparent background from the plot up) is dark in Dark and light in Light, and the
   plot's text is readable on it;
@@ -16,7 +16,12 @@ What a data scientist would look at, checked the way they would see it:
   widget becomes the static final view moments later);
 * saved, the kernel shut down and the page reloaded, the notebook still shows the final state
   (and the .ipynb holds it as text/html and text/plain);
-* when the Jupyter server stops, the TensorBoard it proxied stops too.
+* when the Jupyter server stops, the TensorBoard it started stops too.
+
+Each test sets up what it checks: a notebook test looks at the run its notebook started (not at
+whichever run is newest in the shared server's store), and the TensorBoard test starts its own
+server and TensorBoard. Where the page needs time (TensorBoard's iframe fetching its data), the
+tests wait for its requests to settle, not for a fixed number of seconds.
 
 Screenshots of each step go to `test-artifacts/` (see `browser_support.artifacts_dir`). The
 latency figures are printed and appended to `test-artifacts/final_state_latency.txt`.
@@ -27,6 +32,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -42,12 +48,11 @@ from browser_support import (
     open_notebook,
     run_all_cells,
     wait_kernel_idle,
+    wait_network_quiet,
 )
+from final_state_support import record_latency
 
 pytestmark = pytest.mark.slow
-
-#: From the last replica's exit (the run's finished_at) to Succeeded in the page.
-FINAL_STATE_TARGET_S = 1.0
 
 #: Stamps the first time the page shows the run's final state: the live header's state or the
 #: static final view that replaces the widget.
@@ -113,15 +118,24 @@ def _shot(page, name: str) -> None:
 
 
 def _record_latency(label: str, seconds: float) -> None:
-    with open(artifacts_dir() / "final_state_latency.txt", "a") as out:
-        out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {label}: {seconds:.3f} s\n")
+    record_latency(label, seconds)
     print(f"{label}: Succeeded shown {seconds:.3f} s after the run's end")
 
 
-def _runs(lab: JupyterLab):
+def _run_ids(lab: JupyterLab) -> set[str]:
     from jupyter_px.runstore import RunStore
 
-    return RunStore(lab.px_home).list()
+    return set(RunStore(lab.px_home).run_ids())
+
+
+def _the_new_run(lab: JupyterLab, before: set[str]):
+    """(record, status) of the one run started since `before` was taken: the notebook's own."""
+    from jupyter_px.runstore import RunStore
+
+    new = sorted(_run_ids(lab) - before)
+    assert len(new) == 1, f"expected the notebook to start one run, found {new}"
+    store = RunStore(lab.px_home)
+    return store.record(new[0]), store.status(new[0])
 
 
 def _check_plot_follows_theme(page, lab: JupyterLab, selector: str, name: str) -> None:
@@ -137,14 +151,15 @@ def _check_plot_follows_theme(page, lab: JupyterLab, selector: str, name: str) -
     assert contrast(parse_rgb(text), background) >= 3, f"{selector}: text {text} on {background}"
 
 
-def _settle_and_check_page_log(page, log, seconds: float = 8.0) -> None:
-    """Give late requests (TensorBoard's iframe) time, then: nothing failed."""
-    page.wait_for_timeout(seconds * 1000)
+def _settle_and_check_page_log(page, log) -> None:
+    """Once the page's requests have settled (TensorBoard's iframe fetches its data late):
+    nothing failed."""
+    wait_network_quiet(page, log)
     assert log.failed_requests == [], log.failed_requests
     assert log.console_errors == [], log.console_errors
 
 
-def _save_reload_without_kernel(page, lab: JupyterLab, path: str, name: str) -> None:
+def _save_reload_without_kernel(page, log, lab: JupyterLab, path: str, name: str) -> None:
     """Save, shut the kernel down, reload the page and shut the new session's kernel down too:
     what is on screen then comes from the saved outputs alone."""
     command(page, "docmanager:save")
@@ -157,8 +172,8 @@ def _save_reload_without_kernel(page, lab: JupyterLab, path: str, name: str) -> 
     )
     page.goto(lab.lab_url(path))
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-OutputArea-output", timeout=90_000)
-    wait_kernel_idle(page)  # the page's own start-up requests to the new kernel are answered first
-    page.wait_for_timeout(2000)
+    wait_kernel_idle(page)
+    wait_network_quiet(page, log)  # the page's own start-up requests are answered first
     page.evaluate(
         "async () => { const s = window.jupyterapp.shell.currentWidget.sessionContext; "
         "await s.ready; await s.shutdown(); }"
@@ -194,6 +209,7 @@ def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool =
     console error. The monitor's own cell is checked for "model not found" in any case."""
     path = Path(source).name
     shutil.copy(REPO / source, lab.work / path)
+    before = _run_ids(lab)
     with chromium_page() as (page, log):
         open_notebook(page, lab, path)
         page.evaluate(WATCH_FINAL_STATE)
@@ -201,7 +217,7 @@ def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool =
         page.wait_for_function("() => 'Succeeded' in window.__pxFinal", timeout=240_000)
         shown_at = page.evaluate("() => window.__pxFinal.Succeeded") / 1000
         wait_kernel_idle(page, timeout_s=240)
-        (record, status), *_ = _runs(lab)
+        record, status = _the_new_run(lab, before)
         assert status.state.value == "Succeeded", status
         latency = shown_at - status.finished_at
         # Recorded, not asserted: a bound on a loaded machine is a flake, not a check.
@@ -219,7 +235,7 @@ def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool =
         _settle_and_check_page_log(page, log)
         _shot(page, f"{name}-{lab.theme}-3-end")
 
-        _save_reload_without_kernel(page, lab, path, f"{name}-{lab.theme}-4-reopened-without-kernel")
+        _save_reload_without_kernel(page, log, lab, path, f"{name}-{lab.theme}-4-reopened-without-kernel")
         errors = [e for e in log.console_errors if not (other_widgets and "widget model not found" in e)]
         assert errors == [], errors
 
@@ -296,25 +312,56 @@ def test_failed_run_shows_red_bar_and_the_failing_log(lab):
         assert "step 12: loading the next shard" in normal.inner_text()
         error_color = error.evaluate("(el) => getComputedStyle(el).color")
         assert error_color != normal.evaluate("(el) => getComputedStyle(el).color")  # the traceback stands out
-        _settle_and_check_page_log(page, log, seconds=2)
+        _settle_and_check_page_log(page, log)
 
 
-def test_tensorboards_stop_with_the_jupyter_server(lab):
-    """Last in the module for this server: stop it, and what it proxied goes too."""
+def _serving(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_tensorboard_stops_with_the_jupyter_server(tmp_path):
+    """A TensorBoard started through the server's route (the sidebar's TensorBoard button) ends
+    with that Jupyter server. The test starts its own server, run and TensorBoard: it needs
+    nothing from the other tests and stops no server they use."""
     from jupyter_px import tensorboard
+    from jupyter_px.runstore import RunRecord, RunState, RunStatus, RunStore
 
-    servers = tensorboard.list_servers(home=lab.px_home)
-    assert servers, "the notebooks started a TensorBoard"
-    assert all(info.owner_pid == lab.process.pid for info in servers)
-    lab.stop()
-    deadline = time.monotonic() + 30
-    alive = [info for info in servers if psutil.pid_exists(info.pid)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.5)
-        alive = [
-            info
-            for info in alive
-            if psutil.pid_exists(info.pid) and psutil.Process(info.pid).status() != psutil.STATUS_ZOMBIE
-        ]
-    assert not alive, f"TensorBoard still serving after its Jupyter server stopped: {alive}"
-    assert json.dumps([]) == json.dumps([s.key for s in tensorboard.list_servers(home=lab.px_home)])
+    lab = JupyterLab(tmp_path)
+    try:
+        store = RunStore(lab.px_home)
+        store.create(RunRecord(run_id="tb-owner", topology={"framework": "pytorch"}), {"main.py": "pass\n"})
+        store.write_status(RunStatus(run_id="tb-owner", state=RunState.SUCCEEDED, finished_at=time.time()))
+        request = urllib.request.Request(
+            f"{lab.url}/px/api/runs/tb-owner/tensorboard",
+            data=b"{}",
+            method="POST",
+            headers={"Authorization": f"token {lab.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=180) as answer:
+            port = json.load(answer)["port"]
+        assert _serving(port), f"the server answered that TensorBoard serves on port {port}; nothing answers there"
+        (server,) = tensorboard.list_servers(home=lab.px_home)
+        assert (server.port, server.owner_pid) == (port, lab.process.pid)
+
+        lab.stop()
+        deadline = time.monotonic() + 30
+        while (_serving(port) or _alive(server.pid)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _serving(port), "TensorBoard still answers after its Jupyter server stopped"
+        assert not _alive(server.pid), f"TensorBoard (pid {server.pid}) outlived its Jupyter server"
+        assert tensorboard.list_servers(home=lab.px_home) == []
+    finally:
+        lab.stop()
+        for info in tensorboard.list_servers(home=lab.px_home):  # left only by a failure above
+            tensorboard.stop(info, home=lab.px_home)

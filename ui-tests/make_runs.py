@@ -1,5 +1,6 @@
 """Write N finished runs into the store (record + status, as a backend leaves them), for the
-1,000-runs responsiveness test. Usage: python make_runs.py N PREFIX"""
+1,000-runs responsiveness test, and print how many runs the store holds then (these and any
+others), which the runs list must count. Usage: python make_runs.py N PREFIX"""
 
 import sys
 import time
@@ -34,4 +35,4 @@ for number in range(count):
             replicas=replicas,
         )
     )
-print(count)
+print(len(store.run_ids()))

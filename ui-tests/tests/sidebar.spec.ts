@@ -4,6 +4,9 @@
  * its field, submit a notebook, follow the run to Succeeded, open its logs (a tab per replica),
  * its metrics plot and its TensorBoard, stop a second run; then the dark theme; then a store of
  * 1,000 runs. Screenshots of every step go to ui-tests/screenshots/.
+ *
+ * Each test sets up what it checks (its notebooks, its runs, its theme) and asserts only about
+ * those: they share one JupyterLab and its run store, and pass in any order or alone.
  */
 import {
   expect,
@@ -71,6 +74,16 @@ async function openSidebar(page: IJupyterLabPageFixture): Promise<void> {
   ).toBeVisible();
 }
 
+/** Upload a notebook into the test's folder and open it: the sidebar submits the open notebook. */
+async function openNewNotebook(
+  page: IJupyterLabPageFixture,
+  path: string,
+  source: string
+): Promise<void> {
+  await page.contents.uploadContent(notebook([{ source }]), 'text', path);
+  await page.notebook.openByPath(path);
+}
+
 async function submitOpenNotebook(
   page: IJupyterLabPageFixture,
   name: string
@@ -82,23 +95,18 @@ async function submitOpenNotebook(
   await expect(runRow(page, name)).toBeVisible({ timeout: 60000 });
 }
 
-test.describe.serial('jupyter-px sidebar', () => {
+test.describe('jupyter-px sidebar', () => {
   test('define, submit, follow, stop (light theme)', async ({
     page,
     tmpPath
   }) => {
-    await page.contents.uploadContent(
-      notebook([{ source: TRAIN }]),
-      'text',
-      `${tmpPath}/train.ipynb`
-    );
     await page.contents.uploadContent(
       notebook([{ source: SLEEP }]),
       'text',
       `${tmpPath}/sleep.ipynb`
     );
     await page.theme.setLightTheme();
-    await page.notebook.openByPath(`${tmpPath}/train.ipynb`);
+    await openNewNotebook(page, `${tmpPath}/train.ipynb`, TRAIN);
     await openSidebar(page);
     await expect(sidebar(page).locator('.jp-px-notebook')).toHaveText(
       `${tmpPath}/train.ipynb`
@@ -184,7 +192,9 @@ test.describe.serial('jupyter-px sidebar', () => {
     const answer = await page.request.get(url);
     expect(answer.status()).toBe(200);
     expect(await answer.text()).toContain('TensorBoard');
-    await page.waitForTimeout(3000);
+    await expect(
+      page.frameLocator('.jp-px-panel-tensorboard iframe').locator('app-header')
+    ).toBeVisible({ timeout: 60000 });
     await shot(page, 'light-09-tensorboard');
 
     // A second run, stopped from the list (with a confirmation).
@@ -215,21 +225,29 @@ test.describe.serial('jupyter-px sidebar', () => {
     await shot(page, 'light-11-stopped');
   });
 
-  test('dark theme', async ({ page }) => {
+  test('dark theme', async ({ page, tmpPath }) => {
     await page.theme.setDarkTheme();
+    await openNewNotebook(page, `${tmpPath}/train-dark.ipynb`, TRAIN);
     await openSidebar(page);
-    const row = runRow(page, 'galata flow');
-    await expect(row).toHaveAttribute('data-state', 'Succeeded');
     await sidebar(page)
       .locator('#root_environment_replicas_n_workers')
       .fill('-1');
     await expect(
       sidebar(page).locator('#root_environment_replicas_n_workers__error')
     ).toContainText('-1');
+    await expect(sidebar(page).locator('.jp-px-submit-button')).toBeDisabled();
     await shot(page, 'dark-01-sidebar-bad-value');
     await sidebar(page)
       .locator('#root_environment_replicas_n_workers')
-      .fill('2');
+      .fill('3');
+    await expect(sidebar(page).locator('.jp-px-verdict')).toContainText(
+      '4 replicas'
+    );
+    await submitOpenNotebook(page, 'galata dark');
+    const row = runRow(page, 'galata dark');
+    await expect(row).toHaveAttribute('data-state', 'Succeeded', {
+      timeout: 150000
+    });
     await row.locator('.jp-px-action-logs').click();
     await expect(page.locator('.jp-px-panel-logs .lm-TabBar-tab')).toHaveCount(
       4
@@ -240,22 +258,27 @@ test.describe.serial('jupyter-px sidebar', () => {
       page.locator('.jp-px-panel-metrics polyline.jp-px-trace')
     ).toHaveCount(4);
     await shot(page, 'dark-03-metrics');
-    await page.theme.setLightTheme();
   });
 
   test('1,000 stored runs stay responsive', async ({ page }) => {
+    await page.theme.setLightTheme();
+    // 1,000 finished runs into the server's store; the script answers how many runs the store
+    // holds then (these and any other test's), which the list must count.
     const python = process.env.PX_PYTHON || 'python';
-    execFileSync(
+    const prefix = `bulk-${Date.now().toString(36)}`;
+    const output = execFileSync(
       python,
-      [path.join(__dirname, '..', 'make_runs.py'), '1000', 'bulk'],
+      [path.join(__dirname, '..', 'make_runs.py'), '1000', prefix],
       {
         env: { ...process.env, PX_HOME: path.join(__dirname, '..', '.px_home') }
       }
     );
+    const total = Number(output.toString().trim());
+    expect(total).toBeGreaterThanOrEqual(1000);
     await openSidebar(page);
     const rows = sidebar(page).locator('li.jp-px-run');
     await expect(sidebar(page).locator('.jp-px-more')).toContainText(
-      'of 1002',
+      `of ${total}`,
       { timeout: 60000 }
     );
     await expect(rows).toHaveCount(100);

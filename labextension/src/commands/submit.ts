@@ -1,0 +1,125 @@
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
+import type { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import type { INotebookTracker } from '@jupyterlab/notebook';
+
+import * as api from '../api';
+import { pxIcon } from '../icons';
+import { runLabel } from '../runs';
+import type { RunsModel } from '../runsModel';
+import type { ISettings } from '../settings';
+import type { ISidebarActions } from '../sidebar/actions';
+import { withDefaults } from '../topology';
+import type { TopologyModel } from '../topologyModel';
+import type { ISubmission } from '../types';
+import { describe } from './describe';
+import { CommandIDs } from './ids';
+
+/**
+ * The submit commands (the notebook toolbar's and palette's Run distributed, the file browser's
+ * for a notebook or a script), all with the sidebar's topology. Returns what the sidebar's Submit
+ * section calls: submit the active notebook, and which notebook that is.
+ */
+export function addSubmitCommands(
+  app: JupyterFrontEnd,
+  options: {
+    notebooks: INotebookTracker;
+    fileBrowser: IDefaultFileBrowser | null;
+    topology: TopologyModel;
+    runs: RunsModel;
+    settings: ISettings;
+  }
+): Pick<ISidebarActions, 'submitActive' | 'activeNotebook'> {
+  const { notebooks, fileBrowser, topology, runs, settings } = options;
+  const submit = async (body: Omit<ISubmission, 'topology'>): Promise<void> => {
+    const answer = await topology.validate();
+    if (!answer?.valid) {
+      app.shell.activateById('jupyter-px-sidebar');
+      const problems = (answer?.problems ?? [])
+        .map(p => `${p.path}: ${p.message}`)
+        .join('\n');
+      throw new Error(
+        `the topology has problems:\n${problems || answer?.message}`
+      );
+    }
+    const run = await api.submitRun({
+      topology: withDefaults(topology.topology, settings.kubernetesImage),
+      tag: settings.cellTag,
+      ...body
+    });
+    runs.watched.add(run.run_id);
+    Notification.info(
+      `Submitted ${runLabel(run)} (${run.replicas_total} replicas)`,
+      { autoClose: 3000 }
+    );
+    await runs.poll.refresh();
+  };
+  const activeNotebook = (): string | null =>
+    notebooks.currentWidget?.context.path ?? null;
+  const submitActive = async (options: {
+    name: string;
+    cells: 'all' | 'tagged';
+  }) => {
+    const panel = notebooks.currentWidget;
+    if (!panel) {
+      throw new Error('no notebook is open');
+    }
+    if (panel.context.model.dirty) {
+      await panel.context.save(); // the server reads the file: ship what the user sees
+    }
+    await submit({
+      notebook: panel.context.path,
+      cells: options.cells,
+      name: options.name || undefined
+    });
+  };
+  const reportFailure = async (error: unknown) => {
+    await showDialog({
+      title: 'The run could not start',
+      body: describe(error),
+      buttons: [Dialog.okButton()]
+    });
+  };
+
+  app.commands.addCommand(CommandIDs.submitNotebook, {
+    label: 'Run distributed',
+    caption:
+      "Run this notebook as a distributed job with the sidebar's topology",
+    icon: pxIcon,
+    isEnabled: () => notebooks.currentWidget !== null,
+    execute: async () => {
+      try {
+        await submitActive({ name: '', cells: 'all' });
+      } catch (error) {
+        await reportFailure(error);
+      }
+    }
+  });
+  app.commands.addCommand(CommandIDs.submitFile, {
+    label: 'Run distributed',
+    caption:
+      "Run this notebook or script as a distributed job with the sidebar's topology",
+    icon: pxIcon,
+    execute: async () => {
+      const item = fileBrowser?.selectedItems().next();
+      const model = item && !item.done ? item.value : null;
+      if (!model) {
+        return;
+      }
+      try {
+        if (model.path.endsWith('.ipynb')) {
+          await submit({ notebook: model.path, cells: 'all' });
+        } else if (model.path.endsWith('.py')) {
+          await submit({ script: model.path });
+        } else {
+          throw new Error(
+            `${model.path} is neither a notebook nor a Python script`
+          );
+        }
+      } catch (error) {
+        await reportFailure(error);
+      }
+    }
+  });
+  return { submitActive, activeNotebook };
+}

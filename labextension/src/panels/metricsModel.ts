@@ -1,0 +1,83 @@
+import { Poll } from '@lumino/polling';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import * as api from '../api';
+import { mergeSeries } from '../plot';
+import { pollFrequency } from '../polling';
+import type { ISeries } from '../types';
+
+/**
+ * A run's metrics as the panel holds them: every replica's series, merged as they arrive from the
+ * server's cursor (opaque: each answer's `cursor` goes back as `since`), and the chosen metric.
+ */
+export class MetricsModel {
+  constructor(
+    readonly runId: string,
+    interval: number,
+    isVisible: () => boolean
+  ) {
+    this.poll = new Poll({
+      factory: () => this.fetch(),
+      frequency: pollFrequency(interval),
+      standby: () => (isVisible() ? 'when-hidden' : true),
+      name: `jupyter-px:metrics:${runId}`
+    });
+  }
+
+  readonly poll: Poll;
+  data: { [replica: string]: { [metric: string]: ISeries } } = {};
+  metric: string | null = null;
+  error: string | null = null;
+  finished = false;
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  metrics(): string[] {
+    const names = new Set<string>();
+    for (const metrics of Object.values(this.data)) {
+      Object.keys(metrics).forEach(name => names.add(name));
+    }
+    return [...names].sort();
+  }
+
+  async fetch(): Promise<void> {
+    try {
+      const update = await api.readMetrics(this.runId, this._cursor);
+      this.error = null;
+      for (const [replica, metrics] of Object.entries(update.series)) {
+        const held = (this.data[replica] = this.data[replica] || {});
+        for (const [name, points] of Object.entries(metrics)) {
+          held[name] = mergeSeries(held[name], points);
+        }
+      }
+      this._cursor = update.cursor;
+      this.finished = update.finished;
+      if (!this.metric) {
+        const names = this.metrics();
+        this.metric = names.includes('loss') ? 'loss' : (names[0] ?? null);
+      }
+      this._changed.emit();
+      if (update.finished && Object.keys(update.series).length === 0) {
+        this.poll.stop();
+      }
+    } catch (error) {
+      this.error = (error as Error).message;
+      this._changed.emit();
+      throw error;
+    }
+  }
+
+  select(metric: string): void {
+    this.metric = metric;
+    this._changed.emit();
+  }
+
+  dispose(): void {
+    this.poll.dispose();
+  }
+
+  private _cursor: string | null = null;
+  private _changed = new Signal<this, void>(this);
+}

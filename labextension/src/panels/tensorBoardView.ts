@@ -1,0 +1,48 @@
+import { IFrame } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
+
+import * as api from '../api';
+
+/** TensorBoard: started (or reused) by the server, shown through its px/tensorboard/<port>/ route. */
+export class TensorBoardView extends Widget {
+  constructor(private runId: string) {
+    super();
+    this.addClass('jp-px-tensorboard');
+    this._status = document.createElement('div');
+    this._status.className = 'jp-px-note';
+    this._status.textContent = 'Starting TensorBoard…';
+    this.node.appendChild(this._status);
+    void this.start();
+  }
+
+  private async start(): Promise<void> {
+    try {
+      const answer = await api.startTensorBoard(this.runId);
+      this._status.remove();
+      const frame = new IFrame({
+        sandbox: [
+          'allow-scripts',
+          'allow-same-origin',
+          'allow-forms',
+          'allow-popups',
+          'allow-downloads'
+        ]
+      });
+      frame.url = answer.url;
+      frame.node.dataset.url = answer.url;
+      this.node.appendChild(frame.node);
+      this._frame = frame;
+    } catch (error) {
+      this._status.className = 'jp-px-error';
+      this._status.textContent = (error as Error).message;
+    }
+  }
+
+  dispose(): void {
+    this._frame?.dispose();
+    super.dispose();
+  }
+
+  private _status: HTMLDivElement;
+  private _frame: IFrame | null = null;
+}
