@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from ...runstore import RunState, RunStatus, atomic_write_bytes, atomic_write_json
+from ...runstore.models import Reason
 from ...topology import Topology
 from ..base import Backend, BackendError, SubmitHandle
 from .client import Cluster, connect
@@ -78,7 +79,7 @@ def running_follower(status: RunStatus, run_dir: Path) -> int | None:
 class KubernetesBackend(Backend):
     """Plain pods + one headless Service per run (the topology's `backend: native`)."""
 
-    name = "kubernetes"
+    name = "native"
     render_as = "native"
 
     def __init__(self, store=None, settings: KubernetesSettings | None = None):
@@ -195,7 +196,7 @@ class KubernetesBackend(Backend):
 
 def _mark_stopped(status: RunStatus) -> None:
     now = time.time()
-    status.state, status.reason, status.message = RunState.STOPPED, "Stopped", "stopped on request"
+    status.state, status.reason, status.message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
     status.finished_at, status.supervisor_pid = now, None
     for replica in status.replicas:
         if replica.state.value not in ("Succeeded", "Failed", "Lost", "Stopped"):
