@@ -19,7 +19,7 @@ from pathlib import Path
 from ...runstore import RunState, RunStatus, atomic_write_bytes, atomic_write_json
 from ...runstore.models import Reason
 from ...topology import Topology
-from ..base import Backend, BackendError, SubmitHandle
+from ..base import Backend, BackendError, Observation, SubmitHandle
 from .client import Cluster, connect
 from .create import create_all, delete_objects
 from .handle import FOLLOWER_LOG, FOLLOWER_PID, STOP_FILE, RunHandle
@@ -160,6 +160,13 @@ class KubernetesBackend(Backend):
         if status.state.finished or running_follower(status, self.store.paths(run_id).root):
             return None
         return self._start_follower(self.store.paths(run_id).root)
+
+    def observe(self, run_id: str) -> Observation:
+        """The stored status and whether a follower keeps it: reported, never acted on."""
+        status = self.store.status(run_id)
+        if status.state.finished or running_follower(status, self.store.paths(run_id).root):
+            return Observation(status)
+        return Observation(status, "nobody is following this run (its follower is not running)")
 
     def reconcile(self, run_id: str) -> RunStatus:
         """The cluster is watched by the run's follower, which writes the store; reconciling
