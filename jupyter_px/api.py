@@ -86,7 +86,7 @@ def submit(
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:
     """Every run in the store, newest first (runs started from magics, the CLI or this API)."""
     service = RunService(store)
-    return [Run(view.record.run_id, service=service) for view in service.list(limit=limit)]
+    return [Run(view.record.run_id, service=service) for view in service.list_runs(limit=limit)]
 
 
 class Run:

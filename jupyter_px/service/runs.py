@@ -204,7 +204,7 @@ class RunService:
         observation = self.observe(run_id)
         return RunView(self.store.record(run_id), observation.status, observation.owner_problem)
 
-    def list(self, limit: int | None = None, offset: int = 0) -> list[RunView]:
+    def list_runs(self, limit: int | None = None, offset: int = 0) -> list[RunView]:
         """Runs newest first, `limit` of them from `offset`; each observed (pure). Damaged runs
         are skipped."""
         end = None if limit is None else offset + limit
@@ -255,12 +255,14 @@ class RunService:
         """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""
         return self.metrics_reader(run_id).data
 
-    def metrics_reader(self, run_id: str, **options: Any) -> Any:
-        """A `MetricsReader` over the run's metrics, polled once (poll it again for more)."""
+    def metrics_reader(self, run_id: str, polled: bool = True, **options: Any) -> Any:
+        """A `MetricsReader` over the run's metrics (`options` go to it), polled once unless
+        `polled=False` (poll it again for what was appended since)."""
         from ..runstore.metrics import MetricsReader
 
         reader = MetricsReader(self.store.paths(run_id), **options)
-        reader.poll()
+        if polled:
+            reader.poll()
         return reader
 
     # ---- keepers and actions: explicit, never part of a read ---------------------------------

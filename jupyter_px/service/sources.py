@@ -48,7 +48,7 @@ class SourceText:
 
     text: str
     origin: str = "code"
-    language: Literal["python", "ipython"] = "python"
+    language: str = "python"  # or "ipython": code that needs an IPython shell (%magics, !commands)
 
 
 @dataclass(frozen=True)
