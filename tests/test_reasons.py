@@ -46,3 +46,8 @@ def test_every_backend_name_is_one_name():
     assert backend_name("kubernetes") == backend_name("native") == "native"
     assert get_backend("kubernetes").name == get_backend("native").name == "native"
     assert parse_topology({"backend": "kubernetes"}).backend_kind == "native"
+
+
+def test_a_reason_reads_as_its_name_in_messages():
+    """Backends build messages from the reasons they hold (`worker-1 failed (Error)`)."""
+    assert f"failed ({Reason.ERROR})" == "failed (Error)" and str(Reason.OOM_KILLED) == "OOMKilled"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -40,13 +40,14 @@ class ReplicaState(str, Enum):
     LOST = "Lost"
 
 
-class Reason(str, Enum):
+class Reason(StrEnum):
     """Why a run or a replica is in its state: one name per cause on every backend.
 
     The status files keep a reason as a string: a Kubernetes backend passes on reasons the
     cluster gives that are not listed here (a Kubeflow job condition's reason, a container's
     waiting reason), so readers compare with these members and show any other string as it is.
-    Files written by older versions still read: `LEGACY_REASONS` maps their spellings.
+    Files written by older versions still read: `LEGACY_REASONS` maps their spellings. A
+    `StrEnum`, so a member formats as its value (`f"{Reason.ERROR}"` is `Error`) in messages.
     """
 
     # a replica ended
