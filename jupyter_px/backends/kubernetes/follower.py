@@ -17,8 +17,8 @@ It ends by itself: when the run finishes, when its run directory is deleted (not
 write to; it never recreates it), and when the API server has not answered for
 `follower_give_up_s` (`PX_K8S_FOLLOWER_GIVE_UP_S`, see contact.py). In that last case the run keeps
 its state (the cluster may still be running it) with reason `LostContact` and a message saying
-so, and the next look at the run (`reconcile`, `jupyter px status`/`runs`, `Run.wait`) starts a
-follower again.
+so, and the next keeper (`reconcile`: `Run.wait`, `jupyter px follow`, the Jupyter server's
+keeper) starts a follower again; reads only report that nobody follows the run.
 
 It is event-driven: a list-then-watch of the run's pods (a fresh list after every watch, so a
 reconnect never mistakes "no answer" for "no pods"), a poll of the Kubeflow job every
@@ -513,8 +513,8 @@ class Follower:
         may still be running it) and saying how to follow it again."""
         message = (
             f"lost contact with the Kubernetes API at {self.cluster.host} for {lost_for:.0f} s "
-            f"({self.contact.last_error}); the run may still be running on the cluster. Looking at the run "
-            "again (reconcile(), Run.wait(), jupyter px status / runs) starts following it again"
+            f"({self.contact.last_error}); the run may still be running on the cluster. A keeper "
+            "(Run.wait(), jupyter px follow, the Jupyter server's keeper) starts following it again"
         )
         log.warning("run %s: %s", self.run_id, message)
         self.done.set()
