@@ -240,3 +240,31 @@ def test_submitting_a_script_by_path_through_the_public_api_still_works(px_home,
     run = jupyter_px.submit(str(JOBS / "faults.py"), TWO_WORKERS, args=["env"], workdir=tmp_path)
     assert (run.record.code.entrypoint, run.record.code.source) == ("faults.py", str(JOBS / "faults.py"))
     run.stop()
+
+
+def test_the_runs_index_etag_changes_when_a_read_finds_the_owner_gone(px_home):
+    """The sidebar's poll sees a supervisor die although status.json did not change (a read
+    writes nothing, so the status stamp stays): the owner problem is part of the ETag."""
+    from jupyter_px.server.runs_index import RunsIndex
+
+    store = RunStore()
+    _orphan(store, "alive-1")
+    run_dir = store.paths("alive-1").root.resolve()
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", "jupyter_px.backends.local.supervisor", str(run_dir)]
+    supervisor = subprocess.Popen(argv)  # what is_supervisor recognises: the module and the run directory
+    try:
+        status = store.status("alive-1")
+        status.supervisor_pid = supervisor.pid
+        store.write_status(status)
+        index = RunsIndex(RunService(store))
+        first = index.page()
+        assert first.runs[0]["owner_problem"] is None and index.current_etag() == first.etag
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+    before = _files(store.root)
+    assert index.current_etag() != first.etag
+    second = index.page()
+    assert second.runs[0]["owner_problem"] == f"the supervisor (pid {supervisor.pid}) is gone"
+    assert second.runs[0]["state"] == "Running" and index.current_etag() == second.etag
+    assert _files(store.root) == before

@@ -34,8 +34,6 @@ from ..service import RunService
 log = logging.getLogger(__name__)
 
 Stamp = tuple[int, int, int]  # status file: mtime_ns, size, inode
-#: What a summary is built from: its status file's stamp and its owner problem (None: none).
-Source = tuple[Stamp, str | None]
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,7 @@ class RunsIndex:
         self.service = service
         self.store = store = service.store
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[Source, dict[str, Any]]] = {}
+        self._cache: dict[str, tuple[Stamp, dict[str, Any]]] = {}
         # Plain strings, not RunPaths: building 1,000 pathlib paths per poll cost more than the stats.
         self._root = str(store.root)
         self._status_name = RunPaths("x", store.home).status.name
@@ -84,9 +82,9 @@ class RunsIndex:
         return problems
 
     def _unfinished(self, stamps: dict[str, Stamp]) -> list[str]:
-        """Runs whose owner a read must look at: those the cache last saw unfinished, and those
-        it has not seen yet."""
-        return [run_id for run_id in stamps if run_id not in self._cache or not self._cache[run_id][1]["finished"]]
+        """Runs whose owner a read looks at: those the cache holds unfinished (a run the cache
+        has not seen yet changes the stamps, hence the ETag, anyway)."""
+        return [run_id for run_id in stamps if run_id in self._cache and not self._cache[run_id][1]["finished"]]
 
     def stamps(self) -> dict[str, Stamp]:
         """{run_id: stamp} of every readable run; what the ETag is made of."""
@@ -116,13 +114,11 @@ class RunsIndex:
         """Summaries newest first (by submission time), `limit` of them from `offset`."""
         with self._lock:
             stamps = self.stamps()
-            problems = self._owner_problems(self._unfinished(stamps))
             for run_id in set(self._cache) - set(stamps):
                 del self._cache[run_id]
             for run_id, stamp in stamps.items():
-                source = (stamp, problems.get(run_id))
                 cached = self._cache.get(run_id)
-                if cached is not None and cached[0] == source:
+                if cached is not None and cached[0] == stamp:
                     continue
                 try:
                     record, status = self.store.record(run_id), self.store.status(run_id)
@@ -130,8 +126,12 @@ class RunsIndex:
                     log.debug("jupyter_px: skipping run %s in the list: %s", run_id, error)
                     self._cache.pop(run_id, None)
                     continue
-                problem = None if status.state.finished else problems.get(run_id)
-                self._cache[run_id] = (source, run_summary(record, status, problem))
+                self._cache[run_id] = (stamp, run_summary(record, status))
+            problems = self._owner_problems(self._unfinished(stamps))
+            for run_id in self._unfinished(stamps):  # an owner found gone (or back) since the summary
+                stamp, summary = self._cache[run_id]
+                if summary["owner_problem"] != problems.get(run_id):
+                    self._cache[run_id] = (stamp, {**summary, "owner_problem": problems.get(run_id)})
             ordered = sorted(
                 (summary for _, summary in self._cache.values()),
                 key=lambda summary: (summary["created_at"], summary["run_id"]),
