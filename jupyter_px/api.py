@@ -7,6 +7,7 @@ run = jupyter_px.Run("last")                       # or a run id, or a run name 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -55,16 +56,13 @@ def submit(
 
     `code` is a typed source (`ScriptFile`, `SourceText`, `NotebookCells` from
     `jupyter_px.service`), or, decided once by `code_source`: a path (or one line ending in
-    `.py`) is a script, other text is code. `source` records where code text came from;
+    `.py`) is a script, other text is code. `source` records where the code came from;
     `language` ("python", or "ipython" for %magics and !commands) overrides the source's.
     Nothing is left behind when validation, the backend's resource check or the start fails.
     """
     typed = code_source(code)
     if source is not None:
-        from .service import SourceText
-
-        if isinstance(typed, SourceText):
-            typed = SourceText(typed.text, origin=source, language=typed.language)
+        typed = dataclasses.replace(typed, origin=source)
     service = RunService(store)
     run_id = service.submit(
         typed,
