@@ -1,22 +1,28 @@
-"""The Python API behind the magics, widgets, CLI and REST handlers.
+"""The public Python API: a thin layer over the run service (`jupyter_px.service.RunService`).
 
-run = jupyter_px.submit("train.py", topology)      # or code text
+run = jupyter_px.submit("train.py", topology)      # or code text, or a typed source
 run.wait(); run.status(); run.logs("worker", 0); run.metrics(); run.stop(); run.tensorboard()
 run = jupyter_px.Run("last")                       # or a run id, or a run name (its newest run)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import pickle
-import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from .backends import Backend, get_backend
-from .runstore import CodeSpec, RunRecord, RunState, RunStatus, RunStore, new_run_id
-from .topology import Topology, apply_overrides, parse_topology, to_dict
+from .runstore import RunState, RunStatus, RunStore
+from .service import (
+    LOGS_TAIL_BYTES,
+    Backend,
+    CodeSource,
+    Observation,
+    PushError,
+    RunService,
+    code_source,
+)
+from .topology import Topology, parse_topology
 
 
 class RunFailed(RuntimeError):
@@ -29,67 +35,8 @@ class RunFailed(RuntimeError):
         super().__init__(failure_text(status, one_line=True))
 
 
-class PushError(ValueError):
-    """A value named in --push cannot be shipped to the replicas."""
-
-
-def _code_from(code: str | os.PathLike) -> tuple[str, str, str]:
-    """(source text, entrypoint file name, where it came from).
-
-    A script is decoded as Python itself would (PEP 263: a `# -*- coding: latin-1 -*-` line, a
-    UTF-8 byte order mark, else UTF-8), and stored as UTF-8; so its coding line, if any, is
-    rewritten to say utf-8 (same line, same line numbers), or Python would decode the stored
-    bytes as the old encoding. A script that does not decode is refused, naming the file.
-    """
-    import io
-    import re
-    import tokenize
-
-    if isinstance(code, os.PathLike) or (isinstance(code, str) and "\n" not in code and code.endswith(".py")):
-        path = Path(code)
-        if not path.is_file():
-            raise FileNotFoundError(f"script {str(path)!r} does not exist")
-        data = path.read_bytes()
-        hint = "save it as UTF-8 or declare its encoding on its first line (# -*- coding: latin-1 -*-)"
-        try:
-            encoding, first_lines = tokenize.detect_encoding(io.BytesIO(data).readline)
-            declared = None
-        except SyntaxError as error:  # an unknown encoding, or bytes in the first lines that are not UTF-8
-            encoding, first_lines, declared = "utf-8", [], error.msg
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError as error:
-            raise ValueError(
-                f"script {str(path)!r} is not {error.encoding} text "
-                f"(byte {data[error.start]:#04x} at offset {error.start}); {hint}"
-            ) from None
-        if declared is not None:
-            raise ValueError(f"script {str(path)!r}: {declared}; {hint}")
-        if encoding.lower() not in ("utf-8", "utf-8-sig"):
-            lines = text.splitlines(keepends=True)
-            cookie = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)")
-            for number in range(min(len(first_lines), len(lines))):
-                if cookie.match(lines[number]):
-                    lines[number] = cookie.sub(r"\g<1>utf-8", lines[number], count=1)
-                    break
-            text = "".join(lines)
-        return text, path.name, str(path.resolve())
-    if not isinstance(code, str):
-        raise TypeError(f"code must be Python source text or a path to a .py file, got {type(code).__name__}")
-    return code, "main.py", "code"
-
-
-def _pickle_pushed(values: Mapping[str, Any]) -> bytes:
-    for name, value in values.items():
-        try:
-            pickle.dumps(value)
-        except Exception as error:  # pickle raises many types (TypeError, PicklingError, AttributeError...)
-            raise PushError(f"cannot ship {name!r} ({type(value).__name__}) to the replicas: {error}") from None
-    return pickle.dumps(dict(values))
-
-
 def submit(
-    code: str | os.PathLike,
+    code: str | os.PathLike | CodeSource,
     topology: Topology | str | dict | None = None,
     *,
     name: str | None = None,
@@ -99,7 +46,7 @@ def submit(
     ps: int | None = None,
     workdir: str | os.PathLike | None = None,
     args: list[str] | tuple[str, ...] = (),
-    language: str = "python",
+    language: str | None = None,
     push: Mapping[str, Any] | None = None,
     submitted_from: str = "api",
     source: str | None = None,
@@ -107,52 +54,37 @@ def submit(
 ) -> Run:
     """Validate, record and start a run; returns at once (call `.wait()` to block).
 
+    `code` is a typed source (`ScriptFile`, `SourceText`, `NotebookCells` from
+    `jupyter_px.service`), or, decided once by `code_source`: a path (or one line ending in
+    `.py`) is a script, other text is code. `source` records where the code came from;
+    `language` ("python", or "ipython" for %magics and !commands) overrides the source's.
     Nothing is left behind when validation, the backend's resource check or the start fails.
-    `source` records where code text came from (the magics pass "cell" or "notebook:<path>").
     """
-    topo = parse_topology(topology) if topology is not None else None
-    if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
-        topo = apply_overrides(topo, framework=framework, workers=workers, ps=ps, backend=backend)
-    text, entrypoint, origin = _code_from(code)
-    store = store or RunStore()
-    chosen: Backend = get_backend(topo.backend_kind, store)
-    chosen.check(topo)
-    files: dict[str, bytes | str] = {entrypoint: text}
-    if push:
-        files["pushed.pkl"] = _pickle_pushed(push)
-    run_id = new_run_id(name)
-    record = RunRecord(
-        run_id=run_id,
+    typed = code_source(code)
+    if source is not None:
+        typed = dataclasses.replace(typed, origin=source)
+    service = RunService(store)
+    run_id = service.submit(
+        typed,
+        topology,
         name=name,
-        backend=topo.backend_kind,
-        topology=to_dict(topo),
-        code=CodeSpec(
-            entrypoint=entrypoint,
-            language=language,
-            args=list(args),
-            source=source or origin,
-            pushed=sorted(push or {}),
-        ),
-        workdir=str(Path(workdir or os.getcwd()).resolve()),
+        backend=backend,
+        framework=framework,
+        workers=workers,
+        ps=ps,
+        workdir=workdir,
+        args=args,
+        language=language,
+        push=push,
         submitted_from=submitted_from,
     )
-    store.create(record, files)
-    try:
-        chosen.submit(run_id)
-    except BaseException:
-        store.delete(run_id)
-        raise
-    return Run(run_id, store)
+    return Run(run_id, service=service)
 
 
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:
     """Every run in the store, newest first (runs started from magics, the CLI or this API)."""
-    store = store or RunStore()
-    return [Run(record.run_id, store) for record, _ in store.list(limit=limit)]
-
-
-#: What `Run.logs()` returns unless asked for more: the end of the log, where errors are.
-LOGS_TAIL_BYTES = 1 << 20
+    service = RunService(store)
+    return [Run(view.record.run_id, service=service) for view in service.list_runs(limit=limit)]
 
 
 class Run:
@@ -162,14 +94,18 @@ class Run:
     `last` (RunNotFound otherwise; RunDamaged when its record cannot be read).
     """
 
-    def __init__(self, ref: str, store: RunStore | None = None):
-        self.store = store or RunStore()
-        self.run_id = self.store.resolve(ref)
-        self.record = self.store.record(self.run_id)
+    def __init__(self, ref: str, store: RunStore | None = None, *, service: RunService | None = None):
+        self.service = service or RunService(store)
+        self.store = self.service.store
+        self.run_id = self.service.resolve(ref)
+        self.record = self.service.record(self.run_id)
 
     def __repr__(self) -> str:
-        """The stored state: a pure read (a repr never reconciles, kills or writes)."""
-        return f"<Run {self.run_id} {self.status().state.value}>"
+        """The stored state, and what is wrong with the run's owner: a pure read (a repr never
+        reconciles, kills or writes)."""
+        observation = self.observe()
+        problem = f"; {observation.owner_problem}" if observation.owner_problem else ""
+        return f"<Run {self.run_id} {observation.status.state.value}{problem}>"
 
     @property
     def paths(self):
@@ -181,54 +117,50 @@ class Run:
 
     @property
     def backend(self) -> Backend:
-        return get_backend(self.record.backend, self.store)
+        return self.service.backend_of(self.run_id)
 
     def status(self) -> RunStatus:
         """The run's stored status: a pure read (no process is checked, nothing is written)."""
-        return self.backend.status(self.run_id)
+        return self.service.status(self.run_id)
+
+    def observe(self) -> Observation:
+        """The stored status and a report on the run's owner ("the supervisor (pid 123) is
+        gone"): a pure read, like `status()`."""
+        return self.service.observe(self.run_id)
+
+    def replicas(self) -> list[tuple[str, int]]:
+        """The run's replicas as (role, index)."""
+        return self.service.replicas(self.run_id)
 
     def reconcile(self) -> RunStatus:
-        """The status after the backend has checked what it can observe (a dead supervisor
-        makes the run Lost); may write the store."""
-        return self.backend.reconcile(self.run_id)
+        """Keep the run: the status after the backend has checked what it can observe (a dead
+        supervisor makes the run Lost, a Kubernetes run nobody follows is followed again); may
+        write the store and kill leftovers."""
+        return self.service.keep(self.run_id)
 
     def wait(self, timeout: float | None = None, check: bool = False, poll: float = 0.25) -> RunStatus:
-        """Block until the run has finished; with check, raise RunFailed unless it succeeded."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = self.reconcile()
-            if status.state.finished:
-                if check and status.state != RunState.SUCCEEDED:
-                    raise RunFailed(status)
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run {self.run_id} still {status.state.value} after {timeout} s")
-            time.sleep(poll)
+        """Block until the run has finished, keeping it (see `reconcile`); with check, raise
+        RunFailed unless it succeeded."""
+        status = self.service.wait(self.run_id, timeout=timeout, poll=poll)
+        if check and status.state != RunState.SUCCEEDED:
+            raise RunFailed(status)
+        return status
 
     def logs(self, role: str = "master", index: int = 0, tail: int | None = LOGS_TAIL_BYTES) -> str:
         """A replica's log text: the last `tail` bytes (1 MiB by default, so a run that printed
         gigabytes does not fill the kernel's memory); `tail=None` for the whole log."""
-        if tail is not None and tail <= 0:
-            raise ValueError(f"tail must be a positive number of bytes or None, got {tail!r}")
-        # A negative offset starts `tail` bytes before the end, at a character boundary.
-        first, offset = self.store.read_log(self.run_id, role, index, offset=-tail if tail else 0)
-        rest = (text for text, _ in self.store.iter_log(self.run_id, role, index, offset=offset))
-        return first + "".join(rest)
+        return self.service.log_tail(self.run_id, role, index, tail)
 
     def metrics(self):
         """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""
-        from .runstore.metrics import MetricsReader
-
-        reader = MetricsReader(self.paths)
-        reader.poll()
-        return reader.data
+        return self.service.metrics(self.run_id)
 
     def stop(self) -> RunStatus:
-        self.backend.stop(self.run_id)
-        return self.status()
+        return self.service.stop(self.run_id)
 
     def tensorboard(self, **kwargs):
         """Start (or reuse) a TensorBoard for this run; returns the typed start result."""
-        from . import tensorboard
+        return self.service.tensorboard([self.run_id], **kwargs)
 
-        return tensorboard.start([self.run_id], **kwargs)
+
+__all__ = ["PushError", "Run", "RunFailed", "runs", "submit"]

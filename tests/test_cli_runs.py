@@ -267,20 +267,33 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_status_and_runs_reconcile_a_run_whose_supervisor_died(synthetic_run):
+def test_status_runs_and_logs_report_a_run_whose_supervisor_died_and_follow_keeps_it(synthetic_run):
     from jupyter_px.runstore import RunStore
 
-    synthetic_run("orphan-1", PYTORCH_2)
+    synthetic_run("orphan-1", PYTORCH_2, log_lines=2)
     store = RunStore()
     status = store.status("orphan-1")
     status.supervisor_pid = _dead_pid()
     store.write_status(status)
+    stored = store.paths("orphan-1").status.read_bytes()
+    problem = f"the supervisor (pid {status.supervisor_pid}) is gone"
     run = _run("orphan-1")
-    assert repr(run) == "<Run orphan-1 Running>"  # a repr only reads
-    assert store.status("orphan-1").state.value == "Running"
-    listed = json.loads(px("runs", "--json").stdout)
-    assert listed[0]["run_id"] == "orphan-1" and listed[0]["state"] == "Lost"
-    assert px("status", "orphan-1").stdout.startswith("run orphan-1: Lost")
+    assert repr(run) == f"<Run orphan-1 Running; {problem}>"  # a repr only reads, and says what it saw
+    listed = px("runs", "--json")
+    assert json.loads(listed.stdout)[0]["state"] == "Running"
+    assert json.loads(listed.stdout)[0]["owner_problem"] == problem
+    table = px("runs")
+    assert "Running (no owner)" in table.stdout and problem in table.stderr
+    shown = px("status", "orphan-1")
+    assert shown.stdout.startswith("run orphan-1: Running") and "jupyter px follow orphan-1" in shown.stderr
+    logs = px("logs", "orphan-1", "--follow", timeout=60)  # a read cannot end the run: it says why it stops
+    assert logs.returncode == 0 and "[worker.1] worker-1 line 1" in logs.stdout and problem in logs.stderr
+    assert store.paths("orphan-1").status.read_bytes() == stored  # none of the reads wrote
+
+    followed = px("follow", "orphan-1")  # the explicit keeper: reconciles, and the run ends Lost
+    assert followed.returncode == 1 and "Lost" in followed.stderr, followed.stderr
+    assert store.status("orphan-1").state.value == "Lost"
+    assert px("status", "orphan-1").stdout.startswith("run orphan-1: Lost (SupervisorLost)")
 
 
 def _peak_rss_kib(*args: str) -> int:

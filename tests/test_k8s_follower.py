@@ -177,7 +177,7 @@ def test_stop_keeps_the_logs(kube, px_home):
     kube.append_log(master, "before stop\n")
     wait_until(lambda: run.logs("master", 0) == "before stop\n", what="log")
     status = run.stop()
-    assert status.state.value == "Stopped"
+    assert (status.state.value, status.reason) == ("Stopped", "StoppedByUser")
     assert {r.state.value for r in status.replicas} == {"Stopped"}
     assert not kube.list("pods") and not kube.list("configmaps")
     assert run.logs("master", 0) == "before stop\n"

@@ -64,7 +64,7 @@ def test_kubernetes_notebook(kube, px_home, tmp_path):
     from jupyter_px.api import runs
 
     (run,) = runs()
-    assert run.record.backend == "kubernetes" and run.status().state.value == "Succeeded"
+    assert run.record.backend == "native" and run.status().state.value == "Succeeded"
     assert any(t.startswith("Succeeded") for t in text.values())
     assert f"worker-1: MASTER_ADDR={run.run_id}-master-0.{run.run_id}.default.svc RANK=2" in run.logs("worker", 1)
     assert list(run.metrics()["worker-1"]["loss"].values) == [1.0, 0.5, 1 / 3, 0.25, 0.2]

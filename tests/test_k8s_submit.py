@@ -21,7 +21,7 @@ TF_KUBEFLOW = {
 
 def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home):
     run = jupyter_px.submit("print('hi')\n", TORCH, name="demo")
-    assert run.record.backend == "kubernetes"
+    assert run.record.backend == "native"
     (configmap,) = kube.list("configmaps")
     pods = kube.list("pods", selector=f"{LABEL_RUN}={configmap['metadata']['name']}")
     assert sorted(p["metadata"]["name"] for p in pods) == sorted(
@@ -37,7 +37,7 @@ def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home
 
     run.stop()
     status = run.status()
-    assert status.state.value == "Stopped"
+    assert (status.state.value, status.reason) == ("Stopped", "StoppedByUser")  # the local backend's name too
     assert not kube.list("pods") and not kube.list("services") and not kube.list("configmaps")
 
 

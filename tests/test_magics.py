@@ -264,6 +264,32 @@ def test_runs_status_logs(ip, synthetic_run):
     assert captured.stdout.strip() == "run done-1 had already finished: Succeeded"
 
 
+def test_read_magics_report_a_gone_supervisor_and_px_logs_follow_ends_saying_why(ip, synthetic_run, px_home):
+    """%px_runs / %px_status / %px_logs only read: a run whose supervisor died stays Running as
+    recorded, with a warning; `--follow` stops (a read cannot finish the run) and says why."""
+    import subprocess
+
+    from jupyter_px.runstore import RunStore
+
+    synthetic_run("orphan-1", PYTORCH_2, log_lines=3)
+    store = RunStore()
+    status = store.status("orphan-1")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    status.supervisor_pid = dead.pid
+    store.write_status(status)
+    stored = store.paths("orphan-1").status.read_bytes()
+    problem = f"the supervisor (pid {dead.pid}) is gone"
+    _, captured = run(ip, "%px_runs")
+    assert re.search(r"orphan-1\s+-\s+Running \(no owner\)", captured.outputs[0].data["text/plain"])
+    assert problem in captured.stderr and "jupyter px follow orphan-1" in captured.stderr
+    _, captured = run(ip, "%px_status orphan-1")
+    assert captured.outputs[0].data["text/plain"].startswith("run orphan-1: Running") and problem in captured.stderr
+    _, captured = run(ip, "%px_logs orphan-1 --role worker --index 1 --follow")
+    assert captured.stdout.splitlines() == [f"worker-1 line {i}" for i in range(3)] and problem in captured.stderr
+    assert store.paths("orphan-1").status.read_bytes() == stored
+
+
 def test_px_runs_output_is_the_cli_json_shape(ip, synthetic_run, px_home):
     import json
     import subprocess

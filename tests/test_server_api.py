@@ -273,8 +273,8 @@ async def test_run_detail_by_id_name_and_last(jp_fetch, px_home):
     assert (await fetch_json(jp_fetch, "px/api/runs/last"))[1]["run_id"] == "named-abc123"
 
 
-async def test_run_detail_is_reconciled_not_a_stale_file(jp_fetch, px_home):
-    """A run whose supervisor is gone reads as Lost, although its file still says Running."""
+async def test_run_detail_and_list_report_a_gone_supervisor_without_acting(jp_fetch, px_home):
+    """A run whose supervisor is gone reads as recorded (a GET never writes), with the problem."""
     import subprocess
     import sys
 
@@ -285,10 +285,12 @@ async def test_run_detail_is_reconciled_not_a_stale_file(jp_fetch, px_home):
     dead.wait()
     status.supervisor_pid = dead.pid
     store.write_status(status)
+    stored = store.paths("stale-1").status.read_bytes()
     code, body = await fetch_json(jp_fetch, "px/api/runs/stale-1")
-    assert body["state"] == "Lost"
+    assert body["state"] == "Running" and body["owner_problem"] == f"the supervisor (pid {dead.pid}) is gone"
     listed = (await fetch_json(jp_fetch, "px/api/runs"))[1]["runs"]
-    assert listed[0]["state"] == "Lost"
+    assert listed[0]["state"] == "Running" and listed[0]["owner_problem"] == body["owner_problem"]
+    assert store.paths("stale-1").status.read_bytes() == stored
 
 
 @pytest.mark.parametrize(

@@ -122,7 +122,10 @@ def test_monitor_background_updates_stop_themselves_after_the_final_refresh(synt
     assert not stopped.updating and not stopped.finished
 
 
-def test_monitor_refresh_reconciles_but_its_repr_does_not(synthetic_run):
+def test_monitor_neither_builds_nor_refreshes_nor_reprs_by_reconciling(synthetic_run):
+    """The monitor only reads: a run whose supervisor is gone stays as recorded (its status file
+    untouched, from the constructor's first refresh on) and the header says the supervisor is
+    gone; the Stop button, an action, is what settles it."""
     import subprocess
 
     from jupyter_px.runstore import RunStore
@@ -134,10 +137,18 @@ def test_monitor_refresh_reconciles_but_its_repr_does_not(synthetic_run):
     dead.wait()
     status.supervisor_pid = dead.pid  # the supervisor is gone, the status still says Running
     store.write_status(status)
-    monitor = _monitor("mon-9")
-    assert monitor.refresh().state.value == "Lost"
-    assert "px-state-Lost" in monitor.get_state()["_dom_classes"] and monitor.finished
-    assert repr(monitor).startswith("<RunMonitor mon-9: Lost")
+    status_file = store.paths("mon-9").status
+    before = (status_file.read_bytes(), status_file.stat().st_mtime_ns)
+    monitor = _monitor("mon-9")  # the constructor refreshes once
+    assert monitor.refresh().state.value == "Running" and not monitor.finished
+    assert repr(monitor).startswith("<RunMonitor mon-9: Running")
+    assert "px-state-Running" in monitor.get_state()["_dom_classes"]
+    assert f"the supervisor (pid {dead.pid}) is gone" in monitor.header.value
+    assert (status_file.read_bytes(), status_file.stat().st_mtime_ns) == before
+
+    monitor.stop_run()  # the Stop button acts: the backend finds the supervisor gone
+    assert monitor.last_status is not None and monitor.last_status.state.value == "Lost" and monitor.finished
+    assert "px-owner-problem" not in monitor.header.value  # a finished run has no owner to miss
 
 
 def test_monitor_with_many_replicas_uses_one_log_view(synthetic_run):

@@ -10,12 +10,19 @@ from .base import Backend, BackendError, Observation, ResourceUnavailable, Submi
 log = logging.getLogger(__name__)
 
 
-def get_backend(name: str, store: RunStore | None = None) -> Backend:
-    if name in ("local", None, ""):
+def backend_name(name: str | None) -> str:
+    """A backend's one name: `kubernetes` (what older versions stored) is `native`."""
+    return "native" if name == "kubernetes" else (name or "local")
+
+
+def get_backend(name: str | None, store: RunStore | None = None) -> Backend:
+    """The backend called `name` (`kubernetes` is accepted as another name for `native`)."""
+    name = backend_name(name)
+    if name == "local":
         from .local import LocalBackend
 
         return LocalBackend(store)
-    if name in ("kubernetes", "native"):
+    if name == "native":
         from .kubernetes import KubernetesBackend
 
         return KubernetesBackend(store)
@@ -48,4 +55,13 @@ def keep_runs(store: RunStore) -> int:
     return unfinished
 
 
-__all__ = ["Backend", "BackendError", "Observation", "ResourceUnavailable", "SubmitHandle", "get_backend", "keep_runs"]
+__all__ = [
+    "Backend",
+    "BackendError",
+    "Observation",
+    "ResourceUnavailable",
+    "SubmitHandle",
+    "backend_name",
+    "get_backend",
+    "keep_runs",
+]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..runstore import ReplicaState, ReplicaStatus, RunState
+from ..runstore.models import Reason
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ def run_outcome(replicas: Sequence[ReplicaStatus]) -> Outcome | None:
     if failed:
         first = min(failed, key=lambda r: r.finished_at or 0)
         what = f"{first.key} failed ({first.reason or 'Error'})" + (f": {first.message}" if first.message else "")
-        return Outcome(RunState.FAILED, "ReplicaFailed", what, cause=first.key)
+        return Outcome(RunState.FAILED, Reason.REPLICA_FAILED, what, cause=first.key)
     masters = [r for r in replicas if r.role == "master"]
     deciding = masters or [r for r in replicas if r.role == "worker"] or list(replicas)
     if deciding and all(r.state == ReplicaState.SUCCEEDED for r in deciding):
@@ -39,5 +40,5 @@ def run_outcome(replicas: Sequence[ReplicaStatus]) -> Outcome | None:
             what = f"{deciding[0].key} succeeded"
         else:
             what = f"all {len(deciding)} {deciding[0].role}s succeeded"
-        return Outcome(RunState.SUCCEEDED, "Completed", what)
+        return Outcome(RunState.SUCCEEDED, Reason.COMPLETED, what)
     return None

@@ -12,9 +12,7 @@ from pathlib import Path
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from ..backends.base import BackendError
-    from ..backends.kubernetes.dry_run import dry_run
-    from ..backends.kubernetes.render import to_yaml
+    from ..service import BackendError, RunService, ScriptFile
     from ..topology import TopologyError
     from .topology_cmds import read_topology_file
 
@@ -31,11 +29,10 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"jupyter px render: invalid topology {args.file}: {error}", file=sys.stderr)
         return 2
     try:
-        objects = dry_run(
+        rendered = RunService().render(
             topology,
+            ScriptFile(script),
             name=args.name or topology.name or script.stem,
-            entrypoint=script.name,
-            code=script.read_bytes(),
             backend=args.backend,
             args=list(args.script_args or []),
             namespace=args.namespace,
@@ -43,7 +40,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     except (BackendError, ValueError) as error:
         print(f"jupyter px render: {error}", file=sys.stderr)
         return 2
-    sys.stdout.write(to_yaml(objects))
+    sys.stdout.write(rendered.yaml)
     return 0
 
 

@@ -1,7 +1,10 @@
-"""`jupyter px run / runs / status / logs / stop`: start runs and watch them from a terminal.
+"""`jupyter px run / runs / status / logs / follow / stop`: start runs and watch them from a terminal.
 
-Every command reads the same run store as the notebook magics and the API, so a run started from
-a kernel can be followed or stopped here and the other way round. Exit codes: 0 success, 1 the
+Every command goes through the run service (`jupyter_px.service`) over the same run store as
+the notebook magics and the API, so a run started from a kernel can be followed or stopped here
+and the other way round. `runs`, `status` and `logs` only read: a run whose owner (supervisor,
+follower) is gone is reported, not repaired; `follow` and `run --wait` keep the run (reconcile
+it until it ends), `stop` stops it. Exit codes: 0 success, 1 the
 run did not succeed, 2 bad input (no such script or run, invalid topology, a request the
 backend cannot meet), 130 interrupted; errors are one readable message, never a traceback.
 """
@@ -13,7 +16,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 
 class CliError(Exception):
@@ -44,33 +47,28 @@ class _RunParser(argparse.ArgumentParser):
 LOGS_HINT = "jupyter px logs {run_id} --role {role} --index {index}"
 
 
-def _store():
-    from ..runstore import RunStore
+def _service():
+    from ..service import RunService
 
-    return RunStore()
+    return RunService()
 
 
-def _open_run(ref: str):
-    """The Run the user means (an id, a name or `last`), or CliError naming what is wrong."""
-    from ..api import Run
+def _open_run(ref: str) -> tuple[Any, str]:
+    """(the service, the run id the user means: an id, a name or `last`), or CliError."""
     from ..runstore import RunNotFound
 
+    service = _service()
     try:
-        return Run(ref, _store())
+        return service, service.resolve(ref)
     except RunNotFound as error:
         raise CliError(f"{error} (list runs with: jupyter px runs)") from None
 
 
-def _replicas(run, status) -> list[tuple[str, int]]:
-    """The run's replicas: from its status, or its topology before the backend wrote any."""
-    if status.replicas:
-        return [(r.role, r.index) for r in status.replicas]
-    from ..topology import TopologyError, parse_topology
+def _warn_owner(run_id: str, problem: str | None) -> None:
+    if problem:
+        from ..presentation.text import owner_warning
 
-    try:
-        return [(s.role, s.index) for s in parse_topology(run.record.topology).replicas()]
-    except TopologyError:
-        return []
+        print(owner_warning(run_id, problem), file=sys.stderr)
 
 
 class Progress:
@@ -130,9 +128,8 @@ def _load_topology(path: str | None):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..api import submit
-    from ..backends import BackendError
     from ..presentation.text import topology_problems
+    from ..service import BackendError, ScriptFile
     from ..topology import TopologyError
 
     script = Path(args.script)
@@ -143,9 +140,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.workdir is not None and not Path(args.workdir).is_dir():
         raise CliError(f"--workdir {args.workdir!r} is not a directory")
     topology = _load_topology(args.file)
+    service = _service()
     try:
-        run = submit(
-            script,
+        run_id = service.submit(
+            ScriptFile(script),
             topology,
             name=args.name,
             backend=args.backend,
@@ -164,28 +162,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as error:
         raise CliError(str(error)) from None
     if not args.wait:
-        print(run.run_id)
-        print(f"follow it with: jupyter px logs {run.run_id} --follow", file=sys.stderr)
+        print(run_id)
+        print(f"follow it with: jupyter px follow {run_id}", file=sys.stderr)
         return 0
-    print(f"run {run.run_id} submitted ({run.record.backend}); Ctrl-C stops waiting, not the run", file=sys.stderr)
-    return _wait_and_stream(run)
+    backend = service.record(run_id).backend
+    print(f"run {run_id} submitted ({backend}); Ctrl-C stops waiting, not the run", file=sys.stderr)
+    return _keep_and_stream(service, run_id)
 
 
-def _wait_and_stream(run) -> int:
-    from ..presentation.follow import LogPrinter, follow_run, observed_status
+def _keep_and_stream(service: Any, run_id: str) -> int:
+    """Keep the run until it ends (reconciling it: a gone supervisor makes it Lost, a Kubernetes
+    run nobody follows is followed again), streaming every replica's log; the exit code."""
+    from ..presentation.follow import LogPrinter, follow_run
     from ..presentation.text import failure_text, outcome_line
     from ..runstore import RunState
 
-    progress = Progress(run.run_id)
-    replicas = _replicas(run, observed_status(run))
-    printer = LogPrinter(run.store, run.run_id, replicas, sys.stdout, prefixed=True, before_write=progress.clear)
+    progress = Progress(run_id)
+    replicas = service.replicas(run_id, service.keep(run_id))
+    printer = LogPrinter(service, run_id, replicas, sys.stdout, prefixed=True, before_write=progress.clear)
     try:
-        status = follow_run(run, printer, on_status=lambda status, _wrote: progress.show(status))
+        status, _ = follow_run(
+            lambda: (service.keep(run_id), None), printer, on_status=lambda status, _wrote: progress.show(status)
+        )
     except KeyboardInterrupt:
         progress.clear()
-        print(
-            f"\nstopped waiting; run {run.run_id} goes on (stop it with: jupyter px stop {run.run_id})", file=sys.stderr
-        )
+        print(f"\nstopped waiting; run {run_id} goes on (stop it with: jupyter px stop {run_id})", file=sys.stderr)
         return 130
     progress.clear()
     if status.state == RunState.SUCCEEDED:
@@ -195,101 +196,101 @@ def _wait_and_stream(run) -> int:
     return 1
 
 
+def cmd_follow(args: argparse.Namespace) -> int:
+    """Keep a run until it ends, streaming its logs (what `run --wait` does after submitting)."""
+    service, run_id = _open_run(args.run)
+    return _keep_and_stream(service, run_id)
+
+
 # ---- runs / status -----------------------------------------------------------------------------
-
-
-def _reconciled(store, record, status):
-    """A listed run's status as its backend sees it now (unfinished runs only: a finished
-    status is final); the stored one when the backend cannot tell."""
-    if status.state.finished:
-        return status
-    from ..backends import BackendError, get_backend
-
-    try:
-        return get_backend(record.backend, store).reconcile(record.run_id)
-    except (BackendError, OSError, ValueError):  # ValueError: RunDamaged since it was listed
-        return status
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..presentation.run_json import run_summary
     from ..presentation.text import RUNS_HEADERS, runs_rows, table
 
-    store = _store()
-    summaries = [
-        run_summary(record, _reconciled(store, record, status)) for record, status in store.list(limit=args.limit)
-    ]
+    service = _service()
+    summaries = [run_summary(v.record, v.status, v.owner_problem) for v in service.list_runs(limit=args.limit)]
     if args.json:
         print(json.dumps(summaries, indent=1))
         return 0
     if not summaries:
-        print(f"no runs yet in {store.root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
+        print(f"no runs yet in {service.store.root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
         return 0
     print(table(RUNS_HEADERS, runs_rows(summaries)))
+    for summary in summaries:
+        _warn_owner(summary["run_id"], summary["owner_problem"])
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ..presentation.follow import observed_status
     from ..presentation.run_json import run_detail
     from ..presentation.text import STATUS_HEADERS, status_heading, status_rows, table
 
-    run = _open_run(args.run)
-    status = observed_status(run)
+    service, run_id = _open_run(args.run)
+    view = service.view(run_id)
     if args.json:
-        print(json.dumps(run_detail(run.record, status), indent=1))
+        print(json.dumps(run_detail(view.record, view.status, view.owner_problem), indent=1))
         return 0
-    print(status_heading(status))
-    if status.replicas:
-        print(table(STATUS_HEADERS, status_rows(status)))
+    print(status_heading(view.status))
+    if view.status.replicas:
+        print(table(STATUS_HEADERS, status_rows(view.status)))
+    _warn_owner(run_id, view.owner_problem)
     return 0
 
 
 # ---- logs / stop -------------------------------------------------------------------------------
 
 
-def _select_replicas(run, status, role: str | None, index: int | None) -> list[tuple[str, int]]:
-    replicas = _replicas(run, status)
+def _select_replicas(
+    replicas: list[tuple[str, int]], run_id: str, role: str | None, index: int | None
+) -> list[tuple[str, int]]:
     if index is not None and role is None:
         raise CliError("--index needs --role (e.g. --role worker --index 1)")
     chosen = [(r, i) for r, i in replicas if (role is None or r == role) and (index is None or i == index)]
     if not chosen:
         have = ", ".join(f"{r}.{i}" for r, i in replicas)
         wanted = role if index is None else f"{role}.{index}"
-        raise CliError(f"run {status.run_id} has no replica {wanted} (it has {have})")
+        raise CliError(f"run {run_id} has no replica {wanted} (it has {have})")
     return chosen
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from ..presentation.follow import LogPrinter, follow_run, observed_status
+    from ..presentation.follow import LogPrinter, follow_run
 
-    run = _open_run(args.run)
-    chosen = _select_replicas(run, observed_status(run), args.role, args.index)
+    service, run_id = _open_run(args.run)
+    chosen = _select_replicas(service.replicas(run_id), run_id, args.role, args.index)
     prefixed = len(chosen) > 1 or args.role is None
-    printer = LogPrinter(run.store, run.run_id, chosen, sys.stdout, prefixed=prefixed)
+    printer = LogPrinter(service, run_id, chosen, sys.stdout, prefixed=prefixed)
+
+    def observe():
+        observation = service.observe(run_id)
+        return observation.status, observation.owner_problem
+
     try:
-        follow_run(run, printer, follow=args.follow)
+        _, problem = follow_run(observe, printer, follow=args.follow)
     except KeyboardInterrupt:
         return 130
+    if args.follow:  # a read cannot finish a run nobody owns: say so instead of waiting forever
+        _warn_owner(run_id, problem)
     return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from ..backends import BackendError
-    from ..presentation.follow import observed_status
     from ..presentation.text import printable
+    from ..service import BackendError
 
-    run = _open_run(args.run)
-    before = observed_status(run)
+    service, run_id = _open_run(args.run)
+    before = service.status(run_id)
     if before.state.finished:
-        print(f"run {run.run_id} had already finished: {before.state.value}")
+        print(f"run {run_id} had already finished: {before.state.value}")
         return 0
     try:
-        status = run.stop()
+        status = service.stop(run_id)
     except BackendError as error:
         print(f"jupyter px stop: {error}", file=sys.stderr)
         return 1
-    print(f"run {run.run_id} {status.state.value}" + (f": {printable(status.message)}" if status.message else ""))
+    print(f"run {run_id} {status.state.value}" + (f": {printable(status.message)}" if status.message else ""))
     return 0
 
 
@@ -391,6 +392,17 @@ def register(commands) -> None:
     logs.add_argument("--index", type=_count, help="replica index (with --role)")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the run finishes")
     logs.set_defaults(handler=_guarded(cmd_logs))
+
+    follow = commands.add_parser(
+        "follow",
+        help="keep a run until it ends, streaming its logs",
+        description="Keep a run until it ends: reconcile it (a run whose local supervisor is gone is recorded "
+        "Lost; a Kubernetes run nobody follows gets its follower again) and stream every replica's log like "
+        "logs --follow. Exit 0 when the run succeeds, 1 when it does not. The reads (runs, status, logs) never "
+        "do this.",
+    )
+    follow.add_argument("run", metavar="RUN", help=RUN_HELP)
+    follow.set_defaults(handler=_guarded(cmd_follow))
 
     stop = commands.add_parser("stop", help="stop a run", description="Stop every replica of a run; it ends Stopped.")
     stop.add_argument("run", metavar="RUN", help=RUN_HELP)

@@ -30,15 +30,18 @@ def in_kernel(shell: Any) -> bool:
 def open_run(ref: str) -> Any:
     """The Run the user means: an id, a name (its newest run) or `last`; a UsageError otherwise."""
     from ..api import Run
-    from ..runstore import RunDamaged, RunNotFound, RunStore
+    from ..runstore import RunDamaged, RunNotFound
+    from ..service import RunService
 
-    store = RunStore()
+    service = RunService()
     try:
-        run = Run(ref, store)
+        run = Run(ref, service=service)
         run.status()  # a damaged status is reported here, as one line, not mid-way through a magic
         return run
     except RunNotFound:
-        raise UsageError(f"unknown run {ref!r} (no such run id or name in {store.root}; %px_runs lists them)") from None
+        raise UsageError(
+            f"unknown run {ref!r} (no such run id or name in {service.store.root}; %px_runs lists them)"
+        ) from None
     except RunDamaged as error:
         raise UsageError(str(error)) from None
 

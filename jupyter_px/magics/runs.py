@@ -4,6 +4,10 @@ Runs come from anywhere (magics, the CLI, the API) and are named the way the use
 knows them: an id, a name (its newest run) or `last`. What is shown is rendered by
 `jupyter_px.presentation`, the same words and tables as `jupyter px ...` in a terminal; none of
 these magics but `%px_attach` in a notebook loads ipywidgets.
+
+Every magic goes through the run service. `%px_runs`, `%px_status`, `%px_logs` only read: a run
+whose supervisor (or Kubernetes follower) is gone is shown as recorded, with a warning saying
+so; `%px_stop` and `--wait` act.
 """
 
 from __future__ import annotations
@@ -18,26 +22,25 @@ from IPython.display import display
 
 from ..presentation import html as as_html
 from ..presentation import text as as_text
-from ..presentation.follow import LogPrinter, follow_run, observed_status
+from ..presentation.follow import LogPrinter, follow_run
 from .args import check_output, check_wait, output_arg, run_arg, wait_args
 from .common import in_kernel, open_run, shell_of, show_run, wait_for_run
 
-
-def _replica_keys(run: Any, status: Any) -> list[tuple[str, int]]:
-    from ..topology import TopologyError, parse_topology
-
-    try:
-        return [(spec.role, spec.index) for spec in parse_topology(run.record.topology).replicas()]
-    except TopologyError:
-        return [(r.role, r.index) for r in status.replicas]
+#: How a magic tells the user to bring a run whose owner is gone up to date.
+KEEP_HINT = "run.wait() or `jupyter px follow {run_id}`"
 
 
 def _observed_run(magic: Any, line: str) -> tuple[Any, Any, Any]:
-    """A run magic's arguments, the run they name, and its status as observed now (reconciled:
-    a run whose supervisor died reads as Lost, not as forever Running)."""
+    """A run magic's arguments, the run they name, and what a read sees of it (the stored
+    status and any problem with its owner: a read reports a gone supervisor, never repairs it)."""
     args = parse_argstring(magic, line)
     run = open_run(args.run)
-    return args, run, observed_status(run)
+    return args, run, run.observe()
+
+
+def _warn_owner(run_id: str, problem: str | None) -> None:
+    if problem:
+        print(as_text.owner_warning(run_id, problem, KEEP_HINT), file=sys.stderr)
 
 
 def _figure_bundle(figure: Any, text: str) -> dict[str, Any]:
@@ -65,9 +68,10 @@ class RunMagics(Magics):
         args = parse_argstring(self.px_runs, line)
         check_output(args)
         from ..presentation.run_json import run_summary
-        from ..runstore import RunStore
+        from ..service import RunService
 
-        summaries = [run_summary(record, status) for record, status in RunStore().list(limit=args.limit or None)]
+        views = RunService().list_runs(limit=args.limit or None)
+        summaries = [run_summary(view.record, view.status, view.owner_problem) for view in views]
         if args.output:
             shell_of(self).user_ns[args.output] = summaries
         if not summaries:
@@ -77,13 +81,16 @@ class RunMagics(Magics):
         display(
             as_html.TextAndHtml(as_text.table(as_text.RUNS_HEADERS, rows), as_html.table(as_text.RUNS_HEADERS, rows))
         )
+        for view in views:
+            _warn_owner(view.record.run_id, view.owner_problem)
 
     @magic_arguments()
     @run_arg
     @line_magic
     def px_status(self, line: str) -> None:
         """Show a run's state and each replica's state, pid, exit code, restarts and reason."""
-        _, run, status = _observed_run(self.px_status, line)
+        _, run, observation = _observed_run(self.px_status, line)
+        status = observation.status
         heading = as_text.status_heading(status)
         rows = as_text.status_rows(status)
         display(
@@ -92,6 +99,7 @@ class RunMagics(Magics):
                 as_html.table(as_text.STATUS_HEADERS, rows, title=heading),
             )
         )
+        _warn_owner(run.run_id, observation.owner_problem)
 
     @magic_arguments()
     @run_arg
@@ -102,19 +110,23 @@ class RunMagics(Magics):
     @line_magic
     def px_logs(self, line: str) -> None:
         """Print a replica's log (stdout and stderr, across restarts), streamed in bounded chunks."""
-        args, run, status = _observed_run(self.px_logs, line)
-        replicas = _replica_keys(run, status)
+        args, run, observation = _observed_run(self.px_logs, line)
+        replicas = run.service.replicas(run.run_id, observation.status)
         role = args.role or (replicas[0][0] if replicas else "master")
         key = (role, args.index)
         if replicas and key not in replicas:
             have = ", ".join(f"{r}-{i}" for r, i in replicas)
             raise UsageError(f"run {run.run_id} has no replica {role}-{args.index} (replicas: {have})")
-        printer = LogPrinter(run.store, run.run_id, [key], sys.stdout, prefixed=False)
+        printer = LogPrinter(run.service, run.run_id, [key], sys.stdout, prefixed=False)
+
+        def observe() -> Any:
+            seen = run.observe()
+            return seen.status, seen.owner_problem
+
         try:
             if args.tail:
-                size = run.paths.log(role, args.index).stat().st_size if run.paths.log(role, args.index).exists() else 0
-                printer.start_at(key, max(0, size - args.tail))
-            follow_run(run, printer, follow=args.follow)
+                printer.start_at(key, max(0, run.service.log_size(run.run_id, role, args.index) - args.tail))
+            _, problem = follow_run(observe, printer, follow=args.follow)
         except KeyboardInterrupt:
             print(f"\n(stopped following {role}-{args.index}; the run goes on)")
             return
@@ -122,6 +134,7 @@ class RunMagics(Magics):
             raise UsageError(f"--role {role!r}: {error}") from None
         if printer.offsets[key] == 0:
             print(f"(replica {role}-{args.index} of run {run.run_id} has written nothing yet)")
+        _warn_owner(run.run_id, problem)  # with --follow, why following ended before the run did
 
     @magic_arguments()
     @run_arg
@@ -130,7 +143,8 @@ class RunMagics(Magics):
         """Stop every replica of a run: each gets SIGTERM (its pod is deleted on Kubernetes), then
         SIGKILL after a grace period, and the run ends as Stopped. Its logs and metrics are kept.
         A finished run is left as it is."""
-        _, run, before = _observed_run(self.px_stop, line)
+        run = open_run(parse_argstring(self.px_stop, line).run)
+        before = run.status()
         if before.state.finished:
             print(f"run {run.run_id} had already finished: {before.state.value}")
             return
@@ -155,8 +169,10 @@ class RunMagics(Magics):
         if in_kernel(shell_of(self)):
             monitor = show_run(shell_of(self), run, "")
         else:
-            status = observed_status(run)
+            observation = run.observe()
+            status = observation.status
             print(f"run {run.run_id}: {status.state.value}; {as_text.replica_states(status)}")
+            _warn_owner(run.run_id, observation.owner_problem)
         if args.wait:
             wait_for_run(run, monitor, args.timeout)
 
@@ -169,10 +185,7 @@ class RunMagics(Magics):
         plotly figure, so it stays in the saved notebook and its HTML export)."""
         args = parse_argstring(self.px_plot, line)
         run = open_run(args.run)
-        from ..runstore.metrics import MetricsReader
-
-        reader = MetricsReader(run.paths)
-        reader.poll()
+        reader = run.service.metrics_reader(run.run_id)
         names = reader.metric_names()
         if not names:
             print(
@@ -201,8 +214,9 @@ class RunMagics(Magics):
         proxy (authenticated, and relative to the server's base URL, so it works behind
         JupyterHub)."""
         args = parse_argstring(self.px_tensorboard, line)
-        run_ids = [open_run(ref).run_id for ref in args.runs]
+        runs = [open_run(ref) for ref in args.runs]
+        run_ids = [run.run_id for run in runs]
         from .. import tensorboard
 
-        result = tensorboard.start(run_ids)
+        result = runs[0].service.tensorboard(run_ids)
         display(tensorboard.embed(result, height=600, label=", ".join(run_ids)))

@@ -172,18 +172,17 @@ class SubmitMagics(Magics):
         return values
 
     def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any]):
-        from ..api import PushError, submit
-        from ..backends import BackendError
+        from ..api import Run
+        from ..service import BackendError, PushError, RunService, SourceText
 
+        service = RunService()
         try:
-            return submit(
-                shipped.source,
+            run_id = service.submit(
+                SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
                 topology,
                 name=args.name,
-                language=shipped.language,
                 push=push or None,
                 submitted_from="magic",
-                source=shipped.origin,
                 workdir=os.getcwd(),
             )
         except TopologyError as error:
@@ -192,3 +191,4 @@ class SubmitMagics(Magics):
             raise UsageError(f"--push: {error}") from None
         except (BackendError, ValueError) as error:  # ValueError: e.g. an invalid --name
             raise UsageError(f"not submitted: {error}") from None
+        return Run(run_id, service=service)

@@ -1,4 +1,4 @@
-"""Following a run as text: its reconciled status, and its replicas' logs as they grow.
+"""Following a run as text: its status, and its replicas' logs as they grow.
 
 `jupyter px logs [--follow]`, `jupyter px run --wait` and `%px_logs [--follow]` all print logs
 through `LogPrinter`, which reads each log in bounded chunks (`RunStore.iter_log`), so memory
@@ -14,24 +14,15 @@ from typing import Any, TextIO
 
 from ..runstore import RunStatus
 
+#: What `follow_run` reads a run's state with: (status, owner problem or None).
+StatusReader = Callable[[], tuple[RunStatus, str | None]]
+
 #: Bytes of a log read per step.
 LOG_CHUNK_BYTES = 1 << 20
 #: With prefixes, a line is held until it ends, up to this many characters; then written in pieces.
 MAX_LINE_CHARS = 1 << 20
 #: How often a follower looks for new log text and status changes.
 POLL_S = 0.1
-
-
-def observed_status(run: Any) -> RunStatus:
-    """The run's status after the backend has reconciled it (a dead supervisor makes it Lost);
-    the stored status when the backend cannot reconcile (a backend this installation lacks, a
-    full disk). RunDamaged propagates: the caller names the damage."""
-    from ..backends import BackendError
-
-    try:
-        return run.reconcile()
-    except (BackendError, OSError):
-        return run.store.status(run.run_id)
 
 
 def prefix(role: str, index: int) -> str:
@@ -120,22 +111,25 @@ class LogPrinter:
 
 
 def follow_run(
-    run: Any,
+    read_status: StatusReader,
     printer: LogPrinter,
     follow: bool = True,
     poll: float = POLL_S,
     on_status: Callable[[RunStatus, bool], None] | None = None,
-) -> RunStatus:
-    """Print the logs (until the run has finished, with `follow`) and return the last status.
+) -> tuple[RunStatus, str | None]:
+    """Print the logs (until the run has finished, with `follow`) and return the last status
+    and owner problem. `read_status` is a read (`RunService.observe`: following then ends when
+    the run has no owner left to finish it, and the problem says so) or a keeper's
+    (`RunService.keep`, which never reports one).
 
     The status is read before the logs, so the last pass prints everything written before the
     run finished. `on_status(status, wrote)` is called after every pass (a progress line)."""
     while True:
-        status = observed_status(run)
-        finished = status.state.finished or not follow
+        status, problem = read_status()
+        finished = status.state.finished or not follow or problem is not None
         wrote = printer.pump(final=finished)
         if on_status is not None:
             on_status(status, wrote)
         if finished:
-            return status
+            return status, problem
         time.sleep(poll)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..runstore import ReplicaState, ReplicaStatus, RunState, RunStatus
+from ..runstore.models import Reason
 from .html import STATE_COLORS, escape, state_badge
 from .text import elapsed, printable
 
@@ -40,16 +41,19 @@ LAST_LINE_CHARS = 100
 #: Points per line of the final view's SVG plot.
 SVG_POINTS = 300
 
-#: Reasons as words (the status keeps Kubernetes-style reasons).
-REASON_WORDS = {
-    "Error": "error",
-    "Signaled": "killed by a signal",
-    "OOMKilled": "out of memory",
-    "StoppedByRun": "stopped by the run",
-    "StoppedByUser": "stopped on request",
-    "Lost": "lost",
-    "Completed": "",
+#: Reasons as words (the status keeps Kubernetes-style reasons); any other reason shows as it is.
+REASON_WORDS: dict[str, str] = {
+    Reason.ERROR.value: "error",
+    Reason.SIGNALED.value: "killed by a signal",
+    Reason.OOM_KILLED.value: "out of memory",
+    Reason.STOPPED_BY_RUN.value: "stopped by the run",
+    Reason.STOPPED_BY_USER.value: "stopped on request",
+    Reason.SUPERVISOR_LOST.value: "lost with its supervisor",
+    Reason.POD_DELETED.value: "its pod was deleted",
+    Reason.COMPLETED.value: "",
 }
+#: Reasons whose message says all there is to say ("stopped because master-0 failed").
+SELF_EXPLAINED = (Reason.STOPPED_BY_RUN, Reason.STOPPED_BY_USER)
 STOPPED_WHEN_SUCCEEDED = "stopped when the run succeeded"
 STARTING = "starting"
 
@@ -76,14 +80,14 @@ def is_tf_chief(topology: Mapping[str, Any] | None) -> bool:
 
 def stopped_when_succeeded(replica: ReplicaStatus | None) -> bool:
     """A replica the run stopped because it had succeeded (a parameter server, a last worker)."""
-    return replica is not None and replica.state == ReplicaState.SUCCEEDED and replica.reason == "StoppedByRun"
+    return replica is not None and replica.state == ReplicaState.SUCCEEDED and replica.reason == Reason.STOPPED_BY_RUN
 
 
 def reason_text(replica: ReplicaStatus | None) -> str:
     """`error: exited with code 3`, `stopped because master-0 failed`; empty when nothing is wrong."""
     if replica is None or replica.state == ReplicaState.SUCCEEDED:
         return ""
-    if replica.reason in ("StoppedByRun", "StoppedByUser") and replica.message:
+    if replica.reason in SELF_EXPLAINED and replica.message:
         return printable(replica.message, 160)  # the message says it all: "stopped because ... failed"
     words = REASON_WORDS.get(replica.reason or "", replica.reason or "")
     parts = [p for p in (words, printable(replica.message, 160) if replica.message else "") if p]

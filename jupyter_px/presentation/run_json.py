@@ -12,8 +12,9 @@ from typing import Any
 from ..runstore import ReplicaStatus, RunRecord, RunStatus
 
 
-def run_summary(record: RunRecord, status: RunStatus) -> dict[str, Any]:
-    """What a runs list shows for one run."""
+def run_summary(record: RunRecord, status: RunStatus, owner_problem: str | None = None) -> dict[str, Any]:
+    """What a runs list shows for one run. `owner_problem`: what a read found wrong with the
+    run's lifecycle owner ("the supervisor (pid 123) is gone"), None when nothing is."""
     return {
         "run_id": record.run_id,
         "name": record.name,
@@ -31,6 +32,7 @@ def run_summary(record: RunRecord, status: RunStatus) -> dict[str, Any]:
         "updated_at": status.updated_at,
         "replicas_total": len(status.replicas),
         "replica_counts": status.counts(),
+        "owner_problem": owner_problem,
     }
 
 
@@ -52,10 +54,10 @@ def replica_json(replica: ReplicaStatus) -> dict[str, Any]:
     }
 
 
-def run_detail(record: RunRecord, status: RunStatus) -> dict[str, Any]:
+def run_detail(record: RunRecord, status: RunStatus, owner_problem: str | None = None) -> dict[str, Any]:
     """One run in full: the summary, every replica, the topology and how the code runs."""
     return {
-        **run_summary(record, status),
+        **run_summary(record, status, owner_problem),
         "replicas": [replica_json(replica) for replica in status.replicas],
         "topology": record.topology,
         "code": record.code.model_dump(mode="json"),

@@ -82,6 +82,17 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], title: str =
     return "\n".join(([title] if title else []) + lines)
 
 
+#: What the runs list adds to the state of a run whose owner a read found gone.
+OWNERLESS = "no owner"
+
+
+def owner_warning(run_id: str, problem: str, keep_hint: str | None = "jupyter px follow {run_id}") -> str:
+    """`run X: the supervisor (pid 123) is gone; its state is the last one recorded (...)`: what
+    a read says about a run whose lifecycle owner is missing (a read never repairs it)."""
+    hint = f"; {keep_hint.format(run_id=run_id)} brings it up to date" if keep_hint else ""
+    return f"run {run_id}: {printable(problem, LAST_CELL_WIDTH)}; its state is the last one recorded{hint}"
+
+
 RUNS_HEADERS = ("RUN", "NAME", "STATE", "BACKEND", "REPLICAS", "FROM", "CREATED", "DURATION")
 
 
@@ -94,7 +105,7 @@ def runs_rows(summaries: Iterable[Mapping[str, Any]]) -> list[tuple[str, ...]]:
             (
                 run["run_id"],
                 run["name"] or "-",
-                run["state"],
+                run["state"] + (f" ({OWNERLESS})" if run.get("owner_problem") else ""),
                 run["backend"],
                 ", ".join(f"{n} {state}" for state, n in counts.items()) or "-",
                 run["submitted_from"] or "-",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class RunState(str, Enum):
@@ -38,6 +38,54 @@ class ReplicaState(str, Enum):
     FAILED = "Failed"
     STOPPED = "Stopped"
     LOST = "Lost"
+
+
+class Reason(StrEnum):
+    """Why a run or a replica is in its state: one name per cause on every backend.
+
+    The status files keep a reason as a string: a Kubernetes backend passes on reasons the
+    cluster gives that are not listed here (a Kubeflow job condition's reason, a container's
+    waiting reason), so readers compare with these members and show any other string as it is.
+    Files written by older versions still read: `LEGACY_REASONS` maps their spellings. A
+    `StrEnum`, so a member formats as its value (`f"{Reason.ERROR}"` is `Error`) in messages.
+    """
+
+    # a replica ended
+    COMPLETED = "Completed"  # exited 0 (a run: it succeeded)
+    ERROR = "Error"  # exited with a non-zero code
+    SIGNALED = "Signaled"  # killed by a signal
+    OOM_KILLED = "OOMKilled"  # over its memory limit
+    STOPPED_BY_RUN = "StoppedByRun"  # the run ended it (another replica failed, or the run succeeded)
+    STOPPED_BY_USER = "StoppedByUser"  # a user's stop (the run's reason too, on every backend)
+    POD_DELETED = "PodDeleted"  # its pod was deleted by someone else (kubectl, an eviction)
+    # a replica waits (Kubernetes)
+    UNSCHEDULABLE = "Unschedulable"
+    CONTAINER_CREATING = "ContainerCreating"
+    IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
+    ERR_IMAGE_PULL = "ErrImagePull"
+    CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
+    # a run ended, or its owner did
+    REPLICA_FAILED = "ReplicaFailed"  # the first replica to fail failed the run
+    SUPERVISOR_LOST = "SupervisorLost"  # the local supervisor died; the run is Lost
+    SUPERVISOR_ERROR = "SupervisorError"  # the local supervisor could not set the run up
+    LOST_CONTACT = "LostContact"  # the Kubernetes follower gave up on an API server that did not answer
+
+    @classmethod
+    def read(cls, value: object) -> object:
+        """A stored reason as a member when it is one (old spellings included), else unchanged."""
+        if not isinstance(value, str) or isinstance(value, Reason):
+            return value
+        legacy = LEGACY_REASONS.get(value)
+        if legacy is not None:
+            return legacy
+        try:
+            return cls(value)
+        except ValueError:
+            return value  # a reason the cluster gave: kept as it is
+
+
+#: Spellings older versions wrote -> today's member. A user's stop was `Stopped` on Kubernetes.
+LEGACY_REASONS = {"Stopped": Reason.STOPPED_BY_USER}
 
 
 class CodeSpec(BaseModel):
@@ -69,6 +117,12 @@ class RunRecord(BaseModel):
     submitted_from: str | None = Field(default=None, description="cli, magic, api, sidebar")
     versions: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _one_native_name(cls, value: object) -> object:
+        """Older versions recorded the native Kubernetes backend as `kubernetes`."""
+        return "native" if value == "kubernetes" else value
+
 
 class ReplicaStatus(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -82,9 +136,14 @@ class ReplicaStatus(BaseModel):
     restarts: int = 0
     started_at: float | None = None
     finished_at: float | None = None
-    reason: str | None = Field(default=None, description="OOMKilled, Error, Signaled, StoppedByRun, ...")
+    reason: str | None = Field(default=None, description="a Reason (OOMKilled, Error, StoppedByRun, ...)")
     message: str | None = None
     address: str | None = None
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _known_reason(cls, value: object) -> object:
+        return Reason.read(value)
 
     @property
     def key(self) -> str:
@@ -96,13 +155,18 @@ class RunStatus(BaseModel):
 
     run_id: str
     state: RunState = RunState.PENDING
-    reason: str | None = None
+    reason: str | None = Field(default=None, description="a Reason (Completed, ReplicaFailed, StoppedByUser, ...)")
     message: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
     updated_at: float = Field(default_factory=time.time)
     supervisor_pid: int | None = None
     replicas: list[ReplicaStatus] = Field(default_factory=list)
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _known_reason(cls, value: object) -> object:
+        return Reason.read(value)
 
     @classmethod
     def initial(cls, run_id: str, replicas: Iterable[tuple[str, int]]) -> RunStatus:

@@ -1,10 +1,12 @@
-"""REST handlers: thin async methods over the functions the CLI and the magics use.
+"""REST handlers: thin async methods over the run service the CLI and the magics use.
 
 Every handler is authenticated (`@web.authenticated`) and authorized (`@authorized` against the
 `px` resource, so a deployment's Authorizer can allow reading runs but not submitting them:
 submissions and TensorBoard are the `execute` action, stopping is `write`, the rest `read`).
 `APIHandler` enforces XSRF for cookie sessions on every method but GET. Blocking work (the run
-store, backends, TensorBoard) runs in a thread so the event loop keeps serving.
+service: the store, backends, TensorBoard) runs in a thread so the event loop keeps serving.
+GET only reads: a run whose owner (supervisor, follower) is gone is answered as recorded, with
+`owner_problem` saying so; the server's keeper, not a request, brings it up to date.
 
 Errors: 400 with the reason for a bad body or parameter, 404 for an unknown run or file; a
 reason is always one line a user can act on (`{"message": ...}`, plus `problems` for topologies).
@@ -22,16 +24,15 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from .. import tensorboard
-from ..api import Run, submit
-from ..backends import BackendError, get_backend
 from ..presentation.run_json import run_detail
 from ..runstore import RunNotFound, RunStore
 from ..runstore.layout import ROLE_PATTERN
+from ..service import DEFAULT_TAG, BackendError, RunService
 from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
 from ..topology.export import summary_text
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex
-from .submission import DEFAULT_TAG, SubmittedCode, code_from_notebook, code_from_script
+from .submission import SubmittedCode, code_from_notebook, code_from_script
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,13 @@ RENDER_FIELDS = SUBMIT_FIELDS | {"backend"}
 
 
 class PxState:
-    """What the handlers share for the server's life: the run store and its caches."""
+    """What the handlers share for the server's life: the run service (and its store) and the
+    caches over it."""
 
     def __init__(self, store: RunStore | None = None):
         self.store = store or RunStore()
-        self.runs = RunsIndex(self.store)
+        self.service = RunService(self.store)
+        self.runs = RunsIndex(self.service)
         self.metrics = MetricsCache(self.store)
 
 
@@ -90,9 +93,14 @@ class PxHandler(APIHandler):
 
     async def resolve(self, ref: str) -> str:
         try:
-            return await self.blocking(self.px.store.resolve, ref)
+            return await self.blocking(self.px.service.resolve, ref)
         except RunNotFound as error:
             raise web.HTTPError(404, str(error)) from None
+
+    def _detail(self, run_id: str) -> dict[str, Any]:
+        """One run's detail as a read sees it (observed: a gone owner is reported, not repaired)."""
+        view = self.px.service.view(run_id)
+        return run_detail(view.record, view.status, view.owner_problem)
 
     async def read_code(self, request: tuple[str, Any, str | None]) -> SubmittedCode:
         """The code a request names, read through the contents manager (never outside its root)."""
@@ -181,9 +189,6 @@ class TopologyRenderHandler(PxHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
-        from ..backends.kubernetes.render import to_yaml as manifests_yaml
-
         body = self.json_body(RENDER_FIELDS)
         topology = _topology_from(body)
         backend, name = body.get("backend"), body.get("name") or "run"
@@ -199,23 +204,16 @@ class TopologyRenderHandler(PxHandler):
         code_request = _code_request(body)
         code = await self.read_code(code_request) if code_request else None
         try:
-            chosen = dry_run_backend(topo, backend)
-            objects = await self.blocking(
-                dry_run,
-                topo,
-                name=name,
-                entrypoint="main.py",
-                code=(code.source if code else "").encode(),
-                backend=chosen,
-                language=code.language if code else "python",
+            rendered = await self.blocking(
+                self.px.service.render, topo, code.source if code else None, backend=backend, name=name
             )
         except (BackendError, ValueError) as error:
             raise web.HTTPError(400, f"cannot render for Kubernetes: {error}") from None
         self.write_json(
             {
-                "backend": chosen,
-                "objects": [{"kind": o["kind"], "name": o["metadata"]["name"]} for o in objects],
-                "yaml": manifests_yaml(objects),
+                "backend": rendered.backend,
+                "objects": [{"kind": o["kind"], "name": o["metadata"]["name"]} for o in rendered.objects],
+                "yaml": rendered.yaml,
             }
         )
 
@@ -272,35 +270,24 @@ class RunsHandler(PxHandler):
             return
         code = await self.read_code(code_request)
         try:
-            run = await self.blocking(
-                submit,
+            run_id = await self.blocking(
+                self.px.service.submit,
                 code.source,
                 topo,
                 name=name or None,
                 workdir=code.workdir,
-                language=code.language,
                 submitted_from="sidebar",
-                source=code.origin,
-                store=self.px.store,
             )
         except (BackendError, ValueError, FileNotFoundError) as error:  # ResourceUnavailable, bad name...
             raise web.HTTPError(400, f"the run could not start on the {topo.backend_kind} backend: {error}") from None
-        record, status = await self.blocking(lambda: (run.record, run.backend.reconcile(run.run_id)))
-        self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run.run_id}")
-        self.write_json(run_detail(record, status), status=201)
+        self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run_id}")
+        self.write_json(await self.blocking(self._detail, run_id), status=201)
 
 
 class RunHandler(PxHandler):
-    """`GET px/api/runs/<ref>`: one run, reconciled (a dead supervisor reads as Lost, not as a
-    stale Running). `DELETE px/api/runs/<ref>`: stop it (waits for the replicas to end)."""
-
-    def _detail(self, run_id: str) -> dict[str, Any]:
-        record = self.px.store.record(run_id)
-        try:
-            status = get_backend(record.backend, self.px.store).reconcile(run_id)
-        except BackendError:  # a backend this installation lacks: what the store says
-            status = self.px.store.status(run_id)
-        return run_detail(record, status)
+    """`GET px/api/runs/<ref>`: one run as recorded, observed (a read: a gone supervisor is
+    reported in `owner_problem`, not repaired). `DELETE px/api/runs/<ref>`: stop it (waits for
+    the replicas to end)."""
 
     @web.authenticated
     @authorized
@@ -313,7 +300,7 @@ class RunHandler(PxHandler):
     async def delete(self, ref: str) -> None:
         run_id = await self.resolve(ref)
         try:
-            await self.blocking(lambda: Run(run_id, self.px.store).stop())
+            await self.blocking(self.px.service.stop, run_id)
         except BackendError as error:
             raise web.HTTPError(409, f"run {run_id} could not be stopped: {error}") from None
         self.write_json(await self.blocking(self._detail, run_id))
@@ -333,10 +320,11 @@ class RunLogsHandler(PxHandler):
         index = self.int_argument("index", 0)
         offset = self.int_argument("offset", 0, minimum=None)
         assert index is not None and offset is not None
-        status = await self.blocking(self.px.store.status, run_id)
-        if not any(r.role == role and r.index == index for r in status.replicas) and status.replicas:
+        status = await self.blocking(self.px.service.status, run_id)
+        replicas = await self.blocking(self.px.service.replicas, run_id, status)
+        if replicas and (role, index) not in replicas:
             raise web.HTTPError(404, f"run {run_id} has no replica {role}-{index}")
-        text, next_offset = await self.blocking(self.px.store.read_log, run_id, role, index, offset, MAX_LOG_CHUNK)
+        text, next_offset = await self.blocking(self.px.service.read_log, run_id, role, index, offset, MAX_LOG_CHUNK)
         self.write_json(
             {
                 "replica": f"{role}-{index}",
@@ -363,7 +351,7 @@ class RunMetricsHandler(PxHandler):
             data = await self.blocking(self.px.metrics.points_since, run_id, cursor)
         except MetricsCursorError as error:
             raise web.HTTPError(400, f"since: {error}") from None
-        status = await self.blocking(self.px.store.status, run_id)
+        status = await self.blocking(self.px.service.status, run_id)
         self.write_json({"run_id": run_id, "finished": status.state.finished, **data})
 
 
@@ -376,7 +364,7 @@ class RunTensorBoardHandler(PxHandler):
     async def post(self, ref: str) -> None:
         run_id = await self.resolve(ref)
         self.json_body(set())  # no options yet: an empty object (or no body)
-        result = await self.blocking(tensorboard.start, [run_id], home=self.px.store.home)
+        result = await self.blocking(self.px.service.tensorboard, [run_id])
         if isinstance(result, tensorboard.Failed):
             self.write_json(
                 {"message": f"TensorBoard could not start: {result.reason}", "output": result.output[-4000:]},

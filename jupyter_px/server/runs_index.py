@@ -12,8 +12,10 @@ milliseconds of server CPU for a list that rarely changes, so:
   changed re-reads that one run, not all of them.
 
 Summaries are `presentation.run_json.run_summary`, the shape `jupyter px runs --json` prints.
-Runs that are not finished are reconciled first (a dead supervisor makes a run Lost), so the
-list never shows a stale "Running" for a run that is gone.
+The list only reads: runs that are not finished are observed through the run service, and a
+run whose owner is gone (its supervisor died, nobody follows it) is listed as recorded with its
+`owner_problem`; the problems are part of the ETag, so a poll sees one appear. Bringing such a
+run up to date is the server's keeper's job (`backends.keep_runs`), never a poll's.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import BackendError, get_backend
 from ..presentation.run_json import run_summary
-from ..runstore import RunNotFound, RunPaths, RunStore
+from ..runstore import RunNotFound, RunPaths
+from ..service import RunService
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +51,9 @@ class RunsIndex:
     Thread-safe: the handlers call it from the executor, several requests at once.
     """
 
-    def __init__(self, store: RunStore):
-        self.store = store
+    def __init__(self, service: RunService):
+        self.service = service
+        self.store = store = service.store
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[Stamp, dict[str, Any]]] = {}
         # Plain strings, not RunPaths: building 1,000 pathlib paths per poll cost more than the stats.
@@ -65,15 +68,23 @@ class RunsIndex:
             return None
         return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
-    def _reconcile_unfinished(self) -> None:
-        """Reconcile runs that the cache last saw unfinished (their status may be stale)."""
-        for run_id, (_, summary) in list(self._cache.items()):
-            if summary["finished"]:
-                continue
+    def _owner_problems(self, run_ids: list[str]) -> dict[str, str]:
+        """{run_id: owner problem} of those runs (observed: a pure read) that have one."""
+        problems = {}
+        for run_id in run_ids:
             try:
-                get_backend(summary["backend"], self.store).reconcile(run_id)
-            except (BackendError, RunNotFound, OSError, ValueError) as error:
-                log.debug("jupyter_px: cannot reconcile %s: %s", run_id, error)
+                problem = self.service.observe(run_id).owner_problem
+            except (RunNotFound, OSError, ValueError) as error:  # damaged or half-deleted
+                log.debug("jupyter_px: cannot observe %s: %s", run_id, error)
+                continue
+            if problem:
+                problems[run_id] = problem
+        return problems
+
+    def _unfinished(self, stamps: dict[str, Stamp]) -> list[str]:
+        """Runs whose owner a read looks at: those the cache holds unfinished (a run the cache
+        has not seen yet changes the stamps, hence the ETag, anyway)."""
+        return [run_id for run_id in stamps if run_id in self._cache and not self._cache[run_id][1]["finished"]]
 
     def stamps(self) -> dict[str, Stamp]:
         """{run_id: stamp} of every readable run; what the ETag is made of."""
@@ -85,21 +96,23 @@ class RunsIndex:
         return out
 
     @staticmethod
-    def etag_of(stamps: dict[str, Stamp]) -> str:
+    def etag_of(stamps: dict[str, Stamp], problems: dict[str, str] | None = None) -> str:
         digest = hashlib.blake2b(digest_size=12)
         for run_id in sorted(stamps):
             digest.update(f"{run_id}:{stamps[run_id]};".encode())
+        for run_id in sorted(problems or {}):
+            digest.update(f"{run_id}!{(problems or {})[run_id]};".encode())
         return f'"{digest.hexdigest()}"'
 
     def current_etag(self) -> str:
+        """The list's ETag now: its status files' stamps and its runs' owner problems (reads)."""
         with self._lock:
-            self._reconcile_unfinished()
-            return self.etag_of(self.stamps())
+            stamps = self.stamps()
+            return self.etag_of(stamps, self._owner_problems(self._unfinished(stamps)))
 
     def page(self, offset: int = 0, limit: int | None = None) -> RunsPage:
         """Summaries newest first (by submission time), `limit` of them from `offset`."""
         with self._lock:
-            self._reconcile_unfinished()
             stamps = self.stamps()
             for run_id in set(self._cache) - set(stamps):
                 del self._cache[run_id]
@@ -114,11 +127,16 @@ class RunsIndex:
                     self._cache.pop(run_id, None)
                     continue
                 self._cache[run_id] = (stamp, run_summary(record, status))
+            problems = self._owner_problems(self._unfinished(stamps))
+            for run_id in self._unfinished(stamps):  # an owner found gone (or back) since the summary
+                stamp, summary = self._cache[run_id]
+                if summary["owner_problem"] != problems.get(run_id):
+                    self._cache[run_id] = (stamp, {**summary, "owner_problem": problems.get(run_id)})
             ordered = sorted(
                 (summary for _, summary in self._cache.values()),
                 key=lambda summary: (summary["created_at"], summary["run_id"]),
                 reverse=True,
             )
-            etag = self.etag_of(stamps)
+            etag = self.etag_of(stamps, problems)
         end = None if limit is None else offset + limit
         return RunsPage(etag=etag, total=len(ordered), runs=ordered[offset:end])

@@ -1,11 +1,12 @@
-"""What the sidebar submits: code read server-side from a notebook or a script in the server's root.
+"""What the sidebar submits: code read server-side from a notebook or a script in the server's root,
+handed to the run service as a typed code source.
 
 The browser sends a path, never code or a filesystem path of its own choosing: the file is read
 through the server's contents manager, which resolves API paths inside the root directory and
 refuses `../` tricks, hidden files and anything outside the root (404), exactly as it does for
 the file browser. A notebook's code is the same as `%%px_distributed --notebook` ships: code
 cells (all of them, or those tagged `px`), px magic cells and lines dropped, IPython syntax
-rewritten (`notebook_code`).
+rewritten (`service.sources.notebook_code`).
 """
 
 from __future__ import annotations
@@ -18,18 +19,15 @@ from typing import Any
 from jupyter_server.utils import ensure_async
 from tornado import web
 
-from ..notebook_code import notebook_source, transform
-
-DEFAULT_TAG = "px"
+from ..service import DEFAULT_TAG, CodeSource, NotebookCells, ScriptFile, load_code
 
 
 @dataclass(frozen=True)
 class SubmittedCode:
-    """Code to submit and where it came from (recorded in the run as `source`)."""
+    """Code to submit: the typed source (its content read through the contents manager) and
+    the directory the replicas run in."""
 
-    source: str
-    language: str
-    origin: str  # "notebook:<api path>" or "script:<api path>"
+    source: CodeSource
     workdir: str | None  # the file's directory on disk, when the contents manager is file-based
 
 
@@ -39,19 +37,6 @@ def _clean_path(path: Any, field: str) -> str:
     if "\x00" in path:
         raise web.HTTPError(400, f"{field}: {path!r} contains a NUL byte")
     return path.strip().lstrip("/")
-
-
-def notebook_cells(notebook: dict[str, Any], tag: str | None) -> list[str]:
-    """Sources of the code cells, or only of those carrying `tag`."""
-    cells = []
-    for cell in notebook.get("cells", []):
-        if cell.get("cell_type") != "code":
-            continue
-        if tag is not None and tag not in (cell.get("metadata", {}).get("tags") or []):
-            continue
-        source = cell.get("source", "")
-        cells.append("".join(source) if isinstance(source, list) else str(source))
-    return cells
 
 
 def _workdir(contents_manager: Any, path: str) -> str | None:
@@ -66,17 +51,24 @@ def _workdir(contents_manager: Any, path: str) -> str | None:
 
 
 async def code_from_notebook(contents_manager: Any, path: Any, tag: str | None) -> SubmittedCode:
+    """A notebook's code cells (only those tagged `tag`, unless None), checked to hold code."""
     path = _clean_path(path, "notebook")
     if not path.endswith(".ipynb"):
         raise web.HTTPError(400, f"notebook: {path!r} is not a notebook (.ipynb)")
     model = await ensure_async(contents_manager.get(path, content=True, type="notebook"))
-    cells = notebook_cells(model["content"], tag)
-    code = notebook_source(cells, "")
-    if not code.strip():
+    source = NotebookCells(
+        path,
+        cells="tagged" if tag else "all",
+        tag=tag or DEFAULT_TAG,
+        content=model["content"],
+        origin=f"notebook:{path}",
+    )
+    try:
+        load_code(source)  # a notebook without code is a 400 here, not a failed submission
+    except ValueError:
         which = f"cells tagged {tag!r}" if tag else "code cells"
-        raise web.HTTPError(400, f"notebook: {path!r} has no {which} to run")
-    shipped = transform(code)
-    return SubmittedCode(shipped.source, shipped.language, f"notebook:{path}", _workdir(contents_manager, path))
+        raise web.HTTPError(400, f"notebook: {path!r} has no {which} to run") from None
+    return SubmittedCode(source, _workdir(contents_manager, path))
 
 
 async def code_from_script(contents_manager: Any, path: Any) -> SubmittedCode:
@@ -84,7 +76,5 @@ async def code_from_script(contents_manager: Any, path: Any) -> SubmittedCode:
     if not path.endswith(".py"):
         raise web.HTTPError(400, f"script: {path!r} is not a Python script (.py)")
     model = await ensure_async(contents_manager.get(path, content=True, type="file", format="text"))
-    text = model["content"]
-    if not text.endswith("\n"):
-        text += "\n"  # api.submit takes a one-line text ending in .py for a path
-    return SubmittedCode(text, "python", f"script:{path}", _workdir(contents_manager, path))
+    source = ScriptFile(path, text=model["content"], origin=f"script:{path}")
+    return SubmittedCode(source, _workdir(contents_manager, path))

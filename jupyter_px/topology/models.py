@@ -208,8 +208,8 @@ class Topology(_Strict):
 
     @property
     def backend_kind(self) -> str:
-        """`native` and `kubernetes` are one backend."""
-        return "kubernetes" if self.backend == "native" else self.backend
+        """The backend's one name: `kubernetes` is accepted as input for `native`."""
+        return "native" if self.backend == "kubernetes" else self.backend
 
     @property
     def is_mpi(self) -> bool:

@@ -1,11 +1,15 @@
 """The live run monitor: state, progress, per-replica table, log tails, metric plot, buttons.
 
-Everything it shows comes from the run store (status.json, logs/, metrics/), never from the
-backend's processes, so the same monitor works for a run started a minute ago in this kernel,
+Everything it shows comes from the run store (status.json, logs/, metrics/) through the run
+service, never from the backend's processes, so the same monitor works for a run started a minute ago in this kernel,
 one started from the CLI, and one re-attached after a kernel restart (`%px_attach`).
 
 Choices, and why:
 
+* **A refresh only reads.** It observes the run (`RunService.observe`): a run whose supervisor
+  (or Kubernetes follower) is gone is shown as last recorded, with that problem in the header;
+  the monitor never kills, writes or starts anything to repair it (the Stop button acts, and
+  `%%px_distributed --wait` / `run.wait()` keep the run).
 * **Updates run in background threads**, two per monitor: one reads the state when
   status.json changes (a stat every `STATUS_POLL_S`), one metrics and logs every `interval`
   seconds (`threading.Event.wait`, so they sleep rather than spin, and `stop_updates()` wakes
@@ -50,7 +54,6 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..presentation.follow import observed_status
 from ..presentation.monitor import (
     FINAL_LOG_BYTES,
     FinalView,
@@ -166,13 +169,14 @@ class RunMonitor(widgets.VBox):
         self._context: contextvars.Context | None = None
         self._status_mtime: float | None = None
         self._tf_chief = is_tf_chief(run.record.topology)
+        self.owner_problem: str | None = None  # what the last refresh found wrong with the run's owner
 
+        self._replicas = run.service.replicas(self.run_id)
         try:
             topology = parse_topology(run.record.topology)
-            self._replicas = [(spec.role, spec.index) for spec in topology.replicas()]
             self._resources = {spec.key: resources_text(spec.resources) for spec in topology.replicas()}
-        except Exception:  # a record from a newer version: show what the status says
-            self._replicas, self._resources = [], {}
+        except Exception:  # a record from a newer version: no resources column
+            self._resources = {}
         self._last_lines = LastLines(self.store, self.run_id, self._replicas)
 
         self.header = widgets.HTML()
@@ -421,8 +425,10 @@ class RunMonitor(widgets.VBox):
         context.run(self._display.update, bundle, raw=True)
 
     def _read_status(self) -> RunStatus:
-        """The truth, not just the last write: a run whose supervisor died reads Lost here."""
-        return observed_status(self.run)
+        """The stored status, observed: a read that reports a gone owner and never repairs it."""
+        observation = self.run.observe()
+        self.owner_problem = observation.owner_problem
+        return observation.status
 
     def _rows(self, status: RunStatus) -> list[Any]:
         return replica_rows(
@@ -460,7 +466,10 @@ class RunMonitor(widgets.VBox):
 
     def _header_html(self, status: RunStatus | None) -> str:
         record = self.run.record
-        return header_html(self.run_id, record.name, record.backend, status, record.created_at)
+        header = header_html(self.run_id, record.name, record.backend, status, record.created_at)
+        if self.owner_problem and status is not None and not status.state.finished:
+            header += f" <small class='px-owner-problem'>({html.escape(self.owner_problem)})</small>"
+        return header
 
     def _progress_by_replica(self) -> dict[str, str]:
         if self._reader is None:
@@ -475,9 +484,9 @@ class RunMonitor(widgets.VBox):
     # ---- metrics -----------------------------------------------------------------------------
     def _show_metrics(self, final: bool = False) -> None:
         if self._reader is None:
-            from ..runstore.metrics import MetricsReader
-
-            self._reader = MetricsReader(self.store.paths(self.run_id), history_budget=HISTORY_BUDGET_BYTES)
+            self._reader = self.run.service.metrics_reader(
+                self.run_id, polled=False, history_budget=HISTORY_BUDGET_BYTES
+            )
         new = self._reader.poll()
         if final and self._reader.pending_history:
             new.update(self._reader.read_history())  # the finished run's plot is complete
@@ -528,11 +537,10 @@ class RunMonitor(widgets.VBox):
         self.tensorboard_view.value = "<i>starting TensorBoard...</i>"
 
         def start() -> None:
-            from .. import tensorboard
             from ..presentation.html import tensorboard_html
 
             try:
-                result = tensorboard.start([self.run_id])
+                result = self.run.service.tensorboard([self.run_id])
                 self.tensorboard_view.value = tensorboard_html(result, label=self.run_id)
             except Exception as error:  # shown where the user looks, not lost in a thread
                 self.tensorboard_view.value = f"<pre>TensorBoard could not start: {html.escape(repr(error))}</pre>"

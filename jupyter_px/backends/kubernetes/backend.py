@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 from ...runstore import RunState, RunStatus, atomic_write_bytes, atomic_write_json
+from ...runstore.models import Reason
 from ...topology import Topology
-from ..base import Backend, BackendError, SubmitHandle
+from ..base import Backend, BackendError, Observation, SubmitHandle
 from .client import Cluster, connect
 from .create import create_all, delete_objects
 from .handle import FOLLOWER_LOG, FOLLOWER_PID, STOP_FILE, RunHandle
@@ -78,7 +79,7 @@ def running_follower(status: RunStatus, run_dir: Path) -> int | None:
 class KubernetesBackend(Backend):
     """Plain pods + one headless Service per run (the topology's `backend: native`)."""
 
-    name = "kubernetes"
+    name = "native"
     render_as = "native"
 
     def __init__(self, store=None, settings: KubernetesSettings | None = None):
@@ -160,6 +161,13 @@ class KubernetesBackend(Backend):
             return None
         return self._start_follower(self.store.paths(run_id).root)
 
+    def observe(self, run_id: str) -> Observation:
+        """The stored status and whether a follower keeps it: reported, never acted on."""
+        status = self.store.status(run_id)
+        if status.state.finished or running_follower(status, self.store.paths(run_id).root):
+            return Observation(status)
+        return Observation(status, "nobody is following this run (its follower is not running)")
+
     def reconcile(self, run_id: str) -> RunStatus:
         """The cluster is watched by the run's follower, which writes the store; reconciling
         means making sure it still runs (a reboot or a kill ends it) and reading what it wrote."""
@@ -195,7 +203,7 @@ class KubernetesBackend(Backend):
 
 def _mark_stopped(status: RunStatus) -> None:
     now = time.time()
-    status.state, status.reason, status.message = RunState.STOPPED, "Stopped", "stopped on request"
+    status.state, status.reason, status.message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
     status.finished_at, status.supervisor_pid = now, None
     for replica in status.replicas:
         if replica.state.value not in ("Succeeded", "Failed", "Lost", "Stopped"):

@@ -16,7 +16,7 @@ from .settings import load_settings
 
 def dry_run_backend(topology: Topology, backend: str | None) -> str:
     """The Kubernetes backend to render for: the one asked for, else the topology's."""
-    chosen = backend or {"kubernetes": "native"}.get(topology.backend_kind, topology.backend_kind)
+    chosen = backend or topology.backend_kind
     if chosen not in BACKEND_NAMES:
         raise BackendError(
             f"backend {chosen!r} creates no Kubernetes objects: choose one of {', '.join(BACKEND_NAMES)}"

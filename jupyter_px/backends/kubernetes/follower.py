@@ -17,8 +17,8 @@ It ends by itself: when the run finishes, when its run directory is deleted (not
 write to; it never recreates it), and when the API server has not answered for
 `follower_give_up_s` (`PX_K8S_FOLLOWER_GIVE_UP_S`, see contact.py). In that last case the run keeps
 its state (the cluster may still be running it) with reason `LostContact` and a message saying
-so, and the next look at the run (`reconcile`, `jupyter px status`/`runs`, `Run.wait`) starts a
-follower again.
+so, and the next keeper (`reconcile`: `Run.wait`, `jupyter px follow`, the Jupyter server's
+keeper) starts a follower again; reads only report that nobody follows the run.
 
 It is event-driven: a list-then-watch of the run's pods (a fresh list after every watch, so a
 reconnect never mistakes "no answer" for "no pods"), a poll of the Kubeflow job every
@@ -55,6 +55,7 @@ from ...runstore import (
 )
 from ...runstore.layout import RunPaths, runs_root
 from ...runstore.log_metrics import ingest_log_lines
+from ...runstore.models import Reason
 from ...topology import Topology, parse_topology
 from ..base import BackendError
 from ..outcome import run_outcome
@@ -85,7 +86,7 @@ LOG_DRAIN_S = 30.0
 #: A log stream silent this long is opened again (resuming where it was): long, since a replica
 #: may print nothing for a while, but bounded, since a silent connection may be a dead one.
 LOG_READ_TIMEOUT_S = 3600.0
-LOST_CONTACT = "LostContact"
+LOST_CONTACT = Reason.LOST_CONTACT
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
@@ -409,12 +410,12 @@ class Follower:
             elif key in self.seen_pods and replica.state not in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
                 if self.stopping:  # we deleted it: a stop, or the rest of a run that has ended
                     replica.state = ReplicaState.STOPPED
-                    replica.reason = "Stopped" if run_state == RunState.STOPPED else "StoppedByRun"
+                    replica.reason = Reason.STOPPED_BY_USER if run_state == RunState.STOPPED else Reason.STOPPED_BY_RUN
                 else:  # deleted by someone else (kubectl, an eviction): its logs so far are kept
-                    replica.state, replica.reason = ReplicaState.LOST, "PodDeleted"
+                    replica.state, replica.reason = ReplicaState.LOST, Reason.POD_DELETED
             if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
                 replica.state = ReplicaState.STOPPED
-                replica.reason = replica.reason if run_state == RunState.STOPPED else "StoppedByRun"
+                replica.reason = replica.reason if run_state == RunState.STOPPED else Reason.STOPPED_BY_RUN
                 replica.finished_at = replica.finished_at or time.time()
         if run_state == RunState.RUNNING and status.started_at is None:
             status.started_at = time.time()
@@ -489,7 +490,7 @@ class Follower:
             self.stopping = stopping = (self.run_dir / STOP_FILE).exists()
             state, reason, message = self._outcome(views)
             if stopping:  # we delete the objects: their disappearance (a job's "Deleted") is the stop
-                state, reason, message = RunState.STOPPED, "Stopped", "stopped on request"
+                state, reason, message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
             if state.finished:
                 return self._finish(views, state, reason, message)
             lost_for = self.contact.unreachable_for()
@@ -512,8 +513,8 @@ class Follower:
         may still be running it) and saying how to follow it again."""
         message = (
             f"lost contact with the Kubernetes API at {self.cluster.host} for {lost_for:.0f} s "
-            f"({self.contact.last_error}); the run may still be running on the cluster. Looking at the run "
-            "again (reconcile(), Run.wait(), jupyter px status / runs) starts following it again"
+            f"({self.contact.last_error}); the run may still be running on the cluster. A keeper "
+            "(Run.wait(), jupyter px follow, the Jupyter server's keeper) starts following it again"
         )
         log.warning("run %s: %s", self.run_id, message)
         self.done.set()
@@ -525,7 +526,7 @@ class Follower:
         run's objects: its pods would otherwise hold their nodes (a ps never exits), and its logs
         are in the store now."""
         deadline = time.monotonic() + LOG_DRAIN_S
-        native = self.handle.backend == "kubernetes"
+        native = self.handle.backend == "native"
         self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
         for _ in range(2):  # again after the joins: pods that ended meanwhile, events that came late
             self._drain_events(0.2)

@@ -23,7 +23,7 @@ FOLLOWER_PID = "follower.pid"
 
 @dataclass(frozen=True)
 class RunHandle:
-    backend: str  # kubernetes (native), kubeflow, kubeflow-trainer
+    backend: str  # native, kubeflow, kubeflow-trainer
     namespace: str
     base: str  # object name base; every object carries the run label with it
     context: str | None
@@ -35,4 +35,7 @@ class RunHandle:
 
     @classmethod
     def load(cls, run_dir: Path) -> RunHandle:
-        return cls(**json.loads((run_dir / HANDLE_FILE).read_text()))
+        fields = json.loads((run_dir / HANDLE_FILE).read_text())
+        if fields.get("backend") == "kubernetes":  # what older versions called native
+            fields["backend"] = "native"
+        return cls(**fields)

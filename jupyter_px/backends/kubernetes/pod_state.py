@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...runstore import ReplicaState, ReplicaStatus, RunState
+from ...runstore.models import Reason
 
 #: Waiting reasons that will not fix themselves: shown as the replica's reason while Pending.
 STUCK_REASONS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError"}
@@ -53,7 +54,7 @@ def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
         code = term.get("exitCode")
         replica.state = ReplicaState.SUCCEEDED if phase == "Succeeded" else ReplicaState.FAILED
         replica.reason = (
-            term.get("reason") or status.get("reason") or ("Completed" if phase == "Succeeded" else "Error")
+            term.get("reason") or status.get("reason") or (Reason.COMPLETED if phase == "Succeeded" else Reason.ERROR)
         )
         replica.exit_code = code if code is not None else (0 if phase == "Succeeded" else None)
         replica.message = term.get("message") or status.get("message") or _exited(replica.exit_code)
@@ -75,7 +76,7 @@ def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
     replica.started_at = None
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            replica.reason, replica.message = condition.get("reason") or "Unschedulable", condition.get("message")
+            replica.reason, replica.message = condition.get("reason") or Reason.UNSCHEDULABLE, condition.get("message")
             return replica
     source = waiting or status
     replica.reason, replica.message = source.get("reason"), source.get("message")

@@ -19,10 +19,9 @@ from .payload import WORK_DIR, build_payload
 from .podspec import RenderContext
 from .settings import KubernetesSettings
 
-#: Backend name -> render function. `kubernetes` is what the topology's `native` is stored as.
+#: Backend name -> render function.
 RENDERERS: dict[str, Callable[[RenderContext], list[dict[str, Any]]]] = {
     "native": manifests_native.render,
-    "kubernetes": manifests_native.render,
     "kubeflow": manifests_kubeflow.render,
     "kubeflow-trainer": manifests_trainer.render,
 }

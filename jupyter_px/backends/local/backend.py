@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ...runstore import RunState, RunStatus, atomic_write_json, read_tail
 from ...topology import Topology, parse_topology
-from ..base import Backend, BackendError, ResourceUnavailable, SubmitHandle
+from ..base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
 from . import capacity, resources
 from .config import HEARTBEAT_S, STOP_FILE, STOP_GRACE_S, SUPERVISOR_MODULE
 from .launcher import clean_environ, find_mpirun
@@ -95,6 +95,29 @@ class LocalBackend(Backend):
             os.close(go_write)  # without "go", end of file: the supervisor exits and starts nothing
             _reap_when_done(supervisor)
         return SubmitHandle(run_id, self.name, {"supervisor_pid": supervisor.pid, "run_dir": str(run_dir)})
+
+    def observe(self, run_id: str) -> Observation:
+        """The stored status and whether its supervisor is there: what `reconcile` would find,
+        reported, never acted on (nothing is written or killed)."""
+        status = self.store.status(run_id)
+        if status.state.finished:
+            return Observation(status)
+        if not status.supervisor_pid:
+            try:
+                created = self.store.record(run_id).created_at
+            except (OSError, ValueError):
+                return Observation(status)
+            if status.state == RunState.PENDING and time.time() - created >= NEVER_STARTED_AFTER_S:
+                return Observation(status, "the run was never started: its submitter exited before starting it")
+            return Observation(status)
+        if is_supervisor(status.supervisor_pid, self.store.paths(run_id).root.resolve()):
+            return Observation(status)
+        if not self._on_this_host(run_id):
+            stale = time.time() - status.updated_at
+            if stale < LOST_AFTER_S:
+                return Observation(status)
+            return Observation(status, f"its supervisor on another host has not written for {stale:.0f} s")
+        return Observation(status, f"the supervisor (pid {status.supervisor_pid}) is gone")
 
     def reconcile(self, run_id: str) -> RunStatus:
         """The stored status, made true: a run whose supervisor is gone while the run claims to be

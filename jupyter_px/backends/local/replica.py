@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ...runstore import ReplicaState, ReplicaStatus
+from ...runstore.models import Reason
 from ...topology import ReplicaSpec
 from .process import ExitInfo
 
 
 class EndReason(str, Enum):
-    STOPPED_BY_RUN = "StoppedByRun"
-    STOPPED_BY_USER = "StoppedByUser"
-    OOM_KILLED = "OOMKilled"
+    STOPPED_BY_RUN = Reason.STOPPED_BY_RUN.value
+    STOPPED_BY_USER = Reason.STOPPED_BY_USER.value
+    OOM_KILLED = Reason.OOM_KILLED.value
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ...cluster import local_addresses
 from ...runstore import ReplicaState, RunNotFound, RunState, RunStatus, RunStore
+from ...runstore.models import Reason
 from ...topology import Topology, parse_topology
 from ..outcome import Outcome, run_outcome
 from . import policy
@@ -246,9 +247,9 @@ class Supervisor:
         if ending is not None:  # OOMKilled: a failure like any other (it may be restarted)
             failed, st.reason, st.message = True, ending.reason.value, ending.message
         elif info.ok:
-            failed, st.reason, st.message = False, "Completed", None
+            failed, st.reason, st.message = False, Reason.COMPLETED, None
         else:
-            failed, st.reason, st.message = True, "Signaled" if info.signal else "Error", info.describe()
+            failed, st.reason, st.message = True, Reason.SIGNALED if info.signal else Reason.ERROR, info.describe()
         if self._should_restart(replica, failed, info):
             replica.restart_at = time.monotonic() + policy.restart_delay(st.restarts)
             st.state = ReplicaState.RESTARTING
@@ -304,7 +305,9 @@ class Supervisor:
             return
         if self.outcome is None:
             log.info("stop requested")
-            self._decide_outcome(Outcome(RunState.STOPPED, "StoppedByUser", "stopped on request"), Ending.by_user())
+            self._decide_outcome(
+                Outcome(RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"), Ending.by_user()
+            )
         else:  # already decided: do not wait out the completion grace
             for replica in self.replicas:
                 if replica.finish_by is not None:
@@ -487,7 +490,9 @@ class Supervisor:
         except BaseException as error:
             log.exception("supervisor error: %r", error)
             if self.outcome is None:
-                self.outcome = Outcome(RunState.FAILED, "SupervisorError", f"the local supervisor failed: {error}")
+                self.outcome = Outcome(
+                    RunState.FAILED, Reason.SUPERVISOR_ERROR, f"the local supervisor failed: {error}"
+                )
             for replica in self.replicas:
                 if replica.status.state in UNFINISHED:
                     replica.ending = replica.ending or Ending.by_run(
@@ -532,7 +537,7 @@ class Supervisor:
                 )
         if self.ports is not None:
             self.ports.close()
-        outcome = self.outcome or Outcome(RunState.FAILED, "SupervisorError", "the supervisor ended early")
+        outcome = self.outcome or Outcome(RunState.FAILED, Reason.SUPERVISOR_ERROR, "the supervisor ended early")
         self.status.state, self.status.reason, self.status.message = outcome.state, outcome.reason, outcome.message
         self.status.finished_at = time.time()
         try:
@@ -608,12 +613,12 @@ def _record_start_failure(store: RunStore, run_id: str, error: BaseException) ->
             status = store.status(run_id)
         except (OSError, ValueError):
             status = RunStatus(run_id=run_id)
-        status.state, status.reason = RunState.FAILED, "SupervisorError"
+        status.state, status.reason = RunState.FAILED, Reason.SUPERVISOR_ERROR
         status.message = f"the local supervisor could not start the run: {error}"
         status.finished_at = time.time()
         for replica in status.replicas:
             if replica.state in UNFINISHED:
-                replica.state, replica.reason = ReplicaState.STOPPED, "StoppedByRun"
+                replica.state, replica.reason = ReplicaState.STOPPED, Reason.STOPPED_BY_RUN
                 replica.message, replica.finished_at = "never started: the supervisor failed", status.finished_at
         store.write_status(status)
     except Exception:

@@ -21,11 +21,12 @@ import signal
 import time
 
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
+from ...runstore.models import Reason
 from .process import kill_run_processes
 
 log = logging.getLogger(__name__)
 
-LOST_REASON = "SupervisorLost"
+LOST_REASON = Reason.SUPERVISOR_LOST
 
 
 def mark_lost(store: RunStore, run_id: str, message: str) -> RunStatus:

@@ -1,0 +1,304 @@
+"""`RunService`: the application layer every surface calls (magics, CLI, REST handlers, the run
+monitor, the public Python API), bound to one run store.
+
+It owns the verbs on runs: submit (with a typed code source), observe, list, logs, metrics,
+stop, tensorboard, render. Surfaces parse their input and show the result; they never pick a
+backend or touch its processes, so a rule about runs lives here once.
+
+Reads never act. `observe`, `list`, `status`, `replicas`, the log and metric reads only read
+the store (and look, without acting, whether the run's lifecycle owner is there: the local
+supervisor, the Kubernetes follower); a missing owner is *reported* (`owner_problem`), never
+repaired. Only explicit keepers act: `keep` (the one place that reconciles a run, else gives
+its stored status) is called by `wait` (`Run.wait()`, `jupyter px run --wait`, `jupyter px
+follow`); `stop` acts by design; the Jupyter server's periodic keeper is `backends.keep_runs`.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..backends import Backend, BackendError, Observation, get_backend
+from ..runstore import CodeSpec, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
+from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
+from .sources import CodeSource, load_code
+
+#: What `log_tail` returns unless asked for more: the end of the log, where errors are.
+LOGS_TAIL_BYTES = 1 << 20
+#: How often `wait` looks at a run.
+WAIT_POLL_S = 0.25
+
+
+class PushError(ValueError):
+    """A value named in --push cannot be shipped to the replicas."""
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as a read sees it: what was submitted, its stored status, and what is wrong with
+    its owner (None when nothing is, or the run has finished)."""
+
+    record: RunRecord
+    status: RunStatus
+    owner_problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The Kubernetes manifests a run would create: for which backend, the objects, as YAML."""
+
+    backend: str
+    objects: list[dict[str, Any]]
+    yaml: str
+
+
+def run_replicas(record: RunRecord, status: RunStatus | None = None) -> list[tuple[str, int]]:
+    """The run's replicas as (role, index): the one answer to "which replicas does this run have".
+
+    The topology's, in start order (a run has them all from the moment it is submitted, before
+    any backend wrote a status); then any the status names that the topology does not (a record
+    from another version whose topology this one cannot read)."""
+    replicas: list[tuple[str, int]] = []
+    try:
+        replicas = [(spec.role, spec.index) for spec in parse_topology(record.topology).replicas()]
+    except TopologyError:
+        pass
+    known = set(replicas)
+    for replica in status.replicas if status is not None else []:
+        if (replica.role, replica.index) not in known:
+            replicas.append((replica.role, replica.index))
+            known.add((replica.role, replica.index))
+    return replicas
+
+
+def pickle_pushed(values: Mapping[str, Any]) -> bytes:
+    """Values shipped with --push, pickled; PushError naming the first that cannot be."""
+    for name, value in values.items():
+        try:
+            pickle.dumps(value)
+        except Exception as error:  # pickle raises many types (TypeError, PicklingError, AttributeError...)
+            raise PushError(f"cannot ship {name!r} ({type(value).__name__}) to the replicas: {error}") from None
+    return pickle.dumps(dict(values))
+
+
+class RunService:
+    """Every verb on the runs of one store. Cheap to create; holds no state but the store."""
+
+    def __init__(self, store: RunStore | None = None):
+        self.store = store or RunStore()
+
+    # ---- finding runs ------------------------------------------------------------------------
+    def resolve(self, ref: str) -> str:
+        """The run id `ref` means: an id, a name (its newest run) or `last`; RunNotFound else."""
+        return self.store.resolve(ref)
+
+    def record(self, run_id: str) -> RunRecord:
+        return self.store.record(run_id)
+
+    def backend_of(self, run_id: str) -> Backend:
+        """The backend that runs `run_id` (BackendError when this installation cannot use it)."""
+        return get_backend(self.store.record(run_id).backend, self.store)
+
+    # ---- submit ------------------------------------------------------------------------------
+    def submit(
+        self,
+        source: CodeSource,
+        topology: Topology | str | dict | None = None,
+        *,
+        name: str | None = None,
+        backend: str | None = None,
+        framework: str | None = None,
+        workers: int | None = None,
+        ps: int | None = None,
+        workdir: str | os.PathLike | None = None,
+        args: Sequence[str] = (),
+        language: str | None = None,
+        push: Mapping[str, Any] | None = None,
+        submitted_from: str = "api",
+    ) -> str:
+        """Validate, record and start a run; returns its id at once (the run goes on).
+
+        `topology` with `framework`/`workers`/`ps`/`backend` overriding it (or alone, without
+        one). Nothing is left behind when validation, the code, the backend's resource check or
+        the start fails: TopologyError, FileNotFoundError/ValueError (the code), PushError,
+        BackendError/ResourceUnavailable say why."""
+        topo = parse_topology(topology) if topology is not None else None
+        if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
+            topo = apply_overrides(topo, framework=framework, workers=workers, ps=ps, backend=backend)
+        code = load_code(source, language)
+        chosen = get_backend(topo.backend_kind, self.store)
+        chosen.check(topo)
+        files: dict[str, bytes | str] = {code.entrypoint: code.text}
+        if push:
+            files["pushed.pkl"] = pickle_pushed(push)
+        run_id = new_run_id(name)
+        record = RunRecord(
+            run_id=run_id,
+            name=name,
+            backend=chosen.name,
+            topology=to_dict(topo),
+            code=CodeSpec(
+                entrypoint=code.entrypoint,
+                language=code.language,
+                args=list(args),
+                source=code.origin,
+                pushed=sorted(push or {}),
+            ),
+            workdir=str(Path(workdir or os.getcwd()).resolve()),
+            submitted_from=submitted_from,
+        )
+        self.store.create(record, files)
+        try:
+            chosen.submit(run_id)
+        except BaseException:
+            self.store.delete(run_id)
+            raise
+        return run_id
+
+    def render(
+        self, topology: Topology, source: CodeSource | None, *, backend: str | None, name: str, **options: Any
+    ) -> Rendered:
+        """The manifests a Kubernetes backend would create for `source` (an empty `main.py`
+        without one): what `jupyter px render` prints and the sidebar shows. Pure: nothing is
+        contacted or written. BackendError/ValueError when the backend cannot express it."""
+        from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
+        from ..backends.kubernetes.render import to_yaml
+
+        code = load_code(source) if source is not None else None
+        chosen = dry_run_backend(topology, backend)
+        objects = dry_run(
+            topology,
+            name=name,
+            entrypoint=code.entrypoint if code else "main.py",
+            code=(code.text if code else "").encode(),
+            backend=chosen,
+            language=code.language if code else "python",
+            **options,
+        )
+        return Rendered(chosen, objects, to_yaml(objects))
+
+    # ---- reads: they never act ---------------------------------------------------------------
+    def status(self, run_id: str) -> RunStatus:
+        """The stored status, as its owner last wrote it. Pure."""
+        return self.store.status(run_id)
+
+    def observe(self, run_id: str) -> Observation:
+        """The stored status and a report on the run's owner (`Backend.observe`). Pure: nothing
+        is written, started or killed, whatever is found."""
+        status = self.store.status(run_id)
+        if status.state.finished:
+            return Observation(status)
+        record = self.store.record(run_id)
+        try:
+            return get_backend(record.backend, self.store).observe(run_id)
+        except BackendError as error:
+            return Observation(status, f"its {record.backend} backend cannot be reached from here: {error}")
+
+    def view(self, run_id: str) -> RunView:
+        """One run as a read sees it (`observe` with the record)."""
+        observation = self.observe(run_id)
+        return RunView(self.store.record(run_id), observation.status, observation.owner_problem)
+
+    def list_runs(self, limit: int | None = None, offset: int = 0) -> list[RunView]:
+        """Runs newest first, `limit` of them from `offset`; each observed (pure). Damaged runs
+        are skipped."""
+        end = None if limit is None else offset + limit
+        views = []
+        for record, status in self.store.list(limit=end)[offset:end]:
+            problem = None
+            if not status.state.finished:
+                try:
+                    observation = self.observe(record.run_id)
+                    status, problem = observation.status, observation.owner_problem
+                except (OSError, ValueError, RunNotFound):  # changed since it was listed: as listed
+                    pass
+            views.append(RunView(record, status, problem))
+        return views
+
+    def replicas(self, run_id: str, status: RunStatus | None = None) -> list[tuple[str, int]]:
+        """The run's replicas (`run_replicas`): the topology's, then any only the status names."""
+        return run_replicas(self.store.record(run_id), status if status is not None else self.store.status(run_id))
+
+    def read_log(
+        self, run_id: str, role: str, index: int, offset: int = 0, limit: int | None = None
+    ) -> tuple[str, int]:
+        """Log text from byte `offset` (negative: the tail), bounded, and the offset to go on from."""
+        if limit is None:
+            return self.store.read_log(run_id, role, index, offset)
+        return self.store.read_log(run_id, role, index, offset, limit)
+
+    def iter_log(self, run_id: str, role: str, index: int, offset: int = 0, chunk_size: int | None = None):
+        """(text, next offset) chunks of a log from `offset` to its current end (bounded memory)."""
+        if chunk_size is None:
+            return self.store.iter_log(run_id, role, index, offset)
+        return self.store.iter_log(run_id, role, index, offset, chunk_size)
+
+    def log_tail(self, run_id: str, role: str, index: int, tail: int | None = LOGS_TAIL_BYTES) -> str:
+        """A replica's log text: the last `tail` bytes (whole characters); `tail=None`: all of it."""
+        if tail is not None and tail <= 0:
+            raise ValueError(f"tail must be a positive number of bytes or None, got {tail!r}")
+        first, offset = self.store.read_log(run_id, role, index, offset=-tail if tail else 0)
+        rest = (text for text, _ in self.store.iter_log(run_id, role, index, offset=offset))
+        return first + "".join(rest)
+
+    def log_size(self, run_id: str, role: str, index: int) -> int:
+        """Bytes in a replica's log so far (0 before it wrote any)."""
+        path = self.store.paths(run_id).log(role, index)
+        return path.stat().st_size if path.exists() else 0
+
+    def metrics(self, run_id: str) -> Any:
+        """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""
+        return self.metrics_reader(run_id).data
+
+    def metrics_reader(self, run_id: str, polled: bool = True, **options: Any) -> Any:
+        """A `MetricsReader` over the run's metrics (`options` go to it), polled once unless
+        `polled=False` (poll it again for what was appended since)."""
+        from ..runstore.metrics import MetricsReader
+
+        reader = MetricsReader(self.store.paths(run_id), **options)
+        if polled:
+            reader.poll()
+        return reader
+
+    # ---- keepers and actions: explicit, never part of a read ---------------------------------
+    def keep(self, run_id: str) -> RunStatus:
+        """Reconcile the run (its backend brings the stored status in line with what it sees: a
+        run whose supervisor is gone becomes Lost and its leftovers are killed; a Kubernetes run
+        nobody follows gets a follower again), else, when the backend cannot (one this
+        installation lacks, a full disk), the stored status. The only place a run is reconciled
+        for a surface; only explicit keepers call it."""
+        try:
+            return self.backend_of(run_id).reconcile(run_id)
+        except (BackendError, OSError):
+            return self.store.status(run_id)
+
+    def wait(self, run_id: str, timeout: float | None = None, poll: float = WAIT_POLL_S) -> RunStatus:
+        """Keep the run until it has finished and return its final status (TimeoutError after
+        `timeout` seconds; the run goes on)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.keep(run_id)
+            if status.state.finished:
+                return status
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id} still {status.state.value} after {timeout} s")
+            time.sleep(poll)
+
+    def stop(self, run_id: str) -> RunStatus:
+        """Stop every replica (waits until they have ended) and return the status; a finished
+        run is left as it is. BackendError when the backend cannot stop it."""
+        self.backend_of(run_id).stop(run_id)
+        return self.store.status(run_id)
+
+    def tensorboard(self, run_ids: Sequence[str], **options: Any) -> Any:
+        """Start (or reuse) one TensorBoard for these runs; the typed start result (Launched,
+        Reused or Failed). Blocks for seconds: call it off an event loop."""
+        from .. import tensorboard
+
+        options.setdefault("home", self.store.home)
+        return tensorboard.start(list(run_ids), **options)

@@ -1,0 +1,197 @@
+"""Where a run's code comes from, said by its type rather than guessed from a string.
+
+A submission names its code as one of three sources, and `load_code` turns it into the text
+the run ships:
+
+* `ScriptFile(path)`: a Python file, decoded as Python itself would (PEP 263); shipped under
+  its own name.
+* `SourceText(text, origin="cell")`: code text (a cell, a notebook's cells already joined);
+  shipped as `main.py`, with where it came from recorded.
+* `NotebookCells(path, cells="all"|"tagged", tag)`: a notebook's code cells (all, or those
+  carrying `tag`), px magic cells dropped and IPython syntax rewritten, as
+  `%%px_distributed --notebook` ships them. The server, which reads notebooks through its
+  contents manager (never outside its root), passes the notebook it read as `content`.
+
+`code_source` is the one place a plain `str` or path becomes a source, for the public
+`jupyter_px.submit(code_or_path)`: a path object, or one line ending in `.py`, is a script;
+a path object ending in `.ipynb` is a notebook; any other text is code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+#: The cell tag that selects a notebook's training cells, unless another is named.
+DEFAULT_TAG = "px"
+
+
+@dataclass(frozen=True)
+class ScriptFile:
+    """A Python script. `text` is its content when the caller has read it already (the server
+    reads through its contents manager); else the file at `path` is read."""
+
+    path: str | os.PathLike
+    text: str | None = None
+    origin: str | None = None  # recorded as the run's source; default: the file's absolute path
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """Code text; `origin` says where it came from ("cell", "notebook:<path>", "code")."""
+
+    text: str
+    origin: str = "code"
+    language: str = "python"  # or "ipython": code that needs an IPython shell (%magics, !commands)
+
+
+@dataclass(frozen=True)
+class NotebookCells:
+    """A notebook's code cells: all of them, or only those tagged `tag`."""
+
+    path: str | os.PathLike
+    cells: Literal["all", "tagged"] = "all"
+    tag: str = DEFAULT_TAG
+    content: dict[str, Any] | None = None  # the notebook, when the caller has read it already
+    origin: str | None = None  # default: notebook:<path>
+
+    def __post_init__(self) -> None:
+        if self.cells not in ("all", "tagged"):
+            raise ValueError(f"cells: {self.cells!r} is not 'all' or 'tagged'")
+        if not isinstance(self.tag, str) or not self.tag.strip():
+            raise ValueError(f"tag: {self.tag!r} is not a cell tag")
+
+
+CodeSource = ScriptFile | SourceText | NotebookCells
+
+
+@dataclass(frozen=True)
+class LoadedCode:
+    """The code a run ships: its text, the file name it runs as, how it runs, where it came from."""
+
+    text: str
+    entrypoint: str
+    language: str
+    origin: str
+
+
+def code_source(code: str | os.PathLike | CodeSource) -> CodeSource:
+    """The one decision of what a plain string or path means (see the module docstring)."""
+    if isinstance(code, (ScriptFile, SourceText, NotebookCells)):
+        return code
+    if isinstance(code, os.PathLike):
+        return NotebookCells(code) if os.fspath(code).endswith(".ipynb") else ScriptFile(code)
+    if not isinstance(code, str):
+        raise TypeError(
+            f"code must be Python source text, a path to a .py file or a code source, got {type(code).__name__}"
+        )
+    if "\n" not in code and code.endswith(".py"):
+        return ScriptFile(code)
+    return SourceText(code)
+
+
+def load_code(source: CodeSource, language: str | None = None) -> LoadedCode:
+    """The text a source ships; `language` ("python" / "ipython") overrides the source's."""
+    if isinstance(source, ScriptFile):
+        if source.text is not None:
+            text, name = source.text, Path(source.path).name
+            origin = source.origin or f"script:{source.path}"
+            text = text if text.endswith("\n") else text + "\n"
+        else:
+            text, name, origin = read_script(Path(source.path))
+            origin = source.origin or origin
+        return LoadedCode(text, name, language or "python", origin)
+    if isinstance(source, SourceText):
+        if not isinstance(source.text, str):
+            raise TypeError(f"code text must be a str, got {type(source.text).__name__}")
+        return LoadedCode(source.text, "main.py", language or source.language, source.origin)
+    if isinstance(source, NotebookCells):
+        notebook = source.content if source.content is not None else _read_notebook(Path(source.path))
+        tag = source.tag if source.cells == "tagged" else None
+        text, shipped_language = notebook_code(notebook, tag)
+        if not text.strip():
+            which = f"cells tagged {tag!r}" if tag else "code cells"
+            raise ValueError(f"notebook {str(source.path)!r} has no {which} to run")
+        origin = source.origin or f"notebook:{source.path}"
+        return LoadedCode(text, "main.py", language or shipped_language, origin)
+    raise TypeError(f"not a code source: {type(source).__name__}")
+
+
+def notebook_cells(notebook: dict[str, Any], tag: str | None) -> list[str]:
+    """Sources of a notebook's code cells, or only of those carrying `tag`."""
+    cells = []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        if tag is not None and tag not in (cell.get("metadata", {}).get("tags") or []):
+            continue
+        source = cell.get("source", "")
+        cells.append("".join(source) if isinstance(source, list) else str(source))
+    return cells
+
+
+def notebook_code(notebook: dict[str, Any], tag: str | None) -> tuple[str, str]:
+    """(code, language) a notebook ships: its code cells joined as `--notebook` joins them, px
+    magic cells and lines dropped, IPython syntax rewritten."""
+    from ..notebook_code import notebook_source, transform
+
+    code = notebook_source(notebook_cells(notebook, tag), "")
+    if not code.strip():
+        return "", "python"
+    shipped = transform(code)
+    return shipped.source, shipped.language
+
+
+def _read_notebook(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise FileNotFoundError(f"notebook {str(path)!r} does not exist")
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"notebook {str(path)!r} is not a notebook (.ipynb JSON): {error}") from None
+    if not isinstance(notebook, dict):
+        raise ValueError(f"notebook {str(path)!r} is not a notebook (.ipynb JSON)")
+    return notebook
+
+
+def read_script(path: Path) -> tuple[str, str, str]:
+    """(source text, entrypoint file name, where it came from) of a script on disk.
+
+    A script is decoded as Python itself would (PEP 263: a `# -*- coding: latin-1 -*-` line, a
+    UTF-8 byte order mark, else UTF-8), and stored as UTF-8; so its coding line, if any, is
+    rewritten to say utf-8 (same line, same line numbers), or Python would decode the stored
+    bytes as the old encoding. A script that does not decode is refused, naming the file.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"script {str(path)!r} does not exist")
+    data = path.read_bytes()
+    hint = "save it as UTF-8 or declare its encoding on its first line (# -*- coding: latin-1 -*-)"
+    try:
+        encoding, first_lines = tokenize.detect_encoding(io.BytesIO(data).readline)
+        declared = None
+    except SyntaxError as error:  # an unknown encoding, or bytes in the first lines that are not UTF-8
+        encoding, first_lines, declared = "utf-8", [], error.msg
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"script {str(path)!r} is not {error.encoding} text "
+            f"(byte {data[error.start]:#04x} at offset {error.start}); {hint}"
+        ) from None
+    if declared is not None:
+        raise ValueError(f"script {str(path)!r}: {declared}; {hint}")
+    if encoding.lower() not in ("utf-8", "utf-8-sig"):
+        lines = text.splitlines(keepends=True)
+        cookie = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)")
+        for number in range(min(len(first_lines), len(lines))):
+            if cookie.match(lines[number]):
+                lines[number] = cookie.sub(r"\g<1>utf-8", lines[number], count=1)
+                break
+        text = "".join(lines)
+    return text, path.name, str(path.resolve())
