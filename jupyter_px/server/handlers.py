@@ -29,6 +29,7 @@ from ..runstore import RunNotFound, RunStore
 from ..runstore.layout import ROLE_PATTERN
 from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
 from ..topology.export import summary_text
+from .app import PxSettings
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex
 from .submission import DEFAULT_TAG, SubmittedCode, code_from_notebook, code_from_script
@@ -47,10 +48,14 @@ RENDER_FIELDS = SUBMIT_FIELDS | {"backend"}
 
 
 class PxState:
-    """What the handlers share for the server's life: the run store and its caches."""
+    """What the handlers share for the server's life: the extension's settings, the run store
+    and its caches. Handlers reach configuration only through `settings` (`app.JupyterPxApp`)."""
 
-    def __init__(self, store: RunStore | None = None):
-        self.store = store or RunStore()
+    def __init__(self, store: RunStore | None = None, settings: PxSettings | None = None):
+        self.store = store or RunStore(settings.home if settings else None)
+        self.settings = settings or PxSettings(
+            home=self.store.home, tensorboard_idle_timeout=tensorboard.idle_timeout_setting()
+        )
         self.runs = RunsIndex(self.store)
         self.metrics = MetricsCache(self.store)
 
@@ -208,6 +213,7 @@ class TopologyRenderHandler(PxHandler):
                 code=(code.source if code else "").encode(),
                 backend=chosen,
                 language=code.language if code else "python",
+                namespace=self.px.settings.kubernetes_namespace,
             )
         except (BackendError, ValueError) as error:
             raise web.HTTPError(400, f"cannot render for Kubernetes: {error}") from None
@@ -378,7 +384,9 @@ class RunTensorBoardHandler(PxHandler):
     async def post(self, ref: str) -> None:
         run_id = await self.resolve(ref)
         self.json_body(set())  # no options yet: an empty object (or no body)
-        result = await self.blocking(tensorboard.start, [run_id], home=self.px.store.home)
+        result = await self.blocking(
+            tensorboard.start, [run_id], home=self.px.store.home, idle_timeout=self.px.settings.tensorboard_idle_timeout
+        )
         if isinstance(result, tensorboard.Failed):
             self.write_json(
                 {"message": f"TensorBoard could not start: {result.reason}", "output": result.output[-4000:]},
