@@ -359,10 +359,10 @@ async def test_metrics_since_cursor(jp_fetch, px_home):
     assert body["series"]["worker-0"]["loss"]["steps"] == [0, 1, 2, 3, 4]
     assert body["progress"]["master-0"] == {"step": 4, "total_steps": 10}
     cursor = body["cursor"]
-    code, same = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": repr(cursor)})
+    code, same = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": cursor})
     assert same["series"] == {} and same["cursor"] == cursor
     write_metrics(RunStore(px_home).paths("metrics-1").metrics("worker", 0), range(5, 7), start_time=time.time() + 60)
-    code, new = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": repr(cursor)})
+    code, new = await fetch_json(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": cursor})
     assert list(new["series"]) == ["worker-0"] and new["series"]["worker-0"]["acc"]["steps"] == [5, 6]
     for bad in ("soon", "nan", "inf"):
         got, message = await error_of(jp_fetch, "px/api/runs/metrics-1/metrics", params={"since": bad})

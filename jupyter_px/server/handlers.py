@@ -6,6 +6,10 @@ submissions and TensorBoard are the `execute` action, stopping is `write`, the r
 `APIHandler` enforces XSRF for cookie sessions on every method but GET. Blocking work (the run
 store, backends, TensorBoard) runs in a thread so the event loop keeps serving.
 
+Bodies: every request body is parsed into its model in `models.py` (a 400 names the field and
+the value), every answer is built through its model there (`send`), so the wire format is declared
+in one place, which the sidebar's TypeScript types are checked against.
+
 Errors: 400 with the reason for a bad body or parameter, 404 for an unknown run or file; a
 reason is always one line a user can act on (`{"message": ...}`, plus `problems` for topologies).
 """
@@ -15,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -31,8 +35,28 @@ from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_y
 from ..topology.export import summary_text
 from .app import PxSettings
 from .metrics_cache import MetricsCache
+from .models import (
+    Body,
+    BodyError,
+    CodeRequest,
+    ErrorReply,
+    LogChunk,
+    MetricsPage,
+    Rendered,
+    RenderRequest,
+    Reply,
+    RunDetail,
+    RunsPage,
+    SubmitRequest,
+    TensorBoardRequest,
+    TensorBoardStarted,
+    ValidateRequest,
+    Validation,
+    dump,
+    parse_body,
+)
 from .runs_index import RunsIndex
-from .submission import DEFAULT_TAG, SubmittedCode, code_from_notebook, code_from_script
+from .submission import SubmittedCode, code_from_notebook, code_from_script
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +65,8 @@ AUTH_RESOURCE = "px"
 
 #: The most log bytes one request returns; the client continues from the returned offset.
 MAX_LOG_CHUNK = 256 * 1024
-#: Submission body fields; anything else is a 400 (a typo should not be silently ignored).
-SUBMIT_FIELDS = {"topology", "notebook", "script", "cells", "tag", "name"}
-#: Render body fields: a submission's, plus the Kubernetes backend to render for.
-RENDER_FIELDS = SUBMIT_FIELDS | {"backend"}
+
+B = TypeVar("B", bound=Body)
 
 
 class PxState:
@@ -69,17 +91,12 @@ class PxHandler(APIHandler):
     async def blocking(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(function, *args, **kwargs)
 
-    def json_body(self, allowed: set[str] | None = None) -> dict[str, Any]:
+    def body(self, model: type[B]) -> B:
+        """The request body as `model`; 400 naming the field and the value when it is not one."""
         try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError as error:
-            raise web.HTTPError(400, f"the request body is not JSON ({error})") from None
-        if not isinstance(body, dict):
-            raise web.HTTPError(400, f"the request body must be a JSON object, got {type(body).__name__}")
-        unknown = sorted(set(body) - allowed) if allowed is not None else []
-        if unknown:
-            raise web.HTTPError(400, f"unknown field {unknown[0]!r} (expected: {', '.join(sorted(allowed or []))})")
-        return body
+            return parse_body(model, self.request.body)
+        except BodyError as error:
+            raise web.HTTPError(400, str(error)) from None
 
     def int_argument(self, name: str, default: int | None, minimum: int | None = 0) -> int | None:
         text = self.get_argument(name, None)
@@ -99,12 +116,15 @@ class PxHandler(APIHandler):
         except RunNotFound as error:
             raise web.HTTPError(404, str(error)) from None
 
-    async def read_code(self, request: tuple[str, Any, str | None]) -> SubmittedCode:
+    async def read_code(self, request: CodeRequest) -> SubmittedCode:
         """The code a request names, read through the contents manager (never outside its root)."""
-        kind, path, tag = request
-        if kind == "notebook":
-            return await code_from_notebook(self.contents_manager, path, tag)
-        return await code_from_script(self.contents_manager, path)
+        if request.kind == "notebook":
+            return await code_from_notebook(self.contents_manager, request.path, request.tag)
+        return await code_from_script(self.contents_manager, request.path)
+
+    def send(self, model: type[Reply], data: Any, status: int = 200) -> None:
+        """Answer with `data` as `model` (checked: a field the model does not declare is a bug)."""
+        self.write_json(dump(model, data), status)
 
     def write_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -112,36 +132,8 @@ class PxHandler(APIHandler):
         self.finish(json.dumps(data))
 
 
-def _topology_from(body: dict[str, Any]) -> Any:
-    """The topology field: a mapping (the form) or YAML text (import); 400 when absent."""
-    if "topology" not in body:
-        raise web.HTTPError(400, "topology: required field is missing")
-    topology = body["topology"]
-    if not isinstance(topology, (dict, str)):
-        raise web.HTTPError(400, f"topology: expected an object or YAML text, got {type(topology).__name__}")
-    return topology
-
-
 def _problems(error: TopologyError) -> dict[str, Any]:
     return {"message": str(error), **error.to_dict()}
-
-
-def _code_request(body: dict[str, Any]) -> tuple[str, Any, str | None] | None:
-    """("notebook" | "script", path, tag or None) from a body's code fields; None when the body
-    names neither (400 when it names both or a field is malformed)."""
-    cells = body.get("cells", "all")
-    if cells not in ("all", "tagged"):
-        raise web.HTTPError(400, f"cells: {cells!r} is not 'all' or 'tagged'")
-    tag = body.get("tag", DEFAULT_TAG)
-    if not isinstance(tag, str) or not tag.strip():
-        raise web.HTTPError(400, f"tag: {tag!r} is not a cell tag")
-    if "notebook" in body and "script" in body:
-        raise web.HTTPError(400, "give exactly one of notebook (an .ipynb path) or script (a .py path), not both")
-    if "notebook" in body:
-        return "notebook", body["notebook"], tag if cells == "tagged" else None
-    if "script" in body:
-        return "script", body["script"], None
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,14 +157,15 @@ class TopologyValidateHandler(PxHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        topology = _topology_from(self.json_body({"topology"}))
+        body = self.body(ValidateRequest)
         try:
-            topo = parse_topology(topology)
+            topo = parse_topology(body.topology)
         except TopologyError as error:
-            self.write_json({"valid": False, **_problems(error)})
+            self.send(Validation, {"valid": False, **_problems(error)})
             return
-        self.write_json(
-            {"valid": True, "topology": to_dict(topo), "yaml": to_yaml(topo), "summary": summary_text(topo)}
+        self.send(
+            Validation,
+            {"valid": True, "topology": to_dict(topo), "yaml": to_yaml(topo), "summary": summary_text(topo)},
         )
 
 
@@ -189,20 +182,14 @@ class TopologyRenderHandler(PxHandler):
         from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
         from ..backends.kubernetes.render import to_yaml as manifests_yaml
 
-        body = self.json_body(RENDER_FIELDS)
-        topology = _topology_from(body)
-        backend, name = body.get("backend"), body.get("name") or "run"
-        if backend is not None and not isinstance(backend, str):
-            raise web.HTTPError(400, f"backend: {backend!r} is not a string")
-        if not isinstance(name, str):
-            raise web.HTTPError(400, f"name: {name!r} is not a string")
+        body = self.body(RenderRequest)
+        backend, name = body.backend, body.name or "run"
         try:
-            topo = parse_topology(topology)
+            topo = parse_topology(body.topology)
         except TopologyError as error:
-            self.write_json(_problems(error), status=400)
+            self.send(ErrorReply, _problems(error), status=400)
             return
-        code_request = _code_request(body)
-        code = await self.read_code(code_request) if code_request else None
+        code = await self.read_code(body.code) if body.code else None
         try:
             chosen = dry_run_backend(topo, backend)
             objects = await self.blocking(
@@ -217,12 +204,13 @@ class TopologyRenderHandler(PxHandler):
             )
         except (BackendError, ValueError) as error:
             raise web.HTTPError(400, f"cannot render for Kubernetes: {error}") from None
-        self.write_json(
+        self.send(
+            Rendered,
             {
                 "backend": chosen,
                 "objects": [{"kind": o["kind"], "name": o["metadata"]["name"]} for o in objects],
                 "yaml": manifests_yaml(objects),
-            }
+            },
         )
 
 
@@ -256,25 +244,21 @@ class RunsHandler(PxHandler):
                     progress[summary["run_id"]] = found
         self.set_header("Etag", page.etag)
         self.set_header("Cache-Control", "no-cache")
-        self.write_json(
-            {"runs": page.runs, "total": page.total, "offset": offset, "limit": limit, "progress": progress}
+        self.send(
+            RunsPage,
+            {"runs": page.runs, "total": page.total, "offset": offset, "limit": limit, "progress": progress},
         )
 
     @web.authenticated
     @authorized("execute")
     async def post(self) -> None:
-        body = self.json_body(SUBMIT_FIELDS)
-        topology = _topology_from(body)
-        name = body.get("name")
-        if name is not None and not isinstance(name, str):
-            raise web.HTTPError(400, f"name: {name!r} is not a string")
-        code_request = _code_request(body)
-        if code_request is None:
-            raise web.HTTPError(400, "give exactly one of notebook (an .ipynb path) or script (a .py path)")
+        body = self.body(SubmitRequest)
+        name, code_request = body.name, body.code
+        assert code_request is not None  # SubmitRequest requires one
         try:
-            topo = parse_topology(topology)
+            topo = parse_topology(body.topology)
         except TopologyError as error:
-            self.write_json(_problems(error), status=400)
+            self.send(ErrorReply, _problems(error), status=400)
             return
         code = await self.read_code(code_request)
         try:
@@ -293,7 +277,7 @@ class RunsHandler(PxHandler):
             raise web.HTTPError(400, f"the run could not start on the {topo.backend_kind} backend: {error}") from None
         record, status = await self.blocking(lambda: (run.record, run.backend.reconcile(run.run_id)))
         self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run.run_id}")
-        self.write_json(run_detail(record, status), status=201)
+        self.send(RunDetail, run_detail(record, status), status=201)
 
 
 class RunHandler(PxHandler):
@@ -312,7 +296,7 @@ class RunHandler(PxHandler):
     @authorized
     async def get(self, ref: str) -> None:
         run_id = await self.resolve(ref)
-        self.write_json(await self.blocking(self._detail, run_id))
+        self.send(RunDetail, await self.blocking(self._detail, run_id))
 
     @web.authenticated
     @authorized("write")
@@ -322,7 +306,7 @@ class RunHandler(PxHandler):
             await self.blocking(lambda: Run(run_id, self.px.store).stop())
         except BackendError as error:
             raise web.HTTPError(409, f"run {run_id} could not be stopped: {error}") from None
-        self.write_json(await self.blocking(self._detail, run_id))
+        self.send(RunDetail, await self.blocking(self._detail, run_id))
 
 
 class RunLogsHandler(PxHandler):
@@ -343,13 +327,14 @@ class RunLogsHandler(PxHandler):
         if not any(r.role == role and r.index == index for r in status.replicas) and status.replicas:
             raise web.HTTPError(404, f"run {run_id} has no replica {role}-{index}")
         text, next_offset = await self.blocking(self.px.store.read_log, run_id, role, index, offset, MAX_LOG_CHUNK)
-        self.write_json(
+        self.send(
+            LogChunk,
             {
                 "replica": f"{role}-{index}",
                 "text": text,
                 "offset": next_offset,
                 "finished": status.state.finished,
-            }
+            },
         )
 
 
@@ -372,7 +357,9 @@ class RunMetricsHandler(PxHandler):
                 raise web.HTTPError(400, f"since: {text!r} is not a finite time")
         data = await self.blocking(self.px.metrics.points_since, run_id, since)
         status = await self.blocking(self.px.store.status, run_id)
-        self.write_json({"run_id": run_id, "finished": status.state.finished, **data})
+        cursor = data["cursor"]  # opaque to the client: it sends back exactly what it got
+        data = {**data, "cursor": None if cursor is None else repr(cursor)}
+        self.send(MetricsPage, {"run_id": run_id, "finished": status.state.finished, **data})
 
 
 class RunTensorBoardHandler(PxHandler):
@@ -383,22 +370,24 @@ class RunTensorBoardHandler(PxHandler):
     @authorized("execute")
     async def post(self, ref: str) -> None:
         run_id = await self.resolve(ref)
-        self.json_body(set())  # no options yet: an empty object (or no body)
+        self.body(TensorBoardRequest)  # no options yet: an empty object (or no body)
         result = await self.blocking(
             tensorboard.start, [run_id], home=self.px.store.home, idle_timeout=self.px.settings.tensorboard_idle_timeout
         )
         if isinstance(result, tensorboard.Failed):
-            self.write_json(
+            self.send(
+                ErrorReply,
                 {"message": f"TensorBoard could not start: {result.reason}", "output": result.output[-4000:]},
                 status=503,
             )
             return
         info = result.info
-        self.write_json(
+        self.send(
+            TensorBoardStarted,
             {
                 "status": "reused" if isinstance(result, tensorboard.Reused) else "launched",
                 "url": tensorboard.proxy_url(info.port, self.base_url),
                 "port": info.port,
                 "key": info.key,
-            }
+            },
         )
