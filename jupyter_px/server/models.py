@@ -251,7 +251,7 @@ class RunsPage(Reply):
     runs: list[RunSummary]
     total: int
     offset: int
-    limit: int | None
+    limit: int
     progress: dict[str, Progress]
 
 
@@ -297,7 +297,9 @@ class TensorBoardStarted(Reply):
 #: Every body the API sends or receives, for the TypeScript check (model -> TS interface name).
 TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     SubmitRequest: "ISubmission",
+    RenderRequest: "IRenderRequest",
     Validation: "IValidation",
+    Problem: "IProblem",
     Rendered: "IRendered",
     RenderedObject: "IRenderedObject",
     RunSummary: "IRunSummary",
