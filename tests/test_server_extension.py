@@ -105,6 +105,25 @@ async def test_render_uses_the_configured_namespace(jp_fetch, px_config, namespa
     assert namespaces == {namespace}
 
 
+@pytest.mark.parametrize("px_config", [{"kubernetes_image": "registry.example.com/train:1"}])
+async def test_the_configured_image_fills_in_a_topology_that_names_none(jp_fetch, px_config):
+    def images(topology: dict) -> set[str]:
+        return {
+            container["image"]
+            for document in yaml.safe_load_all(topology["yaml"])
+            if document["kind"] == "Pod"
+            for container in document["spec"]["containers"]
+        }
+
+    async def render(topology: dict) -> dict:
+        body = json.dumps({"topology": {**topology, "backend": "native"}})
+        return json.loads((await jp_fetch("px/api/topology/render", method="POST", body=body)).body)
+
+    assert images(await render(TOPOLOGY)) == {"registry.example.com/train:1"}
+    own = {**TOPOLOGY, "environment": {**TOPOLOGY["environment"], "image": "mine:2"}}
+    assert images(await render(own)) == {"mine:2"}
+
+
 def test_idle_timeout_defaults_to_the_variable_and_bad_values_are_refused(monkeypatch):
     monkeypatch.setenv(tensorboard.IDLE_TIMEOUT_ENV, "120")
     assert JupyterPxApp().tensorboard_idle_timeout == 120

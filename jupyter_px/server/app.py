@@ -51,6 +51,7 @@ from traitlets import Float, TraitError, Unicode, default, validate
 from .. import tensorboard
 from ..backends import keep_runs
 from ..runstore import RunStore, px_home
+from ..topology import Topology
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,14 @@ class PxSettings:
         chosen = {"namespace": self.kubernetes_namespace, "image": self.kubernetes_image}
         return {name: value for name, value in chosen.items() if value}
 
+    def with_image(self, topology: Topology) -> Topology:
+        """`topology` with the configured image as its environment's image when it names none (as
+        the sidebar's image setting fills it in), so the run's record says which image it ran."""
+        if not self.kubernetes_image or topology.environment.image:
+            return topology
+        environment = topology.environment.model_copy(update={"image": self.kubernetes_image})
+        return topology.model_copy(update={"environment": environment})
+
 
 class JupyterPxApp(ExtensionApp):
     """jupyter-px in a Jupyter server: the REST API behind the sidebar, the TensorBoard route, the keeper."""
@@ -113,7 +122,7 @@ class JupyterPxApp(ExtensionApp):
     kubernetes_namespace = Unicode(
         None,
         allow_none=True,
-        help="Namespace of Kubernetes runs submitted or rendered through the REST API "
+        help="Namespace of Kubernetes manifests rendered through the REST API "
         "(default: the Kubernetes settings: PX_K8S_NAMESPACE, the settings file, the kubeconfig).",
     ).tag(config=True)
 

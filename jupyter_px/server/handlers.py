@@ -185,7 +185,7 @@ class TopologyRenderHandler(PxHandler):
         body = self.body(RenderRequest)
         backend, name = body.backend, body.name or "run"
         try:
-            topo = parse_topology(body.topology)
+            topo = self.px.settings.with_image(parse_topology(body.topology))
         except TopologyError as error:
             self.send(ErrorReply, _problems(error), status=400)
             return
@@ -260,6 +260,8 @@ class RunsHandler(PxHandler):
         except TopologyError as error:
             self.send(ErrorReply, _problems(error), status=400)
             return
+        if topo.backend_kind != "local":
+            topo = self.px.settings.with_image(topo)
         code = await self.read_code(code_request)
         try:
             run = await self.blocking(

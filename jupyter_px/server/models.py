@@ -203,6 +203,9 @@ class RunSummary(Reply):
     updated_at: float
     replicas_total: int
     replica_counts: dict[str, int]
+    #: What a read found wrong with the run's owner ("the supervisor (pid 123) is gone"): reported,
+    #: not repaired (the keeper does that). Absent or null when nothing is.
+    owner_problem: str | None = None
 
 
 class Replica(Reply):

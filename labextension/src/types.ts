@@ -25,6 +25,8 @@ export interface IRunSummary {
   updated_at: number;
   replicas_total: number;
   replica_counts: { [state: string]: number };
+  /** What a read found wrong with the run's owner; the keeper repairs it. */
+  owner_problem?: string | null;
 }
 
 export type RunState =
