@@ -190,3 +190,85 @@ async def test_stop_extension_ends_the_keeper(jp_serverapp, px_home):
 async def test_a_zero_interval_means_no_keeper(jp_serverapp, px_config):
     await jp_serverapp.extension_manager.start_all_extensions()
     assert the_app(jp_serverapp)._keeper is None
+
+
+# ---------------------------------------------------------------------------------------------
+# The TensorBoard route's port index
+
+
+@pytest.fixture
+def stand_in(px_home):
+    """A recorded "TensorBoard" that is a plain HTTP server (the route proxies any HTTP; a real
+    TensorBoard takes seconds to start and is tested in test_tensorboard.py)."""
+    import socket
+    import subprocess
+    import sys
+    from dataclasses import asdict
+
+    from jupyter_px.runstore.store import atomic_write_json
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(px_home)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:  # listening yet?
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, "the stand-in did not start"
+            time.sleep(0.05)
+    info = tensorboard.ServerInfo(
+        key="standin1",
+        pid=process.pid,
+        port=port,
+        logdirs={},
+        logdir_spec="",
+        started=time.time(),
+        create_time=psutil.Process(process.pid).create_time(),
+    )
+    (px_home / "tensorboard").mkdir(exist_ok=True)
+    atomic_write_json(px_home / "tensorboard" / f"{info.key}.json", asdict(info))
+    try:
+        yield info
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_the_port_index_is_kept_until_the_directory_changes(px_home, stand_in):
+    from jupyter_px.server.tensorboard_proxy import TensorBoardPorts
+
+    ports = TensorBoardPorts([px_home], max_age=3600)
+    assert ports.find(stand_in.port) == stand_in and ports.find(stand_in.port + 1) is None
+    # A record rewritten in place does not change the directory: the index is not re-read...
+    record = px_home / "tensorboard" / f"{stand_in.key}.json"
+    record.write_text(record.read_text().replace(f'"port": {stand_in.port}', f'"port": {stand_in.port + 1}'))
+    assert ports.find(stand_in.port) == stand_in
+    # ...until it is old (here: at once), or the directory changes (next test).
+    assert TensorBoardPorts([px_home], max_age=0).find(stand_in.port + 1) is not None
+
+
+async def test_a_stopped_tensorboard_is_a_404_at_once(jp_fetch, px_home, stand_in):
+    served = await jp_fetch("px", "tensorboard", f"{stand_in.port}/")
+    assert served.code == 200
+    await asyncio.to_thread(tensorboard.stop, stand_in.key, home=px_home)
+    gone = await jp_fetch("px", "tensorboard", f"{stand_in.port}/", raise_error=False)
+    assert gone.code == 404  # the same URL served a moment ago: this is the index, not a missing route
+
+
+async def test_stop_extension_stops_the_tensorboards_of_this_server(jp_serverapp, px_home, stand_in):
+    import dataclasses
+
+    from jupyter_px.runstore.store import atomic_write_json
+
+    record = px_home / "tensorboard" / f"{stand_in.key}.json"
+    atomic_write_json(record, dataclasses.asdict(dataclasses.replace(stand_in, owner_pid=os.getpid())))
+    await the_app(jp_serverapp).stop_extension()
+    assert not record.exists()
+    assert not psutil.pid_exists(stand_in.pid) or psutil.Process(stand_in.pid).status() == psutil.STATUS_ZOMBIE
