@@ -210,6 +210,22 @@ async def test_validate_bad_bodies(jp_fetch, body, reason):
     assert code == 400 and reason in message
 
 
+@pytest.mark.parametrize(
+    ("route", "body", "reason"),
+    [
+        ("px/api/topology/render", {"topology": TOPOLOGY, "backend": 3}, "backend: 3 is not a string"),
+        ("px/api/topology/render", {"topology": TOPOLOGY, "name": ["a"]}, "name: ['a'] is not a string"),
+        ("px/api/topology/render", {"topology": TOPOLOGY, "cells": None}, "cells: None is not 'all' or 'tagged'"),
+        ("px/api/runs/real-1/tensorboard", {"port": 1}, "unknown field 'port' (this request takes no fields)"),
+        ("px/api/runs/real-1/tensorboard", "[]", "must be a JSON object, got list"),
+    ],
+)
+async def test_bad_bodies_name_the_field_and_the_value(jp_fetch, px_home, route, body, reason):
+    make_synthetic_run(px_home, "real-1", TOPOLOGY, state="Succeeded")
+    code, message = await error_of(jp_fetch, route, **post(body))
+    assert code == 400 and reason in message, message
+
+
 # ---------------------------------------------------------------------------------------------
 # Runs list
 

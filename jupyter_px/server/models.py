@@ -333,8 +333,9 @@ def _message(error: Any, model: type[BaseModel]) -> str:
     kind, location = error["type"], tuple(error["loc"])
     field = _field(location)
     if kind == "extra_forbidden":
-        expected = ", ".join(sorted(model.model_fields))
-        return f"unknown field {field!r} (expected: {expected})"
+        if not model.model_fields:
+            return f"unknown field {field!r} (this request takes no fields)"
+        return f"unknown field {field!r} (expected: {', '.join(sorted(model.model_fields))})"
     if kind == "missing":
         return f"{field}: required field is missing"
     if kind == "px_body":
