@@ -182,14 +182,14 @@ class JupyterPxApp(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         from . import handlers
-        from .tensorboard_proxy import TensorBoardPorts, TensorBoardProxyHandler
+        from .tensorboard_proxy import ROUTE, TensorBoardPorts, TensorBoardProxyHandler
 
         self.handlers.extend((path + "/?", getattr(handlers, name), {"state": self.state}) for path, name in ROUTES)
         # The kernels' TensorBoards are recorded under their $PX_HOME, the API's under `home`.
         self.tensorboard_ports = TensorBoardPorts([self.store.home, px_home()])
         self.handlers.append(
             (
-                tensorboard.PROXY_ROUTE + r"(\d+)(/.*|)",
+                ROUTE,
                 TensorBoardProxyHandler,
                 {"absolute_url": False, "ports": self.tensorboard_ports},
             )
@@ -259,9 +259,11 @@ class JupyterPxApp(ExtensionApp):
     def _stop_tensorboards(self) -> None:
         """Stop the TensorBoards that end with this server (its kernels' and the API's)."""
         me = os.getpid()
-        for info in tensorboard.list_servers(self.store.home):
-            if info.owner_pid == me:
+        for home in self.tensorboard_ports.homes:
+            for info in tensorboard.list_servers(home):
+                if info.owner_pid != me:
+                    continue
                 try:
-                    tensorboard.stop(info, home=self.store.home)
+                    tensorboard.stop(info, home=home)
                 except (OSError, ValueError) as error:
                     self.log.warning("jupyter_px: cannot stop TensorBoard %s: %s", info.key, error)

@@ -66,7 +66,7 @@ class TensorBoardPorts:
         self._lock = threading.Lock()
         self._stamps: tuple[int | None, ...] | None = None
         self._built = 0.0
-        self._ports: dict[int, tensorboard.ServerInfo] = {}
+        self._ports: dict[int, tuple[tensorboard.ServerInfo, Path]] = {}  # port -> (server, its home)
         self._recorded: dict[tuple[int, int], float] = {}  # (pid, port) -> when its use was recorded
 
     def _stamp(self) -> tuple[int | None, ...]:
@@ -78,26 +78,27 @@ class TensorBoardPorts:
                 stamps.append(None)
         return tuple(stamps)
 
-    def _index(self) -> dict[int, tensorboard.ServerInfo]:
+    def _index(self) -> dict[int, tuple[tensorboard.ServerInfo, Path]]:
         before = self._stamp()
         if before == self._stamps and time.monotonic() - self._built < self.max_age:
             return self._ports
-        ports = {info.port: info for home in self.homes for info in tensorboard.list_servers(home)}
-        after = self._stamp()  # list_servers removes stale records: that change is already read
-        self._ports, self._built = ports, time.monotonic()
-        self._stamps = after if after == before or not ports else before
-        return ports
+        self._ports = {info.port: (info, home) for home in self.homes for info in tensorboard.list_servers(home)}
+        self._built = time.monotonic()
+        # Unchanged while read: trust the index until the next change. Changed (list_servers
+        # removed a dead server's record, or a server started meanwhile): read again next time.
+        self._stamps = before if self._stamp() == before else None
+        return self._ports
 
     def find(self, port: int) -> tensorboard.ServerInfo | None:
         """The live TensorBoard of ours on `port` (recording its use), or None. Blocking."""
         with self._lock:
-            info = self._index().get(port)
-            if info is None:
+            found = self._index().get(port)
+            if found is None:
                 return None
+            info, home = found
             now = time.monotonic()
             if now - self._recorded.get((info.pid, info.port), -1e9) >= tensorboard.WATCH_INTERVAL_S:
                 self._recorded[(info.pid, info.port)] = now
-                home = next((h for h in self.homes if (h / SERVERS_DIR / f"{info.key}.json").exists()), None)
                 tensorboard.touch(info.key, home)
             return info
 
