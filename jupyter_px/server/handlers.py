@@ -359,8 +359,6 @@ class RunMetricsHandler(PxHandler):
                 raise web.HTTPError(400, f"since: {text!r} is not a finite time")
         data = await self.blocking(self.px.metrics.points_since, run_id, since)
         status = await self.blocking(self.px.store.status, run_id)
-        cursor = data["cursor"]  # opaque to the client: it sends back exactly what it got
-        data = {**data, "cursor": None if cursor is None else repr(cursor)}
         self.send(MetricsPage, {"run_id": run_id, "finished": status.state.finished, **data})
 
 

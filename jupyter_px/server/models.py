@@ -275,6 +275,11 @@ class Series(Reply):
     times: list[float]
 
 
+def _cursor_text(value: Any) -> Any:
+    """A cursor is text on the wire; a number (a time cursor) is sent as its exact repr."""
+    return repr(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
 class MetricsPage(Reply):
     """`GET runs/<ref>/metrics?since=CURSOR`: the points after the cursor, and the next cursor.
 
@@ -283,7 +288,7 @@ class MetricsPage(Reply):
     run_id: str
     finished: bool
     series: dict[str, dict[str, Series]]
-    cursor: str | None
+    cursor: Annotated[str | None, BeforeValidator(_cursor_text)]
     progress: dict[str, Progress]
     history_pending: bool = Field(description="older points are still being read: ask again")
 
