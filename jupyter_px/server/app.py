@@ -41,7 +41,6 @@ import contextlib
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,7 @@ from traitlets import Float, TraitError, Unicode, default, validate
 from .. import tensorboard
 from ..backends import keep_runs
 from ..runstore import RunStore, px_home
-from ..topology import Topology
+from .settings import PxSettings
 
 log = logging.getLogger(__name__)
 
@@ -72,29 +71,6 @@ ROUTES = [
     (f"px/api/runs/{_REF}/metrics", "RunMetricsHandler"),
     (f"px/api/runs/{_REF}/tensorboard", "RunTensorBoardHandler"),
 ]
-
-
-@dataclass(frozen=True)
-class PxSettings:
-    """The extension's configuration as the handlers see it (a snapshot of the traitlets)."""
-
-    home: Path
-    tensorboard_idle_timeout: float
-    kubernetes_namespace: str | None = None
-    kubernetes_image: str | None = None
-
-    def kubernetes_overrides(self) -> dict[str, str]:
-        """The Kubernetes settings this server sets (`load_settings(**overrides)`): only those given."""
-        chosen = {"namespace": self.kubernetes_namespace, "image": self.kubernetes_image}
-        return {name: value for name, value in chosen.items() if value}
-
-    def with_image(self, topology: Topology) -> Topology:
-        """`topology` with the configured image as its environment's image when it names none (as
-        the sidebar's image setting fills it in), so the run's record says which image it ran."""
-        if not self.kubernetes_image or topology.environment.image:
-            return topology
-        environment = topology.environment.model_copy(update={"image": self.kubernetes_image})
-        return topology.model_copy(update={"environment": environment})
 
 
 class JupyterPxApp(ExtensionApp):

@@ -33,7 +33,6 @@ from ..runstore import RunNotFound, RunStore
 from ..runstore.layout import ROLE_PATTERN
 from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
 from ..topology.export import summary_text
-from .app import PxSettings
 from .metrics_cache import MetricsCache
 from .models import (
     Body,
@@ -56,6 +55,7 @@ from .models import (
     parse_body,
 )
 from .runs_index import RunsIndex
+from .settings import PxSettings
 from .submission import SubmittedCode, code_from_notebook, code_from_script
 
 log = logging.getLogger(__name__)
