@@ -6,8 +6,8 @@ Configuration is traitlets, read once when the server starts (`jupyter server --
     c.JupyterPxApp.home = "/data/px"                 # the run store the API serves
     c.JupyterPxApp.keeper_interval = 10              # seconds between keeper passes (0: none)
     c.JupyterPxApp.tensorboard_idle_timeout = 3600   # TensorBoards started through the API
-    c.JupyterPxApp.kubernetes_namespace = "research" # Kubernetes runs submitted through the API
-    c.JupyterPxApp.kubernetes_image = "registry.example.com/train:2026.11"
+    c.JupyterPxApp.kubernetes_namespace = "research" # Kubernetes manifests rendered through the API
+    c.JupyterPxApp.kubernetes_image = "registry.example.com/train:2026.11"  # runs whose topology names none
 
 Each default is what the same setting means elsewhere in jupyter-px (`$PX_HOME`, else
 `~/.jupyter_px`; `$JUPYTER_PX_TENSORBOARD_IDLE_TIMEOUT`; the Kubernetes settings file and
@@ -25,9 +25,10 @@ TensorBoard it embeds must be reached at `<base_url>px/tensorboard/<port>/` (`te
 behind JupyterHub the base URL is `/user/<name>/`), and a TensorBoard it starts should end with
 this server. jupyter_server builds a kernel's environment from `os.environ` and offers no other
 hook, so the extension publishes exactly two variables for its kernels: `JUPYTER_PX_BASE_URL` and
-`JUPYTER_PX_SERVER_PID` (`KERNEL_ENVIRONMENT`). That is an output to kernels, not the server's own
-configuration: nothing in the server reads them back, and `stop_extension` restores what was
-there before.
+`JUPYTER_PX_SERVER_PID`. That is an output to kernels, not the server's configuration: the
+handlers take the base URL from the request and their settings from `PxSettings`; the one reader
+in this process is `tensorboard.start`, which records this server as the owner of the
+TensorBoards the API starts, as it does for a kernel's. `stop_extension` restores what was there.
 
 `stop_extension` ends what the extension started: the keeper, and the TensorBoards that end with
 this server (they would stop by themselves when its process exits; a server stopped inside a
@@ -53,9 +54,6 @@ from ..runstore import RunStore, px_home
 from .settings import PxSettings
 
 log = logging.getLogger(__name__)
-
-#: What the extension publishes for the kernels its server starts (and nothing else reads).
-KERNEL_ENVIRONMENT = (tensorboard.BASE_URL_ENV, tensorboard.SERVER_PID_ENV)
 
 #: A run reference in a URL: an id, a name or `last`; resolved (and validated) by the run store.
 _REF = r"([^/]+)"
