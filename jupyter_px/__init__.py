@@ -52,9 +52,12 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    """jupyter_server finds the server extension (REST API, base URL for kernels) here."""
-    return [{"module": "jupyter_px.server"}]
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """jupyter_server finds the server extension (`jupyter_px.server.JupyterPxApp`) here; imported
+    only when a server asks, so `import jupyter_px` stays light."""
+    from .server import _jupyter_server_extension_points as points
+
+    return points()
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

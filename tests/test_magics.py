@@ -710,5 +710,7 @@ def test_import_is_light_and_reexports_resolve(px_home):
     from jupyter_px import Run, TopologyForm, _jupyter_server_extension_points, load_ipython_extension, submit
 
     assert callable(submit) and Run.__name__ == "Run" and TopologyForm.__name__ == "TopologyForm"
-    assert _jupyter_server_extension_points() == [{"module": "jupyter_px.server"}]
+    from jupyter_px.server import JupyterPxApp
+
+    assert _jupyter_server_extension_points() == [{"module": "jupyter_px.server", "app": JupyterPxApp}]
     assert callable(load_ipython_extension)

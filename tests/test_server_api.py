@@ -66,11 +66,23 @@ def write_notebook(path: Path, cells: list[tuple[str, list[str]]]) -> None:
 
 
 async def test_schema_is_the_models(jp_fetch):
-    from jupyter_px.topology import json_schema
+    """The route serves the topology model's own JSON Schema (pydantic's, from `Topology`), with
+    only the draft and a title added; and that schema accepts what the model writes and refuses
+    what the model refuses."""
+    import jsonschema
+
+    from jupyter_px.topology import Topology, parse_topology, to_dict
 
     code, schema = await fetch_json(jp_fetch, "px", "api", "topology", "schema")
-    assert code == 200 and schema == json.loads(json.dumps(json_schema()))
+    assert code == 200
+    model = json.loads(json.dumps(Topology.model_json_schema()))
+    assert schema.pop("$schema") == "https://json-schema.org/draft/2020-12/schema"
+    assert schema.pop("title") == "jupyter-px topology" and model.pop("title") == "Topology"
+    assert schema == model
     assert "n_workers" in schema["$defs"]["Replicas"]["properties"]
+    validator = jsonschema.Draft202012Validator(schema)
+    validator.validate(to_dict(parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": 3}}})))
+    assert not validator.is_valid({"framework": "pytorch", "environment": {"replicas": {"n_workers": -1}}})
 
 
 async def test_validate_normalizes_a_form_and_imports_yaml(jp_fetch):
@@ -196,6 +208,22 @@ async def test_validate_reports_every_problem_with_its_path(jp_fetch):
 async def test_validate_bad_bodies(jp_fetch, body, reason):
     code, message = await error_of(jp_fetch, "px/api/topology/validate", **post(body))
     assert code == 400 and reason in message
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "reason"),
+    [
+        ("px/api/topology/render", {"topology": TOPOLOGY, "backend": 3}, "backend: 3 is not a string"),
+        ("px/api/topology/render", {"topology": TOPOLOGY, "name": ["a"]}, "name: ['a'] is not a string"),
+        ("px/api/topology/render", {"topology": TOPOLOGY, "cells": None}, "cells: None is not 'all' or 'tagged'"),
+        ("px/api/runs/real-1/tensorboard", {"port": 1}, "unknown field 'port' (this request takes no fields)"),
+        ("px/api/runs/real-1/tensorboard", "[]", "must be a JSON object, got list"),
+    ],
+)
+async def test_bad_bodies_name_the_field_and_the_value(jp_fetch, px_home, route, body, reason):
+    make_synthetic_run(px_home, "real-1", TOPOLOGY, state="Succeeded")
+    code, message = await error_of(jp_fetch, route, **post(body))
+    assert code == 400 and reason in message, message
 
 
 # ---------------------------------------------------------------------------------------------

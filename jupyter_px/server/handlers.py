@@ -8,6 +8,10 @@ service: the store, backends, TensorBoard) runs in a thread so the event loop ke
 GET only reads: a run whose owner (supervisor, follower) is gone is answered as recorded, with
 `owner_problem` saying so; the server's keeper, not a request, brings it up to date.
 
+Bodies: every request body is parsed into its model in `models.py` (a 400 names the field and
+the value), every answer is built through its model there (`send`), so the wire format is declared
+in one place, which the sidebar's TypeScript types are checked against.
+
 Errors: 400 with the reason for a bad body or parameter, 404 for an unknown run or file; a
 reason is always one line a user can act on (`{"message": ...}`, plus `problems` for topologies).
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -27,11 +31,32 @@ from .. import tensorboard
 from ..presentation.run_json import run_detail
 from ..runstore import RunNotFound, RunStore
 from ..runstore.layout import ROLE_PATTERN
-from ..service import DEFAULT_TAG, BackendError, RunService
+from ..service import BackendError, RunService
 from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
 from ..topology.export import summary_text
 from .metrics_cache import MetricsCache
+from .models import (
+    Body,
+    BodyError,
+    CodeRequest,
+    ErrorReply,
+    LogChunk,
+    MetricsPage,
+    Rendered,
+    RenderRequest,
+    Reply,
+    RunDetail,
+    RunsPage,
+    SubmitRequest,
+    TensorBoardRequest,
+    TensorBoardStarted,
+    ValidateRequest,
+    Validation,
+    dump,
+    parse_body,
+)
 from .runs_index import RunsIndex
+from .settings import PxSettings
 from .submission import SubmittedCode, code_from_notebook, code_from_script
 
 log = logging.getLogger(__name__)
@@ -41,18 +66,20 @@ AUTH_RESOURCE = "px"
 
 #: The most log bytes one request returns; the client continues from the returned offset.
 MAX_LOG_CHUNK = 256 * 1024
-#: Submission body fields; anything else is a 400 (a typo should not be silently ignored).
-SUBMIT_FIELDS = {"topology", "notebook", "script", "cells", "tag", "name"}
-#: Render body fields: a submission's, plus the Kubernetes backend to render for.
-RENDER_FIELDS = SUBMIT_FIELDS | {"backend"}
+
+B = TypeVar("B", bound=Body)
 
 
 class PxState:
-    """What the handlers share for the server's life: the run service (and its store) and the
-    caches over it."""
+    """What the handlers share for the server's life: the extension's settings, the run service
+    (and its store) and the caches over it. Handlers reach configuration only through `settings`
+    (`app.JupyterPxApp`)."""
 
-    def __init__(self, store: RunStore | None = None):
-        self.store = store or RunStore()
+    def __init__(self, store: RunStore | None = None, settings: PxSettings | None = None):
+        self.store = store or RunStore(settings.home if settings else None)
+        self.settings = settings or PxSettings(
+            home=self.store.home, tensorboard_idle_timeout=tensorboard.idle_timeout_setting()
+        )
         self.service = RunService(self.store)
         self.runs = RunsIndex(self.service)
         self.metrics = MetricsCache(self.store)
@@ -67,17 +94,12 @@ class PxHandler(APIHandler):
     async def blocking(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(function, *args, **kwargs)
 
-    def json_body(self, allowed: set[str] | None = None) -> dict[str, Any]:
+    def body(self, model: type[B]) -> B:
+        """The request body as `model`; 400 naming the field and the value when it is not one."""
         try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError as error:
-            raise web.HTTPError(400, f"the request body is not JSON ({error})") from None
-        if not isinstance(body, dict):
-            raise web.HTTPError(400, f"the request body must be a JSON object, got {type(body).__name__}")
-        unknown = sorted(set(body) - allowed) if allowed is not None else []
-        if unknown:
-            raise web.HTTPError(400, f"unknown field {unknown[0]!r} (expected: {', '.join(sorted(allowed or []))})")
-        return body
+            return parse_body(model, self.request.body)
+        except BodyError as error:
+            raise web.HTTPError(400, str(error)) from None
 
     def int_argument(self, name: str, default: int | None, minimum: int | None = 0) -> int | None:
         text = self.get_argument(name, None)
@@ -102,12 +124,15 @@ class PxHandler(APIHandler):
         view = self.px.service.view(run_id)
         return run_detail(view.record, view.status, view.owner_problem)
 
-    async def read_code(self, request: tuple[str, Any, str | None]) -> SubmittedCode:
+    async def read_code(self, request: CodeRequest) -> SubmittedCode:
         """The code a request names, read through the contents manager (never outside its root)."""
-        kind, path, tag = request
-        if kind == "notebook":
-            return await code_from_notebook(self.contents_manager, path, tag)
-        return await code_from_script(self.contents_manager, path)
+        if request.kind == "notebook":
+            return await code_from_notebook(self.contents_manager, request.path, request.tag)
+        return await code_from_script(self.contents_manager, request.path)
+
+    def send(self, model: type[Reply], data: Any, status: int = 200) -> None:
+        """Answer with `data` as `model` (checked: a field the model does not declare is a bug)."""
+        self.write_json(dump(model, data), status)
 
     def write_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -115,36 +140,8 @@ class PxHandler(APIHandler):
         self.finish(json.dumps(data))
 
 
-def _topology_from(body: dict[str, Any]) -> Any:
-    """The topology field: a mapping (the form) or YAML text (import); 400 when absent."""
-    if "topology" not in body:
-        raise web.HTTPError(400, "topology: required field is missing")
-    topology = body["topology"]
-    if not isinstance(topology, (dict, str)):
-        raise web.HTTPError(400, f"topology: expected an object or YAML text, got {type(topology).__name__}")
-    return topology
-
-
 def _problems(error: TopologyError) -> dict[str, Any]:
     return {"message": str(error), **error.to_dict()}
-
-
-def _code_request(body: dict[str, Any]) -> tuple[str, Any, str | None] | None:
-    """("notebook" | "script", path, tag or None) from a body's code fields; None when the body
-    names neither (400 when it names both or a field is malformed)."""
-    cells = body.get("cells", "all")
-    if cells not in ("all", "tagged"):
-        raise web.HTTPError(400, f"cells: {cells!r} is not 'all' or 'tagged'")
-    tag = body.get("tag", DEFAULT_TAG)
-    if not isinstance(tag, str) or not tag.strip():
-        raise web.HTTPError(400, f"tag: {tag!r} is not a cell tag")
-    if "notebook" in body and "script" in body:
-        raise web.HTTPError(400, "give exactly one of notebook (an .ipynb path) or script (a .py path), not both")
-    if "notebook" in body:
-        return "notebook", body["notebook"], tag if cells == "tagged" else None
-    if "script" in body:
-        return "script", body["script"], None
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,14 +165,15 @@ class TopologyValidateHandler(PxHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        topology = _topology_from(self.json_body({"topology"}))
+        body = self.body(ValidateRequest)
         try:
-            topo = parse_topology(topology)
+            topo = parse_topology(body.topology)
         except TopologyError as error:
-            self.write_json({"valid": False, **_problems(error)})
+            self.send(Validation, {"valid": False, **_problems(error)})
             return
-        self.write_json(
-            {"valid": True, "topology": to_dict(topo), "yaml": to_yaml(topo), "summary": summary_text(topo)}
+        self.send(
+            Validation,
+            {"valid": True, "topology": to_dict(topo), "yaml": to_yaml(topo), "summary": summary_text(topo)},
         )
 
 
@@ -189,32 +187,32 @@ class TopologyRenderHandler(PxHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        body = self.json_body(RENDER_FIELDS)
-        topology = _topology_from(body)
-        backend, name = body.get("backend"), body.get("name") or "run"
-        if backend is not None and not isinstance(backend, str):
-            raise web.HTTPError(400, f"backend: {backend!r} is not a string")
-        if not isinstance(name, str):
-            raise web.HTTPError(400, f"name: {name!r} is not a string")
+        body = self.body(RenderRequest)
+        backend, name = body.backend, body.name or "run"
         try:
-            topo = parse_topology(topology)
+            topo = self.px.settings.with_image(parse_topology(body.topology))
         except TopologyError as error:
-            self.write_json(_problems(error), status=400)
+            self.send(ErrorReply, _problems(error), status=400)
             return
-        code_request = _code_request(body)
-        code = await self.read_code(code_request) if code_request else None
+        code = await self.read_code(body.code) if body.code else None
         try:
             rendered = await self.blocking(
-                self.px.service.render, topo, code.source if code else None, backend=backend, name=name
+                self.px.service.render,
+                topo,
+                code.source if code else None,
+                backend=backend,
+                name=name,
+                namespace=self.px.settings.kubernetes_namespace,
             )
         except (BackendError, ValueError) as error:
             raise web.HTTPError(400, f"cannot render for Kubernetes: {error}") from None
-        self.write_json(
+        self.send(
+            Rendered,
             {
                 "backend": rendered.backend,
                 "objects": [{"kind": o["kind"], "name": o["metadata"]["name"]} for o in rendered.objects],
                 "yaml": rendered.yaml,
-            }
+            },
         )
 
 
@@ -248,26 +246,24 @@ class RunsHandler(PxHandler):
                     progress[summary["run_id"]] = found
         self.set_header("Etag", page.etag)
         self.set_header("Cache-Control", "no-cache")
-        self.write_json(
-            {"runs": page.runs, "total": page.total, "offset": offset, "limit": limit, "progress": progress}
+        self.send(
+            RunsPage,
+            {"runs": page.runs, "total": page.total, "offset": offset, "limit": limit, "progress": progress},
         )
 
     @web.authenticated
     @authorized("execute")
     async def post(self) -> None:
-        body = self.json_body(SUBMIT_FIELDS)
-        topology = _topology_from(body)
-        name = body.get("name")
-        if name is not None and not isinstance(name, str):
-            raise web.HTTPError(400, f"name: {name!r} is not a string")
-        code_request = _code_request(body)
-        if code_request is None:
-            raise web.HTTPError(400, "give exactly one of notebook (an .ipynb path) or script (a .py path)")
+        body = self.body(SubmitRequest)
+        name, code_request = body.name, body.code
+        assert code_request is not None  # SubmitRequest requires one
         try:
-            topo = parse_topology(topology)
+            topo = parse_topology(body.topology)
         except TopologyError as error:
-            self.write_json(_problems(error), status=400)
+            self.send(ErrorReply, _problems(error), status=400)
             return
+        if topo.backend_kind != "local":
+            topo = self.px.settings.with_image(topo)
         code = await self.read_code(code_request)
         try:
             run_id = await self.blocking(
@@ -281,7 +277,7 @@ class RunsHandler(PxHandler):
         except (BackendError, ValueError, FileNotFoundError) as error:  # ResourceUnavailable, bad name...
             raise web.HTTPError(400, f"the run could not start on the {topo.backend_kind} backend: {error}") from None
         self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run_id}")
-        self.write_json(await self.blocking(self._detail, run_id), status=201)
+        self.send(RunDetail, await self.blocking(self._detail, run_id), status=201)
 
 
 class RunHandler(PxHandler):
@@ -293,7 +289,7 @@ class RunHandler(PxHandler):
     @authorized
     async def get(self, ref: str) -> None:
         run_id = await self.resolve(ref)
-        self.write_json(await self.blocking(self._detail, run_id))
+        self.send(RunDetail, await self.blocking(self._detail, run_id))
 
     @web.authenticated
     @authorized("write")
@@ -303,7 +299,7 @@ class RunHandler(PxHandler):
             await self.blocking(self.px.service.stop, run_id)
         except BackendError as error:
             raise web.HTTPError(409, f"run {run_id} could not be stopped: {error}") from None
-        self.write_json(await self.blocking(self._detail, run_id))
+        self.send(RunDetail, await self.blocking(self._detail, run_id))
 
 
 class RunLogsHandler(PxHandler):
@@ -325,13 +321,14 @@ class RunLogsHandler(PxHandler):
         if replicas and (role, index) not in replicas:
             raise web.HTTPError(404, f"run {run_id} has no replica {role}-{index}")
         text, next_offset = await self.blocking(self.px.service.read_log, run_id, role, index, offset, MAX_LOG_CHUNK)
-        self.write_json(
+        self.send(
+            LogChunk,
             {
                 "replica": f"{role}-{index}",
                 "text": text,
                 "offset": next_offset,
                 "finished": status.state.finished,
-            }
+            },
         )
 
 
@@ -352,7 +349,7 @@ class RunMetricsHandler(PxHandler):
         except MetricsCursorError as error:
             raise web.HTTPError(400, f"since: {error}") from None
         status = await self.blocking(self.px.service.status, run_id)
-        self.write_json({"run_id": run_id, "finished": status.state.finished, **data})
+        self.send(MetricsPage, {"run_id": run_id, "finished": status.state.finished, **data})
 
 
 class RunTensorBoardHandler(PxHandler):
@@ -363,20 +360,24 @@ class RunTensorBoardHandler(PxHandler):
     @authorized("execute")
     async def post(self, ref: str) -> None:
         run_id = await self.resolve(ref)
-        self.json_body(set())  # no options yet: an empty object (or no body)
-        result = await self.blocking(self.px.service.tensorboard, [run_id])
+        self.body(TensorBoardRequest)  # no options yet: an empty object (or no body)
+        result = await self.blocking(
+            self.px.service.tensorboard, [run_id], idle_timeout=self.px.settings.tensorboard_idle_timeout
+        )
         if isinstance(result, tensorboard.Failed):
-            self.write_json(
+            self.send(
+                ErrorReply,
                 {"message": f"TensorBoard could not start: {result.reason}", "output": result.output[-4000:]},
                 status=503,
             )
             return
         info = result.info
-        self.write_json(
+        self.send(
+            TensorBoardStarted,
             {
                 "status": "reused" if isinstance(result, tensorboard.Reused) else "launched",
                 "url": tensorboard.proxy_url(info.port, self.base_url),
                 "port": info.port,
                 "key": info.key,
-            }
+            },
         )

@@ -12,14 +12,24 @@ Why a route of our own rather than jupyter-server-proxy's generic `<base_url>pro
   authentication (`JupyterHandler`), so it also works behind JupyterHub.
 * **Use is recorded** (`tensorboard.touch`, at most every `WATCH_INTERVAL_S` per server): what
   the idle timeout of an unused TensorBoard counts from.
+* **No file work on the event loop, little of it at all.** A TensorBoard page makes dozens of
+  requests a second; the port -> server lookup (`TensorBoardPorts`) re-reads the records only
+  when their directory changed (a start writes a record, a stop or an idle end removes files,
+  both change the directory's mtime) or the index is `MAX_AGE_S` old, in a worker thread; a
+  stopped or unknown port is a prompt 404.
 
 Built on jupyter-server-proxy's `LocalProxyHandler` (websockets, headers, streaming are its job).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
+import threading
 import time
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from jupyter_server_proxy.handlers import LocalProxyHandler
@@ -32,8 +42,8 @@ ROUTE = tensorboard.PROXY_ROUTE + r"(\d+)(/.*|)"
 #: Absolute asset paths TensorBoard writes into its pages.
 _ABSOLUTE_ASSETS = re.compile(rb"(?<=[(\"'])/(font-roboto/)")
 _REWRITTEN_TYPES = ("text/html", "text/css")
-#: When each server's use was last recorded (pid, port) -> time.monotonic().
-_recorded: dict[tuple[int, int], float] = {}
+#: The servers directory inside a run store's home (`tensorboard.ServerInfo` records live there).
+SERVERS_DIR = "tensorboard"
 
 
 def rewrite_asset_urls(body: bytes, prefix: str) -> bytes:
@@ -41,17 +51,71 @@ def rewrite_asset_urls(body: bytes, prefix: str) -> bytes:
     return _ABSOLUTE_ASSETS.sub(lambda match: prefix.encode() + match.group(1), body)
 
 
+class TensorBoardPorts:
+    """port -> `ServerInfo` of the live TensorBoards recorded under some homes, kept between
+    requests and rebuilt only when a servers directory changed or the index is `max_age` old.
+
+    Thread-safe: lookups run in worker threads (`lookup`), several at once."""
+
+    #: A TensorBoard killed from outside (no file changes) drops out of the index after this long.
+    MAX_AGE_S = 5.0
+
+    def __init__(self, homes: Iterable[Path], max_age: float = MAX_AGE_S):
+        self.homes = list(dict.fromkeys(Path(home) for home in homes))
+        self.max_age = max_age
+        self._lock = threading.Lock()
+        self._stamps: tuple[int | None, ...] | None = None
+        self._built = 0.0
+        self._ports: dict[int, tuple[tensorboard.ServerInfo, Path]] = {}  # port -> (server, its home)
+        self._recorded: dict[tuple[int, int], float] = {}  # (pid, port) -> when its use was recorded
+
+    def _stamp(self) -> tuple[int | None, ...]:
+        stamps: list[int | None] = []
+        for home in self.homes:
+            try:
+                stamps.append(os.stat(home / SERVERS_DIR).st_mtime_ns)
+            except OSError:
+                stamps.append(None)
+        return tuple(stamps)
+
+    def _index(self) -> dict[int, tuple[tensorboard.ServerInfo, Path]]:
+        before = self._stamp()
+        if before == self._stamps and time.monotonic() - self._built < self.max_age:
+            return self._ports
+        self._ports = {info.port: (info, home) for home in self.homes for info in tensorboard.list_servers(home)}
+        self._built = time.monotonic()
+        # Unchanged while read: trust the index until the next change. Changed (list_servers
+        # removed a dead server's record, or a server started meanwhile): read again next time.
+        self._stamps = before if self._stamp() == before else None
+        return self._ports
+
+    def find(self, port: int) -> tensorboard.ServerInfo | None:
+        """The live TensorBoard of ours on `port` (recording its use), or None. Blocking."""
+        with self._lock:
+            found = self._index().get(port)
+            if found is None:
+                return None
+            info, home = found
+            now = time.monotonic()
+            if now - self._recorded.get((info.pid, info.port), -1e9) >= tensorboard.WATCH_INTERVAL_S:
+                self._recorded[(info.pid, info.port)] = now
+                tensorboard.touch(info.key, home)
+            return info
+
+    async def lookup(self, port: int) -> tensorboard.ServerInfo | None:
+        return await asyncio.to_thread(self.find, port)
+
+
 class TensorBoardProxyHandler(LocalProxyHandler):
     """Proxies one of our TensorBoards; 404 for a port where none of ours serves."""
 
-    def _check(self, port: str) -> None:
-        info = tensorboard.server_for_port(int(port))
-        if info is None:
+    def initialize(self, ports: TensorBoardPorts, **kwargs: Any) -> None:
+        super().initialize(**kwargs)
+        self.ports = ports
+
+    async def _check(self, port: str) -> None:
+        if await self.ports.lookup(int(port)) is None:
             raise web.HTTPError(404, f"no TensorBoard of jupyter-px on port {port} (jupyter px tensorboard list)")
-        now = time.monotonic()
-        if now - _recorded.get((info.pid, info.port), -1e9) >= tensorboard.WATCH_INTERVAL_S:
-            _recorded[(info.pid, info.port)] = now
-            tensorboard.touch(info.key)
 
     def _prefix(self, port: str) -> str:
         return f"{self.base_url.rstrip('/')}/{tensorboard.PROXY_ROUTE}{int(port)}/"
@@ -62,11 +126,11 @@ class TensorBoardProxyHandler(LocalProxyHandler):
         return await self.proxy(port, proxied_path)
 
     async def open(self, port: str, proxied_path: str) -> Any:
-        self._check(port)
+        await self._check(port)
         return await self.proxy_open(tensorboard.HOST, port, proxied_path)
 
-    def proxy(self, port: str, proxied_path: str) -> Any:
-        self._check(port)
+    async def proxy(self, port: str, proxied_path: str) -> Any:
+        await self._check(port)
         prefix = self._prefix(port)
 
         def rewrite(response: Any) -> None:
@@ -75,11 +139,4 @@ class TensorBoardProxyHandler(LocalProxyHandler):
                 response.body = rewrite_asset_urls(response.body, prefix)
 
         self.rewrite_response = [rewrite]
-        return super(LocalProxyHandler, self).proxy(tensorboard.HOST, port, proxied_path)
-
-
-def handlers(base_url: str) -> list[tuple[str, type, dict[str, Any]]]:
-    """The route to add to the Jupyter server's web app."""
-    from jupyter_server.utils import url_path_join
-
-    return [(url_path_join(base_url, ROUTE), TensorBoardProxyHandler, {"absolute_url": False})]
+        return await super(LocalProxyHandler, self).proxy(tensorboard.HOST, port, proxied_path)

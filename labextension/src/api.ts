@@ -2,6 +2,8 @@ import { requestAPI } from './request';
 import type {
   ILogChunk,
   IMetricsUpdate,
+  IRenderRequest,
+  IRendered,
   IRunDetail,
   IRunsPage,
   ISubmission,
@@ -30,6 +32,11 @@ export async function validateTopology(
   return (
     await requestAPI<IValidation>('topology/validate', json({ topology }))
   ).data!;
+}
+
+/** The Kubernetes objects a run would create (nothing is contacted). */
+export async function renderTopology(body: IRenderRequest): Promise<IRendered> {
+  return (await requestAPI<IRendered>('topology/render', json(body))).data!;
 }
 
 /**
@@ -69,12 +76,12 @@ export async function readLog(
   return (await requestAPI<ILogChunk>(run(runId, 'logs') + query)).data!;
 }
 
+/** Points after `since`: the `cursor` of the last answer, sent back as it came (null: all). */
 export async function readMetrics(
   runId: string,
-  since: number | null
+  since: string | null
 ): Promise<IMetricsUpdate> {
-  const query =
-    since === null ? '' : `?since=${encodeURIComponent(String(since))}`;
+  const query = since === null ? '' : `?since=${encodeURIComponent(since)}`;
   return (await requestAPI<IMetricsUpdate>(run(runId, 'metrics') + query))
     .data!;
 }

@@ -1,6 +1,13 @@
 import type { IProblem } from './request';
 
-/** The run summary shape shared with `jupyter px runs --json` (presentation/run_json.py). */
+/*
+ * The REST API's bodies. Each interface mirrors a pydantic model of
+ * `jupyter_px/server/models.py` (field names, optionality, primitive types);
+ * `tests/test_rest_models.py` compares them, so a change on one side only fails
+ * the tests. Change the model first, then this file.
+ */
+
+/** The run summary shared with `jupyter px runs --json` (models.RunSummary). */
 export interface IRunSummary {
   run_id: string;
   name: string | null;
@@ -18,11 +25,14 @@ export interface IRunSummary {
   updated_at: number;
   replicas_total: number;
   replica_counts: { [state: string]: number };
+  /** What a read found wrong with the run's owner; the keeper repairs it. */
+  owner_problem?: string | null;
 }
 
 export type RunState =
   'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Stopped' | 'Lost';
 
+/** models.Replica */
 export interface IReplica {
   key: string;
   role: string;
@@ -38,19 +48,31 @@ export interface IReplica {
   address: string | null;
 }
 
+/** How the run's code runs (models.Code). */
+export interface ICode {
+  entrypoint: string;
+  language: string;
+  args: string[];
+  source: string | null;
+  pushed: string[];
+}
+
+/** models.RunDetail */
 export interface IRunDetail extends IRunSummary {
   replicas: IReplica[];
   topology: { [key: string]: any };
-  code: { entrypoint: string; language: string; source: string | null };
+  code: ICode;
   workdir: string | null;
   host: string | null;
 }
 
+/** models.Progress */
 export interface IProgress {
   step: number | null;
   total_steps: number | null;
 }
 
+/** models.RunsPage */
 export interface IRunsPage {
   runs: IRunSummary[];
   total: number;
@@ -59,29 +81,35 @@ export interface IRunsPage {
   progress: { [runId: string]: IProgress };
 }
 
+/** models.Validation */
 export interface IValidation {
   valid: boolean;
   topology?: { [key: string]: any };
   yaml?: string;
   summary?: string;
   message?: string;
+  error?: string;
   problems?: IProblem[];
 }
 
+/** models.Series: columns of equal length. */
 export interface ISeries {
   steps: (number | null)[];
   values: number[];
   times: number[];
 }
 
+/** models.MetricsPage; `cursor` is opaque: send it back as `since`. */
 export interface IMetricsUpdate {
   run_id: string;
   finished: boolean;
   series: { [replica: string]: { [metric: string]: ISeries } };
-  cursor: number | null;
+  cursor: string | null;
   progress: { [replica: string]: IProgress };
+  history_pending: boolean;
 }
 
+/** models.LogChunk */
 export interface ILogChunk {
   replica: string;
   text: string;
@@ -89,17 +117,38 @@ export interface ILogChunk {
   finished: boolean;
 }
 
+/** models.TensorBoardStarted */
 export interface ITensorBoard {
   status: 'launched' | 'reused';
   url: string;
   port: number;
+  key: string;
 }
 
+/** models.SubmitRequest: the topology and one of notebook or script. */
 export interface ISubmission {
-  topology: { [key: string]: any };
+  topology: { [key: string]: any } | string;
   notebook?: string;
   script?: string;
   cells?: 'all' | 'tagged';
   tag?: string;
   name?: string;
+}
+
+/** models.RenderRequest: a submission (code optional) and the backend. */
+export interface IRenderRequest extends ISubmission {
+  backend?: string;
+}
+
+/** models.RenderedObject */
+export interface IRenderedObject {
+  kind: string;
+  name: string;
+}
+
+/** models.Rendered: the Kubernetes objects a run would create. */
+export interface IRendered {
+  backend: string;
+  objects: IRenderedObject[];
+  yaml: string;
 }

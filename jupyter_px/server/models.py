@@ -1,0 +1,377 @@
+"""The REST API's request and response bodies, as pydantic models: one definition per body.
+
+Handlers parse every request body with these (`parse_body`), so a bad body is a 400 that names
+the field and the value (`cells: 'some' is not 'all' or 'tagged'`), and build every answer with
+them (`dump`), so what is sent is what is declared here. The sidebar's TypeScript types
+(`labextension/src/types.ts`, used by `api.ts`) mirror these models; `tests/test_rest_models.py`
+compares the two by field name, optionality and primitive type, so they cannot drift apart.
+
+Response shapes are those the sidebar was written against (`presentation.run_json` for runs);
+the metrics `cursor` is an opaque string: the client sends back what it got, as `?since=`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
+
+#: The cell tag whose cells a notebook submission ships with `cells: "tagged"`.
+DEFAULT_TAG = "px"
+
+
+class BodyError(ValueError):
+    """A request body that cannot be used: one line that names the field and the value."""
+
+
+def _typed(message: str, check: Any) -> Any:
+    """A before-validator that refuses a value `check` rejects, with `message` (`{value!r}` in it)."""
+
+    def validate(value: Any) -> Any:
+        if not check(value):
+            raise PydanticCustomError("px_value", message, {"value": repr(value)})
+        return value
+
+    return BeforeValidator(validate)
+
+
+def _a_type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _topology_value(value: Any) -> Any:
+    if not isinstance(value, (dict, str)):
+        raise PydanticCustomError(
+            "px_value", "expected an object or YAML text, got {kind}", {"kind": _a_type_name(value)}
+        )
+    return value
+
+
+#: A topology as the form sends it (an object) or as imported (polyaxonfile YAML text).
+TopologyInput = Annotated[dict[str, Any] | str, BeforeValidator(_topology_value)]
+#: A file's path in the file browser (the server reads it through its contents manager).
+FilePath = Annotated[
+    str, _typed("{value} is not a path (give the file's path in the file browser)", lambda v: isinstance(v, str))
+]
+AString = Annotated[str, _typed("{value} is not a string", lambda v: isinstance(v, str))]
+CellTag = Annotated[str, _typed("{value} is not a cell tag", lambda v: isinstance(v, str) and bool(v.strip()))]
+Cells = Annotated[
+    Literal["all", "tagged"], _typed("{value} is not 'all' or 'tagged'", lambda v: v in ("all", "tagged"))
+]
+
+
+class Body(BaseModel):
+    """A request body: a JSON object with only the fields declared (a typo is an error)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Reply(BaseModel):
+    """A response body: what is declared, nothing else (an undeclared field is a bug here)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+
+
+class ValidateRequest(Body):
+    """`POST topology/validate`."""
+
+    topology: TopologyInput
+
+
+class CodeRequest(BaseModel):
+    """The code a submission names: a notebook (all code cells, or those tagged `tag`) or a script."""
+
+    kind: Literal["notebook", "script"]
+    path: str
+    tag: str | None = None
+
+
+class SubmitRequest(Body):
+    """`POST runs`: the topology and exactly one of a notebook or a script in the server's root."""
+
+    topology: TopologyInput
+    notebook: FilePath | None = None
+    script: FilePath | None = None
+    cells: Cells = "all"
+    tag: CellTag = DEFAULT_TAG
+    name: AString | None = None
+
+    #: Whether the body must name code (a dry run renders an empty `main.py` without).
+    code_required: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _one_code_source(self) -> Any:
+        if self.notebook is not None and self.script is not None:
+            raise PydanticCustomError(
+                "px_body", "give exactly one of notebook (an .ipynb path) or script (a .py path), not both"
+            )
+        if self.code_required and self.notebook is None and self.script is None:
+            raise PydanticCustomError("px_body", "give exactly one of notebook (an .ipynb path) or script (a .py path)")
+        return self
+
+    @property
+    def code(self) -> CodeRequest | None:
+        if self.notebook is not None:
+            return CodeRequest(kind="notebook", path=self.notebook, tag=self.tag if self.cells == "tagged" else None)
+        if self.script is not None:
+            return CodeRequest(kind="script", path=self.script)
+        return None
+
+
+class RenderRequest(SubmitRequest):
+    """`POST topology/render`: a submission's fields (code optional), and the backend to render for."""
+
+    backend: AString | None = None
+    name: AString | None = "run"
+
+    code_required: ClassVar[bool] = False
+
+
+class TensorBoardRequest(Body):
+    """`POST runs/<ref>/tensorboard`: no options yet (an empty object, or no body)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Responses
+
+RunStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped", "Lost"]
+
+
+class Problem(Reply):
+    """One thing wrong with a topology: the dotted field path (`a.b[2].c`) and what."""
+
+    path: str
+    message: str
+
+
+class Validation(Reply):
+    """`POST topology/validate`: the normalized topology, or every problem (`valid: false`)."""
+
+    valid: bool
+    topology: dict[str, Any] | None = None
+    yaml: str | None = None
+    summary: str | None = None
+    message: str | None = None
+    error: str | None = None
+    problems: list[Problem] | None = None
+
+
+class ErrorReply(Reply):
+    """Any 4xx/5xx answer of the API: one line; `problems` for an invalid topology."""
+
+    message: str
+    error: str | None = None
+    problems: list[Problem] | None = None
+    output: str | None = None  # TensorBoard's own output when it could not start
+
+
+class RenderedObject(Reply):
+    kind: str
+    name: str
+
+
+class Rendered(Reply):
+    """`POST topology/render`: what a Kubernetes backend would create."""
+
+    backend: str
+    objects: list[RenderedObject]
+    yaml: str
+
+
+class RunSummary(Reply):
+    """A row of the runs list: `presentation.run_json.run_summary`, as `jupyter px runs --json`."""
+
+    run_id: str
+    name: str | None
+    state: RunStateName
+    finished: bool
+    reason: str | None
+    message: str | None
+    backend: str
+    framework: str | None
+    submitted_from: str | None
+    user: str | None
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    updated_at: float
+    replicas_total: int
+    replica_counts: dict[str, int]
+    #: What a read found wrong with the run's owner ("the supervisor (pid 123) is gone"): reported,
+    #: not repaired (the keeper does that). Absent or null when nothing is.
+    owner_problem: str | None = None
+
+
+class Replica(Reply):
+    key: str
+    role: str
+    index: int
+    state: str
+    exit_code: int | None
+    signal: str | None
+    restarts: int
+    reason: str | None
+    message: str | None
+    started_at: float | None
+    finished_at: float | None
+    address: str | None
+
+
+class Code(Reply):
+    """How the run's code runs (the run record's `code`)."""
+
+    entrypoint: str
+    language: str
+    args: list[str]
+    source: str | None
+    pushed: list[str]
+
+
+class RunDetail(RunSummary):
+    """`GET runs/<ref>`, and the answer to a submission or a stop."""
+
+    replicas: list[Replica]
+    topology: dict[str, Any]
+    code: Code
+    workdir: str | None
+    host: str | None
+
+
+class Progress(Reply):
+    step: int | None
+    total_steps: int | None
+
+
+class RunsPage(Reply):
+    """`GET runs?offset=&limit=`: run summaries newest first, and each unfinished run's progress."""
+
+    runs: list[RunSummary]
+    total: int
+    offset: int
+    limit: int
+    progress: dict[str, Progress]
+
+
+class LogChunk(Reply):
+    """`GET runs/<ref>/logs?role=&index=&offset=`: text from `offset`, and where to continue."""
+
+    replica: str
+    text: str
+    offset: int
+    finished: bool
+
+
+class Series(Reply):
+    """One metric of one replica: columns of equal length."""
+
+    steps: list[int | None]
+    values: list[float]
+    times: list[float]
+
+
+def _cursor_text(value: Any) -> Any:
+    """A cursor is text on the wire; a number (a time cursor) is sent as its exact repr."""
+    return repr(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+class MetricsPage(Reply):
+    """`GET runs/<ref>/metrics?since=CURSOR`: the points after the cursor, and the next cursor.
+
+    `cursor` is opaque: send back exactly what the last answer held (null: from the start)."""
+
+    run_id: str
+    finished: bool
+    series: dict[str, dict[str, Series]]
+    cursor: Annotated[str | None, BeforeValidator(_cursor_text)]
+    progress: dict[str, Progress]
+    history_pending: bool = Field(description="older points are still being read: ask again")
+
+
+class TensorBoardStarted(Reply):
+    """`POST runs/<ref>/tensorboard`: the TensorBoard serving the run, through this server."""
+
+    status: Literal["launched", "reused"]
+    url: str
+    port: int
+    key: str
+
+
+#: Every body the API sends or receives, for the TypeScript check (model -> TS interface name).
+TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
+    SubmitRequest: "ISubmission",
+    RenderRequest: "IRenderRequest",
+    Validation: "IValidation",
+    Problem: "IProblem",
+    Rendered: "IRendered",
+    RenderedObject: "IRenderedObject",
+    RunSummary: "IRunSummary",
+    Replica: "IReplica",
+    Code: "ICode",
+    RunDetail: "IRunDetail",
+    Progress: "IProgress",
+    RunsPage: "IRunsPage",
+    LogChunk: "ILogChunk",
+    Series: "ISeries",
+    MetricsPage: "IMetricsUpdate",
+    TensorBoardStarted: "ITensorBoard",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing and answering
+
+B = TypeVar("B", bound=Body)
+
+
+def _field(location: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in location)
+
+
+def _message(error: Any, model: type[BaseModel]) -> str:
+    """One pydantic error as `field: what` (the value shown as the user wrote it)."""
+    kind, location = error["type"], tuple(error["loc"])
+    field = _field(location)
+    if kind == "extra_forbidden":
+        if not model.model_fields:
+            return f"unknown field {field!r} (this request takes no fields)"
+        return f"unknown field {field!r} (expected: {', '.join(sorted(model.model_fields))})"
+    if kind == "missing":
+        return f"{field}: required field is missing"
+    if kind == "px_body":
+        return error["msg"]
+    if kind == "px_value":
+        return f"{field}: {error['msg']}"
+    return f"{field}: {error['input']!r} is not valid ({error['msg']})"
+
+
+def _order(error: Any) -> int:
+    """Unknown fields first (a typo explains the rest), then in the order of the fields."""
+    return 0 if error["type"] == "extra_forbidden" else 1
+
+
+def parse_body(model: type[B], raw: bytes | None) -> B:
+    """The request body as `model`, or `BodyError` naming the first field (and value) that is wrong."""
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError as error:
+        raise BodyError(f"the request body is not JSON ({error})") from None
+    if not isinstance(body, dict):
+        raise BodyError(f"the request body must be a JSON object, got {type(body).__name__}")
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        errors = sorted(error.errors(include_url=False), key=_order)
+        raise BodyError(_message(errors[0], model)) from None
+
+
+def dump(model: type[Reply], data: Any) -> dict[str, Any]:
+    """`data` checked against a response model, as the JSON object to send (fields not set by the
+    handler are left out, so optional fields are absent rather than null, as the sidebar expects)."""
+    reply = data if isinstance(data, model) else model.model_validate(data)
+    return reply.model_dump(mode="json", exclude_unset=True)
