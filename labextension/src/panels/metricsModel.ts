@@ -59,7 +59,13 @@ export class MetricsModel {
         this.metric = names.includes('loss') ? 'loss' : (names[0] ?? null);
       }
       this._changed.emit();
-      if (update.finished && Object.keys(update.series).length === 0) {
+      // A page may hold no points while more are waiting (`history_pending`): stop only when the
+      // run has finished and the server has nothing more to send.
+      if (
+        update.finished &&
+        !update.history_pending &&
+        Object.keys(update.series).length === 0
+      ) {
         this.poll.stop();
       }
     } catch (error) {
