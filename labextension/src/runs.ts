@@ -84,3 +84,11 @@ export function newlyFinished(
       !(before.get(run.run_id)?.finished ?? false)
   );
 }
+
+/**
+ * What the row says about a run nobody keeps (its supervisor or follower is gone): the server
+ * reports it and leaves the state as recorded until its keeper settles the run; `null` otherwise.
+ */
+export function ownerNote(run: IRunSummary): string | null {
+  return run.finished ? null : (run.owner_problem ?? null);
+}

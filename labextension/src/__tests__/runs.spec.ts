@@ -1,6 +1,7 @@
 import {
   formatAge,
   newlyFinished,
+  ownerNote,
   progressFraction,
   replicaText,
   stateBadge
@@ -67,5 +68,16 @@ describe('run rows', () => {
     ];
     const ended = newlyFinished(before, after, new Set(['a', 'b', 'c']));
     expect(ended.map(run => run.run_id)).toEqual(['a', 'c']);
+  });
+});
+
+describe('runs nobody keeps', () => {
+  it('say so while unfinished, and not once the run has ended', () => {
+    const gone = 'the supervisor (pid 42) is gone';
+    expect(ownerNote(summary({ owner_problem: gone }))).toBe(gone);
+    expect(ownerNote(summary())).toBeNull();
+    expect(
+      ownerNote(summary({ owner_problem: gone, finished: true, state: 'Lost' }))
+    ).toBeNull();
   });
 });

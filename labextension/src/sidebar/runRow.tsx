@@ -1,7 +1,13 @@
 import { Clipboard, Dialog, showDialog } from '@jupyterlab/apputils';
 import * as React from 'react';
 
-import { formatAge, replicaText, runLabel, stateBadge } from '../runs';
+import {
+  formatAge,
+  ownerNote,
+  replicaText,
+  runLabel,
+  stateBadge
+} from '../runs';
 import type { IRunSummary } from '../types';
 import type { ISidebarActions } from './actions';
 
@@ -13,6 +19,7 @@ export function RunRow(props: {
 }): JSX.Element {
   const { run, progress, actions } = props;
   const badge = stateBadge(run.state);
+  const owner = ownerNote(run);
   const stop = async () => {
     const answer = await showDialog({
       title: 'Stop run?',
@@ -53,6 +60,9 @@ export function RunRow(props: {
       )}
       {run.message && run.state !== 'Succeeded' && (
         <div className="jp-px-run-message">{run.message}</div>
+      )}
+      {owner && (
+        <div className="jp-px-run-message jp-px-run-owner">{owner}</div>
       )}
       <div className="jp-px-run-actions">
         <button
