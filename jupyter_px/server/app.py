@@ -16,7 +16,7 @@ from here (`PxSettings`), never from `os.environ`.
 
 **The keeper.** Reads never act (a GET only reports "the supervisor is gone"); each run's
 lifecycle has one owner, and while a Jupyter server runs, this extension is the explicit keeper:
-every `keeper_interval` seconds it calls `backends.keep_runs` in a thread of its own (the event
+every `keeper_interval` seconds it calls `RunService.keep_all` in a thread of its own (the event
 loop keeps serving), so a local run whose supervisor died is recorded Lost and a Kubernetes run
 nobody follows gets its follower back, whether or not anyone is looking.
 
@@ -49,7 +49,6 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, TraitError, Unicode, default, validate
 
 from .. import tensorboard
-from ..backends import keep_runs
 from ..runstore import RunStore, px_home
 from .settings import PxSettings
 
@@ -212,7 +211,7 @@ class JupyterPxApp(ExtensionApp):
         loop = asyncio.get_running_loop()
         while True:
             try:
-                await loop.run_in_executor(self._keeper_executor, keep_runs, self.store)
+                await loop.run_in_executor(self._keeper_executor, self.state.service.keep_all)
             except Exception:  # the keeper must outlive one bad pass; the next one may succeed
                 self.log.exception("jupyter_px: a keeper pass failed")
             await asyncio.sleep(self.keeper_interval)

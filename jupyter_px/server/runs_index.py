@@ -15,7 +15,7 @@ Summaries are `presentation.run_json.run_summary`, the shape `jupyter px runs --
 The list only reads: runs that are not finished are observed through the run service, and a
 run whose owner is gone (its supervisor died, nobody follows it) is listed as recorded with its
 `owner_problem`; the problems are part of the ETag, so a poll sees one appear. Bringing such a
-run up to date is the server's keeper's job (`backends.keep_runs`), never a poll's.
+run up to date is the server's keeper's job (`RunService.keep_all`), never a poll's.
 """
 
 from __future__ import annotations

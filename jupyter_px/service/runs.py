@@ -10,11 +10,12 @@ the store (and look, without acting, whether the run's lifecycle owner is there:
 supervisor, the Kubernetes follower); a missing owner is *reported* (`owner_problem`), never
 repaired. Only explicit keepers act: `keep` (the one place that reconciles a run, else gives
 its stored status) is called by `wait` (`Run.wait()`, `jupyter px run --wait`, `jupyter px
-follow`); `stop` acts by design; the Jupyter server's periodic keeper is `backends.keep_runs`.
+follow`); `stop` acts by design; the Jupyter server's periodic keeper is `keep_all`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import time
@@ -27,6 +28,8 @@ from ..backends import Backend, BackendError, Observation, get_backend
 from ..runstore import CodeSpec, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from .sources import CodeSource, load_code
+
+log = logging.getLogger(__name__)
 
 #: What `log_tail` returns unless asked for more: the end of the log, where errors are.
 LOGS_TAIL_BYTES = 1 << 20
@@ -276,6 +279,21 @@ class RunService:
             return self.backend_of(run_id).reconcile(run_id)
         except (BackendError, OSError):
             return self.store.status(run_id)
+
+    def keep_all(self) -> int:
+        """One pass of the keeper over the store: `keep` every unfinished run. The Jupyter
+        server extension calls it periodically, so runs are settled whether or not anyone looks.
+        Returns how many runs were unfinished."""
+        unfinished = 0
+        for record, status in self.store.list():
+            if status.state.finished:
+                continue
+            unfinished += 1
+            try:
+                self.keep(record.run_id)
+            except (RunNotFound, ValueError) as error:  # deleted or damaged since it was listed
+                log.debug("jupyter_px: cannot keep run %s: %s", record.run_id, error)
+        return unfinished
 
     def wait(self, run_id: str, timeout: float | None = None, poll: float = WAIT_POLL_S) -> RunStatus:
         """Keep the run until it has finished and return its final status (TimeoutError after
