@@ -185,7 +185,41 @@ def start(
     except psutil.Error:
         identity = ProcessIdentity(popen.pid, None)
     threading.Thread(target=popen.wait, name=f"px-reap-{popen.pid}", daemon=True).start()
-    return Started(popen, identity, go_write)
+    if len(_children) >= _KEEP_CHILDREN:  # a long-lived starter (the Jupyter server) forgets ended ones
+        for known in [key for key, old in _children.items() if old.popen.returncode is not None]:
+            del _children[known]
+    started = _children[identity] = Started(popen, identity, go_write)
+    return started
+
+
+_KEEP_CHILDREN = 256
+
+
+#: Every child this process started, by identity: how it ended stays known to its starter.
+_children: dict[ProcessIdentity, Started] = {}
+
+
+def children() -> list[Started]:
+    """The children this process started (the last ones, running or ended), oldest first."""
+    return list(_children.values())
+
+
+def child(identity: ProcessIdentity) -> Started | None:
+    """The child this process started as `identity`, if it did (to wait for it, read its exit
+    code); None for a process started elsewhere."""
+    return _children.get(identity)
+
+
+def exit_now(code: int) -> None:
+    """Flush stdout/stderr and leave without the interpreter's shutdown (`os._exit`). For a helper
+    whose daemon threads may be inside a write to stderr right now: CPython aborts ("could not
+    acquire lock ... at interpreter shutdown") when one holds that lock as it finalizes."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed, or its pipe is gone
+            pass
+    os._exit(code)
 
 
 def importable_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -269,11 +269,12 @@ def _dead_pid() -> int:
 
 def test_status_and_runs_reconcile_a_run_whose_supervisor_died(synthetic_run):
     from jupyter_px.runstore import RunStore
+    from jupyter_px.runstore.models import RunOwner
 
     synthetic_run("orphan-1", PYTORCH_2)
     store = RunStore()
     status = store.status("orphan-1")
-    status.supervisor_pid = _dead_pid()
+    status.owner = RunOwner(kind="supervisor", pid=_dead_pid())
     store.write_status(status)
     run = _run("orphan-1")
     assert repr(run) == "<Run orphan-1 Running>"  # a repr only reads

@@ -155,7 +155,7 @@ def test_two_runs_at_once_get_distinct_ports(px_home, tmp_path):
 
 
 def _supervisor_and_watchdog(run):
-    supervisor = psutil.Process(run.status().supervisor_pid)
+    supervisor = psutil.Process(run.status().owner.pid)
     replica_pids = {r.pid for r in run.status().replicas}
     watchdog = [c for c in supervisor.children() if c.pid not in replica_pids]
     return supervisor, watchdog

@@ -274,6 +274,8 @@ async def test_run_detail_by_id_name_and_last(jp_fetch, px_home):
 
 
 async def test_run_detail_is_reconciled_not_a_stale_file(jp_fetch, px_home):
+    from jupyter_px.runstore.models import RunOwner
+
     """A run whose supervisor is gone reads as Lost, although its file still says Running."""
     import subprocess
     import sys
@@ -283,7 +285,7 @@ async def test_run_detail_is_reconciled_not_a_stale_file(jp_fetch, px_home):
     status = store.status("stale-1")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    status.supervisor_pid = dead.pid
+    status.owner = RunOwner(kind="supervisor", pid=dead.pid)
     store.write_status(status)
     code, body = await fetch_json(jp_fetch, "px/api/runs/stale-1")
     assert body["state"] == "Lost"

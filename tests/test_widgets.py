@@ -126,13 +126,14 @@ def test_monitor_refresh_reconciles_but_its_repr_does_not(synthetic_run):
     import subprocess
 
     from jupyter_px.runstore import RunStore
+    from jupyter_px.runstore.models import RunOwner
 
     synthetic_run("mon-9", PYTORCH_2)
     store = RunStore()
     status = store.status("mon-9")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    status.supervisor_pid = dead.pid  # the supervisor is gone, the status still says Running
+    status.owner = RunOwner(kind="supervisor", pid=dead.pid)  # gone; the status still says Running
     store.write_status(status)
     monitor = _monitor("mon-9")
     assert monitor.refresh().state.value == "Lost"

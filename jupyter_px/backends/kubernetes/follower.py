@@ -17,8 +17,8 @@ It ends by itself: when the run finishes, when its run directory is deleted (not
 write to; it never recreates it), and when the API server has not answered for
 `follower_give_up_s` (`PX_K8S_FOLLOWER_GIVE_UP_S`, see contact.py). In that last case the run keeps
 its state (the cluster may still be running it) with reason `LostContact` and a message saying
-so, and the next look at the run (`reconcile`, `jupyter px status`/`runs`, `Run.wait`) starts a
-follower again.
+so; a read of the run then reports "nobody is following this run", and the next explicit keeper
+(`reconcile`: the Jupyter server's keeper, `Run.wait`, `jupyter px follow`) starts a follower again.
 
 It is event-driven: a list-then-watch of the run's pods (a fresh list after every watch, so a
 reconnect never mistakes "no answer" for "no pods"), a poll of the Kubeflow job every
@@ -30,7 +30,6 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import os
 import queue
 import sys
 import threading
@@ -42,7 +41,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runner import flush_standard_streams
+from ... import detached
 from ...runstore import (
     ReplicaState,
     ReplicaStatus,
@@ -55,6 +54,7 @@ from ...runstore import (
 )
 from ...runstore.layout import RunPaths, runs_root
 from ...runstore.log_metrics import ingest_log_lines
+from ...runstore.models import RunOwner
 from ...topology import Topology, parse_topology
 from ..base import BackendError
 from ..outcome import run_outcome
@@ -239,6 +239,8 @@ class Follower:
         self.job: dict[str, Any] | None = None
         self.seen_pods: set[tuple[str, int]] = set()
         self.stopping = False
+        me = detached.ProcessIdentity.current()
+        self.owner = RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
 
     # ---- watching --------------------------------------------------------------------------
 
@@ -397,7 +399,7 @@ class Follower:
         status = self.store.status(self.run_id)
         if not status.replicas:
             status = RunStatus.initial(self.run_id, list(self.logs))
-        status.supervisor_pid = os.getpid() if following and not final else None
+        status.owner = self.owner if following and not final else None
         for position, replica in enumerate(status.replicas):
             key = (replica.role, replica.index)
             if key in views:
@@ -512,8 +514,8 @@ class Follower:
         may still be running it) and saying how to follow it again."""
         message = (
             f"lost contact with the Kubernetes API at {self.cluster.host} for {lost_for:.0f} s "
-            f"({self.contact.last_error}); the run may still be running on the cluster. Looking at the run "
-            "again (reconcile(), Run.wait(), jupyter px status / runs) starts following it again"
+            f"({self.contact.last_error}); the run may still be running on the cluster. A keeper "
+            "(the Jupyter server's, Run.wait(), jupyter px follow) starts following it again"
         )
         log.warning("run %s: %s", self.run_id, message)
         self.done.set()
@@ -561,6 +563,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{run_dir} is not a run directory", file=sys.stderr)
         return 2
     store = RunStore(home)
+    if not detached.await_go():
+        log.info("the start of this follower of %s was abandoned; nothing followed", run_dir.name)
+        return 0
     try:
         if not store.paths(run_dir.name).record.exists():
             log.warning("%s is gone: nothing to follow", run_dir)
@@ -580,16 +585,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-def _exit(code: int) -> None:
-    """Flush and leave without the interpreter's shutdown: the watch and log threads are daemons
-    that may be inside a write to stderr right now, and CPython aborts (SIGABRT, "could not acquire
-    lock ... at interpreter shutdown") when one holds that lock as the interpreter finalizes. All
-    of the follower's own files are complete at this point (written whole, or atomically)."""
-    logging.shutdown()
-    flush_standard_streams()
-    os._exit(code)
-
-
 if __name__ == "__main__":
     try:
         exit_code = main()
@@ -598,4 +593,5 @@ if __name__ == "__main__":
 
         traceback.print_exc()
         exit_code = 1
-    _exit(exit_code)
+    logging.shutdown()
+    detached.exit_now(exit_code)  # the watch and log threads are daemons, maybe inside a write
