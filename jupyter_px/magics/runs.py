@@ -203,6 +203,7 @@ class RunMagics(Magics):
         args = parse_argstring(self.px_tensorboard, line)
         run_ids = [open_run(ref).run_id for ref in args.runs]
         from .. import tensorboard
+        from ..presentation.tensorboard import embed
 
         result = tensorboard.start(run_ids)
-        display(tensorboard.embed(result, height=600, label=", ".join(run_ids)))
+        display(embed(result, height=600, label=", ".join(run_ids)))
