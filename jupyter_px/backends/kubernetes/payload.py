@@ -5,8 +5,8 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/record.json        the record as the pod sees it (workdir: /px/work)
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod_entry.py`: completes the environment, calls the runner
-    /px/app/lib/jupyter_px/        `__init__.py`, `lazy.py`, `runner.py`, `tracking.py`, `runstore/{__init__,layout}.py`
-                                   (standard library only)
+    /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking.py`,
+                                   `runstore/{__init__,layout}.py` (standard library only)
 
 A ConfigMap holds at most 1 MiB (etcd's limit on one object); code above that is refused with
 what to do instead, before anything is created.
@@ -37,6 +37,7 @@ _SHIPPED = {
     "lib.jupyter_px.runner.py": ("lib/jupyter_px/runner.py", _PACKAGE / "runner.py"),
     "lib.jupyter_px.tracking.py": ("lib/jupyter_px/tracking.py", _PACKAGE / "tracking.py"),
     "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
+    "lib.jupyter_px._version.py": ("lib/jupyter_px/_version.py", _PACKAGE / "_version.py"),
     # tracking.py takes the run store's file names and log-line prefixes from the layout module;
     # the run store's __init__ imports its submodules lazily, so these two files are all it needs.
     "lib.jupyter_px.runstore.__init__.py": (
