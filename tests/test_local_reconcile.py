@@ -8,6 +8,7 @@ write in the run directory fails with ENOSPC, as it would on a full home directo
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -220,3 +221,18 @@ def test_an_older_status_names_its_owner_supervisor_pid(px_home):
     assert store.status("old-run").owner == RunOwner(kind=None, pid=4242, started_at=None)
     path.write_text('{"run_id": "old-run", "state": "Succeeded", "supervisor_pid": null, "replicas": []}')
     assert store.status("old-run").owner is None
+
+
+def test_a_run_of_another_host_is_judged_by_its_heartbeat(px_home):
+    """Its supervisor's pid means nothing here: only a status left unrefreshed for long says it is gone."""
+    store = RunStore()
+    store.create(RunRecord(run_id="far-run", topology={}, host="another-machine", submitted_from="test"), {})
+    owner = RunOwner(kind="supervisor", pid=1, started_at=0.0)  # no such process here, and no matter
+    store.write_status(RunStatus(run_id="far-run", state=RunState.RUNNING, owner=owner))
+    assert LocalBackend(store).observe("far-run").owner_problem is None  # a fresh heartbeat
+    path = store.paths("far-run").root / "status.json"
+    stale = json.loads(path.read_text()) | {"updated_at": time.time() - 3600}
+    path.write_text(json.dumps(stale))
+    problem = LocalBackend(store).observe("far-run").owner_problem
+    assert problem.startswith("the supervisor (pid 1) is gone while the run was Running (it ran on another host")
+    assert store.status("far-run").state.value == "Running"  # reported, not acted on

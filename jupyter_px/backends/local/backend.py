@@ -106,8 +106,8 @@ class LocalBackend(Backend):
             if time.time() - status.updated_at < LOST_AFTER_S:
                 return None  # another machine's (or container's) run: only a stale heartbeat tells
             return (
-                f"the supervisor (pid {owner.pid}) on another host has not refreshed the run's status "
-                f"for {time.time() - status.updated_at:.0f} s"
+                f"the supervisor (pid {owner.pid}) is gone while the run was {status.state.value} (it ran on "
+                f"another host, and has not refreshed the run's status for {time.time() - status.updated_at:.0f} s)"
             )
         if _identity(owner).alive():
             return None
