@@ -69,6 +69,14 @@ class ProcessIdentity:
     def current(cls) -> ProcessIdentity:
         return cls.of(os.getpid())
 
+    def same_as(self, other: ProcessIdentity) -> bool:
+        """The same process: the same pid, created at the same time (None matches by pid alone)."""
+        if self.pid != other.pid:
+            return False
+        if self.started_at is None or other.started_at is None:
+            return True
+        return abs(self.started_at - other.started_at) <= CREATE_TIME_TOLERANCE_S
+
     def alive(self) -> bool:
         """Is this process still running? (Not a zombie, not a reused pid.) A process we may not
         inspect (another user's) with the right pid counts as alive: we cannot tell otherwise."""

@@ -548,8 +548,9 @@ class Supervisor:
     def _kill_adopted(self, timeout: float = 10.0) -> None:
         """Kill every process we adopted as the child subreaper: whatever a replica left behind
         (a daemon that called setsid and double-forked, whatever its environment). Killing one
-        can orphan its own children onto us, so this repeats until none is left. The supervisor
-        of another run (started from inside a replica) is not this run's and is left alone."""
+        can orphan its own children onto us, so this repeats until none is left. The owner of
+        another run (its supervisor or follower, started from inside a replica) is not this run's
+        and is left alone: see `_owns_another_run`."""
         import psutil
 
         me = psutil.Process()
@@ -563,7 +564,7 @@ class Supervisor:
                 try:
                     if child.status() == psutil.STATUS_ZOMBIE:
                         continue
-                    if SUPERVISOR_MODULE in child.cmdline():
+                    if _owns_another_run(child):
                         spared.add(child.pid)
                         continue
                     strays.append(child)
@@ -592,6 +593,22 @@ class Supervisor:
                 proc.kill()
             except psutil.Error:
                 pass
+
+
+def _owns_another_run(proc) -> bool:
+    """Is `proc` the recorded owner of the run in its working directory (helpers are started
+    there)? By identity, pid and creation time, which its starter records before it may run: so
+    a run submitted from inside a replica keeps its supervisor from its first moment on, and no
+    other process passes for one by its command line."""
+    import psutil
+
+    try:
+        status = RunStatus.model_validate_json((Path(proc.cwd()) / "status.json").read_bytes())
+        identity = detached.ProcessIdentity(proc.pid, proc.create_time())
+    except (OSError, ValueError, psutil.Error):
+        return False
+    owner = status.owner
+    return owner is not None and detached.ProcessIdentity(owner.pid, owner.started_at).same_as(identity)
 
 
 def _record_start_failure(store: RunStore, run_id: str, error: BaseException) -> None:
