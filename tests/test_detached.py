@@ -91,3 +91,11 @@ def test_a_stop_request_reaches_only_a_child_that_handles_it(tmp_path):
     assert detached.request_stop(child.identity)
     assert child.wait(60) == 7  # it stopped by itself, as asked
     assert not detached.request_stop(child.identity)  # gone: nothing more to ask
+
+
+def test_same_as_compares_pid_and_creation_time():
+    me = ProcessIdentity.current()
+    assert me.same_as(ProcessIdentity.of(me.pid))
+    assert not me.same_as(ProcessIdentity(me.pid, me.started_at + 5))
+    assert not me.same_as(ProcessIdentity(me.pid + 1, me.started_at))
+    assert me.same_as(ProcessIdentity(me.pid, None))  # an older record: the pid alone

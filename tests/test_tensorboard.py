@@ -352,3 +352,19 @@ def test_cli_lists_and_stops_servers(px_home):
     assert _gone(a.info.pid) and [s.key for s in tensorboard.list_servers()] == [b.info.key]
     assert cli("stop", "--all").returncode == 0 and _gone(b.info.pid)
     assert cli("list").stdout.strip() == "no TensorBoard servers running"
+
+
+def test_the_watchdog_entry_point_refuses_bad_arguments_and_an_abandoned_start(tmp_path):
+    import subprocess
+    import sys
+
+    from jupyter_px import detached
+
+    bad = subprocess.run(
+        [sys.executable, "-m", "jupyter_px.tensorboard.watchdog", "only-one"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "usage: python -m jupyter_px.tensorboard.watchdog" in bad.stderr
+    args = [str(tmp_path / "active"), "0", "-", "-", "--", "--logdir", str(tmp_path)]
+    with detached.start("jupyter_px.tensorboard.watchdog", args, log_path=tmp_path / "log") as child:
+        assert child.identity.alive()  # waiting for go; leaving the block abandons it
+    assert child.wait(60) == 0  # it returned at once: a TensorBoard started would serve until stopped
