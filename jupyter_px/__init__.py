@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._version import __version__
 from .lazy import lazy_attributes
-
-__version__ = "0.1.0"
 
 #: Public name -> module that defines it (imported when the name is first used).
 _LAZY = {

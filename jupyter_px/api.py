@@ -29,7 +29,7 @@ class RunFailed(RuntimeError):
     """`wait(check=True)` on a run that did not succeed; carries its final status."""
 
     def __init__(self, status: RunStatus):
-        from .presentation.text import failure_text
+        from .run_text import failure_text
 
         self.status = status
         super().__init__(failure_text(status, one_line=True))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 from fake_kube import FakeKube
+
+from jupyter_px import detached
 
 CRDS = (
     "tfjobs.kubeflow.org",
@@ -82,18 +85,6 @@ def wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what: 
         time.sleep(0.1)
 
 
-def _exit_status(pid: int) -> int | None:
-    """Reap `pid` if it is our child and has ended: its exit code (negative: killed by a signal);
-    None if it still runs or is not our child."""
-    try:
-        done, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return None
-    if not done:
-        return None
-    return os.waitstatus_to_exitcode(status)
-
-
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -119,18 +110,27 @@ def follower_pids(home: Path) -> list[int]:
     return found
 
 
+def started_followers() -> list[int]:
+    """Live followers this test process started (through `jupyter_px.detached`), by identity:
+    one forked a moment ago, still in exec, is counted too (its command line is not read)."""
+    return [c.pid for c in detached.children() if FOLLOWER_MODULE.decode() in c.popen.args and c.identity.alive()]
+
+
 def wait_gone(pid: int, timeout: float = DEADLINE_S) -> int | None:
-    """Wait until process `pid` has ended; its exit code when it was our child (else None)."""
+    """Wait until process `pid` has ended; its exit code when this process started it (through
+    `jupyter_px.detached`, whose reaper collects it), else None."""
+    started = next((c for c in reversed(detached.children()) if c.pid == pid), None)
+    if started is not None:
+        try:
+            return started.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"process {pid} still runs after {timeout} s") from None
     deadline = time.monotonic() + timeout
-    while True:
-        code = _exit_status(pid)
-        if code is not None:
-            return code
-        if not _alive(pid):
-            return None
+    while _alive(pid):
         if time.monotonic() > deadline:
             raise AssertionError(f"process {pid} still runs after {timeout} s")
         time.sleep(0.1)
+    return None
 
 
 def kill(pid: int | None) -> None:

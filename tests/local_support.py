@@ -10,6 +10,8 @@ from pathlib import Path
 
 import psutil
 
+from jupyter_px.detached import ProcessIdentity
+
 JOBS = Path(__file__).parent / "jobs"
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "jupyter_px.cli"]
@@ -61,14 +63,8 @@ def assert_nothing_left(run, timeout: float = 20) -> None:
     recorded = [r.pid for r in status.replicas if r.pid]
 
     def supervisor_gone() -> bool:
-        pid = status.supervisor_pid
-        if not pid:
-            return True
-        try:
-            proc = psutil.Process(pid)
-            return proc.status() == psutil.STATUS_ZOMBIE or "jupyter_px.backends.local.supervisor" not in proc.cmdline()
-        except psutil.NoSuchProcess:
-            return True
+        owner = status.owner
+        return owner is None or not ProcessIdentity(owner.pid, owner.started_at).alive()
 
     wait_for(supervisor_gone, timeout, what=f"the supervisor of {run.run_id} to exit")
     alive = []

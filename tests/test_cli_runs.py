@@ -269,14 +269,15 @@ def _dead_pid() -> int:
 
 def test_status_runs_and_logs_report_a_run_whose_supervisor_died_and_follow_keeps_it(synthetic_run):
     from jupyter_px.runstore import RunStore
+    from jupyter_px.runstore.models import RunOwner
 
     synthetic_run("orphan-1", PYTORCH_2, log_lines=2)
     store = RunStore()
     status = store.status("orphan-1")
-    status.supervisor_pid = _dead_pid()
+    status.owner = RunOwner(kind="supervisor", pid=_dead_pid())
     store.write_status(status)
     stored = store.paths("orphan-1").status.read_bytes()
-    problem = f"the supervisor (pid {status.supervisor_pid}) is gone"
+    problem = f"the supervisor (pid {status.owner.pid}) is gone while the run was Running"
     run = _run("orphan-1")
     assert repr(run) == f"<Run orphan-1 Running; {problem}>"  # a repr only reads, and says what it saw
     listed = px("runs", "--json")

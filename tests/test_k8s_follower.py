@@ -9,10 +9,10 @@ import json
 import pytest
 from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     DEADLINE_S,
-    follower_pids,
     kill,
     kube_fixture,
     running,
+    started_followers,
     terminated,
     unschedulable,
     wait_until,
@@ -117,14 +117,14 @@ def test_killed_follower_resumes_without_lost_or_doubled_lines(kube, px_home):
     kube.set_pod_status(master, running())
     kube.append_log(master, "".join(f"line {i}\n" for i in range(50)) + metric_line(1, 3.0))
     wait_until(lambda: run.logs("master", 0).count("\n") == 51, what="first lines")
-    kill(run.store.status(run.run_id).supervisor_pid)  # returns once the process is gone
-    assert follower_pids(px_home) == []
+    kill(run.store.status(run.run_id).owner.pid)  # returns once the process is gone
+    assert started_followers() == []
     kube.append_log(master, "".join(f"line {i}\n" for i in range(50, 80)) + metric_line(2, 2.0))
     backend = run.backend
     restarted = backend.follow(run.run_id)
     assert restarted is not None
     assert backend.follow(run.run_id) is None  # the one just started is known, even before it writes
-    assert follower_pids(px_home) == [restarted]
+    assert started_followers() == [restarted]
     wait_until(lambda: run.logs("master", 0).count("\n") >= 82, what="resumed lines")
     kube.set_pod_status(master, terminated("Succeeded", 0, "Completed"))
     run.wait(timeout=DEADLINE_S)

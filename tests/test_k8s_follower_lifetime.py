@@ -2,22 +2,26 @@
 
 It ends when its run directory is deleted (without recreating it) and when the API server has
 not answered for `PX_K8S_FOLLOWER_GIVE_UP_S`, leaving the run's state as it was (the cluster may
-still run it) and saying how to follow it again; the next look at the run does. HTTP errors are
-answers and do not count toward giving up. However often a new run is looked at while its
-follower is still starting, no second follower is started.
+still run it) and saying how to follow it again; a read then reports that nobody follows the run,
+and the next keeper (`reconcile`) follows it again. HTTP errors are answers and do not count toward
+giving up. However often a new run is kept while its follower is still starting, no second
+follower is started. The followers are this test process's children (started by
+`jupyter_px.detached`), so every exit code is known: each is asserted, never "0 or unknown".
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 
 import pytest
 from fake_kube import FakeKube
 from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     DEADLINE_S,
-    follower_pids,
     kube_fixture,
     running,
+    started_followers,
     terminated,
     wait_gone,
     wait_until,
@@ -25,7 +29,7 @@ from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError
-from jupyter_px.backends.kubernetes.backend import running_follower
+from jupyter_px.backends.kubernetes.backend import follower_alive
 from jupyter_px.backends.kubernetes.client import connect
 from jupyter_px.backends.kubernetes.contact import Contact
 from jupyter_px.backends.kubernetes.settings import load_settings
@@ -34,19 +38,27 @@ TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas"
 
 
 def follower_of(run) -> int:
-    """The pid of the run's follower once it has written the run's status."""
-    return wait_until(lambda: run.store.status(run.run_id).supervisor_pid, what="the follower's first status")
+    """The pid of the run's follower (its owner in status.json), once it has taken the run's lock."""
+    wait_until(lambda: (run.paths.root / "follower" / ".lock").exists(), what="the follower to start")
+    return run.store.status(run.run_id).owner.pid
 
 
-def test_a_new_run_is_followed_once_however_often_it_is_looked_at(kube, px_home):
+def test_a_new_run_is_followed_once_however_often_it_is_kept(kube, px_home):
+    """The follower is frozen (SIGSTOP) the moment `submit` returns, wherever it is: still in exec,
+    importing, or waiting for its first status. Every keeper's look in that state must see it."""
     run = jupyter_px.submit("pass\n", TORCH)
-    started = follower_pids(px_home)
-    assert len(started) == 1
-    for _ in range(5):  # at once, while the follower is (almost surely) still importing
-        assert run.backend.follow(run.run_id) is None
-        run.reconcile()
-    assert follower_pids(px_home) == started
-    assert follower_of(run) == started[0]
+    (started,) = started_followers()
+    assert run.store.status(run.run_id).owner.pid == started  # recorded before it could run
+    os.kill(started, signal.SIGSTOP)
+    try:
+        for _ in range(5):
+            assert run.backend.observe(run.run_id).owner_problem is None
+            assert run.backend.follow(run.run_id) is None
+            run.reconcile()
+        assert started_followers() == [started]
+    finally:
+        os.kill(started, signal.SIGCONT)
+    assert follower_of(run) == started
 
 
 def test_follower_ends_when_its_run_directory_is_deleted(kube, px_home):
@@ -58,7 +70,7 @@ def test_follower_ends_when_its_run_directory_is_deleted(kube, px_home):
     pid = follower_of(run)
     shutil.rmtree(run.paths.root)
     kube.append_log(master, "written to a run that is gone\n")  # its log stream must not recreate it
-    assert wait_gone(pid) in (0, None)  # None: reaped meanwhile (subprocess reaps lost children)
+    assert wait_gone(pid) == 0
     assert not run.paths.root.exists()
     assert kube.get("pods", master) is not None  # a deleted directory is not a request to stop the job
 
@@ -74,24 +86,26 @@ def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_agai
     wait_until(lambda: run.logs("master", 0) == "before\n", what="the log stored")
     pid = follower_of(run)
     with kube.outage():
-        assert wait_gone(pid) in (0, None)
+        assert wait_gone(pid) == 0
         status = run.store.status(run.run_id)
         assert status.state.value == "Running" and status.reason == "LostContact"  # not Failed: it may still run
         assert status.message.startswith(f"lost contact with the Kubernetes API at {kube.url} for ")
         assert "starts following it again" in status.message
-        assert status.supervisor_pid is None
+        assert status.owner is None
         assert status.replica("master", 0).state.value == "Running"  # no answer is not "no pods"
-        assert follower_pids(px_home) == []
+        assert started_followers() == []
+        assert run.backend.observe(run.run_id).owner_problem == "nobody is following this run"
+        assert started_followers() == [] and run.store.status(run.run_id) == status  # a read starts nothing
     kube.append_log(master, "after\n")
-    run.reconcile()  # the next look at the run starts a follower again
-    (again,) = wait_until(lambda: follower_pids(px_home), what="a new follower")
+    run.reconcile()  # the keeper's step starts a follower again
+    (again,) = started_followers()
     assert again != pid
     wait_until(lambda: run.store.status(run.run_id).reason != "LostContact", what="the new follower's status")
     kube.set_pod_status(master, terminated("Succeeded", 0, "Completed"))
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert run.logs("master", 0) == "before\nafter\n"
-    assert wait_gone(again) in (0, None)  # a finished run's follower ends by itself
+    assert wait_gone(again) == 0  # a finished run's follower ends by itself
 
 
 def test_an_http_error_is_an_answer_a_refused_connection_is_not(tmp_path, monkeypatch):
@@ -127,11 +141,14 @@ def test_give_up_setting_is_checked(monkeypatch, tmp_path):
     assert load_settings().follower_give_up_s == 45
 
 
-def test_running_follower_ignores_a_dead_or_foreign_pid(kube, px_home):
+def test_a_follower_is_known_by_pid_and_creation_time(kube, px_home):
     run = jupyter_px.submit("pass\n", TORCH)
     pid = follower_of(run)
     status = run.store.status(run.run_id)
-    assert running_follower(status, run.paths.root) == pid
-    (run.paths.root / "follower.pid").write_text("1")  # pid 1 is not this run's follower
-    status.supervisor_pid = 1
-    assert running_follower(status, run.paths.root) is None
+    assert status.owner.kind == "follower" and follower_alive(status)
+    later = status.owner.model_copy(update={"started_at": status.owner.started_at + 5})  # pid reused
+    assert not follower_alive(status.model_copy(update={"owner": later}))
+    init = status.owner.model_copy(update={"pid": 1})  # a live process, not this run's follower
+    assert not follower_alive(status.model_copy(update={"owner": init}))
+    assert not (run.paths.root / "follower.pid").exists()  # retired: the owner in status.json says it
+    assert pid in started_followers()

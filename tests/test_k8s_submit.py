@@ -41,16 +41,37 @@ def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home
     assert not kube.list("pods") and not kube.list("services") and not kube.list("configmaps")
 
 
-def test_deleting_the_owner_deletes_the_run(kube, px_home):
-    run = jupyter_px.submit("pass\n", TORCH)
-    name = kube.list("configmaps")[0]["metadata"]["name"]
+def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read_lost(kube, px_home):
+    """Deleting a run's ConfigMap deletes its objects, but that is the cluster's garbage collector
+    (here the fake's), not our code. What our code does, and what this checks: (1) every object
+    carries an ownerReference the collector can follow (apiVersion, kind, name and uid of the
+    ConfigMap, created first so its uid is known); (2) the follower records what it then sees:
+    replicas whose pods someone else deleted read Lost (PodDeleted), not Stopped, logs kept."""
     import os
 
     import kubernetes
+    from k8s_support import running, wait_until
+
+    run = jupyter_px.submit("pass\n", TORCH)
+    (configmap,) = kube.list("configmaps")
+    meta = configmap["metadata"]
+    for obj in kube.list("pods") + kube.list("services"):
+        (reference,) = obj["metadata"]["ownerReferences"]
+        assert (reference["apiVersion"], reference["kind"]) == ("v1", "ConfigMap"), obj["metadata"]["name"]
+        assert (reference["name"], reference["uid"]) == (meta["name"], meta["uid"]), obj["metadata"]["name"]
+    for pod in kube.list("pods"):
+        kube.set_pod_status(pod["metadata"]["name"], running())
+    kube.append_log(f"{run.run_id}-master-0", "before the delete\n")
+    wait_until(lambda: run.store.status(run.run_id).counts() == {"Running": 3}, what="every replica Running")
+    wait_until(lambda: run.logs("master", 0) == "before the delete\n", what="the log stored")
 
     api = kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
-    kubernetes.client.CoreV1Api(api).delete_namespaced_config_map(name, "default")
-    assert not kube.list("pods") and not kube.list("services")
+    kubernetes.client.CoreV1Api(api).delete_namespaced_config_map(meta["name"], "default")
+    status = wait_until(
+        lambda: (s := run.store.status(run.run_id)).counts() == {"Lost": 3} and s, what="every replica Lost"
+    )
+    assert {r.reason for r in status.replicas} == {"PodDeleted"}
+    assert run.logs("master", 0) == "before the delete\n"
     run.stop()
 
 

@@ -285,7 +285,7 @@ def test_environment_contract_affinity_and_status_right_after_submit(px_home, tm
     }
     run = submit("faults.py", topology, args=["env"], workdir=tmp_path)
     first = run.status()  # submit recorded the supervisor's pid and the replicas before it returned
-    assert first.supervisor_pid and first.state.value in ("Pending", "Running", "Succeeded")
+    assert first.owner and first.owner.kind == "supervisor" and first.state.value in ("Pending", "Running", "Succeeded")
     assert [r.key for r in first.replicas] == ["master-0", "worker-0", "worker-1"]
     status = wait(run)
     assert status.state.value == "Succeeded", describe(run)

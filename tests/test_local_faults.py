@@ -155,7 +155,7 @@ def test_two_runs_at_once_get_distinct_ports(px_home, tmp_path):
 
 
 def _supervisor_and_watchdog(run):
-    supervisor = psutil.Process(run.status().supervisor_pid)
+    supervisor = psutil.Process(run.status().owner.pid)
     replica_pids = {r.pid for r in run.status().replicas}
     watchdog = [c for c in supervisor.children() if c.pid not in replica_pids]
     return supervisor, watchdog
@@ -264,3 +264,26 @@ def test_mpi_rank_over_its_workers_memory_limit_fails_that_worker(px_home):
     assert (worker.state.value, worker.reason) == ("Failed", "OOMKilled"), describe(run)
     assert "MPI rank 1 (worker-1) used" in worker.message and "limit of 150 MiB" in worker.message
     assert status.message.startswith("worker-1 failed (OOMKilled)")
+
+
+NESTED = """\
+import os, pathlib
+if os.environ["PX_TASK_TYPE"] == "master":
+    import jupyter_px
+    inner = jupyter_px.submit("import time; time.sleep(4)\\n", {"framework": "pytorch"})
+    pathlib.Path(os.environ["PX_OUTPUTS_PATH"], "inner").write_text(inner.run_id)
+"""
+
+
+def test_a_run_submitted_from_a_replica_keeps_its_supervisor_when_the_outer_run_ends(px_home):
+    """The inner run's supervisor outlives the replica that started it, so the outer supervisor
+    adopts it; ending the outer run must not kill it (it is the recorded owner of its own run),
+    while a stray the replica left behind would be killed."""
+    import jupyter_px
+
+    outer = jupyter_px.submit(NESTED, _topology(1))
+    status = wait(outer)
+    assert status.state.value == "Succeeded", describe(outer)
+    inner = jupyter_px.Run((outer.paths.outputs_dir / "inner").read_text())
+    inner_status = inner.wait(timeout=120, poll=0.1)
+    assert inner_status.state.value == "Succeeded", describe(inner)

@@ -270,16 +270,17 @@ def test_read_magics_report_a_gone_supervisor_and_px_logs_follow_ends_saying_why
     import subprocess
 
     from jupyter_px.runstore import RunStore
+    from jupyter_px.runstore.models import RunOwner
 
     synthetic_run("orphan-1", PYTORCH_2, log_lines=3)
     store = RunStore()
     status = store.status("orphan-1")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    status.supervisor_pid = dead.pid
+    status.owner = RunOwner(kind="supervisor", pid=dead.pid)
     store.write_status(status)
     stored = store.paths("orphan-1").status.read_bytes()
-    problem = f"the supervisor (pid {dead.pid}) is gone"
+    problem = f"the supervisor (pid {dead.pid}) is gone while the run was Running"
     _, captured = run(ip, "%px_runs")
     assert re.search(r"orphan-1\s+-\s+Running \(no owner\)", captured.outputs[0].data["text/plain"])
     assert problem in captured.stderr and "jupyter px follow orphan-1" in captured.stderr

@@ -79,7 +79,7 @@ async def test_no_read_surface_writes_a_file_or_touches_a_process(jp_fetch, px_h
     run = submit("faults.py", ONE_WORKER, args=["sleep"])
     seen = wait_for(lambda: len(outputs(run)) == 2 and outputs(run), what="every replica to start")
     status = run.status()
-    supervisor = psutil.Process(status.supervisor_pid)
+    supervisor = psutil.Process(status.owner.pid)
     replica_pids = {r.pid for r in status.replicas}
     (watchdog,) = [c for c in supervisor.children() if c.pid not in replica_pids]
     os.kill(watchdog.pid, signal.SIGKILL)
@@ -89,7 +89,7 @@ async def test_no_read_surface_writes_a_file_or_touches_a_process(jp_fetch, px_h
     # its own lives on, and only a reconcile would kill it.
     wait_for(lambda: not any(_alive(pid) for pid in replica_pids), what="the replicas to die")
     assert escaped and all(_alive(pid) for pid in escaped), describe(run)
-    problem = f"the supervisor (pid {supervisor.pid}) is gone"
+    problem = f"the supervisor (pid {supervisor.pid}) is gone while the run was Running"
     before_files, before_processes = _directory(run.paths.root), _processes(run.run_id)
     assert {pid for pid, _ in before_processes} >= set(escaped)
 

@@ -306,16 +306,21 @@ async def test_run_detail_and_list_report_a_gone_supervisor_without_acting(jp_fe
     import subprocess
     import sys
 
+    from jupyter_px.runstore.models import RunOwner
+
     make_synthetic_run(px_home, "stale-1", TOPOLOGY, state="Running")
     store = RunStore(px_home)
     status = store.status("stale-1")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    status.supervisor_pid = dead.pid
+    status.owner = RunOwner(kind="supervisor", pid=dead.pid)
     store.write_status(status)
     stored = store.paths("stale-1").status.read_bytes()
     code, body = await fetch_json(jp_fetch, "px/api/runs/stale-1")
-    assert body["state"] == "Running" and body["owner_problem"] == f"the supervisor (pid {dead.pid}) is gone"
+    assert (
+        body["state"] == "Running"
+        and body["owner_problem"] == f"the supervisor (pid {dead.pid}) is gone while the run was Running"
+    )
     listed = (await fetch_json(jp_fetch, "px/api/runs"))[1]["runs"]
     assert listed[0]["state"] == "Running" and listed[0]["owner_problem"] == body["owner_problem"]
     assert store.paths("stale-1").status.read_bytes() == stored

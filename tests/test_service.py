@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from local_support import JOBS, wait
 
+from jupyter_px.detached import ProcessIdentity
 from jupyter_px.runstore import ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
+from jupyter_px.runstore.models import RunOwner
 from jupyter_px.service import (
     NotebookCells,
     RunService,
@@ -145,7 +147,7 @@ def _orphan(store: RunStore, run_id: str = "orphan-1") -> int:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     status = RunStatus.initial(run_id, run_replicas(store.record(run_id)))
-    status.state, status.supervisor_pid = RunState.RUNNING, dead.pid
+    status.state, status.owner = RunState.RUNNING, RunOwner(kind="supervisor", pid=dead.pid)
     store.write_status(status)
     return dead.pid
 
@@ -161,7 +163,7 @@ def test_observe_list_and_view_report_a_gone_owner_and_write_nothing(px_home):
     store.write_status(RunStatus(run_id="done-1", state=RunState.SUCCEEDED))
     service = RunService(store)
     before = _files(store.root)
-    problem = f"the supervisor (pid {pid}) is gone"
+    problem = f"the supervisor (pid {pid}) is gone while the run was Running"
     for _ in range(2):
         observation = service.observe("orphan-1")
         assert (observation.status.state, observation.owner_problem) == (RunState.RUNNING, problem)
@@ -250,11 +252,11 @@ def test_the_runs_index_etag_changes_when_a_read_finds_the_owner_gone(px_home):
     store = RunStore()
     _orphan(store, "alive-1")
     run_dir = store.paths("alive-1").root.resolve()
-    argv = [sys.executable, "-c", "import time; time.sleep(60)", "jupyter_px.backends.local.supervisor", str(run_dir)]
-    supervisor = subprocess.Popen(argv)  # what is_supervisor recognises: the module and the run directory
+    supervisor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=run_dir)
     try:
         status = store.status("alive-1")
-        status.supervisor_pid = supervisor.pid
+        identity = ProcessIdentity.of(supervisor.pid)
+        status.owner = RunOwner(kind="supervisor", pid=identity.pid, started_at=identity.started_at)
         store.write_status(status)
         index = RunsIndex(RunService(store))
         first = index.page()
@@ -265,6 +267,6 @@ def test_the_runs_index_etag_changes_when_a_read_finds_the_owner_gone(px_home):
     before = _files(store.root)
     assert index.current_etag() != first.etag
     second = index.page()
-    assert second.runs[0]["owner_problem"] == f"the supervisor (pid {supervisor.pid}) is gone"
+    assert second.runs[0]["owner_problem"] == f"the supervisor (pid {supervisor.pid}) is gone while the run was Running"
     assert second.runs[0]["state"] == "Running" and index.current_etag() == second.etag
     assert _files(store.root) == before

@@ -16,6 +16,7 @@ import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403  (first: the names below win)
 
 from jupyter_px import tensorboard
+from jupyter_px.presentation.tensorboard import embed
 from jupyter_px.runstore.layout import RunPaths
 
 
@@ -94,7 +95,7 @@ def test_start_two_runs_reuse_and_stop(px_home):
     assert record["pid"] == info.pid and record["port"] == info.port
 
     proc = psutil.Process(info.pid)
-    assert proc.cmdline()[1] == "-c" and "jupyter_px.tensorboard import _serve" in proc.cmdline()[2]
+    assert proc.cmdline()[1:3] == ["-m", "jupyter_px.tensorboard.watchdog"]  # an entry point, no `-c` text
     assert "127.0.0.1" in proc.cmdline() and "--reload_interval" in proc.cmdline()
     assert info.idle_timeout == tensorboard.DEFAULT_IDLE_TIMEOUT_S and info.owner_pid is None
 
@@ -182,16 +183,16 @@ def test_urls(monkeypatch):
 
 def test_embed(monkeypatch):
     info = tensorboard.ServerInfo(key="k", pid=1, port=6007, logdirs={}, logdir_spec="", started=0.0, create_time=0.0)
-    shown = tensorboard.embed(tensorboard.Reused(info), height=500, base_url="/user/x/", label="run-a")
+    shown = embed(tensorboard.Reused(info), height=500, base_url="/user/x/", label="run-a")
     page = shown._repr_html_()
     assert "<iframe src='/user/x/px/tensorboard/6007/'" in page and "height='500'" in page
     assert "TensorBoard (reused) for run-a" in page and "data-url='/user/x/px/tensorboard/6007/'" in page
     assert repr(shown) == "TensorBoard: /user/x/px/tensorboard/6007/"
-    failed = tensorboard.embed(tensorboard.Failed("port <busy>", "ERROR: no"))
+    failed = embed(tensorboard.Failed("port <busy>", "ERROR: no"))
     assert "port &lt;busy&gt;" in failed._repr_html_() and "ERROR: no" in failed._repr_html_()
     assert repr(failed) == "TensorBoard could not start: port <busy>"
     monkeypatch.setenv(tensorboard.BASE_URL_ENV, "/hub/user/y/")
-    assert repr(tensorboard.embed(tensorboard.Launched(info))) == "TensorBoard: /hub/user/y/px/tensorboard/6007/"
+    assert repr(embed(tensorboard.Launched(info))) == "TensorBoard: /hub/user/y/px/tensorboard/6007/"
 
 
 @pytest.fixture
@@ -303,8 +304,14 @@ def test_server_stops_when_the_jupyter_server_it_belongs_to_exits(px_home, monke
         result = tensorboard.start("run-a", idle_timeout=0)
         assert isinstance(result, tensorboard.Launched), result
         assert result.info.owner_pid == owner.pid and result.info.idle_timeout == 0
-        time.sleep(3)
-        assert not _gone(result.info.pid)  # the owner lives: it serves on
+        # The owner lives: across two of the watchdog's looks the server keeps answering, with the
+        # run loaded (it serves, not merely exists), and its log says nothing about stopping.
+        assert "worker-0" in wait_for_runs(result.info.local_url, {"worker-0"})
+        looked_twice = time.monotonic() + 2 * tensorboard.WATCH_INTERVAL_S + 0.5
+        while time.monotonic() < looked_twice:
+            assert get_json(result.info.local_url + "data/environment")
+            time.sleep(0.2)
+        assert "stopping TensorBoard" not in (px_home / "tensorboard" / f"{result.info.key}.log").read_text()
     finally:
         owner.kill()
         owner.wait()
@@ -345,3 +352,19 @@ def test_cli_lists_and_stops_servers(px_home):
     assert _gone(a.info.pid) and [s.key for s in tensorboard.list_servers()] == [b.info.key]
     assert cli("stop", "--all").returncode == 0 and _gone(b.info.pid)
     assert cli("list").stdout.strip() == "no TensorBoard servers running"
+
+
+def test_the_watchdog_entry_point_refuses_bad_arguments_and_an_abandoned_start(tmp_path):
+    import subprocess
+    import sys
+
+    from jupyter_px import detached
+
+    bad = subprocess.run(
+        [sys.executable, "-m", "jupyter_px.tensorboard.watchdog", "only-one"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "usage: python -m jupyter_px.tensorboard.watchdog" in bad.stderr
+    args = [str(tmp_path / "active"), "0", "-", "-", "--", "--logdir", str(tmp_path)]
+    with detached.start("jupyter_px.tensorboard.watchdog", args, log_path=tmp_path / "log") as child:
+        assert child.identity.alive()  # waiting for go; leaving the block abandons it
+    assert child.wait(60) == 0  # it returned at once: a TensorBoard started would serve until stopped

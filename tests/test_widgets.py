@@ -129,13 +129,14 @@ def test_monitor_neither_builds_nor_refreshes_nor_reprs_by_reconciling(synthetic
     import subprocess
 
     from jupyter_px.runstore import RunStore
+    from jupyter_px.runstore.models import RunOwner
 
     synthetic_run("mon-9", PYTORCH_2)
     store = RunStore()
     status = store.status("mon-9")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    status.supervisor_pid = dead.pid  # the supervisor is gone, the status still says Running
+    status.owner = RunOwner(kind="supervisor", pid=dead.pid)  # gone; the status still says Running
     store.write_status(status)
     status_file = store.paths("mon-9").status
     before = (status_file.read_bytes(), status_file.stat().st_mtime_ns)

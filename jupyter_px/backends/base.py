@@ -73,8 +73,10 @@ class Backend(ABC):
 
     def reconcile(self, run_id: str) -> RunStatus:
         """Bring the stored status in line with what the backend can observe (e.g. a dead
-        supervisor makes the run Lost) and return it. Explicit, because it may write the store
-        and stop processes; the CLI, the REST API, the monitor and `Run.wait` call it."""
+        supervisor makes the run Lost; an unfollowed Kubernetes run gets a follower again) and
+        return it. It acts (writes the store, stops or starts processes), so only explicit keepers
+        call it: `RunService.keep_all` (the Jupyter server's periodic pass), `Run.wait`, `jupyter px follow`,
+        and `stop`. Reads call `observe`."""
         return self.status(run_id)
 
     def logs(

@@ -216,7 +216,7 @@ class RunMagics(Magics):
         args = parse_argstring(self.px_tensorboard, line)
         runs = [open_run(ref) for ref in args.runs]
         run_ids = [run.run_id for run in runs]
-        from .. import tensorboard
+        from ..presentation.tensorboard import embed
 
         result = runs[0].service.tensorboard(run_ids)
-        display(tensorboard.embed(result, height=600, label=", ".join(run_ids)))
+        display(embed(result, height=600, label=", ".join(run_ids)))

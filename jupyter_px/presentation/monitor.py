@@ -287,7 +287,7 @@ def final_metrics(data: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str,
 def svg_plot(data: Mapping[str, Mapping[str, Any]], metric: str, width: int = 560, height: int = 180) -> str:
     """One metric as an inline SVG (a line per replica): no script, so it shows in a saved
     notebook, an export and GitHub; text and axes in `currentColor`, so it follows the theme."""
-    from ..widgets.plots import PALETTE, xy
+    from .series import PALETTE, xy
 
     lines = []
     for replica in sorted(data):

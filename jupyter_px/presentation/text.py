@@ -12,35 +12,24 @@ newline in a name must not break a table row, and a 300-character name must not 
 from __future__ import annotations
 
 import time
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..runstore import ReplicaState, ReplicaStatus, RunState, RunStatus
+from ..run_text import (  # noqa: F401 (the words every surface shares, re-exported here)
+    FAILED_REPLICA_STATES,
+    LAST_CELL_WIDTH,
+    failed_replicas,
+    failure_headline,
+    failure_text,
+    printable,
+    replica_failure,
+)
+from ..runstore import RunState, RunStatus
 from ..topology import TopologyError
 from ..topology.quantities import format_number
 
 #: Widest a table cell gets (the last column, usually a free-text message, gets `LAST_CELL_WIDTH`).
 CELL_WIDTH = 48
-LAST_CELL_WIDTH = 160
-#: Replica states that make a run fail: shown with their reason and where to read the log.
-FAILED_REPLICA_STATES = frozenset({ReplicaState.FAILED, ReplicaState.LOST})
-#: Control and format characters (escape codes, newlines, bidi overrides) shown escaped.
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
-
-
-def printable(text: object, width: int | None = None) -> str:
-    """`text` safe to print on a terminal: control characters escaped (`\\x1b`, `\\n`, `\\u202e`)
-    and, given a width, clipped to it with a trailing `…`."""
-    value = "" if text is None else str(text)
-    if not value.isprintable() or any(unicodedata.category(ch) in _UNSAFE_CATEGORIES for ch in value):
-        value = "".join(
-            ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in _UNSAFE_CATEGORIES else ch
-            for ch in value
-        )
-    if width is not None and len(value) > width:
-        value = value[: max(0, width - 1)] + "…"
-    return value
 
 
 # ---- times -----------------------------------------------------------------------------------
@@ -157,51 +146,6 @@ def replica_states(status: RunStatus, many: int = 8) -> str:
 
 
 # ---- failures --------------------------------------------------------------------------------
-
-
-def failed_replicas(status: RunStatus) -> list[ReplicaStatus]:
-    return [r for r in status.replicas if r.state in FAILED_REPLICA_STATES]
-
-
-def replica_failure(replica: ReplicaStatus) -> str:
-    """`worker-1 Failed (Error, exit code 3): exited with code 3`."""
-    details = [replica.reason or "unknown reason"]
-    if replica.exit_code is not None:
-        details.append(f"exit code {replica.exit_code}")
-    elif replica.signal:
-        details.append(f"signal {replica.signal}")
-    text = f"{replica.key} {replica.state.value} ({', '.join(details)})"
-    return text + (f": {printable(replica.message, LAST_CELL_WIDTH)}" if replica.message else "")
-
-
-def failure_headline(status: RunStatus) -> str:
-    """`run X Failed: <the run's message>`."""
-    return f"run {status.run_id} {status.state.value}" + (
-        f": {printable(status.message, LAST_CELL_WIDTH)}" if status.message else ""
-    )
-
-
-def failure_text(status: RunStatus, logs_hint: str | None = None, one_line: bool = False) -> str:
-    """Why a run did not succeed: the run's state and message, and each failed replica.
-
-    `logs_hint` is a template (`"jupyter px logs {run_id} --role {role} --index {index}"`) for
-    where to read a failed replica's log. One line (an exception message: `RunFailed`, a magic's
-    UsageError) names the first replica's log; the multi-line form (the CLI) names each.
-    """
-    bad = failed_replicas(status)
-    head = failure_headline(status)
-    if one_line:
-        text = head + (f" [{'; '.join(replica_failure(r) for r in bad)}]" if bad else "")
-        if logs_hint and bad:
-            text += "; see " + logs_hint.format(run_id=status.run_id, role=bad[0].role, index=bad[0].index)
-        return text
-    lines = [head]
-    for replica in bad:
-        lines.append(f"  {replica_failure(replica)}")
-        if logs_hint:
-            where = logs_hint.format(run_id=status.run_id, role=replica.role, index=replica.index)
-            lines.append(f"  its log: {where}")
-    return "\n".join(lines)
 
 
 def outcome_line(status: RunStatus) -> str:

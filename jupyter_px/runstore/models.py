@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class RunState(str, Enum):
@@ -150,6 +150,24 @@ class ReplicaStatus(BaseModel):
         return f"{self.role}-{self.index}"
 
 
+class RunOwner(BaseModel):
+    """The process that owns a run's lifecycle and writes its status: the local supervisor, or
+    the Kubernetes follower. A pid alone may name a later, unrelated process, so the owner is
+    recorded with its process creation time (`jupyter_px.detached.ProcessIdentity`)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    kind: Literal["supervisor", "follower"] | None = Field(
+        description="supervisor (local backend) or follower (Kubernetes backends); None only in a "
+        "status written before owners were recorded (its `supervisor_pid` held either)"
+    )
+    pid: int
+    started_at: float | None = Field(
+        default=None,
+        description="the process's creation time (psutil's create_time); None only in an older status",
+    )
+
+
 class RunStatus(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -160,13 +178,26 @@ class RunStatus(BaseModel):
     started_at: float | None = None
     finished_at: float | None = None
     updated_at: float = Field(default_factory=time.time)
-    supervisor_pid: int | None = None
+    owner: RunOwner | None = Field(
+        default=None, description="who keeps this status true while the run is unfinished; None: nobody"
+    )
     replicas: list[ReplicaStatus] = Field(default_factory=list)
 
     @field_validator("reason", mode="before")
     @classmethod
     def _known_reason(cls, value: object) -> object:
         return Reason.read(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_supervisor_pid(cls, data: Any) -> Any:
+        """A status written before `owner` existed names its owner `supervisor_pid`, which held
+        the local supervisor's pid or the Kubernetes follower's: an owner of unknown kind."""
+        if isinstance(data, dict) and "supervisor_pid" in data and "owner" not in data:
+            data = dict(data)
+            pid = data.pop("supervisor_pid")
+            data["owner"] = {"kind": None, "pid": pid} if pid else None
+        return data
 
     @classmethod
     def initial(cls, run_id: str, replicas: Iterable[tuple[str, int]]) -> RunStatus:

@@ -86,7 +86,7 @@ def new_run_id(name: str | None = None) -> str:
 
 
 def _versions() -> dict[str, str]:
-    from .. import __version__
+    from .._version import __version__
 
     return {"python": platform.python_version(), "jupyter_px": __version__}
 

@@ -21,25 +21,16 @@ browser on every update would make the monitor, not the training, the slow part.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from copy import deepcopy
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..presentation.series import MAX_POINTS, PALETTE, MetricData, xy  # noqa: F401 (shared with the SVG plots)
+
 if TYPE_CHECKING:
-    from ..runstore.metrics import Series
-
-#: What `MetricsReader.data` holds: replica -> metric -> Series.
-MetricData = Mapping[str, Mapping[str, "Series"]]
-
-#: Points per trace sent to the browser.
-MAX_POINTS = 2000
-
-#: plotly's default qualitative colours (`plotly.colors.qualitative.Plotly`): one per replica.
-PALETTE = (
-    "#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52",
-)  # fmt: skip
+    pass
 
 _GREY = "#8c8c8c"  # about 3.4:1 on white and 5:1 on JupyterLab Dark's #111
 _GRID = "rgba(140,140,140,0.25)"
@@ -56,25 +47,6 @@ THEME_NEUTRAL: dict = {
     "legend": {"bgcolor": "rgba(0,0,0,0)"},
     "modebar": {"bgcolor": "rgba(0,0,0,0)", "color": _GREY, "activecolor": "#1f77b4"},
 }
-
-
-def xy(series: Series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) of a `runstore.metrics.Series`: x is the step, or the point's position where a point has
-    no step; decimated to `max_points` (keeping the last point, the one people look at)."""
-    values = np.asarray(series.values, dtype=float)
-    steps = series.steps
-    if steps and None not in steps:
-        x = np.asarray(steps, dtype=float)
-    else:
-        x = np.arange(len(values), dtype=float)
-    n = len(values)
-    if n > max_points:
-        stride = -(-n // max_points)
-        keep = np.arange(0, n, stride)
-        if keep[-1] != n - 1:
-            keep = np.append(keep, n - 1)
-        x, values = x[keep], values[keep]
-    return x, values
 
 
 def _metric_names(data: MetricData, wanted: Sequence[str] | None) -> list[str]:

@@ -2,27 +2,31 @@
 
 One class does the work; the three differ only in how manifests are rendered (see render.py).
 `submit` renders, checks the cluster (preflight), creates every object or none, records where
-they are (`kubernetes.json`) and starts the run's detached follower, which from then on is the
-only writer of the run's status, logs and metrics. `status` reads the store. `stop` deletes every
-object of the run by label and lets the follower (or, if it is gone, `stop` itself) write the
-final status.
+they are (`kubernetes.json`) and starts the run's detached follower (`jupyter_px.detached`: its
+identity, pid and creation time, is recorded as the run's owner in status.json before it may
+run), which from then on is the only writer of the run's status, logs and metrics. `status` and
+`observe` read the store (`observe` also reports "nobody is following this run"); `reconcile`,
+the explicit keeper's step, starts a follower again. `stop` deletes every object of the run by
+label and lets the follower (or, if it is gone, `stop` itself) write the final status.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
-import subprocess
-import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from ...runstore import RunState, RunStatus, atomic_write_bytes, atomic_write_json
-from ...runstore.models import Reason
+from ... import detached
+from ...runstore import RunState, RunStatus, atomic_write_json
+from ...runstore.models import Reason, RunOwner
 from ...topology import Topology
 from ..base import Backend, BackendError, Observation, SubmitHandle
 from .client import Cluster, connect
 from .create import create_all, delete_objects
-from .handle import FOLLOWER_LOG, FOLLOWER_PID, STOP_FILE, RunHandle
+from .handle import FOLLOWER_DIR, FOLLOWER_LOG, STOP_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
 from .preflight import preflight
@@ -32,48 +36,27 @@ from .settings import KubernetesSettings, load_settings
 
 FOLLOWER_MODULE = "jupyter_px.backends.kubernetes.follower"
 STOP_WAIT_S = 30.0
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 
 
-def _follower_alive(pid: int | None, run_dir: Path) -> bool:
-    """Is `pid` this run's follower? (Not a zombie, not a reused pid.)"""
-    if not pid:
-        return False
-    child = True
-    try:
-        if os.waitpid(pid, os.WNOHANG)[0]:  # our child, and it has exited (reaped now)
-            return False
-    except ChildProcessError:
-        child = False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    if stat.rpartition(")")[2].split()[0] in ("Z", "X"):
-        return False
-    if child and (not cmdline or cmdline == Path("/proc/self/cmdline").read_bytes()):
-        # Our child, started a moment ago: still our copy (fork, before exec) or inside execve,
-        # whose new argv is installed after the parent has already been told the exec happened
-        # (an empty cmdline; on a loaded machine that window lasts long enough to be seen).
-        return True
-    argv = cmdline.split(b"\0")
-    return FOLLOWER_MODULE.encode() in argv and str(run_dir).encode() in argv
+def follower_owner(identity: detached.ProcessIdentity) -> RunOwner:
+    return RunOwner(kind="follower", pid=identity.pid, started_at=identity.started_at)
 
 
-def running_follower(status: RunStatus, run_dir: Path) -> int | None:
-    """The pid of the run's live follower, if any: the one the status names, or the one last
-    started (`follower.pid`), which writes no status while it is still starting up; a few
-    seconds, a minute on a loaded machine. Without the second, every look at a new run in that
-    window (`Run.wait` looks 4 times a second) would start another follower."""
-    run_dir = run_dir.resolve()
-    if _follower_alive(status.supervisor_pid, run_dir):
-        return status.supervisor_pid
-    try:
-        started = int((run_dir / FOLLOWER_PID).read_text())
-    except (OSError, ValueError):
-        return None
-    return started if _follower_alive(started, run_dir) else None
+def follower_alive(status: RunStatus) -> bool:
+    """Does the follower the status names as its owner still run? By identity (pid and creation
+    time, recorded by its starter before it could run): a follower forked a moment ago, still in
+    exec, is already itself; a later process with the same pid is not."""
+    owner = status.owner
+    return owner is not None and detached.ProcessIdentity(owner.pid, owner.started_at).alive()
+
+
+@contextlib.contextmanager
+def _starting(run_dir: Path) -> Iterator[None]:
+    """One starter of a run's follower at a time (two keepers looking at once start one)."""
+    (run_dir / FOLLOWER_DIR).mkdir(exist_ok=True)
+    with open(run_dir / FOLLOWER_DIR / ".start.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 class KubernetesBackend(Backend):
@@ -124,7 +107,8 @@ class KubernetesBackend(Backend):
             try:
                 handle.save(paths.root)
                 self.store.write_status(RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()]))
-                pid = self._start_follower(paths.root)
+                with _starting(paths.root):
+                    pid = self._start_follower(paths.root)
             except BaseException:
                 delete_objects(cluster, created, self.settings.create_parallelism)
                 raise
@@ -137,40 +121,45 @@ class KubernetesBackend(Backend):
         )
 
     def _start_follower(self, run_dir: Path) -> int:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
+        """Start the run's follower and record it as the run's owner before it may run. The caller
+        holds `_starting(run_dir)`."""
+        env = detached.importable_environ()
         env["PX_HOME"] = str(self.store.home)
-        with open(run_dir / FOLLOWER_LOG, "ab") as out:
-            process = subprocess.Popen(
-                [sys.executable, "-m", FOLLOWER_MODULE, str(run_dir.resolve())],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=str(run_dir),
-                env=env,
-                start_new_session=True,
-            )
-        atomic_write_bytes(run_dir / FOLLOWER_PID, str(process.pid).encode())
-        return process.pid
+        run_dir = run_dir.resolve()
+        with detached.start(
+            FOLLOWER_MODULE, [str(run_dir)], log_path=run_dir / FOLLOWER_LOG, cwd=run_dir, env=env
+        ) as follower:  # it waits for "go": never a follower nobody knows about
+            status = self.store.status(run_dir.name)
+            status.owner = follower_owner(follower.identity)
+            self.store.write_status(status)
+            follower.go()
+        return follower.pid
+
+    def observe(self, run_id: str) -> Observation:
+        """The stored status, and "nobody is following this run" when an unfinished run's follower
+        is gone (given up on an unreachable API server, killed, its machine rebooted). A pure read:
+        nothing is started (`reconcile` does that)."""
+        status = self.store.status(run_id)
+        if status.state.finished or follower_alive(status):
+            return Observation(status)
+        status = self.store.status(run_id)  # it may have written its final status just before exiting
+        if status.state.finished:
+            return Observation(status)
+        return Observation(status, "nobody is following this run")
 
     def follow(self, run_id: str) -> int | None:
         """Start the run's follower again if it is gone and the run is not finished (idempotent:
         a second follower of the same run exits at once). Its pid, or None if none was needed."""
-        status = self.store.status(run_id)
-        if status.state.finished or running_follower(status, self.store.paths(run_id).root):
-            return None
-        return self._start_follower(self.store.paths(run_id).root)
-
-    def observe(self, run_id: str) -> Observation:
-        """The stored status and whether a follower keeps it: reported, never acted on."""
-        status = self.store.status(run_id)
-        if status.state.finished or running_follower(status, self.store.paths(run_id).root):
-            return Observation(status)
-        return Observation(status, "nobody is following this run (its follower is not running)")
+        root = self.store.paths(run_id).root
+        with _starting(root):
+            if self.observe(run_id).owner_problem is None:
+                return None
+            return self._start_follower(root)
 
     def reconcile(self, run_id: str) -> RunStatus:
-        """The cluster is watched by the run's follower, which writes the store; reconciling
-        means making sure it still runs (a reboot or a kill ends it) and reading what it wrote."""
+        """The cluster is watched by the run's follower, which writes the store; reconciling (the
+        explicit keeper's step, never a read's) means making sure it still runs (a reboot or a
+        kill ends it) and reading what it wrote."""
         self.follow(run_id)
         return self.store.status(run_id)
 
@@ -192,7 +181,7 @@ class KubernetesBackend(Backend):
             status = self.store.status(run_id)
             if status.state.finished:
                 return
-            if not running_follower(status, root):
+            if not follower_alive(status):
                 break
             time.sleep(0.05)
         status = self.store.status(run_id)
@@ -204,7 +193,7 @@ class KubernetesBackend(Backend):
 def _mark_stopped(status: RunStatus) -> None:
     now = time.time()
     status.state, status.reason, status.message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
-    status.finished_at, status.supervisor_pid = now, None
+    status.finished_at, status.owner = now, None
     for replica in status.replicas:
         if replica.state.value not in ("Succeeded", "Failed", "Lost", "Stopped"):
             replica.state, replica.finished_at = replica.state.__class__("Stopped"), now

@@ -20,6 +20,8 @@ from kubernetes.client.exceptions import ApiException
 from ..base import BackendError
 from .settings import KubernetesSettings
 
+#: Seconds to wait for the API server to accept a connection (watches, log streams, polls).
+CONNECT_TIMEOUT_S = 10.0
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 

@@ -2,23 +2,22 @@
 
 Like the local backend's supervisor, it outlives the kernel that submitted the run, and it is
 the only writer of the run's status. It watches the run's pods (a watch on the run's label) and,
-for Kubeflow, the job's conditions; it writes per-replica states into the run store; it streams
-every replica's log into the store as it comes, so logs survive pod cleanup; it parses the
-`@px-metrics` lines of those logs into the store's metrics and TensorBoard event files, so plots
+for Kubeflow, the job's conditions; it writes per-replica states into the run store (which pod is
+which replica: `replica_pods.py`, the mapping rendering labels pods with); it streams every
+replica's log into the store as it comes (`log_sink.py`), so logs survive pod cleanup, and the
+`@px-metrics` lines of those logs become the store's metrics and TensorBoard event files, so plots
 and TensorBoard work without a shared disk.
 
-Restartable and idempotent: a file lock admits one follower per run; per replica it records
-which container it was reading and how many lines it had stored, plus the log's size at that
-moment. A restarted follower reads each log from the start and skips what it already has
-(lines appended after the last record are counted from the file), so no line is lost or doubled.
-Metrics are parsed from the stored log file, from a recorded offset, for the same reason.
+Restartable and idempotent: a file lock admits one follower per run, and its starter records it
+(pid and creation time, `jupyter_px.detached`) as the run's owner before it may run; the log sink
+resumes each replica's log where the last follower left it, so no line is lost or doubled.
 
 It ends by itself: when the run finishes, when its run directory is deleted (nothing is left to
 write to; it never recreates it), and when the API server has not answered for
 `follower_give_up_s` (`PX_K8S_FOLLOWER_GIVE_UP_S`, see contact.py). In that last case the run keeps
 its state (the cluster may still be running it) with reason `LostContact` and a message saying
-so, and the next keeper (`reconcile`: `Run.wait`, `jupyter px follow`, the Jupyter server's
-keeper) starts a follower again; reads only report that nobody follows the run.
+so; a read of the run then reports "nobody is following this run", and the next explicit keeper
+(`reconcile`: the Jupyter server's keeper, `Run.wait`, `jupyter px follow`) starts a follower again.
 
 It is event-driven: a list-then-watch of the run's pods (a fresh list after every watch, so a
 reconnect never mistakes "no answer" for "no pods"), a poll of the Kubeflow job every
@@ -30,7 +29,6 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import os
 import queue
 import sys
 import threading
@@ -42,7 +40,7 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runner import flush_standard_streams
+from ... import detached
 from ...runstore import (
     ReplicaState,
     ReplicaStatus,
@@ -51,23 +49,21 @@ from ...runstore import (
     RunState,
     RunStatus,
     RunStore,
-    atomic_write_json,
 )
-from ...runstore.layout import RunPaths, runs_root
-from ...runstore.log_metrics import ingest_log_lines
-from ...runstore.models import Reason
-from ...topology import Topology, parse_topology
+from ...runstore.layout import runs_root
+from ...runstore.models import Reason, RunOwner
+from ...topology import parse_topology
 from ..base import BackendError
 from ..outcome import run_outcome
-from .client import Cluster, connect
+from .client import CONNECT_TIMEOUT_S, Cluster, connect
 from .contact import Contact
 from .create import delete_objects
 from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
-from .manifests_kubeflow import REPLICA_INDEX_LABEL
-from .names import LABEL_INDEX, LABEL_ROLE, run_selector
+from .log_sink import ReplicaLog, RunGone, stream_pod_log
+from .names import run_selector
 from .pod_state import container_started, job_outcome, pod_replica, pods_state
+from .replica_pods import replica_pods
 from .resources import KINDS
-from .tensorboard_events import EventsWriter
 
 log = logging.getLogger(__name__)
 
@@ -78,141 +74,11 @@ IDLE_TICK_S = 1.0
 JOB_POLL_S = 2.0
 #: Server-side length of one watch; the client gives up on a silent connection some time after.
 WATCH_TIMEOUT_S = 30
-CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = WATCH_TIMEOUT_S + 30.0
 #: Back-off between failed list/watch attempts: 0.5 s doubling up to this.
 RETRY_MAX_S = 5.0
 LOG_DRAIN_S = 30.0
-#: A log stream silent this long is opened again (resuming where it was): long, since a replica
-#: may print nothing for a while, but bounded, since a silent connection may be a dead one.
-LOG_READ_TIMEOUT_S = 3600.0
 LOST_CONTACT = Reason.LOST_CONTACT
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-
-
-def replica_of(pod: dict[str, Any], handle: RunHandle, topology: Topology) -> tuple[str, int] | None:
-    """Which of our replicas a pod is, from its labels (ours, the operator's or JobSet's)."""
-    labels = pod.get("metadata", {}).get("labels") or {}
-    try:
-        if handle.backend == "kubeflow-trainer":
-            if labels.get(REPLICATED_JOB_LABEL) == "launcher":
-                return "master", 0
-            rank = int(labels.get(COMPLETION_INDEX_LABEL, "0"))
-            counts = topology.counts()
-            if topology.is_mpi:
-                return "worker", rank
-            for role, count in counts.items():
-                if rank < count:
-                    return role, rank
-                rank -= count
-            return None
-        pod_role = labels.get(LABEL_ROLE)
-        index = labels.get(LABEL_INDEX) if handle.backend != "kubeflow" else labels.get(REPLICA_INDEX_LABEL)
-        if pod_role is None or index is None:
-            return None
-        return pod_role, int(index)
-    except ValueError:
-        return None
-
-
-class RunGone(Exception):
-    """The run's directory was deleted: the follower must not write (and so recreate) it."""
-
-
-class ReplicaLog:
-    """One replica's log in the store, its resume point and its metrics offset.
-
-    The resume record (`follower/<replica>.json`) is written when a container's stream starts
-    and after every batch: the container, the lines of its log stored, the log file's size then,
-    and how far metrics were parsed (log offset, metrics file size). A follower killed between a
-    write and its record finds the difference on disk: log lines after the recorded size are
-    counted as stored, a metrics file longer than recorded is cut back and parsed again, so
-    neither a line nor a point is lost or doubled.
-    """
-
-    def __init__(self, paths: RunPaths, role: str, index: int, state_dir: Path):
-        self.paths, self.role, self.index = paths, role, index
-        self.log_path = paths.log(role, index)
-        self.metrics_path = paths.metrics(role, index)
-        self.state_path = state_dir / f"{role}-{index}.json"
-        self.lock = threading.Lock()
-        self.events: EventsWriter | None = None
-        try:
-            saved = json.loads(self.state_path.read_text())
-        except (OSError, ValueError):
-            saved = {}
-        self.stream = saved.get("stream")
-        self.lines = int(saved.get("lines", 0))
-        self.metrics_offset = int(saved.get("metrics_offset", 0))
-        self.metrics_size = int(saved.get("metrics_size", 0))
-        size = _size(self.log_path)
-        recorded = int(saved.get("log_size", 0))
-        if self.stream is not None and size > recorded:  # stored after the last record: already read
-            with open(self.log_path, "rb") as f:
-                f.seek(recorded)
-                self.lines += f.read().count(b"\n")
-        if _size(self.metrics_path) > self.metrics_size:  # parsed after the last record: parse again
-            with open(self.metrics_path, "r+b") as f:
-                f.truncate(self.metrics_size)
-
-    def _require_run(self) -> None:
-        if not self.paths.record.exists():
-            raise RunGone(self.paths.run_id)
-
-    def _save(self) -> None:
-        self._require_run()  # the store's atomic write creates missing parents: not for a deleted run
-        atomic_write_json(
-            self.state_path,
-            {
-                "stream": self.stream,
-                "lines": self.lines,
-                "log_size": _size(self.log_path),
-                "metrics_offset": self.metrics_offset,
-                "metrics_size": self.metrics_size,
-            },
-        )
-
-    def lines_to_skip(self, stream: str) -> int:
-        """Lines of this container's log already stored (0 for a new container)."""
-        with self.lock:
-            if stream != self.stream:
-                self.stream, self.lines = stream, 0
-                self._save()
-            return self.lines
-
-    def append(self, lines: list[bytes]) -> None:
-        with self.lock:
-            self._require_run()
-            self.log_path.parent.mkdir(exist_ok=True)
-            with open(self.log_path, "ab") as f:
-                f.write(b"".join(lines))
-            self.lines += len(lines)
-            self._save()
-            self._ingest_metrics()
-
-    def _ingest_metrics(self) -> None:
-        with open(self.log_path, "rb") as f:
-            f.seek(self.metrics_offset)
-            data = f.read()
-        end = data.rfind(b"\n") + 1
-        if not end:
-            return
-        found = ingest_log_lines(self.paths, self.role, self.index, data[:end].split(b"\n"))
-        self.metrics_offset += end
-        self.metrics_size = _size(self.metrics_path)
-        self._save()
-        if found.metrics:
-            if self.events is None:
-                self.events = EventsWriter(self.paths.tensorboard(self.role, self.index))
-            self.events.write(found.metrics)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
 
 
 class Follower:
@@ -228,6 +94,7 @@ class Follower:
         self.give_up_s = float(settings.follower_give_up_s)
         self.contact = Contact()
         self.topology = parse_topology(store.record(run_id).topology)
+        self.replica_pods = replica_pods(self.handle.backend)
         self.state_dir = self.run_dir / FOLLOWER_DIR
         self.state_dir.mkdir(exist_ok=True)
         self.logs = {
@@ -240,6 +107,8 @@ class Follower:
         self.job: dict[str, Any] | None = None
         self.seen_pods: set[tuple[str, int]] = set()
         self.stopping = False
+        me = detached.ProcessIdentity.current()
+        self.owner = RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
 
     # ---- watching --------------------------------------------------------------------------
 
@@ -310,49 +179,6 @@ class Follower:
 
     # ---- logs ------------------------------------------------------------------------------
 
-    def _stream_log(self, key: tuple[str, int], pod: dict[str, Any], restarts: int) -> None:
-        name = pod["metadata"]["name"]
-        container = pod["spec"]["containers"][0]["name"]
-        replica_log = self.logs[key]
-        try:
-            skip = replica_log.lines_to_skip(f"{pod['metadata'].get('uid')}/{restarts}")
-        except RunGone:
-            return
-        try:
-            response: Any = self.cluster.core.read_namespaced_pod_log(
-                name,
-                self.cluster.namespace,
-                container=container,
-                follow=True,
-                _preload_content=False,
-                _request_timeout=(CONNECT_TIMEOUT_S, LOG_READ_TIMEOUT_S),
-            )
-        except (ApiException, HTTPError, OSError) as error:
-            log.info("log of %s not available yet: %s", name, error)
-            return
-        pending = b""
-        try:
-            for chunk in response.stream(64 * 1024):
-                pending += chunk
-                cut = pending.rfind(b"\n") + 1
-                if not cut:
-                    continue
-                lines = pending[:cut].splitlines(keepends=True)
-                pending = pending[cut:]
-                if skip:
-                    dropped = min(skip, len(lines))
-                    lines, skip = lines[dropped:], skip - dropped
-                if lines:
-                    replica_log.append(lines)
-            if pending and not skip:
-                replica_log.append([pending + b"\n"])
-        except (HTTPError, OSError) as error:
-            log.info("log stream of %s ended: %s", name, error)
-        except RunGone:
-            log.info("log stream of %s ended: the run directory is gone", name)
-        finally:
-            response.release_conn()
-
     def _ensure_streams(self, views: dict[tuple[str, int], tuple[dict[str, Any], ReplicaStatus]]) -> None:
         for key, (pod, view) in views.items():
             thread = self.streams.get(key)
@@ -371,7 +197,9 @@ class Follower:
                 )
             ):
                 continue  # read to its end already
-            thread = threading.Thread(target=self._stream_log, args=(key, pod, view.restarts), daemon=True)
+            thread = threading.Thread(
+                target=stream_pod_log, args=(self.cluster, pod, view.restarts, self.logs[key]), daemon=True
+            )
             self.streams[key] = thread
             thread.start()
 
@@ -381,7 +209,7 @@ class Follower:
         """Each replica that has a pod: the pod, and the replica as the pod's status shows it."""
         out = {}
         for pod in self.pods.values():
-            key = replica_of(pod, self.handle, self.topology)
+            key = self.replica_pods.replica_of(pod, self.topology)
             if key in self.logs:
                 out[key] = (pod, pod_replica(pod, *key))
         return out
@@ -398,7 +226,7 @@ class Follower:
         status = self.store.status(self.run_id)
         if not status.replicas:
             status = RunStatus.initial(self.run_id, list(self.logs))
-        status.supervisor_pid = os.getpid() if following and not final else None
+        status.owner = self.owner if following and not final else None
         for position, replica in enumerate(status.replicas):
             key = (replica.role, replica.index)
             if key in views:
@@ -514,7 +342,7 @@ class Follower:
         message = (
             f"lost contact with the Kubernetes API at {self.cluster.host} for {lost_for:.0f} s "
             f"({self.contact.last_error}); the run may still be running on the cluster. A keeper "
-            "(Run.wait(), jupyter px follow, the Jupyter server's keeper) starts following it again"
+            "(the Jupyter server's, Run.wait(), jupyter px follow) starts following it again"
         )
         log.warning("run %s: %s", self.run_id, message)
         self.done.set()
@@ -562,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{run_dir} is not a run directory", file=sys.stderr)
         return 2
     store = RunStore(home)
+    if not detached.await_go():
+        log.info("the start of this follower of %s was abandoned; nothing followed", run_dir.name)
+        return 0
     try:
         if not store.paths(run_dir.name).record.exists():
             log.warning("%s is gone: nothing to follow", run_dir)
@@ -581,16 +412,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-def _exit(code: int) -> None:
-    """Flush and leave without the interpreter's shutdown: the watch and log threads are daemons
-    that may be inside a write to stderr right now, and CPython aborts (SIGABRT, "could not acquire
-    lock ... at interpreter shutdown") when one holds that lock as the interpreter finalizes. All
-    of the follower's own files are complete at this point (written whole, or atomically)."""
-    logging.shutdown()
-    flush_standard_streams()
-    os._exit(code)
-
-
 if __name__ == "__main__":
     try:
         exit_code = main()
@@ -599,4 +420,5 @@ if __name__ == "__main__":
 
         traceback.print_exc()
         exit_code = 1
-    _exit(exit_code)
+    logging.shutdown()
+    detached.exit_now(exit_code)  # the watch and log threads are daemons, maybe inside a write

@@ -2,8 +2,8 @@
 
 `kubernetes.json` (written once by submit) lets any process (the follower, `stop`, another
 kernel) find the run's objects again; `kubernetes-stop` asks the follower to finish as Stopped;
-`follower/<replica>.json` is the follower's resume point per replica; `follower.pid` names the
-follower last started, so nobody starts a second one while the first is still starting up.
+`follower/<replica>.json` is the follower's resume point per replica. Who follows the run is not
+here: it is the run's owner in status.json (pid and creation time, recorded by its starter).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ HANDLE_FILE = "kubernetes.json"
 STOP_FILE = "kubernetes-stop"
 FOLLOWER_DIR = "follower"
 FOLLOWER_LOG = "follower.log"
-FOLLOWER_PID = "follower.pid"
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from ...cluster import KUBERNETES_PORTS, kubernetes_dns_addresses, mpi_world_siz
 from ...topology import ReplicaSpec
 from ..base import BackendError
 from .payload import ENTRY, RUN_DIR
-from .podspec import RenderContext, configmap, container, env_list, pod_spec, replica_labels
+from .podspec import RenderContext, configmap, container, env_list, pod_spec
+from .replica_pods import REPLICA_INDEX_LABEL, replica_pods
 
 API_VERSION = "kubeflow.org/v1"
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 
@@ -129,7 +129,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         podspec = pod_spec(
             ctx, spec, [container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)]
         )
-        meta = {"labels": {**ctx.labels(), **replica_labels(role)}}
+        meta = {"labels": {**ctx.labels(), **replica_pods("kubeflow").pod_labels(role)}}
         if ctx.settings.annotations:
             meta["annotations"] = dict(ctx.settings.annotations)
         replica_specs[kind.replica_types[role]] = {

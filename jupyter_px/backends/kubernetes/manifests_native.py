@@ -17,7 +17,8 @@ from typing import Any
 from ...cluster import KUBERNETES_PORTS, ClusterEnv, kubernetes_dns_addresses
 from ..base import BackendError
 from .names import LABEL_RUN, replica_name
-from .podspec import RenderContext, configmap, container, env_list, pod_spec, replica_labels
+from .podspec import RenderContext, configmap, container, env_list, pod_spec
+from .replica_pods import replica_pods
 
 #: Restart policies a bare Pod has (ExitCode is a Kubeflow job policy).
 _POD_RESTART = {"Never": "Never", "OnFailure": "OnFailure", "Always": "Always"}
@@ -66,7 +67,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": ctx.metadata(name, replica_labels(spec.role, spec.index)),
+                "metadata": ctx.metadata(name, replica_pods("native").pod_labels(spec.role, spec.index)),
                 "spec": podspec,
             }
         )

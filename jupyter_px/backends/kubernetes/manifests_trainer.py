@@ -26,10 +26,10 @@ from .podspec import (
     configmap,
     env_list,
     pod_spec,
-    replica_labels,
     resource_requirements,
     volume_mounts,
 )
+from .replica_pods import replica_pods
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 MANAGER = "jupyter-px"
@@ -106,7 +106,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     if requirements:
         trainer["resourcesPerNode"] = requirements
     pod = pod_spec(ctx, spec, [{"name": "node", "volumeMounts": volume_mounts(ctx)}])
-    pod_meta = {"labels": {**ctx.labels(), **replica_labels("node")}}
+    pod_meta = {"labels": {**ctx.labels(), **replica_pods("kubeflow-trainer").pod_labels("node")}}
     jobs = ["launcher", "node"] if mpi else ["node"]
     patch = {
         "manager": MANAGER,

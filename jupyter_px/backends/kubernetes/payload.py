@@ -5,7 +5,7 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/record.json        the record as the pod sees it (workdir: /px/work)
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod_entry.py`: completes the environment, calls the runner
-    /px/app/lib/jupyter_px/        `__init__.py`, `lazy.py`, `runner.py`, `tracking.py`,
+    /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking.py`,
                                    `runstore/{__init__,layout,event_writer}.py` (standard library only;
                                    the event writer imports TensorBoard when the replica writes events)
 
@@ -38,6 +38,7 @@ _SHIPPED = {
     "lib.jupyter_px.runner.py": ("lib/jupyter_px/runner.py", _PACKAGE / "runner.py"),
     "lib.jupyter_px.tracking.py": ("lib/jupyter_px/tracking.py", _PACKAGE / "tracking.py"),
     "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
+    "lib.jupyter_px._version.py": ("lib/jupyter_px/_version.py", _PACKAGE / "_version.py"),
     # tracking.py takes the run store's file names and log-line prefixes from the layout module;
     # the run store's __init__ imports its submodules lazily, so these files are all it needs.
     "lib.jupyter_px.runstore.__init__.py": (

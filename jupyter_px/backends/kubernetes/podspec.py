@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...topology import ReplicaSpec, Resources, Topology
-from .names import LABEL_INDEX, LABEL_ROLE, run_labels
+from .names import run_labels
 from .payload import APP_DIR, ENTRY, RUN_DIR, WORK_DIR, Payload
 from .settings import KubernetesSettings
 
@@ -154,13 +154,6 @@ def pod_spec(ctx: RenderContext, spec: ReplicaSpec, containers: list[dict[str, A
     if settings.service_account:
         out["serviceAccountName"] = settings.service_account
     return out
-
-
-def replica_labels(role: str, index: int | None = None) -> dict[str, str]:
-    labels = {LABEL_ROLE: role}
-    if index is not None:
-        labels[LABEL_INDEX] = str(index)
-    return labels
 
 
 def configmap(ctx: RenderContext) -> dict[str, Any]:

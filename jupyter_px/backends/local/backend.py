@@ -1,36 +1,36 @@
 """`LocalBackend`: runs every replica as a process on this machine, owned by a per-run supervisor.
 
 The backend itself keeps no state and no processes. `submit` starts a supervisor
-(`supervisor.py`) in a session of its own, records its pid and the replica list in status.json
-and returns at once: it does not wait for the supervisor's interpreter to start (most of a
-submit's time otherwise). A caller polling right after `submit` sees Pending with the
-supervisor's pid. Startup errors are not lost: a supervisor that cannot set the run up writes
-Failed with the reason into status.json, and one that dies before it can is found by
-`reconcile()` (its recorded pid is no longer a live supervisor) and the run is made Lost, with
-the tail of supervisor.log in the message. Everything after `submit` goes through the run
-directory (status.json, the `stop` file), which is why any process (another kernel, the CLI,
-the Jupyter server) can watch or stop a run it did not start.
+(`supervisor.py`) with `jupyter_px.detached` (its own session, behind a go-pipe), records its
+identity (pid and process creation time) as the run's owner in status.json, says "go" and returns
+at once: it does not wait for the supervisor's interpreter to start (most of a submit's time
+otherwise). A caller polling right after `submit` sees Pending with the supervisor as owner.
+Startup errors are not lost: a supervisor that cannot set the run up writes Failed with the reason
+into status.json, and one that dies before it can is reported by `observe()` ("the supervisor
+(pid N) is gone") and, by an explicit keeper's `reconcile()`, made Lost with the tail of
+supervisor.log in the message. Everything after `submit` goes through the run directory
+(status.json, the `stop` file), which is why any process (another kernel, the CLI, the Jupyter
+server) can watch or stop a run it did not start.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
+from ... import detached
 from ...runstore import RunState, RunStatus, atomic_write_json, read_tail
+from ...runstore.models import RunOwner
 from ...topology import Topology, parse_topology
 from ..base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
 from . import capacity, resources
 from .config import HEARTBEAT_S, STOP_FILE, STOP_GRACE_S, SUPERVISOR_MODULE
 from .launcher import clean_environ, find_mpirun
-from .process import catches_signal, is_supervisor, kill_run_processes
+from .process import kill_run_processes
 from .watchdog import mark_lost
 
 log = logging.getLogger(__name__)
@@ -68,92 +68,70 @@ class LocalBackend(Backend):
         if record.workdir and not Path(record.workdir).is_dir():
             raise BackendError(f"workdir {record.workdir!r} of run {run_id} is not a directory")
         run_dir = paths.root.resolve()
-        go_read, go_write = os.pipe()
-        try:
-            with open(run_dir / "supervisor.log", "ab") as log_file:
-                supervisor = subprocess.Popen(
-                    [sys.executable, "-m", SUPERVISOR_MODULE, str(run_dir), "--go-fd", str(go_read)],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    cwd=str(run_dir),
-                    env={**clean_environ(self.store.home), "PYTHONUNBUFFERED": "1"},
-                    start_new_session=True,
-                    pass_fds=(go_read,),
-                    close_fds=True,
-                )
-        except BaseException:
-            os.close(go_write)
-            raise
-        finally:
-            os.close(go_read)
-        try:  # the supervisor waits for "go": it never runs for a submission abandoned here
+        env = {**clean_environ(self.store.home), "PYTHONUNBUFFERED": "1"}
+        with detached.start(
+            SUPERVISOR_MODULE, [str(run_dir)], log_path=run_dir / "supervisor.log", cwd=run_dir, env=env
+        ) as supervisor:  # it waits for "go": it never runs for a submission abandoned here
             counts = parse_topology(record.topology).counts()
-            self.store.write_status(_pending_status(run_id, counts, supervisor.pid))
-            os.write(go_write, b"go")
-        finally:
-            os.close(go_write)  # without "go", end of file: the supervisor exits and starts nothing
-            _reap_when_done(supervisor)
+            self.store.write_status(_pending_status(run_id, counts, supervisor.identity))
+            supervisor.go()
         return SubmitHandle(run_id, self.name, {"supervisor_pid": supervisor.pid, "run_dir": str(run_dir)})
 
     def observe(self, run_id: str) -> Observation:
-        """The stored status and whether its supervisor is there: what `reconcile` would find,
-        reported, never acted on (nothing is written or killed)."""
+        """The stored status, and "the supervisor (pid N) is gone" when an unfinished run's
+        supervisor no longer runs. A pure read: nothing is written or killed (`reconcile` does that)."""
         status = self.store.status(run_id)
         if status.state.finished:
             return Observation(status)
-        if not status.supervisor_pid:
+        problem = self._owner_problem(run_id, status)
+        if problem is not None:
+            status = self.store.status(run_id)  # it may have written its final status just before exiting
+            if status.state.finished:
+                return Observation(status)
+        return Observation(status, problem)
+
+    def _owner_problem(self, run_id: str, status: RunStatus) -> str | None:
+        """Why the unfinished run `status` has nobody keeping it, or None while its supervisor runs
+        (or may: a run of another host, whose heartbeat is fresh; one being submitted right now)."""
+        owner = status.owner
+        if owner is None:
             try:
                 created = self.store.record(run_id).created_at
             except (OSError, ValueError):
-                return Observation(status)
-            if status.state == RunState.PENDING and time.time() - created >= NEVER_STARTED_AFTER_S:
-                return Observation(status, "the run was never started: its submitter exited before starting it")
-            return Observation(status)
-        if is_supervisor(status.supervisor_pid, self.store.paths(run_id).root.resolve()):
-            return Observation(status)
+                return None
+            if status.state != RunState.PENDING or time.time() - created < NEVER_STARTED_AFTER_S:
+                return None
+            return "the run was never started: its submitter exited before starting it"
         if not self._on_this_host(run_id):
-            stale = time.time() - status.updated_at
-            if stale < LOST_AFTER_S:
-                return Observation(status)
-            return Observation(status, f"its supervisor on another host has not written for {stale:.0f} s")
-        return Observation(status, f"the supervisor (pid {status.supervisor_pid}) is gone")
+            if time.time() - status.updated_at < LOST_AFTER_S:
+                return None  # another machine's (or container's) run: only a stale heartbeat tells
+            return (
+                f"the supervisor (pid {owner.pid}) is gone while the run was {status.state.value} (it ran on "
+                f"another host, and has not refreshed the run's status for {time.time() - status.updated_at:.0f} s)"
+            )
+        if _identity(owner).alive():
+            return None
+        return f"the supervisor (pid {owner.pid}) is gone while the run was {status.state.value}"
 
     def reconcile(self, run_id: str) -> RunStatus:
-        """The stored status, made true: a run whose supervisor is gone while the run claims to be
-        Pending or Running becomes Lost (its leftover processes killed). Never raises for lack of
-        disk space: the reconciled status is returned even when it cannot be written."""
-        status = self.store.status(run_id)
-        if status.state.finished:
+        """The stored status, made true (the explicit keeper's step, never a read's): a run whose
+        supervisor is gone while the run claims to be Pending or Running becomes Lost (its leftover
+        processes killed). Never raises for lack of disk space: the reconciled status is returned
+        even when it cannot be written."""
+        observation = self.observe(run_id)
+        status, problem = observation.status, observation.owner_problem
+        if problem is None:
             return status
-        if not status.supervisor_pid:
-            return self._reconcile_unstarted(run_id, status)
-        run_dir = self.store.paths(run_id).root.resolve()
-        if is_supervisor(status.supervisor_pid, run_dir):
-            return status
-        if not self._on_this_host(run_id) and time.time() - status.updated_at < LOST_AFTER_S:
-            return status  # another machine's (or container's) run: only a stale heartbeat tells
-        status = self.store.status(run_id)  # it may have written its final status just before exiting
-        if status.state.finished:
-            return status
+        if status.owner is None:
+            return mark_lost(self.store, run_id, problem)
         kill_run_processes(run_id)  # normally the watchdog has done this; it may have died too
+        run_dir = self.store.paths(run_id).root.resolve()
         tail = read_tail(run_dir / "supervisor.log", 600).strip()
         return mark_lost(
             self.store,
             run_id,
-            f"the supervisor (pid {status.supervisor_pid}) is gone while the run "
-            f"was {status.state.value}; see {run_dir / 'supervisor.log'}" + (f", which ends: {tail}" if tail else ""),
+            f"{problem}; see {run_dir / 'supervisor.log'}" + (f", which ends: {tail}" if tail else ""),
         )
-
-    def _reconcile_unstarted(self, run_id: str, status: RunStatus) -> RunStatus:
-        """No supervisor pid: being submitted right now, or never started (its submitter died)."""
-        try:
-            created = self.store.record(run_id).created_at
-        except (OSError, ValueError):
-            return status
-        if status.state != RunState.PENDING or time.time() - created < NEVER_STARTED_AFTER_S:
-            return status
-        return mark_lost(self.store, run_id, "the run was never started: its submitter exited before starting it")
 
     def _on_this_host(self, run_id: str) -> bool:
         """Was the run submitted here, so that its supervisor's pid means something here?"""
@@ -169,33 +147,30 @@ class LocalBackend(Backend):
             return
         paths = self.store.paths(run_id)
         atomic_write_json(paths.root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
-        pid = status.supervisor_pid
-        # SIGTERM only wakes a supervisor that handles it; one still starting up would be killed by
-        # it, and reads the stop file before it starts any replica anyway.
-        if pid and is_supervisor(pid, paths.root.resolve()) and catches_signal(pid, signal.SIGTERM):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        # SIGTERM wakes the supervisor; one still starting up (no handler yet) is not sent it, and
+        # reads the stop file before it starts any replica anyway.
+        if status.owner is not None and self._on_this_host(run_id):
+            detached.request_stop(_identity(status.owner))
         timeout = timeout if timeout is not None else STOP_GRACE_S + 15.0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             status = self.reconcile(run_id)
-            if status.state.finished or status.supervisor_pid is None:
+            if status.state.finished or status.owner is None:
                 return
             time.sleep(0.05)
         raise BackendError(f"run {run_id} did not stop within {timeout:g} s; see {paths.root / 'supervisor.log'}")
 
 
-def _pending_status(run_id: str, counts: dict[str, int], supervisor_pid: int) -> RunStatus:
-    """What status.json says from the moment `submit` returns: Pending, every replica, the pid."""
+def _pending_status(run_id: str, counts: dict[str, int], supervisor: detached.ProcessIdentity) -> RunStatus:
+    """What status.json says from the moment `submit` returns: Pending, every replica, the owner."""
     status = RunStatus.initial(run_id, [(role, index) for role, n in counts.items() for index in range(n)])
-    status.supervisor_pid = supervisor_pid
+    status.owner = supervisor_owner(supervisor)
     return status
 
 
-def _reap_when_done(process: subprocess.Popen) -> None:
-    """The supervisor is our child until we exit; reap it when it ends, so that a long-lived
-    process (a kernel, the Jupyter server) collects no zombies. A daemon thread blocked in
-    waitpid costs nothing while the run lasts."""
-    threading.Thread(target=process.wait, name=f"px-reap-{process.pid}", daemon=True).start()
+def supervisor_owner(identity: detached.ProcessIdentity) -> RunOwner:
+    return RunOwner(kind="supervisor", pid=identity.pid, started_at=identity.started_at)
+
+
+def _identity(owner: RunOwner) -> detached.ProcessIdentity:
+    return detached.ProcessIdentity(owner.pid, owner.started_at)

@@ -12,7 +12,6 @@ import ctypes
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -146,46 +145,6 @@ def is_alive(pid: int | None) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
-
-
-def is_supervisor(pid: int | None, run_dir: os.PathLike) -> bool:
-    """Is `pid` alive and the supervisor of this run dir (not a recycled pid)?
-
-    A process we may not inspect (another user's) counts as alive: we cannot tell otherwise.
-    A process whose command line reads empty is still finishing its exec (the kernel sets up the
-    argument pages after the exec has closed the descriptors its starter waits on, so `submit`
-    can return inside that window): it is read again for up to a second before it is judged.
-    """
-    if not pid:
-        return False
-    deadline = time.monotonic() + 1.0
-    try:
-        proc = psutil.Process(pid)
-        while True:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return False
-            cmdline = proc.cmdline()
-            if cmdline or time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.AccessDenied:
-        return True
-    return "jupyter_px.backends.local.supervisor" in cmdline and str(run_dir) in cmdline
-
-
-def catches_signal(pid: int, signum: int) -> bool:
-    """Has process `pid` installed a handler for `signum` (SigCgt in /proc/PID/status)? True where
-    that cannot be read (not Linux), so callers fall back to signalling."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"SigCgt:"):
-                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    return True
 
 
 def run_processes(run_id: str, exclude: Iterable[int] = ()) -> list[psutil.Process]:

@@ -1,10 +1,11 @@
 """The supervisor of one local run: `python -m jupyter_px.backends.local.supervisor RUN_DIR`.
 
 One small detached process per run owns the replica processes, so a run outlives the terminal,
-the kernel and the Jupyter server that started it. `LocalBackend.submit` starts it in a session
-of its own, records its pid in status.json and returns at once; the supervisor waits for the
-submitter's "go" on a pipe (so it never runs for a submission that was abandoned halfway), then
-works on its own. A run it cannot start is recorded Failed with the reason.
+the kernel and the Jupyter server that started it. `LocalBackend.submit` starts it with
+`jupyter_px.detached` (a session of its own), records its identity as the run's owner in
+status.json and returns at once; the supervisor waits for the submitter's "go" on the go-pipe (so
+it never runs for a submission that was abandoned halfway), then works on its own. A run it
+cannot start is recorded Failed with the reason.
 
 What it does, in order:
 
@@ -40,9 +41,10 @@ import sys
 import time
 from pathlib import Path
 
+from ... import detached
 from ...cluster import local_addresses
 from ...runstore import ReplicaState, RunNotFound, RunState, RunStatus, RunStore
-from ...runstore.models import Reason
+from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology
 from ..outcome import Outcome, run_outcome
 from . import policy
@@ -94,9 +96,10 @@ class Supervisor:
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
-        """status.json gets our pid and the replica list."""
+        """status.json gets us as its owner (as `submit` recorded us) and the replica list."""
         status = self.status
-        status.supervisor_pid = os.getpid()
+        me = detached.ProcessIdentity.current()
+        status.owner = RunOwner(kind="supervisor", pid=me.pid, started_at=me.started_at)
         status.state = RunState.PENDING
         specs = self.topology.replicas()
         status.replicas = RunStatus.initial(status.run_id, [(s.role, s.index) for s in specs]).replicas
@@ -549,8 +552,9 @@ class Supervisor:
     def _kill_adopted(self, timeout: float = 10.0) -> None:
         """Kill every process we adopted as the child subreaper: whatever a replica left behind
         (a daemon that called setsid and double-forked, whatever its environment). Killing one
-        can orphan its own children onto us, so this repeats until none is left. The supervisor
-        of another run (started from inside a replica) is not this run's and is left alone."""
+        can orphan its own children onto us, so this repeats until none is left. The owner of
+        another run (its supervisor or follower, started from inside a replica) is not this run's
+        and is left alone: see `_owns_another_run`."""
         import psutil
 
         me = psutil.Process()
@@ -564,7 +568,7 @@ class Supervisor:
                 try:
                     if child.status() == psutil.STATUS_ZOMBIE:
                         continue
-                    if SUPERVISOR_MODULE in child.cmdline():
+                    if _owns_another_run(child):
                         spared.add(child.pid)
                         continue
                     strays.append(child)
@@ -595,15 +599,20 @@ class Supervisor:
                 pass
 
 
-def _await_go(fd: int) -> bool:
-    """Block until the submitter has recorded our pid ("go") or gave up (end of file without it)."""
-    data = b""
+def _owns_another_run(proc) -> bool:
+    """Is `proc` the recorded owner of the run in its working directory (helpers are started
+    there)? By identity, pid and creation time, which its starter records before it may run: so
+    a run submitted from inside a replica keeps its supervisor from its first moment on, and no
+    other process passes for one by its command line."""
+    import psutil
+
     try:
-        while chunk := os.read(fd, 16):
-            data += chunk
-    finally:
-        os.close(fd)
-    return data.startswith(b"go")
+        status = RunStatus.model_validate_json((Path(proc.cwd()) / "status.json").read_bytes())
+        identity = detached.ProcessIdentity(proc.pid, proc.create_time())
+    except (OSError, ValueError, psutil.Error):
+        return False
+    owner = status.owner
+    return owner is not None and detached.ProcessIdentity(owner.pid, owner.started_at).same_as(identity)
 
 
 def _record_start_failure(store: RunStore, run_id: str, error: BaseException) -> None:
@@ -631,13 +640,12 @@ def main(argv: list[str] | None = None) -> int:
         description="Run and watch the replicas of one local run (started by LocalBackend).",
     )
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--go-fd", type=int, default=None, help="wait for 'go' on this fd before starting")
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%Y-%m-%d %H:%M:%S"
     )
     run_dir = args.run_dir.resolve()
-    if args.go_fd is not None and not _await_go(args.go_fd):
+    if not detached.await_go():
         log.info("the submission of run %s was abandoned before it was complete; nothing started", run_dir.name)
         return 0
     log.info("supervisor pid %d for run %s", os.getpid(), run_dir.name)

@@ -1,0 +1,78 @@
+"""Which pod is which replica, one mapping per backend, both ways: the labels rendering puts on a
+replica's pod template, and the replica the follower reads back from a pod's labels (ours, the
+training operator's or JobSet's). Kept together so the two directions cannot drift apart.
+
+- native: our role and index labels on every pod, read back as written.
+- kubeflow: our role label on each replica spec's template; the operator adds the replica index.
+- kubeflow-trainer: every node carries the role `node`; JobSet's completion index is the node's
+  rank, our replicas in rank order (the launcher job, for MPI, is the master). `pod_entry.py`
+  applies the same rank rule inside the pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...topology import Topology
+from .names import LABEL_INDEX, LABEL_ROLE
+
+#: The replica index the Kubeflow training operator puts on each pod of a replica spec.
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+#: The role label every Trainer v2 node carries (one template for every node).
+TRAINER_NODE_ROLE = "node"
+
+Replica = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class ReplicaPods:
+    """One backend's pod <-> replica mapping."""
+
+    backend: str
+
+    def pod_labels(self, role: str, index: int | None = None) -> dict[str, str]:
+        """The replica labels rendering puts on a pod (template): `index` only where one template
+        is one pod (native); the operator or JobSet labels the rest."""
+        if self.backend == "kubeflow-trainer":
+            return {LABEL_ROLE: TRAINER_NODE_ROLE}
+        labels = {LABEL_ROLE: role}
+        if index is not None and self.backend in ("kubernetes", "native"):
+            labels[LABEL_INDEX] = str(index)
+        return labels
+
+    def replica_of(self, pod: dict[str, Any], topology: Topology) -> Replica | None:
+        """Which of the run's replicas `pod` is, from its labels; None for a pod that is none."""
+        labels = pod.get("metadata", {}).get("labels") or {}
+        try:
+            if self.backend == "kubeflow-trainer":
+                return self._trainer_replica(labels, topology)
+            role = labels.get(LABEL_ROLE)
+            index = labels.get(REPLICA_INDEX_LABEL if self.backend == "kubeflow" else LABEL_INDEX)
+            if role is None or index is None:
+                return None
+            return role, int(index)
+        except ValueError:
+            return None
+
+    @staticmethod
+    def _trainer_replica(labels: dict[str, str], topology: Topology) -> Replica | None:
+        if labels.get(REPLICATED_JOB_LABEL) == "launcher":
+            return "master", 0
+        rank = int(labels.get(COMPLETION_INDEX_LABEL, "0"))
+        if topology.is_mpi:
+            return "worker", rank
+        for role, count in topology.counts().items():
+            if rank < count:
+                return role, rank
+            rank -= count
+        return None
+
+
+def replica_pods(backend: str) -> ReplicaPods:
+    """The mapping of a backend by its stored or rendered name (`kubernetes` is `native`)."""
+    if backend not in ("kubernetes", "native", "kubeflow", "kubeflow-trainer"):
+        raise ValueError(f"no pod mapping for backend {backend!r}")
+    return ReplicaPods(backend)

@@ -1,0 +1,44 @@
+"""Metric series as plots draw them, shared by the plotly plots (`widgets/plots.py`) and the
+monitor's inline SVG (`presentation/monitor.py`): one palette, one decimation. Here, below the
+widgets, so that presentation never imports a widget module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..runstore.metrics import Series
+
+#: What `MetricsReader.data` holds: replica -> metric -> Series.
+MetricData = Mapping[str, Mapping[str, "Series"]]
+
+#: Points per trace sent to the browser.
+MAX_POINTS = 2000
+
+#: plotly's default qualitative colours (`plotly.colors.qualitative.Plotly`): one per replica.
+PALETTE = (
+    "#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52",
+)  # fmt: skip
+
+
+def xy(series: Series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of a `runstore.metrics.Series`: x is the step, or the point's position where a point has
+    no step; decimated to `max_points` (keeping the last point, the one people look at)."""
+    values = np.asarray(series.values, dtype=float)
+    steps = series.steps
+    if steps and None not in steps:
+        x = np.asarray(steps, dtype=float)
+    else:
+        x = np.arange(len(values), dtype=float)
+    n = len(values)
+    if n > max_points:
+        stride = -(-n // max_points)
+        keep = np.arange(0, n, stride)
+        if keep[-1] != n - 1:
+            keep = np.append(keep, n - 1)
+        x, values = x[keep], values[keep]
+    return x, values

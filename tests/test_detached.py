@@ -1,0 +1,101 @@
+"""jupyter_px.detached: the one way helper processes are started and found again, with real
+processes (the child module is `tests/detached_child.py`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from jupyter_px import detached
+from jupyter_px.detached import ProcessIdentity
+
+TESTS = Path(__file__).resolve().parent
+CHILD = "detached_child"
+
+
+def _env() -> dict[str, str]:
+    env = detached.importable_environ()
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _wait_for(predicate, timeout: float = 60.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_a_child_is_itself_from_the_moment_start_returns_and_gone_once_it_ends(tmp_path):
+    """The race the follower and the supervisor each fixed once: a child just forked, not yet
+    (or still) in exec, has no command line to recognise it by. Its identity is there at once."""
+    for _ in range(20):
+        with detached.start(CHILD, ["wait"], log_path=tmp_path / "log", env=_env()) as child:
+            assert child.identity.alive()
+            assert child.identity.started_at == pytest.approx(psutil.Process(child.pid).create_time(), abs=0.05)
+        assert child.wait(60) == 3  # abandoned: its await_go() said no
+        assert not child.identity.alive()
+
+
+def test_go_lets_the_child_run_and_the_starter_reaps_it(tmp_path):
+    marker = tmp_path / "ran"
+    with detached.start(CHILD, ["touch", str(marker)], log_path=tmp_path / "log", env=_env()) as child:
+        assert not marker.exists()  # it waits for go
+        child.go()
+    assert child.wait(60) == 0 and marker.exists()
+    _wait_for(lambda: child.exit_code is not None, what="the reaper to collect the child")
+    with pytest.raises(psutil.NoSuchProcess):  # reaped: no zombie left behind
+        psutil.Process(child.pid)
+    assert "JUPYTER_PX_GO_FD" not in (tmp_path / "ran").read_text()  # not passed on to its children
+
+
+def test_the_child_runs_in_a_session_of_its_own(tmp_path):
+    with detached.start(CHILD, ["sleep"], log_path=tmp_path / "log", env=_env()) as child:
+        child.go()
+    try:
+        assert os.getsid(child.pid) == child.pid != os.getsid(0)
+    finally:
+        assert detached.terminate(child.identity, timeout=10)
+    assert child.wait(60) == -signal.SIGTERM and not child.identity.alive()
+
+
+def test_a_pid_with_another_creation_time_is_another_process():
+    me = ProcessIdentity.current()
+    assert me.alive()
+    assert not ProcessIdentity(me.pid, me.started_at - 5).alive()  # pid reused: not us
+    assert ProcessIdentity(me.pid, None).alive()  # an older record: the pid alone
+
+
+def test_a_zombie_is_not_alive():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    identity = ProcessIdentity.of(child.pid)
+    _wait_for(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, what="a zombie")
+    assert not identity.alive()
+    child.wait()
+
+
+def test_a_stop_request_reaches_only_a_child_that_handles_it(tmp_path):
+    with detached.start(CHILD, ["handle-term"], log_path=tmp_path / "log", env=_env()) as child:
+        # still waiting for go, no handler yet: a SIGTERM would kill it, so none is sent
+        assert not detached.request_stop(child.identity)
+        child.go()
+    _wait_for(lambda: "handler installed" in (tmp_path / "log").read_text(), what="the handler")
+    assert detached.request_stop(child.identity)
+    assert child.wait(60) == 7  # it stopped by itself, as asked
+    assert not detached.request_stop(child.identity)  # gone: nothing more to ask
+
+
+def test_same_as_compares_pid_and_creation_time():
+    me = ProcessIdentity.current()
+    assert me.same_as(ProcessIdentity.of(me.pid))
+    assert not me.same_as(ProcessIdentity(me.pid, me.started_at + 5))
+    assert not me.same_as(ProcessIdentity(me.pid + 1, me.started_at))
+    assert me.same_as(ProcessIdentity(me.pid, None))  # an older record: the pid alone
