@@ -41,6 +41,20 @@ def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home
     assert not kube.list("pods") and not kube.list("services") and not kube.list("configmaps")
 
 
+def test_a_service_configured_with_a_namespace_submits_there(kube, px_home):
+    """A Jupyter server configured with `kubernetes_namespace` submits its runs there (its run
+    service carries the setting), whatever the settings file and PX_K8S_* say."""
+    from jupyter_px.service import RunService, SourceText
+
+    service = RunService(kubernetes={"namespace": "ml"})
+    run_id = service.submit(SourceText("print('hi')\n"), TORCH, name="in-ml")
+    assert kube.list("configmaps") == []
+    (configmap,) = kube.list("configmaps", namespace="ml")
+    assert len(kube.list("pods", namespace="ml", selector=f"{LABEL_RUN}={configmap['metadata']['name']}")) == 3
+    service.stop(run_id)
+    assert kube.list("pods", namespace="ml") == [] and kube.list("configmaps", namespace="ml") == []
+
+
 def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read_lost(kube, px_home):
     """Deleting a run's ConfigMap deletes its objects, but that is the cluster's garbage collector
     (here the fake's), not our code. What our code does, and what this checks: (1) every object

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..runstore import RunStore
 from .base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
 
@@ -11,25 +14,24 @@ def backend_name(name: str | None) -> str:
     return "native" if name == "kubernetes" else (name or "local")
 
 
-def get_backend(name: str | None, store: RunStore | None = None) -> Backend:
-    """The backend called `name` (`kubernetes` is accepted as another name for `native`)."""
+def get_backend(
+    name: str | None, store: RunStore | None = None, kubernetes: Mapping[str, Any] | None = None
+) -> Backend:
+    """The backend called `name` (`kubernetes` is accepted as another name for `native`).
+
+    `kubernetes`: settings that win over the Kubernetes settings file and `PX_K8S_*` for the
+    Kubernetes backends (e.g. the namespace a Jupyter server is configured with)."""
     name = backend_name(name)
+    if name in ("native", "kubeflow", "kubeflow-trainer"):
+        from .kubernetes import KubeflowBackend, KubeflowTrainerBackend, KubernetesBackend
+        from .kubernetes.settings import load_settings
+
+        chosen = {"native": KubernetesBackend, "kubeflow": KubeflowBackend, "kubeflow-trainer": KubeflowTrainerBackend}
+        return chosen[name](store, settings=load_settings(**kubernetes) if kubernetes else None)
     if name == "local":
         from .local import LocalBackend
 
         return LocalBackend(store)
-    if name == "native":
-        from .kubernetes import KubernetesBackend
-
-        return KubernetesBackend(store)
-    if name == "kubeflow":
-        from .kubernetes import KubeflowBackend
-
-        return KubeflowBackend(store)
-    if name == "kubeflow-trainer":
-        from .kubernetes import KubeflowTrainerBackend
-
-        return KubeflowTrainerBackend(store)
     raise BackendError(f"unknown backend {name!r}: use local, native, kubeflow or kubeflow-trainer")
 
 

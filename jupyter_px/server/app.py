@@ -6,7 +6,7 @@ Configuration is traitlets, read once when the server starts (`jupyter server --
     c.JupyterPxApp.home = "/data/px"                 # the run store the API serves
     c.JupyterPxApp.keeper_interval = 10              # seconds between keeper passes (0: none)
     c.JupyterPxApp.tensorboard_idle_timeout = 3600   # TensorBoards started through the API
-    c.JupyterPxApp.kubernetes_namespace = "research" # Kubernetes manifests rendered through the API
+    c.JupyterPxApp.kubernetes_namespace = "research" # Kubernetes runs submitted and rendered through the API
     c.JupyterPxApp.kubernetes_image = "registry.example.com/train:2026.11"  # runs whose topology names none
 
 Each default is what the same setting means elsewhere in jupyter-px (`$PX_HOME`, else
@@ -95,7 +95,7 @@ class JupyterPxApp(ExtensionApp):
     kubernetes_namespace = Unicode(
         None,
         allow_none=True,
-        help="Namespace of Kubernetes manifests rendered through the REST API "
+        help="Namespace of Kubernetes runs submitted and manifests rendered through the REST API "
         "(default: the Kubernetes settings: PX_K8S_NAMESPACE, the settings file, the kubeconfig).",
     ).tag(config=True)
 

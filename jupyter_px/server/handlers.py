@@ -80,7 +80,7 @@ class PxState:
         self.settings = settings or PxSettings(
             home=self.store.home, tensorboard_idle_timeout=tensorboard.idle_timeout_setting()
         )
-        self.service = RunService(self.store)
+        self.service = RunService(self.store, kubernetes=self.settings.kubernetes_overrides())
         self.runs = RunsIndex(self.service)
         self.metrics = MetricsCache(self.store)
 

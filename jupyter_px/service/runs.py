@@ -90,10 +90,14 @@ def pickle_pushed(values: Mapping[str, Any]) -> bytes:
 
 
 class RunService:
-    """Every verb on the runs of one store. Cheap to create; holds no state but the store."""
+    """Every verb on the runs of one store. Cheap to create; holds no state but the store.
 
-    def __init__(self, store: RunStore | None = None):
+    `kubernetes`: settings for the runs this service submits to a Kubernetes backend, winning
+    over the settings file and `PX_K8S_*` (a Jupyter server's configured namespace and image)."""
+
+    def __init__(self, store: RunStore | None = None, *, kubernetes: Mapping[str, Any] | None = None):
         self.store = store or RunStore()
+        self.kubernetes = dict(kubernetes or {})
 
     # ---- finding runs ------------------------------------------------------------------------
     def resolve(self, ref: str) -> str:
@@ -134,7 +138,7 @@ class RunService:
         if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
             topo = apply_overrides(topo, framework=framework, workers=workers, ps=ps, backend=backend)
         code = load_code(source, language)
-        chosen = get_backend(topo.backend_kind, self.store)
+        chosen = get_backend(topo.backend_kind, self.store, self.kubernetes)
         chosen.check(topo)
         files: dict[str, bytes | str] = {code.entrypoint: code.text}
         if push:
