@@ -1,5 +1,6 @@
-"""The local supervisor's rules, on plain values: restart policy, run outcome, start order,
-servers, the typed `Ending`, and the memory guard against real processes."""
+"""The local supervisor's rules, on plain values: restart policy, run outcome (and a Kubeflow
+job's, the same type), start order, servers, the typed `Ending`, and the memory guard against
+real processes."""
 
 from __future__ import annotations
 
@@ -86,6 +87,25 @@ def test_run_outcome():
     # two failures: the first to finish decides (worker_1 finished at 98, worker_0 at 99)
     failed = run_outcome(_replicas(master_0="Running", worker_0="Failed", worker_1="Failed"))
     assert failed == Outcome(RunState.FAILED, "ReplicaFailed", "worker-1 failed (Error): x", cause="worker-1")
+
+
+def test_a_kubeflow_jobs_conditions_are_the_same_outcome():
+    """Kubeflow's operators apply the success policy themselves; their terminal condition reads as
+    the Outcome the shared rule gives, the operator's reason kept, a missing one filled in."""
+    from jupyter_px.backends.kubernetes.pod_state import job_outcome
+
+    def job(*conditions: dict) -> dict:
+        return {"status": {"conditions": list(conditions)}}
+
+    running = {"type": "Running", "status": "True"}
+    assert job_outcome(None) is None and job_outcome(job(running)) is None
+    succeeded = {"type": "Succeeded", "status": "True", "reason": "PyTorchJobSucceeded", "message": "done"}
+    assert job_outcome(job(running, succeeded)) == Outcome(RunState.SUCCEEDED, "PyTorchJobSucceeded", "done")
+    assert job_outcome(job({"type": "Complete", "status": "True"})) == Outcome(RunState.SUCCEEDED, "Completed", "")
+    assert job_outcome(job({"type": "Failed", "status": "False"})) is None
+    assert job_outcome(job({"type": "Failed", "status": "True", "message": "x"})) == Outcome(
+        RunState.FAILED, "ReplicaFailed", "x"
+    )
 
 
 def test_start_order_and_servers():

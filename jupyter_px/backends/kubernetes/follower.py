@@ -256,9 +256,7 @@ class Follower:
         """The run's state, reason and message: a Kubeflow job's or TrainJob's own conditions say
         how it ended (its operator applies the success policy); native pods, the shared rule."""
         replicas = [views[key][1] if key in views else ReplicaStatus(role=key[0], index=key[1]) for key in self.logs]
-        if self.handle.job_kind:
-            return job_outcome(self.job) or (pods_state(replicas), None, None)
-        outcome = run_outcome(replicas)
+        outcome = job_outcome(self.job) if self.handle.job_kind else run_outcome(replicas)
         if outcome is None:
             return pods_state(replicas), None, None
         return outcome.state, outcome.reason, outcome.message

@@ -14,6 +14,7 @@ from typing import Any
 
 from ...runstore import ReplicaState, ReplicaStatus, RunState
 from ...runstore.models import Reason
+from ..outcome import Outcome
 
 #: Waiting reasons that will not fix themselves: shown as the replica's reason while Pending.
 STUCK_REASONS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError"}
@@ -87,16 +88,18 @@ def _exited(code: int | None) -> str | None:
     return None if code is None else f"exited with code {code}"
 
 
-def job_outcome(job: dict[str, Any] | None) -> tuple[RunState, str | None, str | None] | None:
-    """A Kubeflow job's or TrainJob's terminal condition (Succeeded/Complete, Failed), if any."""
+def job_outcome(job: dict[str, Any] | None) -> Outcome | None:
+    """A Kubeflow job's or TrainJob's terminal condition (Succeeded/Complete, Failed), if any, as
+    the same `Outcome` the shared success policy gives: the operator applied the policy, and its
+    condition's reason (e.g. `PyTorchJobSucceeded`) is kept as the cluster said it."""
     for condition in (job or {}).get("status", {}).get("conditions") or []:
         if condition.get("status") != "True":
             continue
-        kind = condition.get("type")
+        kind, message = condition.get("type"), condition.get("message") or ""
         if kind in ("Succeeded", "Complete"):
-            return RunState.SUCCEEDED, condition.get("reason"), condition.get("message")
+            return Outcome(RunState.SUCCEEDED, condition.get("reason") or Reason.COMPLETED, message)
         if kind == "Failed":
-            return RunState.FAILED, condition.get("reason"), condition.get("message")
+            return Outcome(RunState.FAILED, condition.get("reason") or Reason.REPLICA_FAILED, message)
     return None
 
 
