@@ -52,7 +52,7 @@ from browser_support import (
 )
 from final_state_support import record_latency
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.browser
 
 #: Stamps the first time the page shows the run's final state: the live header's state or the
 #: static final view that replaces the widget.

@@ -34,7 +34,7 @@ def _run(run_id: str):
     return Run(run_id)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_run_wait_success_streams_prefixed_logs(px_home, topology_file, tmp_path):
     result = px("run", FAULTS, "-f", topology_file, "--wait", "--workdir", str(tmp_path), "--", "env", "--wait", "x")
     assert result.returncode == 0, result.stderr
@@ -47,7 +47,7 @@ def test_run_wait_success_streams_prefixed_logs(px_home, topology_file, tmp_path
     assert_nothing_left(run)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_run_wait_failure_exit_code_and_reason(px_home, topology_file):
     result = px("run", FAULTS, "-f", topology_file, "--wait", "--", "exit", "worker-1", "3")
     assert result.returncode == 1, result.stdout + result.stderr
@@ -58,7 +58,7 @@ def test_run_wait_failure_exit_code_and_reason(px_home, topology_file):
     assert "--role worker --index 1" in result.stderr  # where to look next
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_run_then_status_logs_and_runs(px_home, topology_file):
     result = px("run", FAULTS, "-f", topology_file, "--name", "cli-demo", "--", "env")
     assert result.returncode == 0, result.stderr
@@ -92,7 +92,7 @@ def test_run_then_status_logs_and_runs(px_home, topology_file):
     assert by_name_logs.returncode == 0 and by_name_logs.stdout == px("logs", run_id).stdout
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_logs_prefixes_and_selection(px_home, topology_file):
     run_id = px("run", FAULTS, "-f", topology_file, "--", "exit", "worker-0", "0").stdout.strip()
     run = _run(run_id)
@@ -114,7 +114,7 @@ def test_logs_prefixes_and_selection(px_home, topology_file):
     assert again.returncode == 0 and "already finished: Stopped" in again.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_logs_follow_until_the_run_ends(px_home, topology_file):
     run_id = px("run", FAULTS, "-f", topology_file, "--", "flaky", "worker-1", "0").stdout.strip()
     followed = px("logs", run_id, "--follow")
@@ -170,7 +170,7 @@ def test_unmeetable_request_is_refused_before_anything_starts(px_home):
     assert px("runs", "--json").stdout.strip() == "[]"
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_logs_selection_errors(px_home, topology_file):
     run_id = px("run", FAULTS, "-f", topology_file, "--", "env").stdout.strip()
     no_role = px("logs", run_id, "--index", "1")
@@ -185,7 +185,7 @@ def test_runs_when_there_are_none(px_home):
     assert result.returncode == 0 and "no runs yet" in result.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_readme_example_runs(px_home):
     """The README's first command: the PyTorch example with its topology (master + 2 workers)."""
     result = px("run", str(ROOT / "examples" / "allreduce.py"), "-f", str(ROOT / "examples" / "pytorch.yaml"), "--wait")
@@ -336,7 +336,7 @@ def test_logs_memory_does_not_grow_with_the_log(synthetic_run, lines):
     assert _peak_rss_kib("logs", "big-1", "--role", "worker", "--index", "0") - small < 40 * 1024
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_run_wait_streams_a_big_log_in_bounded_memory(px_home, tmp_path):
     script = tmp_path / "chatty.py"
     script.write_text("import sys\nline = 'w' * 999 + '\\n'\nfor _ in range(150_000):\n    sys.stdout.write(line)\n")

@@ -259,7 +259,7 @@ def test_run_refuses_a_script_that_does_not_decode_naming_it(tmp_path):
     assert _stored_runs(env) == []
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_run_honours_a_scripts_coding_line(tmp_path):
     """PEP 263: Python runs such a file as its coding line says; so must a run."""
     env = _store_env(tmp_path)

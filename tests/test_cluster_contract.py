@@ -158,7 +158,7 @@ TF_RESOLVER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_tensorflow_reads_our_tf_config_back():
     addresses = local_addresses(TF, {"master": [7000], "worker": [7001, 7002], "ps": [7003], "evaluator": [7004]})
     replicas = [(s.role, s.index) for s in TF.replicas()]
@@ -193,7 +193,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_torch_env_rendezvous_with_gloo(nproc):
     """A real init_process_group(env://) over our variables: ranks and world size as torch sees them."""

@@ -41,7 +41,7 @@ def play_kubelet(kube, stop: threading.Event) -> None:
             kube.set_pod_status(name, terminated("Succeeded", 0, "Completed"))
 
 
-@pytest.mark.slow
+@pytest.mark.kube
 def test_kubernetes_notebook(kube, px_home, tmp_path):
     stop = threading.Event()
     kubelet = threading.Thread(target=play_kubelet, args=(kube, stop), daemon=True)

@@ -277,7 +277,7 @@ def test_runner_loads_pushed_values(px_home):
 # ---- runs through the backend (real processes) --------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_environment_contract_affinity_and_status_right_after_submit(px_home, tmp_path):
     topology = {
         "framework": "pytorch",
@@ -311,7 +311,7 @@ def test_environment_contract_affinity_and_status_right_after_submit(px_home, tm
     assert seen["worker-0"]["affinity"] != seen["worker-1"]["affinity"] or len(cores) == 1
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_processes_per_replica_start_torchrun_style_ranks(px_home):
     topology = {"framework": "pytorch", "environment": {"processes_per_replica": 2, "replicas": {"n_workers": 1}}}
     status = wait(run := submit("faults.py", topology, args=["env"]))
@@ -326,7 +326,7 @@ def test_processes_per_replica_start_torchrun_style_ranks(px_home):
     }
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_run_outlives_the_process_that_submitted_it(px_home):
     code = textwrap.dedent(f"""
         from jupyter_px.api import submit
@@ -349,7 +349,7 @@ def test_run_outlives_the_process_that_submitted_it(px_home):
     assert status.state.value == "Succeeded", describe(run)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_pytorch_gloo_allreduce_and_ddp(px_home):
     run = submit("torch_ddp.py", PYTORCH_4)
     status = wait(run)
@@ -366,7 +366,7 @@ def test_pytorch_gloo_allreduce_and_ddp(px_home):
     assert "all_reduce=6" in run.logs("worker", 1)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_tensorflow_multi_worker_mirrored_custom_loop(px_home):
     run = submit("tf_mwms.py", {"framework": "tensorflow", "environment": {"replicas": {"n_workers": 1}}})
     status = wait(run)
@@ -380,7 +380,7 @@ def test_tensorflow_multi_worker_mirrored_custom_loop(px_home):
     assert chief["losses"][-1] < chief["losses"][0]
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_tensorflow_parameter_server_strategy(px_home):
     topology = {"framework": "tensorflow", "environment": {"replicas": {"n_workers": 2, "n_ps": 1}}}
     run = submit("tf_ps.py", topology)
@@ -394,7 +394,7 @@ def test_tensorflow_parameter_server_strategy(px_home):
         assert (entry.state.value, entry.reason) == ("Succeeded", "StoppedByRun"), describe(run)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_mpi_job_three_ranks(px_home):
     run = submit("mpi_allreduce.py", {"framework": "mpi", "environment": {"replicas": {"n_workers": 3}}})
     status = wait(run)

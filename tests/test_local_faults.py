@@ -14,7 +14,7 @@ import psutil
 import pytest
 from local_support import describe, outputs, replica, run_processes, submit, wait, wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.jobs
 
 
 def _topology(n_workers: int = 2, **worker_settings) -> dict:

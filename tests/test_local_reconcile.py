@@ -112,7 +112,7 @@ def test_reconcile_on_a_full_disk_returns_lost_without_writing_then_writes_it(sm
     assert store.status("ghost-run").state.value == "Lost"
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_replica_failing_while_the_disk_is_full_is_recorded_failed_once_space_returns(small_disk, tmp_path):
     go = tmp_path / "go"
     run = submit("faults.py", ONE_WORKER, args=["fail-when", "worker-0", str(go)])
@@ -148,7 +148,7 @@ def test_replica_failing_while_the_disk_is_full_is_recorded_failed_once_space_re
     assert (replica(status, "master-0").state.value, status.reason) == ("Stopped", "ReplicaFailed")
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_submit_returns_pending_with_the_supervisor_pid_and_a_stop_right_after_is_a_stop(px_home):
     run = submit("faults.py", ONE_WORKER, args=["sleep"])
     first = run.status()
@@ -159,7 +159,7 @@ def test_submit_returns_pending_with_the_supervisor_pid_and_a_stop_right_after_i
     wait(run)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_a_supervisor_that_cannot_set_the_run_up_records_failed_with_the_reason(px_home):
     (px_home / "ports.lock").mkdir()  # the port lock file cannot be opened
     run = submit("faults.py", ONE_WORKER, args=["env"])
@@ -169,7 +169,7 @@ def test_a_supervisor_that_cannot_set_the_run_up_records_failed_with_the_reason(
     assert all(r.state.value == "Stopped" for r in status.replicas)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_a_supervisor_that_cannot_even_start_is_found_by_reconcile(px_home, monkeypatch):
     monkeypatch.setenv("PYTHONHOME", "/nonexistent-python-home")  # the supervisor's interpreter dies at once
     run = submit("faults.py", ONE_WORKER, args=["env"])

@@ -131,7 +131,7 @@ def _outputs(nb, source_start: str) -> list[dict]:
     return [output for cell in cells for output in cell.outputs]
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path, px_home, tmp_path, stop_tensorboards):
     jupyter_server = JupyterServer(tmp_path / "server", px_home)  # shares the notebook's run store

@@ -72,7 +72,7 @@ def _magic(shell: InteractiveShell, line: str) -> str:
     return captured.stdout + captured.stderr + "".join(shown)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 async def test_no_read_surface_writes_a_file_or_touches_a_process(jp_fetch, px_home, tmp_path, monkeypatch):
     from jupyter_px.widgets.run_monitor import RunMonitor
 

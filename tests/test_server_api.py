@@ -522,7 +522,7 @@ async def wait_finished(jp_fetch, run_id: str, timeout: float = 60) -> dict:
         await asyncio.sleep(0.2)
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 async def test_submit_a_notebook_runs_its_tagged_cells(jp_fetch, jp_root_dir, px_home):
     """A real run: the notebook's `px`-tagged cells, IPython syntax included, in every replica."""
     write_notebook(
@@ -550,7 +550,7 @@ async def test_submit_a_notebook_runs_its_tagged_cells(jp_fetch, jp_root_dir, px
     assert "not shipped" not in logs["text"]
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 async def test_submit_a_script_and_stop_it(jp_fetch, jp_root_dir, px_home):
     (jp_root_dir / "loop.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(120)\n")
     code, run = await fetch_json(jp_fetch, "px/api/runs", **post({"topology": TOPOLOGY, "script": "loop.py"}))

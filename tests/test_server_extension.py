@@ -147,7 +147,7 @@ async def test_kernels_are_told_the_base_url_and_server_pid_until_the_extension_
 # The keeper
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 async def test_the_keeper_records_a_run_whose_supervisor_died_as_lost_without_a_request(jp_serverapp, px_home):
     """Supervisor and watchdog killed: the status file still says Running and no process of the
     run will change that. The server, started as `jupyter server` starts it and then left alone

@@ -86,7 +86,7 @@ def test_notebook_cells_all_or_tagged(tmp_path):
     assert given.text == every.text and given.origin == "notebook:x"  # content read elsewhere: not from disk
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_submit_records_the_typed_source(px_home, tmp_path):
     service = RunService()
     run_id = service.submit(

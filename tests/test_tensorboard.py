@@ -19,6 +19,8 @@ from jupyter_px import tensorboard
 from jupyter_px.presentation.tensorboard import embed
 from jupyter_px.runstore.layout import RunPaths
 
+pytestmark = pytest.mark.tensorboard
+
 
 @pytest.fixture
 def jp_asyncio_loop():

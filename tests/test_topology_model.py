@@ -140,7 +140,7 @@ def test_a_framework_on_a_topology_without_one_keeps_its_settings():
     assert changed.replica("master", 0).resources.memory.limits == 2048
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_submit_with_a_framework_flag_runs_the_topology_it_names(px_home, tmp_path):
     """What `%%px_distributed --framework pytorch --workers 1` and `jupyter px run --framework`
     do over the current TensorFlow topology: submit starts the PyTorch job, not an error."""

@@ -170,7 +170,7 @@ def test_a_full_queue_drops_new_points_and_says_so_once(paths):
     assert "4000 metric points were dropped in all" in err
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
     """A tight loop for 1.3 s, then SIGKILL (no exit hook runs): the batches the background
     writer finished are on disk, oldest first and whole; only the batch being written when the
@@ -217,7 +217,7 @@ def test_a_restarted_replica_starts_its_lines_after_a_torn_one(paths):
     assert lines[-4] == b'{"step":'  # a line of its own, which readers skip
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_a_real_run_with_two_processes_per_replica_keeps_both_series(tmp_path, monkeypatch):
     """The local backend and the runner: torchrun-style local ranks of one replica."""
     from jupyter_px.api import submit
