@@ -191,7 +191,10 @@ def test_supervisor_and_watchdog_killed_status_reads_reconcile_writes(px_home):
     stat = run.paths.status.stat()
     for _ in range(3):
         assert run.status().state.value == "Running"
-        assert repr(run) == f"<Run {run.run_id} Running; the supervisor (pid {supervisor.pid}) is gone>"
+        assert (
+            repr(run)
+            == f"<Run {run.run_id} Running; the supervisor (pid {supervisor.pid}) is gone while the run was Running>"
+        )
     assert run.paths.status.read_bytes() == stored and run.paths.status.stat().st_mtime_ns == stat.st_mtime_ns
     assert all(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in escaped)
 
