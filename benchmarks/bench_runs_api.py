@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from jupyter_px.runstore import ReplicaState, RunRecord, RunState, RunStore, initial_status
+from jupyter_px.runstore import ReplicaState, RunRecord, RunState, RunStatus, RunStore
 
 TOKEN = "bench"
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.runs):
         run_id = f"run-{i:05d}"
         store.create(RunRecord(run_id=run_id, topology=topology), {"main.py": "pass\n"})
-        status = initial_status(run_id, [("master", 0)] + [("worker", w) for w in range(3)])
+        status = RunStatus.initial(run_id, [("master", 0)] + [("worker", w) for w in range(3)])
         status.state = RunState.SUCCEEDED
         for replica in status.replicas:
             replica.state = ReplicaState.SUCCEEDED

@@ -289,14 +289,14 @@ class RunService:
         server extension calls it periodically, so runs are settled whether or not anyone looks.
         Returns how many runs were unfinished."""
         unfinished = 0
-        for record, status in self.store.list():
-            if status.state.finished:
-                continue
-            unfinished += 1
+        for run_id in self.store.run_ids():  # statuses only: a finished run costs one small read
             try:
-                self.keep(record.run_id)
-            except (RunNotFound, ValueError) as error:  # deleted or damaged since it was listed
-                log.debug("jupyter_px: cannot keep run %s: %s", record.run_id, error)
+                if self.store.status(run_id).state.finished:
+                    continue
+                unfinished += 1
+                self.keep(run_id)
+            except (RunNotFound, ValueError, OSError) as error:  # deleted or damaged meanwhile
+                log.debug("jupyter_px: cannot keep run %s: %s", run_id, error)
         return unfinished
 
     def wait(self, run_id: str, timeout: float | None = None, poll: float = WAIT_POLL_S) -> RunStatus:
