@@ -1,0 +1,127 @@
+"""The REST API when what it stands on fails: a Kubernetes API server that hangs, a full disk.
+
+Against the real jupyter_server (pytest-jupyter) and the fake Kubernetes API server over HTTP.
+How long reads take while submits hang is measured by `benchmarks/bench_api_load.py`; here the
+bound on a wait is only a deadlock detector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
+from tornado.httpclient import HTTPClientError
+
+from jupyter_px.backends.kubernetes import client as kube_client
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+NATIVE = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 1}}}
+#: Failure detector for a read that should answer while submits hang (never a speed claim).
+DEADLOCK_S = 60.0
+
+
+@pytest.fixture
+def jp_server_config(px_home):
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}}
+
+
+def submit_body(script: str = "train.py", topology: dict | None = None) -> dict:
+    return {"method": "POST", "body": json.dumps({"topology": topology or NATIVE, "script": script})}
+
+
+async def answer_of(request) -> tuple[int, str]:
+    """(status, message) of a request, whether it succeeds or not."""
+    try:
+        response = await request
+    except HTTPClientError as error:
+        body = error.response.body if error.response is not None else b"{}"
+        return error.code, json.loads(body).get("message", "")
+    return response.code, ""
+
+
+async def wait_for(predicate, what: str) -> None:
+    for _ in range(int(DEADLOCK_S * 10)):
+        if predicate():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_reads_answer_while_six_creates_hang(jp_fetch, jp_root_dir, px_home, kube):
+    """Six submits to an API server that never answers once took every thread of the default
+    pool (min(32, cores + 4): six on two cores), and `GET runs` waited with them."""
+    (jp_root_dir / "train.py").write_text("print('hi')\n")
+    with kube.hang("POST", "configmaps"):
+        submits = [asyncio.ensure_future(answer_of(jp_fetch("px", "api", "runs", **submit_body()))) for _ in range(6)]
+        await wait_for(lambda: kube.hung == 6, "six hung creates")
+        response = await asyncio.wait_for(jp_fetch("px", "api", "runs"), DEADLOCK_S)
+        assert response.code == 200 and json.loads(response.body)["total"] == 6  # recorded, starting
+        assert kube.hung == 6  # the read answered while every create still hung
+        kube.fail("POST", "configmaps", 500, "InternalError", "the test ends the hang", times=6)
+    answers = await asyncio.gather(*submits)
+    assert [code for code, _ in answers] == [400] * 6
+    assert not kube.list("configmaps") and not any((px_home / "runs").iterdir())
+
+
+async def test_a_create_on_a_hung_api_server_times_out(jp_fetch, jp_root_dir, px_home, kube, monkeypatch):
+    """Every Kubernetes call has a request timeout: a create against a server that hangs ends
+    with a 400 saying so, and nothing is left (the run is rolled back)."""
+    monkeypatch.setattr(kube_client.TimedApiClient, "default_timeout", (10.0, 1.0))
+    (jp_root_dir / "train.py").write_text("print('hi')\n")
+    with kube.hang("POST", "configmaps"):
+        code, message = await answer_of(jp_fetch("px", "api", "runs", **submit_body()))
+    assert code == 400
+    assert message.startswith("the run could not start on the native backend: creating ConfigMap"), message
+    assert "timed out" in message, message
+    assert not any((px_home / "runs").iterdir())
+
+
+# ---------------------------------------------------------------------------------------------
+# A full disk (issue 20, item 5)
+
+
+@pytest.fixture
+def full_home(tmp_path, monkeypatch):
+    """PX_HOME on a 1 MiB tmpfs filled to the last byte (mounting needs root: skipped without)."""
+    home = tmp_path / "full"
+    home.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(home)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    (home / "runs").mkdir(mode=0o700)
+    try:
+        with open(home / "filler", "wb") as filler:
+            try:
+                while True:
+                    filler.write(b"\0" * 65536)
+                    filler.flush()
+            except OSError:
+                pass
+        monkeypatch.setenv("PX_HOME", str(home))
+        yield home
+    finally:
+        subprocess.run(["umount", "-l", str(home)], check=False)
+
+
+class TestDiskFull:
+    @pytest.fixture
+    def jp_server_config(self, full_home):
+        return {
+            "ServerApp": {"jpserver_extensions": {"jupyter_px": True}},
+            "JupyterPxApp": {"home": str(full_home), "keeper_interval": 0},
+        }
+
+    async def test_a_submit_on_a_full_disk_is_a_507_and_leaves_nothing(self, jp_fetch, jp_root_dir, full_home: Path):
+        (jp_root_dir / "train.py").write_text("print('hi')\n" + "# padding\n" * 2000)
+        local = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
+        code, message = await answer_of(jp_fetch("px", "api", "runs", **submit_body(topology=local)))
+        assert (code, message) == (507, "no space left under PX_HOME: free some disk space and try again")
+        assert list((full_home / "runs").iterdir()) == []
