@@ -175,7 +175,7 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
     run nobody follows is followed again), streaming every replica's log; the exit code."""
     from ..presentation.follow import LogPrinter, follow_run
     from ..presentation.text import failure_text, outcome_line
-    from ..runstore import RunState
+    from ..runstore import RunDamaged, RunNotFound, RunState
 
     progress = Progress(run_id)
     replicas = service.replicas(run_id, service.keep(run_id))
@@ -188,6 +188,12 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
         progress.clear()
         print(f"\nstopped waiting; run {run_id} goes on (stop it with: jupyter px stop {run_id})", file=sys.stderr)
         return 130
+    except (RunNotFound, RunDamaged, FileNotFoundError):
+        progress.clear()
+        if service.store.paths(run_id).record.exists():
+            raise  # damaged, not deleted: `_guarded` says how
+        print(f"run {run_id} was deleted while it was followed", file=sys.stderr)
+        return 1
     progress.clear()
     if status.state == RunState.SUCCEEDED:
         print(outcome_line(status), file=sys.stderr)
@@ -256,7 +262,9 @@ def _select_replicas(
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    """Print (or follow) logs; a run deleted meanwhile ends the command with one line."""
     from ..presentation.follow import LogPrinter, follow_run
+    from ..runstore import RunDamaged, RunNotFound
 
     service, run_id = _open_run(args.run)
     chosen = _select_replicas(service.replicas(run_id), run_id, args.role, args.index)
@@ -271,6 +279,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
         _, problem = follow_run(observe, printer, follow=args.follow)
     except KeyboardInterrupt:
         return 130
+    except (RunNotFound, RunDamaged, FileNotFoundError):
+        if service.store.paths(run_id).record.exists():
+            raise  # damaged, not deleted: `_guarded` says how
+        print(f"jupyter px logs: run {run_id} was deleted while its logs were printed", file=sys.stderr)
+        return 1
     if args.follow:  # a read cannot finish a run nobody owns: say so instead of waiting forever
         _warn_owner(run_id, problem)
     return 0

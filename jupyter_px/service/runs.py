@@ -41,6 +41,29 @@ class PushError(ValueError):
     """A value named in --push cannot be shipped to the replicas."""
 
 
+#: A name no run may have: `last` means the newest run wherever a run is named.
+RESERVED_NAMES = frozenset({"last"})
+
+
+def check_run_name(name: str | None) -> str | None:
+    """`name` if a run can be found by it later, else ValueError naming it: text that cannot be
+    written as UTF-8 (a lone surrogate, e.g. from a file name in an unknown encoding) would make
+    the run's record unreadable, and `last` would always mean the newest run instead."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise ValueError(f"name: {name!r} is not text")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"name: {name!r} is not valid text ({name[error.start]!r} at position {error.start} is a lone surrogate)"
+        ) from None
+    if name in RESERVED_NAMES:
+        raise ValueError(f"name: {name!r} is reserved (it means the newest run): choose another name")
+    return name
+
+
 @dataclass(frozen=True)
 class RunView:
     """One run as a read sees it: what was submitted, its stored status, and what is wrong with
@@ -132,8 +155,9 @@ class RunService:
 
         `topology` with `framework`/`workers`/`ps`/`backend` overriding it (or alone, without
         one). Nothing is left behind when validation, the code, the backend's resource check or
-        the start fails: TopologyError, FileNotFoundError/ValueError (the code), PushError,
+        the start fails: TopologyError, FileNotFoundError/ValueError (the code, the name), PushError,
         BackendError/ResourceUnavailable say why."""
+        name = check_run_name(name)
         topo = parse_topology(topology) if topology is not None else None
         if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
             topo = apply_overrides(topo, framework=framework, workers=workers, ps=ps, backend=backend)
