@@ -13,6 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
 from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from tornado.httpclient import HTTPClientError
@@ -86,25 +87,28 @@ async def test_a_create_on_a_hung_api_server_times_out(jp_fetch, jp_root_dir, px
 # A full disk (issue 20, item 5)
 
 
+def fill(home: Path) -> None:
+    """Write zeros under `home` until its file system has no byte left."""
+    with open(home / "filler", "ab") as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 65536)
+                filler.flush()
+        except OSError:
+            pass
+
+
 @pytest.fixture
-def full_home(tmp_path, monkeypatch):
-    """PX_HOME on a 1 MiB tmpfs filled to the last byte (mounting needs root: skipped without)."""
-    home = tmp_path / "full"
+def small_home(tmp_path, monkeypatch):
+    """PX_HOME on a 1 MiB tmpfs (`fill` it in the test; mounting needs root: skipped without)."""
+    home = tmp_path / "small"
     home.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small file system needs root")
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(home)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    (home / "runs").mkdir(mode=0o700)
     try:
-        with open(home / "filler", "wb") as filler:
-            try:
-                while True:
-                    filler.write(b"\0" * 65536)
-                    filler.flush()
-            except OSError:
-                pass
         monkeypatch.setenv("PX_HOME", str(home))
         yield home
     finally:
@@ -113,15 +117,43 @@ def full_home(tmp_path, monkeypatch):
 
 class TestDiskFull:
     @pytest.fixture
-    def jp_server_config(self, full_home):
+    def jp_server_config(self, small_home):
         return {
             "ServerApp": {"jpserver_extensions": {"jupyter_px": True}},
-            "JupyterPxApp": {"home": str(full_home), "keeper_interval": 0},
+            "JupyterPxApp": {"home": str(small_home), "keeper_interval": 0},
         }
 
-    async def test_a_submit_on_a_full_disk_is_a_507_and_leaves_nothing(self, jp_fetch, jp_root_dir, full_home: Path):
+    async def test_a_submit_on_a_full_disk_is_a_507_and_leaves_nothing(self, jp_fetch, jp_root_dir, small_home):
+        (small_home / "runs").mkdir(mode=0o700)
+        fill(small_home)
         (jp_root_dir / "train.py").write_text("print('hi')\n" + "# padding\n" * 2000)
         local = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
         code, message = await answer_of(jp_fetch("px", "api", "runs", **submit_body(topology=local)))
         assert (code, message) == (507, "no space left under PX_HOME: free some disk space and try again")
-        assert list((full_home / "runs").iterdir()) == []
+        assert list((small_home / "runs").iterdir()) == []
+
+    async def test_a_running_run_says_its_end_cannot_be_recorded_while_the_disk_is_full(self, jp_fetch, small_home):
+        """Its owner (here: this live process) may have seen the replicas end, but cannot write
+        the status: reads say so until space is freed."""
+        from conftest import make_synthetic_run
+
+        from jupyter_px.runstore import RunStore
+        from jupyter_px.runstore.models import RunOwner
+
+        make_synthetic_run(small_home, "stuck-1", {"framework": "pytorch"}, state="Running", log_lines=1)
+        store = RunStore(small_home)
+        status = store.status("stuck-1")
+        status.owner = RunOwner(kind="supervisor", pid=os.getpid(), started_at=psutil.Process().create_time())
+        store.write_status(status)
+        response = await jp_fetch("px", "api", "runs", "stuck-1")
+        assert json.loads(response.body).get("owner_problem") is None
+
+        fill(small_home)
+        response = await jp_fetch("px", "api", "runs", "stuck-1")
+        detail = json.loads(response.body)
+        assert detail["state"] == "Running"
+        assert detail["owner_problem"].startswith("cannot record the end: disk full")
+
+        (small_home / "filler").unlink()
+        response = await jp_fetch("px", "api", "runs", "stuck-1")
+        assert json.loads(response.body).get("owner_problem") is None

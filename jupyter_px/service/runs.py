@@ -35,6 +35,11 @@ log = logging.getLogger(__name__)
 LOGS_TAIL_BYTES = 1 << 20
 #: How often `wait` looks at a run.
 WAIT_POLL_S = 0.25
+#: Free bytes under the run store below which an owner cannot write a run's status.
+STATUS_WRITE_BYTES = 64 * 1024
+#: What a read says of an unfinished run while the disk is full: its owner may have seen the
+#: replicas end, but the status (still Running) cannot say so until space is freed.
+DISK_FULL_PROBLEM = "cannot record the end: disk full (no space left under PX_HOME; the status is as last written)"
 
 
 class PushError(ValueError):
@@ -226,9 +231,20 @@ class RunService:
             return Observation(status)
         record = self.store.record(run_id)
         try:
-            return get_backend(record.backend, self.store).observe(run_id)
+            observation = get_backend(record.backend, self.store).observe(run_id)
         except BackendError as error:
             return Observation(status, f"its {record.backend} backend cannot be reached from here: {error}")
+        if observation.owner_problem is None and not observation.status.state.finished and self._disk_full():
+            return Observation(observation.status, DISK_FULL_PROBLEM)
+        return observation
+
+    def _disk_full(self) -> bool:
+        """Whether the file system of the run store has no room left for a status write."""
+        try:
+            stats = os.statvfs(self.store.root)
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < STATUS_WRITE_BYTES
 
     def view(self, run_id: str) -> RunView:
         """One run as a read sees it (`observe` with the record)."""
