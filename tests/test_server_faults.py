@@ -19,6 +19,7 @@ from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from tornado.httpclient import HTTPClientError
 
 from jupyter_px.backends.kubernetes import client as kube_client
+from jupyter_px.runstore import RunStore
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -54,20 +55,29 @@ async def wait_for(predicate, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_reads_answer_while_six_creates_hang(jp_fetch, jp_root_dir, px_home, kube):
+async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, jp_root_dir, px_home, kube):
     """Six submits to an API server that never answers once took every thread of the default
-    pool (min(32, cores + 4): six on two cores), and `GET runs` waited with them."""
+    pool (min(32, cores + 4): six on two cores), and `GET runs`, logs and local submits waited
+    with them."""
     (jp_root_dir / "train.py").write_text("print('hi')\n")
     with kube.hang("POST", "configmaps"):
         submits = [asyncio.ensure_future(answer_of(jp_fetch("px", "api", "runs", **submit_body()))) for _ in range(6)]
         await wait_for(lambda: kube.hung == 6, "six hung creates")
         response = await asyncio.wait_for(jp_fetch("px", "api", "runs"), DEADLOCK_S)
         assert response.code == 200 and json.loads(response.body)["total"] == 6  # recorded, starting
-        assert kube.hung == 6  # the read answered while every create still hung
+
+        local = submit_body(topology={"framework": "pytorch", "environment": {"replicas": {"n_workers": 0}}})
+        response = await asyncio.wait_for(jp_fetch("px", "api", "runs", **local), DEADLOCK_S)
+        assert response.code == 201
+        run_id = json.loads(response.body)["run_id"]
+        await wait_for(lambda: RunStore(px_home).status(run_id).state.finished, "the local run to finish")
+        response = await asyncio.wait_for(jp_fetch("px", "api", "runs", run_id, "logs"), DEADLOCK_S)
+        assert json.loads(response.body)["text"] == "hi\n"
+        assert kube.hung == 6  # all of it answered while every create still hung
         kube.fail("POST", "configmaps", 500, "InternalError", "the test ends the hang", times=6)
     answers = await asyncio.gather(*submits)
     assert [code for code, _ in answers] == [400] * 6
-    assert not kube.list("configmaps") and not any((px_home / "runs").iterdir())
+    assert not kube.list("configmaps") and [p.name for p in (px_home / "runs").iterdir()] == [run_id]
 
 
 async def test_a_create_on_a_hung_api_server_times_out(jp_fetch, jp_root_dir, px_home, kube, monkeypatch):

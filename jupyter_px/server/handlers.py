@@ -5,8 +5,9 @@ Every handler is authenticated (`@web.authenticated`) and authorized (`@authoriz
 submissions and TensorBoard are the `execute` action, stopping is `write`, the rest `read`).
 `APIHandler` enforces XSRF for cookie sessions on every method but GET. Blocking work (the run
 service: the store, backends, TensorBoard) runs in a thread so the event loop keeps serving, in
-a bounded pool of its kind (`Pools`): reads, submits and stops (which wait on a backend, e.g. a
-Kubernetes API server that may hang), TensorBoard starts. Reads never wait behind submits.
+a bounded pool of its kind (`Pools`): reads; submits and stops of local runs; submits and stops of
+Kubernetes runs (which wait on an API server that may hang); TensorBoard starts. Reads never wait
+behind submits, nor local submits behind a hung cluster.
 GET only reads: a run whose owner (supervisor, follower) is gone is answered as recorded, with
 `owner_problem` saying so; the server's keeper, not a request, brings it up to date.
 
@@ -75,15 +76,21 @@ AUTH_RESOURCE = "px"
 #: The most log bytes one request returns; the client continues from the returned offset.
 MAX_LOG_CHUNK = 256 * 1024
 
-#: Threads per kind of blocking work: reads (the store), changes (submit and stop, which wait on
-#: a backend), TensorBoard starts. A kind whose threads are all busy queues its own calls only.
-POOL_THREADS: dict[str, int] = {"read": 8, "change": 8, "tensorboard": 2}
+#: Threads per kind of blocking work: reads (the store), submits and stops per backend family
+#: (a local one starts processes; a Kubernetes one waits on the API server), TensorBoard starts.
+#: A kind whose threads are all busy queues its own calls only.
+POOL_THREADS: dict[str, int] = {"read": 8, "local": 4, "kubernetes": 8, "tensorboard": 2}
 
 #: The largest byte offset a logs request may name (a file offset is a signed 64-bit number).
 MAX_OFFSET = 2**62
 
 B = TypeVar("B", bound=Body)
-Kind = Literal["read", "change", "tensorboard"]
+Kind = Literal["read", "local", "kubernetes", "tensorboard"]
+
+
+def change_kind(backend: str) -> Kind:
+    """The pool of a submit or stop on `backend` (a topology's backend kind or a run's backend)."""
+    return "local" if backend == "local" else "kubernetes"
 
 
 class Pools:
@@ -91,7 +98,7 @@ class Pools:
 
     `asyncio.to_thread` shares the loop's one default pool (min(32, cores + 4) threads): six
     submits blocked on a hung Kubernetes API server once left no thread for `GET runs`. Here a
-    submit can only wait behind other submits and stops."""
+    submit can only wait behind other submits and stops to the same backend family."""
 
     def __init__(self, threads: dict[str, int] | None = None):
         sizes = {**POOL_THREADS, **(threads or {})}
@@ -358,7 +365,7 @@ class RunsHandler(PxHandler):
                 self.px.service.submit,
                 code.source,
                 topo,
-                kind="change",
+                kind=change_kind(topo.backend_kind),
                 name=name or None,
                 workdir=code.workdir,
                 submitted_from="sidebar",
@@ -384,8 +391,9 @@ class RunHandler(PxHandler):
     @authorized("write")
     async def delete(self, ref: str) -> None:
         run_id = await self.resolve(ref)
+        record = await self.blocking(self.px.service.record, run_id)
         try:
-            await self.blocking(self.px.service.stop, run_id, kind="change")
+            await self.blocking(self.px.service.stop, run_id, kind=change_kind(record.backend))
         except BackendError as error:
             raise web.HTTPError(409, f"run {run_id} could not be stopped: {error}") from None
         self.send(RunDetail, await self.blocking(self._detail, run_id))
