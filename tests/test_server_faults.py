@@ -167,3 +167,16 @@ class TestDiskFull:
         (small_home / "filler").unlink()
         response = await jp_fetch("px", "api", "runs", "stuck-1")
         assert json.loads(response.body).get("owner_problem") is None
+
+    def test_the_cli_says_the_disk_is_full_in_one_line(self, small_home, tmp_path):
+        from local_support import CLI, ROOT
+
+        (small_home / "runs").mkdir(mode=0o700)
+        fill(small_home)
+        script = tmp_path / "train.py"
+        script.write_text("print('hi')\n" + "# padding\n" * 2000)
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PX_HOME=str(small_home))
+        done = subprocess.run([*CLI, "run", str(script)], capture_output=True, text=True, env=env, timeout=240)
+        assert done.returncode == 2
+        assert done.stderr == f"jupyter px run: no space left under PX_HOME ({small_home}): free some disk space\n"
+        assert list((small_home / "runs").iterdir()) == []

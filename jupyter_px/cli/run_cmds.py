@@ -12,6 +12,7 @@ backend cannot meet), 130 interrupted; errors are one readable message, never a 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -159,7 +160,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(topology_problems(error)) from None
     except BackendError as error:
         raise CliError(str(error)) from None
-    except (ValueError, OSError) as error:
+    except OSError as error:
+        if error.errno == errno.ENOSPC:  # nothing was left of the run (the store publishes whole runs)
+            raise CliError(f"no space left under PX_HOME ({service.store.home}): free some disk space") from None
+        raise CliError(str(error)) from None
+    except ValueError as error:
         raise CliError(str(error)) from None
     if not args.wait:
         print(run_id)
