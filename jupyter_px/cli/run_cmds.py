@@ -12,6 +12,7 @@ backend cannot meet), 130 interrupted; errors are one readable message, never a 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -159,7 +160,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(topology_problems(error)) from None
     except BackendError as error:
         raise CliError(str(error)) from None
-    except (ValueError, OSError) as error:
+    except OSError as error:
+        if error.errno == errno.ENOSPC:  # nothing was left of the run (the store publishes whole runs)
+            raise CliError(f"no space left under PX_HOME ({service.store.home}): free some disk space") from None
+        raise CliError(str(error)) from None
+    except ValueError as error:
         raise CliError(str(error)) from None
     if not args.wait:
         print(run_id)
@@ -175,7 +180,7 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
     run nobody follows is followed again), streaming every replica's log; the exit code."""
     from ..presentation.follow import LogPrinter, follow_run
     from ..presentation.text import failure_text, outcome_line
-    from ..runstore import RunState
+    from ..runstore import RunDamaged, RunNotFound, RunState
 
     progress = Progress(run_id)
     replicas = service.replicas(run_id, service.keep(run_id))
@@ -188,6 +193,12 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
         progress.clear()
         print(f"\nstopped waiting; run {run_id} goes on (stop it with: jupyter px stop {run_id})", file=sys.stderr)
         return 130
+    except (RunNotFound, RunDamaged, FileNotFoundError):
+        progress.clear()
+        if service.store.paths(run_id).record.exists():
+            raise  # damaged, not deleted: `_guarded` says how
+        print(f"run {run_id} was deleted while it was followed", file=sys.stderr)
+        return 1
     progress.clear()
     if status.state == RunState.SUCCEEDED:
         print(outcome_line(status), file=sys.stderr)
@@ -256,7 +267,9 @@ def _select_replicas(
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    """Print (or follow) logs; a run deleted meanwhile ends the command with one line."""
     from ..presentation.follow import LogPrinter, follow_run
+    from ..runstore import RunDamaged, RunNotFound
 
     service, run_id = _open_run(args.run)
     chosen = _select_replicas(service.replicas(run_id), run_id, args.role, args.index)
@@ -271,6 +284,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
         _, problem = follow_run(observe, printer, follow=args.follow)
     except KeyboardInterrupt:
         return 130
+    except (RunNotFound, RunDamaged, FileNotFoundError):
+        if service.store.paths(run_id).record.exists():
+            raise  # damaged, not deleted: `_guarded` says how
+        print(f"jupyter px logs: run {run_id} was deleted while its logs were printed", file=sys.stderr)
+        return 1
     if args.follow:  # a read cannot finish a run nobody owns: say so instead of waiting forever
         _warn_owner(run_id, problem)
     return 0

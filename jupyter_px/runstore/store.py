@@ -112,7 +112,8 @@ class RunStore:
         record.user = record.user or _user()
         record.host = record.host or socket.gethostname()
         record.versions = {**_versions(), **record.versions}
-        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.root.is_dir():  # private like the run directories in it (mkdtemp: 0700)
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=self.root, prefix=f".new-{record.run_id}-"))
         try:
             staged = RunPaths.__new__(RunPaths)

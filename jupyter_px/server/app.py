@@ -226,6 +226,7 @@ class JupyterPxApp(ExtensionApp):
         if self._keeper_executor is not None:
             self._keeper_executor.shutdown(wait=False, cancel_futures=True)
             self._keeper_executor = None
+        self.state.close()
         await asyncio.to_thread(self._stop_tensorboards)
         self._unpublish()
 

@@ -4,7 +4,10 @@ Every handler is authenticated (`@web.authenticated`) and authorized (`@authoriz
 `px` resource, so a deployment's Authorizer can allow reading runs but not submitting them:
 submissions and TensorBoard are the `execute` action, stopping is `write`, the rest `read`).
 `APIHandler` enforces XSRF for cookie sessions on every method but GET. Blocking work (the run
-service: the store, backends, TensorBoard) runs in a thread so the event loop keeps serving.
+service: the store, backends, TensorBoard) runs in a thread so the event loop keeps serving, in
+a bounded pool of its kind (`Pools`): reads; submits and stops of local runs; submits and stops of
+Kubernetes runs (which wait on an API server that may hang); TensorBoard starts. Reads never wait
+behind submits, nor local submits behind a hung cluster.
 GET only reads: a run whose owner (supervisor, follower) is gone is answered as recorded, with
 `owner_problem` saying so; the server's keeper, not a request, brings it up to date.
 
@@ -12,16 +15,22 @@ Bodies: every request body is parsed into its model in `models.py` (a 400 names 
 the value), every answer is built through its model there (`send`), so the wire format is declared
 in one place, which the sidebar's TypeScript types are checked against.
 
-Errors: 400 with the reason for a bad body or parameter, 404 for an unknown run or file; a
-reason is always one line a user can act on (`{"message": ...}`, plus `problems` for topologies).
+Errors: 400 with the reason for a bad body or parameter, 404 for an unknown run or file, 409 for
+a damaged run (its record or status cannot be read: the store's one line), 507 when the disk
+under the run store is full; a reason is always one line a user can act on (`{"message": ...}`,
+plus `problems` for topologies). Those translations are made for every route in `send_error`,
+so no handler can forget one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
-from typing import Any, TypeVar
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -29,7 +38,7 @@ from tornado import web
 
 from .. import tensorboard
 from ..presentation.run_json import run_detail
-from ..runstore import RunNotFound, RunStore
+from ..runstore import RunDamaged, RunNotFound, RunStore
 from ..runstore.layout import ROLE_PATTERN
 from ..service import BackendError, RunService
 from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
@@ -67,7 +76,70 @@ AUTH_RESOURCE = "px"
 #: The most log bytes one request returns; the client continues from the returned offset.
 MAX_LOG_CHUNK = 256 * 1024
 
+#: Threads per kind of blocking work: reads (the store), submits and stops per backend family
+#: (a local one starts processes; a Kubernetes one waits on the API server), TensorBoard starts.
+#: A kind whose threads are all busy queues its own calls only.
+POOL_THREADS: dict[str, int] = {"read": 8, "local": 4, "kubernetes": 8, "tensorboard": 2}
+
+#: The largest byte offset a logs request may name (a file offset is a signed 64-bit number).
+MAX_OFFSET = 2**62
+
 B = TypeVar("B", bound=Body)
+Kind = Literal["read", "local", "kubernetes", "tensorboard"]
+
+
+def change_kind(backend: str) -> Kind:
+    """The pool of a submit or stop on `backend` (a topology's backend kind or a run's backend)."""
+    return "local" if backend == "local" else "kubernetes"
+
+
+class Pools:
+    """One bounded thread pool per kind of blocking work, for the server's life.
+
+    `asyncio.to_thread` shares the loop's one default pool (min(32, cores + 4) threads): six
+    submits blocked on a hung Kubernetes API server once left no thread for `GET runs`. Here a
+    submit can only wait behind other submits and stops to the same backend family."""
+
+    def __init__(self, threads: dict[str, int] | None = None):
+        sizes = {**POOL_THREADS, **(threads or {})}
+        self.executors = {
+            kind: ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"jupyter-px-{kind}")
+            for kind, size in sizes.items()
+        }
+
+    async def run(self, kind: Kind, function: Any, *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executors[kind], lambda: function(*args, **kwargs))
+
+    def shutdown(self) -> None:
+        """Refuse new work and drop what waits; calls in progress finish in their threads."""
+        for executor in self.executors.values():
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+def http_error_for(error: BaseException) -> web.HTTPError | None:
+    """The 4xx/5xx answer (with its one-line reason) an exception out of a handler means, or None
+    for a bug (answered 500 with a traceback in the log)."""
+    if isinstance(error, RunDamaged):
+        return web.HTTPError(409, str(error))
+    if isinstance(error, RecursionError):
+        return web.HTTPError(400, "the request is nested too deeply to be read")
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return web.HTTPError(507, "no space left under PX_HOME: free some disk space and try again")
+    return None
+
+
+def finite_json(data: Any) -> Any:
+    """`data` with every NaN or infinity replaced by null: `JSON.parse` refuses the bare `NaN` and
+    `Infinity` Python writes (values that say which they were travel beside them, e.g.
+    `Series.nonfinite`)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: finite_json(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [finite_json(value) for value in data]
+    return data
 
 
 class PxState:
@@ -83,6 +155,10 @@ class PxState:
         self.service = RunService(self.store, kubernetes=self.settings.kubernetes_overrides())
         self.runs = RunsIndex(self.service)
         self.metrics = MetricsCache(self.store)
+        self.pools = Pools()
+
+    def close(self) -> None:
+        self.pools.shutdown()
 
 
 class PxHandler(APIHandler):
@@ -91,8 +167,25 @@ class PxHandler(APIHandler):
     def initialize(self, state: PxState) -> None:
         self.px = state
 
-    async def blocking(self, function: Any, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(function, *args, **kwargs)
+    async def blocking(self, function: Any, *args: Any, kind: Kind = "read", **kwargs: Any) -> Any:
+        """`function(*args, **kwargs)` in a thread of the `kind` pool (`Pools`)."""
+        return await self.px.pools.run(kind, function, *args, **kwargs)
+
+    def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
+        """Every route answers a damaged run, a too-deep body and a full disk alike (`http_error_for`)."""
+        exc_info = kwargs.get("exc_info")
+        if exc_info is not None and not isinstance(exc_info[1], web.HTTPError):
+            translated = http_error_for(exc_info[1])
+            if translated is not None:
+                status_code, kwargs["exc_info"] = translated.status_code, (web.HTTPError, translated, exc_info[2])
+        super().send_error(status_code, **kwargs)
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        translated = http_error_for(value) if value is not None else None
+        if translated is not None:  # an answer with its reason, not a bug: no traceback
+            log.warning("jupyter_px: %s %s: %s", self.request.method, self.request.path, translated.log_message)
+            return
+        super().log_exception(typ, value, tb)
 
     def body(self, model: type[B]) -> B:
         """The request body as `model`; 400 naming the field and the value when it is not one."""
@@ -111,6 +204,8 @@ class PxHandler(APIHandler):
             raise web.HTTPError(400, f"{name}: {text!r} is not a whole number") from None
         if minimum is not None and value < minimum:
             raise web.HTTPError(400, f"{name}: {value} is below {minimum}")
+        if abs(value) > MAX_OFFSET:
+            raise web.HTTPError(400, f"{name}: {value} is too large (at most {MAX_OFFSET})")
         return value
 
     async def resolve(self, ref: str) -> str:
@@ -137,7 +232,7 @@ class PxHandler(APIHandler):
     def write_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
+        self.finish(json.dumps(finite_json(data), allow_nan=False))
 
 
 def _problems(error: TopologyError) -> dict[str, Any]:
@@ -270,6 +365,7 @@ class RunsHandler(PxHandler):
                 self.px.service.submit,
                 code.source,
                 topo,
+                kind=change_kind(topo.backend_kind),
                 name=name or None,
                 workdir=code.workdir,
                 submitted_from="sidebar",
@@ -295,8 +391,9 @@ class RunHandler(PxHandler):
     @authorized("write")
     async def delete(self, ref: str) -> None:
         run_id = await self.resolve(ref)
+        record = await self.blocking(self.px.service.record, run_id)
         try:
-            await self.blocking(self.px.service.stop, run_id)
+            await self.blocking(self.px.service.stop, run_id, kind=change_kind(record.backend))
         except BackendError as error:
             raise web.HTTPError(409, f"run {run_id} could not be stopped: {error}") from None
         self.send(RunDetail, await self.blocking(self._detail, run_id))
@@ -362,7 +459,10 @@ class RunTensorBoardHandler(PxHandler):
         run_id = await self.resolve(ref)
         self.body(TensorBoardRequest)  # no options yet: an empty object (or no body)
         result = await self.blocking(
-            self.px.service.tensorboard, [run_id], idle_timeout=self.px.settings.tensorboard_idle_timeout
+            self.px.service.tensorboard,
+            [run_id],
+            kind="tensorboard",
+            idle_timeout=self.px.settings.tensorboard_idle_timeout,
         )
         if isinstance(result, tensorboard.Failed):
             self.send(

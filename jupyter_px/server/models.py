@@ -13,6 +13,7 @@ the metrics `cursor` is an opaque string: the client sends back what it got, as 
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -267,12 +268,39 @@ class LogChunk(Reply):
     finished: bool
 
 
+#: How a value JSON cannot hold is named in `Series.nonfinite`.
+NONFINITE_NAMES = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _finite_values(data: Any) -> Any:
+    """A series' non-finite values as null in `values`, each named in `nonfinite` by its position
+    (`JSON.parse` refuses bare `NaN`/`Infinity`; the plot draws a gap there)."""
+    if not isinstance(data, dict) or not isinstance(data.get("values"), list):
+        return data
+    values, nonfinite = [], {}
+    for i, value in enumerate(data["values"]):
+        if isinstance(value, float) and not math.isfinite(value):
+            nonfinite[str(i)] = NONFINITE_NAMES[repr(value)]
+            value = None
+        values.append(value)
+    if not nonfinite:
+        return data
+    return {**data, "values": values, "nonfinite": {**data.get("nonfinite", {}), **nonfinite}}
+
+
 class Series(Reply):
-    """One metric of one replica: columns of equal length."""
+    """One metric of one replica: columns of equal length. A value that was NaN or infinite is
+    null in `values`, and `nonfinite` (only present then) says which it was, by position."""
 
     steps: list[int | None]
-    values: list[float]
+    values: list[float | None]
     times: list[float]
+    nonfinite: dict[str, Literal["NaN", "Infinity", "-Infinity"]] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encode_nonfinite(cls, data: Any) -> Any:
+        return _finite_values(data)
 
 
 def _cursor_text(value: Any) -> Any:
@@ -355,12 +383,36 @@ def _order(error: Any) -> int:
     return 0 if error["type"] == "extra_forbidden" else 1
 
 
+#: The deepest nesting of arrays and objects a request body may have (a topology needs about 6):
+#: deeper input would exhaust the stack of the parsers and validators it goes through.
+MAX_BODY_DEPTH = 64
+
+
+def body_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (without recursing)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_BODY_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def parse_body(model: type[B], raw: bytes | None) -> B:
     """The request body as `model`, or `BodyError` naming the first field (and value) that is wrong."""
     try:
         body = json.loads(raw or b"{}")
     except ValueError as error:
         raise BodyError(f"the request body is not JSON ({error})") from None
+    except RecursionError:
+        raise BodyError(f"the request body nests arrays or objects too deeply (at most {MAX_BODY_DEPTH})") from None
+    if body_depth(body) > MAX_BODY_DEPTH:
+        raise BodyError(f"the request body nests arrays or objects too deeply (at most {MAX_BODY_DEPTH})")
     if not isinstance(body, dict):
         raise BodyError(f"the request body must be a JSON object, got {type(body).__name__}")
     try:

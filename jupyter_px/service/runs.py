@@ -35,10 +35,38 @@ log = logging.getLogger(__name__)
 LOGS_TAIL_BYTES = 1 << 20
 #: How often `wait` looks at a run.
 WAIT_POLL_S = 0.25
+#: Free bytes under the run store below which an owner cannot write a run's status.
+STATUS_WRITE_BYTES = 64 * 1024
+#: What a read says of an unfinished run while the disk is full: its owner may have seen the
+#: replicas end, but the status (still Running) cannot say so until space is freed.
+DISK_FULL_PROBLEM = "cannot record the end: disk full (no space left under PX_HOME; the status is as last written)"
 
 
 class PushError(ValueError):
     """A value named in --push cannot be shipped to the replicas."""
+
+
+#: A name no run may have: `last` means the newest run wherever a run is named.
+RESERVED_NAMES = frozenset({"last"})
+
+
+def check_run_name(name: str | None) -> str | None:
+    """`name` if a run can be found by it later, else ValueError naming it: text that cannot be
+    written as UTF-8 (a lone surrogate, e.g. from a file name in an unknown encoding) would make
+    the run's record unreadable, and `last` would always mean the newest run instead."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise ValueError(f"name: {name!r} is not text")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"name: {name!r} is not valid text ({name[error.start]!r} at position {error.start} is a lone surrogate)"
+        ) from None
+    if name in RESERVED_NAMES:
+        raise ValueError(f"name: {name!r} is reserved (it means the newest run): choose another name")
+    return name
 
 
 @dataclass(frozen=True)
@@ -132,8 +160,9 @@ class RunService:
 
         `topology` with `framework`/`workers`/`ps`/`backend` overriding it (or alone, without
         one). Nothing is left behind when validation, the code, the backend's resource check or
-        the start fails: TopologyError, FileNotFoundError/ValueError (the code), PushError,
+        the start fails: TopologyError, FileNotFoundError/ValueError (the code, the name), PushError,
         BackendError/ResourceUnavailable say why."""
+        name = check_run_name(name)
         topo = parse_topology(topology) if topology is not None else None
         if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
             topo = apply_overrides(topo, framework=framework, workers=workers, ps=ps, backend=backend)
@@ -202,9 +231,20 @@ class RunService:
             return Observation(status)
         record = self.store.record(run_id)
         try:
-            return get_backend(record.backend, self.store).observe(run_id)
+            observation = get_backend(record.backend, self.store).observe(run_id)
         except BackendError as error:
             return Observation(status, f"its {record.backend} backend cannot be reached from here: {error}")
+        if observation.owner_problem is None and not observation.status.state.finished and self._disk_full():
+            return Observation(observation.status, DISK_FULL_PROBLEM)
+        return observation
+
+    def _disk_full(self) -> bool:
+        """Whether the file system of the run store has no room left for a status write."""
+        try:
+            stats = os.statvfs(self.store.root)
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < STATUS_WRITE_BYTES
 
     def view(self, run_id: str) -> RunView:
         """One run as a read sees it (`observe` with the record)."""

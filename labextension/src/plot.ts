@@ -1,9 +1,15 @@
-/** Pure geometry of the metrics plot: series -> SVG polylines on shared axes. */
+/** Pure geometry of the metrics plot: series -> SVG lines (with gaps) on shared axes. */
 import type { ISeries } from './types';
 
 export interface ITrace {
   label: string;
+  /** Every plotted point, "x,y x,y ..." (finite values only). */
   points: string;
+  /**
+   * The line as an SVG path: a new segment ("M") after each gap, so a NaN or infinite value
+   * (null on the wire) breaks the line instead of being bridged.
+   */
+  path: string;
   last: number | null;
 }
 
@@ -18,9 +24,13 @@ function xs(series: ISeries): number[] {
   return series.steps.map((step, i) => (step === null ? i : step));
 }
 
+function plotted(value: number | null): value is number {
+  return value !== null && Number.isFinite(value);
+}
+
 /**
- * One polyline per labelled series, scaled into a `width` x `height` box (y grows upwards);
- * non-finite values are skipped. Ranges are padded when flat so a constant line is visible.
+ * One line per labelled series, scaled into a `width` x `height` box (y grows upwards); a
+ * non-finite value (null) is a gap in it. Ranges are padded when flat so a constant line is visible.
  */
 export function layoutPlot(
   series: { label: string; series: ISeries }[],
@@ -34,7 +44,7 @@ export function layoutPlot(
   for (const { series: s } of series) {
     const x = xs(s);
     s.values.forEach((value, i) => {
-      if (!Number.isFinite(value)) {
+      if (!plotted(value)) {
         return;
       }
       xMin = Math.min(xMin, x[i]);
@@ -45,7 +55,12 @@ export function layoutPlot(
   }
   if (!Number.isFinite(xMin)) {
     return {
-      traces: series.map(s => ({ label: s.label, points: '', last: null })),
+      traces: series.map(s => ({
+        label: s.label,
+        points: '',
+        path: '',
+        last: null
+      })),
       xRange: [0, 1],
       yRange: [0, 1]
     };
@@ -63,14 +78,21 @@ export function layoutPlot(
   const traces = series.map(({ label, series: s }) => {
     const x = xs(s);
     const points: string[] = [];
+    const path: string[] = [];
     let last: number | null = null;
+    let gap = true;
     s.values.forEach((value, i) => {
-      if (Number.isFinite(value)) {
-        points.push(`${round(sx(x[i]))},${round(sy(value))}`);
-        last = value;
+      if (!plotted(value)) {
+        gap = true;
+        return;
       }
+      const point = `${round(sx(x[i]))},${round(sy(value))}`;
+      points.push(point);
+      path.push(`${gap ? 'M' : 'L'}${point}`);
+      gap = false;
+      last = value;
     });
-    return { label, points: points.join(' '), last };
+    return { label, points: points.join(' '), path: path.join(' '), last };
   });
   return { traces, xRange: [xMin, xMax], yRange: [yMin, yMax] };
 }
@@ -79,14 +101,29 @@ function round(value: number): number {
   return Math.round(value * 10) / 10;
 }
 
-/** Append newly received points to what a panel holds (the server sends only new points). */
+/**
+ * Append newly received points to what a panel holds (the server sends only new points); the
+ * positions in `nonfinite` are moved to where the points land.
+ */
 export function mergeSeries(into: ISeries | undefined, more: ISeries): ISeries {
   if (!into) {
-    return {
+    const copy: ISeries = {
       steps: [...more.steps],
       values: [...more.values],
       times: [...more.times]
     };
+    if (more.nonfinite) {
+      copy.nonfinite = { ...more.nonfinite };
+    }
+    return copy;
+  }
+  if (more.nonfinite) {
+    const shift = into.values.length;
+    const moved = { ...(into.nonfinite ?? {}) };
+    for (const [position, name] of Object.entries(more.nonfinite)) {
+      moved[String(Number(position) + shift)] = name;
+    }
+    into.nonfinite = moved;
   }
   into.steps.push(...more.steps);
   into.values.push(...more.values);

@@ -92,11 +92,15 @@ export interface IValidation {
   problems?: IProblem[];
 }
 
-/** models.Series: columns of equal length. */
+/**
+ * models.Series: columns of equal length. A NaN or infinite value is null in `values`, and
+ * `nonfinite` (present only then) names it by position: "NaN", "Infinity" or "-Infinity".
+ */
 export interface ISeries {
   steps: (number | null)[];
-  values: number[];
+  values: (number | null)[];
   times: number[];
+  nonfinite?: { [position: string]: 'NaN' | 'Infinity' | '-Infinity' } | null;
 }
 
 /** models.MetricsPage; `cursor` is opaque: send it back as `since`. */

@@ -10,7 +10,8 @@ and garbage-collects dependents through ownerReferences when their owner is dele
 Tests drive it directly: `set_pod_status`, `append_log`, `fail(...)` (inject 403/422/500 on the
 Nth call of a verb on a resource), `deny(...)` (SSAR answers), `latency` (seconds per request),
 `outage()` (the server goes away, open connections cut, and comes back on the same address with
-the same objects).
+the same objects), `hang(method, plural)` (matching calls are accepted and never answered until
+the block ends; `hung` counts those waiting).
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ class FakeKube:
         self.faults: list[Fault] = []
         self.denied: set[tuple[str, str]] = set()  # (verb, resource) SSAR says no to
         self.latency = 0.0
+        self.hanging: set[tuple[str, str]] = set()  # (method, plural) calls that get no answer
+        self.hung = 0  # calls waiting in a hang now
         self.max_in_flight = 0
         self._in_flight = 0
         self._rv = itertools.count(1)
@@ -157,6 +160,19 @@ class FakeKube:
                 self._closed = False
             self._bind(port)
             self._thread.start()
+
+    @contextmanager
+    def hang(self, method: str, plural: str) -> Iterator[None]:
+        """Inside the block, `method` calls on `plural` are read and never answered (an API server
+        that accepts connections and hangs); after it, or when the server closes, they go on."""
+        with self.lock:
+            self.hanging.add((method, plural))
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.hanging.discard((method, plural))
+                self.lock.notify_all()
 
     def kubeconfig(self, path, namespace: str = "default", context: str = "fake") -> str:
         """Write a kubeconfig pointing at this server; returns its path."""
@@ -364,6 +380,13 @@ class _Handler(BaseHTTPRequestHandler):
         if group and f"{plural}.{group}" not in kube.crds:
             return self._send(404, _status(404, "NotFound", "the server could not find the requested resource"))
         with kube.lock:
+            if (method, plural) in kube.hanging:
+                kube.hung += 1
+                while (method, plural) in kube.hanging and not kube._closed:
+                    kube.lock.wait()
+                kube.hung -= 1
+                if kube._closed:
+                    return None
             fault = kube._fault(method, plural)
         if fault:
             return self._send(fault.status, _status(fault.status, fault.reason, fault.message))

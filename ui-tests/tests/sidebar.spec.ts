@@ -178,7 +178,7 @@ test.describe('jupyter-px sidebar', () => {
     // Metrics: one trace per replica.
     await row.locator('.jp-px-action-metrics').click();
     const metrics = page.locator('.jp-px-panel-metrics');
-    await expect(metrics.locator('polyline.jp-px-trace')).toHaveCount(4);
+    await expect(metrics.locator('path.jp-px-trace')).toHaveCount(4);
     await expect(metrics.locator('.jp-px-metric-select')).toHaveValue('loss');
     await shot(page, 'light-08-metrics');
 
@@ -255,7 +255,7 @@ test.describe('jupyter-px sidebar', () => {
     await shot(page, 'dark-02-logs');
     await row.locator('.jp-px-action-metrics').click();
     await expect(
-      page.locator('.jp-px-panel-metrics polyline.jp-px-trace')
+      page.locator('.jp-px-panel-metrics path.jp-px-trace')
     ).toHaveCount(4);
     await shot(page, 'dark-03-metrics');
   });

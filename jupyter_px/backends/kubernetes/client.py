@@ -4,6 +4,11 @@ this process runs in a pod (Kubeflow Notebooks, JupyterHub on Kubernetes), the i
 `connect` returns the official client's API objects sharing one connection pool sized for the
 backend's parallel creates, and the namespace to use (settings, else the context's, else the
 pod's own namespace, else "default").
+
+Every call has a request timeout: the official client waits forever by default, so one API
+server that accepts a connection and never answers would hold a submit (and the thread serving
+it) for as long as it hangs. A call that names its own `_request_timeout` (watches, log streams)
+keeps it; every other call gets `REQUEST_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,27 @@ from .settings import KubernetesSettings
 
 #: Seconds to wait for the API server to accept a connection (watches, log streams, polls).
 CONNECT_TIMEOUT_S = 10.0
+#: Seconds to wait for the answer to one call (create, get, delete, list) that names no timeout.
+REQUEST_TIMEOUT_S = 30.0
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+class TimedApiClient(client.ApiClient):
+    """The official client with a default request timeout on every call (see the module doc)."""
+
+    default_timeout: tuple[float, float] = (CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S)
+
+    def call_api(
+        self,
+        method: Any,
+        url: Any,
+        header_params: Any = None,
+        body: Any = None,
+        post_params: Any = None,
+        _request_timeout: Any = None,
+    ) -> Any:
+        timeout = self.default_timeout if _request_timeout is None else _request_timeout
+        return super().call_api(method, url, header_params, body, post_params, _request_timeout=timeout)
 
 
 @dataclass
@@ -72,7 +97,7 @@ def connect(settings: KubernetesSettings) -> Cluster:
         raise BackendError(f"cannot load the Kubernetes configuration: {error}") from None
     configuration.connection_pool_maxsize = max(4, settings.create_parallelism)
     configuration.retries = 0  # our own calls decide; a refused connection must fail fast
-    api = client.ApiClient(configuration)
+    api = TimedApiClient(configuration)
     return Cluster(
         api=api,
         core=client.CoreV1Api(api),

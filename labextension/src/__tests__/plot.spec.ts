@@ -47,4 +47,44 @@ describe('metrics plot', () => {
     expect(formatTick(0.5)).toBe('0.5');
     expect(formatTick(123456)).toBe('1.23e+5');
   });
+
+  it('draws a gap where a value is not finite (null on the wire)', () => {
+    const plot = layoutPlot(
+      [
+        {
+          label: 'master-0',
+          series: {
+            steps: [0, 1, 2, 3, 4],
+            values: [1, 2, null, 2, 1],
+            times: [0, 0, 0, 0, 0],
+            nonfinite: { '2': 'NaN' }
+          }
+        }
+      ],
+      40,
+      10
+    );
+    expect(plot.yRange).toEqual([1, 2]);
+    expect(plot.traces[0].path).toBe('M0,10 L10,0 M30,0 L40,10');
+    expect(plot.traces[0].last).toBe(1);
+  });
+
+  it('moves the positions of non-finite values when pages are appended', () => {
+    const merged = mergeSeries(
+      {
+        steps: [0, 1],
+        values: [null, 1],
+        times: [0, 0],
+        nonfinite: { '0': 'Infinity' }
+      },
+      {
+        steps: [2, 3],
+        values: [2, null],
+        times: [0, 0],
+        nonfinite: { '1': 'NaN' }
+      }
+    );
+    expect(merged.values).toEqual([null, 1, 2, null]);
+    expect(merged.nonfinite).toEqual({ '0': 'Infinity', '3': 'NaN' });
+  });
 });

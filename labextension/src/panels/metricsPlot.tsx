@@ -7,7 +7,7 @@ import type { MetricsModel } from './metricsModel';
 const WIDTH = 640;
 const HEIGHT = 300;
 
-/** The metric picker, the plot (one polyline per replica) and its legend. */
+/** The metric picker, the plot (one line per replica, broken where a value is not finite) and its legend. */
 export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
   const { model } = props;
   return (
@@ -84,11 +84,11 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                   step {formatTick(plot.xRange[1])}
                 </text>
                 {plot.traces.map((trace, i) => (
-                  <polyline
+                  <path
                     key={trace.label}
                     className={`jp-px-trace jp-px-trace-${i % 8}`}
                     data-replica={trace.label}
-                    points={trace.points}
+                    d={trace.path}
                     fill="none"
                   />
                 ))}

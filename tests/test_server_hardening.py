@@ -1,0 +1,116 @@
+"""The REST API under attack and under faults, against the real jupyter_server (pytest-jupyter).
+
+A damaged run, a body nested a thousand deep, a log offset past any file, a metric that is NaN:
+each is an answer with its reason (4xx, or a JSON the browser can parse), never a 500. The
+disk-full and hung-API-server cases are in `test_server_faults.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import pytest
+from conftest import make_synthetic_run
+from tornado.httpclient import HTTPClientError
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+TOPOLOGY = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
+
+
+@pytest.fixture
+def jp_server_config(px_home):
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}}
+
+
+def strict_json(body: bytes) -> object:
+    """JSON as a browser's `JSON.parse` reads it: bare NaN / Infinity are errors."""
+
+    def refuse(constant: str) -> object:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(body, parse_constant=refuse)
+
+
+async def error_of(jp_fetch, *parts, **kwargs) -> tuple[int, str]:
+    with pytest.raises(HTTPClientError) as caught:
+        await jp_fetch(*parts, **kwargs)
+    response = caught.value.response
+    body = response.body if response is not None else b""
+    return caught.value.code, json.loads(body).get("message", "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Damaged runs (issue 20, item 4)
+
+
+@pytest.mark.parametrize(
+    "route, method",
+    [((), "GET"), (("logs",), "GET"), (("metrics",), "GET"), ((), "DELETE")],
+    ids=["detail", "logs", "metrics", "delete"],
+)
+async def test_a_damaged_run_is_a_409_with_the_stores_line_on_every_route(jp_fetch, px_home, route, method):
+    run_dir = make_synthetic_run(px_home, "broken-1", TOPOLOGY, state="Running", metric_points=2)
+    (run_dir / "status.json").write_text('{"run_id": "broken-1", "state": ')  # a crash mid-write
+    code, message = await error_of(jp_fetch, "px", "api", "runs", "broken-1", *route, method=method)
+    assert code == 409
+    assert message.startswith("run broken-1 is damaged: status.json is not valid")
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input that once reached the stack or the file system (issue 20, item 4)
+
+DEEP = "[" * 1000 + "]" * 1000
+
+
+@pytest.mark.parametrize(
+    "route",
+    [("topology", "validate"), ("topology", "render"), ("runs",)],
+    ids=["validate", "render", "submit"],
+)
+async def test_a_body_nested_a_thousand_deep_is_a_400(jp_fetch, px_home, route):
+    body = '{"topology": {"environment": ' + DEEP + "}}"
+    code, message = await error_of(jp_fetch, "px", "api", *route, method="POST", body=body)
+    assert (code, message) == (400, "the request body nests arrays or objects too deeply (at most 64)")
+
+
+async def test_a_log_offset_past_any_file_is_a_400(jp_fetch, px_home):
+    make_synthetic_run(px_home, "logged-1", TOPOLOGY, state="Running")
+    code, message = await error_of(jp_fetch, "px", "api", "runs", "logged-1", "logs", params={"offset": str(2**63)})
+    assert code == 400
+    assert message == f"offset: {2**63} is too large (at most {2**62})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Non-finite metric values (issue 20, item 2)
+
+
+async def test_nan_and_infinite_metrics_reach_the_browser_as_parseable_json(jp_fetch, px_home):
+    run_dir = make_synthetic_run(px_home, "nan-1", TOPOLOGY, state="Running", metric_points=0)
+    now = time.time()
+    values = [0.5, float("nan"), float("inf"), float("-inf"), 0.25]
+    with open(run_dir / "metrics" / "master-0.jsonl", "w") as out:
+        for step, value in enumerate(values):
+            out.write(json.dumps({"step": step, "time": now + step, "metrics": {"loss": value}}) + "\n")
+
+    response = await jp_fetch("px", "api", "runs", "nan-1", "metrics")
+    page = strict_json(response.body)
+    assert isinstance(page, dict)
+    loss = page["series"]["master-0"]["loss"]
+    assert loss["steps"] == [0, 1, 2, 3, 4]
+    assert loss["values"] == [0.5, None, None, None, 0.25]
+    assert loss["nonfinite"] == {"1": "NaN", "2": "Infinity", "3": "-Infinity"}
+
+    listing = await jp_fetch("px", "api", "runs")
+    strict_json(listing.body)  # the progress beside the list parses too
+
+
+def test_every_json_answer_is_written_without_nan():
+    """The one writer of the handlers' JSON: any non-finite float anywhere becomes null."""
+    from jupyter_px.server.handlers import finite_json
+
+    data = {"a": [1.0, math.nan, {"b": math.inf}], "c": (-math.inf, "NaN"), "d": 2}
+    assert finite_json(data) == {"a": [1.0, None, {"b": None}], "c": [None, "NaN"], "d": 2}
+    json.dumps(finite_json(data), allow_nan=False)

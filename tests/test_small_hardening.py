@@ -1,0 +1,89 @@
+"""Small ones from the adversarial pass: names that would make a run unreachable, the runs
+folder's mode, `jupyter px logs --follow` on a run deleted under it (real CLI subprocess)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import time
+
+import psutil
+import pytest
+from local_support import CLI, ROOT
+
+from jupyter_px.runstore import RunStore
+from jupyter_px.runstore.models import RunOwner
+from jupyter_px.service import RunService, SourceText
+
+PYTORCH = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
+
+
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("caf\udce9", "name: 'caf\\udce9' is not valid text ('\\udce9' at position 3 is a lone surrogate)"),
+        ("last", "name: 'last' is reserved (it means the newest run): choose another name"),
+    ],
+    ids=["lone-surrogate", "last"],
+)
+def test_a_name_no_run_could_be_found_by_is_refused_at_submit(px_home, name, reason):
+    with pytest.raises(ValueError) as refused:
+        RunService().submit(SourceText("pass\n"), PYTORCH, name=name)
+    assert str(refused.value) == reason
+    assert not (px_home / "runs").exists() or not any((px_home / "runs").iterdir())
+
+
+async def test_the_rest_api_refuses_a_reserved_name(px_home, jp_fetch, jp_root_dir):
+    import json
+
+    from tornado.httpclient import HTTPClientError
+
+    (jp_root_dir / "train.py").write_text("pass\n")
+    body = json.dumps({"topology": PYTORCH, "script": "train.py", "name": "last"})
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch("px", "api", "runs", method="POST", body=body)
+    assert refused.value.code == 400
+    assert json.loads(refused.value.response.body)["message"].endswith(
+        "name: 'last' is reserved (it means the newest run): choose another name"
+    )
+
+
+def test_the_runs_folder_is_private(px_home):
+    from conftest import make_synthetic_run
+
+    make_synthetic_run(px_home, "first-1", PYTORCH)
+    assert stat.S_IMODE((px_home / "runs").stat().st_mode) == 0o700
+    assert stat.S_IMODE((px_home / "runs" / "first-1").stat().st_mode) == 0o700
+
+
+def test_logs_follow_on_a_deleted_run_ends_with_one_line(px_home):
+    """The run is Running with a live owner (this test process), so `--follow` keeps reading
+    until the run directory disappears under it."""
+    from conftest import make_synthetic_run
+
+    make_synthetic_run(px_home, "doomed-1", PYTORCH, log_lines=3)
+    store = RunStore(px_home)
+    status = store.status("doomed-1")
+    status.owner = RunOwner(kind="supervisor", pid=os.getpid(), started_at=psutil.Process().create_time())
+    store.write_status(status)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with subprocess.Popen(
+        [*CLI, "logs", "doomed-1", "--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as follower:
+        assert follower.stdout is not None
+        assert follower.stdout.readline().startswith("[master.0] master-0 line 0")
+        time.sleep(0.5)  # let it poll a few times on the live run
+        shutil.rmtree(px_home / "runs" / "doomed-1")
+        _, err = follower.communicate(timeout=120)
+    assert follower.returncode == 1
+    assert err == "jupyter px logs: run doomed-1 was deleted while its logs were printed\n"
+
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+@pytest.fixture
+def jp_server_config(px_home):
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}}
