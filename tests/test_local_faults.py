@@ -294,8 +294,10 @@ def test_a_run_submitted_from_a_replica_keeps_its_supervisor_when_the_outer_run_
 
 def _why_no_cgroups() -> str | None:
     """Why this machine gives a run no cgroup v2 of its own (the test's own probe), or None."""
-    mount = next((f[1] for f in map(str.split, open("/proc/self/mounts")) if f[2] == "cgroup2"), None)
-    own = next((line[3:].strip() for line in open("/proc/self/cgroup") if line.startswith("0::")), None)
+    with open("/proc/self/mounts") as mounts:
+        mount = next((f[1] for f in map(str.split, mounts) if f[2] == "cgroup2"), None)
+    with open("/proc/self/cgroup") as cgroups:
+        own = next((line[3:].strip() for line in cgroups if line.startswith("0::")), None)
     if mount is None or own is None:
         return "no cgroup v2 hierarchy is mounted"
     probe = os.path.join(mount, own.lstrip("/"), f"px-test-probe-{os.getpid()}")

@@ -95,3 +95,24 @@ def test_read_lines_never_holds_more_than_a_line_limit(tmp_path):
     read = jsonl_records.read_lines(str(path), 0, path.stat().st_size, got.append)
     assert b"".join(got) == b"a\nb\n" and max(len(chunk) for chunk in got) <= limit
     assert read.long_lines == 1 and not read.skipping and read.offset == path.stat().st_size - 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io to count bytes read")
+def test_clients_paging_past_a_long_line_read_a_bounded_amount_per_request(paths):
+    """The REST route pages a file with `read_range(limit=...)`: a page that ends inside a
+    100 MB line must not scan to that line's end."""
+    path = paths.metrics("worker", 0)
+    append(path, line(0, 0.5) + b"[" + b"0" * (24 * MIB) + b"]\n" + line(1, 0.4))
+    reader = MetricsReader(paths, event_files=False)
+    poll_quietly(reader)
+    name, offset, steps, requests = "metrics/worker-0.jsonl", 0, [], 0
+    while offset < path.stat().st_size:
+        before = bytes_read()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            points, offset = reader.read_range(name, offset, limit=1000)
+        assert bytes_read() - before < 4 * MIB
+        steps += [step for series in points.values() for step in series.steps]
+        requests += 1
+        assert requests < 100
+    assert steps == [0, 1]

@@ -94,9 +94,11 @@ def read_lines(
     return LinesRead(done, skipping, long_lines)
 
 
-def line_start_after(path: str, position: int) -> int:
+def line_start_after(path: str, position: int, scan: int | None = None) -> int:
     """The offset of the first line that starts at or after `position` (0 stays 0); the end of
-    the file when no line starts after it."""
+    the file when no line starts after it. With `scan`, at most that many bytes are looked at:
+    inside a longer line, `position + scan` (a point within an over-long line, which a read
+    from there skips)."""
     if position <= 0:
         return 0
     with open(path, "rb") as f:
@@ -107,6 +109,8 @@ def line_start_after(path: str, position: int) -> int:
             if cut >= 0:
                 return start + cut + 1
             start += len(block)
+            if scan is not None and start - position >= scan:
+                return position + scan
         return start
 
 

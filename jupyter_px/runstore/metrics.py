@@ -417,7 +417,8 @@ class MetricsReader:
         else:
             end = state.offset
             if limit is not None and start + limit < end:
-                end = min(end, line_start_after(path, start + max(1, limit)))
+                # bounded: a limit that lands in an over-long line does not scan to its end
+                end = min(end, line_start_after(path, start + max(1, limit), scan=MAX_LINE_BYTES))
             # bad_lines=1: the reader already warned about this file's bad lines, if any
             ingest = partial(
                 self._ingest,
