@@ -56,27 +56,6 @@ def _own_cgroup() -> str | None:
     return None
 
 
-def unavailable_reason() -> str | None:
-    """Why run cgroups cannot be used here, or None when they can (a probe cgroup is made and removed)."""
-    mount, own = _unified_mount(), _own_cgroup()
-    if mount is None or own is None:
-        return "no cgroup v2 hierarchy is mounted"
-    probe = mount / own.lstrip("/") / f"{PREFIX}probe-{os.getpid()}"
-    try:
-        probe.mkdir()
-    except OSError as error:
-        return f"cannot create a cgroup under {probe.parent}: {error.strerror}"
-    try:
-        if not (probe / "cgroup.procs").exists():
-            return f"{probe.parent} does not offer cgroup.procs"
-        return None
-    finally:
-        try:
-            probe.rmdir()
-        except OSError:
-            pass
-
-
 class RunCgroup:
     """One run's cgroup: join (from a replica's pre-exec hook), list, kill, remove."""
 
