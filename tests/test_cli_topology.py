@@ -270,3 +270,24 @@ def test_run_honours_a_scripts_coding_line(tmp_path):
     assert "caf\u00e9 4" in done.stdout
     (run_id,) = _stored_runs(env)
     assert "caf\u00e9 4" in px("logs", run_id, env=env).stdout
+
+
+def test_validate_refuses_what_no_backend_can_use_with_field_paths():
+    done = px(
+        "validate",
+        "-",
+        stdin="framework: pytorch\nbackend: native\nenvironment:\n  env:\n    A=B: x\n"
+        "  node_selector:\n    'bad key!': v\n  replicas:\n    n_workers: true\n",
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[1:] == [
+        "  environment.env.A=B: environment variable name 'A=B' contains '=', which ends a name",
+        "  environment.node_selector.bad key!: label key 'bad key!' is not valid: use alphanumerics, '-', '_' "
+        "and '.', beginning and ending with an alphanumeric",
+        "  environment.replicas.n_workers: true is not a whole number",
+    ]
+    done = px(
+        "validate", "-", stdin="framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 8\n    n_workers: 2\n"
+    )
+    assert done.returncode == 2
+    assert "environment.replicas.n_workers: given more than once (lines 4 and 5)" in done.stderr

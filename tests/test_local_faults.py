@@ -290,3 +290,47 @@ def test_a_run_submitted_from_a_replica_keeps_its_supervisor_when_the_outer_run_
     inner = jupyter_px.Run((outer.paths.outputs_dir / "inner").read_text())
     inner_status = inner.wait(timeout=120, poll=0.1)
     assert inner_status.state.value == "Succeeded", describe(inner)
+
+
+def _why_no_cgroups() -> str | None:
+    """Why this machine gives a run no cgroup v2 of its own (the test's own probe), or None."""
+    with open("/proc/self/mounts") as mounts:
+        mount = next((f[1] for f in map(str.split, mounts) if f[2] == "cgroup2"), None)
+    with open("/proc/self/cgroup") as cgroups:
+        own = next((line[3:].strip() for line in cgroups if line.startswith("0::")), None)
+    if mount is None or own is None:
+        return "no cgroup v2 hierarchy is mounted"
+    probe = os.path.join(mount, own.lstrip("/"), f"px-test-probe-{os.getpid()}")
+    try:
+        os.mkdir(probe)
+    except OSError as error:
+        return f"cannot create a cgroup under {os.path.dirname(probe)}: {error.strerror}"
+    os.rmdir(probe)
+    return None
+
+
+def test_a_daemon_with_an_emptied_environment_dies_with_a_sigkilled_supervisor(px_home):
+    """setsid + double fork + execve(env={}) while the run goes on, then the supervisor is
+    SIGKILLed: the daemon has no PX_RUN_ID and its adopter is gone, so only the run's cgroup
+    finds it. Where the machine gives no cgroup, this cannot hold, and the test says so."""
+    reason = _why_no_cgroups()
+    if reason is not None:
+        pytest.skip(f"run cgroups are not available here ({reason}); the PX_RUN_ID scan is all there is")
+    run = submit("faults.py", _topology(1), args=["escape", "worker-0"])
+    daemon = wait_for(lambda: outputs(run).get("escaped", {}).get("pid"), what="the daemon to start")
+    proc = psutil.Process(daemon)
+    assert proc.environ() == {} and proc.name() == "sleep"
+    supervisor, _ = _supervisor_and_watchdog(run)
+    os.kill(supervisor.pid, signal.SIGKILL)
+    try:
+        status = wait_for(lambda: (s := run.store.status(run.run_id)).state.finished and s, what="the run marked")
+        assert status.state.value == "Lost", describe(run)
+        wait_for(
+            lambda: not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE,
+            timeout=20,
+            what=f"the daemon {daemon} to be killed",
+        )
+    finally:
+        if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+            proc.kill()
+    wait(run)

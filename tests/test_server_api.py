@@ -195,6 +195,43 @@ async def test_validate_reports_every_problem_with_its_path(jp_fetch):
     ]
 
 
+async def test_validate_refuses_what_no_backend_can_use(jp_fetch):
+    """The form's dict and pasted YAML alike: bad env names, label syntax, boolean counts,
+    duplicate keys, each at its field path."""
+    code, body = await fetch_json(
+        jp_fetch,
+        "px/api/topology/validate",
+        **post(
+            {
+                "topology": {
+                    "framework": "pytorch",
+                    "environment": {
+                        "env": {"A\u0000B": "x"},
+                        "node_selector": {"zone": "not ok"},
+                        "replicas": {"n_workers": True},
+                    },
+                }
+            }
+        ),
+    )
+    assert code == 200 and body["valid"] is False
+    assert [problem["path"] for problem in body["problems"]] == [
+        "environment.env.A\\x00B",
+        "environment.node_selector.zone",
+        "environment.replicas.n_workers",
+    ]
+    code, body = await fetch_json(
+        jp_fetch, "px/api/topology/validate", **post({"topology": "framework: pytorch\nframework: mxnet\n"})
+    )
+    assert body["valid"] is False
+    assert body["problems"] == [
+        {
+            "path": "framework",
+            "message": "given more than once (lines 1 and 2); YAML would keep only the last, so remove one",
+        }
+    ]
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [

@@ -273,3 +273,33 @@ async def test_stop_extension_stops_the_tensorboards_of_this_server(jp_serverapp
     await the_app(jp_serverapp).stop_extension()
     assert not record.exists()
     assert not psutil.pid_exists(stand_in.pid) or psutil.Process(stand_in.pid).status() == psutil.STATUS_ZOMBIE
+
+
+async def test_the_tensorboard_route_asks_the_authorizer(jp_fetch, jp_serverapp, stand_in):
+    """A deployment that denies `px` gets no TensorBoard data either (pages, data, websockets),
+    while one that allows reading `px` does."""
+    from jupyter_server.auth import Authorizer
+    from tornado.httpclient import HTTPClientError
+
+    asked: list[tuple[str, str]] = []
+
+    class DenyPx(Authorizer):
+        def is_authorized(self, handler, user, action, resource) -> bool:
+            asked.append((action, resource))
+            return resource != "px"
+
+    class ReadPx(Authorizer):
+        def is_authorized(self, handler, user, action, resource) -> bool:
+            return resource != "px" or action == "read"
+
+    jp_serverapp.web_app.settings["authorizer"] = DenyPx(parent=jp_serverapp)
+    for path in (f"{stand_in.port}/", f"{stand_in.port}/data/plugins_listing", f"{stand_in.port}"):
+        with pytest.raises(HTTPClientError) as caught:
+            await jp_fetch("px", "tensorboard", path, follow_redirects=False)
+        assert caught.value.code == 403, path
+    with pytest.raises(HTTPClientError) as caught:
+        await jp_fetch("px", "tensorboard", f"{stand_in.port}/", method="POST", body="{}")
+    assert caught.value.code == 403
+    assert ("read", "px") in asked
+    jp_serverapp.web_app.settings["authorizer"] = ReadPx(parent=jp_serverapp)
+    assert (await jp_fetch("px", "tensorboard", f"{stand_in.port}/")).code == 200

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..runstore import RunStore
-from .base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
+from .base import Backend, BackendError, Observation, ResourceUnavailable, RunLeftBehind, SubmitHandle
 
 
 def backend_name(name: str | None) -> str:
@@ -38,6 +38,7 @@ def get_backend(
 __all__ = [
     "Backend",
     "BackendError",
+    "RunLeftBehind",
     "Observation",
     "ResourceUnavailable",
     "SubmitHandle",

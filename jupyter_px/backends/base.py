@@ -20,6 +20,12 @@ class BackendError(RuntimeError):
     """The backend cannot do what was asked; the message says why and what to change."""
 
 
+class RunLeftBehind(BackendError):
+    """Starting the run failed and undoing it could not be confirmed: something of it may remain
+    (e.g. objects on a cluster). The run's record is kept, Failed with a message that says what
+    and how to remove it (`stop` tries again), so it can be found and cleaned, never forgotten."""
+
+
 class ResourceUnavailable(BackendError):
     """The topology asks for more than the backend can give (e.g. 4 GPUs on a 1-GPU machine)."""
 

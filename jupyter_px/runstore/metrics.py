@@ -46,7 +46,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from .event_records import read_scalar_events
-from .jsonl_records import decode_lines, line_start_after, read_lines
+from .jsonl_records import MAX_LINE_BYTES, LinesRead, decode_lines, line_start_after, read_lines
 from .layout import EVENTS_FILE_SUFFIX, RunPaths
 
 __all__ = ["Series", "MetricsReader", "FilePosition"]
@@ -111,6 +111,8 @@ class _FileState:
     offset: int = 0
     inode: int = 0
     bad_lines: int = 0
+    long_lines: int = 0  # JSONL lines over MAX_LINE_BYTES, skipped (each counted and reported once)
+    skipping: bool = False  # JSONL: `offset` is inside an over-long line, dropped up to its newline
     broken: bool = False  # an event file with a corrupt record: not read any further
     history_end: int = 0  # JSONL with a budget: bytes [0, history_end) are not read yet
     # event files only: plugin of each tag, learned from the first event that carries metadata
@@ -229,7 +231,7 @@ class MetricsReader:
             ingest = partial(
                 self._ingest, replica, path=path, state=state, series_for=_collect_into(scratch), latest=False
             )
-            read_lines(path, low, high, ingest)
+            _report_long_lines(path, state, read_lines(path, low, high, ingest))
             for name, points in scratch.items():
                 series = self._series(replica, name, {})
                 series.steps[:0], series.values[:0], series.times[:0] = points.steps, points.values, points.times
@@ -260,7 +262,7 @@ class MetricsReader:
                 warnings.warn(
                     f"{path} was replaced or truncated; reading it again from the start", RuntimeWarning, stacklevel=2
                 )
-            state.offset, state.inode, state.plugins = 0, st.st_ino, {}
+            state.offset, state.inode, state.plugins, state.skipping = 0, st.st_ino, {}, False
         return st.st_size if st.st_size > state.offset else None
 
     def _read_jsonl(self, replica: str, path: str, starts: dict[tuple[str, str], int]) -> None:
@@ -276,7 +278,9 @@ class MetricsReader:
             return self._series(replica, name, starts)
 
         ingest = partial(self._ingest, replica, path=path, state=state, series_for=series_for)
-        state.offset = read_lines(path, state.offset, size, ingest)
+        read = read_lines(path, state.offset, size, ingest, skipping=state.skipping)
+        state.offset, state.skipping = read.offset, read.skipping
+        _report_long_lines(path, state, read)
 
     def _ingest(
         self,
@@ -413,7 +417,8 @@ class MetricsReader:
         else:
             end = state.offset
             if limit is not None and start + limit < end:
-                end = min(end, line_start_after(path, start + max(1, limit)))
+                # bounded: a limit that lands in an over-long line does not scan to its end
+                end = min(end, line_start_after(path, start + max(1, limit), scan=MAX_LINE_BYTES))
             # bad_lines=1: the reader already warned about this file's bad lines, if any
             ingest = partial(
                 self._ingest,
@@ -423,7 +428,7 @@ class MetricsReader:
                 series_for=_collect_into(scratch),
                 latest=None,
             )
-            end = read_lines(path, start, end, ingest)
+            end = read_lines(path, start, end, ingest).offset  # the reader reported long lines
         return {(state.replica, metric): points for metric, points in scratch.items()}, end
 
     # -- accessors ------------------------------------------------------------------------
@@ -436,6 +441,14 @@ class MetricsReader:
     def data(self) -> dict[str, dict[str, Series]]:
         """replica -> metric name -> Series, for everything read so far (do not mutate)."""
         return self._data
+
+    def long_lines(self) -> dict[str, int]:
+        """Metrics lines skipped for being over `MAX_LINE_BYTES`, by file (relative to the run
+        directory), for files that had any."""
+        root = str(self.paths.root)
+        return {
+            os.path.relpath(path, root): state.long_lines for path, state in self._files.items() if state.long_lines
+        }
 
     def replicas(self) -> list[str]:
         return sorted(self._data)
@@ -477,6 +490,18 @@ class MetricsReader:
 def _collect_into(scratch: dict[str, Series]) -> Callable[[str], Series]:
     """A `series_for` that gathers points in `scratch` (older history, prepended afterwards)."""
     return lambda name: scratch.setdefault(name, Series())
+
+
+def _report_long_lines(path: str, state: _FileState, read: LinesRead) -> None:
+    """Count and warn about the over-long lines a read began skipping (once each)."""
+    if read.long_lines:
+        state.long_lines += read.long_lines
+        warnings.warn(
+            f"{path}: skipped {read.long_lines} line(s) longer than {MAX_LINE_BYTES:,} bytes "
+            f"({state.long_lines} in this file so far)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _bad_line(path: str, state: _FileState, line: bytes) -> None:

@@ -10,6 +10,9 @@ Why a route of our own rather than jupyter-server-proxy's generic `<base_url>pro
 * **Only what we started.** It proxies a port only while a TensorBoard recorded by
   `jupyter_px.tensorboard` serves there (not any local port), behind the server's
   authentication (`JupyterHandler`), so it also works behind JupyterHub.
+* **Authorized like every px route.** Each request, websocket upgrades included, asks the
+  deployment's Authorizer for `read` on the `px` resource (`AUTH_ACTION`) before anything is
+  proxied: a policy that denies `px` denies its TensorBoards' data too.
 * **Use is recorded** (`tensorboard.touch`, at most every `WATCH_INTERVAL_S` per server): what
   the idle timeout of an unused TensorBoard counts from.
 * **No file work on the event loop, little of it at all.** A TensorBoard page makes dozens of
@@ -32,6 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from jupyter_core.utils import ensure_async
 from jupyter_server_proxy.handlers import LocalProxyHandler
 from tornado import web
 
@@ -42,6 +46,10 @@ ROUTE = tensorboard.PROXY_ROUTE + r"(\d+)(/.*|)"
 #: Absolute asset paths TensorBoard writes into its pages.
 _ABSOLUTE_ASSETS = re.compile(rb"(?<=[(\"'])/(font-roboto/)")
 _REWRITTEN_TYPES = ("text/html", "text/css")
+#: The Authorizer's resource and action for looking at a TensorBoard (the REST routes' resource;
+#: starting one is `execute` there, reading what it serves is `read`).
+AUTH_RESOURCE = "px"
+AUTH_ACTION = "read"
 #: The servers directory inside a run store's home (`tensorboard.ServerInfo` records live there).
 SERVERS_DIR = "tensorboard"
 
@@ -109,9 +117,19 @@ class TensorBoardPorts:
 class TensorBoardProxyHandler(LocalProxyHandler):
     """Proxies one of our TensorBoards; 404 for a port where none of ours serves."""
 
+    auth_resource = AUTH_RESOURCE
+
     def initialize(self, ports: TensorBoardPorts, **kwargs: Any) -> None:
         super().initialize(**kwargs)
         self.ports = ports
+
+    async def prepare(self, *args: Any, **kwargs: Any) -> None:
+        """Authentication (the proxy's own `prepare`), then the Authorizer, for every method:
+        `prepare` runs before any of them, a websocket's upgrade included."""
+        await super().prepare(*args, **kwargs)
+        user = self.current_user
+        if user and not await ensure_async(self.authorizer.is_authorized(self, user, AUTH_ACTION, AUTH_RESOURCE)):
+            raise web.HTTPError(403, f"User is not authorized to {AUTH_ACTION} on resource: {AUTH_RESOURCE}.")
 
     async def _check(self, port: str) -> None:
         if await self.ports.lookup(int(port)) is None:

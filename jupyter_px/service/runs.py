@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backends import Backend, BackendError, Observation, get_backend
+from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
 from ..runstore import CodeSpec, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from .sources import CodeSource, load_code
@@ -191,6 +191,8 @@ class RunService:
         self.store.create(record, files)
         try:
             chosen.submit(run_id)
+        except RunLeftBehind:  # the backend kept the run, Failed, to clean what may remain
+            raise
         except BaseException:
             self.store.delete(run_id)
             raise

@@ -57,8 +57,13 @@ def format_path(location: Iterable[Any]) -> str:
     for part in location:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif part == "[key]":  # pydantic's marker for a bad mapping key: the key is the path's end
+            continue
         else:
-            name = clip(str(part), MAX_SHOWN_CHARS // 2)
+            name = str(part)
+            if not name.isprintable():  # a NUL or newline in a key is shown, not printed
+                name = name.encode("unicode_escape").decode("ascii")
+            name = clip(name, MAX_SHOWN_CHARS // 2) or '""'
             out += f".{name}" if out else name
     return out
 

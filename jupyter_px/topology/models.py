@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -24,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from .kube_syntax import check_env_name, check_env_value, check_label_key, check_label_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
 
@@ -56,7 +58,23 @@ EnvValue = Annotated[
     BeforeValidator(
         lambda v: str(v).lower() if isinstance(v, bool) else (str(v) if isinstance(v, (int, float)) else v)
     ),
+    AfterValidator(check_env_value),
 ]
+EnvName = Annotated[str, AfterValidator(check_env_name)]
+LabelKey = Annotated[str, AfterValidator(check_label_key)]
+LabelValue = Annotated[str, AfterValidator(check_label_value)]
+
+
+def _not_a_bool(value: Any) -> Any:
+    """YAML's `true` is no count: pydantic would read it as 1."""
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a whole number")
+    return value
+
+
+#: A whole number that refuses `true`/`false` (every count, index and limit of a topology).
+WholeNumber = Annotated[int, BeforeValidator(_not_a_bool)]
+Count = Annotated[NonNegativeInt, BeforeValidator(_not_a_bool)]
 
 
 class _Strict(BaseModel):
@@ -126,10 +144,10 @@ class ReplicaSettings(_Strict):
 
     resources: Resources | None = None
     image: str | None = Field(default=None, description="Container image (Kubernetes backends).")
-    env: dict[str, EnvValue] | None = Field(default=None, description="Extra environment variables.")
-    node_selector: dict[str, str] | None = Field(default=None, description="Kubernetes node selector.")
+    env: dict[EnvName, EnvValue] | None = Field(default=None, description="Extra environment variables.")
+    node_selector: dict[LabelKey, LabelValue] | None = Field(default=None, description="Kubernetes node selector.")
     restart_policy: RestartPolicy | None = None
-    max_restarts: NonNegativeInt | None = Field(default=None, description="Restarts allowed with OnFailure.")
+    max_restarts: Count | None = Field(default=None, description="Restarts allowed with OnFailure.")
 
 
 #: Fields an override or a role default may replace (polyaxon's rule: replace what it names).
@@ -139,7 +157,7 @@ SETTING_FIELDS = tuple(ReplicaSettings.model_fields)
 class ReplicaOverride(ReplicaSettings):
     """Settings for one index of a role; replaces the role's default for the fields it names."""
 
-    index: NonNegativeInt
+    index: Count
 
 
 _COUNT_LIMITS = (
@@ -150,10 +168,12 @@ _COUNT_LIMITS = (
 class Replicas(_Strict):
     """`environment.replicas`: how many of each role and their settings."""
 
-    n_masters: int = Field(default=1, ge=0, le=1, description="0 for a job of workers only (no chief/master).")
-    n_workers: int = Field(default=0, ge=0, le=MAX_REPLICAS_PER_ROLE, description=f"Workers. {_COUNT_LIMITS}")
-    n_ps: int = Field(default=0, ge=0, le=MAX_REPLICAS_PER_ROLE, description=f"Parameter servers. {_COUNT_LIMITS}")
-    n_evaluators: int = Field(default=0, ge=0, le=1, description="TensorFlow only: a side-car evaluator.")
+    n_masters: WholeNumber = Field(default=1, ge=0, le=1, description="0 for a job of workers only (no chief/master).")
+    n_workers: WholeNumber = Field(default=0, ge=0, le=MAX_REPLICAS_PER_ROLE, description=f"Workers. {_COUNT_LIMITS}")
+    n_ps: WholeNumber = Field(
+        default=0, ge=0, le=MAX_REPLICAS_PER_ROLE, description=f"Parameter servers. {_COUNT_LIMITS}"
+    )
+    n_evaluators: WholeNumber = Field(default=0, ge=0, le=1, description="TensorFlow only: a side-car evaluator.")
     default_worker: ReplicaSettings | None = None
     default_ps: ReplicaSettings | None = None
     default_evaluator: ReplicaSettings | None = None
@@ -178,7 +198,7 @@ class Environment(ReplicaSettings):
 
     resources: Resources | None = Field(default=None, description="The master's resources.")
     replicas: Replicas | None = None
-    processes_per_replica: int = Field(
+    processes_per_replica: WholeNumber = Field(
         default=1,
         gt=0,
         le=MAX_PROCESSES_PER_REPLICA,

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .errors import Problem, TopologyError, clip
+from .errors import Problem, TopologyError, clip, format_path
 from .limits import MAX_DOCUMENT_CHARS, MAX_SHOWN_CHARS, MAX_YAML_DEPTH, MAX_YAML_VALUES
 
 #: Polyaxon's docs elide parts of a file with `...` lines; in YAML that is a document end
@@ -68,7 +68,7 @@ def load_yaml(text: str) -> Any:
     try:
         try:
             _check_shape(text, _BASE_LOADER)
-            return yaml.load(text, Loader=_Loader)
+            return _load_unique(text, _Loader)
         except yaml.constructor.ConstructorError:
             raise
         except yaml.YAMLError:
@@ -76,11 +76,65 @@ def load_yaml(text: str) -> Any:
         # A syntax error: read again in pure Python for its wording, the shape checked again in
         # case that parser accepts what libyaml did not.
         _check_shape(text, yaml.SafeLoader)
-        return yaml.load(text, Loader=_WordyLoader)
+        return _load_unique(text, _WordyLoader)
     except yaml.YAMLError as error:
         raise TopologyError([_problem(error)]) from None
     except _Refused as refused:
         raise TopologyError([Problem("yaml", f"{_where(refused.mark)}{refused}")]) from None
+
+
+def _load_unique(text: str, loader_class: type) -> Any:
+    """`yaml.load`, refusing a key given twice in one mapping (YAML keeps the last, silently:
+    `n_workers: 8` then `n_workers: 2` would run two). Each one is a problem at its field path."""
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        duplicates = _duplicate_keys(node)
+        if duplicates:
+            raise TopologyError(duplicates)
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+
+
+def _duplicate_keys(root: Any) -> list[Problem]:
+    """Every key given more than once, in document order. Walks each node once (anchors shared
+    through aliases are checked where they are defined); `_check_shape` bounded the walk."""
+    problems: list[tuple[int, Problem]] = []  # (line, problem), sorted into document order
+    seen: set[int] = set()
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[tuple[str, str], int] = {}
+            children = []
+            for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    children.append((value, path))
+                    continue
+                where = (key.tag, key.value)
+                if where in first_line:
+                    line = key.start_mark.line + 1
+                    problems.append(
+                        (
+                            line,
+                            Problem(
+                                format_path((*path, key.value)),
+                                f"given more than once (lines {first_line[where]} and {line}); "
+                                "YAML would keep only the last, so remove one",
+                            ),
+                        )
+                    )
+                else:
+                    first_line[where] = key.start_mark.line + 1
+                children.append((value, (*path, key.value)))
+            stack.extend(reversed(children))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed([(item, (*path, i)) for i, item in enumerate(node.value)]))
+    return [problem for _, problem in sorted(problems, key=lambda found: found[0])]
 
 
 class _Refused(Exception):

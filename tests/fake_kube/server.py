@@ -8,10 +8,11 @@ versions, answers 404/409/422 like the real one (Status objects with a reason an
 and garbage-collects dependents through ownerReferences when their owner is deleted.
 
 Tests drive it directly: `set_pod_status`, `append_log`, `fail(...)` (inject 403/422/500 on the
-Nth call of a verb on a resource), `deny(...)` (SSAR answers), `latency` (seconds per request),
-`outage()` (the server goes away, open connections cut, and comes back on the same address with
-the same objects), `hang(method, plural)` (matching calls are accepted and never answered until
-the block ends; `hung` counts those waiting).
+Nth call of a verb on a resource; with `lost=True` the call happens and only its answer fails),
+`deny(...)` (SSAR answers), `latency` (seconds per request), `outage()` (the server goes away,
+open connections cut, and comes back on the same address with the same objects), `hang(method,
+plural)` (matching calls are accepted and never answered until the block ends; `hung` counts
+those waiting).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Fault:
     message: str
     nth: int = 1  # the nth matching call fails (1 = the next one)
     times: int = 1
+    lost: bool = False  # the call is carried out, then its answer is this error (a lost response)
 
 
 def _match(labels: dict[str, str], selector: str | None) -> bool:
@@ -205,9 +207,20 @@ class FakeKube:
             obj = self.objects.get((plural, namespace, name))
             return copy.deepcopy(obj) if obj else None
 
-    def fail(self, method: str, plural: str, status: int, reason: str, message: str, nth: int = 1, times: int = 1):
+    def fail(
+        self,
+        method: str,
+        plural: str,
+        status: int,
+        reason: str,
+        message: str,
+        nth: int = 1,
+        times: int = 1,
+        lost: bool = False,
+    ):
+        """The nth call of `method` on `plural` answers `status`; with `lost`, after doing it."""
         with self.lock:
-            self.faults.append(Fault(method, plural, status, reason, message, nth, times))
+            self.faults.append(Fault(method, plural, status, reason, message, nth, times, lost))
 
     def deny(self, verb: str, resource: str) -> None:
         self.denied.add((verb, resource))
@@ -304,7 +317,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- plumbing ------------------------------------------------------------------------
 
+    _lost: Fault | None = None
+
     def _send(self, code: int, body: dict[str, Any]) -> None:
+        lost, self._lost = self._lost, None
+        if lost is not None:
+            code, body = lost.status, _status(lost.status, lost.reason, lost.message)
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -388,8 +406,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if kube._closed:
                     return None
             fault = kube._fault(method, plural)
-        if fault:
+        if fault and not fault.lost:
             return self._send(fault.status, _status(fault.status, fault.reason, fault.message))
+        self._lost = fault  # done, and its answer lost on the way (a proxy's 504): `_send` swaps it
         if sub == ["log"] and method == "GET":
             return self._logs(namespace, name or "", query)
         if method == "POST" and name is None:

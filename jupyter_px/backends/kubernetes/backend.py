@@ -23,9 +23,9 @@ from ... import detached
 from ...runstore import RunState, RunStatus, atomic_write_json
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology
-from ..base import Backend, BackendError, Observation, SubmitHandle
+from ..base import Backend, BackendError, Observation, RunLeftBehind, SubmitHandle
 from .client import Cluster, connect
-from .create import create_all, delete_objects
+from .create import CreateFailed, create_all, delete_objects, roll_back
 from .handle import FOLLOWER_DIR, FOLLOWER_LOG, STOP_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
@@ -103,14 +103,26 @@ class KubernetesBackend(Backend):
             preflight(cluster, objects, self.render_as, self._runtime(topology))
             job_kind = next((o["kind"] for o in objects if not KINDS[o["kind"]].core), None)
             handle = RunHandle(self.name, cluster.namespace, base_name(run_id), cluster.context, cluster.host, job_kind)
-            created = create_all(cluster, objects, self.settings.create_parallelism)
+            handle.save(paths.root)  # before any create: `stop` finds the run's objects by it
+            initial = RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()])
             try:
-                handle.save(paths.root)
-                self.store.write_status(RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()]))
+                created = create_all(cluster, objects, self.settings.create_parallelism)
+            except CreateFailed as error:
+                if error.left_behind:
+                    self._left_behind(initial, str(error))
+                raise
+            try:
+                self.store.write_status(initial)
                 with _starting(paths.root):
                     pid = self._start_follower(paths.root)
-            except BaseException:
-                delete_objects(cluster, created, self.settings.create_parallelism)
+            except BaseException as error:
+                problems = roll_back(cluster, objects, created, self.settings.create_parallelism)
+                if problems:
+                    self._left_behind(
+                        initial,
+                        f"starting the run failed ({error}); deleting its objects could not be confirmed: "
+                        f"{'; '.join(problems[:3])}",
+                    )
                 raise
         finally:
             cluster.close()
@@ -119,6 +131,18 @@ class KubernetesBackend(Backend):
             self.name,
             {"namespace": handle.namespace, "name": handle.base, "objects": len(created), "follower_pid": pid},
         )
+
+    def _left_behind(self, status: RunStatus, message: str) -> None:
+        """A start that failed and may have left objects on the cluster: the run is kept, Failed,
+        marked for `stop` to delete its objects by label; RunLeftBehind tells the caller to keep
+        its record."""
+        now = time.time()
+        status.state, status.reason, status.finished_at = RunState.FAILED, ROLLBACK_UNCONFIRMED, now
+        status.message = f"{message}. `jupyter px stop {status.run_id}` tries the deletion again."
+        root = self.store.paths(status.run_id).root
+        atomic_write_json(root / LEFT_BEHIND_FILE, {"at": now, "message": message})
+        self.store.write_status(status)
+        raise RunLeftBehind(status.message)
 
     def _start_follower(self, run_dir: Path) -> int:
         """Start the run's follower and record it as the run's owner before it may run. The caller
@@ -165,9 +189,12 @@ class KubernetesBackend(Backend):
 
     def stop(self, run_id: str, timeout: float = STOP_WAIT_S) -> None:
         status = self.store.status(run_id)
+        root = self.store.paths(run_id).root
+        if (root / LEFT_BEHIND_FILE).exists():  # a failed start whose objects may remain: delete them
+            self._delete_left_behind(run_id, root)
+            return
         if status.state.finished:
             return
-        root = self.store.paths(run_id).root
         handle = RunHandle.load(root)
         atomic_write_json(root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
         settings = load_settings(namespace=handle.namespace, context=handle.context)
@@ -188,6 +215,34 @@ class KubernetesBackend(Backend):
         if not status.state.finished:  # no follower (or a stuck one): the status is ours to finish
             _mark_stopped(status)
             self.store.write_status(status)
+
+    def _delete_left_behind(self, run_id: str, root: Path) -> None:
+        """Delete by label what a failed start may have left; forget the mark once confirmed."""
+        handle = RunHandle.load(root)
+        cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
+        try:
+            delete_run(cluster, handle)
+            left = [
+                f"{kind} {name}"
+                for kind in dict.fromkeys(
+                    ["Pod", "Service", "ConfigMap", *([handle.job_kind] if handle.job_kind else [])]
+                )
+                for name in KINDS[kind].names_by_label(cluster, f"{LABEL_RUN}={handle.base}")
+            ]
+        finally:
+            cluster.close()
+        if left:
+            raise BackendError(f"run {run_id}: still on the cluster after deleting: {', '.join(left[:5])}")
+        (root / LEFT_BEHIND_FILE).unlink(missing_ok=True)
+        status = self.store.status(run_id)
+        status.message = f"{status.message} Deleted since: nothing of the run is left on the cluster."
+        self.store.write_status(status)
+
+
+#: A run whose failed start may have left objects on the cluster (`stop` deletes them).
+LEFT_BEHIND_FILE = "left-behind.json"
+#: The reason of such a run (a string reason: statuses keep reasons the enum does not list).
+ROLLBACK_UNCONFIRMED = "RollbackUnconfirmed"
 
 
 def _mark_stopped(status: RunStatus) -> None:

@@ -3,8 +3,10 @@
 The ConfigMap goes first and becomes the `ownerReference` of every other object, so deleting it
 (or `stop`, which deletes by label) removes the whole run. The rest is created by a pool of
 `parallelism` threads: a 1,000-pod run is bounded by the API server, not by one round trip at a
-time. If any create fails, nothing new is started, what was created is deleted, and the error
-carries the API server's reason for the first failure.
+time. If any create fails, nothing new is started, what was created is deleted (by name, then
+by the run's label: a create whose answer was lost made an object no answer named), that
+nothing is left is confirmed by listing, and the error carries the API server's reason for the
+first failure and whether the rollback was confirmed.
 """
 
 from __future__ import annotations
@@ -19,14 +21,19 @@ from urllib3.exceptions import HTTPError
 
 from ..base import BackendError
 from .client import Cluster, api_reason
-from .names import LABEL_RUN
-from .resources import kind_of
+from .names import LABEL_RUN, run_selector
+from .resources import KINDS, kind_of
 
 log = logging.getLogger(__name__)
 
 
 class CreateFailed(BackendError):
-    """Creating the run's objects failed; whatever had been created was deleted again."""
+    """Creating the run's objects failed. `left_behind`: rolling back could not be confirmed
+    (some may remain on the cluster, under the run's label); otherwise none remain."""
+
+    def __init__(self, message: str, *, left_behind: bool = False):
+        super().__init__(message)
+        self.left_behind = left_behind
 
 
 def _describe(obj: dict[str, Any]) -> str:
@@ -65,16 +72,19 @@ def delete_objects(cluster: Cluster, objects: list[dict[str, Any]], parallelism:
 
 
 def create_all(cluster: Cluster, objects: list[dict[str, Any]], parallelism: int = 16) -> list[dict[str, Any]]:
-    """Create `objects` (the owner ConfigMap first); the created objects as the API returned them."""
+    """Create `objects` (the owner ConfigMap first); the created objects as the API returned them.
+
+    On a failure everything is rolled back (`roll_back`), including objects whose create
+    succeeded on the server while its answer was lost; CreateFailed says whether that was
+    confirmed (`left_behind`)."""
     if not objects or objects[0]["kind"] != "ConfigMap":
         raise ValueError("the first object of a run must be its ConfigMap (the owner)")
     owner_body, rest = objects[0], objects[1:]
     try:
         owner = kind_of(owner_body).create(cluster, owner_body)
-    except ApiException as error:
-        raise CreateFailed(f"creating {_describe(owner_body)} failed: {api_reason(error)}") from None
-    except (HTTPError, OSError) as error:
-        raise CreateFailed(f"creating {_describe(owner_body)} failed: {error}") from None
+    except (ApiException, HTTPError, OSError) as error:
+        reason = api_reason(error) if isinstance(error, ApiException) else str(error)
+        raise _rolled_back(cluster, objects, [], owner_body, reason, parallelism) from None
     reference = owner_reference(owner)
     created: list[dict[str, Any]] = [owner]
     lock = threading.Lock()
@@ -104,17 +114,66 @@ def create_all(cluster: Cluster, objects: list[dict[str, Any]], parallelism: int
     if failure is None:
         return created
     reason = api_reason(failure) if isinstance(failure, ApiException) else str(failure)
-    log.info(
-        "creating %s failed (%s); deleting the %d objects created", _describe(failed_obj or {}), reason, len(created)
-    )
+    raise _rolled_back(cluster, objects, created, failed_obj or owner_body, reason, parallelism)
+
+
+def _selector_of(objects: list[dict[str, Any]]) -> str:
+    """The label selector of the run these objects belong to (every object carries the label)."""
+    return run_selector(objects[0]["metadata"]["labels"][LABEL_RUN])
+
+
+def roll_back(
+    cluster: Cluster, objects: list[dict[str, Any]], created: list[dict[str, Any]], parallelism: int = 16
+) -> list[str]:
+    """Delete a run's objects after a failed create, and confirm none is left; what is left (or
+    could not be checked), described: empty when the rollback is confirmed.
+
+    By name for what the API answered, then by the run's label for every kind the run has: a
+    create whose answer was lost (a timeout, a reset connection, a proxy's 504) may still have
+    made its object, whose name no answer returned. Confirmed by listing each kind by label."""
+    selector = _selector_of(objects)
+    kinds = [kind for kind in dict.fromkeys(obj["kind"] for obj in objects) if kind != "ConfigMap"] + ["ConfigMap"]
     problems = delete_objects(cluster, created, parallelism)
-    message = (
-        f"creating {_describe(failed_obj or owner_body)} failed: {reason}; nothing of the run was left on the cluster"
+    for kind in kinds:  # the owner last, as in delete_objects
+        try:
+            KINDS[kind].delete_by_label(cluster, selector)
+        except ApiException as error:
+            if error.status != 404:
+                problems.append(f"{kind} -l {selector}: {api_reason(error)}")
+        except (HTTPError, OSError) as error:
+            problems.append(f"{kind} -l {selector}: {error}")
+    left: list[str] = []
+    for kind in kinds:
+        try:
+            names = KINDS[kind].names_by_label(cluster, selector)
+        except ApiException as error:
+            if error.status == 404:
+                continue
+            left.append(f"{kind}s could not be listed ({api_reason(error)})")
+            continue
+        except (HTTPError, OSError) as error:
+            left.append(f"{kind}s could not be listed ({error})")
+            continue
+        left += [f"{kind} {name}" for name in names]
+    return (problems + left) if left else []
+
+
+def _rolled_back(
+    cluster: Cluster,
+    objects: list[dict[str, Any]],
+    created: list[dict[str, Any]],
+    failed_obj: dict[str, Any],
+    reason: str,
+    parallelism: int,
+) -> CreateFailed:
+    """Roll back after `failed_obj` failed with `reason`; the error to raise, saying how it went."""
+    log.info("creating %s failed (%s); rolling back the run's objects", _describe(failed_obj), reason)
+    problems = roll_back(cluster, objects, created, parallelism)
+    what = f"creating {_describe(failed_obj)} failed: {reason}"
+    if not problems:
+        return CreateFailed(f"{what}; nothing of the run was left on the cluster")
+    return CreateFailed(
+        f"{what}; deleting what may have been created could not be confirmed: {'; '.join(problems[:3])} "
+        f"(delete them with kubectl delete all,configmaps -l {_selector_of(objects)})",
+        left_behind=True,
     )
-    if problems:
-        message = (
-            f"creating {_describe(failed_obj or owner_body)} failed: {reason}; deleting what had been created "
-            f"failed too for {'; '.join(problems[:3])} (delete them with kubectl delete all,configmaps "
-            f"-l {LABEL_RUN}={owner['metadata']['labels'].get(LABEL_RUN)})"
-        )
-    raise CreateFailed(message)

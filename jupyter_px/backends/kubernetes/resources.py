@@ -75,6 +75,22 @@ class Kind:
                 _preload_content=False,
             )
 
+    def names_by_label(self, cluster: Cluster, selector: str) -> list[str]:
+        """Names of the objects of this kind that carry the label and are not being deleted."""
+        ns = cluster.namespace
+        if self.core:
+            method = getattr(cluster.core, f"list_namespaced_{_snake(self.kind)}")
+            found = json.loads(method(ns, label_selector=selector, _preload_content=False).data)
+        else:
+            found = cluster.custom.list_namespaced_custom_object(
+                self.group, self.version, ns, self.plural, label_selector=selector
+            )
+        return [
+            item["metadata"]["name"]
+            for item in found.get("items") or []
+            if not item["metadata"].get("deletionTimestamp")
+        ]
+
 
 def _snake(kind: str) -> str:
     return {"ConfigMap": "config_map", "Service": "service", "Pod": "pod"}[kind]

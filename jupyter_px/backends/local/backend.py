@@ -28,6 +28,7 @@ from ...runstore.models import RunOwner
 from ...topology import Topology, parse_topology
 from ..base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
 from . import capacity, resources
+from .cgroups import RunCgroup, leave_run_cgroup
 from .config import HEARTBEAT_S, STOP_FILE, STOP_GRACE_S, SUPERVISOR_MODULE
 from .launcher import clean_environ, find_mpirun
 from .process import kill_run_processes
@@ -72,6 +73,7 @@ class LocalBackend(Backend):
         with detached.start(
             SUPERVISOR_MODULE, [str(run_dir)], log_path=run_dir / "supervisor.log", cwd=run_dir, env=env
         ) as supervisor:  # it waits for "go": it never runs for a submission abandoned here
+            leave_run_cgroup(supervisor.pid)  # submitted from a replica: not that run's to kill
             counts = parse_topology(record.topology).counts()
             self.store.write_status(_pending_status(run_id, counts, supervisor.identity))
             supervisor.go()
@@ -124,8 +126,12 @@ class LocalBackend(Backend):
             return status
         if status.owner is None:
             return mark_lost(self.store, run_id, problem)
-        kill_run_processes(run_id)  # normally the watchdog has done this; it may have died too
         run_dir = self.store.paths(run_id).root.resolve()
+        cgroup = RunCgroup.of_run(run_dir)  # normally the watchdog has done this; it may have died too
+        if cgroup is not None:
+            cgroup.kill()
+            cgroup.remove()
+        kill_run_processes(run_id)
         tail = read_tail(run_dir / "supervisor.log", 600).strip()
         return mark_lost(
             self.store,

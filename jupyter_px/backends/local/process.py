@@ -3,7 +3,8 @@
 Every replica is started as the leader of its own process group, with the parent-death signal
 set to SIGKILL (`prctl(PR_SET_PDEATHSIG)`), so killing the supervisor, even with SIGKILL, takes
 the replica with it. Whatever a replica starts stays in its group (unless it leaves on purpose),
-so a signal to the group reaches it; anything that escapes is found by its `PX_RUN_ID`.
+so a signal to the group reaches it; anything that escapes is in the run's cgroup where the
+machine has one (`cgroups.py`), and otherwise found by its `PX_RUN_ID`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import psutil
+
+from .cgroups import join
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -58,9 +61,10 @@ def load_libc() -> None:
 class _ChildSetup:
     """Runs in the forked child just before exec: death signal, affinity, default signals."""
 
-    def __init__(self, cpus: Iterable[int] | None):
+    def __init__(self, cpus: Iterable[int] | None, cgroup_procs: str | None = None):
         self.cpus = set(cpus) if cpus else None
         self.parent = os.getpid()
+        self.cgroup_procs = cgroup_procs
 
     def __call__(self) -> None:
         for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
@@ -71,12 +75,20 @@ class _ChildSetup:
             os._exit(1)
         if self.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, self.cpus)
+        if self.cgroup_procs:  # before exec: everything the replica starts is in the run's cgroup
+            join(self.cgroup_procs)
 
 
 def spawn(
-    argv: Sequence[str], env: Mapping[str, str], cwd: str, log_path: os.PathLike, cpus: Iterable[int] | None = None
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str,
+    log_path: os.PathLike,
+    cpus: Iterable[int] | None = None,
+    cgroup_procs: str | None = None,
 ) -> subprocess.Popen:
-    """Start `argv` in its own process group, stdout+stderr appended to `log_path`.
+    """Start `argv` in its own process group (and the cgroup whose `cgroup.procs` is given),
+    stdout+stderr appended to `log_path`.
 
     The caller reaps it (os.waitpid) and must then set `returncode` on the returned object.
     """
@@ -90,7 +102,7 @@ def spawn(
             cwd=cwd,
             env=dict(env),
             process_group=0,
-            preexec_fn=_ChildSetup(cpus),
+            preexec_fn=_ChildSetup(cpus, cgroup_procs),
             close_fds=True,
         )
     finally:

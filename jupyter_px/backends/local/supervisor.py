@@ -48,6 +48,7 @@ from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology
 from ..outcome import Outcome, run_outcome
 from . import policy
+from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
     FINAL_WRITE_PATIENCE_S,
@@ -83,6 +84,7 @@ class Supervisor:
         self.replicas: list[Replica] = []
         self.by_pid: dict[int, Replica] = {}
         self.watchdog = Watchdog(store, run_id)
+        self.cgroup: RunCgroup | None = None
         self.ports: PortReservation | None = None
         self.machine: Machine | None = None
         self.plan: LaunchPlan | None = None
@@ -201,6 +203,7 @@ class Supervisor:
             launch.cwd,
             self.paths.log(replica.spec.role, replica.spec.index),
             self.plan.affinity(replica.spec),
+            self.cgroup.procs_file if self.cgroup else None,
         )
         replica.popen, replica.pgid = popen, popen.pid
         self.by_pid[popen.pid] = replica
@@ -474,6 +477,8 @@ class Supervisor:
     def run(self) -> int:
         load_libc()
         become_subreaper()
+        self.cgroup = RunCgroup.create(self.run_id, self.paths.root)  # before the watchdog: it kills it
+        self.watchdog.cgroup, self.watchdog.spare = self.cgroup, _spare
         self.watchdog.start()
         self._install_signals()
         code = 0
@@ -532,6 +537,11 @@ class Supervisor:
                 time.sleep(0.02)
         self._kill_adopted()
         self._kill_leftovers()
+        if self.cgroup is not None:  # what left our reach (another subreaper adopted it)
+            if self.cgroup.kill(spare=_spare):
+                log.info("killed what was left in the run's cgroup %s", self.cgroup.path)
+            self._reap()
+            self.cgroup.remove()
         self._reap()
         for replica in self.replicas:  # anything not decided by an exit (e.g. never started)
             if replica.status.state in UNFINISHED:
@@ -597,6 +607,16 @@ class Supervisor:
                 proc.kill()
             except psutil.Error:
                 pass
+
+
+def _spare(pid: int) -> bool:
+    """Whether a process in the run's cgroup is the owner of another run (see below)."""
+    import psutil
+
+    try:
+        return _owns_another_run(psutil.Process(pid))
+    except psutil.Error:
+        return False
 
 
 def _owns_another_run(proc) -> bool:

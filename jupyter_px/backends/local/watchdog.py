@@ -5,8 +5,10 @@ started (mpirun's ranks, a DataLoader's workers...). So at start-up the supervis
 small process, connected by a pipe. The supervisor writes `+PGID` for each replica it starts,
 `-PGID` when a replica's group is gone, and `done` just before a clean exit. When the pipe
 reaches end-of-file without `done` (the kernel closes it when the supervisor dies, however it
-dies), the watchdog SIGKILLs the groups it knows and every process whose environment carries
-the run's PX_RUN_ID, then marks the run Lost with the reason, and exits.
+dies), the watchdog SIGKILLs the run's cgroup (`cgroups.py`: every process the run started,
+whatever its session or environment), the groups it knows and every process whose environment
+carries the run's PX_RUN_ID (the fallback where there is no cgroup), then marks the run Lost
+with the reason, and exits.
 
 `mark_lost` is also what the backend's `reconcile()` uses when it finds the supervisor gone and
 the run not finished (say both processes were killed). A Lost status that cannot be written (a
@@ -19,9 +21,11 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason
+from .cgroups import RunCgroup
 from .process import kill_run_processes
 
 log = logging.getLogger(__name__)
@@ -61,6 +65,8 @@ class Watchdog:
         self.run_id = run_id
         self.pid: int | None = None
         self._fd: int | None = None
+        self.cgroup: RunCgroup | None = None  # the run's, where the machine gave it one
+        self.spare: Callable[[int], bool] | None = None  # processes in it that are not the run's
 
     def start(self) -> int:
         read_fd, write_fd = os.pipe()
@@ -69,7 +75,7 @@ class Watchdog:
         if pid == 0:  # the watchdog
             try:
                 os.close(write_fd)
-                _watch(read_fd, self.store, self.run_id, supervisor)
+                _watch(read_fd, self.store, self.run_id, supervisor, self.cgroup, self.spare)
             finally:
                 os._exit(0)
         os.close(read_fd)
@@ -97,7 +103,14 @@ class Watchdog:
             self._fd = None
 
 
-def _watch(read_fd: int, store: RunStore, run_id: str, supervisor: int) -> None:
+def _watch(
+    read_fd: int,
+    store: RunStore,
+    run_id: str,
+    supervisor: int,
+    cgroup: RunCgroup | None = None,
+    spare: Callable[[int], bool] | None = None,
+) -> None:
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)  # a signal to the supervisor's group is not for us
     os.closerange(3, read_fd)
@@ -124,7 +137,10 @@ def _watch(read_fd: int, store: RunStore, run_id: str, supervisor: int) -> None:
                 groups.discard(int(text[1:]))
     if clean:
         return
-    killed = kill_run_processes(run_id, groups)
+    killed = cgroup.kill(spare=spare) if cgroup is not None else 0  # everything the run started, however it left
+    killed += kill_run_processes(run_id, groups)
+    if cgroup is not None:
+        cgroup.remove()
     log.warning(
         "watchdog: supervisor %d died; killed %d process group(s)/process(es) of run %s", supervisor, killed, run_id
     )
