@@ -1,0 +1,70 @@
+"""The whole simulated cluster: the API server (in-process registry + HTTP on 127.0.0.1) and the
+controllers started with it. `with Cluster() as cluster:`; `cluster.kubeconfig(path)` writes a
+kubeconfig the official client and kubectl can use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .apiserver import ApiServer
+from .gc import GarbageCollector
+from .httpapi import HttpFrontend
+
+
+class Cluster:
+    def __init__(
+        self,
+        namespaces: tuple[str, ...] = ("default",),
+        crds: bool = True,
+        history: int = 1000,
+        version: str = "1.33.0",
+        port: int = 0,
+        controllers: tuple[str, ...] = ("gc",),
+    ):
+        self.api = ApiServer(namespaces=namespaces, crds=crds, history=history, version=version)
+        self.http = HttpFrontend(self.api, port)
+        self.url = self.http.url
+        self.controllers: list[Any] = []
+        if "gc" in controllers:
+            self.controllers.append(GarbageCollector(self.api))
+
+    def start(self) -> Cluster:
+        self.http.start()
+        for controller in self.controllers:
+            controller.start()
+        return self
+
+    def close(self) -> None:
+        for controller in reversed(self.controllers):
+            controller.stop()
+        self.http.close()
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def outage(self) -> Iterator[None]:
+        with self.http.outage():
+            yield
+
+    def kubeconfig(self, path: str | Path, namespace: str = "default", context: str = "kube-sim") -> str:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "kube-sim", "cluster": {"server": self.url}}],
+            "users": [{"name": "tester", "user": {"token": "t0ken"}}],
+            "contexts": [
+                {"name": context, "context": {"cluster": "kube-sim", "user": "tester", "namespace": namespace}}
+            ],
+            "current-context": context,
+        }
+        Path(path).write_text(yaml.safe_dump(config))
+        return str(path)
