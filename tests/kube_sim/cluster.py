@@ -11,9 +11,11 @@ from typing import Any
 
 import yaml
 
+from . import scheduling
 from .apiserver import ApiServer
 from .gc import GarbageCollector
 from .httpapi import HttpFrontend
+from .kubelet import Kubelet
 
 
 class Cluster:
@@ -24,14 +26,25 @@ class Cluster:
         history: int = 1000,
         version: str = "1.33.0",
         port: int = 0,
-        controllers: tuple[str, ...] = ("gc",),
+        controllers: tuple[str, ...] = ("gc", "scheduler", "kubelet"),
+        node: dict[str, Any] | None = None,
+        kubelet: dict[str, Any] | None = None,
     ):
         self.api = ApiServer(namespaces=namespaces, crds=crds, history=history, version=version)
         self.http = HttpFrontend(self.api, port)
         self.url = self.http.url
         self.controllers: list[Any] = []
+        self.kubelet: Kubelet | None = None
         if "gc" in controllers:
             self.controllers.append(GarbageCollector(self.api))
+        if "scheduler" in controllers or "kubelet" in controllers:
+            self.api.create(self.api.resource("", "v1", "nodes"), node or scheduling.node())
+        if "scheduler" in controllers:
+            self.controllers.append(scheduling.Scheduler(self.api))
+        if "kubelet" in controllers:
+            name = (node or {}).get("metadata", {}).get("name", "node-1")
+            self.kubelet = Kubelet(self.api, name, **(kubelet or {}))
+            self.controllers.append(self.kubelet)
 
     def start(self) -> Cluster:
         self.http.start()

@@ -10,6 +10,7 @@ same state) are for tests.
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import sys
 import threading
@@ -23,6 +24,8 @@ from urllib.parse import parse_qs, urlparse
 from . import errors
 from .apiserver import ApiServer
 from .errors import ApiError
+
+log = logging.getLogger(__name__)
 
 
 class _Server(ThreadingHTTPServer):
@@ -378,9 +381,12 @@ class _Handler(BaseHTTPRequestHandler):
 
         stream = log_stream(self.front.api, namespace, name, query)  # raises ApiError before any byte
         self._stream_start("text/plain")
-        for data in stream:
-            if data:
-                self._chunk(data)
+        try:
+            for data in stream:
+                if data:
+                    self._chunk(data)
+        except OSError as error:  # a kubelet that cannot read its file ends the stream, as a proxy would
+            log.warning("log stream of %s/%s: %s", namespace, name, error)
         self._chunk(b"")
 
 
