@@ -94,6 +94,9 @@ class ApiServer:
         self._base: dict[Key, Obj] = {}
         self.compacted_rv = 0
         self.rv = 0
+        #: the resource version of the last change to anything but Events: what controllers wake
+        #: on (a controller that records an event must not wake itself)
+        self.changes = 0
         self.version = version
         self.admission: list[Admission] = []
         self.faults: list[Fault] = []
@@ -161,6 +164,8 @@ class ApiServer:
             recorded = copy.deepcopy(prev)
             recorded["metadata"]["resourceVersion"] = str(self.rv)
         self.events.append(Event(self.rv, kind, key, recorded, copy.deepcopy(prev) if prev else None))
+        if not key[0].endswith("/events"):
+            self.changes = self.rv
         while len(self.events) > self.history:
             self._compact_one()
         self.cond.notify_all()
@@ -728,6 +733,14 @@ class ApiServer:
                 for k, o in self.objects.items()
                 if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or [])
             ]
+
+    def wait_for_change(self, seen: int, timeout: float) -> int:
+        """For controllers' loops: wait until something other than an Event changed after `seen`
+        (or `timeout`); returns the version to pass next time."""
+        with self.cond:
+            if self.changes == seen:
+                self.cond.wait(timeout)
+            return self.changes
 
     def alive(self, uid: str) -> bool:
         with self.cond:

@@ -16,6 +16,7 @@ from .apiserver import ApiServer
 from .gc import GarbageCollector
 from .httpapi import HttpFrontend
 from .kubelet import Kubelet
+from .training_operator import TrainingOperator
 
 
 class Cluster:
@@ -26,7 +27,7 @@ class Cluster:
         history: int = 1000,
         version: str = "1.33.0",
         port: int = 0,
-        controllers: tuple[str, ...] = ("gc", "scheduler", "kubelet"),
+        controllers: tuple[str, ...] = ("gc", "scheduler", "kubelet", "training-operator"),
         node: dict[str, Any] | None = None,
         kubelet: dict[str, Any] | None = None,
     ):
@@ -45,6 +46,8 @@ class Cluster:
             name = (node or {}).get("metadata", {}).get("name", "node-1")
             self.kubelet = Kubelet(self.api, name, **(kubelet or {}))
             self.controllers.append(self.kubelet)
+        if "training-operator" in controllers:
+            self.controllers.append(TrainingOperator(self.api))
 
     def start(self) -> Cluster:
         self.http.start()

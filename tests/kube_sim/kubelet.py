@@ -208,10 +208,7 @@ class Kubelet:
     def _loop(self) -> None:
         seen = -1
         while not self._stop.is_set():
-            with self.api.cond:
-                if self.api.rv == seen:
-                    self.api.cond.wait(0.1)
-                seen = self.api.rv
+            seen = self.api.wait_for_change(seen, 0.1)
             if self._stop.is_set():
                 return
             try:
@@ -351,7 +348,7 @@ class Kubelet:
     def _env(self, run: PodRun, container: dict[str, Any]) -> dict[str, str]:
         pod = run.pod
         env = {
-            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "PATH": f"{self._shims()}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "HOSTNAME": pod["spec"].get("hostname") or run.name,
             "HOME": "/root",
             "LANG": "C.UTF-8",
@@ -379,6 +376,24 @@ class Kubelet:
             else:
                 env.setdefault(item["name"], "")
         return env
+
+    def _shims(self) -> Path:
+        """Commands the images have that this machine may not: `nslookup` (busybox's, in the
+        training-operator's init container) answers from the pod's hosts file."""
+        shims = self.root / "bin"
+        if not shims.exists():
+            shims.mkdir(parents=True)
+            nslookup = shims / "nslookup"
+            nslookup.write_text(
+                f"#!{sys.executable} -I\n"
+                "import socket, sys\n"
+                "try:\n"
+                "    print('Name:', sys.argv[-1]); print('Address:', socket.gethostbyname(sys.argv[-1]))\n"
+                "except OSError:\n"
+                '    print(f"** server can\'t find {sys.argv[-1]}: NXDOMAIN"); sys.exit(1)\n'
+            )
+            nslookup.chmod(0o755)
+        return shims
 
     def _field(self, run: PodRun, path: str) -> str:
         # pkg/kubelet/kubelet_pods.go podFieldSelectorRuntimeValue + fieldpath.ExtractFieldPathAsString

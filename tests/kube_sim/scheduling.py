@@ -65,10 +65,7 @@ class Scheduler:
     def _loop(self) -> None:
         seen = -1
         while not self._stop.is_set():
-            with self.api.cond:
-                if self.api.rv == seen:
-                    self.api.cond.wait(0.5)
-                seen = self.api.rv
+            seen = self.api.wait_for_change(seen, 0.5)
             try:
                 self.schedule()
             except Exception:
