@@ -328,3 +328,77 @@ def test_a_pytorchjob_runs_end_to_end(tmp_path):
         assert wait_for(finished, "the job to finish") == "Succeeded"
         master = sim.api.get(sim.api.resource("", "v1", "pods"), "default", "e2e-master-0")
         assert b"".join(sim.kubelet.logs(master, "pytorch", {})) == b"master got rank 1 world 2\n"
+
+
+def mpijob(cluster, ns: str, workers: int = 2, **spec) -> dict:
+    def replica(n: int, command: list[str] | None = None) -> dict:
+        container = {"name": "mpi", "image": "mpioperator/mpi-pi:openmpi"}
+        if command:
+            container["command"] = command
+        return {"replicas": n, "template": {"spec": {"containers": [container]}}}
+
+    body = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MPIJob",
+        "metadata": {"name": "pi"},
+        "spec": {
+            "slotsPerWorker": 2,
+            "mpiReplicaSpecs": {"Launcher": replica(1, ["mpirun", "-n", "4", "/home/pi"]), "Worker": replica(workers)},
+            **spec,
+        },
+    }
+    return cluster.api.create(cluster.api.resource("kubeflow.org", "v1", "mpijobs"), body, ns)
+
+
+def test_an_mpijob_gets_a_launcher_without_replica_index_and_a_hostfile(cluster, ns):
+    mpijob(cluster, ns)
+    step(cluster)
+    created = pods(cluster, ns)
+    assert sorted(created) == ["pi-launcher", "pi-worker-0", "pi-worker-1"]
+    launcher = created["pi-launcher"]
+    assert launcher["metadata"]["labels"] == {
+        "training.kubeflow.org/operator-name": "mpijob-controller",
+        "training.kubeflow.org/job-name": "pi",
+        "training.kubeflow.org/replica-type": "launcher",
+        "training.kubeflow.org/job-role": "master",
+    }
+    assert created["pi-worker-1"]["metadata"]["labels"]["training.kubeflow.org/replica-index"] == "1"
+    assert env(launcher, "mpi") == [
+        ("OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"),
+        ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+        ("NVIDIA_VISIBLE_DEVICES", ""),
+        ("NVIDIA_DRIVER_CAPABILITIES", ""),
+        ("I_MPI_HYDRA_BOOTSTRAP", "rsh"),
+        ("I_MPI_HYDRA_BOOTSTRAP_EXEC", "/etc/mpi/kubexec.sh"),
+    ]
+    assert launcher["spec"]["serviceAccountName"] == "pi-launcher" and launcher["spec"]["restartPolicy"] == "Never"
+    assert [c["name"] for c in launcher["spec"]["initContainers"]] == ["kubectl-delivery"]
+    assert created["pi-worker-0"]["spec"]["containers"][0]["command"] == ["sleep"]  # no command: sleep 365d
+    config = cluster.api.get(cluster.api.resource("", "v1", "configmaps"), ns, "pi-config")
+    assert config["data"]["hostfile"] == "pi-worker-0 slots=2\npi-worker-1 slots=2\n"
+    assert config["data"]["kubexec.sh"].endswith('/opt/kube/kubectl exec ${POD_NAME} -- /bin/sh -c "$*"')
+    assert config["data"]["discover_hosts.sh"] == "#!/bin/sh"  # no worker runs yet
+    assert cluster.api.list(cluster.api.resource("", "v1", "services"), ns)["items"] == []
+    role = cluster.api.get(cluster.api.resource("rbac.authorization.k8s.io", "v1", "roles"), ns, "pi-launcher")
+    assert role["rules"][1]["resourceNames"] == ["pi-worker-0", "pi-worker-1"]
+
+
+def test_an_mpijob_follows_its_launcher(cluster, ns):
+    mpijob(cluster, ns, workers=1)
+    step(cluster)
+    set_phase(cluster, ns, "pi-worker-0", "Running")
+    set_phase(cluster, ns, "pi-launcher", "Running")
+    step(cluster)
+    jobs = cluster.api.resource("kubeflow.org", "v1", "mpijobs")
+    assert is_running(cluster.api.get(jobs, ns, "pi"))
+    config = cluster.api.get(cluster.api.resource("", "v1", "configmaps"), ns, "pi-config")
+    assert config["data"]["discover_hosts.sh"] == "#!/bin/sh\necho pi-worker-0:2"
+    set_phase(cluster, ns, "pi-launcher", "Succeeded", 0)
+    step(cluster)
+    conditions = {c["type"]: c for c in cluster.api.get(jobs, ns, "pi")["status"]["conditions"]}
+    assert conditions["Succeeded"]["message"] == f"MPIJob {ns}/pi successfully completed."
+    assert conditions["Running"]["status"] == "False"
+
+
+def is_running(job: dict) -> bool:
+    return any(c["type"] == "Running" and c["status"] == "True" for c in job["status"]["conditions"])

@@ -53,6 +53,8 @@ BUILTIN = (
     Resource("", "v1", "nodes", "Node", namespaced=False, status_subresource=True),
     Resource("events.k8s.io", "v1", "events", "Event"),
     Resource("batch", "v1", "jobs", "Job", status_subresource=True),
+    Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
     Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False),
 )
 
