@@ -150,7 +150,7 @@ def test_logs_are_400_while_waiting_and_a_missing_configmap_keeps_it_waiting(clu
         ns, python_pod("p", "print(1)", volumes=[{"name": "code", "configMap": {"name": "absent"}}])
     )
     wait_for(lambda: "FailedMount" in reasons(cluster.api, ns, "p"), "a FailedMount event")
-    pod = core.read_namespaced_pod("p", ns)
+    pod = wait_for(lambda: (p := core.read_namespaced_pod("p", ns)).status.container_statuses and p, "a pod status")
     assert (
         pod.status.phase == "Pending" and pod.status.container_statuses[0].state.waiting.reason == "ContainerCreating"
     )
