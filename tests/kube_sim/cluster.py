@@ -71,6 +71,29 @@ class Cluster:
         with self.http.outage():
             yield
 
+    # ---- the old fake's test API, for tests moving over (tests/fake_kube) ---------------------
+
+    def _plural(self, plural: str) -> Any:
+        found = [r for (_, _, p), r in self.api.resources.items() if p == plural]
+        core = [r for r in found if not r.group]
+        return (core or found)[0]
+
+    def list(self, plural: str, namespace: str = "default", selector: str | None = None) -> list[dict[str, Any]]:
+        return self.api.list(self._plural(plural), namespace, selector)["items"]
+
+    def get(self, plural: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        return self.api.try_get(self._plural(plural), namespace, name)
+
+    def fail(self, method: str, plural: str, status: int, reason: str, message: str, nth: int = 1, times: int = 1):
+        self.api.fail(method, plural, status, reason, message, nth, times)
+
+    def deny(self, verb: str, resource: str) -> None:
+        self.api.deny(verb, resource)
+
+    @property
+    def requests(self) -> list[tuple[str, str]]:
+        return self.api.requests
+
     def kubeconfig(self, path: str | Path, namespace: str = "default", context: str = "kube-sim") -> str:
         config = {
             "apiVersion": "v1",
