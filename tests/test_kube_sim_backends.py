@@ -98,3 +98,24 @@ def test_stopping_a_native_run_is_stopped_not_failed_143(sim, px_home):
         time.sleep(0.2)
     status = run.stop()
     assert status.state.value == "Stopped", status
+
+
+@pytest.mark.kube
+@pytest.mark.xfail(strict=True, reason="the follower keeps only what the kubelet still serves: rotated lines are lost")
+def test_a_log_rotated_by_the_kubelet_is_kept_whole(sim, px_home):
+    """The kubelet rotates container logs (containerLogMaxSize, here 16 KiB) and serves only the
+    newest file: a follower that streams from the start keeps every line; one that re-reads
+    loses the rotated part."""
+    sim.kubelet.log_max_bytes = 16 * 1024
+    code = (
+        "import time\n"
+        "for i in range(2000):\n"
+        "    print(f'line {i:05d} ' + 'x' * 40)\n"
+        "    if i % 200 == 0: time.sleep(0.2)\n"
+    )
+    run = jupyter_px.submit(
+        code, {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 0}}}
+    )
+    assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"
+    lines = [line for line in run.logs("master", 0, tail=None).splitlines() if line.startswith("line ")]
+    assert len(lines) == 2000 and lines[0].startswith("line 00000") and lines[-1].startswith("line 01999")
