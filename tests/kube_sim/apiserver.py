@@ -119,6 +119,9 @@ class ApiServer:
                 self.install_crd(load_crd(path))
         for name in namespaces:
             self.create(self.resource("", "v1", "namespaces"), {"metadata": {"name": name}})
+        from .admission import Admission
+
+        Admission(self).install()
 
     # ---- types ---------------------------------------------------------------------------------
 
@@ -369,15 +372,15 @@ class ApiServer:
                         meta.get("name") or "",
                         f"unable to create new content in namespace {namespace} because it is being terminated",
                     )
+            if namespace:
+                meta["namespace"] = namespace
             defaults.apply(resource, obj, self)
             self._validate(resource, obj, schema_errors)
-            for plugin in self.admission:
-                plugin("CREATE", resource, obj, None)
             key = (resource.key, namespace, meta["name"])
             if key in self.objects:
                 raise errors.already_exists(resource.plural, resource.group, meta["name"])
-            if namespace:
-                meta["namespace"] = namespace
+            for plugin in self.admission:
+                plugin("CREATE", resource, obj, None)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now()
             meta["generation"] = 1
