@@ -266,3 +266,40 @@ def test_a_held_waiting_state_for_what_a_process_cannot_produce(cluster, core, n
         return state.waiting if state.waiting and state.waiting.reason == "ImagePullBackOff" else None
 
     assert wait_for(waiting, "ImagePullBackOff").message == 'Back-off pulling image "python:3.11"'
+
+
+def test_a_container_over_its_memory_limit_is_oom_killed(core, ns):
+    code = "import time\nblob = bytearray(300 * 1024 * 1024)\nblob[::4096] = b'x' * len(blob[::4096])\ntime.sleep(30)"
+    core.create_namespaced_pod(ns, python_pod("p", code, container={"resources": {"limits": {"memory": "64Mi"}}}))
+    pod = phase(core, ns, "p", "Failed")
+    terminated = pod.status.container_statuses[0].state.terminated
+    assert (terminated.exit_code, terminated.reason) == (137, "OOMKilled")
+    assert pod.status.qos_class == "Burstable"
+
+
+def test_a_sidecar_runs_beside_the_app_and_is_stopped_after_it(core, ns):
+    sidecar = {
+        "name": "side",
+        "image": "python:3.11",
+        "restartPolicy": "Always",
+        "command": ["python3", "-c", "import time\nopen('/shared/ready', 'w').write('side up')\ntime.sleep(600)"],
+        "volumeMounts": [{"name": "shared", "mountPath": "/shared"}],
+    }
+    app = (
+        "import os, time\n"
+        "while not os.path.exists('/shared/ready'): time.sleep(0.05)\n"
+        "print(open('/shared/ready').read())"
+    )
+    spec = python_pod(
+        "p",
+        app,
+        volumes=[{"name": "shared", "emptyDir": {}}],
+        container={"volumeMounts": [{"name": "shared", "mountPath": "/shared"}]},
+    )
+    spec["spec"]["initContainers"] = [sidecar]
+    core.create_namespaced_pod(ns, spec)
+    pod = phase(core, ns, "p", "Succeeded", "Failed")
+    assert pod.status.phase == "Succeeded"  # the sidecar's SIGTERM exit does not fail the pod
+    assert core.read_namespaced_pod_log("p", ns, container="main") == "side up\n"
+    (side,) = pod.status.init_container_statuses
+    assert side.state.terminated.exit_code == 143 and side.restart_count == 0

@@ -1,7 +1,8 @@
-"""Events as the controllers' event recorders write them (v1 Events; the simulated server serves
-events.k8s.io/v1 as a separate resource, not as a view of these). staging/src/k8s.io/client-go/tools/record/event.go: the name is
-`<object>.<nanoseconds in hex>`, involvedObject the object's reference, source the component and
-host, count 1 with first and last timestamps."""
+"""Events as the controllers' event recorders write them (v1 Events; the simulated server
+serves events.k8s.io/v1 as a separate resource, not as a view of these).
+staging/src/k8s.io/client-go/tools/record/event.go: the name is `<object>.<nanoseconds in hex>`,
+involvedObject the object's reference, source the component and host, count 1 with first and
+last timestamps."""
 
 from __future__ import annotations
 

@@ -30,6 +30,10 @@ What it does, and where the rule comes from (kubernetes v1.33.0 unless said othe
   process group, SIGKILL after the grace period; the pod's final status (containers terminated
   143 / 137, phase Failed, or Succeeded when all exited 0) is written before the pod is removed
   (the status manager's grace-0 delete, pkg/kubelet/status/status_manager.go);
+- sidecars (restartable init containers, KEP-753): started in turn, the next once it runs,
+  restarted whenever they exit, stopped (SIGTERM, SIGKILL after the grace period) once the app
+  containers are done; they do not decide the phase;
+- memory: a container whose resident memory passes its limit is killed, `OOMKilled`, 137;
 - logs: one file per container instance, CRI format `<RFC3339Nano> <stream> F <line>`
   (pkg/kubelet/kuberuntime/logs/logs.go), rotated at `log_max_bytes` (containerLogMaxSize, 10 Mi)
   keeping `log_max_files` (5); only the newest file is served.
@@ -56,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import errors
+from . import errors, quantity
 from .apiserver import ApiServer, now
 from .errors import ApiError
 from .events import record
@@ -119,6 +123,11 @@ class ContainerRun:
     held: bool = False
 
     @property
+    def sidecar(self) -> bool:
+        """A restartable init container (KEP-753, on by default since v1.29)."""
+        return self.init and self.spec.get("restartPolicy") == "Always"
+
+    @property
     def current(self) -> Instance | None:
         return self.instances[-1] if self.instances else None
 
@@ -147,6 +156,8 @@ class PodRun:
     done: bool = False
     last_status: dict[str, Any] | None = None
     hosts: Path | None = None
+    #: when the app containers were done and the sidecars were told to stop
+    sidecars_stopping: float = 0.0
 
 
 class Kubelet:
@@ -271,6 +282,7 @@ class Kubelet:
             if run.mounted:
                 self._reap(run, restart_policy)
                 self._start_due(run, restart_policy)
+                self._stop_sidecars(run, restart_policy)
         self._write_status(run)
         if run.deleting_since and not any(c.running for c in run.containers):
             run.done = True
@@ -504,6 +516,7 @@ class Kubelet:
                     gone.unlink(missing_ok=True)
 
     def _reap(self, run: PodRun, restart_policy: str) -> None:
+        self._enforce_memory(run)
         for container in run.containers:
             instance = container.current
             if instance is None or instance.exit_code is not None or instance.process is None:
@@ -540,10 +553,47 @@ class Kubelet:
                         self.node,
                     )
 
+    def _stop_sidecars(self, run: PodRun, restart_policy: str) -> None:
+        """Once every app container has ended for good, the sidecars are stopped (SIGTERM, then
+        SIGKILL after the grace period), in reverse order (KEP-753)."""
+        apps = [c for c in run.containers if not c.init]
+        sidecars = [c for c in run.containers if c.sidecar]
+        if not sidecars or run.deleting_since:
+            return
+        done = all(
+            c.current and c.current.exit_code is not None and not self._will_restart(c, restart_policy) for c in apps
+        )
+        if not done:
+            return
+        if not run.sidecars_stopping:
+            run.sidecars_stopping = time.monotonic()
+            for container in reversed(sidecars):
+                container.next_start = float("inf")
+                self._signal(container, signal.SIGTERM)
+        grace = float(run.pod["spec"].get("terminationGracePeriodSeconds", 30))
+        if time.monotonic() - run.sidecars_stopping >= grace:
+            for container in sidecars:
+                self._signal(container, signal.SIGKILL)
+
+    def _enforce_memory(self, run: PodRun) -> None:
+        """A container over its memory limit is killed and reported `OOMKilled`, exit 137, as
+        the kernel's cgroup OOM killer and containerd report it (here: its resident memory,
+        read from /proc, checked on every sync)."""
+        for container in run.containers:
+            instance = container.current
+            limit = ((container.spec.get("resources") or {}).get("limits") or {}).get("memory")
+            if not limit or instance is None or instance.process is None or instance.exit_code is not None:
+                continue
+            if _rss(instance.process.pid) > quantity.parse(limit):
+                instance.reason = "OOMKilled"
+                self._signal(container, signal.SIGKILL)
+
     def _will_restart(self, container: ContainerRun, restart_policy: str) -> bool:
         instance = container.current
         if instance is None or instance.exit_code is None:
             return False
+        if container.sidecar:
+            return container.next_start != float("inf")  # until the pod's app containers are done
         if container.init:
             return instance.exit_code != 0 and restart_policy != "Never"
         return restart_policy == "Always" or (restart_policy == "OnFailure" and instance.exit_code != 0)
@@ -552,6 +602,19 @@ class Kubelet:
         for container in run.containers:
             if container.held:
                 return
+            if container.sidecar:
+                # pkg/kubelet/kuberuntime/kuberuntime_manager.go computeInitContainerActions: a
+                # sidecar starts in its turn, the next init container once it runs; it is
+                # restarted whenever it exits, whatever the pod's restartPolicy
+                if container.current is None or (
+                    container.current.exit_code is not None
+                    and self._will_restart(container, restart_policy)
+                    and time.monotonic() >= container.next_start
+                ):
+                    self._start(run, container)
+                if not container.running:
+                    return
+                continue
             if container.init:
                 if container.current and container.current.exit_code == 0:
                     continue
@@ -655,8 +718,13 @@ class Kubelet:
         return status
 
     def _phase(self, run: PodRun, restart_policy: str) -> str:
+        """Sidecars do not decide the phase, but a pod is not terminal while one still runs
+        (pkg/kubelet/kubelet_pods.go getPhase with restartable init containers)."""
         apps = [c for c in run.containers if not c.init]
-        inits = [c for c in run.containers if c.init]
+        sidecars = [c for c in run.containers if c.sidecar]
+        inits = [c for c in run.containers if c.init and not c.sidecar]
+        if any(c.current is None for c in sidecars):
+            return "Pending"
         if any(
             c.current and c.current.exit_code not in (None, 0) and not self._will_restart(c, restart_policy)
             for c in inits
@@ -669,6 +737,8 @@ class Kubelet:
         if any(c.running for c in apps):
             return "Running"
         if any(self._will_restart(c, restart_policy) for c in apps) and not run.deleting_since:
+            return "Running"
+        if any(c.running for c in sidecars):
             return "Running"
         if all(c.current and c.current.exit_code == 0 for c in apps):
             return "Succeeded"
@@ -908,6 +978,25 @@ class Kubelet:
                             c.waiting_reason, c.waiting_message, c.held = reason, message, True
         with self.api.cond:
             self.api.cond.notify_all()
+
+
+def _rss(pid: int) -> int:
+    """Resident bytes of a process and its descendants."""
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total
 
 
 def _expand(text: str, env: dict[str, str]) -> str:
