@@ -542,3 +542,56 @@ def test_in_process_errors_are_api_errors(cluster, ns):
     with pytest.raises(ApiError) as caught:
         cluster.api.get(cluster.api.resource("", "v1", "pods"), ns, "nope")
     assert caught.value.status["message"] == 'pods "nope" not found'
+
+
+# ---- CEL rules (x-kubernetes-validations) -------------------------------------------------------
+
+
+def trainjob(name: str, **spec) -> dict:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec},
+    }
+
+
+def test_cel_rules_at_the_root_report_nil_and_the_schema_type(custom, ns):
+    with pytest.raises(client.ApiException) as caught:
+        custom.create_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", ns, "trainjobs", trainjob("1job"))
+    status = json.loads(caught.value.body)
+    assert status["message"] == (
+        'TrainJob.trainer.kubeflow.org "1job" is invalid: <nil>: Invalid value: "object": '
+        "metadata.name must match RFC 1035 DNS label format"
+    )
+    assert status["details"]["causes"][0]["field"] == "<nil>"
+
+
+def test_cel_rules_on_a_field(custom, ns):
+    with pytest.raises(client.ApiException) as caught:
+        custom.create_namespaced_custom_object(
+            "trainer.kubeflow.org", "v1alpha1", ns, "trainjobs", trainjob("job", managedBy="someone-else")
+        )
+    assert json.loads(caught.value.body)["message"].startswith(
+        'TrainJob.trainer.kubeflow.org "job" is invalid: spec.managedBy: Invalid value: "string": '
+        "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue"
+    )
+    custom.create_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", ns, "trainjobs", trainjob("job"))
+
+
+def test_transition_rules_apply_on_update_only(custom, ns):
+    job = pytorchjob("j", runPolicy={"schedulingPolicy": {"queue": "first"}})
+    custom.create_namespaced_custom_object("kubeflow.org", "v1", ns, "pytorchjobs", job)
+    with pytest.raises(client.ApiException) as caught:
+        custom.patch_namespaced_custom_object(
+            "kubeflow.org",
+            "v1",
+            ns,
+            "pytorchjobs",
+            "j",
+            {"spec": {"runPolicy": {"schedulingPolicy": {"queue": "second"}}}},
+        )
+    assert json.loads(caught.value.body)["message"] == (
+        'PyTorchJob.kubeflow.org "j" is invalid: spec.runPolicy.schedulingPolicy.queue: Invalid value: "string": '
+        "spec.runPolicy.schedulingPolicy.queue is immutable"
+    )

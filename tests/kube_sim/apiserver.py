@@ -321,14 +321,15 @@ class ApiServer:
             warnings += [f'unknown field "{u}"' for u in unknown]
         return warnings, errs
 
-    def _validate(self, resource: Resource, obj: Obj, schema_errors: list[errors.FieldError]) -> None:
+    def _validate(
+        self, resource: Resource, obj: Obj, schema_errors: list[errors.FieldError], old: Obj | None = None
+    ) -> None:
         meta = obj["metadata"]
         name = meta.get("name") or ""
         errs: list[errors.FieldError] = list(schema_errors)
         if resource.schema is not None:
             errs += schema.validate_structural(
-                {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")},
-                {**resource.schema, "required": [r for r in resource.schema.get("required") or () if r != "metadata"]},
+                obj, resource.schema, "", old if old is not None else schema._MISSING, root=True
             )
         if not name:
             # ValidateObjectMeta: `metadata.name: Required value: name or generateName is required`
@@ -451,7 +452,7 @@ class ApiServer:
                     else:
                         new.pop("status", None)
                 defaults.apply(resource, new, self)
-                self._validate(resource, new, schema_errors)
+                self._validate(resource, new, schema_errors, old)
                 defaults.check_update(resource, new, old)
                 if _spec_of(new) != _spec_of(old):
                     new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1

@@ -108,7 +108,61 @@ def default(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
-def validate_structural(value: Any, schema: dict[str, Any], path: str = "") -> list[FieldError]:
+_MISSING = object()
+
+
+@functools.lru_cache(maxsize=512)
+def _cel_program(rule: str) -> Any:
+    import celpy
+
+    environment = celpy.Environment()
+    return environment.program(environment.compile(rule))
+
+
+def _cel_errors(value: Any, old: Any, schema: dict[str, Any], path: str) -> list[FieldError]:
+    """The schema node's `x-kubernetes-validations` (CEL), as apiextensions evaluates them
+    (kubernetes v1.33.0 staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/
+    validation.go): `self` is the value; a rule that names `oldSelf` is a transition rule, checked
+    only on update when the old value exists; a failure is `field.Invalid(path, <schema type>,
+    message)` (the message, else `failed rule: <rule>`), the path `<nil>` at the root, extended by
+    the rule's `fieldPath`; the rule's `reason` picks the error type."""
+    rules = schema.get("x-kubernetes-validations") or []
+    if not rules:
+        return []
+    try:
+        import celpy
+    except ImportError:  # without cel-python the rules are not evaluated (the `test` extra has it)
+        return []
+    errs: list[FieldError] = []
+    for rule in rules:
+        text = rule.get("rule", "")
+        transition = "oldSelf" in text
+        if transition and old is _MISSING:
+            continue
+        activation = {"self": celpy.json_to_cel(value)}
+        if transition:
+            activation["oldSelf"] = celpy.json_to_cel(old)
+        try:
+            result = _cel_program(text).evaluate(activation)
+        except Exception as error:  # an evaluation error fails the rule, as the real one does
+            result = error
+        if isinstance(result, celpy.celtypes.BoolType) and bool(result):
+            continue
+        where = path + (rule.get("fieldPath") or "") if path or rule.get("fieldPath") else "<nil>"
+        where = where.lstrip(".") if where != "<nil>" else where
+        kind = {
+            "FieldValueForbidden": "FieldValueForbidden",
+            "FieldValueRequired": "FieldValueRequired",
+            "FieldValueDuplicate": "FieldValueDuplicate",
+        }.get(rule.get("reason", ""), "FieldValueInvalid")
+        message = rule.get("message") or f"failed rule: {text}"
+        errs.append(FieldError(kind, where, schema.get("type", "object"), message))
+    return errs
+
+
+def validate_structural(
+    value: Any, schema: dict[str, Any], path: str = "", old: Any = _MISSING, root: bool = False
+) -> list[FieldError]:
     """Validate against an OpenAPI v3 structural schema, with the messages of kube-openapi's
     validator as apiextensions turns them into field errors (kubernetes v1.33.0
     staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/validation/validation.go
@@ -166,23 +220,30 @@ def validate_structural(value: Any, schema: dict[str, Any], path: str = "") -> l
         items = schema.get("items")
         if isinstance(items, dict):
             for i, item in enumerate(value):
+                # transition rules under a list: only atomic lists' items have no old value
                 errs += validate_structural(item, items, index(path, i))
     if isinstance(value, dict):
         properties = schema.get("properties") or {}
+        previous = old if isinstance(old, dict) else {}
         for name in schema.get("required") or ():
-            if name not in value:
+            if name not in value and not (root and name in _META_FIELDS):
                 errs.append(required(child(path, name), ""))
         for name, item in value.items():
+            if root and name in _META_FIELDS:
+                continue
+            before = previous.get(name, _MISSING)
             if name in properties:
-                errs += validate_structural(item, properties[name], child(path, name))
+                errs += validate_structural(item, properties[name], child(path, name), before)
             elif isinstance(schema.get("additionalProperties"), dict):
                 # kube-openapi names a map value `<map>.<key>` (object_validator.go), not `[key]`
-                errs += validate_structural(item, schema["additionalProperties"], child(path, name))
+                errs += validate_structural(item, schema["additionalProperties"], child(path, name), before)
     for alternative in ("anyOf", "oneOf"):
         if alternative in schema and not any(
             not validate_structural(value, option, path) for option in schema[alternative]
         ):
             errs.append(invalid(path, value, f"{shown} in body must match {alternative[:-2]} of the schemas"))
+    if not errs:
+        errs += _cel_errors(value, old, schema, path)
     return errs
 
 
