@@ -402,3 +402,32 @@ def test_an_mpijob_follows_its_launcher(cluster, ns):
 
 def is_running(job: dict) -> bool:
     return any(c["type"] == "Running" and c["status"] == "True" for c in job["status"]["conditions"])
+
+
+def test_an_mxjob_gets_the_dmlc_env_and_mx_config(cluster, ns):
+    spec = lambda n: {"replicas": n, "template": {"spec": {"containers": [{"name": "mxnet", "image": "mxnet:1"}]}}}  # noqa: E731
+    body = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": "mx"},
+        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {"Scheduler": spec(1), "Server": spec(1), "Worker": spec(2)}},
+    }
+    cluster.api.create(cluster.api.resource("kubeflow.org", "v1", "mxjobs"), body, ns)
+    step(cluster)
+    worker = pods(cluster, ns)["mx-worker-1"]
+    values = dict(env(worker, "mxnet"))
+    assert values["MX_CONFIG"] == (
+        '{"cluster":{"scheduler":[{"url":"mx-scheduler-0","port":9091}],"server":[{"url":"mx-server-0","port":9091}],'
+        '"worker":[{"url":"mx-worker-0","port":9091},{"url":"mx-worker-1","port":9091}]},'
+        '"labels":{"scheduler":"","server":"","worker":""},"task":{"type":"worker","index":1}}'
+    )
+    assert {k: v for k, v in values.items() if k.startswith("DMLC_")} == {
+        "DMLC_PS_ROOT_PORT": "9091",
+        "DMLC_PS_ROOT_URI": "mx-scheduler-0",
+        "DMLC_NUM_SERVER": "1",
+        "DMLC_NUM_WORKER": "2",
+        "DMLC_ROLE": "worker",
+        "DMLC_USE_KUBERNETES": "1",
+        "DMLC_WORKER_ID": "1",
+    }
+    assert pods(cluster, ns)["mx-server-0"]["metadata"]["labels"]["training.kubeflow.org/job-role"] == "master"

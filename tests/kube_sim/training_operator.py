@@ -20,7 +20,9 @@ UpdateJobReplicaStatuses):
   the job that long after completionTime;
 - conditions: Created first; Running and Restarting replace each other; Succeeded/Failed set
   Running False; nothing changes once Failed.
-Frameworks: PyTorchJob (pkg/controller.v1/pytorch), TFJob (pkg/controller.v1/tensorflow).
+Frameworks: PyTorchJob (pkg/controller.v1/pytorch), TFJob (pkg/controller.v1/tensorflow), MPIJob v1
+(pkg/controller.v1/mpi), MXJob (v1.8.1 pkg/controller.v1/mxnet). A cluster serves one MPIJob
+kind: this one, or mpi-operator's v2beta1 (not simulated).
 """
 
 from __future__ import annotations
@@ -647,13 +649,94 @@ class MPI(Framework):
         }
 
 
-FRAMEWORKS: dict[str, Framework] = {f.plural: f for f in (PyTorch(), TensorFlow(), MPI())}
+class MXNet(Framework):
+    """MXJob, training-operator v1.8.1 (removed in v1.9): pkg/controller.v1/mxnet/mxnet.go
+    SetPodEnv / genMXConfig / genClusterSpec / genLabelsSpec / addBytePSEnv and
+    mxjob_controller.go UpdateJobStatus / IsMasterRole (the Server) / isSingleWorker;
+    mxnet_types.go and mxnet_defaults.go (container `mxnet`, port `mxjob-port` 9091, restartPolicy
+    Never, cleanPodPolicy None). Every container gets MX_CONFIG (cluster: `<job>-<rt>-<i>` and
+    the port per replica type; labels: the `tuner-server-key` annotation per type; task),
+    DMLC_PS_ROOT_PORT / DMLC_PS_ROOT_URI (scheduler 0), DMLC_NUM_SERVER, DMLC_NUM_WORKER,
+    DMLC_ROLE (the replica type, lower case), DMLC_USE_KUBERNETES=1, and workers DMLC_WORKER_ID."""
+
+    kind = "MXJob"
+    plural = "mxjobs"
+    specs_field = "mxReplicaSpecs"
+    controller = "mxjob-controller"
+    container = "mxnet"
+    port_name = "mxjob-port"
+    port = 9091
+    restart_policy = "Never"
+
+    def is_master_role(self, specs: dict[str, Any], rtype: str, index: int) -> bool:
+        return rtype == "Server"
+
+    def set_cluster_spec(self, job: dict[str, Any], template: dict[str, Any], rt: str, index: int) -> None:
+        specs = job["spec"][self.specs_field]
+        name = job["metadata"]["name"]
+        cluster = {
+            rtype.lower(): [{"url": f"{name}-{rtype.lower()}-{i}", "port": self.port_of(job, rtype)}
+                            for i in range(int(spec.get("replicas", 1)))]
+            for rtype, spec in specs.items()
+        }  # fmt: skip
+        labels = {
+            rtype.lower(): ((spec["template"].get("metadata") or {}).get("annotations") or {}).get(
+                "tuner-server-key", ""
+            )
+            for rtype, spec in specs.items()
+        }
+        config = {"cluster": dict(sorted(cluster.items())), "labels": dict(sorted(labels.items())),
+                  "task": {"type": rt, "index": index}}  # fmt: skip
+        scheduler = (cluster.get("scheduler") or [{"url": "", "port": 0}])[0]
+        for container in template["spec"].get("containers") or []:
+            _env(container, "MX_CONFIG", json.dumps(config, separators=(",", ":")))
+            _env(container, "DMLC_PS_ROOT_PORT", str(scheduler["port"]))
+            _env(container, "DMLC_PS_ROOT_URI", scheduler["url"])
+            _env(container, "DMLC_NUM_SERVER", str(len(cluster.get("server") or [])))
+            _env(container, "DMLC_NUM_WORKER", str(len(cluster.get("worker") or [])))
+            _env(container, "DMLC_ROLE", rt)
+            _env(container, "DMLC_USE_KUBERNETES", "1")
+            if rt == "worker":
+                _env(container, "DMLC_WORKER_ID", str(index))
+
+    def update_status(self, job: dict[str, Any], specs: dict[str, Any], status: dict[str, Any], api: ApiServer) -> None:
+        name = job["metadata"]["name"]
+        counts_of = {r: int(s.get("replicas", 1)) for r, s in specs.items()}
+        single = counts_of.get("Worker", 0) == 1 and not counts_of.get("Scheduler") and not counts_of.get("Server")
+        for rtype, spec in specs.items():
+            counts = status["replicaStatuses"].get(rtype) or {}
+            succeeded, running, failed = counts.get("succeeded", 0), counts.get("active", 0), counts.get("failed", 0)
+            if rtype == "Scheduler" or single:
+                if running > 0:
+                    set_condition(status, "Running", "True", "MXJobRunning", f"MXJob {name} is running.")
+                if int(spec.get("replicas", 1)) - succeeded == 0:
+                    message = f"MXJob {name} is successfully completed."
+                    status.setdefault("completionTime", now())
+                    set_condition(status, "Succeeded", "True", "MXJobSucceeded", message)
+                    record(api, job, "MXJobSucceeded", message, "Normal", self.controller)
+                    return
+            if failed > 0:
+                if spec.get("restartPolicy") == "ExitCode":
+                    set_condition(
+                        status,
+                        "Restarting",
+                        "True",
+                        "MXJobRestarting",
+                        f"mxjob {name} is restarting because {failed} {rtype} replica(s) failed.",
+                    )
+                else:
+                    message = f"mxjob {name} is failed because {failed} {rtype} replica(s) failed."
+                    status.setdefault("completionTime", now())
+                    set_condition(status, "Failed", "True", "MXJobFailed", message)
+
+
+FRAMEWORKS: dict[str, Framework] = {f.plural: f for f in (PyTorch(), TensorFlow(), MPI(), MXNet())}
 
 
 class TrainingOperator:
     """Reconciles every kubeflow.org/v1 job of the frameworks it runs, on each change."""
 
-    def __init__(self, api: ApiServer, frameworks: tuple[str, ...] = ("pytorchjobs", "tfjobs", "mpijobs")):
+    def __init__(self, api: ApiServer, frameworks: tuple[str, ...] = ("pytorchjobs", "tfjobs", "mpijobs", "mxjobs")):
         self.api = api
         self.frameworks = [FRAMEWORKS[p] for p in frameworks]
         self._stop = threading.Event()
