@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from kube_sim import Cluster
+from kube_sim import ApiError, Cluster
 from kube_sim.events import reasons
 from kube_sim.training_operator import TrainingOperator
 from kubernetes import client, config
@@ -108,3 +108,47 @@ def test_an_operator_that_is_refused_records_failed_create(cluster):
     assert event["message"].startswith(
         'Error creating: pods "job-master-0" is forbidden: violates PodSecurity "restricted:latest"'
     )
+
+
+def trainjob(name: str, **spec) -> dict:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec},
+    }
+
+
+def test_the_trainer_webhook_wants_a_domain_prefixed_patch_manager(cluster):
+    api = cluster.api
+    trainjobs = api.resource("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+    patch = {
+        "manager": "jupyter-px",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "node"}]}}},
+    }
+    with pytest.raises(ApiError) as caught:
+        api.create(trainjobs, trainjob("bad", runtimePatches=[patch]), "default")
+    assert (caught.value.code, caught.value.status["reason"]) == (403, "Forbidden")
+    assert caught.value.status["message"] == (
+        'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: '
+        'spec.runtimePatches.manager: Invalid value: "jupyter-px": '
+        'must be a domain-prefixed path (such as "acme.io/foo")'
+    )
+    api.create(trainjobs, trainjob("good", runtimePatches=[{**patch, "manager": "px.jupyter.org/backend"}]), "default")
+
+
+def test_the_trainer_webhook_refuses_unknown_jobs_and_reserved_env(cluster):
+    api = cluster.api
+    trainjobs = api.resource("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+    patch = {
+        "manager": "px.jupyter.org/backend",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "launcher"}]}}},
+    }
+    with pytest.raises(ApiError) as caught:
+        api.create(trainjobs, trainjob("nojob", runtimePatches=[patch]), "default")
+    assert caught.value.status["message"].endswith(
+        "must not have replicated job that doesn't exist in the runtime job template"
+    )
+    with pytest.raises(ApiError) as caught:
+        api.create(trainjobs, trainjob("env", trainer={"env": [{"name": "PET_NNODES", "value": "2"}]}), "default")
+    assert caught.value.status["message"].endswith("must not have reserved envs, invalid envs configured: [PET_NNODES]")

@@ -16,10 +16,12 @@ a quota on cpu/memory requires every container to say it (`must specify ...`). T
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from . import errors, quantity
+from .schema import DNS1123_SUBDOMAIN, SUBDOMAIN_MSG
 
 if TYPE_CHECKING:
     from .apiserver import ApiServer
@@ -210,3 +212,119 @@ class Admission:
                 )
             except errors.ApiError:
                 pass
+
+
+# ---- Kubeflow Trainer v2's validating webhook ---------------------------------------------------
+
+#: kubeflow/trainer v2.3.0 pkg/webhooks/trainjob_webhook.go: the webhook's name (kubebuilder marker)
+TRAINJOB_WEBHOOK = "validator.trainjob.trainer.kubeflow.org"
+#: pkg/constants/constants.go TorchRunReservedEnvNames
+TORCH_RESERVED = ("PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE")
+_HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
+
+
+def domain_prefixed_path_errors(path: str, value: str) -> list[errors.FieldError]:
+    """apimachinery util/validation IsDomainPrefixedPath."""
+    if not value:
+        return [errors.required(path)]
+    host, _, rest = value.partition("/")
+    if "/" not in value or not host or not rest:
+        return [errors.invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    out = []
+    if not DNS1123_SUBDOMAIN.match(host) or len(host) > 253:
+        out.append(errors.invalid(path, host, SUBDOMAIN_MSG))
+    if not _HTTP_PATH.match(rest):
+        out.append(
+            errors.invalid(path, rest, "Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')")
+        )
+    return out
+
+
+class TrainJobWebhook:
+    """kubeflow/trainer v2.3.0 TrainJob validation (pkg/webhooks/trainjob_webhook.go ->
+    pkg/runtime/core/trainingruntime.go ValidateObjects -> the plugins' Validate):
+    - jobset.go: each runtime patch's `manager` must be a domain-prefixed path (the error names
+      `spec.runtimePatches.manager`, no index); a patched replicated job must exist in the runtime
+      (`must not have replicated job that doesn't exist in the runtime job template`), and so must
+      its containers and init containers;
+    - torch.go: spec.trainer.env must not set torchrun's reserved PET_* variables.
+    A denial is what the API server makes of controller-runtime's `admission.Denied`: 403
+    Forbidden, `admission webhook "<name>" denied the request: <errors>`
+    (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go)."""
+
+    def __init__(self, api: ApiServer):
+        self.api = api
+
+    def install(self) -> None:
+        self.api.admission.append(self)
+
+    def __call__(self, operation: str, resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if resource.group != "trainer.kubeflow.org" or resource.plural != "trainjobs":
+            return
+        spec = obj.get("spec") or {}
+        ref = spec.get("runtimeRef") or {}
+        kind = ref.get("kind") or "ClusterTrainingRuntime"
+        if kind not in ("ClusterTrainingRuntime", "TrainingRuntime"):
+            self._deny(f"unsupported runtime: {kind}.{ref.get('apiGroup') or 'trainer.kubeflow.org'}")
+        runtime = self._runtime(kind, ref.get("name", ""), obj["metadata"].get("namespace", ""))
+        jobs: dict[str, set[str]] = {}
+        for job in (((runtime or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get(
+            "replicatedJobs"
+        ) or []:
+            pod = ((job.get("template") or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+            jobs[job["name"]] = {c["name"] for c in (pod.get("initContainers") or []) + (pod.get("containers") or [])}
+        errs: list[errors.FieldError] = []
+        patches = spec.get("runtimePatches") or []
+        for patch in patches:
+            errs += domain_prefixed_path_errors("spec.runtimePatches.manager", patch.get("manager") or "")
+            template = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+            if runtime is None:
+                continue
+            for job in template.get("replicatedJobs") or []:
+                if job.get("name") not in jobs:
+                    errs.append(
+                        errors.invalid(
+                            "spec.runtimePatches",
+                            patches,
+                            "must not have replicated job that doesn't exist in the runtime job template",
+                        )
+                    )
+                    continue
+                pod = (((job.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+                for field_name, what in (("initContainers", "initContainer"), ("containers", "container")):
+                    for container in pod.get(field_name) or []:
+                        if container.get("name") not in jobs[job["name"]]:
+                            errs.append(
+                                errors.invalid(
+                                    "spec.runtimePatches",
+                                    patches,
+                                    f"must not have {what} that doesn't exist in the runtime job {job['name']}",
+                                )
+                            )
+        torch = (((runtime or {}).get("spec") or {}).get("mlPolicy") or {}).get("torch") is not None
+        env = (spec.get("trainer") or {}).get("env") or []
+        reserved = sorted({e.get("name") for e in env} & set(TORCH_RESERVED))
+        if torch and reserved:
+            errs.append(
+                errors.invalid(
+                    "spec.trainer.env",
+                    env,
+                    f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
+                )
+            )
+        if errs:
+            aggregate = str(errs[0]) if len(errs) == 1 else "[" + ", ".join(str(e) for e in errs) + "]"
+            self._deny(aggregate)
+
+    def _runtime(self, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
+        plural = "clustertrainingruntimes" if kind == "ClusterTrainingRuntime" else "trainingruntimes"
+        try:
+            resource = self.api.resource("trainer.kubeflow.org", "v1alpha1", plural)
+        except errors.ApiError:
+            return None
+        return self.api.try_get(resource, namespace, name)
+
+    def _deny(self, message: str) -> None:
+        raise errors.ApiError(
+            errors.status(403, "Forbidden", f'admission webhook "{TRAINJOB_WEBHOOK}" denied the request: {message}')
+        )

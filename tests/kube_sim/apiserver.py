@@ -21,7 +21,7 @@ from typing import Any
 
 from . import defaults, errors, schema
 from .errors import ApiError
-from .resources import BUILTIN, Resource, from_crd, kubeflow_crds, load_crd
+from .resources import BUILTIN, Resource, from_crd, kubeflow_crds, load_crd, training_runtimes
 from .selectors import field_matcher, label_matcher
 
 Obj = dict[str, Any]
@@ -119,9 +119,15 @@ class ApiServer:
                 self.install_crd(load_crd(path))
         for name in namespaces:
             self.create(self.resource("", "v1", "namespaces"), {"metadata": {"name": name}})
-        from .admission import Admission
+        from .admission import Admission, TrainJobWebhook
 
         Admission(self).install()
+        if crds:
+            TrainJobWebhook(self).install()
+            for path in training_runtimes():
+                # the runtimes a Trainer install ships (kubeflow/trainer manifests/base/runtimes)
+                runtime = load_crd(path)
+                self.create(self.resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes"), runtime)
 
     # ---- types ---------------------------------------------------------------------------------
 

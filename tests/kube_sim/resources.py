@@ -96,3 +96,8 @@ def _load_crd(path: Path) -> dict[str, Any]:
 
 def kubeflow_crds() -> list[Path]:
     return sorted(CRD_DIR.glob("*.yaml.gz"))
+
+
+def training_runtimes() -> list[Path]:
+    """The Trainer v2 ClusterTrainingRuntimes in tests/data/crds/ (torch, deepspeed, jax)."""
+    return sorted(CRD_DIR.glob("*_distributed.yaml"))
