@@ -595,3 +595,8 @@ def test_transition_rules_apply_on_update_only(custom, ns):
         'PyTorchJob.kubeflow.org "j" is invalid: spec.runPolicy.schedulingPolicy.queue: Invalid value: "string": '
         "spec.runPolicy.schedulingPolicy.queue is immutable"
     )
+
+
+def test_a_watch_with_a_bad_selector_is_an_http_400_not_a_stream(cluster, ns):
+    code, _, status = http(cluster, "GET", f"/api/v1/namespaces/{ns}/pods?watch=true&fieldSelector=spec.bogus%3D1")
+    assert code == 400 and status["reason"] == "BadRequest"

@@ -616,9 +616,24 @@ class ApiServer:
         - a change that makes an object stop (start) matching the selector is sent as DELETED
           (ADDED) (cacher/cache_watcher.go convertToWatchEvent);
         - BOOKMARK events, when asked, carry only the kind and the current resourceVersion;
-        - the stream ends at `timeoutSeconds`."""
+        - the stream ends at `timeoutSeconds`.
+        A bad selector or version raises here, before any event (an HTTP error, not a stream)."""
         labels = label_matcher(label_selector)
         fields = field_matcher(field_selector, resource.plural)
+        if resource_version and resource_version != "0" and not resource_version.isdigit():
+            raise errors.bad_request(f'invalid resource version "{resource_version}"')
+        return self._watch(resource, namespace, resource_version, labels, fields, timeout, bookmarks)
+
+    def _watch(
+        self,
+        resource: Resource,
+        namespace: str,
+        resource_version: str | None,
+        labels: Any,
+        fields: Any,
+        timeout: float,
+        bookmarks: bool,
+    ) -> Iterator[Obj]:
         deadline = time.monotonic() + timeout
 
         def visible(key: Key, obj: Obj | None) -> bool:
@@ -635,10 +650,7 @@ class ApiServer:
                 initial = [shown(o) for k, o in sorted(self.objects.items()) if visible(k, o)]
                 position = self.rv
             else:
-                try:
-                    position = int(resource_version)
-                except ValueError:
-                    raise errors.bad_request(f'invalid resource version "{resource_version}"')
+                position = int(resource_version)
                 oldest = self.events[0].rv if self.events else self.rv + 1
                 if position < oldest - 1:
                     expired = errors.expired(f"too old resource version: {position} ({oldest - 1})").status

@@ -368,12 +368,9 @@ class _Handler(BaseHTTPRequestHandler):
             float(query.get("timeoutSeconds") or 1800),
             query.get("allowWatchBookmarks") in ("true", "1"),
         )
-        first = next(events, None)  # errors before the stream (a bad selector) are HTTP errors
-        self._stream_start()
-        if first is not None:
-            self._chunk(json.dumps(first, separators=(",", ":")).encode() + b"\n")
-            for event in events:
-                self._chunk(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+        self._stream_start()  # the headers at once, as the real server flushes them
+        for event in events:
+            self._chunk(json.dumps(event, separators=(",", ":")).encode() + b"\n")
         self._chunk(b"")
 
     def _logs(self, namespace: str, name: str, query: dict[str, str]) -> None:
