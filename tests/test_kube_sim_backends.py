@@ -134,3 +134,33 @@ def test_the_trainer_backend_passes_the_trainjob_webhook(sim, px_home):
         assert sim.list("trainjobs")
     finally:
         run.stop()
+
+
+DDP = (
+    "import os, torch, torch.distributed as dist\n"
+    "dist.init_process_group('gloo')\n"
+    "torch.manual_seed(dist.get_rank())\n"
+    "model = torch.nn.Linear(4, 1)\n"
+    "ddp = torch.nn.parallel.DistributedDataParallel(model)\n"
+    "optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
+    "for _ in range(3):\n"
+    "    optimizer.zero_grad(); ddp(torch.randn(8, 4)).sum().backward(); optimizer.step()\n"
+    "weights = torch.cat([p.detach().flatten() for p in model.parameters()])\n"
+    "gathered = [torch.zeros_like(weights) for _ in range(dist.get_world_size())]\n"
+    "dist.all_gather(gathered, weights)\n"
+    "print('identical', all(torch.equal(gathered[0], g) for g in gathered), 'world', dist.get_world_size())\n"
+    "dist.destroy_process_group()\n"
+)
+
+
+@pytest.mark.kube
+@pytest.mark.parametrize("backend", ["native", "kubeflow"])
+def test_pytorch_ddp_with_gloo_gives_identical_weights(sim, px_home, backend):
+    """Master + 2 workers, DistributedDataParallel over gloo: the replicas find each other through
+    the environment each backend (and, for kubeflow, the operator) gives them."""
+    topology = {"framework": "pytorch", "backend": backend, "environment": {"replicas": {"n_workers": 2}}}
+    run = jupyter_px.submit(DDP, topology)
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", (status, run.logs("master", 0))
+    for role, index in (("master", 0), ("worker", 0), ("worker", 1)):
+        assert "identical True world 3" in run.logs(role, index)
