@@ -303,3 +303,31 @@ def test_a_sidecar_runs_beside_the_app_and_is_stopped_after_it(core, ns):
     assert core.read_namespaced_pod_log("p", ns, container="main") == "side up\n"
     (side,) = pod.status.init_container_statuses
     assert side.state.terminated.exit_code == 143 and side.restart_count == 0
+
+
+def test_eviction_fails_the_pod_with_the_kubelets_reason(cluster, core, ns):
+    core.create_namespaced_pod(ns, python_pod("p", "import time; print('up', flush=True); time.sleep(600)"))
+    logged(core, ns, "p", "up\n")
+    cluster.kubelet.evict(ns, "p")
+    pod = core.read_namespaced_pod("p", ns)
+    assert (pod.status.phase, pod.status.reason) == ("Failed", "Evicted")
+    assert pod.status.message == "The node was low on resource: memory. "
+    assert {c.type: c.reason for c in pod.status.conditions}["DisruptionTarget"] == "TerminationByKubelet"
+    assert "Evicted" in reasons(cluster.api, ns, "p")
+
+
+def test_a_lost_node_stops_answering(tmp_path):
+    with Cluster() as sim:
+        core = client.CoreV1Api(config.new_client_from_config(sim.kubeconfig(tmp_path / "kc")))
+        core.create_namespaced_pod("default", python_pod("p", "import time; print('up', flush=True); time.sleep(600)"))
+        logged(core, "default", "p", "up\n")
+        sim.kubelet.lose_node()
+        node = core.read_node("node-1")
+        assert [(c.status, c.reason) for c in node.status.conditions if c.type == "Ready"] == [
+            ("Unknown", "NodeStatusUnknown")
+        ]
+        pod = core.read_namespaced_pod("p", "default")
+        assert pod.status.phase == "Running"  # as last reported: nobody is there to say otherwise
+        assert [c.status for c in pod.status.conditions if c.type == "Ready"] == ["False"]
+        core.delete_namespaced_pod("p", "default")
+        assert core.read_namespaced_pod("p", "default").metadata.deletion_timestamp is not None  # stays Terminating
