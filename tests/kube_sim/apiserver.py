@@ -344,6 +344,24 @@ class ApiServer:
             errs[:0] = schema.name_errors(name, resource.name_rule)
         if resource.plural == "pods":
             errs += schema.pod_spec_errors(obj.get("spec") or {})
+        if resource.group == "batch" and resource.plural == "jobs":
+            template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+            errs += schema.pod_spec_errors(template, "spec.template.spec")
+            policy = template.get("restartPolicy")
+            if policy not in ("OnFailure", "Never"):
+                # pkg/apis/batch/validation/validation.go validateJobSpec
+                if policy is None:
+                    errs.append(
+                        errors.FieldError(
+                            "FieldValueRequired",
+                            "spec.template.spec.restartPolicy",
+                            detail='valid values: "OnFailure", "Never"',
+                        )
+                    )
+                else:
+                    errs.append(
+                        errors.not_supported("spec.template.spec.restartPolicy", policy, ("OnFailure", "Never"))
+                    )
         if errs:
             raise errors.invalid_object(resource.kind, resource.group, name, errs)
 
@@ -391,6 +409,10 @@ class ApiServer:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now()
             meta["generation"] = 1
+            if resource.group == "batch" and resource.plural == "jobs":
+                from .job_controller import default_job
+
+                default_job(obj)  # the registry's generateSelector needs the uid
             for transient in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
                 meta.pop(transient, None)
             if resource.schema is not None and resource.status_subresource:

@@ -15,6 +15,7 @@ from . import scheduling
 from .apiserver import ApiServer
 from .gc import GarbageCollector
 from .httpapi import HttpFrontend
+from .job_controller import JobController
 from .kubelet import Kubelet
 from .training_operator import TrainingOperator
 
@@ -27,7 +28,7 @@ class Cluster:
         history: int = 1000,
         version: str = "1.33.0",
         port: int = 0,
-        controllers: tuple[str, ...] = ("gc", "scheduler", "kubelet", "training-operator"),
+        controllers: tuple[str, ...] = ("gc", "scheduler", "kubelet", "job-controller", "training-operator"),
         node: dict[str, Any] | None = None,
         kubelet: dict[str, Any] | None = None,
     ):
@@ -46,6 +47,8 @@ class Cluster:
             name = (node or {}).get("metadata", {}).get("name", "node-1")
             self.kubelet = Kubelet(self.api, name, **(kubelet or {}))
             self.controllers.append(self.kubelet)
+        if "job-controller" in controllers:
+            self.controllers.append(JobController(self.api))
         if "training-operator" in controllers:
             self.controllers.append(TrainingOperator(self.api))
 
