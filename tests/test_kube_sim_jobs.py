@@ -92,3 +92,62 @@ def test_failures_beyond_the_backoff_limit_fail_the_job():
             ("Failed", "BackoffLimitExceeded"),
         ]
         assert conditions[1]["message"] == "Job has reached the specified backoff limit"
+
+
+def jobset(name: str, nodes: int = 2, code: str = "print(1)") -> dict:
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name}, "spec": {
+        "replicatedJobs": [{"name": "node", "replicas": 1, "template": {"spec": {
+            "completions": nodes, "parallelism": nodes, "template": {"spec": {"containers": [
+                {"name": "node", "image": "python:3.11", "command": ["python3", "-c", code]}]}}}}}]}}  # fmt: skip
+
+
+def test_a_jobset_makes_labelled_jobs_and_its_headless_service():
+    with Cluster(controllers=("gc",)) as sim:
+        from kube_sim.jobset_controller import RESOURCE, JobSetController
+
+        created = sim.api.create(RESOURCE, jobset("train"), "default")
+        assert created["spec"]["replicatedJobs"][0]["template"]["spec"]["completionMode"] == "Indexed"  # defaulted
+        JobSetController(sim.api).reconcile_all()
+        (job,) = sim.list("jobs")
+        assert job["metadata"]["name"] == "train-node-0"
+        labels = job["spec"]["template"]["metadata"]["labels"]
+        assert {
+            k: v for k, v in labels.items() if k.startswith("jobset.sigs.k8s.io/") and k != "jobset.sigs.k8s.io/job-key"
+        } == {
+            "jobset.sigs.k8s.io/jobset-name": "train",
+            "jobset.sigs.k8s.io/replicatedjob-name": "node",
+            "jobset.sigs.k8s.io/restart-attempt": "0",
+            "jobset.sigs.k8s.io/replicatedjob-replicas": "1",
+            "jobset.sigs.k8s.io/global-replicas": "1",
+            "jobset.sigs.k8s.io/job-index": "0",
+            "jobset.sigs.k8s.io/job-global-index": "0",
+        }
+        assert job["spec"]["template"]["spec"]["subdomain"] == "train"
+        assert job["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+        service = sim.get("services", "train")
+        assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"] is True
+
+
+def test_a_jobset_runs_and_its_pods_answer_by_their_dns_names():
+    code = (
+        "import os, socket\n"
+        "me = socket.gethostname()\n"
+        "print(me, socket.gethostbyname(f'train-node-0-0.train.default.svc') != '')\n"
+    )
+    with Cluster(kubelet={"backoff_base": 0.2}) as sim:
+        if not sim.kubelet.isolated:
+            pytest.skip(f"pods cannot have their own names here: {sim.kubelet.not_isolated_because}")
+        from kube_sim.jobset_controller import RESOURCE
+
+        sim.api.create(RESOURCE, jobset("train", code=code), "default")
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            status = sim.api.get(RESOURCE, "default", "train").get("status") or {}
+            if status.get("terminalState"):
+                break
+            assert time.monotonic() < deadline, status
+            time.sleep(0.1)
+        assert status["terminalState"] == "Completed"
+        assert status["conditions"][-1]["reason"] == "AllJobsCompleted"
+        logs = sorted(b"".join(sim.kubelet.logs(p, "node", {})).decode() for p in sim.list("pods"))
+        assert logs == ["train-node-0-0 True\n", "train-node-0-1 True\n"]

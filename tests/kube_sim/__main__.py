@@ -16,7 +16,7 @@ import threading
 
 from .cluster import Cluster
 
-CONTROLLERS = ("gc", "scheduler", "kubelet", "job-controller", "training-operator")
+CONTROLLERS = ("gc", "scheduler", "kubelet", "job-controller", "jobset-controller", "training-operator")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -123,6 +123,9 @@ class ApiServer:
 
         Admission(self).install()
         if crds:
+            from . import jobset_controller
+
+            jobset_controller.install(self)  # JobSet's resource and defaulting webhook
             TrainJobWebhook(self).install()
             for path in training_runtimes():
                 # the runtimes a Trainer install ships (kubeflow/trainer manifests/base/runtimes)

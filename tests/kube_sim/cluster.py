@@ -16,6 +16,7 @@ from .apiserver import ApiServer
 from .gc import GarbageCollector
 from .httpapi import HttpFrontend
 from .job_controller import JobController
+from .jobset_controller import JobSetController
 from .kubelet import Kubelet
 from .training_operator import TrainingOperator
 
@@ -28,7 +29,14 @@ class Cluster:
         history: int = 1000,
         version: str = "1.33.0",
         port: int = 0,
-        controllers: tuple[str, ...] = ("gc", "scheduler", "kubelet", "job-controller", "training-operator"),
+        controllers: tuple[str, ...] = (
+            "gc",
+            "scheduler",
+            "kubelet",
+            "job-controller",
+            "jobset-controller",
+            "training-operator",
+        ),
         node: dict[str, Any] | None = None,
         kubelet: dict[str, Any] | None = None,
     ):
@@ -49,6 +57,8 @@ class Cluster:
             self.controllers.append(self.kubelet)
         if "job-controller" in controllers:
             self.controllers.append(JobController(self.api))
+        if "jobset-controller" in controllers and crds:
+            self.controllers.append(JobSetController(self.api))
         if "training-operator" in controllers:
             self.controllers.append(TrainingOperator(self.api))
 
