@@ -5,6 +5,7 @@ shape matters; in-process where a controller's timing must be stepped (garbage c
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 
@@ -600,3 +601,15 @@ def test_transition_rules_apply_on_update_only(custom, ns):
 def test_a_watch_with_a_bad_selector_is_an_http_400_not_a_stream(cluster, ns):
     code, _, status = http(cluster, "GET", f"/api/v1/namespaces/{ns}/pods?watch=true&fieldSelector=spec.bogus%3D1")
     assert code == 400 and status["reason"] == "BadRequest"
+
+
+def test_latency_and_the_most_requests_in_flight_are_there_for_tests(tmp_path):
+    with Cluster(controllers=()) as sim:
+        sim.latency = 0.2
+        core = client.CoreV1Api(config.new_client_from_config(sim.kubeconfig(tmp_path / "kc")))
+        threads = [threading.Thread(target=core.list_namespaced_config_map, args=("default",)) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert 1 <= sim.max_in_flight <= 3 and sim.api.in_flight == 0

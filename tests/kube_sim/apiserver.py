@@ -103,6 +103,9 @@ class ApiServer:
         self.denied: set[tuple[str, str]] = set()
         self.requests: list[tuple[str, str]] = []
         self.latency = 0.0
+        #: requests being served now, and the most at once (what a client's parallelism reaches)
+        self.in_flight = 0
+        self.max_in_flight = 0
         #: seconds between watch bookmarks (the watch cache sends one about once a minute)
         self.bookmark_interval = 60.0
         #: (requests per second, burst) above which requests get 429, or None

@@ -107,6 +107,18 @@ class Cluster:
     def requests(self) -> list[tuple[str, str]]:
         return self.api.requests
 
+    @property
+    def latency(self) -> float:
+        return self.api.latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        self.api.latency = seconds
+
+    @property
+    def max_in_flight(self) -> int:
+        return self.api.max_in_flight
+
     def kubeconfig(self, path: str | Path, namespace: str = "default", context: str = "kube-sim") -> str:
         config = {
             "apiVersion": "v1",

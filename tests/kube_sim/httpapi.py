@@ -154,6 +154,8 @@ class _Handler(BaseHTTPRequestHandler):
         payload = self.rfile.read(length) if length else b""  # read even when refusing: keep-alive
         with api.cond:
             api.requests.append((method, url.path))
+            api.in_flight += 1
+            api.max_in_flight = max(api.max_in_flight, api.in_flight)
         try:
             if api.latency:
                 time.sleep(api.latency)
@@ -163,6 +165,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(error.code, error.status, error.headers)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        finally:
+            with api.cond:
+                api.in_flight -= 1
 
     # ---- the API -------------------------------------------------------------------------------
 
