@@ -154,7 +154,17 @@ DDP = (
 
 
 @pytest.mark.kube
-@pytest.mark.parametrize("backend", ["native", "kubeflow"])
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "native",
+        "kubeflow",
+        pytest.param(
+            "kubeflow-trainer",
+            marks=pytest.mark.xfail(strict=True, reason="Trainer's webhook refuses the backend's TrainJob (manager)"),
+        ),
+    ],
+)
 def test_pytorch_ddp_with_gloo_gives_identical_weights(sim, px_home, backend):
     """Master + 2 workers, DistributedDataParallel over gloo: the replicas find each other through
     the environment each backend (and, for kubeflow, the operator) gives them."""

@@ -16,7 +16,7 @@ import threading
 
 from .cluster import Cluster
 
-CONTROLLERS = ("gc", "scheduler", "kubelet", "job-controller", "jobset-controller", "training-operator")
+CONTROLLERS = ("gc", "scheduler", "kubelet", "job-controller", "jobset-controller", "training-operator", "trainer")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from .httpapi import HttpFrontend
 from .job_controller import JobController
 from .jobset_controller import JobSetController
 from .kubelet import Kubelet
+from .trainer_controller import TrainerController
 from .training_operator import TrainingOperator
 
 
@@ -36,6 +37,7 @@ class Cluster:
             "job-controller",
             "jobset-controller",
             "training-operator",
+            "trainer",
         ),
         node: dict[str, Any] | None = None,
         kubelet: dict[str, Any] | None = None,
@@ -59,6 +61,8 @@ class Cluster:
             self.controllers.append(JobController(self.api))
         if "jobset-controller" in controllers and crds:
             self.controllers.append(JobSetController(self.api))
+        if "trainer" in controllers and crds:
+            self.controllers.append(TrainerController(self.api))
         if "training-operator" in controllers:
             self.controllers.append(TrainingOperator(self.api))
 
