@@ -359,7 +359,7 @@ def test_bookmarks_only_when_asked(cluster, core, ns):
             ns,
             watch=True,
             resource_version=start,
-            timeout_seconds=1,
+            timeout_seconds=3,
             allow_watch_bookmarks=True,
             _preload_content=False,
         )
