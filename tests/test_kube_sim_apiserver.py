@@ -613,3 +613,14 @@ def test_latency_and_the_most_requests_in_flight_are_there_for_tests(tmp_path):
         for thread in threads:
             thread.join()
         assert 1 <= sim.max_in_flight <= 3 and sim.api.in_flight == 0
+
+
+def test_a_cluster_with_part_of_kubeflow_installed(tmp_path):
+    with Cluster(crds=("pytorchjobs.kubeflow.org",), controllers=("training-operator",)) as sim:
+        api = client.ApiextensionsV1Api(config.new_client_from_config(sim.kubeconfig(tmp_path / "kc")))
+        assert api.read_custom_resource_definition("pytorchjobs.kubeflow.org").spec.names.kind == "PyTorchJob"
+        with pytest.raises(client.ApiException) as caught:
+            api.read_custom_resource_definition("tfjobs.kubeflow.org")
+        assert caught.value.status == 404
+        code, _, status = http(sim, "GET", "/apis/kubeflow.org/v1/namespaces/default/tfjobs")
+        assert code == 404 and status["message"] == "the server could not find the requested resource"

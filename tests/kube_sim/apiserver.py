@@ -27,6 +27,8 @@ from .selectors import field_matcher, label_matcher
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (resource key, namespace, name)
 
+GROUP_TRAINER = "trainer.kubeflow.org"
+
 #: Admission plug-ins: called with (operation, resource, object, old object) before a write is
 #: stored; they may change the object (mutating) or raise an ApiError (validating).
 Admission = Callable[[str, Resource, Obj, Obj | None], None]
@@ -81,7 +83,7 @@ class ApiServer:
     def __init__(
         self,
         namespaces: tuple[str, ...] = ("default",),
-        crds: bool = True,
+        crds: bool | tuple[str, ...] = True,
         history: int = 1000,
         version: str = "1.33.0",
     ):
@@ -118,17 +120,23 @@ class ApiServer:
         for resource in BUILTIN:
             self.register(resource)
         if crds:
+            # True: every Kubeflow CRD of tests/data/crds; a tuple: only those named
+            # ("pytorchjobs.kubeflow.org", ...), as on a cluster with part of Kubeflow installed
             for path in kubeflow_crds():
-                self.install_crd(load_crd(path))
+                crd = load_crd(path)
+                if crds is True or crd["metadata"]["name"] in crds:
+                    self.install_crd(crd)
         for name in namespaces:
             self.create(self.resource("", "v1", "namespaces"), {"metadata": {"name": name}})
         from .admission import Admission, TrainJobWebhook
 
         Admission(self).install()
+        trainer = (GROUP_TRAINER, "v1alpha1", "clustertrainingruntimes") in self.resources
         if crds:
             from . import jobset_controller
 
             jobset_controller.install(self)  # JobSet's resource and defaulting webhook
+        if trainer:
             TrainJobWebhook(self).install()
             for path in training_runtimes():
                 # the runtimes a Trainer install ships (kubeflow/trainer manifests/base/runtimes)

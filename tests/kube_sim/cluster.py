@@ -26,7 +26,7 @@ class Cluster:
     def __init__(
         self,
         namespaces: tuple[str, ...] = ("default",),
-        crds: bool = True,
+        crds: bool | tuple[str, ...] = True,
         history: int = 1000,
         version: str = "1.33.0",
         port: int = 0,
@@ -61,7 +61,7 @@ class Cluster:
             self.controllers.append(JobController(self.api))
         if "jobset-controller" in controllers and crds:
             self.controllers.append(JobSetController(self.api))
-        if "trainer" in controllers and crds:
+        if "trainer" in controllers and ("trainer.kubeflow.org", "v1alpha1", "trainjobs") in self.api.resources:
             self.controllers.append(TrainerController(self.api))
         if "training-operator" in controllers:
             self.controllers.append(TrainingOperator(self.api))

@@ -763,6 +763,8 @@ class TrainingOperator:
 
     def reconcile_all(self) -> None:
         for framework in self.frameworks:
+            if ("kubeflow.org", "v1", framework.plural) not in self.api.resources:
+                continue  # that CRD is not installed: the operator does not watch the kind
             resource = self.api.resource("kubeflow.org", "v1", framework.plural)
             for job in self.api.list(resource)["items"]:
                 try:
