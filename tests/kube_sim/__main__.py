@@ -1,0 +1,60 @@
+"""Start the whole simulated cluster and serve until interrupted:
+
+    python -m tests.kube_sim --kubeconfig /tmp/sim.kubeconfig
+
+then, in another terminal, `KUBECONFIG=/tmp/sim.kubeconfig kubectl get pods` or
+`KUBECONFIG=/tmp/sim.kubeconfig jupyter px run train.py -f topology.yaml --backend kubeflow --wait`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from .cluster import Cluster
+
+CONTROLLERS = ("gc", "scheduler", "kubelet", "job-controller", "jobset-controller", "training-operator", "trainer")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.kube_sim", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kubeconfig", required=True, help="where to write a kubeconfig pointing at the simulation")
+    parser.add_argument("--port", type=int, default=0, help="the API server's port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--namespace", action="append", help="a namespace to create (default: default)")
+    parser.add_argument("--version", default="1.33.0", help="the Kubernetes version the server reports")
+    parser.add_argument(
+        "--without", action="append", default=[], choices=CONTROLLERS, help="leave a controller out (repeatable)"
+    )
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(name)s %(message)s"
+    )
+    controllers = tuple(c for c in CONTROLLERS if c not in args.without)
+    namespaces = tuple(args.namespace or ("default",))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with Cluster(namespaces=namespaces, version=args.version, port=args.port, controllers=controllers) as cluster:
+        cluster.kubeconfig(args.kubeconfig, namespace=namespaces[0])
+        kubelet = cluster.kubelet
+        isolation = (
+            "pods isolated (own mount/UTS namespace, /etc/hosts)"
+            if kubelet and kubelet.isolated
+            else f"pods not isolated: {kubelet.not_isolated_because if kubelet else 'no kubelet'}"
+        )
+        print(f"simulated cluster at {cluster.url}; kubeconfig {args.kubeconfig}", flush=True)
+        print(f"controllers: {', '.join(controllers)}; {isolation}; Ctrl-C to stop", flush=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    print("stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

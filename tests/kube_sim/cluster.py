@@ -1,0 +1,138 @@
+"""The whole simulated cluster: the API server (in-process registry + HTTP on 127.0.0.1) and the
+controllers started with it. `with Cluster() as cluster:`; `cluster.kubeconfig(path)` writes a
+kubeconfig the official client and kubectl can use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import scheduling
+from .apiserver import ApiServer
+from .gc import GarbageCollector
+from .httpapi import HttpFrontend
+from .job_controller import JobController
+from .jobset_controller import JobSetController
+from .kubelet import Kubelet
+from .trainer_controller import TrainerController
+from .training_operator import TrainingOperator
+
+
+class Cluster:
+    def __init__(
+        self,
+        namespaces: tuple[str, ...] = ("default",),
+        crds: bool | tuple[str, ...] = True,
+        history: int = 1000,
+        version: str = "1.33.0",
+        port: int = 0,
+        controllers: tuple[str, ...] = (
+            "gc",
+            "scheduler",
+            "kubelet",
+            "job-controller",
+            "jobset-controller",
+            "training-operator",
+            "trainer",
+        ),
+        node: dict[str, Any] | None = None,
+        kubelet: dict[str, Any] | None = None,
+    ):
+        self.api = ApiServer(namespaces=namespaces, crds=crds, history=history, version=version)
+        self.http = HttpFrontend(self.api, port)
+        self.url = self.http.url
+        self.controllers: list[Any] = []
+        self.kubelet: Kubelet | None = None
+        if "gc" in controllers:
+            self.controllers.append(GarbageCollector(self.api))
+        if "scheduler" in controllers or "kubelet" in controllers:
+            self.api.create(self.api.resource("", "v1", "nodes"), node or scheduling.node())
+        if "scheduler" in controllers:
+            self.controllers.append(scheduling.Scheduler(self.api))
+        if "kubelet" in controllers:
+            name = (node or {}).get("metadata", {}).get("name", "node-1")
+            self.kubelet = Kubelet(self.api, name, **(kubelet or {}))
+            self.controllers.append(self.kubelet)
+        if "job-controller" in controllers:
+            self.controllers.append(JobController(self.api))
+        if "jobset-controller" in controllers and crds:
+            self.controllers.append(JobSetController(self.api))
+        if "trainer" in controllers and ("trainer.kubeflow.org", "v1alpha1", "trainjobs") in self.api.resources:
+            self.controllers.append(TrainerController(self.api))
+        if "training-operator" in controllers:
+            self.controllers.append(TrainingOperator(self.api))
+
+    def start(self) -> Cluster:
+        self.http.start()
+        for controller in self.controllers:
+            controller.start()
+        return self
+
+    def close(self) -> None:
+        for controller in reversed(self.controllers):
+            controller.stop()
+        self.http.close()
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def outage(self) -> Iterator[None]:
+        with self.http.outage():
+            yield
+
+    # ---- the old fake's test API, for tests moving over (tests/fake_kube) ---------------------
+
+    def _plural(self, plural: str) -> Any:
+        found = [r for (_, _, p), r in self.api.resources.items() if p == plural]
+        core = [r for r in found if not r.group]
+        return (core or found)[0]
+
+    def list(self, plural: str, namespace: str = "default", selector: str | None = None) -> list[dict[str, Any]]:
+        return self.api.list(self._plural(plural), namespace, selector)["items"]
+
+    def get(self, plural: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        return self.api.try_get(self._plural(plural), namespace, name)
+
+    def fail(self, method: str, plural: str, status: int, reason: str, message: str, nth: int = 1, times: int = 1):
+        self.api.fail(method, plural, status, reason, message, nth, times)
+
+    def deny(self, verb: str, resource: str) -> None:
+        self.api.deny(verb, resource)
+
+    @property
+    def requests(self) -> list[tuple[str, str]]:
+        return self.api.requests
+
+    @property
+    def latency(self) -> float:
+        return self.api.latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        self.api.latency = seconds
+
+    @property
+    def max_in_flight(self) -> int:
+        return self.api.max_in_flight
+
+    def kubeconfig(self, path: str | Path, namespace: str = "default", context: str = "kube-sim") -> str:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "kube-sim", "cluster": {"server": self.url}}],
+            "users": [{"name": "tester", "user": {"token": "t0ken"}}],
+            "contexts": [
+                {"name": context, "context": {"cluster": "kube-sim", "user": "tester", "namespace": namespace}}
+            ],
+            "current-context": context,
+        }
+        Path(path).write_text(yaml.safe_dump(config))
+        return str(path)

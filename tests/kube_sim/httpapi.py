@@ -1,0 +1,412 @@
+"""The API server on 127.0.0.1 over real HTTP, for the official `kubernetes` client (and kubectl
+for what it asks): REST paths, query parameters, chunked watch and log streams, discovery.
+
+Paths: /api/v1/..., /apis/<group>/<version>/..., `namespaces/<ns>/<plural>[/<name>[/<sub>]]`
+(staging/src/k8s.io/apiserver/pkg/endpoints/installer.go). Faults, latency, a rate limit and
+`outage()` (the server goes away, open connections cut, and comes back on the same port with the
+same state) are for tests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from . import errors
+from .apiserver import ApiServer
+from .errors import ApiError
+
+log = logging.getLogger(__name__)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError, OSError)):
+            super().handle_error(request, client_address)
+
+
+class HttpFrontend:
+    """Serves `api` on 127.0.0.1 (a free port unless given)."""
+
+    def __init__(self, api: ApiServer, port: int = 0):
+        self.api = api
+        self._connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._handler = type("Handler", (_Handler,), {"front": self})
+        self._bind(port)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def _bind(self, port: int) -> None:
+        self.httpd = _Server(("127.0.0.1", port), self._handler)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="kube-sim-http", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop listening and cut every open connection (kept-alive ones too)."""
+        with self.api.cond:
+            self.api.closed = True
+            self.api.cond.notify_all()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    @contextmanager
+    def outage(self) -> Iterator[None]:
+        """Inside the block the API server is unreachable (connections refused); after it, it
+        answers again on the same address with the same objects. The controllers keep their
+        state meanwhile (they talk to the registry in-process, as a real control plane's
+        components would reconnect)."""
+        port = self.httpd.server_address[1]
+        self.close()
+        try:
+            yield
+        finally:
+            with self.api.cond:
+                self.api.closed = False
+            self._bind(port)
+            self._thread.start()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    front: HttpFrontend
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.front._lock:
+            self.front._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.front._lock:
+            self.front._connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def do_GET(self) -> None:
+        self._route("GET")
+
+    def do_POST(self) -> None:
+        self._route("POST")
+
+    def do_PUT(self) -> None:
+        self._route("PUT")
+
+    def do_PATCH(self) -> None:
+        self._route("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._route("DELETE")
+
+    # ---- plumbing ------------------------------------------------------------------------------
+
+    def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream_start(self, content_type: str = "application/json") -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _route(self, method: str) -> None:
+        api = self.front.api
+        url = urlparse(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        parts = [p for p in url.path.split("/") if p]
+        length = int(self.headers.get("Content-Length") or 0)
+        payload = self.rfile.read(length) if length else b""  # read even when refusing: keep-alive
+        with api.cond:
+            api.requests.append((method, url.path))
+            api.in_flight += 1
+            api.max_in_flight = max(api.max_in_flight, api.in_flight)
+        try:
+            if api.latency:
+                time.sleep(api.latency)
+            api.admit_rate()
+            self._dispatch(method, parts, query, payload)
+        except ApiError as error:
+            self._send(error.code, error.status, error.headers)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with api.cond:
+                api.in_flight -= 1
+
+    # ---- the API -------------------------------------------------------------------------------
+
+    def _dispatch(self, method: str, parts: list[str], query: dict[str, str], payload: bytes) -> None:
+        api = self.front.api
+        if parts == ["version"]:
+            major, minor, patch = (api.version.split(".") + ["0", "0"])[:3]
+            return self._send(
+                200,
+                {
+                    "major": major,
+                    "minor": minor,
+                    "gitVersion": f"v{major}.{minor}.{patch}",
+                    "gitCommit": "0" * 40,
+                    "gitTreeState": "clean",
+                    "buildDate": "2026-01-01T00:00:00Z",
+                    "goVersion": "go1.24",
+                    "compiler": "gc",
+                    "platform": "linux/amd64",
+                },
+            )
+        if parts in (["healthz"], ["readyz"], ["livez"]):
+            data = b"ok"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(data)
+            return None
+        if parts == ["api"]:
+            return self._send(
+                200,
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+                },
+            )
+        if parts == ["apis"]:
+            return self._send(200, self._groups())
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise errors.not_found_path()
+        if not rest:
+            return self._send(200, self._resource_list(group, version))
+        if group == "authorization.k8s.io" and rest == ["selfsubjectaccessreviews"] and method == "POST":
+            review = json.loads(payload or b"{}")
+            attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
+            allowed = (attrs.get("verb"), attrs.get("resource")) not in api.denied
+            review["status"] = {"allowed": allowed, **({} if allowed else {"reason": "RBAC: no rule allows it"})}
+            return self._send(201, review)
+        namespace = ""
+        if rest[0] == "namespaces" and len(rest) >= 3 and (group, version, rest[2]) in api.resources:
+            namespace, rest = rest[1], rest[2:]
+        resource = api.resource(group, version, rest[0])
+        if resource.namespaced is False and namespace:
+            raise errors.not_found_path()
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else ""
+        fault = api.take_fault(method, resource.plural)
+        if fault:
+            return self._send(fault.status, errors.status(fault.status, fault.reason, fault.message))
+        body = json.loads(payload) if payload else None
+        strict = query.get("fieldValidation") == "Strict"
+        dry_run = "dryRun" in query
+        if name is None:
+            if method == "GET":
+                if query.get("watch") in ("true", "1"):
+                    return self._watch(resource, namespace, query)
+                return self._send(
+                    200,
+                    api.list(
+                        resource,
+                        namespace,
+                        query.get("labelSelector"),
+                        query.get("fieldSelector"),
+                        int(query.get("limit") or 0),
+                        query.get("continue") or None,
+                        query.get("resourceVersion"),
+                    ),
+                )
+            if method == "POST":
+                created = api.create(resource, body or {}, namespace, strict=strict, dry_run=dry_run)
+                warnings = created.pop("__warnings__", [])
+                return self._send(201, created, _warning_headers(warnings))
+            if method == "DELETE":
+                options = body or {}
+                return self._send(
+                    200,
+                    api.delete_collection(
+                        resource,
+                        namespace,
+                        query.get("labelSelector"),
+                        query.get("fieldSelector"),
+                        _grace(query, options),
+                        query.get("propagationPolicy") or options.get("propagationPolicy"),
+                    ),
+                )
+            raise _not_allowed(method)
+        if sub == "log" and method == "GET" and resource.plural == "pods":
+            return self._logs(namespace, name, query)
+        if sub == "binding" and method == "POST" and resource.plural == "pods":
+            from .scheduling import bind
+
+            bind(api, namespace, name, ((body or {}).get("target") or {}).get("name", ""))
+            return self._send(
+                201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+            )
+        if sub and sub not in ("status",):
+            raise errors.not_found_path()
+        if method == "GET":
+            return self._send(200, api.get(resource, namespace, name))
+        if method == "PUT":
+            if (body or {}).get("metadata", {}).get("name") not in (None, name):
+                raise errors.bad_request(
+                    f"the name of the object ({body['metadata']['name']}) does not match the name on the URL ({name})"
+                )
+            body = body or {}
+            body.setdefault("metadata", {})["name"] = name
+            return self._send(200, api.update(resource, body, namespace, sub, strict=strict))
+        if method == "PATCH":
+            content_type = self.headers.get("Content-Type") or ""
+            return self._send(200, api.patch(resource, namespace, name, body, content_type, sub))
+        if method == "DELETE":
+            options = body or {}
+            obj = api.delete(
+                resource,
+                namespace,
+                name,
+                _grace(query, options),
+                query.get("propagationPolicy") or options.get("propagationPolicy"),
+                options.get("preconditions"),
+            )
+            return self._send(200, obj)
+        raise _not_allowed(method)
+
+    def _groups(self) -> dict[str, Any]:
+        api = self.front.api
+        groups: dict[str, list[str]] = {}
+        for group, version, _ in api.resources:
+            if group:
+                groups.setdefault(group, [])
+                if version not in groups[group]:
+                    groups[group].append(version)
+        return {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [
+                {
+                    "name": g,
+                    "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+                    "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]},
+                }
+                for g, vs in sorted(groups.items())
+            ],
+        }
+
+    def _resource_list(self, group: str, version: str) -> dict[str, Any]:
+        api = self.front.api
+        found = [r for (g, v, _), r in api.resources.items() if g == group and v == version]
+        if not found:
+            raise errors.not_found_path()
+        verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+        items = []
+        for r in found:
+            items.append(
+                {
+                    "name": r.plural,
+                    "singularName": r.kind.lower(),
+                    "namespaced": r.namespaced,
+                    "kind": r.kind,
+                    "verbs": verbs,
+                }
+            )
+            if r.status_subresource:
+                items.append(
+                    {
+                        "name": f"{r.plural}/status",
+                        "singularName": "",
+                        "namespaced": r.namespaced,
+                        "kind": r.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": items,
+        }
+
+    def _watch(self, resource: Any, namespace: str, query: dict[str, str]) -> None:
+        api = self.front.api
+        events = api.watch(
+            resource,
+            namespace,
+            query.get("resourceVersion") or None,
+            query.get("labelSelector"),
+            query.get("fieldSelector"),
+            float(query.get("timeoutSeconds") or 1800),
+            query.get("allowWatchBookmarks") in ("true", "1"),
+        )
+        self._stream_start()  # the headers at once, as the real server flushes them
+        for event in events:
+            self._chunk(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+        self._chunk(b"")
+
+    def _logs(self, namespace: str, name: str, query: dict[str, str]) -> None:
+        from .logs import log_stream
+
+        stream = log_stream(self.front.api, namespace, name, query)  # raises ApiError before any byte
+        self._stream_start("text/plain")
+        try:
+            for data in stream:
+                if data:
+                    self._chunk(data)
+        except OSError as error:  # a kubelet that cannot read its file ends the stream, as a proxy would
+            log.warning("log stream of %s/%s: %s", namespace, name, error)
+        self._chunk(b"")
+
+
+def _grace(query: dict[str, str], options: dict[str, Any]) -> int | None:
+    value = query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
+    return None if value is None else int(value)
+
+
+def _warning_headers(warnings: list[str]) -> dict[str, str]:
+    # RFC 7234 warn-code 299, as staging/src/k8s.io/apiserver/pkg/warning writes them; one header
+    # line per warning there, joined here (the client splits on commas between quoted texts)
+    if not warnings:
+        return {}
+    quoted = [w.replace("\\", "\\\\").replace('"', '\\"') for w in warnings]
+    return {"Warning": ", ".join(f'299 - "{w}"' for w in quoted)}
+
+
+def _not_allowed(method: str) -> ApiError:
+    return ApiError(
+        errors.status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    )

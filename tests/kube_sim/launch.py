@@ -1,0 +1,59 @@
+"""Start one container's process inside its own mount and UTS namespaces (run under
+`unshare -m -u --propagation private`): bind-mount the pod's volumes at their mount paths and the
+pod's generated hosts file over /etc/hosts, set the pod's hostname, then exec the command.
+
+A standalone script (no imports from the simulation), given one JSON file:
+{"mounts": [[host_path, mount_path, read_only], ...], "hosts": path, "hostname": name,
+ "workdir": path, "argv": [...], "env": {...}}
+"""
+
+import ctypes
+import json
+import os
+import socket
+import sys
+
+MS_RDONLY = 1
+MS_REMOUNT = 32
+MS_BIND = 4096
+
+
+def _mount(source: str, target: str, read_only: bool) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(source.encode(), target.encode(), None, MS_BIND, None) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"bind mount {source} -> {target}: {os.strerror(error)}")
+    if read_only:
+        libc.mount(None, target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY, None)
+
+
+def main() -> None:
+    with open(sys.argv[1]) as handle:
+        spec = json.load(handle)
+    for source, target, read_only in spec["mounts"]:
+        if os.path.isdir(source):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if not os.path.exists(target):
+                open(target, "a").close()
+        _mount(source, target, read_only)
+    if spec.get("hosts"):
+        _mount(spec["hosts"], "/etc/hosts", True)
+    if spec.get("hostname"):
+        socket.sethostname(spec["hostname"])
+    workdir = spec.get("workdir") or "/"
+    os.makedirs(workdir, exist_ok=True)
+    os.chdir(workdir)
+    argv = spec["argv"]
+    env = spec["env"]
+    try:
+        os.execvpe(argv[0], argv, env)
+    except OSError as error:
+        # containerd's message for a missing executable, and its exit code (128 in the CRI status)
+        sys.stderr.write(f'exec: "{argv[0]}": {error.strerror}\n')
+        sys.exit(128)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The resource types the simulated API server serves: the core kinds the backends and the
+simulated controllers use, and custom resources registered from CustomResourceDefinitions (the
+Kubeflow ones in `tests/data/crds/`, or any posted to the server)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import gzip
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CRD_DIR = Path(__file__).resolve().parent.parent / "data" / "crds"
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    #: metadata.name rule (schema.name_errors): subdomain, label, dns1035
+    name_rule: str = "subdomain"
+    #: whether writes to the main resource leave `status` alone (the status subresource)
+    status_subresource: bool = False
+    #: a custom resource's structural schema (None for built-in kinds)
+    schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}/{self.plural}"
+
+
+#: Built-in kinds. Name rules: kubernetes v1.33.0 pkg/apis/core/validation/validation.go
+#: (ValidatePodName: subdomain; ValidateServiceName: DNS-1035 label; namespaces: RFC 1123 label).
+BUILTIN = (
+    Resource("", "v1", "pods", "Pod", status_subresource=True),
+    Resource("", "v1", "services", "Service", name_rule="dns1035", status_subresource=True),
+    Resource("", "v1", "configmaps", "ConfigMap"),
+    Resource("", "v1", "secrets", "Secret"),
+    Resource("", "v1", "serviceaccounts", "ServiceAccount"),
+    Resource("", "v1", "events", "Event"),
+    Resource("", "v1", "resourcequotas", "ResourceQuota", status_subresource=True),
+    Resource("", "v1", "namespaces", "Namespace", namespaced=False, name_rule="label", status_subresource=True),
+    Resource("", "v1", "nodes", "Node", namespaced=False, status_subresource=True),
+    Resource("events.k8s.io", "v1", "events", "Event"),
+    Resource("batch", "v1", "jobs", "Job", status_subresource=True),
+    Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
+    Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False),
+)
+
+
+def from_crd(crd: dict[str, Any]) -> list[Resource]:
+    """The served versions of a CRD, each with its structural schema."""
+    spec = crd["spec"]
+    out = []
+    for version in spec["versions"]:
+        if not version.get("served", True):
+            continue
+        out.append(
+            Resource(
+                spec["group"],
+                version["name"],
+                spec["names"]["plural"],
+                spec["names"]["kind"],
+                namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+                status_subresource="status" in (version.get("subresources") or {}),
+                schema=version["schema"]["openAPIV3Schema"],
+            )
+        )
+    return out
+
+
+def load_crd(path: Path) -> dict[str, Any]:
+    """A CRD from a YAML file (gzip when it ends in .gz); parsed once per process."""
+    return copy.deepcopy(_load_crd(path))
+
+
+@functools.cache
+def _load_crd(path: Path) -> dict[str, Any]:
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(data, Loader=loader)
+
+
+def kubeflow_crds() -> list[Path]:
+    return sorted(CRD_DIR.glob("*.yaml.gz"))
+
+
+def training_runtimes() -> list[Path]:
+    """The Trainer v2 ClusterTrainingRuntimes in tests/data/crds/ (torch, deepspeed, jax)."""
+    return sorted(CRD_DIR.glob("*_distributed.yaml"))

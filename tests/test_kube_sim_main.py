@@ -1,0 +1,57 @@
+"""`python -m tests.kube_sim --kubeconfig FILE` starts the whole simulation from the repository
+root, writes a kubeconfig and serves until interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kubernetes import client, config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_simulation_starts_serves_and_stops_on_interrupt(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.kube_sim", "--kubeconfig", str(kubeconfig), "--without", "kubelet"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        line = process.stdout.readline().decode()
+        assert line.startswith("simulated cluster at http://127.0.0.1:"), line
+        api_client = config.new_client_from_config(str(kubeconfig))
+        body = {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "job"},
+            "spec": {
+                "pytorchReplicaSpecs": {
+                    "Master": {
+                        "replicas": 1,
+                        "template": {"spec": {"containers": [{"name": "pytorch", "image": "python:3.11"}]}},
+                    }
+                }
+            },
+        }
+        client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+            "kubeflow.org", "v1", "default", "pytorchjobs", body
+        )
+        core = client.CoreV1Api(api_client)
+        deadline = time.monotonic() + 60
+        while not core.list_namespaced_pod("default").items:  # the operator acts in the started simulation
+            assert time.monotonic() < deadline, "no pod from the operator"
+            time.sleep(0.1)
+        assert core.list_namespaced_pod("default").items[0].metadata.name == "job-master-0"
+        api_client.close()
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0 and out.decode().rstrip().endswith("stopped")
