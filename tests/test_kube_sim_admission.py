@@ -11,6 +11,8 @@ from kube_sim.events import reasons
 from kube_sim.training_operator import TrainingOperator
 from kubernetes import client, config
 
+pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
+
 
 @pytest.fixture(scope="module")
 def cluster():

@@ -16,6 +16,8 @@ from kube_sim.gc import GarbageCollector
 from kube_sim.scheduling import bind
 from kubernetes import client, config, watch
 
+pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
+
 
 def pod(name: str, labels: dict[str, str] | None = None, **spec) -> dict:
     return {

@@ -13,6 +13,8 @@ from kube_sim import Cluster
 
 import jupyter_px
 
+pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
+
 PRINT_ENV = (
     "import os\n"
     "print('rank', os.environ.get('RANK'), 'world', os.environ.get('WORLD_SIZE'),"

@@ -8,6 +8,8 @@ import pytest
 from kube_sim import ApiError, Cluster
 from kube_sim.job_controller import JobController
 
+pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
+
 DEADLINE_S = 120.0
 
 

@@ -13,6 +13,8 @@ from kube_sim import Cluster
 from kube_sim.events import reasons
 from kubernetes import client, config, watch
 
+pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
+
 DEADLINE_S = 120.0
 
 

@@ -10,7 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from kubernetes import client, config
+
+pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,6 +10,8 @@ from kube_sim import Cluster
 from kube_sim.jobset_controller import RESOURCE as JOBSETS
 from kube_sim.trainer_controller import TrainerController
 
+pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
+
 DEADLINE_S = 120.0
 
 

@@ -15,6 +15,8 @@ from kube_sim.events import reasons
 from kube_sim.gc import GarbageCollector
 from kube_sim.training_operator import TrainingOperator
 
+pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
+
 DEADLINE_S = 120.0
 _COUNTER = itertools.count()
 
