@@ -9,6 +9,7 @@ import { listNamed, NAME_PATTERN, saveNamed } from '../kernelTopologies';
 import { formUiSchema } from '../topology';
 import type { TopologyModel } from '../topologyModel';
 import type { ISidebarActions } from './actions';
+import { ignoreEnterInFields } from './formKeys';
 import { TextBody } from './textBody';
 import { TopologyVerdict } from './topologyVerdict';
 
@@ -140,7 +141,7 @@ export function TopologyForm(props: {
   return (
     <UseSignal signal={model.changed}>
       {() => (
-        <div className="jp-px-topology">
+        <div className="jp-px-topology" onKeyDownCapture={ignoreEnterInFields}>
           <div className="jp-px-toolbar">
             <Button
               small
