@@ -5,7 +5,7 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStateDB } from '@jupyterlab/statedb';
 
@@ -85,18 +85,36 @@ const plugin: JupyterFrontEndPlugin<void> = {
     sidebar = new PxSidebar(topology, runs, actions);
     app.shell.add(sidebar, 'left', { rank: 210 });
     restorer?.add(sidebar, sidebar.id);
-    notebooks.currentChanged.connect(
-      () => void topology.setNotebook(activeNotebook())
-    );
+    // The form follows the active notebook, once its cells are loaded (its %%px_topology).
+    const followNotebook = async () => {
+      const panel = notebooks.currentWidget;
+      await panel?.context.ready;
+      if (panel !== notebooks.currentWidget) {
+        return;
+      }
+      await topology.setNotebook(activeNotebook(), cellSources(panel));
+    };
+    notebooks.currentChanged.connect(() => void followNotebook());
     sidebar.disposed.connect(() => {
       runs.dispose();
       topology.dispose();
     });
     notifyWhenRunsEnd(runs, openPanel);
 
-    void topology.load().then(() => topology.setNotebook(activeNotebook()));
+    void topology.load().then(followNotebook);
     runs.start();
   }
 };
+
+/** Every cell's text, as the notebook holds it now (null for markdown and raw cells). */
+function cellSources(panel: NotebookPanel | null): (string | null)[] {
+  const cells = panel?.content.model?.cells;
+  const sources: (string | null)[] = [];
+  for (let i = 0; i < (cells?.length ?? 0); i++) {
+    const cell = cells!.get(i);
+    sources.push(cell.type === 'code' ? cell.sharedModel.getSource() : null);
+  }
+  return sources;
+}
 
 export default plugin;

@@ -194,20 +194,35 @@ export function TopologyForm(props: {
           {model.loadError && (
             <div className="jp-px-error">{model.loadError}</div>
           )}
+          {model.loadedFrom && (
+            <div className="jp-px-loaded-from" title={model.loadedFrom}>
+              Topology {model.loadedFrom}
+            </div>
+          )}
           {model.schema && (
-            <FormComponent
-              schema={model.schema as any}
-              uiSchema={formUiSchema()}
-              formData={model.formData as ReadonlyJSONObject}
-              extraErrors={model.errorSchema as any}
-              validator={validator}
-              compact={true}
-              showModifiedFromDefault={false}
-              liveValidate={false}
-              onChange={event =>
-                model.setFormData((event.formData ?? {}) as any)
-              }
-            />
+            <div
+              className="jp-px-form"
+              onChangeCapture={() => model.markEdited()}
+              onClickCapture={event => {
+                if ((event.target as HTMLElement).closest('button')) {
+                  model.markEdited();
+                }
+              }}
+            >
+              <FormComponent
+                schema={model.schema as any}
+                uiSchema={formUiSchema()}
+                formData={model.formData as ReadonlyJSONObject}
+                extraErrors={model.errorSchema as any}
+                validator={validator}
+                compact={true}
+                showModifiedFromDefault={false}
+                liveValidate={false}
+                onChange={event =>
+                  model.setFormData((event.formData ?? {}) as any)
+                }
+              />
+            </div>
           )}
           <TopologyVerdict model={model} />
         </div>
