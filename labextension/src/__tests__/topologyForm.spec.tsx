@@ -1,23 +1,11 @@
-import { ReactWidget } from '@jupyterlab/ui-components';
-import { MessageLoop } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
+import type { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
-import type { ISidebarActions } from '../sidebar/actions';
 import { TopologyForm } from '../sidebar/topologyForm';
 import { formSchema } from '../topology';
 import { TopologyModel } from '../topologyModel';
 import { MODEL_SCHEMA } from './fixtures';
-
-const actions: ISidebarActions = {
-  submitActive: async () => undefined,
-  activeNotebook: () => null,
-  activeKernel: () => null,
-  openLogs: () => undefined,
-  openMetrics: () => undefined,
-  openTensorBoard: () => undefined,
-  stopRun: async () => undefined
-};
+import { actions, mount } from './render';
 
 /**
  * What a browser does on Enter in a text field of a form (jsdom does not): unless the keydown
@@ -38,18 +26,6 @@ function pressEnter(input: HTMLInputElement): boolean {
     submitter?.click();
   }
   return event.defaultPrevented;
-}
-
-(globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
-
-/** Render a sidebar section the way the sidebar does (a ReactWidget), synchronously. */
-export function mount(element: JSX.Element): Widget {
-  const widget = ReactWidget.create(element);
-  React.act(() => {
-    Widget.attach(widget, document.body);
-    MessageLoop.sendMessage(widget, Widget.Msg.UpdateRequest);
-  });
-  return widget;
 }
 
 describe('TopologyForm', () => {
@@ -73,7 +49,7 @@ describe('TopologyForm', () => {
   });
 
   it('does not add an empty per-worker override on Enter in a field', () => {
-    widget = mount(<TopologyForm model={model} actions={actions} />);
+    widget = mount(<TopologyForm model={model} actions={actions()} />);
     host = widget.node;
     const workers = host.querySelector(
       'input[id$="environment_replicas_n_workers"]'
