@@ -161,7 +161,7 @@ describe('problems beside their fields', () => {
     expect(errors.__errors).toEqual(['no framework']);
   });
 
-  it('puts a problem of a hidden field on its nearest shown ancestor, with the full path', () => {
+  it('puts a problem of a hidden field on its nearest shown ancestor, named below it', () => {
     const schema = formSchema(MODEL_SCHEMA);
     const errors = problemsToErrorSchema(
       [
@@ -170,7 +170,7 @@ describe('problems beside their fields', () => {
       schema
     );
     expect(errors.environment.__errors).toEqual([
-      'environment.node_selector.zone: 3 is not a string'
+      'node selector zone: 3 is not a string'
     ]);
   });
 });

@@ -6,6 +6,7 @@ import { customizeValidator } from '@rjsf/validator-ajv8';
 import * as React from 'react';
 
 import { listNamed, NAME_PATTERN, saveNamed } from '../kernelTopologies';
+import { problemLines } from '../problemText';
 import { formUiSchema } from '../topology';
 import type { TopologyModel } from '../topologyModel';
 import type { ISidebarActions } from './actions';
@@ -46,10 +47,7 @@ export function TopologyForm(props: {
     if (!answer.valid) {
       await showDialog({
         title: 'The topology does not validate',
-        body:
-          (answer.problems ?? [])
-            .map(p => `${p.path}: ${p.message}`)
-            .join('\n') || answer.message,
+        body: problemLines(answer.problems ?? []).join('\n') || answer.message,
         buttons: [Dialog.okButton()]
       });
     }
@@ -217,6 +215,7 @@ export function TopologyForm(props: {
                 validator={validator}
                 compact={true}
                 showModifiedFromDefault={false}
+                showErrorList={false}
                 liveValidate={false}
                 onChange={event =>
                   model.setFormData((event.formData ?? {}) as any)
