@@ -6,11 +6,11 @@ import { customizeValidator } from '@rjsf/validator-ajv8';
 import * as React from 'react';
 
 import { listNamed, NAME_PATTERN, saveNamed } from '../kernelTopologies';
-import { problemLines } from '../problemText';
 import { formUiSchema } from '../topology';
 import type { TopologyModel } from '../topologyModel';
 import type { ISidebarActions } from './actions';
 import { ignoreEnterInFields } from './formKeys';
+import { importYaml } from './importYaml';
 import { TextBody } from './textBody';
 import { TopologyVerdict } from './topologyVerdict';
 
@@ -29,29 +29,6 @@ export function TopologyForm(props: {
     null
   );
   const [note, setNote] = React.useState<string>('');
-
-  const importYaml = async () => {
-    const result = await showDialog({
-      title: 'Import a polyaxonfile',
-      body: new TextBody(
-        '',
-        false,
-        'framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2'
-      ),
-      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Import' })]
-    });
-    if (!result.button.accept || !result.value) {
-      return;
-    }
-    const answer = await model.importTopology(result.value);
-    if (!answer.valid) {
-      await showDialog({
-        title: 'The topology does not validate',
-        body: problemLines(answer.problems ?? []).join('\n') || answer.message,
-        buttons: [Dialog.okButton()]
-      });
-    }
-  };
 
   const exportYaml = async () => {
     const answer = await model.validate();
@@ -144,7 +121,7 @@ export function TopologyForm(props: {
             <Button
               small
               className="jp-px-import"
-              onClick={() => void importYaml()}
+              onClick={() => void importYaml(model)}
               title="Paste a polyaxonfile"
             >
               Import YAML
