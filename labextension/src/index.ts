@@ -13,7 +13,7 @@ import { CommandIDs } from './commands/ids';
 import { addRunPanelCommands } from './commands/runPanels';
 import { addSidebarCommands } from './commands/sidebar';
 import { addSubmitCommands } from './commands/submit';
-import { notifyWhenRunsEnd } from './runNotifications';
+import { RunNotices } from './runNotifications';
 import { RunsModel } from './runsModel';
 import { loadSettings, PLUGIN_ID } from './settings';
 import type { ISidebarActions } from './sidebar/actions';
@@ -61,13 +61,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
       runs.interval = settings.refreshInterval;
     });
 
-    const openPanel = addRunPanelCommands(app, { settings, runs, restorer });
+    let notices: RunNotices | null = null;
+    const openPanel = addRunPanelCommands(app, {
+      settings,
+      runs,
+      restorer,
+      onStop: runId => notices?.stopping(runId)
+    });
+    notices = new RunNotices(openPanel);
+    notices.follow(runs);
     const { submitActive, activeNotebook } = addSubmitCommands(app, {
       notebooks,
       fileBrowser,
       topology,
       runs,
-      settings
+      settings,
+      notices
     });
     addSidebarCommands(app, palette);
 
@@ -99,7 +108,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
       runs.dispose();
       topology.dispose();
     });
-    notifyWhenRunsEnd(runs, openPanel);
 
     void topology.load().then(followNotebook);
     runs.start();
