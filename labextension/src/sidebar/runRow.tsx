@@ -37,8 +37,10 @@ export function RunRow(props: {
   run: IRunSummary;
   progress: number | null;
   actions: ISidebarActions;
+  /** Seconds since the epoch, ticking: ages count up between polls. */
+  now?: number;
 }): JSX.Element {
-  const { run, progress, actions } = props;
+  const { run, progress, actions, now } = props;
   const badge = stateBadge(run.state);
   const owner = ownerNote(run);
   const stop = async () => {
@@ -65,7 +67,7 @@ export function RunRow(props: {
           className="jp-px-age"
           title={new Date(run.created_at * 1000).toLocaleString()}
         >
-          {formatAge(run.created_at)}
+          {formatAge(run.created_at, now)}
         </span>
         {run.submitted_from && (
           <span className="jp-px-from">{run.submitted_from}</span>
