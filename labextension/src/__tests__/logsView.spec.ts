@@ -136,3 +136,20 @@ describe('ReplicaLog', () => {
     log.dispose();
   });
 });
+
+describe('panels of a deleted run', () => {
+  it('metrics say the run no longer exists, and stop asking', async () => {
+    const { MetricsModel } = await import('../panels/metricsModel');
+    const readMetrics = api.readMetrics as jest.MockedFunction<
+      typeof api.readMetrics
+    >;
+    readMetrics.mockRejectedValue(new ApiError('no run run-9', 404));
+    const model = new MetricsModel('run-9', 1, () => true);
+    await model.fetch();
+    expect(model.error).toBe(
+      'Run run-9 no longer exists: it was deleted, or its directory removed.'
+    );
+    expect(model.poll.state.phase).toBe('stopped');
+    model.dispose();
+  });
+});

@@ -1,7 +1,7 @@
 import { TabPanel, Widget } from '@lumino/widgets';
 
 import * as api from '../api';
-import { ApiError } from '../request';
+import { runGoneMessage } from '../runGone';
 import type { IReplica, IRunDetail } from '../types';
 import { ReplicaLog } from './replicaLog';
 
@@ -49,12 +49,12 @@ export class LogsView extends TabPanel {
     try {
       run = await api.getRun(this.runId);
     } catch (error) {
-      const gone = error instanceof ApiError && error.status === 404;
+      const gone = runGoneMessage(this.runId, error);
       const message = new Widget();
       message.addClass(gone ? 'jp-px-run-gone' : 'jp-px-error');
-      message.node.textContent = gone
-        ? `Run ${this.runId} no longer exists: it was deleted, or its directory removed.`
-        : `The logs of run ${this.runId} could not be read: ${(error as Error).message}`;
+      message.node.textContent =
+        gone ??
+        `The logs of run ${this.runId} could not be read: ${(error as Error).message}`;
       message.title.label = gone ? 'no longer exists' : 'not readable';
       this.tabBar.hide();
       this.addWidget(message);
