@@ -38,7 +38,8 @@ function failedRun(): IRunDetail {
   return {
     ...summary({ state: 'Failed', finished: true }),
     replicas: [
-      replica('master', 0, 'Succeeded', 0),
+      // stopped because worker 1 failed: not the replica to read
+      replica('master', 0, 'Stopped', 143),
       replica('worker', 0, 'Succeeded', 0),
       replica('worker', 1, 'Failed', 1)
     ],
@@ -80,7 +81,7 @@ describe('LogsView', () => {
     Widget.attach(view, document.body);
     await view.ready;
     expect(view.widgets.map(w => w.title.label)).toEqual([
-      'master 0 · Succeeded',
+      'master 0 · Stopped',
       'worker 0 · Succeeded',
       'worker 1 · Failed'
     ]);

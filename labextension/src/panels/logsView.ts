@@ -15,15 +15,21 @@ export function replicaTabLabel(replica: IReplica): string {
 
 /**
  * The replica a run's Logs open on: the first failed one (the one to read when a run fails),
- * else the first replica.
+ * else the first that exited with an error without being stopped, else the first replica. A
+ * replica the run stopped because another failed (SIGTERM, exit 143) is not the one to read.
  */
 export function replicaToOpen(replicas: IReplica[]): number {
-  const failed = replicas.findIndex(
+  const failed = replicas.findIndex(replica => FAILED.has(replica.state));
+  if (failed >= 0) {
+    return failed;
+  }
+  const errored = replicas.findIndex(
     replica =>
-      FAILED.has(replica.state) ||
-      (replica.exit_code !== null && replica.exit_code !== 0)
+      replica.state !== 'Stopped' &&
+      replica.exit_code !== null &&
+      replica.exit_code !== 0
   );
-  return Math.max(0, failed);
+  return Math.max(0, errored);
 }
 
 /**
