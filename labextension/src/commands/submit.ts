@@ -5,6 +5,7 @@ import type { INotebookTracker } from '@jupyterlab/notebook';
 
 import * as api from '../api';
 import { pxIcon } from '../icons';
+import { problemLines } from '../problemText';
 import type { RunNotices } from '../runNotifications';
 import type { RunsModel } from '../runsModel';
 import type { ISettings } from '../settings';
@@ -36,9 +37,10 @@ export function addSubmitCommands(
     const answer = await topology.validate();
     if (!answer?.valid) {
       app.shell.activateById('jupyter-px-sidebar');
-      const problems = (answer?.problems ?? [])
-        .map(p => `${p.path}: ${p.message}`)
-        .join('\n');
+      const problems = problemLines(
+        answer?.problems ?? [],
+        topology.formData
+      ).join('\n');
       throw new Error(
         `the topology has problems:\n${problems || answer?.message}`
       );
