@@ -4,7 +4,7 @@
  * look for it at the bottom of the traceback.
  */
 import * as api from './api';
-import { replicaToOpen } from './panels/logsView';
+import { replicaToOpen } from './replicas';
 
 /** Chunks read at most to reach a log's end (the server sends up to 256 KiB a chunk). */
 const MAX_CHUNKS = 16;
