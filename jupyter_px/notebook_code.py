@@ -36,6 +36,8 @@ from typing import Any
 
 #: A cell whose first line runs one of our cell magics (%%px_topology, %%px_distributed, ...).
 _PX_CELL = re.compile(r"^\s*%%px_\w+")
+#: A `%%px_distributed` cell: its first code line (the magic and its options), then its body.
+_PX_DISTRIBUTED = re.compile(r"^\s*%%px_distributed\b")
 #: Line magics that only make sense in the notebook: ours, and loading this extension.
 _PX_LINE = re.compile(r"^\s*%(px_\w+|(re)?load_ext\s+jupyter_px\b)")
 
@@ -68,6 +70,23 @@ def transform(source: str) -> ShippedCode:
 
 def is_px_cell(source: str) -> bool:
     return bool(_PX_CELL.match(_first_code_line(source)))
+
+
+def distributed_body(source: str) -> str | None:
+    """The code a `%%px_distributed` cell ships (its body, below the magic line); None for any
+    other cell.
+
+    A notebook submitted as a whole (the sidebar's "Run distributed") ships these bodies: they
+    are the notebook's training code, written where the user runs it from the notebook itself.
+    """
+    lines = source.splitlines()
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if not _PX_DISTRIBUTED.match(line):
+            return None
+        return "\n".join(lines[number + 1 :])
+    return None
 
 
 def _first_code_line(source: str) -> str:

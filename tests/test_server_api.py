@@ -516,11 +516,13 @@ async def test_metrics_bad_cursor_is_a_400_naming_it(jp_fetch, px_home, bad):
         ({"topology": TOPOLOGY, "script": "/etc/hostname.py"}, 404, ""),
         ({"topology": TOPOLOGY, "notebook": "empty.ipynb"}, 400, "has no code cells"),
         ({"topology": TOPOLOGY, "notebook": "a.ipynb", "cells": "tagged"}, 400, "has no cells tagged 'px'"),
+        ({"topology": TOPOLOGY, "notebook": "magics.ipynb"}, 400, "the body of a px_distributed cell is shipped"),
     ],
 )
 async def test_submit_bad_bodies_and_paths(jp_fetch, jp_root_dir, px_home, body, code, reason):
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     write_notebook(jp_root_dir / "empty.ipynb", [])
+    write_notebook(jp_root_dir / "magics.ipynb", [("%%px_topology quick\nframework: pytorch", []), ("%px_runs", [])])
     write_notebook(jp_root_dir.parent / "outside.ipynb", [("print('outside')", ["px"])])
     got, message = await error_of(jp_fetch, "px/api/runs", **post(body))
     assert got == code and reason in message
@@ -585,6 +587,29 @@ async def test_submit_a_notebook_runs_its_tagged_cells(jp_fetch, jp_root_dir, px
     )
     assert f"hello from worker shell-ok {jp_root_dir / 'exp'}" in logs["text"]
     assert "not shipped" not in logs["text"]
+
+
+@pytest.mark.jobs
+async def test_run_distributed_on_the_quickstart_notebook(jp_fetch, jp_root_dir, px_home):
+    """The sidebar's "Run distributed" on quickstart.ipynb, whose code cells are all magics: the
+    `%%px_distributed` cell's body runs in every replica, with the `%%px_topology` cell's topology
+    (what the sidebar's form loads from the notebook)."""
+    quickstart = Path(__file__).parent.parent / "notebooks" / "quickstart.ipynb"
+    (jp_root_dir / "quickstart.ipynb").write_text(quickstart.read_text(encoding="utf-8"), encoding="utf-8")
+    notebook = nbformat.read(str(quickstart), as_version=4)
+    cell = next(c.source for c in notebook.cells if c.source.startswith("%%px_topology"))
+    topology = yaml.safe_load(cell.split("\n", 1)[1])
+
+    code, run = await fetch_json(
+        jp_fetch, "px/api/runs", **post({"topology": topology, "notebook": "quickstart.ipynb"})
+    )
+    assert code == 201 and run["code"]["source"] == "notebook:quickstart.ipynb", run
+    final = await wait_finished(jp_fetch, run["run_id"], timeout=180)
+    assert final["state"] == "Succeeded", final
+    code, logs = await fetch_json(
+        jp_fetch, f"px/api/runs/{run['run_id']}/logs", params={"role": "worker", "index": "1"}
+    )
+    assert "rank 2 of 3: sum of ranks = 3" in logs["text"]
 
 
 @pytest.mark.jobs

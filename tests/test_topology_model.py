@@ -218,3 +218,24 @@ def test_large_topology_resolves():
     assert len(replicas) == 1101
     assert topology.replica("worker", 693).resources.cpu.limits == 2
     assert topology.replica("worker", 694).resources.cpu is None
+
+
+def test_exported_yaml_puts_an_overrides_index_first():
+    """`- index: 1` heads each override: the replica it applies to, then its settings."""
+    topology = parse_topology(
+        {
+            "framework": "tensorflow",
+            "environment": {
+                "replicas": {
+                    "n_workers": 2,
+                    "n_ps": 1,
+                    "worker": [{"resources": {"cpu": {"requests": 1}}, "image": "w:1", "index": 1}],
+                    "ps": [{"image": "p:1", "index": 0}],
+                }
+            },
+        }
+    )
+    text = to_yaml(topology)
+    assert "    worker:\n    - index: 1\n" in text
+    assert "    ps:\n    - index: 0\n" in text
+    assert parse_topology(text) == topology

@@ -5,8 +5,8 @@ The browser sends a path, never code or a filesystem path of its own choosing: t
 through the server's contents manager, which resolves API paths inside the root directory and
 refuses `../` tricks, hidden files and anything outside the root (404), exactly as it does for
 the file browser. A notebook's code is the same as `%%px_distributed --notebook` ships: code
-cells (all of them, or those tagged `px`), px magic cells and lines dropped, IPython syntax
-rewritten (`service.sources.notebook_code`).
+cells (all of them, or those tagged `px`), a `%%px_distributed` cell as its body, other px magic
+cells and lines dropped, IPython syntax rewritten (`service.sources.notebook_code`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,12 @@ async def code_from_notebook(contents_manager: Any, path: Any, tag: str | None) 
         load_code(source)  # a notebook without code is a 400 here, not a failed submission
     except ValueError:
         which = f"cells tagged {tag!r}" if tag else "code cells"
-        raise web.HTTPError(400, f"notebook: {path!r} has no {which} to run") from None
+        raise web.HTTPError(
+            400,
+            f"notebook: {path!r} has no {which} to run "
+            # no percent signs: the error path doubles them (tornado's log formatting)
+            "(the body of a px_distributed cell is shipped; px_topology cells and px line magics are not code)",
+        ) from None
     return SubmittedCode(source, _workdir(contents_manager, path))
 
 

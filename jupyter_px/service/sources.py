@@ -8,8 +8,9 @@ the run ships:
 * `SourceText(text, origin="cell")`: code text (a cell, a notebook's cells already joined);
   shipped as `main.py`, with where it came from recorded.
 * `NotebookCells(path, cells="all"|"tagged", tag)`: a notebook's code cells (all, or those
-  carrying `tag`), px magic cells dropped and IPython syntax rewritten, as
-  `%%px_distributed --notebook` ships them. The server, which reads notebooks through its
+  carrying `tag`), IPython syntax rewritten. A `%%px_distributed` cell contributes its body
+  (the code it runs in every replica); other px magic cells (`%%px_topology`: the topology,
+  not code) and px line magics (`%px_status ...`) are dropped. The server, which reads notebooks through its
   contents manager (never outside its root), passes the notebook it read as `content`.
 
 `code_source` is the one place a plain `str` or path becomes a source, for the public
@@ -124,7 +125,11 @@ def load_code(source: CodeSource, language: str | None = None) -> LoadedCode:
 
 
 def notebook_cells(notebook: dict[str, Any], tag: str | None) -> list[str]:
-    """Sources of a notebook's code cells, or only of those carrying `tag`."""
+    """Sources of a notebook's code cells, or only of those carrying `tag`; a `%%px_distributed`
+    cell stands for its body (a notebook written around the magics, like quickstart.ipynb,
+    ships the code its `%%px_distributed` cells run)."""
+    from ..notebook_code import distributed_body
+
     cells = []
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") != "code":
@@ -132,13 +137,16 @@ def notebook_cells(notebook: dict[str, Any], tag: str | None) -> list[str]:
         if tag is not None and tag not in (cell.get("metadata", {}).get("tags") or []):
             continue
         source = cell.get("source", "")
-        cells.append("".join(source) if isinstance(source, list) else str(source))
+        text = "".join(source) if isinstance(source, list) else str(source)
+        body = distributed_body(text)
+        cells.append(text if body is None else body)
     return cells
 
 
 def notebook_code(notebook: dict[str, Any], tag: str | None) -> tuple[str, str]:
-    """(code, language) a notebook ships: its code cells joined as `--notebook` joins them, px
-    magic cells and lines dropped, IPython syntax rewritten."""
+    """(code, language) a notebook ships: its code cells joined as `--notebook` joins them
+    (`%%px_distributed` cells as their bodies), other px magic cells and lines dropped, IPython
+    syntax rewritten."""
     from ..notebook_code import notebook_source, transform
 
     code = notebook_source(notebook_cells(notebook, tag), "")

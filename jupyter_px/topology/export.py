@@ -19,7 +19,9 @@ def to_dict(topology: Topology) -> dict[str, Any]:
 
 def _tidy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _tidy(v) for k, v in value.items()}
+        # An override reads from the replica it applies to: `- index: 1` first, then its settings.
+        keys = sorted(value, key=lambda key: key != "index")
+        return {k: _tidy(value[k]) for k in keys}
     if isinstance(value, list):
         return [_tidy(v) for v in value]
     if isinstance(value, float):

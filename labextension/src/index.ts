@@ -5,7 +5,7 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStateDB } from '@jupyterlab/statedb';
 
@@ -13,7 +13,7 @@ import { CommandIDs } from './commands/ids';
 import { addRunPanelCommands } from './commands/runPanels';
 import { addSidebarCommands } from './commands/sidebar';
 import { addSubmitCommands } from './commands/submit';
-import { notifyWhenRunsEnd } from './runNotifications';
+import { RunNotices } from './runNotifications';
 import { RunsModel } from './runsModel';
 import { loadSettings, PLUGIN_ID } from './settings';
 import type { ISidebarActions } from './sidebar/actions';
@@ -61,13 +61,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
       runs.interval = settings.refreshInterval;
     });
 
-    const openPanel = addRunPanelCommands(app, { settings, runs, restorer });
+    let notices: RunNotices | null = null;
+    const openPanel = addRunPanelCommands(app, {
+      settings,
+      runs,
+      restorer,
+      onStop: runId => notices?.stopping(runId)
+    });
+    notices = new RunNotices(openPanel);
+    notices.follow(runs);
     const { submitActive, activeNotebook } = addSubmitCommands(app, {
       notebooks,
       fileBrowser,
       topology,
       runs,
-      settings
+      settings,
+      notices
     });
     addSidebarCommands(app, palette);
 
@@ -85,18 +94,35 @@ const plugin: JupyterFrontEndPlugin<void> = {
     sidebar = new PxSidebar(topology, runs, actions);
     app.shell.add(sidebar, 'left', { rank: 210 });
     restorer?.add(sidebar, sidebar.id);
-    notebooks.currentChanged.connect(
-      () => void topology.setNotebook(activeNotebook())
-    );
+    // The form follows the active notebook, once its cells are loaded (its %%px_topology).
+    const followNotebook = async () => {
+      const panel = notebooks.currentWidget;
+      await panel?.context.ready;
+      if (panel !== notebooks.currentWidget) {
+        return;
+      }
+      await topology.setNotebook(activeNotebook(), cellSources(panel));
+    };
+    notebooks.currentChanged.connect(() => void followNotebook());
     sidebar.disposed.connect(() => {
       runs.dispose();
       topology.dispose();
     });
-    notifyWhenRunsEnd(runs, openPanel);
 
-    void topology.load().then(() => topology.setNotebook(activeNotebook()));
+    void topology.load().then(followNotebook);
     runs.start();
   }
 };
+
+/** Every cell's text, as the notebook holds it now (null for markdown and raw cells). */
+function cellSources(panel: NotebookPanel | null): (string | null)[] {
+  const cells = panel?.content.model?.cells;
+  const sources: (string | null)[] = [];
+  for (let i = 0; i < (cells?.length ?? 0); i++) {
+    const cell = cells!.get(i);
+    sources.push(cell.type === 'code' ? cell.sharedModel.getSource() : null);
+  }
+  return sources;
+}
 
 export default plugin;

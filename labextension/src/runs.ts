@@ -92,3 +92,33 @@ export function newlyFinished(
 export function ownerNote(run: IRunSummary): string | null {
   return run.finished ? null : (run.owner_problem ?? null);
 }
+
+/** What the runs list shows: runs whose name or id contains `text`, in `state`. */
+export interface IRunFilter {
+  text: string;
+  /** 'all', 'active' (not finished), or one state ('Failed', ...). */
+  state: string;
+}
+
+export function filterRuns(
+  runs: IRunSummary[],
+  filter: IRunFilter
+): IRunSummary[] {
+  const text = filter.text.trim().toLowerCase();
+  return runs.filter(run => {
+    if (
+      text &&
+      !(run.name ?? '').toLowerCase().includes(text) &&
+      !run.run_id.toLowerCase().includes(text)
+    ) {
+      return false;
+    }
+    if (filter.state === 'all') {
+      return true;
+    }
+    if (filter.state === 'active') {
+      return !run.finished;
+    }
+    return run.state === filter.state;
+  });
+}

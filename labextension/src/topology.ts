@@ -276,10 +276,12 @@ export function problemsToErrorSchema(
     for (const part of parts) {
       node = node[part] = node[part] || {};
     }
-    const message =
-      parts.length === full.length
-        ? problem.message
-        : `${problem.path}: ${problem.message}`;
+    // Beside its shown ancestor, a hidden field is named below it: "node selector zone: ...".
+    const hidden = full
+      .slice(parts.length)
+      .map(part => part.replace(/_/g, ' '))
+      .join(' ');
+    const message = hidden ? `${hidden}: ${problem.message}` : problem.message;
     node.__errors = [...(node.__errors || []), message];
   }
   return errors;

@@ -2,6 +2,7 @@ import type { IStateDB } from '@jupyterlab/statedb';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import * as api from './api';
+import { loadedFromLine, notebookTopology } from './notebookTopology';
 import { ApiError, IProblem } from './request';
 import {
   formSchema,
@@ -20,6 +21,10 @@ const STATE_PREFIX = 'jupyter-px:topology:';
  * The sidebar's topology: the form's data, the server's verdict on it, and where it is kept
  * (per notebook, in the state database). Validation is live but debounced: the server (the
  * model's single definition) answers, and its problems become messages beside the fields.
+ *
+ * Opening a notebook loads its `%%px_topology` cell into the form, unless the user has edited
+ * the form for that notebook: their edits are kept (and only they are saved), and
+ * `loadedFrom` says which of the two the form shows.
  */
 export class TopologyModel {
   constructor(
@@ -36,6 +41,8 @@ export class TopologyModel {
   errorSchema: JSONObject = {};
   loadError: string | null = null;
   notebook: string | null = null;
+  /** Where the form's topology came from, for the line above the form (null: nothing to say). */
+  loadedFrom: string | null = null;
 
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -64,6 +71,22 @@ export class TopologyModel {
     }
     this._changed.emit();
     await this.validate();
+  }
+
+  /** The user changed the form (a field, a button in it, an import): theirs from now on. */
+  markEdited(): void {
+    if (this._edited) {
+      return;
+    }
+    this._edited = true;
+    if (this.notebook) {
+      this.loadedFrom = `your edits for ${baseName(this.notebook)}`;
+      this._changed.emit();
+    }
+  }
+
+  get edited(): boolean {
+    return this._edited;
   }
 
   setFormData(data: JSONObject): void {
@@ -99,24 +122,61 @@ export class TopologyModel {
       this.schema ?? undefined
     );
     this._changed.emit();
-    if (result.valid && this.notebook && this.state) {
+    if (result.valid && this._edited && this.notebook && this.state) {
       await this.state.save(STATE_PREFIX + this.notebook, this.formData as any);
     }
     return result;
   }
 
-  /** Follow the active notebook: its last topology comes back (the current one stays otherwise). */
-  async setNotebook(path: string | null): Promise<void> {
+  /**
+   * Follow the active notebook (`sources`: its cells' texts, null for non-code cells): the
+   * user's edits for it come back; else its `%%px_topology` cell is loaded; else the form keeps
+   * what it shows.
+   */
+  async setNotebook(
+    path: string | null,
+    sources: (string | null)[] = []
+  ): Promise<void> {
     if (path === this.notebook) {
       return;
     }
     this.notebook = path;
+    this._edited = false;
+    this.loadedFrom = null;
     if (path && this.state) {
       const saved = await this.state.fetch(STATE_PREFIX + path);
+      if (this.notebook !== path) {
+        return;
+      }
       if (saved && typeof saved === 'object') {
+        this._edited = true;
+        this.loadedFrom = `your edits for ${baseName(path)}`;
         this.setFormData(saved as JSONObject);
         return;
       }
+    }
+    const declared = path ? notebookTopology(sources) : null;
+    if (path && declared) {
+      let answer: IValidation;
+      try {
+        answer = await api.validateTopology(declared.yaml);
+      } catch (error) {
+        answer = { valid: false, message: (error as Error).message };
+      }
+      if (this.notebook !== path || this._edited) {
+        return;
+      }
+      if (answer.valid && answer.topology) {
+        this.loadedFrom = loadedFromLine(path, declared);
+        this.setFormData(fromTopology(answer.topology));
+        return;
+      }
+      const problems = (answer.problems ?? [])
+        .map(p => (p.path ? `${p.path}: ${p.message}` : p.message))
+        .join('; ');
+      this.loadedFrom =
+        `the topology ${loadedFromLine(path, declared)} does not validate ` +
+        `(${problems || answer.message}); the form is unchanged`;
     }
     this._changed.emit();
   }
@@ -125,6 +185,7 @@ export class TopologyModel {
   async importTopology(topology: string | JSONObject): Promise<IValidation> {
     const result = await api.validateTopology(topology);
     if (result.valid && result.topology) {
+      this.markEdited();
       this.setFormData(fromTopology(result.topology));
     }
     return result;
@@ -137,4 +198,9 @@ export class TopologyModel {
   private _changed = new Signal<this, void>(this);
   private _timer = 0;
   private _ticket = 0;
+  private _edited = false;
+}
+
+function baseName(path: string): string {
+  return path.split('/').pop() ?? path;
 }

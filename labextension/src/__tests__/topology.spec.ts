@@ -6,104 +6,7 @@ import {
   toTopology,
   withDefaults
 } from '../topology';
-
-// A trimmed copy of `jupyter px schema` (pydantic's output): $defs, nullable anyOf, quantities.
-const MODEL_SCHEMA = {
-  $defs: {
-    CpuRange: {
-      additionalProperties: false,
-      properties: {
-        requests: {
-          anyOf: [
-            { minimum: 0, type: 'number' },
-            { type: 'string' },
-            { type: 'null' }
-          ],
-          default: null
-        },
-        limits: {
-          anyOf: [
-            { minimum: 0, type: 'number' },
-            { type: 'string' },
-            { type: 'null' }
-          ],
-          default: null
-        }
-      },
-      type: 'object'
-    },
-    Resources: {
-      additionalProperties: false,
-      properties: {
-        cpu: {
-          anyOf: [{ $ref: '#/$defs/CpuRange' }, { type: 'null' }],
-          default: null
-        },
-        memory: {
-          anyOf: [{ $ref: '#/$defs/CpuRange' }, { type: 'null' }],
-          default: null
-        }
-      },
-      type: 'object'
-    },
-    ReplicaOverride: {
-      additionalProperties: false,
-      properties: {
-        resources: {
-          anyOf: [{ $ref: '#/$defs/Resources' }, { type: 'null' }],
-          default: null
-        },
-        env: {
-          anyOf: [
-            { additionalProperties: { type: 'string' }, type: 'object' },
-            { type: 'null' }
-          ]
-        },
-        index: { minimum: 0, type: 'integer', title: 'Index' }
-      },
-      required: ['index'],
-      type: 'object'
-    },
-    Replicas: {
-      additionalProperties: false,
-      properties: {
-        n_workers: { default: 0, minimum: 0, type: 'integer' },
-        worker: { items: { $ref: '#/$defs/ReplicaOverride' }, type: 'array' }
-      },
-      type: 'object'
-    },
-    Environment: {
-      additionalProperties: false,
-      properties: {
-        resources: {
-          anyOf: [{ $ref: '#/$defs/Resources' }, { type: 'null' }],
-          default: null
-        },
-        replicas: {
-          anyOf: [{ $ref: '#/$defs/Replicas' }, { type: 'null' }],
-          default: null
-        },
-        node_selector: { anyOf: [{ type: 'object' }, { type: 'null' }] }
-      },
-      type: 'object'
-    }
-  },
-  properties: {
-    version: { anyOf: [{ type: 'number' }, { type: 'null' }], default: null },
-    framework: {
-      anyOf: [
-        { enum: ['tensorflow', 'pytorch'], type: 'string' },
-        { type: 'null' }
-      ],
-      default: null
-    },
-    backend: { default: 'local', enum: ['local', 'native'], type: 'string' },
-    environment: { $ref: '#/$defs/Environment' }
-  },
-  additionalProperties: false,
-  type: 'object',
-  $schema: 'https://json-schema.org/draft/2020-12/schema'
-};
+import { MODEL_SCHEMA } from './fixtures';
 
 describe('formSchema', () => {
   const schema = formSchema(MODEL_SCHEMA);
@@ -258,7 +161,7 @@ describe('problems beside their fields', () => {
     expect(errors.__errors).toEqual(['no framework']);
   });
 
-  it('puts a problem of a hidden field on its nearest shown ancestor, with the full path', () => {
+  it('puts a problem of a hidden field on its nearest shown ancestor, named below it', () => {
     const schema = formSchema(MODEL_SCHEMA);
     const errors = problemsToErrorSchema(
       [
@@ -267,7 +170,7 @@ describe('problems beside their fields', () => {
       schema
     );
     expect(errors.environment.__errors).toEqual([
-      'environment.node_selector.zone: 3 is not a string'
+      'node selector zone: 3 is not a string'
     ]);
   });
 });

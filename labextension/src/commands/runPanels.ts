@@ -29,6 +29,8 @@ export function addRunPanelCommands(
     settings: ISettings;
     runs: RunsModel;
     restorer: ILayoutRestorer | null;
+    /** Told of a Stop the user asked for here, before it is sent. */
+    onStop?: (runId: string) => void;
   }
 ): OpenPanel {
   const { settings, runs, restorer } = options;
@@ -78,6 +80,7 @@ export function addRunPanelCommands(
     execute: async args => {
       const runId = runArg(args);
       try {
+        options.onStop?.(runId);
         await api.stopRun(runId);
       } catch (error) {
         Notification.error(

@@ -1,11 +1,12 @@
 import type { JupyterFrontEnd } from '@jupyterlab/application';
-import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
 import type { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import type { INotebookTracker } from '@jupyterlab/notebook';
 
 import * as api from '../api';
 import { pxIcon } from '../icons';
-import { runLabel } from '../runs';
+import { problemLines } from '../problemText';
+import type { RunNotices } from '../runNotifications';
 import type { RunsModel } from '../runsModel';
 import type { ISettings } from '../settings';
 import type { ISidebarActions } from '../sidebar/actions';
@@ -28,16 +29,18 @@ export function addSubmitCommands(
     topology: TopologyModel;
     runs: RunsModel;
     settings: ISettings;
+    notices: RunNotices;
   }
 ): Pick<ISidebarActions, 'submitActive' | 'activeNotebook'> {
-  const { notebooks, fileBrowser, topology, runs, settings } = options;
+  const { notebooks, fileBrowser, topology, runs, settings, notices } = options;
   const submit = async (body: Omit<ISubmission, 'topology'>): Promise<void> => {
     const answer = await topology.validate();
     if (!answer?.valid) {
       app.shell.activateById('jupyter-px-sidebar');
-      const problems = (answer?.problems ?? [])
-        .map(p => `${p.path}: ${p.message}`)
-        .join('\n');
+      const problems = problemLines(
+        answer?.problems ?? [],
+        topology.formData
+      ).join('\n');
       throw new Error(
         `the topology has problems:\n${problems || answer?.message}`
       );
@@ -48,10 +51,7 @@ export function addSubmitCommands(
       ...body
     });
     runs.watched.add(run.run_id);
-    Notification.info(
-      `Submitted ${runLabel(run)} (${run.replicas_total} replicas)`,
-      { autoClose: 3000 }
-    );
+    notices.submitted(run);
     await runs.poll.refresh();
   };
   const activeNotebook = (): string | null =>

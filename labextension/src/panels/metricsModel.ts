@@ -2,6 +2,7 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import * as api from '../api';
+import { runGoneMessage } from '../runGone';
 import { mergeSeries } from '../plot';
 import { pollFrequency } from '../polling';
 import type { ISeries } from '../types';
@@ -69,8 +70,13 @@ export class MetricsModel {
         this.poll.stop();
       }
     } catch (error) {
-      this.error = (error as Error).message;
+      const gone = runGoneMessage(this.runId, error);
+      this.error = gone ?? (error as Error).message;
       this._changed.emit();
+      if (gone) {
+        void this.poll.stop(); // nothing will come back: no retries
+        return;
+      }
       throw error;
     }
   }

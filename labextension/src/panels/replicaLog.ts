@@ -22,6 +22,10 @@ export class ReplicaLog extends Widget {
     this.addClass('jp-px-log');
     this.title.label = `${role}-${index}`;
     this.node.dataset.replica = `${role}-${index}`;
+    this._empty = document.createElement('div');
+    this._empty.className = 'jp-px-log-empty';
+    this._empty.textContent = 'No output yet.';
+    this.node.appendChild(this._empty);
     this._pre = document.createElement('pre');
     this.node.appendChild(this._pre);
     this.poll = new Poll({
@@ -46,6 +50,7 @@ export class ReplicaLog extends Widget {
         this.node.scrollTop + this.node.clientHeight >=
         this.node.scrollHeight - 4;
       if (chunk.text) {
+        this._empty.hidden = true;
         this._pre.textContent = (this._pre.textContent + chunk.text).slice(
           -MAX_LOG_TEXT
         );
@@ -57,6 +62,9 @@ export class ReplicaLog extends Widget {
       this._offset = chunk.offset;
       if (!more) {
         if (chunk.finished) {
+          if (!this._pre.textContent) {
+            this._empty.textContent = `${this.role} ${this.index} wrote nothing to its log.`;
+          }
           this.node.dataset.complete = 'true';
           this.poll.stop();
         }
@@ -71,5 +79,6 @@ export class ReplicaLog extends Widget {
   }
 
   private _pre: HTMLPreElement;
+  private _empty: HTMLDivElement;
   private _offset = 0;
 }

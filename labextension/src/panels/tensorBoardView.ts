@@ -2,6 +2,7 @@ import { IFrame } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import * as api from '../api';
+import { runGoneMessage } from '../runGone';
 
 /** TensorBoard: started (or reused) by the server, shown through its px/tensorboard/<port>/ route. */
 export class TensorBoardView extends Widget {
@@ -33,8 +34,9 @@ export class TensorBoardView extends Widget {
       this.node.appendChild(frame.node);
       this._frame = frame;
     } catch (error) {
-      this._status.className = 'jp-px-error';
-      this._status.textContent = (error as Error).message;
+      const gone = runGoneMessage(this.runId, error);
+      this._status.className = gone ? 'jp-px-run-gone' : 'jp-px-error';
+      this._status.textContent = gone ?? (error as Error).message;
     }
   }
 

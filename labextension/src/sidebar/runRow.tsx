@@ -8,16 +8,39 @@ import {
   runLabel,
   stateBadge
 } from '../runs';
+import { failureLine } from '../failureLine';
 import type { IRunSummary } from '../types';
 import type { ISidebarActions } from './actions';
+
+/** A failed run's exception line, read from its failing replica's log once the run failed. */
+function FailureLine(props: { runId: string }): JSX.Element | null {
+  const [line, setLine] = React.useState('');
+  React.useEffect(() => {
+    let live = true;
+    failureLine(props.runId).then(
+      text => live && setLine(text),
+      () => undefined
+    );
+    return () => {
+      live = false;
+    };
+  }, [props.runId]);
+  return line ? (
+    <div className="jp-px-run-message jp-px-run-failure" title={line}>
+      {line}
+    </div>
+  ) : null;
+}
 
 /** One run in the list: name, state, replicas, age, progress, and its actions (stop asks first). */
 export function RunRow(props: {
   run: IRunSummary;
   progress: number | null;
   actions: ISidebarActions;
+  /** Seconds since the epoch, ticking: ages count up between polls. */
+  now?: number;
 }): JSX.Element {
-  const { run, progress, actions } = props;
+  const { run, progress, actions, now } = props;
   const badge = stateBadge(run.state);
   const owner = ownerNote(run);
   const stop = async () => {
@@ -44,7 +67,7 @@ export function RunRow(props: {
           className="jp-px-age"
           title={new Date(run.created_at * 1000).toLocaleString()}
         >
-          {formatAge(run.created_at)}
+          {formatAge(run.created_at, now)}
         </span>
         {run.submitted_from && (
           <span className="jp-px-from">{run.submitted_from}</span>
@@ -60,6 +83,9 @@ export function RunRow(props: {
       )}
       {run.message && run.state !== 'Succeeded' && (
         <div className="jp-px-run-message">{run.message}</div>
+      )}
+      {run.state === 'Failed' && run.finished && (
+        <FailureLine runId={run.run_id} />
       )}
       {owner && (
         <div className="jp-px-run-message jp-px-run-owner">{owner}</div>

@@ -1,49 +1,109 @@
 import { UseSignal } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { progressFraction } from '../runs';
+import { filterRuns, IRunFilter, progressFraction } from '../runs';
 import type { RunsModel } from '../runsModel';
 import type { ISidebarActions } from './actions';
 import { RunRow } from './runRow';
 
-/** The Runs section: the runs model's page of runs, newest first, and Show more. */
+/** How often the rows' ages count up, in milliseconds (the list polls less often). */
+export const AGE_TICK_MS = 1000;
+
+const STATES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Stopped', 'Lost'];
+
+/** The current time in seconds, updated every `ms`: ages tick without a new poll. */
+function useNow(ms: number): number {
+  const [now, setNow] = React.useState(() => Date.now() / 1000);
+  React.useEffect(() => {
+    const timer = window.setInterval(() => setNow(Date.now() / 1000), ms);
+    return () => window.clearInterval(timer);
+  }, [ms]);
+  return now;
+}
+
+/** The Runs section: the runs model's page of runs, newest first, a filter, and Show more. */
 export function RunsList(props: {
   model: RunsModel;
   actions: ISidebarActions;
 }): JSX.Element {
   const { model, actions } = props;
+  const now = useNow(AGE_TICK_MS);
+  const [filter, setFilter] = React.useState<IRunFilter>({
+    text: '',
+    state: 'all'
+  });
   return (
     <UseSignal signal={model.changed}>
-      {() => (
-        <div className="jp-px-runs">
-          {model.error && (
-            <div className="jp-px-error">runs: {model.error} (retrying)</div>
-          )}
-          {model.runs.length === 0 && !model.error && (
-            <div className="jp-px-note">
-              No runs yet: submit a notebook, or run %%px_distributed.
-            </div>
-          )}
-          <ul className="jp-px-run-list">
-            {model.runs.map(run => (
-              <RunRow
-                key={run.run_id}
-                run={run}
-                progress={progressFraction(model.progress[run.run_id])}
-                actions={actions}
-              />
-            ))}
-          </ul>
-          {model.total > model.runs.length && (
-            <button
-              className="jp-px-link jp-px-more"
-              onClick={() => void model.showMore()}
-            >
-              Show more ({model.runs.length} of {model.total})
-            </button>
-          )}
-        </div>
-      )}
+      {() => {
+        const shown = filterRuns(model.runs, filter);
+        const filtering = filter.text.trim() !== '' || filter.state !== 'all';
+        return (
+          <div className="jp-px-runs">
+            {model.error && (
+              <div className="jp-px-error">runs: {model.error} (retrying)</div>
+            )}
+            {model.runs.length === 0 && !model.error && (
+              <div className="jp-px-note">
+                No runs yet: submit a notebook, or run %%px_distributed.
+              </div>
+            )}
+            {model.runs.length > 0 && (
+              <div className="jp-px-run-filter">
+                <input
+                  className="jp-mod-styled jp-px-filter-text"
+                  type="search"
+                  placeholder="Filter by name or id"
+                  aria-label="Filter runs by name or id"
+                  value={filter.text}
+                  onChange={event =>
+                    setFilter({ ...filter, text: event.target.value })
+                  }
+                />
+                <select
+                  className="jp-mod-styled jp-px-filter-state"
+                  aria-label="Filter runs by state"
+                  value={filter.state}
+                  onChange={event =>
+                    setFilter({ ...filter, state: event.target.value })
+                  }
+                >
+                  <option value="all">all states</option>
+                  <option value="active">not finished</option>
+                  {STATES.map(state => (
+                    <option key={state} value={state}>
+                      {state}
+                    </option>
+                  ))}
+                </select>
+              </div>
+            )}
+            {filtering && (
+              <div className="jp-px-note jp-px-filter-count">
+                {shown.length} of {model.runs.length} shown
+              </div>
+            )}
+            <ul className="jp-px-run-list">
+              {shown.map(run => (
+                <RunRow
+                  key={run.run_id}
+                  run={run}
+                  now={now}
+                  progress={progressFraction(model.progress[run.run_id])}
+                  actions={actions}
+                />
+              ))}
+            </ul>
+            {model.total > model.runs.length && (
+              <button
+                className="jp-px-link jp-px-more"
+                onClick={() => void model.showMore()}
+              >
+                Show more ({model.runs.length} of {model.total})
+              </button>
+            )}
+          </div>
+        );
+      }}
     </UseSignal>
   );
 }

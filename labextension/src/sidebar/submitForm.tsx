@@ -34,6 +34,8 @@ export function SubmitForm(props: {
     <UseSignal signal={model.changed}>
       {() => {
         const notebook = actions.activeNotebook();
+        // The accent button when it can run; JupyterLab's disabled look only when it cannot.
+        const canRun = !busy && notebook !== null && model.valid;
         return (
           <div className="jp-px-submit">
             <div className="jp-px-field">
@@ -65,8 +67,11 @@ export function SubmitForm(props: {
               </select>
             </label>
             <Button
-              className="jp-px-submit-button"
-              disabled={busy || !notebook || !model.valid}
+              className={
+                'jp-mod-styled jp-px-submit-button' +
+                (canRun ? ' jp-mod-accept' : '')
+              }
+              disabled={!canRun}
               onClick={() => void submit()}
               title={
                 model.valid

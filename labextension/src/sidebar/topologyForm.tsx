@@ -9,6 +9,8 @@ import { listNamed, NAME_PATTERN, saveNamed } from '../kernelTopologies';
 import { formUiSchema } from '../topology';
 import type { TopologyModel } from '../topologyModel';
 import type { ISidebarActions } from './actions';
+import { ignoreEnterInFields } from './formKeys';
+import { importYaml } from './importYaml';
 import { TextBody } from './textBody';
 import { TopologyVerdict } from './topologyVerdict';
 
@@ -27,32 +29,6 @@ export function TopologyForm(props: {
     null
   );
   const [note, setNote] = React.useState<string>('');
-
-  const importYaml = async () => {
-    const result = await showDialog({
-      title: 'Import a polyaxonfile',
-      body: new TextBody(
-        '',
-        false,
-        'framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2'
-      ),
-      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Import' })]
-    });
-    if (!result.button.accept || !result.value) {
-      return;
-    }
-    const answer = await model.importTopology(result.value);
-    if (!answer.valid) {
-      await showDialog({
-        title: 'The topology does not validate',
-        body:
-          (answer.problems ?? [])
-            .map(p => `${p.path}: ${p.message}`)
-            .join('\n') || answer.message,
-        buttons: [Dialog.okButton()]
-      });
-    }
-  };
 
   const exportYaml = async () => {
     const answer = await model.validate();
@@ -140,12 +116,12 @@ export function TopologyForm(props: {
   return (
     <UseSignal signal={model.changed}>
       {() => (
-        <div className="jp-px-topology">
+        <div className="jp-px-topology" onKeyDownCapture={ignoreEnterInFields}>
           <div className="jp-px-toolbar">
             <Button
               small
               className="jp-px-import"
-              onClick={() => void importYaml()}
+              onClick={() => void importYaml(model)}
               title="Paste a polyaxonfile"
             >
               Import YAML
@@ -193,20 +169,36 @@ export function TopologyForm(props: {
           {model.loadError && (
             <div className="jp-px-error">{model.loadError}</div>
           )}
+          {model.loadedFrom && (
+            <div className="jp-px-loaded-from" title={model.loadedFrom}>
+              Topology {model.loadedFrom}
+            </div>
+          )}
           {model.schema && (
-            <FormComponent
-              schema={model.schema as any}
-              uiSchema={formUiSchema()}
-              formData={model.formData as ReadonlyJSONObject}
-              extraErrors={model.errorSchema as any}
-              validator={validator}
-              compact={true}
-              showModifiedFromDefault={false}
-              liveValidate={false}
-              onChange={event =>
-                model.setFormData((event.formData ?? {}) as any)
-              }
-            />
+            <div
+              className="jp-px-form"
+              onChangeCapture={() => model.markEdited()}
+              onClickCapture={event => {
+                if ((event.target as HTMLElement).closest('button')) {
+                  model.markEdited();
+                }
+              }}
+            >
+              <FormComponent
+                schema={model.schema as any}
+                uiSchema={formUiSchema()}
+                formData={model.formData as ReadonlyJSONObject}
+                extraErrors={model.errorSchema as any}
+                validator={validator}
+                compact={true}
+                showModifiedFromDefault={false}
+                showErrorList={false}
+                liveValidate={false}
+                onChange={event =>
+                  model.setFormData((event.formData ?? {}) as any)
+                }
+              />
+            </div>
           )}
           <TopologyVerdict model={model} />
         </div>

@@ -1,0 +1,34 @@
+import { ReactWidget } from '@jupyterlab/ui-components';
+import { MessageLoop } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+import * as React from 'react';
+
+import type { ISidebarActions } from '../sidebar/actions';
+
+(globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
+
+/** Render a sidebar section the way the sidebar does (a ReactWidget), synchronously. */
+export function mount(element: JSX.Element): Widget {
+  const widget = ReactWidget.create(element);
+  React.act(() => {
+    Widget.attach(widget, document.body);
+    MessageLoop.sendMessage(widget, Widget.Msg.UpdateRequest);
+  });
+  return widget;
+}
+
+/** What the sidebar asks of the extension, doing nothing; `overrides` for what a test needs. */
+export function actions(
+  overrides: Partial<ISidebarActions> = {}
+): ISidebarActions {
+  return {
+    submitActive: async () => undefined,
+    activeNotebook: () => null,
+    activeKernel: () => null,
+    openLogs: () => undefined,
+    openMetrics: () => undefined,
+    openTensorBoard: () => undefined,
+    stopRun: async () => undefined,
+    ...overrides
+  };
+}

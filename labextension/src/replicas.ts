@@ -1,0 +1,29 @@
+/** Pure presentation of a run's replicas: which one to read, how its tab is labelled. */
+import type { IReplica } from './types';
+
+/** States of a replica that failed (the one to read). */
+const FAILED = new Set(['Failed', 'Lost']);
+
+/** A replica's tab label: "worker 1 · Failed". */
+export function replicaTabLabel(replica: IReplica): string {
+  return `${replica.role} ${replica.index} · ${replica.state}`;
+}
+
+/**
+ * The replica a run's Logs open on: the first failed one (the one to read when a run fails),
+ * else the first that exited with an error without being stopped, else the first replica. A
+ * replica the run stopped because another failed (SIGTERM, exit 143) is not the one to read.
+ */
+export function replicaToOpen(replicas: IReplica[]): number {
+  const failed = replicas.findIndex(replica => FAILED.has(replica.state));
+  if (failed >= 0) {
+    return failed;
+  }
+  const errored = replicas.findIndex(
+    replica =>
+      replica.state !== 'Stopped' &&
+      replica.exit_code !== null &&
+      replica.exit_code !== 0
+  );
+  return Math.max(0, errored);
+}
