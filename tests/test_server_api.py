@@ -247,6 +247,13 @@ async def test_validate_bad_bodies(jp_fetch, body, reason):
     assert code == 400 and reason in message
 
 
+async def test_a_reason_with_a_percent_sign_is_sent_as_written(jp_fetch):
+    """Tornado doubles `%` in an HTTPError's message given without arguments (it is a format
+    string for the log); the answer a user reads must not show `%%`."""
+    code, message = await error_of(jp_fetch, "px/api/topology/validate", **post({"topology": {}, "50%": 1}))
+    assert code == 400 and "unknown field '50%'" in message and "%%" not in message
+
+
 @pytest.mark.parametrize(
     ("route", "body", "reason"),
     [

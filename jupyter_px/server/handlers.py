@@ -180,6 +180,18 @@ class PxHandler(APIHandler):
                 status_code, kwargs["exc_info"] = translated.status_code, (web.HTTPError, translated, exc_info[2])
         super().send_error(status_code, **kwargs)
 
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """jupyter_server's JSON error (`message`, `reason`), with the reason as written: its
+        `log_message` is a log format string (`%` doubled when it has no arguments), which
+        jupyter_server sends as it is, so a reason quoting `50%` would read `50%%`."""
+        exc_info = kwargs.get("exc_info")
+        error = exc_info[1] if exc_info else None
+        if not isinstance(error, web.HTTPError) or not error.get_message():
+            super().write_error(status_code, **kwargs)
+            return
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"message": error.get_message(), "reason": error.reason}))
+
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         translated = http_error_for(value) if value is not None else None
         if translated is not None:  # an answer with its reason, not a bug: no traceback
