@@ -18,41 +18,21 @@ namespace being deleted is emptied, then removed.
 
 from __future__ import annotations
 
-import logging
-import threading
 from typing import Any
 
 from .apiserver import ApiServer
+from .controller import ControllerLoop
 from .errors import ApiError
 
-log = logging.getLogger(__name__)
 
+class GarbageCollector(ControllerLoop):
+    name = "gc"
 
-class GarbageCollector:
     def __init__(self, api: ApiServer):
-        self.api = api
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kube-sim-gc", daemon=True)
+        super().__init__(api)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        with self.api.cond:
-            self.api.cond.notify_all()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        seen = -1
-        while not self._stop.is_set():
-            seen = self.api.wait_for_change(seen, 0.5)
-            if self._stop.is_set():
-                return
-            try:
-                self.sweep()
-            except Exception:  # a controller logs and goes on; the next change retries
-                log.exception("garbage collection")
+    def reconcile_all(self) -> None:
+        self.sweep()
 
     def sweep(self) -> None:
         """One pass over the cluster (tests may call it directly to step the controller)."""

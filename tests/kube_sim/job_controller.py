@@ -25,15 +25,12 @@ suspend, activeDeadlineSeconds, ttlSecondsAfterFinished.
 from __future__ import annotations
 
 import copy
-import logging
-import threading
 from typing import Any
 
 from .apiserver import ApiServer, now
+from .controller import ControllerLoop
 from .errors import ApiError
 from .events import record
-
-log = logging.getLogger(__name__)
 
 INDEX = "batch.kubernetes.io/job-completion-index"
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
@@ -63,29 +60,11 @@ def default_job(job: dict[str, Any]) -> None:
         labels.update({CONTROLLER_UID: uid, JOB_NAME: name, "controller-uid": uid, "job-name": name})
 
 
-class JobController:
+class JobController(ControllerLoop):
+    name = "job-controller"
+
     def __init__(self, api: ApiServer):
-        self.api = api
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kube-sim-job-controller", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        with self.api.cond:
-            self.api.cond.notify_all()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        seen = -1
-        while not self._stop.is_set():
-            seen = self.api.wait_for_change(seen, 0.5)
-            try:
-                self.reconcile_all()
-            except Exception:
-                log.exception("job controller")
+        super().__init__(api)
 
     def reconcile_all(self) -> None:
         jobs = self.api.resource("batch", "v1", "jobs")

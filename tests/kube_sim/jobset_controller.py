@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import logging
-import threading
 from typing import Any
 
 from .apiserver import ApiServer, now
+from .controller import ControllerLoop
 from .errors import ApiError
 from .events import record
 from .resources import Resource
-
-log = logging.getLogger(__name__)
 
 GROUP = "jobset.x-k8s.io"
 K = "jobset.sigs.k8s.io/"
@@ -73,29 +70,11 @@ def install(api: ApiServer) -> None:
     JobSetWebhook(api).install()
 
 
-class JobSetController:
+class JobSetController(ControllerLoop):
+    name = "jobset"
+
     def __init__(self, api: ApiServer):
-        self.api = api
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kube-sim-jobset", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        with self.api.cond:
-            self.api.cond.notify_all()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        seen = -1
-        while not self._stop.is_set():
-            seen = self.api.wait_for_change(seen, 0.5)
-            try:
-                self.reconcile_all()
-            except Exception:
-                log.exception("jobset controller")
+        super().__init__(api)
 
     def reconcile_all(self) -> None:
         for jobset in self.api.list(RESOURCE)["items"]:

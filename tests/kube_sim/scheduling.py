@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import copy
-import logging
-import threading
 from decimal import Decimal
 
 from . import errors, quantity
 from .apiserver import ApiServer, now
+from .controller import ControllerLoop
 from .events import record
-
-log = logging.getLogger(__name__)
 
 
 def bind(api: ApiServer, namespace: str, name: str, node: str) -> None:
@@ -38,7 +35,7 @@ def bind(api: ApiServer, namespace: str, name: str, node: str) -> None:
         api._commit("MODIFIED", key, pod, old)
 
 
-class Scheduler:
+class Scheduler(ControllerLoop):
     """The default scheduler, as far as node capacity goes (pkg/scheduler/framework/plugins/
     noderesources/fit.go): a pod fits a node when the requests of the pods already on it plus its
     own stay within the node's allocatable cpu, memory, pods and extended resources (nvidia.com/gpu).
@@ -47,29 +44,14 @@ class Scheduler:
     `0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No
     preemption victims found for incoming pod.`"""
 
+    name = "scheduler"
+
     def __init__(self, api: ApiServer):
-        self.api = api
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kube-sim-scheduler", daemon=True)
+        super().__init__(api)
         self._reported: dict[str, str] = {}
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        with self.api.cond:
-            self.api.cond.notify_all()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        seen = -1
-        while not self._stop.is_set():
-            seen = self.api.wait_for_change(seen, 0.5)
-            try:
-                self.schedule()
-            except Exception:
-                log.exception("scheduling")
+    def reconcile_all(self) -> None:
+        self.schedule()
 
     def schedule(self) -> None:
         pods = self.api.resource("", "v1", "pods")

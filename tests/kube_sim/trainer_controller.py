@@ -23,16 +23,13 @@ suspend, podGroupPolicy, TrainingRuntime (namespaced) lookups beyond the name.
 from __future__ import annotations
 
 import copy
-import logging
-import threading
 from typing import Any
 
 from . import quantity
 from .apiserver import ApiServer, strategic_merge
+from .controller import ControllerLoop
 from .errors import ApiError
 from .jobset_controller import RESOURCE as JOBSETS
-
-log = logging.getLogger(__name__)
 
 GROUP = "trainer.kubeflow.org"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -52,29 +49,11 @@ def upsert_env(env: list[dict[str, Any]], items: list[dict[str, Any]]) -> None:
             env.append(copy.deepcopy(item))
 
 
-class TrainerController:
+class TrainerController(ControllerLoop):
+    name = "trainer"
+
     def __init__(self, api: ApiServer):
-        self.api = api
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kube-sim-trainer", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        with self.api.cond:
-            self.api.cond.notify_all()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        seen = -1
-        while not self._stop.is_set():
-            seen = self.api.wait_for_change(seen, 0.5)
-            try:
-                self.reconcile_all()
-            except Exception:
-                log.exception("trainer controller")
+        super().__init__(api)
 
     def reconcile_all(self) -> None:
         trainjobs = self.api.resource(GROUP, "v1alpha1", "trainjobs")

@@ -29,16 +29,13 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
-import threading
 import time
 from typing import Any
 
 from .apiserver import ApiServer, now, rfc3339
+from .controller import ControllerLoop
 from .errors import ApiError
 from .events import record
-
-log = logging.getLogger(__name__)
 
 OPERATOR = "kubeflow.org/training-operator"
 L_OPERATOR = "training.kubeflow.org/operator-name"
@@ -733,33 +730,15 @@ class MXNet(Framework):
 FRAMEWORKS: dict[str, Framework] = {f.plural: f for f in (PyTorch(), TensorFlow(), MPI(), MXNet())}
 
 
-class TrainingOperator:
+class TrainingOperator(ControllerLoop):
     """Reconciles every kubeflow.org/v1 job of the frameworks it runs, on each change."""
 
+    name = "training-operator"
+
     def __init__(self, api: ApiServer, frameworks: tuple[str, ...] = ("pytorchjobs", "tfjobs", "mpijobs", "mxjobs")):
-        self.api = api
+        super().__init__(api)
         self.frameworks = [FRAMEWORKS[p] for p in frameworks]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="kube-sim-training-operator", daemon=True)
         self._exits: set[tuple[str, int]] = set()
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        with self.api.cond:
-            self.api.cond.notify_all()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        seen = -1
-        while not self._stop.is_set():
-            seen = self.api.wait_for_change(seen, 0.5)
-            try:
-                self.reconcile_all()
-            except Exception:
-                log.exception("training-operator")
 
     def reconcile_all(self) -> None:
         for framework in self.frameworks:
