@@ -124,9 +124,6 @@ def test_a_log_rotated_by_the_kubelet_is_kept_whole(sim, px_home):
 
 
 @pytest.mark.kube
-@pytest.mark.xfail(
-    strict=True, reason="the trainer backend's runtime patch manager 'jupyter-px' is not domain-prefixed"
-)
 def test_the_trainer_backend_passes_the_trainjob_webhook(sim, px_home):
     """Kubeflow Trainer's webhook wants each runtime patch's manager to be a domain-prefixed path
     (jobset.go Validate): a TrainJob it refuses never exists."""
@@ -161,10 +158,7 @@ DDP = (
     [
         "native",
         "kubeflow",
-        pytest.param(
-            "kubeflow-trainer",
-            marks=pytest.mark.xfail(strict=True, reason="Trainer's webhook refuses the backend's TrainJob (manager)"),
-        ),
+        "kubeflow-trainer",
     ],
 )
 def test_pytorch_ddp_with_gloo_gives_identical_weights(sim, px_home, backend):

@@ -32,7 +32,10 @@ from .podspec import (
 from .replica_pods import replica_pods
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
-MANAGER = "jupyter-px"
+#: Who owns the runtime patch. Trainer's webhook wants a domain-prefixed path here (kubeflow/trainer
+#: v2.3.0 pkg/runtime/framework/plugins/jobset/jobset.go Validate: IsDomainPrefixedPath, as for
+#: its own SDK's "trainer.kubeflow.org/kubeflow-sdk"); a bare "jupyter-px" made it refuse every TrainJob.
+MANAGER = "jupyter-px.io/jupyter-px"
 
 
 def check(ctx: RenderContext) -> list[ReplicaSpec]:
