@@ -124,12 +124,19 @@ class Started:
     def pid(self) -> int:
         return self.identity.pid
 
-    def go(self) -> None:
-        """Let the child run (call it once its identity is recorded where others look for it)."""
+    def go(self) -> bool:
+        """Let the child run (call it once its identity is recorded where others look for it).
+
+        False when the child had already died (its interpreter failed to start, so the pipe has
+        no reader): not an error of the starter's, whose record of the child now names a dead
+        process, which is what a keeper finds and reports (with the child's log)."""
         if self._go_fd is None:
             raise RuntimeError(f"process {self.pid} was already let go or abandoned")
         try:
             os.write(self._go_fd, GO)
+            return True
+        except BrokenPipeError:
+            return False
         finally:
             self.abandon()
 

@@ -57,6 +57,16 @@ def test_go_lets_the_child_run_and_the_starter_reaps_it(tmp_path):
     assert "JUPYTER_PX_GO_FD" not in (tmp_path / "ran").read_text()  # not passed on to its children
 
 
+def test_go_to_a_child_that_already_died_is_no_error(tmp_path):
+    """A child whose interpreter fails at once (a broken environment, a missing module) has closed
+    the pipe before "go": the starter learns it (False) and goes on; the record it wrote names a
+    dead process, which a keeper reports with the child's log."""
+    with detached.start("jupyter_px_no_such_module", log_path=tmp_path / "log", env=_env()) as child:
+        assert child.wait(60) != 0
+        assert child.go() is False
+    assert "No module named jupyter_px_no_such_module" in (tmp_path / "log").read_text()
+
+
 def test_the_child_runs_in_a_session_of_its_own(tmp_path):
     with detached.start(CHILD, ["sleep"], log_path=tmp_path / "log", env=_env()) as child:
         child.go()
