@@ -9,7 +9,8 @@ import pytest
 from kube_sim import ApiError, Cluster
 from kube_sim.events import reasons
 from kube_sim.training_operator import TrainingOperator
-from kubernetes import client, config
+from kube_sim_support import core_api
+from kubernetes import client
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
 
@@ -22,9 +23,7 @@ def cluster():
 
 @pytest.fixture
 def core(cluster, tmp_path):
-    api_client = config.new_client_from_config(cluster.kubeconfig(tmp_path / "kubeconfig"))
-    yield client.CoreV1Api(api_client)
-    api_client.close()
+    yield from core_api(cluster, tmp_path)
 
 
 def pod(name: str, **container) -> dict:

@@ -14,6 +14,7 @@ import urllib3
 from kube_sim import ApiError, Cluster
 from kube_sim.gc import GarbageCollector
 from kube_sim.scheduling import bind
+from kube_sim_support import core_api, fresh_namespace
 from kubernetes import client, config, watch
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
@@ -35,16 +36,12 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def ns(cluster, request):
     """A fresh namespace per test (names from the test), so tests do not see each other."""
-    name = "t-" + request.node.name.replace("_", "-")[5:40].strip("-").lower()
-    cluster.api.create(cluster.api.resource("", "v1", "namespaces"), {"metadata": {"name": name}})
-    return name
+    return fresh_namespace(cluster, request.node.name, "t")
 
 
 @pytest.fixture
 def core(cluster, tmp_path):
-    api_client = config.new_client_from_config(cluster.kubeconfig(tmp_path / "kubeconfig"))
-    yield client.CoreV1Api(api_client)
-    api_client.close()
+    yield from core_api(cluster, tmp_path)
 
 
 @pytest.fixture

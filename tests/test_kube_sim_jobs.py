@@ -7,10 +7,9 @@ import time
 import pytest
 from kube_sim import ApiError, Cluster
 from kube_sim.job_controller import JobController
+from kube_sim_support import DEADLINE_S
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
-
-DEADLINE_S = 120.0
 
 
 def indexed_job(name: str, completions: int = 2, restart: str = "Never", code: str = "print(1)") -> dict:

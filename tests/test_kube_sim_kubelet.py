@@ -6,27 +6,14 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
 import pytest
 from kube_sim import Cluster
 from kube_sim.events import reasons
+from kube_sim_support import core_api, fresh_namespace, wait_for
 from kubernetes import client, config, watch
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
-
-DEADLINE_S = 120.0
-
-
-def wait_for(predicate, what: str, timeout: float = DEADLINE_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +26,12 @@ def cluster():
 
 @pytest.fixture
 def ns(cluster, request):
-    name = "k-" + request.node.name.replace("_", "-")[5:40].strip("-").lower()
-    cluster.api.create(cluster.api.resource("", "v1", "namespaces"), {"metadata": {"name": name}})
-    return name
+    return fresh_namespace(cluster, request.node.name, "k")
 
 
 @pytest.fixture
 def core(cluster, tmp_path):
-    api_client = config.new_client_from_config(cluster.kubeconfig(tmp_path / "kubeconfig"))
-    yield client.CoreV1Api(api_client)
-    api_client.close()
+    yield from core_api(cluster, tmp_path)
 
 
 def python_pod(name: str, code: str, restart: str = "Never", **extra) -> dict:

@@ -9,10 +9,9 @@ import pytest
 from kube_sim import Cluster
 from kube_sim.jobset_controller import RESOURCE as JOBSETS
 from kube_sim.trainer_controller import TrainerController
+from kube_sim_support import DEADLINE_S
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
-
-DEADLINE_S = 120.0
 
 
 def trainjob(name: str, nodes: int = 2, command: list[str] | None = None, **spec) -> dict:

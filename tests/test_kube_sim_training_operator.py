@@ -5,31 +5,14 @@ small PyTorchJob for real."""
 
 from __future__ import annotations
 
-import itertools
-import re
-import time
-
 import pytest
 from kube_sim import Cluster
 from kube_sim.events import reasons
 from kube_sim.gc import GarbageCollector
 from kube_sim.training_operator import TrainingOperator
+from kube_sim_support import fresh_namespace, wait_for
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
-
-DEADLINE_S = 120.0
-_COUNTER = itertools.count()
-
-
-def wait_for(predicate, what: str, timeout: float = DEADLINE_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +25,7 @@ def cluster():
 
 @pytest.fixture
 def ns(cluster, request):
-    name = "o" + str(next(_COUNTER)) + "-" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[5:40].strip("-")
-    cluster.api.create(cluster.api.resource("", "v1", "namespaces"), {"metadata": {"name": name}})
-    return name
+    return fresh_namespace(cluster, request.node.name, "o")
 
 
 def replica(replicas: int, image: str = "pytorch/pytorch:2.4", restart: str | None = None, **container) -> dict:
