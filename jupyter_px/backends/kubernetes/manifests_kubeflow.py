@@ -5,17 +5,17 @@ of a role (polyaxon's per-index resources) cannot be expressed and are refused, 
 role and indices, never dropped. The operator creates the pods and a Service per replica
 (`<job>-<type>-<index>`) and sets the framework's variables (TF_CONFIG, MASTER_ADDR/RANK,
 DMLC_*); we add ours: PX_TASK_INDEX comes from the pod's `training.kubeflow.org/replica-index`
-label through the downward API, since the template is shared by every index.
+label through the downward API, since the template is shared by every index, and PX_CLUSTER is
+built inside the pod (`pod_entry.py`) from the run's ConfigMap, so no template holds every address.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ...cluster import KUBERNETES_PORTS, kubernetes_dns_addresses, mpi_world_size
-from ...topology import ReplicaSpec
+from ...topology import ReplicaSpec, Topology
 from ..base import BackendError
 from .payload import ENTRY, RUN_DIR
 from .podspec import RenderContext, configmap, container, env_list, pod_spec
@@ -81,10 +81,18 @@ def _by_role(ctx: RenderContext) -> dict[str, list[ReplicaSpec]]:
     return out
 
 
-def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, px_cluster: str) -> list[dict[str, Any]]:
+def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, list[str]], str]:
+    """The operator's per-replica Service names (`<job>-<type>-<index>.<namespace>.svc:<port>`);
+    the operator sets the framework's variables, the pods build only PX_CLUSTER."""
+    kind = job_kind(topology.framework, topology.environment.tf_master_type)
+    lower = {role: t.lower() for role, t in kind.replica_types.items()}
+    return kubernetes_dns_addresses(topology, base, namespace, role_names=lower), "px"
+
+
+def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec) -> list[dict[str, Any]]:
     topology = ctx.topology
     env = dict(spec.env)
-    env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_CLUSTER=px_cluster, PX_FRAMEWORK=topology.framework or "")
+    env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_FRAMEWORK=topology.framework or "")
     env["PYTHONUNBUFFERED"] = "1"
     if topology.is_mpi:
         env.update(
@@ -99,9 +107,10 @@ def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, px_cluster: str)
 
 
 def _mpirun(ctx: RenderContext) -> list[str]:
-    """The launcher's command: every worker slot runs the entry point; our variables go along."""
+    """The launcher's command: every worker slot runs the entry point; our variables go along
+    (PX_CLUSTER is built by each rank's entry point from the ConfigMap, mounted on every worker)."""
     topology = ctx.topology
-    forwarded = ["PX_RUN_ID", "PX_CLUSTER", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PX_MPI_WORLD_SIZE", "PYTHONUNBUFFERED"]
+    forwarded = ["PX_RUN_ID", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PX_MPI_WORLD_SIZE", "PYTHONUNBUFFERED"]
     forwarded += sorted(topology.replica("worker", 0).env) if topology.counts().get("worker") else []
     cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", str(mpi_world_size(topology))]
     for name in forwarded:
@@ -114,9 +123,6 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     topology = ctx.topology
     kind = job_kind(topology.framework, topology.environment.tf_master_type)
     port = KUBERNETES_PORTS[topology.framework]
-    lower = {role: t.lower() for role, t in kind.replica_types.items()}
-    addresses = kubernetes_dns_addresses(topology, ctx.base, ctx.namespace, role_names=lower)
-    px_cluster = json.dumps(addresses, separators=(",", ":"))
     replica_specs: dict[str, Any] = {}
     backoff = 0
     for role, specs in _by_role(ctx).items():
@@ -125,7 +131,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         cmd = None
         if topology.is_mpi:
             cmd = _mpirun(ctx) if role == "master" else ["/usr/sbin/sshd", "-De"]
-        env = _role_env(ctx, role, spec, px_cluster)
+        env = _role_env(ctx, role, spec)
         podspec = pod_spec(
             ctx, spec, [container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)]
         )

@@ -14,7 +14,8 @@ import yaml
 from ...topology import Topology, to_dict
 from ..base import BackendError
 from . import manifests_kubeflow, manifests_native, manifests_trainer
-from .names import base_name
+from .cluster_file import cluster_json, describe
+from .names import LABEL_RUN, base_name
 from .payload import WORK_DIR, build_payload
 from .podspec import RenderContext
 from .settings import KubernetesSettings
@@ -26,6 +27,13 @@ RENDERERS: dict[str, Callable[[RenderContext], list[dict[str, Any]]]] = {
     "kubeflow-trainer": manifests_trainer.render,
 }
 BACKEND_NAMES = ("native", "kubeflow", "kubeflow-trainer")
+
+#: Backend name -> (topology, base, namespace) -> every replica's address and the pods' contract.
+CLUSTERS: dict[str, Callable[[Topology, str, str], tuple[dict[str, list[str]], str]]] = {
+    "native": manifests_native.cluster,
+    "kubeflow": manifests_kubeflow.cluster,
+    "kubeflow-trainer": manifests_trainer.cluster,
+}
 
 
 def pod_record_json(run_id: str, topology: Topology, code: dict[str, Any]) -> str:
@@ -47,30 +55,76 @@ def render_manifests(
     renderer = RENDERERS.get(backend)
     if renderer is None:
         raise BackendError(f"backend {backend!r} is not a Kubernetes backend (choose {', '.join(BACKEND_NAMES)})")
-    payload = build_payload(pod_record_json(run_id, topology, code), code_files)
+    base = base_name(run_id)
+    namespace = namespace or settings.namespace or "default"
+    addresses, contract = CLUSTERS[backend](topology, base, namespace)
+    description = cluster_json(describe(topology, run_id, addresses, contract))
+    payload = build_payload(pod_record_json(run_id, topology, code), code_files, description)
     ctx = RenderContext(
         run_id=run_id,
-        base=base_name(run_id),
-        namespace=namespace or settings.namespace or "default",
+        base=base,
+        namespace=namespace,
         topology=topology,
         settings=settings,
         payload=payload,
+        addresses=addresses,
     )
     return renderer(ctx)
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (the code in the ConfigMap) as readable `|` blocks."""
+class _Dumper(yaml.CSafeDumper):
+    """libyaml's emitter (a 10,000-pod run is tens of MB of YAML); multi-line strings (the code
+    in the ConfigMap) as readable `|` blocks."""
 
 
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+def _str(dumper: yaml.CSafeDumper, value: str) -> yaml.Node:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
 _Dumper.add_representer(str, _str)
 
+#: kubectl's client-side apply stores the whole object as JSON in the
+#: `kubectl.kubernetes.io/last-applied-configuration` annotation, and the API server refuses
+#: annotations over 256 KiB in all (apimachinery `ValidateAnnotationsSize`, TotalAnnotationSizeLimitB).
+LAST_APPLIED_LIMIT = 262_144
+
+
+def _ref(obj: dict[str, Any]) -> str:
+    return f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+
+
+def apply_warnings(objects: list[dict[str, Any]]) -> list[str]:
+    """One line per object too large for `kubectl apply` without `--server-side`."""
+    out = []
+    for obj in objects:
+        size = len(json.dumps(obj, separators=(",", ":")))
+        if size > LAST_APPLIED_LIMIT:
+            out.append(
+                f"{_ref(obj)} is {size:,} bytes: over the {LAST_APPLIED_LIMIT:,} bytes kubectl's client-side apply "
+                "can keep in its last-applied-configuration annotation, so `kubectl apply -f -` will fail on it; "
+                "use `kubectl apply --server-side -f -`"
+            )
+    return out
+
+
+def header(objects: list[dict[str, Any]]) -> str:
+    """The comment above the YAML: what it is, and how to apply and delete it by the run's label."""
+    if not objects:
+        return ""
+    meta = objects[0].get("metadata", {})
+    namespace, run = meta.get("namespace", "default"), meta.get("labels", {}).get(LABEL_RUN, "")
+    kinds = ",".join(dict.fromkeys(str(o.get("kind", "")).lower() for o in objects))
+    server_side = " --server-side" if apply_warnings(objects) else ""
+    return (
+        f"# jupyter-px run {run!r}: {len(objects)} objects in namespace {namespace}, each labelled {LABEL_RUN}={run}\n"
+        f"# apply:  kubectl apply{server_side} -f FILE\n"
+        f"# delete: kubectl delete -n {namespace} {kinds} -l {LABEL_RUN}={run}\n"
+    )
+
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:
-    """A `---`-separated multi-document YAML that `kubectl apply -f -` accepts."""
-    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+    """A `---`-separated multi-document YAML that `kubectl apply -f -` accepts, under a comment
+    that says how to apply and delete it."""
+    body = yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+    return header(objects) + body
