@@ -88,7 +88,8 @@ def whole_render(tree: Path, workers: int, folder: Path, rounds: int) -> tuple[f
 def objects_of(tree: Path, workers: int) -> list[dict[str, Any]]:
     """The native run's objects as rendered by the code in `tree`."""
     command = [sys.executable, "-c", RENDER_OBJECTS, json.dumps(topology(workers)), SCRIPT]
-    result = subprocess.run(command, capture_output=True, check=True, env=_env(tree))
+    # cwd=tree: `python -c` puts the working directory first on sys.path, before PYTHONPATH
+    result = subprocess.run(command, capture_output=True, check=True, env=_env(tree), cwd=tree)
     return json.loads(result.stdout)
 
 
