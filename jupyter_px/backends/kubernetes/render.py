@@ -72,17 +72,42 @@ def render_manifests(
     return renderer(ctx)
 
 
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
 class _Dumper(yaml.CSafeDumper):
     """libyaml's emitter (a 10,000-pod run is tens of MB of YAML); multi-line strings (the code
-    in the ConfigMap) as readable `|` blocks."""
+    in the ConfigMap) as readable `|` blocks.
 
+    The manifests are plain dicts, lists and strings, mostly the same strings pod after pod, so
+    two costs of the generic representer are cut: strings, dicts and lists become nodes directly
+    (no anchor bookkeeping: a manifest never needs `&id001` aliases), and the resolver's answer
+    for a scalar (does `'1'` need quotes?) is remembered per distinct string."""
 
-def _str(dumper: yaml.CSafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._resolved: dict[tuple[bool, bool], dict[str, str]] = {}
 
+    def represent_data(self, data: Any) -> yaml.Node:
+        kind = type(data)
+        if kind is str:
+            return yaml.ScalarNode(_STR, data, style="|" if "\n" in data else None)
+        if kind is dict:
+            pairs = [(self.represent_data(k), self.represent_data(v)) for k, v in data.items()]
+            return yaml.MappingNode(_MAP, pairs, flow_style=False)
+        if kind is list:
+            return yaml.SequenceNode(_SEQ, [self.represent_data(item) for item in data], flow_style=False)
+        return super().represent_data(data)
 
-_Dumper.add_representer(str, _str)
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        known = self._resolved.setdefault(implicit, {})
+        tag = known.get(value)
+        if tag is None:
+            tag = known[value] = super().resolve(kind, value, implicit)
+        return tag
+
 
 #: kubectl's client-side apply stores the whole object as JSON in the
 #: `kubectl.kubernetes.io/last-applied-configuration` annotation, and the API server refuses
