@@ -12,7 +12,10 @@ It completes the environment contract, then hands over to the runner:
   string over 128 KiB). On `native` (`"contract": "full"`) the whole contract (TF_CONFIG,
   MASTER_ADDR/RANK/WORLD_SIZE, DMLC_*, PX_*) is built here by `jupyter_px/cluster.py`, the code
   the local backend runs; on the operators' backends (`"px"`) only PX_CLUSTER: the operator
-  writes the framework's variables.
+  writes the framework's variables. They are set in this process, which then runs the runner
+  (no exec), so their size is not limited here; a process started from here with this
+  environment inherits them, and Linux refuses that exec when one is over 128 KiB (PX_CLUSTER of
+  a run of some 4,000 replicas): the runner's local ranks (processes_per_replica > 1) are one.
 
 Where the pod template cannot say it, because one template is shared by many replicas (Kubeflow
 replica specs, Trainer v2 nodes):

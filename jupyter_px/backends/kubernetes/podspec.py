@@ -7,7 +7,7 @@ Pure functions of the topology, the settings and the payload, so a manifest can 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ...topology import ReplicaSpec, Resources, Topology
@@ -28,9 +28,6 @@ class RenderContext:
     topology: Topology
     settings: KubernetesSettings
     payload: Payload
-    #: {role: ["host:port", ...]}: every replica's address, as the backend names it; the pods read
-    #: it from the ConfigMap (`cluster_file.py`), so a render function rarely needs it.
-    addresses: Mapping[str, list[str]] = field(default_factory=dict)
 
     def labels(self) -> dict[str, str]:
         return {**self.settings.object_labels(), **run_labels(self.base)}

@@ -1,6 +1,9 @@
 """Topology + code -> the manifests of a run, for any of the three Kubernetes backends.
 
 Pure (no cluster, no files written): `jupyter px render` prints these, `submit` creates them.
+Every replica's address goes once into the run's ConfigMap (`cluster_file.py`), not into each pod.
+The YAML (`to_yaml`) starts with a comment that says how to apply it and how to delete every
+object of the run by its label; `apply_warnings` names objects too large for client-side apply.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ def render_manifests(
         raise BackendError(f"backend {backend!r} is not a Kubernetes backend (choose {', '.join(BACKEND_NAMES)})")
     base = base_name(run_id)
     namespace = namespace or settings.namespace or "default"
+    # every replica's address, once, in the ConfigMap (`cluster_file.py`): the pods build their
+    # environment from it, so no pod carries the others' addresses
     addresses, contract = CLUSTERS[backend](topology, base, namespace)
     description = cluster_json(describe(topology, run_id, addresses, contract))
     payload = build_payload(pod_record_json(run_id, topology, code), code_files, description)
@@ -67,7 +72,6 @@ def render_manifests(
         topology=topology,
         settings=settings,
         payload=payload,
-        addresses=addresses,
     )
     return renderer(ctx)
 
