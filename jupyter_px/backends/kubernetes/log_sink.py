@@ -86,6 +86,7 @@ class Position:
     last: Stamp | None = None  # the time of the last stored line
     at_last: int = 0  # stored lines with exactly that time
     complete: bool = False  # read to its end (the instance has ended)
+    lines: int = 0  # stored lines of this instance (resumes a server that ignores timestamps=true)
 
 
 class ReplicaLog:
@@ -117,10 +118,11 @@ class ReplicaLog:
         log_size = 0
         entry = _last_entry(self.journal_path)
         if entry is not None and entry[0] == self.position.stream:
-            _, log_size, seconds, nanos, self.position.at_last, self.metrics_offset, self.metrics_size = entry
+            _, log_size, seconds, nanos, self.position.at_last, self.metrics_offset, self.metrics_size = entry[:7]
+            self.position.lines = entry[7]
             self.position.last = (seconds, nanos) if seconds >= 0 else None
         elif entry is not None:  # a journal of an earlier instance: where the files end is all it says
-            _, log_size, _, _, _, self.metrics_offset, self.metrics_size = entry
+            _, log_size, _, _, _, self.metrics_offset, self.metrics_size = entry[:7]
         else:  # no journal: a new replica, or a record of an older version (its offsets)
             log_size = _size(self.log_path)
             self.metrics_offset = int(saved.get("metrics_offset", 0))
@@ -150,7 +152,7 @@ class ReplicaLog:
         last = self.position.last or (-1, 0)
         line = (
             f"{self.position.stream} {_size(self.log_path)} {last[0]} {last[1]} {self.position.at_last} "
-            f"{self.metrics_offset} {self.metrics_size}\n"
+            f"{self.metrics_offset} {self.metrics_size} {self.position.lines}\n"
         )
         self.journal_entries += 1
         if self.journal_entries >= JOURNAL_COMPACT_EVERY:  # one line is all a restart needs
@@ -176,6 +178,7 @@ class ReplicaLog:
             self._require_run()
             if stream != self.position.stream:
                 return  # a stream that was superseded (a late thread of an older instance)
+            self.position.lines += len(lines)
             for stamp, _ in lines:
                 if stamp is None:
                     continue
@@ -211,7 +214,7 @@ class ReplicaLog:
             self.events.write(found.metrics)
 
 
-def _last_entry(path: Path) -> tuple[str, int, int, int, int, int, int] | None:
+def _last_entry(path: Path) -> tuple[str, int, int, int, int, int, int, int] | None:
     """The journal's last whole line (a line cut by a kill is not one)."""
     try:
         data = path.read_bytes()
@@ -219,7 +222,7 @@ def _last_entry(path: Path) -> tuple[str, int, int, int, int, int, int] | None:
         return None
     for line in reversed(data.split(b"\n")[:-1]):  # the piece after the last newline is cut
         fields = line.decode(errors="replace").split()
-        if len(fields) == 7:
+        if len(fields) == 8:
             try:
                 stream, numbers = fields[0], [int(f) for f in fields[1:]]
             except ValueError:
@@ -242,6 +245,8 @@ class LineReader:
 
     def __init__(self, position: Position):
         self.last, self.at_last = position.last, position.at_last
+        #: without times (a server that ignores timestamps=true), the lines stored are skipped
+        self.skip_untimed = position.lines if position.last is None else 0
         self.seen_at_last = 0
         self.pending = b""
 
@@ -263,7 +268,10 @@ class LineReader:
     def _line(self, raw: bytes) -> tuple[Stamp | None, bytes] | None:
         head, space, text = raw.partition(b" ")
         stamp = parse_stamp(head.decode("ascii", "replace")) if space else None
-        if stamp is None:  # no time (a server that ignores timestamps=true): keep it as it is
+        if stamp is None:  # no time (a server that ignores timestamps=true): count them
+            if self.skip_untimed > 0:
+                self.skip_untimed -= 1
+                return None
             return None, raw
         if self.last is not None:
             if stamp < self.last:
