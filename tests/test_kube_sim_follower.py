@@ -10,6 +10,7 @@ each test decides when a pod moves on, not the machine's load."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from kube_sim_support import wait_for
 
 import jupyter_px
 from jupyter_px.backends.kubernetes.log_sink import LineReader, Position, parse_stamp
+from jupyter_px.runstore.metrics import MetricsReader
 
 pytestmark = pytest.mark.kube
 
@@ -294,3 +296,60 @@ def test_a_persistent_refusal_ends_the_follow_with_the_reason(sim, px_home, monk
     )
     assert words in final.message, final.message
     assert final.state.value != "Succeeded"
+
+
+# ---- MPIJob: the launcher ----------------------------------------------------------------------
+
+#: Stands in for the image's `mpirun` (this machine has none, and the simulation has no
+#: `kubectl exec` to reach the workers): every rank runs here, in the launcher's pod, its output
+#: on the launcher's, as Open MPI's mpirun forwards it.
+FAKE_MPIRUN = """#!{python} -I
+import os, subprocess, sys
+args, ranks, i = sys.argv[1:], 1, 0
+while args[i].startswith("-"):
+    if args[i] == "-np":
+        ranks = int(args[i + 1])
+    i += 1 if args[i] in ("--allow-run-as-root",) else 2
+command = args[i:]
+command[0] = sys.executable if command[0].startswith("python") else command[0]
+procs = [subprocess.Popen(command, env={{**os.environ, "OMPI_COMM_WORLD_RANK": str(r),
+         "OMPI_COMM_WORLD_SIZE": str(ranks)}}) for r in range(ranks)]
+sys.exit(max(p.wait() for p in procs))
+"""
+
+
+def sshd_waits(operation, resource, obj, old) -> None:
+    """Stands in for the image's sshd (this machine has none): a worker's `sshd -De` becomes a
+    process that waits, as sshd does until the launcher is done."""
+    if operation != "CREATE" or resource.plural != "pods":
+        return
+    for container in obj["spec"]["containers"]:
+        if (container.get("command") or [""])[0].endswith("sshd"):
+            container["command"] = ["python3", "-c", "import time; time.sleep(3600)"]
+
+
+def test_the_mpi_launcher_is_followed_with_every_ranks_output_and_metrics(sim, px_home):
+    """The MPI launcher has no replica-index label (training-operator newLauncher): it is the
+    run's master-0, and its log (every rank's output, `@px-metrics` lines included) is stored."""
+    shim = sim.kubelet._shims() / "mpirun"
+    shim.write_text(FAKE_MPIRUN.format(python=sys.executable))
+    shim.chmod(0o755)
+    sim.api.admission.append(sshd_waits)
+    code = (
+        "import os\nfrom jupyter_px import tracking\n"
+        "rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
+        "print('hello from rank', rank, flush=True)\n"
+        "tracking.log_metrics(step=rank, loss=1.0 / (rank + 1))\n"
+    )
+    topology = {"framework": "horovod", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 2}}}
+    run = jupyter_px.submit(code, topology)
+    wait_for(lambda: "hello from rank 1" in stored(run), "the launcher's log in the store")
+    text = stored(run)
+    assert "hello from rank 0" in text and "hello from rank 1" in text, text
+    reader = MetricsReader(run.paths)
+
+    def losses():
+        reader.poll()
+        return sorted(reader.series("master-0", "loss").values)
+
+    assert wait_for(lambda: len(losses()) == 2 and losses(), "the ranks' metrics") == [0.5, 1.0]
