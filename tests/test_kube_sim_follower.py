@@ -353,3 +353,22 @@ def test_the_mpi_launcher_is_followed_with_every_ranks_output_and_metrics(sim, p
         return sorted(reader.series("master-0", "loss").values)
 
     assert wait_for(lambda: len(losses()) == 2 and losses(), "the ranks' metrics") == [0.5, 1.0]
+
+
+# ---- create: failures that pass are retried before any rollback ---------------------------------
+
+
+def test_a_busy_api_server_slows_the_create_down_instead_of_failing_it(sim, px_home):
+    """429 with Retry-After (the server's rate limit) and 503s are tried again, honouring
+    Retry-After, before any rollback: the run starts, nothing is rolled back."""
+    sim.fail("POST", "pods", 503, "ServiceUnavailable", "etcd leader changed", nth=1, times=2)
+    sim.api.rate_limit = (5.0, 12)  # per second, burst: the preflight passes, the 16 creates at once do not
+    try:
+        run = jupyter_px.submit("print('started', flush=True)\n", native(13))
+    finally:
+        sim.api.rate_limit = None
+    retried = [r for r in sim.requests if r[0] == "POST" and r[1].endswith("/pods")]
+    assert len(retried) > 14, retried  # 14 pods, some asked for more than once
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    assert "started" in stored(run, "worker", 12)

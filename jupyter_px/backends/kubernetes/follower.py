@@ -124,7 +124,9 @@ class Follower:
         self.refused: tuple[ApiException, float] | None = None  # list/watch refused (401/403), since
         self.last_job_poll = 0.0
         #: pods deleted by someone else while the run went on: so they stay, once the run ends
-        self.foreign_deletions: set[str] = set()  # replica keys (native: one pod per replica, ever)
+        self.foreign_deletions: set[str] = set()
+        #: replicas whose pod vanished (deleted while the watch was away, or gone at once): as recorded
+        self.gone: dict[tuple[str, int], ReplicaStatus] = {}  # replica keys (native: one pod per replica, ever)
         me = detached.ProcessIdentity.current()
         self.owner = RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
 
@@ -290,6 +292,7 @@ class Follower:
                 ReplicaState.STOPPED,
             ):
                 self._deleted(replica)  # its logs so far are kept
+                self.gone[key] = replica
             elif replica.state == ReplicaState.LOST and replica.reason == POD_DELETED and self._job_ended():
                 self._deleted(replica)  # the operator's cleanup after the job ended, seen first
             if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
@@ -306,7 +309,10 @@ class Follower:
     def _outcome(self, views) -> tuple[RunState, str | None, str | None]:
         """The run's state, reason and message: a Kubeflow job's or TrainJob's own conditions say
         how it ended (its operator applies the success policy); native pods, the shared rule."""
-        replicas = [views[key][1] if key in views else ReplicaStatus(role=key[0], index=key[1]) for key in self.logs]
+        replicas = [
+            views[key][1] if key in views else self.gone.get(key) or ReplicaStatus(role=key[0], index=key[1])
+            for key in self.logs
+        ]
         outcome = job_outcome(self.job) if self.handle.job_kind else run_outcome(replicas)
         if outcome is None and self.handle.job_kind:
             # the operator never hears of a lost node's pods ending: the run decides on them
