@@ -372,3 +372,19 @@ def test_a_busy_api_server_slows_the_create_down_instead_of_failing_it(sim, px_h
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded", status
     assert "started" in stored(run, "worker", 12)
+
+
+def test_a_job_whose_pods_a_quota_refuses_waits_with_the_reason(sim, px_home):
+    """The operator's pod creates are refused (ResourceQuota): no pod exists, and the run is
+    Pending with the operator's FailedCreate event as its reason, not a silent Pending."""
+    quotas = sim.api.resource("", "v1", "resourcequotas")
+    sim.api.create(quotas, {"metadata": {"name": "no-pods"}, "spec": {"hard": {"pods": "0"}}}, "default")
+    topology = {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}}
+    run = jupyter_px.submit(SLEEPER, topology)
+    status = wait_for(
+        lambda: (s := run.store.status(run.run_id)).reason and s.reason.startswith("FailedCreate") and s,
+        "the run's reason",
+    )
+    assert status.state.value == "Pending", status
+    assert "exceeded quota" in status.message, status.message
+    run.stop()

@@ -74,6 +74,9 @@ log = logging.getLogger(__name__)
 IDLE_TICK_S = 1.0
 #: Kubeflow jobs are read, not watched: their conditions change a few times per run.
 JOB_POLL_S = 2.0
+#: While a run waits, the Warning events of its objects are read this often: a quota, Pod
+#: Security or webhook denial of the operator's pod creates (FailedCreate) is the reason it waits.
+EVENTS_POLL_S = 5.0
 #: Server-side length of one watch; the client gives up on a silent connection some time after.
 #: A watch that times out is opened again from the last version it saw (bookmarks keep it fresh),
 #: not by listing every pod again.
@@ -123,6 +126,8 @@ class Follower:
         self.stop_requested = False  # ... on a user's request
         self.refused: tuple[ApiException, float] | None = None  # list/watch refused (401/403), since
         self.last_job_poll = 0.0
+        self.next_events_poll = 0.0
+        self.waiting_on: tuple[str, str] | None = None  # (reason, message) of the latest Warning event
         #: pods deleted by someone else while the run went on: so they stay, once the run ends
         self.foreign_deletions: set[str] = set()
         #: replicas whose pod vanished (deleted while the watch was away, or gone at once): as recorded
@@ -201,6 +206,31 @@ class Follower:
                 if failures == 1 or failures % 20 == 0:
                     log.warning("watching pods of %s (attempt %d): %s", self.run_id, failures, error)
                 self.done.wait(min(RETRY_MAX_S, 0.5 * 2 ** min(failures, 8)))
+
+    def _poll_events(self) -> None:
+        """The latest Warning event about one of the run's objects (the job, its pods, a JobSet's
+        Jobs: all named after the run's base), as the reason a waiting run waits."""
+        self.next_events_poll = time.monotonic() + EVENTS_POLL_S
+        try:
+            listed: Any = self.cluster.core.list_namespaced_event(
+                self.cluster.namespace,
+                field_selector="type=Warning",
+                _preload_content=False,
+                _request_timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+            )
+            items = json.loads(listed.data).get("items") or []
+        except (ApiException, HTTPError, OSError, ValueError) as error:
+            log.info("reading the events of %s: %s", self.run_id, error)
+            return
+        base = self.handle.base
+        ours = [
+            e
+            for e in items
+            if (name := (e.get("involvedObject") or {}).get("name") or "") == base or name.startswith(base + "-")
+        ]
+        if ours:
+            latest = max(ours, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+            self.waiting_on = (latest.get("reason") or "Warning", latest.get("message") or "")
 
     def _poll_job(self) -> None:
         if not self.handle.job_kind:
@@ -377,6 +407,10 @@ class Follower:
             if self.contact.reachable:  # no point opening log streams to a server that does not answer
                 self.streams.update(views)
             state, reason, message = self._outcome(views)
+            if state == RunState.PENDING and time.monotonic() >= self.next_events_poll:
+                self._poll_events()
+            if state == RunState.PENDING and self.waiting_on is not None and reason is None:
+                reason, message = self.waiting_on
             if stopping:  # we delete the objects: their disappearance (a job's "Deleted") is the stop
                 state, reason, message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
             if state.finished:
@@ -387,7 +421,7 @@ class Follower:
             refusal = self._refusal()
             if refusal is not None:
                 return self._refused(views, state, *refusal)
-            snapshot = (state, [(k, v.state, v.reason, v.restarts) for k, (_, v) in sorted(views.items())])
+            snapshot = (state, reason, [(k, v.state, v.reason, v.restarts) for k, (_, v) in sorted(views.items())])
             if snapshot != last_written:
                 self._write_status(views, state, reason, message, final=False)
                 last_written = snapshot
