@@ -10,9 +10,17 @@ from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 import jupyter_px
 from jupyter_px.api import Run
 from jupyter_px.backends import BackendError
+from jupyter_px.backends.kubernetes.create import CREATE_ATTEMPTS
 from jupyter_px.runstore import RunStore
 
 TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 2}}}
+#: A failure that passes (5xx) is retried before any rollback: these fail every try from then on.
+EVERY_TRY = 100 * CREATE_ATTEMPTS
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch):
+    monkeypatch.setattr("jupyter_px.backends.kubernetes.create.BACKOFF_START_S", 0.01)
 
 
 def everything(kube) -> list[str]:
@@ -24,7 +32,7 @@ def everything(kube) -> list[str]:
 
 
 def test_a_lost_configmap_answer_leaves_nothing_on_the_cluster(kube, px_home):
-    kube.fail("POST", "configmaps", 504, "Timeout", "the gateway timed out", lost=True)
+    kube.fail("POST", "configmaps", 504, "Timeout", "the gateway timed out", lost=True, times=EVERY_TRY)
     with pytest.raises(BackendError) as error:
         jupyter_px.submit("pass\n", TORCH, name="lost")
     assert "504" in str(error.value) and "nothing of the run was left" in str(error.value)
@@ -33,7 +41,7 @@ def test_a_lost_configmap_answer_leaves_nothing_on_the_cluster(kube, px_home):
 
 
 def test_a_lost_pod_answer_is_deleted_with_the_rest(kube, px_home):
-    kube.fail("POST", "pods", 500, "InternalError", "etcd timeout", nth=2, lost=True)
+    kube.fail("POST", "pods", 500, "InternalError", "etcd timeout", nth=2, lost=True, times=EVERY_TRY)
     with pytest.raises(BackendError) as error:
         jupyter_px.submit("pass\n", TORCH, name="lostpod")
     assert "nothing of the run was left" in str(error.value)
@@ -44,7 +52,7 @@ def test_a_lost_pod_answer_is_deleted_with_the_rest(kube, px_home):
 def test_an_unconfirmed_rollback_keeps_the_run_until_stop_deletes_what_is_left(kube, px_home):
     from jupyter_px.backends import RunLeftBehind
 
-    kube.fail("POST", "configmaps", 504, "Timeout", "the gateway timed out", lost=True)
+    kube.fail("POST", "configmaps", 504, "Timeout", "the gateway timed out", lost=True, times=EVERY_TRY)
     kube.fail("DELETE", "configmaps", 500, "InternalError", "etcd is unavailable")
     with pytest.raises(RunLeftBehind) as error:
         jupyter_px.submit("pass\n", TORCH, name="kept")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
+from k8s_support import DEADLINE_S, kube_fixture  # noqa: F401 (the `kube` fixture)
 
 import jupyter_px
 from jupyter_px.backends import get_backend
@@ -60,7 +60,8 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
     (here the fake's), not our code. What our code does, and what this checks: (1) every object
     carries an ownerReference the collector can follow (apiVersion, kind, name and uid of the
     ConfigMap, created first so its uid is known); (2) the follower records what it then sees:
-    replicas whose pods someone else deleted read Lost (PodDeleted), not Stopped, logs kept."""
+    replicas whose pods someone else deleted read Failed (PodDeleted), not Stopped, and the run
+    fails (nobody makes a native pod again), logs kept."""
     import os
 
     import kubernetes
@@ -81,10 +82,10 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
 
     api = kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
     kubernetes.client.CoreV1Api(api).delete_namespaced_config_map(meta["name"], "default")
-    status = wait_until(
-        lambda: (s := run.store.status(run.run_id)).counts() == {"Lost": 3} and s, what="every replica Lost"
-    )
-    assert {r.reason for r in status.replicas} == {"PodDeleted"}
+    status = run.wait(timeout=DEADLINE_S)  # nobody makes a native pod again: the run fails
+    assert (status.state.value, status.reason) == ("Failed", "ReplicaFailed"), status
+    assert "PodDeleted" in {r.reason for r in status.replicas}
+    assert {r.state.value for r in status.replicas} <= {"Failed", "Stopped"}
     assert run.logs("master", 0) == "before the delete\n"
     run.stop()
 

@@ -6,6 +6,7 @@ cluster they fail (the expected failures are listed in tests/kube_sim/README.md)
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from k8s_support import DEADLINE_S, stop_followers
@@ -92,7 +93,6 @@ def test_stopping_a_native_run_is_stopped_not_failed_143(sim, px_home):
         "import time\nprint('up', flush=True)\ntime.sleep(600)\n",
         {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 1}}},
     )
-    import time
 
     deadline = time.monotonic() + DEADLINE_S
     while "up" not in run.logs("master", 0):
@@ -103,21 +103,32 @@ def test_stopping_a_native_run_is_stopped_not_failed_143(sim, px_home):
 
 
 @pytest.mark.kube
-@pytest.mark.xfail(strict=True, reason="the follower keeps only what the kubelet still serves: rotated lines are lost")
 def test_a_log_rotated_by_the_kubelet_is_kept_whole(sim, px_home):
     """The kubelet rotates container logs (containerLogMaxSize, here 16 KiB) and serves only the
     newest file: a follower that streams from the start keeps every line; one that re-reads
-    loses the rotated part."""
+    loses the rotated part. The code starts writing once the follower streams its log (it waits
+    for a file the test writes into its working directory): what was rotated away before anyone
+    read it is gone on a real cluster too. The code pauses every 100 lines (9 KiB, under one
+    file): the simulated kubelet's follow polls every 50 ms and, like the real one, skips a file
+    rotated twice between two looks. Reconnects after a rotation: test_kube_sim_follower.py."""
     sim.kubelet.log_max_bytes = 16 * 1024
     code = (
-        "import time\n"
+        "import pathlib, time\n"
+        "print('ready', flush=True)\n"
+        "while not pathlib.Path('go').exists(): time.sleep(0.05)\n"
         "for i in range(2000):\n"
         "    print(f'line {i:05d} ' + 'x' * 40)\n"
-        "    if i % 200 == 0: time.sleep(0.2)\n"
+        "    if i % 100 == 0: time.sleep(0.2)\n"
     )
     run = jupyter_px.submit(
         code, {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 0}}}
     )
+    deadline = time.monotonic() + DEADLINE_S
+    while "ready" not in run.logs("master", 0):
+        assert time.monotonic() < deadline, "the follower never streamed the log"
+        time.sleep(0.05)
+    (pod,) = sim.list("pods")
+    (sim.kubelet.root / "pods" / pod["metadata"]["uid"] / "volumes" / "px-work" / "go").write_text("go")
     assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"
     lines = [line for line in run.logs("master", 0, tail=None).splitlines() if line.startswith("line ")]
     assert len(lines) == 2000 and lines[0].startswith("line 00000") and lines[-1].startswith("line 01999")

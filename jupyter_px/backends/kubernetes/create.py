@@ -7,12 +7,20 @@ time. If any create fails, nothing new is started, what was created is deleted (
 by the run's label: a create whose answer was lost made an object no answer named), that
 nothing is left is confirmed by listing, and the error carries the API server's reason for the
 first failure and whether the rollback was confirmed.
+
+Before any rollback, a create that failed for a reason that passes (429 Too Many Requests, a
+5xx, a reset or refused connection) is tried again, `CREATE_ATTEMPTS` times at most, after the
+server's `Retry-After` when it gives one (at most `RETRY_AFTER_MAX_S`), else a doubling back-off:
+a busy API server slows a 1,000-pod start down instead of failing it. A retried create whose
+first answer was lost may find its object made (409 AlreadyExists): the object is read back and
+counted as created when it carries this run's label.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -25,6 +33,58 @@ from .names import LABEL_RUN, run_selector
 from .resources import KINDS, kind_of
 
 log = logging.getLogger(__name__)
+
+#: Tries of one create whose failure passes (429, 5xx, a reset connection), and the waits between.
+CREATE_ATTEMPTS = 6
+BACKOFF_START_S = 0.5
+BACKOFF_MAX_S = 8.0
+RETRY_AFTER_MAX_S = 30.0
+TRANSIENT_STATUSES = (429, 500, 502, 503, 504)
+
+
+def _retry_after(error: BaseException) -> float | None:
+    headers = getattr(error, "headers", None) or {}
+    try:
+        value = headers.get("Retry-After") if hasattr(headers, "get") else None
+        return min(RETRY_AFTER_MAX_S, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _transient(error: BaseException) -> bool:
+    if isinstance(error, ApiException):
+        return error.status in TRANSIENT_STATUSES or error.status in (0, None)
+    return isinstance(error, (HTTPError, OSError))
+
+
+def create_with_retries(cluster: Cluster, body: dict[str, Any], stop: threading.Event | None = None) -> dict[str, Any]:
+    """Create `body`, trying again after failures that pass (see the module doc)."""
+    kind = kind_of(body)
+    retried = False
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            return kind.create(cluster, body)
+        except ApiException as error:
+            if error.status == 409 and retried:  # made by an attempt whose answer was lost?
+                found = kind.get(cluster, body["metadata"]["name"])
+                labels = found.get("metadata", {}).get("labels") or {}
+                if labels.get(LABEL_RUN) == (body["metadata"].get("labels") or {}).get(LABEL_RUN):
+                    return found
+            if not _transient(error) or attempt == CREATE_ATTEMPTS - 1:
+                raise
+            wait = _retry_after(error)
+        except (HTTPError, OSError):
+            if attempt == CREATE_ATTEMPTS - 1:
+                raise
+            wait = None
+        retried = True
+        wait = wait if wait is not None else min(BACKOFF_MAX_S, BACKOFF_START_S * 2**attempt)
+        log.info("creating %s: the API server is busy or unreachable; again in %.1f s", _describe(body), wait)
+        if stop is not None and stop.wait(wait):
+            raise CreateFailed(f"creating {_describe(body)} was abandoned: another create of the run failed")
+        if stop is None:
+            time.sleep(wait)
+    raise AssertionError("unreachable")
 
 
 class CreateFailed(BackendError):
@@ -81,7 +141,7 @@ def create_all(cluster: Cluster, objects: list[dict[str, Any]], parallelism: int
         raise ValueError("the first object of a run must be its ConfigMap (the owner)")
     owner_body, rest = objects[0], objects[1:]
     try:
-        owner = kind_of(owner_body).create(cluster, owner_body)
+        owner = create_with_retries(cluster, owner_body)
     except (ApiException, HTTPError, OSError) as error:
         reason = api_reason(error) if isinstance(error, ApiException) else str(error)
         raise _rolled_back(cluster, objects, [], owner_body, reason, parallelism) from None
@@ -94,7 +154,7 @@ def create_all(cluster: Cluster, objects: list[dict[str, Any]], parallelism: int
         if stop.is_set():
             return
         body = {**body, "metadata": {**body["metadata"], "ownerReferences": [reference]}}
-        result = kind_of(body).create(cluster, body)
+        result = create_with_retries(cluster, body, stop)
         with lock:
             created.append(result)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import os
 import queue
 import sys
 import threading
@@ -59,9 +60,10 @@ from .client import CONNECT_TIMEOUT_S, Cluster, connect
 from .contact import Contact
 from .create import delete_objects
 from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
-from .log_sink import ReplicaLog, RunGone, stream_pod_log
+from .log_sink import ReplicaLog, RunGone, parse_stamp
+from .log_streams import LogStreams
 from .names import run_selector
-from .pod_state import container_started, job_outcome, pod_replica, pods_state
+from .pod_state import NODE_LOST, job_outcome, pod_replica, pods_state
 from .replica_pods import replica_pods
 from .resources import KINDS
 
@@ -72,13 +74,27 @@ log = logging.getLogger(__name__)
 IDLE_TICK_S = 1.0
 #: Kubeflow jobs are read, not watched: their conditions change a few times per run.
 JOB_POLL_S = 2.0
+#: While a run waits, the Warning events of its objects are read this often: a quota, Pod
+#: Security or webhook denial of the operator's pod creates (FailedCreate) is the reason it waits.
+EVENTS_POLL_S = 5.0
 #: Server-side length of one watch; the client gives up on a silent connection some time after.
-WATCH_TIMEOUT_S = 30
+#: A watch that times out is opened again from the last version it saw (bookmarks keep it fresh),
+#: not by listing every pod again.
+WATCH_TIMEOUT_S = 300
+#: Pods per page of a list (limit/continue): a 10,000-pod run is not one huge answer.
+LIST_PAGE = 500
 READ_TIMEOUT_S = WATCH_TIMEOUT_S + 30.0
 #: Back-off between failed list/watch attempts: 0.5 s doubling up to this.
 RETRY_MAX_S = 5.0
 LOG_DRAIN_S = 30.0
 LOST_CONTACT = Reason.LOST_CONTACT
+#: The API server answers but refuses (401: credentials expired or revoked; 403: no permission to
+#: watch pods or read logs) for this long: the follow ends with that reason, never an endless
+#: Pending. Short, since a refusal does not fix itself; not zero, since a token may be refreshed.
+REFUSED_GIVE_UP_S = float(os.environ.get("PX_K8S_REFUSED_GIVE_UP_S") or 20.0)
+UNAUTHORIZED, FORBIDDEN, POD_DELETED = "Unauthorized", "Forbidden", Reason.POD_DELETED
+#: Exit codes of a container killed by its pod's deletion (SIGTERM, then SIGKILL after the grace).
+DELETION_EXIT_CODES = (143, 137)
 
 
 class Follower:
@@ -101,60 +117,126 @@ class Follower:
             (s.role, s.index): ReplicaLog(self.paths, s.role, s.index, self.state_dir) for s in self.topology.replicas()
         }
         self.pods: dict[str, dict[str, Any]] = {}
-        self.streams: dict[tuple[str, int], threading.Thread] = {}
+        self.streams = LogStreams(self.cluster, self.logs, _leaders(self.topology), self.state_dir)
         self.events: queue.Queue = queue.Queue()
         self.done = threading.Event()
         self.job: dict[str, Any] | None = None
         self.seen_pods: set[tuple[str, int]] = set()
-        self.stopping = False
+        self.stopping = False  # pods deleted from now on were deleted by this run (a stop, its end)
+        self.stop_requested = False  # ... on a user's request
+        self.refused: tuple[ApiException, float] | None = None  # list/watch refused (401/403), since
+        self.last_job_poll = 0.0
+        self.next_events_poll = 0.0
+        self.waiting_on: tuple[str, str] | None = None  # (reason, message) of the latest Warning event
+        #: pods deleted by someone else while the run went on: so they stay, once the run ends
+        self.foreign_deletions: set[str] = set()
+        #: replicas whose pod vanished (deleted while the watch was away, or gone at once): as recorded
+        self.gone: dict[tuple[str, int], ReplicaStatus] = {}  # replica keys (native: one pod per replica, ever)
         me = detached.ProcessIdentity.current()
         self.owner = RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
 
     # ---- watching --------------------------------------------------------------------------
 
+    def _list_pods(self, selector: str, timeout: Any) -> tuple[list[dict[str, Any]], str | None]:
+        """Every pod of the run, page by page (`limit`/`continue`, one snapshot), and its version."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            listed: Any = self.cluster.core.list_namespaced_pod(
+                self.cluster.namespace,
+                label_selector=selector,
+                limit=LIST_PAGE,
+                _continue=token,
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+            data = json.loads(listed.data)
+            self.contact.answered()
+            items += data.get("items") or []
+            meta = data.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, meta.get("resourceVersion")
+
     def _watch_pods(self) -> None:
-        """List the run's pods, then watch for changes from that list's version; again after every
-        watch. The list replaces what the main loop knows (a SNAPSHOT), so a pod deleted while the
-        watch was down is noticed, and a failed reconnect changes nothing (no list, no snapshot)."""
+        """List the run's pods (paginated), then watch them from that list's version with
+        bookmarks, opening the watch again from the last version seen when it times out; list
+        again only when the version expired (410, an ERROR event) or the connection failed. The
+        list replaces what the main loop knows (a SNAPSHOT), so a pod deleted while the watch
+        was down is noticed, and a failed reconnect changes nothing (no list, no snapshot)."""
         selector = run_selector(self.handle.base)
         timeout = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
         failures = 0
+        version: str | None = None
         while not self.done.is_set():
             try:
-                listed: Any = self.cluster.core.list_namespaced_pod(
-                    self.cluster.namespace, label_selector=selector, _preload_content=False, _request_timeout=timeout
-                )
-                data = json.loads(listed.data)
-                self.contact.answered()
-                failures = 0
-                self.events.put(("SNAPSHOT", data.get("items") or []))
+                if version is None:
+                    items, version = self._list_pods(selector, timeout)
+                    self.refused = None
+                    failures = 0
+                    self.events.put(("SNAPSHOT", items))
                 stream = watch.Watch().stream(
                     self.cluster.core.list_namespaced_pod,
                     self.cluster.namespace,
                     label_selector=selector,
-                    resource_version=(data.get("metadata") or {}).get("resourceVersion"),
+                    resource_version=version,
+                    allow_watch_bookmarks=True,
                     timeout_seconds=WATCH_TIMEOUT_S,
                     deserialize=False,
                     _request_timeout=timeout,
                 )
                 for event in stream:
                     self.contact.answered()
+                    self.refused = None
+                    obj = event.get("object") or {}
                     if event["type"] == "ERROR":  # e.g. 410 Gone: the version expired; list again
+                        version = None
                         break
-                    self.events.put((event["type"], event["object"]))
+                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                    if event["type"] != "BOOKMARK":
+                        self.events.put((event["type"], obj))
                     if self.done.is_set():
                         break
             except (ApiException, HTTPError, OSError, ValueError, LookupError) as error:
                 self.contact.failed(error)
+                version = None
                 failures += 1
+                if isinstance(error, ApiException) and error.status in (401, 403):
+                    self.refused = (error, self.refused[1] if self.refused else time.monotonic())
                 if failures == 1 or failures % 20 == 0:
                     log.warning("watching pods of %s (attempt %d): %s", self.run_id, failures, error)
                 self.done.wait(min(RETRY_MAX_S, 0.5 * 2 ** min(failures, 8)))
+
+    def _poll_events(self) -> None:
+        """The latest Warning event about one of the run's objects (the job, its pods, a JobSet's
+        Jobs: all named after the run's base), as the reason a waiting run waits."""
+        self.next_events_poll = time.monotonic() + EVENTS_POLL_S
+        try:
+            listed: Any = self.cluster.core.list_namespaced_event(
+                self.cluster.namespace,
+                field_selector="type=Warning",
+                _preload_content=False,
+                _request_timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+            )
+            items = json.loads(listed.data).get("items") or []
+        except (ApiException, HTTPError, OSError, ValueError) as error:
+            log.info("reading the events of %s: %s", self.run_id, error)
+            return
+        base = self.handle.base
+        ours = [
+            e
+            for e in items
+            if (name := (e.get("involvedObject") or {}).get("name") or "") == base or name.startswith(base + "-")
+        ]
+        if ours:
+            latest = max(ours, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+            self.waiting_on = (latest.get("reason") or "Warning", latest.get("message") or "")
 
     def _poll_job(self) -> None:
         if not self.handle.job_kind:
             return
         kind = KINDS[self.handle.job_kind]
+        self.last_job_poll = time.monotonic()
         try:
             self.job = kind.get(self.cluster, self.handle.base, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
             self.contact.answered()
@@ -177,32 +259,6 @@ class Follower:
             self.contact.failed(error)
             log.warning("reading %s %s: %s", kind.kind, self.handle.base, error)
 
-    # ---- logs ------------------------------------------------------------------------------
-
-    def _ensure_streams(self, views: dict[tuple[str, int], tuple[dict[str, Any], ReplicaStatus]]) -> None:
-        for key, (pod, view) in views.items():
-            thread = self.streams.get(key)
-            if thread is not None and thread.is_alive():
-                continue
-            if not container_started(pod):
-                continue
-            stream_id = f"{pod['metadata'].get('uid')}/{view.restarts}"
-            if (
-                thread is not None
-                and self.logs[key].stream == stream_id
-                and view.state
-                in (
-                    ReplicaState.SUCCEEDED,
-                    ReplicaState.FAILED,
-                )
-            ):
-                continue  # read to its end already
-            thread = threading.Thread(
-                target=stream_pod_log, args=(self.cluster, pod, view.restarts, self.logs[key]), daemon=True
-            )
-            self.streams[key] = thread
-            thread.start()
-
     # ---- status ----------------------------------------------------------------------------
 
     def _views(self) -> dict[tuple[str, int], tuple[dict[str, Any], ReplicaStatus]]:
@@ -211,8 +267,33 @@ class Follower:
         for pod in self.pods.values():
             key = self.replica_pods.replica_of(pod, self.topology)
             if key in self.logs:
-                out[key] = (pod, pod_replica(pod, *key))
+                view = pod_replica(pod, *key)
+                if _ended_by_deletion(pod, view):
+                    self._deleted(view)
+                out[key] = (pod, view)
         return out
+
+    def _job_ended(self) -> bool:
+        return bool(self.handle.job_kind) and job_outcome(self.job) is not None
+
+    def _deleted(self, replica: ReplicaStatus) -> None:
+        """A replica whose pod was deleted before it ended by itself: by this run (a stop, the
+        rest of a run that ended), by the job's operator after the job ended (cleanPodPolicy),
+        or by someone else (kubectl, the eviction API): then a native replica has failed (nobody
+        makes its pod again), while a job's operator decides (it may create the pod again)."""
+        foreign = replica.key in self.foreign_deletions
+        if not foreign and (self.stopping or self._job_ended()):
+            replica.state = ReplicaState.STOPPED
+            replica.reason = Reason.STOPPED_BY_USER if self.stop_requested else Reason.STOPPED_BY_RUN
+            replica.message = "stopped on request" if self.stop_requested else "ended with the run"
+        elif self.handle.job_kind:  # not final: once the job has ended, it was its cleanup
+            replica.state, replica.reason = ReplicaState.LOST, POD_DELETED
+            replica.message = "its pod was deleted (not by this run); the job's operator decides what follows"
+        else:
+            self.foreign_deletions.add(replica.key)
+            replica.state, replica.reason = ReplicaState.FAILED, POD_DELETED
+            replica.message = "its pod was deleted, not by this run (kubectl, an eviction)"
+        replica.finished_at = replica.finished_at or time.time()
 
     def _write_status(
         self,
@@ -235,12 +316,15 @@ class Follower:
                 view.started_at = replica.started_at or view.started_at
                 view.address = pod["metadata"]["name"]
                 replica = status.replicas[position] = view
-            elif key in self.seen_pods and replica.state not in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
-                if self.stopping:  # we deleted it: a stop, or the rest of a run that has ended
-                    replica.state = ReplicaState.STOPPED
-                    replica.reason = Reason.STOPPED_BY_USER if run_state == RunState.STOPPED else Reason.STOPPED_BY_RUN
-                else:  # deleted by someone else (kubectl, an eviction): its logs so far are kept
-                    replica.state, replica.reason = ReplicaState.LOST, Reason.POD_DELETED
+            elif key in self.seen_pods and replica.state not in (
+                ReplicaState.SUCCEEDED,
+                ReplicaState.FAILED,
+                ReplicaState.STOPPED,
+            ):
+                self._deleted(replica)  # its logs so far are kept
+                self.gone[key] = replica
+            elif replica.state == ReplicaState.LOST and replica.reason == POD_DELETED and self._job_ended():
+                self._deleted(replica)  # the operator's cleanup after the job ended, seen first
             if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
                 replica.state = ReplicaState.STOPPED
                 replica.reason = replica.reason if run_state == RunState.STOPPED else Reason.STOPPED_BY_RUN
@@ -255,8 +339,14 @@ class Follower:
     def _outcome(self, views) -> tuple[RunState, str | None, str | None]:
         """The run's state, reason and message: a Kubeflow job's or TrainJob's own conditions say
         how it ended (its operator applies the success policy); native pods, the shared rule."""
-        replicas = [views[key][1] if key in views else ReplicaStatus(role=key[0], index=key[1]) for key in self.logs]
+        replicas = [
+            views[key][1] if key in views else self.gone.get(key) or ReplicaStatus(role=key[0], index=key[1])
+            for key in self.logs
+        ]
         outcome = job_outcome(self.job) if self.handle.job_kind else run_outcome(replicas)
+        if outcome is None and self.handle.job_kind:
+            # the operator never hears of a lost node's pods ending: the run decides on them
+            outcome = run_outcome([r for r in replicas if r.reason == NODE_LOST])
         if outcome is None:
             return pods_state(replicas), None, None
         return outcome.state, outcome.reason, outcome.message
@@ -310,11 +400,17 @@ class Follower:
             if self.handle.job_kind and time.monotonic() >= next_job_poll:
                 self._poll_job()
                 next_job_poll = time.monotonic() + JOB_POLL_S
+            self.stopping = self.stop_requested = stopping = (self.run_dir / STOP_FILE).exists()
+            if self.handle.job_kind and not stopping and self._deletion_seen():
+                self._poll_job()  # pods going: is it the operator's cleanup of a job that ended?
             views = self._views()
             if self.contact.reachable:  # no point opening log streams to a server that does not answer
-                self._ensure_streams(views)
-            self.stopping = stopping = (self.run_dir / STOP_FILE).exists()
+                self.streams.update(views)
             state, reason, message = self._outcome(views)
+            if state == RunState.PENDING and time.monotonic() >= self.next_events_poll:
+                self._poll_events()
+            if state == RunState.PENDING and self.waiting_on is not None and reason is None:
+                reason, message = self.waiting_on
             if stopping:  # we delete the objects: their disappearance (a job's "Deleted") is the stop
                 state, reason, message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
             if state.finished:
@@ -322,10 +418,55 @@ class Follower:
             lost_for = self.contact.unreachable_for()
             if lost_for >= self.give_up_s:
                 return self._give_up(views, state, lost_for)
-            snapshot = (state, [(k, v.state, v.reason, v.restarts) for k, (_, v) in sorted(views.items())])
+            refusal = self._refusal()
+            if refusal is not None:
+                return self._refused(views, state, *refusal)
+            snapshot = (state, reason, [(k, v.state, v.reason, v.restarts) for k, (_, v) in sorted(views.items())])
             if snapshot != last_written:
                 self._write_status(views, state, reason, message, final=False)
                 last_written = snapshot
+
+    def _deletion_seen(self) -> bool:
+        """Has a pod of the run been deleted since the job was last read (at most 3 reads a second)?"""
+        if time.monotonic() - self.last_job_poll < 0.3 or self._job_ended():
+            return False
+        if any(p["metadata"].get("deletionTimestamp") for p in self.pods.values()):
+            return True
+        present = {self.replica_pods.replica_of(pod, self.topology) for pod in self.pods.values()}
+        return any(key not in present for key in self.seen_pods)
+
+    def _refusal(self) -> tuple[str, str] | None:
+        """(reason, message) once the API server has refused to let this follower watch pods or
+        read logs for `REFUSED_GIVE_UP_S`; None otherwise."""
+        found: list[tuple[ApiException, float, str]] = []
+        if self.refused is not None:
+            found.append((*self.refused, "watch the run's pods"))
+        logs = self.streams.refused()
+        if logs is not None:
+            found.append((*logs, "read the run's pod logs"))
+        for error, since, what in found:
+            if time.monotonic() - since < REFUSED_GIVE_UP_S:
+                continue
+            from .client import api_reason
+
+            if error.status == 401:
+                return UNAUTHORIZED, (
+                    f"the Kubernetes API at {self.cluster.host} no longer accepts this follower's credentials "
+                    f"({api_reason(error)}): they may have expired. Log in again (refresh the kubeconfig); a keeper "
+                    "(the Jupyter server's, Run.wait(), jupyter px follow) then follows the run again"
+                )
+            return FORBIDDEN, (
+                f"no permission to {what} in namespace {self.cluster.namespace} ({api_reason(error)}); "
+                "the follower needs get, list and watch on pods and get on pods/log"
+            )
+        return None
+
+    def _refused(self, views, state: RunState, reason: str, message: str) -> int:
+        """The API server refuses this follower: end, keeping the run's state, saying why."""
+        log.warning("run %s: %s", self.run_id, message)
+        self.done.set()
+        self._write_status(views, state, reason, message, final=False, following=False)
+        return 0
 
     def _run_gone(self) -> int:
         """The run directory was deleted (a cleaned store, a removed temporary directory): there is
@@ -354,15 +495,18 @@ class Follower:
         deadline = time.monotonic() + LOG_DRAIN_S
         native = self.handle.backend == "native"
         self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
-        for _ in range(2):  # again after the joins: pods that ended meanwhile, events that came late
+        self._drain_events(0.2)
+        views = self._views()
+        if native and state != RunState.STOPPED:
+            still_running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
+            delete_objects(self.cluster, still_running)
+        while time.monotonic() < deadline:  # every replica's log to its end, a bounded few at a time
             self._drain_events(0.2)
             views = self._views()
-            self._ensure_streams(views)
-            if native and state != RunState.STOPPED:
-                still_running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
-                delete_objects(self.cluster, still_running)
-            for thread in list(self.streams.values()):
-                thread.join(max(0.0, deadline - time.monotonic()))
+            self.streams.update(views, final=True)
+            if not self.streams.pending() and self.streams.all_read(views):
+                break
+        self.streams.join(max(0.0, deadline - time.monotonic()))
         self.done.set()
         self._write_status(views, state, reason, message, final=True)
         if native and state != RunState.STOPPED:
@@ -374,6 +518,28 @@ class Follower:
                 log.warning("%s", error)
         log.info("run %s finished: %s", self.run_id, state.value)
         return 0
+
+
+def _leaders(topology: Any) -> set[tuple[str, int]]:
+    """The replicas whose logs people read first: the master (chief, launcher), else worker 0."""
+    keys = [(s.role, s.index) for s in topology.replicas()]
+    masters = [k for k in keys if k[0] in ("master", "chief")]
+    return set(masters or [k for k in keys if k == ("worker", 0)] or keys[:1])
+
+
+def _ended_by_deletion(pod: dict[str, Any], replica: ReplicaStatus) -> bool:
+    """Was this pod deleted before its replica ended by itself? Its deletion is requested (a
+    `deletionTimestamp`, which is the request's time plus the grace period) and the replica
+    still runs, or ended killed (143/137) after the request: the kubelet's 143 of a deleted pod
+    (pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer) is no failure of the code."""
+    meta = pod.get("metadata") or {}
+    deadline = parse_stamp(meta.get("deletionTimestamp") or "")
+    if deadline is None or replica.state == ReplicaState.SUCCEEDED:
+        return False
+    if replica.state != ReplicaState.FAILED:
+        return True
+    requested = deadline[0] - int(meta.get("deletionGracePeriodSeconds") or 0)
+    return replica.exit_code in DELETION_EXIT_CODES and (replica.finished_at or 0) >= requested - 1
 
 
 def main(argv: list[str] | None = None) -> int:

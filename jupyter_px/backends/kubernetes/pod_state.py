@@ -2,7 +2,15 @@
 
 Pure functions over the API's JSON, so every state is testable without a cluster:
 Pending (Unschedulable with the scheduler's message, ContainerCreating, ImagePullBackOff, ...),
-Running, Restarting (CrashLoopBackOff), Succeeded, Failed (OOMKilled, Error, with the exit code).
+Running, Restarting (CrashLoopBackOff), Succeeded, Failed (OOMKilled, Error, with the exit code;
+Evicted; NodeLost).
+
+The replica is its main container, found by name: the kubelet sorts `containerStatuses` by name
+(pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses), so an injected `istio-proxy`
+sidecar comes before our container and `containerStatuses[0]` is the sidecar's. And once the main
+container has ended for good (exited under `restartPolicy: Never`, or exited 0 under
+`OnFailure`), the replica has ended, whatever a non-native sidecar (an ordinary container that
+never exits) does to the pod's phase.
 """
 
 from __future__ import annotations
@@ -18,6 +26,11 @@ from ..outcome import Outcome
 
 #: Waiting reasons that will not fix themselves: shown as the replica's reason while Pending.
 STUCK_REASONS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError"}
+#: The names rendering gives the replica's container: native pods (`replica`), the Kubeflow
+#: operators' required names, Trainer v2's runtime (`node`) and the MPI launcher.
+MAIN_CONTAINERS = ("replica", "pytorch", "tensorflow", "mxnet", "mpi", "xgboost", "paddle", "node", "launcher")
+#: A replica whose node stopped answering (its pod can never finish on its own).
+NODE_LOST = "NodeLost"
 
 
 def _time(text: str | None) -> float | None:
@@ -36,9 +49,41 @@ def container_started(pod: dict[str, Any]) -> bool:
     return bool(state.get("running") or state.get("terminated") or (main.get("lastState") or {}).get("terminated"))
 
 
+def main_container_name(pod: dict[str, Any]) -> str | None:
+    """The replica's container in the pod's spec: the first of our names, else the first one."""
+    names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+    return next((n for n in names if n in MAIN_CONTAINERS), names[0] if names else None)
+
+
 def _main_container(pod: dict[str, Any]) -> dict[str, Any]:
     containers = (pod.get("status") or {}).get("containerStatuses") or []
-    return containers[0] if containers else {}
+    name = main_container_name(pod)
+    found = next((c for c in containers if c.get("name") == name), None)
+    if found is None and name is None and containers:
+        return containers[0]
+    return found or {}
+
+
+def main_ended(pod: dict[str, Any]) -> bool:
+    """Has the main container ended for good (the kubelet will not start it again)?"""
+    term = (_main_container(pod).get("state") or {}).get("terminated")
+    if not term:
+        return False
+    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    return policy == "Never" or (policy == "OnFailure" and term.get("exitCode") == 0)
+
+
+def node_lost(pod: dict[str, Any]) -> bool:
+    """The kubelet stopped answering: the node lifecycle controller marked the pod not Ready
+    (pkg/controller/util/node/controller_utils.go MarkPodsNotReady) while the last status the
+    kubelet wrote still says its container runs and is ready: nobody will ever report its end."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    main = _main_container(pod)
+    if not (main.get("state") or {}).get("running") or not main.get("ready"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "False" for c in status.get("conditions") or [])
 
 
 def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
@@ -50,16 +95,25 @@ def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
     restarts = int(main.get("restartCount") or 0)
     started_at = _time((state.get("running") or state.get("terminated") or {}).get("startedAt"))
     replica = ReplicaStatus(role=role, index=index, restarts=restarts, started_at=started_at)
+    if phase == "Running" and main_ended(pod):  # a sidecar keeps the pod Running: the replica ended
+        phase = "Succeeded" if (state.get("terminated") or {}).get("exitCode") == 0 else "Failed"
     if phase in ("Succeeded", "Failed"):
         term = state.get("terminated") or {}
         code = term.get("exitCode")
         replica.state = ReplicaState.SUCCEEDED if phase == "Succeeded" else ReplicaState.FAILED
+        # the pod's own reason (Evicted, DeadlineExceeded) says more than the kill's exit code
         replica.reason = (
-            term.get("reason") or status.get("reason") or (Reason.COMPLETED if phase == "Succeeded" else Reason.ERROR)
+            status.get("reason") or term.get("reason") or (Reason.COMPLETED if phase == "Succeeded" else Reason.ERROR)
         )
         replica.exit_code = code if code is not None else (0 if phase == "Succeeded" else None)
-        replica.message = term.get("message") or status.get("message") or _exited(replica.exit_code)
+        replica.message = (status.get("message") or "").strip() or term.get("message") or _exited(replica.exit_code)
         replica.finished_at = _time(term.get("finishedAt")) or time.time()
+        return replica
+    if node_lost(pod):
+        replica.state, replica.reason = ReplicaState.FAILED, NODE_LOST
+        node = (pod.get("spec") or {}).get("nodeName") or "its node"
+        replica.message = f"{node} stopped answering (the kubelet no longer reports this pod); it cannot finish"
+        replica.finished_at = time.time()
         return replica
     waiting = state.get("waiting") or {}
     if phase == "Running":

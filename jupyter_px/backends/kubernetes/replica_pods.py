@@ -3,7 +3,10 @@ replica's pod template, and the replica the follower reads back from a pod's lab
 training operator's or JobSet's). Kept together so the two directions cannot drift apart.
 
 - native: our role and index labels on every pod, read back as written.
-- kubeflow: our role label on each replica spec's template; the operator adds the replica index.
+- kubeflow: our role label on each replica spec's template; the operator adds the replica index,
+  except on the MPI launcher (training-operator pkg/controller.v1/mpi/mpijob_controller.go
+  newLauncher: replica-type `launcher`, no replica-index): the launcher is its role's replica 0.
+  Its log holds every rank's output (mpirun forwards it), metrics included.
 - kubeflow-trainer: every node carries the role `node`; JobSet's completion index is the node's
   rank, our replicas in rank order (the launcher job, for MPI, is the master). `pod_entry.py`
   applies the same rank rule inside the pod.
@@ -19,6 +22,7 @@ from .names import LABEL_INDEX, LABEL_ROLE
 
 #: The replica index the Kubeflow training operator puts on each pod of a replica spec.
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 #: The role label every Trainer v2 node carries (one template for every node).
@@ -51,6 +55,8 @@ class ReplicaPods:
                 return self._trainer_replica(labels, topology)
             role = labels.get(LABEL_ROLE)
             index = labels.get(REPLICA_INDEX_LABEL if self.backend == "kubeflow" else LABEL_INDEX)
+            if index is None and self.backend == "kubeflow" and labels.get(REPLICA_TYPE_LABEL) == "launcher":
+                index = "0"  # the MPI launcher: one per job, labelled without an index
             if role is None or index is None:
                 return None
             return role, int(index)
