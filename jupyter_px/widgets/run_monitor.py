@@ -35,8 +35,10 @@ Choices, and why:
   is replaced, same display id, by a static HTML + text view of the final state
   (`presentation.monitor.final_bundle`): a saved notebook, an export or GitHub shows the result
   instead of "model not found" (the widget mimetype wins over any fallback while it is there).
-  The update carries the request of the cell that showed the monitor (JupyterLab routes it
-  through that request), whether the cell still runs (`--wait`) or returned long ago.
+  The update goes out under the request of the cell executing at that moment (nbclient,
+  papermill and jupyter-scheduler keep only those; JupyterLab routes an update by its display
+  id whatever its request), else under the one that showed the monitor; one that went out
+  between cells is sent again at the end of the next cell (`cell_requests`).
   `%px_attach` shows the live widget again.
 * **Saved state tells the outcome.** After the run ends, the widget state (what nbclient or
   "Save widget state" keeps in the notebook) holds every replica's final state in the table's
@@ -167,6 +169,9 @@ class RunMonitor(widgets.VBox):
         self.final_shown = False  # the output was replaced by the static final view
         self._display: Any = None
         self._context: contextvars.Context | None = None
+        self._requests: Any = None  # the shell's RequestTracker once shown in a notebook
+        self._final_bundle: dict[str, str] | None = None
+        self._final_in_request = False  # the final view went out inside an executing cell's request
         self._status_mtime: float | None = None
         self._tf_chief = is_tf_chief(run.record.topology)
         self.owner_problem: str | None = None  # what the last refresh found wrong with the run's owner
@@ -242,12 +247,35 @@ class RunMonitor(widgets.VBox):
         that had already ended keeps the live widget: that is what `%px_attach` asked for."""
         from IPython.display import display
 
-        # The update is sent from a background thread; it must carry this cell's request as its
-        # parent (ipykernel keeps it in a context variable), or JupyterLab, which routes an update
-        # through the request that showed the output, would hand it to whichever cell ran last.
+        # The fallback request of the final update when no cell executes (see `cell_requests`):
+        # ipykernel keeps the parent request in a context variable.
         self._context = contextvars.copy_context()
         self._display = display(self, display_id=True)
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and hasattr(shell, "events"):
+            from .cell_requests import tracker
+
+            self._requests = tracker(shell)
+            self._requests.watch(self)
         return self._display
+
+    def at_cell_end(self) -> None:
+        """At the end of every cell (the shell's thread, inside that cell's request): a run that
+        has ended gets its final view now, and a final view that went out between cells is sent
+        again, so a notebook executed headless keeps it (see `cell_requests`)."""
+        if self._display is None or self._final_in_request:
+            return
+        if not self.finished:
+            self._update_status()
+            if not self.finished:
+                return
+        with self._lock:
+            if not self._final_done:
+                self._update_data()
+            if self.final_shown and not self._final_in_request:
+                self._send_final()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -420,9 +448,25 @@ class RunMonitor(widgets.VBox):
         if self._display is None or self.final_shown:
             return
         self.final_shown = True
-        bundle = final_bundle(self.final_view())
-        context = self._context.copy() if self._context is not None else contextvars.copy_context()
-        context.run(self._display.update, bundle, raw=True)
+        self._final_bundle = final_bundle(self.final_view())
+        self._send_final()
+
+    def _send_final(self) -> None:
+        """Send the final view under the executing cell's request if one runs, else under the
+        request that showed the monitor (see `cell_requests`)."""
+        display, bundle = self._display, self._final_bundle
+        if display is None or bundle is None:
+            return
+
+        def update() -> None:
+            display.update(bundle, raw=True)
+
+        if self._requests is None:
+            (self._context.copy() if self._context is not None else contextvars.copy_context()).run(update)
+            return
+        if self._requests.send(update, self._context):
+            self._final_in_request = True
+            self._requests.unwatch(self)
 
     def _read_status(self) -> RunStatus:
         """The stored status, observed: a read that reports a gone owner and never repairs it."""
