@@ -80,6 +80,8 @@ MAX_LOG_TABS = 16
 #: the newest points show at once and each refresh stays fast (about 1 MiB of JSON lines is
 #: 15k points, 20-30 ms); a finished run's last refresh reads the rest.
 HISTORY_BUDGET_BYTES = 1 << 20
+#: The monitor's buttons' width: fixed, so that no label change moves them.
+BUTTON_WIDTH = "8.5em"
 #: How often the update thread looks at status.json's mtime between full refreshes.
 STATUS_POLL_S = 0.1
 
@@ -212,23 +214,50 @@ class RunMonitor(widgets.VBox):
         self.tabs = widgets.Tab(
             children=[self.table, self.logs.widget, self.plot_box], titles=["Replicas", "Logs", "Metrics"]
         )
+        # The buttons sit in a row of their own, at fixed widths, under the header: the header's
+        # elapsed time grows every second, and a button beside it would move under the pointer.
         self.stop_button = widgets.Button(
-            description="Stop", icon="stop", button_style="danger", tooltip="stop every replica of this run"
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            tooltip="stop every replica of this run (asks first)",
+            layout=widgets.Layout(width=BUTTON_WIDTH),
         )
         self.tensorboard_button = widgets.Button(
             description="TensorBoard",
             icon="line-chart",
             tooltip="start (or reuse) TensorBoard for this run and show it here",
+            layout=widgets.Layout(width=BUTTON_WIDTH),
         )
+        # Stop asks first, as the sidebar's does: a run of many replicas is not undone by a click.
+        self.confirm_stop_button = widgets.Button(
+            description="Stop the run",
+            button_style="danger",
+            tooltip="stop every replica now",
+            layout=widgets.Layout(width=BUTTON_WIDTH),
+        )
+        self.cancel_stop_button = widgets.Button(description="Keep it running", layout=widgets.Layout(width="9em"))
+        self.stop_question = widgets.HBox(
+            [
+                widgets.HTML(f"Stop every replica of <b>{html.escape(self.run_id)}</b>?"),
+                self.confirm_stop_button,
+                self.cancel_stop_button,
+            ],
+            layout=widgets.Layout(display="none", align_items="center"),
+        )
+        self.stop_question.add_class("px-stop-question")
         self.tensorboard_view = widgets.HTML()
-        self.stop_button.on_click(lambda _b: self.stop_run())
+        self.stop_button.on_click(lambda _b: self.ask_stop())
+        self.confirm_stop_button.on_click(lambda _b: self._answer_stop(stop=True))
+        self.cancel_stop_button.on_click(lambda _b: self._answer_stop(stop=False))
         self.tensorboard_button.on_click(lambda _b: self.show_tensorboard(background=True))
+        self.button_row = widgets.HBox(
+            [self.stop_button, self.tensorboard_button, self.stop_question], layout=widgets.Layout(align_items="center")
+        )
         super().__init__(
             children=[
-                widgets.HBox(
-                    [self.header, self.stop_button, self.tensorboard_button],
-                    layout=widgets.Layout(justify_content="space-between", align_items="center"),
-                ),
+                self.header,
+                self.button_row,
                 widgets.HBox([self.replica_bar, self.replica_label]),
                 self.step_row,
                 self.tabs,
@@ -390,6 +419,7 @@ class RunMonitor(widgets.VBox):
             if status.state.finished and not self.finished:
                 self.finished = True
                 self._set_stop_button(enabled=False, label="Stop")
+                self.stop_question.layout.display = "none"  # nothing left to stop
             self._show_status(status)
             return status
 
@@ -559,8 +589,19 @@ class RunMonitor(widgets.VBox):
         self.step_label.value = f"step {last + 1}/{total} (slowest: {html.escape(replica)})"
 
     # ---- buttons -----------------------------------------------------------------------------
+    def ask_stop(self) -> None:
+        """The Stop button: ask before stopping (the question's buttons answer)."""
+        if self.finished:
+            return
+        self.stop_question.layout.display = "flex"
+
+    def _answer_stop(self, stop: bool) -> None:
+        self.stop_question.layout.display = "none"
+        if stop and not self.finished:
+            self.stop_run()
+
     def stop_run(self) -> None:
-        """Stop every replica (the Stop button)."""
+        """Stop every replica now (the Stop button, once confirmed)."""
         self._set_stop_button(enabled=False, label="Stopping")
         try:
             self.run.stop()
