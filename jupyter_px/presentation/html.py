@@ -64,10 +64,14 @@ class TextAndHtml:
         return self.html
 
 
-def tensorboard_html(result: Any, label: str = "", height: int = 600, base_url: str | None = None) -> str:
+def tensorboard_html(
+    result: Any, label: str = "", height: int = 600, base_url: str | None = None, dark: bool | None = None
+) -> str:
     """A started/reused TensorBoard embedded (an iframe through the Jupyter server's proxy, plus a
-    link to open it in a tab), or why it could not start with the tail of its output."""
+    link to open it in a tab), or why it could not start with the tail of its output. `dark`:
+    TensorBoard's dark mode (default: whether the user's JupyterLab shows a dark theme, `theme`)."""
     from .. import tensorboard
+    from .theme import jupyterlab_dark, tensorboard_page
 
     if isinstance(result, tensorboard.Failed):
         output = f"<pre>{html.escape(result.output[-4000:])}</pre>" if result.output else ""
@@ -75,11 +79,13 @@ def tensorboard_html(result: Any, label: str = "", height: int = 600, base_url: 
             "<div class='px-tensorboard-failed'><b>TensorBoard could not start:</b> "
             f"{html.escape(result.reason)}{output}</div>"
         )
-    url = html.escape(result.info.url(base_url), quote=True)
+    plain = result.info.url(base_url)
+    url = html.escape(plain, quote=True)
+    page = html.escape(tensorboard_page(plain, jupyterlab_dark() if dark is None else dark), quote=True)
     verb = "started" if isinstance(result, tensorboard.Launched) else "reused"
     what = f" for {escape(label)}" if label else ""
     return (
         f"<div class='px-tensorboard' data-url='{url}'>TensorBoard ({verb}){what}: "
-        f"<a href='{url}' target='_blank'>open in a new tab</a><br>"
-        f"<iframe src='{url}' width='100%' height='{int(height)}' frameborder='0'></iframe></div>"
+        f"<a href='{page}' target='_blank'>open in a new tab</a><br>"
+        f"<iframe src='{page}' width='100%' height='{int(height)}' frameborder='0'></iframe></div>"
     )
