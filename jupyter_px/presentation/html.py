@@ -11,17 +11,10 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .colors import STATE_COLORS, state_color
 from .text import CELL_WIDTH, LAST_CELL_WIDTH, printable
 
-STATE_COLORS = {
-    "Pending": "#888",
-    "Running": "#1f77b4",
-    "Restarting": "#ff7f0e",
-    "Succeeded": "#2ca02c",
-    "Failed": "#d62728",
-    "Stopped": "#9467bd",
-    "Lost": "#8c564b",
-}
+__all__ = ["STATE_COLORS", "escape", "state_badge", "table", "TextAndHtml", "tensorboard_html"]
 
 
 def escape(text: object, width: int | None = None) -> str:
@@ -30,8 +23,7 @@ def escape(text: object, width: int | None = None) -> str:
 
 
 def state_badge(state: str) -> str:
-    color = STATE_COLORS.get(state, "#444")
-    return f"<span style='color:{color};font-weight:600'>{html.escape(state)}</span>"
+    return f"<span style='color:{state_color(state)};font-weight:600'>{html.escape(state)}</span>"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], title: str = "") -> str:

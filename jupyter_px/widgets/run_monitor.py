@@ -56,16 +56,16 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..presentation.colors import state_color
+from ..presentation.labels import is_tf_chief, replica_label
 from ..presentation.monitor import (
     FINAL_LOG_BYTES,
     FinalView,
     final_bundle,
     header_html,
-    is_tf_chief,
     last_line,
     log_html,
     phase_counts,
-    replica_label,
     replica_rows,
     rows_html,
 )
@@ -187,6 +187,7 @@ class RunMonitor(widgets.VBox):
         self._last_lines = LastLines(self.store, self.run_id, self._replicas)
 
         self.header = widgets.HTML()
+        self.bar_state = "Pending"  # the state whose colour the replica bar shows
         self.replica_bar = widgets.IntProgress(
             value=0, min=0, max=max(1, len(self._replicas)), description="replicas", layout=widgets.Layout(width="50%")
         )
@@ -524,15 +525,10 @@ class RunMonitor(widgets.VBox):
         # a finished run fills the bar, so its colour (red, green) is what one sees
         active = sum(state in ("Running", "Succeeded") for state in states)
         self.replica_bar.value = max(1, total) if status.state.finished else active
-        self.replica_bar.bar_style = (
-            "danger"
-            if failed
-            else "success"
-            if status.state == RunState.SUCCEEDED
-            else "warning"
-            if status.state == RunState.STOPPED
-            else "info"
-        )
+        # the state's own colour (`presentation.colors`, as the sidebar's), not ipywidgets' bar
+        # styles, whose "warning" orange would make Stopped look different here than elsewhere
+        self.bar_state = "Failed" if failed else status.state.value
+        self.replica_bar.style.bar_color = state_color(self.bar_state)
         self.replica_label.value = html.escape(phase_counts(rows))
         self.table.value = rows_html(rows)
         classes = [c for c in getattr(self, "_dom_classes", ()) if not c.startswith("px-state-")]
