@@ -68,3 +68,34 @@ def test_buttons_do_not_share_the_ticking_header_row(synthetic_run):
     before = (monitor.button_row.children, [b.layout.width for b in buttons])
     monitor.refresh()  # a new elapsed time in the header
     assert before == (monitor.button_row.children, [b.layout.width for b in buttons])
+
+
+def test_final_view_keeps_the_tensorboard_opened_from_the_monitor(synthetic_run, px_home):
+    """The run's TensorBoard stays where the user opened it: the static final view that replaces
+    the monitor embeds the same TensorBoard (page and link), and one never opened adds nothing."""
+    import re
+
+    from jupyter_px import tensorboard
+    from jupyter_px.presentation.monitor import final_html
+    from jupyter_px.runstore import RunState, RunStore
+
+    synthetic_run("ask-3", PYTORCH_2)
+    synthetic_run("ask-4", PYTORCH_2)
+    monitor, untouched = _monitor("ask-3"), _monitor("ask-4")
+    try:
+        monitor.show_tensorboard(background=False)  # the TensorBoard button, for real
+        embedded = re.search(r"<iframe src='([^']+)'", monitor.tensorboard_view.value)
+        assert embedded, monitor.tensorboard_view.value
+        store = RunStore()
+        for run_id in ("ask-3", "ask-4"):
+            status = store.status(run_id)
+            status.state, status.finished_at = RunState.SUCCEEDED, status.started_at + 5
+            store.write_status(status)
+        monitor.refresh()
+        untouched.refresh()
+        page = final_html(monitor.final_view())
+        assert "class='px-final-tensorboard'" in page and f"<iframe src='{embedded.group(1)}'" in page
+        assert "px-tensorboard" not in final_html(untouched.final_view())
+    finally:
+        for info in tensorboard.list_servers(home=px_home):
+            tensorboard.stop(info, home=px_home)

@@ -326,6 +326,9 @@ class FinalView:
     rows: list[ReplicaRow]
     metrics: Mapping[str, Mapping[str, Any]]
     logs: Mapping[str, str]  # replica key -> last bytes of its log
+    #: The TensorBoard the monitor embedded (`html.tensorboard_html`), kept in the final view so
+    #: the run's TensorBoard stays where the user opened it (while its server lives).
+    tensorboard: str = ""
 
 
 def _bar_html(state: RunState) -> str:
@@ -366,6 +369,10 @@ def final_html(view: FinalView) -> str:
             f"<details class='px-final-log' data-replica='{escape(key)}'{opened}><summary>log of "
             f"{escape(labels.get(key, key))}{' (failed)' if key in failed else ''}</summary>"
             f"{log_html(view.logs[key])}</details>"
+        )
+    if view.tensorboard:
+        parts.append(
+            f"<details class='px-final-tensorboard' open><summary>TensorBoard</summary>{view.tensorboard}</details>"
         )
     parts.append(
         f"<small style='opacity:0.7'>final state of run {escape(view.run_id)}; "

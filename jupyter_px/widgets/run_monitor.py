@@ -472,6 +472,7 @@ class RunMonitor(widgets.VBox):
             rows=self._rows(status),
             metrics=self._reader.data if self._reader is not None else {},
             logs=logs,
+            tensorboard=self.tensorboard_view.value if "class='px-tensorboard'" in self.tensorboard_view.value else "",
         )
 
     def _show_final(self) -> None:
@@ -481,6 +482,15 @@ class RunMonitor(widgets.VBox):
         self.final_shown = True
         self._final_bundle = final_bundle(self.final_view())
         self._send_final()
+
+    def _resend_final(self) -> None:
+        """The final view again, rebuilt (what it shows changed after it was sent)."""
+        with self._lock:
+            self._final_bundle = final_bundle(self.final_view())
+            self._final_in_request = False
+            if self._requests is not None:
+                self._requests.watch(self)
+            self._send_final()
 
     def _send_final(self) -> None:
         """Send the final view under the executing cell's request if one runs, else under the
@@ -623,6 +633,8 @@ class RunMonitor(widgets.VBox):
             try:
                 result = self.run.service.tensorboard([self.run_id])
                 self.tensorboard_view.value = tensorboard_html(result, label=self.run_id)
+                if self.final_shown:  # the run ended meanwhile: its final view gets the TensorBoard too
+                    self._resend_final()
             except Exception as error:  # shown where the user looks, not lost in a thread
                 self.tensorboard_view.value = f"<pre>TensorBoard could not start: {html.escape(repr(error))}</pre>"
             finally:
