@@ -376,7 +376,8 @@ def final_html(view: FinalView) -> str:
         )
     parts.append(
         f"<small style='opacity:0.7'>final state of run {escape(view.run_id)}; "
-        f"<code>%px_attach {escape(view.run_id)}</code> shows the live monitor again</small></div>"
+        f"<code>%px_attach {escape(view.run_id)}</code> shows the monitor again (interactive plot, "
+        f"TensorBoard button), <code>%px_tensorboard {escape(view.run_id)}</code> its TensorBoard</small></div>"
     )
     return "".join(parts)
 
