@@ -298,9 +298,13 @@ class RunMonitor(widgets.VBox):
         if self._display is None or self._final_in_request:
             return
         if not self.finished:
-            self._update_status()
-            if not self.finished:
+            try:  # the stored status only (a read of status.json): a cell's end stays cheap
+                ended = self.store.status(self.run_id).state.finished
+            except Exception:
                 return
+            if not ended:
+                return
+            self._update_status()
         with self._lock:
             if not self._final_done:
                 self._update_data()
