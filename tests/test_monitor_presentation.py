@@ -15,6 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from jupyter_px.presentation import monitor as present
+from jupyter_px.presentation.colors import STATE_COLORS
 from jupyter_px.presentation.text import memory_text, resources_text
 from jupyter_px.runstore import ReplicaState, RunState, RunStore
 
@@ -76,7 +77,7 @@ def test_memory_reads_with_units():
     spec = parse_topology(
         {"framework": "pytorch", "environment": {"resources": {"cpu": {"requests": 1, "limits": 2}, "memory": 512}}}
     ).replica("master", 0)
-    assert resources_text(spec.resources) == "cpu 1 to 2, mem 512 MiB"
+    assert resources_text(spec.resources) == "cpu 1\u20132, mem 512 MiB"
 
 
 def test_table_separates_reason_from_details_and_step(synthetic_run):
@@ -164,7 +165,7 @@ TRACEBACK = (
 def test_failed_run_is_red_and_opens_the_failing_replicas_log(synthetic_run):
     root = synthetic_run("bad-1", PYTORCH_2)
     monitor = _monitor("bad-1")
-    assert monitor.tabs.selected_index == 0 and monitor.replica_bar.bar_style == "info"
+    assert monitor.tabs.selected_index == 0 and monitor.replica_bar.style.bar_color == STATE_COLORS["Running"]
     (root / "logs" / "worker-1.log").write_text(TRACEBACK)
     _set_replicas(
         "bad-1",
@@ -176,7 +177,7 @@ def test_failed_run_is_red_and_opens_the_failing_replicas_log(synthetic_run):
     )
     _finish("bad-1", RunState.FAILED)
     monitor.refresh()
-    assert monitor.replica_bar.bar_style == "danger"
+    assert monitor.replica_bar.style.bar_color == STATE_COLORS["Failed"]
     assert monitor.replica_bar.value == monitor.replica_bar.max  # a full red bar, not an empty one
     assert monitor.tabs.selected_index == 1  # Logs
     assert monitor.logs.selected() == 2  # worker-1

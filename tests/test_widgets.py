@@ -9,6 +9,7 @@ import re
 import pytest
 from conftest import write_metrics
 
+from jupyter_px.presentation.colors import STATE_COLORS
 from jupyter_px.topology.registry import topologies
 
 
@@ -181,7 +182,7 @@ def test_monitor_shows_failed_replica_reason(synthetic_run):
     row = re.search(r"<tr data-replica='worker-1'.*?</tr>", monitor.table.value).group(0)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
     assert "out of memory: memory 700 MiB over its limit &lt;512 MiB&gt;" in cells  # a cell of its own
-    assert monitor.replica_bar.bar_style == "danger"
+    assert monitor.bar_state == "Failed" and monitor.replica_bar.style.bar_color == STATE_COLORS["Failed"]
 
 
 def test_monitor_tensorboard_button_embeds_the_proxied_url(synthetic_run, px_home, monkeypatch):

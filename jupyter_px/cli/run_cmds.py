@@ -75,8 +75,9 @@ def _warn_owner(run_id: str, problem: str | None) -> None:
 class Progress:
     """One status line on stderr: redrawn in place on a terminal, a new line per change otherwise."""
 
-    def __init__(self, run_id: str, stream: TextIO = sys.stderr):
+    def __init__(self, run_id: str, stream: TextIO = sys.stderr, tf_chief: bool = False):
         self.run_id = run_id
+        self.tf_chief = tf_chief  # a TensorFlow master is `chief` (presentation.labels)
         self.stream = stream
         self.tty = stream.isatty()
         self.last = ""
@@ -91,7 +92,7 @@ class Progress:
     def show(self, status) -> None:
         from ..presentation.text import replica_states
 
-        line = f"{self.run_id} {status.state.value} | {replica_states(status)}"
+        line = f"{self.run_id} {status.state.value} | {replica_states(status, tf_chief=self.tf_chief)}"
         if self.tty:
             width = max(20, _terminal_width() - 1)
             self.stream.write("\r\x1b[K" + line[:width])
@@ -179,10 +180,11 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
     """Keep the run until it ends (reconciling it: a gone supervisor makes it Lost, a Kubernetes
     run nobody follows is followed again), streaming every replica's log; the exit code."""
     from ..presentation.follow import LogPrinter, follow_run
+    from ..presentation.labels import is_tf_chief
     from ..presentation.text import failure_text, outcome_line
     from ..runstore import RunDamaged, RunNotFound, RunState
 
-    progress = Progress(run_id)
+    progress = Progress(run_id, tf_chief=is_tf_chief(service.record(run_id).topology))
     replicas = service.replicas(run_id, service.keep(run_id))
     printer = LogPrinter(service, run_id, replicas, sys.stdout, prefixed=True, before_write=progress.clear)
     try:
@@ -217,8 +219,9 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from ..presentation.colors import use_color
     from ..presentation.run_json import run_summary
-    from ..presentation.text import RUNS_HEADERS, runs_rows, table
+    from ..presentation.text import RUNS_HEADERS, runs_rows, state_painter, table
 
     service = _service()
     summaries = [run_summary(v.record, v.status, v.owner_problem) for v in service.list_runs(limit=args.limit)]
@@ -228,15 +231,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not summaries:
         print(f"no runs yet in {service.store.root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
         return 0
-    print(table(RUNS_HEADERS, runs_rows(summaries)))
+    print(table(RUNS_HEADERS, runs_rows(summaries), paint=state_painter(2, use_color(sys.stdout))))
     for summary in summaries:
         _warn_owner(summary["run_id"], summary["owner_problem"])
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from ..presentation.colors import use_color
+    from ..presentation.labels import is_tf_chief
     from ..presentation.run_json import run_detail
-    from ..presentation.text import STATUS_HEADERS, status_heading, status_rows, table
+    from ..presentation.text import STATUS_HEADERS, state_painter, status_heading, status_rows, table
 
     service, run_id = _open_run(args.run)
     view = service.view(run_id)
@@ -245,7 +250,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     print(status_heading(view.status))
     if view.status.replicas:
-        print(table(STATUS_HEADERS, status_rows(view.status)))
+        rows = status_rows(view.status, tf_chief=is_tf_chief(view.record.topology))
+        print(table(STATUS_HEADERS, rows, paint=state_painter(1, use_color(sys.stdout))))
     _warn_owner(run_id, view.owner_problem)
     return 0
 

@@ -23,6 +23,7 @@ from IPython.display import display
 from ..presentation import html as as_html
 from ..presentation import text as as_text
 from ..presentation.follow import LogPrinter, follow_run
+from ..presentation.labels import is_tf_chief
 from .args import check_output, check_wait, output_arg, run_arg, wait_args
 from .common import in_kernel, open_run, shell_of, show_run, wait_for_run
 
@@ -92,7 +93,7 @@ class RunMagics(Magics):
         _, run, observation = _observed_run(self.px_status, line)
         status = observation.status
         heading = as_text.status_heading(status)
-        rows = as_text.status_rows(status)
+        rows = as_text.status_rows(status, tf_chief=is_tf_chief(run.record.topology))
         display(
             as_html.TextAndHtml(
                 as_text.table(as_text.STATUS_HEADERS, rows, title=heading),
@@ -171,7 +172,8 @@ class RunMagics(Magics):
         else:
             observation = run.observe()
             status = observation.status
-            print(f"run {run.run_id}: {status.state.value}; {as_text.replica_states(status)}")
+            states = as_text.replica_states(status, tf_chief=is_tf_chief(run.record.topology))
+            print(f"run {run.run_id}: {status.state.value}; {states}")
             _warn_owner(run.run_id, observation.owner_problem)
         if args.wait:
             wait_for_run(run, monitor, args.timeout)

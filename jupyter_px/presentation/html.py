@@ -11,17 +11,10 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .colors import STATE_COLORS, state_color
 from .text import CELL_WIDTH, LAST_CELL_WIDTH, printable
 
-STATE_COLORS = {
-    "Pending": "#888",
-    "Running": "#1f77b4",
-    "Restarting": "#ff7f0e",
-    "Succeeded": "#2ca02c",
-    "Failed": "#d62728",
-    "Stopped": "#9467bd",
-    "Lost": "#8c564b",
-}
+__all__ = ["STATE_COLORS", "escape", "state_badge", "table", "TextAndHtml", "tensorboard_html"]
 
 
 def escape(text: object, width: int | None = None) -> str:
@@ -30,8 +23,7 @@ def escape(text: object, width: int | None = None) -> str:
 
 
 def state_badge(state: str) -> str:
-    color = STATE_COLORS.get(state, "#444")
-    return f"<span style='color:{color};font-weight:600'>{html.escape(state)}</span>"
+    return f"<span style='color:{state_color(state)};font-weight:600'>{html.escape(state)}</span>"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], title: str = "") -> str:
@@ -64,10 +56,14 @@ class TextAndHtml:
         return self.html
 
 
-def tensorboard_html(result: Any, label: str = "", height: int = 600, base_url: str | None = None) -> str:
+def tensorboard_html(
+    result: Any, label: str = "", height: int = 600, base_url: str | None = None, dark: bool | None = None
+) -> str:
     """A started/reused TensorBoard embedded (an iframe through the Jupyter server's proxy, plus a
-    link to open it in a tab), or why it could not start with the tail of its output."""
+    link to open it in a tab), or why it could not start with the tail of its output. `dark`:
+    TensorBoard's dark mode (default: whether the user's JupyterLab shows a dark theme, `theme`)."""
     from .. import tensorboard
+    from .theme import jupyterlab_dark, tensorboard_page
 
     if isinstance(result, tensorboard.Failed):
         output = f"<pre>{html.escape(result.output[-4000:])}</pre>" if result.output else ""
@@ -75,11 +71,13 @@ def tensorboard_html(result: Any, label: str = "", height: int = 600, base_url: 
             "<div class='px-tensorboard-failed'><b>TensorBoard could not start:</b> "
             f"{html.escape(result.reason)}{output}</div>"
         )
-    url = html.escape(result.info.url(base_url), quote=True)
+    plain = result.info.url(base_url)
+    url = html.escape(plain, quote=True)
+    page = html.escape(tensorboard_page(plain, jupyterlab_dark() if dark is None else dark), quote=True)
     verb = "started" if isinstance(result, tensorboard.Launched) else "reused"
     what = f" for {escape(label)}" if label else ""
     return (
         f"<div class='px-tensorboard' data-url='{url}'>TensorBoard ({verb}){what}: "
-        f"<a href='{url}' target='_blank'>open in a new tab</a><br>"
-        f"<iframe src='{url}' width='100%' height='{int(height)}' frameborder='0'></iframe></div>"
+        f"<a href='{page}' target='_blank'>open in a new tab</a><br>"
+        f"<iframe src='{page}' width='100%' height='{int(height)}' frameborder='0'></iframe></div>"
     )

@@ -30,7 +30,9 @@ from typing import Any
 
 from ..runstore import ReplicaState, ReplicaStatus, RunState, RunStatus
 from ..runstore.models import Reason
-from .html import STATE_COLORS, escape, state_badge
+from .colors import STATE_COLORS, state_color
+from .html import escape, state_badge
+from .labels import replica_label
 from .text import elapsed, printable
 
 #: Bytes of a replica's log in the final (static) view, and how many replicas' logs it keeps.
@@ -61,21 +63,6 @@ _ERROR_LINE = re.compile(
     r"^(Traceback \(most recent call last\):|\s*File \".*\", line \d+|[\w.]*(Error|Exception|Exit|Interrupt)\b.*:"
     r"|ERROR\b|FATAL\b|CRITICAL\b|E\d{4} |F\d{4} |terminate called|Aborted|Killed|Segmentation fault)"
 )
-
-
-def replica_label(role: str, index: int, tf_chief: bool = False) -> str:
-    """`worker-1`; `chief` for a TensorFlow master written `chief` in TF_CONFIG."""
-    if tf_chief and role == "master":
-        return "chief" if index == 0 else f"chief-{index}"
-    return f"{role}-{index}"
-
-
-def is_tf_chief(topology: Mapping[str, Any] | None) -> bool:
-    """Whether a run's topology (its stored dict) makes the master TensorFlow's `chief`."""
-    topology = topology or {}
-    if topology.get("framework") != "tensorflow":
-        return False
-    return ((topology.get("environment") or {}).get("tf_master_type") or "chief") == "chief"
 
 
 def stopped_when_succeeded(replica: ReplicaStatus | None) -> bool:
@@ -339,10 +326,13 @@ class FinalView:
     rows: list[ReplicaRow]
     metrics: Mapping[str, Mapping[str, Any]]
     logs: Mapping[str, str]  # replica key -> last bytes of its log
+    #: The TensorBoard the monitor embedded (`html.tensorboard_html`), kept in the final view so
+    #: the run's TensorBoard stays where the user opened it (while its server lives).
+    tensorboard: str = ""
 
 
 def _bar_html(state: RunState) -> str:
-    color = STATE_COLORS.get(state.value, "#888")
+    color = state_color(state.value)
     return (
         f"<div class='px-final-bar' style='height:8px;border-radius:4px;margin:6px 0;width:100%;"
         f"background:{color}' title='{state.value}'></div>"
@@ -380,9 +370,14 @@ def final_html(view: FinalView) -> str:
             f"{escape(labels.get(key, key))}{' (failed)' if key in failed else ''}</summary>"
             f"{log_html(view.logs[key])}</details>"
         )
+    if view.tensorboard:
+        parts.append(
+            f"<details class='px-final-tensorboard' open><summary>TensorBoard</summary>{view.tensorboard}</details>"
+        )
     parts.append(
         f"<small style='opacity:0.7'>final state of run {escape(view.run_id)}; "
-        f"<code>%px_attach {escape(view.run_id)}</code> shows the live monitor again</small></div>"
+        f"<code>%px_attach {escape(view.run_id)}</code> shows the monitor again (interactive plot, "
+        f"TensorBoard button), <code>%px_tensorboard {escape(view.run_id)}</code> its TensorBoard</small></div>"
     )
     return "".join(parts)
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .colors import REPLICA_COLORS
+
 if TYPE_CHECKING:
     from ..runstore.metrics import Series
 
@@ -19,10 +21,8 @@ MetricData = Mapping[str, Mapping[str, "Series"]]
 #: Points per trace sent to the browser.
 MAX_POINTS = 2000
 
-#: plotly's default qualitative colours (`plotly.colors.qualitative.Plotly`): one per replica.
-PALETTE = (
-    "#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52",
-)  # fmt: skip
+#: One colour per replica, the same in every plot of every surface (`colors.REPLICA_COLORS`).
+PALETTE = REPLICA_COLORS
 
 
 def xy(series: Series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ newline in a name must not break a table row, and a 300-character name must not 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..run_text import (  # noqa: F401 (the words every surface shares, re-exported here)
@@ -27,6 +27,9 @@ from ..run_text import (  # noqa: F401 (the words every surface shares, re-expor
 from ..runstore import RunState, RunStatus
 from ..topology import TopologyError
 from ..topology.quantities import format_number
+from .colors import STATE_COLORS, ansi_state
+from .labels import replica_label
+from .ranges import value_range
 
 #: Widest a table cell gets (the last column, usually a free-text message, gets `LAST_CELL_WIDTH`).
 CELL_WIDTH = 48
@@ -60,14 +63,25 @@ def timestamp(ts: float | None) -> str:
 # ---- tables ----------------------------------------------------------------------------------
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]], title: str = "") -> str:
-    """Columns padded to their widest cell; every cell made `printable` and clipped."""
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    title: str = "",
+    paint: Callable[[int, str], str] | None = None,
+) -> str:
+    """Columns padded to their widest cell; every cell made `printable` and clipped. `paint`
+    (column, padded cell) -> cell colours body cells after the padding (`state_painter`)."""
     last = len(headers) - 1
     cells = [list(headers)] + [
         [printable(cell, LAST_CELL_WIDTH if i == last else CELL_WIDTH) for i, cell in enumerate(row)] for row in rows
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines = []
+    for number, row in enumerate(cells):
+        padded = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        if paint is not None and number:
+            padded = [paint(i, cell) for i, cell in enumerate(padded)]
+        lines.append("  ".join(padded).rstrip())
     return "\n".join(([title] if title else []) + lines)
 
 
@@ -118,11 +132,12 @@ def status_heading(status: RunStatus) -> str:
     return f"{head}\nstarted {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"
 
 
-def status_rows(status: RunStatus) -> list[tuple[str, ...]]:
-    """One row per replica (`jupyter px status`, `%px_status`)."""
+def status_rows(status: RunStatus, tf_chief: bool = False) -> list[tuple[str, ...]]:
+    """One row per replica (`jupyter px status`, `%px_status`), named as the job calls it
+    (`labels.replica_label`: a TensorFlow master is `chief`)."""
     return [
         (
-            r.key,
+            replica_label(r.role, r.index, tf_chief),
             r.state.value,
             str(r.pid or "-"),
             "-" if r.exit_code is None else str(r.exit_code),
@@ -136,13 +151,29 @@ def status_rows(status: RunStatus) -> list[tuple[str, ...]]:
     ]
 
 
-def replica_states(status: RunStatus, many: int = 8) -> str:
-    """`master-0 Running  worker-0 Succeeded(1r)`, or counts when there are more than `many`."""
+def replica_states(status: RunStatus, many: int = 8, tf_chief: bool = False) -> str:
+    """`chief Running  worker-0 Succeeded(1r)`, or counts when there are more than `many`."""
     if len(status.replicas) <= many:
         return "  ".join(
-            f"{r.key} {r.state.value}" + (f"({r.restarts}r)" if r.restarts else "") for r in status.replicas
+            f"{replica_label(r.role, r.index, tf_chief)} {r.state.value}" + (f"({r.restarts}r)" if r.restarts else "")
+            for r in status.replicas
         )
     return ", ".join(f"{state} {n}" for state, n in status.counts().items())
+
+
+def state_painter(column: int, enabled: bool) -> Any:
+    """For `table(..., paint=)`: the state word of `column` in its colour (`colors.ansi_state`)
+    when `enabled` (a terminal that wants colour, `colors.use_color`), else None."""
+    if not enabled:
+        return None
+
+    def paint(index: int, cell: str) -> str:
+        word = cell.strip().split(" ", 1)[0]
+        if index != column or word not in STATE_COLORS:
+            return cell
+        return ansi_state(word, word) + cell[len(word) :]
+
+    return paint
 
 
 # ---- failures --------------------------------------------------------------------------------
@@ -188,26 +219,13 @@ def memory_text(mib: float) -> str:
 
 
 def resource_range(value: Any, unit: Any = None) -> str:
-    """`2` when requests equal limits, `1 to 2` for both, `up to 2` / `at least 1` for one side
-    (`unit` formats a number, e.g. `memory_text`)."""
-    if value is None:
-        return "-"
-
-    def show(number: float) -> str:
-        return unit(number) if unit is not None else str(format_number(number))
-
-    requests, limits = value.requests, value.limits
-    if requests == limits:
-        return "-" if requests is None else show(requests)
-    if requests is None:
-        return f"up to {show(limits)}"
-    if limits is None:
-        return f"at least {show(requests)}"
-    return f"{show(requests)} to {show(limits)}"
+    """`2`, `0.5–1`, `up to 2`, `at least 1` (`ranges.quantity_range`; `unit` formats a number,
+    e.g. `memory_text`)."""
+    return value_range(value, unit)
 
 
 def resources_text(resources: Any) -> str:
-    """`cpu 1 to 2, mem up to 4 GiB, gpu 1` for a replica's resources."""
+    """`cpu 0.5–1, mem up to 4 GiB, gpu 1` for a replica's resources."""
     parts = [
         f"{label} {resource_range(value, unit)}"
         for label, value, unit in (

@@ -16,8 +16,10 @@ returns typed results, the notebook module renders them and imports the manager,
   through the Jupyter server's authenticated route `<base_url>px/tensorboard/<port>/` (`urls.py`;
   our server extension, built on jupyter-server-proxy, serves only TensorBoards recorded here).
 * Nobody reachable, nothing left running: TensorBoard runs under a watchdog (`watchdog.py`, a
-  `python -m` entry point) that ends it when the Jupyter server proxying it exits or after
-  `idle_timeout` seconds without use (`$JUPYTER_PX_TENSORBOARD_IDLE_TIMEOUT`, default one hour).
+  `python -m` entry point, TensorBoard's parent) that ends it when the Jupyter server proxying
+  it exits (with no server: the process that started it), or after `idle_timeout` seconds
+  without use (`$JUPYTER_PX_TENSORBOARD_IDLE_TIMEOUT`, default one hour), and waits for every
+  process it holds (a child subreaper), so none is left a zombie.
   `jupyter px tensorboard list|stop` shows and stops them by hand.
 
 Display (HTML, text) is `jupyter_px.presentation.tensorboard`, a layer above this package.

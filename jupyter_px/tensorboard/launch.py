@@ -2,9 +2,9 @@
 shown by `jupyter_px.presentation.tensorboard`.
 
 A server is `python -m jupyter_px.tensorboard.watchdog ...` started with `jupyter_px.detached`
-(its own session, so it outlives the kernel that asked for it): the watchdog, then TensorBoard's
-own main in the same process, the TensorBoard of the kernel's environment (an argument list,
-never a shell string), reloading every second so that live runs show up quickly. Readiness is an
+(its own session, so it outlives the kernel that asked for it while the Jupyter server lives):
+the watchdog, and under it TensorBoard (`python -m tensorboard.main`) of the kernel's environment
+(an argument list, never a shell string), reloading every second so that live runs show up quickly. Readiness is an
 HTTP answer, not a sleep: `start` polls until the server answers, and returns `Failed` with the
 reason and the server's own output if it exits or never answers.
 """
@@ -75,12 +75,12 @@ def answers(port: int) -> bool:
 
 
 def _owner() -> detached.ProcessIdentity | None:
-    """The Jupyter server this kernel belongs to, if it told us ($JUPYTER_PX_SERVER_PID)."""
+    """What the server ends with: the Jupyter server this kernel belongs to, if it told us
+    ($JUPYTER_PX_SERVER_PID), else this process (a kernel run by nbclient or papermill, a script):
+    once it is gone, nothing proxies the server and nobody knows its port (see `watchdog`)."""
     text = os.environ.get(SERVER_PID_ENV, "")
-    if not text.isdigit():
-        return None
     try:
-        return detached.ProcessIdentity.of(int(text))
+        return detached.ProcessIdentity.of(int(text)) if text.isdigit() else detached.ProcessIdentity.current()
     except psutil.Error:
         return None
 

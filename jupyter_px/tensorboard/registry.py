@@ -34,7 +34,7 @@ class ServerInfo:
     started: float  # time.time() at launch
     create_time: float  # the process's creation time, to tell it from a later process with the same pid
     idle_timeout: float = 0.0  # seconds without use before it stops itself (0: never)
-    owner_pid: int | None = None  # the Jupyter server it ends with (None: no server)
+    owner_pid: int | None = None  # the process it ends with: the Jupyter server, else its starter
 
     @property
     def identity(self) -> ProcessIdentity:

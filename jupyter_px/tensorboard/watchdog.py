@@ -1,15 +1,22 @@
 """`python -m jupyter_px.tensorboard.watchdog ACTIVITY IDLE_TIMEOUT OWNER_PID OWNER_CREATED -- ARGS`:
-the TensorBoard process, under a watchdog.
+TensorBoard, under a watchdog that is its parent.
 
 Nobody reachable, nothing left running. A detached server would otherwise outlive everything (its
-kernel, the Jupyter server that proxied it). So a daemon thread of this process ends its process
-group (TensorBoard and its data server) when
-- the Jupyter server that proxies it has exited (its pid and creation time: `OWNER_PID
-  OWNER_CREATED`, "-" for none; the server extension's `JUPYTER_PX_SERVER_PID`, inherited by the
-  kernels it starts), or
+kernel, the Jupyter server that proxied it). So the watchdog ends TensorBoard when
+- its owner has exited (pid and creation time: `OWNER_PID OWNER_CREATED`, "-" for none): the
+  Jupyter server that proxies it (the server extension's `JUPYTER_PX_SERVER_PID`, inherited by the
+  kernels it starts), else the process that started it (a kernel run by nbclient or papermill,
+  a script): nothing can reach a TensorBoard nobody proxies once its starter is gone, or
 - nobody used it for `IDLE_TIMEOUT` seconds (0: never): use is the mtime of `ACTIVITY`, which the
   proxy route and `start()` touch.
-TensorBoard's own `main` runs in the main thread with `ARGS`, as `python -m tensorboard.main` would.
+
+Never a zombie. TensorBoard runs as `python -m tensorboard.main ARGS`, a child of the watchdog,
+with its data server as its own child; the watchdog is a child subreaper (Linux), so a data
+server whose TensorBoard died first comes back to it, and it waits for every process it holds
+before it exits: on its own decision, on SIGTERM (`jupyter px tensorboard stop`, `stop()`), or
+when TensorBoard exits. Its own exit is reaped by its starter while that lives, else by the
+system's init (a container needs one that reaps, e.g. `docker run --init`). It exits with
+TensorBoard's exit code, so `start()` reports a TensorBoard that could not start.
 """
 
 from __future__ import annotations
@@ -17,13 +24,20 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import psutil
+
 from ..detached import ProcessIdentity, await_go
 from .config import IDLE_TIMEOUT_ENV, WATCH_INTERVAL_S
+
+#: Seconds TensorBoard gets to exit on SIGTERM before the rest of its group is killed.
+STOP_GRACE_S = 5.0
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def why_stop(activity: Path, started: float, idle_timeout: float, owner: ProcessIdentity | None) -> str | None:
@@ -41,18 +55,67 @@ def why_stop(activity: Path, started: float, idle_timeout: float, owner: Process
     return None
 
 
-def watch(activity: Path, idle_timeout: float, owner: ProcessIdentity | None) -> None:
+def watch(activity: Path, idle_timeout: float, owner: ProcessIdentity | None, stop: threading.Event) -> None:
+    """Set `stop` once TensorBoard should end (see the module docstring)."""
     started = time.time()
-    while True:
-        time.sleep(min(WATCH_INTERVAL_S, idle_timeout) if idle_timeout > 0 else WATCH_INTERVAL_S)
+    interval = min(WATCH_INTERVAL_S, idle_timeout) if idle_timeout > 0 else WATCH_INTERVAL_S
+    while not stop.wait(interval):
         why = why_stop(activity, started, idle_timeout, owner)
         if why is not None:
             print(f"jupyter-px: stopping TensorBoard: {why}", file=sys.stderr, flush=True)
             with contextlib.suppress(OSError):
                 activity.unlink()
-            os.killpg(os.getpgid(0), signal.SIGTERM)  # TensorBoard and its data server
-            time.sleep(5)
-            os.killpg(os.getpgid(0), signal.SIGKILL)
+            stop.set()
+
+
+def become_subreaper() -> bool:
+    """Orphans among our descendants (a data server whose TensorBoard died) become our children,
+    so we can wait for them; Linux only (elsewhere they go to init, as before)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _descendants() -> list[psutil.Process]:
+    try:
+        return psutil.Process(os.getpid()).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def stop_children(child: subprocess.Popen) -> None:
+    """SIGTERM to TensorBoard and every other process we hold, never to ourselves."""
+    with contextlib.suppress(OSError):
+        child.terminate()
+    for process in _descendants():
+        with contextlib.suppress(psutil.Error):
+            process.terminate()
+
+
+def reap_all(grace: float = STOP_GRACE_S) -> None:
+    """Wait for every process we hold (TensorBoard, data servers handed to us), SIGKILL for those
+    still there after `grace` s: we exit with no child and no zombie left behind."""
+    deadline = time.monotonic() + grace
+    killed = False
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid:
+            continue
+        if not killed and time.monotonic() > deadline:
+            for process in _descendants():
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
+            killed = True
+        time.sleep(0.05)
 
 
 def main(argv: list[str]) -> int:
@@ -68,12 +131,24 @@ def main(argv: list[str]) -> int:
         return 2
     if not await_go():
         return 0  # the start was abandoned: serve nothing
-    threading.Thread(target=watch, args=(Path(activity), idle_timeout, owner), daemon=True).start()
-    from tensorboard.main import run_main
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    become_subreaper()
+    child = subprocess.Popen([sys.executable, "-m", "tensorboard.main", *tensorboard_args], stdin=subprocess.DEVNULL)
+    threading.Thread(target=watch, args=(Path(activity), idle_timeout, owner, stop), daemon=True).start()
 
-    sys.argv = ["tensorboard", *tensorboard_args]
-    run_main()
-    return 0
+    def tensorboard_exited() -> None:
+        child.wait()
+        stop.set()
+
+    threading.Thread(target=tensorboard_exited, daemon=True).start()
+    while not stop.wait(1.0):
+        pass
+    stop_children(child)
+    code = child.wait()  # TensorBoard's exit code (negative: the signal), before reap_all takes it
+    reap_all()
+    return code if code >= 0 else 128 - code
 
 
 if __name__ == "__main__":

@@ -42,11 +42,10 @@ def json_schema() -> dict[str, Any]:
 
 
 def _range(value: Any) -> str:
-    if value is None:
-        return "-"
-    requests, limits = value.requests, value.limits
-    show = lambda v: "-" if v is None else str(format_number(v))  # noqa: E731
-    return show(requests) if requests == limits else f"{show(requests)} / {show(limits)}"
+    """`0.5–1`: the phrasing every surface shares (`presentation.ranges`)."""
+    from ..presentation.ranges import value_range
+
+    return value_range(value)
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,7 @@ def summary_text(topology: Topology) -> str:
     rows = [_HEADERS] + [(r.role, r.indices, r.cpu, r.memory, r.gpu, r.extra) for r in summary_rows(topology)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
-    return headline(topology) + "\n" + "\n".join(lines) + "\n(requests / limits where they differ)"
+    return headline(topology) + "\n" + "\n".join(lines) + "\n(requests\u2013limits where they differ)"
 
 
 def summary_html(topology: Topology) -> str:
@@ -152,5 +151,5 @@ def summary_html(topology: Topology) -> str:
     return (
         f"<div class='px-topology'><b>{html.escape(headline(topology))}</b>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        "<small>requests / limits where they differ</small></div>"
+        "<small>requests\u2013limits where they differ</small></div>"
     )

@@ -35,8 +35,10 @@ Choices, and why:
   is replaced, same display id, by a static HTML + text view of the final state
   (`presentation.monitor.final_bundle`): a saved notebook, an export or GitHub shows the result
   instead of "model not found" (the widget mimetype wins over any fallback while it is there).
-  The update carries the request of the cell that showed the monitor (JupyterLab routes it
-  through that request), whether the cell still runs (`--wait`) or returned long ago.
+  The update goes out under the request of the cell executing at that moment (nbclient,
+  papermill and jupyter-scheduler keep only those; JupyterLab routes an update by its display
+  id whatever its request), else under the one that showed the monitor; one that went out
+  between cells is sent again at the end of the next cell (`cell_requests`).
   `%px_attach` shows the live widget again.
 * **Saved state tells the outcome.** After the run ends, the widget state (what nbclient or
   "Save widget state" keeps in the notebook) holds every replica's final state in the table's
@@ -54,16 +56,16 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..presentation.colors import state_color
+from ..presentation.labels import is_tf_chief, replica_label
 from ..presentation.monitor import (
     FINAL_LOG_BYTES,
     FinalView,
     final_bundle,
     header_html,
-    is_tf_chief,
     last_line,
     log_html,
     phase_counts,
-    replica_label,
     replica_rows,
     rows_html,
 )
@@ -78,6 +80,8 @@ MAX_LOG_TABS = 16
 #: the newest points show at once and each refresh stays fast (about 1 MiB of JSON lines is
 #: 15k points, 20-30 ms); a finished run's last refresh reads the rest.
 HISTORY_BUDGET_BYTES = 1 << 20
+#: The monitor's buttons' width: fixed, so that no label change moves them.
+BUTTON_WIDTH = "8.5em"
 #: How often the update thread looks at status.json's mtime between full refreshes.
 STATUS_POLL_S = 0.1
 
@@ -167,6 +171,9 @@ class RunMonitor(widgets.VBox):
         self.final_shown = False  # the output was replaced by the static final view
         self._display: Any = None
         self._context: contextvars.Context | None = None
+        self._requests: Any = None  # the shell's RequestTracker once shown in a notebook
+        self._final_bundle: dict[str, str] | None = None
+        self._final_in_request = False  # the final view went out inside an executing cell's request
         self._status_mtime: float | None = None
         self._tf_chief = is_tf_chief(run.record.topology)
         self.owner_problem: str | None = None  # what the last refresh found wrong with the run's owner
@@ -180,6 +187,7 @@ class RunMonitor(widgets.VBox):
         self._last_lines = LastLines(self.store, self.run_id, self._replicas)
 
         self.header = widgets.HTML()
+        self.bar_state = "Pending"  # the state whose colour the replica bar shows
         self.replica_bar = widgets.IntProgress(
             value=0, min=0, max=max(1, len(self._replicas)), description="replicas", layout=widgets.Layout(width="50%")
         )
@@ -207,23 +215,50 @@ class RunMonitor(widgets.VBox):
         self.tabs = widgets.Tab(
             children=[self.table, self.logs.widget, self.plot_box], titles=["Replicas", "Logs", "Metrics"]
         )
+        # The buttons sit in a row of their own, at fixed widths, under the header: the header's
+        # elapsed time grows every second, and a button beside it would move under the pointer.
         self.stop_button = widgets.Button(
-            description="Stop", icon="stop", button_style="danger", tooltip="stop every replica of this run"
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            tooltip="stop every replica of this run (asks first)",
+            layout=widgets.Layout(width=BUTTON_WIDTH),
         )
         self.tensorboard_button = widgets.Button(
             description="TensorBoard",
             icon="line-chart",
             tooltip="start (or reuse) TensorBoard for this run and show it here",
+            layout=widgets.Layout(width=BUTTON_WIDTH),
         )
+        # Stop asks first, as the sidebar's does: a run of many replicas is not undone by a click.
+        self.confirm_stop_button = widgets.Button(
+            description="Stop the run",
+            button_style="danger",
+            tooltip="stop every replica now",
+            layout=widgets.Layout(width=BUTTON_WIDTH),
+        )
+        self.cancel_stop_button = widgets.Button(description="Keep it running", layout=widgets.Layout(width="9em"))
+        self.stop_question = widgets.HBox(
+            [
+                widgets.HTML(f"Stop every replica of <b>{html.escape(self.run_id)}</b>?"),
+                self.confirm_stop_button,
+                self.cancel_stop_button,
+            ],
+            layout=widgets.Layout(display="none", align_items="center"),
+        )
+        self.stop_question.add_class("px-stop-question")
         self.tensorboard_view = widgets.HTML()
-        self.stop_button.on_click(lambda _b: self.stop_run())
+        self.stop_button.on_click(lambda _b: self.ask_stop())
+        self.confirm_stop_button.on_click(lambda _b: self._answer_stop(stop=True))
+        self.cancel_stop_button.on_click(lambda _b: self._answer_stop(stop=False))
         self.tensorboard_button.on_click(lambda _b: self.show_tensorboard(background=True))
+        self.button_row = widgets.HBox(
+            [self.stop_button, self.tensorboard_button, self.stop_question], layout=widgets.Layout(align_items="center")
+        )
         super().__init__(
             children=[
-                widgets.HBox(
-                    [self.header, self.stop_button, self.tensorboard_button],
-                    layout=widgets.Layout(justify_content="space-between", align_items="center"),
-                ),
+                self.header,
+                self.button_row,
                 widgets.HBox([self.replica_bar, self.replica_label]),
                 self.step_row,
                 self.tabs,
@@ -242,12 +277,39 @@ class RunMonitor(widgets.VBox):
         that had already ended keeps the live widget: that is what `%px_attach` asked for."""
         from IPython.display import display
 
-        # The update is sent from a background thread; it must carry this cell's request as its
-        # parent (ipykernel keeps it in a context variable), or JupyterLab, which routes an update
-        # through the request that showed the output, would hand it to whichever cell ran last.
+        # The fallback request of the final update when no cell executes (see `cell_requests`):
+        # ipykernel keeps the parent request in a context variable.
         self._context = contextvars.copy_context()
         self._display = display(self, display_id=True)
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and hasattr(shell, "events"):
+            from .cell_requests import tracker
+
+            self._requests = tracker(shell)
+            self._requests.watch(self)
         return self._display
+
+    def at_cell_end(self) -> None:
+        """At the end of every cell (the shell's thread, inside that cell's request): a run that
+        has ended gets its final view now, and a final view that went out between cells is sent
+        again, so a notebook executed headless keeps it (see `cell_requests`)."""
+        if self._display is None or self._final_in_request:
+            return
+        if not self.finished:
+            try:  # the stored status only (a read of status.json): a cell's end stays cheap
+                ended = self.store.status(self.run_id).state.finished
+            except Exception:
+                return
+            if not ended:
+                return
+            self._update_status()
+        with self._lock:
+            if not self._final_done:
+                self._update_data()
+            if self.final_shown and not self._final_in_request:
+                self._send_final()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -362,6 +424,7 @@ class RunMonitor(widgets.VBox):
             if status.state.finished and not self.finished:
                 self.finished = True
                 self._set_stop_button(enabled=False, label="Stop")
+                self.stop_question.layout.display = "none"  # nothing left to stop
             self._show_status(status)
             return status
 
@@ -413,6 +476,7 @@ class RunMonitor(widgets.VBox):
             rows=self._rows(status),
             metrics=self._reader.data if self._reader is not None else {},
             logs=logs,
+            tensorboard=self.tensorboard_view.value if "class='px-tensorboard'" in self.tensorboard_view.value else "",
         )
 
     def _show_final(self) -> None:
@@ -420,9 +484,34 @@ class RunMonitor(widgets.VBox):
         if self._display is None or self.final_shown:
             return
         self.final_shown = True
-        bundle = final_bundle(self.final_view())
-        context = self._context.copy() if self._context is not None else contextvars.copy_context()
-        context.run(self._display.update, bundle, raw=True)
+        self._final_bundle = final_bundle(self.final_view())
+        self._send_final()
+
+    def _resend_final(self) -> None:
+        """The final view again, rebuilt (what it shows changed after it was sent)."""
+        with self._lock:
+            self._final_bundle = final_bundle(self.final_view())
+            self._final_in_request = False
+            if self._requests is not None:
+                self._requests.watch(self)
+            self._send_final()
+
+    def _send_final(self) -> None:
+        """Send the final view under the executing cell's request if one runs, else under the
+        request that showed the monitor (see `cell_requests`)."""
+        display, bundle = self._display, self._final_bundle
+        if display is None or bundle is None:
+            return
+
+        def update() -> None:
+            display.update(bundle, raw=True)
+
+        if self._requests is None:
+            (self._context.copy() if self._context is not None else contextvars.copy_context()).run(update)
+            return
+        if self._requests.send(update, self._context):
+            self._final_in_request = True
+            self._requests.unwatch(self)
 
     def _read_status(self) -> RunStatus:
         """The stored status, observed: a read that reports a gone owner and never repairs it."""
@@ -450,15 +539,10 @@ class RunMonitor(widgets.VBox):
         # a finished run fills the bar, so its colour (red, green) is what one sees
         active = sum(state in ("Running", "Succeeded") for state in states)
         self.replica_bar.value = max(1, total) if status.state.finished else active
-        self.replica_bar.bar_style = (
-            "danger"
-            if failed
-            else "success"
-            if status.state == RunState.SUCCEEDED
-            else "warning"
-            if status.state == RunState.STOPPED
-            else "info"
-        )
+        # the state's own colour (`presentation.colors`, as the sidebar's), not ipywidgets' bar
+        # styles, whose "warning" orange would make Stopped look different here than elsewhere
+        self.bar_state = "Failed" if failed else status.state.value
+        self.replica_bar.style.bar_color = state_color(self.bar_state)
         self.replica_label.value = html.escape(phase_counts(rows))
         self.table.value = rows_html(rows)
         classes = [c for c in getattr(self, "_dom_classes", ()) if not c.startswith("px-state-")]
@@ -515,8 +599,19 @@ class RunMonitor(widgets.VBox):
         self.step_label.value = f"step {last + 1}/{total} (slowest: {html.escape(replica)})"
 
     # ---- buttons -----------------------------------------------------------------------------
+    def ask_stop(self) -> None:
+        """The Stop button: ask before stopping (the question's buttons answer)."""
+        if self.finished:
+            return
+        self.stop_question.layout.display = "flex"
+
+    def _answer_stop(self, stop: bool) -> None:
+        self.stop_question.layout.display = "none"
+        if stop and not self.finished:
+            self.stop_run()
+
     def stop_run(self) -> None:
-        """Stop every replica (the Stop button)."""
+        """Stop every replica now (the Stop button, once confirmed)."""
         self._set_stop_button(enabled=False, label="Stopping")
         try:
             self.run.stop()
@@ -542,6 +637,8 @@ class RunMonitor(widgets.VBox):
             try:
                 result = self.run.service.tensorboard([self.run_id])
                 self.tensorboard_view.value = tensorboard_html(result, label=self.run_id)
+                if self.final_shown:  # the run ended meanwhile: its final view gets the TensorBoard too
+                    self._resend_final()
             except Exception as error:  # shown where the user looks, not lost in a thread
                 self.tensorboard_view.value = f"<pre>TensorBoard could not start: {html.escape(repr(error))}</pre>"
             finally:
