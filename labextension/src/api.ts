@@ -93,9 +93,8 @@ export async function startTensorBoard(
   runId: string,
   body: ITensorBoardRequest = {}
 ): Promise<ITensorBoard> {
-  return (
-    await requestAPI<ITensorBoard>(run(runId, 'tensorboard'), json(body))
-  ).data!;
+  return (await requestAPI<ITensorBoard>(run(runId, 'tensorboard'), json(body)))
+    .data!;
 }
 
 /** Remove a finished run's directory (409 while it runs: stop it first). */
