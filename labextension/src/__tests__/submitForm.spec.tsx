@@ -48,4 +48,36 @@ describe('SubmitForm', () => {
     expect(button.disabled).toBe(true);
     expect(button.classList).not.toContain('jp-mod-accept');
   });
+
+  it('clears the run name after a submit', async () => {
+    model.validation = { valid: true };
+    const submitted: string[] = [];
+    widget = mount(
+      <SubmitForm
+        model={model}
+        actions={actions({
+          activeNotebook: () => 'quickstart.ipynb',
+          submitActive: async ({ name }) => void submitted.push(name)
+        })}
+      />
+    );
+    const input = widget.node.querySelector(
+      '.jp-px-run-name-input'
+    ) as HTMLInputElement;
+    React.act(() => {
+      Object.getOwnPropertyDescriptor(
+        HTMLInputElement.prototype,
+        'value'
+      )!.set!.call(input, 'lr sweep 1');
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    expect(input.value).toBe('lr sweep 1');
+    await React.act(async () =>
+      (
+        widget!.node.querySelector('.jp-px-submit-button') as HTMLElement
+      ).click()
+    );
+    expect(submitted).toEqual(['lr sweep 1']);
+    expect(input.value).toBe('');
+  });
 });

@@ -22,6 +22,7 @@ export function SubmitForm(props: {
     setDone(null);
     try {
       await actions.submitActive({ name, cells });
+      setName(''); // the next run gets a name of its own (or the default)
       setDone('submitted: see Runs below');
     } catch (error) {
       setError((error as Error).message);
