@@ -95,7 +95,10 @@ for (const theme of ['light', 'dark'] as const) {
         .locator('body')
     ).toContainText(`${prefix}-0000/tensorboard`, { timeout: 60000 });
     await expect(
-      page.frameLocator('.jp-px-panel-tensorboard iframe').last().locator('body')
+      page
+        .frameLocator('.jp-px-panel-tensorboard iframe')
+        .last()
+        .locator('body')
     ).toContainText(`${prefix}-0001/tensorboard`);
     expect((await page.request.get(url)).status()).toBe(200);
     await shot('03-one-tensorboard-two-runs');

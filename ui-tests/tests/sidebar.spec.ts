@@ -124,6 +124,8 @@ test.describe('jupyter-px sidebar', () => {
     await sidebar(page)
       .locator('#root_environment_replicas_n_workers')
       .fill('3');
+    // Overrides are in the collapsible section under the card.
+    await sidebar(page).locator('.jp-px-more-settings > summary').click();
     await sidebar(page).locator("button[title='Add item']").first().click();
     const index = sidebar(page).locator(
       '#root_environment_replicas_worker_0_index'

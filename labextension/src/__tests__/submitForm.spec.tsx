@@ -1,11 +1,14 @@
 import type { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
+import type { ISidebarActions } from '../sidebar/actions';
 import { SubmitForm } from '../sidebar/submitForm';
+import { SubmitState } from '../sidebar/submitState';
+import { RunButton } from '../sidebar/topologyForm';
 import { TopologyModel } from '../topologyModel';
 import { actions, mount } from './render';
 
-describe('SubmitForm', () => {
+describe('Run distributed', () => {
   let widget: Widget | null = null;
   let model: TopologyModel;
 
@@ -19,10 +22,12 @@ describe('SubmitForm', () => {
   });
 
   function runButton(notebook: string | null): HTMLButtonElement {
+    const sidebarActions = actions({ activeNotebook: () => notebook });
     widget = mount(
-      <SubmitForm
+      <RunButton
         model={model}
-        actions={actions({ activeNotebook: () => notebook })}
+        actions={sidebarActions}
+        submit={new SubmitState(sidebarActions)}
       />
     );
     return widget.node.querySelector('.jp-px-submit-button')!;
@@ -49,17 +54,19 @@ describe('SubmitForm', () => {
     expect(button.classList).not.toContain('jp-mod-accept');
   });
 
-  it('clears the run name after a submit', async () => {
+  it("runs with the Submit section's name, which clears after a submit", async () => {
     model.validation = { valid: true };
     const submitted: string[] = [];
+    const sidebarActions: ISidebarActions = actions({
+      activeNotebook: () => 'quickstart.ipynb',
+      submitActive: async ({ name }) => void submitted.push(name)
+    });
+    const submit = new SubmitState(sidebarActions);
     widget = mount(
-      <SubmitForm
-        model={model}
-        actions={actions({
-          activeNotebook: () => 'quickstart.ipynb',
-          submitActive: async ({ name }) => void submitted.push(name)
-        })}
-      />
+      <div>
+        <RunButton model={model} actions={sidebarActions} submit={submit} />
+        <SubmitForm submit={submit} actions={sidebarActions} />
+      </div>
     );
     const input = widget.node.querySelector(
       '.jp-px-run-name-input'
