@@ -4,6 +4,7 @@ import * as api from '../api';
 import { LogsView } from '../panels/logsView';
 import { ReplicaLog } from '../panels/replicaLog';
 import { ApiError } from '../request';
+import { replicaTabLabel } from '../replicas';
 import type { IReplica, IRunDetail } from '../types';
 import { summary } from './fixtures';
 
@@ -223,5 +224,28 @@ describe('the log toolbar', () => {
     expect(saved).toBe('first half\nsecond half\n');
     click.mockRestore();
     log.dispose();
+  });
+});
+
+describe('replica tab labels', () => {
+  it('name the master as the job does: chief in a TensorFlow job', () => {
+    const master = replica('master', 0, 'Running', null);
+    expect(replicaTabLabel(master, { framework: 'pytorch' })).toBe(
+      'master 0 · Running'
+    );
+    expect(replicaTabLabel(master, { framework: 'tensorflow' })).toBe(
+      'chief · Running'
+    );
+    expect(
+      replicaTabLabel(master, {
+        framework: 'tensorflow',
+        environment: { tf_master_type: 'master' }
+      })
+    ).toBe('master 0 · Running');
+    expect(
+      replicaTabLabel(replica('worker', 1, 'Failed', 1), {
+        framework: 'tensorflow'
+      })
+    ).toBe('worker 1 · Failed');
   });
 });
