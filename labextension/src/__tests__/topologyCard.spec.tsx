@@ -227,6 +227,55 @@ describe('the topology card', () => {
   });
 });
 
+describe('environment variables and node selectors', () => {
+  it('are KEY=value lines in their own collapsible section', () => {
+    const model = new TopologyModel(null, 'local');
+    model.schema = formSchema(MODEL_SCHEMA);
+    model.formData = {
+      framework: 'pytorch',
+      environment: { replicas: { n_workers: 1 }, env: { A: '1' } }
+    };
+    model.scheduleValidation = () => undefined;
+    const widget = mount(<TopologyForm model={model} actions={actions()} />);
+    const section = widget.node.querySelector('details.jp-px-env-settings')!;
+    expect(section.querySelector('summary')!.textContent).toBe(
+      'Environment variables, node selectors'
+    );
+    const env = section.querySelector('#px_env') as HTMLTextAreaElement;
+    expect(env.value).toBe('A=1');
+    const type = (element: HTMLTextAreaElement, value: string) =>
+      React.act(() => {
+        Object.getOwnPropertyDescriptor(
+          HTMLTextAreaElement.prototype,
+          'value'
+        )!.set!.call(element, value);
+        element.dispatchEvent(new Event('input', { bubbles: true }));
+      });
+    type(env, 'A=1\nNCCL_DEBUG = INFO');
+    expect(model.formData.environment.env).toEqual({
+      A: '1',
+      NCCL_DEBUG: 'INFO'
+    });
+    type(env, 'A=1\njust a word');
+    expect(section.querySelector('#px_env__error')!.textContent).toBe(
+      'line 2: write KEY=value'
+    );
+    expect(model.formData.environment.env).toEqual({
+      A: '1',
+      NCCL_DEBUG: 'INFO'
+    });
+    const selector = section.querySelector(
+      '#px_node_selector'
+    ) as HTMLTextAreaElement;
+    type(selector, 'zone=a');
+    expect(model.formData.environment.node_selector).toEqual({ zone: 'a' });
+    type(selector, '');
+    expect(model.formData.environment.node_selector).toBeUndefined();
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+});
+
 describe('roles', () => {
   it('match the framework', () => {
     expect(frameworkRoles({ framework: 'mxnet' }).ps).toBe(true);

@@ -6,12 +6,13 @@ import { customizeValidator } from '@rjsf/validator-ajv8';
 import * as React from 'react';
 
 import { listNamed, NAME_PATTERN, saveNamed } from '../kernelTopologies';
-import { advancedSchema, seedNewOverrides } from '../roles';
+import { advancedSchema, seedNewOverrides, setIn } from '../roles';
 import { formUiSchema } from '../topology';
 import type { TopologyModel } from '../topologyModel';
 import type { ISidebarActions } from './actions';
 import { enterInFields } from './formKeys';
 import { importYaml } from './importYaml';
+import { KeyValues } from './keyValues';
 import { SubmitOutcome } from './submitForm';
 import type { SubmitState } from './submitState';
 import { TextBody } from './textBody';
@@ -223,6 +224,39 @@ export function TopologyForm(props: {
           {note && <div className="jp-px-note">{note}</div>}
           {model.loadError && (
             <div className="jp-px-error">{model.loadError}</div>
+          )}
+          {model.schema && (
+            <details className="jp-px-env-settings">
+              <summary>Environment variables, node selectors</summary>
+              <KeyValues
+                id="px_env"
+                label="Environment variables (every replica)"
+                placeholder="NCCL_DEBUG=INFO"
+                value={model.formData.environment?.env}
+                onChange={pairs => {
+                  model.markEdited();
+                  model.setFormData(
+                    setIn(model.formData, ['environment', 'env'], pairs)
+                  );
+                }}
+              />
+              <KeyValues
+                id="px_node_selector"
+                label="Node selector (Kubernetes)"
+                placeholder="cloud.google.com/gke-accelerator=nvidia-l4"
+                value={model.formData.environment?.node_selector}
+                onChange={pairs => {
+                  model.markEdited();
+                  model.setFormData(
+                    setIn(
+                      model.formData,
+                      ['environment', 'node_selector'],
+                      pairs
+                    )
+                  );
+                }}
+              />
+            </details>
           )}
           {model.schema && (
             <details className="jp-px-more-settings">
