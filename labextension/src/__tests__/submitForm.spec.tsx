@@ -65,7 +65,7 @@ describe('Run distributed', () => {
     widget = mount(
       <div>
         <RunButton model={model} actions={sidebarActions} submit={submit} />
-        <SubmitForm submit={submit} actions={sidebarActions} />
+        <SubmitForm submit={submit} model={model} actions={sidebarActions} />
       </div>
     );
     const input = widget.node.querySelector(
@@ -86,5 +86,23 @@ describe('Run distributed', () => {
     );
     expect(submitted).toEqual(['lr sweep 1']);
     expect(input.value).toBe('');
+  });
+
+  it('names the notebook that is active now', async () => {
+    let notebook: string | null = null;
+    const sidebarActions = actions({ activeNotebook: () => notebook });
+    widget = mount(
+      <SubmitForm
+        submit={new SubmitState(sidebarActions)}
+        model={model}
+        actions={sidebarActions}
+      />
+    );
+    const line = () =>
+      widget!.node.querySelector('.jp-px-notebook')!.textContent;
+    expect(line()).toBe('open a notebook');
+    notebook = 'work/train.ipynb';
+    await React.act(() => model.setNotebook('work/train.ipynb', []));
+    expect(line()).toBe('work/train.ipynb');
   });
 });

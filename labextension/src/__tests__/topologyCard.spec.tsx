@@ -170,7 +170,7 @@ describe('the topology card', () => {
     widget = mount(
       <div>
         <TopologyForm model={model} actions={sidebarActions} submit={submit} />
-        <SubmitForm submit={submit} actions={sidebarActions} />
+        <SubmitForm submit={submit} model={model} actions={sidebarActions} />
       </div>
     );
     // In the collapsible form: a browser would click its first Add button.

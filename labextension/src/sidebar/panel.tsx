@@ -32,7 +32,7 @@ export class PxSidebar extends SidePanel {
     form.title.label = 'Topology';
     form.addClass('jp-px-section-topology');
     const submit = ReactWidget.create(
-      <SubmitForm submit={submitState} actions={actions} />
+      <SubmitForm submit={submitState} model={topology} actions={actions} />
     );
     submit.title.label = 'Submit';
     submit.addClass('jp-px-section-submit');
