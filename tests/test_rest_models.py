@@ -21,7 +21,7 @@ from jupyter_px.server import models
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / "labextension" / "src" / name for name in ("types.ts", "request.ts")]
 API = ROOT / "labextension" / "src" / "api.ts"
-REQUESTS = {models.SubmitRequest, models.RenderRequest}
+REQUESTS = {models.SubmitRequest, models.RenderRequest, models.TensorBoardRequest}
 
 Type = frozenset  # a union of members: "string", "number", "boolean", "null", "any", ("lit", s), ...
 
@@ -198,7 +198,8 @@ API_CALLS = {
     "stopRun": (models.RunDetail, None),
     "readLog": (models.LogChunk, None),
     "readMetrics": (models.MetricsPage, None),
-    "startTensorBoard": (models.TensorBoardStarted, None),
+    "startTensorBoard": (models.TensorBoardStarted, models.TensorBoardRequest),
+    "deleteRun": (models.RunDeleted, None),
 }
 
 

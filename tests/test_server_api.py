@@ -260,7 +260,7 @@ async def test_a_reason_with_a_percent_sign_is_sent_as_written(jp_fetch):
         ("px/api/topology/render", {"topology": TOPOLOGY, "backend": 3}, "backend: 3 is not a string"),
         ("px/api/topology/render", {"topology": TOPOLOGY, "name": ["a"]}, "name: ['a'] is not a string"),
         ("px/api/topology/render", {"topology": TOPOLOGY, "cells": None}, "cells: None is not 'all' or 'tagged'"),
-        ("px/api/runs/real-1/tensorboard", {"port": 1}, "unknown field 'port' (this request takes no fields)"),
+        ("px/api/runs/real-1/tensorboard", {"port": 1}, "unknown field 'port' (expected: also)"),
         ("px/api/runs/real-1/tensorboard", "[]", "must be a JSON object, got list"),
     ],
 )
@@ -661,7 +661,7 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) == 8
+    assert len(routes) == len(ROUTES) == 9
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -675,8 +675,9 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
                 await http_server_client.fetch(url, method=method, body=body, follow_redirects=False)
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
-    # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, logs, metrics, tensorboard
-    assert tried == 10
+    # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, directory DELETE, logs,
+    # metrics, tensorboard
+    assert tried == 11
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 
@@ -721,6 +722,7 @@ async def test_an_authorizer_can_restrict_px(jp_fetch, jp_serverapp, px_home, jp
     for parts, kwargs in [
         (("px/api/runs",), post({"topology": TOPOLOGY, "notebook": "a.ipynb"})),
         (("px/api/runs/authz-1",), {"method": "DELETE"}),
+        (("px/api/runs/authz-1/directory",), {"method": "DELETE"}),
         (("px/api/runs/authz-1/tensorboard",), post({})),
     ]:
         code, _ = await error_of(jp_fetch, *parts, **kwargs)

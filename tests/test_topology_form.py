@@ -310,3 +310,22 @@ def test_save_with_problems_keeps_the_button_and_lists_each_problem():
     form.workers.value = 1
     with pytest.raises(ValueError, match="topology name 'two words' is not valid"):
         form.save("two words")
+
+
+def test_parameter_servers_show_only_where_the_framework_has_them():
+    """PyTorch, Horovod and MPI jobs have no parameter servers: their fields are hidden; they
+    come back for TensorFlow and MXNet, and for a topology that has some whatever its framework
+    (so a problem with them is never hidden)."""
+    form = TopologyForm({"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}})
+
+    def ps_shown() -> bool:
+        return form.ps_field.layout.display != "none" and form.ps_resources.widget.layout.display != "none"
+
+    assert not ps_shown()
+    for framework, shows in [("tensorflow", True), ("mxnet", True), ("horovod", False), ("pytorch", False)]:
+        form.framework.value = framework
+        assert ps_shown() is shows, framework
+    form.load({"framework": "tensorflow", "environment": {"replicas": {"n_workers": 1, "n_ps": 1}}})
+    assert ps_shown()
+    form.framework.value = "pytorch"  # a topology with ps under PyTorch: shown with its problem
+    assert ps_shown() and not form.valid

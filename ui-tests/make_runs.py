@@ -1,18 +1,25 @@
 """Write N finished runs into the store (record + status, as a backend leaves them), for the
-1,000-runs responsiveness test, and print how many runs the store holds then (these and any
-others), which the runs list must count. Usage: python make_runs.py N PREFIX"""
+1,000-runs responsiveness test and the runs-list tests, and print how many runs the store holds
+then (these and any others), which the runs list must count.
 
+Usage: python make_runs.py N PREFIX [output]
+With `output`, each replica also gets a log (200 numbered lines) and a `loss` falling over four
+decades in 60 steps, for the Logs and Metrics panels' tests."""
+
+import json
 import sys
 import time
 
 from jupyter_px.runstore import ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
 
 count, prefix = int(sys.argv[1]), sys.argv[2]
+with_output = sys.argv[3:] == ["output"]
 store = RunStore()
 now = time.time()
+replica_keys = (("master", 0), ("worker", 0), ("worker", 1))
 for number in range(count):
     run_id = f"{prefix}-{number:04d}"
-    store.create(
+    paths = store.create(
         RunRecord(
             run_id=run_id,
             name=f"{prefix} {number}",
@@ -22,10 +29,15 @@ for number in range(count):
         ),
         {"main.py": "pass\n"},
     )
-    replicas = [
-        ReplicaStatus(role=role, index=index, state="Succeeded", exit_code=0)
-        for role, index in (("master", 0), ("worker", 0), ("worker", 1))
-    ]
+    if with_output:
+        for slot, (role, index) in enumerate(replica_keys):
+            lines = [f"{role}-{index} line {i}: loss {10 ** (-i / 50):.5f}\n" for i in range(200)]
+            paths.log(role, index).write_text("".join(lines))
+            with open(paths.metrics(role, index), "w") as handle:
+                for step in range(60):
+                    loss = (1 + slot) * 10 ** (-step / 15)
+                    handle.write(json.dumps({"step": step, "time": now + step, "metrics": {"loss": loss}}) + "\n")
+    replicas = [ReplicaStatus(role=role, index=index, state="Succeeded", exit_code=0) for role, index in replica_keys]
     store.write_status(
         RunStatus(
             run_id=run_id,

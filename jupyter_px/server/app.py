@@ -64,6 +64,7 @@ ROUTES = [
     ("px/api/topology/render", "TopologyRenderHandler"),
     ("px/api/runs", "RunsHandler"),
     (f"px/api/runs/{_REF}", "RunHandler"),
+    (f"px/api/runs/{_REF}/directory", "RunDirectoryHandler"),
     (f"px/api/runs/{_REF}/logs", "RunLogsHandler"),
     (f"px/api/runs/{_REF}/metrics", "RunMetricsHandler"),
     (f"px/api/runs/{_REF}/tensorboard", "RunTensorBoardHandler"),

@@ -39,8 +39,8 @@ from tornado import web
 from .. import tensorboard
 from ..presentation.run_json import run_detail
 from ..runstore import RunDamaged, RunNotFound, RunStore
-from ..runstore.layout import ROLE_PATTERN
-from ..service import BackendError, RunService
+from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN
+from ..service import BackendError, RunActive, RunService
 from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
 from ..topology.export import summary_text
 from .metrics_cache import MetricsCache
@@ -54,6 +54,7 @@ from .models import (
     Rendered,
     RenderRequest,
     Reply,
+    RunDeleted,
     RunDetail,
     RunsPage,
     SubmitRequest,
@@ -411,6 +412,26 @@ class RunHandler(PxHandler):
         self.send(RunDetail, await self.blocking(self._detail, run_id))
 
 
+class RunDirectoryHandler(PxHandler):
+    """`DELETE px/api/runs/<id>/directory`: remove a finished run's directory (its record, logs,
+    metrics and outputs), the sidebar's Delete and "Clear finished". The run is named by its
+    exact id (never a name or `last`, which could mean another run by the time it is read); a
+    run that has not finished is refused with 409 (stop it first)."""
+
+    @web.authenticated
+    @authorized("write")
+    async def delete(self, run_id: str) -> None:
+        if not RUN_ID_PATTERN.match(run_id):
+            raise web.HTTPError(400, f"run id {run_id!r} is not valid: lowercase letters, digits and '-'")
+        try:
+            await self.blocking(self.px.service.delete, run_id, kind=change_kind("local"))
+        except RunNotFound:
+            raise web.HTTPError(404, f"no run {run_id!r}") from None
+        except RunActive as error:
+            raise web.HTTPError(409, str(error)) from None
+        self.send(RunDeleted, {"run_id": run_id, "deleted": True})
+
+
 class RunLogsHandler(PxHandler):
     """`GET px/api/runs/<ref>/logs?role=&index=&offset=`: log text of one replica from byte
     `offset` (negative: the last bytes), at most 256 KiB, and the offset to continue from."""
@@ -469,10 +490,14 @@ class RunTensorBoardHandler(PxHandler):
     @authorized("execute")
     async def post(self, ref: str) -> None:
         run_id = await self.resolve(ref)
-        self.body(TensorBoardRequest)  # no options yet: an empty object (or no body)
+        also = self.body(TensorBoardRequest).also
+        for other in also:
+            if not await self.blocking(self.px.store.exists, other):
+                raise web.HTTPError(404, f"also: no run {other!r}")
+        run_ids = list(dict.fromkeys([run_id, *also]))  # in order, once each
         result = await self.blocking(
             self.px.service.tensorboard,
-            [run_id],
+            run_ids,
             kind="tensorboard",
             idle_timeout=self.px.settings.tensorboard_idle_timeout,
         )

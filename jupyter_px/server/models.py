@@ -19,6 +19,8 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..runstore.layout import RUN_ID_PATTERN
+
 #: The cell tag whose cells a notebook submission ships with `cells: "tagged"`.
 DEFAULT_TAG = "px"
 
@@ -134,8 +136,22 @@ class RenderRequest(SubmitRequest):
     code_required: ClassVar[bool] = False
 
 
+#: A run id as the store names runs (no names, no `last`: a request that acts on several runs
+#: or removes one names each exactly).
+RunIdText = Annotated[
+    str,
+    _typed(
+        "{value} is not a run id (lowercase letters, digits and '-')",
+        lambda v: isinstance(v, str) and RUN_ID_PATTERN.match(v) is not None,
+    ),
+]
+
+
 class TensorBoardRequest(Body):
-    """`POST runs/<ref>/tensorboard`: no options yet (an empty object, or no body)."""
+    """`POST runs/<ref>/tensorboard` `{"also"?: [run ids]}`: one TensorBoard for the run and the
+    runs of `also` (the sidebar's multi-select), each run a folder in its list of runs."""
+
+    also: list[RunIdText] = Field(default_factory=list, max_length=50)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,6 +346,13 @@ class TensorBoardStarted(Reply):
     key: str
 
 
+class RunDeleted(Reply):
+    """`DELETE runs/<id>/directory`: the run whose directory was removed."""
+
+    run_id: str
+    deleted: bool
+
+
 #: Every body the API sends or receives, for the TypeScript check (model -> TS interface name).
 TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     SubmitRequest: "ISubmission",
@@ -348,6 +371,8 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     Series: "ISeries",
     MetricsPage: "IMetricsUpdate",
     TensorBoardStarted: "ITensorBoard",
+    TensorBoardRequest: "ITensorBoardRequest",
+    RunDeleted: "IRunDeleted",
 }
 
 

@@ -13,7 +13,7 @@ re-exported so a surface can catch them.
 from __future__ import annotations
 
 from ..backends import Backend, BackendError, Observation, ResourceUnavailable
-from .runs import LOGS_TAIL_BYTES, PushError, Rendered, RunService, RunView, pickle_pushed, run_replicas
+from .runs import LOGS_TAIL_BYTES, PushError, Rendered, RunActive, RunService, RunView, pickle_pushed, run_replicas
 from .sources import (
     DEFAULT_TAG,
     CodeSource,
@@ -39,6 +39,7 @@ __all__ = [
     "PushError",
     "Rendered",
     "ResourceUnavailable",
+    "RunActive",
     "RunService",
     "RunView",
     "ScriptFile",

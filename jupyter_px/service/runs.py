@@ -46,6 +46,10 @@ class PushError(ValueError):
     """A value named in --push cannot be shipped to the replicas."""
 
 
+class RunActive(ValueError):
+    """A run that has not finished cannot be deleted: its owner still writes into its directory."""
+
+
 #: A name no run may have: `last` means the newest run wherever a run is named.
 RESERVED_NAMES = frozenset({"last"})
 
@@ -358,6 +362,16 @@ class RunService:
         run is left as it is. BackendError when the backend cannot stop it."""
         self.backend_of(run_id).stop(run_id)
         return self.store.status(run_id)
+
+    def delete(self, run_id: str) -> None:
+        """Remove a finished run's directory (record, status, logs, metrics, outputs).
+
+        RunActive for a run that has not finished: stop it first (its supervisor or follower
+        would keep writing into a directory that is gone). RunNotFound for an unknown run."""
+        status = self.store.status(run_id)
+        if not status.state.finished:
+            raise RunActive(f"run {run_id} is {status.state.value}: stop it before deleting it")
+        self.store.delete(run_id)
 
     def tensorboard(self, run_ids: Sequence[str], **options: Any) -> Any:
         """Start (or reuse) one TensorBoard for these runs; the typed start result (Launched,

@@ -38,6 +38,10 @@ FRAMEWORKS = [
     ("mpi", "mpi"),
 ]
 BACKENDS = ["local", "native", "kubeflow"]
+#: Frameworks whose jobs have parameter servers (TensorFlow's ps, MXNet's servers): the ps
+#: fields are hidden for the others (unless a loaded topology has some, so nothing is hidden
+#: that the topology holds).
+FRAMEWORKS_WITH_PS = frozenset({"tensorflow", "mxnet"})
 KINDS = ("cpu", "memory", "gpu")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _ERROR_COLOR = "var(--jp-error-color1, #d62728)"
@@ -342,13 +346,14 @@ class TopologyForm(widgets.VBox):
                 [control, self.field_messages[key]], layout=widgets.Layout(width="100%", align_items="flex-start")
             )
 
+        self.ps_field = field(self.ps, "n_ps")
         super().__init__(
             children=[
                 field(self.framework, "framework"),
                 field(self.backend, "backend"),
                 field(self.master, "n_masters"),
                 field(self.workers, "n_workers"),
-                field(self.ps, "n_ps"),
+                self.ps_field,
                 widgets.HBox(
                     [self.master_resources.widget, self.worker_resources.widget, self.ps_resources.widget],
                     layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"),
@@ -490,6 +495,19 @@ class TopologyForm(widgets.VBox):
         if not self._loading:
             self._validate()
 
+    @property
+    def shows_ps(self) -> bool:
+        """Whether the parameter-server fields are shown: for a framework that has them, or when
+        the topology has some anyway (then the problem is shown beside them, not hidden)."""
+        has_any = self.ps.value != 0 or any(row.role.value == "ps" for row in self.rows)
+        has_any = has_any or bool(self.ps_resources.value())
+        return self.framework.value in FRAMEWORKS_WITH_PS or has_any
+
+    def _show_roles(self) -> None:
+        display = None if self.shows_ps else "none"
+        self.ps_field.layout.display = display
+        self.ps_resources.widget.layout.display = display
+
     def _targets(self) -> dict[str, _Target]:
         """Field path -> who it is about, where its messages go, what to outline."""
         messages = self.field_messages
@@ -529,6 +547,7 @@ class TopologyForm(widgets.VBox):
         return target.text(problem.message, rest), problem.path
 
     def _validate(self) -> None:
+        self._show_roles()
         data = self.to_dict()
         topology, problems = try_parse(data)
         self._topology, self.problems = topology, problems

@@ -4,10 +4,12 @@ import type {
   IMetricsUpdate,
   IRenderRequest,
   IRendered,
+  IRunDeleted,
   IRunDetail,
   IRunsPage,
   ISubmission,
   ITensorBoard,
+  ITensorBoardRequest,
   IValidation
 } from './types';
 
@@ -86,7 +88,20 @@ export async function readMetrics(
     .data!;
 }
 
-export async function startTensorBoard(runId: string): Promise<ITensorBoard> {
-  return (await requestAPI<ITensorBoard>(run(runId, 'tensorboard'), json({})))
+/** One TensorBoard for `runId` and the runs of `body.also` (started, or reused). */
+export async function startTensorBoard(
+  runId: string,
+  body: ITensorBoardRequest = {}
+): Promise<ITensorBoard> {
+  return (await requestAPI<ITensorBoard>(run(runId, 'tensorboard'), json(body)))
     .data!;
+}
+
+/** Remove a finished run's directory (409 while it runs: stop it first). */
+export async function deleteRun(runId: string): Promise<IRunDeleted> {
+  return (
+    await requestAPI<IRunDeleted>(run(runId, 'directory'), {
+      method: 'DELETE'
+    })
+  ).data!;
 }

@@ -19,6 +19,7 @@ import { loadSettings, PLUGIN_ID } from './settings';
 import type { ISidebarActions } from './sidebar/actions';
 import { PxSidebar } from './sidebar/panel';
 import { TopologyModel } from './topologyModel';
+import { tensorBoardKey } from './panels/tensorBoardView';
 
 export { CommandIDs };
 
@@ -87,9 +88,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
         notebooks.currentWidget?.sessionContext.session?.kernel ?? null,
       openLogs: runId => openPanel('logs', runId),
       openMetrics: runId => openPanel('metrics', runId),
-      openTensorBoard: runId => openPanel('tensorboard', runId),
+      openTensorBoard: (runId, also = []) =>
+        openPanel('tensorboard', tensorBoardKey([runId, ...also])),
       stopRun: runId =>
-        app.commands.execute(CommandIDs.stopRun, { runId }) as Promise<void>
+        app.commands.execute(CommandIDs.stopRun, { runId }) as Promise<void>,
+      deleteRuns: runIds =>
+        app.commands.execute(CommandIDs.deleteRuns, {
+          runIds
+        }) as Promise<void>,
+      // Asked at each render: the comparison view may register its command after this plugin.
+      get compareRuns() {
+        return app.commands.hasCommand(CommandIDs.compareRuns)
+          ? (runIds: string[]) =>
+              void app.commands.execute(CommandIDs.compareRuns, { runIds })
+          : null;
+      }
     };
     sidebar = new PxSidebar(topology, runs, actions);
     app.shell.add(sidebar, 'left', { rank: 210 });

@@ -1,11 +1,22 @@
 /** Pure presentation of a run's replicas: which one to read, how its tab is labelled. */
+import { masterName } from './roles';
 import type { IReplica } from './types';
 
 /** States of a replica that failed (the one to read). */
 const FAILED = new Set(['Failed', 'Lost']);
 
-/** A replica's tab label: "worker 1 · Failed". */
-export function replicaTabLabel(replica: IReplica): string {
+/**
+ * A replica's tab label: "worker 1 · Failed"; the master as the job calls it (`master` is
+ * "chief" in a TensorFlow job unless its topology asks for `master`), as the notebook does.
+ */
+export function replicaTabLabel(
+  replica: IReplica,
+  topology: { [key: string]: any } = {}
+): string {
+  if (replica.role === 'master' && masterName(topology) === 'chief') {
+    const name = replica.index === 0 ? 'chief' : `chief ${replica.index}`;
+    return `${name} · ${replica.state}`;
+  }
   return `${replica.role} ${replica.index} · ${replica.state}`;
 }
 

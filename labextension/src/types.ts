@@ -129,6 +129,17 @@ export interface ITensorBoard {
   key: string;
 }
 
+/** models.TensorBoardRequest: more runs to show in the same TensorBoard. */
+export interface ITensorBoardRequest {
+  also?: string[];
+}
+
+/** models.RunDeleted: the run whose directory was removed. */
+export interface IRunDeleted {
+  run_id: string;
+  deleted: boolean;
+}
+
 /** models.SubmitRequest: the topology and one of notebook or script. */
 export interface ISubmission {
   topology: { [key: string]: any } | string;

@@ -14,6 +14,7 @@ import {
   IJupyterLabPageFixture,
   test
 } from '@jupyterlab/galata';
+import type { Locator } from '@playwright/test';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -67,6 +68,12 @@ const runRow = (page: IJupyterLabPageFixture, name: string) =>
     has: page.locator('.jp-px-run-name', { hasText: name })
   });
 
+/** Click one of a run row's actions in its "⋯" menu. */
+async function rowAction(row: Locator, action: string): Promise<void> {
+  await row.locator('.jp-px-row-menu').click();
+  await row.locator(`.jp-px-menu .jp-px-action-${action}`).click();
+}
+
 async function openSidebar(page: IJupyterLabPageFixture): Promise<void> {
   await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
   await expect(
@@ -117,6 +124,8 @@ test.describe('jupyter-px sidebar', () => {
     await sidebar(page)
       .locator('#root_environment_replicas_n_workers')
       .fill('3');
+    // Overrides are in the collapsible section under the card.
+    await sidebar(page).locator('.jp-px-more-settings > summary').click();
     await sidebar(page).locator("button[title='Add item']").first().click();
     const index = sidebar(page).locator(
       '#root_environment_replicas_worker_0_index'
@@ -176,14 +185,14 @@ test.describe('jupyter-px sidebar', () => {
     await shot(page, 'light-07-logs');
 
     // Metrics: one trace per replica.
-    await row.locator('.jp-px-action-metrics').click();
+    await rowAction(row, 'metrics');
     const metrics = page.locator('.jp-px-panel-metrics');
     await expect(metrics.locator('path.jp-px-trace')).toHaveCount(4);
     await expect(metrics.locator('.jp-px-metric-select')).toHaveValue('loss');
     await shot(page, 'light-08-metrics');
 
     // TensorBoard through the server's authenticated TensorBoard route (px/tensorboard/<port>/).
-    await row.locator('.jp-px-action-tensorboard').click();
+    await rowAction(row, 'tensorboard');
     const frame = page.locator('.jp-px-panel-tensorboard iframe');
     await expect(frame).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
       timeout: 150000
@@ -216,7 +225,7 @@ test.describe('jupyter-px sidebar', () => {
     await expect(second).toHaveAttribute('data-state', 'Running', {
       timeout: 60000
     });
-    await second.locator('.jp-px-action-stop').click();
+    await rowAction(second, 'stop');
     await shot(page, 'light-10-stop-confirm');
     await page.locator('.jp-Dialog .jp-mod-warn').click();
     await expect(second).toHaveAttribute('data-state', 'Stopped', {
@@ -253,7 +262,7 @@ test.describe('jupyter-px sidebar', () => {
       4
     );
     await shot(page, 'dark-02-logs');
-    await row.locator('.jp-px-action-metrics').click();
+    await rowAction(row, 'metrics');
     await expect(
       page.locator('.jp-px-panel-metrics path.jp-px-trace')
     ).toHaveCount(4);
@@ -292,7 +301,7 @@ test.describe('jupyter-px sidebar', () => {
     const elapsed = (await page.evaluate(() => performance.now())) - started;
     // The list stays interactive: a row's action answers at once.
     const clickStarted = await page.evaluate(() => performance.now());
-    await rows.nth(150).locator('.jp-px-action-copy').click();
+    await rowAction(rows.nth(150), 'copy');
     const clickElapsed =
       (await page.evaluate(() => performance.now())) - clickStarted;
     const report = {

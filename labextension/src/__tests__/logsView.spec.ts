@@ -4,6 +4,7 @@ import * as api from '../api';
 import { LogsView } from '../panels/logsView';
 import { ReplicaLog } from '../panels/replicaLog';
 import { ApiError } from '../request';
+import { replicaTabLabel } from '../replicas';
 import type { IReplica, IRunDetail } from '../types';
 import { summary } from './fixtures';
 
@@ -110,7 +111,9 @@ describe('ReplicaLog', () => {
     });
     const log = new ReplicaLog('run-1', 'worker', 0, 1);
     await log.fetch();
-    expect(log.node.textContent).toBe('worker 0 wrote nothing to its log.');
+    expect(log.node.querySelector('.jp-px-log-scroller')!.textContent).toBe(
+      'worker 0 wrote nothing to its log.'
+    );
     log.dispose();
   });
 
@@ -152,5 +155,97 @@ describe('panels of a deleted run', () => {
     );
     expect(model.poll.state.phase).toBe('stopped');
     model.dispose();
+  });
+});
+
+describe('the log toolbar', () => {
+  beforeEach(() => readLog.mockReset());
+
+  function chunk(text: string, offset: number) {
+    return { replica: 'worker-0', text, offset, finished: true };
+  }
+
+  it('follows, wraps, searches and downloads the whole log', async () => {
+    const lines = 'epoch 1 loss 0.5\nepoch 2 LOSS 0.25\nsaved\n';
+    readLog.mockResolvedValueOnce(chunk(lines, lines.length));
+    readLog.mockResolvedValueOnce(chunk('', lines.length));
+    const log = new ReplicaLog('run-1', 'worker', 0, 60);
+    Widget.attach(log, document.body);
+    await log.fetch();
+    const bar = log.node.querySelector('.jp-px-log-toolbar')!;
+    const follow = bar.querySelector(
+      '.jp-px-log-follow input'
+    ) as HTMLInputElement;
+    const wrap = bar.querySelector('.jp-px-log-wrap input') as HTMLInputElement;
+    expect(follow.checked).toBe(true);
+    expect(wrap.checked).toBe(true);
+
+    wrap.click();
+    expect(log.node.querySelector('pre')!.classList).toContain('jp-mod-nowrap');
+
+    const search = bar.querySelector('.jp-px-log-search') as HTMLInputElement;
+    search.value = 'loss';
+    search.dispatchEvent(new Event('input'));
+    expect(log.matches).toEqual({ count: 2, current: 0 });
+    expect(bar.querySelector('.jp-px-log-count')!.textContent).toBe('1 of 2');
+    expect(follow.checked).toBe(false); // reading a match: the newest lines no longer pull
+    search.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' }));
+    expect(log.matches).toEqual({ count: 2, current: 1 });
+    expect(bar.querySelector('.jp-px-log-count')!.textContent).toBe('2 of 2');
+    search.value = 'nothing like it';
+    search.dispatchEvent(new Event('input'));
+    expect(bar.querySelector('.jp-px-log-count')!.textContent).toBe('no match');
+
+    // Download reads the whole log from the server, from its first byte.
+    readLog.mockReset();
+    readLog.mockResolvedValueOnce(chunk('first half\n', 11));
+    readLog.mockResolvedValueOnce(chunk('second half\n', 23));
+    readLog.mockResolvedValueOnce(chunk('', 23));
+    const urls: Blob[] = [];
+    (URL as any).createObjectURL = (blob: Blob) => {
+      urls.push(blob);
+      return 'blob:log';
+    };
+    (URL as any).revokeObjectURL = () => undefined;
+    let downloaded = '';
+    const click = jest
+      .spyOn(HTMLAnchorElement.prototype, 'click')
+      .mockImplementation(function (this: HTMLAnchorElement) {
+        downloaded = this.download;
+      });
+    await log.download();
+    expect(readLog.mock.calls.map(call => call[3])).toEqual([0, 11, 23]);
+    expect(downloaded).toBe('run-1-worker-0.log');
+    const saved = await new Promise<string>(resolve => {
+      const reader = new FileReader();
+      reader.onload = () => resolve(reader.result as string);
+      reader.readAsText(urls[0]);
+    });
+    expect(saved).toBe('first half\nsecond half\n');
+    click.mockRestore();
+    log.dispose();
+  });
+});
+
+describe('replica tab labels', () => {
+  it('name the master as the job does: chief in a TensorFlow job', () => {
+    const master = replica('master', 0, 'Running', null);
+    expect(replicaTabLabel(master, { framework: 'pytorch' })).toBe(
+      'master 0 · Running'
+    );
+    expect(replicaTabLabel(master, { framework: 'tensorflow' })).toBe(
+      'chief · Running'
+    );
+    expect(
+      replicaTabLabel(master, {
+        framework: 'tensorflow',
+        environment: { tf_master_type: 'master' }
+      })
+    ).toBe('master 0 · Running');
+    expect(
+      replicaTabLabel(replica('worker', 1, 'Failed', 1), {
+        framework: 'tensorflow'
+      })
+    ).toBe('worker 1 · Failed');
   });
 });

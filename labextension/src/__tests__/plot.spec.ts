@@ -1,4 +1,10 @@
-import { formatTick, layoutPlot, mergeSeries } from '../plot';
+import {
+  formatTick,
+  layoutPlot,
+  mergeSeries,
+  niceTicks,
+  valuesAt
+} from '../plot';
 
 describe('metrics plot', () => {
   it('scales every replica onto shared axes', () => {
@@ -86,5 +92,62 @@ describe('metrics plot', () => {
     );
     expect(merged.values).toEqual([null, 1, 2, null]);
     expect(merged.nonfinite).toEqual({ '0': 'Infinity', '3': 'NaN' });
+  });
+});
+
+describe('metrics plot axes, log scale and hover', () => {
+  const loss = {
+    label: 'worker-0',
+    series: {
+      steps: [0, 10, 20, 30],
+      values: [1, 0.1, 0.01, 0.001],
+      times: [0, 0, 0, 0]
+    }
+  };
+
+  it('has round ticks for its grid', () => {
+    expect(niceTicks(0, 30, 3)).toEqual([0, 10, 20, 30]);
+    expect(niceTicks(0.001, 1, 5)).toEqual([0.2, 0.4, 0.6, 0.8, 1]);
+    const plot = layoutPlot([loss], 300, 100);
+    expect(plot.xTicks.map(t => t.value)).toEqual([0, 10, 20, 30]);
+    expect(plot.xTicks.map(t => t.position)).toEqual([0, 100, 200, 300]);
+    expect(plot.yTicks[0].position).toBeGreaterThan(
+      plot.yTicks[plot.yTicks.length - 1].position
+    );
+  });
+
+  it('on a log scale, decades are evenly spaced and values <= 0 are left out', () => {
+    const plot = layoutPlot([loss], 300, 90, { log: true });
+    expect(plot.traces[0].points).toBe('0,0 100,30 200,60 300,90');
+    expect(plot.yTicks.map(t => t.value)).toEqual([0.001, 0.01, 0.1, 1]);
+    expect(plot.yTicks.map(t => t.position)).toEqual([90, 60, 30, 0]);
+    expect(plot.hidden).toBe(0);
+    const withZero = layoutPlot(
+      [
+        {
+          label: 'a',
+          series: { steps: [0, 1, 2], values: [1, 0, -1], times: [0, 0, 0] }
+        }
+      ],
+      10,
+      10,
+      { log: true }
+    );
+    expect(withZero.hidden).toBe(2);
+  });
+
+  it('reads every replica at the step under the pointer', () => {
+    const other = {
+      label: 'worker-1',
+      series: { steps: [0, 20], values: [2, NaN], times: [0, 0] }
+    };
+    const plot = layoutPlot([loss, other], 300, 100);
+    expect(valuesAt([loss, other], plot, 190, 300)).toEqual({
+      step: 20,
+      values: [
+        { label: 'worker-0', value: 0.01 },
+        { label: 'worker-1', value: null }
+      ]
+    });
   });
 });

@@ -29,6 +29,8 @@ export function actions(
     openMetrics: () => undefined,
     openTensorBoard: () => undefined,
     stopRun: async () => undefined,
+    deleteRuns: async () => undefined,
+    compareRuns: null,
     ...overrides
   };
 }

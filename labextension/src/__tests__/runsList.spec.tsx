@@ -1,3 +1,9 @@
+import {
+  acceptDialog,
+  dismissDialog,
+  waitForDialog
+} from '@jupyterlab/testutils';
+import { Signal } from '@lumino/signaling';
 import * as React from 'react';
 
 import { filterRuns } from '../runs';
@@ -107,6 +113,143 @@ describe('RunsList', () => {
       setInput(widget.node.querySelector('.jp-px-filter-text')!, 'quick')
     );
     expect(shown()).toEqual(['run-1']);
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+});
+
+describe('RunsList housekeeping', () => {
+  const click = (element: Element | null) => {
+    expect(element).not.toBeNull();
+    React.act(() => (element as HTMLElement).click());
+  };
+  const row = (widget: { node: HTMLElement }, runId: string) =>
+    widget.node.querySelector(`.jp-px-run[data-run-id="${runId}"]`)!;
+  const menuItems = (widget: { node: HTMLElement }, runId: string) => {
+    click(row(widget, runId).querySelector('.jp-px-row-menu'));
+    return Array.from(
+      row(widget, runId).querySelectorAll('.jp-px-menu-item')
+    ).map(item => item.textContent);
+  };
+
+  it('puts the row actions in one menu: Stop for a running run, Delete for a finished one', () => {
+    const model = listModel();
+    const metrics: string[] = [];
+    const widget = mount(
+      <RunsList
+        model={model}
+        actions={actions({ openMetrics: runId => metrics.push(runId) })}
+      />
+    );
+    for (const id of ['run-1', 'run-2']) {
+      const links = row(widget, id).querySelectorAll(
+        '.jp-px-run-actions > button, .jp-px-run-actions .jp-px-row-menu'
+      );
+      expect(Array.from(links).map(link => link.textContent)).toEqual([
+        'Logs',
+        '⋯'
+      ]);
+    }
+    expect(menuItems(widget, 'run-1')).toEqual([
+      'Metrics',
+      'TensorBoard',
+      'Stop',
+      'Copy id'
+    ]);
+    click(row(widget, 'run-1').querySelector('.jp-px-action-metrics'));
+    expect(metrics).toEqual(['run-1']);
+    expect(row(widget, 'run-1').querySelector('.jp-px-menu')).toBeNull();
+    expect(menuItems(widget, 'run-2')).toEqual([
+      'Metrics',
+      'TensorBoard',
+      'Copy id',
+      'Delete…'
+    ]);
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+
+  it('deletes a run only after asking', async () => {
+    const model = listModel();
+    const deleted: string[][] = [];
+    const widget = mount(
+      <RunsList
+        model={model}
+        actions={actions({ deleteRuns: async ids => void deleted.push(ids) })}
+      />
+    );
+    menuItems(widget, 'run-3');
+    click(row(widget, 'run-3').querySelector('.jp-px-action-delete'));
+    await waitForDialog();
+    expect(document.body.querySelector('.jp-Dialog')!.textContent).toContain(
+      'Delete run-3?'
+    );
+    await dismissDialog();
+    expect(deleted).toEqual([]);
+    menuItems(widget, 'run-3');
+    click(row(widget, 'run-3').querySelector('.jp-px-action-delete'));
+    await waitForDialog();
+    await acceptDialog();
+    await React.act(async () => undefined);
+    expect(deleted).toEqual([['run-3']]);
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+
+  it('clears the finished runs, after asking, and leaves the running one', async () => {
+    const model = listModel();
+    const deleted: string[][] = [];
+    const widget = mount(
+      <RunsList
+        model={model}
+        actions={actions({ deleteRuns: async ids => void deleted.push(ids) })}
+      />
+    );
+    click(widget.node.querySelector('.jp-px-clear-finished'));
+    await waitForDialog();
+    const dialog = document.body.querySelector('.jp-Dialog')!;
+    expect(dialog.textContent).toContain('Clear 2 finished runs?');
+    expect(dialog.textContent).toContain('Delete sweep lr, run-3?');
+    await acceptDialog();
+    await React.act(async () => undefined);
+    expect(deleted).toEqual([['run-2', 'run-3']]);
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+
+  it('opens several runs in one TensorBoard, and compares them when a comparison view exists', () => {
+    const model = listModel();
+    const opened: [string, string[] | undefined][] = [];
+    const compared: string[][] = [];
+    let compare: ((ids: string[]) => void) | null = null;
+    const sidebarActions = actions({
+      openTensorBoard: (runId, also) => opened.push([runId, also])
+    });
+    Object.defineProperty(sidebarActions, 'compareRuns', {
+      get: () => compare
+    });
+    const widget = mount(<RunsList model={model} actions={sidebarActions} />);
+    const bar = () => widget.node.querySelector('.jp-px-selection');
+    expect(bar()).toBeNull();
+    click(row(widget, 'run-1').querySelector('.jp-px-run-select'));
+    click(row(widget, 'run-3').querySelector('.jp-px-run-select'));
+    expect(bar()!.querySelector('.jp-px-selection-count')!.textContent).toBe(
+      '2 selected'
+    );
+    expect(bar()!.querySelector('.jp-px-selection-compare')).toBeNull();
+    click(bar()!.querySelector('.jp-px-selection-tensorboard'));
+    expect(opened).toEqual([['run-1', ['run-3']]]);
+
+    compare = ids => compared.push(ids);
+    React.act(() => (model.changed as Signal<RunsModel, void>).emit());
+    click(bar()!.querySelector('.jp-px-selection-compare'));
+    expect(compared).toEqual([['run-1', 'run-3']]);
+    // Only the finished one of the selection can be deleted.
+    expect(bar()!.querySelector('.jp-px-selection-delete')!.textContent).toBe(
+      'Delete 1…'
+    );
+    click(bar()!.querySelector('.jp-px-selection-clear'));
+    expect(bar()).toBeNull();
     React.act(() => widget.dispose());
     model.dispose();
   });

@@ -1,11 +1,14 @@
 import type { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
+import type { ISidebarActions } from '../sidebar/actions';
 import { SubmitForm } from '../sidebar/submitForm';
+import { SubmitState } from '../sidebar/submitState';
+import { RunButton } from '../sidebar/topologyForm';
 import { TopologyModel } from '../topologyModel';
 import { actions, mount } from './render';
 
-describe('SubmitForm', () => {
+describe('Run distributed', () => {
   let widget: Widget | null = null;
   let model: TopologyModel;
 
@@ -19,10 +22,12 @@ describe('SubmitForm', () => {
   });
 
   function runButton(notebook: string | null): HTMLButtonElement {
+    const sidebarActions = actions({ activeNotebook: () => notebook });
     widget = mount(
-      <SubmitForm
+      <RunButton
         model={model}
-        actions={actions({ activeNotebook: () => notebook })}
+        actions={sidebarActions}
+        submit={new SubmitState(sidebarActions)}
       />
     );
     return widget.node.querySelector('.jp-px-submit-button')!;
@@ -47,5 +52,57 @@ describe('SubmitForm', () => {
     button = runButton(null);
     expect(button.disabled).toBe(true);
     expect(button.classList).not.toContain('jp-mod-accept');
+  });
+
+  it("runs with the Submit section's name, which clears after a submit", async () => {
+    model.validation = { valid: true };
+    const submitted: string[] = [];
+    const sidebarActions: ISidebarActions = actions({
+      activeNotebook: () => 'quickstart.ipynb',
+      submitActive: async ({ name }) => void submitted.push(name)
+    });
+    const submit = new SubmitState(sidebarActions);
+    widget = mount(
+      <div>
+        <RunButton model={model} actions={sidebarActions} submit={submit} />
+        <SubmitForm submit={submit} model={model} actions={sidebarActions} />
+      </div>
+    );
+    const input = widget.node.querySelector(
+      '.jp-px-run-name-input'
+    ) as HTMLInputElement;
+    React.act(() => {
+      Object.getOwnPropertyDescriptor(
+        HTMLInputElement.prototype,
+        'value'
+      )!.set!.call(input, 'lr sweep 1');
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    expect(input.value).toBe('lr sweep 1');
+    await React.act(async () =>
+      (
+        widget!.node.querySelector('.jp-px-submit-button') as HTMLElement
+      ).click()
+    );
+    expect(submitted).toEqual(['lr sweep 1']);
+    expect(input.value).toBe('');
+  });
+
+  it('names the notebook that is active now', async () => {
+    let notebook: string | null = null;
+    const sidebarActions = actions({ activeNotebook: () => notebook });
+    widget = mount(
+      <SubmitForm
+        submit={new SubmitState(sidebarActions)}
+        model={model}
+        actions={sidebarActions}
+      />
+    );
+    const line = () =>
+      widget!.node.querySelector('.jp-px-notebook')!.textContent;
+    expect(line()).toBe('open a notebook');
+    notebook = 'work/train.ipynb';
+    await React.act(() => model.setNotebook('work/train.ipynb', []));
+    expect(line()).toBe('work/train.ipynb');
   });
 });

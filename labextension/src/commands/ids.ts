@@ -7,4 +7,7 @@ export namespace CommandIDs {
   export const openMetrics = 'jupyter-px:open-metrics';
   export const openTensorBoard = 'jupyter-px:open-tensorboard';
   export const stopRun = 'jupyter-px:stop-run';
+  export const deleteRuns = 'jupyter-px:delete-runs';
+  /** The comparison view's command (`{runIds: string[]}`), registered by its own plugin part. */
+  export const compareRuns = 'jupyter-px:compare-runs';
 }

@@ -75,6 +75,26 @@ export function addRunPanelCommands(
     label: 'Distributed run: TensorBoard',
     execute: args => openPanel('tensorboard', runArg(args))
   });
+  app.commands.addCommand(CommandIDs.deleteRuns, {
+    label: 'Delete finished distributed runs',
+    execute: async args => {
+      const runIds = Array.isArray(args.runIds) ? args.runIds.map(String) : [];
+      const failed: string[] = [];
+      for (const runId of runIds) {
+        try {
+          await api.deleteRun(runId);
+        } catch (error) {
+          failed.push(`${runId}: ${describe(error)}`);
+        }
+      }
+      if (failed.length) {
+        Notification.error(
+          `${failed.length} of ${runIds.length} runs could not be deleted: ${failed.join('; ')}`
+        );
+      }
+      await runs.poll.refresh();
+    }
+  });
   app.commands.addCommand(CommandIDs.stopRun, {
     label: 'Stop distributed run',
     execute: async args => {

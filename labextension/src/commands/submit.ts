@@ -15,6 +15,7 @@ import type { TopologyModel } from '../topologyModel';
 import type { ISubmission } from '../types';
 import { describe } from './describe';
 import { CommandIDs } from './ids';
+import { askRunFile } from './runFileDialog';
 
 /**
  * The submit commands (the notebook toolbar's and palette's Run distributed, the file browser's
@@ -33,7 +34,8 @@ export function addSubmitCommands(
   }
 ): Pick<ISidebarActions, 'submitActive' | 'activeNotebook'> {
   const { notebooks, fileBrowser, topology, runs, settings, notices } = options;
-  const submit = async (body: Omit<ISubmission, 'topology'>): Promise<void> => {
+  /** The sidebar's topology, validated; throws naming its problems (and shows the sidebar). */
+  const validTopology = async () => {
     const answer = await topology.validate();
     if (!answer?.valid) {
       app.shell.activateById('jupyter-px-sidebar');
@@ -45,6 +47,10 @@ export function addSubmitCommands(
         `the topology has problems:\n${problems || answer?.message}`
       );
     }
+    return answer;
+  };
+  const submit = async (body: Omit<ISubmission, 'topology'>): Promise<void> => {
+    await validTopology();
     const run = await api.submitRun({
       topology: withDefaults(topology.topology, settings.kubernetesImage),
       tag: settings.cellTag,
@@ -110,7 +116,12 @@ export function addSubmitCommands(
         if (model.path.endsWith('.ipynb')) {
           await submit({ notebook: model.path, cells: 'all' });
         } else if (model.path.endsWith('.py')) {
-          await submit({ script: model.path });
+          // Asked first: the name (the file's stem) and the topology it runs with.
+          const answer = await validTopology();
+          const name = await askRunFile(model.path, answer.summary ?? '');
+          if (name !== null) {
+            await submit({ script: model.path, name: name || undefined });
+          }
         } else {
           throw new Error(
             `${model.path} is neither a notebook nor a Python script`

@@ -47,7 +47,7 @@ export class LogsView extends TabPanel {
         replica.index,
         this.interval
       );
-      log.title.label = replicaTabLabel(replica);
+      log.title.label = replicaTabLabel(replica, run.topology);
       log.title.className = `jp-px-tab-${replica.state.toLowerCase()}`;
       log.node.dataset.state = replica.state;
       this.addWidget(log);

@@ -1,15 +1,49 @@
 import { UseSignal } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { formatTick, layoutPlot } from '../plot';
+import { formatTick, layoutPlot, valuesAt } from '../plot';
 import type { MetricsModel } from './metricsModel';
 
-const WIDTH = 640;
+/** The plot's width before the panel has been measured (and in tests, where nothing is laid out). */
+const DEFAULT_WIDTH = 640;
 const HEIGHT = 300;
+/** Room around the plotting box for the tick labels. */
+const LEFT = 64;
+const BOTTOM = 30;
+const TOP = 10;
+const RIGHT = 16;
 
-/** The metric picker, the plot (one line per replica, broken where a value is not finite) and its legend. */
+/** The width of `ref`'s element, followed as the panel is resized. */
+function useWidth(ref: React.RefObject<HTMLElement>): number {
+  const [width, setWidth] = React.useState(DEFAULT_WIDTH);
+  React.useEffect(() => {
+    const node = ref.current;
+    if (!node || typeof ResizeObserver === 'undefined') {
+      return;
+    }
+    const observer = new ResizeObserver(() => {
+      if (node.clientWidth > 0) {
+        setWidth(node.clientWidth);
+      }
+    });
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, [ref]);
+  return width;
+}
+
+/**
+ * The metric picker and a log-scale toggle, the plot (one line per replica, broken where a value
+ * is not finite) with axes, a grid and a read-out of every replica's value under the pointer,
+ * filling the panel's width; and its legend.
+ */
 export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
   const { model } = props;
+  const box = React.useRef<HTMLDivElement>(null);
+  const outer = useWidth(box);
+  const [log, setLog] = React.useState(false);
+  const [hoverX, setHoverX] = React.useState<number | null>(null);
+  const width = Math.max(120, outer - LEFT - RIGHT);
   return (
     <UseSignal signal={model.changed}>
       {() => {
@@ -21,9 +55,25 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
             label: replica,
             series: metrics[metric!]
           }));
-        const plot = layoutPlot(series, WIDTH, HEIGHT);
+        const plot = layoutPlot(series, width, HEIGHT, { log });
+        const hover =
+          hoverX === null || !series.length
+            ? null
+            : valuesAt(series, plot, hoverX, width);
+        const hoverPosition =
+          hover === null
+            ? 0
+            : ((hover.step - plot.xRange[0]) /
+                (plot.xRange[1] - plot.xRange[0])) *
+              width;
+        const move = (event: React.MouseEvent<SVGSVGElement>) => {
+          const rect = event.currentTarget.getBoundingClientRect();
+          const scale = rect.width ? (LEFT + width + RIGHT) / rect.width : 1;
+          const x = (event.clientX - rect.left) * scale - LEFT;
+          setHoverX(x >= 0 && x <= width ? x : null);
+        };
         return (
-          <div className="jp-px-metrics">
+          <div className="jp-px-metrics" ref={box}>
             <div className="jp-px-toolbar">
               <label>
                 Metric{' '}
@@ -39,10 +89,24 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                   ))}
                 </select>
               </label>
+              <label className="jp-px-log-scale" title="Logarithmic y axis">
+                <input
+                  type="checkbox"
+                  checked={log}
+                  onChange={event => setLog(event.target.checked)}
+                />{' '}
+                log scale
+              </label>
               {model.finished ? (
                 <span className="jp-px-note">run finished</span>
               ) : (
                 <span className="jp-px-note">live</span>
+              )}
+              {plot.hidden > 0 && (
+                <span className="jp-px-note jp-px-log-hidden">
+                  {plot.hidden} point{plot.hidden === 1 ? '' : 's'} ≤ 0 not
+                  shown on a log scale
+                </span>
               )}
             </div>
             {model.error && <div className="jp-px-error">{model.error}</div>}
@@ -54,34 +118,66 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
             ) : (
               <svg
                 className="jp-px-plot"
-                viewBox={`-60 -10 ${WIDTH + 80} ${HEIGHT + 40}`}
+                viewBox={`${-LEFT} ${-TOP} ${LEFT + width + RIGHT} ${HEIGHT + TOP + BOTTOM}`}
+                width="100%"
                 role="img"
-                aria-label={`${metric} by step`}
+                aria-label={`${metric} by step${log ? ' (log scale)' : ''}`}
+                onMouseMove={move}
+                onMouseLeave={() => setHoverX(null)}
               >
+                {plot.yTicks.map(tick => (
+                  <g key={`y${tick.value}`} className="jp-px-ytick">
+                    <line
+                      className="jp-px-grid-line"
+                      x1={0}
+                      x2={width}
+                      y1={tick.position}
+                      y2={tick.position}
+                    />
+                    <text
+                      className="jp-px-tick"
+                      x={-6}
+                      y={tick.position + 4}
+                      textAnchor="end"
+                    >
+                      {formatTick(tick.value)}
+                    </text>
+                  </g>
+                ))}
+                {plot.xTicks.map(tick => (
+                  <g key={`x${tick.value}`} className="jp-px-xtick">
+                    <line
+                      className="jp-px-grid-line"
+                      x1={tick.position}
+                      x2={tick.position}
+                      y1={0}
+                      y2={HEIGHT}
+                    />
+                    <text
+                      className="jp-px-tick"
+                      x={tick.position}
+                      y={HEIGHT + 16}
+                      textAnchor="middle"
+                    >
+                      {formatTick(tick.value)}
+                    </text>
+                  </g>
+                ))}
                 <line
                   className="jp-px-axis"
                   x1={0}
                   y1={HEIGHT}
-                  x2={WIDTH}
+                  x2={width}
                   y2={HEIGHT}
                 />
                 <line className="jp-px-axis" x1={0} y1={0} x2={0} y2={HEIGHT} />
-                <text className="jp-px-tick" x={-6} y={6} textAnchor="end">
-                  {formatTick(plot.yRange[1])}
-                </text>
-                <text className="jp-px-tick" x={-6} y={HEIGHT} textAnchor="end">
-                  {formatTick(plot.yRange[0])}
-                </text>
-                <text className="jp-px-tick" x={0} y={HEIGHT + 18}>
-                  {formatTick(plot.xRange[0])}
-                </text>
                 <text
-                  className="jp-px-tick"
-                  x={WIDTH}
-                  y={HEIGHT + 18}
+                  className="jp-px-tick jp-px-axis-title"
+                  x={width}
+                  y={HEIGHT + 28}
                   textAnchor="end"
                 >
-                  step {formatTick(plot.xRange[1])}
+                  step
                 </text>
                 {plot.traces.map((trace, i) => (
                   <path
@@ -92,7 +188,37 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                     fill="none"
                   />
                 ))}
+                {hover && (
+                  <line
+                    className="jp-px-hover-line"
+                    x1={hoverPosition}
+                    x2={hoverPosition}
+                    y1={0}
+                    y2={HEIGHT}
+                  />
+                )}
+                <rect
+                  className="jp-px-hover-area"
+                  x={0}
+                  y={0}
+                  width={width}
+                  height={HEIGHT}
+                  fill="transparent"
+                />
               </svg>
+            )}
+            {hover && (
+              <div className="jp-px-hover" role="status">
+                <span className="jp-px-hover-step">
+                  step {formatTick(hover.step)}
+                </span>
+                {hover.values.map(({ label, value }, i) => (
+                  <span key={label} className="jp-px-hover-value">
+                    <span className={`jp-px-swatch jp-px-trace-${i % 8}`} />{' '}
+                    {label}: {value === null ? '–' : formatTick(value)}
+                  </span>
+                ))}
+              </div>
             )}
             <ul className="jp-px-legend">
               {plot.traces.map((trace, i) => (

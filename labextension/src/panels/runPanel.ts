@@ -12,7 +12,7 @@ export class RunPanel<T extends Widget = Widget> extends MainAreaWidget<T> {
   ) {
     super({ content });
     this.id = `jupyter-px-${kind}-${runId}`;
-    this.title.label = `${kind === 'tensorboard' ? 'TensorBoard' : kind[0].toUpperCase() + kind.slice(1)}: ${runId}`;
+    this.title.label = `${kind === 'tensorboard' ? 'TensorBoard' : kind[0].toUpperCase() + kind.slice(1)}: ${runId.split('+').join(', ')}`;
     this.title.icon = pxIcon;
     this.title.closable = true;
     this.addClass(`jp-px-panel-${kind}`);

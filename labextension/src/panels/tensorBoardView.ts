@@ -4,7 +4,18 @@ import { Widget } from '@lumino/widgets';
 import * as api from '../api';
 import { runGoneMessage } from '../runGone';
 
-/** TensorBoard: started (or reused) by the server, shown through its px/tensorboard/<port>/ route. */
+/** Joins run ids in a panel's key ('+' is never in a run id), so a restored panel reopens all. */
+const SEPARATOR = '+';
+
+/** The TensorBoard panel's key for these runs: one panel per set, in the order given. */
+export function tensorBoardKey(runIds: string[]): string {
+  return Array.from(new Set(runIds)).join(SEPARATOR);
+}
+
+/**
+ * TensorBoard: started (or reused) by the server, shown through its px/tensorboard/<port>/ route.
+ * `runId` is one run, or several joined by `tensorBoardKey`: one TensorBoard shows them all.
+ */
 export class TensorBoardView extends Widget {
   constructor(private runId: string) {
     super();
@@ -18,7 +29,11 @@ export class TensorBoardView extends Widget {
 
   private async start(): Promise<void> {
     try {
-      const answer = await api.startTensorBoard(this.runId);
+      const [first, ...also] = this.runId.split(SEPARATOR);
+      const answer = await api.startTensorBoard(
+        first,
+        also.length ? { also } : {}
+      );
       this._status.remove();
       const frame = new IFrame({
         sandbox: [

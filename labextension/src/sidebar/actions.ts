@@ -10,6 +10,11 @@ export interface ISidebarActions {
   activeKernel(): Kernel.IKernelConnection | null;
   openLogs(runId: string): void;
   openMetrics(runId: string): void;
-  openTensorBoard(runId: string): void;
+  /** One TensorBoard for `runId` and the runs of `also` (the multi-select). */
+  openTensorBoard(runId: string, also?: string[]): void;
   stopRun(runId: string): Promise<void>;
+  /** Remove finished runs' directories (asked for already); resolves once the list is refreshed. */
+  deleteRuns(runIds: string[]): Promise<void>;
+  /** Open the comparison view of these runs; null when no comparison view is installed. */
+  compareRuns: ((runIds: string[]) => void) | null;
 }

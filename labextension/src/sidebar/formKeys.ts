@@ -4,9 +4,13 @@ import type * as React from 'react';
  * Enter in a text field of an HTML form "submits" it implicitly: the browser clicks the form's
  * first submit button. In the schema form that is the first array's Add button (its `<button>`
  * has no `type`), so Enter silently appended an empty per-worker override and the topology
- * turned invalid. Enter in a field of the sidebar form does nothing instead.
+ * turned invalid. Enter in a field of the sidebar form does nothing instead, or calls `onEnter`
+ * (the Submit section's run name: Enter there runs).
  */
-export function ignoreEnterInFields(event: React.KeyboardEvent): void {
+export function enterInFields(
+  event: React.KeyboardEvent,
+  onEnter?: () => void
+): void {
   const target = event.target as HTMLElement;
   if (event.key !== 'Enter' || target.tagName !== 'INPUT') {
     return;
@@ -16,4 +20,5 @@ export function ignoreEnterInFields(event: React.KeyboardEvent): void {
     return;
   }
   event.preventDefault();
+  onEnter?.();
 }

@@ -9,6 +9,7 @@ import type { TopologyModel } from '../topologyModel';
 import type { ISidebarActions } from './actions';
 import { RunsList } from './runsList';
 import { SubmitForm } from './submitForm';
+import { SubmitState } from './submitState';
 import { TopologyForm } from './topologyForm';
 
 /** The left-sidebar panel: Topology, Submit, Runs sections. */
@@ -24,13 +25,14 @@ export class PxSidebar extends SidePanel {
     this.title.icon = pxIcon;
     this.title.caption = 'Distributed runs';
 
+    const submitState = new SubmitState(actions);
     const form = ReactWidget.create(
-      <TopologyForm model={topology} actions={actions} />
+      <TopologyForm model={topology} actions={actions} submit={submitState} />
     );
     form.title.label = 'Topology';
     form.addClass('jp-px-section-topology');
     const submit = ReactWidget.create(
-      <SubmitForm model={topology} actions={actions} />
+      <SubmitForm submit={submitState} model={topology} actions={actions} />
     );
     submit.title.label = 'Submit';
     submit.addClass('jp-px-section-submit');

@@ -11,6 +11,8 @@ import {
 import { failureLine } from '../failureLine';
 import type { IRunSummary } from '../types';
 import type { ISidebarActions } from './actions';
+import { confirmDelete } from './housekeeping';
+import { IRowMenuItem, RowMenu } from './rowMenu';
 
 /** A failed run's exception line, read from its failing replica's log once the run failed. */
 function FailureLine(props: { runId: string }): JSX.Element | null {
@@ -32,15 +34,20 @@ function FailureLine(props: { runId: string }): JSX.Element | null {
   ) : null;
 }
 
-/** One run in the list: name, state, replicas, age, progress, and its actions (stop asks first). */
+/**
+ * One run in the list: a check box (for TensorBoard, Compare and Delete of several), name, state,
+ * replicas, age, progress; Logs, and the other actions in the "⋯" menu (Stop and Delete ask first).
+ */
 export function RunRow(props: {
   run: IRunSummary;
   progress: number | null;
   actions: ISidebarActions;
   /** Seconds since the epoch, ticking: ages count up between polls. */
   now?: number;
+  selected?: boolean;
+  onSelect?: (selected: boolean) => void;
 }): JSX.Element {
-  const { run, progress, actions, now } = props;
+  const { run, progress, actions, now, selected, onSelect } = props;
   const badge = stateBadge(run.state);
   const owner = ownerNote(run);
   const stop = async () => {
@@ -53,9 +60,54 @@ export function RunRow(props: {
       await actions.stopRun(run.run_id);
     }
   };
+  const items: IRowMenuItem[] = [
+    {
+      name: 'metrics',
+      label: 'Metrics',
+      run: () => actions.openMetrics(run.run_id)
+    },
+    {
+      name: 'tensorboard',
+      label: 'TensorBoard',
+      run: () => actions.openTensorBoard(run.run_id)
+    },
+    ...(run.finished
+      ? []
+      : [{ name: 'stop', label: 'Stop', run: () => void stop() }]),
+    {
+      name: 'copy',
+      label: 'Copy id',
+      title: run.run_id,
+      run: () => Clipboard.copyToSystem(run.run_id)
+    },
+    ...(run.finished
+      ? [
+          {
+            name: 'delete',
+            label: 'Delete…',
+            title: 'Remove the run and its logs, metrics and outputs',
+            danger: true,
+            run: () => void confirmDelete([run], actions)
+          }
+        ]
+      : [])
+  ];
   return (
-    <li className="jp-px-run" data-run-id={run.run_id} data-state={run.state}>
+    <li
+      className={'jp-px-run' + (selected ? ' jp-mod-selected' : '')}
+      data-run-id={run.run_id}
+      data-state={run.state}
+    >
       <div className="jp-px-run-head">
+        {onSelect && (
+          <input
+            type="checkbox"
+            className="jp-px-run-select"
+            aria-label={`Select ${runLabel(run)}`}
+            checked={selected ?? false}
+            onChange={event => onSelect(event.target.checked)}
+          />
+        )}
         <span className="jp-px-run-name" title={run.run_id}>
           {runLabel(run)}
         </span>
@@ -97,33 +149,7 @@ export function RunRow(props: {
         >
           Logs
         </button>
-        <button
-          className="jp-px-link jp-px-action-metrics"
-          onClick={() => actions.openMetrics(run.run_id)}
-        >
-          Metrics
-        </button>
-        <button
-          className="jp-px-link jp-px-action-tensorboard"
-          onClick={() => actions.openTensorBoard(run.run_id)}
-        >
-          TensorBoard
-        </button>
-        {!run.finished && (
-          <button
-            className="jp-px-link jp-px-action-stop"
-            onClick={() => void stop()}
-          >
-            Stop
-          </button>
-        )}
-        <button
-          className="jp-px-link jp-px-action-copy"
-          onClick={() => Clipboard.copyToSystem(run.run_id)}
-          title="Copy the run id"
-        >
-          Copy id
-        </button>
+        <RowMenu label={`More actions for ${runLabel(run)}`} items={items} />
       </div>
     </li>
   );

@@ -4,7 +4,9 @@ import * as React from 'react';
 import { filterRuns, IRunFilter, progressFraction } from '../runs';
 import type { RunsModel } from '../runsModel';
 import type { ISidebarActions } from './actions';
+import { confirmDelete } from './housekeeping';
 import { RunRow } from './runRow';
+import { SelectionBar } from './selectionBar';
 
 /** How often the rows' ages count up, in milliseconds (the list polls less often). */
 export const AGE_TICK_MS = 1000;
@@ -32,11 +34,24 @@ export function RunsList(props: {
     text: '',
     state: 'all'
   });
+  const [chosen, setChosen] = React.useState<ReadonlySet<string>>(new Set());
+  const choose = (runId: string, on: boolean) => {
+    const next = new Set(chosen);
+    if (on) {
+      next.add(runId);
+    } else {
+      next.delete(runId);
+    }
+    setChosen(next);
+  };
   return (
     <UseSignal signal={model.changed}>
       {() => {
         const shown = filterRuns(model.runs, filter);
         const filtering = filter.text.trim() !== '' || filter.state !== 'all';
+        // Runs deleted meanwhile (here or elsewhere) drop out of the selection.
+        const selected = model.runs.filter(run => chosen.has(run.run_id));
+        const finished = model.runs.filter(run => run.finished);
         return (
           <div className="jp-px-runs">
             {model.error && (
@@ -75,8 +90,28 @@ export function RunsList(props: {
                     </option>
                   ))}
                 </select>
+                {finished.length > 0 && (
+                  <button
+                    className="jp-px-link jp-px-clear-finished"
+                    title="Delete every finished run listed here, after asking"
+                    onClick={() =>
+                      void confirmDelete(
+                        finished,
+                        actions,
+                        `Clear ${finished.length} finished run${finished.length === 1 ? '' : 's'}?`
+                      ).then(done => done && setChosen(new Set()))
+                    }
+                  >
+                    Clear finished
+                  </button>
+                )}
               </div>
             )}
+            <SelectionBar
+              selected={selected}
+              actions={actions}
+              clear={() => setChosen(new Set())}
+            />
             {filtering && (
               <div className="jp-px-note jp-px-filter-count">
                 {shown.length} of {model.runs.length} shown
@@ -90,6 +125,8 @@ export function RunsList(props: {
                   now={now}
                   progress={progressFraction(model.progress[run.run_id])}
                   actions={actions}
+                  selected={chosen.has(run.run_id)}
+                  onSelect={on => choose(run.run_id, on)}
                 />
               ))}
             </ul>

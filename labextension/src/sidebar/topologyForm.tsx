@@ -6,25 +6,63 @@ import { customizeValidator } from '@rjsf/validator-ajv8';
 import * as React from 'react';
 
 import { listNamed, NAME_PATTERN, saveNamed } from '../kernelTopologies';
+import { advancedSchema, seedNewOverrides, setIn } from '../roles';
 import { formUiSchema } from '../topology';
 import type { TopologyModel } from '../topologyModel';
 import type { ISidebarActions } from './actions';
-import { ignoreEnterInFields } from './formKeys';
+import { enterInFields } from './formKeys';
 import { importYaml } from './importYaml';
+import { KeyValues } from './keyValues';
+import { SubmitOutcome } from './submitForm';
+import type { SubmitState } from './submitState';
 import { TextBody } from './textBody';
+import { TopologyCard } from './topologyCard';
 import { TopologyVerdict } from './topologyVerdict';
 
 const validator = customizeValidator<ReadonlyJSONObject>();
 
+/** Run distributed: the accent button when it can run, JupyterLab's disabled look otherwise. */
+export function RunButton(props: {
+  model: TopologyModel;
+  actions: ISidebarActions;
+  submit: SubmitState;
+}): JSX.Element {
+  const { model, actions, submit } = props;
+  const notebook = actions.activeNotebook();
+  const canRun = !submit.busy && notebook !== null && model.valid;
+  return (
+    <Button
+      className={
+        'jp-mod-styled jp-px-submit-button' + (canRun ? ' jp-mod-accept' : '')
+      }
+      disabled={!canRun}
+      onClick={() => void submit.run()}
+      title={
+        notebook === null
+          ? 'Open a notebook to run it'
+          : model.valid
+            ? `Run ${notebook} as a distributed job`
+            : 'The topology has problems'
+      }
+    >
+      {submit.busy ? 'Starting…' : 'Run distributed'}
+    </Button>
+  );
+}
+
 /**
- * The Topology section: the form generated from the server's schema, YAML import and export, and
- * the topologies named in the active notebook's kernel (`%%px_topology NAME`).
+ * The Topology section: a short card pinned at the top (replica counts, a requests/limits grid,
+ * the verdict and Run), then the rest of the form generated from the server's schema in a
+ * collapsible section, YAML import and export, and the topologies named in the active
+ * notebook's kernel (`%%px_topology NAME`).
  */
 export function TopologyForm(props: {
   model: TopologyModel;
   actions: ISidebarActions;
+  /** The Submit section's state (the run's name and cells), which the card's Run button reads. */
+  submit?: SubmitState;
 }): JSX.Element {
-  const { model, actions } = props;
+  const { model, actions, submit } = props;
   const [named, setNamed] = React.useState<{ [name: string]: any } | null>(
     null
   );
@@ -116,7 +154,25 @@ export function TopologyForm(props: {
   return (
     <UseSignal signal={model.changed}>
       {() => (
-        <div className="jp-px-topology" onKeyDownCapture={ignoreEnterInFields}>
+        <div
+          className="jp-px-topology"
+          onKeyDownCapture={event => enterInFields(event)}
+        >
+          {model.loadedFrom && (
+            <div className="jp-px-loaded-from" title={model.loadedFrom}>
+              Topology {model.loadedFrom}
+            </div>
+          )}
+          {model.schema && <TopologyCard model={model} />}
+          <TopologyVerdict model={model} />
+          {submit && (
+            <UseSignal signal={submit.changed}>
+              {() => (
+                <RunButton model={model} actions={actions} submit={submit} />
+              )}
+            </UseSignal>
+          )}
+          {submit && <SubmitOutcome submit={submit} />}
           <div className="jp-px-toolbar">
             <Button
               small
@@ -169,38 +225,73 @@ export function TopologyForm(props: {
           {model.loadError && (
             <div className="jp-px-error">{model.loadError}</div>
           )}
-          {model.loadedFrom && (
-            <div className="jp-px-loaded-from" title={model.loadedFrom}>
-              Topology {model.loadedFrom}
-            </div>
+          {model.schema && (
+            <details className="jp-px-env-settings">
+              <summary>Environment variables, node selectors</summary>
+              <KeyValues
+                id="px_env"
+                label="Environment variables (every replica)"
+                placeholder="NCCL_DEBUG=INFO"
+                value={model.formData.environment?.env}
+                onChange={pairs => {
+                  model.markEdited();
+                  model.setFormData(
+                    setIn(model.formData, ['environment', 'env'], pairs)
+                  );
+                }}
+              />
+              <KeyValues
+                id="px_node_selector"
+                label="Node selector (Kubernetes)"
+                placeholder="cloud.google.com/gke-accelerator=nvidia-l4"
+                value={model.formData.environment?.node_selector}
+                onChange={pairs => {
+                  model.markEdited();
+                  model.setFormData(
+                    setIn(
+                      model.formData,
+                      ['environment', 'node_selector'],
+                      pairs
+                    )
+                  );
+                }}
+              />
+            </details>
           )}
           {model.schema && (
-            <div
-              className="jp-px-form"
-              onChangeCapture={() => model.markEdited()}
-              onClickCapture={event => {
-                if ((event.target as HTMLElement).closest('button')) {
-                  model.markEdited();
-                }
-              }}
-            >
-              <FormComponent
-                schema={model.schema as any}
-                uiSchema={formUiSchema()}
-                formData={model.formData as ReadonlyJSONObject}
-                extraErrors={model.errorSchema as any}
-                validator={validator}
-                compact={true}
-                showModifiedFromDefault={false}
-                showErrorList={false}
-                liveValidate={false}
-                onChange={event =>
-                  model.setFormData((event.formData ?? {}) as any)
-                }
-              />
-            </div>
+            <details className="jp-px-more-settings">
+              <summary>Overrides, images, processes</summary>
+              <div
+                className="jp-px-form"
+                onChangeCapture={() => model.markEdited()}
+                onClickCapture={event => {
+                  if ((event.target as HTMLElement).closest('button')) {
+                    model.markEdited();
+                  }
+                }}
+              >
+                <FormComponent
+                  schema={advancedSchema(model.schema, model.formData) as any}
+                  uiSchema={formUiSchema()}
+                  formData={model.formData as ReadonlyJSONObject}
+                  extraErrors={model.errorSchema as any}
+                  validator={validator}
+                  compact={true}
+                  showModifiedFromDefault={false}
+                  showErrorList={false}
+                  liveValidate={false}
+                  onChange={event =>
+                    model.setFormData(
+                      seedNewOverrides(
+                        model.formData,
+                        (event.formData ?? {}) as any
+                      )
+                    )
+                  }
+                />
+              </div>
+            </details>
           )}
-          <TopologyVerdict model={model} />
         </div>
       )}
     </UseSignal>

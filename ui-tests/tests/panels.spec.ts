@@ -1,0 +1,143 @@
+/**
+ * The compact topology card, the state colours, the Metrics panel (axes, grid, hover, log scale,
+ * full width) and the Logs toolbar (follow, wrap, search, download), Light and Dark, on a
+ * finished run written into the store by make_runs.py. Screenshots go to
+ * ui-tests/screenshots/panels-{light,dark}-*.png.
+ */
+import {
+  expect,
+  galata,
+  IJupyterLabPageFixture,
+  test
+} from '@jupyterlab/galata';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+
+const SHOTS = path.join(__dirname, '..', 'screenshots');
+fs.mkdirSync(SHOTS, { recursive: true });
+
+const sidebar = (page: IJupyterLabPageFixture) =>
+  page.locator('#jupyter-px-sidebar');
+
+for (const theme of ['light', 'dark'] as const) {
+  test(`topology card, colours, metrics and logs panels (${theme})`, async ({
+    page
+  }) => {
+    const shot = (name: string) =>
+      page.screenshot({
+        path: path.join(SHOTS, `panels-${theme}-${name}.png`)
+      });
+    if (theme === 'dark') {
+      await page.theme.setDarkTheme();
+    } else {
+      await page.theme.setLightTheme();
+    }
+    const prefix = `panels-${theme}-${Date.now().toString(36)}`;
+    execFileSync(
+      process.env.PX_PYTHON || 'python',
+      [path.join(__dirname, '..', 'make_runs.py'), '1', prefix, 'output'],
+      {
+        env: {
+          ...process.env,
+          PX_HOME: path.join(__dirname, '..', '.px_home')
+        }
+      }
+    );
+    await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
+
+    // The card: what PyTorch has, then TensorFlow's chief, ps and evaluators.
+    const card = sidebar(page).locator('.jp-px-card');
+    await expect(card).toBeVisible();
+    await sidebar(page).locator('#root_framework').selectOption('pytorch');
+    await expect(card.locator('.jp-px-card-field > span')).toHaveText([
+      'Framework',
+      'Backend',
+      'master',
+      'Workers'
+    ]);
+    await expect(sidebar(page).locator('.jp-px-submit-button')).toBeVisible();
+    await shot('01-card-pytorch');
+    await sidebar(page).locator('#root_framework').selectOption('tensorflow');
+    await expect(card.locator('.jp-px-card-field > span')).toHaveText([
+      'Framework',
+      'Backend',
+      'chief',
+      'Workers',
+      'Parameter servers',
+      'Evaluators'
+    ]);
+    await card.locator('.jp-px-card-role[data-role="worker"]').click();
+    await card.locator('#px_card_worker_cpu_requests').fill('0.5');
+    await card.locator('#px_card_worker_cpu_limits').fill('1');
+    await expect(sidebar(page).locator('.jp-px-verdict')).toContainText('✓');
+    await shot('02-card-tensorflow');
+    // Back as it was, for the tests after this one (they share the form).
+    await card.locator('#px_card_worker_cpu_requests').fill('');
+    await card.locator('#px_card_worker_cpu_limits').fill('');
+    await sidebar(page).locator('#root_framework').selectOption('pytorch');
+
+    // One colour per state, from the variables the notebook's colours match.
+    const stopped = await page.evaluate(() =>
+      getComputedStyle(document.documentElement)
+        .getPropertyValue('--px-state-stopped')
+        .trim()
+    );
+    expect(stopped).toBe('#9467bd');
+    await sidebar(page).locator('.jp-px-filter-text').fill(prefix);
+    const row = sidebar(page).locator(
+      `li.jp-px-run[data-run-id="${prefix}-0000"]`
+    );
+    await expect(row.locator('.jp-px-badge')).toHaveCSS(
+      'background-color',
+      'rgb(44, 160, 44)'
+    );
+
+    // Metrics: axes with a grid, full width, hover, log scale.
+    await row.locator('.jp-px-row-menu').click();
+    await row.locator('.jp-px-menu .jp-px-action-metrics').click();
+    const metrics = page.locator('.jp-px-panel-metrics').last();
+    const plot = metrics.locator('svg.jp-px-plot');
+    await expect(metrics.locator('path.jp-px-trace')).toHaveCount(3);
+    await expect(plot.locator('.jp-px-xtick').first()).toBeVisible();
+    expect(await plot.locator('.jp-px-grid-line').count()).toBeGreaterThan(4);
+    const view = (await metrics.locator('.jp-px-metrics-view').boundingBox())!;
+    const drawn = (await plot.boundingBox())!;
+    expect(drawn.width).toBeGreaterThan(view.width * 0.9);
+    await plot.hover({ position: { x: drawn.width / 2, y: drawn.height / 2 } });
+    await expect(metrics.locator('.jp-px-hover')).toContainText('master-0:');
+    await shot('03-metrics-hover');
+    await metrics.locator('.jp-px-log-scale input').check();
+    await expect(plot).toHaveAttribute(
+      'aria-label',
+      'loss by step (log scale)'
+    );
+    await expect(plot.locator('.jp-px-ytick text').first()).toHaveText(
+      /e-|0\.0/
+    );
+    await shot('04-metrics-log-scale');
+
+    // Logs: follow, wrap, search, download.
+    await row.locator('.jp-px-action-logs').click();
+    const logs = page.locator('.jp-px-panel-logs').last();
+    const log = logs.locator('.jp-px-log[data-replica="master-0"]');
+    await expect(log.locator('pre')).toContainText('master-0 line 199');
+    await expect(log.locator('.jp-px-log-follow input')).toBeChecked();
+    await log.locator('.jp-px-log-wrap input').uncheck();
+    await expect(log.locator('pre')).toHaveClass(/jp-mod-nowrap/);
+    await log.locator('.jp-px-log-search').fill('line 12');
+    await expect(log.locator('.jp-px-log-count')).toHaveText('1 of 11');
+    await log.locator('.jp-px-log-search').press('Enter');
+    await expect(log.locator('.jp-px-log-count')).toHaveText('2 of 11');
+    expect(await page.evaluate(() => String(window.getSelection()))).toBe(
+      'line 12'
+    );
+    await shot('05-logs-toolbar');
+    const download = page.waitForEvent('download');
+    await log.locator('.jp-px-log-download').click();
+    const file = await download;
+    expect(file.suggestedFilename()).toBe(`${prefix}-0000-master-0.log`);
+    const saved = fs.readFileSync((await file.path())!, 'utf-8');
+    expect(saved.split('\n').length).toBe(201);
+  });
+}

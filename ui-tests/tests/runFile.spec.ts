@@ -1,0 +1,89 @@
+/**
+ * The file browser's "Run distributed" on a .py, Light and Dark: a dialog asks first (the run's
+ * name defaulting to the file's stem, the topology it runs with), and Cancel submits nothing;
+ * Run submits under that name. The sidebar's run-name field stays inside the pane. Screenshots
+ * go to ui-tests/screenshots/runfile-{light,dark}-*.png.
+ */
+import {
+  expect,
+  galata,
+  IJupyterLabPageFixture,
+  test
+} from '@jupyterlab/galata';
+import * as fs from 'fs';
+import * as path from 'path';
+
+const SHOTS = path.join(__dirname, '..', 'screenshots');
+fs.mkdirSync(SHOTS, { recursive: true });
+
+const SCRIPT =
+  'print("hello from", __import__("os").environ["PX_TASK_TYPE"])\n';
+
+const sidebar = (page: IJupyterLabPageFixture) =>
+  page.locator('#jupyter-px-sidebar');
+
+for (const theme of ['light', 'dark'] as const) {
+  test(`Run distributed on a .py asks first (${theme})`, async ({
+    page,
+    tmpPath
+  }) => {
+    const shot = (name: string) =>
+      page.screenshot({
+        path: path.join(SHOTS, `runfile-${theme}-${name}.png`)
+      });
+    if (theme === 'dark') {
+      await page.theme.setDarkTheme();
+    } else {
+      await page.theme.setLightTheme();
+    }
+    const stem = `mnist_${theme}_${Date.now().toString(36)}`;
+    await page.contents.uploadContent(SCRIPT, 'text', `${tmpPath}/${stem}.py`);
+
+    // The sidebar's run-name field fits its pane.
+    await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
+    const input = sidebar(page).locator('.jp-px-run-name-input');
+    await expect(input).toBeVisible();
+    const pane = (await sidebar(page)
+      .locator('.jp-px-section-submit')
+      .boundingBox())!;
+    const box = (await input.boundingBox())!;
+    expect(box.x + box.width).toBeLessThanOrEqual(pane.x + pane.width);
+    await shot('01-sidebar-run-name-fits');
+
+    await page.sidebar.openTab('filebrowser');
+    await page.filebrowser.openDirectory(tmpPath);
+    const item = page.locator('.jp-DirListing-item', {
+      hasText: `${stem}.py`
+    });
+    const runFile = async () => {
+      await item.click({ button: 'right' });
+      await page
+        .locator('.lm-Menu-item', { hasText: 'Run distributed' })
+        .click();
+      await expect(page.locator('.jp-Dialog .jp-px-run-file')).toBeVisible();
+    };
+
+    // Cancel: nothing is submitted.
+    await runFile();
+    await expect(page.locator('.jp-px-run-file-name')).toHaveValue(stem);
+    await expect(page.locator('.jp-px-run-file-summary')).toContainText(
+      'pytorch'
+    );
+    await shot('02-run-file-dialog');
+    await page.locator('.jp-Dialog .jp-mod-reject').click();
+    await expect(page.locator('.jp-Dialog')).toHaveCount(0);
+
+    // Run: submitted under the file's stem.
+    await runFile();
+    await page.locator('.jp-Dialog .jp-mod-accept').click();
+    await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
+    const row = sidebar(page).locator('li.jp-px-run', {
+      has: page.locator('.jp-px-run-name', { hasText: stem })
+    });
+    await expect(row).toHaveCount(1, { timeout: 60000 });
+    await expect(row).toHaveAttribute('data-state', 'Succeeded', {
+      timeout: 150000
+    });
+    await shot('03-submitted-under-the-stem');
+  });
+}
