@@ -71,7 +71,6 @@ def test_kubeflow_pytorchjob_runs_through_the_operator(sim, px_home):
 
 
 @pytest.mark.kube
-@pytest.mark.xfail(strict=True, reason="the kubeflow backend renders cleanPodPolicy None: finished jobs leak pods")
 def test_a_finished_kubeflow_job_leaves_no_pod_holding_resources(sim, px_home):
     """cleanPodPolicy defaults to None for PyTorchJob (pytorch_defaults.go): unless the backend
     asks for cleanup, a finished job's pods stay and keep their requests on the node."""

@@ -7,7 +7,8 @@ identity, pid and creation time, is recorded as the run's owner in status.json b
 run), which from then on is the only writer of the run's status, logs and metrics. `status` and
 `observe` read the store (`observe` also reports "nobody is following this run"); `reconcile`,
 the explicit keeper's step, starts a follower again. `stop` deletes every object of the run by
-label and lets the follower (or, if it is gone, `stop` itself) write the final status.
+label and lets the follower (or, if it is gone, `stop` itself) write the final status; on a
+finished run it deletes what the operator left (finished pods, the job).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ...topology import Topology
 from ..base import Backend, BackendError, Observation, RunLeftBehind, SubmitHandle
 from .client import Cluster, connect
 from .create import CreateFailed, create_all, delete_objects, roll_back
-from .handle import FOLLOWER_DIR, FOLLOWER_LOG, STOP_FILE, RunHandle
+from .handle import FOLLOWER_DIR, FOLLOWER_LOG, HANDLE_FILE, STOP_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
 from .preflight import preflight
@@ -194,6 +195,7 @@ class KubernetesBackend(Backend):
             self._delete_left_behind(run_id, root)
             return
         if status.state.finished:
+            self._delete_what_is_left(root)
             return
         handle = RunHandle.load(root)
         atomic_write_json(root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
@@ -215,6 +217,19 @@ class KubernetesBackend(Backend):
         if not status.state.finished:  # no follower (or a stuck one): the status is ours to finish
             _mark_stopped(status)
             self.store.write_status(status)
+
+    def _delete_what_is_left(self, root: Path) -> None:
+        """`stop` on a finished run: whatever the operator kept (cleanPodPolicy None or Running
+        keeps finished pods; a TrainJob keeps its JobSet) is deleted by label. Its status stays
+        as the follower wrote it; its logs are in the run store already."""
+        if not (root / HANDLE_FILE).exists():
+            return  # never reached the cluster
+        handle = RunHandle.load(root)
+        cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
+        try:
+            delete_run(cluster, handle)
+        finally:
+            cluster.close()
 
     def _delete_left_behind(self, run_id: str, root: Path) -> None:
         """Delete by label what a failed start may have left; forget the mark once confirmed."""

@@ -58,7 +58,12 @@ class KubernetesSettings:
     gpu_resource: str = "nvidia.com/gpu"
     trainer_runtime: str = "torch-distributed"
     trainer_mpi_runtime: str = "deepspeed-distributed"
-    clean_pod_policy: str = "None"  # Kubeflow runPolicy: keep finished pods (their logs) by default
+    #: Kubeflow runPolicy.cleanPodPolicy. "Running": when the job ends, the operator deletes the pods
+    #: still running or pending (parameter servers, evaluators, MXNet servers, MPI workers never
+    #: end by themselves) and keeps the finished ones (their logs; they hold no node resources).
+    #: "All" deletes every pod; "None" (the operators' own default for PyTorchJob, MPIJob, MXJob)
+    #: leaks whatever still runs.
+    clean_pod_policy: str = "Running"
     ttl_seconds_after_finished: int | None = None
     shared_claim: str | None = None  # a PVC mounted in the notebook at shared_mount_path too
     shared_mount_path: str | None = None
@@ -81,6 +86,7 @@ _LISTS = {"image_pull_secrets"}
 _MAPS = {"node_selector", "labels", "annotations"}
 _INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s"}
 _POSITIVE = {"create_parallelism", "follower_give_up_s"}
+_CHOICES = {"clean_pod_policy": ("Running", "All", "None")}
 
 
 def _from_env(name: str, text: str) -> Any:
@@ -122,6 +128,8 @@ def _check(name: str, value: Any, where: str) -> Any:
         raise BackendError(f"{where}: tolerations: {value!r} is not a list of tolerations")
     if name in _INTS and (not isinstance(value, int) or value < (1 if name in _POSITIVE else 0)):
         raise BackendError(f"{where}: {name}: {value!r} is not a valid count")
+    if name in _CHOICES and value not in _CHOICES[name]:
+        raise BackendError(f"{where}: {name}: {value!r} is not one of {', '.join(_CHOICES[name])}")
     return value
 
 
