@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ...cluster import KUBERNETES_PORTS, kubernetes_dns_addresses, mpi_world_size
+from ...cluster import KUBERNETES_PORTS, mpi_world_size
 from ...topology import ReplicaSpec
 from ..base import BackendError
 from .payload import ENTRY, RUN_DIR
@@ -81,10 +81,54 @@ def _by_role(ctx: RenderContext) -> dict[str, list[ReplicaSpec]]:
     return out
 
 
-def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, px_cluster: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ReplicaGroup:
+    """One replica spec of the job: the operator's replica type, the role of ours it holds, and
+    from which of that role's indices (`offset`: the operator's replica index + offset = ours)."""
+
+    replica_type: str
+    role: str
+    specs: list[ReplicaSpec]
+    offset: int = 0
+
+
+def replica_groups(ctx: RenderContext, kind: JobKind) -> list[ReplicaGroup]:
+    """Our roles as the job's replica specs. A PyTorchJob without a master gets its worker 0 as
+    the Master: the operator sets MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK only when the job has
+    a Master replica (training-operator v1.9.0 pkg/controller.v1/pytorch/envvar.go setPodEnv),
+    so without one DDP's env:// rendezvous had nothing to start from. Its RANK 0 and the Workers'
+    replica index + 1 are the ranks the workers have locally and on native."""
+    by_role = _by_role(ctx)
+    if kind.kind == "PyTorchJob" and "master" not in by_role and by_role.get("worker"):
+        workers = by_role.pop("worker")
+        uniform_role_spec("worker", workers)
+        groups = [ReplicaGroup("Master", "worker", workers[:1])]
+        if workers[1:]:
+            groups.append(ReplicaGroup("Worker", "worker", workers[1:], offset=1))
+        return groups + [ReplicaGroup(kind.replica_types[r], r, s) for r, s in by_role.items()]
+    return [ReplicaGroup(kind.replica_types[role], role, specs) for role, specs in by_role.items()]
+
+
+def group_addresses(ctx: RenderContext, groups: list[ReplicaGroup], port: int) -> dict[str, list[str]]:
+    """PX_CLUSTER: each replica's address through the Service the operator creates per replica
+    (`<job>-<replica type, lower case>-<index>.<namespace>.svc`), by our role and index."""
+    out: dict[str, list[str]] = {}
+    for group in groups:
+        rt = group.replica_type.lower()
+        out.setdefault(group.role, []).extend(
+            f"{ctx.base}-{rt}-{i}.{ctx.namespace}.svc:{port}" for i in range(len(group.specs))
+        )
+    return out
+
+
+def _role_env(
+    ctx: RenderContext, role: str, spec: ReplicaSpec, px_cluster: str, offset: int = 0
+) -> list[dict[str, Any]]:
     topology = ctx.topology
     env = dict(spec.env)
     env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_CLUSTER=px_cluster, PX_FRAMEWORK=topology.framework or "")
+    if offset:
+        env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod_entry adds it to PX_TASK_INDEX
     env["PYTHONUNBUFFERED"] = "1"
     if topology.is_mpi:
         env.update(
@@ -114,25 +158,25 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     topology = ctx.topology
     kind = job_kind(topology.framework, topology.environment.tf_master_type)
     port = KUBERNETES_PORTS[topology.framework]
-    lower = {role: t.lower() for role, t in kind.replica_types.items()}
-    addresses = kubernetes_dns_addresses(topology, ctx.base, ctx.namespace, role_names=lower)
-    px_cluster = json.dumps(addresses, separators=(",", ":"))
+    groups = replica_groups(ctx, kind)
+    px_cluster = json.dumps(group_addresses(ctx, groups, port), separators=(",", ":"))
     replica_specs: dict[str, Any] = {}
     backoff = 0
-    for role, specs in _by_role(ctx).items():
+    for group in groups:
+        role, specs = group.role, group.specs
         spec = uniform_role_spec(role, specs)
         backoff = max(backoff, spec.max_restarts)
         cmd = None
         if topology.is_mpi:
             cmd = _mpirun(ctx) if role == "master" else ["/usr/sbin/sshd", "-De"]
-        env = _role_env(ctx, role, spec, px_cluster)
+        env = _role_env(ctx, role, spec, px_cluster, group.offset)
         podspec = pod_spec(
             ctx, spec, [container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)]
         )
-        meta = {"labels": {**ctx.labels(), **replica_pods("kubeflow").pod_labels(role)}}
+        meta = {"labels": {**ctx.labels(), **replica_pods("kubeflow").pod_labels(role, index_offset=group.offset)}}
         if ctx.settings.annotations:
             meta["annotations"] = dict(ctx.settings.annotations)
-        replica_specs[kind.replica_types[role]] = {
+        replica_specs[group.replica_type] = {
             "replicas": len(specs),
             "restartPolicy": spec.restart_policy,
             "template": {"metadata": meta, "spec": podspec},

@@ -60,6 +60,8 @@ def _shared_paths(env: dict[str, str]) -> None:
 
 def prepare(env: dict[str, str]) -> dict[str, str]:
     """Complete `env` in place (and return it): the replica's identity and paths."""
+    if env.get("PX_TASK_INDEX_OFFSET"):  # a replica spec holding a role's later indices (kubeflow)
+        env["PX_TASK_INDEX"] = str(int(env.get("PX_TASK_INDEX") or 0) + int(env.pop("PX_TASK_INDEX_OFFSET")))
     if env.get("PX_NODE_ROLES"):
         _node_identity(env)
     if env.get("OMPI_COMM_WORLD_RANK") is not None and env.get("PX_FRAMEWORK") in ("horovod", "mpi"):

@@ -4,6 +4,9 @@ training operator's or JobSet's). Kept together so the two directions cannot dri
 
 - native: our role and index labels on every pod, read back as written.
 - kubeflow: our role label on each replica spec's template; the operator adds the replica index.
+  A replica spec that holds a role's later indices (a PyTorchJob without a master: worker 0 is
+  rendered as the operator's Master) says by how much its pods' index is shifted
+  (`px.jupyter.org/index-offset`; `PX_TASK_INDEX_OFFSET` inside the pod).
 - kubeflow-trainer: every node carries the role `node`; JobSet's completion index is the node's
   rank, our replicas in rank order (the launcher job, for MPI, is the master). `pod_entry.py`
   applies the same rank rule inside the pod.
@@ -19,6 +22,8 @@ from .names import LABEL_INDEX, LABEL_ROLE
 
 #: The replica index the Kubeflow training operator puts on each pod of a replica spec.
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+#: Added to the operator's replica index to give our index (absent: 0).
+INDEX_OFFSET_LABEL = "px.jupyter.org/index-offset"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 #: The role label every Trainer v2 node carries (one template for every node).
@@ -33,12 +38,14 @@ class ReplicaPods:
 
     backend: str
 
-    def pod_labels(self, role: str, index: int | None = None) -> dict[str, str]:
+    def pod_labels(self, role: str, index: int | None = None, index_offset: int = 0) -> dict[str, str]:
         """The replica labels rendering puts on a pod (template): `index` only where one template
         is one pod (native); the operator or JobSet labels the rest."""
         if self.backend == "kubeflow-trainer":
             return {LABEL_ROLE: TRAINER_NODE_ROLE}
         labels = {LABEL_ROLE: role}
+        if index_offset:
+            labels[INDEX_OFFSET_LABEL] = str(index_offset)
         if index is not None and self.backend in ("kubernetes", "native"):
             labels[LABEL_INDEX] = str(index)
         return labels
@@ -53,7 +60,7 @@ class ReplicaPods:
             index = labels.get(REPLICA_INDEX_LABEL if self.backend == "kubeflow" else LABEL_INDEX)
             if role is None or index is None:
                 return None
-            return role, int(index)
+            return role, int(index) + int(labels.get(INDEX_OFFSET_LABEL, "0"))
         except ValueError:
             return None
 
