@@ -18,6 +18,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from ... import detached
@@ -30,7 +31,7 @@ from .create import CreateFailed, create_all, delete_objects, roll_back
 from .handle import FOLLOWER_DIR, FOLLOWER_LOG, HANDLE_FILE, STOP_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
-from .preflight import preflight
+from .preflight import preflight, trainer_version
 from .render import render_manifests
 from .resources import KINDS
 from .settings import KubernetesSettings, load_settings
@@ -79,14 +80,31 @@ class KubernetesBackend(Backend):
     def _runtime(self, topology: Topology) -> str | None:
         return None
 
-    def _render(self, topology: Topology, run_id: str, code: dict, files: dict[str, bytes], namespace: str) -> list:
-        return render_manifests(self.render_as, topology, run_id, code, files, self.settings, namespace)
+    def _cluster_settings(self, cluster: Cluster) -> KubernetesSettings:
+        """The settings to render with, completed from what this cluster serves."""
+        return self.settings
+
+    def _render(
+        self,
+        topology: Topology,
+        run_id: str,
+        code: dict,
+        files: dict[str, bytes],
+        namespace: str,
+        settings: KubernetesSettings | None = None,
+    ) -> list:
+        settings = settings or self.settings
+        return render_manifests(self.render_as, topology, run_id, code, files, settings, namespace)
 
     def check(self, topology: Topology) -> None:
         """What can be known before the run exists: the manifests render, the cluster takes them."""
-        placeholder = self._render(topology, "check", {"entrypoint": "main.py"}, {"main.py": b""}, "default")
+        args = (topology, "check", {"entrypoint": "main.py"}, {"main.py": b""}, "default")
+        placeholder = self._render(*args)
         cluster = connect(self.settings)
         try:
+            settings = self._cluster_settings(cluster)
+            if settings != self.settings:
+                placeholder = self._render(*args, settings)
             preflight(cluster, placeholder, self.render_as, self._runtime(topology))
         finally:
             cluster.close()
@@ -100,7 +118,14 @@ class KubernetesBackend(Backend):
         code = record.code.model_dump(mode="json", include={"entrypoint", "language", "args"})
         cluster = connect(self.settings)
         try:
-            objects = self._render(topology, run_id, code, read_code_dir(paths.code_dir), cluster.namespace)
+            objects = self._render(
+                topology,
+                run_id,
+                code,
+                read_code_dir(paths.code_dir),
+                cluster.namespace,
+                self._cluster_settings(cluster),
+            )
             preflight(cluster, objects, self.render_as, self._runtime(topology))
             job_kind = next((o["kind"] for o in objects if not KINDS[o["kind"]].core), None)
             handle = RunHandle(self.name, cluster.namespace, base_name(run_id), cluster.context, cluster.host, job_kind)
@@ -304,3 +329,9 @@ class KubeflowTrainerBackend(KubernetesBackend):
 
     def _runtime(self, topology: Topology) -> str | None:
         return self.settings.trainer_mpi_runtime if topology.is_mpi else self.settings.trainer_runtime
+
+    def _cluster_settings(self, cluster: Cluster) -> KubernetesSettings:
+        """The TrainJob API this cluster serves, unless the settings name one."""
+        if self.settings.trainer_version != "auto":
+            return self.settings
+        return replace(self.settings, trainer_version=trainer_version(cluster))

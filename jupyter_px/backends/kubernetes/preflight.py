@@ -3,11 +3,13 @@
 In order: the API server answers; the namespace exists; we may create every kind the run needs
 (SelfSubjectAccessReview, so RBAC is asked rather than guessed from a failed create); the
 custom resources are installed (the CRD, e.g. "TFJob is not installed on this cluster"); and for
-Trainer v2, the runtime the TrainJob names exists.
+Trainer v2, the runtime the TrainJob names exists. `trainer_version` tells, before rendering,
+which TrainJob API the cluster serves.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -108,6 +110,47 @@ def check_installed(cluster: Cluster, kind: Kind, backend: str) -> None:
             raise PreflightError(f"cannot check for {kind.kind}: {api_reason(error)}") from None
     fallback = "native" if backend == "kubeflow" else "kubeflow or native"
     raise PreflightError(f"{kind.kind} is not installed on this cluster: {kind.crd_hint} or use backend: {fallback}")
+
+
+#: The field that carries per-job pod changes, by Trainer release (kubeflow/trainer
+#: pkg/apis/trainer/v1alpha1/trainjob_types.go TrainJobSpec at v2.0.0, v2.1.0, v2.2.0).
+TRAINER_PATCH_FIELDS = {"runtimePatches": "v2.2", "podTemplateOverrides": "v2.1", "podSpecOverrides": "v2.0"}
+
+
+def trainer_version(cluster: Cluster) -> str:
+    """Which TrainJob API this cluster serves ("v2.2": runtimePatches, v2.2 and later; "v2.1":
+    podTemplateOverrides; "v2.0": podSpecOverrides), read from the TrainJob CRD's schema: the API
+    server prunes a field its CRD does not have, silently, so guessing wrong loses our pod changes."""
+    from kubernetes import client
+
+    name = "trainjobs.trainer.kubeflow.org"
+    api = client.ApiextensionsV1Api(cluster.api)
+    try:
+        response = _call(cluster, "reading a CRD", api.read_custom_resource_definition, name, _preload_content=False)
+    except ApiException as error:
+        if error.status == 404:
+            raise PreflightError(
+                f"TrainJob is not installed on this cluster: {KINDS['TrainJob'].crd_hint} or use backend: "
+                "kubeflow or native"
+            ) from None
+        raise PreflightError(
+            f"cannot read the TrainJob CRD to tell which Kubeflow Trainer version this cluster runs "
+            f"({api_reason(error)}): set PX_K8S_TRAINER_VERSION (v2.2 for Trainer v2.2 and later, v2.1)"
+        ) from None
+    crd = json.loads(response.data)
+    fields: set[str] = set()
+    for version in crd.get("spec", {}).get("versions") or []:
+        if version.get("name") == "v1alpha1" and version.get("served", True):
+            schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+            fields = set(((schema.get("properties") or {}).get("spec") or {}).get("properties") or {})
+    for field_name, release in TRAINER_PATCH_FIELDS.items():
+        if field_name in fields:
+            return release
+    raise PreflightError(
+        "this cluster's TrainJob (trainer.kubeflow.org/v1alpha1) has none of runtimePatches, podTemplateOverrides "
+        "or podSpecOverrides: a Kubeflow Trainer version jupyter-px does not know; set PX_K8S_TRAINER_VERSION "
+        "(v2.2 or v2.1) if you know which API it matches"
+    )
 
 
 def check_runtime(cluster: Cluster, name: str) -> None:

@@ -7,9 +7,9 @@ training operator's or JobSet's). Kept together so the two directions cannot dri
   A replica spec that holds a role's later indices (a PyTorchJob without a master: worker 0 is
   rendered as the operator's Master) says by how much its pods' index is shifted
   (`px.jupyter.org/index-offset`; `PX_TASK_INDEX_OFFSET` inside the pod).
-- kubeflow-trainer: every node carries the role `node`; JobSet's completion index is the node's
-  rank, our replicas in rank order (the launcher job, for MPI, is the master). `pod_entry.py`
-  applies the same rank rule inside the pod.
+- kubeflow-trainer: every node carries the role `node`; the Job's completion index (label from
+  Kubernetes 1.28, annotation before) is the node's rank, our replicas in rank order (the
+  launcher job, for MPI, is the master). `pod_entry.py` applies the same rank rule inside the pod.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ class ReplicaPods:
         labels = pod.get("metadata", {}).get("labels") or {}
         try:
             if self.backend == "kubeflow-trainer":
-                return self._trainer_replica(labels, topology)
+                annotations = pod.get("metadata", {}).get("annotations") or {}
+                return self._trainer_replica(labels, annotations, topology)
             role = labels.get(LABEL_ROLE)
             index = labels.get(REPLICA_INDEX_LABEL if self.backend == "kubeflow" else LABEL_INDEX)
             if role is None or index is None:
@@ -65,10 +66,12 @@ class ReplicaPods:
             return None
 
     @staticmethod
-    def _trainer_replica(labels: dict[str, str], topology: Topology) -> Replica | None:
+    def _trainer_replica(labels: dict[str, str], annotations: dict[str, str], topology: Topology) -> Replica | None:
         if labels.get(REPLICATED_JOB_LABEL) == "launcher":
             return "master", 0
-        rank = int(labels.get(COMPLETION_INDEX_LABEL, "0"))
+        # the Job controller labels the index only from Kubernetes 1.28 (PodIndexLabel); the
+        # annotation of the same name is there on every version (pkg/controller/job/indexed_job_utils.go)
+        rank = int(labels.get(COMPLETION_INDEX_LABEL) or annotations.get(COMPLETION_INDEX_LABEL) or "0")
         if topology.is_mpi:
             return "worker", rank
         for role, count in topology.counts().items():

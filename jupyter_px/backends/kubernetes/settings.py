@@ -58,6 +58,10 @@ class KubernetesSettings:
     gpu_resource: str = "nvidia.com/gpu"
     trainer_runtime: str = "torch-distributed"
     trainer_mpi_runtime: str = "deepspeed-distributed"
+    #: Which TrainJob API to render: "auto" asks the cluster (the TrainJob CRD's fields; offline
+    #: rendering assumes the newest); "v2.2" (runtimePatches, Trainer v2.2 and later) or "v2.1"
+    #: (podTemplateOverrides). Trainer v2.0 cannot label the pods of a TrainJob and is refused.
+    trainer_version: str = "auto"
     #: Kubeflow runPolicy.cleanPodPolicy. "Running": when the job ends, the operator deletes the pods
     #: still running or pending (parameter servers, evaluators, MXNet servers, MPI workers never
     #: end by themselves) and keeps the finished ones (their logs; they hold no node resources).
@@ -86,7 +90,7 @@ _LISTS = {"image_pull_secrets"}
 _MAPS = {"node_selector", "labels", "annotations"}
 _INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s"}
 _POSITIVE = {"create_parallelism", "follower_give_up_s"}
-_CHOICES = {"clean_pod_policy": ("Running", "All", "None")}
+_CHOICES = {"clean_pod_policy": ("Running", "All", "None"), "trainer_version": ("auto", "v2.2", "v2.1", "v2.0")}
 
 
 def _from_env(name: str, text: str) -> Any:
