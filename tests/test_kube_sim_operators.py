@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from k8s_support import DEADLINE_S
-from kube_sim_support import backend_cluster
+from kube_sim_support import backend_cluster, wait_for
 from test_kube_sim_backends import DDP
 
 import jupyter_px
@@ -38,3 +38,47 @@ def test_pytorch_ddp_without_a_master_on_kubeflow(sim, px_home):
         log = run.logs("worker", index)
         assert f"index {index} rank {index}" in log, log
         assert "identical True world 3" in log, log
+
+
+def _pod(sim, name: str, namespace: str = "default") -> dict | None:
+    return sim.get("pods", name, namespace)
+
+
+def test_mpijob_workers_run_what_the_operator_starts_and_the_launcher_may_run_as_root(sim, px_home):
+    """The training operator reaches MPI workers with `kubectl exec` and starts them as
+    `sleep 365d` when the template has no command: a forced `sshd -De` fails on an image without
+    sshd. OpenMPI's mpirun refuses to run as root unless told."""
+    topology = {"framework": "mpi", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 2}}}
+    run = jupyter_px.submit("print('rank')\n", topology)
+    (job,) = sim.list("mpijobs")
+    name = job["metadata"]["name"]
+    for index in range(2):
+        worker = wait_for(
+            lambda i=index: (p := _pod(sim, f"{name}-worker-{i}")) and p["status"].get("phase") != "Pending" and p,
+            f"worker {index} to start",
+        )
+        assert worker["status"]["phase"] == "Running", worker["status"]
+        assert worker["spec"]["containers"][0]["command"] == ["sleep"], worker["spec"]["containers"][0]
+    launcher = wait_for(lambda: _pod(sim, f"{name}-launcher"), "the launcher")
+    env = {e["name"]: e.get("value") for e in launcher["spec"]["containers"][0]["env"]}
+    assert env["OMPI_ALLOW_RUN_AS_ROOT"] == env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+    assert launcher["spec"]["serviceAccountName"] == f"{name}-launcher", "the operator's account (pods/exec)"
+    run.stop()
+
+
+def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypatch, px_home):
+    """mpi-operator serves MPIJob as kubeflow.org/v2beta1 under the training operator's CRD name:
+    preflight reads which version is served and the job is rendered for it."""
+    with backend_cluster(tmp_path, monkeypatch, px_home, mpi_operator=True) as sim:
+        topology = {"framework": "mpi", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 2}}}
+        run = jupyter_px.submit("print('rank')\n", topology)
+        try:
+            mpijobs = sim.api.resource("kubeflow.org", "v2beta1", "mpijobs")
+            (job,) = sim.api.list(mpijobs, "default")["items"]
+            assert job["apiVersion"] == "kubeflow.org/v2beta1"
+            specs = job["spec"]["mpiReplicaSpecs"]
+            assert specs["Launcher"]["template"]["spec"]["containers"][0]["command"][0] == "mpirun"
+            assert "command" not in specs["Worker"]["template"]["spec"]["containers"][0], "mpi-operator starts sshd"
+            assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+        finally:
+            run.stop()

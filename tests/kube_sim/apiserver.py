@@ -23,6 +23,7 @@ from . import defaults, errors, schema
 from .errors import ApiError
 from .resources import (
     BUILTIN,
+    MPI_OPERATOR_CRD,
     Resource,
     from_crd,
     kubeflow_crds,
@@ -96,6 +97,7 @@ class ApiServer:
         history: int = 1000,
         version: str = "1.33.0",
         trainer: str = "2.3",
+        mpi_operator: bool = False,
     ):
         self.cond = threading.Condition(threading.RLock())
         self.resources: dict[tuple[str, str, str], Resource] = {}
@@ -138,6 +140,8 @@ class ApiServer:
                 crd = load_crd(path)
                 if crd["metadata"]["name"] == "trainjobs.trainer.kubeflow.org":
                     crd = load_crd(trainjob_crd(trainer) or path)
+                if crd["metadata"]["name"] == "mpijobs.kubeflow.org" and mpi_operator:
+                    crd = load_crd(MPI_OPERATOR_CRD)  # one MPIJob CRD per cluster: mpi-operator's
                 if crds is True or crd["metadata"]["name"] in crds:
                     self.install_crd(crd)
         for name in namespaces:

@@ -104,6 +104,11 @@ def kubeflow_crds() -> list[Path]:
 TRAINJOB_CRDS = {"2.1": CRD_DIR / "trainer-v2.1.0" / "trainer.kubeflow.org_trainjobs.yaml.gz"}
 
 
+#: mpi-operator's MPIJob CRD (kubeflow/mpi-operator v0.6.0 manifests/base/kubeflow.org_mpijobs.yaml):
+#: kubeflow.org/v2beta1 under the same name as the training operator's v1 one.
+MPI_OPERATOR_CRD = CRD_DIR / "mpi-operator-v0.6.0" / "kubeflow.org_mpijobs.yaml.gz"
+
+
 def trainer_version(text: str) -> tuple[int, int]:
     """'2.1', 'v2.3.0' -> (2, 1), (2, 3): the Trainer release a simulated cluster runs."""
     major, minor, *_ = text.lstrip("v").split(".")

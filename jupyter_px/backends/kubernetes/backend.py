@@ -31,7 +31,7 @@ from .create import CreateFailed, create_all, delete_objects, roll_back
 from .handle import FOLLOWER_DIR, FOLLOWER_LOG, HANDLE_FILE, STOP_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
-from .preflight import preflight, trainer_version
+from .preflight import mpijob_version, preflight, trainer_version
 from .render import render_manifests
 from .resources import KINDS
 from .settings import KubernetesSettings, load_settings
@@ -80,7 +80,7 @@ class KubernetesBackend(Backend):
     def _runtime(self, topology: Topology) -> str | None:
         return None
 
-    def _cluster_settings(self, cluster: Cluster) -> KubernetesSettings:
+    def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
         """The settings to render with, completed from what this cluster serves."""
         return self.settings
 
@@ -102,7 +102,7 @@ class KubernetesBackend(Backend):
         placeholder = self._render(*args)
         cluster = connect(self.settings)
         try:
-            settings = self._cluster_settings(cluster)
+            settings = self._cluster_settings(cluster, topology)
             if settings != self.settings:
                 placeholder = self._render(*args, settings)
             preflight(cluster, placeholder, self.render_as, self._runtime(topology))
@@ -124,7 +124,7 @@ class KubernetesBackend(Backend):
                 code,
                 read_code_dir(paths.code_dir),
                 cluster.namespace,
-                self._cluster_settings(cluster),
+                self._cluster_settings(cluster, topology),
             )
             preflight(cluster, objects, self.render_as, self._runtime(topology))
             job_kind = next((o["kind"] for o in objects if not KINDS[o["kind"]].core), None)
@@ -320,6 +320,13 @@ class KubeflowBackend(KubernetesBackend):
     name = "kubeflow"
     render_as = "kubeflow"
 
+    def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
+        """For MPI, the MPIJob API this cluster serves (training operator or mpi-operator),
+        unless the settings name one."""
+        if not topology.is_mpi or self.settings.mpijob_version != "auto":
+            return self.settings
+        return replace(self.settings, mpijob_version=mpijob_version(cluster))
+
 
 class KubeflowTrainerBackend(KubernetesBackend):
     """Kubeflow Trainer v2: one TrainJob on a ClusterTrainingRuntime."""
@@ -330,7 +337,7 @@ class KubeflowTrainerBackend(KubernetesBackend):
     def _runtime(self, topology: Topology) -> str | None:
         return self.settings.trainer_mpi_runtime if topology.is_mpi else self.settings.trainer_runtime
 
-    def _cluster_settings(self, cluster: Cluster) -> KubernetesSettings:
+    def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
         """The TrainJob API this cluster serves, unless the settings name one."""
         if self.settings.trainer_version != "auto":
             return self.settings

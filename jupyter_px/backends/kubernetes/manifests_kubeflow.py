@@ -22,6 +22,8 @@ from .podspec import RenderContext, configmap, container, env_list, pod_spec
 from .replica_pods import REPLICA_INDEX_LABEL, replica_pods
 
 API_VERSION = "kubeflow.org/v1"
+#: mpi-operator's MPIJob (v0.4 and later; kubeflow/mpi-operator v0.6.0 pkg/apis/kubeflow/v2beta1)
+MPI_OPERATOR_API_VERSION = "kubeflow.org/v2beta1"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 
@@ -135,6 +137,12 @@ def _role_env(
             PX_MPI_WORLD_SIZE=str(mpi_world_size(topology)),
             PX_MPI_SLOTS=str(topology.environment.processes_per_replica),
         )
+        if role == "master":
+            # OpenMPI's mpirun refuses to start as root unless told (orterun's root check; the
+            # variables since OpenMPI 3.0, 5.x too); most framework images run as root. An image
+            # that does not is unaffected.
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     items = env_list(env, ctx)
     items.append(
         {"name": "PX_TASK_INDEX", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{REPLICA_INDEX_LABEL}']"}}}
@@ -166,13 +174,15 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         role, specs = group.role, group.specs
         spec = uniform_role_spec(role, specs)
         backoff = max(backoff, spec.max_restarts)
-        cmd = None
-        if topology.is_mpi:
-            cmd = _mpirun(ctx) if role == "master" else ["/usr/sbin/sshd", "-De"]
+        cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else None
         env = _role_env(ctx, role, spec, px_cluster, group.offset)
-        podspec = pod_spec(
-            ctx, spec, [container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)]
-        )
+        main = container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)
+        if topology.is_mpi and role != "master":
+            # No command: each operator starts its own (training operator v1.9.0 mpijob_controller.go
+            # newWorker: `sleep 365d`, the launcher reaches workers with kubectl exec; mpi-operator
+            # v0.6.0 mpi_job_controller.go newWorker: `/usr/sbin/sshd -De` with the keys it mounts).
+            del main["command"]
+        podspec = pod_spec(ctx, spec, [main])
         meta = {"labels": {**ctx.labels(), **replica_pods("kubeflow").pod_labels(role, index_offset=group.offset)}}
         if ctx.settings.annotations:
             meta["annotations"] = dict(ctx.settings.annotations)
@@ -191,5 +201,8 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         job_spec["slotsPerWorker"] = topology.environment.processes_per_replica
     elif kind.kind == "PyTorchJob" and topology.environment.processes_per_replica > 1:
         job_spec["nprocPerNode"] = str(topology.environment.processes_per_replica)
-    job = {"apiVersion": API_VERSION, "kind": kind.kind, "metadata": ctx.metadata(ctx.base), "spec": job_spec}
+    api_version = API_VERSION
+    if kind.kind == "MPIJob" and ctx.settings.mpijob_version == "v2beta1":
+        api_version = MPI_OPERATOR_API_VERSION  # same kind and fields as rendered here; see mpijob_version
+    job = {"apiVersion": api_version, "kind": kind.kind, "metadata": ctx.metadata(ctx.base), "spec": job_spec}
     return [configmap(ctx), job]

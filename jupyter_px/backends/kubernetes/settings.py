@@ -69,6 +69,10 @@ class KubernetesSettings:
     #: leaks whatever still runs.
     clean_pod_policy: str = "Running"
     ttl_seconds_after_finished: int | None = None
+    #: Which MPIJob API to render: "auto" asks the cluster (the MPIJob CRD's served version; offline
+    #: rendering assumes the training operator's); "v1" (Kubeflow training operator) or "v2beta1"
+    #: (mpi-operator). Both name their CRD mpijobs.kubeflow.org: a cluster has one or the other.
+    mpijob_version: str = "auto"
     shared_claim: str | None = None  # a PVC mounted in the notebook at shared_mount_path too
     shared_mount_path: str | None = None
     create_parallelism: int = 16
@@ -90,7 +94,11 @@ _LISTS = {"image_pull_secrets"}
 _MAPS = {"node_selector", "labels", "annotations"}
 _INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s"}
 _POSITIVE = {"create_parallelism", "follower_give_up_s"}
-_CHOICES = {"clean_pod_policy": ("Running", "All", "None"), "trainer_version": ("auto", "v2.2", "v2.1", "v2.0")}
+_CHOICES = {
+    "clean_pod_policy": ("Running", "All", "None"),
+    "trainer_version": ("auto", "v2.2", "v2.1", "v2.0"),
+    "mpijob_version": ("auto", "v1", "v2beta1"),
+}
 
 
 def _from_env(name: str, text: str) -> Any:
