@@ -82,3 +82,20 @@ def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypat
             assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
         finally:
             run.stop()
+
+
+def test_native_pods_pass_restricted_pod_security_by_default(sim, px_home, monkeypatch):
+    """A namespace enforcing the `restricted` Pod Security Standard admits native's pods as
+    rendered by default; with the setting off, admission refuses them with its reason."""
+    namespaces = sim.api.resource("", "v1", "namespaces")
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    sim.api.create(namespaces, {"metadata": {"name": "locked", "labels": labels}})
+    monkeypatch.setenv("PX_K8S_NAMESPACE", "locked")
+    topology = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 1}}}
+    run = jupyter_px.submit("import os\nprint('world', os.environ['WORLD_SIZE'])\n", topology)
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    assert "world 2" in run.logs("worker", 0)
+    monkeypatch.setenv("PX_K8S_RESTRICTED_SECURITY_CONTEXT", "false")
+    with pytest.raises(Exception, match=r'violates PodSecurity "restricted:latest"'):
+        jupyter_px.submit("pass\n", topology)

@@ -76,6 +76,10 @@ class KubernetesSettings:
     shared_claim: str | None = None  # a PVC mounted in the notebook at shared_mount_path too
     shared_mount_path: str | None = None
     create_parallelism: int = 16
+    #: native: pods the `restricted` Pod Security Standard admits (non-root user `run_as_user`, no
+    #: capabilities, no privilege escalation, RuntimeDefault seccomp); off for images that need root.
+    restricted_security_context: bool = True
+    run_as_user: int = 1000
     #: A run's follower ends after this many seconds without any answer from the API server
     #: (refused, timed out); the run stays as it was and the next look at it follows it again.
     follower_give_up_s: int = 180
@@ -92,8 +96,10 @@ class KubernetesSettings:
 
 _LISTS = {"image_pull_secrets"}
 _MAPS = {"node_selector", "labels", "annotations"}
-_INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s"}
-_POSITIVE = {"create_parallelism", "follower_give_up_s"}
+_INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s", "run_as_user"}
+_POSITIVE = {"create_parallelism", "follower_give_up_s", "run_as_user"}
+_BOOLS = {"restricted_security_context"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 _CHOICES = {
     "clean_pod_policy": ("Running", "All", "None"),
     "trainer_version": ("auto", "v2.2", "v2.1", "v2.0"),
@@ -119,6 +125,10 @@ def _from_env(name: str, text: str) -> Any:
         except ValueError as error:
             raise BackendError(f"{where}: not JSON ({error})") from None
         return value
+    if name in _BOOLS:
+        if text.strip().lower() not in _TRUE + _FALSE:
+            raise BackendError(f"{where}: {text!r} is not true or false")
+        return text.strip().lower() in _TRUE
     if name in _INTS:
         try:
             return int(text)
@@ -138,7 +148,10 @@ def _check(name: str, value: Any, where: str) -> Any:
         return {str(k): str(v) for k, v in value.items()}
     if name == "tolerations" and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
         raise BackendError(f"{where}: tolerations: {value!r} is not a list of tolerations")
-    if name in _INTS and (not isinstance(value, int) or value < (1 if name in _POSITIVE else 0)):
+    if name in _BOOLS and not isinstance(value, bool):
+        raise BackendError(f"{where}: {name}: {value!r} is not true or false")
+    counts = isinstance(value, int) and not isinstance(value, bool)
+    if name in _INTS and (not counts or value < (1 if name in _POSITIVE else 0)):
         raise BackendError(f"{where}: {name}: {value!r} is not a valid count")
     if name in _CHOICES and value not in _CHOICES[name]:
         raise BackendError(f"{where}: {name}: {value!r} is not one of {', '.join(_CHOICES[name])}")
