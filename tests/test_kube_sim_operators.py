@@ -99,3 +99,30 @@ def test_native_pods_pass_restricted_pod_security_by_default(sim, px_home, monke
     monkeypatch.setenv("PX_K8S_RESTRICTED_SECURITY_CONTEXT", "false")
     with pytest.raises(Exception, match=r'violates PodSecurity "restricted:latest"'):
         jupyter_px.submit("pass\n", topology)
+
+
+FAIL_FIRST = (
+    "import sys\n"
+    "with open('/px/work/attempts', 'a+') as f:\n"
+    "    f.write('x'); f.seek(0); attempt = len(f.read())\n"
+    "print('attempt', attempt, flush=True)\n"
+    "sys.exit(1 if attempt <= {failures} else 0)\n"
+)
+
+
+@pytest.mark.parametrize(("failures", "outcome"), [(2, "Succeeded"), (3, "Failed")])
+def test_max_restarts_on_kubeflow_lets_that_many_restarts_happen(sim, px_home, failures, outcome):
+    """`max_restarts: 2` means two restarts, as locally: the third attempt runs. The operator
+    fails a job once its pods' restarts reach backoffLimit (`>=`), so the limit is 3."""
+    topology = {
+        "framework": "pytorch",
+        "backend": "kubeflow",
+        "environment": {"restart_policy": "OnFailure", "max_restarts": 2, "replicas": {"n_workers": 0}},
+    }
+    run = jupyter_px.submit(FAIL_FIRST.format(failures=failures), topology)
+    assert run.wait(timeout=DEADLINE_S).state.value == outcome
+    (job,) = sim.list("pytorchjobs")
+    condition = next(
+        c for c in job["status"]["conditions"] if c["status"] == "True" and c["type"] in ("Succeeded", "Failed")
+    )
+    assert condition["type"] == outcome, job["status"]

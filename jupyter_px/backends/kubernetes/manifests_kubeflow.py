@@ -173,7 +173,8 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     for group in groups:
         role, specs = group.role, group.specs
         spec = uniform_role_spec(role, specs)
-        backoff = max(backoff, spec.max_restarts)
+        if spec.restart_policy != "Never":
+            backoff = max(backoff, spec.max_restarts + 1)
         cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else None
         env = _role_env(ctx, role, spec, px_cluster, group.offset)
         main = container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)
@@ -191,6 +192,10 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
             "restartPolicy": spec.restart_policy,
             "template": {"metadata": meta, "spec": podspec},
         }
+    # backoffLimit: the operator sums the restarts of the job's Running pods (those whose policy
+    # restarts) and fails the job once the sum is >= the limit (training-operator v1.9.0
+    # pkg/core/job.go PastBackoffLimit; 0: any restart). `max_restarts: N` lets N restarts happen
+    # (as locally), so the limit is N + 1; job-wide: the N restarts are the job's, not each replica's.
     run_policy: dict[str, Any] = {"cleanPodPolicy": ctx.settings.clean_pod_policy, "backoffLimit": backoff}
     if ctx.settings.ttl_seconds_after_finished is not None:
         run_policy["ttlSecondsAfterFinished"] = ctx.settings.ttl_seconds_after_finished

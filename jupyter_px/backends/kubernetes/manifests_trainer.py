@@ -73,6 +73,12 @@ def check(ctx: RenderContext) -> list[ReplicaSpec]:
         )
     specs = ctx.topology.replicas()
     first = specs[0]
+    if first.restart_policy != "Never":
+        raise BackendError(
+            f"restart_policy {first.restart_policy} (max_restarts {first.max_restarts}): a TrainJob cannot set "
+            "restarts, its runtime does (the Jobs' backoffLimit and the JobSet's failurePolicy in the "
+            "ClusterTrainingRuntime): use restart_policy Never, or backend kubeflow or native"
+        )
     differing = [s for s in specs[1:] if any(getattr(s, f) != getattr(first, f) for f in UNIFORM_FIELDS)]
     if differing:
         fields = sorted({f for s in differing for f in UNIFORM_FIELDS if getattr(s, f) != getattr(first, f)})
