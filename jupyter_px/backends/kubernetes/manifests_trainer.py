@@ -130,7 +130,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         ]
         cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", *forwarded, "python", ENTRY, RUN_DIR]
     trainer: dict[str, Any] = {
-        "image": ctx.settings.image_for(topology.framework, spec.image),
+        "image": ctx.settings.image_for(topology.framework, spec.image, spec.resources.gpus() > 0),
         "command": cmd,
         "env": env_list(env, ctx),
         "numNodes": nodes,

@@ -29,16 +29,20 @@ CONFIG_ENV = "PX_K8S_CONFIG"
 ENV_PREFIX = "PX_K8S_"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
-#: Image per framework when neither the topology nor the settings name one. Pin yours
-#: (PX_K8S_IMAGE): these only need Python 3.8+ and the framework.
+#: Image per framework when neither the topology nor the settings name one: pinned tags of the
+#: frameworks' own images, each with Python and the framework (pin yours with PX_K8S_IMAGE).
+#: MXNet, Horovod and plain MPI share Horovod's image (OpenMPI's mpirun, Python, TensorFlow,
+#: PyTorch and MXNet 1.9); a bare python image would start and then fail on `import mxnet`.
 DEFAULT_IMAGES = {
     "tensorflow": "tensorflow/tensorflow:2.21.0",
-    "pytorch": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
-    "mxnet": "python:3.11-slim",
-    "horovod": "horovod/horovod:latest",
-    "mpi": "mpioperator/openmpi:latest",
+    "pytorch": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",  # CUDA inside; runs on CPU nodes too
+    "mxnet": "horovod/horovod:0.28.1",
+    "horovod": "horovod/horovod:0.28.1",
+    "mpi": "horovod/horovod:0.28.1",
     None: "python:3.11-slim",
 }
+#: The image to use instead when the replica requests GPUs (where the CPU image has no CUDA).
+GPU_IMAGES = {"tensorflow": "tensorflow/tensorflow:2.21.0-gpu"}
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,14 @@ class KubernetesSettings:
     #: (refused, timed out); the run stays as it was and the next look at it follows it again.
     follower_give_up_s: int = 180
 
-    def image_for(self, framework: str | None, topology_image: str | None) -> str:
-        return topology_image or self.image or DEFAULT_IMAGES.get(framework, DEFAULT_IMAGES[None])
+    def image_for(self, framework: str | None, topology_image: str | None, gpus: bool = False) -> str:
+        """The topology's image, else the settings', else the framework's default (its GPU variant
+        when the replica requests GPUs)."""
+        if topology_image or self.image:
+            return str(topology_image or self.image)
+        if gpus and framework in GPU_IMAGES:
+            return GPU_IMAGES[framework]
+        return DEFAULT_IMAGES.get(framework, DEFAULT_IMAGES[None])
 
     def object_labels(self) -> dict[str, str]:
         labels = dict(self.labels)
