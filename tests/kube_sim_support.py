@@ -3,11 +3,14 @@ their own per test, and the official client pointed at the simulation."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from kube_sim import Cluster
 from kubernetes import client, config
@@ -45,3 +48,38 @@ def core_api(cluster: Cluster, folder: Path) -> Iterator[client.CoreV1Api]:
         yield client.CoreV1Api(api_client)
     finally:
         api_client.close()
+
+
+@contextlib.contextmanager
+def backend_cluster(tmp_path: Path, monkeypatch, px_home: Path, **options: Any) -> Iterator[Cluster]:
+    """The simulated cluster for the backends: KUBECONFIG pointing at it, no settings file, no
+    PX_K8S_* from the caller's environment (but `python:3.11-slim` as the image), and every
+    follower of `px_home` ended afterwards. Skips where pods cannot have their own names."""
+    import pytest
+    from k8s_support import stop_followers
+
+    options.setdefault("namespaces", ("default", "ml"))
+    options.setdefault("kubelet", {"backoff_base": 0.5})
+    with Cluster(**options) as cluster:
+        if not cluster.kubelet.isolated:
+            pytest.skip(f"pods cannot have their own names and addresses here: {cluster.kubelet.not_isolated_because}")
+        monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig(tmp_path / "kubeconfig"))
+        monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
+        monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
+        for name in list(os.environ):
+            if name.startswith("PX_K8S_") and name not in ("PX_K8S_CONFIG", "PX_K8S_IMAGE"):
+                monkeypatch.delenv(name)
+        monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "60")
+        try:
+            yield cluster
+        finally:
+            stop_followers(px_home)
+
+
+def live_pods(cluster: Cluster, namespace: str = "default") -> list[str]:
+    """Names of the pods that still run or wait to (Pending/Running): what holds node resources."""
+    return sorted(
+        p["metadata"]["name"]
+        for p in cluster.list("pods", namespace)
+        if p["status"].get("phase") in (None, "Pending", "Running")
+    )

@@ -179,7 +179,7 @@ def test_kubeflow_tfjob_replica_types_run_policy_and_index_from_label():
     specs = job["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2, "Evaluator": 1}
     assert all(v["restartPolicy"] == "OnFailure" for v in specs.values())
-    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 3, "ttlSecondsAfterFinished": 600}
+    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 4, "ttlSecondsAfterFinished": 600}
     container = specs["Worker"]["template"]["spec"]["containers"][0]
     assert container["name"] == "tensorflow"
     index_env = next(e for e in container["env"] if e["name"] == "PX_TASK_INDEX")

@@ -274,6 +274,8 @@ class TrainJobWebhook:
             pod = ((job.get("template") or {}).get("spec") or {}).get("template", {}).get("spec") or {}
             jobs[job["name"]] = {c["name"] for c in (pod.get("initContainers") or []) + (pod.get("containers") or [])}
         errs: list[errors.FieldError] = []
+        if self.api.trainer < (2, 2):
+            errs += self._overrides(spec.get("podTemplateOverrides") or [], jobs if runtime is not None else None)
         patches = spec.get("runtimePatches") or []
         for patch in patches:
             errs += domain_prefixed_path_errors("spec.runtimePatches.manager", patch.get("manager") or "")
@@ -315,6 +317,30 @@ class TrainJobWebhook:
         if errs:
             aggregate = str(errs[0]) if len(errs) == 1 else "[" + ", ".join(str(e) for e in errs) + "]"
             self._deny(aggregate)
+
+    @staticmethod
+    def _overrides(overrides: list[dict[str, Any]], jobs: dict[str, set[str]] | None) -> list[errors.FieldError]:
+        """Trainer v2.1.0 pkg/runtime/framework/plugins/jobset/jobset.go Validate: each target job,
+        and each overridden container and init container, must exist in the runtime."""
+        out: list[errors.FieldError] = []
+        path = "spec.podTemplateOverrides"
+        for override in overrides if jobs is not None else []:
+            for target in override.get("targetJobs") or []:
+                name = target.get("name")
+                if name not in jobs:
+                    out.append(
+                        errors.invalid(
+                            path, overrides, "must not have targetJob that doesn't exist in the runtime job template"
+                        )
+                    )
+                    continue
+                pod = override.get("spec") or {}
+                for field_name, what in (("initContainers", "initContainer"), ("containers", "container")):
+                    for container in pod.get(field_name) or []:
+                        if container.get("name") not in jobs[name]:
+                            message = f"must not have {what} that doesn't exist in the runtime job {name}"
+                            out.append(errors.invalid(path, overrides, message))
+        return out
 
     def _runtime(self, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
         plural = "clustertrainingruntimes" if kind == "ClusterTrainingRuntime" else "trainingruntimes"

@@ -21,7 +21,17 @@ from typing import Any
 
 from . import defaults, errors, schema
 from .errors import ApiError
-from .resources import BUILTIN, Resource, from_crd, kubeflow_crds, load_crd, training_runtimes
+from .resources import (
+    BUILTIN,
+    MPI_OPERATOR_CRD,
+    Resource,
+    from_crd,
+    kubeflow_crds,
+    load_crd,
+    trainer_version,
+    training_runtimes,
+    trainjob_crd,
+)
 from .selectors import field_matcher, label_matcher
 
 Obj = dict[str, Any]
@@ -86,6 +96,8 @@ class ApiServer:
         crds: bool | tuple[str, ...] = True,
         history: int = 1000,
         version: str = "1.33.0",
+        trainer: str = "2.3",
+        mpi_operator: bool = False,
     ):
         self.cond = threading.Condition(threading.RLock())
         self.resources: dict[tuple[str, str, str], Resource] = {}
@@ -100,6 +112,8 @@ class ApiServer:
         #: on (a controller that records an event must not wake itself)
         self.changes = 0
         self.version = version
+        #: the Kubeflow Trainer release served: its TrainJob CRD, webhook and controller rules
+        self.trainer = trainer_version(trainer)
         self.admission: list[Admission] = []
         self.faults: list[Fault] = []
         self.denied: set[tuple[str, str]] = set()
@@ -124,6 +138,10 @@ class ApiServer:
             # ("pytorchjobs.kubeflow.org", ...), as on a cluster with part of Kubeflow installed
             for path in kubeflow_crds():
                 crd = load_crd(path)
+                if crd["metadata"]["name"] == "trainjobs.trainer.kubeflow.org":
+                    crd = load_crd(trainjob_crd(trainer) or path)
+                if crd["metadata"]["name"] == "mpijobs.kubeflow.org" and mpi_operator:
+                    crd = load_crd(MPI_OPERATOR_CRD)  # one MPIJob CRD per cluster: mpi-operator's
                 if crds is True or crd["metadata"]["name"] in crds:
                     self.install_crd(crd)
         for name in namespaces:

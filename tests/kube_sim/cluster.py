@@ -29,6 +29,8 @@ class Cluster:
         crds: bool | tuple[str, ...] = True,
         history: int = 1000,
         version: str = "1.33.0",
+        trainer: str = "2.3",
+        mpi_operator: bool = False,
         port: int = 0,
         controllers: tuple[str, ...] = (
             "gc",
@@ -42,7 +44,14 @@ class Cluster:
         node: dict[str, Any] | None = None,
         kubelet: dict[str, Any] | None = None,
     ):
-        self.api = ApiServer(namespaces=namespaces, crds=crds, history=history, version=version)
+        self.api = ApiServer(
+            namespaces=namespaces,
+            crds=crds,
+            history=history,
+            version=version,
+            trainer=trainer,
+            mpi_operator=mpi_operator,
+        )
         self.http = HttpFrontend(self.api, port)
         self.url = self.http.url
         self.controllers: list[Any] = []

@@ -98,6 +98,29 @@ def kubeflow_crds() -> list[Path]:
     return sorted(CRD_DIR.glob("*.yaml.gz"))
 
 
+#: Trainer releases whose TrainJob CRD differs from the v2.3.0 copy in tests/data/crds/: v2.1.0
+#: (`podTemplateOverrides`, no `runtimePatches`; kubeflow/trainer v2.1.0
+#: manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml).
+TRAINJOB_CRDS = {"2.1": CRD_DIR / "trainer-v2.1.0" / "trainer.kubeflow.org_trainjobs.yaml.gz"}
+
+
+#: mpi-operator's MPIJob CRD (kubeflow/mpi-operator v0.6.0 manifests/base/kubeflow.org_mpijobs.yaml):
+#: kubeflow.org/v2beta1 under the same name as the training operator's v1 one.
+MPI_OPERATOR_CRD = CRD_DIR / "mpi-operator-v0.6.0" / "kubeflow.org_mpijobs.yaml.gz"
+
+
+def trainer_version(text: str) -> tuple[int, int]:
+    """'2.1', 'v2.3.0' -> (2, 1), (2, 3): the Trainer release a simulated cluster runs."""
+    major, minor, *_ = text.lstrip("v").split(".")
+    return int(major), int(minor)
+
+
+def trainjob_crd(version: str) -> Path | None:
+    """The TrainJob CRD of that Trainer release, where it is not the default copy's (v2.2+)."""
+    major, minor = trainer_version(version)
+    return TRAINJOB_CRDS.get(f"{major}.{minor}")
+
+
 def training_runtimes() -> list[Path]:
     """The Trainer v2 ClusterTrainingRuntimes in tests/data/crds/ (torch, deepspeed, jax)."""
     return sorted(CRD_DIR.glob("*_distributed.yaml"))

@@ -16,6 +16,10 @@ v2.3.0 (the JobSet and Job controllers under it are `jobset_controller.py`, `job
 - jobset.go Build / Status: one JobSet named like the TrainJob, owned by it; the TrainJob's
   `Complete` / `Failed` conditions are the JobSet's `Completed` / `Failed` ones (same reason and
   message), `jobsStatus` its replicated jobs' counts.
+Trainer v2.1.0 instead (`Cluster(trainer="2.1")`): no `runtimePatches`; each
+`podTemplateOverrides[]` entry is strategically merged into the pod template (metadata labels and
+annotations, spec) of every replicated job its `targetJobs` names (kubeflow/trainer v2.1.0
+pkg/runtime/core/trainingruntime.go mergePodTemplateOverrides).
 Not modelled: the MPI, DeepSpeed, JAX, XGBoost and Flux policies, initializers, TorchTune,
 suspend, podGroupPolicy, TrainingRuntime (namespaced) lookups beyond the name.
 """
@@ -47,6 +51,26 @@ def upsert_env(env: list[dict[str, Any]], items: list[dict[str, Any]]) -> None:
                 break
         else:
             env.append(copy.deepcopy(item))
+
+
+def pod_template_overrides(js_spec: dict[str, Any], overrides: list[dict[str, Any]]) -> dict[str, Any]:
+    """Trainer v2.1.0 trainingruntime.go mergePodTemplateOverrides: in order, each override's
+    metadata (labels, annotations only) and spec, strategically merged into the PodTemplateSpec
+    of the replicated jobs it targets."""
+    js_spec = copy.deepcopy(js_spec)
+    for override in overrides:
+        targets = {t.get("name") for t in override.get("targetJobs") or []}
+        patch: dict[str, Any] = {}
+        meta = {k: v for k, v in (override.get("metadata") or {}).items() if k in ("labels", "annotations")}
+        if meta:
+            patch["metadata"] = meta
+        if override.get("spec"):
+            patch["spec"] = override["spec"]
+        for rjob in js_spec.get("replicatedJobs") or []:
+            if rjob.get("name") in targets:
+                job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
+                job_spec["template"] = strategic_merge(job_spec.get("template") or {}, patch)
+    return js_spec
 
 
 class TrainerController(ControllerLoop):
@@ -83,7 +107,9 @@ class TrainerController(ControllerLoop):
         labels = dict((template.get("metadata") or {}).get("labels") or {})
         annotations = dict((template.get("metadata") or {}).get("annotations") or {})
         js_spec = template.get("spec") or {}
-        for patch in spec.get("runtimePatches") or []:
+        if self.api.trainer < (2, 2):
+            js_spec = pod_template_overrides(js_spec, spec.get("podTemplateOverrides") or [])
+        for patch in spec.get("runtimePatches") or [] if self.api.trainer >= (2, 2) else []:
             patched = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
             labels.update((patched.get("metadata") or {}).get("labels") or {})
             annotations.update((patched.get("metadata") or {}).get("annotations") or {})

@@ -7,7 +7,8 @@ identity, pid and creation time, is recorded as the run's owner in status.json b
 run), which from then on is the only writer of the run's status, logs and metrics. `status` and
 `observe` read the store (`observe` also reports "nobody is following this run"); `reconcile`,
 the explicit keeper's step, starts a follower again. `stop` deletes every object of the run by
-label and lets the follower (or, if it is gone, `stop` itself) write the final status.
+label and lets the follower (or, if it is gone, `stop` itself) write the final status; on a
+finished run it deletes what the operator left (finished pods, the job).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from ... import detached
@@ -26,10 +28,10 @@ from ...topology import Topology
 from ..base import Backend, BackendError, Observation, RunLeftBehind, SubmitHandle
 from .client import Cluster, connect
 from .create import CreateFailed, create_all, delete_objects, roll_back
-from .handle import FOLLOWER_DIR, FOLLOWER_LOG, STOP_FILE, RunHandle
+from .handle import FOLLOWER_DIR, FOLLOWER_LOG, HANDLE_FILE, STOP_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
-from .preflight import preflight
+from .preflight import mpijob_version, preflight, trainer_version
 from .render import render_manifests
 from .resources import KINDS
 from .settings import KubernetesSettings, load_settings
@@ -78,14 +80,31 @@ class KubernetesBackend(Backend):
     def _runtime(self, topology: Topology) -> str | None:
         return None
 
-    def _render(self, topology: Topology, run_id: str, code: dict, files: dict[str, bytes], namespace: str) -> list:
-        return render_manifests(self.render_as, topology, run_id, code, files, self.settings, namespace)
+    def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
+        """The settings to render with, completed from what this cluster serves."""
+        return self.settings
+
+    def _render(
+        self,
+        topology: Topology,
+        run_id: str,
+        code: dict,
+        files: dict[str, bytes],
+        namespace: str,
+        settings: KubernetesSettings | None = None,
+    ) -> list:
+        settings = settings or self.settings
+        return render_manifests(self.render_as, topology, run_id, code, files, settings, namespace)
 
     def check(self, topology: Topology) -> None:
         """What can be known before the run exists: the manifests render, the cluster takes them."""
-        placeholder = self._render(topology, "check", {"entrypoint": "main.py"}, {"main.py": b""}, "default")
+        args = (topology, "check", {"entrypoint": "main.py"}, {"main.py": b""}, "default")
+        placeholder = self._render(*args)
         cluster = connect(self.settings)
         try:
+            settings = self._cluster_settings(cluster, topology)
+            if settings != self.settings:
+                placeholder = self._render(*args, settings)
             preflight(cluster, placeholder, self.render_as, self._runtime(topology))
         finally:
             cluster.close()
@@ -99,7 +118,14 @@ class KubernetesBackend(Backend):
         code = record.code.model_dump(mode="json", include={"entrypoint", "language", "args"})
         cluster = connect(self.settings)
         try:
-            objects = self._render(topology, run_id, code, read_code_dir(paths.code_dir), cluster.namespace)
+            objects = self._render(
+                topology,
+                run_id,
+                code,
+                read_code_dir(paths.code_dir),
+                cluster.namespace,
+                self._cluster_settings(cluster, topology),
+            )
             preflight(cluster, objects, self.render_as, self._runtime(topology))
             job_kind = next((o["kind"] for o in objects if not KINDS[o["kind"]].core), None)
             handle = RunHandle(self.name, cluster.namespace, base_name(run_id), cluster.context, cluster.host, job_kind)
@@ -194,6 +220,7 @@ class KubernetesBackend(Backend):
             self._delete_left_behind(run_id, root)
             return
         if status.state.finished:
+            self._delete_what_is_left(root)
             return
         handle = RunHandle.load(root)
         atomic_write_json(root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
@@ -215,6 +242,19 @@ class KubernetesBackend(Backend):
         if not status.state.finished:  # no follower (or a stuck one): the status is ours to finish
             _mark_stopped(status)
             self.store.write_status(status)
+
+    def _delete_what_is_left(self, root: Path) -> None:
+        """`stop` on a finished run: whatever the operator kept (cleanPodPolicy None or Running
+        keeps finished pods; a TrainJob keeps its JobSet) is deleted by label. Its status stays
+        as the follower wrote it; its logs are in the run store already."""
+        if not (root / HANDLE_FILE).exists():
+            return  # never reached the cluster
+        handle = RunHandle.load(root)
+        cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
+        try:
+            delete_run(cluster, handle)
+        finally:
+            cluster.close()
 
     def _delete_left_behind(self, run_id: str, root: Path) -> None:
         """Delete by label what a failed start may have left; forget the mark once confirmed."""
@@ -280,6 +320,13 @@ class KubeflowBackend(KubernetesBackend):
     name = "kubeflow"
     render_as = "kubeflow"
 
+    def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
+        """For MPI, the MPIJob API this cluster serves (training operator or mpi-operator),
+        unless the settings name one."""
+        if not topology.is_mpi or self.settings.mpijob_version != "auto":
+            return self.settings
+        return replace(self.settings, mpijob_version=mpijob_version(cluster))
+
 
 class KubeflowTrainerBackend(KubernetesBackend):
     """Kubeflow Trainer v2: one TrainJob on a ClusterTrainingRuntime."""
@@ -289,3 +336,9 @@ class KubeflowTrainerBackend(KubernetesBackend):
 
     def _runtime(self, topology: Topology) -> str | None:
         return self.settings.trainer_mpi_runtime if topology.is_mpi else self.settings.trainer_runtime
+
+    def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
+        """The TrainJob API this cluster serves, unless the settings name one."""
+        if self.settings.trainer_version != "auto":
+            return self.settings
+        return replace(self.settings, trainer_version=trainer_version(cluster))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...cluster import KUBERNETES_PORTS, kubernetes_dns_addresses, mpi_world_size
+from ...cluster import KUBERNETES_PORTS, mpi_world_size
 from ...topology import ReplicaSpec, Topology
 from ..base import BackendError
 from .payload import ENTRY, RUN_DIR
@@ -22,6 +22,8 @@ from .podspec import RenderContext, configmap, container, env_list, pod_spec
 from .replica_pods import REPLICA_INDEX_LABEL, replica_pods
 
 API_VERSION = "kubeflow.org/v1"
+#: mpi-operator's MPIJob (v0.4 and later; kubeflow/mpi-operator v0.6.0 pkg/apis/kubeflow/v2beta1)
+MPI_OPERATOR_API_VERSION = "kubeflow.org/v2beta1"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 
@@ -74,31 +76,74 @@ def uniform_role_spec(role: str, specs: list[ReplicaSpec]) -> ReplicaSpec:
     return first
 
 
-def _by_role(ctx: RenderContext) -> dict[str, list[ReplicaSpec]]:
+def _by_role(topology: Topology) -> dict[str, list[ReplicaSpec]]:
     out: dict[str, list[ReplicaSpec]] = {}
-    for spec in ctx.topology.replicas():
+    for spec in topology.replicas():
         out.setdefault(spec.role, []).append(spec)
     return out
 
 
+@dataclass(frozen=True)
+class ReplicaGroup:
+    """One replica spec of the job: the operator's replica type, the role of ours it holds, and
+    from which of that role's indices (`offset`: the operator's replica index + offset = ours)."""
+
+    replica_type: str
+    role: str
+    specs: list[ReplicaSpec]
+    offset: int = 0
+
+
+def replica_groups(topology: Topology, kind: JobKind) -> list[ReplicaGroup]:
+    """Our roles as the job's replica specs. A PyTorchJob without a master gets its worker 0 as
+    the Master: the operator sets MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK only when the job has
+    a Master replica (training-operator v1.9.0 pkg/controller.v1/pytorch/envvar.go setPodEnv),
+    so without one DDP's env:// rendezvous had nothing to start from. Its RANK 0 and the Workers'
+    replica index + 1 are the ranks the workers have locally and on native."""
+    by_role = _by_role(topology)
+    if kind.kind == "PyTorchJob" and "master" not in by_role and by_role.get("worker"):
+        workers = by_role.pop("worker")
+        uniform_role_spec("worker", workers)
+        groups = [ReplicaGroup("Master", "worker", workers[:1])]
+        if workers[1:]:
+            groups.append(ReplicaGroup("Worker", "worker", workers[1:], offset=1))
+        return groups + [ReplicaGroup(kind.replica_types[r], r, s) for r, s in by_role.items()]
+    return [ReplicaGroup(kind.replica_types[role], role, specs) for role, specs in by_role.items()]
+
+
 def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, list[str]], str]:
-    """The operator's per-replica Service names (`<job>-<type>-<index>.<namespace>.svc:<port>`);
+    """PX_CLUSTER: each replica's address through the Service the operator creates per replica
+    (`<job>-<replica type, lower case>-<index>.<namespace>.svc:<port>`), by our role and index;
     the operator sets the framework's variables, the pods build only PX_CLUSTER."""
     kind = job_kind(topology.framework, topology.environment.tf_master_type)
-    lower = {role: t.lower() for role, t in kind.replica_types.items()}
-    return kubernetes_dns_addresses(topology, base, namespace, role_names=lower), "px"
+    port = KUBERNETES_PORTS[topology.framework]
+    out: dict[str, list[str]] = {}
+    for group in replica_groups(topology, kind):
+        rt = group.replica_type.lower()
+        out.setdefault(group.role, []).extend(
+            f"{base}-{rt}-{i}.{namespace}.svc:{port}" for i in range(len(group.specs))
+        )
+    return out, "px"
 
 
-def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec) -> list[dict[str, Any]]:
+def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, offset: int = 0) -> list[dict[str, Any]]:
     topology = ctx.topology
     env = dict(spec.env)
     env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_FRAMEWORK=topology.framework or "")
+    if offset:
+        env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod_entry adds it to PX_TASK_INDEX
     env["PYTHONUNBUFFERED"] = "1"
     if topology.is_mpi:
         env.update(
             PX_MPI_WORLD_SIZE=str(mpi_world_size(topology)),
             PX_MPI_SLOTS=str(topology.environment.processes_per_replica),
         )
+        if role == "master":
+            # OpenMPI's mpirun refuses to start as root unless told (orterun's root check; the
+            # variables since OpenMPI 3.0, 5.x too); most framework images run as root. An image
+            # that does not is unaffected.
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     items = env_list(env, ctx)
     items.append(
         {"name": "PX_TASK_INDEX", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{REPLICA_INDEX_LABEL}']"}}}
@@ -123,26 +168,35 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     topology = ctx.topology
     kind = job_kind(topology.framework, topology.environment.tf_master_type)
     port = KUBERNETES_PORTS[topology.framework]
+    groups = replica_groups(topology, kind)
     replica_specs: dict[str, Any] = {}
     backoff = 0
-    for role, specs in _by_role(ctx).items():
+    for group in groups:
+        role, specs = group.role, group.specs
         spec = uniform_role_spec(role, specs)
-        backoff = max(backoff, spec.max_restarts)
-        cmd = None
-        if topology.is_mpi:
-            cmd = _mpirun(ctx) if role == "master" else ["/usr/sbin/sshd", "-De"]
-        env = _role_env(ctx, role, spec)
-        podspec = pod_spec(
-            ctx, spec, [container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)]
-        )
-        meta = {"labels": {**ctx.labels(), **replica_pods("kubeflow").pod_labels(role)}}
+        if spec.restart_policy != "Never":
+            backoff = max(backoff, spec.max_restarts + 1)
+        cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else None
+        env = _role_env(ctx, role, spec, group.offset)
+        main = container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)
+        if topology.is_mpi and role != "master":
+            # No command: each operator starts its own (training operator v1.9.0 mpijob_controller.go
+            # newWorker: `sleep 365d`, the launcher reaches workers with kubectl exec; mpi-operator
+            # v0.6.0 mpi_job_controller.go newWorker: `/usr/sbin/sshd -De` with the keys it mounts).
+            del main["command"]
+        podspec = pod_spec(ctx, spec, [main])
+        meta = {"labels": {**ctx.labels(), **replica_pods("kubeflow").pod_labels(role, index_offset=group.offset)}}
         if ctx.settings.annotations:
             meta["annotations"] = dict(ctx.settings.annotations)
-        replica_specs[kind.replica_types[role]] = {
+        replica_specs[group.replica_type] = {
             "replicas": len(specs),
             "restartPolicy": spec.restart_policy,
             "template": {"metadata": meta, "spec": podspec},
         }
+    # backoffLimit: the operator sums the restarts of the job's Running pods (those whose policy
+    # restarts) and fails the job once the sum is >= the limit (training-operator v1.9.0
+    # pkg/core/job.go PastBackoffLimit; 0: any restart). `max_restarts: N` lets N restarts happen
+    # (as locally), so the limit is N + 1; job-wide: the N restarts are the job's, not each replica's.
     run_policy: dict[str, Any] = {"cleanPodPolicy": ctx.settings.clean_pod_policy, "backoffLimit": backoff}
     if ctx.settings.ttl_seconds_after_finished is not None:
         run_policy["ttlSecondsAfterFinished"] = ctx.settings.ttl_seconds_after_finished
@@ -153,5 +207,8 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         job_spec["slotsPerWorker"] = topology.environment.processes_per_replica
     elif kind.kind == "PyTorchJob" and topology.environment.processes_per_replica > 1:
         job_spec["nprocPerNode"] = str(topology.environment.processes_per_replica)
-    job = {"apiVersion": API_VERSION, "kind": kind.kind, "metadata": ctx.metadata(ctx.base), "spec": job_spec}
+    api_version = API_VERSION
+    if kind.kind == "MPIJob" and ctx.settings.mpijob_version == "v2beta1":
+        api_version = MPI_OPERATOR_API_VERSION  # same kind and fields as rendered here; see mpijob_version
+    job = {"apiVersion": api_version, "kind": kind.kind, "metadata": ctx.metadata(ctx.base), "spec": job_spec}
     return [configmap(ctx), job]

@@ -23,6 +23,7 @@ from ..base import BackendError
 from .names import LABEL_RUN, replica_name
 from .podspec import RenderContext, configmap, container, env_list, pod_spec
 from .replica_pods import replica_pods
+from .security import restrict
 
 #: Restart policies a bare Pod has (ExitCode is a Kubeflow job policy).
 _POD_RESTART = {"Never": "Never", "OnFailure": "OnFailure", "Always": "Always"}
@@ -79,6 +80,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         env = env_list({**spec.env, **identity}, ctx)
         podspec = pod_spec(ctx, spec, [container("replica", spec, ctx, env, port)])
         podspec.update(hostname=name, subdomain=base, restartPolicy=_POD_RESTART[spec.restart_policy])
+        restrict(podspec, ctx.settings)
         objects.append(
             {
                 "apiVersion": "v1",

@@ -5,9 +5,15 @@ a runtime (`torch-distributed`; `deepspeed-distributed`, an OpenMPI launcher, fo
 that owns the rest. So: one image, one environment and the same resources on every node (a
 topology whose replicas differ is refused, naming them), and no TensorFlow or MXNet (no runtime).
 
-Our ConfigMap, node selector, tolerations and pull secrets reach the pods through
-`runtimePatches` (the TrainJob field for per-job pod changes). Nodes are ranked master first,
-then workers; `pod_entry.py` maps the node rank back to our role and index, and builds
+Our ConfigMap, labels, node selector, tolerations and pull secrets reach the pods through the
+TrainJob's field for per-job pod changes, which changed between Trainer releases:
+`runtimePatches` (v2.2 and later: a JobSet template patch with a domain-prefixed manager) or
+`podTemplateOverrides` (v2.1: labels and a pod spec override per target job). The cluster's CRD
+says which it serves (preflight); a field the served version does not have would be pruned
+silently by the API server (the ConfigMap never mounted), so the settings' `trainer_version`
+picks one and anything it cannot carry is an error. Trainer v2.0's `podSpecOverrides` cannot label
+pods, and the run's pods are found by their labels: refused. Nodes are ranked master first, then
+workers; `pod_entry.py` maps the node rank back to our role and index, and builds
 PX_CLUSTER from the run's ConfigMap (no pod template holds every address).
 """
 
@@ -37,6 +43,25 @@ API_VERSION = "trainer.kubeflow.org/v1alpha1"
 #: v2.3.0 pkg/runtime/framework/plugins/jobset/jobset.go Validate: IsDomainPrefixedPath, as for
 #: its own SDK's "trainer.kubeflow.org/kubeflow-sdk"); a bare "jupyter-px" made it refuse every TrainJob.
 MANAGER = "jupyter-px.io/jupyter-px"
+#: The torch runtime's rendezvous port (kubeflow/trainer v2.x pkg/constants ContainerTrainerPort,
+#: set by the torch plugin as PET_MASTER_PORT on every node).
+TORCH_PORT = 29500
+#: What a v2.1 PodTemplateOverride's spec and its containers can carry (kubeflow/trainer v2.1.0
+#: pkg/apis/trainer/v1alpha1/trainjob_types.go PodTemplateSpecOverride, ContainerOverride).
+V21_POD_FIELDS = frozenset(
+    {
+        "serviceAccountName",
+        "nodeSelector",
+        "affinity",
+        "tolerations",
+        "volumes",
+        "initContainers",
+        "containers",
+        "schedulingGates",
+        "imagePullSecrets",
+    }
+)
+V21_CONTAINER_FIELDS = frozenset({"name", "env", "volumeMounts"})
 
 
 def check(ctx: RenderContext) -> list[ReplicaSpec]:
@@ -49,6 +74,12 @@ def check(ctx: RenderContext) -> list[ReplicaSpec]:
         )
     specs = ctx.topology.replicas()
     first = specs[0]
+    if first.restart_policy != "Never":
+        raise BackendError(
+            f"restart_policy {first.restart_policy} (max_restarts {first.max_restarts}): a TrainJob cannot set "
+            "restarts, its runtime does (the Jobs' backoffLimit and the JobSet's failurePolicy in the "
+            "ClusterTrainingRuntime): use restart_policy Never, or backend kubeflow or native"
+        )
     differing = [s for s in specs[1:] if any(getattr(s, f) != getattr(first, f) for f in UNIFORM_FIELDS)]
     if differing:
         fields = sorted({f for s in differing for f in UNIFORM_FIELDS if getattr(s, f) != getattr(first, f)})
@@ -62,7 +93,7 @@ def check(ctx: RenderContext) -> list[ReplicaSpec]:
 
 def node_addresses(topology: Topology, base: str, namespace: str, nodes: int) -> list[str]:
     """JobSet pod DNS: `<job>-node-0-<i>.<job>.<namespace>.svc` (the JobSet's headless Service)."""
-    port = KUBERNETES_PORTS[topology.framework]
+    port = TORCH_PORT if topology.framework == "pytorch" else KUBERNETES_PORTS[topology.framework]
     return [f"{base}-node-0-{i}.{base}.{namespace}.svc:{port}" for i in range(nodes)]
 
 
@@ -104,7 +135,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         ]
         cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", *forwarded, "python", ENTRY, RUN_DIR]
     trainer: dict[str, Any] = {
-        "image": ctx.settings.image_for(topology.framework, spec.image),
+        "image": ctx.settings.image_for(topology.framework, spec.image, spec.resources.gpus() > 0),
         "command": cmd,
         "env": env_list(env, ctx),
         "numNodes": nodes,
@@ -116,28 +147,46 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     pod = pod_spec(ctx, spec, [{"name": "node", "volumeMounts": volume_mounts(ctx)}])
     pod_meta = {"labels": {**ctx.labels(), **replica_pods("kubeflow-trainer").pod_labels("node")}}
     jobs = ["launcher", "node"] if mpi else ["node"]
+    runtime = ctx.settings.trainer_mpi_runtime if mpi else ctx.settings.trainer_runtime
+    job_spec: dict[str, Any] = {
+        "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
+        "trainer": trainer,
+    }
+    job_spec.update(pod_changes(ctx.settings.trainer_version, jobs, pod_meta, pod))
+    train_job = {"apiVersion": API_VERSION, "kind": "TrainJob", "metadata": ctx.metadata(ctx.base), "spec": job_spec}
+    return [configmap(ctx), train_job]
+
+
+def pod_changes(version: str, jobs: list[str], meta: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
+    """The TrainJob field that carries our pod changes on that Trainer release ("auto": the newest)."""
+    if version == "v2.0":
+        raise BackendError(
+            "Kubeflow Trainer v2.0 cannot label a TrainJob's pods (podSpecOverrides has no metadata), and "
+            "jupyter-px follows a run's pods by their labels: upgrade Kubeflow Trainer to v2.1 or later, or use "
+            "backend kubeflow or native"
+        )
+    if version == "v2.1":
+        cannot = sorted(set(pod) - V21_POD_FIELDS) + sorted(
+            f"containers[{c['name']}].{f}" for c in pod.get("containers") or [] for f in set(c) - V21_CONTAINER_FIELDS
+        )
+        if cannot:
+            raise BackendError(
+                f"Kubeflow Trainer v2.1's podTemplateOverrides cannot carry {', '.join(cannot)}: upgrade Kubeflow "
+                "Trainer to v2.2 or later, or leave those settings out"
+            )
+        override = {"targetJobs": [{"name": job} for job in jobs], "metadata": meta, "spec": pod}
+        return {"podTemplateOverrides": [override]}
     patch = {
         "manager": MANAGER,
         "trainingRuntimeSpec": {
             "template": {
                 "spec": {
                     "replicatedJobs": [
-                        {"name": job, "template": {"spec": {"template": {"metadata": pod_meta, "spec": pod}}}}
+                        {"name": job, "template": {"spec": {"template": {"metadata": meta, "spec": pod}}}}
                         for job in jobs
                     ]
                 }
             }
         },
     }
-    runtime = ctx.settings.trainer_mpi_runtime if mpi else ctx.settings.trainer_runtime
-    train_job = {
-        "apiVersion": API_VERSION,
-        "kind": "TrainJob",
-        "metadata": ctx.metadata(ctx.base),
-        "spec": {
-            "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
-            "trainer": trainer,
-            "runtimePatches": [patch],
-        },
-    }
-    return [configmap(ctx), train_job]
+    return {"runtimePatches": [patch]}

@@ -141,6 +141,8 @@ def _cluster(env: dict[str, str], run_dir: str) -> None:
 def prepare(env: dict[str, str], run_dir: str | None = None) -> dict[str, str]:
     """Complete `env` in place (and return it): the cluster, the replica's identity and paths.
     `run_dir`: the mounted run directory holding `cluster.json` (none: no cluster variables)."""
+    if env.get("PX_TASK_INDEX_OFFSET"):  # a replica spec holding a role's later indices (kubeflow)
+        env["PX_TASK_INDEX"] = str(int(env.get("PX_TASK_INDEX") or 0) + int(env.pop("PX_TASK_INDEX_OFFSET")))
     if env.get("PX_NODE_ROLES"):
         _node_identity(env)
     if env.get("OMPI_COMM_WORLD_RANK") is not None and env.get("PX_FRAMEWORK") in ("horovod", "mpi"):

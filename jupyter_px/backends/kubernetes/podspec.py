@@ -126,7 +126,7 @@ def container(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": name,
-        "image": ctx.settings.image_for(ctx.topology.framework, spec.image),
+        "image": ctx.settings.image_for(ctx.topology.framework, spec.image, spec.resources.gpus() > 0),
         "command": cmd if cmd is not None else command(),
         "env": env,
         "volumeMounts": volume_mounts(ctx),

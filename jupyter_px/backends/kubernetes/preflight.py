@@ -3,11 +3,13 @@
 In order: the API server answers; the namespace exists; we may create every kind the run needs
 (SelfSubjectAccessReview, so RBAC is asked rather than guessed from a failed create); the
 custom resources are installed (the CRD, e.g. "TFJob is not installed on this cluster"); and for
-Trainer v2, the runtime the TrainJob names exists.
+Trainer v2, the runtime the TrainJob names exists. `trainer_version` tells, before rendering,
+which TrainJob API the cluster serves.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -108,6 +110,80 @@ def check_installed(cluster: Cluster, kind: Kind, backend: str) -> None:
             raise PreflightError(f"cannot check for {kind.kind}: {api_reason(error)}") from None
     fallback = "native" if backend == "kubeflow" else "kubeflow or native"
     raise PreflightError(f"{kind.kind} is not installed on this cluster: {kind.crd_hint} or use backend: {fallback}")
+
+
+def _crd(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    """A CRD as JSON; None when it is not installed; ApiException for any other refusal."""
+    from kubernetes import client
+
+    api = client.ApiextensionsV1Api(cluster.api)
+    try:
+        response = _call(cluster, "reading a CRD", api.read_custom_resource_definition, name, _preload_content=False)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return dict(json.loads(response.data))
+
+
+def mpijob_version(cluster: Cluster) -> str:
+    """Which MPIJob this cluster serves: "v1" (the Kubeflow training operator's) or "v2beta1"
+    (mpi-operator's). Both are the CRD mpijobs.kubeflow.org, so a cluster has one or the other;
+    an MPIJob of the other version is refused (404) or, worse, converted by nobody."""
+    try:
+        crd = _crd(cluster, "mpijobs.kubeflow.org")
+    except ApiException as error:
+        raise PreflightError(
+            f"cannot read the MPIJob CRD to tell whether the training operator or mpi-operator serves MPIJobs "
+            f"({api_reason(error)}): set PX_K8S_MPIJOB_VERSION (v1: training operator, v2beta1: mpi-operator)"
+        ) from None
+    if crd is None:
+        return "v1"  # not installed: preflight says so, naming the training operator
+    served = [v.get("name") for v in crd.get("spec", {}).get("versions") or [] if v.get("served", True)]
+    if "v1" in served:
+        return "v1"
+    if "v2beta1" in served:
+        return "v2beta1"
+    raise PreflightError(
+        f"this cluster serves MPIJob as {', '.join(map(str, served)) or 'no version'}, which jupyter-px does not "
+        "know (kubeflow.org/v1 from the training operator, v2beta1 from mpi-operator)"
+    )
+
+
+#: The field that carries per-job pod changes, by Trainer release (kubeflow/trainer
+#: pkg/apis/trainer/v1alpha1/trainjob_types.go TrainJobSpec at v2.0.0, v2.1.0, v2.2.0).
+TRAINER_PATCH_FIELDS = {"runtimePatches": "v2.2", "podTemplateOverrides": "v2.1", "podSpecOverrides": "v2.0"}
+
+
+def trainer_version(cluster: Cluster) -> str:
+    """Which TrainJob API this cluster serves ("v2.2": runtimePatches, v2.2 and later; "v2.1":
+    podTemplateOverrides; "v2.0": podSpecOverrides), read from the TrainJob CRD's schema: the API
+    server prunes a field its CRD does not have, silently, so guessing wrong loses our pod changes."""
+    try:
+        crd = _crd(cluster, "trainjobs.trainer.kubeflow.org")
+    except ApiException as error:
+        raise PreflightError(
+            f"cannot read the TrainJob CRD to tell which Kubeflow Trainer version this cluster runs "
+            f"({api_reason(error)}): set PX_K8S_TRAINER_VERSION (v2.2 for Trainer v2.2 and later, v2.1)"
+        ) from None
+    if crd is None:
+        raise PreflightError(
+            f"TrainJob is not installed on this cluster: {KINDS['TrainJob'].crd_hint} or use backend: "
+            "kubeflow or native"
+        )
+    fields: set[str] = set()
+    for version in crd.get("spec", {}).get("versions") or []:
+        if version.get("name") == "v1alpha1" and version.get("served", True):
+            schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+            fields = set(((schema.get("properties") or {}).get("spec") or {}).get("properties") or {})
+    for field_name, release in TRAINER_PATCH_FIELDS.items():
+        if field_name in fields:
+            return release
+    raise PreflightError(
+        "this cluster's TrainJob (trainer.kubeflow.org/v1alpha1) has none of runtimePatches, podTemplateOverrides "
+        "or podSpecOverrides: a Kubeflow Trainer version jupyter-px does not know; set PX_K8S_TRAINER_VERSION "
+        "(v2.2 or v2.1) if you know which API it matches"
+    )
 
 
 def check_runtime(cluster: Cluster, name: str) -> None:

@@ -6,10 +6,13 @@ training operator's or JobSet's). Kept together so the two directions cannot dri
 - kubeflow: our role label on each replica spec's template; the operator adds the replica index,
   except on the MPI launcher (training-operator pkg/controller.v1/mpi/mpijob_controller.go
   newLauncher: replica-type `launcher`, no replica-index): the launcher is its role's replica 0.
-  Its log holds every rank's output (mpirun forwards it), metrics included.
-- kubeflow-trainer: every node carries the role `node`; JobSet's completion index is the node's
-  rank, our replicas in rank order (the launcher job, for MPI, is the master). `pod_entry.py`
-  applies the same rank rule inside the pod.
+  Its log holds every rank's output (mpirun forwards it), metrics included. A replica spec that
+  holds a role's later indices (a PyTorchJob without a master: worker 0 is rendered as the
+  operator's Master) says by how much its pods' index is shifted (`px.jupyter.org/index-offset`;
+  `PX_TASK_INDEX_OFFSET` inside the pod).
+- kubeflow-trainer: every node carries the role `node`; the Job's completion index (label from
+  Kubernetes 1.28, annotation before) is the node's rank, our replicas in rank order (the
+  launcher job, for MPI, is the master). `pod_entry.py` applies the same rank rule inside the pod.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from .names import LABEL_INDEX, LABEL_ROLE
 #: The replica index the Kubeflow training operator puts on each pod of a replica spec.
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+#: Added to the operator's replica index to give our index (absent: 0).
+INDEX_OFFSET_LABEL = "px.jupyter.org/index-offset"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 #: The role label every Trainer v2 node carries (one template for every node).
@@ -37,12 +42,14 @@ class ReplicaPods:
 
     backend: str
 
-    def pod_labels(self, role: str, index: int | None = None) -> dict[str, str]:
+    def pod_labels(self, role: str, index: int | None = None, index_offset: int = 0) -> dict[str, str]:
         """The replica labels rendering puts on a pod (template): `index` only where one template
         is one pod (native); the operator or JobSet labels the rest."""
         if self.backend == "kubeflow-trainer":
             return {LABEL_ROLE: TRAINER_NODE_ROLE}
         labels = {LABEL_ROLE: role}
+        if index_offset:
+            labels[INDEX_OFFSET_LABEL] = str(index_offset)
         if index is not None and self.backend in ("kubernetes", "native"):
             labels[LABEL_INDEX] = str(index)
         return labels
@@ -52,22 +59,25 @@ class ReplicaPods:
         labels = pod.get("metadata", {}).get("labels") or {}
         try:
             if self.backend == "kubeflow-trainer":
-                return self._trainer_replica(labels, topology)
+                annotations = pod.get("metadata", {}).get("annotations") or {}
+                return self._trainer_replica(labels, annotations, topology)
             role = labels.get(LABEL_ROLE)
             index = labels.get(REPLICA_INDEX_LABEL if self.backend == "kubeflow" else LABEL_INDEX)
             if index is None and self.backend == "kubeflow" and labels.get(REPLICA_TYPE_LABEL) == "launcher":
                 index = "0"  # the MPI launcher: one per job, labelled without an index
             if role is None or index is None:
                 return None
-            return role, int(index)
+            return role, int(index) + int(labels.get(INDEX_OFFSET_LABEL, "0"))
         except ValueError:
             return None
 
     @staticmethod
-    def _trainer_replica(labels: dict[str, str], topology: Topology) -> Replica | None:
+    def _trainer_replica(labels: dict[str, str], annotations: dict[str, str], topology: Topology) -> Replica | None:
         if labels.get(REPLICATED_JOB_LABEL) == "launcher":
             return "master", 0
-        rank = int(labels.get(COMPLETION_INDEX_LABEL, "0"))
+        # the Job controller labels the index only from Kubernetes 1.28 (PodIndexLabel); the
+        # annotation of the same name is there on every version (pkg/controller/job/indexed_job_utils.go)
+        rank = int(labels.get(COMPLETION_INDEX_LABEL) or annotations.get(COMPLETION_INDEX_LABEL) or "0")
         if topology.is_mpi:
             return "worker", rank
         for role, count in topology.counts().items():

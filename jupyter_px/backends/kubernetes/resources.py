@@ -7,7 +7,7 @@ rollback, stop and the follower go through this table instead of repeating that 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from .client import Cluster
@@ -119,4 +119,10 @@ KINDS: dict[str, Kind] = {
 
 
 def kind_of(obj: dict[str, Any]) -> Kind:
-    return KINDS[obj["kind"]]
+    """The kind of an object, at the API version it names (an MPIJob is kubeflow.org/v1 from the
+    training operator or kubeflow.org/v2beta1 from mpi-operator)."""
+    kind = KINDS[obj["kind"]]
+    group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
+    if not kind.core and group == kind.group and version and version != kind.version:
+        return replace(kind, version=version)
+    return kind

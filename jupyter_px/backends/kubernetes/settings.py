@@ -29,16 +29,20 @@ CONFIG_ENV = "PX_K8S_CONFIG"
 ENV_PREFIX = "PX_K8S_"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
-#: Image per framework when neither the topology nor the settings name one. Pin yours
-#: (PX_K8S_IMAGE): these only need Python 3.8+ and the framework.
+#: Image per framework when neither the topology nor the settings name one: pinned tags of the
+#: frameworks' own images, each with Python and the framework (pin yours with PX_K8S_IMAGE).
+#: MXNet, Horovod and plain MPI share Horovod's image (OpenMPI's mpirun, Python, TensorFlow,
+#: PyTorch and MXNet 1.9); a bare python image would start and then fail on `import mxnet`.
 DEFAULT_IMAGES = {
     "tensorflow": "tensorflow/tensorflow:2.21.0",
-    "pytorch": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
-    "mxnet": "python:3.11-slim",
-    "horovod": "horovod/horovod:latest",
-    "mpi": "mpioperator/openmpi:latest",
+    "pytorch": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",  # CUDA inside; runs on CPU nodes too
+    "mxnet": "horovod/horovod:0.28.1",
+    "horovod": "horovod/horovod:0.28.1",
+    "mpi": "horovod/horovod:0.28.1",
     None: "python:3.11-slim",
 }
+#: The image to use instead when the replica requests GPUs (where the CPU image has no CUDA).
+GPU_IMAGES = {"tensorflow": "tensorflow/tensorflow:2.21.0-gpu"}
 
 
 @dataclass(frozen=True)
@@ -58,17 +62,40 @@ class KubernetesSettings:
     gpu_resource: str = "nvidia.com/gpu"
     trainer_runtime: str = "torch-distributed"
     trainer_mpi_runtime: str = "deepspeed-distributed"
-    clean_pod_policy: str = "None"  # Kubeflow runPolicy: keep finished pods (their logs) by default
+    #: Which TrainJob API to render: "auto" asks the cluster (the TrainJob CRD's fields; offline
+    #: rendering assumes the newest); "v2.2" (runtimePatches, Trainer v2.2 and later) or "v2.1"
+    #: (podTemplateOverrides). Trainer v2.0 cannot label the pods of a TrainJob and is refused.
+    trainer_version: str = "auto"
+    #: Kubeflow runPolicy.cleanPodPolicy. "Running": when the job ends, the operator deletes the pods
+    #: still running or pending (parameter servers, evaluators, MXNet servers, MPI workers never
+    #: end by themselves) and keeps the finished ones (their logs; they hold no node resources).
+    #: "All" deletes every pod; "None" (the operators' own default for PyTorchJob, MPIJob, MXJob)
+    #: leaks whatever still runs.
+    clean_pod_policy: str = "Running"
     ttl_seconds_after_finished: int | None = None
+    #: Which MPIJob API to render: "auto" asks the cluster (the MPIJob CRD's served version; offline
+    #: rendering assumes the training operator's); "v1" (Kubeflow training operator) or "v2beta1"
+    #: (mpi-operator). Both name their CRD mpijobs.kubeflow.org: a cluster has one or the other.
+    mpijob_version: str = "auto"
     shared_claim: str | None = None  # a PVC mounted in the notebook at shared_mount_path too
     shared_mount_path: str | None = None
     create_parallelism: int = 16
+    #: native: pods the `restricted` Pod Security Standard admits (non-root user `run_as_user`, no
+    #: capabilities, no privilege escalation, RuntimeDefault seccomp); off for images that need root.
+    restricted_security_context: bool = True
+    run_as_user: int = 1000
     #: A run's follower ends after this many seconds without any answer from the API server
     #: (refused, timed out); the run stays as it was and the next look at it follows it again.
     follower_give_up_s: int = 180
 
-    def image_for(self, framework: str | None, topology_image: str | None) -> str:
-        return topology_image or self.image or DEFAULT_IMAGES.get(framework, DEFAULT_IMAGES[None])
+    def image_for(self, framework: str | None, topology_image: str | None, gpus: bool = False) -> str:
+        """The topology's image, else the settings', else the framework's default (its GPU variant
+        when the replica requests GPUs)."""
+        if topology_image or self.image:
+            return str(topology_image or self.image)
+        if gpus and framework in GPU_IMAGES:
+            return GPU_IMAGES[framework]
+        return DEFAULT_IMAGES.get(framework, DEFAULT_IMAGES[None])
 
     def object_labels(self) -> dict[str, str]:
         labels = dict(self.labels)
@@ -79,8 +106,15 @@ class KubernetesSettings:
 
 _LISTS = {"image_pull_secrets"}
 _MAPS = {"node_selector", "labels", "annotations"}
-_INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s"}
-_POSITIVE = {"create_parallelism", "follower_give_up_s"}
+_INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s", "run_as_user"}
+_POSITIVE = {"create_parallelism", "follower_give_up_s", "run_as_user"}
+_BOOLS = {"restricted_security_context"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+_CHOICES = {
+    "clean_pod_policy": ("Running", "All", "None"),
+    "trainer_version": ("auto", "v2.2", "v2.1", "v2.0"),
+    "mpijob_version": ("auto", "v1", "v2beta1"),
+}
 
 
 def _from_env(name: str, text: str) -> Any:
@@ -101,6 +135,10 @@ def _from_env(name: str, text: str) -> Any:
         except ValueError as error:
             raise BackendError(f"{where}: not JSON ({error})") from None
         return value
+    if name in _BOOLS:
+        if text.strip().lower() not in _TRUE + _FALSE:
+            raise BackendError(f"{where}: {text!r} is not true or false")
+        return text.strip().lower() in _TRUE
     if name in _INTS:
         try:
             return int(text)
@@ -120,8 +158,13 @@ def _check(name: str, value: Any, where: str) -> Any:
         return {str(k): str(v) for k, v in value.items()}
     if name == "tolerations" and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
         raise BackendError(f"{where}: tolerations: {value!r} is not a list of tolerations")
-    if name in _INTS and (not isinstance(value, int) or value < (1 if name in _POSITIVE else 0)):
+    if name in _BOOLS and not isinstance(value, bool):
+        raise BackendError(f"{where}: {name}: {value!r} is not true or false")
+    counts = isinstance(value, int) and not isinstance(value, bool)
+    if name in _INTS and (not counts or value < (1 if name in _POSITIVE else 0)):
         raise BackendError(f"{where}: {name}: {value!r} is not a valid count")
+    if name in _CHOICES and value not in _CHOICES[name]:
+        raise BackendError(f"{where}: {name}: {value!r} is not one of {', '.join(_CHOICES[name])}")
     return value
 
 

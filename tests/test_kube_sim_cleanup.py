@@ -1,0 +1,68 @@
+"""Nothing of a run keeps running after it ends, on the simulated cluster: the backend asks the
+training operator for a cleanPodPolicy that deletes what still runs when the job ends (replicas
+that never end by themselves: parameter servers, MXNet servers, MPI workers, workers a master
+did not wait for), and `stop` on a finished run deletes what is left. The simulated operator
+and kubelet act; the test only counts pods."""
+
+from __future__ import annotations
+
+import pytest
+from k8s_support import DEADLINE_S
+from kube_sim_support import backend_cluster, live_pods, wait_for
+
+import jupyter_px
+
+pytestmark = pytest.mark.kube
+
+#: The master ends at once; every other replica would run for ten minutes.
+MASTER_ENDS_OTHERS_LINGER = (
+    "import os, time\n"
+    "print('up', os.environ['PX_TASK_TYPE'], flush=True)\n"
+    "if os.environ['PX_TASK_TYPE'] != 'master':\n"
+    "    time.sleep(600)\n"
+)
+
+#: plural of the job, topology replicas: each a job whose non-master replicas outlive the master.
+JOBS = {
+    "pytorch": ("pytorchjobs", {"n_workers": 1}),
+    "tensorflow": ("tfjobs", {"n_workers": 1, "n_ps": 1}),
+    "mxnet": ("mxjobs", {"n_workers": 1, "n_ps": 1}),
+    "mpi": ("mpijobs", {"n_workers": 2}),
+}
+
+
+@pytest.fixture(name="sim")
+def sim_fixture(tmp_path, monkeypatch, px_home):
+    with backend_cluster(tmp_path, monkeypatch, px_home) as cluster:
+        yield cluster
+
+
+def job_ended(sim, plural: str) -> bool:
+    jobs = sim.list(plural)
+    return bool(jobs) and any(
+        c["type"] in ("Succeeded", "Failed") and c["status"] == "True"
+        for c in (jobs[0].get("status") or {}).get("conditions") or []
+    )
+
+
+@pytest.mark.parametrize("framework", sorted(JOBS))
+def test_no_pod_runs_on_after_a_kubeflow_job_ends(sim, px_home, framework):
+    plural, replicas = JOBS[framework]
+    topology = {"framework": framework, "backend": "kubeflow", "environment": {"replicas": replicas}}
+    run = jupyter_px.submit(MASTER_ENDS_OTHERS_LINGER, topology)
+    wait_for(lambda: job_ended(sim, plural), f"the {plural[:-1]} to end")
+    wait_for(lambda: not live_pods(sim), "the pods still running after the job ended to be deleted", timeout=60)
+    run.stop()
+
+
+def test_stop_on_a_finished_run_deletes_what_is_left(sim, px_home):
+    """cleanPodPolicy Running keeps the finished pods (their logs); a `stop` of the finished run
+    deletes them, the job and the rest of the run's objects."""
+    topology = {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}}
+    run = jupyter_px.submit("print('done')\n", topology)
+    assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"
+    assert sim.list("pods"), "the finished pods are kept until the run is stopped"
+    status = run.stop()
+    assert status.state.value == "Succeeded", "stop keeps a finished run's outcome"
+    wait_for(lambda: not sim.list("pods") and not sim.list("pytorchjobs"), "the finished run's objects to go")
+    assert not sim.list("configmaps")
