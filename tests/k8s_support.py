@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from kube_sim import Cluster
 
 from jupyter_px import detached
 
@@ -167,7 +167,7 @@ def kube_fixture(tmp_path, monkeypatch, px_home):
     ended, and the test fails if one is still alive afterwards. Should this teardown never run
     (the test process killed), followers still end by themselves: a minute after the fake server
     is gone (`PX_K8S_FOLLOWER_GIVE_UP_S`) or when pytest deletes the temporary store."""
-    with FakeKube(namespaces=("default", "ml"), crds=CRDS) as fake:
+    with Cluster(namespaces=("default", "ml"), kubelet={"backoff_base": 0.5}) as fake:
         monkeypatch.setenv("KUBECONFIG", fake.kubeconfig(tmp_path / "kubeconfig"))
         monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
         monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
