@@ -190,6 +190,8 @@ class Kubelet:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"kube-sim-kubelet-{node}", daemon=True)
         self._hosts_text: dict[str, str] = {}
+        #: images this node cannot pull (`refuse_image`), with the registry's error
+        self.unpullable: dict[str, str] = {}
         self._pods = api.resource("", "v1", "pods")
         api.log_source = self.logs
 
@@ -606,11 +608,7 @@ class Kubelet:
                 # pkg/kubelet/kuberuntime/kuberuntime_manager.go computeInitContainerActions: a
                 # sidecar starts in its turn, the next init container once it runs; it is
                 # restarted whenever it exits, whatever the pod's restartPolicy
-                if container.current is None or (
-                    container.current.exit_code is not None
-                    and self._will_restart(container, restart_policy)
-                    and time.monotonic() >= container.next_start
-                ):
+                if self._due(container, restart_policy) and self._pulled(run, container):
                     self._start(run, container)
                 if not container.running:
                     return
@@ -618,22 +616,38 @@ class Kubelet:
             if container.init:
                 if container.current and container.current.exit_code == 0:
                     continue
-                if container.current is None or (
-                    container.current.exit_code is not None
-                    and self._will_restart(container, restart_policy)
-                    and time.monotonic() >= container.next_start
-                ):
+                if self._due(container, restart_policy) and self._pulled(run, container):
                     self._start(run, container)
                 return  # init containers one at a time, the app containers after them
         for container in run.containers:
             if container.init:
                 continue
-            if container.current is None or (
-                container.current.exit_code is not None
-                and self._will_restart(container, restart_policy)
-                and time.monotonic() >= container.next_start
-            ):
+            if self._due(container, restart_policy) and self._pulled(run, container):
                 self._start(run, container)
+
+    def _due(self, container: ContainerRun, restart_policy: str) -> bool:
+        """Never started, or ended, to be restarted, and its back-off is over."""
+        return container.current is None or (
+            container.current.exit_code is not None
+            and self._will_restart(container, restart_policy)
+            and time.monotonic() >= container.next_start
+        )
+
+    def _pulled(self, run: PodRun, container: ContainerRun) -> bool:
+        """Whether the container's image is on the node. One this node cannot pull (`refuse_image`)
+        keeps the container waiting `ImagePullBackOff`, `Back-off pulling image "<image>"`
+        (pkg/kubelet/images/image_manager.go EnsureImageExists, the BackOff event), and the
+        kubelet tries again on later syncs: once the image can be pulled it starts."""
+        image = container.spec.get("image", "")
+        if image not in self.unpullable:
+            if container.waiting_reason == "ImagePullBackOff":
+                container.waiting_reason, container.waiting_message = "ContainerCreating", ""
+            return True
+        if container.waiting_reason != "ImagePullBackOff":
+            container.waiting_reason = "ImagePullBackOff"
+            container.waiting_message = f'Back-off pulling image "{image}": ErrImagePull: {self.unpullable[image]}'
+            record(self.api, run.pod, "BackOff", f'Back-off pulling image "{image}"', "Normal", "kubelet", self.node)
+        return False
 
     def _signal(self, container: ContainerRun, sig: int) -> None:
         instance = container.current
@@ -1031,6 +1045,18 @@ class Kubelet:
                 pod["metadata"]["namespace"],
                 "status",
             )
+
+    def refuse_image(self, image: str, error: str = "not found") -> None:
+        """The node cannot pull `image` (a registry that does not have it, no credentials):
+        containers of it wait in ImagePullBackOff until `allow_image`."""
+        self.unpullable[image] = error
+        with self.api.cond:
+            self.api.cond.notify_all()
+
+    def allow_image(self, image: str) -> None:
+        self.unpullable.pop(image, None)
+        with self.api.cond:
+            self.api.cond.notify_all()
 
     def set_waiting(self, namespace: str, pod: str, container: str, reason: str, message: str = "") -> None:
         """Hold a container in a waiting state a process cannot produce here (ImagePullBackOff,
