@@ -58,10 +58,10 @@ def test_a_service_configured_with_a_namespace_submits_there(kube, px_home):
 
 
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # a race: it depends on whether the follower reads the 143 status before the DELETED event
     reason="issue 19: a pod deleted by someone else (here the garbage collector) is first reported by the kubelet "
-    "as terminated 143 (graceful deletion); the follower records the run Failed 'master-0 failed (Error): exited "
-    "with code 143' and its replicas Stopped (StoppedByRun), not Lost (PodDeleted)",
+    "as terminated 143 (graceful deletion); the follower often records the run Failed 'master-0 failed (Error): "
+    "exited with code 143' and its replicas Stopped (StoppedByRun), not Lost (PodDeleted)",
 )
 def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read_lost(kube, px_home):
     """Deleting a run's ConfigMap deletes its objects, but that is the cluster's garbage collector
