@@ -4,7 +4,8 @@
 
 Render: the manifests of a PyTorch run with one master and `--workers` workers, for each backend
 (pure functions; median of 7). Create: the same native run (1,000 pods, one Service, the
-ConfigMap) against the tests' fake API server on 127.0.0.1 with `--latency-ms` added to every
+ConfigMap) against the tests' simulated API server (`tests/kube_sim`, no controllers: nothing
+schedules or runs the pods) on 127.0.0.1 with `--latency-ms` added to every
 request, once with one call at a time and once with the backend's pool of 16. Exits non-zero if
 the native render takes 0.5 s or more.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fake_kube import FakeKube
+from kube_sim import Cluster
 
 from jupyter_px.backends.kubernetes.client import connect
 from jupyter_px.backends.kubernetes.create import create_all
@@ -49,7 +50,7 @@ def _create(workers: int, latency: float, parallelism: int) -> float:
     topology = parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": workers}}})
     settings = KubernetesSettings(create_parallelism=parallelism)
     objects = render_manifests("native", topology, "bench-run", CODE, FILES, settings)
-    with FakeKube() as kube, tempfile.TemporaryDirectory() as tmp:
+    with Cluster(controllers=()) as kube, tempfile.TemporaryDirectory() as tmp:
         os.environ["KUBECONFIG"] = kube.kubeconfig(Path(tmp) / "kubeconfig")
         kube.latency = latency
         cluster = connect(settings)
