@@ -4,7 +4,7 @@ blocked on a Kubernetes API server that never answers.
     python benchmarks/bench_api_load.py [--clients 50] [--submits 10] [--seconds 20] [--interval 2]
 
 Everything is on 127.0.0.1 and bounded: a real Jupyter server with the extension, the tests'
-fake Kubernetes API server (`tests/fake_kube`) told to hang every ConfigMap create (the first
+simulated Kubernetes API server (`tests/kube_sim`, no controllers) told to hang every ConfigMap create (the first
 object a submit creates), `--submits` submits of a native Kubernetes run sent at once, then
 `--clients` clients each polling `GET runs`, a log and the metrics of a running run every
 `--interval` seconds (the sidebar's pace) for `--seconds`. Each read's time is measured from the
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_kube import FakeKube  # noqa: E402
+from kube_sim import Cluster  # noqa: E402
 
 from jupyter_px.runstore import ReplicaStatus, RunRecord, RunState, RunStatus, RunStore  # noqa: E402
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     store = RunStore(home)
     run_id = running_run(store)
     started = time.monotonic()
-    with FakeKube(namespaces=("default",)) as kube:
+    with Cluster(namespaces=("default",), controllers=()) as kube:
         env = dict(
             os.environ,
             PX_HOME=str(home),

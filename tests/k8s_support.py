@@ -1,5 +1,6 @@
-"""Helpers for the Kubernetes backend tests: a fake cluster wired in through a kubeconfig, pod
-statuses as the kubelet reports them, waiting on the run store, and the followers' processes.
+"""Helpers for the Kubernetes backend tests: the simulated cluster (tests/kube_sim) wired in through
+a kubeconfig, training code that waits for the test, pod statuses as the kubelet reports them (for
+unit tests of the pure mapping), waiting on the run store, and the followers' processes.
 
 Waits are deadline-based with a generous bound (`DEADLINE_S`): on a loaded machine starting a
 follower alone (a Python process importing the kubernetes client) can take tens of seconds, and
@@ -17,17 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from kube_sim import Cluster
 
 from jupyter_px import detached
 
-CRDS = (
-    "tfjobs.kubeflow.org",
-    "pytorchjobs.kubeflow.org",
-    "mxjobs.kubeflow.org",
-    "mpijobs.kubeflow.org",
-    "trainjobs.trainer.kubeflow.org",
-)
 NOW = "2026-11-23T10:00:00Z"
 DEADLINE_S = 180.0
 FOLLOWER_MODULE = b"jupyter_px.backends.kubernetes.follower"
@@ -159,24 +153,37 @@ def stop_followers(home: Path) -> None:
             kill(pid)
 
 
+def use_cluster(cluster: Cluster, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point this test's backends at `cluster`: KUBECONFIG, no settings file, every other
+    PX_K8S_* variable unset, and followers that give up a minute after the server is gone."""
+    monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig(folder / "kubeconfig"))
+    monkeypatch.setenv("PX_K8S_CONFIG", str(folder / "no-settings.yaml"))
+    monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
+    for name in list(os.environ):
+        if name.startswith("PX_K8S_") and name not in ("PX_K8S_CONFIG", "PX_K8S_IMAGE"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "60")
+
+
+def wait_for_file(path: Path) -> str:
+    """Python source for training code: block until the test creates `path` (pods share this
+    machine's file system outside their volumes), so a test decides when a replica goes on."""
+    return f"import os, time\nwhile not os.path.exists({str(path)!r}):\n    time.sleep(0.05)\n"
+
+
 @pytest.fixture(name="kube")
 def kube_fixture(tmp_path, monkeypatch, px_home):
-    """A fake cluster with the Kubeflow CRDs, reachable through KUBECONFIG.
+    """The simulated cluster (API server, operators, scheduler, a kubelet whose pods are real
+    processes), reachable through KUBECONFIG; container restarts back off from 0.5 s.
 
-    At teardown, while the fake still answers, every follower of a run in this test's store is
+    At teardown, while the cluster still answers, every follower of a run in this test's store is
     ended, and the test fails if one is still alive afterwards. Should this teardown never run
-    (the test process killed), followers still end by themselves: a minute after the fake server
-    is gone (`PX_K8S_FOLLOWER_GIVE_UP_S`) or when pytest deletes the temporary store."""
-    with FakeKube(namespaces=("default", "ml"), crds=CRDS) as fake:
-        monkeypatch.setenv("KUBECONFIG", fake.kubeconfig(tmp_path / "kubeconfig"))
-        monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
-        monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
-        for name in list(os.environ):
-            if name.startswith("PX_K8S_") and name not in ("PX_K8S_CONFIG", "PX_K8S_IMAGE"):
-                monkeypatch.delenv(name)
-        monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "60")
+    (the test process killed), followers still end by themselves: a minute after the server is
+    gone (`PX_K8S_FOLLOWER_GIVE_UP_S`) or when pytest deletes the temporary store."""
+    with Cluster(namespaces=("default", "ml"), kubelet={"backoff_base": 0.5}) as cluster:
+        use_cluster(cluster, tmp_path, monkeypatch)
         try:
-            yield fake
+            yield cluster
         finally:
             stop_followers(px_home)
     left = follower_pids(px_home)

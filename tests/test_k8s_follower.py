@@ -1,6 +1,11 @@
 """The follower: replica states from pod phases and container states, logs streamed into the
 store (and resumed after the follower is killed, without lost or doubled lines), metrics parsed
-from `@px-metrics` lines into the store and TensorBoard, Kubeflow job conditions, and stop."""
+from `@px-metrics` lines into the store and TensorBoard, Kubeflow job conditions, and stop.
+
+On the simulated cluster: the training code really runs in the pods (the kubelet's processes),
+prints its lines and metrics and exits as it likes; the scheduler, the kubelet and the training
+operator write every state. The test only decides when a replica goes on (`wait_for_file`) and,
+for what no process can produce here (an image the node cannot pull), uses the kubelet's API."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     started_followers,
     terminated,
     unschedulable,
+    wait_for_file,
     wait_until,
     waiting,
 )
@@ -46,6 +52,19 @@ def metric_line(step, loss):
     return "@px-metrics " + json.dumps(record) + "\n"
 
 
+def prints(text: str) -> str:
+    """Python source that prints `text` as it is (flushed: the kubelet logs what the process wrote)."""
+    return f"import sys\nsys.stdout.write({text!r})\nsys.stdout.flush()\n"
+
+
+def by_role(**code: str) -> str:
+    """Training code that runs `code[role]` in each role's pods (PX_TASK_TYPE says which)."""
+    out = "import os\nrole = os.environ['PX_TASK_TYPE']\n"
+    for role, text in code.items():
+        out += f"if role == {role!r}:\n" + "".join(f"    {line}\n" for line in text.splitlines())
+    return out
+
+
 @pytest.mark.parametrize(
     ("status", "state", "reason"),
     [
@@ -65,33 +84,64 @@ def test_pod_states(status, state, reason):
     assert (view.state.value, view.reason) == (state, reason)
 
 
-def test_follower_writes_states_logs_and_metrics(kube, px_home):
-    run = jupyter_px.submit("pass\n", TORCH, name="follow")
-    master, worker = f"{run.run_id}-master-0", f"{run.run_id}-worker-0"
-    kube.set_pod_status(master, unschedulable("0/3 nodes are available: 3 Insufficient cpu."))
+def test_pending_reasons_come_from_the_scheduler_and_the_kubelet(kube, px_home):
+    """A master asking for more CPU than the node has is Unschedulable with the scheduler's
+    message; a worker whose image the node cannot pull waits in ImagePullBackOff, and starts once
+    the image can be pulled."""
+    kube.kubelet.refuse_image("registry.example/nope:1")
+    topology = {
+        "framework": "pytorch",
+        "backend": "native",
+        "environment": {
+            "resources": {"cpu": {"requests": 64}},
+            "replicas": {"n_workers": 1, "default_worker": {"image": "registry.example/nope:1"}},
+        },
+    }
+    run = jupyter_px.submit("import time\ntime.sleep(600)\n", topology, name="pending")
     r = wait_replica(run, "master-0", "Pending", "Unschedulable")
     assert "Insufficient cpu" in r.message
-    kube.set_pod_status(worker, waiting("ImagePullBackOff", 'Back-off pulling image "x"'))
-    wait_replica(run, "worker-0", "Pending", "ImagePullBackOff")
-    kube.set_pod_status(master, running())
-    kube.set_pod_status(worker, running())
-    wait_until(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
-    kube.append_log(master, "starting\n" + metric_line(0, 1.0) + metric_line(1, 0.5))
-    kube.append_log(worker, "worker says hi\n")
-    wait_until(lambda: "loss" in (run.metrics().get("master-0") or {}), what="metrics in the store")
-    assert list(run.metrics()["master-0"]["loss"].values) == [1.0, 0.5]
-    kube.set_pod_status(worker, waiting("CrashLoopBackOff", "back-off", restarts=1, phase="Running"))
+    r = wait_replica(run, "worker-0", "Pending", "ImagePullBackOff")
+    assert 'Back-off pulling image "registry.example/nope:1"' in r.message
+    kube.kubelet.allow_image("registry.example/nope:1")
+    wait_replica(run, "worker-0", "Running")
+    run.stop()
+
+
+def test_follower_writes_states_logs_and_metrics(kube, px_home, tmp_path):
+    """The master prints and reports metrics, then waits; worker-0 (restart policy OnFailure)
+    fails twice, so the kubelet restarts it at once and then backs off (CrashLoopBackOff), and
+    runs on the third start; the master ends the run."""
+    kube.kubelet.backoff_base = 5.0  # long enough for the back-off to be seen
+    tries, finish = tmp_path / "tries", tmp_path / "finish"
+    worker = (
+        f"tries = open({str(tries)!r}, 'a+')\ntries.write('x')\ntries.seek(0)\n"
+        "print('worker says hi', flush=True)\n"
+        "if len(tries.read()) < 3:\n    raise SystemExit(1)\n"
+        "import time\ntime.sleep(600)\n"
+    )
+    master = prints("starting\n" + metric_line(0, 1.0) + metric_line(1, 0.5)) + wait_for_file(finish) + prints("done\n")
+    topology = {
+        "framework": "pytorch",
+        "backend": "native",
+        "environment": {
+            "replicas": {"n_workers": 1, "worker": [{"index": 0, "restart_policy": "OnFailure", "max_restarts": 5}]}
+        },
+    }
+    run = jupyter_px.submit(by_role(master=master, worker=worker), topology, name="follow")
     r = wait_replica(run, "worker-0", "Restarting", "CrashLoopBackOff")
-    assert r.restarts == 1
-    kube.set_pod_status(worker, running(restarts=1))
-    kube.append_log(master, "done\n")
-    kube.set_pod_status(master, terminated("Succeeded", 0, "Completed"))
+    assert r.restarts == 1 and "back-off 5s restarting failed container=replica" in r.message
+    r = wait_replica(run, "worker-0", "Running")
+    assert r.restarts == 2
+    wait_until(lambda: len((run.metrics().get("master-0") or {}).get("loss", ())) == 2, what="metrics stored")
+    assert list(run.metrics()["master-0"]["loss"].values) == [1.0, 0.5]
+    wait_until(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
+    finish.touch()
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert run.logs("master", 0) == "starting\n" + metric_line(0, 1.0) + metric_line(1, 0.5) + "done\n"
-    assert run.logs("worker", 0) == "worker says hi\n"
+    assert "worker says hi\n" in run.logs("worker", 0)
     assert replica(run, "worker-0").state.value == "Stopped"  # the run ended; its other pods were deleted
-    assert not kube.list("pods")  # native: a finished run's pods are cleaned up, its logs are in the store
+    wait_until(lambda: not kube.list("pods"), what="the finished run's pods deleted")  # logs are in the store
     events = list(run.paths.tensorboard("master", 0).glob("events.out.tfevents.*"))
     assert events  # TensorBoard sees the metrics too (files MetricsReader skips: the points are in JSONL)
     reader = MetricsReader(run.paths)
@@ -100,81 +150,77 @@ def test_follower_writes_states_logs_and_metrics(kube, px_home):
 
 
 def test_failed_replica_fails_the_run_with_its_reason(kube, px_home):
-    run = jupyter_px.submit("pass\n", TORCH)
-    kube.set_pod_status(f"{run.run_id}-master-0", running())
-    kube.append_log(f"{run.run_id}-worker-0", "Killed\n")
-    kube.set_pod_status(f"{run.run_id}-worker-0", terminated("Failed", 137, "OOMKilled"))
+    """A worker over its memory limit is killed by the kubelet: OOMKilled, exit 137."""
+    worker = "print('allocating', flush=True)\nhog = b'x' * (600 << 20)\nimport time\ntime.sleep(600)\n"
+    topology = {
+        "framework": "pytorch",
+        "backend": "native",
+        "environment": {"replicas": {"n_workers": 1, "default_worker": {"resources": {"memory": {"limits": 300}}}}},
+    }
+    run = jupyter_px.submit(by_role(master="import time\ntime.sleep(600)\n", worker=worker), topology)
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Failed" and "worker-0 failed (OOMKilled): exited with code 137" in status.message
-    worker = status.replica("worker", 0)
-    assert (worker.state, worker.reason, worker.exit_code) == (ReplicaState.FAILED, "OOMKilled", 137)
-    assert run.logs("worker", 0) == "Killed\n"
+    worker_status = status.replica("worker", 0)
+    assert (worker_status.state, worker_status.reason, worker_status.exit_code) == (
+        ReplicaState.FAILED,
+        "OOMKilled",
+        137,
+    )
+    assert run.logs("worker", 0) == "allocating\n"
 
 
-def test_killed_follower_resumes_without_lost_or_doubled_lines(kube, px_home):
-    run = jupyter_px.submit("pass\n", TORCH)
-    master = f"{run.run_id}-master-0"
-    kube.set_pod_status(master, running())
-    kube.append_log(master, "".join(f"line {i}\n" for i in range(50)) + metric_line(1, 3.0))
+def test_killed_follower_resumes_without_lost_or_doubled_lines(kube, px_home, tmp_path):
+    go, end = tmp_path / "go", tmp_path / "end"
+    code = (
+        prints("".join(f"line {i}\n" for i in range(50)) + metric_line(1, 3.0))
+        + wait_for_file(go)
+        + prints("".join(f"line {i}\n" for i in range(50, 80)) + metric_line(2, 2.0))
+        + wait_for_file(end)
+    )
+    run = jupyter_px.submit(code, {**TORCH, "environment": {"replicas": {"n_workers": 0}}})
     wait_until(lambda: run.logs("master", 0).count("\n") == 51, what="first lines")
     kill(run.store.status(run.run_id).owner.pid)  # returns once the process is gone
     assert started_followers() == []
-    kube.append_log(master, "".join(f"line {i}\n" for i in range(50, 80)) + metric_line(2, 2.0))
+    go.touch()  # printed while nobody follows
+    wait_until(lambda: "line 79" in kube_log(kube, run), what="the pod to print the rest")
     backend = run.backend
     restarted = backend.follow(run.run_id)
     assert restarted is not None
     assert backend.follow(run.run_id) is None  # the one just started is known, even before it writes
     assert started_followers() == [restarted]
     wait_until(lambda: run.logs("master", 0).count("\n") >= 82, what="resumed lines")
-    kube.set_pod_status(master, terminated("Succeeded", 0, "Completed"))
+    end.touch()
     run.wait(timeout=DEADLINE_S)
     lines = run.logs("master", 0).splitlines()
     assert [x for x in lines if x.startswith("line")] == [f"line {i}" for i in range(80)]
     assert list(run.metrics()["master-0"]["loss"].values) == [3.0, 2.0]
 
 
-def test_kubeflow_job_conditions_decide_the_run(kube, px_home):
+def kube_log(kube, run) -> str:
+    """What the kubelet serves of the master's log now."""
+    pod = kube.get("pods", f"{run.run_id}-master-0")
+    return b"".join(kube.api.log_source(pod, "replica", {})).decode() if pod else ""
+
+
+def test_kubeflow_job_conditions_decide_the_run(kube, px_home, tmp_path):
+    """A TFJob with a chief succeeds when the chief does (training-operator's TFJob status rule):
+    a worker that has succeeded alone leaves the run Running; the operator's condition decides."""
+    finish = tmp_path / "finish"
     topology = {"framework": "tensorflow", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}}
-    run = jupyter_px.submit("pass\n", topology)
-    name = kube.list("tfjobs")[0]["metadata"]["name"]
-    # the operator's pods: our template labels plus its replica index
-    pod = {
-        "metadata": {
-            "name": f"{name}-worker-0",
-            "labels": {
-                "px.jupyter.org/run": name,
-                "px.jupyter.org/role": "worker",
-                "training.kubeflow.org/replica-index": "0",
-            },
-        },
-        "spec": {"containers": [{"name": "tensorflow", "image": "x"}]},
-    }
-    import os
-
-    import kubernetes
-
-    core = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"]))
-    core.create_namespaced_pod("default", pod)
-    kube.set_pod_status(f"{name}-worker-0", running(container="tensorflow"))
-    wait_replica(run, "worker-0", "Running")
-    kube.append_log(f"{name}-worker-0", "tf worker\n")
-    kube.set_status("tfjobs", name, {"conditions": [{"type": "Running", "status": "True"}]})
-    kube.set_pod_status(f"{name}-worker-0", terminated("Succeeded", 0, "Completed", container="tensorflow"))
+    code = by_role(master=wait_for_file(finish), worker="print('tf worker', flush=True)\n")
+    run = jupyter_px.submit(code, topology)
     wait_replica(run, "worker-0", "Succeeded")  # the follower has seen the pod end...
+    (job,) = kube.list("tfjobs")
+    assert not any(c["type"] == "Succeeded" for c in job["status"].get("conditions") or [])
     assert run.store.status(run.run_id).state.value == "Running"  # ...but the job, not a pod, decides
-    kube.set_status(
-        "tfjobs", name, {"conditions": [{"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded"}]}
-    )
+    finish.touch()
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded" and status.reason == "TFJobSucceeded"
     assert run.logs("worker", 0) == "tf worker\n"
 
 
 def test_stop_keeps_the_logs(kube, px_home):
-    run = jupyter_px.submit("pass\n", TORCH)
-    master = f"{run.run_id}-master-0"
-    kube.set_pod_status(master, running())
-    kube.append_log(master, "before stop\n")
+    run = jupyter_px.submit(prints("before stop\n") + "import time\ntime.sleep(600)\n", TORCH)
     wait_until(lambda: run.logs("master", 0) == "before stop\n", what="log")
     status = run.stop()
     assert (status.state.value, status.reason) == ("Stopped", "StoppedByUser")

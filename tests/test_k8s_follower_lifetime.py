@@ -16,16 +16,15 @@ import shutil
 import signal
 
 import pytest
-from fake_kube import FakeKube
 from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     DEADLINE_S,
     kube_fixture,
-    running,
     started_followers,
-    terminated,
+    wait_for_file,
     wait_gone,
     wait_until,
 )
+from kube_sim import Cluster
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError
@@ -61,27 +60,29 @@ def test_a_new_run_is_followed_once_however_often_it_is_kept(kube, px_home):
     assert follower_of(run) == started
 
 
-def test_follower_ends_when_its_run_directory_is_deleted(kube, px_home):
-    run = jupyter_px.submit("pass\n", TORCH)
+def test_follower_ends_when_its_run_directory_is_deleted(kube, px_home, tmp_path):
+    go = tmp_path / "go"
+    code = "print('first', flush=True)\n" + wait_for_file(go) + "print('written to a run that is gone', flush=True)\n"
+    run = jupyter_px.submit(code + "time.sleep(600)\n", TORCH)
     master = f"{run.run_id}-master-0"
-    kube.set_pod_status(master, running())
-    kube.append_log(master, "first\n")
     wait_until(lambda: run.logs("master", 0) == "first\n", what="the log stored")
     pid = follower_of(run)
     shutil.rmtree(run.paths.root)
-    kube.append_log(master, "written to a run that is gone\n")  # its log stream must not recreate it
+    go.touch()  # the pod prints on: its log stream must not recreate the run directory
     assert wait_gone(pid) == 0
     assert not run.paths.root.exists()
     assert kube.get("pods", master) is not None  # a deleted directory is not a request to stop the job
 
 
-def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_again(kube, px_home, monkeypatch):
+def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_again(kube, px_home, monkeypatch, tmp_path):
     monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "2")
-    run = jupyter_px.submit("pass\n", TORCH)
-    master = f"{run.run_id}-master-0"
-    kube.set_pod_status(master, running())
-    kube.set_pod_status(f"{run.run_id}-worker-0", running())
-    kube.append_log(master, "before\n")
+    go = tmp_path / "go"
+    code = (
+        "import os\nif os.environ['PX_TASK_TYPE'] == 'master':\n    print('before', flush=True)\n"
+        + wait_for_file(go)
+        + "if os.environ['PX_TASK_TYPE'] == 'master':\n    print('after', flush=True)\n"
+    )
+    run = jupyter_px.submit(code, TORCH)
     wait_until(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
     wait_until(lambda: run.logs("master", 0) == "before\n", what="the log stored")
     pid = follower_of(run)
@@ -96,12 +97,11 @@ def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_agai
         assert started_followers() == []
         assert run.backend.observe(run.run_id).owner_problem == "nobody is following this run"
         assert started_followers() == [] and run.store.status(run.run_id) == status  # a read starts nothing
-    kube.append_log(master, "after\n")
+        go.touch()  # the pods go on meanwhile: the cluster runs without its API's clients
     run.reconcile()  # the keeper's step starts a follower again
     (again,) = started_followers()
     assert again != pid
     wait_until(lambda: run.store.status(run.run_id).reason != "LostContact", what="the new follower's status")
-    kube.set_pod_status(master, terminated("Succeeded", 0, "Completed"))
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert run.logs("master", 0) == "before\nafter\n"
@@ -112,7 +112,7 @@ def test_an_http_error_is_an_answer_a_refused_connection_is_not(tmp_path, monkey
     now = [100.0]
     contact = Contact(clock=lambda: now[0])
     monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "none.yaml"))
-    with FakeKube() as fake:
+    with Cluster(controllers=()) as fake:
         monkeypatch.setenv("KUBECONFIG", fake.kubeconfig(tmp_path / "kubeconfig"))
         cluster = connect(load_settings())
         fake.fail("GET", "pods", 503, "ServiceUnavailable", "etcd is busy")

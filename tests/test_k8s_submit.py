@@ -1,9 +1,11 @@
-"""Submit, preflight, rollback and stop through the official client over HTTP to a fake API server."""
+"""Submit, preflight, rollback and stop through the official client over HTTP to the simulated
+cluster (tests/kube_sim): its API server's rules, its garbage collector, its kubelet."""
 
 from __future__ import annotations
 
 import pytest
-from k8s_support import DEADLINE_S, kube_fixture  # noqa: F401 (the `kube` fixture)
+from k8s_support import DEADLINE_S, kube_fixture, use_cluster  # noqa: F401 (kube_fixture: the `kube` fixture)
+from kube_sim import Cluster
 
 import jupyter_px
 from jupyter_px.backends import get_backend
@@ -57,26 +59,25 @@ def test_a_service_configured_with_a_namespace_submits_there(kube, px_home):
 
 def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read_lost(kube, px_home):
     """Deleting a run's ConfigMap deletes its objects, but that is the cluster's garbage collector
-    (here the fake's), not our code. What our code does, and what this checks: (1) every object
-    carries an ownerReference the collector can follow (apiVersion, kind, name and uid of the
-    ConfigMap, created first so its uid is known); (2) the follower records what it then sees:
+    (here the simulation's: asynchronous, after the DELETE has answered, and each pod deleted
+    gracefully by the kubelet), not our code. What our code does, and what this checks: (1) every
+    object carries an ownerReference the collector can follow (apiVersion, kind, name and uid of
+    the ConfigMap, created first so its uid is known); (2) the follower records what it then sees:
     replicas whose pods someone else deleted read Failed (PodDeleted), not Stopped, and the run
     fails (nobody makes a native pod again), logs kept."""
     import os
 
     import kubernetes
-    from k8s_support import running, wait_until
+    from k8s_support import wait_until
 
-    run = jupyter_px.submit("pass\n", TORCH)
+    code = "import os, time\nprint('before the delete', flush=True)\ntime.sleep(600)\n"
+    run = jupyter_px.submit(code, TORCH)
     (configmap,) = kube.list("configmaps")
     meta = configmap["metadata"]
     for obj in kube.list("pods") + kube.list("services"):
         (reference,) = obj["metadata"]["ownerReferences"]
         assert (reference["apiVersion"], reference["kind"]) == ("v1", "ConfigMap"), obj["metadata"]["name"]
         assert (reference["name"], reference["uid"]) == (meta["name"], meta["uid"]), obj["metadata"]["name"]
-    for pod in kube.list("pods"):
-        kube.set_pod_status(pod["metadata"]["name"], running())
-    kube.append_log(f"{run.run_id}-master-0", "before the delete\n")
     wait_until(lambda: run.store.status(run.run_id).counts() == {"Running": 3}, what="every replica Running")
     wait_until(lambda: run.logs("master", 0) == "before the delete\n", what="the log stored")
 
@@ -87,6 +88,7 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
     assert "PodDeleted" in {r.reason for r in status.replicas}
     assert {r.state.value for r in status.replicas} <= {"Failed", "Stopped"}
     assert run.logs("master", 0) == "before the delete\n"
+    wait_until(lambda: not kube.list("pods") and not kube.list("services"), what="the collector to delete the rest")
     run.stop()
 
 
@@ -144,26 +146,32 @@ def test_trainer_backend_submits_a_trainjob(kube, px_home, monkeypatch):
         (lambda k, mp: mp.setenv("PX_K8S_NAMESPACE", "nope"), "namespace 'nope' does not exist"),
         (lambda k, mp: k.deny("create", "pods"), "no permission to create pods in namespace 'default'"),
         (lambda k, mp: k.deny("create", "tfjobs"), "no permission to create tfjobs"),
-        (
-            lambda k, mp: k.crds.discard("tfjobs.kubeflow.org"),
-            "TFJob is not installed on this cluster: install the Kubeflow training operator",
-        ),
     ],
 )
 def test_preflight_says_what_is_wrong_in_one_line(kube, px_home, monkeypatch, setup, expected):
     setup(kube, monkeypatch)
-    topology = TF_KUBEFLOW if "tfjobs" in expected or "TFJob" in expected else TORCH
+    topology = TF_KUBEFLOW if "tfjobs" in expected else TORCH
     with pytest.raises(BackendError) as error:
         jupyter_px.submit("pass\n", topology)
     assert expected in str(error.value) and "\n" not in str(error.value)
     assert not kube.list("configmaps") and RunStore(px_home).run_ids() == []
 
 
-def test_unreachable_cluster(tmp_path, monkeypatch, px_home):
-    from fake_kube import FakeKube
+def test_preflight_names_an_operator_that_is_not_installed(tmp_path, monkeypatch, px_home):
+    """A cluster with only the PyTorchJob CRD (part of Kubeflow installed) has no TFJob."""
+    with Cluster(crds=("pytorchjobs.kubeflow.org",), controllers=()) as cluster:
+        use_cluster(cluster, tmp_path, monkeypatch)
+        with pytest.raises(BackendError) as error:
+            jupyter_px.submit("pass\n", TF_KUBEFLOW)
+        message = str(error.value)
+        assert "TFJob is not installed on this cluster: install the Kubeflow training operator" in message
+        assert "\n" not in message
+        assert not cluster.list("configmaps") and RunStore(px_home).run_ids() == []
 
-    with FakeKube() as fake:
-        config = fake.kubeconfig(tmp_path / "kubeconfig")
+
+def test_unreachable_cluster(tmp_path, monkeypatch, px_home):
+    with Cluster(controllers=()) as cluster:
+        config = cluster.kubeconfig(tmp_path / "kubeconfig")
     monkeypatch.setenv("KUBECONFIG", config)  # the server is gone now
     monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "none.yaml"))
     with pytest.raises(BackendError, match="cannot reach the Kubernetes API at http://127.0.0.1"):

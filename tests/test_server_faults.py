@@ -1,6 +1,6 @@
 """The REST API when what it stands on fails: a Kubernetes API server that hangs, a full disk.
 
-Against the real jupyter_server (pytest-jupyter) and the fake Kubernetes API server over HTTP.
+Against the real jupyter_server (pytest-jupyter) and the simulated Kubernetes API server over HTTP.
 How long reads take while submits hang is measured by `benchmarks/bench_api_load.py`; here the
 bound on a wait is only a deadlock detector.
 """

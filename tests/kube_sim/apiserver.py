@@ -72,6 +72,8 @@ class Fault:
     message: str
     nth: int = 1
     times: int = 1
+    #: the call is carried out and only its answer is this error (a proxy's 504 after the write)
+    lost: bool = False
 
 
 #: kubernetes v1.33.0 staging/src/k8s.io/apiserver/pkg/storage/errors.go (via
@@ -117,6 +119,10 @@ class ApiServer:
         self.admission: list[Admission] = []
         self.faults: list[Fault] = []
         self.denied: set[tuple[str, str]] = set()
+        #: (method, plural) calls read and never answered while listed (see `HttpFrontend.hang`),
+        #: and how many wait so now
+        self.hanging: set[tuple[str, str]] = set()
+        self.hung = 0
         self.requests: list[tuple[str, str]] = []
         self.latency = 0.0
         #: requests being served now, and the most at once (what a client's parallelism reaches)
@@ -766,10 +772,18 @@ class ApiServer:
     # ---- faults and limits (for tests) --------------------------------------------------------
 
     def fail(
-        self, method: str, plural: str, status: int, reason: str, message: str, nth: int = 1, times: int = 1
+        self,
+        method: str,
+        plural: str,
+        status: int,
+        reason: str,
+        message: str,
+        nth: int = 1,
+        times: int = 1,
+        lost: bool = False,
     ) -> None:
         with self.cond:
-            self.faults.append(Fault(method, plural, status, reason, message, nth, times))
+            self.faults.append(Fault(method, plural, status, reason, message, nth, times, lost))
 
     def deny(self, verb: str, resource: str) -> None:
         self.denied.add((verb, resource))

@@ -97,7 +97,7 @@ class Cluster:
         with self.http.outage():
             yield
 
-    # ---- the old fake's test API, for tests moving over (tests/fake_kube) ---------------------
+    # ---- for tests: objects by plural, faults, limits -----------------------------------------
 
     def _plural(self, plural: str) -> Any:
         found = [r for (_, _, p), r in self.api.resources.items() if p == plural]
@@ -110,8 +110,28 @@ class Cluster:
     def get(self, plural: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
         return self.api.try_get(self._plural(plural), namespace, name)
 
-    def fail(self, method: str, plural: str, status: int, reason: str, message: str, nth: int = 1, times: int = 1):
-        self.api.fail(method, plural, status, reason, message, nth, times)
+    def fail(
+        self,
+        method: str,
+        plural: str,
+        status: int,
+        reason: str,
+        message: str,
+        nth: int = 1,
+        times: int = 1,
+        lost: bool = False,
+    ) -> None:
+        """The `nth` call of `method` on `plural` answers `status`; with `lost`, after doing it."""
+        self.api.fail(method, plural, status, reason, message, nth, times, lost)
+
+    @contextmanager
+    def hang(self, method: str, plural: str) -> Iterator[None]:
+        with self.http.hang(method, plural):
+            yield
+
+    @property
+    def hung(self) -> int:
+        return self.api.hung
 
     def deny(self, verb: str, resource: str) -> None:
         self.api.deny(verb, resource)

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from . import errors
-from .apiserver import ApiServer
+from .apiserver import ApiServer, Fault
 from .errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,19 @@ class HttpFrontend:
                 connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    @contextmanager
+    def hang(self, method: str, plural: str) -> Iterator[None]:
+        """Inside the block, `method` calls on `plural` are read and never answered (an API server
+        that accepts connections and hangs); after it, or when the server closes, they go on."""
+        with self.api.cond:
+            self.api.hanging.add((method, plural))
+        try:
+            yield
+        finally:
+            with self.api.cond:
+                self.api.hanging.discard((method, plural))
+                self.api.cond.notify_all()
 
     @contextmanager
     def outage(self) -> Iterator[None]:
@@ -125,7 +138,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- plumbing ------------------------------------------------------------------------------
 
+    _lost: Fault | None = None
+
     def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        lost, self._lost = self._lost, None
+        if lost is not None:
+            code, body, headers = lost.status, errors.status(lost.status, lost.reason, lost.message), None
         data = json.dumps(body, separators=(",", ":")).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -230,9 +248,18 @@ class _Handler(BaseHTTPRequestHandler):
             raise errors.not_found_path()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else ""
+        with api.cond:
+            if (method, resource.plural) in api.hanging:
+                api.hung += 1
+                while (method, resource.plural) in api.hanging and not api.closed:
+                    api.cond.wait(0.5)
+                api.hung -= 1
+                if api.closed:
+                    return None
         fault = api.take_fault(method, resource.plural)
-        if fault:
+        if fault and not fault.lost:
             return self._send(fault.status, errors.status(fault.status, fault.reason, fault.message))
+        self._lost = fault  # carried out, its answer lost on the way: `_send` swaps it
         body = json.loads(payload) if payload else None
         strict = query.get("fieldValidation") == "Strict"
         dry_run = "dryRun" in query

@@ -1,0 +1,264 @@
+"""The kubelet's process runner: one container instance as a local process, and what a runtime
+does around it.
+
+- the image: the simulation's Python stands in for every image: a command that names `python`,
+  `python3` or `pythonX.Y` (any directory) runs this interpreter; no command runs it too (the
+  python images' CMD); other commands run as found on this machine;
+- isolation: where `unshare -m -u` is permitted, each container runs in its own mount and UTS
+  namespace (launch.py): the volumes bind-mounted at their mount paths, the pod's hostname set, a
+  generated /etc/hosts over the real one. Elsewhere volumes are mapped by rewriting mount paths in
+  the command and arguments, and names do not resolve (`isolated` says which);
+- env: the container's `env` (values, `fieldRef` to metadata.name/namespace/uid/labels,
+  status.podIP, spec.nodeName, spec.serviceAccountName; `configMapKeyRef`), `envFrom`
+  configMaps, and HOSTNAME (kubernetes v1.33.0 pkg/kubelet/kubelet_pods.go
+  makeEnvironmentVariables);
+- signals to the container's process group; memory: a container whose resident memory passes
+  its limit is killed, `OOMKilled`, 137.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import quantity
+from .apiserver import ApiServer
+from .events import record
+from .kubelet_logs import append
+from .kubelet_pods import ContainerRun, Instance, PodRun
+
+LAUNCH = Path(__file__).resolve().parent / "launch.py"
+PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
+
+
+def namespaces_permitted() -> tuple[bool, str]:
+    """Whether `unshare -m -u` works here (root, or a user namespace that allows it)."""
+    if not shutil.which("unshare"):
+        return False, "the `unshare` command is not installed"
+    try:
+        done = subprocess.run(
+            ["unshare", "-m", "-u", "--propagation", "private", "true"], capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return False, f"unshare failed: {error}"
+    if done.returncode != 0:
+        return False, "unshare -m -u is not permitted here: " + done.stderr.decode(errors="replace").strip()
+    return True, ""
+
+
+class Processes:
+    """Starting, signalling and watching the memory of container processes (a Kubelet part)."""
+
+    api: ApiServer
+    node: str
+    root: Path
+    isolated: bool
+    pods: dict[str, PodRun]
+    _lock: threading.RLock
+    _log_lock: threading.Lock
+    _stop: threading.Event
+    _pods: Any
+
+    def _env(self, run: PodRun, container: dict[str, Any]) -> dict[str, str]:
+        pod = run.pod
+        env = {
+            "PATH": f"{self._shims()}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOSTNAME": pod["spec"].get("hostname") or run.name,
+            "HOME": "/root",
+            "LANG": "C.UTF-8",
+        }
+        configmaps = self.api.resource("", "v1", "configmaps")
+        for source in container.get("envFrom") or []:
+            ref = source.get("configMapRef")
+            if ref:
+                found = self.api.try_get(configmaps, run.namespace, ref.get("name", ""))
+                for k, v in ((found or {}).get("data") or {}).items():
+                    env[(source.get("prefix") or "") + k] = v
+        for item in container.get("env") or []:
+            if "value" in item:
+                env[item["name"]] = _expand(item["value"], env)
+                continue
+            source = item.get("valueFrom") or {}
+            if "fieldRef" in source:
+                env[item["name"]] = self._field(run, source["fieldRef"]["fieldPath"])
+            elif "configMapKeyRef" in source:
+                ref = source["configMapKeyRef"]
+                found = self.api.try_get(configmaps, run.namespace, ref.get("name", ""))
+                value = ((found or {}).get("data") or {}).get(ref.get("key", ""))
+                if value is not None:
+                    env[item["name"]] = value
+            else:
+                env.setdefault(item["name"], "")
+        return env
+
+    def _shims(self) -> Path:
+        """Commands the images have that this machine may not: `nslookup` (busybox's, in the
+        training-operator's init container) answers from the pod's hosts file."""
+        shims = self.root / "bin"
+        if not shims.exists():
+            shims.mkdir(parents=True)
+            nslookup = shims / "nslookup"
+            nslookup.write_text(
+                f"#!{sys.executable} -I\n"
+                "import socket, sys\n"
+                "try:\n"
+                "    print('Name:', sys.argv[-1]); print('Address:', socket.gethostbyname(sys.argv[-1]))\n"
+                "except OSError:\n"
+                '    print(f"** server can\'t find {sys.argv[-1]}: NXDOMAIN"); sys.exit(1)\n'
+            )
+            nslookup.chmod(0o755)
+        return shims
+
+    def _field(self, run: PodRun, path: str) -> str:
+        # pkg/kubelet/kubelet_pods.go podFieldSelectorRuntimeValue + fieldpath.ExtractFieldPathAsString
+        meta = run.pod["metadata"]
+        match = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+        if match:
+            return (meta.get(match.group(1)) or {}).get(match.group(2), "")
+        return {
+            "metadata.name": run.name,
+            "metadata.namespace": run.namespace,
+            "metadata.uid": run.uid,
+            "status.podIP": run.ip,
+            "status.hostIP": "127.0.0.1",
+            "spec.nodeName": self.node,
+            "spec.serviceAccountName": run.pod["spec"].get("serviceAccountName", ""),
+        }.get(path, "")
+
+    def _argv(self, run: PodRun, container: dict[str, Any], env: dict[str, str], mounts: list) -> list[str]:
+        command = list(container.get("command") or [])
+        args = list(container.get("args") or [])
+        if not command:
+            command = ["python3"]  # the python images' CMD
+        argv = [_expand(a, env) for a in command + args]
+        if PYTHON.match(argv[0]):
+            argv[0] = sys.executable
+        if not self.isolated:
+            argv = [_map_paths(a, mounts) for a in argv]
+        return argv
+
+    def _start(self, run: PodRun, container: ContainerRun) -> None:
+        spec = container.spec
+        env = self._env(run, spec)
+        mounts = self._mounts(run, spec)
+        argv = self._argv(run, spec, env, mounts)
+        logs = self.root / "logs" / f"{run.namespace}_{run.name}_{run.uid}" / container.name
+        logs.mkdir(parents=True, exist_ok=True)
+        instance = Instance(logs / f"{len(container.instances)}.log", started=time.time())
+        instance.log_path.touch()
+        instance.container_id = "containerd://" + os.urandom(32).hex()
+        workdir = spec.get("workingDir") or ""
+        if self.isolated:
+            launch = run.directory / f"launch-{container.name}-{len(container.instances)}.json"
+            launch.write_text(
+                json.dumps(
+                    {
+                        "mounts": mounts,
+                        "hosts": str(self._hosts_path(run)),
+                        "hostname": run.pod["spec"].get("hostname") or run.name,
+                        "workdir": workdir or "/",
+                        "argv": argv,
+                        "env": env,
+                    }
+                )
+            )
+            full = ["unshare", "-m", "-u", "--propagation", "private", sys.executable, "-I", str(LAUNCH), str(launch)]
+            cwd = None
+        else:
+            full = argv
+            cwd = _map_paths(workdir, mounts) if workdir else str(run.directory)
+            if not os.path.isdir(cwd):
+                cwd = str(run.directory)
+        try:
+            process = subprocess.Popen(
+                full,
+                env=env if not self.isolated else {"PATH": env["PATH"]},
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as error:
+            instance.exit_code, instance.reason, instance.finished = 128, "StartError", time.time()
+            append(self, instance, "stderr", f'exec: "{argv[0]}": {error.strerror}\n'.encode())
+            container.instances.append(instance)
+            return
+        instance.process = process
+        container.instances.append(instance)
+        container.waiting_reason = ""
+        for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
+            threading.Thread(target=self._pump, args=(instance, stream, pipe), daemon=True).start()
+        record(self.api, run.pod, "Started", f"Started container {container.name}", "Normal", "kubelet", self.node)
+
+    def _pump(self, instance: Instance, stream: str, pipe: Any) -> None:
+        for line in iter(pipe.readline, b""):
+            append(self, instance, stream, line)
+        pipe.close()
+
+    def _enforce_memory(self, run: PodRun) -> None:
+        """A container over its memory limit is killed and reported `OOMKilled`, exit 137, as
+        the kernel's cgroup OOM killer and containerd report it (here: its resident memory,
+        read from /proc, checked on every sync)."""
+        for container in run.containers:
+            instance = container.current
+            limit = ((container.spec.get("resources") or {}).get("limits") or {}).get("memory")
+            if not limit or instance is None or instance.process is None or instance.exit_code is not None:
+                continue
+            if _rss(instance.process.pid) > quantity.parse(limit):
+                instance.reason = "OOMKilled"
+                self._signal(container, signal.SIGKILL)
+
+    def _signal(self, container: ContainerRun, sig: int) -> None:
+        instance = container.current
+        if instance and instance.process and instance.exit_code is None:
+            try:
+                os.killpg(instance.process.pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+def _rss(pid: int) -> int:
+    """Resident bytes of a process and its descendants."""
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _expand(text: str, env: dict[str, str]) -> str:
+    """$(VAR) references to earlier variables (third_party/forked/golang/expansion); `$$` escapes."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        return env.get(match.group(1), match.group(0))
+
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)", one, text)
+
+
+def _map_paths(text: str, mounts: list[tuple[str, str, bool]]) -> str:
+    for source, target, _ in sorted(mounts, key=lambda m: -len(m[1])):
+        if text == target or text.startswith(target.rstrip("/") + "/"):
+            return source + text[len(target.rstrip("/")) :]
+    return text

@@ -1,0 +1,158 @@
+"""The kubelet's volumes and names: ConfigMap, Secret and emptyDir volumes as directories under
+the pod's folder (kubernetes v1.33.0 pkg/volume/configmap/configmap.go: one file per key or
+`items` entry, mode `defaultMode` 0644; a missing ConfigMap keeps the pod in ContainerCreating
+with a FailedMount event), hostPath as the host's path; and each pod's generated /etc/hosts with
+the cluster DNS names it stands in for."""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from .apiserver import ApiServer
+from .events import record
+from .kubelet_pods import PodRun
+
+
+class VolumesAndHosts:
+    """Materialising a pod's volumes and writing its hosts file (a Kubelet part)."""
+
+    api: ApiServer
+    node: str
+    root: Path
+    isolated: bool
+    pods: dict[str, PodRun]
+    _lock: threading.RLock
+    _log_lock: threading.Lock
+    _stop: threading.Event
+    _pods: Any
+    _hosts_text: dict[str, str]
+
+    def _mount_volumes(self, run: PodRun) -> bool:
+        volumes_dir = run.directory / "volumes"
+        configmaps = self.api.resource("", "v1", "configmaps")
+        secrets = self.api.resource("", "v1", "secrets")
+        for volume in run.pod["spec"].get("volumes") or []:
+            target = volumes_dir / volume["name"]
+            if "emptyDir" in volume:
+                target.mkdir(parents=True, exist_ok=True)
+            elif "configMap" in volume or "secret" in volume:
+                source = volume.get("configMap") or volume.get("secret")
+                is_secret = "secret" in volume
+                name = source.get("name") if not is_secret else source.get("secretName")
+                found = self.api.try_get(secrets if is_secret else configmaps, run.namespace, name or "")
+                if found is None:
+                    if source.get("optional"):
+                        target.mkdir(parents=True, exist_ok=True)
+                        continue
+                    kind = "secret" if is_secret else "configmap"
+                    record(
+                        self.api,
+                        run.pod,
+                        "FailedMount",
+                        f'MountVolume.SetUp failed for volume "{volume["name"]}" : {kind} "{name}" not found',
+                        "Warning",
+                        "kubelet",
+                        self.node,
+                    )
+                    return False
+                data = {k: v.encode() for k, v in (found.get("data") or {}).items()}
+                if is_secret:
+                    data = {k: base64.b64decode(v) for k, v in data.items()}
+                data.update({k: base64.b64decode(v) for k, v in (found.get("binaryData") or {}).items()})
+                target.mkdir(parents=True, exist_ok=True)
+                items = source.get("items")
+                chosen = (
+                    [(i["key"], i["path"], i.get("mode")) for i in items] if items else [(k, k, None) for k in data]
+                )
+                default_mode = source.get("defaultMode", 0o644)
+                for key, path, mode in chosen:
+                    if key not in data:
+                        continue
+                    out = target / path
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    out.write_bytes(data[key])
+                    out.chmod(mode if mode is not None else default_mode)
+            elif "hostPath" in volume:
+                continue
+        return True
+
+    def _mounts(self, run: PodRun, container: dict[str, Any]) -> list[tuple[str, str, bool]]:
+        by_name = {v["name"]: v for v in run.pod["spec"].get("volumes") or []}
+        out = []
+        for mount in container.get("volumeMounts") or []:
+            volume = by_name.get(mount["name"])
+            if volume is None:
+                continue
+            if "hostPath" in volume:
+                source = volume["hostPath"]["path"]
+            else:
+                source = str(run.directory / "volumes" / mount["name"])
+            if mount.get("subPath"):
+                source = os.path.join(source, mount["subPath"])
+            out.append((source, mount["mountPath"], bool(mount.get("readOnly"))))
+        return out
+
+    def _hosts_path(self, run: PodRun) -> Path:
+        path = run.directory / "etc-hosts"
+        if not path.exists():
+            path.write_text(self._hosts_for(run))
+        return path
+
+    def _hosts_for(self, run: PodRun) -> str:
+        """The pod's /etc/hosts: localhost, its own name (pkg/kubelet/kubelet_pods.go
+        managedHostsFileContent: `<ip> <hostname>.<subdomain>.<ns>.svc.<domain> <hostname>`), and
+        - where the simulation stands in for cluster DNS - every name CoreDNS would answer in the
+        namespace (cluster-addons dns specification): `<svc>.<ns>.svc.cluster.local` for a
+        Service (a headless one: its selected pods' addresses), `<hostname>.<subdomain>.<ns>.svc`
+        for a pod with a hostname and subdomain naming a headless Service, with the shorter
+        forms the pod's search path (`<ns>.svc.cluster.local svc.cluster.local cluster.local`)
+        would complete."""
+        lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
+        hostname = run.pod["spec"].get("hostname") or run.name
+        subdomain = run.pod["spec"].get("subdomain")
+        own = [hostname]
+        if subdomain:
+            own.insert(0, f"{hostname}.{subdomain}.{run.namespace}.svc.cluster.local")
+        lines.append(f"{run.ip}\t{' '.join(own)}")
+        for ip, names in self._cluster_names(run.namespace):
+            lines.append(f"{ip}\t{' '.join(names)}")
+        return "\n".join(lines) + "\n"
+
+    def _cluster_names(self, namespace: str) -> list[tuple[str, list[str]]]:
+        services = self.api.list(self.api.resource("", "v1", "services"), namespace)["items"]
+        pods = [r for r in self.pods.values() if r.namespace == namespace and not r.done]
+        out: list[tuple[str, list[str]]] = []
+
+        def forms(name: str) -> list[str]:
+            return [f"{name}.{namespace}.svc.cluster.local", f"{name}.{namespace}.svc", f"{name}.{namespace}", name]
+
+        for service in services:
+            selector = (service.get("spec") or {}).get("selector") or {}
+            if not selector:
+                continue
+            name = service["metadata"]["name"]
+            chosen = [
+                r for r in pods if all((r.pod["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
+            ]
+            for r in chosen:
+                out.append((r.ip, forms(name)))
+                hostname, subdomain = r.pod["spec"].get("hostname"), r.pod["spec"].get("subdomain")
+                if hostname and subdomain == name:
+                    out.append((r.ip, forms(f"{hostname}.{name}")))
+        return out
+
+    def _write_hosts(self) -> None:
+        for run in self.pods.values():
+            path = run.directory / "etc-hosts"
+            if not path.exists():
+                continue
+            text = self._hosts_for(run)
+            if self._hosts_text.get(run.uid) != text:
+                with open(path, "r+") as handle:  # in place: the bind mount follows the inode
+                    handle.write(text)
+                    handle.truncate()
+                self._hosts_text[run.uid] = text
