@@ -14,7 +14,8 @@ Never a zombie. TensorBoard runs as `python -m tensorboard.main ARGS`, a child o
 with its data server as its own child; the watchdog is a child subreaper (Linux), so a data
 server whose TensorBoard died first comes back to it, and it waits for every process it holds
 before it exits: on its own decision, on SIGTERM (`jupyter px tensorboard stop`, `stop()`), or
-when TensorBoard exits. Its own exit is reaped by its starter while that lives, else by the
+when TensorBoard exits; a watchdog killed outright (SIGKILL) takes TensorBoard with it (Linux's
+parent-death signal). Its own exit is reaped by its starter while that lives, else by the
 system's init (a container needs one that reaps, e.g. `docker run --init`). It exits with
 TensorBoard's exit code, so `start()` reports a TensorBoard that could not start.
 """
