@@ -121,3 +121,20 @@ def test_the_cli_colours_a_state_as_the_notebook_does():
     assert re.sub(r"\x1b\[[0-9;]*m", "", painted) == plain  # colour never shifts a column
     assert state_painter(1, False) is None
     assert not colors.use_color(open(os.devnull, "w"))  # noqa: SIM115 (not a terminal)
+
+
+def _contrast(color: str, ground: str) -> float:
+    def luminance(hex_color: str) -> float:
+        channels = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(color), luminance(ground)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_every_state_colour_reads_in_light_and_dark():
+    for state, color in STATE_COLORS.items():
+        for ground in ("#FFFFFF", "#111111"):  # JupyterLab Light's and Dark's backgrounds
+            assert _contrast(color, ground) >= 3.0, (state, color, ground)
+    assert len(set(STATE_COLORS.values())) == len(STATE_COLORS)  # one colour, one state

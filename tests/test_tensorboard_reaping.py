@@ -90,3 +90,39 @@ def test_no_orphan_or_zombie_when_the_starter_is_killed(px_home, tmp_path):
     # the watchdog waited for what it held: nothing else was orphaned to init, nothing is left
     assert report["reaped"] == [report["watchdog"]], report
     assert report["alive"] == [], report
+
+
+def _ended(pid: int, timeout: float) -> bool:
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True  # ended; its reaping is its new parent's
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_killed_watchdog_takes_tensorboard_with_it(px_home, tmp_path):
+    """SIGKILL leaves the watchdog no time to stop anything: TensorBoard ends by itself (Linux's
+    parent-death signal), never serving on with nobody to stop it."""
+    import psutil
+
+    from jupyter_px import tensorboard
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    result = tensorboard.start(str(logs))
+    assert isinstance(result, tensorboard.Launched), result
+    watchdog = psutil.Process(result.info.pid)
+    held = watchdog.children(recursive=True)
+    assert held
+    watchdog.kill()
+    watchdog.wait(10)
+    assert all(_ended(process.pid, 30) for process in held), [p.pid for p in held]
+    assert tensorboard.list_servers() == []

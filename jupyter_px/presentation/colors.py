@@ -4,15 +4,17 @@ Defined once here; the notebook's HTML, widgets and plots take them from here, t
 state word with the same values (`ansi_state`), and the JupyterLab sidebar's stylesheet holds the
 same hex values (its `--jp-px-state-*` and trace variables): change them together.
 
-Mid-tones chosen to read on JupyterLab Light's white and JupyterLab Dark's near-black alike
-(each at least 3:1 against both), so no theme needs its own set.
+State colours are mid-tones that read on JupyterLab Light's white and JupyterLab Dark's
+near-black alike (each at least 3:1 against both, the contrast WCAG asks of graphics), so no theme
+needs its own set. Replica colours are Tableau 10, a palette made to tell ten lines apart on light
+and dark grounds (the lightest ones, as lines, stay visible on white but under 3:1).
 """
 
 from __future__ import annotations
 
 #: Run and replica states (`RunState`, `ReplicaState` values).
 STATE_COLORS: dict[str, str] = {
-    "Pending": "#D4A017",  # amber: waiting
+    "Pending": "#B8860B",  # amber: waiting
     "Running": "#3B82F6",  # blue
     "Restarting": "#E8710A",  # orange: running again after a failure
     "Succeeded": "#22A559",  # green

@@ -14,7 +14,8 @@ Never a zombie. TensorBoard runs as `python -m tensorboard.main ARGS`, a child o
 with its data server as its own child; the watchdog is a child subreaper (Linux), so a data
 server whose TensorBoard died first comes back to it, and it waits for every process it holds
 before it exits: on its own decision, on SIGTERM (`jupyter px tensorboard stop`, `stop()`), or
-when TensorBoard exits. Its own exit is reaped by its starter while that lives, else by the
+when TensorBoard exits; a watchdog killed outright (SIGKILL) takes TensorBoard with it (Linux's
+parent-death signal). Its own exit is reaped by its starter while that lives, else by the
 system's init (a container needs one that reaps, e.g. `docker run --init`). It exits with
 TensorBoard's exit code, so `start()` reports a TensorBoard that could not start.
 """
@@ -38,6 +39,7 @@ from .config import IDLE_TIMEOUT_ENV, WATCH_INTERVAL_S
 #: Seconds TensorBoard gets to exit on SIGTERM before the rest of its group is killed.
 STOP_GRACE_S = 5.0
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
 
 
 def why_stop(activity: Path, started: float, idle_timeout: float, owner: ProcessIdentity | None) -> str | None:
@@ -80,6 +82,16 @@ def become_subreaper() -> bool:
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def _end_with_parent() -> None:
+    """In TensorBoard, before it runs: SIGTERM when the watchdog dies, even by SIGKILL (Linux's
+    parent-death signal), so a killed watchdog never leaves a TensorBoard serving on."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def _descendants() -> list[psutil.Process]:
@@ -135,7 +147,11 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     become_subreaper()
-    child = subprocess.Popen([sys.executable, "-m", "tensorboard.main", *tensorboard_args], stdin=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", *tensorboard_args],
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_end_with_parent,  # safe: no thread of ours runs yet
+    )
     threading.Thread(target=watch, args=(Path(activity), idle_timeout, owner, stop), daemon=True).start()
 
     def tensorboard_exited() -> None:
