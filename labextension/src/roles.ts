@@ -20,8 +20,8 @@ export const ROLE_RESOURCES: { [role: string]: string[] } = {
 
 /** The rows of a requests/limits grid, with what a field takes. */
 export const RESOURCE_KINDS = [
-  { kind: 'cpu', placeholder: '0.5, 500m' },
-  { kind: 'memory', placeholder: 'MiB, 1Gi' },
+  { kind: 'cpu', placeholder: 'cores' },
+  { kind: 'memory', placeholder: '1Gi' },
   { kind: 'gpu', placeholder: '0' }
 ];
 
