@@ -48,4 +48,4 @@ def write_curves(path: Path, curves: Mapping[str, Callable[[int], float]], steps
     with open(path, "a") as handle:
         for step in range(steps):
             values = ",".join(f"{json.dumps(name)}:{float(f(step))!r}" for name, f in curves.items())
-            handle.write('{"step":%d,"time":%r,"metrics":{%s}}\n' % (step, start + step * 0.01, values))
+            handle.write(f'{{"step":{step},"time":{start + step * 0.01!r},"metrics":{{{values}}}}}\n')

@@ -21,7 +21,7 @@ from jupyter_px.server import models
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / "labextension" / "src" / name for name in ("types.ts", "request.ts")]
 API = ROOT / "labextension" / "src" / "api.ts"
-REQUESTS = {models.SubmitRequest, models.RenderRequest}
+REQUESTS = {models.SubmitRequest, models.RenderRequest, models.CompareRequest, models.CompareTensorBoardRequest}
 
 Type = frozenset  # a union of members: "string", "number", "boolean", "null", "any", ("lit", s), ...
 
@@ -199,6 +199,8 @@ API_CALLS = {
     "readLog": (models.LogChunk, None),
     "readMetrics": (models.MetricsPage, None),
     "startTensorBoard": (models.TensorBoardStarted, None),
+    "compareRuns": (models.Comparison, models.CompareRequest),
+    "startCompareTensorBoard": (models.TensorBoardStarted, models.CompareTensorBoardRequest),
 }
 
 

@@ -50,6 +50,9 @@ def run_params(logged: Mapping[str, Mapping[str, Any]], topology: Mapping[str, A
 
 
 def _same(value: Any) -> str:
+    """A value's identity for "the same in every run": JSON, with 1.0 and 1 the same number."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     return json.dumps(value, sort_keys=True, default=str)
 
 

@@ -54,7 +54,9 @@ def figure(comparison: Comparison) -> Any:
     from ..widgets.plots import _AXIS, _GREY, THEME_NEUTRAL
 
     metrics = comparison.metrics[:MAX_PANELS]
-    titles = [f"{m.name} ({m.optimisation}; best: {_label(comparison, m.best_run) if m.best_run else '–'})" for m in metrics]
+    titles = [
+        f"{m.name} ({m.optimisation}; best: {_label(comparison, m.best_run) if m.best_run else '–'})" for m in metrics
+    ]
     rows = max(1, len(metrics))
     fig = make_subplots(rows=rows, cols=1, subplot_titles=titles, vertical_spacing=0.3 / rows if rows > 1 else 0.0)
     for row, metric in enumerate(metrics, start=1):
@@ -206,7 +208,8 @@ def table_html(comparison: Comparison) -> str:
         body.append(f"<tr data-run='{html.escape(run_id, quote=True)}'>{''.join(tds)}</tr>")
     hidden = comparison.hidden_params
     note = (
-        f"<small>{hidden} param(s) are the same in every run and not shown (all_params=True / --all-params shows them).</small>"
+        f"<small>{hidden} param(s) are the same in every run and not shown "
+        "(all_params=True / --all-params shows them).</small>"
         if hidden and not comparison.all_params
         else ""
     )
@@ -233,7 +236,8 @@ def figure_bundle(comparison: Comparison) -> dict[str, Any]:
     """The curves: plotly JSON where plotly renders, inline SVG where it does not."""
     static = "".join(
         f"<div><small>{html.escape(m.name)} ({m.optimisation}; best: "
-        f"{html.escape(_label(comparison, m.best_run) if m.best_run else '–')})</small><br>{svg_plot(comparison, m)}</div>"
+        f"{html.escape(_label(comparison, m.best_run) if m.best_run else '–')})</small><br>"
+        f"{svg_plot(comparison, m)}</div>"
         for m in comparison.metrics[:MAX_PANELS]
     )
     points = sum(len(curve.values) for m in comparison.metrics for curve in m.curves.values())

@@ -15,7 +15,14 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["Optimisation", "HIGHER_IS_BETTER", "optimisation_for", "check_optimisations", "SeriesValues", "series_values"]
+__all__ = [
+    "Optimisation",
+    "HIGHER_IS_BETTER",
+    "optimisation_for",
+    "check_optimisations",
+    "SeriesValues",
+    "series_values",
+]
 
 Optimisation = Literal["min", "max"]
 
@@ -71,6 +78,4 @@ def series_values(x: np.ndarray, y: np.ndarray) -> SeriesValues:
     last = finite[-1]
     ys = y[finite]
     low, high = finite[int(np.argmin(ys))], finite[int(np.argmax(ys))]
-    return SeriesValues(
-        float(y[last]), float(x[last]), float(y[low]), float(x[low]), float(y[high]), float(x[high])
-    )
+    return SeriesValues(float(y[last]), float(x[last]), float(y[low]), float(x[low]), float(y[high]), float(x[high]))

@@ -1,5 +1,8 @@
 import { requestAPI } from './request';
 import type {
+  ICompareRequest,
+  ICompareTensorBoardRequest,
+  IComparison,
   ILogChunk,
   IMetricsUpdate,
   IRenderRequest,
@@ -88,5 +91,18 @@ export async function readMetrics(
 
 export async function startTensorBoard(runId: string): Promise<ITensorBoard> {
   return (await requestAPI<ITensorBoard>(run(runId, 'tensorboard'), json({})))
+    .data!;
+}
+
+/** Runs side by side: downsampled curves per metric and the table (`POST compare`). */
+export async function compareRuns(body: ICompareRequest): Promise<IComparison> {
+  return (await requestAPI<IComparison>('compare', json(body))).data!;
+}
+
+/** One TensorBoard over several runs (`POST compare/tensorboard`). */
+export async function startCompareTensorBoard(
+  body: ICompareTensorBoardRequest
+): Promise<ITensorBoard> {
+  return (await requestAPI<ITensorBoard>('compare/tensorboard', json(body)))
     .data!;
 }
