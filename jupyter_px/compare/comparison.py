@@ -5,6 +5,7 @@ notebook's plotly figure and static SVG, the REST answer the sidebar draws).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,7 @@ from .downsample import DEFAULT_POINTS, check_points
 from .params import differing
 from .values import Optimisation, check_optimisations, optimisation_for
 
-__all__ = ["MetricComparison", "Comparison", "compare_runs"]
+__all__ = ["MetricComparison", "Comparison", "compare_runs", "encode"]
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,9 @@ class Comparison:
             )
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        """The REST answer's shape (`server.models.Comparison`)."""
+    def to_json(self, arrays: bool = True) -> dict[str, Any]:
+        """The REST answer's shape (`server.models.Comparison`); without `arrays`, each curve's
+        steps and values are empty (`encode` splices in their JSON)."""
         return {
             "runs": [
                 {"run_id": r.run_id, "name": r.name, "state": r.state, "created_at": r.created_at} for r in self.runs
@@ -87,8 +89,8 @@ class Comparison:
                         {
                             "run_id": run_id,
                             "replica": curve.replica,
-                            "steps": curve.steps.tolist(),
-                            "values": curve.values.tolist(),
+                            "steps": curve.steps.tolist() if arrays else [],
+                            "values": curve.values.tolist() if arrays else [],
                             "total": curve.total,
                         }
                         for run_id, curve in m.curves.items()
@@ -101,6 +103,26 @@ class Comparison:
             "rows": self.rows(),
             "points": self.points,
         }
+
+
+def encode(checked: Mapping[str, Any], comparison: Comparison) -> str:
+    """The JSON text of an answer: `checked` (`to_json(arrays=False)` after the response model
+    has checked it) with each curve's arrays spliced in from its pre-encoded text."""
+    fragments = {}
+    for metric in comparison.metrics:
+        for run_id, curve in metric.curves.items():
+            fragments[(metric.name, run_id)] = curve
+    metrics = []
+    for metric in checked["metrics"]:
+        curves = []
+        for item in metric["curves"]:
+            curve = fragments[(metric["name"], item["run_id"])]
+            head = json.dumps({key: value for key, value in item.items() if key not in ("steps", "values")})
+            curves.append(f'{head[:-1]},"steps":{curve.steps_json},"values":{curve.values_json}}}')
+        head = json.dumps({key: value for key, value in metric.items() if key != "curves"})
+        metrics.append(f'{head[:-1]},"curves":[{",".join(curves)}]}}')
+    rest = json.dumps({key: value for key, value in checked.items() if key != "metrics"}, allow_nan=False)
+    return f'{rest[:-1]},"metrics":[{",".join(metrics)}]}}'
 
 
 def _best_run(curves: Mapping[str, Curve], optimisation: Optimisation) -> str | None:
@@ -144,5 +166,5 @@ def compare_runs(
         curves = {run.run_id: run.curves[name] for run in runs if name in run.curves}
         compared.append(MetricComparison(name, direction, _best_run(curves, direction), curves))
     every = sorted({key for run in runs for key in run.params}, key=lambda k: (k.startswith("topology."), k))
-    shown = every if all_params else differing(run.params for run in runs)
+    shown = every if all_params else differing((run.canonical_params for run in runs), encoded=True)
     return Comparison(runs, compared, shown, points, all_params, len(every) - len(shown))

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["flatten", "run_params", "differing", "chief_first"]
+__all__ = ["flatten", "run_params", "canonical", "differing", "chief_first"]
 
 #: Replica keys in the order their values win: the one that reports for the job first.
 CHIEF_ORDER = ("master-0", "chief-0", "worker-0")
@@ -49,22 +49,24 @@ def run_params(logged: Mapping[str, Mapping[str, Any]], topology: Mapping[str, A
     return out
 
 
-def _same(value: Any) -> str:
+def canonical(value: Any) -> str:
     """A value's identity for "the same in every run": JSON, with 1.0 and 1 the same number."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def differing(params: Iterable[Mapping[str, Any]]) -> list[str]:
+def differing(params: Iterable[Mapping[str, Any]], encoded: bool = False) -> list[str]:
     """Param names whose values are not the same in every run (absent in some counts as
-    different), logged params first, then the topology's; sorted within each."""
+    different), logged params first, then the topology's; sorted within each. `encoded`: the
+    values are `canonical` already (a digest's `canonical_params`)."""
     runs = list(params)
+    same = str if encoded else canonical
     names = sorted({name for run in runs for name in run}, key=lambda name: (name.startswith("topology."), name))
     missing = object()
     out = []
     for name in names:
-        seen = {_same(run.get(name)) if name in run else repr(missing) for run in runs}
+        seen = {same(run[name]) if name in run else repr(missing) for run in runs}
         if len(seen) > 1:
             out.append(name)
     return out

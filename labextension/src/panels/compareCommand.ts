@@ -4,13 +4,19 @@ import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { pxIcon } from '../icons';
 import { CompareView } from './compareView';
 
-/** Opens the comparison of runs: `execute(COMPARE_RUNS, { runIds: [...] })`. */
+/**
+ * Opens the comparison of runs: `execute(COMPARE_RUNS, { runIds: [...] })`; `points` (optional)
+ * bounds each curve (default `COMPARE_POINTS`).
+ */
 export const COMPARE_RUNS = 'jupyter-px:compare-runs';
 
 /** The main-area panel of one comparison; restored with the layout by its runs. */
 export class ComparePanel extends MainAreaWidget<CompareView> {
-  constructor(readonly runIds: string[]) {
-    super({ content: new CompareView(runIds) });
+  constructor(
+    readonly runIds: string[],
+    points?: number
+  ) {
+    super({ content: new CompareView(runIds, points) });
     this.id = `jupyter-px-compare-${hash(runIds.join(' '))}`;
     this.title.label =
       runIds.length <= 3
@@ -45,13 +51,16 @@ export function addCompareCommand(
       if (runIds.length === 0) {
         throw new Error(`${COMPARE_RUNS}: runIds must name at least one run`);
       }
+      const points =
+        typeof args.points === 'number' ? (args.points as number) : undefined;
       const key = runIds.join(' ');
       const existing = tracker.find(panel => panel.runIds.join(' ') === key);
-      if (existing) {
+      if (existing && points === undefined) {
         app.shell.activateById(existing.id);
         return existing;
       }
-      const panel = new ComparePanel(runIds);
+      existing?.dispose();
+      const panel = new ComparePanel(runIds, points);
       void tracker.add(panel);
       app.shell.add(panel, 'main');
       app.shell.activateById(panel.id);

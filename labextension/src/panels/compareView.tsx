@@ -28,7 +28,10 @@ export const COMPARE_POINTS = 500;
  * `data-fetch-ms` (the request) and `data-draw-ms` (from the answer to the first frame painted).
  */
 export class CompareView extends ReactWidget {
-  constructor(readonly runIds: string[]) {
+  constructor(
+    readonly runIds: string[],
+    readonly points: number = COMPARE_POINTS
+  ) {
     super();
     this.addClass('jp-px-compare');
     this.node.dataset.state = 'loading';
@@ -46,7 +49,7 @@ export class CompareView extends ReactWidget {
     try {
       this._comparison = await api.compareRuns({
         runs: this.runIds,
-        points: COMPARE_POINTS
+        points: this.points
       });
       this._error = null;
     } catch (error) {
