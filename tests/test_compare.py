@@ -72,7 +72,7 @@ def test_selection_refusals_name_what_is_wrong(store, refs, pattern, message):
 def test_a_sweep_without_the_sweeps_package_is_refused_with_the_reason(store, monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "jupyter_px.sweep", None)  # not installed: import fails
+    monkeypatch.setitem(sys.modules, "jupyter_px.sweeps.service", None)  # not installed: import fails
     with pytest.raises(SelectionError, match="sweep: 's1' cannot be read: this installation has no sweeps"):
         select_runs(store, sweep="s1")
 
@@ -82,10 +82,22 @@ def test_a_sweep_selects_its_trials_through_the_sweeps_hook(store, monkeypatch):
     import types
 
     three_runs(store)
-    module = types.ModuleType("jupyter_px.sweep")
-    module.trial_run_ids = lambda sweep, given: ["lr-0", "lr-2"] if sweep == "s1" and given is store else []  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "jupyter_px.sweep", module)
+
+    class SweepService:  # the sweeps package's interface: SweepService(home).trial_runs(ref)
+        def __init__(self, home):
+            assert home == store.home
+
+        def trial_runs(self, ref):
+            if ref != "s1":
+                raise KeyError(f"no sweep {ref!r}")
+            return ["lr-0", "lr-2"]
+
+    module = types.ModuleType("jupyter_px.sweeps.service")
+    module.SweepService = SweepService  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "jupyter_px.sweeps.service", module)
     assert select_runs(store, sweep="s1") == ["lr-0", "lr-2"]
+    with pytest.raises(SelectionError, match="sweep: 's2': .*no sweep 's2'"):
+        select_runs(store, sweep="s2")
 
 
 # ---- params -----------------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 References are what users type everywhere (`RunStore.resolve`: an id, a name, `last`). A pattern
 is a shell-style glob (`lr-*`) matched against each run's name and id. A sweep is the sweeps
-package's concept: when `jupyter_px.sweep` is installed and offers
-`trial_run_ids(sweep_ref, store) -> list[str]`, its trials are selected; otherwise a sweep
-reference is refused with that reason. Order: as given, then pattern matches newest first;
+package's concept: when `jupyter_px.sweeps` is installed, its
+`service.SweepService(home).trial_runs(sweep_ref)` names the trials (in trial order); the import
+is made here, at call time, so comparison works without that package and a sweep reference is
+then refused with that reason. Order: as given, then pattern matches newest first;
 duplicates dropped.
 """
 
@@ -29,15 +30,15 @@ class SelectionError(ValueError):
 def sweep_trials(store: RunStore, sweep: str) -> list[str]:
     """The run ids of a sweep's trials, from the sweeps package when it is installed."""
     try:
-        module = importlib.import_module("jupyter_px.sweep")
+        module = importlib.import_module("jupyter_px.sweeps.service")
     except ImportError:
         module = None
-    finder = getattr(module, "trial_run_ids", None)
-    if finder is None:
+    service = getattr(module, "SweepService", None)
+    if service is None:
         raise SelectionError(f"sweep: {sweep!r} cannot be read: this installation has no sweeps")
     try:
-        return list(finder(sweep, store))
-    except (KeyError, ValueError) as error:
+        return list(service(store.home).trial_runs(sweep))
+    except (LookupError, ValueError, OSError) as error:
         raise SelectionError(f"sweep: {sweep!r}: {error}") from None
 
 
