@@ -10,6 +10,8 @@ metrics, loss and acc, written once under `--store` and reused):
   (the server reads every run whole: its digest cache is cold) and then the median and worst of
   `--repeat` requests (runs already read: a few stats each, then the answer: 500 points a curve,
   chosen by MinMaxLTTB);
+  the server's own CPU time per answer comes back in a `Server-Timing` header, which tells the
+  work apart from waiting for a core on a loaded machine;
 * the draw in headless Chromium (Debian's `/usr/bin/chromium`, Playwright): the command
   `jupyter-px:compare-runs` with every run, timed by the panel itself from the answer to the first
   frame painted after it (`data-draw-ms`), medians of `--draws` page loads;
@@ -42,7 +44,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 from compare_store import ensure_store, write_event_files  # noqa: E402
 
 
-def post(url: str, token: str, body: dict) -> tuple[float, int, dict]:
+def post(url: str, token: str, body: dict) -> tuple[float, int, dict, float]:
+    """(seconds, bytes, answer, the server's CPU ms from its Server-Timing header)."""
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
@@ -52,7 +55,10 @@ def post(url: str, token: str, body: dict) -> tuple[float, int, dict]:
     start = time.perf_counter()
     with urllib.request.urlopen(request, timeout=900) as response:
         data = response.read()
-    return time.perf_counter() - start, len(data), json.loads(data)
+        timing = response.headers.get("Server-Timing", "")
+    elapsed = time.perf_counter() - start
+    cpu = float(timing.partition("dur=")[2] or "nan")
+    return elapsed, len(data), json.loads(data), cpu
 
 
 def get(url: str, token: str) -> tuple[int, dict]:
@@ -142,18 +148,22 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"runs": len(ids), "points_per_series": args.points, "series_per_run": 2}
     try:
         url = f"{lab.url}/px/api/compare"
-        cold, size, answer = post(url, lab.token, {"runs": ids})
-        print(f"first request: {cold * 1000:.0f} ms", flush=True)
+        cold, size, answer, cold_cpu = post(url, lab.token, {"runs": ids})
+        print(f"first request: {cold * 1000:.0f} ms (server CPU {cold_cpu:.0f} ms)", flush=True)
         drawn_points = sum(len(c["values"]) for m in answer["metrics"] for c in m["curves"])
-        warm = [post(url, lab.token, {"runs": ids})[0] for _ in range(args.repeat)]
+        answers = [post(url, lab.token, {"runs": ids}) for _ in range(args.repeat)]
+        warm = [answer[0] for answer in answers]
+        warm_cpu = [answer[3] for answer in answers]
         result.update(
             cold_ms=cold * 1000,
+            cold_server_cpu_ms=cold_cpu,
+            warm_server_cpu_median_ms=statistics.median(warm_cpu),
             warm_median_ms=statistics.median(warm) * 1000,
             warm_max_ms=max(warm) * 1000,
             answer_bytes=size,
             answer_points=drawn_points,
         )
-        print(f"warm: {[round(t * 1000, 1) for t in warm]} ms", flush=True)
+        print(f"warm: {[round(t * 1000, 1) for t in warm]} ms; server CPU {warm_cpu} ms", flush=True)
         raw_s, raw_bytes, raw_points = undownsampled(lab.url, lab.token, peers)
         result.update(
             undownsampled_ms_all=raw_s * scale * 1000,
@@ -181,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  runs already read: median / worst of {args.repeat}  {w:9.1f} / {result['warm_max_ms']:.1f} ms "
         f"({result['answer_bytes'] / 1e6:.1f} MB, {result['answer_points']:,} points)"
+    )
+    print(
+        f"  server CPU per answer (Server-Timing): first {result['cold_server_cpu_ms']:.0f} ms, "
+        f"then median {result['warm_server_cpu_median_ms']:.1f} ms"
     )
     print(f"peers, measured on {len(peers)} runs and scaled to {len(ids)}:")
     print(

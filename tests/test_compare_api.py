@@ -5,6 +5,7 @@ without credentials is refused, and the server reads a run once while its files 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from compare_support import make_run
@@ -41,6 +42,7 @@ def runs(px_home) -> list[str]:
 async def compare(jp_fetch, body: dict) -> dict:
     response = await jp_fetch("px", "api", "compare", method="POST", body=json.dumps(body))
     assert response.code == 200
+    assert re.fullmatch(r"compare;dur=\d+\.\d", response.headers["Server-Timing"])  # the server's CPU time
     return json.loads(response.body)
 
 
