@@ -24,6 +24,7 @@ _LAZY = {
     "PushError": "jupyter_px.api",
     "TopologyForm": "jupyter_px.widgets.topology_form",
     "RunMonitor": "jupyter_px.widgets.run_monitor",
+    "compare": "jupyter_px.compare",
 }
 
 __all__ = [

@@ -21,7 +21,13 @@ from jupyter_px.server import models
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / "labextension" / "src" / name for name in ("types.ts", "request.ts")]
 API = ROOT / "labextension" / "src" / "api.ts"
-REQUESTS = {models.SubmitRequest, models.RenderRequest, models.TensorBoardRequest}
+REQUESTS = {
+    models.SubmitRequest,
+    models.RenderRequest,
+    models.TensorBoardRequest,
+    models.CompareRequest,
+    models.CompareTensorBoardRequest,
+}
 
 Type = frozenset  # a union of members: "string", "number", "boolean", "null", "any", ("lit", s), ...
 
@@ -200,6 +206,8 @@ API_CALLS = {
     "readMetrics": (models.MetricsPage, None),
     "startTensorBoard": (models.TensorBoardStarted, models.TensorBoardRequest),
     "deleteRun": (models.RunDeleted, None),
+    "compareRuns": (models.Comparison, models.CompareRequest),
+    "startCompareTensorBoard": (models.TensorBoardStarted, models.CompareTensorBoardRequest),
 }
 
 

@@ -5,6 +5,7 @@
     %%px_distributed -t cluster --wait <- this cell's code runs in every replica
     %px_runs / %px_status RUN / %px_logs RUN / %px_stop RUN / %px_attach RUN
     %px_plot RUN [METRIC ...] / %px_tensorboard RUN [RUN ...] / %px_topology_form [NAME]
+    %px_compare RUN [RUN ...] [--pattern GLOB] [--sweep SWEEP]
 
 Every magic is named `px_*` (never `%px` / `%%px`, which belong to ipyparallel), takes its
 arguments through `magic_arguments` (so `%px_logs?` shows the help; shared options come from
@@ -20,12 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .compare import CompareMagics
 from .runs import RunMagics
 from .submit import SubmitMagics
 from .topology import TopologyMagics
 
 #: Every class of magics `%load_ext jupyter_px` registers (and `%unload_ext` removes).
-MAGIC_CLASSES = (TopologyMagics, SubmitMagics, RunMagics)
+MAGIC_CLASSES = (TopologyMagics, SubmitMagics, RunMagics, CompareMagics)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -159,6 +159,10 @@ class JupyterPxApp(ExtensionApp):
         from .tensorboard_proxy import ROUTE, TensorBoardPorts, TensorBoardProxyHandler
 
         self.handlers.extend((path + "/?", getattr(handlers, name), {"state": self.state}) for path, name in ROUTES)
+        from . import compare_handlers  # run comparison: its own module, one digest cache for the server's life
+
+        compare_arguments = compare_handlers.route_arguments(self.state)
+        self.handlers.extend((path + "/?", handler, compare_arguments) for path, handler in compare_handlers.ROUTES)
         # The kernels' TensorBoards are recorded under their $PX_HOME, the API's under `home`.
         self.tensorboard_ports = TensorBoardPorts([self.store.home, px_home()])
         self.handlers.append(

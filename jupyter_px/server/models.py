@@ -154,6 +154,30 @@ class TensorBoardRequest(Body):
     also: list[RunIdText] = Field(default_factory=list, max_length=50)
 
 
+def _points(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int) or not 10 <= value <= 10_000:
+        raise PydanticCustomError("px_value", "{value} is not a whole number from 10 to 10000", {"value": repr(value)})
+    return value
+
+
+class CompareRequest(Body):
+    """`POST compare`: the runs to compare (references, a name glob, a sweep: any together) and how."""
+
+    runs: list[AString] = Field(default_factory=list, max_length=1000)
+    pattern: AString | None = None
+    sweep: AString | None = None
+    metrics: list[AString] | None = None
+    points: Annotated[int, BeforeValidator(_points)] = 500
+    optimisation: dict[str, Literal["min", "max"]] | None = None
+    all_params: bool = False
+
+
+class CompareTensorBoardRequest(Body):
+    """`POST compare/tensorboard`: one TensorBoard over these runs."""
+
+    runs: list[AString] = Field(min_length=1, max_length=1000)
+
+
 # ---------------------------------------------------------------------------------------------
 # Responses
 
@@ -353,6 +377,54 @@ class RunDeleted(Reply):
     deleted: bool
 
 
+class ComparedRun(Reply):
+    run_id: str
+    name: str | None
+    state: str
+    created_at: float
+
+
+class CompareCurve(Reply):
+    """One run's curve of a metric: at most `points` points chosen by MinMaxLTTB from `total`
+    (finite values only), from its chief replica's series."""
+
+    run_id: str
+    replica: str
+    steps: list[float]
+    values: list[float]
+    total: int
+
+
+class ComparedMetric(Reply):
+    name: str
+    optimisation: Literal["min", "max"]
+    best_run: str | None
+    curves: list[CompareCurve]
+
+
+class CompareRow(Reply):
+    """A run's row of the table: the params shown, and per metric its final and best value."""
+
+    run_id: str
+    name: str | None
+    state: str
+    params: dict[str, Any]
+    final: dict[str, float | None]
+    best: dict[str, float | None]
+    best_step: dict[str, float | None]
+
+
+class Comparison(Reply):
+    """`POST compare`: downsampled curves per metric (the best run named), and the table."""
+
+    runs: list[ComparedRun]
+    metrics: list[ComparedMetric]
+    params: list[str] = Field(description="the param columns: those that differ between runs, or all")
+    hidden_params: int = Field(description="params left out because every run has the same value")
+    rows: list[CompareRow]
+    points: int
+
+
 #: Every body the API sends or receives, for the TypeScript check (model -> TS interface name).
 TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     SubmitRequest: "ISubmission",
@@ -373,6 +445,13 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     TensorBoardStarted: "ITensorBoard",
     TensorBoardRequest: "ITensorBoardRequest",
     RunDeleted: "IRunDeleted",
+    CompareRequest: "ICompareRequest",
+    CompareTensorBoardRequest: "ICompareTensorBoardRequest",
+    ComparedRun: "IComparedRun",
+    CompareCurve: "ICompareCurve",
+    ComparedMetric: "IComparedMetric",
+    CompareRow: "ICompareRow",
+    Comparison: "IComparison",
 }
 
 

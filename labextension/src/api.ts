@@ -1,5 +1,8 @@
 import { requestAPI } from './request';
 import type {
+  ICompareRequest,
+  ICompareTensorBoardRequest,
+  IComparison,
   ILogChunk,
   IMetricsUpdate,
   IRenderRequest,
@@ -104,4 +107,17 @@ export async function deleteRun(runId: string): Promise<IRunDeleted> {
       method: 'DELETE'
     })
   ).data!;
+}
+
+/** Runs side by side: downsampled curves per metric and the table (`POST compare`). */
+export async function compareRuns(body: ICompareRequest): Promise<IComparison> {
+  return (await requestAPI<IComparison>('compare', json(body))).data!;
+}
+
+/** One TensorBoard over several runs (`POST compare/tensorboard`). */
+export async function startCompareTensorBoard(
+  body: ICompareTensorBoardRequest
+): Promise<ITensorBoard> {
+  return (await requestAPI<ITensorBoard>('compare/tensorboard', json(body)))
+    .data!;
 }

@@ -13,6 +13,7 @@ import { CommandIDs } from './commands/ids';
 import { addRunPanelCommands } from './commands/runPanels';
 import { addSidebarCommands } from './commands/sidebar';
 import { addSubmitCommands } from './commands/submit';
+import { addCompareCommand } from './panels/compareCommand';
 import { RunNotices } from './runNotifications';
 import { RunsModel } from './runsModel';
 import { loadSettings, PLUGIN_ID } from './settings';
@@ -80,6 +81,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       notices
     });
     addSidebarCommands(app, palette);
+    addCompareCommand(app, restorer);
 
     const actions: ISidebarActions = {
       submitActive,

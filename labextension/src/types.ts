@@ -167,3 +167,65 @@ export interface IRendered {
   objects: IRenderedObject[];
   yaml: string;
 }
+
+/** models.CompareRequest: the runs to compare (ids, a name glob, a sweep) and how. */
+export interface ICompareRequest {
+  runs?: string[];
+  pattern?: string | null;
+  sweep?: string | null;
+  metrics?: string[] | null;
+  points?: number;
+  optimisation?: { [metric: string]: 'min' | 'max' } | null;
+  all_params?: boolean;
+}
+
+/** models.CompareTensorBoardRequest */
+export interface ICompareTensorBoardRequest {
+  runs: string[];
+}
+
+/** models.ComparedRun */
+export interface IComparedRun {
+  run_id: string;
+  name: string | null;
+  state: string;
+  created_at: number;
+}
+
+/** models.CompareCurve: a run's curve, downsampled on the server (finite values only). */
+export interface ICompareCurve {
+  run_id: string;
+  replica: string;
+  steps: number[];
+  values: number[];
+  total: number;
+}
+
+/** models.ComparedMetric */
+export interface IComparedMetric {
+  name: string;
+  optimisation: 'min' | 'max';
+  best_run: string | null;
+  curves: ICompareCurve[];
+}
+
+/** models.CompareRow */
+export interface ICompareRow {
+  run_id: string;
+  name: string | null;
+  state: string;
+  params: { [name: string]: any };
+  final: { [metric: string]: number | null };
+  best: { [metric: string]: number | null };
+  best_step: { [metric: string]: number | null };
+}
+
+/** models.Comparison */
+export interface IComparison {
+  runs: IComparedRun[];
+  metrics: IComparedMetric[];
+  params: string[];
+  hidden_params: number;
+  rows: ICompareRow[];
+  points: number;
+}

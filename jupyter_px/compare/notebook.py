@@ -1,0 +1,128 @@
+"""`jupyter_px.compare(...)` and `%px_compare`: a comparison shown in a notebook.
+
+`compare()` returns a `RunComparison`: shown as a cell's result, it displays the curves (plotly,
+with a static SVG twin for saved notebooks), the sortable table and, in a live kernel, a button
+that opens one TensorBoard over the same runs (`%px_tensorboard` with the same runs in a saved
+notebook). It is also data: `.comparison` (plain data, `compare.comparison.Comparison`),
+`.dataframe()` (pandas), `.figure()` (plotly), `.tensorboard()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .comparison import Comparison, compare_runs
+from .digest import DigestCache
+from .downsample import DEFAULT_POINTS
+from .render import figure, figure_bundle, table_bundle
+from .selection import select_runs
+
+__all__ = ["RunComparison", "compare"]
+
+
+class RunComparison:
+    """A comparison of runs as a notebook shows it (see the module's docstring)."""
+
+    def __init__(self, comparison: Comparison, service: Any):
+        self.comparison = comparison
+        self.service = service
+
+    @property
+    def run_ids(self) -> list[str]:
+        return self.comparison.run_ids
+
+    def __repr__(self) -> str:
+        return f"<RunComparison of {len(self.run_ids)} runs: {', '.join(m.name for m in self.comparison.metrics)}>"
+
+    def figure(self) -> Any:
+        return figure(self.comparison)
+
+    def dataframe(self) -> Any:
+        """One row per run: final_<metric>, best_<metric>, best_step_<metric>, and the params shown."""
+        import pandas as pd
+
+        records = []
+        for row in self.comparison.rows():
+            record: dict[str, Any] = {"run_id": row["run_id"], "name": row["name"], "state": row["state"]}
+            for metric in self.comparison.metrics:
+                record[f"final_{metric.name}"] = row["final"].get(metric.name)
+                record[f"best_{metric.name}"] = row["best"].get(metric.name)
+                record[f"best_step_{metric.name}"] = row["best_step"].get(metric.name)
+            record.update(row["params"])
+            records.append(record)
+        return pd.DataFrame.from_records(records).set_index("run_id")
+
+    def tensorboard(self) -> Any:
+        """Start (or reuse) one TensorBoard over these runs; the typed start result."""
+        return self.service.tensorboard(self.run_ids)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(figure_bundle(self.comparison), raw=True)
+        display(table_bundle(self.comparison), raw=True)
+        button = _tensorboard_button(self)
+        if button is not None:
+            display(button)
+
+
+def _tensorboard_button(comparison: RunComparison) -> Any:
+    """A button that opens TensorBoard over the runs below it, in a live kernel with ipywidgets."""
+    try:
+        import ipywidgets as widgets
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return None
+    button = widgets.Button(description=f"TensorBoard ({len(comparison.run_ids)} runs)", icon="line-chart")
+    output = widgets.Output()
+
+    def open_tensorboard(_: Any) -> None:
+        from IPython.display import display
+
+        from ..presentation.tensorboard import embed
+
+        button.disabled = True
+        with output:
+            display(embed(comparison.tensorboard(), height=600, label=", ".join(comparison.run_ids)))
+
+    button.on_click(open_tensorboard)
+    return widgets.VBox([button, output])
+
+
+def compare(
+    *runs: str | Sequence[str],
+    pattern: str | None = None,
+    sweep: str | None = None,
+    metrics: Sequence[str] | None = None,
+    points: int = DEFAULT_POINTS,
+    optimisation: Mapping[str, str] | None = None,
+    all_params: bool = False,
+) -> RunComparison:
+    """Compare runs: `compare("a", "b")`, `compare(pattern="lr-*")`, `compare(sweep="s1")`.
+
+    Runs are ids, names or `last` (a list works too); `metrics` limits the metrics shown;
+    `points` bounds each curve (downsampled with MinMaxLTTB); `optimisation` says which way is
+    best where the name's guess is wrong (`{"val_acc": "max"}`); `all_params` shows the params that
+    are the same in every run too. Shown as a cell's result: curves, table, TensorBoard button.
+    """
+    from ..service import RunService
+
+    refs: list[str] = []
+    for item in runs:
+        refs.extend([item] if isinstance(item, str) else list(item))
+    service = RunService()
+    run_ids = select_runs(service.store, refs, pattern=pattern, sweep=sweep)
+    comparison = compare_runs(
+        service.store,
+        run_ids,
+        metrics=metrics,
+        points=points,
+        optimisation=optimisation,
+        all_params=all_params,
+        cache=DigestCache(service.store),
+    )
+    return RunComparison(comparison, service)

@@ -1,0 +1,79 @@
+"""Which runs a comparison is about: run references, a name pattern, a sweep's trials.
+
+References are what users type everywhere (`RunStore.resolve`: an id, a name, `last`). A pattern
+is a shell-style glob (`lr-*`) matched against each run's name and id. A sweep is the sweeps
+package's concept: when `jupyter_px.sweeps` is installed, its
+`service.SweepService(home).trial_runs(sweep_ref)` names the trials (in trial order); the import
+is made here, at call time, so comparison works without that package and a sweep reference is
+then refused with that reason. Order: as given, then pattern matches newest first;
+duplicates dropped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+from collections.abc import Sequence
+
+from ..runstore import RunNotFound, RunStore
+
+__all__ = ["MAX_RUNS", "SelectionError", "select_runs", "sweep_trials"]
+
+#: The most runs one comparison holds (a table and plots of more are not read by anyone).
+MAX_RUNS = 1000
+
+
+class SelectionError(ValueError):
+    """A selection that names no run, or one that cannot be found; the message says which."""
+
+
+def sweep_trials(store: RunStore, sweep: str) -> list[str]:
+    """The run ids of a sweep's trials, from the sweeps package when it is installed."""
+    try:
+        module = importlib.import_module("jupyter_px.sweeps.service")
+    except ImportError:
+        module = None
+    service = getattr(module, "SweepService", None)
+    if service is None:
+        raise SelectionError(f"sweep: {sweep!r} cannot be read: this installation has no sweeps")
+    try:
+        return list(service(store.home).trial_runs(sweep))
+    except (LookupError, ValueError, OSError) as error:
+        raise SelectionError(f"sweep: {sweep!r}: {error}") from None
+
+
+def select_runs(
+    store: RunStore, refs: Sequence[str] = (), pattern: str | None = None, sweep: str | None = None
+) -> list[str]:
+    """Run ids for the references, the pattern and the sweep, in that order, each once."""
+    chosen: list[str] = []
+    for ref in refs:
+        try:
+            chosen.append(store.resolve(ref))
+        except RunNotFound as error:
+            raise SelectionError(str(error)) from None
+    if pattern is not None:
+        if not pattern:
+            raise SelectionError("pattern: '' matches nothing (give a glob such as 'lr-*')")
+        matched = []
+        for run_id in store.run_ids():
+            if fnmatch.fnmatchcase(run_id, pattern):
+                matched.append(run_id)
+                continue
+            try:
+                name = store.record(run_id).name
+            except (OSError, ValueError, RunNotFound):
+                continue
+            if name and fnmatch.fnmatchcase(name, pattern):
+                matched.append(run_id)
+        if not matched:
+            raise SelectionError(f"pattern: {pattern!r} matches no run's name or id")
+        chosen.extend(matched)
+    if sweep is not None:
+        chosen.extend(sweep_trials(store, sweep))
+    unique = list(dict.fromkeys(chosen))
+    if not unique:
+        raise SelectionError("no runs to compare: name runs, a pattern or a sweep")
+    if len(unique) > MAX_RUNS:
+        raise SelectionError(f"{len(unique)} runs selected; at most {MAX_RUNS} are compared at once")
+    return unique

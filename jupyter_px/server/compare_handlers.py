@@ -1,0 +1,123 @@
+"""REST routes of run comparison: `POST px/api/compare` and `POST px/api/compare/tensorboard`.
+
+Thin, as the other handlers (`handlers.PxHandler`: authenticated, authorized against `px`, errors
+translated in one place): the body is parsed into `models.CompareRequest`, the work is
+`jupyter_px.compare` in the read pool, the answer is checked against `models.Comparison`. The
+curves' arrays are the exception: each run's are encoded to JSON once, when the run is read
+(`compare.digest.encode_points`), and spliced into the checked answer (`compare.comparison.encode`),
+since formatting 200,000 floats per request would be most of the 300 ms this route may take.
+
+POST, though comparing only reads: a selection of 200 run ids, metric names and directions is a
+body, not a query string. It is authorized as `read`; TensorBoard over the runs is `execute`,
+as for one run.
+
+The server keeps one `DigestCache` for its life, so a run is read whole once and again only when
+its files change; a comparison of runs already read costs a few stats per run plus the answer's
+JSON (see `benchmarks/bench_compare.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from .. import tensorboard
+from ..compare.comparison import compare_runs, encode
+from ..compare.digest import DigestCache
+from ..compare.selection import SelectionError, select_runs
+from ..runstore import RunNotFound
+from .handlers import PxHandler, PxState, finite_json
+from .models import CompareRequest, CompareTensorBoardRequest, Comparison, ErrorReply, TensorBoardStarted, dump
+
+__all__ = ["ROUTES", "CompareHandler", "CompareTensorBoardHandler", "route_arguments"]
+
+
+class CompareHandler(PxHandler):
+    """`POST px/api/compare` `{runs?, pattern?, sweep?, metrics?, points?, optimisation?, all_params?}`:
+    per metric a curve per run (at most `points` points each, MinMaxLTTB) and the best run; the
+    table of final and best values and the params that differ. 400 names what cannot be used (a
+    run that does not exist, a pattern that matches nothing, a metric no run has)."""
+
+    def initialize(self, state: PxState, digests: DigestCache | None = None) -> None:
+        super().initialize(state)
+        self.digests = digests or DigestCache(state.store)
+
+    def _compare(self, body: CompareRequest) -> tuple[str, float]:
+        """The answer's JSON text, and the thread's CPU time it took (ms)."""
+        started = time.thread_time()
+        run_ids = select_runs(self.px.store, body.runs, pattern=body.pattern, sweep=body.sweep)
+        comparison = compare_runs(
+            self.px.store,
+            run_ids,
+            metrics=body.metrics,
+            points=body.points,
+            optimisation=body.optimisation,
+            all_params=body.all_params,
+            cache=self.digests,
+        )
+        checked = dump(Comparison, finite_json(comparison.to_json(arrays=False)))
+        return encode(checked, comparison), (time.thread_time() - started) * 1000
+
+    @web.authenticated
+    @authorized("read")
+    async def post(self) -> None:
+        body = self.body(CompareRequest)
+        try:
+            answer, cpu_ms = await self.blocking(self._compare, body)
+        except (SelectionError, RunNotFound, ValueError) as error:
+            raise web.HTTPError(400, str(error)) from None
+        # What the comparison cost the server in CPU, apart from waiting for a core (W3C Server-Timing).
+        self.set_header("Server-Timing", f"compare;dur={cpu_ms:.1f}")
+        self.set_header("Content-Type", "application/json")
+        self.finish(answer)
+
+
+class CompareTensorBoardHandler(PxHandler):
+    """`POST px/api/compare/tensorboard` `{runs: [...]}`: one TensorBoard over these runs (started or
+    reused), through the server's authenticated TensorBoard route."""
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self) -> None:
+        body = self.body(CompareTensorBoardRequest)
+        try:
+            run_ids = await self.blocking(select_runs, self.px.store, body.runs)
+        except SelectionError as error:
+            raise web.HTTPError(400, str(error)) from None
+        result = await self.blocking(
+            self.px.service.tensorboard,
+            run_ids,
+            kind="tensorboard",
+            idle_timeout=self.px.settings.tensorboard_idle_timeout,
+        )
+        if isinstance(result, tensorboard.Failed):
+            self.send(
+                ErrorReply,
+                {"message": f"TensorBoard could not start: {result.reason}", "output": result.output[-4000:]},
+                status=503,
+            )
+            return
+        self.send(
+            TensorBoardStarted,
+            {
+                "status": "reused" if isinstance(result, tensorboard.Reused) else "launched",
+                "url": tensorboard.proxy_url(result.info.port, self.base_url),
+                "port": result.info.port,
+                "key": result.info.key,
+            },
+        )
+
+
+#: (path under the base URL, handler class): the comparison routes, registered by `app.JupyterPxApp`.
+ROUTES = [
+    ("px/api/compare", CompareHandler),
+    ("px/api/compare/tensorboard", CompareTensorBoardHandler),
+]
+
+
+def route_arguments(state: PxState) -> dict[str, Any]:
+    """The handlers' arguments: the server's state and one digest cache for the server's life."""
+    return {"state": state, "digests": DigestCache(state.store)}

@@ -1,0 +1,127 @@
+"""JupyterLab with this worktree's sidebar build, for the comparison panel's browser test and
+`benchmarks/bench_compare.py`.
+
+`browser_support.JupyterLab` keeps the sidebar out (its tests are about notebooks); here the
+sidebar is the subject, and it must be this checkout's build (`jlpm build` writes it to
+`jupyter_px/labextension`), not whichever one the environment installed: a private `JUPYTER_PATH`
+links it as the `jupyter-px` lab extension, and `has_compare_command` checks in the page that it
+is the one loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from browser_support import THEMES
+from server_support import free_port, stop_process, wait_until_serving, write_server_config
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = REPO / "jupyter_px" / "labextension"
+COMPARE_COMMAND = "jupyter-px:compare-runs"
+
+
+def build_present() -> bool:
+    return (BUILD / "package.json").is_file() and (BUILD / "static").is_dir()
+
+
+class SidebarLab:
+    """`jupyter lab` on 127.0.0.1 with token auth, a given run store, this checkout's sidebar."""
+
+    def __init__(self, root: Path, px_home: Path, theme: str = "light"):
+        self.root, self.px_home = root, px_home
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        config = root / "config"
+        write_server_config(config)
+        data = root / "data" / "labextensions"
+        data.mkdir(parents=True, exist_ok=True)
+        link = data / "jupyter-px"
+        if not link.exists():
+            link.symlink_to(BUILD, target_is_directory=True)
+        settings = root / "settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[theme]}))
+        (settings / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+        work = root / "work"
+        work.mkdir(exist_ok=True)
+        self.log_path = root / "lab.log"
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "jupyterlab",
+                    "--no-browser",
+                    "--ServerApp.ip=127.0.0.1",
+                    f"--ServerApp.port={self.port}",
+                    "--ServerApp.port_retries=0",
+                    f"--IdentityProvider.token={self.token}",
+                    f"--ServerApp.root_dir={work}",
+                    "--LabApp.expose_app_in_browser=True",
+                    "--LabApp.news_url=",
+                    "--allow-root",
+                ],
+                env={
+                    **os.environ,
+                    "JUPYTER_PATH": str(root / "data"),
+                    "JUPYTER_CONFIG_DIR": str(config),
+                    "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+                    "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
+                    "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"),
+                    "PX_HOME": str(px_home),
+                },
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path, 120)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def lab_url(self) -> str:
+        return f"{self.url}/lab?token={self.token}&reset"
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+
+def has_compare_command(page) -> bool:
+    """Whether the page runs this checkout's sidebar (an installed older one lacks the command)."""
+    return bool(page.evaluate(f"() => window.jupyterapp.commands.hasCommand({COMPARE_COMMAND!r})"))
+
+
+def open_comparison(page, run_ids: list[str], points: int | None = None, timeout_s: float = 300) -> dict:
+    """Run the command, wait until the panel has drawn; its timings and what it shows."""
+    args: dict = {"runIds": run_ids}
+    if points is not None:
+        args["points"] = points
+    page.evaluate("([name, args]) => { window.jupyterapp.commands.execute(name, args); }", [COMPARE_COMMAND, args])
+    page.wait_for_function(
+        "() => { const n = document.querySelector('.jp-px-panel-compare:not(.lm-mod-hidden) .jp-px-compare');"
+        " return n && (n.dataset.state === 'ready' || n.dataset.state === 'error'); }",
+        timeout=timeout_s * 1000,
+    )
+    return page.evaluate(
+        """() => {
+            const n = document.querySelector('.jp-px-panel-compare:not(.lm-mod-hidden) .jp-px-compare');
+            return {
+                state: n.dataset.state,
+                fetch_ms: Number(n.dataset.fetchMs),
+                draw_ms: Number(n.dataset.drawMs),
+                plots: n.querySelectorAll('figure.jp-px-compare-metric').length,
+                lines: n.querySelectorAll('path.jp-px-compare-line').length,
+                best_lines: Array.from(n.querySelectorAll('path.jp-px-compare-best')).map(p => p.dataset.run),
+                rows: n.querySelectorAll('table.jp-px-compare-table tbody tr').length,
+                error: (n.querySelector('.jp-px-error') || {}).textContent || null,
+            };
+        }"""
+    )

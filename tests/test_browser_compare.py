@@ -1,0 +1,100 @@
+"""The sidebar's comparison panel in headless Chromium, in JupyterLab Light and Dark.
+
+JupyterLab runs this checkout's sidebar build (`compare_browser_support.SidebarLab`; the page is
+checked to have the command, which an older installed build lacks) over a run store of three
+finished runs written through the run store. The panel is opened the way the runs list's
+multi-select opens it, with `jupyter-px:compare-runs {runIds}`, and checked as a person would:
+a plot per metric with a line per run, the best run's line thick and drawn over the others, the
+table sorted best first and re-sorted by a click on a header, the best values starred, text that
+reads on the theme's background. Screenshots: `test-artifacts/compare-panel-<theme>.png`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from browser_support import CHROMIUM, artifacts_dir, chromium_page, wait_for_app
+from compare_browser_support import SidebarLab, build_present, has_compare_command, open_comparison
+from compare_support import make_run
+from test_browser_notebooks import contrast, parse_rgb
+
+from jupyter_px.runstore import RunStore
+
+pytestmark = pytest.mark.browser
+
+RUNS = {"cmp-a": 0.001, "cmp-b": 0.1, "cmp-c": 0.01}  # run id -> lr: cmp-b learns fastest
+
+
+@pytest.fixture(scope="module", params=["light", "dark"])
+def lab(request, tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.fail("the browser tests drive Debian's Chromium: apt-get install chromium (.ci/run does)")
+    if not build_present():
+        pytest.fail("the sidebar is not built in this checkout: jlpm build (.ci/run does)")
+    root = tmp_path_factory.mktemp(f"compare-{request.param}")
+    store = RunStore(root / "px_home")
+    for run_id, lr in RUNS.items():
+        make_run(
+            store,
+            run_id,
+            name=f"lr-{lr}",
+            curves={"loss": lambda k, lr=lr: 1 / (1 + k * lr), "acc": lambda k, lr=lr: 1 - 1 / (1 + k * lr)},
+            steps=2_000,
+            params={"lr": lr, "batch": 64},
+        )
+    server = SidebarLab(root, store.home, theme=request.param)
+    server.theme = request.param
+    yield server
+    server.stop()
+
+
+def test_the_comparison_panel(lab):
+    with chromium_page(1400, 1000) as (page, log):
+        page.goto(lab.lab_url())
+        wait_for_app(page)
+        assert has_compare_command(page), "the page runs another build of the sidebar"
+        shown = open_comparison(page, list(RUNS), timeout_s=120)
+        assert shown["state"] == "ready", shown["error"]
+        assert shown["plots"] == 2 and shown["lines"] == 6 and shown["rows"] == 3
+        assert shown["best_lines"] == ["cmp-b", "cmp-b"]  # loss (min) and acc (max) alike
+        panel = page.locator(".jp-px-panel-compare .jp-px-compare")
+        # The best line is drawn last (over the others) and thick; the others faint.
+        widths = panel.locator("figure[data-metric='loss'] path.jp-px-compare-line").evaluate_all(
+            "paths => paths.map(p => [p.dataset.run, getComputedStyle(p).strokeWidth,"
+            " getComputedStyle(p).strokeOpacity])"
+        )
+        assert widths[-1][0] == "cmp-b" and float(widths[-1][1].rstrip("px")) > 3 and float(widths[-1][2]) == 1
+        assert all(float(w.rstrip("px")) < 2 and float(o) < 1 for _, w, o in widths[:-1])
+        caption = panel.locator("figure[data-metric='acc'] figcaption").inner_text()
+        assert "(max)" in caption and "best: lr-0.1" in caption
+
+        def order() -> list[str]:
+            return panel.locator("table.jp-px-compare-table tbody tr").evaluate_all(
+                "rows => rows.map(r => r.dataset.run)"
+            )
+
+        assert order() == ["cmp-b", "cmp-c", "cmp-a"]  # best loss first
+        headers = panel.locator("table.jp-px-compare-table th").all_inner_texts()
+        assert [h.rstrip(" ▲▼") for h in headers] == [
+            "run",
+            "state",
+            "acc final",
+            "acc best (max)",
+            "loss final",
+            "loss best (min)",
+            "lr",
+        ]
+        panel.locator("th[data-column='param:lr']").click()
+        assert order() == ["cmp-a", "cmp-c", "cmp-b"]
+        panel.locator("th[data-column='param:lr']").click()
+        assert order() == ["cmp-b", "cmp-c", "cmp-a"]
+        best_cells = panel.locator("td.jp-px-compare-best-cell").all_inner_texts()
+        assert len(best_cells) == 2 and all("★" in text for text in best_cells)
+        # Text reads on the panel's background in either theme.
+        colours = panel.evaluate(
+            "n => [getComputedStyle(n).color, getComputedStyle(n).backgroundColor, document.body.dataset.jpThemeLight]"
+        )
+        assert colours[2] == ("true" if lab.theme == "light" else "false")
+        assert contrast(parse_rgb(colours[0]), parse_rgb(colours[1])) >= 4.5
+        page.screenshot(path=str(artifacts_dir() / f"compare-panel-{lab.theme}.png"), full_page=False)
+        assert not log.console_errors, log.console_errors
+        assert not log.failed_requests, log.failed_requests

@@ -1,0 +1,238 @@
+"""jupyter_px.compare: which runs, which params differ, final and best values, how curves are
+downsampled, and the digest cache, over real run directories written through the run store."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+from compare_support import make_run
+
+from jupyter_px.compare.comparison import compare_runs
+from jupyter_px.compare.digest import DigestCache
+from jupyter_px.compare.downsample import MAX_POINTS, MIN_POINTS, check_points, downsample_indices
+from jupyter_px.compare.params import differing, flatten, run_params
+from jupyter_px.compare.selection import SelectionError, select_runs
+from jupyter_px.compare.values import check_optimisations, optimisation_for, series_values
+from jupyter_px.runstore import RunStore
+
+
+@pytest.fixture
+def store(tmp_path) -> RunStore:
+    return RunStore(tmp_path / "home")
+
+
+def three_runs(store: RunStore, steps: int = 300) -> list[str]:
+    """lr 0.1 learns fastest; every run logs loss (min) and val_acc (max)."""
+    ids = []
+    for index, lr in enumerate([0.001, 0.1, 0.01]):
+        run_id = f"lr-{index}"
+        make_run(
+            store,
+            run_id,
+            name=f"sweep-lr-{lr}",
+            curves={"loss": lambda k, lr=lr: 1 / (1 + k * lr), "val_acc": lambda k, lr=lr: 1 - 1 / (1 + k * lr)},
+            steps=steps,
+            params={"lr": lr, "batch": 32},
+        )
+        ids.append(run_id)
+    return ids
+
+
+# ---- selection --------------------------------------------------------------------------------
+
+
+def test_selection_by_reference_pattern_and_order(store):
+    three_runs(store)
+    make_run(store, "other", name="baseline", curves={"loss": float})
+    assert select_runs(store, ["lr-2", "baseline", "lr-2"]) == ["lr-2", "other"]  # names resolve; once each
+    assert sorted(select_runs(store, pattern="sweep-lr-*")) == ["lr-0", "lr-1", "lr-2"]
+    assert select_runs(store, ["other"], pattern="lr-1") == ["other", "lr-1"]  # ids match the glob too
+    assert select_runs(store, ["last"]) == ["other"]
+
+
+@pytest.mark.parametrize(
+    ("refs", "pattern", "message"),
+    [
+        (["nope"], None, "no run with id or name 'nope'"),
+        ([], "zzz-*", "pattern: 'zzz-*' matches no run"),
+        ([], "", "pattern: '' matches nothing"),
+        ([], None, "no runs to compare"),
+    ],
+)
+def test_selection_refusals_name_what_is_wrong(store, refs, pattern, message):
+    three_runs(store)
+    with pytest.raises(SelectionError, match=re.escape(message)):
+        select_runs(store, refs, pattern=pattern)
+
+
+def test_a_sweep_without_the_sweeps_package_is_refused_with_the_reason(store, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jupyter_px.sweeps.service", None)  # not installed: import fails
+    with pytest.raises(SelectionError, match="sweep: 's1' cannot be read: this installation has no sweeps"):
+        select_runs(store, sweep="s1")
+
+
+def test_a_sweep_selects_its_trials_through_the_sweeps_hook(store, monkeypatch):
+    import sys
+    import types
+
+    three_runs(store)
+
+    class SweepService:  # the sweeps package's interface: SweepService(home).trial_runs(ref)
+        def __init__(self, home):
+            assert home == store.home
+
+        def trial_runs(self, ref):
+            if ref != "s1":
+                raise KeyError(f"no sweep {ref!r}")
+            return ["lr-0", "lr-2"]
+
+    module = types.ModuleType("jupyter_px.sweeps.service")
+    module.SweepService = SweepService  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "jupyter_px.sweeps.service", module)
+    assert select_runs(store, sweep="s1") == ["lr-0", "lr-2"]
+    with pytest.raises(SelectionError, match="sweep: 's2': .*no sweep 's2'"):
+        select_runs(store, sweep="s2")
+
+
+# ---- params -----------------------------------------------------------------------------------
+
+
+def test_only_params_that_differ_are_shown_by_default(store):
+    ids = three_runs(store)
+    make_run(store, "wide", curves={"loss": float}, params={"lr": 0.1, "batch": 32}, workers=3)
+    comparison = compare_runs(store, [*ids, "wide"])
+    assert comparison.params == ["lr", "topology.environment.replicas.n_workers"]
+    assert comparison.hidden_params > 0
+    every = compare_runs(store, [*ids, "wide"], all_params=True)
+    assert {"batch", "backend", "lr"} <= set(every.params) and every.hidden_params == 0
+
+
+def test_differing_counts_a_missing_param_and_orders_logged_before_topology():
+    runs = [{"lr": 1, "topology.x": 1, "a": [1]}, {"lr": 1, "topology.x": 2, "a": [1], "extra": None}]
+    assert differing(runs) == ["extra", "topology.x"]
+    assert differing([{"a": 1.0}, {"a": 1}, {"a": True}]) == ["a"]  # 1.0 == 1, but a flag is not a number
+    assert differing([{"a": 1.0}, {"a": 1}]) == []
+    assert flatten({"e": {"r": {"n": 2}, "l": [1, 2]}}, "topology") == {"topology.e.r.n": 2, "topology.e.l": "[1, 2]"}
+
+
+def test_the_chiefs_logged_params_win():
+    params = run_params({"worker-0": {"lr": 2, "seed": 7}, "master-0": {"lr": 1}}, {"framework": "pytorch"}, "local")
+    assert params == {"lr": 1, "seed": 7, "backend": "local", "topology.framework": "pytorch"}
+
+
+# ---- final and best ---------------------------------------------------------------------------
+
+
+def test_final_and_best_values_follow_the_named_optimisation(store):
+    ids = three_runs(store)
+    comparison = compare_runs(store, ids)
+    loss, acc = comparison.metric("loss"), comparison.metric("val_acc")
+    assert (loss.optimisation, acc.optimisation) == ("min", "max")
+    assert loss.best_run == "lr-1" and acc.best_run == "lr-1"
+    row = next(row for row in comparison.rows() if row["run_id"] == "lr-0")
+    assert row["final"]["loss"] == pytest.approx(1 / (1 + 299 * 0.001))
+    assert row["best"]["loss"] == row["final"]["loss"] and row["best_step"]["loss"] == 299
+    # Saying the other way round moves the best run.
+    flipped = compare_runs(store, ids, optimisation={"loss": "max"})
+    assert flipped.metric("loss").best_run in ids and flipped.metric("loss").optimisation == "max"
+    assert next(r for r in flipped.rows() if r["run_id"] == "lr-0")["best"]["loss"] == 1.0
+
+
+def test_best_value_ignores_nan_and_reports_its_step():
+    x = np.arange(6, dtype=float)
+    y = np.array([3.0, math.nan, 1.0, 2.0, math.inf, 2.5])
+    values = series_values(x, y)
+    assert (values.final, values.final_step) == (2.5, 5.0)
+    assert values.best("min") == (1.0, 2.0) and values.best("max") == (3.0, 0.0)
+    assert series_values(x, np.full(6, math.nan)).best("min") == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "direction"),
+    [("loss", "min"), ("val_loss", "min"), ("val_acc", "max"), ("f1", "max"), ("eval/reward", "max"), ("mae", "min")],
+)
+def test_direction_from_the_metrics_name(name, direction):
+    assert optimisation_for(name) == direction
+    assert optimisation_for(name, {name: "max" if direction == "min" else "min"}) != direction
+
+
+def test_bad_optimisation_names_the_metric():
+    with pytest.raises(ValueError, match=r"optimisation.loss: 'down' is not 'min' or 'max'"):
+        check_optimisations({"loss": "down"})
+
+
+def test_an_unknown_metric_is_refused_with_the_known_ones(store):
+    ids = three_runs(store)
+    with pytest.raises(ValueError, match=r"metrics: no run has 'acc' \(they have: loss, val_acc\)"):
+        compare_runs(store, ids, metrics=["acc"])
+
+
+# ---- downsampling -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("points", [MIN_POINTS, 100, 1000])
+def test_downsampling_is_bounded_and_keeps_the_ends_and_the_extremes(points):
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=100_000).cumsum()
+    y[54_321] = 1e6  # a spike decimation would miss
+    x = np.arange(len(y), dtype=float)
+    chosen = downsample_indices(x, y, points)
+    assert len(chosen) <= points
+    assert chosen[0] == 0 and chosen[-1] == len(y) - 1
+    assert 54_321 in chosen
+    if points >= 100:  # with ten buckets, LTTB keeps the spike's, not every bucket's extreme
+        assert int(np.argmin(y)) in chosen
+    assert np.all(np.diff(chosen) > 0)
+
+
+def test_downsampling_short_unordered_and_nonfinite_series():
+    x = np.array([5.0, 6.0, 7.0])
+    assert downsample_indices(x, np.array([1.0, math.nan, 2.0]), 10).tolist() == [0, 2]
+    restarted = np.concatenate([np.arange(500.0), np.arange(500.0)])  # steps go back after a restart
+    chosen = downsample_indices(restarted, np.sin(np.arange(1000.0)), 50)
+    assert 0 < len(chosen) <= 50
+
+
+@pytest.mark.parametrize("points", [MIN_POINTS - 1, MAX_POINTS + 1, 2.5, True, "100"])
+def test_a_bad_bound_is_refused_with_its_value(points):
+    with pytest.raises(ValueError, match="points: "):
+        check_points(points)
+
+
+def test_curves_of_long_runs_are_bounded_and_the_values_are_of_the_whole_series(store):
+    make_run(store, "long", curves={"loss": lambda k: 1 / (1 + k)}, steps=50_000)
+    comparison = compare_runs(store, ["long"], points=200)
+    curve = comparison.metric("loss").curves["long"]
+    assert curve.total == 50_000 and len(curve.values) <= 200 and curve.replica == "master-0"
+    assert curve.summary.final == pytest.approx(1 / 50_000) and curve.steps[-1] == 49_999
+
+
+def test_a_run_without_master_metrics_uses_worker_0(store):
+    make_run(store, "w", workers=2, worker_curves={"loss": lambda k: k})
+    curve = compare_runs(store, ["w"]).metric("loss").curves["w"]
+    assert curve.replica == "worker-0"
+
+
+# ---- the cache --------------------------------------------------------------------------------
+
+
+def test_a_digest_is_read_once_until_the_run_changes(store):
+    ids = three_runs(store)
+    cache = DigestCache(store)
+    compare_runs(store, ids, cache=cache)
+    compare_runs(store, ids, cache=cache)
+    assert cache.reads == 3
+    path = store.paths("lr-0").metrics("master", 0)
+    with open(path, "a") as handle:
+        handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.0001,"val_acc":0.5}}\n')
+    os.utime(path, ns=(1, 1))  # a size change alone must do too
+    again = compare_runs(store, ids, cache=cache)
+    assert cache.reads == 4
+    assert again.metric("loss").curves["lr-0"].summary.final == 0.0001
+    assert again.metric("loss").best_run == "lr-0"
