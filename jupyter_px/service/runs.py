@@ -26,6 +26,7 @@ from typing import Any
 
 from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
 from ..runstore import CodeSpec, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
+from ..runstore.models import TrialOf
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from .sources import CodeSource, load_code
 
@@ -155,6 +156,7 @@ class RunService:
         language: str | None = None,
         push: Mapping[str, Any] | None = None,
         submitted_from: str = "api",
+        sweep: TrialOf | None = None,
     ) -> str:
         """Validate, record and start a run; returns its id at once (the run goes on).
 
@@ -187,6 +189,7 @@ class RunService:
             ),
             workdir=str(Path(workdir or os.getcwd()).resolve()),
             submitted_from=submitted_from,
+            sweep=sweep,
         )
         self.store.create(record, files)
         try:
