@@ -36,7 +36,14 @@ def sweep(
         typed = dataclasses.replace(typed, origin=source)
     service = SweepService(store.home if store else None)
     sweep_id = service.start(
-        typed, topology, name=name, workdir=workdir, args=args, language=language, push=push, submitted_from=submitted_from
+        typed,
+        topology,
+        name=name,
+        workdir=workdir,
+        args=args,
+        language=language,
+        push=push,
+        submitted_from=submitted_from,
     )
     return Sweep(sweep_id, service=service)
 

@@ -121,7 +121,14 @@ class Controller:
         self.spec: SweepSpec = spec
         self.chief = chief_key(topology)
         self.trial_topology = to_dict(topology.without_sweep())
-        self.metrics = [m for m in {self.spec.objective.name if self.spec.objective else None, *(r.metric for r in self.spec.stop_rules)} if m]
+        self.metrics = [
+            m
+            for m in {
+                self.spec.objective.name if self.spec.objective else None,
+                *(r.metric for r in self.spec.stop_rules),
+            }
+            if m
+        ]
         self.pushed = self._pushed()
         self.code = (self.paths.code_dir / self.record.code.entrypoint).read_text()
         self.study = open_study(self.spec, self.paths.journal)
@@ -190,7 +197,9 @@ class Controller:
     def launch(self) -> None:
         import optuna
 
-        while len(self.active) < self.spec.concurrency and self.asked() < self.spec.n_trials and not self.stop_requested:
+        while (
+            len(self.active) < self.spec.concurrency and self.asked() < self.spec.n_trials and not self.stop_requested
+        ):
             trial = self.study.ask()
             number = trial.number
             if self.spec.mapping is not None:
@@ -201,7 +210,7 @@ class Controller:
             trial.set_user_attr("started_at", time.time())
             try:
                 run_id = self.submit(number, params)
-            except Exception as error:  # noqa: BLE001 - any refusal of a trial is that trial's failure, said
+            except Exception as error:
                 trial.set_user_attr("reason", f"not submitted: {error}")
                 trial.set_user_attr("finished_at", time.time())
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
@@ -269,12 +278,12 @@ class Controller:
             if objective is None:
                 self.study.tell(trial, 0.0)  # no objective: the trial is complete, its value means nothing
                 return
-            value = active.last.get(objective.name)
-            if value is None:
+            final = active.last.get(objective.name)
+            if final is None:
                 trial.set_user_attr("reason", f"the chief ({self.chief}) never logged {objective.name}")
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 return
-            self.study.tell(trial, value)
+            self.study.tell(trial, final)
             return
         trial.set_user_attr("reason", last_log_line(self.service, active.run_id, status))
         trial.set_user_attr("run_state", status.state.value)
@@ -284,13 +293,16 @@ class Controller:
         import optuna
 
         active = self.active.pop(number)
-        active.trial.set_user_attr("reason", f"pruned at step {step} ({self.spec.objective.name if self.spec.objective else 'value'} {value:g})")
+        active.trial.set_user_attr(
+            "reason",
+            f"pruned at step {step} ({self.spec.objective.name if self.spec.objective else 'value'} {value:g})",
+        )
         active.trial.set_user_attr("pruned_step", step)
         active.trial.set_user_attr("pruned_value", value)
         active.trial.set_user_attr("finished_at", time.time())
         try:
             self.service.stop(active.run_id)
-        except Exception as error:  # noqa: BLE001 - still Pruned; what went wrong is logged
+        except Exception as error:
             log.warning("trial %s: stopping run %s failed: %s", number, active.run_id, error)
         self.study.tell(active.trial, state=optuna.trial.TrialState.PRUNED)
         log.info("trial %s pruned at step %s (value %s)", number, step, value)
@@ -302,7 +314,7 @@ class Controller:
             active = self.active.pop(number)
             try:
                 self.service.stop(active.run_id)
-            except Exception as error:  # noqa: BLE001
+            except Exception as error:
                 log.warning("stopping run %s failed: %s", active.run_id, error)
             active.trial.set_user_attr("reason", why)
             active.trial.set_user_attr("stopped", True)
@@ -323,6 +335,7 @@ class Controller:
                 value = final.get(rule.metric)
                 if value is not None and rule.reached(value):
                     sign = "<=" if rule.direction == "minimize" else ">="
+                    assert value is not None
                     return SweepState.SUCCEEDED, (
                         f"early stopping: trial {frozen.number} reached {rule.metric} {value:g} ({sign} {rule.value:g})"
                     )
@@ -423,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
             controller.status.message = f"the controller failed: {error!r}"
             controller.status.finished_at = time.time()
             controller.store.write_status(controller.status)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         detached.exit_now(1)
     detached.exit_now(0)

@@ -8,6 +8,7 @@ again when an unfinished sweep has none, which resumes it; `stop` stops it and i
 
 from __future__ import annotations
 
+import builtins
 import fcntl
 import os
 import time
@@ -86,7 +87,13 @@ class SweepService:
             sweep_id=sweep_id,
             name=name,
             topology=to_dict(topo),
-            code=CodeSpec(entrypoint=code.entrypoint, language=code.language, args=list(args), source=code.origin, pushed=sorted(push or {})),
+            code=CodeSpec(
+                entrypoint=code.entrypoint,
+                language=code.language,
+                args=list(args),
+                source=code.origin,
+                pushed=sorted(push or {}),
+            ),
             workdir=str(Path(workdir or os.getcwd()).resolve()),
             submitted_from=submitted_from,
         )
@@ -117,7 +124,9 @@ class SweepService:
             env = {k: v for k, v in detached.importable_environ().items() if not k.startswith("PX_")}
             env["PX_HOME"] = str(self.store.home)
             env["PYTHONUNBUFFERED"] = "1"
-            with detached.start(CONTROLLER_MODULE, [str(paths.root)], log_path=paths.log, cwd=paths.root, env=env) as child:
+            with detached.start(
+                CONTROLLER_MODULE, [str(paths.root)], log_path=paths.log, cwd=paths.root, env=env
+            ) as child:
                 status.owner = RunOwner(kind=None, pid=child.identity.pid, started_at=child.identity.started_at)
                 self.store.write_status(status)
                 child.go()
@@ -136,9 +145,12 @@ class SweepService:
             return "the sweep's controller was never started"
         if _identity(status.owner).alive():
             return None
-        return f"the sweep controller (pid {status.owner.pid}) is gone; `jupyter px sweep resume` or wait() starts it again"
+        return (
+            f"the sweep controller (pid {status.owner.pid}) is gone; "
+            "`jupyter px sweep resume` or wait() starts it again"
+        )
 
-    def list(self, limit: int | None = None) -> list[SweepView]:
+    def list(self, limit: int | None = None) -> builtins.list[SweepView]:
         views = []
         for sweep_id in self.store.sweep_ids()[:limit]:
             try:
@@ -220,7 +232,7 @@ class SweepService:
             paths.stop.unlink(missing_ok=True)
         return status
 
-    def trial_runs(self, ref: str) -> list[str]:
+    def trial_runs(self, ref: str) -> builtins.list[str]:
         """The run ids of the sweep's trials, in trial order."""
         status = self.store.status(self.resolve(ref))
         return [t.run_id for t in sorted(status.trials, key=lambda t: t.number) if t.run_id]

@@ -3,14 +3,14 @@
 Optuna has float, int and categorical distributions; Polyaxon's kinds are mapped onto them so
 that every sampler (grid, random, TPE) and the study's storage see a plain search space:
 
-| Polyaxon kind | asked of Optuna | the value the code gets |
-| --- | --- | --- |
-| values, range, linspace, logspace, geomspace | categorical over the values (their index when a value is not a number, string, bool or null) | the value |
-| pvalues | float u in [0, 1) | the value whose cumulative probability first exceeds u (exact weighted sampling under random search) |
-| uniform / quniform | float in [low, high] | x / round(x / q) * q |
-| loguniform / qloguniform | float in [exp(low), exp(high)], log scale | x / round(x / q) * q |
-| normal / qnormal | float u in (0, 1) | NormalDist(loc, scale).inv_cdf(u) (/ quantized) |
-| lognormal / qlognormal | float u in (0, 1) | exp(NormalDist(loc, scale).inv_cdf(u)) (/ quantized) |
+* values, range, linspace, logspace, geomspace: categorical over the values (over their
+  indices when a value is not a number, string, bool or null); the code gets the value.
+* pvalues: a float u in [0, 1); the value whose cumulative probability first exceeds u (exact
+  weighted sampling under random search).
+* uniform / quniform: a float in [low, high]; quantized as round(x / q) * q.
+* loguniform / qloguniform: a float in [exp(low), exp(high)] on a log scale; quantized.
+* normal / qnormal: a float u in (0, 1); NormalDist(loc, scale).inv_cdf(u); quantized.
+* lognormal / qlognormal: as normal, then exp(); quantized.
 
 The inverse-CDF forms sample exactly the named distribution under random search; TPE models u.
 """

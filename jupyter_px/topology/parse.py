@@ -43,7 +43,9 @@ def parse_topology(source: str | dict | Topology | None) -> Topology:
         topology = Topology.model_validate(normalized.data)
     except ValidationError as error:
         problems = problems_from_validation(error)
-        raise TopologyError([Problem(normalized.rename(p.path), p.message) for p in problems] + sweep_problems) from None
+        raise TopologyError(
+            [Problem(normalized.rename(p.path), p.message) for p in problems] + sweep_problems
+        ) from None
     problems = [Problem(normalized.rename(p.path), p.message) for p in check(topology)] + sweep_problems
     if problems:
         raise TopologyError(problems)

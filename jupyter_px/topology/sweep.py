@@ -122,7 +122,10 @@ class SweepSpec(_Frozen):
             ("pruning", self.pruning.kind if self.pruning else "off"),
         ]
         rows += [(f"param {name}", param.describe()) for name, param in self.params.items()]
-        rows += [("early stopping", f"{r.metric} {'<=' if r.direction == 'minimize' else '>='} {r.value:g}") for r in self.stop_rules]
+        rows += [
+            ("early stopping", f"{r.metric} {'<=' if r.direction == 'minimize' else '>='} {r.value:g}")
+            for r in self.stop_rules
+        ]
         return rows
 
 
@@ -197,7 +200,9 @@ class _Reader:
 
     def _metric(self, value: Any, path: str) -> Objective | None:
         if not isinstance(value, dict) or "name" not in value:
-            self.problems.append(Problem(path, f"{show_value(value)} is not a metric: write {{name: loss, optimization: minimize}}"))
+            self.problems.append(
+                Problem(path, f"{show_value(value)} is not a metric: write {{name: loss, optimization: minimize}}")
+            )
             return None
         self._unknown(value, path, {"name", "optimization"})
         direction = _direction(value.get("optimization", "maximize"), f"{path}.optimization", self.problems)
@@ -230,7 +235,10 @@ class _Reader:
         if policy is not None:
             if pruning is not None:
                 self.problems.append(
-                    Problem(f"{key}.{'earlyStopping' if self.v1 else 'early_stopping'}", "a stopping policy and hyperband both prune trials: choose one")
+                    Problem(
+                        f"{key}.{'earlyStopping' if self.v1 else 'early_stopping'}",
+                        "a stopping policy and hyperband both prune trials: choose one",
+                    )
                 )
             pruning = policy
         needs = {"hyperband": "Hyperband", "bayes": "Bayesian optimization", "tpe": "TPE (hyperopt)"}.get(algorithm)
@@ -266,13 +274,18 @@ class _Reader:
 
     def _params(self, raw: Any, path: str) -> dict[str, Param]:
         if not isinstance(raw, dict) or not raw:
-            self.problems.append(Problem(path, f"{show_value(raw)} is not a mapping of parameter names to their values"))
+            self.problems.append(
+                Problem(path, f"{show_value(raw)} is not a mapping of parameter names to their values")
+            )
             return {}
         params = {}
         for name, value in raw.items():
             if not isinstance(name, str) or not name.isidentifier():
                 self.problems.append(
-                    Problem(f"{path}.{name}", "a parameter name must be a Python identifier (it becomes a global in the code)")
+                    Problem(
+                        f"{path}.{name}",
+                        "a parameter name must be a Python identifier (it becomes a global in the code)",
+                    )
                 )
                 continue
             param = parse_param(value, f"{path}.{name}", self.problems, v1=self.v1)
@@ -285,7 +298,17 @@ class _Reader:
         self._unknown(
             raw,
             key,
-            {"concurrency", "seed", "matrix", "metric", "early_stopping", "grid_search", "random_search", "hyperband", "bo"},
+            {
+                "concurrency",
+                "seed",
+                "matrix",
+                "metric",
+                "early_stopping",
+                "grid_search",
+                "random_search",
+                "hyperband",
+                "bo",
+            },
         )
         algorithms = [name for name in ("grid_search", "random_search", "hyperband", "bo") if name in raw]
         if len(algorithms) > 1:
@@ -307,7 +330,9 @@ class _Reader:
             if "n_experiments" in section:
                 requested = self._whole(section["n_experiments"], f"{path}.n_experiments", 1, MAX_TRIALS)
             elif name == "random_search":
-                self.problems.append(Problem(f"{path}.n_experiments", "required field is missing (how many trials to sample)"))
+                self.problems.append(
+                    Problem(f"{path}.n_experiments", "required field is missing (how many trials to sample)")
+                )
             algorithm: Algorithm = "grid" if name == "grid_search" else "random"
             n = self._count(algorithm, params, requested, f"{path}.n_experiments", f"{key}.matrix")
             return algorithm, params, None, n, None, None, None
@@ -324,12 +349,35 @@ class _Reader:
         return "bayes", params, None, n, metric, None, None
 
     def _hyperband(self, section: dict[str, Any], path: str, params: dict[str, Param], *, v1: bool):
-        self._unknown(section, path, {"max_iter", "max_iterations", "eta", "resource", "metric", "resume", "kind", "params", "concurrency", "seed", "early_stopping"} if v1 else {"max_iter", "eta", "resource", "metric", "resume"})
+        self._unknown(
+            section,
+            path,
+            {
+                "max_iter",
+                "max_iterations",
+                "eta",
+                "resource",
+                "metric",
+                "resume",
+                "kind",
+                "params",
+                "concurrency",
+                "seed",
+                "early_stopping",
+            }
+            if v1
+            else {"max_iter", "eta", "resource", "metric", "resume"},
+        )
         max_key, max_value = self._get(section, "max_iterations" if v1 else "max_iter")
         if max_key is None and v1:
             max_key, max_value = self._get(section, "max_iter")
         if max_key is None:
-            self.problems.append(Problem(f"{path}.{'maxIterations' if v1 else 'max_iter'}", "required field is missing (the most steps a trial runs)"))
+            self.problems.append(
+                Problem(
+                    f"{path}.{'maxIterations' if v1 else 'max_iter'}",
+                    "required field is missing (the most steps a trial runs)",
+                )
+            )
             return (None,) * 7
         max_iter = self._whole(max_value, f"{path}.{max_key}", 1, 10**9)
         eta = section.get("eta", 3)
@@ -339,8 +387,17 @@ class _Reader:
         metric = self._metric(section["metric"], f"{path}.metric") if "metric" in section else None
         resource = None
         raw_resource = section.get("resource")
-        if not isinstance(raw_resource, dict) or not isinstance(raw_resource.get("name"), str):
-            self.problems.append(Problem(f"{path}.resource", f"{show_value(raw_resource)} is not a resource: write {{name: num_steps, type: int}}"))
+        if raw_resource is None:
+            self.problems.append(
+                Problem(f"{path}.resource", "required field is missing: write {name: num_steps, type: int}")
+            )
+        elif not isinstance(raw_resource, dict) or not isinstance(raw_resource.get("name"), str):
+            self.problems.append(
+                Problem(
+                    f"{path}.resource",
+                    f"{show_value(raw_resource)} is not a resource: write {{name: num_steps, type: int}}",
+                )
+            )
         else:
             self._unknown(raw_resource, f"{path}.resource", {"name", "type"})
             kind = raw_resource.get("type", "int")
@@ -350,7 +407,11 @@ class _Reader:
                 resource = Resource(name=raw_resource["name"], type=kind, value=max_iter)
         if section.get("resume") not in (None, False):
             self.problems.append(
-                Problem(f"{path}.resume", "true is not supported: Optuna's Hyperband stops a trial early instead of resuming it in a later bracket")
+                Problem(
+                    f"{path}.resume",
+                    "true is not supported: Optuna's Hyperband stops a trial early "
+                    "instead of resuming it in a later bracket",
+                )
             )
         if max_iter is None or eta is None or resource is None:
             return (None,) * 7
@@ -365,20 +426,26 @@ class _Reader:
         if kind not in kinds:
             message = "required field is missing" if kind is None else f"{show_value(kind)} is not supported"
             if kind == "iterative":
-                message = "iterative needs Polyaxon's own tuner container; use grid, random, hyperband, bayes, hyperopt or mapping"
-            self.problems.append(Problem(f"{key}.kind", f"{message} (one of {', '.join(kinds)})"))
+                message = "iterative needs Polyaxon's own tuner container"
+            self.problems.append(Problem(f"{key}.kind", f"{message}: use one of {', '.join(kinds)}"))
             return (None,) * 7
         common = {"kind", "concurrency", "seed", "early_stopping", "metric"}
         if kind == "mapping":
             self._unknown(raw, key, common | {"values"})
             values = raw.get("values")
             if not isinstance(values, list) or not values or not all(isinstance(v, dict) for v in values):
-                self.problems.append(Problem(f"{key}.values", f"{show_value(values)} is not a non-empty list of mappings of parameter values"))
+                self.problems.append(
+                    Problem(
+                        f"{key}.values", f"{show_value(values)} is not a non-empty list of mappings of parameter values"
+                    )
+                )
                 return (None,) * 7
             for i, row in enumerate(values):
                 bad = [n for n in row if not isinstance(n, str) or not n.isidentifier()]
                 if bad:
-                    self.problems.append(Problem(f"{key}.values[{i}].{bad[0]}", "a parameter name must be a Python identifier"))
+                    self.problems.append(
+                        Problem(f"{key}.values[{i}].{bad[0]}", "a parameter name must be a Python identifier")
+                    )
             n = self._limit(len(values), f"{key}.values")
             return "mapping", {}, values, n, None, None, None
         if "params" not in raw:
@@ -441,12 +508,18 @@ class _Reader:
                 self._unknown(entry, where, {"kind", "percent"})
                 percent = entry.get("percent")
                 if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not 0 < percent <= 100:
-                    self.problems.append(Problem(f"{where}.percent", f"{show_value(percent)} is not a percentage in (0, 100]"))
+                    self.problems.append(
+                        Problem(f"{where}.percent", f"{show_value(percent)} is not a percentage in (0, 100]")
+                    )
                 else:
                     failure = float(percent)
                 continue
             if kind != "metric_early_stopping":
-                self.problems.append(Problem(f"{where}.kind", f"{show_value(kind)} is not metric_early_stopping or failure_early_stopping"))
+                self.problems.append(
+                    Problem(
+                        f"{where}.kind", f"{show_value(kind)} is not metric_early_stopping or failure_early_stopping"
+                    )
+                )
                 continue
             self._unknown(entry, where, {"kind", "metric", "value", "optimization", "policy"})
             metric = entry.get("metric")
@@ -478,7 +551,9 @@ class _Reader:
                 )
             )
             return None
-        self._unknown(raw, path, {"kind", "evaluation_interval", "min_interval", "min_samples", "percent", "include_succeeded"})
+        self._unknown(
+            raw, path, {"kind", "evaluation_interval", "min_interval", "min_samples", "percent", "include_succeeded"}
+        )
         interval = self._whole(self._get(raw, "evaluation_interval")[1] or 1, f"{path}.evaluationInterval", 1, 10**9)
         warmup = self._whole(self._get(raw, "min_interval")[1] or 0, f"{path}.minInterval", 0, 10**9)
         samples = self._whole(self._get(raw, "min_samples")[1] or 1, f"{path}.minSamples", 1, MAX_TRIALS)
@@ -486,7 +561,9 @@ class _Reader:
         if raw["kind"] == "truncation":
             percent = raw.get("percent")
             if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not 0 < percent < 100:
-                self.problems.append(Problem(f"{path}.percent", f"{show_value(percent)} is not a percentage in (0, 100)"))
+                self.problems.append(
+                    Problem(f"{path}.percent", f"{show_value(percent)} is not a percentage in (0, 100)")
+                )
                 return None
         if interval is None or warmup is None or samples is None:
             return None
@@ -505,7 +582,9 @@ class _Reader:
             return None
         return n
 
-    def _count(self, algorithm: str, params: dict[str, Param], requested: int | None, path: str, matrix_path: str) -> int | None:
+    def _count(
+        self, algorithm: str, params: dict[str, Param], requested: int | None, path: str, matrix_path: str
+    ) -> int | None:
         if not params:
             return None
         if algorithm == "grid":
@@ -524,17 +603,27 @@ class _Reader:
             if requested is None:
                 if size > MAX_TRIALS:
                     self.problems.append(
-                        Problem(matrix_path, f"the grid has {size:,} combinations ({_factors(params)}); at most {MAX_TRIALS:,}: ask for fewer with n_experiments / numRuns, or use random search")
+                        Problem(
+                            matrix_path,
+                            f"the grid has {size:,} combinations ({_factors(params)}); at most {MAX_TRIALS:,}: "
+                            "ask for fewer with n_experiments / numRuns, or use random search",
+                        )
                     )
                     return None
                 return size
             if requested > size:
                 self.problems.append(
-                    Problem(path, f"{requested} is more than the grid's {size} combinations ({_factors(params)}): ask for at most {size}")
+                    Problem(
+                        path,
+                        f"{requested} is more than the grid's {size} combinations ({_factors(params)}): "
+                        f"ask for at most {size}",
+                    )
                 )
                 return None
             if requested < size:
-                self.notes.append(f"the grid has {size:,} combinations ({_factors(params)}); {requested} of them are run")
+                self.notes.append(
+                    f"the grid has {size:,} combinations ({_factors(params)}); {requested} of them are run"
+                )
             return requested
         if requested is None:
             return None

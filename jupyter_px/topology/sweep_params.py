@@ -123,7 +123,9 @@ def parse_param(raw: Any, path: str, problems: list[Problem], *, v1: bool) -> Pa
             return None
         kind, value, where = V1_NAMES.get(str(raw["kind"]), raw["kind"]), raw.get("value"), f"{path}.value"
         if kind not in KINDS:
-            problems.append(Problem(f"{path}.kind", f"{show_value(raw['kind'])} is not one of {', '.join(_v1_kinds())}"))
+            problems.append(
+                Problem(f"{path}.kind", f"{show_value(raw['kind'])} is not one of {', '.join(_v1_kinds())}")
+            )
             return None
         if "value" not in raw:
             problems.append(Problem(where, "required field is missing"))
@@ -135,7 +137,9 @@ def parse_param(raw: Any, path: str, problems: list[Problem], *, v1: bool) -> Pa
             problems.append(Problem(f"{path}.{unknown[0]}", f"unknown kind of parameter (one of {', '.join(KINDS)})"))
             return None
         if len(kinds) != 1:
-            problems.append(Problem(path, f"give exactly one of {', '.join(KINDS)}" + (f", not {kinds}" if kinds else "")))
+            problems.append(
+                Problem(path, f"give exactly one of {', '.join(KINDS)}" + (f", not {kinds}" if kinds else ""))
+            )
             return None
         kind = kinds[0]
         value, where = raw[kind], f"{path}.{kind}"
@@ -176,9 +180,9 @@ def _pvalues(value: Any, where: str, problems: list[Problem]) -> Param | None:
         problems.append(Problem(where, f"{show_value(value)} is not a non-empty list of [value, probability] pairs"))
         return None
     values, probabilities = [], []
-    for i, pair in enumerate(value):
+    for i, pair in enumerate(_rejoin_tuples(value)):
         if isinstance(pair, str) and pair.strip().startswith("(") and pair.strip().endswith(")"):
-            parts = [p.strip() for p in pair.strip()[1:-1].rsplit(",", 1)]
+            parts = [p.strip() for p in pair.strip()[1:-1].split(",")]
             pair = [_scalar(parts[0]), _scalar(parts[1])] if len(parts) == 2 else pair
         if not isinstance(pair, list) or len(pair) != 2:
             problems.append(Problem(f"{where}[{i}]", f"{show_value(pair)} is not a [value, probability] pair"))
@@ -193,6 +197,27 @@ def _pvalues(value: Any, where: str, problems: list[Problem]) -> Param | None:
         problems.append(Problem(where, f"the probabilities add up to {sum(probabilities):g}, not 1"))
         return None
     return Param(kind="pvalues", values=values, probabilities=probabilities)
+
+
+def _rejoin_tuples(items: list[Any]) -> list[Any]:
+    """In a YAML flow list, `[(a, 0.2), (b, 0.8)]` arrives as "(a", 0.2)"...: the docs' tuples,
+    put back together as "(a, 0.2)" strings."""
+    out: list[Any] = []
+    open_parts: list[str] | None = None
+    for item in items:
+        text = str(item).strip()
+        if open_parts is not None:
+            open_parts.append(text)
+            if text.endswith(")"):
+                out.append(", ".join(open_parts))
+                open_parts = None
+        elif isinstance(item, str) and text.startswith("(") and not text.endswith(")"):
+            open_parts = [text]
+        else:
+            out.append(item)
+    if open_parts is not None:
+        out.append(", ".join(open_parts))
+    return out
 
 
 def _scalar(text: str) -> Any:
@@ -287,7 +312,9 @@ def _distribution(kind: str, n: dict[str, float], where: str, problems: list[Pro
             problems.append(Problem(where, f"low {low:g} is not below high {high:g}: nothing can be sampled"))
             return None
         if kind in ("loguniform", "qloguniform") and (high > 700 or low < -700):
-            problems.append(Problem(where, "loguniform bounds are exponents (exp(low)..exp(high)); keep them within ±700"))
+            problems.append(
+                Problem(where, "loguniform bounds are exponents (exp(low)..exp(high)); keep them within ±700")
+            )
             return None
         if q is not None and kind == "quniform" and q > high - low:
             problems.append(Problem(where, f"q {q:g} is wider than the interval {low:g}..{high:g}"))
