@@ -166,7 +166,7 @@ class Controller:
                 return self.finish(state, message)
             self.launch()
             if self.asked() >= self.spec.n_trials and not self.active:
-                return self.finish(SweepState.SUCCEEDED, self.summary())
+                return self.finish(*self.outcome())
             self.write_status()
             time.sleep(POLL_S)
 
@@ -350,6 +350,15 @@ class Controller:
         if percent is not None and done and 100.0 * len(failed) / len(done) >= percent and len(done) >= 2:
             return SweepState.FAILED, f"{len(failed)} of {len(done)} finished trials failed ({percent:g}% allowed)"
         return None
+
+    def outcome(self) -> tuple[SweepState, str]:
+        """Succeeded when a trial completed (or was pruned, having run), else Failed, saying why."""
+        rows = self.snapshot().trials
+        if any(r.state in (TrialState.COMPLETE, TrialState.PRUNED) for r in rows):
+            return SweepState.SUCCEEDED, self.summary()
+        last = max(rows, key=lambda r: r.number, default=None)
+        why = f" (the last: {last.reason})" if last is not None and last.reason else ""
+        return SweepState.FAILED, f"all {len(rows)} trials failed{why}"
 
     def summary(self) -> str:
         counts = self.snapshot().counts()
