@@ -9,12 +9,12 @@ import signal
 import time
 
 import pytest
+from local_support import JOBS, assert_nothing_left, wait_for
 
 import jupyter_px
 from jupyter_px.detached import ProcessIdentity
 from jupyter_px.runstore import RunState
 from jupyter_px.sweeps.store import SweepState, TrialState
-from local_support import JOBS, assert_nothing_left, wait_for
 
 pytestmark = pytest.mark.jobs
 
