@@ -219,16 +219,20 @@ def cmd_follow(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..presentation.run_json import run_summary
     from ..presentation.text import RUNS_HEADERS, runs_rows, table
+    from .sweep_cmds import group_trials
 
     service = _service()
-    summaries = [run_summary(v.record, v.status, v.owner_problem) for v in service.list_runs(limit=args.limit)]
+    views = service.list_runs(limit=args.limit)
+    summaries = [run_summary(v.record, v.status, v.owner_problem) for v in views]
+    for view, summary in zip(views, summaries, strict=True):  # a trial names its sweep
+        summary["sweep"] = view.record.sweep.model_dump(mode="json") if view.record.sweep else None
     if args.json:
         print(json.dumps(summaries, indent=1))
         return 0
     if not summaries:
         print(f"no runs yet in {service.store.root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
         return 0
-    print(table(RUNS_HEADERS, runs_rows(summaries)))
+    print(table(RUNS_HEADERS, group_trials(views, runs_rows(summaries))))
     for summary in summaries:
         _warn_owner(summary["run_id"], summary["owner_problem"])
     return 0
