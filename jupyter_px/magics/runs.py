@@ -157,11 +157,22 @@ class RunMagics(Magics):
     @output_arg("the Run")
     @line_magic
     def px_attach(self, line: str) -> None:
-        """Show the live monitor of an existing run (e.g. after a kernel restart: runs go on
-        without the kernel that started them)."""
+        """Show the live monitor of an existing run, or of a sweep (e.g. after a kernel restart:
+        runs and sweeps go on without the kernel that started them). A name both a run and a
+        sweep have means the run; `last` means the newest run."""
         args = parse_argstring(self.px_attach, line)
         check_output(args)
         check_wait(args)
+        if _is_sweep(args.run):
+            from .sweeps import open_sweep, show_sweep, wait_for_sweep
+
+            sweep = open_sweep(args.run)
+            if args.output:
+                shell_of(self).user_ns[args.output] = sweep
+            monitor = show_sweep(shell_of(self), sweep, repr(sweep))
+            if args.wait:
+                wait_for_sweep(sweep, monitor, args.timeout)
+            return
         run = open_run(args.run)
         if args.output:
             shell_of(self).user_ns[args.output] = run
@@ -220,3 +231,21 @@ class RunMagics(Magics):
 
         result = runs[0].service.tensorboard(run_ids)
         display(embed(result, height=600, label=", ".join(run_ids)))
+
+
+def _is_sweep(ref: str) -> bool:
+    """Whether `ref` names a sweep and no run (a run wins: `%px_attach` was about runs first)."""
+    from ..runstore import RunNotFound
+    from ..service import RunService
+    from ..sweeps.store import SweepNotFound, SweepStore
+
+    try:
+        RunService().resolve(ref)
+        return False
+    except RunNotFound:
+        pass
+    try:
+        SweepStore().resolve(ref)
+        return True
+    except SweepNotFound:
+        return False
