@@ -219,7 +219,7 @@ def cmd_follow(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..presentation.run_json import run_summary
     from ..presentation.text import RUNS_HEADERS, runs_rows, table
-    from .sweep_cmds import group_trials
+    from .trial_groups import group_trials
 
     service = _service()
     views = service.list_runs(limit=args.limit)

@@ -52,20 +52,20 @@ class SweepHandler(PxHandler):
         except SweepNotFound as error:
             raise web.HTTPError(404, str(error)) from None
 
-    async def _detail(self, sweep_id: str) -> dict[str, Any]:
+    async def _sweep_detail(self, sweep_id: str) -> dict[str, Any]:
         return finite_json(sweep_json(await self.blocking(_sweeps(self.px).view, sweep_id)))
 
     @web.authenticated
     @authorized
     async def get(self, ref: str) -> None:
-        self.finish(await self._detail(await self._resolve(ref)))
+        self.finish(await self._sweep_detail(await self._resolve(ref)))
 
     @web.authenticated
     @authorized("write")
     async def delete(self, ref: str) -> None:
         sweep_id = await self._resolve(ref)
         await self.blocking(_sweeps(self.px).stop, sweep_id, kind="local")
-        self.finish(await self._detail(sweep_id))
+        self.finish(await self._sweep_detail(sweep_id))
 
 
 #: (path under the base URL, handler): the sweep routes `JupyterPxApp` adds to its own.
