@@ -88,7 +88,7 @@ def test_a_random_search_of_ddp_trials_runs_to_the_end(px_home):
 
 
 def test_a_killed_controller_resumes_without_rerunning_finished_trials(px_home, monkeypatch):
-    monkeypatch.setenv("PX_TEST_SLEEP", "0.8")
+    monkeypatch.setenv("SWEEP_TRIAL_SLEEP", "0.8")
     sweep = jupyter_px.sweep(JOBS / "sweep_trial.py", TOPOLOGY.format(n=5, steps=4), name="kill")
     finished_first = wait_for(
         lambda: [r for r in sweep.rows() if r.state != TrialState.RUNNING] and sweep.rows(),
@@ -114,7 +114,7 @@ def test_a_killed_controller_resumes_without_rerunning_finished_trials(px_home, 
 
 
 def test_stop_stops_the_running_trials(px_home, monkeypatch):
-    monkeypatch.setenv("PX_TEST_SLEEP", "2")
+    monkeypatch.setenv("SWEEP_TRIAL_SLEEP", "2")
     sweep = jupyter_px.sweep(JOBS / "sweep_trial.py", TOPOLOGY.format(n=4, steps=20), name="stopme")
     wait_for(lambda: len(sweep.trials()) == 2, timeout=120, what="two trials")
     status = sweep.stop()

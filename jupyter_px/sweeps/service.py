@@ -121,7 +121,7 @@ class SweepService:
             status = self.store.status(sweep_id)
             if status.owner is not None and _identity(status.owner).alive():
                 return False
-            env = {k: v for k, v in detached.importable_environ().items() if not k.startswith("PX_")}
+            env = {k: v for k, v in detached.importable_environ().items() if _kept(k)}
             env["PX_HOME"] = str(self.store.home)
             env["PYTHONUNBUFFERED"] = "1"
             with detached.start(
@@ -236,6 +236,14 @@ class SweepService:
         """The run ids of the sweep's trials, in trial order."""
         status = self.store.status(self.resolve(ref))
         return [t.run_id for t in sorted(status.trials, key=lambda t: t.number) if t.run_id]
+
+
+def _kept(name: str) -> bool:
+    """What the controller inherits: everything but a run's own variables (a sweep started from
+    inside a replica is not that replica's); Kubernetes settings and tunables stay."""
+    from ..backends.local.config import TUNABLES
+
+    return not name.startswith("PX_") or name.startswith("PX_K8S_") or name in TUNABLES or name == "PX_HOME"
 
 
 def _identity(owner: RunOwner) -> detached.ProcessIdentity:

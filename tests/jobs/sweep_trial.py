@@ -4,7 +4,7 @@ Every replica writes `<PX_OUTPUTS_PATH>/seen-<role>-<index>.json`: the trial's v
 `tracking.get_params()`, `PX_PARAMS` and the pushed globals give them, so a test can check that
 every replica of every trial saw its trial's values. The chief logs `loss` each step (the
 sweep's objective): the distance of the learning rate from 0.05 keeps the loss high, so bad
-trials are pruned. `PX_TEST_SLEEP` slows each step (for tests that kill the controller mid-sweep).
+trials are pruned. `SWEEP_TRIAL_SLEEP` slows each step (for tests that kill the controller mid-sweep).
 """
 
 import json
@@ -45,6 +45,6 @@ for step in range(1, steps + 1):
     if rank == 0:
         tracking.log_metrics(step=step, total_steps=steps, loss=objective)
         tracking.flush()
-    time.sleep(float(os.environ.get("PX_TEST_SLEEP", "0.3")))
+    time.sleep(float(os.environ.get("SWEEP_TRIAL_SLEEP", "0.3")))
 dist.barrier()
 dist.destroy_process_group()
