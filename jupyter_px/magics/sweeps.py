@@ -93,9 +93,10 @@ def start_sweep(magics: Magics, topology: Any, shipped: Any, args: Any, push: di
     if args.output:
         shell.user_ns[args.output] = sweep
     spec = topology.sweep
+    replicas = topology.total_replicas()
     line = (
         f"started sweep {sweep_id}: {spec.n_trials} trials ({spec.algorithm}), {spec.concurrency} at a time, "
-        f"each {topology.total_replicas()} replicas; see %px_sweeps"
+        f"each {replicas} replica{'s' if replicas != 1 else ''}; see %px_sweeps"
     )
     monitor = show_sweep(shell, sweep, line)
     if args.wait:
