@@ -57,6 +57,10 @@ class SubmitMagics(Magics):
         or use --notebook to ship the notebook's earlier code cells too. IPython syntax
         (%magics, !commands) runs under an IPython shell in each replica.
 
+        A topology with a sweep section (hptuning: or matrix:) starts a sweep instead: every
+        trial runs the cell with the trial's values as globals, and the sweep monitor shows it
+        (-o stores the Sweep; --wait waits for the whole sweep).
+
             %%px_distributed -t cluster --workers 4 --name mnist --wait -o run
             import torch.distributed as dist
             ...
