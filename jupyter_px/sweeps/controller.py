@@ -180,15 +180,25 @@ class Controller:
 
         for frozen in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             trial = optuna.trial.Trial(self.study, frozen._trial_id)
-            run_id = frozen.user_attrs.get("run_id")
+            run_id = frozen.user_attrs.get("run_id") or self._submitted_run(frozen.number)
             if run_id is None:
                 trial.set_user_attr("reason", "the controller ended before this trial's run was submitted")
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 continue
+            trial.set_user_attr("run_id", run_id)
             active = self._active(trial, run_id)
             active.last_step = max(frozen.intermediate_values, default=-1)
             self.active[frozen.number] = active
             log.info("adopted trial %s (run %s)", frozen.number, run_id)
+
+    def _submitted_run(self, number: int) -> str | None:
+        """The run of trial `number` when the controller died after submitting it but before
+        recording it in the journal: its record names the sweep and the trial."""
+        for record, _ in self.service.store.list():
+            link = record.sweep
+            if link is not None and link.sweep_id == self.sweep_id and link.trial == number:
+                return record.run_id
+        return None
 
     def _active(self, trial: Any, run_id: str) -> Active:
         return Active(trial, run_id, self.service.metrics_reader(run_id, polled=False), self.chief)
