@@ -9,7 +9,9 @@ a list `[0, 1, 0.1]`, a mapping `{low: 0, high: 1, q: 0.1}`, or a string `"0:1:0
 Discrete kinds are expanded here into their values (a range, a linspace...), so a grid's size
 and a space's distinct points are known before anything runs. The numbers follow NumPy, as
 Polyaxon computed them: `range` is `arange(start, stop, step)`, `linspace`/`geomspace` run from
-start to stop, `logspace` from 10**start to 10**stop. Bounds of `loguniform`/`qloguniform` are
+start to stop, `logspace` from base**start to base**stop (base 10 unless given: v1's optional
+fourth number, which only means something under NumPy's definition; the v0 prose "from 0.01 to
+0.1" under `logspace: 0.01:0.1:5` describes `geomspace`). Bounds of `loguniform`/`qloguniform` are
 exponents (the value is `exp(uniform(low, high))`), and `lognormal` is `exp(normal(loc, scale))`,
 as in Hyperopt, whose distributions Polyaxon's are.
 """
@@ -61,11 +63,15 @@ ParamKind = Literal[
     "qlognormal",
 ]
 
+#: Fields that may be left out, with their default (v1's logspace takes a `base`, 10 by default,
+#: which is NumPy's `logspace(start, stop, num, base=base)`: values from base**start to base**stop).
+_OPTIONAL: dict[str, dict[str, float]] = {"logspace": {"base": 10}}
+
 #: The fields of each computed kind, in the order a list or "a:b:c" string gives them.
 _FIELDS: dict[str, tuple[str, ...]] = {
     "range": ("start", "stop", "step"),
     "linspace": ("start", "stop", "num"),
-    "logspace": ("start", "stop", "num"),
+    "logspace": ("start", "stop", "num", "base"),
     "geomspace": ("start", "stop", "num"),
     "uniform": ("low", "high"),
     "loguniform": ("low", "high"),
@@ -232,7 +238,8 @@ def _scalar(text: str) -> Any:
 def _numbers(kind: str, value: Any, where: str, problems: list[Problem]) -> dict[str, float] | None:
     """The kind's numbers from a list, a mapping or an "a:b:c" string, by name."""
     fields = _FIELDS[kind]
-    example = f"[{', '.join(fields)}], {{{', '.join(f'{f}: ...' for f in fields)}}} or '{':'.join(fields)}'"
+    shown = [f for f in fields if f not in _OPTIONAL.get(kind, {})]
+    example = f"[{', '.join(shown)}], {{{', '.join(f'{f}: ...' for f in shown)}}} or '{':'.join(shown)}'"
     if isinstance(value, str):
         items: list[Any] = [_scalar(part.strip()) for part in value.split(":")]
     elif isinstance(value, list):
@@ -242,14 +249,17 @@ def _numbers(kind: str, value: Any, where: str, problems: list[Problem]) -> dict
         if unknown:
             problems.append(Problem(f"{where}.{unknown[0]}", f"unknown field ({kind} has {', '.join(fields)})"))
             return None
-        missing = [f for f in fields if f not in value]
+        missing = [f for f in fields if f not in value and f not in _OPTIONAL.get(kind, {})]
         if missing:
             problems.append(Problem(f"{where}.{missing[0]}", "required field is missing"))
             return None
-        items = [value[f] for f in fields]
+        items = [value[f] if f in value else _OPTIONAL[kind][f] for f in fields]
     else:
         problems.append(Problem(where, f"{show_value(value)} is not a {kind}: write {example}"))
         return None
+    optional = _OPTIONAL.get(kind, {})
+    if len(items) < len(fields) and len(items) >= len(fields) - len(optional):
+        items += [optional[f] for f in fields[len(items) :]]
     if len(items) != len(fields):
         problems.append(Problem(where, f"{show_value(value)} has {len(items)} numbers; {kind} takes {example}"))
         return None
@@ -289,7 +299,11 @@ def _expand(kind: str, n: dict[str, float], where: str, problems: list[Problem])
     if kind == "linspace":
         return [_tidy(start + (stop - start) * t) for t in steps]
     if kind == "logspace":
-        return [_tidy(10 ** (start + (stop - start) * t)) for t in steps]
+        base = n["base"]
+        if base <= 0:
+            problems.append(Problem(where, f"base {base:g} is not above 0"))
+            return None
+        return [_tidy(base ** (start + (stop - start) * t)) for t in steps]
     if start <= 0 or stop <= 0:
         problems.append(Problem(where, f"geomspace needs start and stop above 0, got {start:g} and {stop:g}"))
         return None
