@@ -353,7 +353,7 @@ def test_the_study_lives_in_a_journal_file_and_resumes(tmp_path):
 
 def test_logspace_is_numpys_with_an_optional_base():
     params = parse_topology(
-        HEAD
-        + "hptuning:\n  matrix:\n    a: {logspace: '0:2:3'}\n    b: {logspace: [1, 3, 3, 2]}\n    c: {geomspace: 0.01:0.1:2}\n"
+        HEAD + "hptuning:\n  matrix:\n    a: {logspace: '0:2:3'}\n"
+        "    b: {logspace: [1, 3, 3, 2]}\n    c: {geomspace: 0.01:0.1:2}\n"
     ).sweep.params
     assert params["a"].values == [1, 10, 100] and params["b"].values == [2, 4, 8] and params["c"].values == [0.01, 0.1]
