@@ -53,6 +53,15 @@ def test_sweep_run_status_list_and_runs(px_home, tmp_path):
     assert stopped.returncode == 0 and "Succeeded" in stopped.stdout  # a finished sweep is left as it is
 
 
+def test_trial_values_fill_script_arguments(px_home, tmp_path):
+    topology = tmp_path / "sweep.yaml"
+    topology.write_text(TOPOLOGY)
+    done = px("sweep", "run", str(JOBS / "sweep_args.py"), "-f", str(topology), "--wait", "--", "--x={{ x }}")
+    assert done.returncode == 0, done.stderr
+    status = json.loads(px("sweep", "status", "last", "--json").stdout)
+    assert {t["params"]["x"]: t["value"] for t in status["trials"]} == {1: 4.0, 2: 1.0, 3: 0.0, 4: 1.0}
+
+
 def test_bad_input_is_one_message(px_home, tmp_path):
     plain = tmp_path / "plain.yaml"
     plain.write_text("framework: pytorch\n")

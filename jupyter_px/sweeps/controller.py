@@ -28,6 +28,7 @@ import copy
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import time
@@ -90,6 +91,15 @@ def with_params_env(topology: dict[str, Any], params: dict[str, Any]) -> dict[st
             if isinstance(override, dict) and override.get("env") is not None:
                 override["env"]["PX_PARAMS"] = value
     return data
+
+
+_PLACEHOLDER = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
+
+
+def fill_args(arg: str, params: dict[str, Any]) -> str:
+    """A script argument with `{{ name }}` replaced by the trial's value (Polyaxon's
+    `--lr={{ lr }}`); a name the trial has no value for is left as written."""
+    return _PLACEHOLDER.sub(lambda m: str(params[m.group(1)]) if m.group(1) in params else m.group(0), arg)
 
 
 def last_log_line(service: RunService, run_id: str, status: Any) -> str:
@@ -242,7 +252,7 @@ class Controller:
             with_params_env(self.trial_topology, params),
             name=name[:60],
             workdir=self.record.workdir,
-            args=code.args,
+            args=[fill_args(arg, params) for arg in code.args],
             language=code.language,
             push={**self.pushed, **params},
             submitted_from="sweep",
