@@ -39,7 +39,7 @@ from typing import Any
 from .. import detached
 from ..runstore import RunState, RunStore
 from ..runstore.models import RunOwner, TrialOf
-from ..service import RunService, ScriptFile, SourceText
+from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText
 from ..topology import Topology, TopologyError, parse_topology, to_dict
 from ..topology.sweep import SweepSpec
 from .engine import open_study
@@ -143,6 +143,7 @@ class Controller:
         self.code = (self.paths.code_dir / self.record.code.entrypoint).read_text()
         self.study = open_study(self.spec, self.paths.journal)
         self.active: dict[int, Active] = {}
+        self.waiting: tuple[Any, dict[str, Any]] | None = None  # asked, refused for capacity for now
         self.stop_requested = False
         self.status = self.store.status(self.sweep_id)
 
@@ -175,7 +176,7 @@ class Controller:
                 self.stop_all(message)
                 return self.finish(state, message)
             self.launch()
-            if self.asked() >= self.spec.n_trials and not self.active:
+            if self.asked() >= self.spec.n_trials and not self.active and self.waiting is None:
                 return self.finish(*self.outcome())
             self.write_status()
             time.sleep(POLL_S)
@@ -215,30 +216,53 @@ class Controller:
 
     # ---- trials ------------------------------------------------------------------------------
     def launch(self) -> None:
+        """Start trials while fewer than `concurrency` run. A trial the backend's capacity check
+        refuses while others run waits for one of them to end (it is admitted when it fits);
+        refused with nothing else running, it never will fit, and fails saying why."""
+        while len(self.active) < self.spec.concurrency and not self.stop_requested:
+            if self.waiting is not None:
+                trial, params = self.waiting
+                self.waiting = None
+            elif self.asked() < self.spec.n_trials:
+                trial = self.study.ask()
+                if self.spec.mapping is not None:
+                    params = dict(self.spec.mapping[trial.number])
+                else:
+                    params = suggest(trial, self.spec)
+                trial.set_user_attr("params", params)
+                trial.set_user_attr("started_at", time.time())
+            else:
+                return
+            if not self._start(trial, params):
+                return
+
+    def _start(self, trial: Any, params: dict[str, Any]) -> bool:
+        """Submit the trial's run; False when it must wait for capacity."""
+        number = trial.number
+        try:
+            run_id = self.submit(number, params)
+        except ResourceUnavailable as error:
+            if self.active:
+                self.waiting = (trial, params)
+                log.info("trial %s waits for capacity: %s", number, error)
+                return False
+            self._not_submitted(trial, error)
+            return True
+        except Exception as error:
+            self._not_submitted(trial, error)
+            return True
+        trial.set_user_attr("run_id", run_id)
+        self.active[number] = self._active(trial, run_id)
+        log.info("trial %s: run %s with %s", number, run_id, params)
+        return True
+
+    def _not_submitted(self, trial: Any, error: BaseException) -> None:
         import optuna
 
-        while (
-            len(self.active) < self.spec.concurrency and self.asked() < self.spec.n_trials and not self.stop_requested
-        ):
-            trial = self.study.ask()
-            number = trial.number
-            if self.spec.mapping is not None:
-                params = dict(self.spec.mapping[number])
-            else:
-                params = suggest(trial, self.spec)
-            trial.set_user_attr("params", params)
-            trial.set_user_attr("started_at", time.time())
-            try:
-                run_id = self.submit(number, params)
-            except Exception as error:
-                trial.set_user_attr("reason", f"not submitted: {error}")
-                trial.set_user_attr("finished_at", time.time())
-                self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                log.warning("trial %s not submitted: %s", number, error)
-                continue
-            trial.set_user_attr("run_id", run_id)
-            self.active[number] = self._active(trial, run_id)
-            log.info("trial %s: run %s with %s", number, run_id, params)
+        trial.set_user_attr("reason", f"not submitted: {error}")
+        trial.set_user_attr("finished_at", time.time())
+        self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        log.warning("trial %s not submitted: %s", trial.number, error)
 
     def submit(self, number: int, params: dict[str, Any]) -> str:
         code = self.record.code
@@ -329,6 +353,13 @@ class Controller:
 
     def stop_all(self, why: str) -> None:
         import optuna
+
+        if self.waiting is not None:
+            trial, _ = self.waiting
+            self.waiting = None
+            trial.set_user_attr("reason", why)
+            trial.set_user_attr("stopped", True)
+            self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
 
         for number in list(self.active):
             active = self.active.pop(number)
