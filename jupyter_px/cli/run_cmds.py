@@ -219,13 +219,11 @@ def cmd_follow(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..presentation.run_json import run_summary
     from ..presentation.text import RUNS_HEADERS, runs_rows, table
-    from .trial_groups import group_trials
+    from ..sweeps.view import group_trials, with_sweep_links
 
     service = _service()
     views = service.list_runs(limit=args.limit)
-    summaries = [run_summary(v.record, v.status, v.owner_problem) for v in views]
-    for view, summary in zip(views, summaries, strict=True):  # a trial names its sweep
-        summary["sweep"] = view.record.sweep.model_dump(mode="json") if view.record.sweep else None
+    summaries = with_sweep_links(views, [run_summary(v.record, v.status, v.owner_problem) for v in views])
     if args.json:
         print(json.dumps(summaries, indent=1))
         return 0

@@ -69,15 +69,16 @@ class RunMagics(Magics):
         check_output(args)
         from ..presentation.run_json import run_summary
         from ..service import RunService
+        from ..sweeps.view import group_trials, with_sweep_links
 
         views = RunService().list_runs(limit=args.limit or None)
-        summaries = [run_summary(view.record, view.status, view.owner_problem) for view in views]
+        summaries = with_sweep_links(views, [run_summary(v.record, v.status, v.owner_problem) for v in views])
         if args.output:
             shell_of(self).user_ns[args.output] = summaries
         if not summaries:
             print("no runs yet")
             return
-        rows = as_text.runs_rows(summaries)
+        rows = group_trials(views, as_text.runs_rows(summaries))
         display(
             as_html.TextAndHtml(as_text.table(as_text.RUNS_HEADERS, rows), as_html.table(as_text.RUNS_HEADERS, rows))
         )
