@@ -22,6 +22,8 @@ _LAZY = {
     "Run": "jupyter_px.api",
     "RunFailed": "jupyter_px.api",
     "PushError": "jupyter_px.api",
+    "sweep": "jupyter_px.sweeps.api",
+    "Sweep": "jupyter_px.sweeps.api",
     "TopologyForm": "jupyter_px.widgets.topology_form",
     "RunMonitor": "jupyter_px.widgets.run_monitor",
     "compare": "jupyter_px.compare",

@@ -112,6 +112,11 @@ class Run:
         return self.store.paths(self.run_id)
 
     @property
+    def params(self) -> dict[str, Any]:
+        """The trial's values when this run is a trial of a sweep, else {}."""
+        return dict(self.record.sweep.params) if self.record.sweep else {}
+
+    @property
     def topology(self) -> Topology:
         return parse_topology(self.record.topology)
 

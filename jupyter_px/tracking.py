@@ -71,6 +71,7 @@ __all__ = [
     "get_outputs_path",
     "get_tensorboard_path",
     "get_task_info",
+    "get_params",
     "flush",
     "EVENTS_FILE_SUFFIX",
     "METRICS_LOG_PREFIX",
@@ -623,6 +624,18 @@ def get_outputs_path() -> str:
 def get_tensorboard_path() -> str:
     """This replica's TensorBoard log directory, for a Keras callback or a SummaryWriter."""
     return _path_from_env("PX_TENSORBOARD_PATH", "tensorboard")
+
+
+def get_params() -> dict[str, Any]:
+    """This trial's hyperparameter values when the run is a trial of a sweep (`PX_PARAMS`, JSON,
+    the same in every replica), else `{}`. The code cell also has them as globals."""
+    raw = os.environ.get("PX_PARAMS")
+    if not raw:
+        return {}
+    values = json.loads(raw)
+    if not isinstance(values, dict):
+        raise ValueError(f"PX_PARAMS must be a JSON object of name -> value, got {raw!r:.200}")
+    return values
 
 
 def get_task_info() -> TaskInfo:

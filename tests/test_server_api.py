@@ -657,11 +657,13 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     """Enumerate what the server registered (not our own list): every method of every px route
     refuses an anonymous request, and nothing happens (no run created, none stopped)."""
     from jupyter_px.server import ROUTES
+    from jupyter_px.server.compare_handlers import ROUTES as COMPARE_ROUTES
+    from jupyter_px.server.sweep_handlers import SWEEP_ROUTES
 
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) == 9
+    assert len(routes) == len(ROUTES) + len(SWEEP_ROUTES) + len(COMPARE_ROUTES) == 9 + 2 + 2
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -676,8 +678,8 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
     # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, directory DELETE, logs,
-    # metrics, tensorboard
-    assert tried == 11
+    # metrics, tensorboard; sweeps GET, sweep GET+DELETE; compare POST, compare/tensorboard POST
+    assert tried == 16
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from ..backends.kubernetes.render import apply_warnings
     from ..service import BackendError, RunService, ScriptFile
     from ..topology import TopologyError
     from .topology_cmds import read_topology_file
@@ -43,7 +42,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     except (BackendError, ValueError) as error:
         print(f"jupyter px render: {error}", file=sys.stderr)
         return 2
-    for warning in apply_warnings(rendered.objects):
+    for warning in rendered.warnings:
         print(f"jupyter px render: warning: {warning}", file=sys.stderr)
     sys.stdout.write(rendered.yaml)
     return 0

@@ -222,16 +222,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from ..presentation.colors import use_color
     from ..presentation.run_json import run_summary
     from ..presentation.text import RUNS_HEADERS, runs_rows, state_painter, table
+    from ..sweeps.view import group_trials, with_sweep_links
 
     service = _service()
-    summaries = [run_summary(v.record, v.status, v.owner_problem) for v in service.list_runs(limit=args.limit)]
+    views = service.list_runs(limit=args.limit)
+    summaries = with_sweep_links(views, [run_summary(v.record, v.status, v.owner_problem) for v in views])
     if args.json:
         print(json.dumps(summaries, indent=1))
         return 0
     if not summaries:
         print(f"no runs yet in {service.store.root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
         return 0
-    print(table(RUNS_HEADERS, runs_rows(summaries), paint=state_painter(2, use_color(sys.stdout))))
+    rows = group_trials(views, runs_rows(summaries))
+    print(table(RUNS_HEADERS, rows, paint=state_painter(2, use_color(sys.stdout))))
     for summary in summaries:
         _warn_owner(summary["run_id"], summary["owner_problem"])
     return 0

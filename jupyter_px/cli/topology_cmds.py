@@ -73,6 +73,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
     else:
         print(summary_text(topology))
+        spec = topology.sweep
+        if spec is not None:  # as `polyaxon check --definition` shows a group
+            from ..presentation.text import table
+
+            print()
+            print(table(("SWEEP", ""), spec.summary()))
+            for note in spec.notes:
+                print(f"note: {note}")
     return 0
 
 

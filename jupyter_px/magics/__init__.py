@@ -6,6 +6,7 @@
     %px_runs / %px_status RUN / %px_logs RUN / %px_stop RUN / %px_attach RUN
     %px_plot RUN [METRIC ...] / %px_tensorboard RUN [RUN ...] / %px_topology_form [NAME]
     %px_compare RUN [RUN ...] [--pattern GLOB] [--sweep SWEEP]
+    %px_sweeps / %px_sweep_stop SWEEP / %px_attach SWEEP  <- a topology with hptuning:/matrix: sweeps
 
 Every magic is named `px_*` (never `%px` / `%%px`, which belong to ipyparallel), takes its
 arguments through `magic_arguments` (so `%px_logs?` shows the help; shared options come from
@@ -24,10 +25,11 @@ from typing import Any
 from .compare import CompareMagics
 from .runs import RunMagics
 from .submit import SubmitMagics
+from .sweeps import SweepMagics
 from .topology import TopologyMagics
 
 #: Every class of magics `%load_ext jupyter_px` registers (and `%unload_ext` removes).
-MAGIC_CLASSES = (TopologyMagics, SubmitMagics, RunMagics, CompareMagics)
+MAGIC_CLASSES = (TopologyMagics, SubmitMagics, RunMagics, SweepMagics, CompareMagics)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -70,15 +70,16 @@ class RunMagics(Magics):
         check_output(args)
         from ..presentation.run_json import run_summary
         from ..service import RunService
+        from ..sweeps.view import group_trials, with_sweep_links
 
         views = RunService().list_runs(limit=args.limit or None)
-        summaries = [run_summary(view.record, view.status, view.owner_problem) for view in views]
+        summaries = with_sweep_links(views, [run_summary(v.record, v.status, v.owner_problem) for v in views])
         if args.output:
             shell_of(self).user_ns[args.output] = summaries
         if not summaries:
             print("no runs yet")
             return
-        rows = as_text.runs_rows(summaries)
+        rows = group_trials(views, as_text.runs_rows(summaries))
         display(
             as_html.TextAndHtml(as_text.table(as_text.RUNS_HEADERS, rows), as_html.table(as_text.RUNS_HEADERS, rows))
         )
@@ -158,11 +159,22 @@ class RunMagics(Magics):
     @output_arg("the Run")
     @line_magic
     def px_attach(self, line: str) -> None:
-        """Show the live monitor of an existing run (e.g. after a kernel restart: runs go on
-        without the kernel that started them)."""
+        """Show the live monitor of an existing run, or of a sweep (e.g. after a kernel restart:
+        runs and sweeps go on without the kernel that started them). A name both a run and a
+        sweep have means the run; `last` means the newest run."""
         args = parse_argstring(self.px_attach, line)
         check_output(args)
         check_wait(args)
+        if _is_sweep(args.run):
+            from .sweeps import open_sweep, show_sweep, wait_for_sweep
+
+            sweep = open_sweep(args.run)
+            if args.output:
+                shell_of(self).user_ns[args.output] = sweep
+            monitor = show_sweep(shell_of(self), sweep, repr(sweep))
+            if args.wait:
+                wait_for_sweep(sweep, monitor, args.timeout)
+            return
         run = open_run(args.run)
         if args.output:
             shell_of(self).user_ns[args.output] = run
@@ -222,3 +234,21 @@ class RunMagics(Magics):
 
         result = runs[0].service.tensorboard(run_ids)
         display(embed(result, height=600, label=", ".join(run_ids)))
+
+
+def _is_sweep(ref: str) -> bool:
+    """Whether `ref` names a sweep and no run (a run wins: `%px_attach` was about runs first)."""
+    from ..runstore import RunNotFound
+    from ..service import RunService
+    from ..sweeps.store import SweepNotFound, SweepStore
+
+    try:
+        RunService().resolve(ref)
+        return False
+    except RunNotFound:
+        pass
+    try:
+        SweepStore().resolve(ref)
+        return True
+    except SweepNotFound:
+        return False

@@ -25,6 +25,11 @@ OPTION_FIELDS = {
 }
 
 
+def _resource(spec: Any) -> list[str]:
+    """Hyperband's resource parameter, a global in every trial too."""
+    return [spec.resource.name] if spec is not None and spec.resource is not None else []
+
+
 @magics_class
 class SubmitMagics(Magics):
     @magic_arguments()
@@ -52,6 +57,10 @@ class SubmitMagics(Magics):
         or use --notebook to ship the notebook's earlier code cells too. IPython syntax
         (%magics, !commands) runs under an IPython shell in each replica.
 
+        A topology with a sweep section (hptuning: or matrix:) starts a sweep instead: every
+        trial runs the cell with the trial's values as globals, and the sweep monitor shows it
+        (-o stores the Sweep; --wait waits for the whole sweep).
+
             %%px_distributed -t cluster --workers 4 --name mnist --wait -o run
             import torch.distributed as dist
             ...
@@ -66,9 +75,15 @@ class SubmitMagics(Magics):
         push = self._pushed_values(args.push)
         from ..notebook_code import missing_names
 
-        missing = missing_names(shipped.source, shell_of(self).user_ns, shell_of(self).user_ns_hidden, push)
+        spec = topology.sweep  # a sweep's values are globals in every trial
+        known = {**push, **dict.fromkeys(spec.params if spec else ()), **dict.fromkeys(_resource(spec))}
+        missing = missing_names(shipped.source, shell_of(self).user_ns, shell_of(self).user_ns_hidden, known)
         if missing:
             raise UsageError(f"not submitted: {missing.message()}")
+        if spec is not None:
+            from .sweeps import start_sweep
+
+            return start_sweep(self, topology, shipped, args, push)
         run = self._submit(topology, shipped, args, push)
         if args.output:
             shell_of(self).user_ns[args.output] = run

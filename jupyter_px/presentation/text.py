@@ -27,9 +27,9 @@ from ..run_text import (  # noqa: F401 (the words every surface shares, re-expor
 from ..runstore import RunState, RunStatus
 from ..topology import TopologyError
 from ..topology.quantities import format_number
+from ..topology.ranges import value_range
 from .colors import STATE_COLORS, ansi_state
 from .labels import replica_label
-from .ranges import value_range
 
 #: Widest a table cell gets (the last column, usually a free-text message, gets `LAST_CELL_WIDTH`).
 CELL_WIDTH = 48

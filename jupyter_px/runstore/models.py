@@ -100,6 +100,16 @@ class CodeSpec(BaseModel):
     pushed: list[str] = Field(default_factory=list, description="Names shipped with --push (code/pushed.pkl)")
 
 
+class TrialOf(BaseModel):
+    """A trial's link to its sweep: which sweep, which trial, with which values."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sweep_id: str
+    trial: int
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
 class RunRecord(BaseModel):
     """Written once at submission; never changed afterwards."""
 
@@ -116,6 +126,7 @@ class RunRecord(BaseModel):
     host: str | None = None
     submitted_from: str | None = Field(default=None, description="cli, magic, api, sidebar")
     versions: dict[str, str] = Field(default_factory=dict)
+    sweep: TrialOf | None = Field(default=None, description="the sweep this run is a trial of")
 
     @field_validator("backend", mode="before")
     @classmethod

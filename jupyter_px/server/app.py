@@ -163,6 +163,9 @@ class JupyterPxApp(ExtensionApp):
 
         compare_arguments = compare_handlers.route_arguments(self.state)
         self.handlers.extend((path + "/?", handler, compare_arguments) for path, handler in compare_handlers.ROUTES)
+        from .sweep_handlers import SWEEP_ROUTES
+
+        self.handlers.extend((path + "/?", handler, {"state": self.state}) for path, handler in SWEEP_ROUTES)
         # The kernels' TensorBoards are recorded under their $PX_HOME, the API's under `home`.
         self.tensorboard_ports = TensorBoardPorts([self.store.home, px_home()])
         self.handlers.append(
@@ -217,9 +220,16 @@ class JupyterPxApp(ExtensionApp):
         while True:
             try:
                 await loop.run_in_executor(self._keeper_executor, self.state.service.keep_all)
+                await loop.run_in_executor(self._keeper_executor, self._keep_sweeps)
             except Exception:  # the keeper must outlive one bad pass; the next one may succeed
                 self.log.exception("jupyter_px: a keeper pass failed")
             await asyncio.sleep(self.keeper_interval)
+
+    def _keep_sweeps(self) -> None:
+        """An unfinished sweep whose controller died gets it again (it resumes from its journal)."""
+        from ..sweeps.service import SweepService
+
+        SweepService(runs=self.state.service).keep_all()
 
     async def stop_extension(self) -> None:
         """End the keeper (a pass in progress completes in its thread) and our TensorBoards."""

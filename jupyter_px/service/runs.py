@@ -26,6 +26,7 @@ from typing import Any
 
 from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
 from ..runstore import CodeSpec, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
+from ..runstore.models import TrialOf
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from .sources import CodeSource, load_code
 
@@ -85,11 +86,13 @@ class RunView:
 
 @dataclass(frozen=True)
 class Rendered:
-    """The Kubernetes manifests a run would create: for which backend, the objects, as YAML."""
+    """The Kubernetes manifests a run would create: for which backend, the objects, as YAML,
+    and what applying them needs told (an object too large for client-side apply)."""
 
     backend: str
     objects: list[dict[str, Any]]
     yaml: str
+    warnings: list[str]
 
 
 def run_replicas(record: RunRecord, status: RunStatus | None = None) -> list[tuple[str, int]]:
@@ -159,6 +162,7 @@ class RunService:
         language: str | None = None,
         push: Mapping[str, Any] | None = None,
         submitted_from: str = "api",
+        sweep: TrialOf | None = None,
     ) -> str:
         """Validate, record and start a run; returns its id at once (the run goes on).
 
@@ -191,6 +195,7 @@ class RunService:
             ),
             workdir=str(Path(workdir or os.getcwd()).resolve()),
             submitted_from=submitted_from,
+            sweep=sweep,
         )
         self.store.create(record, files)
         try:
@@ -209,7 +214,7 @@ class RunService:
         without one): what `jupyter px render` prints and the sidebar shows. Pure: nothing is
         contacted or written. BackendError/ValueError when the backend cannot express it."""
         from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
-        from ..backends.kubernetes.render import to_yaml
+        from ..backends.kubernetes.render import apply_warnings, to_yaml
 
         code = load_code(source) if source is not None else None
         chosen = dry_run_backend(topology, backend)
@@ -222,7 +227,7 @@ class RunService:
             language=code.language if code else "python",
             **options,
         )
-        return Rendered(chosen, objects, to_yaml(objects))
+        return Rendered(chosen, objects, to_yaml(objects), apply_warnings(objects))
 
     # ---- reads: they never act ---------------------------------------------------------------
     def status(self, run_id: str) -> RunStatus:

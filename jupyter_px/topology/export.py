@@ -42,8 +42,8 @@ def json_schema() -> dict[str, Any]:
 
 
 def _range(value: Any) -> str:
-    """`0.5–1`: the phrasing every surface shares (`presentation.ranges`)."""
-    from ..presentation.ranges import value_range
+    """`0.5–1`: the phrasing every surface shares (`topology/ranges.py`)."""
+    from .ranges import value_range
 
     return value_range(value)
 

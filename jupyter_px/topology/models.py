@@ -24,10 +24,13 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
+from .errors import Problem
 from .kube_syntax import check_env_name, check_env_value, check_label_key, check_label_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
+from .sweep import SWEEP_KEYS, SweepSpec, parse_sweep
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
 BackendName = Literal["local", "native", "kubernetes", "kubeflow", "kubeflow-trainer"]
@@ -213,13 +216,35 @@ class Topology(_Strict):
     """A distributed job's shape. Build it with `parse_topology` (any accepted form) or directly."""
 
     version: float | None = None
-    kind: Literal["experiment", "job"] | None = None
+    kind: Literal["experiment", "job", "group"] | None = None
     name: str | None = None
     description: str | None = None
     tags: list[str] | None = None
     framework: Framework | None = None
     backend: BackendName = "local"
     environment: Environment = Field(default_factory=Environment)
+    # The sweep section as written (Polyaxon v0 `hptuning`, v1 `matrix`), validated by
+    # `parse_topology` (sweep.py); kept as written so the YAML round-trips. Not in the JSON schema:
+    # the sidebar's form edits one job's shape.
+    hptuning: SkipJsonSchema[dict[str, Any] | None] = None
+    matrix: SkipJsonSchema[dict[str, Any] | None] = None
+
+    @cached_property
+    def sweep(self) -> SweepSpec | None:
+        """The validated sweep, or None for a topology of one run."""
+        for key in SWEEP_KEYS:
+            raw = getattr(self, key)
+            if raw is not None:
+                problems: list[Problem] = []
+                spec = parse_sweep(key, raw, problems)
+                if spec is None:
+                    raise ValueError("; ".join(str(p) for p in problems))
+                return spec
+        return None
+
+    def without_sweep(self) -> Topology:
+        """The job one trial runs: this topology without its sweep section."""
+        return self.model_copy(update={"hptuning": None, "matrix": None})
 
     # ---- derived views -------------------------------------------------------------------
     @property

@@ -37,6 +37,8 @@ class _WordyLoader(yaml.SafeLoader):
 
 
 def _construct_int(loader: Any, node: yaml.ScalarNode) -> Any:
+    if ":" in str(node.value):  # YAML 1.1's base 60 (`1:30` = 90): kept as written, see _construct_float
+        return str(node.value)
     try:
         return loader.construct_yaml_int(node)
     except ValueError:  # Python refuses to convert more than 4,300 digits
@@ -45,8 +47,18 @@ def _construct_int(loader: Any, node: yaml.ScalarNode) -> Any:
         ) from None
 
 
+def _construct_float(loader: Any, node: yaml.ScalarNode) -> Any:
+    """YAML 1.1 reads `0:1:0.1` as a base-60 number (60.1); Polyaxon's sweep ranges are written
+    that way (`uniform: 0:1`, `quniform: 0:1:0.1`), and YAML 1.2 has no base 60: kept as text."""
+    if ":" in str(node.value):
+        return str(node.value)
+    return loader.construct_yaml_float(node)
+
+
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _WordyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_WordyLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
 def load_yaml(text: str) -> Any:

@@ -8,8 +8,8 @@ sidebar's summary from the server) and the CLI all write a requests/limits pair 
 * `up to 2` with only a limit, `at least 1` with only a request,
 * `-` when neither is set.
 
-Here, importing nothing of jupyter-px but `topology.quantities`, so that `topology.export` can use
-it as well as `presentation.text`.
+It lives with the topology (importing nothing of jupyter-px but `topology.quantities`) so that
+`topology.export` can use it as well as `presentation.text`: imports point down only.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..topology.quantities import format_number
+from .quantities import format_number
 
 RANGE_DASH = "\u2013"
 

@@ -1,0 +1,75 @@
+"""The sweeps' REST routes, under `<base_url>px/api/sweeps`: authenticated and authorized against
+the `px` resource like every route of the extension, the work in `SweepService` (the same calls
+as `jupyter px sweep ...`), blocking reads in the extension's read pool.
+
+    GET    px/api/sweeps          the sweeps, newest first (`jupyter px sweep list --json`'s shape)
+    GET    px/api/sweeps/<ref>    one sweep with its trials (`jupyter px sweep status --json`)
+    DELETE px/api/sweeps/<ref>    stop it: its running trials, then its controller
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from ..sweeps.service import SweepService
+from ..sweeps.store import SweepNotFound
+from ..sweeps.view import sweep_json
+from .handlers import PxHandler, PxState, finite_json
+
+_REF = r"([^/]+)"
+
+
+def _sweeps(state: PxState) -> SweepService:
+    """One SweepService per server, over the run service the other routes use."""
+    service = getattr(state, "sweeps", None)
+    if service is None:
+        service = SweepService(runs=state.service)
+        state.sweeps = service  # type: ignore[attr-defined]
+    return service
+
+
+class SweepsHandler(PxHandler):
+    """`GET px/api/sweeps?limit=`: sweep summaries, newest first."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        limit = self.int_argument("limit", None, minimum=1)
+        views = await self.blocking(_sweeps(self.px).list, limit)
+        self.finish({"sweeps": [finite_json(sweep_json(v, trials=False)) for v in views]})
+
+
+class SweepHandler(PxHandler):
+    """`GET px/api/sweeps/<ref>`: one sweep and its trials, as read (a gone controller is
+    reported in `owner_problem`). `DELETE`: stop it."""
+
+    async def _resolve(self, ref: str) -> str:
+        try:
+            return await self.blocking(_sweeps(self.px).resolve, ref)
+        except SweepNotFound as error:
+            raise web.HTTPError(404, str(error)) from None
+
+    async def _sweep_detail(self, sweep_id: str) -> dict[str, Any]:
+        return finite_json(sweep_json(await self.blocking(_sweeps(self.px).view, sweep_id)))
+
+    @web.authenticated
+    @authorized
+    async def get(self, ref: str) -> None:
+        self.finish(await self._sweep_detail(await self._resolve(ref)))
+
+    @web.authenticated
+    @authorized("write")
+    async def delete(self, ref: str) -> None:
+        sweep_id = await self._resolve(ref)
+        await self.blocking(_sweeps(self.px).stop, sweep_id, kind="local")
+        self.finish(await self._sweep_detail(sweep_id))
+
+
+#: (path under the base URL, handler): the sweep routes `JupyterPxApp` adds to its own.
+SWEEP_ROUTES = [
+    ("px/api/sweeps", SweepsHandler),
+    (f"px/api/sweeps/{_REF}", SweepHandler),
+]

@@ -1,0 +1,132 @@
+"""`jupyter_px.sweep(code_or_path, topology)` and `jupyter_px.Sweep(id | name | "last")`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ..api import Run
+from ..runstore import RunStore
+from ..service import CodeSource, code_source
+from ..topology import Topology, parse_topology
+from ..topology.sweep import SweepSpec
+from .service import SweepService
+from .store import SweepStatus, TrialRow
+
+
+def sweep(
+    code: str | os.PathLike | CodeSource,
+    topology: Topology | str | dict,
+    *,
+    name: str | None = None,
+    workdir: str | os.PathLike | None = None,
+    args: list[str] | tuple[str, ...] = (),
+    language: str | None = None,
+    push: Mapping[str, Any] | None = None,
+    submitted_from: str = "api",
+    source: str | None = None,
+    store: RunStore | None = None,
+) -> Sweep:
+    """Start the sweep of `topology` (its `hptuning:` or `matrix:` section) over `code`; returns
+    at once. Each trial is a whole distributed run of `code` with the trial's values."""
+    typed = code_source(code)
+    if source is not None:
+        typed = dataclasses.replace(typed, origin=source)
+    service = SweepService(store.home if store else None)
+    sweep_id = service.start(
+        typed,
+        topology,
+        name=name,
+        workdir=workdir,
+        args=args,
+        language=language,
+        push=push,
+        submitted_from=submitted_from,
+    )
+    return Sweep(sweep_id, service=service)
+
+
+class Sweep:
+    """A handle on one sweep; every call reads its status afresh."""
+
+    def __init__(self, ref: str = "last", store: RunStore | None = None, *, service: SweepService | None = None):
+        self.service = service or SweepService(store.home if store else None)
+        self.sweep_id = self.service.resolve(ref)
+        self.record = self.service.store.record(self.sweep_id)
+
+    def __repr__(self) -> str:
+        view = self.service.view(self.sweep_id)
+        counts = ", ".join(f"{n} {s.lower()}" for s, n in view.status.counts().items())
+        problem = f"; {view.owner_problem}" if view.owner_problem else ""
+        return f"<Sweep {self.sweep_id} {view.status.state.value} ({counts or 'no trials yet'}){problem}>"
+
+    @property
+    def name(self) -> str | None:
+        return self.record.name
+
+    @property
+    def spec(self) -> SweepSpec:
+        spec = parse_topology(self.record.topology).sweep
+        assert spec is not None
+        return spec
+
+    def status(self) -> SweepStatus:
+        return self.service.store.status(self.sweep_id)
+
+    def wait(self, timeout: float | None = None) -> SweepStatus:
+        """Block until the sweep has ended (starting its controller again if it died)."""
+        return self.service.wait(self.sweep_id, timeout=timeout)
+
+    def stop(self) -> SweepStatus:
+        """Stop every running trial (each whole run), then the sweep."""
+        return self.service.stop(self.sweep_id)
+
+    def resume(self) -> bool:
+        return self.service.resume(self.sweep_id)
+
+    def rows(self) -> list[TrialRow]:
+        return sorted(self.status().trials, key=lambda t: t.number)
+
+    def trials(self) -> list[Run]:
+        """Each trial's `Run` (with `.params`), in trial order."""
+        return [Run(run_id, service=self.service.runs) for run_id in self.service.trial_runs(self.sweep_id)]
+
+    @property
+    def best(self) -> Run | None:
+        """The best trial's run (by the objective), None before one completed or without an objective."""
+        row = self.status().best_trial()
+        return Run(row.run_id, service=self.service.runs) if row and row.run_id else None
+
+    def dataframe(self) -> Any:
+        """One row per trial, like Optuna's `trials_dataframe`: number, value, state, params_<name>,
+        run_id, datetime_start, datetime_complete, duration. A pandas DataFrame when pandas is
+        installed, else a list of dicts."""
+        import datetime
+
+        records = []
+        for row in self.rows():
+            start = datetime.datetime.fromtimestamp(row.started_at) if row.started_at else None
+            end = datetime.datetime.fromtimestamp(row.finished_at) if row.finished_at else None
+            record: dict[str, Any] = {"number": row.number, "value": row.value, "state": row.state.value}
+            record.update({f"params_{k}": v for k, v in row.params.items()})
+            record.update(
+                run_id=row.run_id,
+                step=row.step,
+                datetime_start=start,
+                datetime_complete=end,
+                duration=(end - start) if start and end else None,
+                reason=row.reason,
+            )
+            records.append(record)
+        try:
+            import pandas
+        except ImportError:
+            return records
+        return pandas.DataFrame.from_records(records)
+
+
+def sweeps(store: RunStore | None = None, limit: int | None = None) -> list[Sweep]:
+    service = SweepService(store.home if store else None)
+    return [Sweep(view.sweep_id, service=service) for view in service.list(limit)]

@@ -1,0 +1,108 @@
+"""Optuna is the engine: Polyaxon's search keys mapped onto its samplers and pruners, and the
+study kept in the sweep's directory (Optuna's journal file storage), so that a sweep survives
+its controller, the kernel and the Jupyter server, and resumes where it was.
+
+* `grid_search` / `kind: grid`: `GridSampler` over the discrete values (`n_experiments` /
+  `numRuns`: the first N of them).
+* `random_search` / `kind: random`, `hyperopt` with `algorithm: rand`: `RandomSampler`.
+* `bo` / `kind: bayes`: `TPESampler(multivariate=True)`, `n_initial_trials` / `numInitialRuns`
+  random trials first. (Optuna's GP sampler needs SciPy, which is not a dependency here;
+  `utility_function` is not used.)
+* `kind: hyperopt` (`algorithm: tpe`): `TPESampler`, Hyperopt's own algorithm.
+* `hyperband` / `kind: hyperband`: `RandomSampler` + `HyperbandPruner(min_resource=1,
+  max_resource=max_iter, reduction_factor=eta)`; each trial gets `resource.name = max_iter` and
+  is stopped at the step where it falls behind.
+* `kind: mapping`: no sampling; trial i gets `values[i]`.
+* early stopping `policy: {kind: median}`: `MedianPruner(n_startup_trials=min_samples,
+  n_warmup_steps=min_interval, interval_steps=evaluation_interval)`.
+* early stopping `policy: {kind: truncation, percent}`: `PercentilePruner(100 - percent, ...)`
+  (the worst `percent` are stopped).
+* neither: `NopPruner`.
+* `seed`: the sampler's seed (offset by the trials already asked when a sweep resumes, so a
+  resumed random search does not repeat them).
+
+Intermediate values are the objective metric's `log_metrics(step=..., <metric>=...)` points of
+the chief (master 0, else worker 0), reported at their step; a trial's value is the last one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..topology.sweep import SweepSpec
+from .space import grid_space
+
+#: The study's name inside its journal (one study per sweep directory).
+STUDY_NAME = "sweep"
+
+
+def _grid_sampler(space: dict[str, list[Any]], seed: int | None) -> Any:
+    """Optuna's GridSampler, without its `study.stop()` once the grid is done: that works only
+    inside `study.optimize`, and a sweep asks and tells (the controller knows how many trials)."""
+    import optuna
+
+    class GridSampler(optuna.samplers.GridSampler):
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            pass
+
+    return GridSampler(space, seed=seed)
+
+
+def sampler_for(spec: SweepSpec, asked: int = 0) -> Any:
+    import optuna
+
+    seed = None if spec.seed is None else spec.seed + asked
+    if spec.algorithm == "grid":
+        return _grid_sampler(grid_space(spec), spec.seed)
+    if spec.algorithm in ("bayes", "tpe"):
+        startup = spec.startup_trials if spec.startup_trials is not None else 10
+        return optuna.samplers.TPESampler(
+            seed=seed, n_startup_trials=max(0, startup - asked), multivariate=spec.algorithm == "bayes"
+        )
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def pruner_for(spec: SweepSpec) -> Any:
+    import optuna
+
+    pruning = spec.pruning
+    if pruning is None:
+        return optuna.pruners.NopPruner()
+    if pruning.kind == "hyperband":
+        return optuna.pruners.HyperbandPruner(
+            min_resource=1, max_resource=pruning.max_resource or "auto", reduction_factor=pruning.reduction_factor
+        )
+    if pruning.kind == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=pruning.min_trials,
+            n_warmup_steps=pruning.warmup_steps,
+            interval_steps=pruning.interval_steps,
+        )
+    return optuna.pruners.PercentilePruner(
+        pruning.percentile or 50.0,
+        n_startup_trials=pruning.min_trials,
+        n_warmup_steps=pruning.warmup_steps,
+        interval_steps=pruning.interval_steps,
+    )
+
+
+def storage_at(journal: Path) -> Any:
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return JournalStorage(JournalFileBackend(str(journal)))
+
+
+def open_study(spec: SweepSpec, journal: Path) -> Any:
+    """The sweep's study, created on first use, loaded (with its trials) afterwards."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = storage_at(journal)
+    direction = spec.objective.direction if spec.objective else "minimize"
+    study = optuna.create_study(study_name=STUDY_NAME, storage=storage, direction=direction, load_if_exists=True)
+    asked = len(study.get_trials(deepcopy=False))
+    study.sampler = sampler_for(spec, asked)
+    study.pruner = pruner_for(spec)
+    return study

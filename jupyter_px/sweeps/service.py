@@ -1,0 +1,250 @@
+"""`SweepService`: start, find, observe, keep, stop and resume sweeps; every surface calls it
+(the magics, the CLI, the REST handlers, `jupyter_px.sweep()` / `jupyter_px.Sweep`).
+
+Reads never act: `view` and `list` read `status.json` and look (without acting) whether the
+controller is there. The keepers are explicit: `keep` (called by `wait`) starts the controller
+again when an unfinished sweep has none, which resumes it; `stop` stops it and its trials.
+"""
+
+from __future__ import annotations
+
+import builtins
+import fcntl
+import os
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import detached
+from ..backends import get_backend
+from ..runstore import RunStore
+from ..runstore.models import CodeSpec, RunOwner
+from ..service import CodeSource, RunService, load_code, pickle_pushed
+from ..service.runs import check_run_name
+from ..topology import Topology, parse_topology, to_dict
+from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
+
+CONTROLLER_MODULE = "jupyter_px.sweeps.controller"
+#: How long `stop` waits for the controller to stop the trials and itself.
+STOP_TIMEOUT_S = 120.0
+
+
+class NoSweep(ValueError):
+    """A topology without a sweep section given where a sweep is expected."""
+
+
+@dataclass(frozen=True)
+class SweepView:
+    """A sweep as a read sees it: its record, its status, and what is wrong with its controller."""
+
+    record: SweepRecord
+    status: SweepStatus
+    owner_problem: str | None = None
+
+    @property
+    def sweep_id(self) -> str:
+        return self.record.sweep_id
+
+
+class SweepService:
+    def __init__(self, home: Path | str | None = None, *, runs: RunService | None = None):
+        self.runs = runs or RunService(RunStore(home))
+        self.store = SweepStore(self.runs.store.home)
+
+    def resolve(self, ref: str) -> str:
+        return self.store.resolve(ref)
+
+    # ---- start -------------------------------------------------------------------------------
+    def start(
+        self,
+        source: CodeSource,
+        topology: Topology | str | dict,
+        *,
+        name: str | None = None,
+        workdir: str | os.PathLike | None = None,
+        args: Sequence[str] = (),
+        language: str | None = None,
+        push: Mapping[str, Any] | None = None,
+        submitted_from: str = "api",
+    ) -> str:
+        """Validate, record and start a sweep (its controller); its id at once."""
+        name = check_run_name(name)
+        topo = parse_topology(topology)
+        spec = topo.sweep
+        if spec is None:
+            raise NoSweep("this topology has no sweep: add an hptuning: (Polyaxon v0) or matrix: (v1) section")
+        trial = topo.without_sweep()
+        get_backend(trial.backend_kind, self.runs.store, self.runs.kubernetes).check(trial)
+        code = load_code(source, language)
+        files: dict[str, bytes | str] = {code.entrypoint: code.text}
+        if push:
+            files["pushed.pkl"] = pickle_pushed(push)
+        sweep_id = self.store.new_id(name)
+        record = SweepRecord(
+            sweep_id=sweep_id,
+            name=name,
+            topology=to_dict(topo),
+            code=CodeSpec(
+                entrypoint=code.entrypoint,
+                language=code.language,
+                args=list(args),
+                source=code.origin,
+                pushed=sorted(push or {}),
+            ),
+            workdir=str(Path(workdir or os.getcwd()).resolve()),
+            submitted_from=submitted_from,
+        )
+        status = SweepStatus(
+            sweep_id=sweep_id,
+            n_trials=spec.n_trials,
+            concurrency=spec.concurrency,
+            objective=spec.objective.name if spec.objective else None,
+            direction=spec.objective.direction if spec.objective else None,
+        )
+        self.store.create(record, files, status)
+        self._start_controller(sweep_id)
+        return sweep_id
+
+    @contextmanager
+    def _owner_lock(self, sweep_id: str):
+        with open(self.store.paths(sweep_id).root / ".owner.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+    def _start_controller(self, sweep_id: str) -> bool:
+        """Start the controller unless one runs (one owner: decided under a lock). Whether one was started."""
+        paths = self.store.paths(sweep_id)
+        with self._owner_lock(sweep_id):
+            status = self.store.status(sweep_id)
+            if status.owner is not None and _identity(status.owner).alive():
+                return False
+            env = {k: v for k, v in detached.importable_environ().items() if _kept(k)}
+            env["PX_HOME"] = str(self.store.home)
+            env["PYTHONUNBUFFERED"] = "1"
+            with detached.start(
+                CONTROLLER_MODULE, [str(paths.root)], log_path=paths.log, cwd=paths.root, env=env
+            ) as child:
+                status.owner = RunOwner(kind=None, pid=child.identity.pid, started_at=child.identity.started_at)
+                self.store.write_status(status)
+                child.go()
+        return True
+
+    # ---- reads -------------------------------------------------------------------------------
+    def view(self, ref: str) -> SweepView:
+        sweep_id = self.resolve(ref)
+        status = self.store.status(sweep_id)
+        return SweepView(self.store.record(sweep_id), status, self._owner_problem(status))
+
+    def _owner_problem(self, status: SweepStatus) -> str | None:
+        if status.state.finished:
+            return None
+        if status.owner is None:
+            return "the sweep's controller was never started"
+        if _identity(status.owner).alive():
+            return None
+        return (
+            f"the sweep controller (pid {status.owner.pid}) is gone; "
+            "`jupyter px sweep resume` or wait() starts it again"
+        )
+
+    def list(self, limit: int | None = None) -> builtins.list[SweepView]:
+        views = []
+        for sweep_id in self.store.sweep_ids()[:limit]:
+            try:
+                views.append(self.view(sweep_id))
+            except (OSError, ValueError):
+                continue
+        return views
+
+    # ---- keepers -----------------------------------------------------------------------------
+    def resume(self, ref: str) -> bool:
+        """Start the controller of an unfinished sweep that has none (it resumes from the journal).
+        Whether one was started (False: one runs already)."""
+        sweep_id = self.resolve(ref)
+        status = self.store.status(sweep_id)
+        if status.state.finished:
+            raise ValueError(f"sweep {sweep_id} has finished ({status.state.value}); start a new one")
+        return self._start_controller(sweep_id)
+
+    def keep(self, ref: str) -> SweepStatus:
+        view = self.view(ref)
+        if view.owner_problem is not None:
+            self._start_controller(view.sweep_id)
+        return self.store.status(view.sweep_id)
+
+    def keep_all(self) -> int:
+        """Resume every unfinished sweep whose controller is gone; how many are unfinished."""
+        unfinished = 0
+        for view in self.list():
+            if not view.status.state.finished:
+                unfinished += 1
+                if view.owner_problem is not None:
+                    self._start_controller(view.sweep_id)
+        return unfinished
+
+    def wait(self, ref: str, timeout: float | None = None, poll: float = 0.5) -> SweepStatus:
+        sweep_id = self.resolve(ref)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            status = self.keep(sweep_id)
+            if status.state.finished:
+                return status
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"sweep {sweep_id} still {status.state.value} after {timeout} s")
+            time.sleep(poll)
+
+    def stop(self, ref: str, timeout: float = STOP_TIMEOUT_S) -> SweepStatus:
+        """Stop the sweep: its controller stops every running trial (each whole run), then itself.
+        Without a controller, the trials' runs are stopped here."""
+        sweep_id = self.resolve(ref)
+        paths = self.store.paths(sweep_id)
+        status = self.store.status(sweep_id)
+        if status.state.finished:
+            return status
+        paths.stop.write_text(str(time.time()))
+        owner = status.owner
+        if owner is not None and _identity(owner).alive():
+            detached.request_stop(_identity(owner))
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                status = self.store.status(sweep_id)
+                if status.state.finished:
+                    return status
+                if not _identity(owner).alive():
+                    break
+                time.sleep(0.1)
+        with self._owner_lock(sweep_id):
+            status = self.store.status(sweep_id)
+            if status.state.finished:
+                return status
+            for trial in status.trials:
+                if trial.state == TrialState.RUNNING and trial.run_id:
+                    self.runs.stop(trial.run_id)
+                    trial.state = TrialState.STOPPED
+                    trial.reason = "the sweep was stopped"
+            status.state = SweepState.STOPPED
+            status.message = "stopped on request (its controller was gone)"
+            status.finished_at = time.time()
+            self.store.write_status(status)
+            paths.stop.unlink(missing_ok=True)
+        return status
+
+    def trial_runs(self, ref: str) -> builtins.list[str]:
+        """The run ids of the sweep's trials, in trial order."""
+        status = self.store.status(self.resolve(ref))
+        return [t.run_id for t in sorted(status.trials, key=lambda t: t.number) if t.run_id]
+
+
+def _kept(name: str) -> bool:
+    """What the controller inherits: everything but a run's own variables (a sweep started from
+    inside a replica is not that replica's); Kubernetes settings and tunables stay."""
+    from ..backends.local.config import TUNABLES
+
+    return not name.startswith("PX_") or name.startswith("PX_K8S_") or name in TUNABLES or name == "PX_HOME"
+
+
+def _identity(owner: RunOwner) -> detached.ProcessIdentity:
+    return detached.ProcessIdentity(owner.pid, owner.started_at)

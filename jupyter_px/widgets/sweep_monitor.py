@@ -1,0 +1,219 @@
+"""The sweep monitor: the sweep's state and best trial, a trials table, the objective per trial
+(a live line per trial, by step) and a parallel-coordinates plot of the parameters and the value.
+
+Like the run monitor it only reads (the sweep's `status.json`, written by its controller) and
+updates from a background thread (the kernel's loop does not run while a cell blocks on
+`--wait`); a Stop button stops the sweep and its running trials. The thread ends after the
+final refresh of a finished sweep.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..sweeps.store import SweepStatus, TrialState
+from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
+
+#: Colours of trial states in the table (the run monitor's palette: done, stopped early, failed).
+STATE_COLOURS = {
+    TrialState.RUNNING: "#1f77b4",
+    TrialState.COMPLETE: "#2ca02c",
+    TrialState.PRUNED: "#ff7f0e",
+    TrialState.FAILED: "#d62728",
+    TrialState.STOPPED: "#7f7f7f",
+}
+
+
+def trials_table_html(status: SweepStatus) -> str:
+    """The trials table as HTML (best trial in bold)."""
+    head = "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in TRIAL_HEADERS)
+    body = []
+    for row, trial in zip(trial_rows(status), sorted(status.trials, key=lambda t: t.number), strict=True):
+        colour = STATE_COLOURS.get(trial.state, "inherit")
+        weight = "bold" if trial.number == status.best else "normal"
+        cells = []
+        for i, cell in enumerate(row):
+            style = f"padding:2px 8px;font-weight:{weight}" + (f";color:{colour}" if i == 1 else "")
+            cells.append(f"<td style='{style}'>{html.escape(cell)}</td>")
+        body.append(f"<tr class='px-sweep-trial'>{''.join(cells)}</tr>")
+    return (
+        "<table class='px-sweep-trials' style='border-collapse:collapse;font-family:monospace;font-size:12px'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def header_html(sweep_id: str, status: SweepStatus, owner_problem: str | None) -> str:
+    message = f" &mdash; {html.escape(status.message)}" if status.message else ""
+    problem = f"<div style='color:#d62728'>{html.escape(owner_problem)}</div>" if owner_problem else ""
+    return (
+        f"<div class='px-sweep-header'><b>sweep {html.escape(sweep_id)}</b>: {status.state.value}{message}"
+        f"<br>trials: {html.escape(counts_text(status))}; best: {html.escape(best_text(status))}{problem}</div>"
+    )
+
+
+def objective_figure(status: SweepStatus) -> Any:
+    """One line per trial: the objective's intermediate values by step."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for trial in sorted(status.trials, key=lambda t: t.number):
+        if not trial.intermediate:
+            continue
+        steps, values = zip(*trial.intermediate, strict=True)
+        best = trial.number == status.best
+        figure.add_scatter(
+            x=list(steps),
+            y=list(values),
+            mode="lines+markers",
+            name=f"trial {trial.number} ({trial.state.value.lower()})",
+            line={"width": 4 if best else 1.5, "dash": "dot" if trial.state == TrialState.PRUNED else "solid"},
+        )
+    figure.update_layout(
+        title=f"{status.objective or 'objective'} per trial",
+        xaxis_title="step",
+        yaxis_title=status.objective or "value",
+        height=320,
+        margin={"l": 50, "r": 10, "t": 40, "b": 40},
+    )
+    return figure
+
+
+def parallel_figure(status: SweepStatus) -> Any:
+    """Parallel coordinates: one axis per parameter (numbers as they are, text by category) and
+    the objective, one line per trial that has a value."""
+    import plotly.graph_objects as go
+
+    trials = [t for t in sorted(status.trials, key=lambda t: t.number) if t.value is not None]
+    names = sorted({name for t in trials for name in t.params})
+    dimensions = []
+    for name in names:
+        values = [t.params.get(name) for t in trials]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            dimensions.append({"label": name, "values": values})
+        else:
+            labels = sorted({str(v) for v in values})
+            dimensions.append(
+                {
+                    "label": name,
+                    "values": [labels.index(str(v)) for v in values],
+                    "tickvals": list(range(len(labels))),
+                    "ticktext": labels,
+                }
+            )
+    objective = [t.value for t in trials]
+    dimensions.append({"label": status.objective or "value", "values": objective})
+    figure = go.Figure(
+        go.Parcoords(
+            line={
+                "color": objective,
+                "colorscale": "Viridis",
+                "showscale": True,
+                "reversescale": status.direction == "minimize",
+            },
+            dimensions=dimensions,
+        )
+    )
+    figure.update_layout(title="parameters and objective", height=320, margin={"l": 60, "r": 60, "t": 60, "b": 30})
+    return figure
+
+
+class SweepMonitor(widgets.VBox):
+    """Live view of one sweep; `refresh()` reads its status once, `start()` keeps it updating."""
+
+    def __init__(self, sweep: Any, *, interval: float = 1.0, autostart: bool = True, **kwargs: Any):
+        import plotly.graph_objects as go
+
+        self.sweep = sweep
+        self.sweep_id = sweep.sweep_id
+        self.interval = interval
+        self.finished = False
+        self.last_status: SweepStatus | None = None
+        self._stop = threading.Event()
+        self._lock = threading.RLock()
+        self._thread: threading.Thread | None = None
+        self.header = widgets.HTML()
+        self.table = widgets.HTML()
+        self.stop_button = widgets.Button(description="Stop sweep", button_style="danger", icon="stop")
+        self.stop_button.on_click(lambda _: self._stop_sweep())
+        self.objective_plot = go.FigureWidget()
+        self.parallel_plot = go.FigureWidget()
+        self._shown_points: tuple = ()
+        super().__init__([self.header, self.stop_button, self.table, self.objective_plot, self.parallel_plot], **kwargs)
+        self.refresh()
+        if autostart and not self.finished:
+            self.start()
+
+    def __repr__(self) -> str:
+        status = self.last_status
+        state = status.state.value if status else "?"
+        return f"<SweepMonitor {self.sweep_id}: {state}>"
+
+    def refresh(self) -> SweepStatus:
+        import plotly.graph_objects as go
+
+        with self._lock:
+            view = self.sweep.service.view(self.sweep_id)
+            status = view.status
+            self.last_status = status
+            self.header.value = header_html(self.sweep_id, status, view.owner_problem)
+            self.table.value = trials_table_html(status)
+            points = tuple((t.number, t.state.value, len(t.intermediate), t.value) for t in status.trials)
+            if points != self._shown_points:  # redraw the plots only when a trial moved
+                self._shown_points = points
+                # New figure widgets, not edits of the old ones: a widget's saved state (what a
+                # saved notebook shows) holds the traces it was built with.
+                old = (self.objective_plot, self.parallel_plot)
+                self.objective_plot = go.FigureWidget(objective_figure(status))
+                self.parallel_plot = go.FigureWidget(parallel_figure(status))
+                self.children = [self.header, self.stop_button, self.table, self.objective_plot, self.parallel_plot]
+                for widget in old:
+                    widget.close()
+            self.finished = status.state.finished
+            self.stop_button.disabled = self.finished
+            return status
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name=f"px-sweep-monitor-{self.sweep_id}", daemon=True)
+        self._thread.start()
+
+    def stop_updates(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    @property
+    def updating(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.refresh()
+            except (OSError, ValueError):
+                continue
+            if self.finished:
+                return
+
+    def _stop_sweep(self) -> None:
+        self.stop_button.disabled = True
+        self.stop_button.description = "Stopping..."
+        threading.Thread(target=self._stop_in_background, daemon=True).start()
+
+    def _stop_in_background(self) -> None:
+        try:
+            self.sweep.stop()
+        finally:
+            self.stop_button.description = "Stop sweep"
+            self.refresh()
+
+    def show(self) -> Any:
+        from IPython.display import display
+
+        return display(self, display_id=True)

@@ -1,0 +1,83 @@
+"""The sweeps' REST routes against the real jupyter_server (pytest-jupyter), over real sweeps
+(single-process trials, a real controller)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from jupyter_server.auth import Authorizer
+from local_support import JOBS
+from tornado.httpclient import HTTPClientError
+
+import jupyter_px
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+pytestmark = pytest.mark.jobs
+
+QUICK = """
+hptuning:
+  concurrency: 2
+  matrix:
+    x: {values: [1, 3]}
+  metric: {name: loss, optimization: minimize}
+"""
+
+
+@pytest.fixture
+def jp_server_config(px_home):
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}, "JupyterPxApp": {"keeper_interval": 0}}
+
+
+async def get_json(jp_fetch, *parts, **kwargs):
+    response = await jp_fetch(*parts, **kwargs)
+    return json.loads(response.body)
+
+
+async def test_list_show_and_stop(jp_fetch, px_home, tmp_path):
+    done = jupyter_px.sweep(JOBS / "sweep_quick.py", QUICK, name="quick")
+    done.wait(timeout=300)
+    slow_script = tmp_path / "slow.py"
+    slow_script.write_text("import time\ntime.sleep(120)\n")
+    slow = jupyter_px.sweep(slow_script, QUICK, name="slow")
+    deadline = time.monotonic() + 60
+    while len(slow.trials()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    listing = await get_json(jp_fetch, "px/api/sweeps")
+    assert [s["name"] for s in listing["sweeps"]] == ["slow", "quick"]
+    assert "trials" not in listing["sweeps"][0]
+    detail = await get_json(jp_fetch, "px/api/sweeps/quick")
+    assert detail["state"] == "Succeeded" and detail["objective"] == "loss" and detail["direction"] == "minimize"
+    assert sorted(t["params"]["x"] for t in detail["trials"]) == [1, 3]
+    best = detail["trials"][detail["best"]]
+    assert best["params"] == {"x": 3} and best["value"] == pytest.approx(1 / 3)
+
+    stopped = await get_json(jp_fetch, "px/api/sweeps/slow", method="DELETE")
+    assert stopped["state"] == "Stopped"
+    assert {t["state"] for t in stopped["trials"]} == {"Stopped"}
+    assert all(run.status().state.value == "Stopped" for run in slow.trials())
+
+    with pytest.raises(HTTPClientError) as caught:
+        await jp_fetch("px/api/sweeps/nope")
+    assert caught.value.code == 404
+    assert "no sweep with id or name 'nope'" in json.loads(caught.value.response.body)["message"]
+
+
+class ReadOnly(Authorizer):
+    def is_authorized(self, handler, user, action, resource) -> bool:
+        return resource != "px" or action == "read"
+
+
+async def test_stopping_needs_write(jp_fetch, jp_serverapp, px_home, tmp_path):
+    script = tmp_path / "slow.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    sweep = jupyter_px.sweep(script, QUICK, name="guarded")
+    jp_serverapp.web_app.settings["authorizer"] = ReadOnly(parent=jp_serverapp)
+    assert (await jp_fetch("px/api/sweeps/guarded")).code == 200
+    with pytest.raises(HTTPClientError) as caught:
+        await jp_fetch("px/api/sweeps/guarded", method="DELETE")
+    assert caught.value.code == 403
+    assert not sweep.status().state.finished
+    sweep.stop()
