@@ -362,11 +362,11 @@ class Follower:
         try:
             while True:
                 if kind == "SNAPSHOT":
-                    self.pods = {pod["metadata"]["name"]: pod for pod in obj}
+                    self.pods = {pod["metadata"]["name"]: _slim(pod) for pod in obj}
                 elif kind == "DELETED":
                     self.pods.pop(obj["metadata"]["name"], None)
                 elif obj is not None:
-                    self.pods[obj["metadata"]["name"]] = obj
+                    self.pods[obj["metadata"]["name"]] = _slim(obj)
                 kind, obj = self.events.get_nowait()
         except queue.Empty:
             return True
@@ -499,6 +499,7 @@ class Follower:
         views = self._views()
         if native and state != RunState.STOPPED:
             still_running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
+            self.streams.snapshot(views, max(0.0, deadline - time.monotonic()))  # their logs so far, first
             delete_objects(self.cluster, still_running)
         while time.monotonic() < deadline:  # every replica's log to its end, a bounded few at a time
             self._drain_events(0.2)
@@ -518,6 +519,23 @@ class Follower:
                 log.warning("%s", error)
         log.info("run %s finished: %s", self.run_id, state.value)
         return 0
+
+
+def _slim(pod: dict[str, Any]) -> dict[str, Any]:
+    """What the follower reads of a pod: a pod's spec carries its whole environment (tens of KB in
+    a big run), which 1,000 pods held in memory would make hundreds of MB."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    keep = ("name", "uid", "labels", "deletionTimestamp", "deletionGracePeriodSeconds")
+    return {
+        "kind": "Pod",  # list items carry no kind; deleting one needs it
+        "apiVersion": "v1",
+        "metadata": {k: meta[k] for k in keep if k in meta},
+        "spec": {
+            "containers": [{"name": c.get("name")} for c in spec.get("containers") or []],
+            **{k: spec[k] for k in ("restartPolicy", "nodeName") if k in spec},
+        },
+        "status": pod.get("status") or {},
+    }
 
 
 def _leaders(topology: Any) -> set[tuple[str, int]]:

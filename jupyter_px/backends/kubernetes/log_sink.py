@@ -310,7 +310,14 @@ def open_log(cluster: Cluster, name: str, container: str, *, follow: bool, previ
 
 
 def read_instance(
-    cluster: Cluster, pod: dict[str, Any], container: str, stream: str, replica_log: ReplicaLog, *, previous: bool
+    cluster: Cluster,
+    pod: dict[str, Any],
+    container: str,
+    stream: str,
+    replica_log: ReplicaLog,
+    *,
+    previous: bool,
+    follow: bool = True,
 ) -> bool:
     """Read one container instance's log (`previous`: the one before the current) into the store
     from where it is stored up to; whether it was read to its end. Raises ApiException for a
@@ -319,7 +326,9 @@ def read_instance(
     position = replica_log.position_of(stream)
     if position.complete:
         return True
-    response = open_log(cluster, name, container, follow=not previous, previous=previous, since=position.last)
+    response = open_log(
+        cluster, name, container, follow=follow and not previous, previous=previous, since=position.last
+    )
     reader = LineReader(position)
     chunks: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
     receiver = threading.Thread(target=_receive, args=(response, chunks), name=f"px-k8s-recv-{name}", daemon=True)

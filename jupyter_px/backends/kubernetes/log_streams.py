@@ -171,6 +171,34 @@ class LogStreams:
             first = min(refused, key=lambda s: s.refused_since or 0.0)
             return first.refused, first.refused_since or 0.0  # type: ignore[return-value]
 
+    def snapshot(self, views: dict[Replica, tuple[dict[str, Any], ReplicaStatus]], timeout: float) -> None:
+        """Store what the still running replicas nobody streams have logged so far (a read that
+        does not follow), `MAX_COLLECT` at a time: before the run deletes them at its end."""
+        from concurrent.futures import ThreadPoolExecutor, wait
+
+        from .log_sink import read_instance
+
+        todo = []
+        for key, (pod, view) in views.items():
+            slot = self.slots.get(key)
+            if slot is None or not container_started(pod) or (slot.thread is not None and slot.thread.is_alive()):
+                continue
+            if view.state in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
+                continue  # collected as usual
+            todo.append((pod, f"{pod['metadata'].get('uid')}/{view.restarts}", self.logs[key]))
+
+        def read(pod: dict[str, Any], stream: str, replica_log: ReplicaLog) -> None:
+            container = main_container_name(pod) or "replica"
+            try:
+                read_instance(self.cluster, pod, container, stream, replica_log, previous=False, follow=False)
+            except (ApiException, HTTPError, OSError) as error:
+                log.info("log of %s before its deletion: %s", pod["metadata"]["name"], error)
+
+        if not todo:
+            return
+        with ThreadPoolExecutor(max_workers=MAX_COLLECT, thread_name_prefix="px-k8s-snapshot") as pool:
+            wait([pool.submit(read, *item) for item in todo], timeout=timeout)
+
     def join(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         for slot in list(self.slots.values()):

@@ -1,0 +1,130 @@
+"""The Kubernetes follower following a big run: its threads, sockets, memory and API requests.
+
+    python benchmarks/bench_k8s_follow.py [--workers 1000] [--duration 30] [--interval 1]
+
+A native PyTorch run with one master and `--workers` workers is submitted to the simulated
+cluster (tests/kube_sim) whose node is hollow (tests/kube_sim/hollow.py: pods run no process;
+each container prints a line every `--interval` s for `--duration` s, then exits 0). The run's
+real follower process follows it; five times a second the benchmark reads the follower's threads,
+open sockets and resident memory from /proc, and counts the HTTP requests the API server got
+while the run ran. At the end every replica's stored log is checked line by line: a lost line
+is reported (and the exit status is 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from kube_sim import Cluster, scheduling  # noqa: E402
+from kube_sim.hollow import HollowKubelet, Script  # noqa: E402
+
+
+def _proc(pid: int) -> tuple[int, int, int]:
+    """(threads, sockets, resident KiB) of a process; zeros once it is gone."""
+    try:
+        fields = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+        )
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0, 0, 0
+    sockets = 0
+    for fd in fds:
+        try:
+            sockets += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass
+    return int(fields["Threads"]), sockets, int(fields["VmRSS"].split()[0])
+
+
+def _kind(method: str, path: str) -> str:
+    """`GET pods/log`, `GET pods` (list or watch), `DELETE pods/<name>`..."""
+    parts = path.strip("/").split("/")
+    resource = parts[parts.index("namespaces") + 2 :] if "namespaces" in parts else parts[-1:]
+    named = "/<name>" if len(resource) >= 2 else ""
+    sub = "/" + resource[2] if len(resource) >= 3 else ""
+    return f"{method} {resource[0]}{sub if sub else named}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=1000)
+    parser.add_argument("--duration", type=float, default=30.0)
+    parser.add_argument("--interval", type=float, default=1.0)
+    args = parser.parse_args()
+    lines = int(args.duration / args.interval)
+    home = Path(tempfile.mkdtemp(prefix="px-bench-follow-"))
+    node = scheduling.node(cpu="100000", memory="100000Gi", pods=str(args.workers + 100))
+    cluster = Cluster(controllers=("gc", "scheduler"), node=node)
+    # the master ends last (its success ends the run): every worker's log is whole by then
+    script = Script(duration=args.duration, interval=args.interval, last="-master-0")
+    hollow = HollowKubelet(cluster.api, script)
+    with cluster:
+        hollow.start()
+        os.environ.update(
+            KUBECONFIG=cluster.kubeconfig(home / "kubeconfig"),
+            PX_HOME=str(home / "px"),
+            PX_K8S_CONFIG=str(home / "none.yaml"),
+            PX_K8S_IMAGE="python:3.11-slim",
+            PX_K8S_FOLLOWER_GIVE_UP_S="120",
+        )
+        import jupyter_px
+
+        topology = {
+            "framework": "pytorch",
+            "backend": "native",
+            "environment": {"replicas": {"n_workers": args.workers}},
+        }
+        started = time.perf_counter()
+        run = jupyter_px.submit("pass\n", topology)
+        submitted = time.perf_counter() - started
+        requests_before = len(cluster.requests)
+        pid = run.store.status(run.run_id).owner.pid
+        samples = []
+        follow_start = time.perf_counter()
+        while True:
+            status = run.store.status(run.run_id)
+            sample = _proc(pid)
+            if sample[0]:
+                samples.append(sample)
+            if status.state.finished and status.owner is None:
+                break
+            if time.perf_counter() - follow_start > args.duration * 4 + 300:
+                print("the run did not finish in time", file=sys.stderr)
+                return 2
+            time.sleep(0.2)
+        followed = time.perf_counter() - follow_start
+        requests = cluster.requests[requests_before:]
+        hollow.stop()
+    kinds = collections.Counter(_kind(m, p) for m, p in requests)
+    lost = 0
+    for replica in status.replicas:
+        stored = [line for line in run.logs(replica.role, replica.index, tail=None).splitlines() if " line " in line]
+        count = hollow.produced.get(f"{run.run_id}-{replica.role}-{replica.index}", 0)
+        want = [f"{run.run_id}-{replica.role}-{replica.index} line {n}" for n in range(count)]
+        lost += len(set(want) - set(stored)) + max(0, len(stored) - len(set(stored)))
+    threads = max(s[0] for s in samples)
+    sockets = max(s[1] for s in samples)
+    rss = max(s[2] for s in samples)
+    print(f"run: 1 master + {args.workers} workers, each {lines} log lines over {args.duration:.0f} s (hollow pods)")
+    print(f"submit: {submitted:.1f} s; followed until final status: {followed:.1f} s ({status.state.value})")
+    print(f"follower: at most {threads} threads, {sockets} open sockets, {rss / 1024:.0f} MiB resident")
+    per_minute = len(requests) / followed * 60
+    print(f"API requests while following: {len(requests)} ({per_minute:.0f}/min)")
+    for kind, count in kinds.most_common(6):
+        print(f"  {kind}: {count}")
+    print(f"log lines lost or doubled: {lost} of {sum(hollow.produced.values())}")
+    return 1 if lost else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
