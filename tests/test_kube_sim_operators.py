@@ -66,10 +66,14 @@ def test_mpijob_workers_run_what_the_operator_starts_and_the_launcher_may_run_as
     run.stop()
 
 
-def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypatch, px_home):
+@pytest.mark.parametrize("may_read_crds", [True, False])
+def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypatch, px_home, may_read_crds):
     """mpi-operator serves MPIJob as kubeflow.org/v2beta1 under the training operator's CRD name:
-    preflight reads which version is served and the job is rendered for it."""
+    preflight reads which version is served (from the CRD, or, where CRDs may not be read, by
+    listing each version) and the job is rendered for it."""
     with backend_cluster(tmp_path, monkeypatch, px_home, mpi_operator=True) as sim:
+        if not may_read_crds:
+            sim.fail("GET", "customresourcedefinitions", 403, "Forbidden", "cannot get CRDs", times=100)
         topology = {"framework": "mpi", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 2}}}
         run = jupyter_px.submit("print('rank')\n", topology)
         try:
