@@ -130,3 +130,18 @@ def test_max_restarts_on_kubeflow_lets_that_many_restarts_happen(sim, px_home, f
         c for c in job["status"]["conditions"] if c["status"] == "True" and c["type"] in ("Succeeded", "Failed")
     )
     assert condition["type"] == outcome, job["status"]
+
+
+def test_on_failure_with_no_restarts_allowed_is_not_restarted_on_native(sim, px_home):
+    """`restart_policy: OnFailure` with `max_restarts: 0` means no restart, as locally; a pod
+    whose policy is OnFailure is restarted by the kubelet without limit."""
+    topology = {
+        "framework": "pytorch",
+        "backend": "native",
+        "environment": {"restart_policy": "OnFailure", "max_restarts": 0, "replicas": {"n_workers": 0}},
+    }
+    run = jupyter_px.submit(FAIL_FIRST.format(failures=1), topology)
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Failed", status
+    assert [r.restarts for r in status.replicas] == [0], status.replicas
+    assert "attempt 1" in run.logs("master", 0) and "attempt 2" not in run.logs("master", 0)
