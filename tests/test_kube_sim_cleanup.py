@@ -11,6 +11,7 @@ from k8s_support import DEADLINE_S
 from kube_sim_support import backend_cluster, live_pods, wait_for
 
 import jupyter_px
+from jupyter_px.backends.base import BackendError
 
 pytestmark = pytest.mark.kube
 
@@ -62,6 +63,8 @@ def test_stop_on_a_finished_run_deletes_what_is_left(sim, px_home):
     run = jupyter_px.submit("print('done')\n", topology)
     assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"
     assert sim.list("pods"), "the finished pods are kept until the run is stopped"
+    with sim.outage(), pytest.raises(BackendError, match="is finished; deleting what it left on the cluster"):
+        run.stop()
     status = run.stop()
     assert status.state.value == "Succeeded", "stop keeps a finished run's outcome"
     wait_for(lambda: not sim.list("pods") and not sim.list("pytorchjobs"), "the finished run's objects to go")

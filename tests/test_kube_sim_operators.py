@@ -66,10 +66,14 @@ def test_mpijob_workers_run_what_the_operator_starts_and_the_launcher_may_run_as
     run.stop()
 
 
-def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypatch, px_home):
+@pytest.mark.parametrize("may_read_crds", [True, False])
+def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypatch, px_home, may_read_crds):
     """mpi-operator serves MPIJob as kubeflow.org/v2beta1 under the training operator's CRD name:
-    preflight reads which version is served and the job is rendered for it."""
+    preflight reads which version is served (from the CRD, or, where CRDs may not be read, by
+    listing each version) and the job is rendered for it."""
     with backend_cluster(tmp_path, monkeypatch, px_home, mpi_operator=True) as sim:
+        if not may_read_crds:
+            sim.fail("GET", "customresourcedefinitions", 403, "Forbidden", "cannot get CRDs", times=100)
         topology = {"framework": "mpi", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 2}}}
         run = jupyter_px.submit("print('rank')\n", topology)
         try:
@@ -126,3 +130,18 @@ def test_max_restarts_on_kubeflow_lets_that_many_restarts_happen(sim, px_home, f
         c for c in job["status"]["conditions"] if c["status"] == "True" and c["type"] in ("Succeeded", "Failed")
     )
     assert condition["type"] == outcome, job["status"]
+
+
+def test_on_failure_with_no_restarts_allowed_is_not_restarted_on_native(sim, px_home):
+    """`restart_policy: OnFailure` with `max_restarts: 0` means no restart, as locally; a pod
+    whose policy is OnFailure is restarted by the kubelet without limit."""
+    topology = {
+        "framework": "pytorch",
+        "backend": "native",
+        "environment": {"restart_policy": "OnFailure", "max_restarts": 0, "replicas": {"n_workers": 0}},
+    }
+    run = jupyter_px.submit(FAIL_FIRST.format(failures=1), topology)
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Failed", status
+    assert [r.restarts for r in status.replicas] == [0], status.replicas
+    assert "attempt 1" in run.logs("master", 0) and "attempt 2" not in run.logs("master", 0)

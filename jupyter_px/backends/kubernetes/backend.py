@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from urllib3.exceptions import HTTPError
+
 from ... import detached
 from ...runstore import RunState, RunStatus, atomic_write_json
 from ...runstore.models import Reason, RunOwner
@@ -253,6 +255,10 @@ class KubernetesBackend(Backend):
         cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
         try:
             delete_run(cluster, handle)
+        except (HTTPError, OSError) as error:
+            raise BackendError(
+                f"run {root.name} is finished; deleting what it left on the cluster ({handle.host}) failed: {error}"
+            ) from None
         finally:
             cluster.close()
 

@@ -79,7 +79,9 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         }
         env = env_list({**spec.env, **identity}, ctx)
         podspec = pod_spec(ctx, spec, [container("replica", spec, ctx, env, port)])
-        podspec.update(hostname=name, subdomain=base, restartPolicy=_POD_RESTART[spec.restart_policy])
+        # max_restarts 0: no restart, as locally (the kubelet would restart an OnFailure pod forever)
+        policy = "Never" if spec.max_restarts == 0 else _POD_RESTART[spec.restart_policy]
+        podspec.update(hostname=name, subdomain=base, restartPolicy=policy)
         restrict(podspec, ctx.settings)
         objects.append(
             {

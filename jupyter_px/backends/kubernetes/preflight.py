@@ -17,7 +17,7 @@ from urllib3.exceptions import HTTPError
 
 from ..base import BackendError
 from .client import Cluster, api_reason
-from .resources import KINDS, Kind
+from .resources import KINDS, Kind, kind_of
 
 
 class PreflightError(BackendError):
@@ -133,6 +133,16 @@ def mpijob_version(cluster: Cluster) -> str:
     try:
         crd = _crd(cluster, "mpijobs.kubeflow.org")
     except ApiException as error:
+        if error.status == 403:  # may not read CRDs (cluster-scoped): listing each version tells
+            for version in ("v1", "v2beta1"):
+                try:
+                    cluster.custom.list_namespaced_custom_object(
+                        "kubeflow.org", version, cluster.namespace, "mpijobs", limit=1
+                    )
+                    return version
+                except ApiException as inner:
+                    if inner.status != 404:
+                        break
         raise PreflightError(
             f"cannot read the MPIJob CRD to tell whether the training operator or mpi-operator serves MPIJobs "
             f"({api_reason(error)}): set PX_K8S_MPIJOB_VERSION (v1: training operator, v2beta1: mpi-operator)"
@@ -179,6 +189,8 @@ def trainer_version(cluster: Cluster) -> str:
     for field_name, release in TRAINER_PATCH_FIELDS.items():
         if field_name in fields:
             return release
+    if not fields:  # a CRD without a structural schema for spec prunes nothing: the newest API
+        return "v2.2"
     raise PreflightError(
         "this cluster's TrainJob (trainer.kubeflow.org/v1alpha1) has none of runtimePatches, podTemplateOverrides "
         "or podSpecOverrides: a Kubeflow Trainer version jupyter-px does not know; set PX_K8S_TRAINER_VERSION "
@@ -203,7 +215,7 @@ def preflight(cluster: Cluster, objects: list[dict[str, Any]], backend: str, run
     """Every check, cheapest first; PreflightError with one line at the first problem."""
     check_reachable(cluster)
     check_namespace(cluster)
-    kinds = [KINDS[k] for k in dict.fromkeys(obj["kind"] for obj in objects)]
+    kinds = list({obj["kind"]: kind_of(obj) for obj in objects}.values())  # at the version rendered
     for kind in kinds:
         if not kind.core:
             check_installed(cluster, kind, backend)
