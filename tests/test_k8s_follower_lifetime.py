@@ -74,9 +74,7 @@ def test_follower_ends_when_its_run_directory_is_deleted(kube, px_home, tmp_path
     assert kube.get("pods", master) is not None  # a deleted directory is not a request to stop the job
 
 
-def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_again(
-    kube, px_home, monkeypatch, tmp_path
-):
+def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_again(kube, px_home, monkeypatch, tmp_path):
     monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "2")
     go = tmp_path / "go"
     code = (
