@@ -109,14 +109,17 @@ def test_pending_reasons_come_from_the_scheduler_and_the_kubelet(kube, px_home):
 
 def test_follower_writes_states_logs_and_metrics(kube, px_home, tmp_path):
     """The master prints and reports metrics, then waits; worker-0 (restart policy OnFailure)
-    fails twice, so the kubelet restarts it at once and then backs off (CrashLoopBackOff), and
-    runs on the third start; the master ends the run."""
-    kube.kubelet.backoff_base = 5.0  # long enough for the back-off to be seen
-    tries, finish = tmp_path / "tries", tmp_path / "finish"
+    fails (once the follower has seen it run) and fails again at once, so the kubelet restarts it
+    at once and then backs off (CrashLoopBackOff), and it runs on the third start; the master
+    ends the run."""
+    kube.kubelet.backoff_base = 6.0  # long enough for the back-off to be seen
+    tries, fail, finish = tmp_path / "tries", tmp_path / "fail", tmp_path / "finish"
     worker = (
-        f"tries = open({str(tries)!r}, 'a+')\ntries.write('x')\ntries.seek(0)\n"
+        f"tries = open({str(tries)!r}, 'a+')\ntries.write('x')\ntries.seek(0)\ntries = len(tries.read())\n"
         "print('worker says hi', flush=True)\n"
-        "if len(tries.read()) < 3:\n    raise SystemExit(1)\n"
+        "if tries == 1:\n"
+        + "".join(f"    {line}\n" for line in wait_for_file(fail).splitlines())
+        + "if tries < 3:\n    raise SystemExit(1)\n"
         "import time\ntime.sleep(600)\n"
     )
     master = prints("starting\n" + metric_line(0, 1.0) + metric_line(1, 0.5)) + wait_for_file(finish) + prints("done\n")
@@ -128,10 +131,12 @@ def test_follower_writes_states_logs_and_metrics(kube, px_home, tmp_path):
         },
     }
     run = jupyter_px.submit(by_role(master=master, worker=worker), topology, name="follow")
+    wait_replica(run, "worker-0", "Running")
+    fail.touch()
     r = wait_replica(run, "worker-0", "Restarting", "CrashLoopBackOff")
-    assert r.restarts == 1 and "back-off 5s restarting failed container=replica" in r.message
-    r = wait_replica(run, "worker-0", "Running")
-    assert r.restarts == 2
+    assert r.restarts == 1 and "back-off 6s restarting failed container=replica" in r.message
+    wait_replica(run, "worker-0", "Running")
+    wait_until(lambda: replica(run, "worker-0").restarts == 2, what="the third start recorded")
     wait_until(lambda: len((run.metrics().get("master-0") or {}).get("loss", ())) == 2, what="metrics stored")
     assert list(run.metrics()["master-0"]["loss"].values) == [1.0, 0.5]
     wait_until(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
