@@ -236,3 +236,31 @@ def test_a_digest_is_read_once_until_the_run_changes(store):
     assert cache.reads == 4
     assert again.metric("loss").curves["lr-0"].summary.final == 0.0001
     assert again.metric("loss").best_run == "lr-0"
+
+
+# ---- the notebook's views ---------------------------------------------------------------------
+
+
+def test_parallel_coordinates_put_numeric_params_against_the_best_value(store):
+    ids = three_runs(store)
+    make_run(store, "text", curves={"loss": lambda k: 1.0}, params={"lr": "auto", "batch": 32})
+    from jupyter_px.compare.render import parallel_coordinates
+
+    figure = parallel_coordinates(compare_runs(store, ids))
+    dimensions = figure.data[0].dimensions
+    assert [d.label for d in dimensions] == ["lr", "loss best (min)"]  # the first metric (by name)
+    assert list(dimensions[0].values) == [0.001, 0.1, 0.01]
+    assert parallel_coordinates(compare_runs(store, [*ids, "text"])) is None  # lr is not a number everywhere
+    assert parallel_coordinates(compare_runs(store, ids[:1])) is None
+
+
+def test_the_static_twin_marks_the_best_run_and_carries_no_script(store):
+    from jupyter_px.compare.render import figure_bundle, table_bundle
+
+    comparison = compare_runs(store, three_runs(store))
+    static = figure_bundle(comparison)["text/html"]
+    assert static.count("<svg") == 2 and "<script" not in static
+    assert static.count("data-best='true'") == 2 and "data-run='lr-1' data-best='true'" in static
+    text = table_bundle(comparison)["text/plain"]
+    assert text.splitlines()[1].startswith("sweep-lr-0.1 (lr-1)")  # best first
+    assert "%px_tensorboard lr-0 lr-1 lr-2" in text

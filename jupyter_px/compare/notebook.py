@@ -1,7 +1,9 @@
 """`jupyter_px.compare(...)` and `%px_compare`: a comparison shown in a notebook.
 
 `compare()` returns a `RunComparison`: shown as a cell's result, it displays the curves (plotly,
-with a static SVG twin for saved notebooks), the sortable table and, in a live kernel, a button
+with a static SVG twin for saved notebooks), the sortable table, a parallel-coordinates plot of
+the numeric params that differ against the first metric's best value (a sweep's view; shown when
+there are such params) and, in a live kernel, a button
 that opens one TensorBoard over the same runs (`%px_tensorboard` with the same runs in a saved
 notebook). It is also data: `.comparison` (plain data, `compare.comparison.Comparison`),
 `.dataframe()` (pandas), `.figure()` (plotly), `.tensorboard()`.
@@ -15,7 +17,7 @@ from typing import Any
 from .comparison import Comparison, compare_runs
 from .digest import DigestCache
 from .downsample import DEFAULT_POINTS
-from .render import figure, figure_bundle, table_bundle
+from .render import figure, figure_bundle, parallel_bundle, table_bundle
 from .selection import select_runs
 
 __all__ = ["RunComparison", "compare"]
@@ -62,6 +64,9 @@ class RunComparison:
 
         display(figure_bundle(self.comparison), raw=True)
         display(table_bundle(self.comparison), raw=True)
+        parallel = parallel_bundle(self.comparison)  # a sweep's params against its objective
+        if parallel is not None:
+            display(parallel, raw=True)
         button = _tensorboard_button(self)
         if button is not None:
             display(button)

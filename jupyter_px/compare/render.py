@@ -19,7 +19,17 @@ from typing import Any
 from ..presentation.series import PALETTE
 from .comparison import Comparison, MetricComparison
 
-__all__ = ["figure", "figure_bundle", "svg_plot", "table_html", "table_text", "table_bundle", "tensorboard_hint"]
+__all__ = [
+    "figure",
+    "figure_bundle",
+    "parallel_coordinates",
+    "parallel_bundle",
+    "svg_plot",
+    "table_html",
+    "table_text",
+    "table_bundle",
+    "tensorboard_hint",
+]
 
 #: Panels drawn at most (one per metric); the table still lists every metric.
 MAX_PANELS = 12
@@ -90,6 +100,65 @@ def figure(comparison: Comparison) -> Any:
         margin={"l": 50, "r": 20, "t": 40, "b": 40},
     )
     return fig
+
+
+def parallel_coordinates(comparison: Comparison) -> Any | None:
+    """A plotly parallel-coordinates figure: an axis per numeric param that differs, then the
+    first metric's best value (its colour scale too), a line per run; how a sweep's params relate
+    to its objective. None when fewer than two runs or no numeric param differs."""
+    import plotly.graph_objects as go
+
+    from ..widgets.plots import _GREY, THEME_NEUTRAL
+
+    rows = comparison.rows()
+    first = comparison.metrics[0] if comparison.metrics else None
+    if len(rows) < 2 or first is None:
+        return None
+    numeric = [
+        name
+        for name in comparison.params
+        if all(
+            isinstance(row["params"].get(name), (int, float)) and not isinstance(row["params"].get(name), bool)
+            for row in rows
+        )
+    ]
+    if not numeric:
+        return None
+    best = [row["best"].get(first.name) for row in rows]
+    if any(value is None for value in best):
+        return None
+    dimensions = [{"label": name, "values": [row["params"][name] for row in rows]} for name in numeric]
+    dimensions.append({"label": f"{first.name} best ({first.optimisation})", "values": best})
+    figure = go.Figure(
+        go.Parcoords(
+            line={
+                "color": best,
+                "colorscale": "Viridis",
+                "reversescale": first.optimisation == "min",
+                "showscale": True,
+            },
+            dimensions=dimensions,
+            labelfont={"color": _GREY},
+            tickfont={"color": _GREY},
+        )
+    )
+    figure.update_layout(
+        **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
+        height=320,
+        margin={"l": 60, "r": 60, "t": 50, "b": 30},
+    )
+    return figure
+
+
+def parallel_bundle(comparison: Comparison) -> dict[str, Any] | None:
+    figure = parallel_coordinates(comparison)
+    if figure is None:
+        return None
+    names = [dimension["label"] for dimension in figure.data[0].dimensions]
+    return {
+        "application/vnd.plotly.v1+json": json.loads(figure.to_json()),
+        "text/plain": f"parallel coordinates of {len(comparison.runs)} runs: {', '.join(names)}",
+    }
 
 
 def svg_plot(comparison: Comparison, metric: MetricComparison, width: int = 640, height: int = 200) -> str:

@@ -173,7 +173,7 @@ function CompareContent(props: {
               </figcaption>
               <svg
                 className="jp-px-plot"
-                viewBox={`-60 -10 ${WIDTH + 80} ${HEIGHT + 40}`}
+                viewBox={`-80 -10 ${WIDTH + 100} ${HEIGHT + 40}`}
                 role="img"
                 aria-label={`${metric.name} by step, one line per run`}
               >
