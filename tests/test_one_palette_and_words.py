@@ -1,6 +1,6 @@
 """One colour per state, one colour per replica, one name for TensorFlow's chief and one phrasing
 for resources, on every surface of the notebook and the CLI (`jupyter_px.presentation.colors`,
-`labels`, `ranges`; the sidebar's stylesheet holds the same hex values)."""
+`labels`, `topology.ranges`; the sidebar's stylesheet holds the same hex values)."""
 
 from __future__ import annotations
 
@@ -138,3 +138,13 @@ def test_every_state_colour_reads_in_light_and_dark():
         for ground in ("#FFFFFF", "#111111"):  # JupyterLab Light's and Dark's backgrounds
             assert _contrast(color, ground) >= 3.0, (state, color, ground)
     assert len(set(STATE_COLORS.values())) == len(STATE_COLORS)  # one colour, one state
+
+
+def test_the_sidebar_stylesheet_holds_the_same_colours():
+    """style/base.css's --px-state-* and --px-replica-* variables are the notebook's colours, so a
+    Stopped run is one colour and replica 3 one line colour in the notebook, the CLI and the sidebar."""
+    css = (ROOT / "style" / "base.css").read_text()
+    declared = {name: value.lower() for name, value in re.findall(r"--px-([a-z]+-[a-z0-9]+):\s*(#[0-9a-fA-F]+);", css)}
+    expected = {f"state-{state.lower()}": color.lower() for state, color in STATE_COLORS.items()}
+    expected |= {f"replica-{i}": color.lower() for i, color in enumerate(REPLICA_COLORS)}
+    assert declared == expected

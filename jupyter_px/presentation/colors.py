@@ -2,7 +2,7 @@
 
 Defined once here; the notebook's HTML, widgets and plots take them from here, the CLI colours a
 state word with the same values (`ansi_state`), and the JupyterLab sidebar's stylesheet holds the
-same hex values (its `--jp-px-state-*` and trace variables): change them together.
+same hex values (its `--px-state-*` and `--px-replica-*` variables; a test keeps them equal).
 
 State colours are mid-tones that read on JupyterLab Light's white and JupyterLab Dark's
 near-black alike (each at least 3:1 against both, the contrast WCAG asks of graphics), so no theme

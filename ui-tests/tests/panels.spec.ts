@@ -83,7 +83,7 @@ for (const theme of ['light', 'dark'] as const) {
         .getPropertyValue('--px-state-stopped')
         .trim()
     );
-    expect(stopped).toBe('#9467bd');
+    expect(stopped).toBe('#8e7cc3');
     await sidebar(page).locator('.jp-px-filter-text').fill(prefix);
     const row = sidebar(page).locator(
       `li.jp-px-run[data-run-id="${prefix}-0000"]`

@@ -5,6 +5,8 @@ import { formatTick, layoutPlot, valuesAt } from '../plot';
 import type { MetricsModel } from './metricsModel';
 
 /** The plot's width before the panel has been measured (and in tests, where nothing is laid out). */
+/** Replica colours (`--px-replica-N` in style/base.css, the notebook's presentation/colors.py). */
+const REPLICA_COLOURS = 10;
 const DEFAULT_WIDTH = 640;
 const HEIGHT = 300;
 /** Room around the plotting box for the tick labels. */
@@ -182,7 +184,7 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                 {plot.traces.map((trace, i) => (
                   <path
                     key={trace.label}
-                    className={`jp-px-trace jp-px-trace-${i % 8}`}
+                    className={`jp-px-trace jp-px-trace-${i % REPLICA_COLOURS}`}
                     data-replica={trace.label}
                     d={trace.path}
                     fill="none"
@@ -214,7 +216,7 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                 </span>
                 {hover.values.map(({ label, value }, i) => (
                   <span key={label} className="jp-px-hover-value">
-                    <span className={`jp-px-swatch jp-px-trace-${i % 8}`} />{' '}
+                    <span className={`jp-px-swatch jp-px-trace-${i % REPLICA_COLOURS}`} />{' '}
                     {label}: {value === null ? '–' : formatTick(value)}
                   </span>
                 ))}
@@ -223,7 +225,7 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
             <ul className="jp-px-legend">
               {plot.traces.map((trace, i) => (
                 <li key={trace.label}>
-                  <span className={`jp-px-swatch jp-px-trace-${i % 8}`} />{' '}
+                  <span className={`jp-px-swatch jp-px-trace-${i % REPLICA_COLOURS}`} />{' '}
                   {trace.label}
                   {trace.last !== null && `: ${formatTick(trace.last)}`}
                 </li>
