@@ -171,16 +171,26 @@ def wait_for_file(path: Path) -> str:
     return f"import os, time\nwhile not os.path.exists({str(path)!r}):\n    time.sleep(0.05)\n"
 
 
+#: The simulation without its node (no scheduler, no kubelet): the API server and the operators
+#: act, pods stay Pending and run no process. For tests about objects only (mark them
+#: `pods_stay_pending`), so the lane does not start processes it does not look at.
+WITHOUT_NODE = ("gc", "job-controller", "jobset-controller", "training-operator", "trainer")
+
+
 @pytest.fixture(name="kube")
-def kube_fixture(tmp_path, monkeypatch, px_home):
+def kube_fixture(request, tmp_path, monkeypatch, px_home):
     """The simulated cluster (API server, operators, scheduler, a kubelet whose pods are real
-    processes), reachable through KUBECONFIG; container restarts back off from 0.5 s.
+    processes), reachable through KUBECONFIG; container restarts back off from 0.5 s. A test
+    marked `pods_stay_pending` gets it without scheduler and kubelet (`WITHOUT_NODE`).
 
     At teardown, while the cluster still answers, every follower of a run in this test's store is
     ended, and the test fails if one is still alive afterwards. Should this teardown never run
     (the test process killed), followers still end by themselves: a minute after the server is
     gone (`PX_K8S_FOLLOWER_GIVE_UP_S`) or when pytest deletes the temporary store."""
-    with Cluster(namespaces=("default", "ml"), kubelet={"backoff_base": 0.5}) as cluster:
+    options: dict[str, Any] = {"kubelet": {"backoff_base": 0.5}}
+    if request.node.get_closest_marker("pods_stay_pending"):
+        options = {"controllers": WITHOUT_NODE}
+    with Cluster(namespaces=("default", "ml"), **options) as cluster:
         use_cluster(cluster, tmp_path, monkeypatch)
         try:
             yield cluster

@@ -42,6 +42,7 @@ def follower_of(run) -> int:
     return run.store.status(run.run_id).owner.pid
 
 
+@pytest.mark.pods_stay_pending
 def test_a_new_run_is_followed_once_however_often_it_is_kept(kube, px_home):
     """The follower is frozen (SIGSTOP) the moment `submit` returns, wherever it is: still in exec,
     importing, or waiting for its first status. Every keeper's look in that state must see it."""
@@ -141,6 +142,7 @@ def test_give_up_setting_is_checked(monkeypatch, tmp_path):
     assert load_settings().follower_give_up_s == 45
 
 
+@pytest.mark.pods_stay_pending
 def test_a_follower_is_known_by_pid_and_creation_time(kube, px_home):
     run = jupyter_px.submit("pass\n", TORCH)
     pid = follower_of(run)

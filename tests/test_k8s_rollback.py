@@ -31,6 +31,7 @@ def everything(kube) -> list[str]:
     ]
 
 
+@pytest.mark.pods_stay_pending
 def test_a_lost_configmap_answer_leaves_nothing_on_the_cluster(kube, px_home):
     kube.fail("POST", "configmaps", 504, "Timeout", "the gateway timed out", lost=True, times=EVERY_TRY)
     with pytest.raises(BackendError) as error:
@@ -40,6 +41,7 @@ def test_a_lost_configmap_answer_leaves_nothing_on_the_cluster(kube, px_home):
     assert RunStore(px_home).run_ids() == []  # confirmed: nothing to keep the record for
 
 
+@pytest.mark.pods_stay_pending
 def test_a_lost_pod_answer_is_deleted_with_the_rest(kube, px_home):
     kube.fail("POST", "pods", 500, "InternalError", "etcd timeout", nth=2, lost=True, times=EVERY_TRY)
     with pytest.raises(BackendError) as error:
@@ -49,6 +51,7 @@ def test_a_lost_pod_answer_is_deleted_with_the_rest(kube, px_home):
     assert RunStore(px_home).run_ids() == []
 
 
+@pytest.mark.pods_stay_pending
 def test_an_unconfirmed_rollback_keeps_the_run_until_stop_deletes_what_is_left(kube, px_home):
     from jupyter_px.backends import RunLeftBehind
 

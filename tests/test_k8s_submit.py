@@ -21,6 +21,7 @@ TF_KUBEFLOW = {
 }
 
 
+@pytest.mark.pods_stay_pending
 def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home):
     run = jupyter_px.submit("print('hi')\n", TORCH, name="demo")
     assert run.record.backend == "native"
@@ -43,6 +44,7 @@ def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home
     assert not kube.list("pods") and not kube.list("services") and not kube.list("configmaps")
 
 
+@pytest.mark.pods_stay_pending
 def test_a_service_configured_with_a_namespace_submits_there(kube, px_home):
     """A Jupyter server configured with `kubernetes_namespace` submits its runs there (its run
     service carries the setting), whatever the settings file and PX_K8S_* say."""
@@ -92,6 +94,7 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
     run.stop()
 
 
+@pytest.mark.pods_stay_pending
 def test_partial_failure_rolls_back_and_reports_the_api_reason(kube, px_home):
     kube.fail("POST", "pods", 422, "Invalid", 'Pod "x" is invalid: spec.containers[0].image: Required value', nth=2)
     with pytest.raises(BackendError) as error:
@@ -103,6 +106,7 @@ def test_partial_failure_rolls_back_and_reports_the_api_reason(kube, px_home):
     assert RunStore(px_home).run_ids() == []  # the run store keeps nothing of a run that did not start
 
 
+@pytest.mark.pods_stay_pending
 def test_already_exists_is_reported(kube, px_home):
     kube.fail("POST", "services", 409, "AlreadyExists", 'services "x" already exists')
     with pytest.raises(BackendError, match="409.*already exists"):
@@ -110,6 +114,7 @@ def test_already_exists_is_reported(kube, px_home):
     assert not kube.list("configmaps") and not kube.list("pods")
 
 
+@pytest.mark.pods_stay_pending
 def test_kubeflow_submit_creates_the_job_owned_by_the_configmap(kube, px_home):
     run = jupyter_px.submit("pass\n", TF_KUBEFLOW)
     (job,) = kube.list("tfjobs")
@@ -120,6 +125,7 @@ def test_kubeflow_submit_creates_the_job_owned_by_the_configmap(kube, px_home):
     assert run.status().state.value == "Stopped"
 
 
+@pytest.mark.pods_stay_pending
 def test_trainer_backend_submits_a_trainjob(kube, px_home, monkeypatch):
     import jupyter_px.backends.kubernetes.preflight as preflight_module
 
@@ -140,6 +146,7 @@ def test_trainer_backend_submits_a_trainjob(kube, px_home, monkeypatch):
     assert not kube.list("trainjobs")
 
 
+@pytest.mark.pods_stay_pending
 @pytest.mark.parametrize(
     ("setup", "expected"),
     [
@@ -186,6 +193,7 @@ def test_no_configuration_at_all(tmp_path, monkeypatch, px_home):
         jupyter_px.submit("pass\n", TORCH)
 
 
+@pytest.mark.pods_stay_pending
 def test_thousand_worker_create_uses_bounded_parallelism(kube, px_home):
     kube.latency = 0.002
     topology = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 999}}}

@@ -5,11 +5,10 @@ cluster they fail (the expected failures are listed in tests/kube_sim/README.md)
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
-from k8s_support import DEADLINE_S, stop_followers
+from k8s_support import DEADLINE_S, stop_followers, use_cluster
 from kube_sim import Cluster
 
 import jupyter_px
@@ -34,18 +33,12 @@ PRINT_ENV = (
 
 @pytest.fixture(name="sim")
 def sim_fixture(tmp_path, monkeypatch, px_home):
-    """The simulated cluster (API server, controllers, kubelet) through KUBECONFIG, as the old
-    fake's `kube` fixture set it up."""
+    """The simulated cluster (API server, controllers, kubelet) through KUBECONFIG, set up as the
+    `kube` fixture does, and skipped where pods cannot have their own names and addresses."""
     with Cluster(namespaces=("default", "ml"), kubelet={"backoff_base": 0.5}) as cluster:
         if not cluster.kubelet.isolated:
             pytest.skip(f"pods cannot have their own names and addresses here: {cluster.kubelet.not_isolated_because}")
-        monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig(tmp_path / "kubeconfig"))
-        monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
-        monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
-        for name in list(os.environ):
-            if name.startswith("PX_K8S_") and name not in ("PX_K8S_CONFIG", "PX_K8S_IMAGE"):
-                monkeypatch.delenv(name)
-        monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "60")
+        use_cluster(cluster, tmp_path, monkeypatch)
         try:
             yield cluster
         finally:
