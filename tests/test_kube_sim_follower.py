@@ -9,6 +9,7 @@ each test decides when a pod moves on, not the machine's load."""
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import time
@@ -388,3 +389,34 @@ def test_a_job_whose_pods_a_quota_refuses_waits_with_the_reason(sim, px_home):
     assert status.state.value == "Pending", status
     assert "exceeded quota" in status.message, status.message
     run.stop()
+
+
+# ---- a big run: bounded log reads, no line lost -------------------------------------------------
+
+
+def test_a_run_above_the_streaming_limit_collects_every_log_once(tmp_path, monkeypatch, px_home):
+    """Above 16 replicas only the master is streamed; every worker's log is read once its
+    container ended, whole (hollow pods: no processes, a scripted line every 0.2 s)."""
+    from kube_sim import scheduling
+    from kube_sim.hollow import HollowKubelet, Script
+
+    cluster = Cluster(controllers=("gc", "scheduler"), node=scheduling.node(pods="200"))
+    hollow = HollowKubelet(cluster.api, Script(duration=2.0, interval=0.2, last="-master-0"))
+    with cluster:
+        hollow.start()
+        monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig(tmp_path / "kubeconfig"))
+        monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
+        monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
+        try:
+            run = jupyter_px.submit("pass\n", native(24))
+            status = run.wait(timeout=DEADLINE_S)
+            assert status.state.value == "Succeeded", status
+            for r in status.replicas:
+                name = f"{run.run_id}-{r.role}-{r.index}"
+                lines = [line for line in stored(run, r.role, r.index).splitlines() if line.startswith(name)]
+                assert lines == [f"{name} line {n}" for n in range(hollow.produced[name])], (name, lines)
+            log_reads = collections.Counter(path for method, path in cluster.requests if path.endswith("/log"))
+            assert len(log_reads) == 25 and max(log_reads.values()) <= 2, log_reads
+        finally:
+            stop_followers(px_home)
+            hollow.stop()
