@@ -32,7 +32,7 @@ from ..runstore import RunNotFound
 from .handlers import PxHandler, PxState, finite_json
 from .models import CompareRequest, CompareTensorBoardRequest, Comparison, ErrorReply, TensorBoardStarted, dump
 
-__all__ = ["ROUTES", "CompareHandler", "CompareTensorBoardHandler", "route_arguments"]
+__all__ = ["ROUTES", "CompareHandler", "CompareTensorBoardHandler", "routes"]
 
 
 class CompareHandler(PxHandler):
@@ -118,6 +118,11 @@ ROUTES = [
 ]
 
 
-def route_arguments(state: PxState) -> dict[str, Any]:
-    """The handlers' arguments: the server's state and one digest cache for the server's life."""
-    return {"state": state, "digests": DigestCache(state.store)}
+def routes(state: PxState) -> list[tuple[str, type[PxHandler], dict[str, Any]]]:
+    """(path, handler, its arguments): the server's state, and for the comparison one digest cache
+    for the server's life."""
+    digests = DigestCache(state.store)
+    return [
+        (path, handler, {"state": state, "digests": digests} if handler is CompareHandler else {"state": state})
+        for path, handler in ROUTES
+    ]
