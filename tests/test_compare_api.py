@@ -98,6 +98,14 @@ async def test_bad_requests_name_what_is_wrong(jp_fetch, runs, body, message):
     assert code == 400 and message in text, text
 
 
+async def test_tensorboard_over_runs_refuses_what_is_not_a_run(jp_fetch, runs):
+    for body, message in [({"runs": ["lr-0", "nope"]}, "no run with id or name 'nope'"), ({"runs": []}, "runs")]:
+        with pytest.raises(HTTPClientError) as caught:
+            await jp_fetch("px", "api", "compare", "tensorboard", method="POST", body=json.dumps(body))
+        assert caught.value.code == 400
+        assert message in json.loads(caught.value.response.body)["message"]
+
+
 async def test_without_credentials_nothing_is_answered(jp_fetch, runs):
     code, _ = await refused(jp_fetch, {"runs": runs}, headers={"Authorization": ""})
     assert code == 403

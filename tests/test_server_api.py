@@ -657,11 +657,12 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     """Enumerate what the server registered (not our own list): every method of every px route
     refuses an anonymous request, and nothing happens (no run created, none stopped)."""
     from jupyter_px.server import ROUTES
+    from jupyter_px.server.compare_handlers import ROUTES as COMPARE_ROUTES
 
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) == 8
+    assert len(routes) == len(ROUTES) + len(COMPARE_ROUTES) == 10
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -675,8 +676,9 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
                 await http_server_client.fetch(url, method=method, body=body, follow_redirects=False)
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
-    # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, logs, metrics, tensorboard
-    assert tried == 10
+    # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, logs, metrics, tensorboard,
+    # compare POST, compare/tensorboard POST
+    assert tried == 12
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 
