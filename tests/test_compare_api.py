@@ -98,6 +98,14 @@ async def test_bad_requests_name_what_is_wrong(jp_fetch, runs, body, message):
     assert code == 400 and message in text, text
 
 
+async def test_tensorboard_over_runs_refuses_what_is_not_a_run(jp_fetch, runs):
+    for body, message in [({"runs": ["lr-0", "nope"]}, "no run with id or name 'nope'"), ({"runs": []}, "runs")]:
+        with pytest.raises(HTTPClientError) as caught:
+            await jp_fetch("px", "api", "compare", "tensorboard", method="POST", body=json.dumps(body))
+        assert caught.value.code == 400
+        assert message in json.loads(caught.value.response.body)["message"]
+
+
 async def test_without_credentials_nothing_is_answered(jp_fetch, runs):
     code, _ = await refused(jp_fetch, {"runs": runs}, headers={"Authorization": ""})
     assert code == 403
@@ -125,3 +133,27 @@ async def test_the_server_reads_each_run_once_until_it_changes(jp_fetch, jp_serv
         handle.write('{"step":5000,"time":1.0,"metrics":{"loss":0.00001,"acc":0.1}}\n')
     changed = await compare(jp_fetch, {"runs": runs, "metrics": ["loss"]})
     assert cache.reads == 4 and changed["metrics"][0]["best_run"] == "lr-0"
+
+
+@pytest.mark.tensorboard
+async def test_one_tensorboard_over_the_compared_runs(jp_fetch, jp_base_url, runs, px_home):
+    from jupyter_px import tensorboard
+
+    async def start() -> dict:
+        body = json.dumps({"runs": runs[:2]})
+        response = await jp_fetch("px", "api", "compare", "tensorboard", method="POST", body=body)
+        return json.loads(response.body)
+
+    try:
+        first = await start()
+        assert first["status"] == "launched"
+        assert first["url"] == f"{jp_base_url}px/tensorboard/{first['port']}/"
+        served = await jp_fetch(*first["url"][len(jp_base_url) :].strip("/").split("/"), "data", "logdir")
+        assert served.code == 200
+        again = await start()
+        assert again["status"] == "reused" and again["key"] == first["key"]
+        (server,) = [info for info in tensorboard.list_servers(px_home) if info.key == first["key"]]
+        assert server.port == first["port"]
+    finally:
+        for server in tensorboard.list_servers(px_home):
+            tensorboard.stop(server.key, home=px_home)

@@ -359,7 +359,8 @@ def test_unload_ext_removes_every_magic(ip):
     from jupyter_px.magics import MAGIC_CLASSES
 
     names = {(kind, name) for magics in MAGIC_CLASSES for kind, found in magics.magics.items() for name in found}
-    assert ("line", "px_runs") in names and ("cell", "px_distributed") in names and len(names) == 13
+    assert ("line", "px_runs") in names and ("cell", "px_distributed") in names and ("line", "px_compare") in names
+    assert len(names) == 13
     registered = ip.magics_manager.magics
     assert all(name in registered[kind] for kind, name in names)
     ip.run_line_magic("unload_ext", "jupyter_px")

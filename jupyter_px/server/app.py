@@ -161,8 +161,8 @@ class JupyterPxApp(ExtensionApp):
         self.handlers.extend((path + "/?", getattr(handlers, name), {"state": self.state}) for path, name in ROUTES)
         from . import compare_handlers  # run comparison: its own module, one digest cache for the server's life
 
-        compare_routes = compare_handlers.routes(self.state)
-        self.handlers.extend((path + "/?", handler, kwargs) for path, handler, kwargs in compare_routes)
+        compare_arguments = compare_handlers.route_arguments(self.state)
+        self.handlers.extend((path + "/?", handler, compare_arguments) for path, handler in compare_handlers.ROUTES)
         from .sweep_handlers import SWEEP_ROUTES
 
         self.handlers.extend((path + "/?", handler, {"state": self.state}) for path, handler in SWEEP_ROUTES)

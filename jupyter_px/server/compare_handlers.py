@@ -32,18 +32,22 @@ from ..runstore import RunNotFound
 from .handlers import PxHandler, PxState, finite_json
 from .models import CompareRequest, CompareTensorBoardRequest, Comparison, ErrorReply, TensorBoardStarted, dump
 
-__all__ = ["ROUTES", "CompareHandler", "CompareTensorBoardHandler", "routes"]
+__all__ = ["ROUTES", "CompareHandler", "CompareTensorBoardHandler", "route_arguments"]
 
 
-class CompareHandler(PxHandler):
-    """`POST px/api/compare` `{runs?, pattern?, sweep?, metrics?, points?, optimisation?, all_params?}`:
-    per metric a curve per run (at most `points` points each, MinMaxLTTB) and the best run; the
-    table of final and best values and the params that differ. 400 names what cannot be used (a
-    run that does not exist, a pattern that matches nothing, a metric no run has)."""
+class _CompareRoute(PxHandler):
+    """What both routes are given: the server's state and its digest cache (`route_arguments`)."""
 
     def initialize(self, state: PxState, digests: DigestCache | None = None) -> None:
         super().initialize(state)
         self.digests = digests or DigestCache(state.store)
+
+
+class CompareHandler(_CompareRoute):
+    """`POST px/api/compare` `{runs?, pattern?, sweep?, metrics?, points?, optimisation?, all_params?}`:
+    per metric a curve per run (at most `points` points each, MinMaxLTTB) and the best run; the
+    table of final and best values and the params that differ. 400 names what cannot be used (a
+    run that does not exist, a pattern that matches nothing, a metric no run has)."""
 
     def _compare(self, body: CompareRequest) -> tuple[str, float]:
         """The answer's JSON text, and the thread's CPU time it took (ms)."""
@@ -75,7 +79,7 @@ class CompareHandler(PxHandler):
         self.finish(answer)
 
 
-class CompareTensorBoardHandler(PxHandler):
+class CompareTensorBoardHandler(_CompareRoute):
     """`POST px/api/compare/tensorboard` `{runs: [...]}`: one TensorBoard over these runs (started or
     reused), through the server's authenticated TensorBoard route."""
 
@@ -118,11 +122,6 @@ ROUTES = [
 ]
 
 
-def routes(state: PxState) -> list[tuple[str, type[PxHandler], dict[str, Any]]]:
-    """(path, handler, its arguments): the server's state, and for the comparison one digest cache
-    for the server's life."""
-    digests = DigestCache(state.store)
-    return [
-        (path, handler, {"state": state, "digests": digests} if handler is CompareHandler else {"state": state})
-        for path, handler in ROUTES
-    ]
+def route_arguments(state: PxState) -> dict[str, Any]:
+    """The handlers' arguments: the server's state and one digest cache for the server's life."""
+    return {"state": state, "digests": DigestCache(state.store)}
