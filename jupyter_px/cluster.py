@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .topology import Topology
+if TYPE_CHECKING:  # only annotations: this module is shipped into Kubernetes pods (standard library only)
+    from .topology import Topology
 
 #: Ports Kubeflow's operators use in a cluster; locally each replica gets a free port instead.
 KUBERNETES_PORTS = {"tensorflow": 2222, "pytorch": 23456, "mxnet": 9091, "horovod": 2222, "mpi": 2222, None: 2222}

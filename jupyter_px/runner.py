@@ -24,6 +24,7 @@ Two more modes, both used only by the local backend:
   and TensorBoard paths, cores), so tracking files land under the worker, not the launcher.
 * PyTorch with `processes_per_replica: N > 1`: the replica process starts N copies of itself
   with LOCAL_RANK/RANK/WORLD_SIZE set as torchrun would, and fails if any of them fails.
+  Variables too large for an exec (a 5,000-replica PX_CLUSTER) reach them through a file.
 
 This module must stay light to import: it runs in every replica before the user's code, so it
 uses only the standard library (no pydantic, no jupyter_px.runstore).
@@ -32,6 +33,7 @@ uses only the standard library (no pydantic, no jupyter_px.runstore).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import pickle
@@ -115,14 +117,48 @@ def _local_rank_env(local_rank: int, nproc: int) -> dict[str, str]:
     }
 
 
+#: Linux refuses an exec whose single environment string exceeds 32 pages (128 KiB, MAX_ARG_STRLEN):
+#: a large run's PX_CLUSTER can. Values above this size reach the local ranks through a file.
+SPILL_ABOVE = 64 * 1024
+#: The variable naming that file (JSON object of the spilled variables) in a local rank's environment.
+SPILLED_ENV = "PX_SPILLED_ENV"
+
+
+def _spill_large_values(env: dict[str, str]) -> str | None:
+    """Move `env`'s oversized values into a private temporary file named by PX_SPILLED_ENV (the
+    rank restores them with `_restore_spilled_env` before any user code runs). Returns its path."""
+    import tempfile
+
+    large = {name: value for name, value in env.items() if len(name) + len(value) + 1 > SPILL_ABOVE}
+    if not large:
+        return None
+    fd, path = tempfile.mkstemp(prefix="px-env-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        json.dump(large, file)
+    for name in large:
+        del env[name]
+    env[SPILLED_ENV] = path
+    return path
+
+
+def _restore_spilled_env() -> None:
+    path = os.environ.pop(SPILLED_ENV, None)
+    if path:
+        with open(path, encoding="utf-8") as file:
+            os.environ.update(json.load(file))
+
+
 def _run_local_group(run_dir: Path, nproc: int) -> int:
     """Start `nproc` processes of this replica (torchrun-style ranks); fail fast if one fails."""
     import subprocess
     import time
 
     procs = []
+    spilled: list[str] = []
     for local_rank in range(nproc):
         env = dict(os.environ, **_local_rank_env(local_rank, nproc))
+        if path := _spill_large_values(env):
+            spilled.append(path)
         procs.append(
             subprocess.Popen(
                 [sys.executable, "-m", "jupyter_px.runner", str(run_dir)], env=env, preexec_fn=_set_parent_death_signal
@@ -149,6 +185,9 @@ def _run_local_group(run_dir: Path, nproc: int) -> int:
         p.wait()
         if code == 0 and p.returncode != 0:
             code = p.returncode
+    for path in spilled:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
     return code if code >= 0 else 128 - code
 
 
@@ -272,6 +311,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         _mpi_host()
     if len(args) != 1:
         _die(USAGE, 2)
+    _restore_spilled_env()
     run_dir = Path(args[0]).resolve()
     record = _read_record(run_dir)
     _adopt_mpi_rank(run_dir)

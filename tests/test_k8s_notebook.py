@@ -17,6 +17,8 @@ import pytest
 from k8s_support import kube_fixture, running, terminated  # noqa: F401 (kube_fixture: the `kube` fixture)
 from nbclient import NotebookClient
 
+from jupyter_px.backends.kubernetes.pod_entry import cluster_contract
+
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "kubernetes.ipynb"
 
 
@@ -30,6 +32,9 @@ def play_kubelet(kube, stop: threading.Event) -> None:
                 continue
             done.add(name)
             env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+            # what the pod's entry point adds from the run's cluster description in its ConfigMap
+            (configmap,) = [c for c in kube.list("configmaps") if c["metadata"]["name"] == pod["spec"]["subdomain"]]
+            env.update(cluster_contract(json.loads(configmap["data"]["run.cluster.json"]), env))
             kube.set_pod_status(name, running())
             lines = [
                 f"{env['PX_TASK_TYPE']}-{env['PX_TASK_INDEX']}: MASTER_ADDR={env['MASTER_ADDR']} RANK={env['RANK']}"

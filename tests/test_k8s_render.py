@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from k8s_pod_env import prepared_env
 from k8s_schemas import CRDS, crd_text, validate
 from outside_data import shared_folder
 
@@ -123,7 +124,7 @@ def test_native_one_headless_service_and_contract_env():
     }
     pod = pods["demo-run-worker-1"]
     assert pod["spec"]["hostname"] == "demo-run-worker-1" and pod["spec"]["subdomain"] == "demo-run"
-    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    env = prepared_env(objects, "demo-run-worker-1")  # the pod's entry point builds TF_CONFIG
     tf_config = json.loads(env["TF_CONFIG"])
     assert tf_config["task"] == {"type": "worker", "index": 1}
     assert tf_config["cluster"]["chief"] == ["demo-run-master-0.demo-run.ml.svc:2222"]
@@ -138,8 +139,7 @@ def test_native_one_headless_service_and_contract_env():
 
 def test_native_pytorch_env_uses_headless_dns():
     objects = render("native", TOPOLOGIES["pytorch-gpu-nproc"])
-    pod = next(o for o in objects if o["metadata"]["name"] == "demo-run-worker-2")
-    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    env = prepared_env(objects, "demo-run-worker-2")
     assert env["MASTER_ADDR"] == "demo-run-master-0.demo-run.default.svc" and env["MASTER_PORT"] == "23456"
     assert env["RANK"] == "3" and env["WORLD_SIZE"] == "4" and env["PET_NPROC_PER_NODE"] == "4"
 

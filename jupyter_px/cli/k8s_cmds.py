@@ -1,7 +1,9 @@
 """`jupyter px render SCRIPT -f TOPOLOGY --backend native|kubeflow|kubeflow-trainer [--name RUN]`.
 
 Prints the manifests a Kubernetes backend would create, as YAML: a dry run to read, review or
-`kubectl apply -f -`. Nothing is contacted and nothing is written.
+`kubectl apply -f -`. Nothing is contacted and nothing is written. The header comment says how to
+delete every object of the run by its label; an object too large for client-side apply is named
+on stderr, with `--server-side` as the way to apply it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    from ..backends.kubernetes.render import apply_warnings
     from ..service import BackendError, RunService, ScriptFile
     from ..topology import TopologyError
     from .topology_cmds import read_topology_file
@@ -40,6 +43,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     except (BackendError, ValueError) as error:
         print(f"jupyter px render: {error}", file=sys.stderr)
         return 2
+    for warning in apply_warnings(rendered.objects):
+        print(f"jupyter px render: warning: {warning}", file=sys.stderr)
     sys.stdout.write(rendered.yaml)
     return 0
 

@@ -5,17 +5,17 @@ of a role (polyaxon's per-index resources) cannot be expressed and are refused, 
 role and indices, never dropped. The operator creates the pods and a Service per replica
 (`<job>-<type>-<index>`) and sets the framework's variables (TF_CONFIG, MASTER_ADDR/RANK,
 DMLC_*); we add ours: PX_TASK_INDEX comes from the pod's `training.kubeflow.org/replica-index`
-label through the downward API, since the template is shared by every index.
+label through the downward API, since the template is shared by every index, and PX_CLUSTER is
+built inside the pod (`pod_entry.py`) from the run's ConfigMap, so no template holds every address.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ...cluster import KUBERNETES_PORTS, mpi_world_size
-from ...topology import ReplicaSpec
+from ...topology import ReplicaSpec, Topology
 from ..base import BackendError
 from .payload import ENTRY, RUN_DIR
 from .podspec import RenderContext, configmap, container, env_list, pod_spec
@@ -76,9 +76,9 @@ def uniform_role_spec(role: str, specs: list[ReplicaSpec]) -> ReplicaSpec:
     return first
 
 
-def _by_role(ctx: RenderContext) -> dict[str, list[ReplicaSpec]]:
+def _by_role(topology: Topology) -> dict[str, list[ReplicaSpec]]:
     out: dict[str, list[ReplicaSpec]] = {}
-    for spec in ctx.topology.replicas():
+    for spec in topology.replicas():
         out.setdefault(spec.role, []).append(spec)
     return out
 
@@ -94,13 +94,13 @@ class ReplicaGroup:
     offset: int = 0
 
 
-def replica_groups(ctx: RenderContext, kind: JobKind) -> list[ReplicaGroup]:
+def replica_groups(topology: Topology, kind: JobKind) -> list[ReplicaGroup]:
     """Our roles as the job's replica specs. A PyTorchJob without a master gets its worker 0 as
     the Master: the operator sets MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK only when the job has
     a Master replica (training-operator v1.9.0 pkg/controller.v1/pytorch/envvar.go setPodEnv),
     so without one DDP's env:// rendezvous had nothing to start from. Its RANK 0 and the Workers'
     replica index + 1 are the ranks the workers have locally and on native."""
-    by_role = _by_role(ctx)
+    by_role = _by_role(topology)
     if kind.kind == "PyTorchJob" and "master" not in by_role and by_role.get("worker"):
         workers = by_role.pop("worker")
         uniform_role_spec("worker", workers)
@@ -111,24 +111,24 @@ def replica_groups(ctx: RenderContext, kind: JobKind) -> list[ReplicaGroup]:
     return [ReplicaGroup(kind.replica_types[role], role, specs) for role, specs in by_role.items()]
 
 
-def group_addresses(ctx: RenderContext, groups: list[ReplicaGroup], port: int) -> dict[str, list[str]]:
+def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, list[str]], str]:
     """PX_CLUSTER: each replica's address through the Service the operator creates per replica
-    (`<job>-<replica type, lower case>-<index>.<namespace>.svc`), by our role and index."""
+    (`<job>-<replica type, lower case>-<index>.<namespace>.svc:<port>`), by our role and index;
+    the operator sets the framework's variables, the pods build only PX_CLUSTER."""
+    port = KUBERNETES_PORTS[topology.framework]
     out: dict[str, list[str]] = {}
-    for group in groups:
+    for group in replica_groups(topology, job_kind(topology.framework, topology.environment.tf_master_type)):
         rt = group.replica_type.lower()
         out.setdefault(group.role, []).extend(
-            f"{ctx.base}-{rt}-{i}.{ctx.namespace}.svc:{port}" for i in range(len(group.specs))
+            f"{base}-{rt}-{i}.{namespace}.svc:{port}" for i in range(len(group.specs))
         )
-    return out
+    return out, "px"
 
 
-def _role_env(
-    ctx: RenderContext, role: str, spec: ReplicaSpec, px_cluster: str, offset: int = 0
-) -> list[dict[str, Any]]:
+def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, offset: int = 0) -> list[dict[str, Any]]:
     topology = ctx.topology
     env = dict(spec.env)
-    env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_CLUSTER=px_cluster, PX_FRAMEWORK=topology.framework or "")
+    env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_FRAMEWORK=topology.framework or "")
     if offset:
         env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod_entry adds it to PX_TASK_INDEX
     env["PYTHONUNBUFFERED"] = "1"
@@ -151,9 +151,10 @@ def _role_env(
 
 
 def _mpirun(ctx: RenderContext) -> list[str]:
-    """The launcher's command: every worker slot runs the entry point; our variables go along."""
+    """The launcher's command: every worker slot runs the entry point; our variables go along
+    (PX_CLUSTER is built by each rank's entry point from the ConfigMap, mounted on every worker)."""
     topology = ctx.topology
-    forwarded = ["PX_RUN_ID", "PX_CLUSTER", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PX_MPI_WORLD_SIZE", "PYTHONUNBUFFERED"]
+    forwarded = ["PX_RUN_ID", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PX_MPI_WORLD_SIZE", "PYTHONUNBUFFERED"]
     forwarded += sorted(topology.replica("worker", 0).env) if topology.counts().get("worker") else []
     cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", str(mpi_world_size(topology))]
     for name in forwarded:
@@ -166,8 +167,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     topology = ctx.topology
     kind = job_kind(topology.framework, topology.environment.tf_master_type)
     port = KUBERNETES_PORTS[topology.framework]
-    groups = replica_groups(ctx, kind)
-    px_cluster = json.dumps(group_addresses(ctx, groups, port), separators=(",", ":"))
+    groups = replica_groups(topology, kind)
     replica_specs: dict[str, Any] = {}
     backoff = 0
     for group in groups:
@@ -176,7 +176,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         if spec.restart_policy != "Never":
             backoff = max(backoff, spec.max_restarts + 1)
         cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else None
-        env = _role_env(ctx, role, spec, px_cluster, group.offset)
+        env = _role_env(ctx, role, spec, group.offset)
         main = container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)
         if topology.is_mpi and role != "master":
             # No command: each operator starts its own (training operator v1.9.0 mpijob_controller.go

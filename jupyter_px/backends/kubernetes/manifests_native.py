@@ -6,15 +6,19 @@ with one headless Service named after the run each pod resolves as
 a 1,000-worker run needs one Service, not 1,000. `publishNotReadyAddresses` lets replicas find
 each other before any readiness probe passes (rendezvous happens before "ready").
 
-Every pod gets the whole environment contract (TF_CONFIG, MASTER_ADDR/RANK, DMLC_*), computed
-here per replica from `cluster.ClusterEnv`, the same code as the local backend.
+A pod carries only who it is (PX_RUN_ID, PX_TASK_TYPE, PX_TASK_INDEX, PX_FRAMEWORK) and the
+replica's own env: the addresses of the others are in the ConfigMap once (`run/cluster.json`),
+and `pod_entry.py` builds the whole environment contract (TF_CONFIG, MASTER_ADDR/RANK, DMLC_*,
+PX_CLUSTER) from it inside the pod with `cluster.ClusterEnv`, the same code as the local
+backend. So a pod's size does not grow with the worker count.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...cluster import KUBERNETES_PORTS, ClusterEnv, kubernetes_dns_addresses
+from ...cluster import KUBERNETES_PORTS, kubernetes_dns_addresses
+from ...topology import Topology
 from ..base import BackendError
 from .names import LABEL_RUN, replica_name
 from .podspec import RenderContext, configmap, container, env_list, pod_spec
@@ -40,13 +44,18 @@ def check(ctx: RenderContext) -> None:
             )
 
 
+def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, list[str]], str]:
+    """Every replica's address (`<pod>.<run>.<namespace>.svc:<port>`), and that the pods build
+    the whole contract from them (`cluster_file.CONTRACTS`)."""
+    return kubernetes_dns_addresses(topology, base, namespace, subdomain=base), "full"
+
+
 def render(ctx: RenderContext) -> list[dict[str, Any]]:
     """ConfigMap (the owner), the headless Service, then one Pod per replica."""
     check(ctx)
     topology, base = ctx.topology, ctx.base
     port = KUBERNETES_PORTS[topology.framework]
-    addresses = kubernetes_dns_addresses(topology, base, ctx.namespace, subdomain=base)
-    cluster_env = ClusterEnv(topology, ctx.run_id, addresses)
+    framework = topology.framework or ""
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -61,7 +70,14 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [configmap(ctx), service]
     for spec in topology.replicas():
         name = replica_name(base, spec.role, spec.index)
-        env = env_list(cluster_env.for_replica(spec.role, spec.index), ctx)
+        identity = {
+            "PX_RUN_ID": ctx.run_id,
+            "PX_TASK_TYPE": spec.role,
+            "PX_TASK_INDEX": str(spec.index),
+            "PX_FRAMEWORK": framework,
+            "PYTHONUNBUFFERED": "1",
+        }
+        env = env_list({**spec.env, **identity}, ctx)
         podspec = pod_spec(ctx, spec, [container("replica", spec, ctx, env, port)])
         # max_restarts 0: no restart, as locally (the kubelet would restart an OnFailure pod forever)
         policy = "Never" if spec.max_restarts == 0 else _POD_RESTART[spec.restart_policy]

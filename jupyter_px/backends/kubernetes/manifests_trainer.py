@@ -13,7 +13,8 @@ says which it serves (preflight); a field the served version does not have would
 silently by the API server (the ConfigMap never mounted), so the settings' `trainer_version`
 picks one and anything it cannot carry is an error. Trainer v2.0's `podSpecOverrides` cannot label
 pods, and the run's pods are found by their labels: refused. Nodes are ranked master first, then
-workers; `pod_entry.py` maps the node rank back to our role and index.
+workers; `pod_entry.py` maps the node rank back to our role and index, and builds PX_CLUSTER
+from the run's ConfigMap (no pod template holds every address).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import json
 from typing import Any
 
 from ...cluster import KUBERNETES_PORTS, mpi_world_size
-from ...topology import ReplicaSpec
+from ...topology import ReplicaSpec, Topology
 from ..base import BackendError
 from .manifests_kubeflow import UNIFORM_FIELDS
 from .payload import ENTRY, RUN_DIR
@@ -90,10 +91,24 @@ def check(ctx: RenderContext) -> list[ReplicaSpec]:
     return specs
 
 
-def node_addresses(ctx: RenderContext, nodes: int) -> list[str]:
-    """JobSet pod DNS: `<job>-node-0-<i>.<job>.<namespace>.svc` (the JobSet's headless Service)."""
-    port = TORCH_PORT if ctx.topology.framework == "pytorch" else KUBERNETES_PORTS[ctx.topology.framework]
-    return [f"{ctx.base}-node-0-{i}.{ctx.base}.{ctx.namespace}.svc:{port}" for i in range(nodes)]
+def node_addresses(topology: Topology, base: str, namespace: str, nodes: int) -> list[str]:
+    """JobSet pod DNS: `<job>-node-0-<i>.<job>.<namespace>.svc` (the JobSet's headless Service),
+    on the torch runtime's port for PyTorch."""
+    port = TORCH_PORT if topology.framework == "pytorch" else KUBERNETES_PORTS[topology.framework]
+    return [f"{base}-node-0-{i}.{base}.{namespace}.svc:{port}" for i in range(nodes)]
+
+
+def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, list[str]], str]:
+    """Our replicas' nodes in rank order (master first); the runtime sets the framework's
+    variables, the pods build only PX_CLUSTER."""
+    counts = topology.counts()
+    addresses = node_addresses(topology, base, namespace, sum(counts.values()))
+    out: dict[str, list[str]] = {}
+    at = 0
+    for role, count in counts.items():
+        out[role] = addresses[at : at + count]
+        at += count
+    return out, "px"
 
 
 def render(ctx: RenderContext) -> list[dict[str, Any]]:
@@ -102,16 +117,9 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     spec = specs[0]
     counts = topology.counts()
     nodes = sum(counts.values())
-    addresses = node_addresses(ctx, nodes)
-    cluster: dict[str, list[str]] = {}
-    at = 0
-    for role, count in counts.items():
-        cluster[role] = addresses[at : at + count]
-        at += count
     env = dict(spec.env)
     env.update(
         PX_RUN_ID=ctx.run_id,
-        PX_CLUSTER=json.dumps(cluster, separators=(",", ":")),
         PX_FRAMEWORK=topology.framework or "",
         PX_NODE_ROLES=json.dumps([[r, n] for r, n in counts.items()], separators=(",", ":")),
         PYTHONUNBUFFERED="1",
@@ -124,9 +132,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
             PX_MPI_WORLD_SIZE=str(mpi_world_size(topology)),
         )
         forwarded = [
-            x
-            for name in ("PX_RUN_ID", "PX_CLUSTER", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PYTHONUNBUFFERED")
-            for x in ("-x", name)
+            x for name in ("PX_RUN_ID", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PYTHONUNBUFFERED") for x in ("-x", name)
         ]
         cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", *forwarded, "python", ENTRY, RUN_DIR]
     trainer: dict[str, Any] = {

@@ -3,9 +3,11 @@
 Everything a pod reads comes from this one object (mounted read-only at `/px/app`):
 
     /px/app/run/record.json        the record as the pod sees it (workdir: /px/work)
+    /px/app/run/cluster.json       every replica's address, by pattern (`cluster_file.py`)
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod_entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking.py`,
+                                   `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,event_writer}.py` (standard library only;
                                    the event writer imports TensorBoard when the replica writes events)
 
@@ -39,6 +41,8 @@ _SHIPPED = {
     "lib.jupyter_px.tracking.py": ("lib/jupyter_px/tracking.py", _PACKAGE / "tracking.py"),
     "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
     "lib.jupyter_px._version.py": ("lib/jupyter_px/_version.py", _PACKAGE / "_version.py"),
+    # the environment contract, built inside the pod from run/cluster.json (pod_entry.py)
+    "lib.jupyter_px.cluster.py": ("lib/jupyter_px/cluster.py", _PACKAGE / "cluster.py"),
     # tracking.py takes the run store's file names and log-line prefixes from the layout module;
     # the run store's __init__ imports its submodules lazily, so these files are all it needs.
     "lib.jupyter_px.runstore.__init__.py": (
@@ -72,8 +76,9 @@ def _shipped_sources() -> dict[str, tuple[str, str]]:
     return {key: (path, source.read_text()) for key, (path, source) in _SHIPPED.items()}
 
 
-def build_payload(record_json: str, code_files: dict[str, bytes]) -> Payload:
-    """The ConfigMap contents for one run. `code_files` maps a file name under code/ to bytes."""
+def build_payload(record_json: str, code_files: dict[str, bytes], cluster_json: str | None = None) -> Payload:
+    """The ConfigMap contents for one run. `code_files` maps a file name under code/ to bytes;
+    `cluster_json`: the run's cluster description (`cluster_file.py`)."""
     import base64
 
     payload = Payload()
@@ -88,6 +93,8 @@ def build_payload(record_json: str, code_files: dict[str, bytes]) -> Payload:
         payload.size += len(content) + len(key)
 
     add("run.record.json", "run/record.json", record_json.encode())
+    if cluster_json is not None:
+        add("run.cluster.json", "run/cluster.json", cluster_json.encode())
     for name, content in sorted(code_files.items()):
         key = "code." + name.replace("/", ".")
         if not _KEY.match(key) or ".." in name or name.startswith("/"):
