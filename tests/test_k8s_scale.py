@@ -114,7 +114,7 @@ def test_operator_backends_pods_build_the_same_px_cluster(backend):
         names = {"master": "master", "worker": "worker"}
         addresses = kubernetes_dns_addresses(parsed, "demo-run", "ml", role_names=names)
     else:
-        nodes = [f"demo-run-node-0-{i}.demo-run.ml.svc:23456" for i in range(4)]
+        nodes = [f"demo-run-node-0-{i}.demo-run.ml.svc:29500" for i in range(4)]  # the torch runtime's port
         addresses = {"master": nodes[:1], "worker": nodes[1:]}
     assert built == {"PX_CLUSTER": json.dumps(addresses, separators=(",", ":"))}
 
