@@ -115,10 +115,9 @@ def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, li
     """PX_CLUSTER: each replica's address through the Service the operator creates per replica
     (`<job>-<replica type, lower case>-<index>.<namespace>.svc:<port>`), by our role and index;
     the operator sets the framework's variables, the pods build only PX_CLUSTER."""
-    kind = job_kind(topology.framework, topology.environment.tf_master_type)
     port = KUBERNETES_PORTS[topology.framework]
     out: dict[str, list[str]] = {}
-    for group in replica_groups(topology, kind):
+    for group in replica_groups(topology, job_kind(topology.framework, topology.environment.tf_master_type)):
         rt = group.replica_type.lower()
         out.setdefault(group.role, []).extend(
             f"{base}-{rt}-{i}.{namespace}.svc:{port}" for i in range(len(group.specs))

@@ -13,8 +13,8 @@ says which it serves (preflight); a field the served version does not have would
 silently by the API server (the ConfigMap never mounted), so the settings' `trainer_version`
 picks one and anything it cannot carry is an error. Trainer v2.0's `podSpecOverrides` cannot label
 pods, and the run's pods are found by their labels: refused. Nodes are ranked master first, then
-workers; `pod_entry.py` maps the node rank back to our role and index, and builds
-PX_CLUSTER from the run's ConfigMap (no pod template holds every address).
+workers; `pod_entry.py` maps the node rank back to our role and index, and builds PX_CLUSTER
+from the run's ConfigMap (no pod template holds every address).
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ def check(ctx: RenderContext) -> list[ReplicaSpec]:
 
 
 def node_addresses(topology: Topology, base: str, namespace: str, nodes: int) -> list[str]:
-    """JobSet pod DNS: `<job>-node-0-<i>.<job>.<namespace>.svc` (the JobSet's headless Service)."""
+    """JobSet pod DNS: `<job>-node-0-<i>.<job>.<namespace>.svc` (the JobSet's headless Service),
+    on the torch runtime's port for PyTorch."""
     port = TORCH_PORT if topology.framework == "pytorch" else KUBERNETES_PORTS[topology.framework]
     return [f"{base}-node-0-{i}.{base}.{namespace}.svc:{port}" for i in range(nodes)]
 
