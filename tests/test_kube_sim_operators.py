@@ -9,6 +9,7 @@ from kube_sim_support import backend_cluster, wait_for
 from test_kube_sim_backends import DDP
 
 import jupyter_px
+from jupyter_px.backends.kubernetes.handle import RunHandle
 
 pytestmark = pytest.mark.kube
 
@@ -86,6 +87,10 @@ def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypat
             assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
         finally:
             run.stop()
+        # the follower and stop read the job at the version it was created with, not at v1's
+        # (where mpi-operator serves none: the follower took the job for deleted)
+        handle = RunHandle.load(run.store.paths(run.run_id).root)
+        assert (handle.job().group, handle.job().version) == ("kubeflow.org", "v2beta1")
 
 
 def test_native_pods_pass_restricted_pod_security_by_default(sim, px_home, monkeypatch):

@@ -129,8 +129,16 @@ class KubernetesBackend(Backend):
                 self._cluster_settings(cluster, topology),
             )
             preflight(cluster, objects, self.render_as, self._runtime(topology))
-            job_kind = next((o["kind"] for o in objects if not KINDS[o["kind"]].core), None)
-            handle = RunHandle(self.name, cluster.namespace, base_name(run_id), cluster.context, cluster.host, job_kind)
+            job = next((o for o in objects if not KINDS[o["kind"]].core), None)
+            handle = RunHandle(
+                self.name,
+                cluster.namespace,
+                base_name(run_id),
+                cluster.context,
+                cluster.host,
+                job["kind"] if job else None,
+                job["apiVersion"] if job else None,
+            )
             handle.save(paths.root)  # before any create: `stop` finds the run's objects by it
             initial = RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()])
             try:
@@ -268,12 +276,11 @@ class KubernetesBackend(Backend):
         cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
         try:
             delete_run(cluster, handle)
+            kinds = [KINDS["Pod"], KINDS["Service"], KINDS["ConfigMap"], *filter(None, [handle.job()])]
             left = [
-                f"{kind} {name}"
-                for kind in dict.fromkeys(
-                    ["Pod", "Service", "ConfigMap", *([handle.job_kind] if handle.job_kind else [])]
-                )
-                for name in KINDS[kind].names_by_label(cluster, f"{LABEL_RUN}={handle.base}")
+                f"{kind.kind} {name}"
+                for kind in kinds
+                for name in kind.names_by_label(cluster, f"{LABEL_RUN}={handle.base}")
             ]
         finally:
             cluster.close()
@@ -309,7 +316,8 @@ def delete_run(cluster: Cluster, handle: RunHandle) -> None:
     selector = f"{LABEL_RUN}={handle.base}"
     problems = []
     if handle.job_kind:
-        problems += delete_objects(cluster, [{"kind": handle.job_kind, "metadata": {"name": handle.base}}])
+        job = {"kind": handle.job_kind, "apiVersion": handle.job_api_version, "metadata": {"name": handle.base}}
+        problems += delete_objects(cluster, [job])
     for kind in ("Pod", "Service", "ConfigMap"):
         try:
             KINDS[kind].delete_by_label(cluster, selector)

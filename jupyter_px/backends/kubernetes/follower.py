@@ -65,7 +65,6 @@ from .log_streams import LogStreams
 from .names import run_selector
 from .pod_state import NODE_LOST, job_outcome, pod_replica, pods_state
 from .replica_pods import replica_pods
-from .resources import KINDS
 
 log = logging.getLogger(__name__)
 
@@ -233,9 +232,9 @@ class Follower:
             self.waiting_on = (latest.get("reason") or "Warning", latest.get("message") or "")
 
     def _poll_job(self) -> None:
-        if not self.handle.job_kind:
+        kind = self.handle.job()
+        if kind is None:
             return
-        kind = KINDS[self.handle.job_kind]
         self.last_job_poll = time.monotonic()
         try:
             self.job = kind.get(self.cluster, self.handle.base, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))

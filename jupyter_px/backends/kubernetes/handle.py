@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ...runstore import atomic_write_json
+from .resources import Kind, kind_of
 
 HANDLE_FILE = "kubernetes.json"
 STOP_FILE = "kubernetes-stop"
@@ -28,6 +29,15 @@ class RunHandle:
     context: str | None
     host: str
     job_kind: str | None = None  # TFJob, ..., TrainJob; None for native
+    #: the job's apiVersion as rendered (an MPIJob is kubeflow.org/v1 or mpi-operator's v2beta1);
+    #: None in handles of older versions: the kind's usual version
+    job_api_version: str | None = None
+
+    def job(self) -> Kind | None:
+        """The run's job kind at the API version it was created with (None for native)."""
+        if not self.job_kind:
+            return None
+        return kind_of({"kind": self.job_kind, "apiVersion": self.job_api_version})
 
     def save(self, run_dir: Path) -> None:
         atomic_write_json(run_dir / HANDLE_FILE, asdict(self))
