@@ -23,7 +23,7 @@ from typing import Any
 
 from . import errors
 from .apiserver import ApiError, ApiServer, now
-from .kubelet import parse_stamp, stamp
+from .kubelet_logs import parse_stamp, stamp
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ first failure and whether the rollback was confirmed.
 Before any rollback, a create that failed for a reason that passes (429 Too Many Requests, a
 5xx, a reset or refused connection) is tried again, `CREATE_ATTEMPTS` times at most, after the
 server's `Retry-After` when it gives one (at most `RETRY_AFTER_MAX_S`), else a doubling back-off:
-a busy API server slows a 1,000-pod start down instead of failing it. A retried create whose
+a busy API server slows a 1,000-pod start down instead of failing it. A request that timed out
+is not tried again: the timeout already bounded how long a hung server is waited for, and six of
+them would keep a submit waiting for minutes. A retried create whose
 first answer was lost may find its object made (409 AlreadyExists): the object is read back and
 counted as created when it carries this run's label.
 """
@@ -26,6 +28,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
+from urllib3.exceptions import TimeoutError as RequestTimedOut
 
 from ..base import BackendError
 from .client import Cluster, api_reason
@@ -73,8 +76,8 @@ def create_with_retries(cluster: Cluster, body: dict[str, Any], stop: threading.
             if not _transient(error) or attempt == CREATE_ATTEMPTS - 1:
                 raise
             wait = _retry_after(error)
-        except (HTTPError, OSError):
-            if attempt == CREATE_ATTEMPTS - 1:
+        except (HTTPError, OSError) as error:
+            if isinstance(error, RequestTimedOut) or attempt == CREATE_ATTEMPTS - 1:
                 raise
             wait = None
         retried = True
