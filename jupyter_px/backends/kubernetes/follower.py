@@ -64,7 +64,7 @@ from .log_sink import ReplicaLog, RunGone, parse_stamp
 from .log_streams import LogStreams
 from .names import run_selector
 from .pod_state import NODE_LOST, job_outcome, pod_replica, pods_state
-from .replica_pods import replica_pods
+from .replica_pods import COMPLETION_INDEX_LABEL, replica_pods
 
 log = logging.getLogger(__name__)
 
@@ -522,13 +522,17 @@ class Follower:
 
 def _slim(pod: dict[str, Any]) -> dict[str, Any]:
     """What the follower reads of a pod: a pod's spec carries its whole environment (tens of KB in
-    a big run), which 1,000 pods held in memory would make hundreds of MB."""
+    a big run), which 1,000 pods held in memory would make hundreds of MB. Of the annotations only
+    the Job's completion index (a Trainer node's rank where Kubernetes < 1.28 has no label)."""
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     keep = ("name", "uid", "labels", "deletionTimestamp", "deletionGracePeriodSeconds")
+    slim_meta = {k: meta[k] for k in keep if k in meta}
+    if COMPLETION_INDEX_LABEL in (meta.get("annotations") or {}):
+        slim_meta["annotations"] = {COMPLETION_INDEX_LABEL: meta["annotations"][COMPLETION_INDEX_LABEL]}
     return {
         "kind": "Pod",  # list items carry no kind; deleting one needs it
         "apiVersion": "v1",
-        "metadata": {k: meta[k] for k in keep if k in meta},
+        "metadata": slim_meta,
         "spec": {
             "containers": [{"name": c.get("name")} for c in spec.get("containers") or []],
             **{k: spec[k] for k in ("restartPolicy", "nodeName") if k in spec},
