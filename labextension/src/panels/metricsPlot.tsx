@@ -216,7 +216,9 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                 </span>
                 {hover.values.map(({ label, value }, i) => (
                   <span key={label} className="jp-px-hover-value">
-                    <span className={`jp-px-swatch jp-px-trace-${i % REPLICA_COLOURS}`} />{' '}
+                    <span
+                      className={`jp-px-swatch jp-px-trace-${i % REPLICA_COLOURS}`}
+                    />{' '}
                     {label}: {value === null ? '–' : formatTick(value)}
                   </span>
                 ))}
@@ -225,7 +227,9 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
             <ul className="jp-px-legend">
               {plot.traces.map((trace, i) => (
                 <li key={trace.label}>
-                  <span className={`jp-px-swatch jp-px-trace-${i % REPLICA_COLOURS}`} />{' '}
+                  <span
+                    className={`jp-px-swatch jp-px-trace-${i % REPLICA_COLOURS}`}
+                  />{' '}
                   {trace.label}
                   {trace.last !== null && `: ${formatTick(trace.last)}`}
                 </li>
