@@ -232,7 +232,8 @@ export interface IComparison {
 
 export type SweepState =
   'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Stopped';
-export type TrialState = 'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
+export type TrialState =
+  'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
 
 /** models.SweepTrial */
 export interface ISweepTrial {
