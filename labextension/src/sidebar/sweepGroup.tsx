@@ -85,6 +85,9 @@ export function SweepGroup(props: {
         </span>
         <span className="jp-px-sweep-tag">sweep</span>
         <span className={badge.className}>{badge.label}</span>
+        {items.length > 0 && (
+          <RowMenu label={`More actions for sweep ${label}`} items={items} />
+        )}
       </div>
       <div className="jp-px-run-meta">
         <span className="jp-px-sweep-trials">{trialsText(sweep)}</span>
@@ -102,11 +105,6 @@ export function SweepGroup(props: {
       {sweep.owner_problem && (
         <div className="jp-px-run-message jp-px-run-owner">
           {sweep.owner_problem}
-        </div>
-      )}
-      {items.length > 0 && (
-        <div className="jp-px-run-actions">
-          <RowMenu label={`More actions for sweep ${label}`} items={items} />
         </div>
       )}
       {expanded && (
