@@ -50,6 +50,7 @@ for number in range(count):
             params=params,
             value=value,
             step=9,
+            intermediate=[(step, value * (1 + (9 - step) / 3)) for step in range(10)],
             started_at=now - 600 + number,
             finished_at=now - 500 + number,
         )
