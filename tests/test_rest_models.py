@@ -208,6 +208,8 @@ API_CALLS = {
     "deleteRun": (models.RunDeleted, None),
     "compareRuns": (models.Comparison, models.CompareRequest),
     "startCompareTensorBoard": (models.TensorBoardStarted, models.CompareTensorBoardRequest),
+    "listSweeps": (models.SweepsPage, None),
+    "stopSweep": (models.Sweep, None),
 }
 
 

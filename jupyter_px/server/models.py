@@ -425,6 +425,52 @@ class Comparison(Reply):
     points: int
 
 
+SweepStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped"]
+TrialStateName = Literal["Running", "Complete", "Pruned", "Failed", "Stopped"]
+
+
+class SweepTrial(Reply):
+    """One trial of a sweep (`sweeps.store.TrialRow`): its run, values and objective."""
+
+    number: int
+    state: TrialStateName
+    run_id: str | None
+    params: dict[str, Any]
+    value: float | None
+    step: int | None
+    intermediate: list[list[float]] = Field(description="[step, value] pairs reported")
+    reason: str | None
+    started_at: float | None
+    finished_at: float | None
+
+
+class Sweep(Reply):
+    """A sweep (`sweeps.view.sweep_json`, as `jupyter px sweep status --json`); `trials` only
+    where asked for (one sweep, or the list with `?trials=true`)."""
+
+    sweep_id: str
+    name: str | None
+    state: SweepStateName
+    message: str | None
+    owner_problem: str | None
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    n_trials: int
+    concurrency: int
+    objective: str | None
+    direction: str | None
+    counts: dict[str, int]
+    best: int | None = Field(description="the best trial's number")
+    trials: list[SweepTrial] | None = None
+
+
+class SweepsPage(Reply):
+    """`GET sweeps?limit=&trials=`: the sweeps, newest first."""
+
+    sweeps: list[Sweep]
+
+
 #: Every body the API sends or receives, for the TypeScript check (model -> TS interface name).
 TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     SubmitRequest: "ISubmission",
@@ -452,6 +498,9 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     ComparedMetric: "IComparedMetric",
     CompareRow: "ICompareRow",
     Comparison: "IComparison",
+    SweepTrial: "ISweepTrial",
+    Sweep: "ISweep",
+    SweepsPage: "ISweepsPage",
 }
 
 

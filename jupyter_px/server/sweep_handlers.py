@@ -2,7 +2,8 @@
 the `px` resource like every route of the extension, the work in `SweepService` (the same calls
 as `jupyter px sweep ...`), blocking reads in the extension's read pool.
 
-    GET    px/api/sweeps          the sweeps, newest first (`jupyter px sweep list --json`'s shape)
+    GET    px/api/sweeps          the sweeps, newest first (`jupyter px sweep list --json`'s shape;
+                                  with `?trials=true` each with its trials, for the sidebar's groups)
     GET    px/api/sweeps/<ref>    one sweep with its trials (`jupyter px sweep status --json`)
     DELETE px/api/sweeps/<ref>    stop it: its running trials, then its controller
 """
@@ -17,7 +18,8 @@ from tornado import web
 from ..sweeps.service import SweepService
 from ..sweeps.store import SweepNotFound
 from ..sweeps.view import sweep_json
-from .handlers import PxHandler, PxState, finite_json
+from .handlers import PxHandler, PxState
+from .models import Sweep, SweepsPage
 
 _REF = r"([^/]+)"
 
@@ -32,14 +34,22 @@ def _sweeps(state: PxState) -> SweepService:
 
 
 class SweepsHandler(PxHandler):
-    """`GET px/api/sweeps?limit=`: sweep summaries, newest first."""
+    """`GET px/api/sweeps?limit=&trials=`: sweep summaries, newest first; with `trials=true` each
+    with its trials (the sidebar groups the runs list by them: one request, not one per sweep)."""
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
         limit = self.int_argument("limit", None, minimum=1)
+        trials = self._trials_argument()
         views = await self.blocking(_sweeps(self.px).list, limit)
-        self.finish({"sweeps": [finite_json(sweep_json(v, trials=False)) for v in views]})
+        self.send(SweepsPage, {"sweeps": [sweep_json(v, trials=trials) for v in views]})
+
+    def _trials_argument(self) -> bool:
+        text = self.get_argument("trials", "false")
+        if text not in ("true", "false"):
+            raise web.HTTPError(400, f"trials: {text!r} is not true or false")
+        return text == "true"
 
 
 class SweepHandler(PxHandler):
@@ -53,19 +63,19 @@ class SweepHandler(PxHandler):
             raise web.HTTPError(404, str(error)) from None
 
     async def _sweep_detail(self, sweep_id: str) -> dict[str, Any]:
-        return finite_json(sweep_json(await self.blocking(_sweeps(self.px).view, sweep_id)))
+        return sweep_json(await self.blocking(_sweeps(self.px).view, sweep_id))
 
     @web.authenticated
     @authorized
     async def get(self, ref: str) -> None:
-        self.finish(await self._sweep_detail(await self._resolve(ref)))
+        self.send(Sweep, await self._sweep_detail(await self._resolve(ref)))
 
     @web.authenticated
     @authorized("write")
     async def delete(self, ref: str) -> None:
         sweep_id = await self._resolve(ref)
         await self.blocking(_sweeps(self.px).stop, sweep_id, kind="local")
-        self.finish(await self._sweep_detail(sweep_id))
+        self.send(Sweep, await self._sweep_detail(sweep_id))
 
 
 #: (path under the base URL, handler): the sweep routes `JupyterPxApp` adds to its own.

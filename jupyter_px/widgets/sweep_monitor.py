@@ -17,6 +17,7 @@ import ipywidgets as widgets
 
 from ..sweeps.store import SweepStatus, TrialState
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
+from .plots import THEME_NEUTRAL
 
 #: Colours of trial states in the table (the run monitor's palette: done, stopped early, failed).
 STATE_COLOURS = {
@@ -73,6 +74,7 @@ def objective_figure(status: SweepStatus) -> Any:
             line={"width": 4 if best else 1.5, "dash": "dot" if trial.state == TrialState.PRUNED else "solid"},
         )
     figure.update_layout(
+        **THEME_NEUTRAL,  # read in Light and Dark alike, as the run monitor's plots
         title=f"{status.objective or 'objective'} per trial",
         xaxis_title="step",
         yaxis_title=status.objective or "value",
@@ -115,9 +117,19 @@ def parallel_figure(status: SweepStatus) -> Any:
                 "reversescale": status.direction == "minimize",
             },
             dimensions=dimensions,
+            # plotly's default halo behind axis text is the paper's contrast colour, which is
+            # white on a transparent paper: a blur on JupyterLab Dark
+            tickfont={"shadow": "none"},
+            labelfont={"shadow": "none"},
+            rangefont={"shadow": "none"},
         )
     )
-    figure.update_layout(title="parameters and objective", height=320, margin={"l": 60, "r": 60, "t": 60, "b": 30})
+    figure.update_layout(
+        **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
+        title={"text": "parameters and objective", "y": 0.98, "yanchor": "top"},
+        height=340,
+        margin={"l": 60, "r": 60, "t": 80, "b": 30},
+    )
     return figure
 
 

@@ -11,6 +11,8 @@ import type {
   IRunDetail,
   IRunsPage,
   ISubmission,
+  ISweep,
+  ISweepsPage,
   ITensorBoard,
   ITensorBoardRequest,
   IValidation
@@ -120,4 +122,18 @@ export async function startCompareTensorBoard(
 ): Promise<ITensorBoard> {
   return (await requestAPI<ITensorBoard>('compare/tensorboard', json(body)))
     .data!;
+}
+
+/** The sweeps, newest first, each with its trials (the runs list groups trials under them). */
+export async function listSweeps(): Promise<ISweepsPage> {
+  return (await requestAPI<ISweepsPage>('sweeps?trials=true')).data!;
+}
+
+/** Stop a sweep: its running trials (each whole run), then its controller. */
+export async function stopSweep(sweepId: string): Promise<ISweep> {
+  return (
+    await requestAPI<ISweep>(`sweeps/${encodeURIComponent(sweepId)}`, {
+      method: 'DELETE'
+    })
+  ).data!;
 }

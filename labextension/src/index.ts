@@ -94,6 +94,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
         openPanel('tensorboard', tensorBoardKey([runId, ...also])),
       stopRun: runId =>
         app.commands.execute(CommandIDs.stopRun, { runId }) as Promise<void>,
+      stopSweep: sweepId =>
+        app.commands.execute(CommandIDs.stopSweep, {
+          sweepId
+        }) as Promise<void>,
       deleteRuns: runIds =>
         app.commands.execute(CommandIDs.deleteRuns, {
           runIds

@@ -4,13 +4,18 @@ import { ISignal, Signal } from '@lumino/signaling';
 import * as api from './api';
 import { pollFrequency } from './polling';
 import { newlyFinished } from './runs';
-import type { IProgress, IRunsPage, IRunSummary } from './types';
+import type { IProgress, IRunsPage, IRunSummary, ISweep } from './types';
 
 /** Fetches a page of runs; `null` when unchanged since `etag` (HTTP 304). */
 export type RunsFetcher = (
   limit: number,
   etag: string | null
 ) => Promise<{ page: IRunsPage; etag: string | null } | null>;
+
+/** Fetches the sweeps, each with its trials (the runs list groups trials under them). */
+export type SweepsFetcher = () => Promise<ISweep[]>;
+
+const listSweeps: SweepsFetcher = async () => (await api.listSweeps()).sweeps;
 
 /**
  * The runs list, live: one `Poll` (backoff on errors, standby while hidden) asking with the
@@ -21,9 +26,13 @@ export class RunsModel {
     interval: number;
     isVisible: () => boolean;
     fetcher?: RunsFetcher;
+    /** Default: the server's sweeps; none where a `fetcher` alone is given (a test's runs). */
+    sweepsFetcher?: SweepsFetcher;
     pageSize?: number;
   }) {
     this._fetch = options.fetcher ?? api.listRuns;
+    this._fetchSweeps =
+      options.sweepsFetcher ?? (options.fetcher ? async () => [] : listSweeps);
     this.limit = options.pageSize ?? 100;
     this.poll = new Poll({
       auto: false,
@@ -36,6 +45,8 @@ export class RunsModel {
 
   readonly poll: Poll;
   runs: IRunSummary[] = [];
+  /** The sweeps with their trials; kept as they were while the sweeps cannot be read. */
+  sweeps: ISweep[] = [];
   progress: { [runId: string]: IProgress } = {};
   total = 0;
   limit: number;
@@ -67,9 +78,13 @@ export class RunsModel {
     return this.poll.refresh();
   }
 
-  /** One request; throws on failure (so the poll backs off). */
+  /**
+   * The runs (throws on failure, so the poll backs off) and the sweeps (a failure there leaves
+   * the runs listed: the sweeps are their grouping, not their content).
+   */
   async refresh(): Promise<void> {
     let answer;
+    const sweeps = this._fetchSweeps().catch(() => null);
     try {
       answer = await this._fetch(this.limit, this._etag);
     } catch (error) {
@@ -79,8 +94,9 @@ export class RunsModel {
     }
     const hadError = this.error !== null;
     this.error = null;
+    const sweepsChanged = this._takeSweeps(await sweeps);
     if (answer === null) {
-      if (hadError) {
+      if (hadError || sweepsChanged) {
         this._changed.emit();
       }
       return;
@@ -104,7 +120,23 @@ export class RunsModel {
     this.poll.dispose();
   }
 
+  /** Keep `sweeps` when read; whether they differ from those kept before. */
+  private _takeSweeps(sweeps: ISweep[] | null): boolean {
+    if (sweeps === null) {
+      return false;
+    }
+    const text = JSON.stringify(sweeps);
+    if (text === this._sweepsText) {
+      return false;
+    }
+    this._sweepsText = text;
+    this.sweeps = sweeps;
+    return true;
+  }
+
   private _fetch: RunsFetcher;
+  private _fetchSweeps: SweepsFetcher;
+  private _sweepsText = '[]';
   private _etag: string | null = null;
   private _changed = new Signal<this, void>(this);
   private _ended = new Signal<this, IRunSummary[]>(this);

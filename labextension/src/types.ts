@@ -229,3 +229,48 @@ export interface IComparison {
   rows: ICompareRow[];
   points: number;
 }
+
+export type SweepState =
+  'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Stopped';
+export type TrialState =
+  'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
+
+/** models.SweepTrial */
+export interface ISweepTrial {
+  number: number;
+  state: TrialState;
+  run_id: string | null;
+  params: { [name: string]: any };
+  value: number | null;
+  step: number | null;
+  /** [step, value] pairs reported. */
+  intermediate: number[][];
+  reason: string | null;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+/** models.Sweep: `trials` only where asked for. */
+export interface ISweep {
+  sweep_id: string;
+  name: string | null;
+  state: SweepState;
+  message: string | null;
+  owner_problem: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  n_trials: number;
+  concurrency: number;
+  objective: string | null;
+  direction: string | null;
+  counts: { [state: string]: number };
+  /** The best trial's number. */
+  best: number | null;
+  trials?: ISweepTrial[] | null;
+}
+
+/** models.SweepsPage */
+export interface ISweepsPage {
+  sweeps: ISweep[];
+}

@@ -8,6 +8,7 @@ export namespace CommandIDs {
   export const openTensorBoard = 'jupyter-px:open-tensorboard';
   export const stopRun = 'jupyter-px:stop-run';
   export const deleteRuns = 'jupyter-px:delete-runs';
+  export const stopSweep = 'jupyter-px:stop-sweep';
   /** The comparison view's command (`{runIds: string[]}`), registered by its own plugin part. */
   export const compareRuns = 'jupyter-px:compare-runs';
 }

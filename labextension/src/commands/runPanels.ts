@@ -110,6 +110,20 @@ export function addRunPanelCommands(
       await runs.poll.refresh();
     }
   });
+  app.commands.addCommand(CommandIDs.stopSweep, {
+    label: 'Stop sweep',
+    execute: async args => {
+      const sweepId = String(args['sweepId'] ?? '');
+      try {
+        await api.stopSweep(sweepId);
+      } catch (error) {
+        Notification.error(
+          `Sweep ${sweepId} could not be stopped: ${describe(error)}`
+        );
+      }
+      await runs.poll.refresh();
+    }
+  });
   if (restorer) {
     for (const [kind, tracker] of Object.entries(trackers)) {
       void restorer.restore(tracker, {

@@ -46,8 +46,10 @@ export function RunRow(props: {
   now?: number;
   selected?: boolean;
   onSelect?: (selected: boolean) => void;
+  /** A line under the name: a sweep trial's values. */
+  detail?: string;
 }): JSX.Element {
-  const { run, progress, actions, now, selected, onSelect } = props;
+  const { run, progress, actions, now, selected, onSelect, detail } = props;
   const badge = stateBadge(run.state);
   const owner = ownerNote(run);
   const stop = async () => {
@@ -113,6 +115,11 @@ export function RunRow(props: {
         </span>
         <span className={badge.className}>{badge.label}</span>
       </div>
+      {detail && (
+        <div className="jp-px-run-detail" title={detail}>
+          {detail}
+        </div>
+      )}
       <div className="jp-px-run-meta">
         <span className="jp-px-replicas">{replicaText(run)}</span>
         <span

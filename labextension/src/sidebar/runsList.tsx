@@ -3,10 +3,12 @@ import * as React from 'react';
 
 import { filterRuns, IRunFilter, progressFraction } from '../runs';
 import type { RunsModel } from '../runsModel';
+import { groupRuns, sweepMatches } from '../sweepGroups';
 import type { ISidebarActions } from './actions';
 import { confirmDelete } from './housekeeping';
 import { RunRow } from './runRow';
 import { SelectionBar } from './selectionBar';
+import { SweepGroup } from './sweepGroup';
 
 /** How often the rows' ages count up, in milliseconds (the list polls less often). */
 export const AGE_TICK_MS = 1000;
@@ -23,7 +25,10 @@ function useNow(ms: number): number {
   return now;
 }
 
-/** The Runs section: the runs model's page of runs, newest first, a filter, and Show more. */
+/**
+ * The Runs section: the runs model's page of runs, newest first (a sweep's trials under the
+ * sweep, collapsed until expanded), a filter, and Show more.
+ */
 export function RunsList(props: {
   model: RunsModel;
   actions: ISidebarActions;
@@ -35,6 +40,18 @@ export function RunsList(props: {
     state: 'all'
   });
   const [chosen, setChosen] = React.useState<ReadonlySet<string>>(new Set());
+  const [expanded, setExpanded] = React.useState<ReadonlySet<string>>(
+    new Set()
+  );
+  const expand = (sweepId: string, on: boolean) => {
+    const next = new Set(expanded);
+    if (on) {
+      next.add(sweepId);
+    } else {
+      next.delete(sweepId);
+    }
+    setExpanded(next);
+  };
   const choose = (runId: string, on: boolean) => {
     const next = new Set(chosen);
     if (on) {
@@ -49,6 +66,12 @@ export function RunsList(props: {
       {() => {
         const shown = filterRuns(model.runs, filter);
         const filtering = filter.text.trim() !== '' || filter.state !== 'all';
+        // A sweep without a shown trial stays only where the filter is its name alone.
+        const items = groupRuns(
+          shown,
+          model.sweeps,
+          sweep => filter.state === 'all' && sweepMatches(sweep, filter.text)
+        );
         // Runs deleted meanwhile (here or elsewhere) drop out of the selection.
         const selected = model.runs.filter(run => chosen.has(run.run_id));
         const finished = model.runs.filter(run => run.finished);
@@ -57,11 +80,13 @@ export function RunsList(props: {
             {model.error && (
               <div className="jp-px-error">runs: {model.error} (retrying)</div>
             )}
-            {model.runs.length === 0 && !model.error && (
-              <div className="jp-px-note">
-                No runs yet: submit a notebook, or run %%px_distributed.
-              </div>
-            )}
+            {model.runs.length === 0 &&
+              model.sweeps.length === 0 &&
+              !model.error && (
+                <div className="jp-px-note">
+                  No runs yet: submit a notebook, or run %%px_distributed.
+                </div>
+              )}
             {model.runs.length > 0 && (
               <div className="jp-px-run-filter">
                 <input
@@ -118,17 +143,32 @@ export function RunsList(props: {
               </div>
             )}
             <ul className="jp-px-run-list">
-              {shown.map(run => (
-                <RunRow
-                  key={run.run_id}
-                  run={run}
-                  now={now}
-                  progress={progressFraction(model.progress[run.run_id])}
-                  actions={actions}
-                  selected={chosen.has(run.run_id)}
-                  onSelect={on => choose(run.run_id, on)}
-                />
-              ))}
+              {items.map(item =>
+                item.kind === 'run' ? (
+                  <RunRow
+                    key={item.run.run_id}
+                    run={item.run}
+                    now={now}
+                    progress={progressFraction(model.progress[item.run.run_id])}
+                    actions={actions}
+                    selected={chosen.has(item.run.run_id)}
+                    onSelect={on => choose(item.run.run_id, on)}
+                  />
+                ) : (
+                  <SweepGroup
+                    key={`sweep:${item.sweep.sweep_id}`}
+                    sweep={item.sweep}
+                    trials={item.trials}
+                    model={model}
+                    actions={actions}
+                    now={now}
+                    expanded={filtering || expanded.has(item.sweep.sweep_id)}
+                    onExpand={on => expand(item.sweep.sweep_id, on)}
+                    chosen={chosen}
+                    choose={choose}
+                  />
+                )
+              )}
             </ul>
             {model.total > model.runs.length && (
               <button

@@ -1,0 +1,96 @@
+"""The notebook's sweep monitor in JupyterLab, in headless Chromium, Light and Dark.
+
+A finished sweep of four trials is written into the server's store through the stores' own code
+(`ui-tests/make_sweep.py`, which the sidebar's browser tests use too); a notebook attaches to it
+with `%px_attach SWEEP`, and the monitor is looked at as a person would: the header says the
+sweep's state, trials and best trial, the trials table has a row per trial (the best in bold),
+the objective plot draws a line per trial and the parallel-coordinates plot is there, both on the
+theme's background with readable text, and Stop is off for a finished sweep.
+Screenshots: `test-artifacts/sweep-monitor-<theme>.png`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from browser_support import CHROMIUM, REPO, JupyterLab, artifacts_dir, chromium_page, open_notebook, run_all_cells
+from test_browser_notebooks import EFFECTIVE_BACKGROUND, contrast, luminance, parse_rgb
+
+pytestmark = pytest.mark.browser
+
+MAKE_SWEEP = REPO / "ui-tests" / "make_sweep.py"
+
+
+@pytest.fixture(scope="module", params=["light", "dark"])
+def lab(request, tmp_path_factory):
+    if not CHROMIUM.exists():  # a missing test dependency fails, it does not skip
+        pytest.fail("the browser tests drive Debian's Chromium: apt-get install chromium (.ci/run does)")
+    server = JupyterLab(tmp_path_factory.mktemp(f"sweep-monitor-{request.param}"), theme=request.param)
+    server.theme = request.param
+    yield server
+    server.stop()
+
+
+def make_sweep(lab: JupyterLab, name: str, trials: int) -> str:
+    done = subprocess.run(
+        [sys.executable, str(MAKE_SWEEP), name, str(trials)],
+        env={**os.environ, "PX_HOME": str(lab.px_home)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_the_sweep_monitor(lab):
+    sweep_id = make_sweep(lab, "lr search", 4)
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("%load_ext jupyter_px"), nbformat.v4.new_code_cell(f"%px_attach {sweep_id}")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    nbformat.write(notebook, lab.work / "sweep_monitor.ipynb")
+    with chromium_page(1400, 1200) as (page, log):
+        open_notebook(page, lab, "sweep_monitor.ipynb")
+        run_all_cells(page)
+        output = page.locator(".jp-CodeCell", has=page.locator(".px-sweep-header"))
+        header = output.locator(".px-sweep-header")
+        header.wait_for(timeout=120_000)
+        plots = output.locator(".js-plotly-plot")
+        plots.nth(1).wait_for(timeout=60_000)
+        text = header.inner_text()
+        assert f"sweep {sweep_id}: Succeeded" in text
+        assert "trials: 4/4 done, 4 complete; best: trial 3: loss 0.25" in text
+
+        rows = output.locator("table tbody tr")
+        assert rows.count() == 4
+        bold = rows.evaluate_all("rows => rows.map(r => getComputedStyle(r.cells[0]).fontWeight)")
+        assert bold == ["400", "400", "400", "700"]
+        assert output.get_by_role("button", name="Stop sweep").is_disabled()
+
+        # A line per trial, on the theme's background, with ticks that read on it.
+        assert plots.nth(0).locator("g.trace.scatter").count() == 4
+        assert plots.nth(1).locator(".parcoords").count() == 1
+        plots.nth(0).scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts_dir() / f"sweep-monitor-{lab.theme}.png"), full_page=False)
+        for plot in (plots.nth(0), plots.nth(1)):
+            background = plot.evaluate(EFFECTIVE_BACKGROUND)
+            if lab.theme == "dark":
+                assert luminance(background) < 0.1, f"background {background} is not dark"
+            else:
+                assert luminance(background) > 0.8, f"background {background} is not light"
+        for plot, ticks in ((plots.nth(0), ".ytick text"), (plots.nth(1), ".axis .tick text")):
+            tick = plot.locator(ticks).first.evaluate("(el) => getComputedStyle(el).fill")
+            assert contrast(parse_rgb(tick), plot.evaluate(EFFECTIVE_BACKGROUND)) >= 3, (ticks, tick)
+        # No halo behind the parallel plot's axis text (plotly's default is white: a blur on Dark).
+        halos = (
+            plots.nth(1)
+            .locator(".axis .tick text")
+            .evaluate_all("texts => [...new Set(texts.map(t => getComputedStyle(t).textShadow))]")
+        )
+        assert halos == ["none"], halos
+        assert output.locator("text=model not found").count() == 0
+        assert log.console_errors == [], log.console_errors

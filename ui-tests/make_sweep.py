@@ -1,0 +1,74 @@
+"""Write a finished sweep into the store: its record and status through the sweep store, and its
+trials as finished runs (each linked to the sweep, as the controller submits them), for the
+sidebar's sweep-group tests.
+
+Usage: python make_sweep.py NAME TRIALS"""
+
+import sys
+import time
+
+from jupyter_px.runstore import ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
+from jupyter_px.runstore.models import CodeSpec, TrialOf
+from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialRow, TrialState
+
+name, count = sys.argv[1], int(sys.argv[2])
+sweeps, runs = SweepStore(), RunStore()
+now = time.time()
+topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
+sweep_id = sweeps.new_id(name)
+trials = []
+for number in range(count):
+    params = {"lr": round(0.1 / (number + 1), 4), "momentum": 0.9 if number % 2 else 0.0}
+    value = 1.0 / (number + 1)
+    run_id = f"{sweep_id}-t{number}"
+    runs.create(
+        RunRecord(
+            run_id=run_id,
+            name=f"{name} trial {number}",
+            topology=topology,
+            created_at=now - 600 + number,
+            submitted_from="sweep",
+            sweep=TrialOf(sweep_id=sweep_id, trial=number, params=params),
+        ),
+        {"main.py": "pass\n"},
+    )
+    keys = (("master", 0), ("worker", 0))
+    runs.write_status(
+        RunStatus(
+            run_id=run_id,
+            state=RunState.SUCCEEDED,
+            started_at=now - 600 + number,
+            finished_at=now - 500 + number,
+            replicas=[ReplicaStatus(role=r, index=i, state="Succeeded", exit_code=0) for r, i in keys],
+        )
+    )
+    trials.append(
+        TrialRow(
+            number=number,
+            state=TrialState.COMPLETE,
+            run_id=run_id,
+            params=params,
+            value=value,
+            step=9,
+            intermediate=[(step, value * (1 + (9 - step) / 3)) for step in range(10)],
+            started_at=now - 600 + number,
+            finished_at=now - 500 + number,
+        )
+    )
+sweeps.create(
+    SweepRecord(sweep_id=sweep_id, name=name, topology=topology, code=CodeSpec(), workdir=".", created_at=now - 700),
+    {"main.py": "pass\n"},
+    SweepStatus(
+        sweep_id=sweep_id,
+        state=SweepState.SUCCEEDED,
+        started_at=now - 700,
+        finished_at=now - 400,
+        n_trials=count,
+        concurrency=2,
+        objective="loss",
+        direction="minimize",
+        best=count - 1,
+        trials=trials,
+    ),
+)
+print(sweep_id)
