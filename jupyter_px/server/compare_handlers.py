@@ -24,13 +24,12 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from .. import tensorboard
 from ..compare.comparison import compare_runs, encode
 from ..compare.digest import DigestCache
 from ..compare.selection import SelectionError, select_runs
 from ..runstore import RunNotFound
 from .handlers import PxHandler, PxState, finite_json
-from .models import CompareRequest, CompareTensorBoardRequest, Comparison, ErrorReply, TensorBoardStarted, dump
+from .models import CompareRequest, CompareTensorBoardRequest, Comparison, dump
 
 __all__ = ["ROUTES", "CompareHandler", "CompareTensorBoardHandler", "route_arguments"]
 
@@ -97,22 +96,7 @@ class CompareTensorBoardHandler(_CompareRoute):
             kind="tensorboard",
             idle_timeout=self.px.settings.tensorboard_idle_timeout,
         )
-        if isinstance(result, tensorboard.Failed):
-            self.send(
-                ErrorReply,
-                {"message": f"TensorBoard could not start: {result.reason}", "output": result.output[-4000:]},
-                status=503,
-            )
-            return
-        self.send(
-            TensorBoardStarted,
-            {
-                "status": "reused" if isinstance(result, tensorboard.Reused) else "launched",
-                "url": tensorboard.proxy_url(result.info.port, self.base_url),
-                "port": result.info.port,
-                "key": result.info.key,
-            },
-        )
+        self.send_tensorboard(result)
 
 
 #: (path under the base URL, handler class): the comparison routes, registered by `app.JupyterPxApp`.

@@ -242,6 +242,24 @@ class PxHandler(APIHandler):
         """Answer with `data` as `model` (checked: a field the model does not declare is a bug)."""
         self.write_json(dump(model, data), status)
 
+    def send_tensorboard(self, result: tensorboard.StartResult) -> None:
+        """Answer a TensorBoard start: where it is served (the Jupyter server's authenticated route,
+        so it works behind JupyterHub) and whether it was launched or reused; 503 with its output
+        when it could not start."""
+        if isinstance(result, tensorboard.Failed):
+            message = f"TensorBoard could not start: {result.reason}"
+            self.send(ErrorReply, {"message": message, "output": result.output[-4000:]}, status=503)
+            return
+        self.send(
+            TensorBoardStarted,
+            {
+                "status": "reused" if isinstance(result, tensorboard.Reused) else "launched",
+                "url": tensorboard.proxy_url(result.info.port, self.base_url),
+                "port": result.info.port,
+                "key": result.info.key,
+            },
+        )
+
     def write_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
@@ -501,20 +519,4 @@ class RunTensorBoardHandler(PxHandler):
             kind="tensorboard",
             idle_timeout=self.px.settings.tensorboard_idle_timeout,
         )
-        if isinstance(result, tensorboard.Failed):
-            self.send(
-                ErrorReply,
-                {"message": f"TensorBoard could not start: {result.reason}", "output": result.output[-4000:]},
-                status=503,
-            )
-            return
-        info = result.info
-        self.send(
-            TensorBoardStarted,
-            {
-                "status": "reused" if isinstance(result, tensorboard.Reused) else "launched",
-                "url": tensorboard.proxy_url(info.port, self.base_url),
-                "port": info.port,
-                "key": info.key,
-            },
-        )
+        self.send_tensorboard(result)

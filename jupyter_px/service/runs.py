@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
-from ..runstore import CodeSpec, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
+from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..runstore.models import TrialOf
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from .sources import CodeSource, load_code
@@ -186,13 +186,7 @@ class RunService:
             name=name,
             backend=chosen.name,
             topology=to_dict(topo),
-            code=CodeSpec(
-                entrypoint=code.entrypoint,
-                language=code.language,
-                args=list(args),
-                source=code.origin,
-                pushed=sorted(push or {}),
-            ),
+            code=code.spec(args, push),
             workdir=str(Path(workdir or os.getcwd()).resolve()),
             submitted_from=submitted_from,
             sweep=sweep,

@@ -25,9 +25,12 @@ import json
 import os
 import re
 import tokenize
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from ..runstore import CodeSpec
 
 #: The cell tag that selects a notebook's training cells, unless another is named.
 DEFAULT_TAG = "px"
@@ -80,6 +83,17 @@ class LoadedCode:
     entrypoint: str
     language: str
     origin: str
+
+    def spec(self, args: Sequence[str], push: Mapping[str, Any] | None) -> CodeSpec:
+        """How a run (or every trial of a sweep) records this code: with its arguments and the
+        names of the values pushed with it."""
+        return CodeSpec(
+            entrypoint=self.entrypoint,
+            language=self.language,
+            args=list(args),
+            source=self.origin,
+            pushed=sorted(push or {}),
+        )
 
 
 def code_source(code: str | os.PathLike | CodeSource) -> CodeSource:

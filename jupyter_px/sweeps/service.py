@@ -21,7 +21,7 @@ from typing import Any
 from .. import detached
 from ..backends import get_backend
 from ..runstore import RunStore
-from ..runstore.models import CodeSpec, RunOwner
+from ..runstore.models import RunOwner
 from ..service import CodeSource, RunService, load_code, pickle_pushed
 from ..service.runs import check_run_name
 from ..topology import Topology, parse_topology, to_dict
@@ -87,13 +87,7 @@ class SweepService:
             sweep_id=sweep_id,
             name=name,
             topology=to_dict(topo),
-            code=CodeSpec(
-                entrypoint=code.entrypoint,
-                language=code.language,
-                args=list(args),
-                source=code.origin,
-                pushed=sorted(push or {}),
-            ),
+            code=code.spec(args, push),
             workdir=str(Path(workdir or os.getcwd()).resolve()),
             submitted_from=submitted_from,
         )
