@@ -151,8 +151,9 @@ def test_stale_record_is_not_reused(px_home):
     first = tensorboard.start("run-a")
     assert isinstance(first, tensorboard.Launched), first
     record = px_home / "tensorboard" / f"{first.info.key}.json"
-    psutil.Process(first.info.pid).kill()  # the server dies; its record stays behind
-    psutil.Process(first.info.pid).wait(10)
+    server = psutil.Process(first.info.pid)
+    server.kill()  # the server dies; its record stays behind (its watchdog may reap it at once)
+    server.wait(10)
     assert record.exists()
 
     second = tensorboard.start("run-a")
@@ -166,8 +167,9 @@ def test_list_servers_drops_records_of_dead_servers(px_home):
     fake_run("run-a")
     result = tensorboard.start("run-a")
     assert isinstance(result, tensorboard.Launched), result
-    psutil.Process(result.info.pid).kill()
-    psutil.Process(result.info.pid).wait(10)
+    server = psutil.Process(result.info.pid)
+    server.kill()
+    server.wait(10)
     assert tensorboard.list_servers() == []
     assert not (px_home / "tensorboard" / f"{result.info.key}.json").exists()
 
