@@ -238,6 +238,31 @@ def test_a_digest_is_read_once_until_the_run_changes(store):
     assert again.metric("loss").best_run == "lr-0"
 
 
+def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
+    """A server (or notebook) started later does not read every point of a finished run again;
+    a run that changed since, or one still running, is read."""
+    ids = three_runs(store)
+    make_run(store, "live", curves={"loss": lambda k: 1 / (k + 1)}, state="Running")
+    first = DigestCache(store)
+    before = compare_runs(store, [*ids, "live"], cache=first)
+    assert first.reads == 4
+    assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.pickle" for i in ids)
+
+    later = DigestCache(store)  # a new server: nothing in memory
+    again = compare_runs(store, [*ids, "live"], cache=later)
+    assert later.reads == 1  # only the running run
+    assert again.to_json(arrays=False) == before.to_json(arrays=False)
+
+    path = store.paths("lr-1").metrics("master", 0)
+    with open(path, "a") as handle:
+        handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.00001}}\n')
+    (first.folder / "lr-2.500.pickle").write_bytes(b"cut sh")  # a damaged file is read past
+    third = DigestCache(store)
+    changed = compare_runs(store, [*ids, "live"], cache=third)
+    assert third.reads == 3  # lr-1 changed, lr-2's file is damaged, live runs
+    assert changed.metric("loss").curves["lr-1"].summary.final == 0.00001
+
+
 # ---- the notebook's views ---------------------------------------------------------------------
 
 

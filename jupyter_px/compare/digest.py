@@ -6,7 +6,11 @@ few hundred chosen points and four numbers (final, lowest, highest and their ste
 is read once into a `RunDigest` and kept in a `DigestCache`, keyed by the run and a cheap
 signature of its files (name, size, mtime of everything under `metrics/`, `params/` and
 `tensorboard/`: a few stats a run), so a run that is still writing is read again and a finished
-one never is. A server keeps one cache for its life; a notebook call makes its own.
+one never is. A server keeps one cache for its life; a notebook call makes its own. A finished
+run's digest is also written under `$PX_HOME/cache/compare/` with its signature, so a server
+started later, or a notebook, does not read every point of a finished run again (the first read of
+a 100,000-point run is the only slow one). Outside the run's directory: reading a run never
+writes into it.
 
 A run's curve for a metric is its chief's series (master, chief or worker 0, see
 `params.chief_first`): the one replica that reports for the job; the table says which replica.
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -23,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..runstore import RunStore
+from ..runstore import RunState, RunStore
 from ..runstore.metrics import MetricsReader, Series
 from .downsample import downsample_indices
 from .params import canonical, chief_first, run_params
@@ -142,14 +148,36 @@ def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
 
 class DigestCache:
     """Digests by (run, points), each valid while the run's `signature` is unchanged; at most
-    `size` kept (least recently used go first). Thread-safe: a server's read threads share it."""
+    `size` kept in memory (least recently used go first), finished runs' also on disk (see the
+    module docstring). Thread-safe: a server's read threads share it."""
 
     def __init__(self, store: RunStore, size: int = 4096):
         self.store = store
         self.size = size
+        self.folder = store.home / "cache" / "compare"
         self._lock = threading.Lock()
         self._digests: OrderedDict[tuple[str, int], tuple[tuple, RunDigest]] = OrderedDict()
         self.reads = 0  # runs read whole (for tests and benchmarks: a warm comparison reads none)
+
+    def _kept(self, run_id: str, points: int, seen: tuple) -> RunDigest | None:
+        """The digest written for this signature, if any (a damaged or stale file is ignored)."""
+        try:
+            with open(self.folder / f"{run_id}.{points}.pickle", "rb") as file:
+                kept_signature, digest = pickle.load(file)
+        except Exception:  # missing, cut short, or from another version: read the run instead
+            return None
+        return digest if kept_signature == seen and isinstance(digest, RunDigest) else None
+
+    def _keep(self, run_id: str, points: int, seen: tuple, digest: RunDigest) -> None:
+        """Write a finished run's digest (atomically; a cache: failing to write is no error)."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+            with os.fdopen(fd, "wb") as file:
+                pickle.dump((seen, digest), file, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, self.folder / f"{run_id}.{points}.pickle")
+        except OSError:
+            pass
 
     def digest(self, run_id: str, points: int) -> RunDigest:
         key = (run_id, points)
@@ -159,9 +187,14 @@ class DigestCache:
             if held is not None and held[0] == seen:
                 self._digests.move_to_end(key)
                 return held[1]
-        digest = read_digest(self.store, run_id, points)
+        digest = self._kept(run_id, points, seen)
+        if digest is None:
+            digest = read_digest(self.store, run_id, points)
+            with self._lock:
+                self.reads += 1
+            if RunState(digest.state).finished:
+                self._keep(run_id, points, seen, digest)
         with self._lock:
-            self.reads += 1
             self._digests[key] = (seen, digest)
             self._digests.move_to_end(key)
             while len(self._digests) > self.size:
