@@ -177,6 +177,24 @@ async def test_the_keeper_records_a_run_whose_supervisor_died_as_lost_without_a_
             process.kill()
 
 
+async def test_the_keeper_digests_finished_runs_for_the_first_comparison(jp_serverapp, px_home):
+    """A run that finished while the server ran is digested by the keeper (kept on disk), so even
+    the first comparison of it reads none of its points; a running run is left alone."""
+    from compare_support import make_run
+
+    from jupyter_px.compare.digest import DigestCache
+
+    store = RunStore(px_home)
+    make_run(store, "ended-1", curves={"loss": lambda k: 1 / (k + 1)})
+    make_run(store, "going-1", curves={"loss": lambda k: 1 / (k + 1)}, state="Running")
+    await jp_serverapp.extension_manager.start_all_extensions()
+    kept = DigestCache(store).folder / "ended-1.500.pickle"
+    await until(kept.exists, what="the keeper to digest the finished run")
+    assert not (kept.parent / "going-1.500.pickle").exists()
+    later = DigestCache(store)  # e.g. the comparison route of a server started later
+    assert later.digest("ended-1", 500).curves["loss"].total == 100 and later.reads == 0
+
+
 async def test_stop_extension_ends_the_keeper(jp_serverapp, px_home):
     app = the_app(jp_serverapp)
     await jp_serverapp.extension_manager.start_all_extensions()

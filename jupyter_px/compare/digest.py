@@ -19,6 +19,7 @@ A run's curve for a metric is its chief's series (master, chief or worker 0, see
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 import tempfile
@@ -29,13 +30,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..runstore import RunState, RunStore
+from ..runstore import RunDamaged, RunNotFound, RunState, RunStore
 from ..runstore.metrics import MetricsReader, Series
-from .downsample import downsample_indices
+from .downsample import DEFAULT_POINTS, downsample_indices
 from .params import canonical, chief_first, run_params
 from .values import SeriesValues, series_values
 
 __all__ = ["Curve", "RunDigest", "DigestCache", "encode_points", "read_digest", "signature"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,23 @@ class DigestCache:
             while len(self._digests) > self.size:
                 self._digests.popitem(last=False)
         return digest
+
+    def keep_finished(self, points: int = DEFAULT_POINTS) -> list[str]:
+        """Digest every finished run that has none kept yet (the Jupyter server's keeper calls
+        this each pass), so even the first comparison of runs that ended while it ran answers
+        without reading every point. Returns the runs read. A run that cannot be read now is
+        left for the next pass: a digest is only ever a shortcut."""
+        read = []
+        for run_id in self.store.run_ids():
+            if (self.folder / f"{run_id}.{points}.pickle").exists():
+                continue
+            try:
+                if self.store.status(run_id).state.finished:
+                    self.digest(run_id, points)
+                    read.append(run_id)
+            except (RunNotFound, RunDamaged, OSError, ValueError) as error:
+                log.debug("no digest of run %s yet: %s", run_id, error)
+        return read
 
     def digests(self, run_ids: Iterable[str], points: int) -> list[RunDigest]:
         return [self.digest(run_id, points) for run_id in run_ids]

@@ -162,6 +162,7 @@ class JupyterPxApp(ExtensionApp):
         from . import compare_handlers  # run comparison: its own module, one digest cache for the server's life
 
         compare_arguments = compare_handlers.route_arguments(self.state)
+        self._digests = compare_arguments["digests"]
         self.handlers.extend((path + "/?", handler, compare_arguments) for path, handler in compare_handlers.ROUTES)
         from .sweep_handlers import SWEEP_ROUTES
 
@@ -221,6 +222,8 @@ class JupyterPxApp(ExtensionApp):
             try:
                 await loop.run_in_executor(self._keeper_executor, self.state.service.keep_all)
                 await loop.run_in_executor(self._keeper_executor, self._keep_sweeps)
+                # the first comparison of runs that ended while the server ran reads no point
+                await loop.run_in_executor(self._keeper_executor, self._digests.keep_finished)
             except Exception:  # the keeper must outlive one bad pass; the next one may succeed
                 self.log.exception("jupyter_px: a keeper pass failed")
             await asyncio.sleep(self.keeper_interval)
