@@ -15,7 +15,7 @@ from jupyter_px.compare.comparison import compare_runs
 from jupyter_px.compare.digest import DigestCache
 from jupyter_px.compare.downsample import MAX_POINTS, MIN_POINTS, check_points, downsample_indices
 from jupyter_px.compare.params import differing, flatten, run_params
-from jupyter_px.compare.selection import SelectionError, select_runs
+from jupyter_px.compare.selection import SelectionError, select_runs, sweep_objective
 from jupyter_px.compare.values import check_optimisations, optimisation_for, series_values
 from jupyter_px.runstore import RunStore
 
@@ -69,35 +69,45 @@ def test_selection_refusals_name_what_is_wrong(store, refs, pattern, message):
         select_runs(store, refs, pattern=pattern)
 
 
-def test_a_sweep_without_the_sweeps_package_is_refused_with_the_reason(store, monkeypatch):
-    import sys
+def finished_sweep(store: RunStore, trials: dict[int, str], direction: str) -> str:
+    """A finished sweep of `trials` (number -> its run's id) written through the sweep store, as
+    its controller leaves it; its objective is `loss`."""
+    from jupyter_px.runstore.models import CodeSpec
+    from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialRow, TrialState
 
-    monkeypatch.setitem(sys.modules, "jupyter_px.sweeps.service", None)  # not installed: import fails
-    with pytest.raises(SelectionError, match="sweep: 's1' cannot be read: this installation has no sweeps"):
-        select_runs(store, sweep="s1")
+    sweeps = SweepStore(store.home)
+    sweep_id = sweeps.new_id("lr-sweep")
+    rows = [TrialRow(number=n, state=TrialState.COMPLETE, run_id=r, params={}) for n, r in trials.items()]
+    sweeps.create(
+        SweepRecord(
+            sweep_id=sweep_id, name="lr-sweep", topology={"framework": "pytorch"}, code=CodeSpec(), workdir="."
+        ),
+        {"main.py": "pass\n"},
+        SweepStatus(
+            sweep_id=sweep_id,
+            state=SweepState.SUCCEEDED,
+            n_trials=len(rows),
+            objective="loss",
+            direction=direction,
+            trials=rows,
+        ),
+    )
+    return sweep_id
 
 
-def test_a_sweep_selects_its_trials_through_the_sweeps_hook(store, monkeypatch):
-    import sys
-    import types
-
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_a_sweep_selects_its_trials_and_its_objective_says_which_is_best(store, direction):
     three_runs(store)
-
-    class SweepService:  # the sweeps package's interface: SweepService(home).trial_runs(ref)
-        def __init__(self, home):
-            assert home == store.home
-
-        def trial_runs(self, ref):
-            if ref != "s1":
-                raise KeyError(f"no sweep {ref!r}")
-            return ["lr-0", "lr-2"]
-
-    module = types.ModuleType("jupyter_px.sweeps.service")
-    module.SweepService = SweepService  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "jupyter_px.sweeps.service", module)
-    assert select_runs(store, sweep="s1") == ["lr-0", "lr-2"]
-    with pytest.raises(SelectionError, match="sweep: 's2': .*no sweep 's2'"):
-        select_runs(store, sweep="s2")
+    sweep_id = finished_sweep(store, {1: "lr-2", 0: "lr-0"}, direction)
+    assert select_runs(store, sweep="lr-sweep") == ["lr-0", "lr-2"]  # trial order
+    assert select_runs(store, sweep=sweep_id) == ["lr-0", "lr-2"]
+    with pytest.raises(SelectionError, match="sweep: 'nope': "):
+        select_runs(store, sweep="nope")
+    best = sweep_objective(store, "lr-sweep", None)
+    assert best == {"loss": "min" if direction == "minimize" else "max"}
+    assert sweep_objective(store, "lr-sweep", {"loss": "max", "acc": "max"}) == {"loss": "max", "acc": "max"}
+    loss = compare_runs(store, ["lr-0", "lr-2"], optimisation=best).metric("loss")
+    assert loss.best_run == ("lr-2" if direction == "minimize" else "lr-0")  # lr 0.01 learns faster
 
 
 # ---- params -----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from .comparison import Comparison, compare_runs
 from .digest import DigestCache
 from .downsample import DEFAULT_POINTS
 from .render import figure, figure_bundle, parallel_bundle, table_bundle
-from .selection import select_runs
+from .selection import select_runs, sweep_objective
 
 __all__ = ["RunComparison", "compare"]
 
@@ -126,7 +126,7 @@ def compare(
         run_ids,
         metrics=metrics,
         points=points,
-        optimisation=optimisation,
+        optimisation=sweep_objective(service.store, sweep, optimisation),
         all_params=all_params,
         cache=DigestCache(service.store),
     )

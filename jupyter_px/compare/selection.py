@@ -1,23 +1,19 @@
 """Which runs a comparison is about: run references, a name pattern, a sweep's trials.
 
 References are what users type everywhere (`RunStore.resolve`: an id, a name, `last`). A pattern
-is a shell-style glob (`lr-*`) matched against each run's name and id. A sweep is the sweeps
-package's concept: when `jupyter_px.sweeps` is installed, its
-`service.SweepService(home).trial_runs(sweep_ref)` names the trials (in trial order); the import
-is made here, at call time, so comparison works without that package and a sweep reference is
-then refused with that reason. Order: as given, then pattern matches newest first;
-duplicates dropped.
+is a shell-style glob (`lr-*`) matched against each run's name and id. A sweep's trials come
+from `sweeps.SweepService.trial_runs` (in trial order), and its objective says which way is best
+for its metric. Order: as given, then pattern matches newest first; duplicates dropped.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..runstore import RunNotFound, RunStore
 
-__all__ = ["MAX_RUNS", "SelectionError", "select_runs", "sweep_trials"]
+__all__ = ["MAX_RUNS", "SelectionError", "select_runs", "sweep_objective", "sweep_trials"]
 
 #: The most runs one comparison holds (a table and plots of more are not read by anyone).
 MAX_RUNS = 1000
@@ -28,18 +24,31 @@ class SelectionError(ValueError):
 
 
 def sweep_trials(store: RunStore, sweep: str) -> list[str]:
-    """The run ids of a sweep's trials, from the sweeps package when it is installed."""
+    """The run ids of a sweep's trials, in trial order."""
+    from ..sweeps.service import SweepService
+
     try:
-        module = importlib.import_module("jupyter_px.sweeps.service")
-    except ImportError:
-        module = None
-    service = getattr(module, "SweepService", None)
-    if service is None:
-        raise SelectionError(f"sweep: {sweep!r} cannot be read: this installation has no sweeps")
-    try:
-        return list(service(store.home).trial_runs(sweep))
+        return list(SweepService(store.home).trial_runs(sweep))
     except (LookupError, ValueError, OSError) as error:
         raise SelectionError(f"sweep: {sweep!r}: {error}") from None
+
+
+def sweep_objective(store: RunStore, sweep: str | None, given: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Which way is best, as given, with the sweep's own objective added where it has one and the
+    caller named none for that metric (a sweep that minimises a loss highlights its lowest)."""
+    chosen = dict(given or {})
+    if sweep is None:
+        return chosen or None
+    from ..sweeps.service import SweepService
+
+    sweeps = SweepService(store.home)
+    try:
+        status = sweeps.store.status(sweeps.resolve(sweep))
+    except (LookupError, ValueError, OSError):
+        return chosen or None  # select_runs says what is wrong with the reference
+    if status.objective and status.direction:
+        chosen.setdefault(status.objective, "min" if status.direction == "minimize" else "max")
+    return chosen or None
 
 
 def select_runs(

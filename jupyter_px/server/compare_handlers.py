@@ -26,7 +26,7 @@ from tornado import web
 
 from ..compare.comparison import compare_runs, encode
 from ..compare.digest import DigestCache
-from ..compare.selection import SelectionError, select_runs
+from ..compare.selection import SelectionError, select_runs, sweep_objective
 from ..runstore import RunNotFound
 from .handlers import PxHandler, PxState, finite_json
 from .models import CompareRequest, CompareTensorBoardRequest, Comparison, dump
@@ -57,7 +57,7 @@ class CompareHandler(_CompareRoute):
             run_ids,
             metrics=body.metrics,
             points=body.points,
-            optimisation=body.optimisation,
+            optimisation=sweep_objective(self.px.store, body.sweep, body.optimisation),
             all_params=body.all_params,
             cache=self.digests,
         )
