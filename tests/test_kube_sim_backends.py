@@ -109,9 +109,10 @@ def test_a_log_rotated_by_the_kubelet_is_kept_whole(sim, px_home):
     newest file: a follower that streams from the start keeps every line; one that re-reads
     loses the rotated part. The code starts writing once the follower streams its log (it waits
     for a file the test writes into its working directory): what was rotated away before anyone
-    read it is gone on a real cluster too. The code pauses every 100 lines (9 KiB, under one
-    file): the simulated kubelet's follow polls every 50 ms and, like the real one, skips a file
-    rotated twice between two looks. Reconnects after a rotation: test_kube_sim_follower.py."""
+    read it is gone on a real cluster too. The code pauses every 50 lines (4 KiB, a quarter of a
+    file): the simulated kubelet's follow, like the real one, skips a file rotated twice while it
+    looked away (a stream whose reader stalls for 8 pauses, on a loaded machine, would too).
+    Reconnects after a rotation: test_kube_sim_follower.py."""
     sim.kubelet.log_max_bytes = 16 * 1024
     code = (
         "import pathlib, time\n"
@@ -119,7 +120,7 @@ def test_a_log_rotated_by_the_kubelet_is_kept_whole(sim, px_home):
         "while not pathlib.Path('go').exists(): time.sleep(0.05)\n"
         "for i in range(2000):\n"
         "    print(f'line {i:05d} ' + 'x' * 40)\n"
-        "    if i % 100 == 0: time.sleep(0.2)\n"
+        "    if i % 50 == 0: time.sleep(0.2)\n"
     )
     run = jupyter_px.submit(
         code, {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 0}}}
