@@ -90,7 +90,7 @@ for (const theme of ['light', 'dark'] as const) {
     );
     await expect(row.locator('.jp-px-badge')).toHaveCSS(
       'background-color',
-      'rgb(44, 160, 44)'
+      'rgb(34, 165, 89)' // Succeeded: #22a559, the notebook's
     );
 
     // Metrics: axes with a grid, full width, hover, log scale.
