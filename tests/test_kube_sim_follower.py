@@ -10,7 +10,6 @@ each test decides when a pod moves on, not the machine's load."""
 from __future__ import annotations
 
 import collections
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 from k8s_support import DEADLINE_S, stop_followers
 from kube_sim import Cluster
-from kube_sim_support import wait_for
+from kube_sim_support import backend_cluster, wait_for
 
 import jupyter_px
 from jupyter_px.backends.kubernetes.log_sink import LineReader, Position, parse_stamp
@@ -34,20 +33,8 @@ LINE = "print(f'line {i:05d} ' + 'x' * 40)\n"
 
 @pytest.fixture(name="sim")
 def sim_fixture(tmp_path, monkeypatch, px_home):
-    with Cluster(namespaces=("default",), kubelet={"backoff_base": 0.5}) as cluster:
-        if not cluster.kubelet.isolated:
-            pytest.skip(f"pods cannot have their own names and addresses here: {cluster.kubelet.not_isolated_because}")
-        monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig(tmp_path / "kubeconfig"))
-        monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
-        monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
-        for name in list(os.environ):
-            if name.startswith("PX_K8S_") and name not in ("PX_K8S_CONFIG", "PX_K8S_IMAGE"):
-                monkeypatch.delenv(name)
-        monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "60")
-        try:
-            yield cluster
-        finally:
-            stop_followers(px_home)
+    with backend_cluster(tmp_path, monkeypatch, px_home, namespaces=("default",)) as cluster:
+        yield cluster
 
 
 def native(n_workers: int = 0, **environment) -> dict:
