@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import io
 import json
 import os
 import pickle
@@ -305,8 +306,21 @@ def flush_standard_streams() -> None:
             pass
 
 
+def _write_whole_lines() -> None:
+    """Send stdout and stderr out a whole line at a time, as on a terminal.
+
+    Replicas run with PYTHONUNBUFFERED so nothing waits in a buffer, but then `print` writes
+    each of its pieces separately. The ranks of an MPI job share one stdout (mpirun's), so two
+    ranks' lines could interleave mid-line, and a rank's `@px-metrics` line glued after
+    another's fragment would be lost. A line under PIPE_BUF written in one call is atomic."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):  # not replaced by an embedding host
+            stream.reconfigure(line_buffering=True, write_through=False)
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     args = list(sys.argv[1:] if argv is None else argv)
+    _write_whole_lines()
     if args and args[0] == "--mpi-host":
         _mpi_host()
     if len(args) != 1:

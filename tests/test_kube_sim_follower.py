@@ -316,11 +316,6 @@ def sshd_waits(operation, resource, obj, old) -> None:
             container["command"] = ["python3", "-c", "import time; time.sleep(3600)"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 19: passes alone (3 of 3 here) but timed out twice in the whole suite on a loaded machine, the "
-    "launcher's log never reaching the store; the cause is not found yet",
-)
 def test_the_mpi_launcher_is_followed_with_every_ranks_output_and_metrics(sim, px_home):
     """The MPI launcher has no replica-index label (training-operator newLauncher): it is the
     run's master-0, and its log (every rank's output, `@px-metrics` lines included) is stored."""

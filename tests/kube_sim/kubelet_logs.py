@@ -147,12 +147,24 @@ class ContainerLogs:
                                 sent += len(out)
                                 yield out
                         continue
-                    with self._log_lock:  # rotated: go on in the new file
-                        if os.stat(path).st_ino != inode:
+                    with self._log_lock:  # rotated: finish the old file, then go on in the new one
+                        rotated = os.stat(path).st_ino != inode
+                        if rotated:
+                            # Lines written between our EOF and the rotation are still in the old
+                            # file; the kubelet's reader sees their write events before the new
+                            # file's create (pkg/kubelet/kuberuntime/logs/logs.go, v1.33.0 waitLogs).
+                            rest = handle.read()
                             handle.close()
                             handle = open(path)  # noqa: SIM115
                             inode = os.fstat(handle.fileno()).st_ino
-                            continue
+                    if rotated:
+                        for line in (pending + rest).splitlines(keepends=True):
+                            out = render(line)
+                            if out is not None:
+                                sent += len(out)
+                                yield out
+                        pending = ""
+                        continue
                     if instance.exit_code is not None or self._stop.is_set() or self.api.closed:
                         rest = handle.read()
                         for line in rest.splitlines(keepends=True):
