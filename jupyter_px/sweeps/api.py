@@ -11,7 +11,7 @@ from ..api import Run
 from ..runstore import RunStore
 from ..service import CodeSource, code_source
 from ..topology import Topology, parse_topology
-from ..topology.sweep import SweepSpec
+from ..topology.sweep_spec import SweepSpec
 from .service import SweepService
 from .store import SweepStatus, TrialRow
 

@@ -41,7 +41,7 @@ from ..runstore import RunState, RunStore
 from ..runstore.models import RunOwner, TrialOf
 from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText
 from ..topology import Topology, TopologyError, parse_topology, to_dict
-from ..topology.sweep import SweepSpec
+from ..topology.sweep_spec import SweepSpec
 from .engine import open_study
 from .space import suggest
 from .store import SweepState, SweepStatus, SweepStore, TrialRow, TrialState

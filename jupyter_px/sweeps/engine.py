@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..topology.sweep import SweepSpec
+from ..topology.sweep_spec import SweepSpec
 from .space import grid_space
 
 #: The study's name inside its journal (one study per sweep directory).

@@ -30,7 +30,8 @@ from .errors import Problem
 from .kube_syntax import check_env_name, check_env_value, check_label_key, check_label_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
-from .sweep import SWEEP_KEYS, SweepSpec, parse_sweep
+from .sweep import SWEEP_KEYS, parse_sweep
+from .sweep_spec import SweepSpec
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
 BackendName = Literal["local", "native", "kubernetes", "kubeflow", "kubeflow-trainer"]
