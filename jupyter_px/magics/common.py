@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
 
-from ..presentation.text import failure_text
+from ..presentation.text import failure_text, topology_problems
 
 #: Where to read a failed replica's log, in a failed run's one-line error.
 LOGS_HINT = "%px_logs {run_id} --role {role} --index {index}"
@@ -44,6 +46,23 @@ def open_run(ref: str) -> Any:
         ) from None
     except RunDamaged as error:
         raise UsageError(str(error)) from None
+
+
+@contextlib.contextmanager
+def submit_errors() -> Iterator[None]:
+    """A submit's refusal (bad topology, an unshippable --push, the backend saying no, an
+    invalid --name) as one UsageError line: the user's input was wrong, not the magic."""
+    from ..service import BackendError, PushError
+    from ..topology import TopologyError
+
+    try:
+        yield
+    except TopologyError as error:
+        raise UsageError(topology_problems(error)) from None
+    except PushError as error:
+        raise UsageError(f"--push: {error}") from None
+    except (BackendError, ValueError) as error:  # ValueError: e.g. an invalid --name
+        raise UsageError(f"not submitted: {error}") from None
 
 
 def show_run(shell: Any, run: Any, terminal_line: str) -> Any:

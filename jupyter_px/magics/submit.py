@@ -14,7 +14,7 @@ from ..presentation.text import topology_problems
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology
 from ..topology.registry import UnknownTopology, topologies
 from .args import IDENTIFIER, check_output, check_wait, output_arg, wait_args
-from .common import shell_of, show_run, wait_for_run
+from .common import shell_of, show_run, submit_errors, wait_for_run
 
 #: Which magic option set which field, so an invalid override is reported as the option.
 OPTION_FIELDS = {
@@ -188,10 +188,10 @@ class SubmitMagics(Magics):
 
     def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any]):
         from ..api import Run
-        from ..service import BackendError, PushError, RunService, SourceText
+        from ..service import RunService, SourceText
 
         service = RunService()
-        try:
+        with submit_errors():
             run_id = service.submit(
                 SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
                 topology,
@@ -200,10 +200,4 @@ class SubmitMagics(Magics):
                 submitted_from="magic",
                 workdir=os.getcwd(),
             )
-        except TopologyError as error:
-            raise UsageError(topology_problems(error)) from None
-        except PushError as error:
-            raise UsageError(f"--push: {error}") from None
-        except (BackendError, ValueError) as error:  # ValueError: e.g. an invalid --name
-            raise UsageError(f"not submitted: {error}") from None
         return Run(run_id, service=service)

@@ -20,7 +20,7 @@ from IPython.display import display
 from ..presentation import html as as_html
 from ..presentation import text as as_text
 from .args import check_output, output_arg
-from .common import in_kernel, shell_of
+from .common import in_kernel, shell_of, submit_errors
 
 
 def open_sweep(ref: str) -> Any:
@@ -67,13 +67,12 @@ def wait_for_sweep(sweep: Any, monitor: Any, timeout: float | None) -> None:
 
 def start_sweep(magics: Magics, topology: Any, shipped: Any, args: Any, push: dict[str, Any]) -> None:
     """`%%px_distributed` on a topology with a sweep: start it, show its monitor."""
-    from ..service import BackendError, PushError, SourceText
+    from ..service import SourceText
     from ..sweeps.api import Sweep
     from ..sweeps.service import SweepService
-    from ..topology import TopologyError
 
     service = SweepService()
-    try:
+    with submit_errors():
         sweep_id = service.start(
             SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
             topology,
@@ -82,12 +81,6 @@ def start_sweep(magics: Magics, topology: Any, shipped: Any, args: Any, push: di
             submitted_from="magic",
             workdir=os.getcwd(),
         )
-    except TopologyError as error:
-        raise UsageError(as_text.topology_problems(error)) from None
-    except PushError as error:
-        raise UsageError(f"--push: {error}") from None
-    except (BackendError, ValueError) as error:
-        raise UsageError(f"not submitted: {error}") from None
     sweep = Sweep(sweep_id, service=service)
     shell = shell_of(magics)
     if args.output:
