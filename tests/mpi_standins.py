@@ -11,26 +11,58 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-#: The image's `mpirun`: `-np N` ranks of the command, each with OMPI_COMM_WORLD_RANK/SIZE. Without
-#: `-np`, one rank per slot of the hostfile (`--hostfile` or OMPI_MCA_orte_default_hostfile), as
-#: Open MPI does. `-x NAME` forwards a variable (every one is forwarded here: same process tree).
+#: The image's `mpirun`: `-np N` ranks of the command (without `-np`, one per slot of the
+#: hostfile: `--hostfile`, else OMPI_MCA_orte_default_hostfile), mapped onto the hostfile's hosts
+#: slot by slot as Open MPI's default mapping does. A rank on the launcher's own host (the entry
+#: whose first label is $HOSTNAME) inherits the launcher's environment; a rank on another host gets
+#: what an ssh session there would have: a login environment, the variables named by `-x`, and
+#: OMPI_COMM_WORLD_RANK/SIZE. Each rank's output is forwarded line by line, as mpirun's I/O
+#: forwarding does.
 FAKE_MPIRUN = """#!{python} -I
-import os, re, subprocess, sys
-args, ranks, i, hostfile = sys.argv[1:], None, 0, os.environ.get("OMPI_MCA_orte_default_hostfile")
+import os, re, subprocess, sys, threading
+args, ranks, i, forwarded = sys.argv[1:], None, 0, []
+hostfile = os.environ.get("OMPI_MCA_orte_default_hostfile")
 while args[i].startswith("-"):
     if args[i] in ("-np", "-n"):
         ranks = int(args[i + 1])
-    if args[i] == "--hostfile":
+    elif args[i] == "--hostfile":
         hostfile = args[i + 1]
+    elif args[i] == "-x":
+        forwarded.append(args[i + 1])
     i += 1 if args[i] in ("--allow-run-as-root",) else 2
-if ranks is None:
-    slots = [int(m) for m in re.findall(r"slots=(\\d+)", open(hostfile).read())] if hostfile else []
-    ranks = sum(slots) or 1
+hosts = []
+for line in open(hostfile).read().splitlines() if hostfile else []:
+    if line.strip():
+        name, slots = line.split()[0], re.search(r"slots=(\\d+)", line)
+        hosts += [name] * (int(slots.group(1)) if slots else 1)
+ranks = ranks if ranks is not None else (len(hosts) or 1)
 command = args[i:]
 command[0] = sys.executable if command[0].startswith("python") else command[0]
-procs = [subprocess.Popen(command, env={{**os.environ, "OMPI_COMM_WORLD_RANK": str(r),
-         "OMPI_COMM_WORLD_SIZE": str(ranks)}}) for r in range(ranks)]
-sys.exit(max(p.wait() for p in procs))
+me = os.environ.get("HOSTNAME", "")
+login = {{k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}}
+lock = threading.Lock()
+
+def environment(rank):
+    host = hosts[rank % len(hosts)] if hosts else me
+    local = host.split(".")[0] == me
+    env = dict(os.environ) if local else {{**login, **{{k: os.environ[k] for k in forwarded if k in os.environ}}}}
+    return {{**env, "OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(ranks)}}
+
+def forward(stream):
+    for line in iter(stream.readline, b""):
+        with lock:
+            sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+
+procs = [subprocess.Popen(command, env=environment(r), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+         for r in range(ranks)]
+readers = [threading.Thread(target=forward, args=(p.stdout,)) for p in procs]
+for reader in readers:
+    reader.start()
+code = max(p.wait() for p in procs)
+for reader in readers:
+    reader.join()
+sys.exit(code)
 """
 
 
