@@ -288,6 +288,7 @@ def test_a_persistent_refusal_ends_the_follow_with_the_reason(sim, px_home, monk
 
 # ---- MPIJob: the launcher ----------------------------------------------------------------------
 
+
 @pytest.mark.xfail(
     strict=False,
     reason="issue 19: passes alone (3 of 3 here) but timed out twice in the whole suite on a loaded machine, the "

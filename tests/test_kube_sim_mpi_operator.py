@@ -20,6 +20,7 @@ from kube_sim_support import backend_cluster, fresh_namespace, wait_for
 from mpi_standins import install_mpirun, sshd_waits
 
 import jupyter_px
+from jupyter_px.backends.base import BackendError
 from jupyter_px.runstore.metrics import MetricsReader
 
 pytestmark = pytest.mark.kube
@@ -284,3 +285,17 @@ def test_an_mpi_run_on_mpi_operator_stores_every_ranks_output_and_metrics(sim, p
     assert wait_for(lambda: len(losses()) == 2 and losses(), "the ranks' metrics") == [0.5, 1.0]
     conditions = {c["type"]: c["status"] for c in sim.get("mpijobs", job["metadata"]["name"])["status"]["conditions"]}
     assert conditions["Succeeded"] == "True"
+
+
+@pytest.mark.parametrize("policy", ["ExitCode", "Always"])
+def test_a_restart_policy_mpi_operator_refuses_is_refused_before_anything_is_created(sim, px_home, policy):
+    """mpi-operator v2beta1 takes Never and OnFailure only (validation.go validRestartPolicies): an
+    MPIJob with another would sit there with a ValidationError event, its pods never made."""
+    topology = {
+        "framework": "horovod",
+        "backend": "kubeflow",
+        "environment": {"restart_policy": policy, "max_restarts": 1, "replicas": {"n_workers": 1}},
+    }
+    with pytest.raises(BackendError, match=f"restart_policy {policy}.*mpi-operator"):
+        jupyter_px.submit("print(1)\n", topology)
+    assert sim.list("mpijobs") == [] and sim.list("configmaps") == []

@@ -132,3 +132,22 @@ def test_an_mpi_run_on_kubeflow_trainer_stores_every_ranks_output_and_metrics(tm
             return sorted(reader.series("master-0", "loss").values)
 
         assert wait_for(lambda: len(losses()) == 2 and losses(), "the ranks' metrics") == [0.5, 1.0]
+
+
+def test_mpi_node_pods_are_the_workers_in_the_hostfiles_order():
+    """v2.3's runtime lists the `node` job first (its pods are workers 0..), v2.1's the launcher
+    first (it hosts worker 0, the node pods workers 1..): the node Job's global index says which."""
+    from jupyter_px.backends.kubernetes.replica_pods import replica_pods
+
+    topology = parse_topology(TOPOLOGY)
+    mapping = replica_pods("kubeflow-trainer")
+
+    def node(global_index: str, rank: str) -> dict:
+        labels = {"jobset.sigs.k8s.io/replicatedjob-name": "node", "jobset.sigs.k8s.io/job-global-index": global_index,
+                  "batch.kubernetes.io/job-completion-index": rank}  # fmt: skip
+        return {"metadata": {"labels": labels}}
+
+    assert mapping.replica_of(node("0", "0"), topology) == ("worker", 0)
+    assert mapping.replica_of(node("1", "0"), topology) == ("worker", 1)
+    launcher = {"metadata": {"labels": {"jobset.sigs.k8s.io/replicatedjob-name": "launcher"}}}
+    assert mapping.replica_of(launcher, topology) == ("master", 0)

@@ -24,6 +24,9 @@ from .replica_pods import REPLICA_INDEX_LABEL, replica_pods
 API_VERSION = "kubeflow.org/v1"
 #: mpi-operator's MPIJob (v0.4 and later; kubeflow/mpi-operator v0.6.0 pkg/apis/kubeflow/v2beta1)
 MPI_OPERATOR_API_VERSION = "kubeflow.org/v2beta1"
+#: The replica restart policies mpi-operator accepts (v0.6.0 pkg/apis/kubeflow/validation/validation.go
+#: validRestartPolicies); an MPIJob with another gets a ValidationError event and no pods.
+MPI_OPERATOR_RESTART_POLICIES = ("Never", "OnFailure")
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 
@@ -170,9 +173,15 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     groups = replica_groups(topology, kind)
     replica_specs: dict[str, Any] = {}
     backoff = 0
+    mpi_operator = kind.kind == "MPIJob" and ctx.settings.mpijob_version == "v2beta1"
     for group in groups:
         role, specs = group.role, group.specs
         spec = uniform_role_spec(role, specs)
+        if mpi_operator and spec.restart_policy not in MPI_OPERATOR_RESTART_POLICIES:
+            raise BackendError(
+                f"restart_policy {spec.restart_policy} ({role}): mpi-operator's MPIJob (kubeflow.org/v2beta1) "
+                "takes Never or OnFailure only, and would never start this job: use one of those"
+            )
         if spec.restart_policy != "Never":
             backoff = max(backoff, spec.max_restarts + 1)
         cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else None

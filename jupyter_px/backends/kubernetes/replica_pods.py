@@ -13,7 +13,9 @@ training operator's or JobSet's). Kept together so the two directions cannot dri
   `PX_TASK_INDEX_OFFSET` inside the pod).
 - kubeflow-trainer: every node carries the role `node`; the Job's completion index (label from
   Kubernetes 1.28, annotation before) is the node's rank, our replicas in rank order (the
-  launcher job, for MPI, is the master). `pod_entry.py` applies the same rank rule inside the pod.
+  launcher job, for MPI, is the master; MPI's hosts are its workers in the hostfile's order, and
+  the launcher, a node too, hosts the worker no `node` pod carries). `pod_entry.py` applies the
+  same rank rule inside the pod.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 INDEX_OFFSET_LABEL = "px.jupyter.org/index-offset"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_GLOBAL_INDEX_LABEL = "jobset.sigs.k8s.io/job-global-index"
 #: The role label every Trainer v2 node carries (one template for every node).
 TRAINER_NODE_ROLE = "node"
 
@@ -84,7 +87,11 @@ class ReplicaPods:
         # annotation of the same name is there on every version (pkg/controller/job/indexed_job_utils.go)
         rank = int(labels.get(COMPLETION_INDEX_LABEL) or annotations.get(COMPLETION_INDEX_LABEL) or "0")
         if topology.is_mpi:
-            return "worker", rank
+            # the hosts in the hostfile's order (the runtime's replicated jobs' order): a node job
+            # after the launcher's (Trainer v2.1's deepspeed-distributed) has the launcher's pod
+            # before it, which hosts worker 0 (runLauncherAsNode)
+            after_launcher = labels.get(JOB_GLOBAL_INDEX_LABEL, "0") != "0"
+            return "worker", rank + (1 if after_launcher else 0)
         for role, count in topology.counts().items():
             if rank < count:
                 return role, rank
