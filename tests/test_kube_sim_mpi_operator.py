@@ -175,6 +175,19 @@ def test_a_1_launcher_2_worker_mpijob_gets_the_objects_of_mpi_operator_v0_6_0(cl
     assert "MPIJobCreated" in reasons(cluster.api, ns)
 
 
+def test_the_ssh_key_pair_is_one_ecdsa_p521_pair():
+    """The Secret's public key is the private key's (a real pair an image's sshd would accept)."""
+    from kube_sim import ssh_keys
+
+    private, public = ssh_keys.key_pair()
+    der = base64.b64decode(b"".join(private.splitlines()[1:-1]))
+    scalar = int.from_bytes(der[8 : 8 + ssh_keys.SIZE], "big")  # after SEQUENCE (30 81 nn), 02 01 01, 04 42
+    x, y = ssh_keys.public_point(scalar)
+    blob = base64.b64decode(public.split()[1])
+    assert blob.endswith(b"\x04" + x.to_bytes(ssh_keys.SIZE, "big") + y.to_bytes(ssh_keys.SIZE, "big"))
+    assert blob.startswith(b"\x00\x00\x00\x13ecdsa-sha2-nistp521\x00\x00\x00\x08nistp521")
+
+
 def test_running_workers_are_discovered_and_the_job_runs_and_succeeds_with_its_launcher(cluster, ns):
     create(cluster, ns)
     step(cluster)
@@ -265,17 +278,19 @@ def test_an_mpi_run_on_mpi_operator_stores_every_ranks_output_and_metrics(sim, p
     code = (
         "import os\nfrom jupyter_px import tracking\n"
         "rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
-        "print('hello from rank', rank, 'of', os.environ['OMPI_COMM_WORLD_SIZE'], flush=True)\n"
+        "print('hello from rank', rank, 'of', os.environ['OMPI_COMM_WORLD_SIZE'], os.environ.get('MY_SETTING'),"
+        " flush=True)\n"
         "tracking.log_metrics(step=rank, loss=1.0 / (rank + 1))\n"
     )
-    topology = {"framework": "horovod", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 2}}}
-    run = jupyter_px.submit(code, topology)
+    environment = {"env": {"MY_SETTING": "forwarded"}, "replicas": {"n_workers": 2}}
+    run = jupyter_px.submit(code, {"framework": "horovod", "backend": "kubeflow", "environment": environment})
     job = sim.list("mpijobs")[0]
     assert job["apiVersion"] == "kubeflow.org/v2beta1"
     status = run.wait(timeout=180)
     assert status.state.value == "Succeeded", status
     text = run.logs("master", 0, tail=None)
-    assert "hello from rank 0 of 2" in text and "hello from rank 1 of 2" in text, text
+    # the ranks run on the workers (over ssh): the topology's env reaches them through `-x`
+    assert "hello from rank 0 of 2 forwarded" in text and "hello from rank 1 of 2 forwarded" in text, text
     reader = MetricsReader(run.paths)
 
     def losses():
