@@ -151,3 +151,16 @@ def test_mpi_node_pods_are_the_workers_in_the_hostfiles_order():
     assert mapping.replica_of(node("1", "0"), topology) == ("worker", 1)
     launcher = {"metadata": {"labels": {"jobset.sigs.k8s.io/replicatedjob-name": "launcher"}}}
     assert mapping.replica_of(launcher, topology) == ("master", 0)
+
+
+@pytest.mark.parametrize("trainer", ["2.3", "2.1"])
+def test_the_webhook_refuses_the_mpi_plugins_variables_from_2_3_on(trainer):
+    body = mpi_trainjob("tj", 2, env=[{"name": "OMPI_MCA_orte_set_default_slots", "value": "4"}])
+    with Cluster(controllers=(), trainer=trainer) as sim:
+        trainjobs = sim.api.resource("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+        if trainer == "2.1":
+            sim.api.create(trainjobs, body, "default")  # not checked before v2.3.0
+            return
+        with pytest.raises(Exception, match=r"spec.trainer.env: Invalid value.*must not have reserved envs, invalid "
+                           r"envs configured: \[OMPI_MCA_orte_set_default_slots\]"):  # fmt: skip
+            sim.api.create(trainjobs, body, "default")

@@ -33,7 +33,7 @@ with runLauncherAsNode, the launcher's, in the replicated jobs' order,
 launcher's OMPI_MCA_* variables.
 Not modelled: the DeepSpeed (beyond its MPI policy), JAX, XGBoost and Flux policies, initializers,
 TorchTune, suspend, podGroupPolicy, TrainingRuntime (namespaced) lookups beyond the name, the
-webhook's MPI checks (reserved OMPI_MCA_* env, numNodes with runLauncherAsNode).
+webhook's MPI numNodes check (its reserved OMPI_MCA_* env is in admission.py).
 """
 
 from __future__ import annotations
