@@ -314,3 +314,17 @@ def test_a_restart_policy_mpi_operator_refuses_is_refused_before_anything_is_cre
     with pytest.raises(BackendError, match=f"restart_policy {policy}.*mpi-operator"):
         jupyter_px.submit("print(1)\n", topology)
     assert sim.list("mpijobs") == [] and sim.list("configmaps") == []
+
+
+def test_the_launcher_forwards_the_shared_run_directory_to_the_ranks():
+    """Ranks started over ssh (mpi-operator's workers) have only what `-x` forwards: the shared
+    volume's run directory too, or their metrics would go to the log instead of the volume."""
+    from jupyter_px.backends.kubernetes.render import render_manifests
+    from jupyter_px.backends.kubernetes.settings import KubernetesSettings
+    from jupyter_px.topology import parse_topology
+
+    topology = parse_topology({"framework": "horovod", "environment": {"replicas": {"n_workers": 2}}})
+    settings = KubernetesSettings(shared_claim="runs", shared_mount_path="/mnt/px", mpijob_version="v2beta1")
+    _, job = render_manifests("kubeflow", topology, "run-1", "print(1)", {}, settings)
+    command = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert {command[i + 1] for i, arg in enumerate(command) if arg == "-x"} >= {"PX_SHARED_RUN_DIR", "PX_RUN_ID"}

@@ -18,7 +18,7 @@ from ...cluster import KUBERNETES_PORTS, mpi_world_size
 from ...topology import ReplicaSpec, Topology
 from ..base import BackendError
 from .payload import ENTRY, RUN_DIR
-from .podspec import RenderContext, configmap, container, env_list, pod_spec
+from .podspec import SHARED_DIR_ENV, RenderContext, configmap, container, env_list, pod_spec, shared_run_dir
 from .replica_pods import REPLICA_INDEX_LABEL, replica_pods
 
 API_VERSION = "kubeflow.org/v1"
@@ -159,6 +159,8 @@ def _mpirun(ctx: RenderContext) -> list[str]:
     topology = ctx.topology
     forwarded = ["PX_RUN_ID", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PX_MPI_WORLD_SIZE", "PYTHONUNBUFFERED"]
     forwarded += sorted(topology.replica("worker", 0).env) if topology.counts().get("worker") else []
+    if shared_run_dir(ctx):  # ranks reached over ssh (mpi-operator) have only what -x forwards
+        forwarded.append(SHARED_DIR_ENV)
     cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", str(mpi_world_size(topology))]
     for name in forwarded:
         cmd += ["-x", name]
