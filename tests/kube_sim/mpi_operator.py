@@ -10,7 +10,8 @@ mpi-operator's MPIJob CRD instead of the training operator's.
 - validation (ValidateMPIJob): `<job>-worker-<n-1>` a DNS-1035 label, a Launcher spec with 1
   replica, replicas > 0 for the Worker, restartPolicy Never or OnFailure, a container, cleanPodPolicy
   None/Running/All, mpiImplementation OpenMPI/Intel/MPICH; an invalid job gets a `ValidationError`
-  Warning event and nothing else;
+  Warning event and nothing else (here once per version of the job: upstream records one per
+  sync, which the event recorder aggregates);
 - `runPolicy.managedBy` other than `kubeflow.org/mpi-operator` (or unset): left alone;
 - the headless Service `<job>` selecting `training.kubeflow.org/{operator-name: mpi-operator,
   job-name}` (launcher and workers); the ConfigMap `<job>-config` with `hostfile`
@@ -351,9 +352,9 @@ class MPIOperator(ControllerLoop):
         message = f'Resource "{name}" of Kind "{kind}" already exists and is not managed by MPIJob'
         self._event(job, "ErrResourceExists", message, "Warning")
 
-    def _get_or_create(self, plural: str, job: dict[str, Any], obj: dict[str, Any], group: str = "") -> dict | None:
+    def _get_or_create(self, plural: str, job: dict[str, Any], obj: dict[str, Any]) -> dict | None:
         """getOrCreate...: None (and a Warning) when a same-named object belongs to someone else."""
-        resource = self.api.resource(group, "v1", plural)
+        resource = self.api.resource("", "v1", plural)
         namespace = job["metadata"]["namespace"]
         found = self.api.try_get(resource, namespace, obj["metadata"]["name"])
         if found is None:
