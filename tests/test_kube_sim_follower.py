@@ -10,7 +10,6 @@ each test decides when a pod moves on, not the machine's load."""
 from __future__ import annotations
 
 import collections
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from k8s_support import DEADLINE_S, stop_followers
 from kube_sim import Cluster
 from kube_sim_support import backend_cluster, wait_for
+from mpi_standins import install_mpirun, sshd_waits
 
 import jupyter_px
 from jupyter_px.backends.kubernetes.log_sink import LineReader, Position, parse_stamp
@@ -288,40 +288,11 @@ def test_a_persistent_refusal_ends_the_follow_with_the_reason(sim, px_home, monk
 
 # ---- MPIJob: the launcher ----------------------------------------------------------------------
 
-#: Stands in for the image's `mpirun` (this machine has none, and the simulation has no
-#: `kubectl exec` to reach the workers): every rank runs here, in the launcher's pod, its output
-#: on the launcher's, as Open MPI's mpirun forwards it.
-FAKE_MPIRUN = """#!{python} -I
-import os, subprocess, sys
-args, ranks, i = sys.argv[1:], 1, 0
-while args[i].startswith("-"):
-    if args[i] == "-np":
-        ranks = int(args[i + 1])
-    i += 1 if args[i] in ("--allow-run-as-root",) else 2
-command = args[i:]
-command[0] = sys.executable if command[0].startswith("python") else command[0]
-procs = [subprocess.Popen(command, env={{**os.environ, "OMPI_COMM_WORLD_RANK": str(r),
-         "OMPI_COMM_WORLD_SIZE": str(ranks)}}) for r in range(ranks)]
-sys.exit(max(p.wait() for p in procs))
-"""
-
-
-def sshd_waits(operation, resource, obj, old) -> None:
-    """Stands in for the image's sshd (this machine has none): a worker's `sshd -De` becomes a
-    process that waits, as sshd does until the launcher is done."""
-    if operation != "CREATE" or resource.plural != "pods":
-        return
-    for container in obj["spec"]["containers"]:
-        if (container.get("command") or [""])[0].endswith("sshd"):
-            container["command"] = ["python3", "-c", "import time; time.sleep(3600)"]
-
 
 def test_the_mpi_launcher_is_followed_with_every_ranks_output_and_metrics(sim, px_home):
     """The MPI launcher has no replica-index label (training-operator newLauncher): it is the
     run's master-0, and its log (every rank's output, `@px-metrics` lines included) is stored."""
-    shim = sim.kubelet._shims() / "mpirun"
-    shim.write_text(FAKE_MPIRUN.format(python=sys.executable))
-    shim.chmod(0o755)
+    install_mpirun(sim)
     sim.api.admission.append(sshd_waits)
     code = (
         "import os\nfrom jupyter_px import tracking\n"

@@ -28,6 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--without", action="append", default=[], choices=CONTROLLERS, help="leave a controller out (repeatable)"
     )
+    parser.add_argument(
+        "--mpi-operator",
+        action="store_true",
+        help="serve mpi-operator v0.6.0's MPIJob (kubeflow.org/v2beta1) and run its controller, "
+        "instead of the training operator's MPIJob v1",
+    )
+    parser.add_argument("--trainer", default="2.3", choices=("2.1", "2.3"), help="the Kubeflow Trainer release")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -37,7 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     namespaces = tuple(args.namespace or ("default",))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with Cluster(namespaces=namespaces, version=args.version, port=args.port, controllers=controllers) as cluster:
+    with Cluster(
+        namespaces=namespaces,
+        version=args.version,
+        port=args.port,
+        controllers=controllers,
+        trainer=args.trainer,
+        mpi_operator=args.mpi_operator,
+    ) as cluster:
         cluster.kubeconfig(args.kubeconfig, namespace=namespaces[0])
         kubelet = cluster.kubelet
         isolation = (

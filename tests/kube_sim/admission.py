@@ -220,6 +220,13 @@ class Admission:
 TRAINJOB_WEBHOOK = "validator.trainjob.trainer.kubeflow.org"
 #: pkg/constants/constants.go TorchRunReservedEnvNames
 TORCH_RESERVED = ("PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE")
+#: kubeflow/trainer v2.3.0 pkg/constants MPIReservedEnvNames (checked from v2.3.0 on, mpi.go Validate)
+MPI_RESERVED = (
+    "OMPI_MCA_orte_default_hostfile",
+    "OMPI_MCA_plm_rsh_args",
+    "OMPI_MCA_orte_keep_fqdn_hostnames",
+    "OMPI_MCA_orte_set_default_slots",
+)
 _HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
 
 
@@ -248,6 +255,7 @@ class TrainJobWebhook:
       (`must not have replicated job that doesn't exist in the runtime job template`), and so must
       its containers and init containers;
     - torch.go: spec.trainer.env must not set torchrun's reserved PET_* variables.
+    - mpi.go (v2.3.0): nor, on an MPI runtime, the OMPI_MCA_* variables the MPI plugin sets.
     A denial is what the API server makes of controller-runtime's `admission.Denied`: 403
     Forbidden, `admission webhook "<name>" denied the request: <errors>`
     (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go)."""
@@ -307,6 +315,16 @@ class TrainJobWebhook:
         env = (spec.get("trainer") or {}).get("env") or []
         reserved = sorted({e.get("name") for e in env} & set(TORCH_RESERVED))
         if torch and reserved:
+            errs.append(
+                errors.invalid(
+                    "spec.trainer.env",
+                    env,
+                    f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
+                )
+            )
+        mpi = (((runtime or {}).get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
+        reserved = sorted({e.get("name") for e in env} & set(MPI_RESERVED))
+        if mpi and reserved and self.api.trainer >= (2, 3):
             errs.append(
                 errors.invalid(
                     "spec.trainer.env",

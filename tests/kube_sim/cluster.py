@@ -18,6 +18,7 @@ from .httpapi import HttpFrontend
 from .job_controller import JobController
 from .jobset_controller import JobSetController
 from .kubelet import Kubelet
+from .mpi_operator import MPIOperator
 from .trainer_controller import TrainerController
 from .training_operator import TrainingOperator
 
@@ -74,6 +75,8 @@ class Cluster:
             self.controllers.append(TrainerController(self.api))
         if "training-operator" in controllers:
             self.controllers.append(TrainingOperator(self.api))
+        if "training-operator" in controllers and mpi_operator:
+            self.controllers.append(MPIOperator(self.api))  # its MPIJob instead of the training operator's
 
     def start(self) -> Cluster:
         self.http.start()

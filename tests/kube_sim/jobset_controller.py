@@ -16,8 +16,11 @@ Kubeflow Trainer v2.x installs alongside; Trainer builds on it):
   (`FailedJobs`, `jobset failed due to one or more job failures`) when a Job failed and
   failurePolicy.maxRestarts (default 0) is used up, else a restart: every Job deleted and
   `status.restarts` + 1 (the restart-attempt label); `terminalState`; `replicatedJobsStatus`.
-Not modelled: startupPolicy, dependsOn, failure policy rules, exclusive placement, suspend,
-coordinator, successPolicy targets other than all.
+- `successPolicy.targetReplicatedJobs` (only those jobs must complete; then the Jobs still active
+  are deleted, jobSetFinished -> deleteJobs), `dependsOn` (pkg/controllers/depends_on.go: a
+  replicated job's Jobs are created once its dependency's Jobs are all Ready - succeeded + ready
+  pods reaching parallelism - or all Complete).
+Not modelled: startupPolicy, failure policy rules, exclusive placement, suspend, coordinator.
 """
 
 from __future__ import annotations
@@ -123,28 +126,43 @@ class JobSetController(ControllerLoop):
                 self._terminal(status, "Failed", "FailedJobs", "jobset failed due to one or more job failures")
             self._write(jobset, status, before)
             return
-        self._ensure_service(jobset)
-        have = {j["metadata"]["name"] for j in current}
-        for rjob in spec.get("replicatedJobs") or []:
-            for index in range(int(rjob.get("replicas", 1))):
-                job_name = f"{name}-{rjob['name']}-{index}"
-                if job_name not in have:
-                    self._create_job(jobset, rjob, index, restarts)
+
+        def finished(job: dict) -> bool:
+            return condition_of(job, "Complete") or condition_of(job, "Failed")
+
         statuses = []
         for rjob in spec.get("replicatedJobs") or []:
             mine = [j for j in current if j["metadata"]["labels"].get(f"{K}replicatedjob-name") == rjob["name"]]
             statuses.append({
                 "name": rjob["name"],
-                "ready": sum(1 for j in mine if int((j.get("status") or {}).get("ready", 0)) > 0),
+                "ready": sum(1 for j in mine if _job_ready(j) and not finished(j)),
                 "succeeded": sum(1 for j in mine if condition_of(j, "Complete")),
                 "failed": sum(1 for j in mine if condition_of(j, "Failed")),
                 "active": sum(1 for j in mine if int((j.get("status") or {}).get("active", 0)) > 0),
                 "suspended": 0,
             })  # fmt: skip
         status["replicatedJobsStatus"] = statuses
-        expected = sum(int(r.get("replicas", 1)) for r in spec.get("replicatedJobs") or [])
-        if current and sum(s["succeeded"] for s in statuses) == expected:
+        replicas = {r["name"]: int(r.get("replicas", 1)) for r in spec.get("replicatedJobs") or []}
+        # executeSuccessPolicy (operator All): every Job of the targeted replicated jobs (all when
+        # none are named) completed; then the Jobs still active are deleted (jobSetFinished)
+        targets = (spec.get("successPolicy") or {}).get("targetReplicatedJobs") or list(replicas)
+        succeeded = sum(s["succeeded"] for s in statuses if s["name"] in targets)
+        if current and succeeded >= sum(replicas[name] for name in targets if name in replicas):
             self._terminal(status, "Completed", "AllJobsCompleted", "jobset completed successfully")
+            for job in current:
+                if not finished(job) and not job["metadata"].get("deletionTimestamp"):
+                    self.api.delete(jobs_resource, namespace, job["metadata"]["name"], propagation="Foreground")
+            self._write(jobset, status, before)
+            return
+        self._ensure_service(jobset)
+        have = {j["metadata"]["name"] for j in current}
+        for rjob in spec.get("replicatedJobs") or []:
+            if not _dependency_reached(rjob, replicas, statuses):
+                continue
+            for index in range(int(rjob.get("replicas", 1))):
+                job_name = f"{name}-{rjob['name']}-{index}"
+                if job_name not in have:
+                    self._create_job(jobset, rjob, index, restarts)
         self._write(jobset, status, before)
 
     def _terminal(self, status: dict, kind: str, reason: str, message: str) -> None:
@@ -255,6 +273,31 @@ class JobSetController(ControllerLoop):
                     "Warning",
                     "jobset-controller",
                 )
+
+
+def _job_ready(job: dict[str, Any]) -> bool:
+    """calculateReplicatedJobStatuses: a Job is ready when its succeeded and ready pods reach its
+    parallelism (jobset_controller.go, `job.Status.Succeeded+ready >= podsCount`)."""
+    status, spec = job.get("status") or {}, job.get("spec") or {}
+    pods = int(spec.get("parallelism", 1))
+    if spec.get("completions") is not None:
+        pods = min(pods, int(spec["completions"]))
+    return int(status.get("succeeded", 0)) + int(status.get("ready", 0)) >= pods
+
+
+def _dependency_reached(rjob: dict[str, Any], replicas: dict[str, int], statuses: list[dict[str, Any]]) -> bool:
+    """depends_on.go dependencyReachedStatus: the one dependency's Jobs all Complete, or all Ready
+    (ready + failed + succeeded)."""
+    depends = rjob.get("dependsOn")
+    if not depends:
+        return True
+    wanted = depends[0]
+    found = next((s for s in statuses if s["name"] == wanted.get("name")), None)
+    if found is None:
+        return False
+    if wanted.get("status") == "Complete":
+        return replicas.get(wanted["name"]) == found["succeeded"]
+    return replicas.get(wanted["name"]) == found["failed"] + found["ready"] + found["succeeded"]
 
 
 def _controlled_by(obj: dict[str, Any], uid: str) -> bool:

@@ -20,8 +20,20 @@ Trainer v2.1.0 instead (`Cluster(trainer="2.1")`): no `runtimePatches`; each
 `podTemplateOverrides[]` entry is strategically merged into the pod template (metadata labels and
 annotations, spec) of every replicated job its `targetJobs` names (kubeflow/trainer v2.1.0
 pkg/runtime/core/trainingruntime.go mergePodTemplateOverrides).
-Not modelled: the MPI, DeepSpeed, JAX, XGBoost and Flux policies, initializers, TorchTune,
-suspend, podGroupPolicy, TrainingRuntime (namespaced) lookups beyond the name.
+The MPI policy (`mlPolicy.mpi`, the deepspeed-distributed runtime; kubeflow/trainer v2.1.0 and
+v2.3.0 pkg/runtime/framework/plugins/mpi/mpi.go, jobset/builder.go Trainer,
+core/trainingruntime.go newRuntimeInfo): the launcher job (the trainer's ancestor) runs the
+runtime's numNodes pods (1) with the trainer's image, command, args and env; the `node` job runs
+numNodes pods, one less (at least 1) with runLauncherAsNode, and then gets the trainer's env and
+resourcesPerNode too, but keeps the runtime's image and command (sshd); numProcPerNode is the
+TrainJob's, else the runtime's (1: the GPUs per node when more than one); the SSH Secret
+`<trainjob>-mpi-ssh-auth` and hostfile ConfigMap `<trainjob>-mpi-hostfile` (the `node` pods and,
+with runLauncherAsNode, the launcher's, in the replicated jobs' order,
+`<trainjob>-<rjob>-0-<i>.<trainjob> slots=<numProcPerNode>`), their volumes and mounts, and the
+launcher's OMPI_MCA_* variables.
+Not modelled: the DeepSpeed (beyond its MPI policy), JAX, XGBoost and Flux policies, initializers,
+TorchTune, suspend, podGroupPolicy, TrainingRuntime (namespaced) lookups beyond the name, the
+webhook's MPI numNodes check (its reserved OMPI_MCA_* env is in admission.py).
 """
 
 from __future__ import annotations
@@ -34,12 +46,16 @@ from .apiserver import ApiServer, strategic_merge
 from .controller import ControllerLoop
 from .errors import ApiError
 from .jobset_controller import RESOURCE as JOBSETS
+from .ssh_keys import ssh_auth_secret
 
 GROUP = "trainer.kubeflow.org"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 PORT = 29500
 INDEX_PATH = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+#: kubeflow/trainer v2.3.0 pkg/constants: MPISSHAuthSecretSuffix, MPIHostfileConfigMapSuffix
+SSH_SECRET_SUFFIX = "-mpi-ssh-auth"
+HOSTFILE_SUFFIX = "-mpi-hostfile"
 
 
 def upsert_env(env: list[dict[str, Any]], items: list[dict[str, Any]]) -> None:
@@ -71,6 +87,74 @@ def pod_template_overrides(js_spec: dict[str, Any], overrides: list[dict[str, An
                 job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
                 job_spec["template"] = strategic_merge(job_spec.get("template") or {}, patch)
     return js_spec
+
+
+def upsert_by_name(items: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
+    """pkg/apply UpsertVolumes / UpsertVolumeMounts: replace by name, else append."""
+    upsert_env(items, new)
+
+
+def mpi_slots(mpi: dict[str, Any], trainer: dict[str, Any], resources: dict[str, Any]) -> int:
+    """mpi.go EnforceMLPolicy: the TrainJob's numProcPerNode, else the runtime's (1 becomes the
+    node's GPU count when it has more than one)."""
+    if trainer.get("numProcPerNode") is not None:
+        return int(trainer["numProcPerNode"])
+    slots = int(mpi.get("numProcPerNode") or 1)
+    gpus = sum(int(quantity.parse(v)) for k, v in (resources.get("limits") or {}).items() if k.endswith("gpu"))
+    return gpus if slots == 1 and gpus > 1 else slots
+
+
+def mpi_policy(version: tuple[int, int], name: str, js_spec: dict[str, Any], mpi: dict[str, Any], slots: int) -> None:
+    """mpi.go EnforceMLPolicy (OpenMPI): the SSH Secret on the launcher's and the nodes' pods and
+    at sshAuthMountPath in their `node` containers (v2.3: defaultMode 0400, the private key 0640,
+    the public ones 0644; v2.1: no modes); the hostfile ConfigMap at /etc/mpi on the launcher,
+    whose `node` container gets the OMPI_MCA_* variables."""
+    items = [("ssh-privatekey", "id_rsa", 0o640), ("ssh-publickey", "id_rsa.pub", 0o644),
+             ("ssh-publickey", "authorized_keys", 0o644)]  # fmt: skip
+    secret: dict[str, Any] = {"secretName": f"{name}{SSH_SECRET_SUFFIX}"}
+    if version >= (2, 3):
+        secret["defaultMode"] = 0o400
+        secret["items"] = [{"key": k, "path": p, "mode": m} for k, p, m in items]
+    else:
+        secret["items"] = [{"key": k, "path": p} for k, p, _ in items]
+    for rjob in js_spec.get("replicatedJobs") or []:
+        if rjob.get("name") not in ("node", "launcher"):
+            continue
+        pod = rjob.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {})
+        upsert_by_name(pod.setdefault("volumes", []), [{"name": "mpi-ssh-auth", "secret": secret}])
+        launcher = rjob["name"] == "launcher"
+        if launcher:
+            hostfile = {"key": "hostfile", "path": "hostfile", "mode": 0o444}
+            volume = {"name": "mpi-hostfile", "configMap": {"name": f"{name}{HOSTFILE_SUFFIX}", "items": [hostfile]}}
+            upsert_by_name(pod["volumes"], [volume])
+        for container in pod.get("containers") or []:
+            if container.get("name") != "node":
+                continue
+            mounts = container.setdefault("volumeMounts", [])
+            upsert_by_name(mounts, [{"name": "mpi-ssh-auth", "mountPath": mpi.get("sshAuthMountPath") or "/root/.ssh"}])
+            if launcher:
+                upsert_by_name(mounts, [{"name": "mpi-hostfile", "mountPath": "/etc/mpi"}])
+                upsert_env(container.setdefault("env", []), [
+                    {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/mpi/hostfile"},
+                    {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+                    {"name": "OMPI_MCA_orte_set_default_slots", "value": str(slots)},
+                    {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"},
+                ])  # fmt: skip
+
+
+def mpi_hostfile(name: str, js_spec: dict[str, Any], mpi: dict[str, Any], slots: int) -> str:
+    """mpi.go buildHostFileConfigMap over jobset.go IdentifyPodNetwork's endpoints: in the
+    replicated jobs' order, the `node` job's pods and, with runLauncherAsNode, the launcher's:
+    `<trainjob>-<rjob>-<job index>-<pod index>.<subdomain> slots=<numProcPerNode>`."""
+    subdomain = (js_spec.get("network") or {}).get("subdomain") or name
+    lines = []
+    for rjob in js_spec.get("replicatedJobs") or []:
+        if rjob["name"] != "node" and not (rjob["name"] == "launcher" and mpi.get("runLauncherAsNode")):
+            continue
+        pods = int(((rjob.get("template") or {}).get("spec") or {}).get("parallelism") or 1)
+        for job_index in range(int(rjob.get("replicas", 1))):
+            lines += [f"{name}-{rjob['name']}-{job_index}-{p}.{subdomain} slots={slots}\n" for p in range(pods)]
+    return "".join(lines)
 
 
 class TrainerController(ControllerLoop):
@@ -128,19 +212,39 @@ class TrainerController(ControllerLoop):
             else:
                 proc = "auto"
         name = meta["name"]
+        mpi = ml_policy.get("mpi")
+        launcher_as_node = bool(mpi and mpi.get("runLauncherAsNode"))
         for rjob in js_spec.get("replicatedJobs") or []:
             job_labels = ((rjob.get("template") or {}).get("metadata") or {}).get("labels") or {}
-            if job_labels.get(ANCESTOR) != "trainer":
+            ancestor = job_labels.get(ANCESTOR) == "trainer"
+            mpi_node = mpi is not None and rjob.get("name") == "node"
+            if not ancestor and not mpi_node:
                 continue
-            rjob["replicas"] = 1
             job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
-            job_spec["parallelism"] = job_spec["completions"] = nodes  # SyncParallelCount
+            if ancestor:
+                rjob["replicas"] = 1
+            # the pod counts, written as parallelism and completions (jobset.go SyncParallelCount):
+            # the trainer's job runs numNodes pods (torch.go); under MPI the runtime's numNodes
+            # (trainingruntime.go newRuntimeInfo), and the `node` job numNodes, one less when the
+            # launcher runs as a node (at least 1) (mpi.go EnforceMLPolicy)
+            if mpi is None:
+                count = nodes
+            elif mpi_node:
+                count = max(nodes - 1, 1) if launcher_as_node else nodes
+            else:
+                count = int(ml_policy.get("numNodes") or 1)
+            job_spec["parallelism"] = job_spec["completions"] = count
             for container in job_spec.setdefault("template", {}).setdefault("spec", {}).get("containers") or []:
                 if container.get("name") != "node":
                     continue
-                for field in ("image", "command", "args"):
-                    if trainer.get(field) is not None:
-                        container[field] = copy.deepcopy(trainer[field])
+                if ancestor:
+                    for field in ("image", "command", "args"):
+                        if trainer.get(field) is not None:
+                            container[field] = copy.deepcopy(trainer[field])
+                if not ancestor and not launcher_as_node:
+                    continue
+                # builder.go Trainer: env (and resources, trainingruntime.go) on the trainer's job
+                # and, with runLauncherAsNode, on the MPI `node` job too
                 upsert_env(container.setdefault("env", []), trainer.get("env") or [])
                 if resources:
                     merged = copy.deepcopy(container.get("resources") or {})
@@ -148,7 +252,7 @@ class TrainerController(ControllerLoop):
                         if resources.get(kind):
                             merged[kind] = {**(merged.get(kind) or {}), **resources[kind]}
                     container["resources"] = merged
-                if "torch" in ml_policy:
+                if "torch" in ml_policy and ancestor:
                     upsert_env(container["env"], [
                         {"name": "PET_NNODES", "value": str(nodes)},
                         {"name": "PET_NPROC_PER_NODE", "value": str(proc)},
@@ -159,6 +263,8 @@ class TrainerController(ControllerLoop):
                     ports = container.setdefault("ports", [])
                     if not any(p.get("containerPort") == PORT for p in ports):
                         ports.append({"containerPort": PORT})
+        if mpi is not None:
+            mpi_policy(self.api.trainer, name, js_spec, mpi, mpi_slots(mpi, trainer, resources))
         return {
             "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": name, "labels": labels, "annotations": annotations, "ownerReferences": [
@@ -166,6 +272,29 @@ class TrainerController(ControllerLoop):
                  "controller": True, "blockOwnerDeletion": True}]},
             "spec": js_spec,
         }  # fmt: skip
+
+    def mpi_objects(self, trainjob: dict[str, Any], js_spec: dict[str, Any], mpi: dict[str, Any]) -> None:
+        """mpi.go Build: the SSH Secret (immutable, made once) and the hostfile ConfigMap, both
+        controlled by the TrainJob."""
+        meta = trainjob["metadata"]
+        name, namespace = meta["name"], meta["namespace"]
+        owner = [{"apiVersion": f"{GROUP}/v1alpha1", "kind": "TrainJob", "name": name, "uid": meta["uid"],
+                  "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
+        secrets = self.api.resource("", "v1", "secrets")
+        if self.api.try_get(secrets, namespace, f"{name}{SSH_SECRET_SUFFIX}") is None:
+            secret = ssh_auth_secret(f"{name}{SSH_SECRET_SUFFIX}", owner)
+            secret["immutable"] = True
+            self.api.create(secrets, secret, namespace)
+        configmaps = self.api.resource("", "v1", "configmaps")
+        trainer = trainjob["spec"].get("trainer") or {}
+        slots = mpi_slots(mpi, trainer, trainer.get("resourcesPerNode") or {})
+        wanted = {"metadata": {"name": f"{name}{HOSTFILE_SUFFIX}", "ownerReferences": owner},
+                  "data": {"hostfile": mpi_hostfile(name, js_spec, mpi, slots)}}  # fmt: skip
+        found = self.api.try_get(configmaps, namespace, wanted["metadata"]["name"])
+        if found is None:
+            self.api.create(configmaps, wanted, namespace)
+        elif found.get("data") != wanted["data"]:
+            self.api.update(configmaps, {**found, "data": wanted["data"]}, namespace)
 
     def reconcile(self, resource: Any, trainjob: dict[str, Any]) -> None:
         meta, spec = trainjob["metadata"], trainjob["spec"]
@@ -177,7 +306,11 @@ class TrainerController(ControllerLoop):
         namespace = meta["namespace"]
         existing = self.api.try_get(JOBSETS, namespace, meta["name"])
         if existing is None:
-            self.api.create(JOBSETS, self.jobset(trainjob, runtime), namespace)
+            jobset = self.jobset(trainjob, runtime)
+            mpi = (runtime["spec"].get("mlPolicy") or {}).get("mpi")
+            if mpi is not None:
+                self.mpi_objects(trainjob, jobset["spec"], mpi)
+            self.api.create(JOBSETS, jobset, namespace)
             return
         status = copy.deepcopy(trainjob.get("status") or {})
         before = copy.deepcopy(status)

@@ -18,12 +18,15 @@ from ...cluster import KUBERNETES_PORTS, mpi_world_size
 from ...topology import ReplicaSpec, Topology
 from ..base import BackendError
 from .payload import ENTRY, RUN_DIR
-from .podspec import RenderContext, configmap, container, env_list, pod_spec
+from .podspec import SHARED_DIR_ENV, RenderContext, configmap, container, env_list, pod_spec, shared_run_dir
 from .replica_pods import REPLICA_INDEX_LABEL, replica_pods
 
 API_VERSION = "kubeflow.org/v1"
 #: mpi-operator's MPIJob (v0.4 and later; kubeflow/mpi-operator v0.6.0 pkg/apis/kubeflow/v2beta1)
 MPI_OPERATOR_API_VERSION = "kubeflow.org/v2beta1"
+#: The replica restart policies mpi-operator accepts (v0.6.0 pkg/apis/kubeflow/validation/validation.go
+#: validRestartPolicies); an MPIJob with another gets a ValidationError event and no pods.
+MPI_OPERATOR_RESTART_POLICIES = ("Never", "OnFailure")
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 
@@ -156,6 +159,8 @@ def _mpirun(ctx: RenderContext) -> list[str]:
     topology = ctx.topology
     forwarded = ["PX_RUN_ID", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PX_MPI_WORLD_SIZE", "PYTHONUNBUFFERED"]
     forwarded += sorted(topology.replica("worker", 0).env) if topology.counts().get("worker") else []
+    if shared_run_dir(ctx):  # ranks reached over ssh (mpi-operator) have only what -x forwards
+        forwarded.append(SHARED_DIR_ENV)
     cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", str(mpi_world_size(topology))]
     for name in forwarded:
         cmd += ["-x", name]
@@ -170,9 +175,15 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     groups = replica_groups(topology, kind)
     replica_specs: dict[str, Any] = {}
     backoff = 0
+    mpi_operator = kind.kind == "MPIJob" and ctx.settings.mpijob_version == "v2beta1"
     for group in groups:
         role, specs = group.role, group.specs
         spec = uniform_role_spec(role, specs)
+        if mpi_operator and spec.restart_policy not in MPI_OPERATOR_RESTART_POLICIES:
+            raise BackendError(
+                f"restart_policy {spec.restart_policy} ({role}): mpi-operator's MPIJob (kubeflow.org/v2beta1) "
+                "takes Never or OnFailure only, and would never start this job: use one of those"
+            )
         if spec.restart_policy != "Never":
             backoff = max(backoff, spec.max_restarts + 1)
         cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else None

@@ -28,12 +28,14 @@ from ..base import BackendError
 from .manifests_kubeflow import UNIFORM_FIELDS
 from .payload import ENTRY, RUN_DIR
 from .podspec import (
+    SHARED_DIR_ENV,
     RenderContext,
     command,
     configmap,
     env_list,
     pod_spec,
     resource_requirements,
+    shared_run_dir,
     volume_mounts,
 )
 from .replica_pods import replica_pods
@@ -98,10 +100,26 @@ def node_addresses(topology: Topology, base: str, namespace: str, nodes: int) ->
     return [f"{base}-node-0-{i}.{base}.{namespace}.svc:{port}" for i in range(nodes)]
 
 
+def mpi_nodes(topology: Topology) -> int:
+    """The TrainJob's numNodes for MPI: one host per worker. The MPI runtime runs its launcher as
+    one of the nodes (deepspeed-distributed: runLauncherAsNode, kubeflow/trainer v2.1.0-v2.3.0
+    pkg/runtime/framework/plugins/mpi/mpi.go EnforceMLPolicy: `node` pods = numNodes - 1, at least
+    1, and the launcher in the hostfile), so numNodes = workers: every pod of the TrainJob, the
+    launcher included, hosts ranks (master + workers would leave a host, and its GPUs, idle)."""
+    return max(topology.counts().get("worker", 0), 1)
+
+
 def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, list[str]], str]:
     """Our replicas' nodes in rank order (master first); the runtime sets the framework's
-    variables, the pods build only PX_CLUSTER."""
+    variables, the pods build only PX_CLUSTER. MPI: the master is the launcher, the workers the
+    hosts in the hostfile's order (the runtime's: its `node` pods, then the launcher)."""
     counts = topology.counts()
+    if topology.is_mpi:
+        port = KUBERNETES_PORTS[topology.framework]
+        launcher = f"{base}-launcher-0-0.{base}.{namespace}.svc:{port}"
+        nodes = mpi_nodes(topology)
+        hosts = node_addresses(topology, base, namespace, max(nodes - 1, 1)) + [launcher]
+        return {"master": [launcher], "worker": hosts[: counts.get("worker", 0)]}, "px"
     addresses = node_addresses(topology, base, namespace, sum(counts.values()))
     out: dict[str, list[str]] = {}
     at = 0
@@ -111,12 +129,27 @@ def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, li
     return out, "px"
 
 
+def mpirun(ctx: RenderContext, env: dict[str, str]) -> list[str]:
+    """The launcher's command: exactly the topology's ranks (`-np`: the runtime's hostfile may
+    hold more slots than that, e.g. its one `node` pod of a 1-worker job besides the launcher),
+    and every variable the ranks need forwarded (`-x`): ranks on the other nodes are started
+    through ssh, whose sessions do not have the node container's environment."""
+    names = ["PX_RUN_ID", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PX_MPI_WORLD_SIZE", "PYTHONUNBUFFERED"]
+    names += sorted(set(env) - set(names) - {"PX_NODE_ROLES"})
+    if shared_run_dir(ctx):
+        names.append(SHARED_DIR_ENV)
+    forwarded = [x for name in names for x in ("-x", name)]
+    ranks = str(mpi_world_size(ctx.topology))
+    return ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", ranks, *forwarded, "python", ENTRY, RUN_DIR]
+
+
 def render(ctx: RenderContext) -> list[dict[str, Any]]:
     specs = check(ctx)
     topology = ctx.topology
     spec = specs[0]
     counts = topology.counts()
-    nodes = sum(counts.values())
+    mpi = topology.is_mpi
+    nodes = mpi_nodes(topology) if mpi else sum(counts.values())
     env = dict(spec.env)
     env.update(
         PX_RUN_ID=ctx.run_id,
@@ -124,17 +157,13 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         PX_NODE_ROLES=json.dumps([[r, n] for r, n in counts.items()], separators=(",", ":")),
         PYTHONUNBUFFERED="1",
     )
-    mpi = topology.is_mpi
     cmd = command()
     if mpi:
         env.update(
             PX_MPI_SLOTS=str(topology.environment.processes_per_replica),
             PX_MPI_WORLD_SIZE=str(mpi_world_size(topology)),
         )
-        forwarded = [
-            x for name in ("PX_RUN_ID", "PX_FRAMEWORK", "PX_MPI_SLOTS", "PYTHONUNBUFFERED") for x in ("-x", name)
-        ]
-        cmd = ["mpirun", "--hostfile", "/etc/mpi/hostfile", *forwarded, "python", ENTRY, RUN_DIR]
+        cmd = mpirun(ctx, env)
     trainer: dict[str, Any] = {
         "image": ctx.settings.image_for(topology.framework, spec.image, spec.resources.gpus() > 0),
         "command": cmd,
@@ -153,13 +182,20 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
         "trainer": trainer,
     }
-    job_spec.update(pod_changes(ctx.settings.trainer_version, jobs, pod_meta, pod))
+    image = trainer["image"] if mpi else None
+    job_spec.update(pod_changes(ctx.settings.trainer_version, jobs, pod_meta, pod, image))
     train_job = {"apiVersion": API_VERSION, "kind": "TrainJob", "metadata": ctx.metadata(ctx.base), "spec": job_spec}
     return [configmap(ctx), train_job]
 
 
-def pod_changes(version: str, jobs: list[str], meta: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]:
-    """The TrainJob field that carries our pod changes on that Trainer release ("auto": the newest)."""
+def pod_changes(
+    version: str, jobs: list[str], meta: dict[str, Any], pod: dict[str, Any], node_image: str | None = None
+) -> dict[str, Any]:
+    """The TrainJob field that carries our pod changes on that Trainer release ("auto": the newest).
+    `node_image`: the image of the MPI runtime's `node` pods, which run ranks of the code too
+    (the trainer's image goes only to the launcher, kubeflow/trainer v2.3.0
+    pkg/runtime/framework/plugins/jobset/builder.go Trainer); a v2.1 override cannot carry one,
+    so there the nodes keep the runtime's image."""
     if version == "v2.0":
         raise BackendError(
             "Kubeflow Trainer v2.0 cannot label a TrainJob's pods (podSpecOverrides has no metadata), and "
@@ -177,13 +213,20 @@ def pod_changes(version: str, jobs: list[str], meta: dict[str, Any], pod: dict[s
             )
         override = {"targetJobs": [{"name": job} for job in jobs], "metadata": meta, "spec": pod}
         return {"podTemplateOverrides": [override]}
+
+    def _pod(job: str) -> dict[str, Any]:
+        if job != "node" or node_image is None:
+            return pod
+        containers = [{**c, "image": node_image} if c.get("name") == "node" else c for c in pod["containers"]]
+        return {**pod, "containers": containers}
+
     patch = {
         "manager": MANAGER,
         "trainingRuntimeSpec": {
             "template": {
                 "spec": {
                     "replicatedJobs": [
-                        {"name": job, "template": {"spec": {"template": {"metadata": meta, "spec": pod}}}}
+                        {"name": job, "template": {"spec": {"template": {"metadata": meta, "spec": _pod(job)}}}}
                         for job in jobs
                     ]
                 }

@@ -1,0 +1,330 @@
+"""The simulated mpi-operator (kubeflow.org/v2beta1 MPIJob, kubeflow/mpi-operator v0.6.0) against
+its sources: the objects a 1-launcher-2-worker MPIJob (the upstream example
+examples/v2beta1/pi/pi.yaml) gets, the conditions it writes, cleanPodPolicy and
+launcherCreationPolicy; and the `kubeflow` backend running an MPI job on it end to end.
+
+Rule tests step the controller by hand on a cluster without scheduler and kubelet (pods stay
+Pending, their phases are written by the test where a rule depends on them)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+
+import pytest
+from kube_sim import Cluster
+from kube_sim.events import reasons
+from kube_sim.job_controller import JobController
+from kube_sim.mpi_operator import MPIOperator
+from kube_sim_support import backend_cluster, fresh_namespace, wait_for
+from mpi_standins import install_mpirun, sshd_waits
+
+import jupyter_px
+from jupyter_px.backends.base import BackendError
+from jupyter_px.runstore.metrics import MetricsReader
+
+pytestmark = pytest.mark.kube
+
+#: kubeflow/mpi-operator v0.6.0 examples/v2beta1/pi/pi.yaml (resources left out).
+PI = {
+    "apiVersion": "kubeflow.org/v2beta1",
+    "kind": "MPIJob",
+    "metadata": {"name": "pi"},
+    "spec": {
+        "slotsPerWorker": 1,
+        "runPolicy": {"cleanPodPolicy": "Running", "ttlSecondsAfterFinished": 60},
+        "sshAuthMountPath": "/home/mpiuser/.ssh",
+        "mpiReplicaSpecs": {
+            "Launcher": {
+                "replicas": 1,
+                "template": {"spec": {"containers": [{
+                    "image": "mpioperator/mpi-pi:openmpi", "name": "mpi-launcher",
+                    "securityContext": {"runAsUser": 1000},
+                    "command": ["mpirun"], "args": ["-n", "2", "/home/mpiuser/pi"]}]}},
+            },
+            "Worker": {
+                "replicas": 2,
+                "template": {"spec": {"containers": [{
+                    "image": "mpioperator/mpi-pi:openmpi", "name": "mpi-worker",
+                    "securityContext": {"runAsUser": 1000},
+                    "command": ["/usr/sbin/sshd"], "args": ["-De", "-f", "/home/mpiuser/.sshd_config"]}]}},
+            },
+        },
+    },
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with Cluster(controllers=("gc",), mpi_operator=True) as sim:
+        yield sim
+
+
+@pytest.fixture
+def ns(cluster, request):
+    return fresh_namespace(cluster, request.node.name, "m")
+
+
+def create(cluster, ns: str, body: dict | None = None, **spec) -> dict:
+    body = copy.deepcopy(body or PI)
+    body["spec"].update(spec)
+    return cluster.api.create(cluster.api.resource("kubeflow.org", "v2beta1", "mpijobs"), body, ns)
+
+
+def step(cluster) -> None:
+    MPIOperator(cluster.api).reconcile_all()
+
+
+def mpijob(cluster, ns: str, name: str = "pi") -> dict:
+    return cluster.api.get(cluster.api.resource("kubeflow.org", "v2beta1", "mpijobs"), ns, name)
+
+
+def conditions(cluster, ns: str) -> dict[str, dict]:
+    return {c["type"]: c for c in mpijob(cluster, ns)["status"].get("conditions") or []}
+
+
+def set_phase(cluster, ns: str, pod: dict, phase: str, ready: bool = False, reason: str = "") -> None:
+    pods = cluster.api.resource("", "v1", "pods")
+    pod = cluster.api.get(pods, ns, pod["metadata"]["name"])
+    pod["status"] = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    if reason:
+        pod["status"]["reason"] = reason
+    cluster.api.update(pods, pod, ns, "status")
+
+
+def env(container: dict) -> list[tuple[str, str | None]]:
+    return [(e["name"], e.get("value")) for e in container.get("env") or []]
+
+
+def test_a_1_launcher_2_worker_mpijob_gets_the_objects_of_mpi_operator_v0_6_0(cluster, ns):
+    job = create(cluster, ns)
+    step(cluster)
+    owner = [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "name": "pi", "uid": job["metadata"]["uid"],
+              "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
+    service = cluster.get("services", "pi", ns)
+    assert service["metadata"]["labels"] == {"app": "pi"}
+    assert service["metadata"]["ownerReferences"] == owner
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["selector"] == {
+        "training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": "pi"}  # fmt: skip
+
+    config = cluster.get("configmaps", "pi-config", ns)
+    assert config["metadata"]["labels"] == {"app": "pi"}
+    assert config["data"] == {
+        "hostfile": f"pi-worker-0.pi.{ns}.svc slots=1\npi-worker-1.pi.{ns}.svc slots=1\n",
+        "discover_hosts.sh": "#!/bin/sh\n",  # no worker runs yet
+    }
+
+    secret = cluster.get("secrets", "pi-ssh", ns)
+    assert secret["type"] == "kubernetes.io/ssh-auth" and secret["metadata"]["ownerReferences"] == owner
+    assert base64.b64decode(secret["data"]["ssh-privatekey"]).startswith(b"-----BEGIN EC PRIVATE KEY-----\n")
+    assert base64.b64decode(secret["data"]["ssh-publickey"]).startswith(b"ecdsa-sha2-nistp521 ")
+
+    worker = cluster.get("pods", "pi-worker-1", ns)
+    assert worker["metadata"]["labels"] == {
+        "training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": "pi",
+        "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": "1"}  # fmt: skip
+    assert worker["metadata"]["ownerReferences"] == owner
+    spec = worker["spec"]
+    assert (spec["hostname"], spec["subdomain"], spec["restartPolicy"]) == ("pi-worker-1", "pi", "Never")
+    assert spec["dnsConfig"] == {"searches": [f"pi.{ns}.svc.cluster.local"]}
+    container = spec["containers"][0]
+    assert container["command"] == ["/usr/sbin/sshd"]  # the template's own
+    assert env(container) == [("K_MPI_JOB_ROLE", "worker")]
+    assert container["volumeMounts"] == [{"name": "ssh-auth", "mountPath": "/home/mpiuser/.ssh"}]
+    assert spec["volumes"] == [
+        {
+            "name": "ssh-auth",
+            "secret": {
+                "secretName": "pi-ssh",
+                "items": [
+                    {"key": "ssh-privatekey", "path": "id_rsa"},
+                    {"key": "ssh-publickey", "path": "id_rsa.pub"},
+                    {"key": "ssh-publickey", "path": "authorized_keys"},
+                ],
+            },
+        }
+    ]  # fmt: skip  (no 0600: not /root/.ssh)
+
+    launcher = cluster.get("jobs", "pi-launcher", ns)  # a batch/v1 Job, created at once (AtStartup)
+    assert launcher["metadata"]["labels"] == {"app": "pi"} and launcher["metadata"]["ownerReferences"] == owner
+    assert launcher["spec"]["ttlSecondsAfterFinished"] == 60
+    template = launcher["spec"]["template"]
+    assert {k: v for k, v in template["metadata"]["labels"].items() if k.startswith("training")} == {
+        "training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": "pi",
+        "training.kubeflow.org/job-role": "launcher"}  # fmt: skip
+    pod = template["spec"]
+    assert (pod["hostname"], pod["subdomain"], pod["restartPolicy"]) == ("pi-launcher", "pi", "OnFailure")
+    container = pod["containers"][0]
+    assert env(container) == [
+        ("K_MPI_JOB_ROLE", "launcher"),
+        ("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+        ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+        ("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
+        ("OMPI_MCA_orte_set_default_slots", "1"),
+        ("NVIDIA_VISIBLE_DEVICES", None),
+        ("NVIDIA_DRIVER_CAPABILITIES", None),
+    ]
+    assert [m["mountPath"] for m in container["volumeMounts"]] == ["/home/mpiuser/.ssh", "/etc/mpi"]
+    assert pod["volumes"][1] == {"name": "mpi-job-config", "configMap": {"name": "pi-config", "items": [
+        {"key": "hostfile", "path": "hostfile", "mode": 0o444},
+        {"key": "discover_hosts.sh", "path": "discover_hosts.sh", "mode": 0o555}]}}  # fmt: skip
+
+    assert list(conditions(cluster, ns)) == ["Created"]
+    assert conditions(cluster, ns)["Created"]["message"] == f"MPIJob {ns}/pi is created."
+    assert "MPIJobCreated" in reasons(cluster.api, ns)
+
+
+def test_the_ssh_key_pair_is_one_ecdsa_p521_pair():
+    """The Secret's public key is the private key's (a real pair an image's sshd would accept)."""
+    from kube_sim import ssh_keys
+
+    private, public = ssh_keys.key_pair()
+    der = base64.b64decode(b"".join(private.splitlines()[1:-1]))
+    scalar = int.from_bytes(der[8 : 8 + ssh_keys.SIZE], "big")  # after SEQUENCE (30 81 nn), 02 01 01, 04 42
+    x, y = ssh_keys.public_point(scalar)
+    blob = base64.b64decode(public.split()[1])
+    assert blob.endswith(b"\x04" + x.to_bytes(ssh_keys.SIZE, "big") + y.to_bytes(ssh_keys.SIZE, "big"))
+    assert blob.startswith(b"\x00\x00\x00\x13ecdsa-sha2-nistp521\x00\x00\x00\x08nistp521")
+
+
+def test_running_workers_are_discovered_and_the_job_runs_and_succeeds_with_its_launcher(cluster, ns):
+    create(cluster, ns)
+    step(cluster)
+    JobController(cluster.api).reconcile_all()  # the launcher Job's pod
+    for i in range(2):
+        set_phase(cluster, ns, cluster.get("pods", f"pi-worker-{i}", ns), "Running", ready=True)
+    step(cluster)
+    assert cluster.get("configmaps", "pi-config", ns)["data"]["discover_hosts.sh"] == (
+        f"#!/bin/sh\necho pi-worker-0.pi.{ns}.svc\necho pi-worker-1.pi.{ns}.svc\n"
+    )
+    assert "Running" not in conditions(cluster, ns)  # the launcher's pod does not run yet
+    launcher_pod = next(p for p in cluster.list("pods", ns) if p["metadata"]["name"].startswith("pi-launcher-"))
+    set_phase(cluster, ns, launcher_pod, "Running", ready=True)
+    step(cluster)
+    assert conditions(cluster, ns)["Running"]["message"] == f"MPIJob {ns}/pi is running."
+    status = mpijob(cluster, ns)["status"]
+    assert status["replicaStatuses"] == {"Launcher": {"active": 1}, "Worker": {"active": 2}}
+
+    set_phase(cluster, ns, launcher_pod, "Succeeded")
+    JobController(cluster.api).reconcile_all()
+    step(cluster)
+    found = conditions(cluster, ns)
+    assert found["Succeeded"]["status"] == "True" and found["Succeeded"]["reason"] == "MPIJobSucceeded"
+    assert found["Succeeded"]["message"] == f"MPIJob {ns}/pi successfully completed."
+    assert found["Running"]["status"] == "False"
+    assert mpijob(cluster, ns)["status"]["completionTime"]
+    step(cluster)  # finished: cleanPodPolicy Running deletes the running workers
+    assert [
+        p["metadata"]["name"] for p in cluster.list("pods", ns) if p["metadata"]["name"].startswith("pi-worker")
+    ] == []
+
+
+def test_a_failed_launcher_fails_the_job_with_the_jobs_reason_and_the_pods(cluster, ns):
+    create(cluster, ns, runPolicy={"cleanPodPolicy": "None", "backoffLimit": 0})
+    step(cluster)
+    JobController(cluster.api).reconcile_all()
+    launcher_pod = next(p for p in cluster.list("pods", ns) if p["metadata"]["name"].startswith("pi-launcher-"))
+    pods = cluster.api.resource("", "v1", "pods")
+    pod = cluster.api.get(pods, ns, launcher_pod["metadata"]["name"])
+    pod["status"] = {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}
+    cluster.api.update(pods, pod, ns, "status")
+    JobController(cluster.api).reconcile_all()
+    step(cluster)
+    failed = conditions(cluster, ns)["Failed"]
+    assert failed["reason"] == "BackoffLimitExceeded/Evicted"
+    assert failed["message"] == "Job has reached the specified backoff limit: The node was low on resource: memory."
+    step(cluster)  # cleanPodPolicy None: the workers stay
+    assert {"pi-worker-0", "pi-worker-1"} <= {p["metadata"]["name"] for p in cluster.list("pods", ns)}
+
+
+def test_wait_for_workers_ready_holds_the_launcher_back(cluster, ns):
+    create(cluster, ns, launcherCreationPolicy="WaitForWorkersReady")
+    step(cluster)
+    assert cluster.get("jobs", "pi-launcher", ns) is None
+    set_phase(cluster, ns, cluster.get("pods", "pi-worker-0", ns), "Running", ready=True)
+    step(cluster)
+    assert cluster.get("jobs", "pi-launcher", ns) is None
+    set_phase(cluster, ns, cluster.get("pods", "pi-worker-1", ns), "Running", ready=True)
+    step(cluster)
+    assert cluster.get("jobs", "pi-launcher", ns) is not None
+
+
+def test_an_invalid_mpijob_gets_a_validation_event_and_nothing_else(cluster, ns):
+    body = copy.deepcopy(PI)
+    body["spec"]["mpiReplicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode"  # v1's, not v2beta1's
+    create(cluster, ns, body)
+    step(cluster)
+    assert cluster.list("pods", ns) == [] and cluster.get("jobs", "pi-launcher", ns) is None
+    events = [e for e in cluster.list("events", ns) if e["reason"] == "ValidationError"]
+    assert len(events) == 1, events
+    assert 'spec.mpiReplicaSpecs[Worker].restartPolicy: Unsupported value: "ExitCode"' in events[0]["message"]
+
+
+# ---- the kubeflow backend on mpi-operator, end to end --------------------------------------------
+
+
+@pytest.fixture(name="sim")
+def sim_fixture(tmp_path, monkeypatch, px_home):
+    with backend_cluster(tmp_path, monkeypatch, px_home, namespaces=("default",), mpi_operator=True) as cluster:
+        yield cluster
+
+
+def test_an_mpi_run_on_mpi_operator_stores_every_ranks_output_and_metrics(sim, px_home):
+    """mpi-operator's launcher (a Job's pod labelled job-role `launcher`, no replica index) is the
+    run's master-0; its log holds every rank's output and `@px-metrics` lines."""
+    install_mpirun(sim)
+    sim.api.admission.append(sshd_waits)
+    code = (
+        "import os\nfrom jupyter_px import tracking\n"
+        "rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
+        "print('hello from rank', rank, 'of', os.environ['OMPI_COMM_WORLD_SIZE'], os.environ.get('MY_SETTING'),"
+        " flush=True)\n"
+        "tracking.log_metrics(step=rank, loss=1.0 / (rank + 1))\n"
+    )
+    environment = {"env": {"MY_SETTING": "forwarded"}, "replicas": {"n_workers": 2}}
+    run = jupyter_px.submit(code, {"framework": "horovod", "backend": "kubeflow", "environment": environment})
+    job = sim.list("mpijobs")[0]
+    assert job["apiVersion"] == "kubeflow.org/v2beta1"
+    status = run.wait(timeout=180)
+    assert status.state.value == "Succeeded", status
+    text = run.logs("master", 0, tail=None)
+    # the ranks run on the workers (over ssh): the topology's env reaches them through `-x`
+    assert "hello from rank 0 of 2 forwarded" in text and "hello from rank 1 of 2 forwarded" in text, text
+    reader = MetricsReader(run.paths)
+
+    def losses():
+        reader.poll()
+        return sorted(reader.series("master-0", "loss").values)
+
+    assert wait_for(lambda: len(losses()) == 2 and losses(), "the ranks' metrics") == [0.5, 1.0]
+    conditions = {c["type"]: c["status"] for c in sim.get("mpijobs", job["metadata"]["name"])["status"]["conditions"]}
+    assert conditions["Succeeded"] == "True"
+
+
+@pytest.mark.parametrize("policy", ["ExitCode", "Always"])
+def test_a_restart_policy_mpi_operator_refuses_is_refused_before_anything_is_created(sim, px_home, policy):
+    """mpi-operator v2beta1 takes Never and OnFailure only (validation.go validRestartPolicies): an
+    MPIJob with another would sit there with a ValidationError event, its pods never made."""
+    topology = {
+        "framework": "horovod",
+        "backend": "kubeflow",
+        "environment": {"restart_policy": policy, "max_restarts": 1, "replicas": {"n_workers": 1}},
+    }
+    with pytest.raises(BackendError, match=f"restart_policy {policy}.*mpi-operator"):
+        jupyter_px.submit("print(1)\n", topology)
+    assert sim.list("mpijobs") == [] and sim.list("configmaps") == []
+
+
+def test_the_launcher_forwards_the_shared_run_directory_to_the_ranks():
+    """Ranks started over ssh (mpi-operator's workers) have only what `-x` forwards: the shared
+    volume's run directory too, or their metrics would go to the log instead of the volume."""
+    from jupyter_px.backends.kubernetes.render import render_manifests
+    from jupyter_px.backends.kubernetes.settings import KubernetesSettings
+    from jupyter_px.topology import parse_topology
+
+    topology = parse_topology({"framework": "horovod", "environment": {"replicas": {"n_workers": 2}}})
+    settings = KubernetesSettings(shared_claim="runs", shared_mount_path="/mnt/px", mpijob_version="v2beta1")
+    _, job = render_manifests("kubeflow", topology, "run-1", "print(1)", {}, settings)
+    command = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert {command[i + 1] for i, arg in enumerate(command) if arg == "-x"} >= {"PX_SHARED_RUN_DIR", "PX_RUN_ID"}
