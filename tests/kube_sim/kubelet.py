@@ -181,7 +181,9 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         spec = pod["spec"]
         containers = [ContainerRun(c["name"], c, init=True) for c in spec.get("initContainers") or []]
         containers += [ContainerRun(c["name"], c) for c in spec.get("containers") or []]
-        run = PodRun(uid, meta["namespace"], meta["name"], directory, ip, pod, containers, start_time=now(), netns=netns)
+        run = PodRun(
+            uid, meta["namespace"], meta["name"], directory, ip, pod, containers, start_time=now(), netns=netns
+        )
         self.pods[uid] = run
         return run
 
