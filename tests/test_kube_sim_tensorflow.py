@@ -1,14 +1,18 @@
-"""TensorFlow end to end on the simulated cluster: a TFJob (chief + 1 worker) whose replicas start
-TensorFlow's gRPC servers from the TF_CONFIG the operator wrote and train one variable together
-with MultiWorkerMirroredStrategy. The servers bind the wildcard address on port 2222 in every pod,
-so this needs the pod network (`Cluster(pod_network=True)`, kubelet_network.py): each pod its own
-network namespace and address. Each TensorFlow process takes about 10 s to import on a loaded
-machine, so this is one small job."""
+"""TensorFlow end to end on the simulated cluster: a chief and a worker, through the `kubeflow`
+backend (a TFJob; the operator writes TF_CONFIG) and the `native` one (the pod entry builds it),
+start TensorFlow's gRPC servers from TF_CONFIG and train one variable together with
+MultiWorkerMirroredStrategy. The servers bind the wildcard address on port 2222 in every pod, so
+this needs the pod network (`Cluster(pod_network=True)`, kube_sim/kubelet_network.py): each pod
+its own network namespace and address (without it the second server fails, "Could not start
+gRPC server"). Each TensorFlow process takes seconds to import on a loaded machine, so this is
+one small job per backend."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-import json
+import threading
+from collections.abc import Iterator
 
 import pytest
 from k8s_support import DEADLINE_S, stop_followers, use_cluster
@@ -33,7 +37,7 @@ task = config["task"]
 # what the pod's hosts file makes of every address in TF_CONFIG
 for role, addresses in sorted(config["cluster"].items()):
     for index, address in enumerate(addresses):
-        print("resolves", role, index, socket.gethostbyname(address.rsplit(":", 1)[0]), flush=True)
+        print("resolves", role, index, address, socket.gethostbyname(address.rsplit(":", 1)[0]), flush=True)
 rank = 0 if task["type"] == "chief" else task["index"] + 1
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 with strategy.scope():
@@ -81,8 +85,31 @@ def sim_fixture(tmp_path, monkeypatch, px_home):
             stop_followers(px_home)
 
 
-def _resolved(text: str) -> dict[tuple[str, str], str]:
-    return {(w[1], w[2]): w[3] for w in (line.split() for line in text.splitlines()) if w[:1] == ["resolves"]}
+@contextlib.contextmanager
+def _pod_addresses(sim: Cluster) -> Iterator[dict[str, str]]:
+    """podIP -> pod name, for every pod seen while the block runs (the backends delete theirs)."""
+    seen: dict[str, str] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.1):
+            for pod in sim.list("pods"):
+                if (pod.get("status") or {}).get("podIP"):
+                    seen[pod["status"]["podIP"]] = pod["metadata"]["name"]
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        thread.join()
+
+
+def _resolved(text: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """(role, index) -> (its address in TF_CONFIG, the IP that name resolved to in the pod)."""
+    lines = (line.split() for line in text.splitlines())
+    return {(w[1], w[2]): (w[3], w[4]) for w in lines if w[:1] == ["resolves"]}
 
 
 def _last_line(text: str) -> dict[str, str]:
@@ -91,28 +118,37 @@ def _last_line(text: str) -> dict[str, str]:
     return dict(zip(words[::2], words[1::2], strict=False))
 
 
-def test_a_tfjob_trains_with_multi_worker_mirrored_strategy_across_pod_addresses(sim, px_home):
-    topology = {"framework": "tensorflow", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}}
+@pytest.mark.parametrize("backend", ["kubeflow", "native"])
+def test_multi_worker_mirrored_strategy_trains_across_pod_addresses(sim, px_home, backend):
+    """kubeflow: the operator's TFJob writes TF_CONFIG into the pods; native: the pod entry
+    builds it from the run's ConfigMap. Either way the chief and the worker start their servers
+    on port 2222 of their own pods and all-reduce through them."""
+    topology = {"framework": "tensorflow", "backend": backend, "environment": {"replicas": {"n_workers": 1}}}
     run = jupyter_px.submit(TRAIN, topology)
-    status = run.wait(timeout=DEADLINE_S * 2)
+    with _pod_addresses(sim) as by_ip:
+        status = run.wait(timeout=DEADLINE_S * 2)
     logs = {role: run.logs(role, 0) for role in ("master", "worker")}
     assert status.state.value == "Succeeded", (status, logs)
 
-    (job,) = sim.list("tfjobs")
-    assert any(c["type"] == "Succeeded" and c["status"] == "True" for c in job["status"]["conditions"])
-    # each name in TF_CONFIG (`<job>-<type>-<i>.<ns>.svc:2222`) resolved, in both pods, to its
-    # pod's own address on the pod network, and every server listened on port 2222
+    # each name in TF_CONFIG resolved, in both pods, to one pod's own address on the pod
+    # network, every server on port 2222
     views = [_resolved(logs[role]) for role in ("master", "worker")]
     assert views[0] == views[1], views
     addresses = views[0]
     assert sorted(addresses) == [("chief", "0"), ("worker", "0")], addresses
-    assert len(set(addresses.values())) == 2 and all(ip.startswith("10.244.0.") for ip in addresses.values())
-    name = job["metadata"]["name"]
-    chief_pod = sim.get("pods", f"{name}-chief-0")
-    assert chief_pod is not None and chief_pod["status"]["podIP"] == addresses[("chief", "0")], chief_pod
-    env = {e["name"]: e.get("value") for e in chief_pod["spec"]["containers"][0]["env"]}
-    cluster = json.loads(env["TF_CONFIG"])["cluster"]
-    assert cluster == {"chief": [f"{name}-chief-0.default.svc:2222"], "worker": [f"{name}-worker-0.default.svc:2222"]}
+    ips = {ip for _, ip in addresses.values()}
+    assert len(ips) == 2 and all(ip.startswith("10.244.0.") for ip in ips), addresses
+    assert all(address.endswith(".svc:2222") for address, _ in addresses.values()), addresses
+    for address, ip in addresses.values():  # the pod that name stands for has that podIP
+        assert address.startswith(by_ip.get(ip, "?") + "."), (address, ip, by_ip)
+    if backend == "kubeflow":
+        (job,) = sim.list("tfjobs")
+        assert any(c["type"] == "Succeeded" and c["status"] == "True" for c in job["status"]["conditions"])
+        name = job["metadata"]["name"]
+        assert [address for address, _ in addresses.values()] == [
+            f"{name}-chief-0.default.svc:2222",
+            f"{name}-worker-0.default.svc:2222",
+        ]
 
     chief, worker = _last_line(logs["master"]), _last_line(logs["worker"])
     assert (chief["task"], worker["task"]) == ("chief", "worker"), logs
