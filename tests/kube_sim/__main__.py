@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--without", action="append", default=[], choices=CONTROLLERS, help="leave a controller out (repeatable)"
     )
+    parser.add_argument(
+        "--pod-network",
+        action="store_true",
+        help="each pod in its own network namespace with an address on a bridge (needs root or CAP_NET_ADMIN)",
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -37,11 +42,18 @@ def main(argv: list[str] | None = None) -> int:
     namespaces = tuple(args.namespace or ("default",))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with Cluster(namespaces=namespaces, version=args.version, port=args.port, controllers=controllers) as cluster:
+    with Cluster(
+        namespaces=namespaces,
+        version=args.version,
+        port=args.port,
+        controllers=controllers,
+        pod_network=args.pod_network,
+    ) as cluster:
         cluster.kubeconfig(args.kubeconfig, namespace=namespaces[0])
         kubelet = cluster.kubelet
         isolation = (
-            "pods isolated (own mount/UTS namespace, /etc/hosts)"
+            "pods isolated (own mount/UTS namespace, /etc/hosts"
+            + (", own network namespace on a bridge)" if kubelet and kubelet.network else ")")
             if kubelet and kubelet.isolated
             else f"pods not isolated: {kubelet.not_isolated_because if kubelet else 'no kubelet'}"
         )
