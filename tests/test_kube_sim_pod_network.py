@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from kube_sim import Cluster
-from kube_sim.kubelet_network import PodNetworkUnavailable
+from kube_sim.kubelet_network import PodNetworkUnavailable, pod_network_permitted
 from kube_sim.kubelet_processes import namespaces_permitted
 from kube_sim_support import core_api, fresh_namespace, wait_for
 
@@ -172,6 +173,37 @@ def test_nothing_the_pod_network_made_outlives_the_cluster(tmp_path):
     assert not [pid for pid in holders if os.path.exists(f"/proc/{pid}")]
     assert host_links() == links
     assert (sorted(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else []) == run_netns
+
+
+#: A process that starts a cluster with the pod network, says which namespaces it made, and waits.
+HOLDS_A_NETWORK = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from kube_sim import Cluster
+cluster = Cluster(namespaces=("default",), kubelet={"root": sys.argv[2]}, pod_network=True).start()
+print(" ".join(cluster.kubelet.network.namespaces), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_test_process_leaves_no_node_network_behind(tmp_path):
+    """The namespaces are held by processes reading a pipe only the kubelet's process holds:
+    SIGKILL it (no teardown runs) and they end with it."""
+    for permitted, why in (namespaces_permitted(), pod_network_permitted()):
+        if not permitted:
+            pytest.skip(f"pods cannot have their own network namespaces here: {why}")
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDS_A_NETWORK, str(Path(__file__).parent), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        made = process.stdout.readline().split() if process.stdout else []
+        assert len(made) == 1 and set(made) <= namespaces_in_use(), made  # the node's
+    finally:
+        process.kill()
+        process.wait()
+    wait_for(lambda: not set(made) & namespaces_in_use(), "the node's namespace to end with its kubelet")
 
 
 def test_a_machine_without_ip_refuses_the_pod_network_with_the_reason(tmp_path, monkeypatch):
