@@ -126,7 +126,7 @@ def test_multi_worker_mirrored_strategy_trains_across_pod_addresses(sim, px_home
     topology = {"framework": "tensorflow", "backend": backend, "environment": {"replicas": {"n_workers": 1}}}
     run = jupyter_px.submit(TRAIN, topology)
     with _pod_addresses(sim) as by_ip:
-        status = run.wait(timeout=DEADLINE_S * 2)
+        status = run.wait(timeout=DEADLINE_S)
     logs = {role: run.logs(role, 0) for role in ("master", "worker")}
     assert status.state.value == "Succeeded", (status, logs)
 
