@@ -124,8 +124,8 @@ def test_multi_worker_mirrored_strategy_trains_across_pod_addresses(sim, px_home
     builds it from the run's ConfigMap. Either way the chief and the worker start their servers
     on port 2222 of their own pods and all-reduce through them."""
     topology = {"framework": "tensorflow", "backend": backend, "environment": {"replicas": {"n_workers": 1}}}
-    run = jupyter_px.submit(TRAIN, topology)
     with _pod_addresses(sim) as by_ip:
+        run = jupyter_px.submit(TRAIN, topology)
         status = run.wait(timeout=DEADLINE_S)
     logs = {role: run.logs(role, 0) for role in ("master", "worker")}
     assert status.state.value == "Succeeded", (status, logs)
