@@ -24,8 +24,8 @@ which other test runs share; pods cannot reach this machine's 127.0.0.1. Every n
 by a process (`unshare -n cat`, reading a pipe only the kubelet holds) and none is bind-mounted
 under /run/netns: when the kubelet stops, or its process dies, the holders end; a namespace goes
 with the last process in it (the node's at once; a pod's once its containers, which the kubelet
-kills on stop, have ended too), and the bridge and veths with them. Commands are `ip` (iproute2), `unshare` and `nsenter`, as
-argument lists.
+kills on stop, have ended too), and the bridge and veths with them. Commands are `ip`
+(iproute2), `unshare` and `nsenter`, as argument lists.
 """
 
 from __future__ import annotations
