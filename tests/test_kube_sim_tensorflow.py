@@ -34,10 +34,6 @@ from jupyter_px import tracking
 
 config = json.loads(os.environ["TF_CONFIG"])
 task = config["task"]
-# what the pod's hosts file makes of every address in TF_CONFIG
-for role, addresses in sorted(config["cluster"].items()):
-    for index, address in enumerate(addresses):
-        print("resolves", role, index, address, socket.gethostbyname(address.rsplit(":", 1)[0]), flush=True)
 rank = 0 if task["type"] == "chief" else task["index"] + 1
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 with strategy.scope():
@@ -59,11 +55,24 @@ def step():
 for i in range(20):
     loss, ranks = step()
     tracking.log_metrics(step=i, loss=float(loss), w=float(w.numpy()))
+# what the pod's hosts file makes of every address in TF_CONFIG (now that every peer has run:
+# a name resolves once its pod is on the node, as a Service's DNS record once its pod exists)
+for role, addresses in sorted(config["cluster"].items()):
+    for index, address in enumerate(addresses):
+        print("resolves", role, index, address, socket.gethostbyname(address.rsplit(":", 1)[0]), flush=True)
 print("task", task["type"], "index", task["index"], "replicas", strategy.num_replicas_in_sync,
       "ranks", float(ranks), "w", repr(float(w.numpy())), flush=True)
 step()  # a last collective: the chief ends only after the worker has printed
-if task["type"] == "chief":
-    time.sleep(3)  # the job ends with its chief, and the operator then deletes what still runs
+# A worker that ends right after the last collective can fail the chief, still reading from it
+# (RecvBuf: "Connection reset by peer"), so the worker stays up until the chief's server is gone.
+if task["type"] != "chief":
+    chief = config["cluster"]["chief"][0].rsplit(":", 1)
+    while True:
+        try:
+            socket.create_connection((chief[0], int(chief[1])), timeout=1).close()
+        except OSError:
+            break
+        time.sleep(0.1)
 """
 
 
@@ -128,7 +137,9 @@ def test_multi_worker_mirrored_strategy_trains_across_pod_addresses(sim, px_home
         run = jupyter_px.submit(TRAIN, topology)
         status = run.wait(timeout=DEADLINE_S)
     logs = {role: run.logs(role, 0) for role in ("master", "worker")}
-    assert status.state.value == "Succeeded", (status, logs)
+    assert status.state.value == "Succeeded", f"{status.state.value} {status.reason}: {status.message}\n" + "".join(
+        f"--- {role}\n{text[-4000:]}\n" for role, text in logs.items()
+    )
 
     # each name in TF_CONFIG resolved, in both pods, to one pod's own address on the pod
     # network, every server on port 2222
