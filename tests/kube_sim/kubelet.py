@@ -4,7 +4,8 @@ This module is the sync loop (kubernetes v1.33.0 unless said otherwise); its par
 module: processes (`kubelet_processes.py`: image, isolation, env, signals, memory), logs
 (`kubelet_logs.py`: CRI files, rotation, serving), volumes and hosts (`kubelet_volumes.py`),
 status (`kubelet_status.py`: container states, phase, conditions), the API for states no
-process produces (`kubelet_state_api.py`), and what it knows of each pod (`kubelet_pods.py`).
+process produces (`kubelet_state_api.py`), what it knows of each pod (`kubelet_pods.py`), and,
+opt-in (`pod_network=True`), a network namespace and bridge address per pod (`kubelet_network.py`).
 
 - states: waiting ContainerCreating -> running -> terminated with the exit code, reason
   `Completed` (0) or `Error` (pkg/kubelet/kuberuntime/helpers.go, containerd's reasons);
@@ -65,13 +66,6 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         isolate: bool | None = None,
         pod_network: bool = False,
     ):
-        self.api = api
-        self.node = node
-        self.root = Path(root or tempfile.mkdtemp(prefix="kube-sim-kubelet-"))
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self.log_max_bytes = log_max_bytes
-        self.log_max_files = log_max_files
         permitted, why = namespaces_permitted() if isolate is not False else (False, "isolation turned off")
         self.isolated = permitted
         self.not_isolated_because = why
@@ -82,6 +76,13 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
             if not permitted:
                 raise PodNetworkUnavailable(f"pod_network=True needs pods in their own mount namespaces: {why}")
             self.network = PodNetwork()
+        self.api = api
+        self.node = node
+        self.root = Path(root or tempfile.mkdtemp(prefix="kube-sim-kubelet-"))
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.log_max_bytes = log_max_bytes
+        self.log_max_files = log_max_files
         self.pods: dict[str, PodRun] = {}
         self._ips: dict[str, str] = {}
         self._next_ip = 2
