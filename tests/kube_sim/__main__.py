@@ -35,6 +35,11 @@ def main(argv: list[str] | None = None) -> int:
         "instead of the training operator's MPIJob v1",
     )
     parser.add_argument("--trainer", default="2.3", choices=("2.1", "2.3"), help="the Kubeflow Trainer release")
+    parser.add_argument(
+        "--pod-network",
+        action="store_true",
+        help="each pod in its own network namespace with an address on a bridge (needs root or CAP_NET_ADMIN)",
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -51,11 +56,13 @@ def main(argv: list[str] | None = None) -> int:
         controllers=controllers,
         trainer=args.trainer,
         mpi_operator=args.mpi_operator,
+        pod_network=args.pod_network,
     ) as cluster:
         cluster.kubeconfig(args.kubeconfig, namespace=namespaces[0])
         kubelet = cluster.kubelet
         isolation = (
-            "pods isolated (own mount/UTS namespace, /etc/hosts)"
+            "pods isolated (own mount/UTS namespace, /etc/hosts"
+            + (", own network namespace on a bridge)" if kubelet and kubelet.network else ")")
             if kubelet and kubelet.isolated
             else f"pods not isolated: {kubelet.not_isolated_because if kubelet else 'no kubelet'}"
         )

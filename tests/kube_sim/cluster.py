@@ -1,6 +1,8 @@
 """The whole simulated cluster: the API server (in-process registry + HTTP on 127.0.0.1) and the
 controllers started with it. `with Cluster() as cluster:`; `cluster.kubeconfig(path)` writes a
-kubeconfig the official client and kubectl can use."""
+kubeconfig the official client and kubectl can use. `Cluster(pod_network=True)` gives each pod
+its own network namespace and address on a bridge (kubelet_network.py; `PodNetworkUnavailable`
+where the machine does not permit it)."""
 
 from __future__ import annotations
 
@@ -44,7 +46,10 @@ class Cluster:
         ),
         node: dict[str, Any] | None = None,
         kubelet: dict[str, Any] | None = None,
+        pod_network: bool = False,
     ):
+        if pod_network and "kubelet" in controllers:
+            kubelet = {**(kubelet or {}), "pod_network": True}
         self.api = ApiServer(
             namespaces=namespaces,
             crds=crds,
@@ -65,7 +70,11 @@ class Cluster:
             self.controllers.append(scheduling.Scheduler(self.api))
         if "kubelet" in controllers:
             name = (node or {}).get("metadata", {}).get("name", "node-1")
-            self.kubelet = Kubelet(self.api, name, **(kubelet or {}))
+            try:
+                self.kubelet = Kubelet(self.api, name, **(kubelet or {}))
+            except Exception:
+                self.http.httpd.server_close()  # bound in its constructor, not serving yet
+                raise
             self.controllers.append(self.kubelet)
         if "job-controller" in controllers:
             self.controllers.append(JobController(self.api))

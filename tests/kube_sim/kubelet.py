@@ -4,7 +4,8 @@ This module is the sync loop (kubernetes v1.33.0 unless said otherwise); its par
 module: processes (`kubelet_processes.py`: image, isolation, env, signals, memory), logs
 (`kubelet_logs.py`: CRI files, rotation, serving), volumes and hosts (`kubelet_volumes.py`),
 status (`kubelet_status.py`: container states, phase, conditions), the API for states no
-process produces (`kubelet_state_api.py`), and what it knows of each pod (`kubelet_pods.py`).
+process produces (`kubelet_state_api.py`), what it knows of each pod (`kubelet_pods.py`), and,
+opt-in (`pod_network=True`), a network namespace and bridge address per pod (`kubelet_network.py`).
 
 - states: waiting ContainerCreating -> running -> terminated with the exit code, reason
   `Completed` (0) or `Error` (pkg/kubelet/kuberuntime/helpers.go, containerd's reasons);
@@ -38,6 +39,7 @@ from typing import Any
 from .apiserver import ApiServer, now
 from .events import record
 from .kubelet_logs import ContainerLogs
+from .kubelet_network import PodNetwork, PodNetworkUnavailable
 from .kubelet_pods import ContainerRun, PodRun
 from .kubelet_processes import Processes, namespaces_permitted
 from .kubelet_state_api import StateApi
@@ -62,7 +64,18 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         log_max_bytes: int = 10 * 1024 * 1024,
         log_max_files: int = 5,
         isolate: bool | None = None,
+        pod_network: bool = False,
     ):
+        permitted, why = namespaces_permitted() if isolate is not False else (False, "isolation turned off")
+        self.isolated = permitted
+        self.not_isolated_because = why
+        #: each pod in its own network namespace with an address on a bridge (kubelet_network.py);
+        #: None: pods share this machine's network namespace, on 127.0.x.y addresses
+        self.network: PodNetwork | None = None
+        if pod_network:
+            if not permitted:
+                raise PodNetworkUnavailable(f"pod_network=True needs pods in their own mount namespaces: {why}")
+            self.network = PodNetwork()
         self.api = api
         self.node = node
         self.root = Path(root or tempfile.mkdtemp(prefix="kube-sim-kubelet-"))
@@ -70,9 +83,6 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         self.backoff_max = backoff_max
         self.log_max_bytes = log_max_bytes
         self.log_max_files = log_max_files
-        permitted, why = namespaces_permitted() if isolate is not False else (False, "isolation turned off")
-        self.isolated = permitted
-        self.not_isolated_because = why
         self.pods: dict[str, PodRun] = {}
         self._ips: dict[str, str] = {}
         self._next_ip = 2
@@ -89,6 +99,8 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
     # ---- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
+        if self.network is not None:
+            self.network.start()
         self._thread.start()
 
     def stop(self) -> None:
@@ -107,6 +119,8 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
                             container.current.process.wait(timeout=10)
                         except subprocess.TimeoutExpired:
                             pass
+        if self.network is not None:
+            self.network.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _loop(self) -> None:
@@ -133,6 +147,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
                         self._signal(container, signal.SIGKILL)
                     if not any(c.running for c in run.containers):
                         del self.pods[uid]
+                        self._release_sandbox(run)
             for uid, pod in by_uid.items():
                 run = self.pods.get(uid)
                 if run is None:
@@ -145,24 +160,41 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
                         self.api.remove(self._pods, run.namespace, run.name, uid)
                     continue
                 self._sync_pod(run)
+                if run.done or (run.last_status or {}).get("phase") in ("Succeeded", "Failed"):
+                    self._release_sandbox(run)
             self._write_hosts()
 
     def _admit(self, pod: dict[str, Any]) -> PodRun:
         meta = pod["metadata"]
         uid = meta["uid"]
-        ip = self._ips.get(uid)
-        if ip is None:
-            ip = f"127.0.{self._next_ip // 250}.{self._next_ip % 250 + 2}"
-            self._next_ip += 1
-            self._ips[uid] = ip
+        netns = ""
+        if self.network is not None:
+            sandbox = self.network.attach(uid)
+            ip, netns = sandbox.ip, sandbox.netns
+        else:
+            ip = self._ips.get(uid) or ""
+            if not ip:
+                ip = f"127.0.{self._next_ip // 250}.{self._next_ip % 250 + 2}"
+                self._next_ip += 1
+                self._ips[uid] = ip
         directory = self.root / "pods" / uid
         directory.mkdir(parents=True, exist_ok=True)
         spec = pod["spec"]
         containers = [ContainerRun(c["name"], c, init=True) for c in spec.get("initContainers") or []]
         containers += [ContainerRun(c["name"], c) for c in spec.get("containers") or []]
-        run = PodRun(uid, meta["namespace"], meta["name"], directory, ip, pod, containers, start_time=now())
+        run = PodRun(
+            uid, meta["namespace"], meta["name"], directory, ip, pod, containers, start_time=now(), netns=netns
+        )
         self.pods[uid] = run
         return run
+
+    def _release_sandbox(self, run: PodRun) -> None:
+        """A pod that has ended for good gives back its network (the kubelet's KillPod ->
+        StopPodSandbox -> CNI DEL); its status keeps the address it had."""
+        if self.network is None or not run.netns or any(c.running for c in run.containers):
+            return
+        self.network.detach(run.uid)
+        run.netns = ""
 
     def _sync_pod(self, run: PodRun) -> None:
         pod = run.pod

@@ -1,5 +1,5 @@
-"""What the kubelet knows of the pods bound to its node: each pod's run (folder, address, the
-pod as last read), each container's runs (instances: one process and one log file each) and
+"""What the kubelet knows of the pods bound to its node: each pod's run (folder, address and
+network namespace, the pod as last read), each container's runs (instances: one process and one log file each) and
 how it waits (ContainerCreating, ImagePullBackOff, back-off)."""
 
 from __future__ import annotations
@@ -70,3 +70,5 @@ class PodRun:
     hosts: Path | None = None
     #: when the app containers were done and the sidecars were told to stop
     sidecars_stopping: float = 0.0
+    #: the pod's network namespace (`/proc/<pid>/ns/net`) on a pod network; "" on this machine's
+    netns: str = ""

@@ -6,7 +6,9 @@ does around it.
   python images' CMD); other commands run as found on this machine;
 - isolation: where `unshare -m -u` is permitted, each container runs in its own mount and UTS
   namespace (launch.py): the volumes bind-mounted at their mount paths, the pod's hostname set, a
-  generated /etc/hosts over the real one. Elsewhere volumes are mapped by rewriting mount paths in
+  generated /etc/hosts over the real one; on a pod network (kubelet_network.py) it first joins
+  the pod's network namespace (`nsenter --net`), as a runtime starts containers in the sandbox's
+  namespaces. Elsewhere volumes are mapped by rewriting mount paths in
   the command and arguments, and names do not resolve (`isolated` says which);
 - env: the container's `env` (values, `fieldRef` to metadata.name/namespace/uid/labels,
   status.podIP, spec.nodeName, spec.serviceAccountName; `configMapKeyRef`), `envFrom`
@@ -172,6 +174,8 @@ class Processes:
                 )
             )
             full = ["unshare", "-m", "-u", "--propagation", "private", sys.executable, "-I", str(LAUNCH), str(launch)]
+            if run.netns:  # on a pod network: join the pod's network namespace first
+                full = ["nsenter", f"--net={run.netns}", *full]
             cwd = None
         else:
             full = argv
