@@ -171,9 +171,11 @@ class LogStreams:
             first = min(refused, key=lambda s: s.refused_since or 0.0)
             return first.refused, first.refused_since or 0.0  # type: ignore[return-value]
 
-    def snapshot(self, views: dict[Replica, tuple[dict[str, Any], ReplicaStatus]], timeout: float) -> None:
-        """Store what the still running replicas nobody streams have logged so far (a read that
-        does not follow), `MAX_COLLECT` at a time: before the run deletes them at its end."""
+    def snapshot(
+        self, views: dict[Replica, tuple[dict[str, Any], ReplicaStatus]], timeout: float, keys: set[Replica]
+    ) -> None:
+        """Store what the replicas `keys` that nobody streams now have logged so far (a read that
+        does not follow), `MAX_COLLECT` at a time: before the run deletes their pods."""
         from concurrent.futures import ThreadPoolExecutor, wait
 
         from .log_sink import read_instance
@@ -181,10 +183,10 @@ class LogStreams:
         todo = []
         for key, (pod, view) in views.items():
             slot = self.slots.get(key)
-            if slot is None or not container_started(pod) or (slot.thread is not None and slot.thread.is_alive()):
+            if key not in keys or slot is None or not container_started(pod):
                 continue
-            if view.state in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
-                continue  # collected as usual
+            if slot.thread is not None and slot.thread.is_alive():
+                continue
             todo.append((pod, f"{pod['metadata'].get('uid')}/{view.restarts}", self.logs[key]))
 
         def read(pod: dict[str, Any], stream: str, replica_log: ReplicaLog) -> None:
