@@ -528,16 +528,21 @@ class Follower:
         self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
         self._drain_events(0.2)
         views = self._views()
-        if native and state != RunState.STOPPED:
-            # still running, or failed past max_restarts (the kubelet would start it again)
+        stopped = state == RunState.STOPPED
+        if native or stopped:
+            # still running, or failed past max_restarts (the kubelet would start it again): their
+            # logs so far first (a deleted pod's log goes with it), a bounded few at a time
             doomed = {
                 key
                 for key, (pod, view) in views.items()
                 if view.state.value not in ("Succeeded", "Failed")
                 or (pod["spec"].get("restartPolicy") not in (None, "Never") and not _main_ended(pod))
             }
-            self.streams.snapshot(views, max(0.0, deadline - time.monotonic()), doomed)  # their logs so far, first
-            delete_objects(self.cluster, [views[key][0] for key in doomed])
+            self.streams.snapshot(views, max(0.0, deadline - time.monotonic()), doomed)
+            if stopped:  # a stop: this follower deletes the run, once it has its logs (backend.stop)
+                self._delete_run()
+            else:
+                delete_objects(self.cluster, [views[key][0] for key in doomed])
         while time.monotonic() < deadline:  # every replica's log to its end, a bounded few at a time
             self._drain_events(0.2)
             views = self._views()
@@ -547,15 +552,18 @@ class Follower:
         self.streams.join(max(0.0, deadline - time.monotonic()))
         self.done.set()
         self._write_status(views, state, reason, message, final=True)
-        if native and state != RunState.STOPPED:
-            from .backend import delete_run
-
-            try:
-                delete_run(self.cluster, self.handle)
-            except BackendError as error:
-                log.warning("%s", error)
+        if native and not stopped:
+            self._delete_run()
         log.info("run %s finished: %s", self.run_id, state.value)
         return 0
+
+    def _delete_run(self) -> None:
+        from .backend import delete_run
+
+        try:
+            delete_run(self.cluster, self.handle)
+        except (BackendError, HTTPError, OSError) as error:
+            log.warning("deleting run %s: %s", self.run_id, error)
 
 
 def _slim(pod: dict[str, Any]) -> dict[str, Any]:

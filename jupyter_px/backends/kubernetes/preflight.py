@@ -11,6 +11,7 @@ which TrainJob API the cluster serves.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -18,6 +19,7 @@ from urllib3.exceptions import HTTPError
 
 from ..base import BackendError
 from .client import Cluster, api_reason
+from .create import BACKOFF_MAX_S, BACKOFF_START_S, _retry_after
 from .resources import KINDS, Kind, kind_of
 
 
@@ -76,8 +78,9 @@ ALWAYS_NEEDED: tuple[tuple[str, str, str], ...] = (
 )
 #: What submit, rollback, the follower and stop do to each kind the run creates.
 CREATED_KIND_VERBS = ("create", "get", "list", "delete")
-#: Access reviews asked at once.
+#: Access reviews asked at once, and tries of one that a busy server refuses (429).
 REVIEWS_AT_ONCE = 8
+REVIEW_ATTEMPTS = 6
 
 
 def required_access(kinds: list[Kind]) -> list[tuple[str, str, str]]:
@@ -101,10 +104,15 @@ def _review(cluster: Cluster, verb: str, group: str, resource: str) -> tuple[boo
         "spec": {"resourceAttributes": attributes},
     }
     api = client.AuthorizationV1Api(cluster.api)
-    try:
-        answer = _call(cluster, "an access review", api.create_self_subject_access_review, review)
-    except ApiException as error:
-        raise PreflightError(f"cannot ask whether we may {verb} {resource}: {api_reason(error)}") from None
+    for attempt in range(REVIEW_ATTEMPTS):
+        try:
+            answer = _call(cluster, "an access review", api.create_self_subject_access_review, review)
+            break
+        except ApiException as error:
+            if error.status != 429 or attempt == REVIEW_ATTEMPTS - 1:
+                raise PreflightError(f"cannot ask whether we may {verb} {resource}: {api_reason(error)}") from None
+            # a busy server's rate limit (a review changes nothing: asking again is safe)
+            time.sleep(_retry_after(error) or min(BACKOFF_MAX_S, BACKOFF_START_S * 2**attempt))
     status = answer.status
     return bool(status and status.allowed), (status.reason or "") if status else ""
 
