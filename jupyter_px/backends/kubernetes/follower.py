@@ -117,6 +117,7 @@ class Follower:
             (s.role, s.index): ReplicaLog(self.paths, s.role, s.index, self.state_dir) for s in self.topology.replicas()
         }
         self.pods: dict[str, dict[str, Any]] = {}
+        self.listed = False  # the run's pods have been listed once
         #: native: each replica's max_restarts, which the follower enforces (the kubelet restarts
         #: an OnFailure pod without limit); a job's operator enforces its own backoffLimit
         self.max_restarts: dict[tuple[str, int], int] = (
@@ -378,6 +379,7 @@ class Follower:
             while True:
                 if kind == "SNAPSHOT":
                     self.pods = {pod["metadata"]["name"]: _slim(pod) for pod in obj}
+                    self.listed = True
                     for pod in obj:
                         self._count_failures(pod)
                 elif kind == "DELETED":
@@ -527,6 +529,8 @@ class Follower:
         native = self.handle.backend == "native"
         self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
         self._drain_events(0.2)
+        while not self.listed and time.monotonic() < deadline - LOG_DRAIN_S / 2:
+            self._drain_events(0.2)  # a follower started just now: the pods to read are not listed yet
         views = self._views()
         stopped = state == RunState.STOPPED
         if native or stopped:
