@@ -6,10 +6,11 @@ the failures from the pod's container status; every attempt's log is kept."""
 from __future__ import annotations
 
 import pytest
-from k8s_support import DEADLINE_S
+from k8s_support import DEADLINE_S, running, terminated, waiting
 from kube_sim_support import backend_cluster, wait_for
 
 import jupyter_px
+from jupyter_px.backends.kubernetes.pod_state import failed_starts, restarts_exhausted
 from jupyter_px.runstore import RunStore
 
 pytestmark = pytest.mark.kube
@@ -67,3 +68,27 @@ def test_the_failure_after_max_restarts_fails_the_run_and_deletes_its_pods(sim, 
     attempts = [line for line in run.logs("worker", 0).splitlines() if line.startswith("attempt")]
     started = len(tries.read_text())  # a fourth start may begin before the pod is deleted
     assert started in (3, 4) and attempts == [f"attempt {n}" for n in range(1, started + 1)], attempts
+
+
+def pod(status: dict, policy: str = "OnFailure") -> dict:
+    return {"spec": {"restartPolicy": policy, "containers": [{"name": "replica"}]}, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("status", "failures"),
+    [
+        (running(restarts=2), 2),  # two failures, each followed by a restart
+        (waiting("CrashLoopBackOff", restarts=2, phase="Running"), 3),  # the third, waiting for its restart
+        (terminated("Failed", 1, "Error"), 1),
+        (terminated("Succeeded", 0, "Completed"), 0),
+    ],
+)
+def test_failures_are_the_restarts_plus_a_failed_latest_container(status, failures):
+    assert failed_starts(pod(status))[0] == failures
+
+
+def test_only_a_failure_past_max_restarts_exhausts_a_restarting_pod():
+    crashing = waiting("CrashLoopBackOff", restarts=2, phase="Running")
+    assert restarts_exhausted(pod(crashing), 3) is None
+    assert restarts_exhausted(pod(crashing), 2) == (3, {"exitCode": 1, "reason": "Error"})
+    assert restarts_exhausted(pod(crashing, policy="Never"), 0) is None  # the kubelet does not restart it
