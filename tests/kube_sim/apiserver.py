@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import defaults, errors, schema
+from .authorization import Authorizer
 from .errors import ApiError
 from .resources import (
     BUILTIN,
@@ -38,6 +39,10 @@ Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (resource key, namespace, name)
 
 GROUP_TRAINER = "trainer.kubeflow.org"
+#: The MXJob CRD: served by training-operator v1.8 and earlier; v1.9.0 removed MXNet support
+#: (kubeflow/training-operator v1.9.0: no pkg/controller.v1/mxnet, no kubeflow.org_mxjobs.yaml in
+#: manifests/base/crds), so `ApiServer(mxjob=False)` is a cluster running v1.9.
+MXJOB_CRD = "mxjobs.kubeflow.org"
 
 #: Admission plug-ins: called with (operation, resource, object, old object) before a write is
 #: stored; they may change the object (mutating) or raise an ApiError (validating).
@@ -100,6 +105,7 @@ class ApiServer:
         version: str = "1.33.0",
         trainer: str = "2.3",
         mpi_operator: bool = False,
+        mxjob: bool = True,
     ):
         self.cond = threading.Condition(threading.RLock())
         self.resources: dict[tuple[str, str, str], Resource] = {}
@@ -118,7 +124,8 @@ class ApiServer:
         self.trainer = trainer_version(trainer)
         self.admission: list[Admission] = []
         self.faults: list[Fault] = []
-        self.denied: set[tuple[str, str]] = set()
+        #: what the HTTP API's user may do (the controllers call the registry, unrefused)
+        self.authorizer = Authorizer()
         #: (method, plural) calls read and never answered while listed (see `HttpFrontend.hang`),
         #: and how many wait so now
         self.hanging: set[tuple[str, str]] = set()
@@ -148,6 +155,8 @@ class ApiServer:
                     crd = load_crd(trainjob_crd(trainer) or path)
                 if crd["metadata"]["name"] == "mpijobs.kubeflow.org" and mpi_operator:
                     crd = load_crd(MPI_OPERATOR_CRD)  # one MPIJob CRD per cluster: mpi-operator's
+                if crd["metadata"]["name"] == MXJOB_CRD and not mxjob:
+                    continue  # a training operator of v1.9 or later: MXNet was removed (MXJOB_CRD)
                 if crds is True or crd["metadata"]["name"] in crds:
                     self.install_crd(crd)
         for name in namespaces:
@@ -785,8 +794,9 @@ class ApiServer:
         with self.cond:
             self.faults.append(Fault(method, plural, status, reason, message, nth, times, lost))
 
-    def deny(self, verb: str, resource: str) -> None:
-        self.denied.add((verb, resource))
+    def deny(self, verb: str, resource: str, group: str = "*", namespace: str = "*") -> None:
+        """The HTTP API's user may no longer `verb` `resource` (see authorization.py)."""
+        self.authorizer.deny(verb, resource, group, namespace)
 
     def take_fault(self, method: str, plural: str) -> Fault | None:
         with self.cond:

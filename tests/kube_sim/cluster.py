@@ -34,6 +34,7 @@ class Cluster:
         version: str = "1.33.0",
         trainer: str = "2.3",
         mpi_operator: bool = False,
+        mxjob: bool = True,
         port: int = 0,
         controllers: tuple[str, ...] = (
             "gc",
@@ -57,6 +58,7 @@ class Cluster:
             version=version,
             trainer=trainer,
             mpi_operator=mpi_operator,
+            mxjob=mxjob,
         )
         self.http = HttpFrontend(self.api, port)
         self.url = self.http.url
@@ -145,8 +147,8 @@ class Cluster:
     def hung(self) -> int:
         return self.api.hung
 
-    def deny(self, verb: str, resource: str) -> None:
-        self.api.deny(verb, resource)
+    def deny(self, verb: str, resource: str, group: str = "*", namespace: str = "*") -> None:
+        self.api.deny(verb, resource, group, namespace)
 
     @property
     def requests(self) -> list[tuple[str, str]]:

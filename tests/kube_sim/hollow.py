@@ -39,6 +39,12 @@ class Script:
     extra: dict[str, float] = field(default_factory=dict)
     #: a pod (name suffix) that ends only after every other pod of the node has ended
     last: str | None = None
+    #: at most this many lines, then it runs on silently (None: a line every `interval` throughout)
+    lines: int | None = None
+    #: seconds from its pod's deletion to its exit (143) and the pod's removal, printing nothing
+    #: more: a process that handles SIGTERM, plus the kubelet's kill and status report (capped by
+    #: the pod's grace period); 0: gone at once, with its log
+    grace: float = 0.0
 
     def duration_of(self, pod: dict[str, Any]) -> float:
         name = pod["metadata"]["name"]
@@ -54,6 +60,7 @@ class HollowPod:
     finished: float = 0.0
     reason: str = ""
     written: str = ""  # the last status written ("running", "terminated")
+    deleted_at: float = 0.0  # when it exits, once its pod is being deleted
 
 
 class HollowKubelet:
@@ -74,6 +81,14 @@ class HollowKubelet:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+
+    def end(self, name: str, exit_code: int = 0) -> None:
+        """The container of pod `name` exits now with `exit_code` (a test decides when)."""
+        with self._lock:
+            for hollow in self.pods.values():
+                if hollow.pod["metadata"]["name"] == name and hollow.exit_code is None:
+                    hollow.exit_code, hollow.finished = exit_code, time.time()
+                    hollow.reason = "Completed" if exit_code == 0 else "Error"
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -100,16 +115,23 @@ class HollowKubelet:
                     hollow = self.pods[uid] = HollowPod(pod, current)
                 hollow.pod = pod
                 if hollow.exit_code is None:
-                    if pod["metadata"].get("deletionTimestamp"):
+                    deleted = pod["metadata"].get("deletionTimestamp")
+                    if deleted and not hollow.deleted_at:
+                        grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+                        hollow.deleted_at = current + min(self.script.grace, grace)
+                    if deleted and current >= hollow.deleted_at:
                         hollow.exit_code, hollow.reason, hollow.finished = 143, "Error", current
-                    else:
+                    elif not deleted:
                         duration = self.script.duration_of(pod)
                         due = (
                             current
                             if self.script.last and pod["metadata"]["name"].endswith(self.script.last)
                             else min(current, hollow.started + duration)
                         )
-                        while hollow.started + len(hollow.lines) * self.script.interval <= due:
+                        most = self.script.lines
+                        while hollow.started + len(hollow.lines) * self.script.interval <= due and (
+                            most is None or len(hollow.lines) < most
+                        ):
                             at = hollow.started + len(hollow.lines) * self.script.interval
                             hollow.lines.append((at, self.script.line(pod, len(hollow.lines)) + "\n"))
                             self.produced[pod["metadata"]["name"]] = len(hollow.lines)

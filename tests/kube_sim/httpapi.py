@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlparse
 
 from . import errors
 from .apiserver import ApiServer, Fault
+from .authorization import request_attributes
 from .errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -235,11 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not rest:
             return self._send(200, self._resource_list(group, version))
         if group == "authorization.k8s.io" and rest == ["selfsubjectaccessreviews"] and method == "POST":
-            review = json.loads(payload or b"{}")
-            attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
-            allowed = (attrs.get("verb"), attrs.get("resource")) not in api.denied
-            review["status"] = {"allowed": allowed, **({} if allowed else {"reason": "RBAC: no rule allows it"})}
-            return self._send(201, review)
+            return self._send(201, api.authorizer.review(json.loads(payload or b"{}")))
         namespace = ""
         if rest[0] == "namespaces" and len(rest) >= 3 and (group, version, rest[2]) in api.resources:
             namespace, rest = rest[1], rest[2:]
@@ -248,6 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
             raise errors.not_found_path()
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else ""
+        # requestinfo.go: /api/v1/namespaces/<name> is in the namespace <name>
+        scope = name or "" if resource.plural == "namespaces" and not group else namespace
+        api.authorizer.authorize(request_attributes(method, group, resource.plural, scope, name, sub, query))
         with api.cond:
             if (method, resource.plural) in api.hanging:
                 api.hung += 1

@@ -234,20 +234,21 @@ class KubernetesBackend(Backend):
             return
         handle = RunHandle.load(root)
         atomic_write_json(root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
-        settings = load_settings(namespace=handle.namespace, context=handle.context)
-        cluster = connect(settings)
-        try:
-            delete_run(cluster, handle)
-        finally:
-            cluster.close()
+        # The follower stores what each replica logged so far, then deletes the run, reads the
+        # logs to their ends and writes the final status; a pod deleted first would take the log
+        # of a replica nobody streams (runs over 16 replicas) with it.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             status = self.store.status(run_id)
-            if status.state.finished:
-                return
-            if not follower_alive(status):
+            if status.state.finished or not follower_alive(status):
                 break
             time.sleep(0.05)
+        settings = load_settings(namespace=handle.namespace, context=handle.context)
+        cluster = connect(settings)
+        try:
+            delete_run(cluster, handle)  # what the follower deleted is gone: this deletes nothing then
+        finally:
+            cluster.close()
         status = self.store.status(run_id)
         if not status.state.finished:  # no follower (or a stuck one): the status is ours to finish
             _mark_stopped(status)

@@ -63,7 +63,8 @@ from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
 from .log_sink import ReplicaLog, RunGone, parse_stamp
 from .log_streams import LogStreams
 from .names import run_selector
-from .pod_state import NODE_LOST, job_outcome, pod_replica, pods_state
+from .pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
+from .pod_state import main_ended as _main_ended
 from .replica_pods import COMPLETION_INDEX_LABEL, replica_pods
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,17 @@ class Follower:
             (s.role, s.index): ReplicaLog(self.paths, s.role, s.index, self.state_dir) for s in self.topology.replicas()
         }
         self.pods: dict[str, dict[str, Any]] = {}
+        self.listed = False  # the run's pods have been listed once
+        #: native: each replica's max_restarts, which the follower enforces (the kubelet restarts
+        #: an OnFailure pod without limit); a job's operator enforces its own backoffLimit
+        self.max_restarts: dict[tuple[str, int], int] = (
+            {(s.role, s.index): s.max_restarts for s in self.topology.replicas()}
+            if self.handle.backend == "native"
+            else {}
+        )
+        #: native replicas seen failing past max_restarts: (failures, that failure's record), as
+        #: first seen (a later restart, before the pod is deleted, does not undo it)
+        self.exhausted: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
         self.streams = LogStreams(self.cluster, self.logs, _leaders(self.topology), self.state_dir)
         self.events: queue.Queue = queue.Queue()
         self.done = threading.Event()
@@ -267,6 +279,8 @@ class Follower:
             key = self.replica_pods.replica_of(pod, self.topology)
             if key in self.logs:
                 view = pod_replica(pod, *key)
+                if key in self.exhausted:
+                    fail_exhausted(view, *self.exhausted[key], self.max_restarts[key])
                 if _ended_by_deletion(pod, view):
                     self._deleted(view)
                 out[key] = (pod, view)
@@ -320,7 +334,10 @@ class Follower:
                 ReplicaState.FAILED,
                 ReplicaState.STOPPED,
             ):
-                self._deleted(replica)  # its logs so far are kept
+                if key in self.exhausted:  # failed past max_restarts, then deleted by this run
+                    fail_exhausted(replica, *self.exhausted[key], self.max_restarts[key])
+                else:
+                    self._deleted(replica)  # its logs so far are kept
                 self.gone[key] = replica
             elif replica.state == ReplicaState.LOST and replica.reason == POD_DELETED and self._job_ended():
                 self._deleted(replica)  # the operator's cleanup after the job ended, seen first
@@ -362,13 +379,30 @@ class Follower:
             while True:
                 if kind == "SNAPSHOT":
                     self.pods = {pod["metadata"]["name"]: _slim(pod) for pod in obj}
+                    self.listed = True
+                    for pod in obj:
+                        self._count_failures(pod)
                 elif kind == "DELETED":
                     self.pods.pop(obj["metadata"]["name"], None)
                 elif obj is not None:
                     self.pods[obj["metadata"]["name"]] = _slim(obj)
+                    self._count_failures(obj)
                 kind, obj = self.events.get_nowait()
         except queue.Empty:
             return True
+
+    def _count_failures(self, pod: dict[str, Any]) -> None:
+        """Native: note the replica whose pod shows its (max_restarts + 1)-th failure. Every
+        watch event is looked at (not only a tick's last one), so the failure is the one that
+        exhausted it, even when the kubelet restarts the container again before the next tick."""
+        if not self.max_restarts:
+            return
+        key = self.replica_pods.replica_of(pod, self.topology)
+        if key not in self.max_restarts or key in self.exhausted:
+            return
+        found = restarts_exhausted(pod, self.max_restarts[key])
+        if found is not None:
+            self.exhausted[key] = found
 
     def _run_exists(self) -> bool:
         return self.paths.record.exists()
@@ -495,11 +529,24 @@ class Follower:
         native = self.handle.backend == "native"
         self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
         self._drain_events(0.2)
+        while not self.listed and time.monotonic() < deadline - LOG_DRAIN_S / 2:
+            self._drain_events(0.2)  # a follower started just now: the pods to read are not listed yet
         views = self._views()
-        if native and state != RunState.STOPPED:
-            still_running = [pod for pod, view in views.values() if view.state.value not in ("Succeeded", "Failed")]
-            self.streams.snapshot(views, max(0.0, deadline - time.monotonic()))  # their logs so far, first
-            delete_objects(self.cluster, still_running)
+        stopped = state == RunState.STOPPED
+        if native or stopped:
+            # still running, or failed past max_restarts (the kubelet would start it again): their
+            # logs so far first (a deleted pod's log goes with it), a bounded few at a time
+            doomed = {
+                key
+                for key, (pod, view) in views.items()
+                if view.state.value not in ("Succeeded", "Failed")
+                or (pod["spec"].get("restartPolicy") not in (None, "Never") and not _main_ended(pod))
+            }
+            self.streams.snapshot(views, max(0.0, deadline - time.monotonic()), doomed)
+            if stopped:  # a stop: this follower deletes the run, once it has its logs (backend.stop)
+                self._delete_run()
+            else:
+                delete_objects(self.cluster, [views[key][0] for key in doomed])
         while time.monotonic() < deadline:  # every replica's log to its end, a bounded few at a time
             self._drain_events(0.2)
             views = self._views()
@@ -509,15 +556,18 @@ class Follower:
         self.streams.join(max(0.0, deadline - time.monotonic()))
         self.done.set()
         self._write_status(views, state, reason, message, final=True)
-        if native and state != RunState.STOPPED:
-            from .backend import delete_run
-
-            try:
-                delete_run(self.cluster, self.handle)
-            except BackendError as error:
-                log.warning("%s", error)
+        if native and not stopped:
+            self._delete_run()
         log.info("run %s finished: %s", self.run_id, state.value)
         return 0
+
+    def _delete_run(self) -> None:
+        from .backend import delete_run
+
+        try:
+            delete_run(self.cluster, self.handle)
+        except (BackendError, HTTPError, OSError) as error:
+            log.warning("deleting run %s: %s", self.run_id, error)
 
 
 def _slim(pod: dict[str, Any]) -> dict[str, Any]:

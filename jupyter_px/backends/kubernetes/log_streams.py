@@ -7,6 +7,11 @@ connections whatever the run's size, and no replica's log lost.
   (`follower/live.json`, a list of `role-index`, written by the monitor or sidebar); at most
   `MAX_LIVE` at once. Every other replica's log is collected once its container has ended, at
   most `MAX_COLLECT` at a time, before the follower finishes: the log outlives the pod.
+- A pod being deleted while it runs (a stop, the operator's cleanPodPolicy, kubectl) keeps its
+  log only until its container has exited and the pod is removed: at its `deletionTimestamp`,
+  what it has logged since the last stored line is read at once (`MAX_URGENT` at a time, before
+  any other read), then followed to its end when a collection is free. The follower's own stop
+  reads it before deleting (`snapshot`).
 - A refused log request (403, 400, 404) backs off (1 s doubling to `BACKOFF_MAX_S`) instead of
   being asked again every tick; a persistent 401/403 is reported to the follower, which ends the
   follow with that reason.
@@ -37,6 +42,8 @@ Replica = tuple[str, int]
 STREAM_ALL_UP_TO = 16
 MAX_LIVE = 16
 MAX_COLLECT = 8
+#: Reads of pods being deleted at once (each returns at once: what the pod logged so far).
+MAX_URGENT = 8
 BACKOFF_MAX_S = 60.0
 #: A stream that ended without the container having ended is opened again after this.
 REOPEN_S = 1.0
@@ -53,6 +60,8 @@ class _Slot:
     failures: int = 0
     refused: ApiException | None = None  # the last refusal, while requests are refused
     refused_since: float | None = None
+    urgent: bool = False  # the thread reads a pod being deleted, without following
+    saved: str | None = None  # the instance whose log so far was read when its pod was being deleted
 
 
 class LogStreams:
@@ -86,18 +95,28 @@ class LogStreams:
             or view.state in (ReplicaState.FAILED, ReplicaState.RESTARTING)
         )
 
-    def active(self) -> tuple[int, int]:
-        """(live streams, collections) running now."""
+    def active(self) -> tuple[int, int, int]:
+        """(live streams, collections, reads of pods being deleted) running now."""
         with self.lock:
             running = [s for s in self.slots.values() if s.thread is not None and s.thread.is_alive()]
-            return sum(1 for s in running if s.live), sum(1 for s in running if not s.live)
+            return (
+                sum(1 for s in running if s.live),
+                sum(1 for s in running if not s.live and not s.urgent),
+                sum(1 for s in running if s.urgent),
+            )
 
     def update(self, views: dict[Replica, tuple[dict[str, Any], ReplicaStatus]], final: bool = False) -> None:
-        """Start the reads that are due (`final`: every replica's log, the run has ended)."""
+        """Start the reads that are due (`final`: every replica's log, the run has ended).
+
+        A pod being deleted (a `deletionTimestamp`: our stop, the operator's cleanPodPolicy, a
+        kubectl delete) keeps its log only until its container has exited and the pod is removed:
+        what it logged so far is read at once (a read that does not follow, from the last stored
+        line, `MAX_URGENT` at a time, before anything else), then followed to its end like an
+        ended replica's when a collection is free."""
         now = time.monotonic()
         wanted = self._wanted() if not self.stream_all else set()
-        live_running, collecting = self.active()
-        todo: list[tuple[int, Replica, dict[str, Any], ReplicaStatus, bool, bool]] = []
+        live_running, collecting, urgent = self.active()
+        todo: list[tuple[int, Replica, dict[str, Any], ReplicaStatus, str, bool]] = []
         for key, (pod, view) in views.items():
             slot = self.slots.get(key)
             if slot is None or (slot.thread is not None and slot.thread.is_alive()):
@@ -109,31 +128,57 @@ class LogStreams:
                 continue
             ended = view.state in (ReplicaState.SUCCEEDED, ReplicaState.FAILED)
             live = self._live(key, view, wanted)
-            if not (live or ended or final):
+            deleting = bool(pod["metadata"].get("deletionTimestamp"))
+            if deleting and slot.saved != stream and not live:
+                todo.append((0, key, pod, view, "now", ended))
+                continue
+            if not (live or ended or final or deleting):
                 continue  # collected when it ends
-            todo.append((0 if live else 1, key, pod, view, live and not ended, ended))
-        for _, key, pod, view, live, ended in sorted(todo, key=lambda t: t[0]):
-            if live and live_running >= MAX_LIVE:
+            todo.append((1 if live else 2, key, pod, view, "live" if live and not ended else "collect", ended))
+        for _, key, pod, view, mode, ended in sorted(todo, key=lambda t: t[0]):
+            if mode == "now" and urgent >= MAX_URGENT:
                 continue
-            if not live and collecting >= MAX_COLLECT:
+            if mode == "live" and live_running >= MAX_LIVE:
                 continue
-            self._start(key, pod, view, live, ended)
-            if live:
+            if mode == "collect" and collecting >= MAX_COLLECT:
+                continue
+            self._start(key, pod, view, mode, ended)
+            if mode == "now":
+                urgent += 1
+            elif mode == "live":
                 live_running += 1
             else:
                 collecting += 1
 
-    def _start(self, key: Replica, pod: dict[str, Any], view: ReplicaStatus, live: bool, ended: bool) -> None:
+    def _start(self, key: Replica, pod: dict[str, Any], view: ReplicaStatus, mode: str, ended: bool) -> None:
         slot = self.slots[key]
-        slot.live, slot.stream = live, f"{pod['metadata'].get('uid')}/{view.restarts}"
+        slot.live, slot.urgent = mode == "live", mode == "now"
+        slot.stream = f"{pod['metadata'].get('uid')}/{view.restarts}"
         container = main_container_name(pod) or "replica"
+        target: Any = self._read_now if mode == "now" else self._read
         slot.thread = threading.Thread(
-            target=self._read,
+            target=target,
             args=(slot, pod, container, view.restarts, ended, self.logs[key]),
             name=f"px-k8s-log-{key[0]}-{key[1]}",
             daemon=True,
         )
         slot.thread.start()
+
+    def _read_now(
+        self, slot: _Slot, pod: dict[str, Any], container: str, restarts: int, ended: bool, replica_log: ReplicaLog
+    ) -> None:
+        """What a pod being deleted has logged so far (no follow: it returns at once)."""
+        from .log_sink import RunGone, read_instance
+
+        stream = slot.stream or ""
+        try:
+            read_instance(self.cluster, pod, container, stream, replica_log, previous=False, follow=False)
+        except RunGone:
+            return
+        except (ApiException, HTTPError, OSError) as error:  # gone already, or refused: as collected
+            log.info("log of %s, being deleted: %s", pod["metadata"]["name"], error)
+        with self.lock:
+            slot.saved = stream
 
     def _read(
         self, slot: _Slot, pod: dict[str, Any], container: str, restarts: int, ended: bool, replica_log: ReplicaLog
@@ -171,9 +216,11 @@ class LogStreams:
             first = min(refused, key=lambda s: s.refused_since or 0.0)
             return first.refused, first.refused_since or 0.0  # type: ignore[return-value]
 
-    def snapshot(self, views: dict[Replica, tuple[dict[str, Any], ReplicaStatus]], timeout: float) -> None:
-        """Store what the still running replicas nobody streams have logged so far (a read that
-        does not follow), `MAX_COLLECT` at a time: before the run deletes them at its end."""
+    def snapshot(
+        self, views: dict[Replica, tuple[dict[str, Any], ReplicaStatus]], timeout: float, keys: set[Replica]
+    ) -> None:
+        """Store what the replicas `keys` that nobody streams now have logged so far (a read that
+        does not follow), `MAX_COLLECT` at a time: before the run deletes their pods."""
         from concurrent.futures import ThreadPoolExecutor, wait
 
         from .log_sink import read_instance
@@ -181,10 +228,10 @@ class LogStreams:
         todo = []
         for key, (pod, view) in views.items():
             slot = self.slots.get(key)
-            if slot is None or not container_started(pod) or (slot.thread is not None and slot.thread.is_alive()):
+            if key not in keys or slot is None or not container_started(pod):
                 continue
-            if view.state in (ReplicaState.SUCCEEDED, ReplicaState.FAILED):
-                continue  # collected as usual
+            if slot.thread is not None and slot.thread.is_alive():
+                continue
             todo.append((pod, f"{pod['metadata'].get('uid')}/{view.restarts}", self.logs[key]))
 
         def read(pod: dict[str, Any], stream: str, replica_log: ReplicaLog) -> None:
@@ -218,5 +265,4 @@ class LogStreams:
 
     def pending(self) -> bool:
         """Is any read still running?"""
-        live, collecting = self.active()
-        return bool(live or collecting)
+        return any(self.active())

@@ -138,6 +138,50 @@ def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
     return replica
 
 
+def failed_starts(pod: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
+    """How many times the replica's container has failed (exited non-zero), and the latest
+    failure's `terminated` record (None when the latest instance has not failed).
+
+    `restartCount` is the latest container instance's number (kubernetes v1.33.0
+    pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses: the status of the newest instance,
+    whose restart count is the instances before it); while that instance has ended, it is either
+    `state.terminated` or, waiting for its restart (CrashLoopBackOff), `lastState.terminated`.
+    Under `OnFailure` every restart follows a failure, so failures = restarts made, plus one when
+    the latest instance failed too."""
+    main = _main_container(pod)
+    state = main.get("state") or {}
+    latest = state.get("terminated") or (
+        (main.get("lastState") or {}).get("terminated") if state.get("waiting") else None
+    )
+    restarts = int(main.get("restartCount") or 0)
+    if latest and latest.get("exitCode") not in (0, None):
+        return restarts + 1, latest
+    return restarts, None
+
+
+def restarts_exhausted(pod: dict[str, Any], max_restarts: int) -> tuple[int, dict[str, Any]] | None:
+    """Native pods: has the replica failed for the (max_restarts + 1)-th time? Then how many
+    times, and the `terminated` record of that failure. The kubelet restarts an `OnFailure` /
+    `Always` pod's container without limit, so the follower ends it (`fail_exhausted`)."""
+    if (pod.get("spec") or {}).get("restartPolicy") in (None, "Never"):
+        return None
+    failures, latest = failed_starts(pod)
+    if latest is None or failures <= max_restarts:
+        return None
+    return failures, latest
+
+
+def fail_exhausted(replica: ReplicaStatus, failures: int, latest: dict[str, Any], max_restarts: int) -> None:
+    """The replica failed past its max_restarts: Failed, the count in its message."""
+    code = latest.get("exitCode")
+    replica.state = ReplicaState.FAILED
+    replica.reason = latest.get("reason") or Reason.ERROR
+    replica.exit_code = code
+    replica.restarts = max(replica.restarts, failures - 1)
+    replica.message = f"failed {failures} times (max_restarts {max_restarts}): {_exited(code)}"
+    replica.finished_at = _time(latest.get("finishedAt")) or time.time()
+
+
 def _exited(code: int | None) -> str | None:
     return None if code is None else f"exited with code {code}"
 

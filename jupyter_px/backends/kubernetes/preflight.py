@@ -1,8 +1,9 @@
 """Before anything is created: can this cluster run this run? One line says what is wrong.
 
-In order: the API server answers; the namespace exists; we may create every kind the run needs
-(SelfSubjectAccessReview, so RBAC is asked rather than guessed from a failed create); the
-custom resources are installed (the CRD, e.g. "TFJob is not installed on this cluster"); and for
+In order: the API server answers; the namespace exists; the custom resources are installed and
+served (the CRD, e.g. "TFJob is not installed on this cluster"; MXJob needs training-operator
+v1.8 or earlier); we may do everything the submit, the follower and stop will do (one
+SelfSubjectAccessReview per verb and resource, every missing one listed in one error); and for
 Trainer v2, the runtime the TrainJob names exists. `trainer_version` tells, before rendering,
 which TrainJob API the cluster serves.
 """
@@ -10,6 +11,7 @@ which TrainJob API the cluster serves.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -17,6 +19,7 @@ from urllib3.exceptions import HTTPError
 
 from ..base import BackendError
 from .client import Cluster, api_reason
+from .create import BACKOFF_MAX_S, BACKOFF_START_S, _retry_after
 from .resources import KINDS, Kind, kind_of
 
 
@@ -60,56 +63,115 @@ def check_namespace(cluster: Cluster) -> None:
             raise PreflightError(f"cannot read namespace {cluster.namespace!r}: {api_reason(error)}") from None
 
 
-def check_allowed(cluster: Cluster, kind: Kind, verb: str = "create") -> None:
+#: What the follower and `stop` do on every backend, whatever the run created: watch the run's
+#: pods (a job's operator makes them), read their logs, read Warning events (why a run waits),
+#: and delete by label (`backend.delete_run`: pods, services, configmaps).
+ALWAYS_NEEDED: tuple[tuple[str, str, str], ...] = (
+    ("get", "", "pods"),
+    ("list", "", "pods"),
+    ("watch", "", "pods"),
+    ("get", "", "pods/log"),
+    ("list", "", "events"),
+    ("deletecollection", "", "pods"),
+    ("deletecollection", "", "services"),
+    ("deletecollection", "", "configmaps"),
+)
+#: What submit, rollback, the follower and stop do to each kind the run creates.
+CREATED_KIND_VERBS = ("create", "get", "list", "delete")
+#: Access reviews asked at once, and tries of one that a busy server refuses (429).
+REVIEWS_AT_ONCE = 8
+REVIEW_ATTEMPTS = 6
+
+
+def required_access(kinds: list[Kind]) -> list[tuple[str, str, str]]:
+    """Every (verb, group, resource) the run needs, in the order they are reported."""
+    needed = [(verb, kind.group, kind.plural) for kind in kinds for verb in CREATED_KIND_VERBS]
+    needed += ALWAYS_NEEDED
+    return list(dict.fromkeys(needed))
+
+
+def _review(cluster: Cluster, verb: str, group: str, resource: str) -> tuple[bool, str]:
+    """One SelfSubjectAccessReview: (allowed, the authorizer's reason)."""
     from kubernetes import client
 
+    plural, _, subresource = resource.partition("/")
+    attributes = {"namespace": cluster.namespace, "verb": verb, "group": group, "resource": plural}
+    if subresource:
+        attributes["subresource"] = subresource
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SelfSubjectAccessReview",
-        "spec": {
-            "resourceAttributes": {
-                "namespace": cluster.namespace,
-                "verb": verb,
-                "group": kind.group,
-                "resource": kind.plural,
-            }
-        },
+        "spec": {"resourceAttributes": attributes},
     }
     api = client.AuthorizationV1Api(cluster.api)
-    try:
-        answer = _call(cluster, "an access review", api.create_self_subject_access_review, review)
-    except ApiException as error:
-        raise PreflightError(f"cannot ask whether we may {verb} {kind.plural}: {api_reason(error)}") from None
+    for attempt in range(REVIEW_ATTEMPTS):
+        try:
+            answer = _call(cluster, "an access review", api.create_self_subject_access_review, review)
+            break
+        except ApiException as error:
+            if error.status != 429 or attempt == REVIEW_ATTEMPTS - 1:
+                raise PreflightError(f"cannot ask whether we may {verb} {resource}: {api_reason(error)}") from None
+            # a busy server's rate limit (a review changes nothing: asking again is safe)
+            time.sleep(_retry_after(error) or min(BACKOFF_MAX_S, BACKOFF_START_S * 2**attempt))
     status = answer.status
-    if not status or not status.allowed:
-        why = f" ({status.reason})" if status and status.reason else ""
-        raise PreflightError(
-            f"no permission to {verb} {kind.plural} in namespace {cluster.namespace!r}{why}: ask your cluster "
-            "admin for a Role that allows it, or use another namespace (PX_K8S_NAMESPACE)"
-        )
+    return bool(status and status.allowed), (status.reason or "") if status else ""
+
+
+def check_allowed(cluster: Cluster, needed: list[tuple[str, str, str]]) -> None:
+    """Ask (SelfSubjectAccessReview, so RBAC is asked rather than guessed from a failed create)
+    for every right in `needed`, a few at a time; one error listing all that are missing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=REVIEWS_AT_ONCE, thread_name_prefix="px-k8s-review") as pool:
+        answers = list(pool.map(lambda need: _review(cluster, *need), needed))
+    missing = [
+        (f"{verb} {resource}.{group}" if group else f"{verb} {resource}", reason)
+        for (verb, group, resource), (allowed, reason) in zip(needed, answers, strict=True)
+        if not allowed
+    ]
+    if not missing:
+        return
+    what = [text for text, _ in missing]
+    listed = what[0] if len(what) == 1 else ", ".join(what[:-1]) + " and " + what[-1]
+    reasons = sorted({reason for _, reason in missing if reason})
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    raise PreflightError(
+        f"no permission to {listed} in namespace {cluster.namespace!r}{why}: ask your cluster admin for a Role "
+        "that allows them (the run creates these objects, and its follower watches its pods, reads their logs "
+        "and events and deletes what the run leaves), or use another namespace (PX_K8S_NAMESPACE)"
+    )
 
 
 def check_installed(cluster: Cluster, kind: Kind, backend: str) -> None:
-    from kubernetes import client
-
-    api = client.ApiextensionsV1Api(cluster.api)
+    """The kind's CRD exists and serves the version rendered: a CRD that is installed but does not
+    serve it answers 404 to every create, and one that is gone (MXJob on training-operator v1.9,
+    which removed MXNet) is "not installed", saying which release to install."""
     try:
-        _call(cluster, "reading a CRD", api.read_custom_resource_definition, kind.crd_name, _preload_content=False)
-        return
+        crd = _crd(cluster, kind.crd_name)
     except ApiException as error:
-        if error.status == 403:  # may not read CRDs: listing the kind tells whether it exists
-            try:
-                cluster.custom.list_namespaced_custom_object(
-                    kind.group, kind.version, cluster.namespace, kind.plural, limit=1
-                )
-                return
-            except ApiException as inner:
-                if inner.status != 404:
-                    return  # it exists; whether we may use it was asked above
-        elif error.status != 404:
+        if error.status != 403:
             raise PreflightError(f"cannot check for {kind.kind}: {api_reason(error)}") from None
+        # may not read CRDs (cluster-scoped): listing the kind tells whether it is served
+        try:
+            cluster.custom.list_namespaced_custom_object(
+                kind.group, kind.version, cluster.namespace, kind.plural, limit=1
+            )
+            return
+        except ApiException as inner:
+            if inner.status != 404:
+                return  # it exists; whether we may use it is asked next
+        crd = None
     fallback = "native" if backend == "kubeflow" else "kubeflow or native"
-    raise PreflightError(f"{kind.kind} is not installed on this cluster: {kind.crd_hint} or use backend: {fallback}")
+    if crd is None:
+        raise PreflightError(
+            f"{kind.kind} is not installed on this cluster: {kind.crd_hint} or use backend: {fallback}"
+        )
+    served = [v.get("name") for v in crd.get("spec", {}).get("versions") or [] if v.get("served", True)]
+    if kind.version not in served:
+        raise PreflightError(
+            f"this cluster's {kind.kind} CRD ({kind.crd_name}) does not serve {kind.group}/{kind.version} "
+            f"(it serves {', '.join(map(str, served)) or 'no version'}): {kind.crd_hint} or use backend: {fallback}"
+        )
 
 
 def _crd(cluster: Cluster, name: str) -> dict[str, Any] | None:
@@ -219,8 +281,6 @@ def preflight(cluster: Cluster, objects: list[dict[str, Any]], backend: str, run
     for kind in kinds:
         if not kind.core:
             check_installed(cluster, kind, backend)
-    for kind in kinds:
-        check_allowed(cluster, kind)
-    check_allowed(cluster, KINDS["Pod"], "get")  # the follower reads pods and their logs
+    check_allowed(cluster, required_access(kinds))
     if runtime:
         check_runtime(cluster, runtime)

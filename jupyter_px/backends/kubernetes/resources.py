@@ -110,7 +110,10 @@ KINDS: dict[str, Kind] = {
             "mxjobs",
             "kubeflow.org",
             "v1",
-            "install the Kubeflow training operator v1.8 (MXJob was removed in v1.9)",
+            # kubeflow/training-operator v1.9.0 removed MXNet ("Remove support for MXJob (#2150)")
+            "training-operator v1.9 and later have no MXJob (MXNet support was removed): install v1.8.1 "
+            '(kubectl apply --server-side -k "github.com/kubeflow/training-operator.git/manifests/overlays/'
+            'standalone?ref=v1.8.1")',
         ),
         Kind("MPIJob", "mpijobs", "kubeflow.org", "v1", _OPERATOR),
         Kind("TrainJob", "trainjobs", "trainer.kubeflow.org", "v1alpha1", "install Kubeflow Trainer v2"),

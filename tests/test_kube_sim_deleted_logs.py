@@ -1,0 +1,103 @@
+"""No replica's log is lost when its pod is deleted while it runs: by our stop, or by the training
+operator's cleanPodPolicy when the job ends. Above 16 replicas the follower streams only the
+master live and collects the others' logs when their containers end; a deleted pod takes its log
+with it, so the follower reads what such a pod logged before deleting it (stop), or as soon as it
+sees the pod's deletionTimestamp (someone else's delete: the kubelet serves the log until the
+container has exited and the pod is removed).
+
+Hollow pods (tests/kube_sim/hollow.py): no processes, each container prints `lines` lines and
+runs on silently; `grace` is how long a deleted pod's container takes to exit."""
+
+from __future__ import annotations
+
+import pytest
+from k8s_support import DEADLINE_S, stop_followers
+from kube_sim import Cluster, scheduling
+from kube_sim.hollow import HollowKubelet, Script
+from kube_sim_support import wait_for
+
+import jupyter_px
+
+pytestmark = pytest.mark.kube
+
+WORKERS = 20  # + the master: above the 16 replicas whose logs are all streamed live
+LINES = 5
+
+
+@pytest.fixture(name="hollow_cluster")
+def hollow_cluster_fixture(request, tmp_path, monkeypatch, px_home):
+    """The cluster with a hollow node, running the script the test gives (indirect parameter)."""
+    script = request.param
+    cluster = Cluster(controllers=("gc", "scheduler", "training-operator"), node=scheduling.node(pods="200", cpu="400"))
+    hollow = HollowKubelet(cluster.api, Script(**script))
+    with cluster:
+        hollow.start()
+        monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig(tmp_path / "kubeconfig"))
+        monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
+        monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
+        try:
+            yield cluster, hollow
+        finally:
+            stop_followers(px_home)
+            hollow.stop()
+
+
+def assert_every_line_stored(run, hollow) -> None:
+    for r in run.store.status(run.run_id).replicas:
+        name = next(n for n in hollow.produced if n.endswith(f"-{r.role}-{r.index}"))
+        stored = [line for line in run.logs(r.role, r.index).splitlines() if line.startswith(name)]
+        assert stored == [f"{name} line {n}" for n in range(hollow.produced[name])], (name, stored)
+
+
+@pytest.mark.parametrize(
+    "hollow_cluster", [{"duration": 600, "interval": 0.05, "lines": LINES, "grace": 0.0}], indirect=True
+)
+def test_stop_stores_every_replicas_log_before_deleting_its_pod(hollow_cluster):
+    """Pods whose containers exit the moment they are deleted: only a read before the delete
+    keeps the log of a replica nobody streams."""
+    cluster, hollow = hollow_cluster
+    topology = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": WORKERS}}}
+    run = jupyter_px.submit("pass\n", topology)
+    wait_for(
+        lambda: len(hollow.produced) == WORKERS + 1 and set(hollow.produced.values()) == {LINES},
+        "every replica's lines",
+        DEADLINE_S,
+    )
+    status = run.stop()
+    assert status.state.value == "Stopped", status
+    assert_every_line_stored(run, hollow)
+    wait_for(lambda: not cluster.list("pods"), "the stopped run's pods deleted", DEADLINE_S)
+
+
+@pytest.mark.parametrize(
+    "hollow_cluster",
+    [
+        {
+            "duration": 600,
+            "interval": 0.05,
+            "lines": LINES,
+            "grace": 1.0,
+        }
+    ],
+    indirect=True,
+)
+def test_the_operators_cleanup_of_running_pods_keeps_their_logs(hollow_cluster):
+    """The master ends (once the follower follows); the PyTorchJob succeeds and the operator
+    deletes the workers, still running (cleanPodPolicy Running): each worker's log is read while
+    its pod terminates."""
+    cluster, hollow = hollow_cluster
+    topology = {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": WORKERS}}}
+    run = jupyter_px.submit("pass\n", topology)
+    wait_for(
+        lambda: len(hollow.produced) == WORKERS + 1 and set(hollow.produced.values()) == {LINES},
+        "every replica's lines",
+        DEADLINE_S,
+    )
+    wait_for(lambda: run.logs("master", 0).count("\n") == LINES, "the follower at work", DEADLINE_S)
+    hollow.end(f"{run.run_id}-master-0")
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    assert len(hollow.produced) == WORKERS + 1 and set(hollow.produced.values()) == {LINES}
+    assert_every_line_stored(run, hollow)
+    workers = [r for r in status.replicas if r.role == "worker"]
+    assert {r.state.value for r in workers} == {"Stopped"}, workers
