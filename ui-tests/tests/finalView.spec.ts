@@ -2,12 +2,12 @@
  * The run in the notebook, Light and Dark: a `%%px_distributed` cell shows the live monitor (the
  * widget, while the kernel holds it), and once the run has ended its final view: the run's
  * state, an interactive metrics plot (a read-out under the pointer, the log scale) and a
- * TensorBoard button that opens the run's TensorBoard as the sidebar does. After a reload the
- * output still shows the run, read from the server. Screenshots: ui-tests/screenshots/final-*.png.
+ * TensorBoard button that opens the run's TensorBoard as the sidebar does. Saved, closed and
+ * opened again, the output still shows the run, read from the server. Screenshots: ui-tests/screenshots/final-*.png.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 
-import { notebook, setTheme, shot } from './helpers';
+import { notebook, openPath, setTheme, shot } from './helpers';
 
 const cells = (name: string) => [
   '%load_ext jupyter_px',
@@ -96,9 +96,19 @@ for (const theme of ['light', 'dark'] as const) {
     await shot(page, `final-${theme}-03-tensorboard-from-final-view`);
 
     // Saved and reloaded: the output shows the run as the server has it, not a dead widget.
-    await page.notebook.save();
-    await page.reload();
-    await page.notebook.openByPath(file);
+    await test.step('save, close the notebook, open it again from disk', async () => {
+      await page.evaluate(async () => {
+        const app = (window as any).jupyterapp;
+        for (const widget of Array.from(app.shell.widgets('main')) as any[]) {
+          if (widget.context?.path?.endsWith('final.ipynb')) {
+            await widget.context.save();
+            widget.close();
+          }
+        }
+      });
+      await expect(page.locator('.jp-NotebookPanel')).toHaveCount(0);
+      await openPath(page, file);
+    });
     const again = output(page).locator('.jp-px-run-output');
     await expect(again).toHaveAttribute('data-state', 'Succeeded', {
       timeout: 60000
