@@ -123,3 +123,55 @@ for (const theme of ['light', 'dark'] as const) {
     await shot(page, `final-${theme}-04-reopened`);
   });
 }
+
+for (const theme of ['light', 'dark'] as const) {
+  test(`a saved live monitor, reopened after its kernel is gone, shows the run as it is now (${theme})`, async ({
+    page,
+    tmpPath
+  }) => {
+    await setTheme(page, theme);
+    const name = `outlives-${theme}-${Date.now().toString(36)}`;
+    const file = `${tmpPath}/outlives.ipynb`;
+    const source = cells(name);
+    source[2] = source[2].replace('time.sleep(0.15)', 'time.sleep(0.4)');
+    await page.contents.uploadContent(notebook(source), 'text', file);
+    await page.notebook.openByPath(file);
+    await page.notebook.run();
+    await expect(output(page).locator('.px-run-monitor')).toBeVisible({
+      timeout: 60000
+    });
+
+    // Saved while the run runs (the live monitor's output), then its kernel goes away: the
+    // run goes on, and nothing will ever replace that output in the file.
+    await page.evaluate(async () => {
+      const app = (window as any).jupyterapp;
+      for (const widget of Array.from(app.shell.widgets('main')) as any[]) {
+        if (widget.context?.path?.endsWith('outlives.ipynb')) {
+          await widget.context.save();
+          await widget.sessionContext.session?.shutdown();
+          widget.close();
+        }
+      }
+    });
+    await expect(page.locator('.jp-NotebookPanel')).toHaveCount(0);
+    await openPath(page, file);
+
+    // No "model not found": the run as the server has it, followed until it ends.
+    const view = output(page).locator('.jp-px-run-output');
+    await expect(view).toBeVisible({ timeout: 60000 });
+    await expect(view.locator('.jp-px-run-output-name')).toHaveText(name);
+    await expect(output(page).locator('.px-run-monitor')).toHaveCount(0);
+    await expect(page.locator('.jp-Notebook')).not.toContainText(
+      'model not found'
+    );
+    await view.scrollIntoViewIfNeeded();
+    await shot(page, `final-${theme}-05-saved-live-monitor-reopened`);
+    await expect(view).toHaveAttribute('data-state', 'Succeeded', {
+      timeout: 180000
+    });
+    await expect(view.locator('svg.jp-px-plot')).toBeVisible({
+      timeout: 30000
+    });
+    await shot(page, `final-${theme}-06-saved-live-monitor-run-ended`);
+  });
+}
