@@ -1,8 +1,8 @@
 /**
  * The run in the notebook, Light and Dark: a `%%px_distributed` cell shows the live monitor (the
  * widget, while the kernel holds it), and once the run has ended its final view: the run's
- * state, an interactive metrics plot (a read-out under the pointer, the log scale) and a
- * TensorBoard button that opens the run's TensorBoard as the sidebar does. Saved, closed and
+ * state, the TensorBoard the monitor had open, an interactive metrics plot (a read-out under
+ * the pointer, the log scale) and a TensorBoard button that opens the run's TensorBoard as the sidebar does. Saved, closed and
  * opened again, the output still shows the run, read from the server. Screenshots: ui-tests/screenshots/final-*.png.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
@@ -42,6 +42,10 @@ for (const theme of ['light', 'dark'] as const) {
       timeout: 60000
     });
     await shot(page, `final-${theme}-01-live-monitor`);
+    // The monitor's TensorBoard, opened while the run runs: the final view keeps it.
+    await host
+      .locator('.px-run-monitor button', { hasText: 'TensorBoard' })
+      .click();
 
     // The run ended: its final view, read from the server.
     const view = host.locator('.jp-px-run-output');
@@ -50,6 +54,11 @@ for (const theme of ['light', 'dark'] as const) {
     });
     await expect(host.locator('.px-run-monitor')).toHaveCount(0);
     await expect(view.locator('.jp-px-run-output-name')).toHaveText(name);
+    await expect(
+      host.locator('.jp-px-run-output-tensorboard iframe')
+    ).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
+      timeout: 150000
+    });
     const runId = (await view.getAttribute('data-run-id'))!;
     expect(runId).toMatch(new RegExp(`^${name}`));
 

@@ -202,6 +202,24 @@ describe('the run in a notebook output', () => {
     ).toBe('/px/tensorboard/6006/');
   });
 
+  it('embeds TensorBoard when the final view comes again with it (opened as the run ended)', async () => {
+    startTensorBoard.mockResolvedValue({
+      url: '/px/tensorboard/6006/',
+      port: 6006
+    } as any);
+    const final = (tensorboard: boolean) =>
+      mimeModel({ [RUN_MIMETYPE]: payload({ final: true, tensorboard }) });
+    await React.act(() => output.renderModel(final(false)));
+    await React.act(() => output.renderModel(final(false)));
+    expect(startTensorBoard).not.toHaveBeenCalled();
+    await React.act(() => output.renderModel(final(true)));
+    await settle(
+      () =>
+        node().querySelector('.jp-px-run-output-tensorboard iframe') !== null
+    );
+    expect(node().querySelectorAll('.jp-px-run-output')).toHaveLength(1);
+  });
+
   it('says when the run no longer exists, with the state it was saved in', async () => {
     getRun.mockRejectedValue(new ApiError('no run', 404));
     await React.act(() =>

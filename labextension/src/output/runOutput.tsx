@@ -71,8 +71,12 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
       (this.layout as PanelLayout).addWidget(note);
       return;
     }
-    if (this.shows !== 'run' || this._model?.runId !== payload.run_id) {
+    // The same run again (an update of the output) is re-rendered only when what the output
+    // says changed: the final view sent again with the TensorBoard the monitor opened late.
+    const text = JSON.stringify(payload);
+    if (this.shows !== 'run' || this._payloadText !== text) {
       this._showRun(payload);
+      this._payloadText = text;
     }
     if (modelId) {
       // A notebook reloaded while its kernel runs: the widget's model comes back a moment later.
@@ -148,6 +152,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
   private _model: RunOutputModel | null = null;
   private _metrics: MetricsModel | null = null;
   private _liveCheck = 0;
+  private _payloadText = '';
 }
 
 /** The factory registered on each notebook's rendermime (`output/plugin.ts`). */
