@@ -123,6 +123,13 @@ describe('the run in a notebook output', () => {
         renderer.addClass('fake-widget-renderer');
         renderer.renderModel = async model => void widgetRenders.push(model);
         return renderer;
+      },
+      createHtmlRenderer: () => {
+        const renderer = new Widget() as Widget & IRenderMime.IRenderer;
+        renderer.renderModel = async model => {
+          renderer.node.innerHTML = String(model.data['text/html']);
+        };
+        return renderer;
       }
     });
     React.act(() => {
@@ -218,6 +225,30 @@ describe('the run in a notebook output', () => {
         node().querySelector('.jp-px-run-output-tensorboard iframe') !== null
     );
     expect(node().querySelectorAll('.jp-px-run-output')).toHaveLength(1);
+  });
+
+  it("keeps the final view's static HTML under the card, also once the run is deleted", async () => {
+    getRun.mockRejectedValue(new ApiError('no run', 404));
+    await React.act(() =>
+      output.renderModel(
+        mimeModel({
+          [RUN_MIMETYPE]: payload({ final: true, state: 'Failed' }),
+          'text/html':
+            "<div class='px-run-final' data-state='Failed'><details class='px-final-log' open>ValueError</details></div>"
+        })
+      )
+    );
+    await settle(() => node().querySelector('.jp-px-run-gone') !== null);
+    const kept = node().querySelector(
+      '.jp-px-run-output-static .px-run-final[data-state="Failed"]'
+    );
+    expect(kept?.textContent).toBe('ValueError');
+    // The card comes first, the static view under it.
+    expect(
+      node()
+        .querySelector('.jp-px-run-output')!
+        .compareDocumentPosition(kept!) & Node.DOCUMENT_POSITION_FOLLOWING
+    ).toBeTruthy();
   });
 
   it('says when the run no longer exists, with the state it was saved in', async () => {

@@ -32,6 +32,10 @@ export function addRunOutputs(
         createWidgetRenderer: () =>
           rendermime.getFactory(WIDGET_MIMETYPE)
             ? rendermime.createRenderer(WIDGET_MIMETYPE)
+            : null,
+        createHtmlRenderer: () =>
+          rendermime.getFactory('text/html')
+            ? rendermime.createRenderer('text/html')
             : null
       }),
       RUN_MIME_RANK

@@ -27,6 +27,8 @@ export interface IRunOutputOptions {
   widgetLive(modelId: string): boolean;
   /** ipywidgets' renderer, where it is installed. */
   createWidgetRenderer(): IRenderMime.IRenderer | null;
+  /** The notebook's HTML renderer (sanitizing an untrusted output), for the static final view. */
+  createHtmlRenderer(): IRenderMime.IRenderer | null;
 }
 
 /**
@@ -34,7 +36,10 @@ export interface IRunOutputOptions {
  * output's live monitor (its widget model), that widget is shown as ipywidgets would show it;
  * otherwise (the final view, a reopened or headless-executed notebook) the run as the server
  * knows it now: state, TensorBoard and Logs buttons, the interactive metrics plot, and the
- * run's TensorBoard embedded where the monitor had it open.
+ * run's TensorBoard embedded where the monitor had it open. Under them, the final view's static
+ * HTML from the same output (the replicas' table, the failing replica's log open), its static
+ * plots and dead TensorBoard hidden (style/base.css): what the run left stays readable, also
+ * once the run is deleted.
  */
 export class RunOutput extends Widget implements IRenderMime.IRenderer {
   constructor(private options: IRunOutputOptions) {
@@ -75,7 +80,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
     // says changed: the final view sent again with the TensorBoard the monitor opened late.
     const text = JSON.stringify(payload);
     if (this.shows !== 'run' || this._payloadText !== text) {
-      this._showRun(payload);
+      this._showRun(payload, model);
       this._payloadText = text;
     }
     if (modelId) {
@@ -97,7 +102,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
     super.dispose();
   }
 
-  private _showRun(payload: IRunPayload): void {
+  private _showRun(payload: IRunPayload, mime: IRenderMime.IMimeModel): void {
     this._clear();
     this.shows = 'run';
     const visible = () => this.isVisible;
@@ -121,18 +126,28 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
         />
       )
     );
+    const html = mime.data['text/html']
+      ? this.options.createHtmlRenderer()
+      : null;
+    if (html) {
+      html.addClass('jp-px-run-output-static');
+      layout.addWidget(html);
+      void html.renderModel(mime);
+    }
+    let board: TensorBoardView | null = null;
     if (payload.tensorboard) {
-      const board = new TensorBoardView(payload.run_id);
+      board = new TensorBoardView(payload.run_id);
       board.addClass('jp-px-run-output-tensorboard');
       layout.addWidget(board);
     }
-    // A deleted run has no metrics nor TensorBoard: drop them once the server says so.
+    // A deleted run has no metrics nor TensorBoard: drop them once the server says so (the
+    // static view stays: it is what the run left).
     model.changed.connect(() => {
       if (model.gone) {
         this._metrics?.dispose();
-        for (const child of [...layout.widgets].slice(1)) {
-          child.dispose();
-        }
+        this._metrics = null;
+        board?.dispose();
+        board = null;
       }
     });
   }
