@@ -59,6 +59,13 @@ for (const theme of ['light', 'dark'] as const) {
     ).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
       timeout: 150000
     });
+    // Under the card, the final view's static HTML (the replicas, the logs), its static plot
+    // hidden: the card's plot is the interactive one.
+    const kept = host.locator(
+      '.jp-px-run-output-static .px-run-final[data-state="Succeeded"]'
+    );
+    await expect(kept).toBeVisible();
+    await expect(kept.locator('svg.px-final-plot').first()).toBeHidden();
     const runId = (await view.getAttribute('data-run-id'))!;
     expect(runId).toMatch(new RegExp(`^${name}`));
 
