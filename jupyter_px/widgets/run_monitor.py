@@ -40,6 +40,11 @@ Choices, and why:
   id whatever its request), else under the one that showed the monitor; one that went out
   between cells is sent again at the end of the next cell (`cell_requests`).
   `%px_attach` shows the live widget again.
+* **Every output also names the run** (`run_mime`: `application/vnd.jupyter-px.run+json`, the
+  live bundle and the final one): the JupyterLab extension shows the live widget while the kernel
+  holds it, and otherwise the run as the server knows it now. So a notebook reopened without its
+  kernel, or executed headless with a run that outlived its last cell (nbclient reads nothing
+  after it, so the file keeps the live bundle), shows the run as it is, not a dead widget.
 * **Saved state tells the outcome.** After the run ends, the widget state (what nbclient or
   "Save widget state" keeps in the notebook) holds every replica's final state in the table's
   HTML (`data-replica` / `data-state` on each row), the run's state in the monitor's
