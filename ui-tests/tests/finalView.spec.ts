@@ -191,3 +191,61 @@ for (const theme of ['light', 'dark'] as const) {
     await shot(page, `final-${theme}-06-saved-live-monitor-run-ended`);
   });
 }
+
+for (const theme of ['light', 'dark'] as const) {
+  test(`a failed run's final view names the exception and opens the failing replica's log (${theme})`, async ({
+    page,
+    tmpPath
+  }) => {
+    await setTheme(page, theme);
+    const name = `fails-${theme}-${Date.now().toString(36)}`;
+    const file = `${tmpPath}/fails.ipynb`;
+    await page.contents.uploadContent(
+      notebook([
+        '%load_ext jupyter_px',
+        '%%px_topology tiny\nframework: pytorch\nenvironment:\n  replicas:\n    n_workers: 1',
+        `%%px_distributed -t tiny --name ${name}
+import os, time
+print("replica", os.environ["PX_TASK_TYPE"], flush=True)
+if os.environ["PX_TASK_TYPE"] == "worker":
+    time.sleep(2)
+    raise ValueError("bad shard 7")
+time.sleep(30)
+`
+      ]),
+      'text',
+      file
+    );
+    await page.notebook.openByPath(file);
+    await page.notebook.run();
+
+    const host = output(page);
+    const view = host.locator('.jp-px-run-output');
+    await expect(view).toHaveAttribute('data-state', 'Failed', {
+      timeout: 180000
+    });
+    await expect(view.locator('.jp-px-run-failure')).toHaveText(
+      'worker 0: ValueError: bad shard 7',
+      { timeout: 30000 }
+    );
+    // The static view under the card: the failing replica's log, open.
+    const failing = host.locator(
+      '.jp-px-run-output-static details.px-final-log[open]'
+    );
+    await expect(failing).toHaveAttribute('data-replica', 'worker-0');
+    await expect(failing).toContainText('ValueError: bad shard 7');
+    await view.scrollIntoViewIfNeeded();
+    await shot(page, `final-${theme}-07-failed-run`);
+
+    // Logs from the output: the sidebar's panel, on the failing replica.
+    await view.locator('.jp-px-output-logs').click();
+    const logs = page.locator('.jp-px-panel-logs').last();
+    await expect(logs.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
+      'worker 0 · Failed'
+    );
+    await expect(
+      logs.locator('.jp-px-log[data-replica="worker-0"] pre')
+    ).toContainText('ValueError: bad shard 7');
+    await shot(page, `final-${theme}-08-failed-run-logs`);
+  });
+}

@@ -251,6 +251,24 @@ describe('the run in a notebook output', () => {
     ).toBeTruthy();
   });
 
+  it('says so, instead of an empty plot, when a finished run logged no metrics', async () => {
+    readMetrics.mockResolvedValue({
+      run_id: 'quick-1',
+      finished: true,
+      cursor: 'c1',
+      progress: {},
+      history_pending: false,
+      series: {}
+    } as any);
+    await React.act(() =>
+      output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
+    );
+    await settle(
+      () => node().querySelector('.jp-px-run-output-no-metrics') !== null
+    );
+    expect(node().querySelector('.jp-px-metric-select')).toBeNull();
+  });
+
   it('says when the run no longer exists, with the state it was saved in', async () => {
     getRun.mockRejectedValue(new ApiError('no run', 404));
     await React.act(() =>

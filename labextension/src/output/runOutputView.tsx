@@ -104,7 +104,21 @@ export function RunOutputView(props: {
                     Logs
                   </button>
                 </div>
-                {metrics && <MetricsPlot model={metrics} />}
+                {metrics && (
+                  <UseSignal signal={metrics.changed}>
+                    {() =>
+                      // A finished run that logged nothing: a line, not an empty plot.
+                      metrics.finished && metrics.metrics().length === 0 ? (
+                        <div className="jp-px-note jp-px-run-output-no-metrics">
+                          no metrics were logged
+                          (jupyter_px.tracking.log_metrics)
+                        </div>
+                      ) : (
+                        <MetricsPlot model={metrics} />
+                      )
+                    }
+                  </UseSignal>
+                )}
               </>
             )}
           </div>
