@@ -18,6 +18,7 @@ from jupyter_px.presentation import monitor as present
 from jupyter_px.presentation.colors import STATE_COLORS
 from jupyter_px.presentation.text import memory_text, resources_text
 from jupyter_px.runstore import ReplicaState, RunState, RunStore
+from jupyter_px.widgets.run_mime import MIMETYPE
 
 TF_PS = {"framework": "tensorflow", "environment": {"replicas": {"n_workers": 2, "n_ps": 1}}}
 PYTORCH_2 = {
@@ -227,7 +228,17 @@ def test_the_output_becomes_the_final_state_when_the_run_ends(synthetic_run, she
     assert "Pending" not in first.data["text/plain"] and "live monitor" in first.data["text/plain"]
     (update,) = updates
     assert update.update and update.transient["display_id"] == first.transient["display_id"]
-    assert set(update.data) == {"text/html", "text/plain"}  # no widget: a saved notebook shows this
+    # no widget: a saved notebook shows this; the run's mimetype lets the extension show it as it is now
+    assert set(update.data) == {"text/html", "text/plain", MIMETYPE}
+    assert first.data[MIMETYPE]["run_id"] == "fin-1" and first.data[MIMETYPE]["final"] is False
+    payload = update.data[MIMETYPE]
+    assert (payload["run_id"], payload["state"], payload["final"], payload["tensorboard"]) == (
+        "fin-1",
+        "Failed",
+        True,
+        False,
+    )
+    assert {"key": "worker-1", "state": "Failed"} in payload["replicas"]
     page, text = update.data["text/html"], update.data["text/plain"]
     assert "data-state='Failed'" in page and "px-final-bar" in page
     assert set(re.findall(r"data-replica='([^']+)' data-state='([^']+)'", page)) >= {("worker-1", "Failed")}

@@ -40,6 +40,11 @@ Choices, and why:
   id whatever its request), else under the one that showed the monitor; one that went out
   between cells is sent again at the end of the next cell (`cell_requests`).
   `%px_attach` shows the live widget again.
+* **Every output also names the run** (`run_mime`: `application/vnd.jupyter-px.run+json`, the
+  live bundle and the final one): the JupyterLab extension shows the live widget while the kernel
+  holds it, and otherwise the run as the server knows it now. So a notebook reopened without its
+  kernel, or executed headless with a run that outlived its last cell (nbclient reads nothing
+  after it, so the file keeps the live bundle), shows the run as it is, not a dead widget.
 * **Saved state tells the outcome.** After the run ends, the widget state (what nbclient or
   "Save widget state" keeps in the notebook) holds every replica's final state in the table's
   HTML (`data-replica` / `data-state` on each row), the run's state in the monitor's
@@ -72,6 +77,7 @@ from ..presentation.monitor import (
 from ..presentation.text import resources_text
 from ..runstore import ReplicaState, RunState, RunStatus
 from ..runstore.log_readers import LogEnds, LogTail
+from .run_mime import MIMETYPE, run_payload
 
 #: Up to this many replicas, each gets a log tab; above it, a drop-down.
 MAX_LOG_TABS = 16
@@ -172,7 +178,7 @@ class RunMonitor(widgets.VBox):
         self._display: Any = None
         self._context: contextvars.Context | None = None
         self._requests: Any = None  # the shell's RequestTracker once shown in a notebook
-        self._final_bundle: dict[str, str] | None = None
+        self._final_bundle: dict[str, Any] | None = None
         self._final_in_request = False  # the final view went out inside an executing cell's request
         self._status_mtime: float | None = None
         self._tf_chief = is_tf_chief(run.record.topology)
@@ -312,12 +318,33 @@ class RunMonitor(widgets.VBox):
                 self._send_final()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget, and the run's mimetype (`run_mime`): where the widget cannot be shown
+        again (a reopened or headless-executed notebook), the extension shows the run as it is now."""
         bundle = super()._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict) and not self.finished:  # never a stale state in a saved text/plain
-            bundle["text/plain"] = (
-                f"<RunMonitor {self.run_id}: live monitor; %px_status {self.run_id} shows the run's state>"
-            )
+        if isinstance(bundle, dict):
+            if not self.finished:  # never a stale state in a saved text/plain
+                bundle["text/plain"] = (
+                    f"<RunMonitor {self.run_id}: live monitor; %px_status {self.run_id} shows the run's state>"
+                )
+            bundle[MIMETYPE] = self._payload(final=False)
         return bundle
+
+    def _payload(self, final: bool, tensorboard: bool = False) -> dict[str, Any]:
+        record = self.run.record
+        return run_payload(
+            self.run_id,
+            name=record.name,
+            backend=record.backend,
+            created_at=record.created_at,
+            status=self.last_status,
+            final=final,
+            tensorboard=tensorboard,
+        )
+
+    def _final_output(self) -> dict[str, Any]:
+        """The final view's bundle: the static HTML + SVG and text, and the run's mimetype."""
+        view = self.final_view()
+        return {**final_bundle(view), MIMETYPE: self._payload(final=True, tensorboard=bool(view.tensorboard))}
 
     def __repr__(self) -> str:
         """The text a terminal, a log or an export without widget state shows."""
@@ -484,13 +511,13 @@ class RunMonitor(widgets.VBox):
         if self._display is None or self.final_shown:
             return
         self.final_shown = True
-        self._final_bundle = final_bundle(self.final_view())
+        self._final_bundle = self._final_output()
         self._send_final()
 
     def _resend_final(self) -> None:
         """The final view again, rebuilt (what it shows changed after it was sent)."""
         with self._lock:
-            self._final_bundle = final_bundle(self.final_view())
+            self._final_bundle = self._final_output()
             self._final_in_request = False
             if self._requests is not None:
                 self._requests.watch(self)

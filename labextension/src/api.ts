@@ -51,10 +51,14 @@ export async function renderTopology(body: IRenderRequest): Promise<IRendered> {
  */
 export async function listRuns(
   limit: number,
-  etag: string | null
+  etag: string | null,
+  offset = 0
 ): Promise<{ page: IRunsPage; etag: string | null } | null> {
   const init: RequestInit = etag ? { headers: { 'If-None-Match': etag } } : {};
-  const response = await requestAPI<IRunsPage>(`runs?limit=${limit}`, init);
+  const response = await requestAPI<IRunsPage>(
+    `runs?limit=${limit}&offset=${offset}`,
+    init
+  );
   if (response.status === 304) {
     return null;
   }

@@ -13,6 +13,7 @@ import { CommandIDs } from './commands/ids';
 import { addRunPanelCommands } from './commands/runPanels';
 import { addSidebarCommands } from './commands/sidebar';
 import { addSubmitCommands } from './commands/submit';
+import { addRunOutputs } from './output/plugin';
 import { addCompareCommand } from './panels/compareCommand';
 import { RunNotices } from './runNotifications';
 import { RunsModel } from './runsModel';
@@ -26,7 +27,7 @@ export { CommandIDs };
 
 /**
  * The plugin's wiring: settings, the two models (topology, runs), the commands (in `commands/`),
- * the sidebar and what it asks of them, end-of-run notifications.
+ * the sidebar and what it asks of them, end-of-run notifications, the run's outputs in notebooks.
  */
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
@@ -82,6 +83,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     addSidebarCommands(app, palette);
     addCompareCommand(app, restorer);
+    addRunOutputs(app, notebooks, settings);
 
     const actions: ISidebarActions = {
       submitActive,

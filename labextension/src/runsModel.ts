@@ -6,11 +6,15 @@ import { pollFrequency } from './polling';
 import { newlyFinished } from './runs';
 import type { IProgress, IRunsPage, IRunSummary, ISweep } from './types';
 
-/** Fetches a page of runs; `null` when unchanged since `etag` (HTTP 304). */
+/** Fetches a page of runs from `offset`; `null` when unchanged since `etag` (HTTP 304). */
 export type RunsFetcher = (
   limit: number,
-  etag: string | null
+  etag: string | null,
+  offset?: number
 ) => Promise<{ page: IRunsPage; etag: string | null } | null>;
+
+/** Runs per request when every run is read (Clear finished). */
+const ALL_PAGE = 500;
 
 /** Fetches the sweeps, each with its trials (the runs list groups trials under them). */
 export type SweepsFetcher = () => Promise<ISweep[]>;
@@ -113,6 +117,28 @@ export class RunsModel {
     this._changed.emit();
     if (ended.length) {
       this._ended.emit(ended);
+    }
+  }
+
+  /**
+   * Every finished run in the store, not only the page the list shows (Clear finished clears
+   * them all): read page by page, newest first. A run listed twice because the store grew
+   * meanwhile is kept once.
+   */
+  async allFinished(): Promise<IRunSummary[]> {
+    const found = new Map<string, IRunSummary>();
+    for (let offset = 0; ;) {
+      const answer = await this._fetch(ALL_PAGE, null, offset);
+      const runs = answer?.page.runs ?? [];
+      for (const run of runs) {
+        if (run.finished && !found.has(run.run_id)) {
+          found.set(run.run_id, run);
+        }
+      }
+      offset += runs.length;
+      if (!runs.length || offset >= (answer?.page.total ?? 0)) {
+        return [...found.values()];
+      }
     }
   }
 

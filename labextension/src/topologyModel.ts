@@ -97,7 +97,28 @@ export class TopologyModel {
 
   scheduleValidation(delay = 300): void {
     window.clearTimeout(this._timer);
-    this._timer = window.setTimeout(() => void this.validate(), delay);
+    this._timer = window.setTimeout(() => {
+      this._timer = 0;
+      void this.validate();
+    }, delay);
+  }
+
+  /**
+   * The server's verdict on the form as it is now. Validation is debounced, so right after a
+   * keystroke `validation` still judges the previous value: then the pending check is done at
+   * once (Enter typed straight after a new worker count runs only if that count is valid).
+   */
+  async verdict(): Promise<IValidation | null> {
+    if (
+      this._timer !== 0 ||
+      this._answered !== this._ticket ||
+      !this.validation
+    ) {
+      window.clearTimeout(this._timer);
+      this._timer = 0;
+      return this.validate();
+    }
+    return this.validation;
   }
 
   /** Ask the server; a newer request wins over an older one that answers late. */
@@ -116,6 +137,7 @@ export class TopologyModel {
     if (ticket !== this._ticket) {
       return this.validation;
     }
+    this._answered = ticket;
     this.validation = result;
     this.errorSchema = problemsToErrorSchema(
       result.problems ?? [],
@@ -198,6 +220,8 @@ export class TopologyModel {
   private _changed = new Signal<this, void>(this);
   private _timer = 0;
   private _ticket = 0;
+  /** The ticket whose answer `validation` holds. */
+  private _answered = 0;
   private _edited = false;
 }
 

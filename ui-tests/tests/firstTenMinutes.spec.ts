@@ -1,51 +1,33 @@
 /**
  * A new user's first ten minutes, in headless Chromium against a real JupyterLab and real local
  * runs, Light and Dark: open quickstart.ipynb and the form shows its %%px_topology; Enter in
- * Workers changes nothing else; Run distributed (the accent button) runs the notebook; a run
- * that fails opens its Logs on the failing replica, the card showing the exception's last line.
- * Screenshots of each step go to ui-tests/screenshots/first-*.png.
+ * Workers runs the valid form (as Enter submits a form) and changes nothing else; Run
+ * distributed (the accent button) runs the notebook; a run that fails opens its Logs on the
+ * failing replica, the card showing the exception's last line. Screenshots of each step go to
+ * ui-tests/screenshots/first-*.png. The notebook's final view (its TensorBoard, the plot) is
+ * finalView.spec.ts.
  */
-import {
-  expect,
-  galata,
-  IJupyterLabPageFixture,
-  test
-} from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
 import * as path from 'path';
 
-const SHOTS = path.join(__dirname, '..', 'screenshots');
-fs.mkdirSync(SHOTS, { recursive: true });
+import {
+  notebook,
+  openPath,
+  openSidebar,
+  runRow,
+  setTheme,
+  shot as shotAs,
+  sidebar
+} from './helpers';
+
 const QUICKSTART = fs.readFileSync(
   path.join(__dirname, '..', '..', 'notebooks', 'quickstart.ipynb'),
   'utf-8'
 );
 
-async function shot(page: IJupyterLabPageFixture, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(SHOTS, `first-${name}.png`) });
-}
-
-function notebook(sources: string[]): string {
-  return JSON.stringify({
-    nbformat: 4,
-    nbformat_minor: 5,
-    metadata: {
-      kernelspec: {
-        name: 'python3',
-        display_name: 'Python 3 (ipykernel)',
-        language: 'python'
-      }
-    },
-    cells: sources.map((source, i) => ({
-      id: `cell-${i}`,
-      cell_type: 'code',
-      source,
-      metadata: {},
-      outputs: [],
-      execution_count: null
-    }))
-  });
-}
+const shot = (page: IJupyterLabPageFixture, name: string) =>
+  shotAs(page, `first-${name}`);
 
 // One worker fails with an exception; the master waits long enough to be outlived.
 const FAILING = notebook([
@@ -59,20 +41,6 @@ time.sleep(20)
 `
 ]);
 
-const sidebar = (page: IJupyterLabPageFixture) =>
-  page.locator('#jupyter-px-sidebar');
-const runRow = (page: IJupyterLabPageFixture, name: string) =>
-  page.locator('li.jp-px-run', {
-    has: page.locator('.jp-px-run-name', { hasText: name })
-  });
-
-async function openSidebar(page: IJupyterLabPageFixture): Promise<void> {
-  await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
-  await expect(
-    sidebar(page).locator('#root_environment_replicas_n_workers')
-  ).toBeVisible();
-}
-
 async function submit(page: IJupyterLabPageFixture, name: string) {
   await sidebar(page).locator('.jp-px-run-name-input').fill(name);
   const button = sidebar(page).locator('.jp-px-submit-button');
@@ -85,11 +53,7 @@ async function submit(page: IJupyterLabPageFixture, name: string) {
 
 for (const theme of ['light', 'dark'] as const) {
   test(`the first ten minutes (${theme})`, async ({ page, tmpPath }) => {
-    if (theme === 'dark') {
-      await page.theme.setDarkTheme();
-    } else {
-      await page.theme.setLightTheme();
-    }
+    await setTheme(page, theme);
     const quickstart = `${tmpPath}/quickstart.ipynb`;
     await page.contents.uploadContent(QUICKSTART, 'text', quickstart);
     await page.notebook.openByPath(quickstart);
@@ -108,13 +72,20 @@ for (const theme of ['light', 'dark'] as const) {
     );
     await shot(page, `${theme}-01-quickstart-topology`);
 
-    // Enter in Workers changes nothing else: no empty override, still valid.
+    // Enter in Workers runs the valid form, as Enter submits a form, and changes nothing else:
+    // no empty override, the same three replicas.
+    await sidebar(page)
+      .locator('.jp-px-run-name-input')
+      .fill(`by enter ${theme}`);
     await workers.fill('2');
     await workers.press('Enter');
-    await workers.press('Enter');
+    await expect(runRow(page, `by enter ${theme}`)).toBeVisible({
+      timeout: 60000
+    });
     await expect(
       sidebar(page).locator('#root_environment_replicas_worker_0_index')
     ).toHaveCount(0);
+    await expect(workers).toHaveValue('2');
     await expect(sidebar(page).locator('.jp-px-verdict')).toContainText(
       '3 replicas'
     );
@@ -122,7 +93,8 @@ for (const theme of ['light', 'dark'] as const) {
     await expect(run).toBeEnabled();
     await expect(run).toHaveClass(/jp-mod-accept/);
     await run.scrollIntoViewIfNeeded();
-    await shot(page, `${theme}-02-enter-changes-nothing`);
+    await shot(page, `${theme}-02-enter-runs-changes-nothing`);
+    await expect(runRow(page, `by enter ${theme}`)).toHaveCount(1);
 
     if (theme === 'light') {
       // Run distributed on the quickstart: its %%px_distributed cell runs on 3 replicas.
@@ -136,11 +108,7 @@ for (const theme of ['light', 'dark'] as const) {
     // A failing run: the card names the exception, Logs open on the failing replica.
     const failing = `${tmpPath}/failing.ipynb`;
     await page.contents.uploadContent(FAILING, 'text', failing);
-    await page.evaluate(async path => {
-      await (window as any).jupyterapp.commands.execute('docmanager:open', {
-        path
-      });
-    }, failing);
+    await openPath(page, failing);
     await openSidebar(page);
     await expect(sidebar(page).locator('.jp-px-loaded-from')).toHaveText(
       'Topology from failing.ipynb, cell 1 (%%px_topology broken)'

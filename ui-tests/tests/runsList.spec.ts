@@ -116,7 +116,7 @@ for (const theme of ['light', 'dark'] as const) {
     await expect(row(2)).toHaveCount(0, { timeout: 30000 });
     await expect(sidebar(page).locator('li.jp-px-run')).toHaveCount(2);
 
-    // Clear finished: every finished run listed, after the confirmation.
+    // Clear finished: every finished run in the store (listed or not), after the confirmation.
     await sidebar(page).locator('.jp-px-clear-finished').click();
     await expect(page.locator('.jp-Dialog')).toContainText('finished run');
     await shot('05-clear-finished-confirm');

@@ -196,8 +196,38 @@ describe('RunsList housekeeping', () => {
     model.dispose();
   });
 
-  it('clears the finished runs, after asking, and leaves the running one', async () => {
-    const model = listModel();
+  it('clears every finished run in the store, also beyond the page listed, after asking', async () => {
+    // The store: the three listed, then 600 older runs the list has not loaded (one running).
+    const older = Array.from({ length: 600 }, (_, i) =>
+      summary({
+        run_id: `old-${i}`,
+        name: null,
+        state: i === 7 ? 'Running' : 'Succeeded',
+        finished: i !== 7,
+        created_at: 900 - i
+      })
+    );
+    const store = [...RUNS, ...older];
+    const asked: [number, number][] = [];
+    const model = new RunsModel({
+      interval: 60,
+      isVisible: () => true,
+      fetcher: async (limit, _etag, offset = 0) => {
+        asked.push([limit, offset]);
+        return {
+          page: {
+            runs: store.slice(offset, offset + limit),
+            total: store.length,
+            offset,
+            limit,
+            progress: {}
+          },
+          etag: null
+        };
+      }
+    });
+    model.runs = RUNS;
+    model.total = store.length;
     const deleted: string[][] = [];
     const widget = mount(
       <RunsList
@@ -208,11 +238,37 @@ describe('RunsList housekeeping', () => {
     click(widget.node.querySelector('.jp-px-clear-finished'));
     await waitForDialog();
     const dialog = document.body.querySelector('.jp-Dialog')!;
-    expect(dialog.textContent).toContain('Clear 2 finished runs?');
-    expect(dialog.textContent).toContain('Delete sweep lr, run-3?');
+    expect(dialog.textContent).toContain('Clear 601 finished runs?');
+    expect(dialog.textContent).toContain('Delete sweep lr, run-3, old-0');
+    expect(dialog.textContent).toContain('and 593 more');
+    await dismissDialog();
+    expect(deleted).toEqual([]);
+
+    click(widget.node.querySelector('.jp-px-clear-finished'));
+    await waitForDialog();
     await acceptDialog();
     await React.act(async () => undefined);
-    expect(deleted).toEqual([['run-2', 'run-3']]);
+    expect(asked.map(([, offset]) => offset)).toEqual([0, 500, 0, 500]);
+    expect(deleted).toHaveLength(1);
+    expect(deleted[0]).toHaveLength(601);
+    expect(deleted[0]).not.toContain('run-1');
+    expect(deleted[0]).not.toContain('old-7');
+    expect(new Set(deleted[0])).toEqual(
+      new Set(store.filter(run => run.finished).map(run => run.run_id))
+    );
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+
+  it('says so when no run in the store has finished', async () => {
+    const model = listModel();
+    const widget = mount(<RunsList model={model} actions={actions()} />);
+    click(widget.node.querySelector('.jp-px-clear-finished'));
+    await waitForDialog();
+    expect(document.body.querySelector('.jp-Dialog')!.textContent).toContain(
+      'No finished runs'
+    );
+    await dismissDialog();
     React.act(() => widget.dispose());
     model.dispose();
   });

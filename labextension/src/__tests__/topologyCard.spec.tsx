@@ -158,7 +158,7 @@ describe('the topology card', () => {
     expect(labels()).toEqual(['Framework', 'Backend', 'master', 'Workers']);
   });
 
-  it('Enter in a field never adds an override, nor runs; Enter in the run name runs', async () => {
+  it('Enter in a field of a valid form runs it and changes nothing else; in an invalid form, nothing', async () => {
     const runs: string[] = [];
     const sidebarActions = actions({
       activeNotebook: () => 'quickstart.ipynb',
@@ -186,25 +186,37 @@ describe('the topology card', () => {
     const workers = host().querySelector(
       '#root_environment_replicas_n_workers'
     ) as HTMLInputElement;
-    for (const field of [index, workers]) {
+    const name = host().querySelector(
+      '.jp-px-run-name-input'
+    ) as HTMLInputElement;
+    const before = JSON.stringify(model.formData);
+    setValue(name, 'by enter');
+    for (const field of [workers, index]) {
       let cancelled = false;
       await React.act(async () => {
         cancelled = pressEnter(field);
       });
       expect(cancelled).toBe(true);
     }
+    // Each Enter ran the form once (the name clears after a submit); the form is as it was.
+    expect(runs).toEqual(['by enter', '']);
+    expect(JSON.stringify(model.formData)).toBe(before);
     expect(model.formData.environment.replicas.worker).toEqual([{ index: 0 }]);
     expect(model.formData.environment.replicas.n_workers).toBe(2);
-    expect(runs).toEqual([]);
 
-    const name = host().querySelector(
-      '.jp-px-run-name-input'
-    ) as HTMLInputElement;
+    // An invalid form: Enter neither runs nor changes it.
+    model.validation = { valid: false, problems: [] };
+    await React.act(async () => {
+      pressEnter(workers);
+    });
+    expect(runs).toEqual(['by enter', '']);
+    expect(JSON.stringify(model.formData)).toBe(before);
+
     setValue(name, 'first');
     await React.act(async () => {
       pressEnter(name);
     });
-    expect(runs).toEqual(['first']);
+    expect(runs).toEqual(['by enter', '', 'first']);
   });
 
   it("a new override starts from the role's defaults, at the first free index", () => {

@@ -77,3 +77,43 @@ describe('TopologyModel following notebooks', () => {
     );
   });
 });
+
+describe("TopologyModel's verdict", () => {
+  let model: TopologyModel;
+
+  beforeEach(() => {
+    validate.mockReset();
+    validate.mockImplementation(async topology => {
+      const workers = (topology as any).environment.replicas.n_workers;
+      return workers > 0
+        ? { valid: true }
+        : {
+            valid: false,
+            problems: [
+              {
+                path: 'environment.replicas.n_workers',
+                message: `${workers} is below 1`
+              }
+            ]
+          };
+    });
+    model = new TopologyModel(null, 'local');
+  });
+
+  afterEach(() => model.dispose());
+
+  it('judges the value just typed, not the one before the debounce', async () => {
+    await model.validate();
+    expect(model.valid).toBe(true);
+    const calls = validate.mock.calls.length;
+    const data = JSON.parse(JSON.stringify(model.formData));
+    data.environment.replicas.n_workers = 0;
+    model.setFormData(data); // the check is scheduled, not done
+    expect(model.valid).toBe(true);
+    expect((await model.verdict())?.valid).toBe(false);
+    expect(validate.mock.calls.length).toBe(calls + 1);
+    // Nothing pending: the verdict is the one held, the server is not asked again.
+    expect((await model.verdict())?.valid).toBe(false);
+    expect(validate.mock.calls.length).toBe(calls + 1);
+  });
+});

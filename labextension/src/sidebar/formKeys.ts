@@ -4,8 +4,8 @@ import type * as React from 'react';
  * Enter in a text field of an HTML form "submits" it implicitly: the browser clicks the form's
  * first submit button. In the schema form that is the first array's Add button (its `<button>`
  * has no `type`), so Enter silently appended an empty per-worker override and the topology
- * turned invalid. Enter in a field of the sidebar form does nothing instead, or calls `onEnter`
- * (the Submit section's run name: Enter there runs).
+ * turned invalid. Enter in a field of the sidebar form never reaches the browser's default;
+ * it calls `onEnter` instead (in the topology form and the run name: run, when the form is valid).
  */
 export function enterInFields(
   event: React.KeyboardEvent,

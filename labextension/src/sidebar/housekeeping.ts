@@ -1,6 +1,7 @@
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 
 import { runLabel } from '../runs';
+import type { RunsModel } from '../runsModel';
 import type { IRunSummary } from '../types';
 import type { ISidebarActions } from './actions';
 
@@ -40,4 +41,38 @@ export async function confirmDelete(
   }
   await actions.deleteRuns(finished.map(run => run.run_id));
   return true;
+}
+
+/**
+ * Clear finished: every finished run in the store, also those beyond the page the list shows,
+ * after the confirmation (which counts them all). A store that cannot be read says so.
+ */
+export async function clearFinished(
+  model: RunsModel,
+  actions: ISidebarActions
+): Promise<boolean> {
+  let finished: IRunSummary[];
+  try {
+    finished = await model.allFinished();
+  } catch (error) {
+    await showDialog({
+      title: 'The runs could not be read',
+      body: (error as Error).message,
+      buttons: [Dialog.okButton()]
+    });
+    return false;
+  }
+  if (!finished.length) {
+    await showDialog({
+      title: 'No finished runs',
+      body: 'Every run in the store is still running or pending.',
+      buttons: [Dialog.okButton()]
+    });
+    return false;
+  }
+  return confirmDelete(
+    finished,
+    actions,
+    `Clear ${finished.length} finished run${finished.length === 1 ? '' : 's'}?`
+  );
 }

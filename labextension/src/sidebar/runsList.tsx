@@ -5,7 +5,7 @@ import { filterRuns, IRunFilter, progressFraction } from '../runs';
 import type { RunsModel } from '../runsModel';
 import { groupRuns, sweepMatches } from '../sweepGroups';
 import type { ISidebarActions } from './actions';
-import { confirmDelete } from './housekeeping';
+import { clearFinished } from './housekeeping';
 import { RunRow } from './runRow';
 import { SelectionBar } from './selectionBar';
 import { SweepGroup } from './sweepGroup';
@@ -115,16 +115,14 @@ export function RunsList(props: {
                     </option>
                   ))}
                 </select>
-                {finished.length > 0 && (
+                {(finished.length > 0 || model.total > model.runs.length) && (
                   <button
                     className="jp-px-link jp-px-clear-finished"
-                    title="Delete every finished run listed here, after asking"
+                    title="Delete every finished run (also those not listed yet), after asking"
                     onClick={() =>
-                      void confirmDelete(
-                        finished,
-                        actions,
-                        `Clear ${finished.length} finished run${finished.length === 1 ? '' : 's'}?`
-                      ).then(done => done && setChosen(new Set()))
+                      void clearFinished(model, actions).then(
+                        done => done && setChosen(new Set())
+                      )
                     }
                   >
                     Clear finished

@@ -51,6 +51,25 @@ export function RunButton(props: {
 }
 
 /**
+ * Enter in a field of the topology form runs, as Enter submits a form, but only a valid one with
+ * a notebook to run: the verdict is on the value just typed (a pending check is done first), and
+ * an invalid form stays as it is with its problems beside the fields.
+ */
+export async function runIfValid(
+  model: TopologyModel,
+  actions: ISidebarActions,
+  submit: SubmitState
+): Promise<void> {
+  if (submit.busy || actions.activeNotebook() === null) {
+    return;
+  }
+  const verdict = await model.verdict();
+  if (verdict?.valid) {
+    await submit.run();
+  }
+}
+
+/**
  * The Topology section: a short card pinned at the top (replica counts, a requests/limits grid,
  * the verdict and Run), then the rest of the form generated from the server's schema in a
  * collapsible section, YAML import and export, and the topologies named in the active
@@ -156,7 +175,12 @@ export function TopologyForm(props: {
       {() => (
         <div
           className="jp-px-topology"
-          onKeyDownCapture={event => enterInFields(event)}
+          onKeyDownCapture={event =>
+            enterInFields(
+              event,
+              submit && (() => void runIfValid(model, actions, submit))
+            )
+          }
         >
           {model.loadedFrom && (
             <div className="jp-px-loaded-from" title={model.loadedFrom}>
