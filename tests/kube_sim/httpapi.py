@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    #: The listen backlog. socketserver's default of 5 resets the sixth connection that arrives
+    #: at once; Go's net.Listen, which kube-apiserver serves from, takes the kernel's somaxconn
+    #: (go1.24 src/net/sock_linux.go maxListenerBacklog), 4096 on current kernels.
+    request_queue_size = 4096
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError, OSError)):
