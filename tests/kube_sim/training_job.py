@@ -27,8 +27,9 @@ class Framework:
     """One kubeflow.org/v1 job kind: its names, defaults, pods' cluster env and success rules.
 
     The common job controller (`training_operator.TrainingOperator`) calls these hooks, as
-    common/job.go calls its ControllerInterface (GetDefaultContainerName, IsMasterRole,
-    SetClusterSpec, UpdateJobStatus, ReconcilePods/ReconcileServices)."""
+    common/job.go calls each framework's ControllerInterface (pkg/common/interface.go:
+    GetDefaultContainerName, GetDefaultContainerPortName, IsMasterRole, SetClusterSpec,
+    UpdateJobStatus, ReconcilePods/ReconcileServices)."""
 
     kind = ""
     plural = ""
