@@ -14,6 +14,7 @@ Modules, one job each:
 * `launcher`   - each replica's command and environment (runner, or mpirun for MPI/Horovod).
 * `resources`  - what this machine has; cores/GPUs per replica; the up-front check.
 * `memory`     - per-replica process-tree RSS against its memory limit (`MemoryGuard`, OOMKilled).
+* `oom_kills`  - the supervisor's enforcement of those limits: the replicas watched, the kill.
 * `ports`      - free ports on 127.0.0.1 that concurrent runs cannot both take.
 * `process`    - process groups, parent-death signal, exit decoding, finding a run's processes.
 * `config`     - tunables (grace periods, poll intervals) and names shared by the modules above.

@@ -48,7 +48,7 @@ from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology
 from ..outcome import Outcome, run_outcome
-from . import policy
+from . import oom_kills, policy
 from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
@@ -61,7 +61,7 @@ from .config import (
 )
 from .launcher import LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
-from .memory import MemoryGuard, Overuse
+from .memory import MemoryGuard
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, spawn
 from .replica import UNFINISHED, Ending, Replica
@@ -306,36 +306,6 @@ class Supervisor:
                 if replica.finish_by is not None:
                     replica.finish_by = time.monotonic()
 
-    def _watched(self) -> list[Replica]:
-        """Running replicas with a memory limit to enforce (and not already being ended)."""
-        guard = self.memory
-        if guard is None:
-            return []
-        return [r for r in self.replicas if r.running and r.ending is None and guard.watches(r.spec.role, r.spec.index)]
-
-    def _check_memory(self) -> None:
-        if self.memory is None:
-            return
-        watched = self._watched()
-        running = [(r.spec.role, r.spec.index, r.popen.pid) for r in watched if r.popen is not None]
-        for overuse in self.memory.poll(running, time.monotonic()):
-            self._oom_kill(overuse)
-
-    def _oom_kill(self, overuse: Overuse) -> None:
-        for pid in overuse.kill_pids:
-            log.info("%s; killing pid %d", overuse.message, pid)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        replica = next((r for r in self.replicas if (r.spec.role, r.spec.index) == (overuse.role, overuse.index)), None)
-        if replica is None or not replica.running or replica.ending is not None:
-            return
-        log.info("%s: %s; killing it", replica.key, overuse.message)
-        replica.ending = Ending.oom(overuse.message)
-        if replica.pgid:
-            kill_group(replica.pgid, signal.SIGKILL)
-
     def _escalate(self) -> None:
         now = time.monotonic()
         for replica in self.replicas:
@@ -402,7 +372,7 @@ class Supervisor:
             for deadline in (replica.kill_at, replica.finish_by, replica.restart_at):
                 if deadline is not None:
                     deadlines.append(deadline)
-        if self.memory is not None and self._watched():
+        if self.memory is not None and oom_kills.watched(self.memory, self.replicas):
             deadlines.append(self.memory.next_poll)
         return max(0.0, min(deadlines) - now)
 
@@ -452,7 +422,7 @@ class Supervisor:
             self._reap()
             self._check_stop_request()
             if self.outcome is None:
-                self._check_memory()
+                oom_kills.enforce(self.memory, self.replicas)
             self._escalate()
             self._restart_due()
             self._decide()
