@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,22 +32,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from kube_sim import Cluster  # noqa: E402
+from server_bench import TOKEN, first_answer, free_port, start_server  # noqa: E402
 
 from jupyter_px.runstore import ReplicaStatus, RunRecord, RunState, RunStatus, RunStore  # noqa: E402
 
-TOKEN = "bench"
 NATIVE = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 1}}}
 LOCAL = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
 #: The bound every read must stay under.
 BOUND_S = 1.0
 #: The longest the whole benchmark may take beyond the polling (server start, teardown).
 OVERHEAD_S = 120.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def request(url: str, body: dict | None = None, timeout: float = 60) -> tuple[int, float]:
@@ -107,24 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             PX_K8S_IMAGE="python:3.11-slim",
         )
         port = free_port()
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyter_server",
-                f"--port={port}",
-                "--ip=127.0.0.1",
-                "--no-browser",
-                f"--IdentityProvider.token={TOKEN}",
-                f"--ServerApp.root_dir={root}",
-                "--allow-root",
-                "--ServerApp.jpserver_extensions={'jupyter_px': True}",
-                "--JupyterPxApp.keeper_interval=0",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        server = start_server(port, root, env, ["--JupyterPxApp.keeper_interval=0"])
         base = f"http://127.0.0.1:{port}/px/api"
         reads = {
             "GET runs": f"{base}/runs?limit=100",
@@ -135,16 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         failures: list[str] = []
         submitted: list[int] = []
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if request(reads["GET runs"], timeout=5)[0] == 200:
-                        break
-                except (urllib.error.URLError, ConnectionError):
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not start")
-                time.sleep(0.2)
+            first_answer(lambda: request(reads["GET runs"], timeout=5), lambda answer: answer[0] == 200)
             with kube.hang("POST", "configmaps"):
                 submit_threads = [
                     threading.Thread(

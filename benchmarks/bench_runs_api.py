@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,15 +25,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from server_bench import TOKEN, first_answer, free_port, start_server
+
 from jupyter_px.runstore import ReplicaState, RunRecord, RunState, RunStatus, RunStore
-
-TOKEN = "bench"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get(url: str, etag: str | None = None) -> tuple[int, str | None, float]:
@@ -70,36 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         store.write_status(status)
     port = free_port()
     root = tempfile.mkdtemp(prefix="px-bench-root-")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            "--no-browser",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={root}",
-            "--allow-root",
-            "--ServerApp.jpserver_extensions={'jupyter_px': True}",
-        ],
-        env=dict(os.environ, PX_HOME=str(home)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = start_server(port, root, dict(os.environ, PX_HOME=str(home)))
     url = f"http://127.0.0.1:{port}/px/api/runs?limit=100"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                code, etag, first = get(url)
-                if code == 200:
-                    break
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("the server did not start")
-            time.sleep(0.2)
+        code, etag, first = first_answer(lambda: get(url), lambda answer: answer[0] == 200)
         unchanged, changed, full = [], [], []
         for i in range(args.repeat):
             code, _, elapsed = get(url, etag)

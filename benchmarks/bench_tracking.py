@@ -198,6 +198,7 @@ def bench_reader(home: Path, replicas: int = 64, points: int = 100_000, repeats:
     from jupyter_px import tracking
     from jupyter_px.runstore.layout import RunPaths
     from jupyter_px.runstore.metrics import MetricsReader
+    from jupyter_px.tracking.lines import json_line
 
     paths = RunPaths("bench-reader", home)
     paths.metrics_dir.mkdir(parents=True)
@@ -205,9 +206,7 @@ def bench_reader(home: Path, replicas: int = 64, points: int = 100_000, repeats:
     now = time.time()
     for r in range(replicas):
         # the same bytes tracking writes: one JSON line per call
-        lines = [
-            tracking._json_line(i, now + i * 0.01, per_replica, {"loss": 1.0 / (i + 1)}) for i in range(per_replica)
-        ]
+        lines = [json_line(i, now + i * 0.01, per_replica, {"loss": 1.0 / (i + 1)}) for i in range(per_replica)]
         paths.metrics("worker", r).write_text("\n".join(lines) + "\n")
         tb = paths.tensorboard("worker", r)
         tb.mkdir(parents=True)
@@ -263,8 +262,8 @@ def bench_read_all(home: Path, points: int = 1_000_000, repeats: int = 3) -> tup
     figure on a shared machine."""
     import subprocess
 
-    from jupyter_px import tracking
     from jupyter_px.runstore import RunRecord, RunStore
+    from jupyter_px.tracking.lines import json_line
 
     store = RunStore(home)
     paths = store.create(RunRecord(run_id="bench-read-all", topology={"framework": "pytorch"}), {"main.py": ""})
@@ -272,7 +271,7 @@ def bench_read_all(home: Path, points: int = 1_000_000, repeats: int = 3) -> tup
     with open(paths.metrics("worker", 0), "w") as handle:
         for start in range(0, points, 10_000):
             lines = (
-                tracking._json_line(i, now + i * 0.001, points, {"loss": 1.0 / (i + 1)})
+                json_line(i, now + i * 0.001, points, {"loss": 1.0 / (i + 1)})
                 for i in range(start, min(points, start + 10_000))
             )
             handle.write("\n".join(lines) + "\n")

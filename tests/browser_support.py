@@ -45,6 +45,54 @@ def artifacts_dir() -> Path:
     return path
 
 
+def write_lab_settings(root: Path, theme: str) -> None:
+    """JupyterLab's user settings under `root/settings`: the theme, and no "what's new" / news /
+    update pop-ups over the screenshots."""
+    settings = root / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[theme]}))
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+
+
+def start_lab(
+    root: Path, port: int, token: str, work: Path, px_home: Path, log_path: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """`jupyter lab` on 127.0.0.1:`port` with `token`, serving `work`, its config, runtime,
+    settings and workspaces under `root` (`root/config` written by the caller), the run store
+    `px_home`, `window.jupyterapp` exposed; its output to `log_path`. `env` adds variables."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={work}",
+                "--LabApp.expose_app_in_browser=True",
+                "--LabApp.news_url=",
+                "--allow-root",
+            ],
+            env={
+                **os.environ,
+                **(env or {}),
+                "JUPYTER_CONFIG_DIR": str(root / "config"),
+                "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+                "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
+                "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"),
+                "PX_HOME": str(px_home),
+            },
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+
+
 class JupyterLab:
     """`jupyter lab` in a subprocess: token auth, 127.0.0.1, a private run store and settings."""
 
@@ -59,43 +107,11 @@ class JupyterLab:
         # build, present when installed in develop mode) stays out of them.
         (config / "labconfig").mkdir(exist_ok=True)
         (config / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {"jupyter-px": True}}))
-        settings = root / "settings" / "@jupyterlab" / "apputils-extension"
-        settings.mkdir(parents=True, exist_ok=True)
-        (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[theme]}))
-        # No "what's new" / news / update pop-ups over the screenshots.
-        news = root / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-        news.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        write_lab_settings(root, theme)
         self.work = root / "work"
         self.work.mkdir(exist_ok=True)
         self.log_path = root / "lab.log"
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "jupyterlab",
-                    "--no-browser",
-                    "--ServerApp.ip=127.0.0.1",
-                    f"--ServerApp.port={self.port}",
-                    "--ServerApp.port_retries=0",
-                    f"--IdentityProvider.token={self.token}",
-                    f"--ServerApp.root_dir={self.work}",
-                    "--LabApp.expose_app_in_browser=True",
-                    "--LabApp.news_url=",
-                    "--allow-root",
-                ],
-                env={
-                    **os.environ,
-                    "JUPYTER_CONFIG_DIR": str(config),
-                    "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
-                    "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
-                    "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"),
-                    "PX_HOME": str(self.px_home),
-                },
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
+        self.process = start_lab(root, self.port, self.token, self.work, self.px_home, self.log_path)
         wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path, 90)
 
     @property

@@ -10,14 +10,10 @@ is the one loaded.
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
-from browser_support import THEMES
+from browser_support import start_lab, write_lab_settings
 from server_support import free_port, stop_process, wait_until_serving, write_server_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,44 +39,13 @@ class SidebarLab:
         link = data / "jupyter-px"
         if not link.exists():
             link.symlink_to(BUILD, target_is_directory=True)
-        settings = root / "settings" / "@jupyterlab" / "apputils-extension"
-        settings.mkdir(parents=True, exist_ok=True)
-        (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[theme]}))
-        (settings / "notification.jupyterlab-settings").write_text(
-            json.dumps({"fetchNews": "false", "checkForUpdates": False})
-        )
+        write_lab_settings(root, theme)
         work = root / "work"
         work.mkdir(exist_ok=True)
         self.log_path = root / "lab.log"
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "jupyterlab",
-                    "--no-browser",
-                    "--ServerApp.ip=127.0.0.1",
-                    f"--ServerApp.port={self.port}",
-                    "--ServerApp.port_retries=0",
-                    f"--IdentityProvider.token={self.token}",
-                    f"--ServerApp.root_dir={work}",
-                    "--LabApp.expose_app_in_browser=True",
-                    "--LabApp.news_url=",
-                    "--allow-root",
-                ],
-                env={
-                    **os.environ,
-                    "JUPYTER_PATH": str(root / "data"),
-                    "JUPYTER_CONFIG_DIR": str(config),
-                    "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
-                    "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
-                    "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"),
-                    "PX_HOME": str(px_home),
-                },
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
+        self.process = start_lab(
+            root, self.port, self.token, work, px_home, self.log_path, env={"JUPYTER_PATH": str(root / "data")}
+        )
         wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path, 120)
 
     @property

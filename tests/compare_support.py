@@ -1,5 +1,5 @@
 """Runs for comparison tests, written through the run store's own writer (`RunStore.create`,
-`write_status`) plus metrics and params files in the tracking format (`tracking._json_line`'s
+`write_status`) plus metrics and params files in the tracking format (`tracking.lines.json_line`'s
 shape): what a finished run leaves, without starting one."""
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from kube_sim import Cluster
+from kube_sim_support import wait_for
 
 from jupyter_px import detached
 
@@ -69,14 +70,8 @@ def unschedulable(message: str) -> dict[str, Any]:
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
+    """`kube_sim_support.wait_for` with this module's longer deadline (a follower's start is slow)."""
+    return wait_for(predicate, what, timeout, poll=0.1)
 
 
 def _alive(pid: int) -> bool:

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.utils.capture import capture_output
+from magics_support import magic_shell, run, usage_error
 
 from jupyter_px.topology.registry import topologies
 
@@ -23,28 +21,7 @@ from jupyter_px.topology.registry import topologies
 @pytest.fixture
 def ip(px_home, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "jupyter_px")
-    topologies.clear()
-    for name in ("lr", "epochs", "np", "helper", "lock", "double", "base"):
-        shell.user_ns.pop(name, None)
-    yield shell
-    topologies.clear()
-
-
-def run(shell, source: str):
-    """Run one cell; (result, captured stdout, stderr, rich outputs)."""
-    with capture_output() as captured:
-        result = shell.run_cell(source, store_history=True)
-    return result, captured
-
-
-def usage_error(shell, source: str) -> str:
-    result, captured = run(shell, source)
-    error = result.error_in_exec or result.error_before_exec
-    assert isinstance(error, UsageError), f"expected a UsageError, got {error!r}\n{captured.stdout}\n{captured.stderr}"
-    assert "Traceback" not in captured.stdout + captured.stderr
-    return str(error)
+    yield from magic_shell(forget=("lr", "epochs", "np", "helper", "lock", "double", "base"))
 
 
 PYTORCH_YAML = """\

@@ -5,11 +5,7 @@ sweep section is one line; `%px_sweeps`, `%px_attach SWEEP`, `%px_sweep_stop`.""
 from __future__ import annotations
 
 import pytest
-from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.utils.capture import capture_output
-
-from jupyter_px.topology.registry import topologies
+from magics_support import magic_shell, run, usage_error
 
 pytestmark = pytest.mark.jobs
 
@@ -25,25 +21,7 @@ hptuning:
 @pytest.fixture
 def ip(px_home, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "jupyter_px")
-    topologies.clear()
-    shell.user_ns.pop("x", None)
-    yield shell
-    topologies.clear()
-
-
-def run(shell, source: str):
-    with capture_output() as captured:
-        result = shell.run_cell(source, store_history=True)
-    return result, captured
-
-
-def error_of(shell, source: str) -> str:
-    result, _ = run(shell, source)
-    error = result.error_in_exec or result.error_before_exec
-    assert isinstance(error, UsageError), repr(error)
-    return str(error)
+    yield from magic_shell(forget=("x",))
 
 
 def test_px_distributed_starts_a_sweep(ip):
@@ -72,11 +50,11 @@ def test_px_distributed_starts_a_sweep(ip):
 def test_names_the_trial_does_not_get_are_still_reported(ip):
     run(ip, SWEEP)
     ip.user_ns["lr_table"] = {1: 0.1}
-    message = error_of(ip, "%%px_distributed -t grid\nprint(x, lr_table)\n")
+    message = usage_error(ip, "%%px_distributed -t grid\nprint(x, lr_table)\n")
     assert message.startswith("not submitted:") and "lr_table" in message and "'x'" not in message
 
 
 def test_a_bad_sweep_section_is_one_line(ip):
-    message = error_of(ip, "%%px_topology bad\nhptuning:\n  matrix:\n    x: {uniform: [1, 0]}\n")
+    message = usage_error(ip, "%%px_topology bad\nhptuning:\n  matrix:\n    x: {uniform: [1, 0]}\n")
     assert "hptuning.matrix.x.uniform: low 1 is not below high 0: nothing can be sampled" in message
-    assert error_of(ip, "%px_attach nothing-by-that-name").startswith("unknown run 'nothing-by-that-name'")
+    assert usage_error(ip, "%px_attach nothing-by-that-name").startswith("unknown run 'nothing-by-that-name'")

@@ -2,7 +2,7 @@
 
 Two writers of the same points use it: `jupyter_px.tracking` inside a replica that shares a disk
 with the run store, and the Kubernetes follower, for metrics parsed back from a replica's log
-(`backends/kubernetes/tensorboard_events.py`). It is shipped to pods beside `tracking.py`
+(`backends/kubernetes/tensorboard_events.py`). It is shipped to pods beside `tracking/`
 (`backends/kubernetes/payload.py`), so it imports only the standard library and `.layout` at
 import time, and TensorBoard when a writer is made.
 

@@ -6,7 +6,7 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/cluster.json       every replica's address, by pattern (`cluster_file.py`)
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod_entry.py`: completes the environment, calls the runner
-    /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking.py`,
+    /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
                                    `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,event_writer}.py` (standard library only;
                                    the event writer imports TensorBoard when the replica writes events)
@@ -34,23 +34,29 @@ CONFIGMAP_LIMIT = 1024 * 1024 - 16 * 1024
 
 _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _PACKAGE = Path(__file__).resolve().parents[2]  # jupyter_px/
+_TRACKING = _PACKAGE / "tracking"  # what the training code imports; standard library only
 _SHIPPED = {
     "lib.px_entry.py": ("lib/px_entry.py", Path(__file__).with_name("pod_entry.py")),
     "lib.jupyter_px.__init__.py": ("lib/jupyter_px/__init__.py", _PACKAGE / "__init__.py"),
     "lib.jupyter_px.runner.py": ("lib/jupyter_px/runner.py", _PACKAGE / "runner.py"),
-    "lib.jupyter_px.tracking.py": ("lib/jupyter_px/tracking.py", _PACKAGE / "tracking.py"),
+    "lib.jupyter_px.tracking.__init__.py": ("lib/jupyter_px/tracking/__init__.py", _TRACKING / "__init__.py"),
+    "lib.jupyter_px.tracking.values.py": ("lib/jupyter_px/tracking/values.py", _TRACKING / "values.py"),
+    "lib.jupyter_px.tracking.lines.py": ("lib/jupyter_px/tracking/lines.py", _TRACKING / "lines.py"),
+    "lib.jupyter_px.tracking.delivery.py": ("lib/jupyter_px/tracking/delivery.py", _TRACKING / "delivery.py"),
+    "lib.jupyter_px.tracking.fd_writes.py": ("lib/jupyter_px/tracking/fd_writes.py", _TRACKING / "fd_writes.py"),
+    "lib.jupyter_px.tracking.notices.py": ("lib/jupyter_px/tracking/notices.py", _TRACKING / "notices.py"),
     "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
     "lib.jupyter_px._version.py": ("lib/jupyter_px/_version.py", _PACKAGE / "_version.py"),
     # the environment contract, built inside the pod from run/cluster.json (pod_entry.py)
     "lib.jupyter_px.cluster.py": ("lib/jupyter_px/cluster.py", _PACKAGE / "cluster.py"),
-    # tracking.py takes the run store's file names and log-line prefixes from the layout module;
+    # tracking takes the run store's file names and log-line prefixes from the layout module;
     # the run store's __init__ imports its submodules lazily, so these files are all it needs.
     "lib.jupyter_px.runstore.__init__.py": (
         "lib/jupyter_px/runstore/__init__.py",
         _PACKAGE / "runstore" / "__init__.py",
     ),
     "lib.jupyter_px.runstore.layout.py": ("lib/jupyter_px/runstore/layout.py", _PACKAGE / "runstore" / "layout.py"),
-    # tracking.py's TensorBoard event writer (shared with the follower, which may not import tracking)
+    # tracking's TensorBoard event writer (shared with the follower, which may not import tracking)
     "lib.jupyter_px.runstore.event_writer.py": (
         "lib/jupyter_px/runstore/event_writer.py",
         _PACKAGE / "runstore" / "event_writer.py",

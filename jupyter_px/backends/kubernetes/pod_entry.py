@@ -1,6 +1,6 @@
 """The first thing every pod runs: `python /px/app/lib/px_entry.py /px/app/run`.
 
-Shipped in the run's ConfigMap next to `jupyter_px/runner.py` and `jupyter_px/tracking.py`, so
+Shipped in the run's ConfigMap next to `jupyter_px/runner.py` and `jupyter_px/tracking/`, so
 the image needs Python and the framework, not jupyter_px. Standard library only.
 
 It completes the environment contract, then hands over to the runner:

@@ -12,19 +12,20 @@ What it does, in order:
 1. Forks its watchdog (`watchdog.py`), reserves a free port per replica (`ports.py`), places
    replicas on cores/GPUs (`resources.py`) and starts them (`launcher.py`): each in its own
    process group, with the parent-death signal armed, stdout+stderr appended to its log.
-2. Waits for events: SIGCHLD and SIGTERM wake it through a signal wakeup fd; a timeout covers
-   memory polls (`memory.MemoryGuard`), kill deadlines, restarts and the heartbeat. No busy loop.
+2. Waits for events: SIGCHLD and SIGTERM wake it through a signal wakeup fd (`wakeup.py`); a
+   timeout covers memory polls (`memory.MemoryGuard`), kill deadlines, restarts and the
+   heartbeat. No busy loop.
 3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy
    allows, decides the run, and stops the replicas still running once it is decided (SIGTERM to
    the group, SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`).
 4. A stop request (the `stop` file, plus SIGTERM to wake it) stops everything: the run ends Stopped.
-5. Writes status.json atomically on every change and at least every `HEARTBEAT_S`. The final
-   state is written only once every process of the run is gone: replicas reaped, their groups
-   killed, every process it adopted as the child subreaper killed (a daemon that left its
-   replica's session, whatever its environment), anything else carrying the run's PX_RUN_ID
-   killed. So a finished status means nothing of the run is left running. A status write that
-   fails (a full disk) does not end the run; the final one is retried until it succeeds, so the
-   true outcome is what the store ends up with.
+5. Writes status.json atomically on every change and at least every `HEARTBEAT_S`
+   (`status_writer.py`). The final state is written only once every process of the run is gone
+   (`leftovers.py`): replicas reaped, their groups killed, every process it adopted as the
+   child subreaper killed (a daemon that left its replica's session, whatever its environment),
+   anything else carrying the run's PX_RUN_ID killed. So a finished status means nothing of the
+   run is left running. A status write that fails (a full disk) does not end the run; the final
+   one is retried until it succeeds, so the true outcome is what the store ends up with.
 
 Diagnostics go through `logging` to the run's supervisor.log. Exit codes are recorded as a shell
 reports them: 128+N for a process killed by signal N, with the signal's name alongside.
@@ -35,24 +36,22 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import select
 import signal
 import sys
 import time
+import types
 from pathlib import Path
 
 from ... import detached
 from ...cluster import local_addresses
-from ...runstore import ReplicaState, RunNotFound, RunState, RunStatus, RunStore
+from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology
 from ..outcome import Outcome, run_outcome
-from . import policy
+from . import oom_kills, policy
 from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
-    FINAL_WRITE_PATIENCE_S,
-    HEARTBEAT_S,
     IDLE_POLL_S,
     MASTER_HEAD_START_S,
     MEMORY_POLL_S,
@@ -61,11 +60,14 @@ from .config import (
     SUPERVISOR_MODULE,
 )
 from .launcher import LaunchPlan, clean_environ
-from .memory import MemoryGuard, Overuse
+from .leftovers import kill_adopted, kill_leftovers, spare
+from .memory import MemoryGuard
 from .ports import PortReservation
-from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, run_processes, spawn
+from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, spawn
 from .replica import UNFINISHED, Ending, Replica
 from .resources import Machine, place, this_machine
+from .status_writer import StatusWriter, record_start_failure
+from .wakeup import SignalWakeup
 from .watchdog import Watchdog
 
 log = logging.getLogger(__name__)
@@ -91,10 +93,8 @@ class Supervisor:
         self.memory: MemoryGuard | None = None
         self.outcome: Outcome | None = None
         self.stop_requested = False
-        self.dirty = True
-        self.last_write = 0.0
-        self.write_failing = False
-        self._wakeup_r: int | None = None
+        self.writer = StatusWriter(store, self.status)
+        self.wakeup = SignalWakeup()
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -106,22 +106,9 @@ class Supervisor:
         specs = self.topology.replicas()
         status.replicas = RunStatus.initial(status.run_id, [(s.role, s.index) for s in specs]).replicas
         self.replicas = [Replica(spec, entry) for spec, entry in zip(specs, status.replicas, strict=True)]
-        self._write(force=True)
+        self.writer.write(force=True)
 
-    def _install_signals(self) -> None:
-        # A caller may have blocked signals (masks are inherited through exec); we need these.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD, signal.SIGTERM})
-        read_fd, write_fd = os.pipe()
-        os.set_blocking(read_fd, False)
-        os.set_blocking(write_fd, False)
-        self._wakeup_r = read_fd
-        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-        signal.signal(signal.SIGTERM, self._on_sigterm)
-        signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd does the work
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-
-    def _on_sigterm(self, signum, frame) -> None:
+    def _on_sigterm(self, signum: int, frame: types.FrameType | None) -> None:
         self.stop_requested = True
 
     def _prepare(self) -> None:
@@ -213,7 +200,7 @@ class Supervisor:
         st.exit_code = st.signal = None
         replica.ending = None
         replica.kill_at = replica.restart_at = replica.finish_by = None
-        self.dirty = True
+        self.writer.dirty = True
         log.info("%s: started pid %d: %s", replica.key, popen.pid, launch.argv)
 
     # ---- events --------------------------------------------------------------------------------
@@ -244,7 +231,7 @@ class Supervisor:
         replica.last_exit = info
         st = replica.status
         st.exit_code, st.signal, st.finished_at = info.exit_code, info.signal, time.time()
-        self.dirty = True
+        self.writer.dirty = True
         log.info("%s: pid %s %s", replica.key, st.pid, info.describe())
         ending, replica.ending = replica.ending, None
         if ending is not None and not ending.is_failure:  # we stopped it: record what we said
@@ -319,36 +306,6 @@ class Supervisor:
                 if replica.finish_by is not None:
                     replica.finish_by = time.monotonic()
 
-    def _watched(self) -> list[Replica]:
-        """Running replicas with a memory limit to enforce (and not already being ended)."""
-        guard = self.memory
-        if guard is None:
-            return []
-        return [r for r in self.replicas if r.running and r.ending is None and guard.watches(r.spec.role, r.spec.index)]
-
-    def _check_memory(self) -> None:
-        if self.memory is None:
-            return
-        watched = self._watched()
-        running = [(r.spec.role, r.spec.index, r.popen.pid) for r in watched if r.popen is not None]
-        for overuse in self.memory.poll(running, time.monotonic()):
-            self._oom_kill(overuse)
-
-    def _oom_kill(self, overuse: Overuse) -> None:
-        for pid in overuse.kill_pids:
-            log.info("%s; killing pid %d", overuse.message, pid)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        replica = next((r for r in self.replicas if (r.spec.role, r.spec.index) == (overuse.role, overuse.index)), None)
-        if replica is None or not replica.running or replica.ending is not None:
-            return
-        log.info("%s: %s; killing it", replica.key, overuse.message)
-        replica.ending = Ending.oom(overuse.message)
-        if replica.pgid:
-            kill_group(replica.pgid, signal.SIGKILL)
-
     def _escalate(self) -> None:
         now = time.monotonic()
         for replica in self.replicas:
@@ -376,14 +333,14 @@ class Supervisor:
                 replica.kill_at = time.monotonic() + STOP_GRACE_S
         elif replica.status.state in (ReplicaState.PENDING, ReplicaState.RESTARTING):
             replica.end_without_exit(ending)
-            self.dirty = True
+            self.writer.dirty = True
 
     def _decide_outcome(self, outcome: Outcome, others: Ending) -> None:
         self.outcome = outcome
         log.info("run %s: %s", outcome.state.value, outcome.message)
         for replica in self.replicas:
             self._stop_replica(replica, others)
-        self.dirty = True
+        self.writer.dirty = True
 
     def _decide(self) -> None:
         if self.outcome is not None:
@@ -396,7 +353,7 @@ class Supervisor:
             self._decide_outcome(outcome, others)
             return
         self.outcome = outcome
-        self.dirty = True
+        self.writer.dirty = True
         log.info("run %s: %s", outcome.state.value, outcome.message)
         grace_end = time.monotonic() + COMPLETION_GRACE_S
         for replica in self.replicas:
@@ -407,80 +364,29 @@ class Supervisor:
                     replica, Ending.by_run(ReplicaState.SUCCEEDED, "still running when the run succeeded; stopped")
                 )
 
-    # ---- status --------------------------------------------------------------------------------
-    def _write(self, force: bool = False) -> None:
-        """Write status.json when it changed or the heartbeat is due. A failed write (a full disk)
-        is logged once and retried on the next heartbeat; the run goes on."""
-        now = time.monotonic()
-        if not (force or self.dirty or now - self.last_write >= HEARTBEAT_S):
-            return
-        try:
-            self.store.write_status(self.status)
-        except OSError as error:
-            if not self.write_failing:
-                log.warning("cannot write status.json (%s); retrying every %g s", error, HEARTBEAT_S)
-            self.write_failing = True
-            self.last_write = now
-            return
-        if self.write_failing:
-            log.info("status.json written again")
-        self.write_failing = False
-        self.dirty = False
-        self.last_write = now
-
-    def _write_final(self) -> bool:
-        """Write the final status, retrying while it fails: a run whose replica exited 1 on a full
-        disk is recorded Failed once space returns, not Lost because its supervisor gave up."""
-        deadline = time.monotonic() + FINAL_WRITE_PATIENCE_S
-        delay, warned = 0.05, False
-        while True:
-            try:
-                self.store.write_status(self.status)
-                if warned:
-                    log.info("final status written")
-                return True
-            except RunNotFound as error:
-                log.error("cannot write the final status: %s", error)
-                return False
-            except OSError as error:
-                if time.monotonic() >= deadline:
-                    log.error("giving up on the final status after %g s: %s", FINAL_WRITE_PATIENCE_S, error)
-                    return False
-                if not warned:
-                    log.warning("cannot write the final status (%s); retrying until it can be written", error)
-                    warned = True
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-
+    # ---- waiting --------------------------------------------------------------------------------
     def _next_timeout(self) -> float:
         now = time.monotonic()
-        deadlines = [self.last_write + HEARTBEAT_S, now + IDLE_POLL_S]
+        deadlines = [self.writer.heartbeat_due, now + IDLE_POLL_S]
         for replica in self.replicas:
             for deadline in (replica.kill_at, replica.finish_by, replica.restart_at):
                 if deadline is not None:
                     deadlines.append(deadline)
-        if self.memory is not None and self._watched():
+        if self.memory is not None and oom_kills.watched(self.memory, self.replicas):
             deadlines.append(self.memory.next_poll)
         return max(0.0, min(deadlines) - now)
 
     def _wait(self, timeout: float) -> None:
-        assert self._wakeup_r is not None
-        readable, _, _ = select.select([self._wakeup_r], [], [], timeout)
-        if readable:
-            try:
-                while os.read(self._wakeup_r, 4096):
-                    pass
-            except BlockingIOError:
-                pass
+        self.wakeup.wait(timeout)
 
     # ---- main ----------------------------------------------------------------------------------
     def run(self) -> int:
         load_libc()
         become_subreaper()
         self.cgroup = RunCgroup.create(self.run_id, self.paths.root)  # before the watchdog: it kills it
-        self.watchdog.cgroup, self.watchdog.spare = self.cgroup, _spare
+        self.watchdog.cgroup, self.watchdog.spare = self.cgroup, spare
         self.watchdog.start()
-        self._install_signals()
+        self.wakeup.install(self._on_sigterm)
         code = 0
         try:
             self._announce()
@@ -493,7 +399,7 @@ class Supervisor:
                         self._head_start()
                 self.status.state = RunState.RUNNING
                 self.status.started_at = time.time()
-                self._write(force=True)
+                self.writer.write(force=True)
             self._loop()
         except BaseException as error:
             log.exception("supervisor error: %r", error)
@@ -516,13 +422,13 @@ class Supervisor:
             self._reap()
             self._check_stop_request()
             if self.outcome is None:
-                self._check_memory()
+                oom_kills.enforce(self.memory, self.replicas)
             self._escalate()
             self._restart_due()
             self._decide()
             if self.outcome is not None and not any(r.running for r in self.replicas):
                 return
-            self._write()
+            self.writer.write()
             self._wait(self._next_timeout())
 
     def _shutdown(self) -> None:
@@ -535,10 +441,10 @@ class Supervisor:
             self._reap()
             if any(r.running for r in self.replicas):
                 time.sleep(0.02)
-        self._kill_adopted()
-        self._kill_leftovers()
+        kill_adopted(keep=lambda: {self.watchdog.pid or 0, *self.by_pid}, reap=self._reap)
+        kill_leftovers(self.run_id, exclude=[self.watchdog.pid or 0, *self.by_pid])
         if self.cgroup is not None:  # what left our reach (another subreaper adopted it)
-            if self.cgroup.kill(spare=_spare):
+            if self.cgroup.kill(spare=spare):
                 log.info("killed what was left in the run's cgroup %s", self.cgroup.path)
             self._reap()
             self.cgroup.remove()
@@ -554,104 +460,10 @@ class Supervisor:
         self.status.state, self.status.reason, self.status.message = outcome.state, outcome.reason, outcome.message
         self.status.finished_at = time.time()
         try:
-            self._write_final()
+            self.writer.write_final()
         finally:
             self.watchdog.done()
         log.info("run %s (%s): %s", outcome.state.value, outcome.reason, outcome.message)
-
-    def _kill_adopted(self, timeout: float = 10.0) -> None:
-        """Kill every process we adopted as the child subreaper: whatever a replica left behind
-        (a daemon that called setsid and double-forked, whatever its environment). Killing one
-        can orphan its own children onto us, so this repeats until none is left. The owner of
-        another run (its supervisor or follower, started from inside a replica) is not this run's
-        and is left alone: see `_owns_another_run`."""
-        import psutil
-
-        me = psutil.Process()
-        deadline = time.monotonic() + timeout
-        spared: set[int] = set()
-        while time.monotonic() < deadline:
-            strays = []
-            for child in me.children():
-                if child.pid == self.watchdog.pid or child.pid in self.by_pid or child.pid in spared:
-                    continue
-                try:
-                    if child.status() == psutil.STATUS_ZOMBIE:
-                        continue
-                    if _owns_another_run(child):
-                        spared.add(child.pid)
-                        continue
-                    strays.append(child)
-                except psutil.Error:
-                    continue
-            if not strays:
-                return
-            for proc in strays:
-                try:
-                    log.info("killing adopted process %d (%s)", proc.pid, proc.name())
-                    proc.kill()
-                except psutil.Error:
-                    pass
-            time.sleep(0.01)
-            self._reap()
-        log.warning("adopted processes still alive after %g s", timeout)
-
-    def _kill_leftovers(self) -> None:
-        """Whatever still carries the run's PX_RUN_ID does not outlive the run, even where it is
-        not our child (adopted by a subreaper of its own)."""
-        import psutil
-
-        for proc in run_processes(self.run_id, exclude=[self.watchdog.pid or 0, *self.by_pid]):
-            try:
-                log.info("killing leftover process %d (%s)", proc.pid, proc.name())
-                proc.kill()
-            except psutil.Error:
-                pass
-
-
-def _spare(pid: int) -> bool:
-    """Whether a process in the run's cgroup is the owner of another run (see below)."""
-    import psutil
-
-    try:
-        return _owns_another_run(psutil.Process(pid))
-    except psutil.Error:
-        return False
-
-
-def _owns_another_run(proc) -> bool:
-    """Is `proc` the recorded owner of the run in its working directory (helpers are started
-    there)? By identity, pid and creation time, which its starter records before it may run: so
-    a run submitted from inside a replica keeps its supervisor from its first moment on, and no
-    other process passes for one by its command line."""
-    import psutil
-
-    try:
-        status = RunStatus.model_validate_json((Path(proc.cwd()) / "status.json").read_bytes())
-        identity = detached.ProcessIdentity(proc.pid, proc.create_time())
-    except (OSError, ValueError, psutil.Error):
-        return False
-    owner = status.owner
-    return owner is not None and detached.ProcessIdentity(owner.pid, owner.started_at).same_as(identity)
-
-
-def _record_start_failure(store: RunStore, run_id: str, error: BaseException) -> None:
-    """A run this supervisor cannot even set up is Failed with the reason, not Pending forever."""
-    try:
-        try:
-            status = store.status(run_id)
-        except (OSError, ValueError):
-            status = RunStatus(run_id=run_id)
-        status.state, status.reason = RunState.FAILED, Reason.SUPERVISOR_ERROR
-        status.message = f"the local supervisor could not start the run: {error}"
-        status.finished_at = time.time()
-        for replica in status.replicas:
-            if replica.state in UNFINISHED:
-                replica.state, replica.reason = ReplicaState.STOPPED, Reason.STOPPED_BY_RUN
-                replica.message, replica.finished_at = "never started: the supervisor failed", status.finished_at
-        store.write_status(status)
-    except Exception:
-        log.exception("cannot record the failure of run %s", run_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -674,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         supervisor = Supervisor(store, run_dir.name)
     except Exception as error:
         log.exception("cannot set up run %s", run_dir.name)
-        _record_start_failure(store, run_dir.name, error)
+        record_start_failure(store, run_dir.name, error)
         return 1
     return supervisor.run()
 

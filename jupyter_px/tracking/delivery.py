@@ -1,0 +1,317 @@
+"""Delivery: a process's queue of points, the thread that writes it, and the hooks that flush it
+before the process ends (exit, SIGTERM, a multiprocessing child finishing, fork).
+
+The knobs (`FLUSH_INTERVAL_S`, `MAX_QUEUED_POINTS`, `WRITE_BATCH`) stay attributes of the
+`jupyter_px.tracking` package, where tests and tools set them; the package hands itself over
+with `configure`, and the tracker reads them from there each time, as it always did.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import itertools
+import json
+import os
+import signal
+import sys
+import threading
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+# The layout module is standard library only (and the runstore package imports nothing heavy
+# on its own), so replicas do not load pydantic for it.
+from ..runstore.event_writer import ScalarEventWriter
+from ..runstore.layout import METRICS_LOG_PREFIX, process_file
+from .fd_writes import PartialWrite, ends_mid_line, flush_stdout, write_counted
+from .lines import json_line
+from .notices import say, say_once
+
+Point = tuple[int | None, float, int | None, dict[str, float]]
+
+
+class Settings(Protocol):
+    """The package's knobs, read when they are used (see the package's docstring)."""
+
+    FLUSH_INTERVAL_S: float
+    MAX_QUEUED_POINTS: int
+    WRITE_BATCH: int
+
+
+_settings: Settings | None = None
+
+
+def configure(settings: Settings) -> None:
+    """Where the knobs are read from: the `jupyter_px.tracking` package, once, at its import."""
+    global _settings
+    _settings = settings
+
+
+def _knobs() -> Settings:
+    assert _settings is not None, "jupyter_px.tracking configures its delivery at import"
+    return _settings
+
+
+def process_index(env: Mapping[str, str]) -> int:
+    """Which process of its replica this is (0 for the only one).
+
+    PyTorch replicas with `processes_per_replica > 1` run torchrun-style local ranks
+    (`LOCAL_RANK`); MPI replicas get several consecutive ranks of `mpirun` (`PX_MPI_RANK`, the
+    ranks of worker i being i*n .. i*n+n-1 with n = world size / workers)."""
+    try:
+        if env.get("LOCAL_RANK"):
+            return max(0, int(env["LOCAL_RANK"]))
+        if env.get("PX_MPI_RANK") and env.get("PX_MPI_WORLD_SIZE"):
+            workers = len(json.loads(env.get("PX_CLUSTER") or "{}").get("worker") or ()) or 1
+            per_worker = max(1, int(env["PX_MPI_WORLD_SIZE"]) // workers)
+            local = int(env["PX_MPI_RANK"]) - int(env.get("PX_TASK_INDEX") or 0) * per_worker
+            return local if 0 <= local < per_worker else 0
+    except (ValueError, TypeError, AttributeError):
+        pass
+    return 0
+
+
+class Tracker:
+    """State of one process: the queue, the writers, the flush thread. Replaced after fork."""
+
+    def __init__(self) -> None:
+        env = os.environ
+        self.run_id = env.get("PX_RUN_ID") or None
+        # Each process of a replica writes its own files (see runstore.layout.process_file).
+        process = process_index(env)
+        metrics_path = env.get("PX_METRICS_PATH") or None
+        params_path = env.get("PX_PARAMS_PATH") or None
+        tb = env.get("PX_TENSORBOARD_PATH") or None
+        self.metrics_path = process_file(metrics_path, process) if metrics_path else None
+        self.params_path = process_file(params_path, process) if params_path else None
+        if tb and process:
+            tb = os.path.join(tb, f"rank{process}")
+        self.queue: collections.deque[Point] = collections.deque()
+        self.max_queued = _knobs().MAX_QUEUED_POINTS
+        self.dropped = 0
+        self.tensorboard_path = tb if self.run_id else None
+        self.events: ScalarEventWriter | None = None
+        self.write_lock = threading.Lock()
+        self.flushing: set[int] = set()  # idents of threads inside flush()
+        self.params_lock = threading.Lock()
+        self.wake = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.calls = 0  # TensorBoard step for calls without one
+        self.metrics_fd: int | None = None
+        self.mid_line = False  # a failed write left part of a line at the end of the file
+        self.pending_signal: int | None = None
+
+    # -- the background thread ---------------------------------------------------------------
+
+    def ensure_started(self) -> None:
+        if self.thread is not None or not self.run_id:
+            return
+        with _START_LOCK:
+            if self.thread is not None:
+                return
+            if self.tensorboard_path:
+                self.events = ScalarEventWriter(self.tensorboard_path, source="jupyter_px.tracking")
+            thread = threading.Thread(target=self._loop, name="px-tracking-flush", daemon=True)
+            self.thread = thread
+            thread.start()
+            _install_exit_hooks()
+
+    def _loop(self) -> None:
+        while True:
+            self.wake.wait(_knobs().FLUSH_INTERVAL_S)
+            self.wake.clear()
+            try:
+                self.flush()
+            except Exception as exc:  # keep the thread alive (the points stay queued); say so once
+                say_once(
+                    f"flush-{type(exc).__name__}",
+                    f"could not write metrics to {self.metrics_path or 'stdout'} ({exc!r}); "
+                    f"{len(self.queue)} points are kept in memory and retried every {_knobs().FLUSH_INTERVAL_S:g} s",
+                )
+
+    def drop(self) -> None:
+        """A point that did not fit in the queue (called instead of queueing it)."""
+        self.dropped += 1
+        if self.dropped == 1:
+            say(
+                f"{len(self.queue)} metric points are waiting to be written (MAX_QUEUED_POINTS); points "
+                "logged from now until the writer catches up are dropped (log less often to keep them all)"
+            )
+
+    # -- flushing ----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        me = threading.get_ident()
+        if me in self.flushing:  # re-entered from a signal handler while this thread flushes
+            return
+        self.flushing.add(me)
+        try:
+            with self.write_lock:
+                self._drain_and_write()
+        finally:
+            self.flushing.discard(me)
+        if self.pending_signal is not None and threading.current_thread() is threading.main_thread():
+            signum, self.pending_signal = self.pending_signal, None
+            _die_by(signum)
+
+    def _drain_and_write(self) -> None:
+        """Write what is queued now, oldest first, in batches of WRITE_BATCH. A point leaves the
+        queue only once its line is written; a failed write raises with the rest still queued.
+        Points queued meanwhile wait for the next flush (a flood cannot keep one flush going)."""
+        queue = self.queue
+        todo = len(queue)
+        while todo > 0:
+            batch = list(itertools.islice(queue, min(todo, _knobs().WRITE_BATCH)))
+            try:
+                self._write_lines(batch)
+            except PartialWrite as failed:
+                self._commit(batch[: failed.written])
+                raise failed.error from None
+            self._commit(batch)
+            todo -= len(batch)
+
+    def _write_lines(self, batch: list[Point]) -> None:
+        """The batch's JSON lines to the metrics file (or stdout, as marker lines); on failure a
+        PartialWrite whose `written` is the number of whole lines that got there."""
+        if self.metrics_path:
+            prefix = ""
+            if self.metrics_fd is None:
+                Path(self.metrics_path).parent.mkdir(parents=True, exist_ok=True)
+                self.metrics_fd = os.open(self.metrics_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                self.mid_line = ends_mid_line(self.metrics_fd)
+            fd = self.metrics_fd
+        else:
+            prefix, fd = METRICS_LOG_PREFIX, 1
+            flush_stdout()
+        data = "".join([f"{prefix}{json_line(*item)}\n" for item in batch]).encode()
+        lead = b"\n" if self.mid_line else b""  # end the fragment a failed write left (readers skip it)
+        try:
+            write_counted(fd, lead + data if lead else data)
+        except PartialWrite as failed:
+            written = max(0, failed.written - len(lead))  # bytes of this batch's lines in the file
+            if failed.written:  # the file now ends where the write stopped
+                self.mid_line = written > 0 and data[written - 1] != ord("\n")
+            failed.written = data.count(b"\n", 0, written)
+            raise
+        self.mid_line = False
+
+    def _commit(self, written: list[Point]) -> None:
+        """Take `written` (the oldest points) off the queue and add them to TensorBoard's file."""
+        popleft = self.queue.popleft
+        for _ in written:
+            popleft()
+        if self.events is None:
+            self.calls += len(written)
+            return
+        records = []
+        for step, wall_time, _total, values in written:
+            self.calls += 1
+            records.append((self.calls - 1 if step is None else step, wall_time, values))
+        try:
+            self.events.write(records)
+        except Exception as exc:  # the points are in the run store's JSONL; TensorBoard misses them
+            say_once(f"events-{type(exc).__name__}", f"could not write TensorBoard events: {exc!r}")
+
+
+_START_LOCK = threading.Lock()
+#: This process's tracker, made at the first call that needs it (`current()`), None after fork.
+tracker: Tracker | None = None
+_hooks_installed = False
+
+
+def current() -> Tracker:
+    """This process's tracker, made on first use."""
+    global tracker
+    made = tracker
+    if made is None:
+        with _START_LOCK:
+            if tracker is None:
+                tracker = Tracker()
+            made = tracker
+    return made
+
+
+def flush_current() -> None:
+    """Write everything this process has queued, if it is inside a run (the public `flush`)."""
+    made = tracker
+    if made is not None and made.run_id is not None:
+        made.flush()
+
+
+# ---------------------------------------------------------------------------------------------
+# Exit, signal and fork hooks.
+
+
+def _die_by(signum: int) -> None:
+    """Do what the default disposition of `signum` would have done."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
+    made = tracker
+    if made is not None:
+        if threading.get_ident() in made.flushing:
+            # The main thread was interrupted inside flush(): let that flush finish, then die.
+            made.pending_signal = signum
+            return
+        try:
+            made.flush()
+        except Exception as exc:
+            say(f"could not write {len(made.queue)} metric points before exiting on SIGTERM: {exc!r}")
+        _report_dropped(made)
+    _die_by(signum)
+
+
+def _install_exit_hooks() -> None:
+    """atexit always; SIGTERM only if the handler is still the default (and we are able to)."""
+    global _hooks_installed
+    if _hooks_installed:
+        _register_multiprocessing_finalizer()
+        return
+    _hooks_installed = True
+    atexit.register(_flush_at_exit)
+    _register_multiprocessing_finalizer()
+    if threading.current_thread() is threading.main_thread():
+        try:
+            if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError):  # not the main interpreter, or signals unavailable
+            pass
+
+
+def _register_multiprocessing_finalizer() -> None:
+    """multiprocessing children end with os._exit (no atexit); its finalizers still run."""
+    if "multiprocessing.util" in sys.modules:
+        from multiprocessing import util
+
+        util.Finalize(None, flush_current, exitpriority=100)
+
+
+def _flush_at_exit() -> None:
+    made = tracker
+    if made is not None:
+        try:
+            made.flush()
+        except Exception as exc:
+            say(f"could not write {len(made.queue)} metric points at exit: {exc!r}")
+        _report_dropped(made)
+
+
+def _report_dropped(made: Tracker) -> None:
+    if made.dropped:
+        say(f"{made.dropped} metric points were dropped in all: they were logged while the queue was full")
+
+
+def _reset_after_fork() -> None:
+    """In a forked child: forget the parent's queue, thread, locks and open files."""
+    global tracker, _START_LOCK
+    _START_LOCK = threading.Lock()
+    tracker = None
+    # The atexit hook and the SIGTERM handler are inherited and act on the new tracker; a
+    # multiprocessing finalizer is registered again when the child starts logging.
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
