@@ -131,8 +131,8 @@ def test_mxjob_is_submitted_where_the_operator_serves_it(cluster, px_home):
 def test_a_right_taken_away_mid_run_ends_the_follow_with_the_servers_reason(tmp_path, monkeypatch, px_home):
     """The Role loses `get pods/log` after the submit: the follower's log reads get the API
     server's 403, and the follow ends with reason Forbidden and the server's own words."""
-    monkeypatch.setenv("PX_K8S_REFUSED_GIVE_UP_S", "1")
     with backend_cluster(tmp_path, monkeypatch, px_home, namespaces=("default",)) as cluster:
+        monkeypatch.setenv("PX_K8S_REFUSED_GIVE_UP_S", "1")  # after the fixture, which clears PX_K8S_*
         run = jupyter_px.submit("import time\ntime.sleep(600)\n", TORCH)
         cluster.deny("get", "pods/log", group="")  # after the preflight, which would refuse the run
         status = wait_for(lambda: (s := run.store.status(run.run_id)).reason == "Forbidden" and s, "Forbidden")
