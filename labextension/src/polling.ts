@@ -11,10 +11,22 @@ export function pollFrequency(intervalSeconds: number): IPoll.Frequency {
 }
 
 /**
- * Standby for a poll that serves one widget: while the widget is hidden or the document is.
+ * A poll that serves one view: `factory` every `intervalSeconds` (see `pollFrequency`), and none
+ * while the view (`isVisible` false) or the browser tab is hidden.
  */
-export function standbyWhenHidden(
-  isVisible: () => boolean
-): () => boolean | Poll.Standby {
-  return () => (!isVisible() ? true : 'when-hidden');
+export function viewPoll(options: {
+  name: string;
+  intervalSeconds: number;
+  isVisible: () => boolean;
+  factory: () => Promise<void>;
+  auto?: boolean;
+}): Poll {
+  const { isVisible } = options;
+  return new Poll({
+    auto: options.auto ?? true,
+    factory: options.factory,
+    frequency: pollFrequency(options.intervalSeconds),
+    standby: () => (isVisible() ? 'when-hidden' : true),
+    name: options.name
+  });
 }

@@ -2,7 +2,7 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import * as api from './api';
-import { pollFrequency } from './polling';
+import { pollFrequency, viewPoll } from './polling';
 import { newlyFinished } from './runs';
 import type { IProgress, IRunsPage, IRunSummary, ISweep } from './types';
 
@@ -38,12 +38,12 @@ export class RunsModel {
     this._fetchSweeps =
       options.sweepsFetcher ?? (options.fetcher ? async () => [] : listSweeps);
     this.limit = options.pageSize ?? 100;
-    this.poll = new Poll({
-      auto: false,
+    this.poll = viewPoll({
+      name: 'jupyter-px:runs',
+      intervalSeconds: options.interval,
+      isVisible: options.isVisible,
       factory: () => this.refresh(),
-      frequency: pollFrequency(options.interval),
-      standby: () => (options.isVisible() ? 'when-hidden' : true),
-      name: 'jupyter-px:runs'
+      auto: false
     });
   }
 

@@ -2,7 +2,7 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import * as api from '../api';
-import { pollFrequency } from '../polling';
+import { viewPoll } from '../polling';
 import { runGoneMessage } from '../runGone';
 import type { IRunDetail } from '../types';
 import type { IRunPayload } from './runMime';
@@ -17,11 +17,11 @@ export class RunOutputModel {
     interval: number,
     isVisible: () => boolean
   ) {
-    this.poll = new Poll({
-      factory: () => this.fetch(),
-      frequency: pollFrequency(interval),
-      standby: () => (isVisible() ? 'when-hidden' : true),
-      name: `jupyter-px:output:${payload.run_id}`
+    this.poll = viewPoll({
+      name: `jupyter-px:output:${payload.run_id}`,
+      intervalSeconds: interval,
+      isVisible,
+      factory: () => this.fetch()
     });
   }
 

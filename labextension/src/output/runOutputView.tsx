@@ -1,7 +1,7 @@
 import { UseSignal } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { failureLine } from '../failureLine';
+import { FailureLine } from '../failureLineView';
 import type { MetricsModel } from '../panels/metricsModel';
 import { MetricsPlot } from '../panels/metricsPlot';
 import { formatAge, replicaText, stateBadge } from '../runs';
@@ -11,26 +11,6 @@ import type { RunOutputModel } from './runOutputModel';
 export interface IRunOutputActions {
   openTensorBoard(runId: string): void;
   openLogs(runId: string): void;
-}
-
-/** A failed run's exception line, from its failing replica's log (as on the sidebar's card). */
-function FailureLine(props: { runId: string }): JSX.Element | null {
-  const [line, setLine] = React.useState('');
-  React.useEffect(() => {
-    let live = true;
-    failureLine(props.runId).then(
-      text => live && setLine(text),
-      () => undefined
-    );
-    return () => {
-      live = false;
-    };
-  }, [props.runId]);
-  return line ? (
-    <div className="jp-px-run-message jp-px-run-failure" title={line}>
-      {line}
-    </div>
-  ) : null;
 }
 
 /**

@@ -4,7 +4,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import * as api from '../api';
 import { runGoneMessage } from '../runGone';
 import { mergeSeries } from '../plot';
-import { pollFrequency } from '../polling';
+import { viewPoll } from '../polling';
 import type { ISeries } from '../types';
 
 /**
@@ -17,11 +17,11 @@ export class MetricsModel {
     interval: number,
     isVisible: () => boolean
   ) {
-    this.poll = new Poll({
-      factory: () => this.fetch(),
-      frequency: pollFrequency(interval),
-      standby: () => (isVisible() ? 'when-hidden' : true),
-      name: `jupyter-px:metrics:${runId}`
+    this.poll = viewPoll({
+      name: `jupyter-px:metrics:${runId}`,
+      intervalSeconds: interval,
+      isVisible,
+      factory: () => this.fetch()
     });
   }
 

@@ -2,7 +2,7 @@ import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import * as api from '../api';
-import { pollFrequency } from '../polling';
+import { viewPoll } from '../polling';
 
 /** The most log text a tab keeps (its tail): a long run's log does not grow the page without end. */
 const MAX_LOG_TEXT = 2 * 1024 * 1024;
@@ -62,11 +62,11 @@ export class ReplicaLog extends Widget {
     this._scroller.appendChild(this._empty);
     this._pre = document.createElement('pre');
     this._scroller.appendChild(this._pre);
-    this.poll = new Poll({
-      factory: () => this.fetch(),
-      frequency: pollFrequency(interval),
-      standby: () => (this.isVisible ? 'when-hidden' : true),
-      name: `jupyter-px:log:${runId}:${role}-${index}`
+    this.poll = viewPoll({
+      name: `jupyter-px:log:${runId}:${role}-${index}`,
+      intervalSeconds: interval,
+      isVisible: () => this.isVisible,
+      factory: () => this.fetch()
     });
   }
 

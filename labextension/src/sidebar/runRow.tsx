@@ -8,31 +8,11 @@ import {
   runLabel,
   stateBadge
 } from '../runs';
-import { failureLine } from '../failureLine';
+import { FailureLine } from '../failureLineView';
 import type { IRunSummary } from '../types';
 import type { ISidebarActions } from './actions';
 import { confirmDelete } from './housekeeping';
 import { IRowMenuItem, RowMenu } from './rowMenu';
-
-/** A failed run's exception line, read from its failing replica's log once the run failed. */
-function FailureLine(props: { runId: string }): JSX.Element | null {
-  const [line, setLine] = React.useState('');
-  React.useEffect(() => {
-    let live = true;
-    failureLine(props.runId).then(
-      text => live && setLine(text),
-      () => undefined
-    );
-    return () => {
-      live = false;
-    };
-  }, [props.runId]);
-  return line ? (
-    <div className="jp-px-run-message jp-px-run-failure" title={line}>
-      {line}
-    </div>
-  ) : null;
-}
 
 /**
  * One run in the list: a check box (for TensorBoard, Compare and Delete of several), name, state,
