@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import detached
-from ..runstore import RunState, RunStore
+from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
 from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText
 from ..topology import Topology, TopologyError, parse_topology, to_dict
@@ -300,8 +300,6 @@ class Controller:
         return points
 
     def watch(self, number: int) -> None:
-        import optuna
-
         active = self.active[number]
         trial = active.trial
         for step, value in self.read_points(active):
@@ -311,12 +309,18 @@ class Controller:
                 if self.spec.pruning is not None and trial.should_prune():
                     return self.prune(number, step, value)
         status = self.service.keep(active.run_id)
-        if not status.state.finished:
-            return
+        if status.state.finished:
+            self.trial_ended(number, status)
+
+    def trial_ended(self, number: int, status: RunStatus) -> None:
+        """The trial's run has ended: complete with the objective's last value, or failed."""
+        import optuna
+
+        active = self.active.pop(number)
+        trial = active.trial
         self.read_points(active)
         trial.set_user_attr("final", dict(active.last))
         trial.set_user_attr("finished_at", time.time())
-        del self.active[number]
         if status.state == RunState.SUCCEEDED:
             objective = self.spec.objective
             if objective is None:
@@ -336,7 +340,16 @@ class Controller:
     def prune(self, number: int, step: int, value: float) -> None:
         import optuna
 
-        active = self.active.pop(number)
+        active = self.active[number]
+        try:
+            stopped = self.service.stop(active.run_id)
+        except Exception as error:
+            log.warning("trial %s: stopping run %s failed: %s", number, active.run_id, error)
+        else:
+            if stopped.state == RunState.SUCCEEDED:  # it ran to its end before the stop: complete
+                log.info("trial %s: its run ended before it could be pruned at step %s", number, step)
+                return self.trial_ended(number, stopped)
+        del self.active[number]
         active.trial.set_user_attr(
             "reason",
             f"pruned at step {step} ({self.spec.objective.name if self.spec.objective else 'value'} {value:g})",
@@ -344,10 +357,6 @@ class Controller:
         active.trial.set_user_attr("pruned_step", step)
         active.trial.set_user_attr("pruned_value", value)
         active.trial.set_user_attr("finished_at", time.time())
-        try:
-            self.service.stop(active.run_id)
-        except Exception as error:
-            log.warning("trial %s: stopping run %s failed: %s", number, active.run_id, error)
         self.study.tell(active.trial, state=optuna.trial.TrialState.PRUNED)
         log.info("trial %s pruned at step %s (value %s)", number, step, value)
 
