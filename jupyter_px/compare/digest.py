@@ -137,7 +137,7 @@ def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
         chosen = downsample_indices(x, y, points)
         steps, values = x[chosen], y[chosen]
         curves[metric] = Curve(replica, steps, values, len(y), series_values(x, y), *encode_points(steps, values))
-    params = run_params(reader.params(), record.topology, record.backend)
+    params = run_params(reader.params(), record.topology, record.backend, record.sweep.params if record.sweep else None)
     return RunDigest(
         run_id=run_id,
         name=record.name,

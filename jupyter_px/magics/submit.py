@@ -14,7 +14,7 @@ from ..presentation.text import topology_problems
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology
 from ..topology.registry import UnknownTopology, topologies
 from .args import IDENTIFIER, check_output, check_wait, output_arg, wait_args
-from .common import shell_of, show_run, submit_errors, wait_for_run
+from .common import cell_id, shell_of, show_run, submit_errors, wait_for_run
 
 #: Which magic option set which field, so an invalid override is reported as the option.
 OPTION_FIELDS = {
@@ -131,7 +131,8 @@ class SubmitMagics(Magics):
     def _code_for(self, args: Any, cell: str):
         from .. import notebook_code
 
-        origin = "cell"
+        cell_key = cell_id(shell_of(self))
+        origin = f"cell:{cell_key}" if cell_key else "cell"  # the previous run of this cell is compared
         source = notebook_code.strip_px_lines(cell)
         if args.notebook:
             history = shell_of(self).history_manager

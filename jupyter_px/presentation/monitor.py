@@ -157,8 +157,8 @@ def phase_counts(rows: Iterable[ReplicaRow]) -> str:
 def _phase_html(row: ReplicaRow) -> str:
     if row.phase == STOPPED_WHEN_SUCCEEDED:
         return f"<span style='color:{STATE_COLORS['Succeeded']}'>{STOPPED_WHEN_SUCCEEDED}</span>"
-    if row.phase == STARTING:
-        return f"<span style='color:{STATE_COLORS['Running']};font-style:italic'>starting</span>"
+    if row.phase == STARTING:  # waiting for its first output: the waiting colour, not a link's blue
+        return f"<span style='color:{STATE_COLORS['Pending']};font-weight:600'>starting</span>"
     return state_badge(row.phase)
 
 
@@ -212,6 +212,21 @@ def last_line(text: str) -> str:
         if line and not line.startswith("--- restart"):
             return line
     return ""
+
+
+#: An exception line: `ValueError: ...`, `torch.distributed.DistBackendError: ...`, `KeyboardInterrupt`.
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b(:.*)?$")
+
+
+def exception_line(text: str) -> str:
+    """The line that says why a replica failed: the last line of its log that reads as an
+    exception (where a Python user looks, at the bottom of the traceback), else its last line."""
+    lines = [line.rsplit("\r", 1)[-1].strip() for line in text.split("\n")]
+    lines = [line for line in lines if line and not line.startswith("--- restart")]
+    for line in reversed(lines):
+        if _EXCEPTION.match(line):
+            return line
+    return lines[-1] if lines else ""
 
 
 def log_html(text: str, max_height: int = 320) -> str:

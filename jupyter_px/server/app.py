@@ -164,6 +164,10 @@ class JupyterPxApp(ExtensionApp):
         compare_arguments = compare_handlers.route_arguments(self.state)
         self._digests = compare_arguments["digests"]
         self.handlers.extend((path + "/?", handler, compare_arguments) for path, handler in compare_handlers.ROUTES)
+        from . import view_handlers  # the run's view-model, sharing the comparison's digests
+
+        view_arguments = view_handlers.route_arguments(self.state, self._digests)
+        self.handlers.extend((path + "/?", handler, view_arguments) for path, handler in view_handlers.VIEW_ROUTES)
         from .sweep_handlers import SWEEP_ROUTES
 
         self.handlers.extend((path + "/?", handler, {"state": self.state}) for path, handler in SWEEP_ROUTES)
