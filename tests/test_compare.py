@@ -256,7 +256,7 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     first = DigestCache(store)
     before = compare_runs(store, [*ids, "live"], cache=first)
     assert first.reads == 4
-    assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.pickle" for i in ids)
+    assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.v2.pickle" for i in ids)
 
     later = DigestCache(store)  # a new server: nothing in memory
     again = compare_runs(store, [*ids, "live"], cache=later)
@@ -266,7 +266,7 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     path = store.paths("lr-1").metrics("master", 0)
     with open(path, "a") as handle:
         handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.00001}}\n')
-    (first.folder / "lr-2.500.pickle").write_bytes(b"cut sh")  # a damaged file is read past
+    (first.folder / "lr-2.500.v2.pickle").write_bytes(b"cut sh")  # a damaged file is read past
     third = DigestCache(store)
     changed = compare_runs(store, [*ids, "live"], cache=third)
     assert third.reads == 3  # lr-1 changed, lr-2's file is damaged, live runs

@@ -209,6 +209,7 @@ API_CALLS = {
     "compareRuns": (models.Comparison, models.CompareRequest),
     "startCompareTensorBoard": (models.TensorBoardStarted, models.CompareTensorBoardRequest),
     "listSweeps": (models.SweepsPage, None),
+    "getRunView": (models.RunViewModel, None),
     "stopSweep": (models.Sweep, None),
 }
 

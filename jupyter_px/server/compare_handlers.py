@@ -60,6 +60,7 @@ class CompareHandler(_CompareRoute):
             optimisation=sweep_objective(self.px.store, body.sweep, body.optimisation),
             all_params=body.all_params,
             cache=self.digests,
+            best=body.best,
         )
         checked = dump(Comparison, finite_json(comparison.to_json(arrays=False)))
         return encode(checked, comparison), (time.thread_time() - started) * 1000

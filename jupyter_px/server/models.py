@@ -19,6 +19,16 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..presentation.view_models import (
+    CellChanges,
+    Failure,
+    MetricChange,
+    ParamChange,
+    PhaseCount,
+    RankRate,
+    ReplicaRowView,
+    RunViewModel,
+)
 from ..runstore.layout import RUN_ID_PATTERN
 
 #: The cell tag whose cells a notebook submission ships with `cells: "tagged"`.
@@ -170,6 +180,7 @@ class CompareRequest(Body):
     points: Annotated[int, BeforeValidator(_points)] = 500
     optimisation: dict[str, Literal["min", "max"]] | None = None
     all_params: bool = False
+    best: Literal["succeeded", "common_step", "all"] = "succeeded"
 
 
 class CompareTensorBoardRequest(Body):
@@ -392,6 +403,7 @@ class CompareCurve(Reply):
     replica: str
     steps: list[float]
     values: list[float]
+    times: list[float] = Field(description="each point's wall time (seconds since the epoch)")
     total: int
 
 
@@ -399,7 +411,18 @@ class ComparedMetric(Reply):
     name: str
     optimisation: Literal["min", "max"]
     best_run: str | None
+    best_rule: str = Field(description='what "best" meant: "lowest among the 3 runs that succeeded"')
+    common_step: float | None = Field(description="the step every run was compared at (best=common_step)")
     curves: list[CompareCurve]
+
+
+class ParamImportance(Reply):
+    """How much a param accounts for the first metric across the runs (`compare.importance`)."""
+
+    param: str
+    importance: float
+    correlation: float | None
+    runs: int
 
 
 class CompareRow(Reply):
@@ -423,6 +446,7 @@ class Comparison(Reply):
     hidden_params: int = Field(description="params left out because every run has the same value")
     rows: list[CompareRow]
     points: int
+    importance: list[ParamImportance] = Field(description="the params that matter for the first metric")
 
 
 SweepStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped"]
@@ -498,6 +522,15 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     ComparedMetric: "IComparedMetric",
     CompareRow: "ICompareRow",
     Comparison: "IComparison",
+    ParamImportance: "IParamImportance",
+    RunViewModel: "IRunViewModel",
+    ReplicaRowView: "IReplicaRowView",
+    PhaseCount: "IPhaseCount",
+    RankRate: "IRankRate",
+    Failure: "IFailure",
+    CellChanges: "ICellChanges",
+    ParamChange: "IParamChange",
+    MetricChange: "IMetricChange",
     SweepTrial: "ISweepTrial",
     Sweep: "ISweep",
     SweepsPage: "ISweepsPage",

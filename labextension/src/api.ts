@@ -10,6 +10,7 @@ import type {
   IRunDeleted,
   IRunDetail,
   IRunsPage,
+  IRunViewModel,
   ISubmission,
   ISweep,
   ISweepsPage,
@@ -71,6 +72,11 @@ export async function submitRun(body: ISubmission): Promise<IRunDetail> {
 
 export async function getRun(runId: string): Promise<IRunDetail> {
   return (await requestAPI<IRunDetail>(run(runId))).data!;
+}
+
+/** The run as every view shows it: states, replicas, progress, pace, failure, changes. */
+export async function getRunView(runId: string): Promise<IRunViewModel> {
+  return (await requestAPI<IRunViewModel>(run(runId, 'view'))).data!;
 }
 
 export async function stopRun(runId: string): Promise<IRunDetail> {
