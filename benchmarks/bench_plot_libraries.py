@@ -84,7 +84,7 @@ async ([library, kind, curves, points]) => {
         { stroke: theme(dark).fg, grid: { stroke: theme(dark).grid } },
         { stroke: theme(dark).fg, grid: { stroke: theme(dark).grid } }
       ],
-      series: [{}, ...ys.map((_, c) => ({ label: 'run ' + c, stroke: 'hsl(' + (c * 37) % 360 + ',60%,50%)', width: 1 }))]
+      series: [{}, ...ys.map((_, c) => ({ label: 'run ' + c, stroke: `hsl(${(c * 37) % 360},60%,50%)`, width: 1 }))]
     });
     let plot = new uPlot(options(false), data, node);
     await painted();

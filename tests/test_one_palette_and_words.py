@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from pathlib import Path
 
 from local_support import CLI, ROOT
 
@@ -64,8 +65,7 @@ def test_stopped_has_one_colour_in_the_monitor_and_its_final_view(synthetic_run)
 
 
 def test_replicas_have_the_same_colours_in_every_plot(synthetic_run):
-    from jupyter_px.presentation.monitor import svg_plot
-    from jupyter_px.widgets.plots import LivePlot
+    from jupyter_px.widgets.plots import LivePlot, static_figure
 
     synthetic_run("pal-2", PYTORCH, metric_points=5)
     monitor = _monitor("pal-2")
@@ -75,8 +75,11 @@ def test_replicas_have_the_same_colours_in_every_plot(synthetic_run):
     plot.update(data, data.keys())
     live = {trace.name: trace.line.color for trace in plot.figure.data}
     assert live == {replica: REPLICA_COLORS[i] for i, replica in enumerate(replicas)}
-    svg = svg_plot(data, "loss")
-    assert re.findall(r"<polyline fill='none' stroke='([^']+)'", svg) == list(REPLICA_COLORS[: len(replicas)])
+    static = {trace.name: trace.line.color for trace in static_figure(data, ["loss"]).data}
+    assert static == live
+    # The sidebar's plots take the same palette from the stylesheet (--px-replica-N).
+    css = (Path(__file__).resolve().parents[1] / "style" / "base.css").read_text()
+    assert re.findall(r"--px-replica-\d+: (#[0-9a-f]{6})", css) == [c.lower() for c in REPLICA_COLORS]
 
 
 def test_resources_read_the_same_in_the_notebook_and_the_cli(synthetic_run, tmp_path):

@@ -210,6 +210,7 @@ API_CALLS = {
     "startCompareTensorBoard": (models.TensorBoardStarted, models.CompareTensorBoardRequest),
     "listSweeps": (models.SweepsPage, None),
     "getRunView": (models.RunViewModel, None),
+    "getSweep": (models.Sweep, None),
     "stopSweep": (models.Sweep, None),
 }
 

@@ -63,6 +63,9 @@ class RunViewSource:
         self._lines: dict[str, str] = {}
         self._failure: Failure | None = None
         self._final_changes: CellChanges | None = None
+        #: The status the last `view()` observed, and what it found wrong with the run's owner.
+        self.last_status: Any = None
+        self.owner_problem: str | None = None
 
     def labels(self) -> dict[str, str]:
         return {f"{role}-{index}": replica_label(role, index, self.tf_chief) for role, index in self.replicas}
@@ -70,7 +73,8 @@ class RunViewSource:
     def view(self) -> RunViewModel:
         with self._lock:
             observation = self.service.observe(self.run_id)
-            status = observation.status
+            status = self.last_status = observation.status
+            self.owner_problem = observation.owner_problem
             if self._own_reader:
                 self.reader.poll()
             for key, text in self._ends.poll().items():

@@ -18,6 +18,7 @@ import ipywidgets as widgets
 from ..sweeps.store import SweepStatus, TrialState
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from .plots import THEME_NEUTRAL
+from .run_mime import SWEEP_MIMETYPE, sweep_payload
 
 #: Colours of trial states in the table (the run monitor's palette: done, stopped early, failed).
 STATE_COLOURS = {
@@ -62,9 +63,12 @@ def objective_figure(status: SweepStatus) -> Any:
 
     figure = go.Figure()
     for trial in sorted(status.trials, key=lambda t: t.number):
-        if not trial.intermediate:
+        # A trial that reported no step but has a value is a point at its last step: a finished
+        # sweep never draws bare axes.
+        points = trial.intermediate or ([(trial.step or 0, trial.value)] if trial.value is not None else [])
+        if not points:
             continue
-        steps, values = zip(*trial.intermediate, strict=True)
+        steps, values = zip(*points, strict=True)
         best = trial.number == status.best
         figure.add_scatter(
             x=list(steps),
@@ -128,9 +132,28 @@ def parallel_figure(status: SweepStatus) -> Any:
         **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
         title={"text": "parameters and objective", "y": 0.98, "yanchor": "top"},
         height=340,
-        margin={"l": 60, "r": 60, "t": 80, "b": 30},
+        margin={"l": 60, "r": 130, "t": 80, "b": 30},  # the colour bar's room: clipped otherwise
     )
     return figure
+
+
+def _redraw(widget: Any, figure: Any) -> None:
+    """Show `figure` in the existing figure widget, and keep it in the widget's synced state.
+
+    One widget for the monitor's life, edited in place: widgets replaced from the update thread
+    left the front end with empty plots (`data` []). plotly's own edits are transient messages a
+    saved notebook does not keep, so the synced `_widget_data` / `_widget_layout` are set too
+    (as `plots.LivePlot.finalize` does)."""
+    from copy import deepcopy
+
+    from .plots import _plain
+
+    with widget.batch_update():
+        widget.data = ()
+        widget.add_traces(list(figure.data))
+        widget.layout = figure.layout
+    widget._widget_layout = deepcopy(widget._layout_obj._props)
+    widget._widget_data = _plain(deepcopy(widget._data))
 
 
 class SweepMonitor(widgets.VBox):
@@ -165,8 +188,6 @@ class SweepMonitor(widgets.VBox):
         return f"<SweepMonitor {self.sweep_id}: {state}>"
 
     def refresh(self) -> SweepStatus:
-        import plotly.graph_objects as go
-
         with self._lock:
             view = self.sweep.service.view(self.sweep_id)
             status = view.status
@@ -176,16 +197,12 @@ class SweepMonitor(widgets.VBox):
             points = tuple((t.number, t.state.value, len(t.intermediate), t.value) for t in status.trials)
             if points != self._shown_points:  # redraw the plots only when a trial moved
                 self._shown_points = points
-                # New figure widgets, not edits of the old ones: a widget's saved state (what a
-                # saved notebook shows) holds the traces it was built with.
-                old = (self.objective_plot, self.parallel_plot)
-                self.objective_plot = go.FigureWidget(objective_figure(status))
-                self.parallel_plot = go.FigureWidget(parallel_figure(status))
-                self.children = [self.header, self.stop_button, self.table, self.objective_plot, self.parallel_plot]
-                for widget in old:
-                    widget.close()
+                _redraw(self.objective_plot, objective_figure(status))
+                _redraw(self.parallel_plot, parallel_figure(status))
             self.finished = status.state.finished
             self.stop_button.disabled = self.finished
+            # A finished sweep has nothing to stop: a neutral, disabled button, not a red one.
+            self.stop_button.button_style = "" if self.finished else "danger"
             return status
 
     def start(self) -> None:
@@ -229,3 +246,14 @@ class SweepMonitor(widgets.VBox):
         from IPython.display import display
 
         return display(self, display_id=True)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget, and the sweep's mimetype: JupyterLab's extension shows the sweep as the
+        server knows it (live after a kernel restart, and in a reopened notebook)."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, dict):
+            status = self.last_status
+            bundle[SWEEP_MIMETYPE] = sweep_payload(
+                self.sweep_id, name=self.sweep.record.name, state=status.state.value if status else None
+            )
+        return bundle

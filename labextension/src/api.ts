@@ -139,6 +139,12 @@ export async function listSweeps(): Promise<ISweepsPage> {
   return (await requestAPI<ISweepsPage>('sweeps?trials=true')).data!;
 }
 
+/** One sweep with its trials (`GET sweeps/<ref>`). */
+export async function getSweep(sweepId: string): Promise<ISweep> {
+  return (await requestAPI<ISweep>(`sweeps/${encodeURIComponent(sweepId)}`))
+    .data!;
+}
+
 /** Stop a sweep: its running trials (each whole run), then its controller. */
 export async function stopSweep(sweepId: string): Promise<ISweep> {
   return (

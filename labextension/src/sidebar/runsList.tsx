@@ -9,21 +9,11 @@ import { clearFinished } from './housekeeping';
 import { RunRow } from './runRow';
 import { SelectionBar } from './selectionBar';
 import { SweepGroup } from './sweepGroup';
+import { AGE_TICK_MS, useNow } from '../useNow';
 
-/** How often the rows' ages count up, in milliseconds (the list polls less often). */
-export const AGE_TICK_MS = 1000;
+export { AGE_TICK_MS };
 
 const STATES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Stopped', 'Lost'];
-
-/** The current time in seconds, updated every `ms`: ages tick without a new poll. */
-function useNow(ms: number): number {
-  const [now, setNow] = React.useState(() => Date.now() / 1000);
-  React.useEffect(() => {
-    const timer = window.setInterval(() => setNow(Date.now() / 1000), ms);
-    return () => window.clearInterval(timer);
-  }, [ms]);
-  return now;
-}
 
 /**
  * The Runs section: the runs model's page of runs, newest first (a sweep's trials under the
