@@ -30,18 +30,63 @@ const comparison: IComparison = {
       best_rule: 'lowest among the 2 runs that succeeded',
       common_step: null,
       curves: [
-        { run_id: 'sw-t0-aaaa', replica: 'master-0', steps: [0, 10], values: [2, 1], times: [100, 110], total: 2 },
-        { run_id: 'b', replica: 'master-0', steps: [0, 5], values: [2, 0.5], times: [200, 201], total: 3 },
-        { run_id: 'sw-t2-cccc', replica: 'worker-0', steps: [0], values: [3], times: [5], total: 1 }
+        {
+          run_id: 'sw-t0-aaaa',
+          replica: 'master-0',
+          steps: [0, 10],
+          values: [2, 1],
+          times: [100, 110],
+          total: 2
+        },
+        {
+          run_id: 'b',
+          replica: 'master-0',
+          steps: [0, 5],
+          values: [2, 0.5],
+          times: [200, 201],
+          total: 3
+        },
+        {
+          run_id: 'sw-t2-cccc',
+          replica: 'worker-0',
+          steps: [0],
+          values: [3],
+          times: [5],
+          total: 1
+        }
       ]
     }
   ],
   params: ['lr', 'optimizer'],
   hidden_params: 4,
   rows: [
-    { run_id: 'sw-t0-aaaa', name: 'sw', state: 'Succeeded', params: { lr: 0.1, optimizer: 'sgd' }, final: { loss: 1 }, best: { loss: 1 }, best_step: { loss: 10 } },
-    { run_id: 'b', name: null, state: 'Stopped', params: { lr: 0.01, optimizer: 'adam' }, final: { loss: 0.5 }, best: { loss: 0.5 }, best_step: { loss: 5 } },
-    { run_id: 'sw-t2-cccc', name: 'sw', state: 'Succeeded', params: { lr: null, optimizer: 'sgd' }, final: {}, best: {}, best_step: {} }
+    {
+      run_id: 'sw-t0-aaaa',
+      name: 'sw',
+      state: 'Succeeded',
+      params: { lr: 0.1, optimizer: 'sgd' },
+      final: { loss: 1 },
+      best: { loss: 1 },
+      best_step: { loss: 10 }
+    },
+    {
+      run_id: 'b',
+      name: null,
+      state: 'Stopped',
+      params: { lr: 0.01, optimizer: 'adam' },
+      final: { loss: 0.5 },
+      best: { loss: 0.5 },
+      best_step: { loss: 5 }
+    },
+    {
+      run_id: 'sw-t2-cccc',
+      name: 'sw',
+      state: 'Succeeded',
+      params: { lr: null, optimizer: 'sgd' },
+      final: {},
+      best: {},
+      best_step: {}
+    }
   ],
   points: 500,
   importance: []
@@ -61,16 +106,26 @@ const lines = (overrides: object = {}) =>
 describe('comparison panel', () => {
   it('draws a line per run in its colour, the best thick and last (on top)', () => {
     const drawn = lines();
-    expect(drawn.map(line => line.id)).toEqual(['b', 'sw-t2-cccc', 'sw-t0-aaaa']);
+    expect(drawn.map(line => line.id)).toEqual([
+      'b',
+      'sw-t2-cccc',
+      'sw-t0-aaaa'
+    ]);
     expect(drawn[2].width).toBeGreaterThan(drawn[0].width!);
     expect(drawn[2].name).toMatch(/★$/);
-    expect(drawn.map(line => line.color)).toEqual([SERIES[1], SERIES[2], SERIES[0]]);
+    expect(drawn.map(line => line.color)).toEqual([
+      SERIES[1],
+      SERIES[2],
+      SERIES[0]
+    ]);
   });
 
   it('puts a run under the pointer on top and fades the others', () => {
     const drawn = lines({ highlight: 'b' });
     expect(drawn[drawn.length - 1].id).toBe('b');
-    expect(drawn.find(line => line.id === 'sw-t0-aaaa')!.opacity).toBeLessThan(0.5);
+    expect(drawn.find(line => line.id === 'sw-t0-aaaa')!.opacity).toBeLessThan(
+      0.5
+    );
     expect(drawn.find(line => line.id === 'b')!.opacity).toBe(1);
   });
 
@@ -78,7 +133,9 @@ describe('comparison panel', () => {
     const relative = lines({ xKind: 'relative' });
     expect(relative.find(line => line.id === 'b')!.x).toEqual([0, 1]);
     const wall = lines({ xKind: 'wall' });
-    expect(wall.find(line => line.id === 'b')!.x[0]).toBe(new Date(200000).toISOString());
+    expect(wall.find(line => line.id === 'b')!.x[0]).toBe(
+      new Date(200000).toISOString()
+    );
     const smoothed = lines({ smoothing: 0.5 });
     expect(smoothed.filter(line => line.faint).length).toBe(3);
     expect(smoothed.filter(line => !line.faint).length).toBe(3);
@@ -105,13 +162,15 @@ describe('comparison panel', () => {
   it('sorts best first by default, either way by any column, empty cells last', () => {
     const order = defaultSort(comparison)!;
     expect(order.column.key).toBe('best:loss');
-    expect(sortRows(comparison.rows, order.column, order.ascending).map(r => r.run_id)).toEqual([
-      'b',
-      'sw-t0-aaaa',
-      'sw-t2-cccc'
-    ]);
+    expect(
+      sortRows(comparison.rows, order.column, order.ascending).map(
+        r => r.run_id
+      )
+    ).toEqual(['b', 'sw-t0-aaaa', 'sw-t2-cccc']);
     const [, state] = compareColumns(comparison);
-    expect(sortRows(comparison.rows, state, false).map(r => r.run_id)[0]).toBe('sw-t0-aaaa');
+    expect(sortRows(comparison.rows, state, false).map(r => r.run_id)[0]).toBe(
+      'sw-t0-aaaa'
+    );
   });
 
   it('gives the params view an axis per param and the objective, runs without it left out', () => {

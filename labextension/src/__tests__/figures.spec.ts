@@ -21,7 +21,15 @@ describe('line plots', () => {
     // Three steps: plotly's own choice is 0, 0.5, 1, ... 2.5, 3.
     expect(integerTickStep([0, 1, 2, 3])).toBe(1);
     const figure = lineFigure({
-      lines: [{ name: 'worker-0', id: 'worker-0', x: [0, 1, 2, 3], y: [4, 3, 2, 1], color: 'red' }],
+      lines: [
+        {
+          name: 'worker-0',
+          id: 'worker-0',
+          x: [0, 1, 2, 3],
+          y: [4, 3, 2, 1],
+          color: 'red'
+        }
+      ],
       theme: theme(),
       yTitle: 'loss'
     });
@@ -50,13 +58,19 @@ describe('line plots', () => {
     expect(figure.layout.showlegend).toBe(true);
     // Hover lists every replica's value at the step under the pointer.
     expect(figure.layout.hovermode).toBe('x unified');
-    expect(figure.data.map(trace => trace.line.color)).toEqual(SERIES.slice(0, 2));
+    expect(figure.data.map(trace => trace.line.color)).toEqual(
+      SERIES.slice(0, 2)
+    );
   });
 
   it('takes its colours from the theme: text, grid, transparent grounds', () => {
     document.body.style.setProperty('--jp-ui-font-color1', 'rgb(1, 2, 3)');
     document.body.style.setProperty('--jp-border-color2', 'rgb(4, 5, 6)');
-    const figure = lineFigure({ lines: [], theme: plotTheme(), yTitle: 'loss' });
+    const figure = lineFigure({
+      lines: [],
+      theme: plotTheme(),
+      yTitle: 'loss'
+    });
     expect(figure.layout.font.color).toBe('rgb(1, 2, 3)');
     expect(figure.layout.xaxis.gridcolor).toBe('rgb(4, 5, 6)');
     expect(figure.layout.paper_bgcolor).toBe('rgba(0,0,0,0)');
@@ -83,8 +97,12 @@ describe('line plots', () => {
 
   it('draws a line per replica from its steps, a gap where a value was not finite', () => {
     const data = {
-      'worker-0': { loss: { steps: [0, 1, 2], values: [1, null, 3], times: [10, 11, 12] } },
-      'master-0': { loss: { steps: [0, 1, 2], values: [3, 2, 1], times: [10, 11, 13] } }
+      'worker-0': {
+        loss: { steps: [0, 1, 2], values: [1, null, 3], times: [10, 11, 12] }
+      },
+      'master-0': {
+        loss: { steps: [0, 1, 2], values: [3, 2, 1], times: [10, 11, 13] }
+      }
     };
     const lines = replicaLines(data, 'loss', SERIES, 'step');
     expect(lines.map(line => line.name)).toEqual(['master-0', 'worker-0']);
@@ -107,7 +125,11 @@ describe('parallel coordinates', () => {
       theme: theme()
     });
     const trace = figure.data[0];
-    expect(trace.dimensions.map((d: any) => d.label)).toEqual(['lr', 'optimizer', 'loss']);
+    expect(trace.dimensions.map((d: any) => d.label)).toEqual([
+      'lr',
+      'optimizer',
+      'loss'
+    ]);
     expect(trace.dimensions[1].ticktext).toEqual(['adam', 'sgd']);
     expect(trace.dimensions[1].values).toEqual([1, 0]);
     expect(trace.line.reversescale).toBe(true);
@@ -118,8 +140,18 @@ describe('parallel coordinates', () => {
 describe('series merging', () => {
   it('appends new points and moves the positions of non-finite values', () => {
     const merged = mergeSeries(
-      { steps: [0, 1], values: [null, 1], times: [0, 0], nonfinite: { '0': 'Infinity' } },
-      { steps: [2, 3], values: [2, null], times: [0, 0], nonfinite: { '1': 'NaN' } }
+      {
+        steps: [0, 1],
+        values: [null, 1],
+        times: [0, 0],
+        nonfinite: { '0': 'Infinity' }
+      },
+      {
+        steps: [2, 3],
+        values: [2, null],
+        times: [0, 0],
+        nonfinite: { '1': 'NaN' }
+      }
     );
     expect(merged.values).toEqual([null, 1, 2, null]);
     expect(merged.nonfinite).toEqual({ '0': 'Infinity', '3': 'NaN' });

@@ -40,7 +40,11 @@ export class CompareOutput extends Widget implements IRenderMime.IRenderer {
       child.dispose();
     }
     const runs = Array.isArray(payload?.runs) ? payload!.runs.map(String) : [];
-    if (payload?.version !== 1 || payload.part !== 'main' || runs.length === 0) {
+    if (
+      payload?.version !== 1 ||
+      payload.part !== 'main' ||
+      runs.length === 0
+    ) {
       this.node.dataset.part = String(payload?.part ?? 'none');
       return;
     }

@@ -50,7 +50,14 @@ function Card(props: {
       props.model.changed.disconnect(follow);
     };
   }, [props.model]);
-  return <RunOutputView model={props.model} actions={props.actions} tab={tab} onTab={choose} />;
+  return (
+    <RunOutputView
+      model={props.model}
+      actions={props.actions}
+      tab={tab}
+      onTab={choose}
+    />
+  );
 }
 
 /**
@@ -110,12 +117,24 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
     this._clear();
     this.shows = 'run';
     const visible = () => this.isVisible;
-    const model = (this._model = new RunOutputModel(payload, this.options.interval, visible));
-    const metrics = (this._metrics = new MetricsModel(payload.run_id, this.options.interval, visible));
+    const model = (this._model = new RunOutputModel(
+      payload,
+      this.options.interval,
+      visible
+    ));
+    const metrics = (this._metrics = new MetricsModel(
+      payload.run_id,
+      this.options.interval,
+      visible
+    ));
     const layout = this.layout as PanelLayout;
     layout.addWidget(
       ReactWidget.create(
-        <Card model={model} actions={this.options.actions} onTab={tab => this._select(tab)} />
+        <Card
+          model={model}
+          actions={this.options.actions}
+          onTab={tab => this._select(tab)}
+        />
       )
     );
     const body = (this._body = new Panel());
@@ -185,7 +204,9 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
   /** The output's static view (as saved when the run ended), under a fold. */
   private _showSaved(): void {
     const mime = this._mime;
-    const html = mime?.data['text/html'] ? this.options.createHtmlRenderer() : null;
+    const html = mime?.data['text/html']
+      ? this.options.createHtmlRenderer()
+      : null;
     if (!mime || !html) {
       return;
     }
@@ -227,7 +248,9 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
 }
 
 /** The factory registered on each notebook's rendermime (`output/plugin.ts`). */
-export function runOutputFactory(options: IRunOutputOptions): IRenderMime.IRendererFactory {
+export function runOutputFactory(
+  options: IRunOutputOptions
+): IRenderMime.IRendererFactory {
   return {
     safe: true, // it renders text from JSON with React; the saved HTML through the notebook's sanitizer
     mimeTypes: [RUN_MIMETYPE],

@@ -59,16 +59,25 @@ export function PhaseBar(props: { view: IRunViewModel }): JSX.Element {
 /** What changed since the previous run of the same cell: params, metrics, the code's diff. */
 export function CellChangesView(props: { changes: ICellChanges }): JSX.Element {
   const { changes } = props;
-  const metrics = changes.metrics.filter(m => m.before !== null || m.after !== null);
+  const metrics = changes.metrics.filter(
+    m => m.before !== null || m.after !== null
+  );
   const summary = [
-    ...changes.params.slice(0, 3).map(p => `${p.name} ${p.before ?? '–'} → ${p.after ?? '–'}`),
-    ...metrics.slice(0, 2).map(m => `${m.name} ${number(m.before)} → ${number(m.after)}`)
+    ...changes.params
+      .slice(0, 3)
+      .map(p => `${p.name} ${p.before ?? '–'} → ${p.after ?? '–'}`),
+    ...metrics
+      .slice(0, 2)
+      .map(m => `${m.name} ${number(m.before)} → ${number(m.after)}`)
   ].join('; ');
   return (
     <details className="jp-px-changes">
       <summary>
-        Since the last run of this cell ({changes.previous_name ?? changes.previous_run},{' '}
-        {changes.previous_state}): {summary || (changes.code_diff ? 'the code changed' : 'nothing changed')}
+        Since the last run of this cell (
+        {changes.previous_name ?? changes.previous_run},{' '}
+        {changes.previous_state}):{' '}
+        {summary ||
+          (changes.code_diff ? 'the code changed' : 'nothing changed')}
       </summary>
       {changes.params.length > 0 && (
         <table className="jp-px-changes-params">
@@ -90,13 +99,21 @@ export function CellChangesView(props: { changes: ICellChanges }): JSX.Element {
             {metrics.map(m => (
               <tr
                 key={m.name}
-                className={m.better === null ? '' : m.better ? 'jp-px-better' : 'jp-px-worse'}
+                className={
+                  m.better === null
+                    ? ''
+                    : m.better
+                      ? 'jp-px-better'
+                      : 'jp-px-worse'
+                }
               >
                 <td>{m.name}</td>
                 <td>{number(m.before)}</td>
                 <td>→</td>
                 <td>{number(m.after)}</td>
-                <td>{m.better === null ? '' : m.better ? 'better' : 'worse'}</td>
+                <td>
+                  {m.better === null ? '' : m.better ? 'better' : 'worse'}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -146,12 +163,16 @@ export function RunOutputView(props: {
         const badge = stateBadge(state);
         const total = view?.replicas_total ?? payload.replicas.length;
         const ended = view?.finished_at ?? payload.finished_at;
-        const started = view?.started_at ?? view?.created_at ?? payload.created_at;
+        const started =
+          view?.started_at ?? view?.created_at ?? payload.created_at;
         const stop = async () => {
           const answer = await showDialog({
             title: 'Stop run?',
             body: `Stop ${payload.name ?? payload.run_id} (${payload.run_id})? Every replica is stopped.`,
-            buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Stop' })]
+            buttons: [
+              Dialog.cancelButton(),
+              Dialog.warnButton({ label: 'Stop' })
+            ]
           });
           if (answer.button.accept && actions.stopRun) {
             await actions.stopRun(payload.run_id);
@@ -159,9 +180,15 @@ export function RunOutputView(props: {
           }
         };
         return (
-          <div className="jp-px-run-output" data-run-id={payload.run_id} data-state={state}>
+          <div
+            className="jp-px-run-output"
+            data-run-id={payload.run_id}
+            data-state={state}
+          >
             <div className="jp-px-run-output-head">
-              <span className="jp-px-run-output-name">{payload.name || payload.run_id}</span>
+              <span className="jp-px-run-output-name">
+                {payload.name || payload.run_id}
+              </span>
               <code className="jp-px-run-output-id" title={payload.run_id}>
                 {payload.run_id}
               </code>
@@ -183,7 +210,8 @@ export function RunOutputView(props: {
               <>
                 {model.error && (
                   <div className="jp-px-error jp-px-run-output-stale">
-                    the server cannot be reached ({model.error}): this is the run as read{' '}
+                    the server cannot be reached ({model.error}): this is the
+                    run as read{' '}
                     {model.readAt
                       ? `${formatAge(model.readAt / 1000, now)} ago`
                       : `when the output was saved (${payload.state ?? '?'})`}
@@ -196,10 +224,15 @@ export function RunOutputView(props: {
                   </div>
                 )}
                 {view?.owner_problem && !view.finished && (
-                  <div className="jp-px-run-message jp-px-run-owner">{view.owner_problem}</div>
+                  <div className="jp-px-run-message jp-px-run-owner">
+                    {view.owner_problem}
+                  </div>
                 )}
                 {view?.failure && (
-                  <div className="jp-px-run-message jp-px-run-failure" title={view.failure.line}>
+                  <div
+                    className="jp-px-run-message jp-px-run-failure"
+                    title={view.failure.line}
+                  >
                     <span>
                       {view.failure.replica}: {view.failure.line}
                     </span>
@@ -207,7 +240,10 @@ export function RunOutputView(props: {
                       <button
                         className="jp-px-link jp-px-go-to-cell"
                         onClick={() =>
-                          actions.goToCell!(view.failure!.cell_id!, view.failure!.cell_line ?? null)
+                          actions.goToCell!(
+                            view.failure!.cell_id!,
+                            view.failure!.cell_line ?? null
+                          )
                         }
                       >
                         Go to cell
@@ -219,13 +255,19 @@ export function RunOutputView(props: {
                 {view?.progress && (
                   <div className="jp-px-phase-row jp-px-training">
                     <div className="jp-px-progress">
-                      <div style={{ width: `${(view.progress_fraction ?? 0) * 100}%` }} />
+                      <div
+                        style={{
+                          width: `${(view.progress_fraction ?? 0) * 100}%`
+                        }}
+                      />
                     </div>
                     <span className="jp-px-phase-text">{view.progress}</span>
                   </div>
                 )}
                 {view?.straggler && (
-                  <div className="jp-px-run-message jp-px-straggler">{view.straggler}</div>
+                  <div className="jp-px-run-message jp-px-straggler">
+                    {view.straggler}
+                  </div>
                 )}
                 {view?.changes && <CellChangesView changes={view.changes} />}
                 <div className="jp-px-toolbar jp-px-run-output-actions">
@@ -304,15 +346,23 @@ export function ReplicaTable(props: { model: RunOutputModel }): JSX.Element {
               {view.replicas.map(row => {
                 const rate = rates.get(row.key);
                 return (
-                  <tr key={row.key} data-replica={row.key} data-state={row.state}>
+                  <tr
+                    key={row.key}
+                    data-replica={row.key}
+                    data-state={row.state}
+                  >
                     <td>{row.label}</td>
                     <td>
-                      <span className={`jp-px-phase-word jp-px-phase-word-${row.phase === 'starting' ? 'pending' : row.state.toLowerCase()}`}>
+                      <span
+                        className={`jp-px-phase-word jp-px-phase-word-${row.phase === 'starting' ? 'pending' : row.state.toLowerCase()}`}
+                      >
                         {row.phase}
                       </span>
                     </td>
                     <td>{row.step}</td>
-                    <td>{rate?.steps_per_s ? rate.steps_per_s.toFixed(2) : ''}</td>
+                    <td>
+                      {rate?.steps_per_s ? rate.steps_per_s.toFixed(2) : ''}
+                    </td>
                     <td>{row.restarts}</td>
                     <td>{row.exit_code}</td>
                     <td>{row.resources}</td>

@@ -7,7 +7,12 @@ import { PanelLayout, Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 import * as api from '../api';
-import { ILine, IFigure, lineFigure, parallelFigure } from '../plotting/figures';
+import {
+  ILine,
+  IFigure,
+  lineFigure,
+  parallelFigure
+} from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import type { IPlotTheme } from '../plotting/theme';
 import { viewPoll } from '../polling';
@@ -39,10 +44,18 @@ export function readSweepPayload(data: unknown): ISweepPayload | string {
   if (!payload || typeof payload !== 'object' || payload.version !== 1) {
     return 'this output was written by another version of jupyter-px';
   }
-  if (typeof payload.sweep_id !== 'string' || !SWEEP_ID.test(payload.sweep_id)) {
+  if (
+    typeof payload.sweep_id !== 'string' ||
+    !SWEEP_ID.test(payload.sweep_id)
+  ) {
     return `this output names no valid sweep (${JSON.stringify(payload.sweep_id)})`;
   }
-  return { version: 1, sweep_id: payload.sweep_id, name: payload.name ?? null, state: payload.state ?? null };
+  return {
+    version: 1,
+    sweep_id: payload.sweep_id,
+    name: payload.name ?? null,
+    state: payload.state ?? null
+  };
 }
 
 /**
@@ -52,7 +65,9 @@ export function readSweepPayload(data: unknown): ISweepPayload | string {
  */
 export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
   const lines: ILine[] = [];
-  for (const trial of [...(sweep.trials ?? [])].sort((a, b) => a.number - b.number)) {
+  for (const trial of [...(sweep.trials ?? [])].sort(
+    (a, b) => a.number - b.number
+  )) {
     const points: number[][] = trial.intermediate.length
       ? trial.intermediate
       : trial.value !== null
@@ -72,7 +87,12 @@ export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
       dash: trial.state === 'Pruned' ? 'dot' : 'solid'
     });
   }
-  const figure = lineFigure({ lines, theme, yTitle: sweep.objective ?? 'value', height: 300 });
+  const figure = lineFigure({
+    lines,
+    theme,
+    yTitle: sweep.objective ?? 'value',
+    height: 300
+  });
   for (const trace of figure.data) {
     trace.mode = trace.x.length === 1 ? 'markers' : 'lines+markers';
     trace.marker = { size: 5, color: trace.line.color };
@@ -81,9 +101,14 @@ export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
 }
 
 /** Parallel coordinates of the trials' values and the objective (trials with a value). */
-export function sweepParallelFigure(sweep: ISweep, theme: IPlotTheme): IFigure | null {
+export function sweepParallelFigure(
+  sweep: ISweep,
+  theme: IPlotTheme
+): IFigure | null {
   const trials = (sweep.trials ?? []).filter(trial => trial.value !== null);
-  const names = [...new Set(trials.flatMap(trial => Object.keys(trial.params)))].sort();
+  const names = [
+    ...new Set(trials.flatMap(trial => Object.keys(trial.params)))
+  ].sort();
   if (!trials.length || !names.length) {
     return null;
   }
@@ -99,7 +124,10 @@ export function sweepParallelFigure(sweep: ISweep, theme: IPlotTheme): IFigure |
             : String(value);
       })
     })),
-    objective: { label: sweep.objective ?? 'value', values: trials.map(trial => trial.value) },
+    objective: {
+      label: sweep.objective ?? 'value',
+      values: trials.map(trial => trial.value)
+    },
     minimize: sweep.direction !== 'maximize',
     theme,
     height: 320
@@ -151,7 +179,10 @@ export class SweepOutputModel {
   private _changed = new Signal<this, void>(this);
 }
 
-function SweepView(props: { model: SweepOutputModel; actions: ISweepOutputActions }): JSX.Element {
+function SweepView(props: {
+  model: SweepOutputModel;
+  actions: ISweepOutputActions;
+}): JSX.Element {
   const { model, actions } = props;
   const theme = usePlotTheme();
   const now = useNow();
@@ -159,22 +190,30 @@ function SweepView(props: { model: SweepOutputModel; actions: ISweepOutputAction
     <UseSignal signal={model.changed}>
       {() => {
         const sweep = model.sweep;
-        const label = sweep?.name ?? model.payload.name ?? model.payload.sweep_id;
+        const label =
+          sweep?.name ?? model.payload.name ?? model.payload.sweep_id;
         if (!sweep) {
           return (
-            <div className="jp-px-sweep-output" data-sweep-id={model.payload.sweep_id}>
+            <div
+              className="jp-px-sweep-output"
+              data-sweep-id={model.payload.sweep_id}
+            >
               <div className="jp-px-run-output-head">
                 <span className="jp-px-run-output-name">{label}</span>
               </div>
               {model.error ? (
-                <div className="jp-px-error">the sweep could not be read: {model.error}</div>
+                <div className="jp-px-error">
+                  the sweep could not be read: {model.error}
+                </div>
               ) : (
                 <div className="jp-px-note">reading the sweep…</div>
               )}
             </div>
           );
         }
-        const finished = ['Succeeded', 'Failed', 'Stopped'].includes(sweep.state);
+        const finished = ['Succeeded', 'Failed', 'Stopped'].includes(
+          sweep.state
+        );
         const badge = stateBadge(sweep.state);
         const best = bestText(sweep);
         const parallel = sweepParallelFigure(sweep, theme);
@@ -183,7 +222,10 @@ function SweepView(props: { model: SweepOutputModel; actions: ISweepOutputAction
           const answer = await showDialog({
             title: 'Stop sweep?',
             body: `Stop ${label} (${sweep.sweep_id})? Its running trials are stopped, and no new ones start.`,
-            buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Stop' })]
+            buttons: [
+              Dialog.cancelButton(),
+              Dialog.warnButton({ label: 'Stop' })
+            ]
           });
           if (answer.button.accept) {
             await actions.stopSweep(sweep.sweep_id);
@@ -191,7 +233,11 @@ function SweepView(props: { model: SweepOutputModel; actions: ISweepOutputAction
           }
         };
         return (
-          <div className="jp-px-sweep-output" data-sweep-id={sweep.sweep_id} data-state={sweep.state}>
+          <div
+            className="jp-px-sweep-output"
+            data-sweep-id={sweep.sweep_id}
+            data-state={sweep.state}
+          >
             <div className="jp-px-run-output-head">
               <span className="jp-px-run-output-name">{label}</span>
               <code className="jp-px-run-output-id">{sweep.sweep_id}</code>
@@ -204,13 +250,20 @@ function SweepView(props: { model: SweepOutputModel; actions: ISweepOutputAction
                   : ` · started ${formatAge(sweep.started_at ?? sweep.created_at, now)} ago`}
               </span>
             </div>
-            {sweep.message && <div className="jp-px-run-message">{sweep.message}</div>}
+            {sweep.message && (
+              <div className="jp-px-run-message">{sweep.message}</div>
+            )}
             {sweep.owner_problem && !finished && (
-              <div className="jp-px-run-message jp-px-run-owner">{sweep.owner_problem}</div>
+              <div className="jp-px-run-message jp-px-run-owner">
+                {sweep.owner_problem}
+              </div>
             )}
             <div className="jp-px-toolbar">
               {!finished && (
-                <button className="jp-mod-styled jp-mod-warn jp-px-sweep-stop" onClick={() => void stop()}>
+                <button
+                  className="jp-mod-styled jp-mod-warn jp-px-sweep-stop"
+                  onClick={() => void stop()}
+                >
                   Stop sweep
                 </button>
               )}
@@ -236,7 +289,9 @@ function SweepView(props: { model: SweepOutputModel; actions: ISweepOutputAction
                   figure={parallel}
                 />
               ) : (
-                <div className="jp-px-note">the parallel coordinates appear once a trial has a value</div>
+                <div className="jp-px-note">
+                  the parallel coordinates appear once a trial has a value
+                </div>
               )}
             </div>
             <table className="jp-px-sweep-trials">
@@ -257,18 +312,28 @@ function SweepView(props: { model: SweepOutputModel; actions: ISweepOutputAction
                     <tr
                       key={trial.number}
                       data-trial={trial.number}
-                      className={trial.number === sweep.best ? 'jp-px-best-trial' : undefined}
+                      className={
+                        trial.number === sweep.best
+                          ? 'jp-px-best-trial'
+                          : undefined
+                      }
                     >
                       <td>
                         {trial.number}
                         {trial.number === sweep.best ? ' ★' : ''}
                       </td>
                       <td>
-                        <span className={`jp-px-trial-state jp-px-trial-${trial.state.toLowerCase()}`}>
+                        <span
+                          className={`jp-px-trial-state jp-px-trial-${trial.state.toLowerCase()}`}
+                        >
                           {trial.state}
                         </span>
                       </td>
-                      <td>{trial.value === null ? '–' : Number(trial.value.toPrecision(4))}</td>
+                      <td>
+                        {trial.value === null
+                          ? '–'
+                          : Number(trial.value.toPrecision(4))}
+                      </td>
                       <td>{trial.step ?? '–'}</td>
                       <td>{paramsText(trial.params)}</td>
                       <td>{trial.reason ?? ''}</td>
@@ -300,7 +365,10 @@ export class SweepOutput extends Widget implements IRenderMime.IRenderer {
   async renderModel(mime: IRenderMime.IMimeModel): Promise<void> {
     const payload = readSweepPayload(mime.data[SWEEP_MIMETYPE]);
     const layout = this.layout as PanelLayout;
-    if (typeof payload !== 'string' && this._model?.payload.sweep_id === payload.sweep_id) {
+    if (
+      typeof payload !== 'string' &&
+      this._model?.payload.sweep_id === payload.sweep_id
+    ) {
       return;
     }
     this._model?.dispose();
@@ -315,8 +383,16 @@ export class SweepOutput extends Widget implements IRenderMime.IRenderer {
       layout.addWidget(note);
       return;
     }
-    const model = (this._model = new SweepOutputModel(payload, this.options.interval, () => this.isVisible));
-    layout.addWidget(ReactWidget.create(<SweepView model={model} actions={this.options.actions} />));
+    const model = (this._model = new SweepOutputModel(
+      payload,
+      this.options.interval,
+      () => this.isVisible
+    ));
+    layout.addWidget(
+      ReactWidget.create(
+        <SweepView model={model} actions={this.options.actions} />
+      )
+    );
   }
 
   dispose(): void {

@@ -95,18 +95,24 @@ export function compareLines(options: {
  * The parallel-coordinates axes of the params that differ (text as categories) and the first
  * metric's best value; only runs that have it. Null when fewer than two runs or no param differs.
  */
-export function paramAxes(
-  comparison: IComparison
-): { dimensions: IDimension[]; objective: IDimension; minimize: boolean } | null {
+export function paramAxes(comparison: IComparison): {
+  dimensions: IDimension[];
+  objective: IDimension;
+  minimize: boolean;
+} | null {
   const metric = comparison.metrics[0];
   if (!metric) {
     return null;
   }
-  const rows = comparison.rows.filter(row => typeof row.best[metric.name] === 'number');
+  const rows = comparison.rows.filter(
+    row => typeof row.best[metric.name] === 'number'
+  );
   const params = comparison.params.filter(param =>
     rows.every(row => {
       const value = row.params[param];
-      return value === null || ['number', 'string', 'boolean'].includes(typeof value);
+      return (
+        value === null || ['number', 'string', 'boolean'].includes(typeof value)
+      );
     })
   );
   if (rows.length < 2 || params.length === 0) {

@@ -3,7 +3,13 @@ import * as React from 'react';
 
 import * as api from '../api';
 import { describe } from '../commands/describe';
-import { barFigure, lineFigure, parallelFigure, suggestLog, XKind } from '../plotting/figures';
+import {
+  barFigure,
+  lineFigure,
+  parallelFigure,
+  suggestLog,
+  XKind
+} from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import type { IComparison, ICompareRequest } from '../types';
 import {
@@ -38,7 +44,10 @@ export class CompareView extends ReactWidget {
     readonly runIds: string[],
     readonly points: number = COMPARE_POINTS,
     /** What a notebook's `jupyter_px.compare(...)` asked for: metrics, directions, all params. */
-    readonly options: Pick<ICompareRequest, 'metrics' | 'optimisation' | 'all_params'> = {}
+    readonly options: Pick<
+      ICompareRequest,
+      'metrics' | 'optimisation' | 'all_params'
+    > = {}
   ) {
     super();
     this.addClass('jp-px-compare');
@@ -76,7 +85,9 @@ export class CompareView extends ReactWidget {
     // The frame after React's commit has been painted once the next task runs.
     requestAnimationFrame(() =>
       setTimeout(() => {
-        this.node.dataset.drawMs = (performance.now() - this._answered).toFixed(1);
+        this.node.dataset.drawMs = (performance.now() - this._answered).toFixed(
+          1
+        );
         this.node.dataset.state = this._error ? 'error' : 'ready';
       })
     );
@@ -143,7 +154,8 @@ function CompareContent(props: {
     return <div className="jp-px-note">Comparing runs…</div>;
   }
   const metric =
-    comparison.metrics.find(m => m.name === metricName) ?? comparison.metrics[0];
+    comparison.metrics.find(m => m.name === metricName) ??
+    comparison.metrics[0];
   const labels = runLabels(comparison);
   const position = new Map(comparison.runs.map((run, i) => [run.run_id, i]));
   const columns = compareColumns(comparison);
@@ -153,7 +165,14 @@ function CompareContent(props: {
     : comparison.rows;
   const bestOf = new Map(comparison.metrics.map(m => [m.name, m.best_run]));
   const lines = metric
-    ? compareLines({ comparison, metric, colors: theme.series, xKind, smoothing, highlight })
+    ? compareLines({
+        comparison,
+        metric,
+        colors: theme.series,
+        xKind,
+        smoothing,
+        highlight
+      })
     : [];
   const logScale = log ?? suggestLog(lines.flatMap(line => line.y));
   const axes = paramAxes(comparison);
@@ -239,7 +258,9 @@ function CompareContent(props: {
                 value={smoothing}
                 onChange={event => setSmoothing(Number(event.target.value))}
               />
-              <span className="jp-px-smoothing-value">{smoothing.toFixed(2)}</span>
+              <span className="jp-px-smoothing-value">
+                {smoothing.toFixed(2)}
+              </span>
             </label>
             <label className="jp-px-log-scale">
               <input
@@ -276,7 +297,9 @@ function CompareContent(props: {
                 <span className="jp-px-note">({metric.best_rule})</span>
               </>
             ) : (
-              <span className="jp-px-note">no run has a finite {metric.name}</span>
+              <span className="jp-px-note">
+                no run has a finite {metric.name}
+              </span>
             )}
           </div>
           <PlotlyFigure
@@ -305,15 +328,17 @@ function CompareContent(props: {
             />
           ) : (
             <div className="jp-px-note">
-              No param differs between these runs (or fewer than two have a value).
+              No param differs between these runs (or fewer than two have a
+              value).
             </div>
           )}
           {comparison.importance.length > 0 && (
             <>
               <div className="jp-px-note">
-                Which params matter for {comparison.metrics[0]?.name} (the share of its
-                variance across {plural(comparison.importance[0].runs, 'run')}; the
-                correlation says which way)
+                Which params matter for {comparison.metrics[0]?.name} (the share
+                of its variance across{' '}
+                {plural(comparison.importance[0].runs, 'run')}; the correlation
+                says which way)
               </div>
               <PlotlyFigure
                 className="jp-px-compare-importance"
@@ -351,7 +376,9 @@ function CompareContent(props: {
                     setSort({
                       column,
                       ascending:
-                        order?.column.key === column.key ? !order.ascending : true
+                        order?.column.key === column.key
+                          ? !order.ascending
+                          : true
                     })
                   }
                   title="Sort by this column"
@@ -371,7 +398,9 @@ function CompareContent(props: {
               <tr
                 key={row.run_id}
                 data-run={row.run_id}
-                className={highlight === row.run_id ? 'jp-mod-active' : undefined}
+                className={
+                  highlight === row.run_id ? 'jp-mod-active' : undefined
+                }
                 onMouseEnter={() => setHighlight(row.run_id)}
                 onMouseLeave={() => setHighlight(null)}
               >
@@ -391,7 +420,8 @@ function CompareContent(props: {
                           style={{
                             background:
                               theme.series[
-                                (position.get(row.run_id) ?? 0) % theme.series.length
+                                (position.get(row.run_id) ?? 0) %
+                                  theme.series.length
                               ]
                           }}
                         />

@@ -59,8 +59,7 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
         const lines = metric
           ? replicaLines(model.data, metric, theme.series, xKind)
           : [];
-        const logScale =
-          log ?? suggestLog(lines.flatMap(line => line.y));
+        const logScale = log ?? suggestLog(lines.flatMap(line => line.y));
         const hidden = logScale
           ? lines.reduce(
               (n, line) => n + line.y.filter(v => v !== null && v <= 0).length,
@@ -111,8 +110,8 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
               </span>
               {hidden > 0 && (
                 <span className="jp-px-note jp-px-log-hidden">
-                  {hidden} point{hidden === 1 ? '' : 's'} ≤ 0 not shown on a
-                  log scale
+                  {hidden} point{hidden === 1 ? '' : 's'} ≤ 0 not shown on a log
+                  scale
                 </span>
               )}
             </div>

@@ -46,7 +46,10 @@ export const X_TITLES: { [kind in XKind]: string } = {
 };
 
 /** A log y axis suits `values` when they are all positive and span `decades` or more. */
-export function suggestLog(values: Iterable<number | null>, decades = 2): boolean {
+export function suggestLog(
+  values: Iterable<number | null>,
+  decades = 2
+): boolean {
   let low = Infinity;
   let high = -Infinity;
   for (const value of values) {
@@ -67,7 +70,9 @@ export function suggestLog(values: Iterable<number | null>, decades = 2): boolea
  * would tick 0, 0.5, 1, ... over three steps). Undefined: plotly chooses (its ticks over a longer
  * range are whole numbers already).
  */
-export function integerTickStep(xs: Iterable<number | string>): number | undefined {
+export function integerTickStep(
+  xs: Iterable<number | string>
+): number | undefined {
   let low = Infinity;
   let high = -Infinity;
   for (const x of xs) {
@@ -84,7 +89,10 @@ export function integerTickStep(xs: Iterable<number | string>): number | undefin
  * TensorBoard's smoothing: an exponential moving average, debiased at the start (so the first
  * points are not pulled towards 0), over the finite values; gaps stay gaps.
  */
-export function smooth(values: (number | null)[], weight: number): (number | null)[] {
+export function smooth(
+  values: (number | null)[],
+  weight: number
+): (number | null)[] {
   if (!(weight > 0)) {
     return values;
   }
@@ -113,7 +121,10 @@ function axis(theme: IPlotTheme, title: string): { [key: string]: any } {
 }
 
 /** What every figure's layout starts from: the theme, transparent grounds, the legend below. */
-export function baseLayout(theme: IPlotTheme, height: number): { [key: string]: any } {
+export function baseLayout(
+  theme: IPlotTheme,
+  height: number
+): { [key: string]: any } {
   return {
     height,
     autosize: true,
@@ -135,7 +146,11 @@ export function baseLayout(theme: IPlotTheme, height: number): { [key: string]: 
       font: { color: theme.text },
       bgcolor: 'rgba(0,0,0,0)'
     },
-    modebar: { bgcolor: 'rgba(0,0,0,0)', color: theme.muted, activecolor: theme.text }
+    modebar: {
+      bgcolor: 'rgba(0,0,0,0)',
+      color: theme.muted,
+      activecolor: theme.text
+    }
   };
 }
 
@@ -174,8 +189,14 @@ export function lineFigure(options: {
     showlegend: line.faint ? false : (line.showlegend ?? true),
     hoverinfo: line.faint ? 'skip' : undefined,
     opacity: line.opacity ?? 1,
-    line: { color: line.color, width: line.width ?? 1.5, dash: line.dash ?? 'solid' },
-    hovertemplate: line.faint ? undefined : `%{y:.4~g}<extra>${escapeText(line.name)}</extra>`
+    line: {
+      color: line.color,
+      width: line.width ?? 1.5,
+      dash: line.dash ?? 'solid'
+    },
+    hovertemplate: line.faint
+      ? undefined
+      : `%{y:.4~g}<extra>${escapeText(line.name)}</extra>`
   }));
   const shown = lines.filter(line => !line.faint);
   const xs = shown.flatMap(line => line.x);
@@ -223,7 +244,10 @@ export function parallelFigure(options: {
   const dims = [...options.dimensions, options.objective].map(dim => {
     const numeric = dim.values.every(v => v === null || typeof v === 'number');
     if (numeric) {
-      return { label: dim.label, values: dim.values.map(v => (v === null ? NaN : v)) };
+      return {
+        label: dim.label,
+        values: dim.values.map(v => (v === null ? NaN : v))
+      };
     }
     const labels = [...new Set(dim.values.map(v => String(v)))].sort();
     return {
@@ -233,7 +257,9 @@ export function parallelFigure(options: {
       ticktext: labels
     };
   });
-  const colour = options.objective.values.map(v => (typeof v === 'number' ? v : NaN));
+  const colour = options.objective.values.map(v =>
+    typeof v === 'number' ? v : NaN
+  );
   const layout = baseLayout(theme, options.height ?? 340);
   return {
     data: [
@@ -246,7 +272,10 @@ export function parallelFigure(options: {
           showscale: true,
           colorbar: {
             tickfont: { color: theme.text },
-            title: { text: options.objective.label, font: { color: theme.muted } },
+            title: {
+              text: options.objective.label,
+              font: { color: theme.muted }
+            },
             thickness: 12,
             x: 1.02,
             xanchor: 'left'
@@ -272,7 +301,10 @@ export function barFigure(options: {
   colors?: string[];
 }): IFigure {
   const { theme } = options;
-  const layout = baseLayout(theme, Math.max(140, 36 * options.labels.length + 60));
+  const layout = baseLayout(
+    theme,
+    Math.max(140, 36 * options.labels.length + 60)
+  );
   return {
     data: [
       {
@@ -280,7 +312,11 @@ export function barFigure(options: {
         orientation: 'h',
         x: [...options.values].reverse(),
         y: [...options.labels].reverse(),
-        marker: { color: options.colors ? [...options.colors].reverse() : theme.series[0] },
+        marker: {
+          color: options.colors
+            ? [...options.colors].reverse()
+            : theme.series[0]
+        },
         hovertemplate: '%{y}: %{x:.2f}<extra></extra>'
       }
     ],

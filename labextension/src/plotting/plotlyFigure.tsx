@@ -52,7 +52,9 @@ export function PlotlyFigure(props: {
 }): JSX.Element {
   const { figure, onHover } = props;
   const node = React.useRef<HTMLDivElement>(null);
-  const [state, setState] = React.useState<'loading' | 'drawn' | 'error'>('loading');
+  const [state, setState] = React.useState<'loading' | 'drawn' | 'error'>(
+    'loading'
+  );
   const [error, setError] = React.useState('');
   const hover = React.useRef(onHover);
   hover.current = onHover;
@@ -68,7 +70,12 @@ export function PlotlyFigure(props: {
         if (!live) {
           return;
         }
-        await Plotly.react(div, figure.data as any, figure.layout as any, CONFIG as any);
+        await Plotly.react(
+          div,
+          figure.data as any,
+          figure.layout as any,
+          CONFIG as any
+        );
         const events = div as any;
         if (!events.__pxEvents && events.on) {
           events.__pxEvents = true;
@@ -106,7 +113,10 @@ export function PlotlyFigure(props: {
     observer.observe(div);
     return () => {
       observer.disconnect();
-      void loadPlotly().then(Plotly => Plotly.purge(div), () => undefined);
+      void loadPlotly().then(
+        Plotly => Plotly.purge(div),
+        () => undefined
+      );
     };
   }, []);
 
@@ -116,7 +126,9 @@ export function PlotlyFigure(props: {
       role="img"
       aria-label={props.label}
       data-state={state}
-      data-traces={figure.data.filter(trace => trace.hoverinfo !== 'skip').length}
+      data-traces={
+        figure.data.filter(trace => trace.hoverinfo !== 'skip').length
+      }
     >
       <div ref={node} className="jp-px-plotly-target" />
       {state === 'error' && (

@@ -35,7 +35,11 @@ export const SERIES = [
   '#bab0ac'
 ];
 
-function cssVariable(style: CSSStyleDeclaration, name: string, fallback: string): string {
+function cssVariable(
+  style: CSSStyleDeclaration,
+  name: string,
+  fallback: string
+): string {
   const value = style.getPropertyValue(name).trim();
   return value || fallback;
 }
@@ -47,11 +51,31 @@ export function plotTheme(): IPlotTheme {
   const dark = body.dataset.jpThemeLight === 'false';
   const size = parseFloat(cssVariable(style, '--jp-ui-font-size1', '13px'));
   return {
-    text: cssVariable(style, '--jp-ui-font-color1', dark ? '#e0e0e0' : '#212121'),
-    muted: cssVariable(style, '--jp-ui-font-color2', dark ? '#a0a0a0' : '#616161'),
-    grid: cssVariable(style, '--jp-border-color2', dark ? '#424242' : '#e0e0e0'),
-    axis: cssVariable(style, '--jp-border-color1', dark ? '#616161' : '#bdbdbd'),
-    background: cssVariable(style, '--jp-layout-color1', dark ? '#111111' : '#ffffff'),
+    text: cssVariable(
+      style,
+      '--jp-ui-font-color1',
+      dark ? '#e0e0e0' : '#212121'
+    ),
+    muted: cssVariable(
+      style,
+      '--jp-ui-font-color2',
+      dark ? '#a0a0a0' : '#616161'
+    ),
+    grid: cssVariable(
+      style,
+      '--jp-border-color2',
+      dark ? '#424242' : '#e0e0e0'
+    ),
+    axis: cssVariable(
+      style,
+      '--jp-border-color1',
+      dark ? '#616161' : '#bdbdbd'
+    ),
+    background: cssVariable(
+      style,
+      '--jp-layout-color1',
+      dark ? '#111111' : '#ffffff'
+    ),
     font: cssVariable(style, '--jp-ui-font-family', 'sans-serif'),
     fontSize: Number.isFinite(size) ? size : 13,
     series: SERIES.map((fallback, i) =>

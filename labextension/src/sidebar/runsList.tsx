@@ -17,7 +17,8 @@ const STATES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Stopped', 'Lost'];
 
 /**
  * The Runs section: the runs model's page of runs, newest first (a sweep's trials under the
- * sweep, collapsed until expanded), a filter, and Show more.
+ * sweep, collapsed until expanded), a filter, and Show more. The list is the section's one scroll
+ * container; the filter and the selection bar stay at its top while it scrolls.
  */
 export function RunsList(props: {
   model: RunsModel;
@@ -77,54 +78,56 @@ export function RunsList(props: {
                   No runs yet: submit a notebook, or run %%px_distributed.
                 </div>
               )}
-            {model.runs.length > 0 && (
-              <div className="jp-px-run-filter">
-                <input
-                  className="jp-mod-styled jp-px-filter-text"
-                  type="search"
-                  placeholder="Filter by name or id"
-                  aria-label="Filter runs by name or id"
-                  value={filter.text}
-                  onChange={event =>
-                    setFilter({ ...filter, text: event.target.value })
-                  }
-                />
-                <select
-                  className="jp-mod-styled jp-px-filter-state"
-                  aria-label="Filter runs by state"
-                  value={filter.state}
-                  onChange={event =>
-                    setFilter({ ...filter, state: event.target.value })
-                  }
-                >
-                  <option value="all">all states</option>
-                  <option value="active">not finished</option>
-                  {STATES.map(state => (
-                    <option key={state} value={state}>
-                      {state}
-                    </option>
-                  ))}
-                </select>
-                {(finished.length > 0 || model.total > model.runs.length) && (
-                  <button
-                    className="jp-px-link jp-px-clear-finished"
-                    title="Delete every finished run (also those not listed yet), after asking"
-                    onClick={() =>
-                      void clearFinished(model, actions).then(
-                        done => done && setChosen(new Set())
-                      )
+            <div className="jp-px-runs-head">
+              {model.runs.length > 0 && (
+                <div className="jp-px-run-filter">
+                  <input
+                    className="jp-mod-styled jp-px-filter-text"
+                    type="search"
+                    placeholder="Filter by name or id"
+                    aria-label="Filter runs by name or id"
+                    value={filter.text}
+                    onChange={event =>
+                      setFilter({ ...filter, text: event.target.value })
+                    }
+                  />
+                  <select
+                    className="jp-mod-styled jp-px-filter-state"
+                    aria-label="Filter runs by state"
+                    value={filter.state}
+                    onChange={event =>
+                      setFilter({ ...filter, state: event.target.value })
                     }
                   >
-                    Clear finished
-                  </button>
-                )}
-              </div>
-            )}
-            <SelectionBar
-              selected={selected}
-              actions={actions}
-              clear={() => setChosen(new Set())}
-            />
+                    <option value="all">all states</option>
+                    <option value="active">not finished</option>
+                    {STATES.map(state => (
+                      <option key={state} value={state}>
+                        {state}
+                      </option>
+                    ))}
+                  </select>
+                  {(finished.length > 0 || model.total > model.runs.length) && (
+                    <button
+                      className="jp-px-link jp-px-clear-finished"
+                      title="Delete every finished run (also those not listed yet), after asking"
+                      onClick={() =>
+                        void clearFinished(model, actions).then(
+                          done => done && setChosen(new Set())
+                        )
+                      }
+                    >
+                      Clear finished
+                    </button>
+                  )}
+                </div>
+              )}
+              <SelectionBar
+                selected={selected}
+                actions={actions}
+                clear={() => setChosen(new Set())}
+              />
+            </div>
             {filtering && (
               <div className="jp-px-note jp-px-filter-count">
                 {shown.length} of {model.runs.length} shown
