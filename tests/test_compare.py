@@ -302,3 +302,58 @@ def test_the_notebook_outputs_are_plotly_and_a_table_marking_the_best_run(store)
     text = table_bundle(comparison)["text/plain"]
     assert text.splitlines()[1].startswith("sweep-lr-0.1 (lr-1)")  # best first
     assert "%px_tensorboard lr-0 lr-1 lr-2" in text
+
+
+def test_best_is_defined_among_the_runs_that_succeeded_or_at_the_common_step(store):
+    """Runs of different lengths are not alike: a run stopped at step 20 with the lowest loss seen
+    there is not the best of runs that trained 100 steps (the default), except when every run is
+    compared at the last step all of them reached, which is said."""
+    make_run(store, "long-a", curves={"loss": lambda k: 1.0 - k / 200}, steps=100)  # ends at 0.505
+    make_run(store, "long-b", curves={"loss": lambda k: 1.2 - k / 200}, steps=100)
+    make_run(store, "short", curves={"loss": lambda k: 0.6 - k / 100}, steps=21, state="Stopped")  # 0.4 at 20
+    default = compare_runs(store, ["long-a", "long-b", "short"]).metric("loss")
+    assert default.best_run == "long-a"
+    assert default.best_rule == "lowest among the 2 runs that succeeded"
+    everything = compare_runs(store, ["long-a", "long-b", "short"], best="all").metric("loss")
+    assert everything.best_run == "short" and everything.best_rule == "lowest of all runs"
+    common = compare_runs(store, ["long-a", "long-b", "short"], best="common_step").metric("loss")
+    assert common.common_step == 20 and common.best_run == "short"
+    assert common.best_rule == "lowest at step 20, the last step every run reached"
+    with pytest.raises(ValueError, match="best: 'median' is not one of succeeded, common_step, all"):
+        compare_runs(store, ["long-a"], best="median")
+
+
+def test_a_trials_values_are_columns_of_their_own_and_matter_for_the_objective(store):
+    """A sweep trial's values travel in its topology as PX_PARAMS (JSON): the comparison reads
+    them as params of their own (`lr`, a column each), never as one column of JSON; and how much
+    each accounts for the objective, with the way it goes."""
+    import json as json_module
+    import time
+
+    from compare_support import write_curves
+
+    from jupyter_px.runstore import ReplicaStatus, RunRecord, RunStatus
+    from jupyter_px.runstore.models import TrialOf
+
+    ids = []
+    for number, (lr, optimizer) in enumerate([(0.1, "sgd"), (0.2, "sgd"), (0.4, "adam"), (0.8, "adam")]):
+        run_id, values = f"trial-{number}", {"lr": lr, "optimizer": optimizer}
+        env = {"PX_PARAMS": json_module.dumps(values)}  # as the sweep controller writes it
+        topology = {"framework": "pytorch", "environment": {"env": env, "replicas": {"n_workers": 0}}}
+        record = RunRecord(run_id=run_id, topology=topology, sweep=TrialOf(sweep_id="sw", trial=number, params=values))
+        paths = store.create(record, {"main.py": "pass\n"})
+        write_curves(paths.metrics("master", 0), {"loss": lambda k, lr=lr: lr + 1 / (k + 1)}, 50, time.time())
+        master = ReplicaStatus(role="master", index=0, state="Succeeded")
+        store.write_status(RunStatus(run_id=run_id, state="Succeeded", finished_at=time.time(), replicas=[master]))
+        ids.append(run_id)
+    comparison = compare_runs(store, ids)
+    assert comparison.params == ["lr", "optimizer"]
+    assert not any("PX_PARAMS" in name for name in comparison.params)
+    assert [row["params"]["lr"] for row in comparison.rows()] == [0.1, 0.2, 0.4, 0.8]
+    assert comparison.objective == "loss"
+    importance = {item.param: item for item in comparison.importance}
+    assert importance["lr"].correlation == pytest.approx(1.0)  # a higher lr, a higher loss
+    assert importance["lr"].importance > 0.9 and importance["optimizer"].correlation is None
+    # Each curve carries its points' wall times (x as time in the panel).
+    curve = comparison.metric("loss").curves["trial-0"]
+    assert len(curve.times) == len(curve.steps) and curve.times[-1] > curve.times[0]

@@ -51,7 +51,8 @@ class Comparison:
     all_params: bool = False
     hidden_params: int = 0  # params left out because every run has the same value
     extra: dict[str, Any] = field(default_factory=dict)
-    importance: list[ParamImportance] = field(default_factory=list)  # for the first metric
+    importance: list[ParamImportance] = field(default_factory=list)  # for `objective`
+    objective: str | None = None  # the metric the params' view is about (`primary_metric`)
 
     @property
     def run_ids(self) -> list[str]:
@@ -121,6 +122,7 @@ class Comparison:
             "hidden_params": self.hidden_params,
             "rows": self.rows(),
             "points": self.points,
+            "objective": self.objective,
             "importance": [
                 {"param": i.param, "importance": i.importance, "correlation": i.correlation, "runs": i.runs}
                 for i in self.importance
@@ -225,11 +227,31 @@ def compare_runs(
     differ = differing((run.canonical_params for run in runs), encoded=True)
     shown = every if all_params else differ
     importance: list[ParamImportance] = []
-    if compared:
-        first = compared[0]
+    first = primary_metric(compared, directions)
+    if first is not None:
         values = [
             (curve.summary.best(first.optimisation)[0] if curve is not None else None)
             for curve in (first.curves.get(run.run_id) for run in runs)
         ]
         importance = param_importance([run.params for run in runs], values, differ)
-    return Comparison(runs, compared, shown, points, all_params, len(every) - len(shown), importance=importance)
+    return Comparison(
+        runs,
+        compared,
+        shown,
+        points,
+        all_params,
+        len(every) - len(shown),
+        importance=importance,
+        objective=first.name if first is not None else None,
+    )
+
+
+def primary_metric(
+    metrics: Sequence[MetricComparison], directions: Mapping[str, str] | None = None
+) -> MetricComparison | None:
+    """The metric a comparison's params are judged by: the one given a direction (a sweep's
+    objective), else `loss`, else the first."""
+    for metric in metrics:
+        if directions and metric.name in directions:
+            return metric
+    return next((m for m in metrics if m.name == "loss"), metrics[0] if metrics else None)

@@ -101,7 +101,7 @@ def straggler_line(paces: Sequence[Pace], labels: Mapping[str, str] | None = Non
     name = labels.get(slowest.replica, slowest.replica)
     if slowest.steps_per_s and median_rate / slowest.steps_per_s >= SLOWER:
         line = f"{name} is {median_rate / slowest.steps_per_s:.1f}x slower than the median rank"
-        if slowest.waiting is not None:
+        if slowest.waiting is not None and slowest.waiting >= 0.05:  # a rank that waits at a collective
             line += f"; {slowest.waiting:.0%} of its time waiting"
         return line
     lagged = [p for p in paces if p.lag_s is not None]

@@ -446,7 +446,8 @@ class Comparison(Reply):
     hidden_params: int = Field(description="params left out because every run has the same value")
     rows: list[CompareRow]
     points: int
-    importance: list[ParamImportance] = Field(description="the params that matter for the first metric")
+    objective: str | None = Field(description="the metric the params' view is about (a sweep's objective, else loss)")
+    importance: list[ParamImportance] = Field(description="the params that matter for `objective`")
 
 
 SweepStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped"]

@@ -243,6 +243,8 @@ export interface IComparison {
   hidden_params: number;
   rows: ICompareRow[];
   points: number;
+  /** The metric the params' view is about: a sweep's objective, else loss, else the first. */
+  objective: string | null;
   importance: IParamImportance[];
 }
 

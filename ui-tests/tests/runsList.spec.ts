@@ -53,12 +53,10 @@ for (const theme of ['light', 'dark'] as const) {
     await sidebar(page).locator('.jp-px-filter-text').fill(prefix);
     await expect(sidebar(page).locator('li.jp-px-run')).toHaveCount(3);
 
-    // One line of actions: Logs and the menu (this build's, not another's).
-    await expect(row(0).locator('.jp-px-run-actions > *')).toHaveCount(2);
+    // One line of actions: Logs, Metrics, TensorBoard and the menu (this build's, not another's).
+    await expect(row(0).locator('.jp-px-run-actions > *')).toHaveCount(4);
     await row(0).locator('.jp-px-row-menu').click();
     await expect(row(0).locator('.jp-px-menu .jp-px-menu-item')).toHaveText([
-      'Metrics',
-      'TensorBoard',
       'Copy id',
       'Delete…'
     ]);

@@ -89,6 +89,7 @@ const comparison: IComparison = {
     }
   ],
   points: 500,
+  objective: 'loss',
   importance: []
 };
 

@@ -54,7 +54,12 @@ describe('line plots', () => {
     });
     expect(figure.layout.autosize).toBe(true);
     expect(figure.layout.legend.orientation).toBe('h');
-    expect(figure.layout.legend.y).toBeLessThan(0);
+    // At the figure's foot, in room kept for it under the x axis.
+    expect([figure.layout.legend.yref, figure.layout.legend.y]).toEqual([
+      'container',
+      0
+    ]);
+    expect(figure.layout.margin.b).toBeGreaterThan(60);
     expect(figure.layout.showlegend).toBe(true);
     // Hover lists every replica's value at the step under the pointer.
     expect(figure.layout.hovermode).toBe('x unified');

@@ -189,7 +189,7 @@ describe('the run in a notebook output', () => {
   it('ticks the age between reads', async () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
     try {
-      getRunView.mockResolvedValue(view({ started_at: Date.now() / 1000 - 5 }));
+      getRunView.mockResolvedValue(view({ created_at: Date.now() / 1000 - 5 }));
       await React.act(() =>
         output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
       );

@@ -163,8 +163,9 @@ export function RunOutputView(props: {
         const badge = stateBadge(state);
         const total = view?.replicas_total ?? payload.replicas.length;
         const ended = view?.finished_at ?? payload.finished_at;
-        const started =
-          view?.started_at ?? view?.created_at ?? payload.created_at;
+        // Since it was submitted, as the runs list counts ages: one clock before and after the
+        // server's first answer.
+        const started = view?.created_at ?? payload.created_at;
         const stop = async () => {
           const answer = await showDialog({
             title: 'Stop run?',
@@ -300,7 +301,7 @@ export function RunOutputView(props: {
                         key={name}
                         role="tab"
                         aria-selected={tab === name}
-                        className={`jp-px-tab jp-px-output-tab-${name}${tab === name ? ' jp-mod-current' : ''}`}
+                        className={`jp-px-tab jp-px-output-tab-${name}${tab === name ? ' jp-px-tab-current' : ''}`}
                         onClick={() => onTab(name)}
                       >
                         {TABS[name]}

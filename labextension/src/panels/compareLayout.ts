@@ -100,7 +100,9 @@ export function paramAxes(comparison: IComparison): {
   objective: IDimension;
   minimize: boolean;
 } | null {
-  const metric = comparison.metrics[0];
+  const metric =
+    comparison.metrics.find(m => m.name === comparison.objective) ??
+    comparison.metrics[0];
   if (!metric) {
     return null;
   }

@@ -155,6 +155,7 @@ function CompareContent(props: {
   }
   const metric =
     comparison.metrics.find(m => m.name === metricName) ??
+    comparison.metrics.find(m => m.name === comparison.objective) ??
     comparison.metrics[0];
   const labels = runLabels(comparison);
   const position = new Map(comparison.runs.map((run, i) => [run.run_id, i]));
@@ -197,7 +198,7 @@ function CompareContent(props: {
               key={name}
               role="tab"
               aria-selected={tab === name}
-              className={`jp-px-tab jp-px-compare-tab-${name}${tab === name ? ' jp-mod-current' : ''}`}
+              className={`jp-px-tab jp-px-compare-tab-${name}${tab === name ? ' jp-px-tab-current' : ''}`}
               onClick={() => setTab(name)}
             >
               {name === 'curves' ? 'Curves' : 'Params'}
@@ -335,10 +336,9 @@ function CompareContent(props: {
           {comparison.importance.length > 0 && (
             <>
               <div className="jp-px-note">
-                Which params matter for {comparison.metrics[0]?.name} (the share
-                of its variance across{' '}
-                {plural(comparison.importance[0].runs, 'run')}; the correlation
-                says which way)
+                Which params matter for {comparison.objective} (the share of its
+                variance across {plural(comparison.importance[0].runs, 'run')};
+                the correlation says which way)
               </div>
               <PlotlyFigure
                 className="jp-px-compare-importance"

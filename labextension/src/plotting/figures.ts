@@ -137,12 +137,14 @@ export function baseLayout(
       bordercolor: theme.axis,
       font: { color: theme.text, family: theme.font }
     },
+    // Under the plot, at the figure's foot (below the x axis' title, never over it).
     legend: {
       orientation: 'h',
       x: 0,
       xanchor: 'left',
-      y: -0.18,
-      yanchor: 'top',
+      yref: 'container',
+      y: 0,
+      yanchor: 'bottom',
       font: { color: theme.text },
       bgcolor: 'rgba(0,0,0,0)'
     },
@@ -202,11 +204,17 @@ export function lineFigure(options: {
   const xs = shown.flatMap(line => line.x);
   const dtick = xKind === 'step' ? integerTickStep(xs) : undefined;
   const layout = baseLayout(theme, options.height ?? 320);
+  const legend = options.legend ?? shown.length > 1;
   return {
     data,
     layout: {
       ...layout,
-      showlegend: options.legend ?? shown.length > 1,
+      // Room at the foot for the legend's rows (about 22 px each, five lines a row).
+      margin: {
+        ...layout.margin,
+        b: legend ? 64 + 22 * Math.floor(shown.length / 5) : 40
+      },
+      showlegend: legend,
       hovermode: shown.length <= 24 ? 'x unified' : 'closest',
       xaxis: {
         ...axis(theme, X_TITLES[xKind]),

@@ -130,7 +130,12 @@ export function PlotlyFigure(props: {
         figure.data.filter(trace => trace.hoverinfo !== 'skip').length
       }
     >
-      <div ref={node} className="jp-px-plotly-target" />
+      {/* Its height held in the layout's flow (plotly draws into it, absolutely positioned). */}
+      <div
+        ref={node}
+        className="jp-px-plotly-target"
+        style={{ height: `${figure.layout.height ?? 320}px` }}
+      />
       {state === 'error' && (
         <div className="jp-px-error">The plot could not be drawn: {error}</div>
       )}

@@ -16,7 +16,7 @@ import { IRowMenuItem, RowMenu } from './rowMenu';
 
 /**
  * What tells runs of one name apart: the end of the id the name does not say (`long-one-3f2a1c`
- * shows `3f2a1c`), else the whole id.
+ * shows `3f2a1c`), else the id's last six characters.
  */
 export function shortId(run: IRunSummary): string {
   const slug = (run.name ?? '')
@@ -25,7 +25,7 @@ export function shortId(run: IRunSummary): string {
     .replace(/^-+|-+$/g, '');
   return slug && run.run_id.startsWith(`${slug}-`)
     ? run.run_id.slice(slug.length + 1)
-    : run.run_id;
+    : run.run_id.slice(-6);
 }
 
 /**
@@ -98,11 +98,6 @@ export function RunRow(props: {
         <span className="jp-px-run-name" title={run.run_id}>
           {runLabel(run)}
         </span>
-        {run.name && (
-          <code className="jp-px-run-short-id" title={run.run_id}>
-            {shortId(run)}
-          </code>
-        )}
         <span className={badge.className}>{badge.label}</span>
       </div>
       {detail && (
@@ -121,6 +116,12 @@ export function RunRow(props: {
         {run.submitted_from && (
           <span className="jp-px-from">{run.submitted_from}</span>
         )}
+        {run.name && (
+          <code className="jp-px-run-short-id" title={run.run_id}>
+            {shortId(run)}
+          </code>
+        )}
+        <RowActions run={run} actions={actions} items={items} />
       </div>
       {progress !== null && (
         <div
@@ -139,27 +140,38 @@ export function RunRow(props: {
       {owner && (
         <div className="jp-px-run-message jp-px-run-owner">{owner}</div>
       )}
-      <div className="jp-px-run-actions">
-        <button
-          className="jp-px-link jp-px-action-logs"
-          onClick={() => actions.openLogs(run.run_id)}
-        >
-          Logs
-        </button>
-        <button
-          className="jp-px-link jp-px-action-metrics"
-          onClick={() => actions.openMetrics(run.run_id)}
-        >
-          Metrics
-        </button>
-        <button
-          className="jp-px-link jp-px-action-tensorboard"
-          onClick={() => actions.openTensorBoard(run.run_id)}
-        >
-          TensorBoard
-        </button>
-        <RowMenu label={`More actions for ${runLabel(run)}`} items={items} />
-      </div>
     </li>
+  );
+}
+
+/** A row's actions, on its second line: Logs, Metrics, TensorBoard, and the "⋯" menu. */
+function RowActions(props: {
+  run: IRunSummary;
+  actions: ISidebarActions;
+  items: IRowMenuItem[];
+}): JSX.Element {
+  const { run, actions, items } = props;
+  return (
+    <div className="jp-px-run-actions">
+      <button
+        className="jp-px-link jp-px-action-logs"
+        onClick={() => actions.openLogs(run.run_id)}
+      >
+        Logs
+      </button>
+      <button
+        className="jp-px-link jp-px-action-metrics"
+        onClick={() => actions.openMetrics(run.run_id)}
+      >
+        Metrics
+      </button>
+      <button
+        className="jp-px-link jp-px-action-tensorboard"
+        onClick={() => actions.openTensorBoard(run.run_id)}
+      >
+        TensorBoard
+      </button>
+      <RowMenu label={`More actions for ${runLabel(run)}`} items={items} />
+    </div>
   );
 }
