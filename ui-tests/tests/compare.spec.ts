@@ -68,8 +68,12 @@ for (const theme of ['light', 'dark'] as const) {
     await expect(plot).toHaveAttribute('data-state', 'drawn');
     await expect(plot.locator('.scatterlayer .trace')).toHaveCount(4);
     const panelBox = (await panel.boundingBox())!;
-    const plotBox = (await plot.locator('.main-svg').first().boundingBox())!;
-    expect(plotBox.width).toBeGreaterThan(panelBox.width * 0.9);
+    const svg = plot.locator('.main-svg').first();
+    // The plot follows the panel's width (the sidebar closed just before: it grows to it).
+    await expect
+      .poll(async () => (await svg.boundingBox())!.width)
+      .toBeGreaterThan(panelBox.width * 0.9);
+    const plotBox = (await svg.boundingBox())!;
     expect(plotBox.height).toBeGreaterThanOrEqual(400);
     expect(await plot.locator('.xtick').count()).toBeGreaterThanOrEqual(4);
     expect(await plot.locator('.ytick').count()).toBeGreaterThanOrEqual(3);

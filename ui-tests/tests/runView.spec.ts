@@ -84,6 +84,7 @@ for (const theme of ['light', 'dark'] as const) {
       Number(/(\d+)s ago/.exec((await meta.textContent()) ?? '')?.[1] ?? -1);
     const first = await age();
     await expect.poll(age, { timeout: 10000 }).toBeGreaterThan(first); // it ticks
+    await view.scrollIntoViewIfNeeded();
     await shot(page, `runview-${theme}-01-live`);
 
     // The kernel restarts: the view is still the run as the server has it, moving on.
@@ -97,6 +98,7 @@ for (const theme of ['light', 'dark'] as const) {
       /worker-1 is \d+(\.\d)?x slower than the median rank/,
       { timeout: 30000 }
     );
+    await view.scrollIntoViewIfNeeded();
     await shot(page, `runview-${theme}-02-after-restart`);
 
     // The Logs tab follows a replica's log to its last line.

@@ -81,9 +81,13 @@ for (const theme of ['light', 'dark'] as const) {
       })
     ).toBeVisible();
     const frame = panel.locator('iframe');
-    await expect(frame).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
-      timeout: 150000
-    });
+    await expect(frame).toHaveAttribute(
+      'src',
+      /\/px\/tensorboard\/\d+\/(\?darkMode=true)?$/,
+      {
+        timeout: 150000
+      }
+    );
     const url = (await frame.getAttribute('src'))!;
     // TensorBoard itself was given both runs' directories.
     await expect(

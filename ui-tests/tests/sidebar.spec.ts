@@ -205,9 +205,13 @@ test.describe('jupyter-px sidebar', () => {
     // TensorBoard through the server's authenticated TensorBoard route (px/tensorboard/<port>/).
     await rowAction(row, 'tensorboard');
     const frame = page.locator('.jp-px-panel-tensorboard iframe');
-    await expect(frame).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
-      timeout: 150000
-    });
+    await expect(frame).toHaveAttribute(
+      'src',
+      /\/px\/tensorboard\/\d+\/(\?darkMode=true)?$/,
+      {
+        timeout: 150000
+      }
+    );
     const url = (await frame.getAttribute('src'))!;
     const answer = await page.request.get(url);
     expect(answer.status()).toBe(200);

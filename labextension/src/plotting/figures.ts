@@ -225,7 +225,9 @@ export function lineFigure(options: {
       yaxis: {
         ...axis(theme, options.yTitle),
         type: options.log ? 'log' : 'linear',
-        exponentformat: 'power'
+        exponentformat: 'power',
+        // A log axis over a decade or two: a few labelled ticks, not one per digit.
+        ...(options.log ? { nticks: 6, tickformat: '~g' } : {})
       }
     }
   };
