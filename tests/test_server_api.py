@@ -659,11 +659,12 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     from jupyter_px.server import ROUTES
     from jupyter_px.server.compare_handlers import ROUTES as COMPARE_ROUTES
     from jupyter_px.server.sweep_handlers import SWEEP_ROUTES
+    from jupyter_px.server.view_handlers import VIEW_ROUTES
 
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) + len(SWEEP_ROUTES) + len(COMPARE_ROUTES) == 9 + 2 + 2
+    assert len(routes) == len(ROUTES) + len(SWEEP_ROUTES) + len(COMPARE_ROUTES) + len(VIEW_ROUTES) == 9 + 2 + 2 + 1
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -678,8 +679,9 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
     # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, directory DELETE, logs,
-    # metrics, tensorboard; sweeps GET, sweep GET+DELETE; compare POST, compare/tensorboard POST
-    assert tried == 16
+    # metrics, tensorboard; sweeps GET, sweep GET+DELETE; compare POST, compare/tensorboard POST;
+    # the run's view GET
+    assert tried == 17
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 

@@ -125,6 +125,10 @@ test.describe('jupyter-px sidebar', () => {
     await openNewNotebook(page, `${tmpPath}/train.ipynb`, TRAIN);
     await openSidebar(page);
     await expect(sidebar(page).locator('.jp-px-notebook')).toHaveText(
+      'train.ipynb'
+    );
+    await expect(sidebar(page).locator('.jp-px-notebook')).toHaveAttribute(
+      'title',
       `${tmpPath}/train.ipynb`
     );
     await shot(page, 'light-01-sidebar');
@@ -258,7 +262,7 @@ test.describe('jupyter-px sidebar', () => {
       .fill('-1');
     await expect(
       sidebar(page).locator('#root_environment_replicas_n_workers__error')
-    ).toContainText('-1');
+    ).toHaveText('at least 0'); // the bound in the form's words
     await expect(sidebar(page).locator('.jp-px-submit-button')).toBeDisabled();
     await shot(page, 'dark-01-sidebar-bad-value');
     await sidebar(page)

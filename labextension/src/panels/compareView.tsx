@@ -37,7 +37,8 @@ type BestRule = NonNullable<ICompareRequest['best']>;
  * coordinates, which params matter). The server sends curves already downsampled.
  *
  * The node says where it is for tests and the benchmark: `data-state` (loading, ready, error),
- * `data-fetch-ms` (the request) and `data-draw-ms` (from the answer to the first frame painted).
+ * `data-fetch-ms` (the request) and `data-draw-ms` (from the answer to the first frame painted
+ * after plotly drew the plot; plotly.js's first load included).
  */
 export class CompareView extends ReactWidget {
   constructor(
@@ -142,11 +143,21 @@ function CompareContent(props: {
   const [highlight, setHighlight] = React.useState<string | null>(null);
   const [tab, setTab] = React.useState<'curves' | 'params'>('curves');
   const [tensorBoard, setTensorBoard] = React.useState<string | null>(null);
+  // The answer is on screen when its plot is drawn (plotly draws after React's commit, once
+  // loaded); without a plot (an error, no metrics), when React has committed.
+  const plotted = React.useRef(false);
   React.useEffect(() => {
-    if (comparison || error) {
+    plotted.current = false;
+    if (error || (comparison && comparison.metrics.length === 0)) {
       onDrawn();
     }
   }, [comparison, error]);
+  const firstDraw = () => {
+    if (!plotted.current) {
+      plotted.current = true;
+      onDrawn();
+    }
+  };
   if (error) {
     return <div className="jp-px-error">{error}</div>;
   }
@@ -316,6 +327,7 @@ function CompareContent(props: {
               legend: lines.length > 1
             })}
             onHover={setHighlight}
+            onDrawn={firstDraw}
           />
         </>
       )}

@@ -49,8 +49,12 @@ export function PlotlyFigure(props: {
   className?: string;
   label: string;
   onHover?: HoverHandler;
+  /** Called after each draw (the comparison times its first one). */
+  onDrawn?: () => void;
 }): JSX.Element {
   const { figure, onHover } = props;
+  const drawn = React.useRef(props.onDrawn);
+  drawn.current = props.onDrawn;
   const node = React.useRef<HTMLDivElement>(null);
   const [state, setState] = React.useState<'loading' | 'drawn' | 'error'>(
     'loading'
@@ -86,6 +90,7 @@ export function PlotlyFigure(props: {
         }
         if (live) {
           setState('drawn');
+          drawn.current?.();
         }
       })
       .catch(reason => {
