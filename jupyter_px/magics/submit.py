@@ -11,7 +11,8 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..presentation.text import topology_problems
-from ..topology import Topology, TopologyError, apply_overrides, parse_topology
+from ..sweeps.spec import parse_polyaxonfile, read_sweep
+from ..topology import Topology, TopologyError, apply_overrides
 from ..topology.registry import UnknownTopology, topologies
 from .args import IDENTIFIER, check_output, check_wait, output_arg, wait_args
 from .common import shell_of, show_run, submit_errors, wait_for_run
@@ -75,7 +76,7 @@ class SubmitMagics(Magics):
         push = self._pushed_values(args.push)
         from ..notebook_code import missing_names
 
-        spec = topology.sweep  # a sweep's values are globals in every trial
+        spec = read_sweep(topology)  # a sweep's values are globals in every trial
         known = {**push, **dict.fromkeys(spec.params if spec else ()), **dict.fromkeys(_resource(spec))}
         missing = missing_names(shipped.source, shell_of(self).user_ns, shell_of(self).user_ns_hidden, known)
         if missing:
@@ -110,7 +111,7 @@ class SubmitMagics(Magics):
                     f"-f {args.file!r}: cannot read the topology file: {error.strerror or error}"
                 ) from None
             try:
-                base = parse_topology(text)
+                base = parse_polyaxonfile(text)
             except TopologyError as error:
                 raise UsageError(f"-f {args.file}: " + topology_problems(error)) from None
         else:

@@ -85,7 +85,7 @@ def start_sweep(magics: Magics, topology: Any, shipped: Any, args: Any, push: di
     shell = shell_of(magics)
     if args.output:
         shell.user_ns[args.output] = sweep
-    spec = topology.sweep
+    spec = sweep.spec
     replicas = topology.total_replicas()
     line = (
         f"started sweep {sweep_id}: {spec.n_trials} trials ({spec.algorithm}), {spec.concurrency} at a time, "

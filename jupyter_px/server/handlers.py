@@ -41,6 +41,7 @@ from ..presentation.run_json import run_detail
 from ..runstore import RunDamaged, RunNotFound, RunStore
 from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN
 from ..service import BackendError, RunActive, RunService
+from ..sweeps.spec import parse_polyaxonfile
 from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
 from ..topology.export import summary_text
 from .metrics_cache import MetricsCache
@@ -293,7 +294,7 @@ class TopologyValidateHandler(PxHandler):
     async def post(self) -> None:
         body = self.body(ValidateRequest)
         try:
-            topo = parse_topology(body.topology)
+            topo = parse_polyaxonfile(body.topology)
         except TopologyError as error:
             self.send(Validation, {"valid": False, **_problems(error)})
             return

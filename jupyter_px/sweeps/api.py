@@ -11,8 +11,8 @@ from ..api import Run
 from ..runstore import RunStore
 from ..service import CodeSource, code_source
 from ..topology import Topology, parse_topology
-from ..topology.sweep_spec import SweepSpec
 from .service import SweepService
+from .spec import SweepSpec, read_sweep
 from .store import SweepStatus, TrialRow
 
 
@@ -68,7 +68,7 @@ class Sweep:
 
     @property
     def spec(self) -> SweepSpec:
-        spec = parse_topology(self.record.topology).sweep
+        spec = read_sweep(parse_topology(self.record.topology))
         assert spec is not None
         return spec
 

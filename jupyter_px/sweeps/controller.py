@@ -41,9 +41,9 @@ from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
 from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText
 from ..topology import Topology, TopologyError, parse_topology, to_dict
-from ..topology.sweep_spec import SweepSpec
 from .engine import open_study
 from .space import suggest
+from .spec import SweepSpec, read_sweep
 from .store import SweepState, SweepStatus, SweepStore, TrialRow, TrialState
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class Controller:
         self.service = RunService(RunStore(home))
         self.record = self.store.record(self.sweep_id)
         topology = parse_topology(self.record.topology)
-        spec = topology.sweep
+        spec = read_sweep(topology)
         if spec is None:
             raise TopologyError([])
         self.spec: SweepSpec = spec

@@ -30,8 +30,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..topology.sweep_spec import SweepSpec
 from .space import grid_space
+from .spec import SweepSpec
 
 #: The study's name inside its journal (one study per sweep directory).
 STUDY_NAME = "sweep"

@@ -24,7 +24,8 @@ from ..runstore import RunStore
 from ..runstore.models import RunOwner
 from ..service import CodeSource, RunService, load_code, pickle_pushed
 from ..service.runs import check_run_name
-from ..topology import Topology, parse_topology, to_dict
+from ..topology import Topology, to_dict
+from .spec import parse_polyaxonfile, read_sweep
 from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
 
 CONTROLLER_MODULE = "jupyter_px.sweeps.controller"
@@ -72,8 +73,8 @@ class SweepService:
     ) -> str:
         """Validate, record and start a sweep (its controller); its id at once."""
         name = check_run_name(name)
-        topo = parse_topology(topology)
-        spec = topo.sweep
+        topo = parse_polyaxonfile(topology)
+        spec = read_sweep(topo)
         if spec is None:
             raise NoSweep("this topology has no sweep: add an hptuning: (Polyaxon v0) or matrix: (v1) section")
         trial = topo.without_sweep()

@@ -8,9 +8,8 @@ from pydantic import ValidationError
 
 from .dialects import normalize
 from .errors import Problem, TopologyError, problems_from_validation, show_value
-from .models import Topology
+from .models import SECTIONS_KEPT_AS_WRITTEN, Topology
 from .rules import check
-from .sweep import SWEEP_KEYS, parse_sweep
 from .yaml_text import load_yaml
 
 
@@ -34,34 +33,23 @@ def parse_topology(source: str | dict | Topology | None) -> Topology:
                 )
             ]
         )
-    sections = {key: data[key] for key in SWEEP_KEYS if key in data}
-    sweep_problems = _sweep_problems(sections)
+    # A sweep section is kept as written (the YAML round-trips); what it means is read by
+    # `jupyter_px.sweeps.spec`, which reads a whole polyaxonfile through this function.
+    sections = {key: data[key] for key in SECTIONS_KEPT_AS_WRITTEN if key in data}
     normalized = normalize({k: v for k, v in data.items() if k not in sections})
     if normalized.problems:
-        raise TopologyError(normalized.problems + sweep_problems)
+        raise TopologyError(normalized.problems)
     try:
         topology = Topology.model_validate(normalized.data)
     except ValidationError as error:
         problems = problems_from_validation(error)
-        raise TopologyError(
-            [Problem(normalized.rename(p.path), p.message) for p in problems] + sweep_problems
-        ) from None
-    problems = [Problem(normalized.rename(p.path), p.message) for p in check(topology)] + sweep_problems
+        raise TopologyError([Problem(normalized.rename(p.path), p.message) for p in problems]) from None
+    problems = [Problem(normalized.rename(p.path), p.message) for p in check(topology)]
     if problems:
         raise TopologyError(problems)
     if sections:
         topology = topology.model_copy(update=sections)
     return topology
-
-
-def _sweep_problems(sections: dict[str, Any]) -> list[Problem]:
-    """Every problem of the sweep sections (`hptuning`, `matrix`), each with its path."""
-    if len(sections) > 1:
-        return [Problem("matrix", "a polyaxonfile has one sweep: hptuning (Polyaxon v0) or matrix (v1), not both")]
-    problems: list[Problem] = []
-    for key, raw in sections.items():
-        parse_sweep(key, raw, problems)
-    return problems
 
 
 def try_parse(source: Any) -> tuple[Topology | None, list[Problem]]:

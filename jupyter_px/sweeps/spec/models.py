@@ -1,7 +1,7 @@
 """What a validated sweep is: the search (algorithm, parameters, trials, concurrency), the
 objective a trial is judged by, and the rules that stop trials or the whole sweep early.
 
-`topology/sweep.py` reads Polyaxon's `hptuning:`/`matrix:` sections into these; the sweep
+`sections.py` reads Polyaxon's `hptuning:`/`matrix:` sections into these; the sweep
 engine, controller and views read only these."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .sweep_params import Param
+from .params import Param
 
 #: Trials one sweep may run (each is a whole distributed run).
 MAX_TRIALS = 10_000
