@@ -2,8 +2,11 @@
 study kept in the sweep's directory (Optuna's journal file storage), so that a sweep survives
 its controller, the kernel and the Jupyter server, and resumes where it was.
 
-* `grid_search` / `kind: grid`: `GridSampler` over the discrete values (`n_experiments` /
-  `numRuns`: the first N of them).
+* `grid_search` / `kind: grid`: trial i gets the i-th point of the product of the parameters'
+  values in the order written, the last parameter changing fastest (Polyaxon's order:
+  `itertools.product` in polyaxon/experiment_groups/search_managers/grid.py, v0.x), so
+  `n_experiments` / `numRuns` run the first N of it, the same ones every time. (Optuna's own
+  `GridSampler` picks the grid's points at random.)
 * `random_search` / `kind: random`, `hyperopt` with `algorithm: rand`: `RandomSampler`.
 * `bo` / `kind: bayes`: `TPESampler(multivariate=True)`, `n_initial_trials` / `numInitialRuns`
   random trials first. (Optuna's GP sampler needs SciPy, which is not a dependency here;
@@ -37,16 +40,31 @@ from .spec import SweepSpec
 STUDY_NAME = "sweep"
 
 
-def _grid_sampler(space: dict[str, list[Any]], seed: int | None) -> Any:
-    """Optuna's GridSampler, without its `study.stop()` once the grid is done: that works only
-    inside `study.optimize`, and a sweep asks and tells (the controller knows how many trials)."""
+def _grid_sampler(space: dict[str, list[Any]]) -> Any:
+    """A sampler that gives trial i the i-th point of the grid, in `itertools.product` order:
+    the point follows from the trial's number alone, so a resumed sweep goes on in order."""
     import optuna
 
-    class GridSampler(optuna.samplers.GridSampler):
-        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
-            pass
+    class OrderedGridSampler(optuna.samplers.BaseSampler):
+        def infer_relative_search_space(self, study: Any, trial: Any) -> dict[str, Any]:
+            return {}
 
-    return GridSampler(space, seed=seed)
+        def sample_relative(self, study: Any, trial: Any, search_space: Any) -> dict[str, Any]:
+            return {}
+
+        def sample_independent(self, study: Any, trial: Any, param_name: str, param_distribution: Any) -> Any:
+            return grid_point(space, trial.number)[param_name]
+
+    return OrderedGridSampler()
+
+
+def grid_point(space: dict[str, list[Any]], index: int) -> dict[str, Any]:
+    """The `index`-th point of the product of `space`'s values (the last name changing fastest)."""
+    point = {}
+    for name in reversed(list(space)):
+        index, digit = divmod(index, len(space[name]))
+        point[name] = space[name][digit]
+    return {name: point[name] for name in space}
 
 
 def sampler_for(spec: SweepSpec, asked: int = 0) -> Any:
@@ -54,7 +72,7 @@ def sampler_for(spec: SweepSpec, asked: int = 0) -> Any:
 
     seed = None if spec.seed is None else spec.seed + asked
     if spec.algorithm == "grid":
-        return _grid_sampler(grid_space(spec), spec.seed)
+        return _grid_sampler(grid_space(spec))
     if spec.algorithm in ("bayes", "tpe"):
         startup = spec.startup_trials if spec.startup_trials is not None else 10
         return optuna.samplers.TPESampler(
