@@ -76,8 +76,9 @@ class SubmitMagics(Magics):
         push = self._pushed_values(args.push)
         from ..notebook_code import missing_names
 
-        spec = read_sweep(topology)  # a sweep's values are globals in every trial
+        spec = read_sweep(topology)  # a sweep's values and the declarations are globals in every run
         known = {**push, **dict.fromkeys(spec.params if spec else ()), **dict.fromkeys(_resource(spec))}
+        known.update(dict.fromkeys(topology.declarations or ()))
         missing = missing_names(shipped.source, shell_of(self).user_ns, shell_of(self).user_ns_hidden, known)
         if missing:
             raise UsageError(f"not submitted: {missing.message()}")

@@ -28,7 +28,8 @@ from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_ba
 from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..runstore.models import TrialOf
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
-from .sources import CodeSource, load_code
+from ..topology.values import declared_run
+from .sources import CodeSource, ScriptFile, load_code
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,11 @@ class RunService:
         if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
             topo = apply_overrides(topo, framework=framework, workers=workers, ps=ps, backend=backend)
         code = load_code(source, language)
+        if sweep is None:  # a polyaxonfile's declarations and run.cmd (a trial comes with its own)
+            declared, args, push = declared_run(
+                topo, code.entrypoint if isinstance(source, ScriptFile) else None, args, push
+            )
+            topo = parse_topology(declared) if declared is not None else topo
         chosen = get_backend(topo.backend_kind, self.store, self.kubernetes)
         chosen.check(topo)
         files: dict[str, bytes | str] = {code.entrypoint: code.text}

@@ -14,7 +14,9 @@ kernel, the CLI and the Jupyter server. It is the sweep's one owner and the only
    is passed, or when every trial so far failed the same way (saying why, instead of failing
    the remaining trials one by one);
 3. asks Optuna for new trials while fewer than `concurrency` run, and submits each through the
-   run service with its values in `PX_PARAMS` (every replica), as pushed globals, in the record.
+   run service with its values (the declarations and the trial's own) in `PX_PARAMS` (every
+   replica), as pushed globals, in `{{ name }}` of its arguments (`topology.values`), and the
+   trial's own in the record.
 
 Killed and started again (`SweepService.resume`), it opens the same journal: finished trials
 stay finished, trials whose runs still run are adopted (their runs never depended on it), and a
@@ -24,11 +26,8 @@ SIGTERM) stops every running trial, then the controller.
 
 from __future__ import annotations
 
-import copy
-import json
 import logging
 import os
-import re
 import signal
 import sys
 import time
@@ -41,6 +40,7 @@ from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
 from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText
 from ..topology import Topology, TopologyError, parse_topology, to_dict
+from ..topology.values import fill_args, with_values
 from .engine import open_study
 from .space import suggest
 from .spec import SweepSpec, read_sweep
@@ -74,34 +74,6 @@ def chief_key(topology: Topology) -> str:
     return "master-0" if topology.replicas_section.n_masters > 0 else "worker-0"
 
 
-def with_params_env(topology: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """`topology` (a dict) with `PX_PARAMS` set wherever a replica's environment comes from: the
-    environment's `env`, and every role default or index override that replaces it."""
-    data = copy.deepcopy(topology)
-    value = json.dumps(params, default=str)
-    environment = data.setdefault("environment", {})
-    environment["env"] = {**(environment.get("env") or {}), "PX_PARAMS": value}
-    replicas = environment.get("replicas") or {}
-    for key in ("default_worker", "default_ps", "default_evaluator"):
-        default = replicas.get(key)
-        if isinstance(default, dict) and default.get("env") is not None:
-            default["env"]["PX_PARAMS"] = value
-    for role in ("worker", "ps", "evaluator"):
-        for override in replicas.get(role) or []:
-            if isinstance(override, dict) and override.get("env") is not None:
-                override["env"]["PX_PARAMS"] = value
-    return data
-
-
-_PLACEHOLDER = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
-
-
-def fill_args(arg: str, params: dict[str, Any]) -> str:
-    """A script argument with `{{ name }}` replaced by the trial's value (Polyaxon's
-    `--lr={{ lr }}`); a name the trial has no value for is left as written."""
-    return _PLACEHOLDER.sub(lambda m: str(params[m.group(1)]) if m.group(1) in params else m.group(0), arg)
-
-
 def last_log_line(service: RunService, run_id: str, status: Any) -> str:
     """The last non-empty line of the first failed replica's log: usually the error."""
     failed = [r for r in status.replicas if r.state.value in ("Failed", "Lost")] or status.replicas
@@ -130,7 +102,12 @@ class Controller:
             raise TopologyError([])
         self.spec: SweepSpec = spec
         self.chief = chief_key(topology)
-        self.trial_topology = to_dict(topology.without_sweep())
+        # A trial's values are the declarations with the trial's own added (Polyaxon's rule);
+        # the run gets them all, so its topology carries neither section itself.
+        self.declared = dict(topology.declarations or {})
+        self.trial_topology = {
+            k: v for k, v in to_dict(topology.without_sweep()).items() if k not in ("declarations", "run")
+        }
         self.metrics = [
             m
             for m in {
@@ -271,14 +248,15 @@ class Controller:
         else:
             source = ScriptFile(code.entrypoint, text=self.code, origin=code.source)
         name = f"{self.record.name or self.sweep_id}-t{number}"
+        values = {**self.declared, **params}
         return self.service.submit(
             source,
-            with_params_env(self.trial_topology, params),
+            with_values(self.trial_topology, values),
             name=name[:60],
             workdir=self.record.workdir,
-            args=[fill_args(arg, params) for arg in code.args],
+            args=[fill_args(arg, values) for arg in code.args],
             language=code.language,
-            push={**self.pushed, **params},
+            push={**self.pushed, **values},
             submitted_from="sweep",
             sweep=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
         )

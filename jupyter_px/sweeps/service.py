@@ -22,10 +22,12 @@ from .. import detached
 from ..backends import get_backend
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
-from ..service import CodeSource, RunService, load_code, pickle_pushed
+from ..service import CodeSource, RunService, ScriptFile, load_code, pickle_pushed
 from ..service.runs import check_run_name
-from ..topology import Topology, to_dict
+from ..topology import Topology, TopologyError, to_dict
+from ..topology.values import missing_names, no_value_problem, script_args
 from .spec import parse_polyaxonfile, read_sweep
+from .spec.polyaxonfile import value_names
 from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
 
 CONTROLLER_MODULE = "jupyter_px.sweeps.controller"
@@ -80,6 +82,10 @@ class SweepService:
         trial = topo.without_sweep()
         get_backend(trial.backend_kind, self.runs.store, self.runs.kubernetes).check(trial)
         code = load_code(source, language)
+        args = script_args(topo, code.entrypoint if isinstance(source, ScriptFile) else None, args)
+        missing = missing_names(args, value_names(topo, spec))
+        if missing:
+            raise TopologyError([no_value_problem("args", missing)])
         files: dict[str, bytes | str] = {code.entrypoint: code.text}
         if push:
             files["pushed.pkl"] = pickle_pushed(push)

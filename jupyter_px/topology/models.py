@@ -230,6 +230,10 @@ class Topology(_Strict):
     # JSON schema: the sidebar's form edits one job's shape.
     hptuning: SkipJsonSchema[dict[str, Any] | None] = None
     matrix: SkipJsonSchema[dict[str, Any] | None] = None
+    # Polyaxon v0's constants for the code and its `run: {cmd}`, read by `v0_sections.py` (which
+    # also honours or refuses the file's other v0 sections); `values.py` says how they reach a run.
+    declarations: SkipJsonSchema[dict[str, Any] | None] = None
+    run: SkipJsonSchema[dict[str, Any] | None] = None
 
     def without_sweep(self) -> Topology:
         """The job one trial runs: this topology without its sweep section."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...topology import Problem, Topology, TopologyError, load_yaml, parse_topology
+from ...topology.values import command, missing_names, no_value_problem
 from .models import SweepSpec
 from .sections import SWEEP_KEYS, parse_sweep
 
@@ -30,7 +31,23 @@ def parse_polyaxonfile(source: str | dict | Topology | None) -> Topology:
         raise TopologyError(error.problems + problems) from None
     if problems:
         raise TopologyError(problems)
+    spec = read_sweep(topology)
+    found = command(topology)
+    if spec is not None and found is not None:
+        missing = missing_names(found.args, value_names(topology, spec))
+        if missing:
+            raise TopologyError([no_value_problem("run.cmd", missing)])
     return topology
+
+
+def value_names(topology: Topology, spec: SweepSpec) -> set[str]:
+    """The names a trial has values for: the declarations, the parameters, Hyperband's resource."""
+    names = set(topology.declarations or {}) | set(spec.params)
+    if spec.mapping:
+        names |= {name for row in spec.mapping for name in row}
+    if spec.resource is not None:
+        names.add(spec.resource.name)
+    return names
 
 
 def try_parse_polyaxonfile(source: Any) -> tuple[Topology | None, list[Problem]]:
