@@ -91,7 +91,10 @@ def start_sweep(magics: Magics, topology: Any, shipped: Any, args: Any, push: di
         f"started sweep {sweep_id}: {spec.n_trials} trials ({spec.algorithm}), {spec.concurrency} at a time, "
         f"each {replicas} replica{'s' if replicas != 1 else ''}; see %px_sweeps"
     )
-    monitor = show_sweep(shell, sweep, line)
+    notes = "".join(f"\nnote: {note}" for note in spec.notes)  # what is not done as written
+    monitor = show_sweep(shell, sweep, line + notes)
+    if monitor is not None and notes:
+        print(notes.strip())
     if args.wait:
         wait_for_sweep(sweep, monitor, args.timeout)
 

@@ -14,6 +14,7 @@ from ..topology import Topology, parse_topology
 from .service import SweepService
 from .spec import SweepSpec, read_sweep
 from .store import SweepStatus, TrialRow
+from .view_model import SweepViewModel
 
 
 def sweep(
@@ -95,12 +96,29 @@ class Sweep:
 
     @property
     def best(self) -> Run | None:
-        """The best trial's run (by the objective), None before one completed or without an objective."""
+        """The best trial's run (by the objective), None before one completed or without an
+        objective; a sweep of several objectives has no one best: see `pareto`."""
         row = self.status().best_trial()
         return Run(row.run_id, service=self.service.runs) if row and row.run_id else None
 
+    @property
+    def pareto(self) -> list[Run]:
+        """A multi-objective sweep's result: the runs of the trials on its Pareto front (no
+        other complete trial is at least as good on every objective and better on one), in
+        trial order; [] for a sweep of one objective."""
+        status = self.status()
+        by_number = {row.number: row for row in status.trials}
+        rows = [by_number[n] for n in status.pareto or () if n in by_number]
+        return [Run(row.run_id, service=self.service.runs) for row in rows if row.run_id]
+
+    def view_model(self) -> SweepViewModel:
+        """What a tuner looks at, as data (`jupyter_px.sweeps.view_model`): optimization history
+        with the best so far, parameter importance, parallel coordinates, slices, a contour of
+        the two most important parameters, and the Pareto front of a multi-objective sweep."""
+        return self.service.view_model(self.sweep_id)
+
     def dataframe(self) -> Any:
-        """One row per trial, like Optuna's `trials_dataframe`: number, value, state, params_<name>,
+        """One row per trial, like Optuna's `trials_dataframe`: number, value, state, values_<objective>, params_<name>,
         run_id, datetime_start, datetime_complete, duration. A pandas DataFrame when pandas is
         installed, else a list of dicts."""
         import datetime
@@ -110,6 +128,7 @@ class Sweep:
             start = datetime.datetime.fromtimestamp(row.started_at) if row.started_at else None
             end = datetime.datetime.fromtimestamp(row.finished_at) if row.finished_at else None
             record: dict[str, Any] = {"number": row.number, "value": row.value, "state": row.state.value}
+            record.update({f"values_{k}": v for k, v in (row.values or {}).items()})
             record.update({f"params_{k}": v for k, v in row.params.items()})
             record.update(
                 run_id=row.run_id,

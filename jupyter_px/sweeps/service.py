@@ -26,9 +26,11 @@ from ..service import CodeSource, RunService, ScriptFile, load_code, pickle_push
 from ..service.runs import check_run_name
 from ..topology import Topology, TopologyError, to_dict
 from ..topology.values import missing_names, no_value_problem, script_args
+from .engine import check_engine
 from .spec import parse_polyaxonfile, read_sweep
 from .spec.polyaxonfile import value_names
 from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
+from .view_model import SweepViewModel, build_view_model
 
 CONTROLLER_MODULE = "jupyter_px.sweeps.controller"
 #: How long `stop` waits for the controller to stop the trials and itself.
@@ -79,7 +81,13 @@ class SweepService:
         spec = read_sweep(topo)
         if spec is None:
             raise NoSweep("this topology has no sweep: add an hptuning: (Polyaxon v0) or matrix: (v1) section")
+        check_engine(spec)
         trial = topo.without_sweep()
+        if spec.promote and trial.backend_kind != "local":
+            raise ValueError(
+                f"{spec.form}: hyperband's resume: true continues a trial from the checkpoint its last run left in "
+                f"its outputs, which runs on {trial.backend_kind} do not share here: use resume: false there"
+            )
         get_backend(trial.backend_kind, self.runs.store, self.runs.kubernetes).check(trial)
         code = load_code(source, language)
         args = script_args(topo, code.entrypoint if isinstance(source, ScriptFile) else None, args)
@@ -138,6 +146,14 @@ class SweepService:
         sweep_id = self.resolve(ref)
         status = self.store.status(sweep_id)
         return SweepView(self.store.record(sweep_id), status, self._owner_problem(status))
+
+    def view_model(self, ref: str) -> SweepViewModel:
+        """What a tuner looks at (`view_model.py`): history, importance, parallel coordinates,
+        slices, a contour, the Pareto front; from one read of the sweep."""
+        view = self.view(ref)
+        spec = read_sweep(parse_polyaxonfile(view.record.topology))
+        assert spec is not None
+        return build_view_model(view.sweep_id, view.record.name, view.status, spec)
 
     def _owner_problem(self, status: SweepStatus) -> str | None:
         if status.state.finished:

@@ -23,22 +23,24 @@ PLACEHOLDER = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-
 _PART = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 
 
-def with_values(topology: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
-    """`topology` (a dict) with `PX_PARAMS` set wherever a replica's environment comes from: the
-    environment's `env`, and every role default or index override that replaces it."""
+def with_values(
+    topology: dict[str, Any], values: Mapping[str, Any], env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """`topology` (a dict) with `PX_PARAMS` (and `env`) set wherever a replica's environment
+    comes from: the environment's `env`, and every role default or index override that replaces it."""
     data = copy.deepcopy(topology)
-    value = json.dumps(dict(values), default=str)
+    added = {"PX_PARAMS": json.dumps(dict(values), default=str), **(env or {})}
     environment = data.setdefault("environment", {})
-    environment["env"] = {**(environment.get("env") or {}), "PX_PARAMS": value}
+    environment["env"] = {**(environment.get("env") or {}), **added}
     replicas = environment.get("replicas") or {}
     for key in ("default_worker", "default_ps", "default_evaluator"):
         default = replicas.get(key)
         if isinstance(default, dict) and default.get("env") is not None:
-            default["env"]["PX_PARAMS"] = value
+            default["env"].update(added)
     for role in ("worker", "ps", "evaluator"):
         for override in replicas.get(role) or []:
             if isinstance(override, dict) and override.get("env") is not None:
-                override["env"]["PX_PARAMS"] = value
+                override["env"].update(added)
     return data
 
 

@@ -45,7 +45,9 @@ class Search:
     metric: Objective | None = None  # the algorithm's own metric (hyperband, bo/bayes, hyperopt)
     pruning: Pruning | None = None
     resource: Resource | None = None
-    startup: int | None = None  # bo/bayes: random trials first
+    startup: int | None = None  # bo/bayes, cmaes: random trials first
+    promote: bool = False  # hyperband with resume: true
+    options: dict[str, Any] = field(default_factory=dict)  # the sampler's own options
 
 
 @dataclass
@@ -95,6 +97,27 @@ class Fields:
             self.problems.append(Problem(f"{path}.name", f"{show_value(value['name'])} is not a metric name"))
             return None
         return Objective(name=value["name"], direction=direction) if direction else None
+
+    def metrics(self, value: Any, path: str) -> list[Objective] | None:
+        """`metrics: [{name, optimization}, ...]`: the objectives of a multi-objective sweep."""
+        if not isinstance(value, list) or not value:
+            self.problems.append(
+                Problem(
+                    path,
+                    f"{show_value(value)} is not a list of metrics: write "
+                    "[{name: loss, optimization: minimize}, {name: throughput, optimization: maximize}]",
+                )
+            )
+            return None
+        before = len(self.problems)
+        objectives = [self.metric(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        names = [o.name for o in objectives if o is not None]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            self.problems.append(Problem(path, f"{repeated[0]} is named twice: each metric is one objective"))
+        if len(self.problems) > before:
+            return None
+        return [o for o in objectives if o is not None]
 
     def params(self, raw: Any, path: str) -> dict[str, Param]:
         """The parameters to search (v0 `matrix`, v1 `params`)."""

@@ -1,15 +1,17 @@
 """Polyaxon v0's `hptuning:` search: `matrix` (the parameters) and one of `grid_search` /
 `random_search` (`n_experiments`), `hyperband`, `bo` (`n_iterations`, `n_initial_trials`,
 `metric`, `utility_function`); grid search when none is named
-(docs/references/polyaxonfile-yaml-specification/hptuning.md in polyaxon/polyaxon)."""
+(docs/references/polyaxonfile-yaml-specification/hptuning.md in polyaxon/polyaxon). Ours, in the
+same shape: `cmaes`, `nsga2` (`samplers.py`) and `asha` (`hyperband.py`)."""
 
 from __future__ import annotations
 
 from ...topology.errors import Problem, show_value
 from .fields import Fields, Search
-from .hyperband import read_hyperband
+from .hyperband import read_asha, read_hyperband
 from .models import MAX_TRIALS, Algorithm
-from .sizes import count_trials, limit
+from .samplers import read_bayes, read_cmaes, read_nsga2
+from .sizes import count_trials
 
 #: The keys of an `hptuning:` section.
 KEYS = {
@@ -17,13 +19,19 @@ KEYS = {
     "seed",
     "matrix",
     "metric",
+    "metrics",
     "early_stopping",
     "grid_search",
     "random_search",
     "hyperband",
     "bo",
+    "cmaes",
+    "nsga2",
+    "asha",
 }
-ALGORITHMS = ("grid_search", "random_search", "hyperband", "bo")
+ALGORITHMS = ("grid_search", "random_search", "hyperband", "bo", "cmaes", "nsga2", "asha")
+#: The readers of the other algorithms' sections.
+_READERS = {"hyperband": read_hyperband, "bo": read_bayes, "cmaes": read_cmaes, "nsga2": read_nsga2, "asha": read_asha}
 
 
 def read_hptuning(fields: Fields) -> Search | None:
@@ -53,13 +61,4 @@ def read_hptuning(fields: Fields) -> Search | None:
         algorithm: Algorithm = "grid" if name == "grid_search" else "random"
         n = count_trials(fields, algorithm, params, requested, f"{path}.n_experiments", f"{key}.matrix")
         return Search(algorithm, params, n)
-    if name == "hyperband":
-        return read_hyperband(fields, section, path, params)
-    fields.unknown(section, path, {"n_iterations", "n_initial_trials", "metric", "utility_function"})
-    metric = fields.metric(section["metric"], f"{path}.metric") if "metric" in section else None
-    initial = fields.whole(section.get("n_initial_trials", 10), f"{path}.n_initial_trials", 1, MAX_TRIALS)
-    iterations = fields.whole(section.get("n_iterations", 10), f"{path}.n_iterations", 0, MAX_TRIALS)
-    if "utility_function" in section:
-        fields.notes.append("bo.utility_function is not used: Optuna's TPE sampler chooses the next trial")
-    n = None if initial is None or iterations is None else limit(fields, initial + iterations, path)
-    return Search("bayes", params, n, metric=metric, startup=initial)
+    return _READERS[name](fields, section, path, params)

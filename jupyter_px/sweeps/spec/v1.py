@@ -1,19 +1,44 @@
 """Polyaxon v1's `matrix:` search (the `V1GridSearch`, `V1RandomSearch`, `V1Hyperband`,
 `V1Bayes`, `V1Hyperopt`, `V1Mapping` schemas): `kind: grid|random|hyperband|bayes|hyperopt|mapping`,
 `params: {name: {kind, value}}`, `numRuns`, `numInitialRuns`, `maxIterations`, `algorithm`,
-`values`; snake_case spellings of the same keys are read too."""
+`values`; snake_case spellings of the same keys are read too. Also the names Katib users write
+for the same algorithms (its `algorithmName`s: `bayesianoptimization`, `tpe`, `multivariate-tpe`,
+`cmaes`; `random`, `grid`, `hyperband` are Polyaxon's too) and ours: `nsga2`, `asha`."""
 
 from __future__ import annotations
 
 from ...topology.errors import Problem, show_value
 from .fields import Fields, Search
-from .hyperband import read_hyperband
+from .hyperband import read_asha, read_hyperband
 from .models import MAX_TRIALS
+from .samplers import read_bayes, read_cmaes, read_katib_tpe, read_nsga2
 from .sizes import count_trials, limit
 
-KINDS = ("grid", "random", "hyperband", "bayes", "hyperopt", "mapping")
+KINDS = (
+    "grid",
+    "random",
+    "hyperband",
+    "bayes",
+    "hyperopt",
+    "mapping",
+    "cmaes",
+    "nsga2",
+    "asha",
+    "bayesianoptimization",
+    "tpe",
+    "multivariate-tpe",
+)
 #: The keys every kind takes.
-COMMON = {"kind", "concurrency", "seed", "early_stopping", "metric"}
+COMMON = {"kind", "concurrency", "seed", "early_stopping", "metric", "metrics"}
+#: Readers of the kinds whose fields are shared with v0 (the section is the algorithm's).
+_READERS = {
+    "hyperband": read_hyperband,
+    "bayes": read_bayes,
+    "bayesianoptimization": read_bayes,
+    "cmaes": read_cmaes,
+    "nsga2": read_nsga2,
+    "asha": read_asha,
+}
 
 
 def read_matrix(fields: Fields) -> Search | None:
@@ -31,8 +56,10 @@ def read_matrix(fields: Fields) -> Search | None:
         problems.append(Problem(f"{key}.params", "required field is missing (the parameters to search)"))
         return None
     params = fields.params(raw["params"], f"{key}.params")
-    if kind == "hyperband":
-        return read_hyperband(fields, raw, key, params)
+    if kind in _READERS:
+        return _READERS[kind](fields, raw, key, params)
+    if kind in ("tpe", "multivariate-tpe"):
+        return read_katib_tpe(fields, kind, params)
     if kind in ("grid", "random"):
         fields.unknown(raw, key, COMMON | {"params", "num_runs"})
         written, value = fields.get(raw, "num_runs")
@@ -42,14 +69,6 @@ def read_matrix(fields: Fields) -> Search | None:
         n = count_trials(fields, kind, params, requested, f"{key}.{written or 'numRuns'}", f"{key}.params")
         return Search(kind, params, n)
     metric = fields.metric(raw["metric"], f"{key}.metric") if "metric" in raw else None
-    if kind == "bayes":
-        fields.unknown(raw, key, COMMON | {"params", "num_initial_runs", "max_iterations", "utility_function"})
-        initial = fields.whole(fields.get(raw, "num_initial_runs")[1] or 10, f"{key}.numInitialRuns", 1, MAX_TRIALS)
-        iterations = fields.whole(fields.get(raw, "max_iterations")[1] or 10, f"{key}.maxIterations", 0, MAX_TRIALS)
-        if fields.get(raw, "utility_function")[0]:
-            fields.notes.append("utilityFunction is not used: Optuna's TPE sampler chooses the next trial")
-        n = None if initial is None or iterations is None else limit(fields, initial + iterations, key)
-        return Search("bayes", params, n, metric=metric, startup=initial)
     fields.unknown(raw, key, COMMON | {"params", "num_runs", "max_iterations", "algorithm"})
     algorithm = raw.get("algorithm", "tpe")
     if algorithm not in ("tpe", "rand"):
