@@ -5,11 +5,14 @@ with eta times the resource and resume at their checkpoint's step; the others ar
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
-from local_support import JOBS
+from local_support import JOBS, wait_for
 
 import jupyter_px
+from jupyter_px.detached import ProcessIdentity
 from jupyter_px.sweeps.promotion import brackets
 from jupyter_px.sweeps.store import SweepState, TrialState
 
@@ -43,6 +46,25 @@ def test_promoted_trials_resume_at_their_checkpoints_step(px_home):
     status = sweep.wait(timeout=600)
     log = (px_home / "sweeps" / sweep.sweep_id / "controller.log").read_text()
     assert status.state == SweepState.SUCCEEDED, log
+    check_hyperband(sweep, status)
+
+
+def test_a_killed_controller_goes_on_with_the_brackets_without_running_a_rung_twice(px_home, monkeypatch):
+    monkeypatch.setenv("HYPERBAND_STEP_SLEEP", "0.4")
+    sweep = jupyter_px.sweep(JOBS / "hyperband_resume.py", TOPOLOGY, name="hb-kill")
+    wait_for(lambda: any(len(r.runs) > 1 for r in sweep.rows()), timeout=300, what="a promoted trial's run")
+    owner = sweep.status().owner
+    os.kill(owner.pid, signal.SIGKILL)
+    wait_for(lambda: not ProcessIdentity(owner.pid, owner.started_at).alive(), what="the controller to die")
+    assert sweep.resume() is True
+    status = sweep.wait(timeout=600)
+    assert status.state == SweepState.SUCCEEDED, (px_home / "sweeps" / sweep.sweep_id / "controller.log").read_text()
+    check_hyperband(sweep, status)
+    ran = [(run.record.sweep.trial, run.params["num_steps"]) for run in jupyter_px.runs()]
+    assert len(ran) == len(set(ran)) == 14  # each rung of each trial ran once
+
+
+def check_hyperband(sweep, status) -> None:
     rows = {row.number: row for row in sweep.rows()}
     plan = brackets(4, 2)
     assert len(rows) == sum(b.configs for b in plan) == 10

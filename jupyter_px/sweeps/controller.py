@@ -172,8 +172,9 @@ class Controller(PromotingController):
 
         for frozen in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             trial = optuna.trial.Trial(self.study, frozen._trial_id)
-            if self.plan is not None and self._between_runs(frozen):
-                continue  # its rung is run: the plan decides what it does next
+            between = self.plan is not None and self._between_runs(frozen)
+            if between and not self._adopt_unrecorded(trial, frozen):
+                continue  # its rung has run, or its next has not started: the plan decides
             run_id = frozen.user_attrs.get("run_id") or self._submitted_run(frozen.number)
             if run_id is None:
                 trial.set_user_attr("reason", "the controller ended before this trial's run was submitted")

@@ -156,6 +156,25 @@ class PromotingController:
         rung = attrs.get("rung", 0)
         return str(rung) in (attrs.get("rung_values") or {}) or len(attrs.get("rungs") or []) <= rung
 
+    def _submitted_run(self, number: int) -> str | None:
+        raise NotImplementedError
+
+    def _adopt_unrecorded(self, trial: Any, frozen: Any) -> bool:
+        """After a restart: a kept trial whose next run was submitted but not recorded (the
+        controller died in between) gets that run recorded, to be watched, not run twice."""
+        assert self.plan is not None and self.spec.resource is not None
+        attrs = frozen.user_attrs
+        rung, rungs = attrs.get("rung", 0), attrs.get("rungs") or []
+        if str(rung) in (attrs.get("rung_values") or {}) or len(rungs) > rung:
+            return False
+        run_id = self._submitted_run(frozen.number)
+        if run_id is None:
+            return False
+        resource = self.plan.resource_at(frozen.number, rung)
+        trial.set_user_attr("rungs", [*rungs, {"run_id": run_id, "resource": resource}])
+        trial.set_user_attr("run_id", run_id)
+        return True
+
     def _views(self) -> list[TrialView]:
         waiting = self.waiting[0].number if self.waiting is not None else None
         return [

@@ -5,10 +5,12 @@ left in `tracking.get_outputs_path()` when there is one, and saving it there at 
 Every replica writes `resumed-<role>-<index>.json`: the step it resumed from and the step its
 checkpoint said (they must agree), and the steps it ran. The chief logs `loss` each step: the
 distance of `lr` from 0.3 sets how low it goes, so the better trials are the ones kept.
+`HYPERBAND_STEP_SLEEP` slows each step (for a test that kills the controller mid-sweep).
 """
 
 import json
 import os
+import time
 
 from jupyter_px import tracking
 
@@ -30,6 +32,7 @@ for step in steps:
     loss = loss * 0.8 + abs(lr - 0.3)
     if tracking.get_task_info().is_master:
         tracking.log_metrics(step=step, loss=loss)
+    time.sleep(float(os.environ.get("HYPERBAND_STEP_SLEEP", "0")))
 state = {"step": num_steps, "loss": loss}
 with open(checkpoint + ".tmp", "w") as handle:
     json.dump(state, handle)
