@@ -81,6 +81,14 @@ def _no_server_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+def make_replica_folders(paths, role: str, index: int) -> None:
+    """The folders a run's submission and its backend make before a replica starts (tracking
+    writes into them and never makes a run's folders itself): for replicas started by hand."""
+    for folder in (paths.root, paths.metrics_dir, paths.params_dir, paths.outputs_dir, paths.tensorboard_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    paths.tensorboard(role, index).mkdir(exist_ok=True)
+
+
 @pytest.fixture
 def px_home(tmp_path, monkeypatch) -> Path:
     """A private run store: PX_HOME points at a fresh temporary directory."""

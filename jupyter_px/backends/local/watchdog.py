@@ -5,10 +5,12 @@ started (mpirun's ranks, a DataLoader's workers...). So at start-up the supervis
 small process, connected by a pipe. The supervisor writes `+PGID` for each replica it starts,
 `-PGID` when a replica's group is gone, and `done` just before a clean exit. When the pipe
 reaches end-of-file without `done` (the kernel closes it when the supervisor dies, however it
-dies), the watchdog SIGKILLs the run's cgroup (`cgroups.py`: every process the run started,
-whatever its session or environment), the groups it knows and every process whose environment
-carries the run's PX_RUN_ID (the fallback where there is no cgroup), then marks the run Lost
-with the reason, and exits.
+dies), the watchdog first lets the replicas write the metric points they hold (they had SIGTERM
+as their parent-death signal; their groups get it too, and up to the stop's grace to end:
+`flushing.let_flush`), then SIGKILLs the run's cgroup (`cgroups.py`: every process the run
+started, whatever its session or environment), the groups it knows and every process whose
+environment carries the run's PX_RUN_ID (the fallback where there is no cgroup), then marks the
+run Lost with the reason and any metric points that were lost all the same, and exits.
 
 `mark_lost` is also what the backend's `reconcile()` uses when it finds the supervisor gone and
 the run not finished (say both processes were killed). A Lost status that cannot be written (a
@@ -25,7 +27,10 @@ from collections.abc import Callable
 
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason
+from ...runstore.settle import settle_replica
+from . import flushing
 from .cgroups import RunCgroup
+from .config import STOP_GRACE_S
 from .process import kill_run_processes
 
 log = logging.getLogger(__name__)
@@ -42,14 +47,21 @@ def mark_lost(store: RunStore, run_id: str, message: str) -> RunStatus:
     now = time.time()
     status.state = RunState.LOST
     status.reason = LOST_REASON
-    status.message = message
     status.finished_at = now
+    notices = []
     for replica in status.replicas:
         if replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
             replica.state = ReplicaState.LOST
             replica.reason = LOST_REASON
             replica.message = "the run's supervisor died; this replica was killed with it"
             replica.finished_at = now
+        try:  # what its processes had accepted but not written when they were killed
+            notice = flushing.record(replica, settle_replica(store.paths(run_id), replica.role, replica.index))
+        except OSError as error:
+            log.warning("%s: cannot settle its metrics: %s", replica.key, error)
+            notice = None
+        notices += [notice] if notice else []
+    status.message = "; ".join([message, *notices])
     try:
         store.write_status(status)
     except OSError as error:
@@ -137,6 +149,7 @@ def _watch(
                 groups.discard(int(text[1:]))
     if clean:
         return
+    flushing.let_flush(store.paths(run_id), groups, STOP_GRACE_S)
     killed = cgroup.kill(spare=spare) if cgroup is not None else 0  # everything the run started, however it left
     killed += kill_run_processes(run_id, groups)
     if cgroup is not None:
