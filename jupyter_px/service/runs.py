@@ -301,7 +301,7 @@ class RunService:
     def log_size(self, run_id: str, role: str, index: int) -> int:
         """Bytes in a replica's log so far (0 before it wrote any)."""
         path = self.store.paths(run_id).log(role, index)
-        return path.stat().st_size if path.exists() else 0
+        return path.lstat().st_size if path.exists() else 0
 
     def metrics(self, run_id: str) -> Any:
         """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""
@@ -315,6 +315,7 @@ class RunService:
         reader = MetricsReader(self.store.paths(run_id), **options)
         if polled:
             reader.poll()
+            reader.check_planted()
         return reader
 
     # ---- keepers and actions: explicit, never part of a read ---------------------------------
