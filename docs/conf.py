@@ -35,4 +35,5 @@ html_theme_options = {
     "header_links_before_dropdown": 6,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"**": ["sidebar-nav-bs"]}
+# The pages are one flat level (the header lists them): no left sidebar of sub-pages to show.
+html_sidebars = {"**": []}
