@@ -595,6 +595,37 @@ def layout_entries(text: str) -> list[tuple[int, str]]:
     return entries
 
 
+#: A file named in an entry's description: `sweep.py`, `*_support.py`, `labextension/src/types.ts`.
+MENTION = re.compile(r"(?<![\w/*.-])([\w*][\w./*-]*\.(?:py|ts|tsx|json|md|css|yaml|toml))\b")
+
+
+def layout_mentions(text: str) -> list[tuple[int, str, str]]:
+    """(line, entry, file) for every file an entry's description names, so a module that moves
+    out of the folder whose description names it is seen (the entry's folder is searched first,
+    then the repository's root)."""
+    mentions = []
+    entries = dict(layout_entries(text))
+    owner = ""
+    for number, line in enumerate(text.split("\n"), 1):
+        indent = len(line) - len(line.lstrip(" "))
+        description = line
+        if line.strip() and indent < 8 and not indent % 2:
+            owner = entries.get(number, owner)
+            description = " ".join(re.split(r"\s{2,}", line.strip())[1:])
+        mentions += [(number, owner, name) for name in MENTION.findall(description)]
+    return mentions
+
+
+def mention_problems(mentions: list[tuple[int, str, str]]) -> list[str]:
+    problems = []
+    for number, owner, name in mentions:
+        folder = ROOT / owner if owner.endswith("/") else (ROOT / owner).parent
+        pattern = name if "/" in name else f"**/{name}"
+        if not any(folder.glob(pattern)) and not any(ROOT.glob(name)):
+            problems.append(f"layout line {number}: {name}, named under {owner}, is not in {folder.relative_to(ROOT)}/")
+    return problems
+
+
 def layout_problems(entries: list[tuple[int, str]], tracked: list[str]) -> list[str]:
     """Every named path exists, none is named twice, every top-level entry of the repository and
     every package of jupyter_px/ is named."""

@@ -22,7 +22,9 @@ from docs_checks import (
     check_block,
     check_page,
     layout_entries,
+    layout_mentions,
     layout_problems,
+    mention_problems,
     read_page,
 )
 
@@ -53,7 +55,9 @@ def _layout_block() -> Block:
 
 def test_the_layout_matches_the_tree():
     block = _layout_block()
-    problems = layout_problems(layout_entries(block.content), _tracked())
+    problems = layout_problems(layout_entries(block.content), _tracked()) + mention_problems(
+        layout_mentions(block.content)
+    )
     assert not problems, f"{block.where()}:\n" + "\n".join(problems)
 
 
@@ -179,6 +183,12 @@ def test_a_layout_with_a_duplicate_a_ghost_and_a_gap_fails():
     assert "jupyter_px/ghosts/ does not exist" in problems
     assert "jupyter_px/widgets/ is in the repository but not named" in problems
     assert "tests/ is in the repository but not named" in problems
+
+
+def test_a_layout_naming_a_module_that_moved_fails():
+    layout = "jupyter_px/        the package\n  topology/        the model; sweeps.py reads a sweep\n"
+    problems = mention_problems(layout_mentions(layout))
+    assert problems == ["layout line 2: sweeps.py, named under jupyter_px/topology/, is not in jupyter_px/topology/"]
 
 
 def test_an_unknown_fence_is_refused():
