@@ -103,6 +103,12 @@ class Backend(ABC):
                 return
             time.sleep(poll_interval)
 
+    def force_stop(self, run_id: str) -> RunStatus:
+        """Stop the run without its owner's help, when the owner cannot (it hangs) or the user
+        says so (`jupyter px stop --force`). Default: as `stop` does."""
+        self.stop(run_id)
+        return self.store.status(run_id)
+
     @abstractmethod
     def stop(self, run_id: str) -> None:
         """Stop every replica; the run ends as Stopped (unless it had already finished)."""

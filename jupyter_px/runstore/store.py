@@ -40,6 +40,11 @@ class RunNotFound(KeyError):
         return str(self.args[0])
 
 
+class StoreUnusable(ValueError):
+    """The run store's folder cannot be one: `$PX_HOME` (or its `runs/`) names a file, not a
+    folder. One line naming the setting and the path; every command reports it before it acts."""
+
+
 class RunDamaged(ValueError):
     """A run directory whose record or status is missing or unreadable (a crash, a full disk,
     a hand edit). Its message is one line naming the run and the damage; listings skip the run,
@@ -99,6 +104,13 @@ class RunStore:
     def __init__(self, home: Path | str | None = None):
         self.home = Path(home) if home else px_home()
         self.root = runs_root(self.home)
+        if self.home.exists() and not self.home.is_dir():
+            named = "PX_HOME" if home is None and os.environ.get("PX_HOME") else "the store's folder"
+            raise StoreUnusable(
+                f"{named} {str(self.home)!r} is not a folder: point PX_HOME at a folder (or unset it for ~/.jupyter_px)"
+            )
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreUnusable(f"the run store {str(self.root)!r} is not a folder: move that file away")
 
     def paths(self, run_id: str) -> RunPaths:
         return RunPaths(run_id, self.home)

@@ -357,10 +357,14 @@ class RunService:
                 raise TimeoutError(f"run {run_id} still {status.state.value} after {timeout} s")
             time.sleep(poll)
 
-    def stop(self, run_id: str) -> RunStatus:
+    def stop(self, run_id: str, force: bool = False) -> RunStatus:
         """Stop every replica (waits until they have ended) and return the status; a finished
-        run is left as it is. BackendError when the backend cannot stop it."""
-        self.backend_of(run_id).stop(run_id)
+        run is left as it is. BackendError when the backend cannot stop it. `force`: without the
+        run's owner (a hung supervisor), as `jupyter px stop --force`."""
+        backend = self.backend_of(run_id)
+        if force:
+            return backend.force_stop(run_id)
+        backend.stop(run_id)
         return self.store.status(run_id)
 
     def delete(self, run_id: str) -> None:

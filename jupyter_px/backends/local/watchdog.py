@@ -24,6 +24,9 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
 
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason
@@ -41,19 +44,44 @@ LOST_REASON = Reason.SUPERVISOR_LOST
 def mark_lost(store: RunStore, run_id: str, message: str) -> RunStatus:
     """Record an unfinished run as Lost (a finished one is left as it is); return that status,
     also when it could not be written."""
+    return mark_ended(
+        store,
+        run_id,
+        Ending(RunState.LOST, LOST_REASON, message),
+        ReplicaEnding(ReplicaState.LOST, LOST_REASON, "the run's supervisor died; this replica was killed with it"),
+    )
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a run its supervisor cannot end is recorded: Lost (it died or hung), or Stopped (a
+    user's `stop --force`)."""
+
+    state: RunState
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ReplicaEnding:
+    state: ReplicaState
+    reason: str
+    message: str
+
+
+def mark_ended(store: RunStore, run_id: str, run: Ending, replicas: ReplicaEnding) -> RunStatus:
+    """Record an unfinished run (its processes already gone) as `run` says, its unfinished
+    replicas as `replicas` says, with what their metrics ledgers say was lost all the same; a
+    finished run is left as it is. The status is returned also when it could not be written."""
     status = store.status(run_id)
     if status.state.finished:
         return status
     now = time.time()
-    status.state = RunState.LOST
-    status.reason = LOST_REASON
-    status.finished_at = now
+    status.state, status.reason, status.finished_at = run.state, run.reason, now
     notices = []
     for replica in status.replicas:
         if replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
-            replica.state = ReplicaState.LOST
-            replica.reason = LOST_REASON
-            replica.message = "the run's supervisor died; this replica was killed with it"
+            replica.state, replica.reason, replica.message = replicas.state, replicas.reason, replicas.message
             replica.finished_at = now
         try:  # what its processes had accepted but not written when they were killed
             notice = flushing.record(replica, settle_replica(store.paths(run_id), replica.role, replica.index))
@@ -61,12 +89,40 @@ def mark_lost(store: RunStore, run_id: str, message: str) -> RunStatus:
             log.warning("%s: cannot settle its metrics: %s", replica.key, error)
             notice = None
         notices += [notice] if notice else []
-    status.message = "; ".join([message, *notices])
+    status.message = "; ".join([run.message, *notices])
     try:
         store.write_status(status)
     except OSError as error:
-        log.warning("run %s is Lost, but its status cannot be written: %s", run_id, error)
+        log.warning("run %s is %s, but its status cannot be written: %s", run_id, run.state.value, error)
     return status
+
+
+def end_without_supervisor(store: RunStore, run_id: str, run: Ending, replicas: ReplicaEnding) -> RunStatus:
+    """End a run whose supervisor cannot (it hangs, or a user forces the stop): kill the supervisor
+    and its watchdog, give the replicas SIGTERM and the stop's grace to write what they hold
+    (`flushing.let_flush`), kill what is left (the run's cgroup, its process groups, anything
+    carrying its PX_RUN_ID), then record the run as `run` says (`mark_ended`)."""
+    status = store.status(run_id)
+    if status.state.finished:
+        return status
+    replica_pids = {r.pid for r in status.replicas if r.pid}
+    if status.owner is not None:
+        try:
+            supervisor = psutil.Process(status.owner.pid)
+            helpers = [child for child in supervisor.children() if child.pid not in replica_pids]
+            for process in [*helpers, supervisor]:  # the watchdog first: it would act on the death
+                process.kill()
+        except psutil.Error:
+            pass
+    groups = {r.pid for r in status.replicas if r.pid and r.state in (ReplicaState.RUNNING, ReplicaState.RESTARTING)}
+    paths = store.paths(run_id)
+    flushing.let_flush(paths, groups, STOP_GRACE_S)
+    cgroup = RunCgroup.of_run(paths.root.resolve())
+    if cgroup is not None:
+        cgroup.kill()
+        cgroup.remove()
+    kill_run_processes(run_id, groups)
+    return mark_ended(store, run_id, run, replicas)
 
 
 class Watchdog:
