@@ -186,8 +186,10 @@ class PxHandler(APIHandler):
         return value
 
     async def resolve(self, ref: str) -> str:
+        """The run id `ref` names, once its record and status read: every route of a damaged run
+        answers alike (409 with the store's line naming what is damaged), before doing anything."""
         try:
-            return await self.blocking(self.px.service.resolve, ref)
+            return await self.blocking(self.px.service.readable, ref)
         except RunNotFound as error:
             raise web.HTTPError(404, str(error)) from None
 
