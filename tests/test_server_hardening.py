@@ -158,7 +158,7 @@ async def test_nan_and_infinite_metrics_reach_the_browser_as_parseable_json(jp_f
 
 def test_every_json_answer_is_written_without_nan():
     """The one writer of the handlers' JSON: any non-finite float anywhere becomes null."""
-    from jupyter_px.server.handlers import finite_json
+    from jupyter_px.server.base import finite_json
 
     data = {"a": [1.0, math.nan, {"b": math.inf}], "c": (-math.inf, "NaN"), "d": 2}
     assert finite_json(data) == {"a": [1.0, None, {"b": None}], "c": [None, "NaN"], "d": 2}
