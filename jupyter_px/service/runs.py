@@ -21,6 +21,7 @@ import pickle
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_ba
 from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..runstore.models import TrialOf
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
+from .metrics_cache import MetricsCache
+from .runs_index import RunsIndex, RunsPage
 from .sources import CodeSource, load_code
 
 log = logging.getLogger(__name__)
@@ -130,8 +133,14 @@ class RunService:
     `kubernetes`: settings for the runs this service submits to a Kubernetes backend, winning
     over the settings file and `PX_K8S_*` (a Jupyter server's configured namespace and image)."""
 
-    def __init__(self, store: RunStore | None = None, *, kubernetes: Mapping[str, Any] | None = None):
-        self.store = store or RunStore()
+    def __init__(
+        self,
+        store: RunStore | None = None,
+        *,
+        home: str | Path | None = None,
+        kubernetes: Mapping[str, Any] | None = None,
+    ):
+        self.store = store or RunStore(home)
         self.kubernetes = dict(kubernetes or {})
 
     # ---- finding runs ------------------------------------------------------------------------
@@ -279,6 +288,33 @@ class RunService:
                     pass
             views.append(RunView(record, status, problem))
         return views
+
+    # ---- cached reads: what a long-lived service (the Jupyter server's) keeps between reads -----
+    @cached_property
+    def _index(self) -> RunsIndex:
+        return RunsIndex(self.store, self.observe)
+
+    @cached_property
+    def _metric_readers(self) -> MetricsCache:
+        return MetricsCache(self.store)
+
+    def runs_page(self, offset: int = 0, limit: int | None = None) -> RunsPage:
+        """A page of run summaries, newest first, and the ETag of the whole list: files are
+        read again only where they changed since the last call (`runs_index`)."""
+        return self._index.page(offset, limit)
+
+    def runs_etag(self) -> str:
+        """The list's ETag as it is now: a few stats, no JSON read."""
+        return self._index.current_etag()
+
+    def metric_points_since(self, run_id: str, cursor: str | None) -> dict[str, Any]:
+        """The points a reader at `cursor` has not had, a bounded page, and the cursor to go on
+        from (`metrics_cache`); MetricsCursorError for a cursor this service did not make."""
+        return self._metric_readers.points_since(run_id, cursor)
+
+    def metric_progress(self, run_id: str) -> dict[str, Any] | None:
+        """The most advanced replica's {step, total_steps}, when training reports total_steps."""
+        return self._metric_readers.progress(run_id)
 
     def replicas(self, run_id: str, status: RunStatus | None = None) -> list[tuple[str, int]]:
         """The run's replicas (`run_replicas`): the topology's, then any only the status names."""
