@@ -22,6 +22,7 @@ print(json.dumps({"step": tracking.get_resume_step(), "saved": saved, "files": s
 def test_a_resumed_runs_processes_find_the_last_runs_checkpoint(tmp_path):
     previous, outputs = tmp_path / "run-1" / "outputs", tmp_path / "run-2" / "outputs"
     (previous / "sub").mkdir(parents=True)
+    outputs.parent.mkdir()  # the run's directory; its outputs folder is made on first use
     (previous / "checkpoint.json").write_text(json.dumps({"step": 9, "w": [1, 2]}))
     (previous / "sub" / "extra.bin").write_bytes(b"\0" * 1000)
     env = {

@@ -21,6 +21,7 @@ import pickle
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..runstore.models import TrialOf
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from ..topology.values import declared_run
+from .metrics_cache import MetricsCache
+from .runs_index import RunsIndex, RunsPage
 from .sources import CodeSource, ScriptFile, load_code
 
 log = logging.getLogger(__name__)
@@ -131,14 +134,28 @@ class RunService:
     `kubernetes`: settings for the runs this service submits to a Kubernetes backend, winning
     over the settings file and `PX_K8S_*` (a Jupyter server's configured namespace and image)."""
 
-    def __init__(self, store: RunStore | None = None, *, kubernetes: Mapping[str, Any] | None = None):
-        self.store = store or RunStore()
+    def __init__(
+        self,
+        store: RunStore | None = None,
+        *,
+        home: str | Path | None = None,
+        kubernetes: Mapping[str, Any] | None = None,
+    ):
+        self.store = store or RunStore(home)
         self.kubernetes = dict(kubernetes or {})
 
     # ---- finding runs ------------------------------------------------------------------------
     def resolve(self, ref: str) -> str:
         """The run id `ref` means: an id, a name (its newest run) or `last`; RunNotFound else."""
         return self.store.resolve(ref)
+
+    def readable(self, ref: str) -> str:
+        """`resolve`, then the run's record and status read: RunDamaged (naming what) for a run
+        whose files cannot be, so every surface reports a damaged run the same way."""
+        run_id = self.resolve(ref)
+        self.store.record(run_id)
+        self.store.status(run_id)
+        return run_id
 
     def record(self, run_id: str) -> RunRecord:
         return self.store.record(run_id)
@@ -278,6 +295,33 @@ class RunService:
             views.append(RunView(record, status, problem))
         return views
 
+    # ---- cached reads: what a long-lived service (the Jupyter server's) keeps between reads -----
+    @cached_property
+    def _index(self) -> RunsIndex:
+        return RunsIndex(self.store, self.observe)
+
+    @cached_property
+    def _metric_readers(self) -> MetricsCache:
+        return MetricsCache(self.store)
+
+    def runs_page(self, offset: int = 0, limit: int | None = None) -> RunsPage:
+        """A page of run summaries, newest first, and the ETag of the whole list: files are
+        read again only where they changed since the last call (`runs_index`)."""
+        return self._index.page(offset, limit)
+
+    def runs_etag(self) -> str:
+        """The list's ETag as it is now: a few stats, no JSON read."""
+        return self._index.current_etag()
+
+    def metric_points_since(self, run_id: str, cursor: str | None) -> dict[str, Any]:
+        """The points a reader at `cursor` has not had, a bounded page, and the cursor to go on
+        from (`metrics_cache`); MetricsCursorError for a cursor this service did not make."""
+        return self._metric_readers.points_since(run_id, cursor)
+
+    def metric_progress(self, run_id: str) -> dict[str, Any] | None:
+        """The most advanced replica's {step, total_steps}, when training reports total_steps."""
+        return self._metric_readers.progress(run_id)
+
     def replicas(self, run_id: str, status: RunStatus | None = None) -> list[tuple[str, int]]:
         """The run's replicas (`run_replicas`): the topology's, then any only the status names."""
         return run_replicas(self.store.record(run_id), status if status is not None else self.store.status(run_id))
@@ -307,7 +351,7 @@ class RunService:
     def log_size(self, run_id: str, role: str, index: int) -> int:
         """Bytes in a replica's log so far (0 before it wrote any)."""
         path = self.store.paths(run_id).log(role, index)
-        return path.stat().st_size if path.exists() else 0
+        return path.lstat().st_size if path.exists() else 0
 
     def metrics(self, run_id: str) -> Any:
         """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""
@@ -321,6 +365,7 @@ class RunService:
         reader = MetricsReader(self.store.paths(run_id), **options)
         if polled:
             reader.poll()
+            reader.check_planted()
         return reader
 
     # ---- keepers and actions: explicit, never part of a read ---------------------------------
@@ -362,18 +407,24 @@ class RunService:
                 raise TimeoutError(f"run {run_id} still {status.state.value} after {timeout} s")
             time.sleep(poll)
 
-    def stop(self, run_id: str) -> RunStatus:
+    def stop(self, run_id: str, force: bool = False) -> RunStatus:
         """Stop every replica (waits until they have ended) and return the status; a finished
-        run is left as it is. BackendError when the backend cannot stop it."""
-        self.backend_of(run_id).stop(run_id)
+        run is left as it is. BackendError when the backend cannot stop it. `force`: without the
+        run's owner (a hung supervisor), as `jupyter px stop --force`."""
+        backend = self.backend_of(run_id)
+        if force:
+            return backend.force_stop(run_id)
+        backend.stop(run_id)
         return self.store.status(run_id)
 
     def delete(self, run_id: str) -> None:
         """Remove a finished run's directory (record, status, logs, metrics, outputs).
 
         RunActive for a run that has not finished: stop it first (its supervisor or follower
-        would keep writing into a directory that is gone). RunNotFound for an unknown run."""
-        status = self.store.status(run_id)
+        would keep writing into a directory that is gone). RunNotFound for an unknown run. A run
+        whose record is damaged may be deleted (that is how one is got rid of) if its status says
+        it finished."""
+        status = self.store.status(run_id, without_record=True)
         if not status.state.finished:
             raise RunActive(f"run {run_id} is {status.state.value}: stop it before deleting it")
         self.store.delete(run_id)

@@ -26,12 +26,16 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from .. import backend_table
 from .kube_syntax import check_env_name, check_env_value, check_label_key, check_label_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
-BackendName = Literal["local", "native", "kubernetes", "kubeflow", "kubeflow-trainer"]
+if TYPE_CHECKING:
+    BackendName = str
+else:  # the names of the one backend table, aliases included (`Literal[("a", "b")]` is `Literal["a", "b"]`)
+    BackendName = Literal[backend_table.ALL_NAMES]
 RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 
 #: Top-level sections of a polyaxonfile that `parse_topology` keeps as written, unread: a
@@ -246,8 +250,8 @@ class Topology(_Strict):
 
     @property
     def backend_kind(self) -> str:
-        """The backend's one name: `kubernetes` is accepted as input for `native`."""
-        return "native" if self.backend == "kubernetes" else self.backend
+        """The backend's one name (`backend_table`: `kubernetes` is accepted as input for `native`)."""
+        return backend_table.canonical(self.backend)
 
     @property
     def is_mpi(self) -> bool:
