@@ -131,7 +131,7 @@ def _load_topology(path: str | None):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..presentation.text import topology_problems
-    from ..service import BackendError, ScriptFile
+    from ..service import BackendError, Overrides, ScriptFile, Submission
     from ..topology import TopologyError
 
     script = Path(args.script)
@@ -145,17 +145,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     service = _service()
     try:
         run_id = service.submit(
-            ScriptFile(script),
-            topology,
-            name=args.name,
-            backend=args.backend,
-            framework=args.framework,
-            workers=args.workers,
-            ps=args.ps,
-            workdir=args.workdir,
-            args=args.script_args,
-            language=args.language,
-            submitted_from="cli",
+            Submission(
+                ScriptFile(script),
+                topology,
+                Overrides(framework=args.framework, workers=args.workers, ps=args.ps, backend=args.backend),
+                name=args.name,
+                workdir=args.workdir,
+                args=tuple(args.script_args),
+                language=args.language,
+                origin="cli",
+            )
         )
     except TopologyError as error:
         raise CliError(topology_problems(error)) from None
