@@ -20,6 +20,7 @@ from jupyter_px.service import (
     RunService,
     ScriptFile,
     SourceText,
+    Submission,
     code_source,
     load_code,
     run_replicas,
@@ -90,7 +91,7 @@ def test_notebook_cells_all_or_tagged(tmp_path):
 def test_submit_records_the_typed_source(px_home, tmp_path):
     service = RunService()
     run_id = service.submit(
-        SourceText("print('from a cell')\n", origin="cell"), TWO_WORKERS, workdir=tmp_path, submitted_from="magic"
+        Submission(SourceText("print('from a cell')\n", origin="cell"), TWO_WORKERS, workdir=tmp_path, origin="magic")
     )
     record = service.record(run_id)
     assert (record.code.entrypoint, record.code.source, record.submitted_from) == ("main.py", "cell", "magic")
@@ -102,7 +103,7 @@ def test_submit_records_the_typed_source(px_home, tmp_path):
 def test_a_submission_that_cannot_start_leaves_nothing(px_home, tmp_path):
     service = RunService()
     with pytest.raises(FileNotFoundError, match="nope.py"):
-        service.submit(ScriptFile(tmp_path / "nope.py"), TWO_WORKERS)
+        service.submit(Submission(ScriptFile(tmp_path / "nope.py"), TWO_WORKERS))
     assert service.list_runs() == []
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..service import ROLE_PATTERN, RUN_ID_PATTERN, BackendError, RunActive, RunNotFound
+from ..service import ROLE_PATTERN, RUN_ID_PATTERN, BackendError, RunActive, RunNotFound, Submission
 from ..topology import TopologyError, parse_topology
 from .base import MAX_LOG_CHUNK, PxHandler, problems_of
 from .models import (
@@ -78,15 +78,8 @@ class RunsHandler(PxHandler):
             topo = self.px.settings.with_image(topo)
         code = await self.read_code(code_request)
         try:
-            run_id = await self.blocking(
-                self.px.service.submit,
-                code.source,
-                topo,
-                kind=change_kind(topo.backend_kind),
-                name=name or None,
-                workdir=code.workdir,
-                submitted_from="sidebar",
-            )
+            submission = Submission(code.source, topo, name=name or None, workdir=code.workdir, origin="sidebar")
+            run_id = await self.blocking(self.px.service.submit, submission, kind=change_kind(topo.backend_kind))
         except (BackendError, ValueError, FileNotFoundError) as error:  # ResourceUnavailable, bad name...
             raise web.HTTPError(400, f"the run could not start on the {topo.backend_kind} backend: {error}") from None
         self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run_id}")

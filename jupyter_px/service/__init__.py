@@ -2,7 +2,7 @@
 widgets, the public Python API) and the backends and run store below them.
 
     service = RunService(store)
-    run_id = service.submit(ScriptFile("train.py"), topology)
+    run_id = service.submit(Submission(ScriptFile("train.py"), topology))
     service.observe(run_id)        # pure: the stored status + a report on the run's owner
     service.wait(run_id)           # an explicit keeper: reconciles until the run has finished
 
@@ -40,6 +40,7 @@ from .sources import (
     notebook_cells,
     notebook_code,
 )
+from .submission import Origin, Overrides, Submission, check_run_name
 
 __all__ = [
     "ROLE_PATTERN",
@@ -54,6 +55,10 @@ __all__ = [
     "RunStatus",
     "StoreUnusable",
     "px_home",
+    "Origin",
+    "Overrides",
+    "Submission",
+    "check_run_name",
     "DEFAULT_TAG",
     "LOGS_TAIL_BYTES",
     "Backend",

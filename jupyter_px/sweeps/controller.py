@@ -44,7 +44,7 @@ from typing import Any
 from .. import detached
 from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
-from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText
+from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText, Submission
 from ..topology import Topology, TopologyError, parse_topology, to_dict
 from ..topology.values import fill_args, with_values
 from .ending import early_end, outcome
@@ -267,15 +267,17 @@ class Controller(PromotingController):
         name = f"{self.record.name or self.sweep_id}-t{number}"
         values = {**self.declared, **params}
         return self.service.submit(
-            source,
-            with_values(self.trial_topology, values, resume),
-            name=name[:60],
-            workdir=self.record.workdir,
-            args=[fill_args(arg, values) for arg in code.args],
-            language=code.language,
-            push={**self.pushed, **values},
-            submitted_from="sweep",
-            sweep=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
+            Submission(
+                source,
+                with_values(self.trial_topology, values, resume),
+                name=name[:60],
+                workdir=self.record.workdir,
+                args=tuple(fill_args(arg, values) for arg in code.args),
+                language=code.language,
+                push={**self.pushed, **values},
+                origin="sweep",
+                trial=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
+            )
         )
 
     def read_points(self, active: Active) -> list[tuple[int, float]]:

@@ -12,19 +12,15 @@ import builtins
 import fcntl
 import os
 import time
-from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import detached
-from ..backends import get_backend
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
-from ..service import CodeSource, RunService, ScriptFile, load_code, pickle_pushed
-from ..service.runs import check_run_name
-from ..topology import Topology, TopologyError, to_dict
+from ..service import RunService, ScriptFile, Submission, load_code, pickle_pushed
+from ..topology import TopologyError, to_dict
 from ..topology.values import missing_names, no_value_problem, script_args
 from .engine import check_engine
 from .spec import parse_polyaxonfile, read_sweep
@@ -63,21 +59,12 @@ class SweepService:
         return self.store.resolve(ref)
 
     # ---- start -------------------------------------------------------------------------------
-    def start(
-        self,
-        source: CodeSource,
-        topology: Topology | str | dict,
-        *,
-        name: str | None = None,
-        workdir: str | os.PathLike | None = None,
-        args: Sequence[str] = (),
-        language: str | None = None,
-        push: Mapping[str, Any] | None = None,
-        submitted_from: str = "api",
-    ) -> str:
-        """Validate, record and start a sweep (its controller); its id at once."""
-        name = check_run_name(name)
-        topo = parse_polyaxonfile(topology)
+    def start(self, submission: Submission) -> str:
+        """Validate, record and start the sweep of `submission`'s topology (its controller); its
+        id at once. Its trials are runs the controller submits through the run service."""
+        if submission.topology is None:
+            raise NoSweep("a sweep needs a topology with an hptuning: (Polyaxon v0) or matrix: (v1) section")
+        topo = parse_polyaxonfile(submission.topology)
         spec = read_sweep(topo)
         if spec is None:
             raise NoSweep("this topology has no sweep: add an hptuning: (Polyaxon v0) or matrix: (v1) section")
@@ -88,23 +75,24 @@ class SweepService:
                 f"{spec.form}: hyperband's resume: true continues a trial from the checkpoint its last run left in "
                 f"its outputs, which runs on {trial.backend_kind} do not share here: use resume: false there"
             )
-        get_backend(trial.backend_kind, self.runs.store, self.runs.kubernetes).check(trial)
-        code = load_code(source, language)
-        args = script_args(topo, code.entrypoint if isinstance(source, ScriptFile) else None, args)
+        self.runs.check(trial)
+        code = load_code(submission.source, submission.language)
+        entrypoint = code.entrypoint if isinstance(submission.source, ScriptFile) else None
+        args = script_args(topo, entrypoint, submission.args)
         missing = missing_names(args, value_names(topo, spec))
         if missing:
             raise TopologyError([no_value_problem("args", missing)])
         files: dict[str, bytes | str] = {code.entrypoint: code.text}
-        if push:
-            files["pushed.pkl"] = pickle_pushed(push)
-        sweep_id = self.store.new_id(name)
+        if submission.push:
+            files["pushed.pkl"] = pickle_pushed(submission.push)
+        sweep_id = self.store.new_id(submission.name)
         record = SweepRecord(
             sweep_id=sweep_id,
-            name=name,
+            name=submission.name,
             topology=to_dict(topo),
-            code=code.spec(args, push),
-            workdir=str(Path(workdir or os.getcwd()).resolve()),
-            submitted_from=submitted_from,
+            code=code.spec(args, submission.push),
+            workdir=str(Path(submission.workdir or os.getcwd()).resolve()),
+            submitted_from=submission.origin,
         )
         status = SweepStatus(
             sweep_id=sweep_id,
