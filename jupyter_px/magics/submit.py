@@ -14,7 +14,7 @@ from ..presentation.text import topology_problems
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology
 from ..topology.registry import UnknownTopology, topologies
 from .args import IDENTIFIER, check_output, check_wait, output_arg, wait_args
-from .common import shell_of, show_run, submit_errors, wait_for_run
+from .common import cell_submission, shell_of, show_run, submit_errors, wait_for_run
 
 #: Which magic option set which field, so an invalid override is reported as the option.
 OPTION_FIELDS = {
@@ -188,18 +188,9 @@ class SubmitMagics(Magics):
 
     def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any]):
         from ..api import Run
-        from ..service import RunService, SourceText, Submission
+        from ..service import RunService
 
         service = RunService()
         with submit_errors():
-            run_id = service.submit(
-                Submission(
-                    SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
-                    topology,
-                    name=args.name,
-                    push=push or None,
-                    origin="magic",
-                    workdir=os.getcwd(),
-                )
-            )
+            run_id = service.submit(cell_submission(shipped, topology, args.name, push))
         return Run(run_id, service=service)

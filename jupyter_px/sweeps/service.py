@@ -20,6 +20,7 @@ from .. import detached
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
 from ..service import RunService, Submission, load_code, pickle_pushed
+from ..service.runs import keep_until_finished
 from ..topology import parse_topology, to_dict
 from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
 
@@ -167,14 +168,7 @@ class SweepService:
 
     def wait(self, ref: str, timeout: float | None = None, poll: float = 0.5) -> SweepStatus:
         sweep_id = self.resolve(ref)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = self.keep(sweep_id)
-            if status.state.finished:
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"sweep {sweep_id} still {status.state.value} after {timeout} s")
-            time.sleep(poll)
+        return keep_until_finished(lambda: self.keep(sweep_id), f"sweep {sweep_id}", timeout, poll)
 
     def stop(self, ref: str, timeout: float = STOP_TIMEOUT_S) -> SweepStatus:
         """Stop the sweep: its controller stops every running trial (each whole run), then itself.
