@@ -32,7 +32,11 @@ def get_backend(
         from .local import LocalBackend
 
         return LocalBackend(store)
-    raise BackendError(f"unknown backend {name!r}: use local, native, kubeflow or kubeflow-trainer")
+    if name == "slurm":
+        from .slurm import SlurmBackend
+
+        return SlurmBackend(store)
+    raise BackendError(f"unknown backend {name!r}: use local, native, kubeflow, kubeflow-trainer or slurm")
 
 
 __all__ = [

@@ -34,7 +34,7 @@ from .sweep import SWEEP_KEYS, parse_sweep
 from .sweep_spec import SweepSpec
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
-BackendName = Literal["local", "native", "kubernetes", "kubeflow", "kubeflow-trainer"]
+BackendName = Literal["local", "native", "kubernetes", "kubeflow", "kubeflow-trainer", "slurm"]
 RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 
 #: Our role names, in the order replicas are listed and started.
