@@ -1,7 +1,7 @@
 """What the Slurm backend's tests share: a real cluster per test module (tests/slurm_cluster),
 the environment that points the backend at it, and waiting on runs and jobs.
 
-    from slurm_support import slurm_cluster, use_slurm   # noqa: F401 (fixtures)
+    from slurm_support import slurm_cluster_fixture, use_slurm_fixture  # noqa: F401 (fixtures)
 
 Where Slurm cannot be started here (not installed, not root) the tests skip with the reason; under
 CI (`CI=true`), whose `.ci/run` installs it, they fail instead.
@@ -42,15 +42,17 @@ def started_cluster(**options: Any) -> Iterator[SlurmCluster]:
         assert not problems, f"the cluster left behind: {problems}"
 
 
-@pytest.fixture(scope="module")
-def slurm_cluster() -> Iterator[SlurmCluster]:
+@pytest.fixture(scope="module", name="slurm_cluster")
+def slurm_cluster_fixture() -> Iterator[SlurmCluster]:
     """Three nodes of 4 CPUs and 4000 MiB each, no accounting, for the whole test module."""
     with started_cluster() as cluster:
         yield cluster
 
 
-@pytest.fixture
-def use_slurm(slurm_cluster: SlurmCluster, px_home: Path, tmp_path: Path, monkeypatch) -> Iterator[SlurmCluster]:
+@pytest.fixture(name="use_slurm")
+def use_slurm_fixture(
+    slurm_cluster: SlurmCluster, px_home: Path, tmp_path: Path, monkeypatch
+) -> Iterator[SlurmCluster]:
     """Point this test's backend at the module's cluster: SLURM_CONF, no settings file, fast polls,
     a short stop grace; afterwards every follower of `px_home` ended and the queue empty."""
     monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))

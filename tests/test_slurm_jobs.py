@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from slurm_support import DEADLINE_S, job_id, queued, slurm_cluster, use_slurm  # noqa: F401 (fixtures)
+from slurm_support import DEADLINE_S, job_id, queued, slurm_cluster_fixture, use_slurm_fixture  # noqa: F401 (fixtures)
 
 from jupyter_px.runstore import RunStore
 from jupyter_px.service import RunService, ScriptFile, SourceText

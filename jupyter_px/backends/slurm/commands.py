@@ -1,8 +1,8 @@
 """The Slurm commands on PATH, as a login-node user runs them: sbatch, squeue, scontrol, sacct,
 scancel, sinfo, srun. Argument lists only (never a shell string), a timeout on each, and only
-their machine output is parsed: `--json` where Slurm 22.05 has it (squeue, sinfo, sacct),
-`scontrol ... --oneliner` key=value records elsewhere (22.05's scontrol has no JSON), never
-the human tables.
+their machine output is parsed: `--json` where Slurm 22.05 has it (squeue, sinfo),
+`scontrol ... --oneliner` key=value records and `sacct --parsable2` elsewhere (22.05's scontrol
+has no JSON; its sacct JSON does not say who cancelled a job), never the human tables.
 
 Which cluster: whatever `SLURM_CONF` (or the system's configuration) names, as for the user's
 own `sbatch`. The environment the commands get is this process's minus the `SLURM_*` variables
@@ -204,19 +204,16 @@ class SlurmCommands:
             )
         return out
 
-    def sacct(self, job_id: int) -> list[dict[str, Any]] | None:
-        """The job's accounting records (`sacct --json`: the job, its components and steps), or
-        None when the cluster keeps no accounting (its state then comes from scontrol and the tasks)."""
-        done = self.run(["sacct", "--json", "--jobs", str(job_id)], check=False)
-        said = (done.stderr + done.stdout).lower()
-        if ACCOUNTING_DISABLED in said:
+    def sacct_state(self, job_id: int) -> str | None:
+        """The job's state as accounting has it (`CANCELLED by 1000`), None when the cluster keeps
+        no accounting or has no record of the job. `--parsable2`, not `--json`: 22.05's JSON
+        leaves out who cancelled a job."""
+        argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--format=State", f"--jobs={job_id}"]
+        done = self.run(argv, check=False)
+        if done.returncode != 0 or ACCOUNTING_DISABLED in (done.stderr + done.stdout).lower():
             return None
-        if done.returncode != 0:
-            raise SlurmCommandError(f"sacct --jobs {job_id}: {_first_line(done.stderr)}", done.returncode)
-        try:
-            return list(json.loads(done.stdout).get("jobs") or [])
-        except (ValueError, AttributeError) as error:
-            raise SlurmCommandError(f"sacct --json: not JSON ({error})") from None
+        lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        return lines[0] if lines else None
 
     def probe(
         self, argv: Sequence[str], *, partition: str | None, extra: Sequence[str] = ()

@@ -93,6 +93,8 @@ class Follower:
         self.memory = {(s.role, s.index): _memory_limit(s) for s in self.topology.replicas()}
         self.ending: RunEnding | None = None
         self.term_sent_at: float | None = None
+        #: the tasks that had ended by themselves when the ending was decided: never "stopped by us"
+        self.ended_before: set[int] = set()
         self.killed_at: float | None = None
         self.foreign_since: dict[int, float] = {}
         self.lost_since: float | None = None
@@ -116,7 +118,7 @@ class Follower:
                 replica.address = f"{start.get('node')}:{start.get('port')}"
             end = records.exits.get(procid)
             if end is not None:
-                by_us = others if self.term_sent_at and (end.get("finished_at") or 0) >= self.term_sent_at - 1 else None
+                by_us = others if self.ending is not None and procid not in self.ended_before else None
                 ended_replica(
                     replica,
                     end,
@@ -141,6 +143,7 @@ class Follower:
     def _decide(self, replicas: list[ReplicaStatus], records: Records, stop: bool) -> None:
         if self.ending is not None:
             return
+        self.ended_before = set(records.exits)
         now = time.time()
         if stop:
             words = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request")
@@ -224,14 +227,9 @@ class Follower:
     def _accounted_state(self) -> str | None:
         """The job's state as `sacct` has it (`CANCELLED by 1000`), None without accounting."""
         try:
-            argv = ["sacct", "--noheader", "--parsable2", "--allocations", "--format=State"]
-            rows = self.commands.run([*argv, f"--jobs={self.handle.job_id}"], check=False)
+            return self.commands.sacct_state(self.handle.job_id)
         except SlurmCommandError:
             return None
-        if rows.returncode != 0:
-            return None
-        lines = [line.strip() for line in rows.stdout.splitlines() if line.strip()]
-        return lines[0] if lines else None
 
     def _cancelled_by(self) -> str | None:
         state = self._accounted_state() or ""

@@ -1,0 +1,178 @@
+"""How a Slurm run lives and ends, on a real cluster (tests/slurm_cluster): a failing rank, a
+replica over its memory, a request no node can meet, a job that waits in the queue, a stop
+mid-run, and one `squeue` for every followed run."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from slurm_support import DEADLINE_S, job_id, queued, slurm_cluster_fixture, use_slurm_fixture, wait_for  # noqa: F401 (fixtures)
+
+from jupyter_px.runstore import RunStore
+from jupyter_px.service import ResourceUnavailable, RunService, ScriptFile, SourceText
+
+pytestmark = pytest.mark.slurm
+
+FAULTS = Path(__file__).parent / "jobs" / "faults.py"
+
+
+def _topology(workers: int = 2, **resources) -> dict:
+    each = {"cpu": 1, "memory": 256, **resources}
+    return {
+        "framework": "pytorch",
+        "backend": "slurm",
+        "environment": {"resources": each, "replicas": {"n_workers": workers, "default_worker": {"resources": each}}},
+    }
+
+
+def test_a_failing_rank_fails_the_run_with_its_exit_code_and_log(use_slurm, px_home):
+    service = RunService()
+    run_id = service.submit(ScriptFile(FAULTS), _topology(), args=["exit", "worker-1", "3"], name="fails")
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    replicas = {r.key: r for r in status.replicas}
+    assert status.state.value == "Failed" and status.reason == "ReplicaFailed", status
+    assert "worker-1 failed" in status.message
+    failed = replicas["worker-1"]
+    assert failed.state.value == "Failed" and failed.exit_code == 3 and failed.reason == "Error", failed
+    assert "worker-1: doing exit 3" in service.log_tail(run_id, "worker", 1)
+    for key in ("master-0", "worker-0"):  # still waiting when worker-1 failed: stopped, so recorded
+        assert replicas[key].state.value == "Stopped" and replicas[key].reason == "StoppedByRun", replicas[key]
+        assert replicas[key].message == "stopped because worker-1 failed"
+        role, index = key.split("-")
+        assert f"{key}: waiting" in service.log_tail(run_id, role, int(index))
+    assert not queued(use_slurm, job_id(px_home, run_id))
+
+
+def test_a_replica_over_its_memory_limit_is_oom_killed(use_slurm, px_home):
+    service = RunService()
+    run_id = service.submit(ScriptFile(FAULTS), _topology(memory=300), args=["oom", "worker-0"], name="oom")
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    replicas = {r.key: r for r in status.replicas}
+    assert status.state.value == "Failed" and "worker-0 failed (OOMKilled)" in status.message, status
+    assert replicas["worker-0"].reason == "OOMKilled" and replicas["worker-0"].exit_code == 137, replicas["worker-0"]
+    assert "300 MiB" in replicas["worker-0"].message
+    assert replicas["master-0"].reason == "StoppedByRun"
+
+
+def test_a_request_larger_than_any_node_is_refused_before_anything_is_queued(use_slurm, px_home):
+    service = RunService()
+    with pytest.raises(ResourceUnavailable) as refused:
+        service.submit(ScriptFile(FAULTS), _topology(memory=9000), args=["env"], name="huge")
+    message = str(refused.value)
+    assert "sbatch --test-only" in message and "Requested node configuration is not available" in message
+    assert "9000 MiB" in message and "4000 MiB" in message  # what it asks, what the largest node has
+    assert "\n" not in message
+    assert not queued(use_slurm) and RunStore().run_ids() == []  # nothing queued, no run recorded
+
+
+def test_a_job_waits_with_reason_resources_and_its_queue_position_then_runs(use_slurm, px_home):
+    service = RunService()
+    # every CPU of the three nodes taken by a run that waits until stopped
+    blocker = service.submit(ScriptFile(FAULTS), _topology(cpu=4), args=["sleep"], name="blocker")
+    wait_for(lambda: service.status(blocker).state.value == "Running", "the blocker to run")
+    first = service.submit(ScriptFile(FAULTS), _topology(workers=1), args=["env"], name="first")
+    second = service.submit(ScriptFile(FAULTS), _topology(workers=0), args=["env"], name="second")
+
+    def waiting(run_id: str, reason: str, place: str):
+        status = service.status(run_id)
+        if status.state.value == "Pending" and status.reason == reason and place in (status.message or ""):
+            return status
+        return None
+
+    # as squeue says it: the first job in line waits for Resources, the ones behind it for Priority
+    status = wait_for(lambda: waiting(first, "Resources", "1st of 2"), "the first run to wait for Resources")
+    assert f"Slurm job {job_id(px_home, first)} is PENDING in partition debug's queue: 1st of 2 (Resources)" == (
+        status.message
+    )
+    assert {r.state.value for r in status.replicas} == {"Pending"}
+    assert {r.reason for r in status.replicas} == {"Resources"}
+    status = wait_for(lambda: waiting(second, "Priority", "2nd of 2"), "the second run to wait behind it")
+    assert status.message.endswith("queue: 2nd of 2 (Priority)")
+
+    service.stop(blocker)  # frees the nodes: both run
+    for run_id in (first, second):
+        final = service.wait(run_id, timeout=DEADLINE_S)
+        assert final.state.value == "Succeeded", final
+        outputs = RunStore().paths(run_id).outputs_dir
+        assert json.loads((outputs / "master-0.json").read_text())["env"]["PX_RUN_ID"] == run_id
+    assert not queued(use_slurm)
+
+
+STOPPABLE = """
+import os, sys, time
+from jupyter_px import tracking
+me = f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}"
+for step in range(50):
+    tracking.log_metrics(step=step, loss=1.0 / (step + 1))
+tracking.flush()
+print(f"{me}: logged 50 steps; waiting to be stopped", flush=True)
+open(os.path.join(os.environ["PX_OUTPUTS_PATH"], me), "w").close()
+time.sleep(600)
+"""
+
+
+def test_stop_mid_run_leaves_nothing_in_the_queue_and_keeps_logs_and_metrics(use_slurm, px_home):
+    service = RunService()
+    run_id = service.submit(SourceText(STOPPABLE), _topology(), name="stopme")
+    outputs = RunStore().paths(run_id).outputs_dir
+    wait_for(lambda: len(list(outputs.iterdir())) == 3, "every replica to log its steps")
+    job = job_id(px_home, run_id)
+    assert queued(use_slurm, job)
+    started = time.monotonic()
+    status = service.stop(run_id)
+    assert time.monotonic() - started < 10 + 30  # the grace (PX_STOP_GRACE_S=10 here) bounds it
+    assert status.state.value == "Stopped" and status.reason == "StoppedByUser", status
+    assert not queued(use_slurm, job)  # nothing of the run left in squeue
+    assert {r.state.value for r in status.replicas} == {"Stopped"}
+    assert {r.exit_code for r in status.replicas} == {143}  # SIGTERM first: they could flush
+    for role, index in service.replicas(run_id):
+        assert "logged 50 steps" in service.log_tail(run_id, role, index)
+    metrics = service.metrics(run_id)
+    assert {key: len(series["loss"].steps) for key, series in metrics.items()} == {
+        "master-0": 50,
+        "worker-0": 50,
+        "worker-1": 50,
+    }
+
+
+def test_one_squeue_serves_every_followed_run(use_slurm, px_home):
+    service = RunService()
+    runs = [service.submit(SourceText(STOPPABLE), _topology(workers=0), name=f"watched{i}") for i in range(3)]
+    for run_id in runs:
+        wait_for(lambda run_id=run_id: service.status(run_id).state.value == "Running", f"{run_id} to run")
+    (snapshot,) = (px_home / "slurm").glob("queue-*.json")
+    before, t0 = json.loads(snapshot.read_text())["polls"], time.monotonic()
+    time.sleep(6)
+    polls, elapsed = json.loads(snapshot.read_text())["polls"] - before, time.monotonic() - t0
+    # three followers polling every 0.5 s each would run ~36 squeue in 6 s; shared, about 12
+    assert polls <= elapsed / 0.5 + 3, polls
+    assert polls >= 3  # and it is polled all along
+    for run_id in runs:
+        service.stop(run_id)
+    assert not queued(use_slurm)
+
+
+def test_the_keeper_follows_a_slurm_run_whose_follower_died(use_slurm, px_home):
+    import os
+    import signal
+
+    service = RunService()
+    release = px_home / "release"
+    code = f"import os, time\nwhile not os.path.exists({str(release)!r}):\n    time.sleep(0.05)\n"
+    run_id = service.submit(SourceText(code), _topology(workers=1), name="kept")
+    wait_for(lambda: service.status(run_id).state.value == "Running", "the run to run")
+    owner = service.status(run_id).owner
+    assert owner is not None and owner.kind == "follower"
+    os.kill(owner.pid, signal.SIGKILL)
+    wait_for(lambda: service.observe(run_id).owner_problem, "a read to report the missing follower")
+    for _ in range(3):  # reads never act: nobody starts a follower for them
+        assert service.observe(run_id).owner_problem == "nobody is following this run"
+        assert service.status(run_id).owner.pid == owner.pid
+    assert service.keep_all() == 1  # the Jupyter server's keeper: one unfinished run, followed again
+    assert service.observe(run_id).owner_problem is None and service.status(run_id).owner.pid != owner.pid
+    release.write_text("go")
+    final = service.wait(run_id, timeout=DEADLINE_S)
+    assert final.state.value == "Succeeded" and final.owner is None, final
