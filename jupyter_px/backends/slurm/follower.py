@@ -44,7 +44,7 @@ from . import mirror
 from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
 from .handle import FOLLOWER_LOCK, STOP_FILE, JobHandle
 from .queue import JobView, QueueWatch, Snapshot
-from .replicas import Ending, Records, ended_replica, unrecorded_end
+from .replicas import Ending, RecordReader, Records, ended_replica, unrecorded_end
 from .script import BATCH_OUTPUT
 from .settings import load_settings
 from .states import ACTIVE, STARTED, base_state, pending_message, running_message, slurm_end
@@ -63,8 +63,8 @@ FOREIGN_SIGNAL_WAIT_S = 3.0
 RECORDS_WAIT_S = 5.0
 #: Once every task has ended, how long the job gets to end by itself before it is cancelled.
 JOB_END_WAIT_S = 5.0
-#: Longest sleep without looking at the stop request.
-STOP_CHECK_S = 0.2
+#: How often the follower looks at the task records and the stop request.
+TICK_S = 0.2
 
 
 @dataclass
@@ -90,6 +90,7 @@ class Follower:
         self.topology = parse_topology(store.record(run_id).topology)
         self.work = self.handle.work_dir(self.run_dir)
         self.records_dir = self.handle.records_dir(self.run_dir)
+        self.reader = RecordReader(self.records_dir, self.work / BATCH_OUTPUT)
         self.memory = {(s.role, s.index): _memory_limit(s) for s in self.topology.replicas()}
         self.ending: RunEnding | None = None
         self.term_sent_at: float | None = None
@@ -100,11 +101,11 @@ class Follower:
         self.lost_since: float | None = None
         self.job: JobView | None = None
         self.last_state: str | None = None  # the job's state when last seen in a snapshot
-        self.first_running: float | None = None
+        self.last_snapshot = 0.0  # when the snapshot last looked at was taken
 
     # ---- reading -----------------------------------------------------------------------------
     def _records(self) -> Records:
-        return Records.read(self.records_dir, self.work / BATCH_OUTPUT)
+        return self.reader.read()
 
     def _replicas(self, records: Records, final: bool, slurm_state: str | None) -> list[ReplicaStatus]:
         out = []
@@ -243,7 +244,10 @@ class Follower:
         except (KeyError, ValueError):
             return f"uid {uid}"
 
-    def _finish(self, final_state: str) -> int:
+    def _finish(self, final_state: str | None) -> int:
+        """Write the run's final status. `final_state`: the job's state once it has left Slurm's
+        active states; None when every task has recorded its end and the ending is decided (the
+        job is then ending by itself: `_see_job_out` makes sure of it)."""
         deadline = time.monotonic() + RECORDS_WAIT_S
         while True:
             if self.handle.shared_run_dir:
@@ -252,10 +256,12 @@ class Follower:
             if all(p in records.exits for p in records.starts) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-        cancelled = base_state(final_state) == "CANCELLED" and self.ending is None
+        slurm_state = final_state if self.ending is None else None
+        cancelled = base_state(slurm_state) == "CANCELLED"
         who = self._cancelled_by() if cancelled else None
-        slurm = slurm_end(self.handle.job_id, final_state, self.job.time_limit_min if self.job else None, who)
-        replicas = self._replicas(records, final=True, slurm_state=final_state if self.ending is None else None)
+        time_limit = self.job.time_limit_min if self.job else None
+        slurm = slurm_end(self.handle.job_id, slurm_state, time_limit, who) if slurm_state else None
+        replicas = self._replicas(records, final=True, slurm_state=slurm_state)
         status = self._base_status()
         if self.ending is not None:
             state, reason, message = self.ending.state, self.ending.reason, self.ending.message
@@ -277,7 +283,24 @@ class Follower:
         status.owner = None
         self.store.write_status(status)
         log.info("run %s finished: %s (%s)", self.run_id, state.value, message)
+        if final_state is None:
+            self._see_job_out()
         return 0
+
+    def _see_job_out(self) -> None:
+        """Every task has ended: the batch script ends with its `srun`. Wait for the job to leave
+        the queue, and cancel it if it has not soon (a setup line that hangs, say)."""
+        deadline = time.monotonic() + JOB_END_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                shown = self.commands.show_job(self.handle.job_id)
+            except SlurmCommandError:
+                return
+            if not shown or all(base_state(part.get("JobState")) not in ACTIVE for part in shown):
+                return
+            time.sleep(0.2)
+        log.info("run %s: every task ended but job %s did not; cancelling it", self.run_id, self.handle.job_id)
+        self._scancel()
 
     # ---- status -----------------------------------------------------------------------------
     def _base_status(self) -> RunStatus:
@@ -309,15 +332,16 @@ class Follower:
 
     # ---- the loop -----------------------------------------------------------------------------
     def run(self) -> int:
+        """Look every `TICK_S`: at the task records (files in the run directory) each time, at the
+        queue snapshot as often as it is refreshed (`poll_interval_s`, one squeue for all runs)."""
         last: Any = None
-        newer_than = 0.0
+        tasks = len(self.handle.tasks)
         while True:
             if not self.paths.record.exists():
                 log.warning("run %s: its directory is gone; the follower ends", self.run_id)
                 return 0
             stop = (self.run_dir / STOP_FILE).exists()
-            snapshot = self.queue.read(newer_than)
-            newer_than = 0.0
+            snapshot = self.queue.read()
             if snapshot.error:
                 self.lost_since = self.lost_since or time.monotonic()
                 if time.monotonic() - self.lost_since >= self.settings.follower_give_up_s:
@@ -334,7 +358,10 @@ class Follower:
                 self._act(records)
             except SlurmUnreachable as error:
                 log.warning("run %s: %s", self.run_id, error)
-            if not snapshot.error:
+            if self.ending is not None and records.all_ended(tasks):
+                return self._finish(None)
+            if not snapshot.error and snapshot.taken_at != self.last_snapshot:
+                self.last_snapshot = snapshot.taken_at
                 final = self._job_over(snapshot)
                 if final is not None:
                     return self._finish(final)
@@ -344,17 +371,7 @@ class Follower:
             if key != last:
                 self.store.write_status(status)
                 last = key
-            newer_than = self._sleep(stop)
-
-    def _sleep(self, stopping: bool) -> float:
-        """Wait for the next poll; a stop request arriving meanwhile cuts it short (and asks for a
-        snapshot newer than the request). Returns the `newer_than` for the next read."""
-        deadline = time.monotonic() + self.settings.poll_interval_s
-        while time.monotonic() < deadline:
-            if not stopping and (self.run_dir / STOP_FILE).exists():
-                return 0.0
-            time.sleep(min(STOP_CHECK_S, max(0.0, deadline - time.monotonic())))
-        return 0.0
+            time.sleep(TICK_S)
 
     def _give_up(self, error: str) -> int:
         status = self.store.status(self.run_id)

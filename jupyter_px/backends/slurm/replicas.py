@@ -10,6 +10,7 @@ could record anything.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,32 +32,47 @@ class Records:
     exits: dict[int, dict[str, Any]]
     oom_tasks: frozenset[int] = frozenset()
 
-    @classmethod
-    def read(cls, folder: Path, batch_output: Path | None = None) -> Records:
-        starts: dict[int, dict[str, Any]] = {}
-        exits: dict[int, dict[str, Any]] = {}
+    def all_ended(self, tasks: int) -> bool:
+        """Every one of the job's `tasks` started and recorded its end."""
+        return len(self.starts) == tasks and all(p in self.exits for p in self.starts)
+
+
+class RecordReader:
+    """Reads a job's task records as they appear. Each record is written once (a rename makes it
+    whole), so a file is parsed once; a poll lists the folder and reads only what is new. The
+    batch output is searched for srun's "Out Of Memory" lines only once a task was SIGKILLed."""
+
+    def __init__(self, folder: Path, batch_output: Path | None = None):
+        self.folder, self.batch_output = folder, batch_output
+        self.starts: dict[int, dict[str, Any]] = {}
+        self.exits: dict[int, dict[str, Any]] = {}
+
+    def read(self) -> Records:
         try:
-            names = [entry.name for entry in folder.iterdir()] if folder.is_dir() else []
+            names = [entry.name for entry in os.scandir(self.folder)]
         except OSError:
             names = []
         for name in names:
             kind, _, rest = name.partition("-")
             if kind not in ("task", "exit") or not rest.endswith(".json"):
                 continue
+            known = self.starts if kind == "task" else self.exits
             try:
                 procid = int(rest[: -len(".json")])
-                data = json.loads((folder / name).read_text())
+                if procid in known:
+                    continue
+                known[procid] = json.loads((self.folder / name).read_text())
             except (OSError, ValueError):
-                continue  # being written (a rename makes it whole): read next time
-            (starts if kind == "task" else exits)[procid] = data
+                continue  # not whole yet: read next time
         oom: set[int] = set()
-        if batch_output is not None:
+        killed = any(end.get("signal") == "SIGKILL" and not end.get("oom") for end in self.exits.values())
+        if killed and self.batch_output is not None:
             try:
-                text = batch_output.read_text(errors="replace")[-65536:]
+                text = self.batch_output.read_text(errors="replace")[-65536:]
             except OSError:
                 text = ""
             oom = {int(m.group(1)) for m in _OOM_LINE.finditer(text)}
-        return cls(starts, exits, frozenset(oom))
+        return Records(dict(self.starts), dict(self.exits), frozenset(oom))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ with `shlex.quote`, or the user's own `setup` lines (shell by design, from their
     #SBATCH hetjob                        (one per further shape: a heterogeneous job)
     #SBATCH options of component 1
     setup lines
-    python slurm/entry.py prepare RUN     (the nodes' addresses, once)
+    python slurm/entry.py prepare RUN &   (the nodes' addresses, once, while srun starts)
     srun <component 0> bash task.sh : <component 1> bash task.sh    (every task at once)
 
 srun is given each component's task count and CPUs per task itself: since Slurm 22.05 a step no
@@ -80,7 +80,8 @@ def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmS
         lines += [f"#SBATCH {option}" for option in _component_options(component, settings)]
     python = shlex.quote(settings.interpreter)
     quoted = shlex.quote(root)
-    lines += ["", *settings.setup, f"RUN_DIR={quoted}", f'{python} "$RUN_DIR/{ENTRY}" prepare "$RUN_DIR" || exit $?']
+    # the nodes' addresses are looked up while srun starts the tasks (they wait for them)
+    lines += ["", *settings.setup, f"RUN_DIR={quoted}", f'{python} "$RUN_DIR/{ENTRY}" prepare "$RUN_DIR" &']
     steps = []
     for k, component in enumerate(plan.components):
         group = [f"--het-group={k}"] if plan.heterogeneous else []

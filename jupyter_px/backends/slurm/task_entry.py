@@ -20,9 +20,9 @@ node names need not resolve) into `slurm/job-<id>/nodes.json`.
    `task-<procid>.json` (node, port) and waits for all of them; every replica's address is then
    `<NodeAddr of its node>:<its port>`.
 4. The environment contract from `jupyter_px.cluster.ClusterEnv` (TF_CONFIG, MASTER_ADDR/PORT,
-   RANK, WORLD_SIZE, DMLC_*, PX_*), as on every backend; then `python -m jupyter_px.runner RUN_DIR`
-   as a child, SIGTERM/SIGINT forwarded to it (a stop's `scancel --signal=TERM`, so tracking
-   flushes).
+   RANK, WORLD_SIZE, DMLC_*, PX_*), as on every backend; then the runner every local replica runs
+   (`jupyter_px.runner.main(RUN_DIR)`, in a forked child: no second interpreter start),
+   SIGTERM/SIGINT forwarded to it (a stop's `scancel --signal=TERM`, so tracking flushes).
 5. Its end in `exit-<procid>.json`: exit code, signal, and whether the node's memory cgroup
    recorded an OOM kill (Slurm's own accounting may be off: these records are how the backend
    knows every replica's outcome without `sacct`). The task exits with the runner's code.
@@ -40,7 +40,9 @@ import time
 from typing import Any
 
 #: How often a task looks for the others' records while it waits for them.
-RENDEZVOUS_POLL_S = 0.05
+RENDEZVOUS_POLL_S = 0.02
+#: Signals a task passes on to its replica (a stop's SIGTERM, an interactive srun's SIGINT).
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
 def job_dir(run_dir: str, job_id: str) -> str:
@@ -82,6 +84,20 @@ def _parse_record(line: str) -> dict[str, str]:
 
 
 def prepare(run_dir: str, env: dict[str, str]) -> None:
+    """Write the nodes' addresses; on failure, a record of why (the tasks, waiting for the
+    addresses, end with it instead of waiting out the rendezvous)."""
+    folder = job_dir(run_dir, leader_job_id(env))
+    os.makedirs(folder, exist_ok=True)
+    try:
+        write_json(os.path.join(folder, "nodes.json"), node_addresses(env))
+    except (OSError, subprocess.CalledProcessError) as error:
+        said = getattr(error, "stderr", None) or str(error)
+        write_json(os.path.join(folder, "nodes-failed.json"), {"error": str(said).strip()[-500:]})
+        raise
+
+
+def node_addresses(env: dict[str, str]) -> dict[str, str]:
+    """{node name: NodeAddr} of every node of the job (all its components)."""
     expressions = [value for key, value in env.items() if key.startswith("SLURM_JOB_NODELIST") and value]
     names: list[str] = []
     for expression in dict.fromkeys(expressions):
@@ -95,9 +111,7 @@ def prepare(run_dir: str, env: dict[str, str]) -> None:
         record = _parse_record(line)
         if "NodeName" in record:
             addresses[record["NodeName"]] = record.get("NodeAddr") or record["NodeName"]
-    folder = job_dir(run_dir, leader_job_id(env))
-    os.makedirs(folder, exist_ok=True)
-    write_json(os.path.join(folder, "nodes.json"), {name: addresses.get(name, name) for name in names})
+    return {name: addresses.get(name, name) for name in names}
 
 
 # ---- run: each task -------------------------------------------------------------------------
@@ -190,14 +204,14 @@ class Task:
         self.role, self.index = tasks[self.procid][0], int(tasks[self.procid][1])
         self.key = f"{self.role}-{self.index}"
         self.folder = job_dir(run_dir, leader_job_id(env))
-        self.child: subprocess.Popen | None = None
+        self.child_pid: int | None = None
         self.stop_signal: int | None = None
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.stop_signal = signum
-        if self.child is not None and self.child.poll() is None:
+        if self.child_pid is not None:
             try:
-                self.child.send_signal(signum)
+                os.kill(self.child_pid, signum)
             except ProcessLookupError:
                 pass
 
@@ -232,6 +246,9 @@ class Task:
                 self.record_exit(128 + self.stop_signal, name, False, "stopped before it started")
                 sys.exit(128 + self.stop_signal)
             names = os.listdir(self.folder)
+            if "nodes-failed.json" in names:
+                failed = read_json(os.path.join(self.folder, "nodes-failed.json"))
+                die(f"the batch script could not look up the nodes' addresses: {failed.get('error')}")
             found = sum(1 for name in names if name.startswith("task-") and name.endswith(".json"))
             if found >= count and "nodes.json" in names:
                 break
@@ -263,31 +280,55 @@ class Task:
         return {**self.env, **contract}
 
     def run(self) -> int:
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+        for signum in HANDLED_SIGNALS:
             signal.signal(signum, self._on_signal)
         check_components(self.plan, self.env)
+        import jupyter_px.cluster  # imported now, while the other tasks start
+        import jupyter_px.runner  # noqa: F401  (for the forked replica)
+
         holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         holder.bind(("", 0))  # held until the runner starts: nobody else is given this port meanwhile
         addresses = self.rendezvous(holder.getsockname()[1])
         env = self.environment(addresses)
         before = oom_kills()
         holder.close()
-        self.child = subprocess.Popen([sys.executable, "-m", "jupyter_px.runner", self.run_dir], env=env)
+        pid = os.fork()
+        if pid == 0:  # the replica: the runner, as `python -m jupyter_px.runner RUN_DIR` would run it
+            _become_runner(self.run_dir, env)
+        self.child_pid = pid
         if self.stop_signal is not None:  # arrived while starting: pass it on
-            self.child.send_signal(self.stop_signal)
+            os.kill(pid, self.stop_signal)
         while True:
             try:
-                returncode = self.child.wait()
+                _, wait_status = os.waitpid(pid, 0)
                 break
             except InterruptedError:
                 continue
         signal_name = None
-        code = returncode
-        if returncode < 0:
-            signal_name, code = signal.Signals(-returncode).name, 128 - returncode
+        if os.WIFSIGNALED(wait_status):
+            signal_name, code = signal.Signals(os.WTERMSIG(wait_status)).name, 128 + os.WTERMSIG(wait_status)
+        else:
+            code = os.waitstatus_to_exitcode(wait_status)
         oom = signal_name == "SIGKILL" and oom_kills() > before
         self.record_exit(code, signal_name, oom)
         return code
+
+
+def _become_runner(run_dir: str, env: dict[str, str]) -> None:
+    """In the forked child: the replica's environment, default signal handling, then the runner
+    (which ends the process itself). A fork, not a new interpreter: the runner is imported
+    before the rendezvous, so the replica starts in milliseconds."""
+    try:
+        for signum in HANDLED_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = ["-m jupyter_px.runner", run_dir]
+        from jupyter_px import runner
+
+        runner.main([run_dir])
+    finally:
+        os._exit(1)  # main never returns; an error before it is a failure of the replica
 
 
 def main(argv: list[str] | None = None) -> None:
