@@ -125,3 +125,28 @@ def job_id(home: Path, run_id: str) -> int:
     import json
 
     return int(json.loads((home / "runs" / run_id / "slurm.json").read_text())["job_id"])
+
+
+def topology_of(workers: int = 2, **resources) -> dict:
+    """A PyTorch topology on Slurm: a master and `workers` workers, each 1 CPU and 256 MiB unless
+    `resources` says otherwise."""
+    each = {"cpu": 1, "memory": 256, **resources}
+    return {
+        "framework": "pytorch",
+        "backend": "slurm",
+        "environment": {"resources": each, "replicas": {"n_workers": workers, "default_worker": {"resources": each}}},
+    }
+
+
+#: A replica that logs 50 steps, flushes, says so in its log and outputs, then waits to be stopped.
+STOPPABLE = """
+import os, sys, time
+from jupyter_px import tracking
+me = f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}"
+for step in range(50):
+    tracking.log_metrics(step=step, loss=1.0 / (step + 1))
+tracking.flush()
+print(f"{me}: logged 50 steps; waiting to be stopped", flush=True)
+open(os.path.join(os.environ["PX_OUTPUTS_PATH"], me), "w").close()
+time.sleep(600)
+"""

@@ -9,7 +9,16 @@ import time
 from pathlib import Path
 
 import pytest
-from slurm_support import DEADLINE_S, job_id, queued, slurm_cluster_fixture, use_slurm_fixture, wait_for  # noqa: F401 (fixtures)
+from slurm_support import (  # noqa: F401 (fixtures)
+    DEADLINE_S,
+    STOPPABLE,
+    job_id,
+    queued,
+    slurm_cluster_fixture,
+    topology_of,
+    use_slurm_fixture,
+    wait_for,
+)
 
 from jupyter_px.runstore import RunStore
 from jupyter_px.service import ResourceUnavailable, RunService, ScriptFile, SourceText
@@ -19,18 +28,9 @@ pytestmark = pytest.mark.slurm
 FAULTS = Path(__file__).parent / "jobs" / "faults.py"
 
 
-def _topology(workers: int = 2, **resources) -> dict:
-    each = {"cpu": 1, "memory": 256, **resources}
-    return {
-        "framework": "pytorch",
-        "backend": "slurm",
-        "environment": {"resources": each, "replicas": {"n_workers": workers, "default_worker": {"resources": each}}},
-    }
-
-
 def test_a_failing_rank_fails_the_run_with_its_exit_code_and_log(use_slurm, px_home):
     service = RunService()
-    run_id = service.submit(ScriptFile(FAULTS), _topology(), args=["exit", "worker-1", "3"], name="fails")
+    run_id = service.submit(ScriptFile(FAULTS), topology_of(), args=["exit", "worker-1", "3"], name="fails")
     status = service.wait(run_id, timeout=DEADLINE_S)
     replicas = {r.key: r for r in status.replicas}
     assert status.state.value == "Failed" and status.reason == "ReplicaFailed", status
@@ -48,7 +48,7 @@ def test_a_failing_rank_fails_the_run_with_its_exit_code_and_log(use_slurm, px_h
 
 def test_a_replica_over_its_memory_limit_is_oom_killed(use_slurm, px_home):
     service = RunService()
-    run_id = service.submit(ScriptFile(FAULTS), _topology(memory=300), args=["oom", "worker-0"], name="oom")
+    run_id = service.submit(ScriptFile(FAULTS), topology_of(memory=300), args=["oom", "worker-0"], name="oom")
     status = service.wait(run_id, timeout=DEADLINE_S)
     replicas = {r.key: r for r in status.replicas}
     assert status.state.value == "Failed" and "worker-0 failed (OOMKilled)" in status.message, status
@@ -60,7 +60,7 @@ def test_a_replica_over_its_memory_limit_is_oom_killed(use_slurm, px_home):
 def test_a_request_larger_than_any_node_is_refused_before_anything_is_queued(use_slurm, px_home):
     service = RunService()
     with pytest.raises(ResourceUnavailable) as refused:
-        service.submit(ScriptFile(FAULTS), _topology(memory=9000), args=["env"], name="huge")
+        service.submit(ScriptFile(FAULTS), topology_of(memory=9000), args=["env"], name="huge")
     message = str(refused.value)
     assert "sbatch --test-only" in message and "Requested node configuration is not available" in message
     assert "9000 MiB" in message and "4000 MiB" in message  # what it asks, what the largest node has
@@ -71,10 +71,10 @@ def test_a_request_larger_than_any_node_is_refused_before_anything_is_queued(use
 def test_a_job_waits_with_reason_resources_and_its_queue_position_then_runs(use_slurm, px_home):
     service = RunService()
     # every CPU of the three nodes taken by a run that waits until stopped
-    blocker = service.submit(ScriptFile(FAULTS), _topology(cpu=4), args=["sleep"], name="blocker")
+    blocker = service.submit(ScriptFile(FAULTS), topology_of(cpu=4), args=["sleep"], name="blocker")
     wait_for(lambda: service.status(blocker).state.value == "Running", "the blocker to run")
-    first = service.submit(ScriptFile(FAULTS), _topology(workers=1), args=["env"], name="first")
-    second = service.submit(ScriptFile(FAULTS), _topology(workers=0), args=["env"], name="second")
+    first = service.submit(ScriptFile(FAULTS), topology_of(workers=1), args=["env"], name="first")
+    second = service.submit(ScriptFile(FAULTS), topology_of(workers=0), args=["env"], name="second")
 
     def waiting(run_id: str, reason: str, place: str):
         status = service.status(run_id)
@@ -101,22 +101,9 @@ def test_a_job_waits_with_reason_resources_and_its_queue_position_then_runs(use_
     assert not queued(use_slurm)
 
 
-STOPPABLE = """
-import os, sys, time
-from jupyter_px import tracking
-me = f"{os.environ['PX_TASK_TYPE']}-{os.environ['PX_TASK_INDEX']}"
-for step in range(50):
-    tracking.log_metrics(step=step, loss=1.0 / (step + 1))
-tracking.flush()
-print(f"{me}: logged 50 steps; waiting to be stopped", flush=True)
-open(os.path.join(os.environ["PX_OUTPUTS_PATH"], me), "w").close()
-time.sleep(600)
-"""
-
-
 def test_stop_mid_run_leaves_nothing_in_the_queue_and_keeps_logs_and_metrics(use_slurm, px_home):
     service = RunService()
-    run_id = service.submit(SourceText(STOPPABLE), _topology(), name="stopme")
+    run_id = service.submit(SourceText(STOPPABLE), topology_of(), name="stopme")
     outputs = RunStore().paths(run_id).outputs_dir
     wait_for(lambda: len(list(outputs.iterdir())) == 3, "every replica to log its steps")
     job = job_id(px_home, run_id)
@@ -140,7 +127,7 @@ def test_stop_mid_run_leaves_nothing_in_the_queue_and_keeps_logs_and_metrics(use
 
 def test_one_squeue_serves_every_followed_run(use_slurm, px_home):
     service = RunService()
-    runs = [service.submit(SourceText(STOPPABLE), _topology(workers=0), name=f"watched{i}") for i in range(3)]
+    runs = [service.submit(SourceText(STOPPABLE), topology_of(workers=0), name=f"watched{i}") for i in range(3)]
     for run_id in runs:
         wait_for(lambda run_id=run_id: service.status(run_id).state.value == "Running", f"{run_id} to run")
     (snapshot,) = (px_home / "slurm").glob("queue-*.json")
@@ -162,7 +149,7 @@ def test_the_keeper_follows_a_slurm_run_whose_follower_died(use_slurm, px_home):
     service = RunService()
     release = px_home / "release"
     code = f"import os, time\nwhile not os.path.exists({str(release)!r}):\n    time.sleep(0.05)\n"
-    run_id = service.submit(SourceText(code), _topology(workers=1), name="kept")
+    run_id = service.submit(SourceText(code), topology_of(workers=1), name="kept")
     wait_for(lambda: service.status(run_id).state.value == "Running", "the run to run")
     owner = service.status(run_id).owner
     assert owner is not None and owner.kind == "follower"
