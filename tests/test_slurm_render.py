@@ -157,6 +157,14 @@ def test_frameworks_it_cannot_launch_are_named():
     )
 
 
+def test_restarts_it_cannot_honour_are_refused_not_dropped():
+    replicas = {"n_workers": 1, "default_worker": {"restart_policy": "OnFailure", "max_restarts": 2}}
+    assert unsupported(parse_topology({"framework": "pytorch", "environment": {"replicas": replicas}})) == (
+        "worker-0: restart_policy OnFailure with max_restarts 2: the Slurm backend does not restart replicas "
+        "(a failed replica fails the run); remove them, or use the local or a Kubernetes backend"
+    )
+
+
 def test_slurm_words_for_a_job():
     assert (
         pending_message(42, "Priority", "gpu", 3, 7)

@@ -94,13 +94,22 @@ def job_plan(topology: Topology) -> JobPlan:
 
 
 def unsupported(topology: Topology) -> str | None:
-    """Why this backend cannot run `topology` (one line), or None."""
+    """Why this backend cannot run `topology` (one line), or None. What it cannot honour is
+    refused, never dropped: a replica's restarts (the tasks of one Slurm step are not restarted
+    one by one; a failed replica fails the run, as with `restart_policy: Never`)."""
     name = UNSUPPORTED_FRAMEWORKS.get(topology.framework or "")
     if name:
         return (
             f"framework {topology.framework}: {name} jobs are not supported on the Slurm backend yet "
             "(their launcher needs an mpirun over the job's nodes); use the local or kubeflow backend"
         )
+    for spec in topology.replicas():
+        if spec.restart_policy != "Never" and spec.max_restarts > 0:
+            return (
+                f"{spec.key}: restart_policy {spec.restart_policy} with max_restarts {spec.max_restarts}: the Slurm "
+                "backend does not restart replicas (a failed replica fails the run); remove them, or use the local "
+                "or a Kubernetes backend"
+            )
     return None
 
 
