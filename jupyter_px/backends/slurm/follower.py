@@ -102,6 +102,8 @@ class Follower:
         self.job: JobView | None = None
         self.last_state: str | None = None  # the job's state when last seen in a snapshot
         self.last_snapshot = 0.0  # when the snapshot last looked at was taken
+        recorded = store.status(run_id)
+        self.owner, self.started_at = recorded.owner, recorded.started_at
 
     # ---- reading -----------------------------------------------------------------------------
     def _records(self) -> Records:
@@ -304,10 +306,10 @@ class Follower:
 
     # ---- status -----------------------------------------------------------------------------
     def _base_status(self) -> RunStatus:
-        previous = self.store.status(self.run_id)
-        status = RunStatus(run_id=self.run_id, owner=previous.owner, started_at=previous.started_at)
+        """A status of this run with its owner (this follower, as its starter recorded it)."""
+        status = RunStatus(run_id=self.run_id, owner=self.owner, started_at=self.started_at)
         if self.job is not None and self.job.start_time and status.started_at is None:
-            status.started_at = self.job.start_time
+            status.started_at = self.started_at = self.job.start_time
         return status
 
     def _status(self, replicas: list[ReplicaStatus]) -> RunStatus:

@@ -37,6 +37,8 @@ DEFAULT_STOP_GRACE_S = 30.0
 _TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2})$")
 #: Names Slurm accepts for partitions, accounts, QOS, reservations and GRES (no spaces, no shell).
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+-]+)*$")
+#: A GRES name, with its type where a site has several (`gpu`, `gpu:a100`).
+_GRES = re.compile(r"^[A-Za-z0-9_.+-]+(:[A-Za-z0-9_.+-]+)?$")
 #: A constraint expression (features joined by & | , [ ] * and digits).
 _CONSTRAINT = re.compile(r"^[A-Za-z0-9_.&|,\[\]*()!-]+$")
 
@@ -93,7 +95,7 @@ def _stop_grace() -> float:
 _LISTS = {"setup", "sbatch_lines"}
 _FLOATS = {"poll_interval_s", "rendezvous_timeout_s", "follower_give_up_s"}
 _BOOLS = {"probe_shared"}
-_NAMES = {"partition", "account", "qos", "reservation", "gres_name"}
+_NAMES = {"partition", "account", "qos", "reservation"}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 #: Settings not read from files or PX_SLURM_* (they have their own variable).
 _NOT_SETTINGS = {"stop_grace_s"}
@@ -146,6 +148,8 @@ def _check(name: str, value: Any, where: str) -> Any:
     text = str(value).strip()
     if name in _NAMES and not _NAME.match(text):
         raise BackendError(f"{where}: {name}: {text!r} is not a Slurm name (letters, digits, _ . + -)")
+    if name == "gres_name" and not _GRES.match(text):
+        raise BackendError(f"{where}: gres_name: {text!r} is not a GRES name (like gpu, or gpu:a100)")
     if name == "time_limit" and text.upper() not in ("UNLIMITED", "INFINITE") and not _TIME.match(text):
         raise BackendError(
             f"{where}: time_limit: {text!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)"

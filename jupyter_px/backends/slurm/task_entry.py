@@ -34,7 +34,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 from typing import Any
@@ -88,6 +87,8 @@ def prepare(run_dir: str, env: dict[str, str]) -> None:
     addresses, end with it instead of waiting out the rendezvous)."""
     folder = job_dir(run_dir, leader_job_id(env))
     os.makedirs(folder, exist_ok=True)
+    import subprocess  # here only: a task does not need it (its import costs each task)
+
     try:
         write_json(os.path.join(folder, "nodes.json"), node_addresses(env))
     except (OSError, subprocess.CalledProcessError) as error:
@@ -98,6 +99,7 @@ def prepare(run_dir: str, env: dict[str, str]) -> None:
 
 def node_addresses(env: dict[str, str]) -> dict[str, str]:
     """{node name: NodeAddr} of every node of the job (all its components)."""
+    import subprocess
     expressions = [value for key, value in env.items() if key.startswith("SLURM_JOB_NODELIST") and value]
     names: list[str] = []
     for expression in dict.fromkeys(expressions):
