@@ -100,6 +100,7 @@ def prepare(run_dir: str, env: dict[str, str]) -> None:
 def node_addresses(env: dict[str, str]) -> dict[str, str]:
     """{node name: NodeAddr} of every node of the job (all its components)."""
     import subprocess
+
     expressions = [value for key, value in env.items() if key.startswith("SLURM_JOB_NODELIST") and value]
     names: list[str] = []
     for expression in dict.fromkeys(expressions):
