@@ -163,3 +163,36 @@ def test_the_keeper_follows_a_slurm_run_whose_follower_died(use_slurm, px_home):
     release.write_text("go")
     final = service.wait(run_id, timeout=DEADLINE_S)
     assert final.state.value == "Succeeded" and final.owner is None, final
+
+
+BURST = 90_000
+
+
+def test_a_burst_stopped_at_once_keeps_every_point(use_slurm, px_home, monkeypatch):
+    """The reliability rule on Slurm: the stop's SIGTERM reaches each replica through Slurm
+    (`scancel --signal=TERM`), tracking writes everything it accepted within the grace, and the
+    task settles the replica's metrics on its node before it records its end."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    monkeypatch.setenv("PX_STOP_GRACE_S", "30")
+    service = RunService()
+    burst = Path(__file__).parent / "jobs" / "burst.py"
+    run_id = service.submit(ScriptFile(burst), topology_of(workers=1, memory=600), args=[str(BURST)], name="burst")
+    outputs = RunStore().paths(run_id).outputs_dir
+    wait_for(lambda: len(list(outputs.glob("*.json"))) == 2, "both replicas to log their burst")
+    started = time.monotonic()
+    status = service.stop(run_id)
+    assert time.monotonic() - started < 30 + 15, "the stop waited out more than the grace"
+    assert status.state.value == "Stopped", status
+    paths = RunStore().paths(run_id)
+    for replica in status.replicas:
+        lines = paths.metrics(replica.role, replica.index).read_text().splitlines()
+        assert [json.loads(line)["step"] for line in lines] == list(range(BURST)), replica.key
+        accumulator = EventAccumulator(
+            str(paths.tensorboard(replica.role, replica.index)), size_guidance={"scalars": 0}
+        )
+        accumulator.Reload()
+        assert len(accumulator.Scalars("loss")) == BURST, replica.key
+        assert replica.points_lost == 0 and "not written" not in (replica.message or ""), replica
+    assert not list(paths.metrics_dir.glob(".*.ledger"))  # each task settled its replica's ledgers
+    assert not queued(use_slurm, job_id(px_home, run_id))

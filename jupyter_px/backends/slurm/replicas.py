@@ -95,6 +95,23 @@ def ended_replica(
 ) -> None:
     """Fill `replica` from its exit record. `stopped_by_us`: the run's ending, when the task
     ended after the backend signalled it; `slurm_state`: the job's state when Slurm ended it."""
+    _outcome(replica, record, oom_seen, stopped_by_us, slurm_state, memory_mib)
+    replica.points_lost = int(record.get("points_lost") or 0)
+    replica.points_dropped = int(record.get("points_dropped") or 0)
+    notice = record.get("notice")
+    if notice:  # "master-0: 1,204 metric points not written: killed before they were flushed"
+        said = str(notice).split(": ", 1)[-1]
+        replica.message = f"{replica.message}; {said}" if replica.message else said
+
+
+def _outcome(
+    replica: ReplicaStatus,
+    record: dict[str, Any],
+    oom_seen: bool,
+    stopped_by_us: Ending | None,
+    slurm_state: str | None,
+    memory_mib: float | None,
+) -> None:
     code = int(record.get("code") or 0)
     signal = record.get("signal")
     replica.exit_code, replica.signal = code, signal

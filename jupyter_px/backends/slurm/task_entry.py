@@ -23,9 +23,11 @@ node names need not resolve) into `slurm/job-<id>/nodes.json`.
    RANK, WORLD_SIZE, DMLC_*, PX_*), as on every backend; then the runner every local replica runs
    (`jupyter_px.runner.main(RUN_DIR)`, in a forked child: no second interpreter start),
    SIGTERM/SIGINT forwarded to it (a stop's `scancel --signal=TERM`, so tracking flushes).
-5. Its end in `exit-<procid>.json`: exit code, signal, and whether the node's memory cgroup
-   recorded an OOM kill (Slurm's own accounting may be off: these records are how the backend
-   knows every replica's outcome without `sacct`). The task exits with the runner's code.
+5. Its end in `exit-<procid>.json`: exit code, signal, whether the node's memory cgroup recorded
+   an OOM kill, and the replica's metrics settled here, on its node (the points tracking accepted
+   but never wrote, `jupyter_px.runstore.settle`). Slurm's own accounting may be off: these
+   records are how the backend knows every replica's outcome without `sacct`. The task exits with
+   the runner's code.
 """
 
 from __future__ import annotations
@@ -218,7 +220,14 @@ class Task:
             except ProcessLookupError:
                 pass
 
-    def record_exit(self, code: int, signal_name: str | None, oom: bool, message: str | None = None) -> None:
+    def record_exit(
+        self,
+        code: int,
+        signal_name: str | None,
+        oom: bool,
+        message: str | None = None,
+        settled: dict[str, Any] | None = None,
+    ) -> None:
         write_json(
             os.path.join(self.folder, f"exit-{self.procid}.json"),
             {
@@ -229,6 +238,7 @@ class Task:
                 "oom": oom,
                 "finished_at": time.time(),
                 "message": message,
+                **(settled or {}),
             },
         )
 
@@ -313,8 +323,25 @@ class Task:
         else:
             code = os.waitstatus_to_exitcode(wait_status)
         oom = signal_name == "SIGKILL" and oom_kills() > before
-        self.record_exit(code, signal_name, oom)
+        self.record_exit(code, signal_name, oom, settled=self.settle())
         return code
+
+    def settle(self) -> dict[str, Any]:
+        """Settle the replica's metrics now that its processes are gone, here on its node, where
+        their pids mean something (`jupyter_px.runstore.settle`: TensorBoard caught up with the
+        JSON lines; the points accepted but never written, or dropped, counted)."""
+        try:
+            from pathlib import Path
+
+            from jupyter_px.runstore.layout import RunPaths
+            from jupyter_px.runstore.settle import settle_replica
+
+            paths = RunPaths(self.plan["run_id"], Path(self.run_dir).parent.parent)
+            settled = settle_replica(paths, self.role, self.index)
+        except Exception as error:  # the exit record matters more: say it, go on
+            print(f"jupyter-px (slurm task): cannot settle {self.key}'s metrics: {error!r}", file=sys.stderr)
+            return {}
+        return {"points_lost": settled.lost, "points_dropped": settled.dropped, "notice": settled.notice(self.key)}
 
 
 def _become_runner(run_dir: str, env: dict[str, str]) -> None:
