@@ -171,7 +171,7 @@ def test_slurm_words_for_a_job():
         == "Slurm job 42 is PENDING in partition gpu's queue: 3rd of 7 (Priority)"
     )
     assert running_message(42, "n[1-3]", 5, 1000.0, 1000.0 + 61) == (
-        "Slurm job 42 RUNNING on n[1-3]; time left 00:03 (h:min) of 00:05:00"
+        "Slurm job 42 RUNNING on n[1-3]; 3 min left of 00:05:00"
     )
     timeout = slurm_end(42, "TIMEOUT", 90, None)
     assert timeout is not None and (timeout.state.value, timeout.reason) == ("Failed", "Timeout")

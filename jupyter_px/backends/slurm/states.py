@@ -78,15 +78,6 @@ def minutes_text(minutes: int | None) -> str | None:
     return f"{days}-{clock}" if days else clock
 
 
-def seconds_text(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    mins, secs = divmod(rest, 60)
-    clock = f"{hours:02d}:{mins:02d}:{secs:02d}"
-    return f"{days}-{clock}" if days else clock
-
-
 def pending_message(job_id: int, reason: str, partition: str, position: int | None, ahead_of: int | None) -> str:
     where = f"partition {partition}'s queue" if partition else "the queue"
     place = f": {ordinal(position)}" + (f" of {ahead_of}" if ahead_of else "") if position else ""
@@ -94,14 +85,25 @@ def pending_message(job_id: int, reason: str, partition: str, position: int | No
 
 
 def running_message(job_id: int, nodes: str, time_limit_min: int | None, started_at: float | None, now: float) -> str:
-    """`Slurm job 42 RUNNING on n[1-3]; time left 00:04 of 00:05:00`, the time left to the minute
-    (so the status is rewritten once a minute, not on every poll)."""
+    """`Slurm job 42 RUNNING on n[1-3]; 4 min left of 00:05:00`, the time left to the minute (so
+    the status is rewritten once a minute, not on every poll)."""
     text = f"Slurm job {job_id} RUNNING" + (f" on {nodes}" if nodes else "")
     limit = minutes_text(time_limit_min)
-    if limit and started_at:
-        left_min = max(0, int((started_at + time_limit_min * 60 - now) // 60))  # type: ignore[operator]
-        text += f"; time left {left_min // 60:02d}:{left_min % 60:02d} (h:min) of {limit}"
+    if limit and started_at and time_limit_min:
+        left = max(0, int((started_at + time_limit_min * 60 - now) // 60))
+        text += f"; {minutes_left(left)} left of {limit}"
     return text
+
+
+def minutes_left(minutes: int) -> str:
+    """`under a minute`, `4 min`, `3 h 12 min`, `364 d 23 h`."""
+    if minutes < 1:
+        return "under a minute"
+    days, rest = divmod(minutes, 24 * 60)
+    hours, mins = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    return f"{hours} h {mins} min" if hours else f"{mins} min"
 
 
 @dataclass(frozen=True)
