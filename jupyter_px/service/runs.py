@@ -139,6 +139,14 @@ class RunService:
         """The run id `ref` means: an id, a name (its newest run) or `last`; RunNotFound else."""
         return self.store.resolve(ref)
 
+    def readable(self, ref: str) -> str:
+        """`resolve`, then the run's record and status read: RunDamaged (naming what) for a run
+        whose files cannot be, so every surface reports a damaged run the same way."""
+        run_id = self.resolve(ref)
+        self.store.record(run_id)
+        self.store.status(run_id)
+        return run_id
+
     def record(self, run_id: str) -> RunRecord:
         return self.store.record(run_id)
 
@@ -376,8 +384,10 @@ class RunService:
         """Remove a finished run's directory (record, status, logs, metrics, outputs).
 
         RunActive for a run that has not finished: stop it first (its supervisor or follower
-        would keep writing into a directory that is gone). RunNotFound for an unknown run."""
-        status = self.store.status(run_id)
+        would keep writing into a directory that is gone). RunNotFound for an unknown run. A run
+        whose record is damaged may be deleted (that is how one is got rid of) if its status says
+        it finished."""
+        status = self.store.status(run_id, without_record=True)
         if not status.state.finished:
             raise RunActive(f"run {run_id} is {status.state.value}: stop it before deleting it")
         self.store.delete(run_id)
