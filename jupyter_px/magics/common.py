@@ -32,8 +32,7 @@ def in_kernel(shell: Any) -> bool:
 def run_service() -> Any:
     """The run service over the store; a UsageError (one line) when the store cannot be one
     (`PX_HOME` names a file)."""
-    from ..runstore import StoreUnusable
-    from ..service import RunService
+    from ..service import RunService, StoreUnusable
 
     try:
         return RunService()
@@ -44,7 +43,7 @@ def run_service() -> Any:
 def open_run(ref: str) -> Any:
     """The Run the user means: an id, a name (its newest run) or `last`; a UsageError otherwise."""
     from ..api import Run
-    from ..runstore import RunDamaged, RunNotFound
+    from ..service import RunDamaged, RunNotFound
 
     service = run_service()
     try:
@@ -91,7 +90,7 @@ def show_run(shell: Any, run: Any, terminal_line: str) -> Any:
 def wait_for_run(run: Any, monitor: Any, timeout: float | None) -> None:
     """Block until the run ends; a UsageError (one line, naming the failed replica and where its
     log is) unless it succeeded. Ctrl-C stops the waiting, not the run."""
-    from ..runstore import RunState
+    from ..service import RunState
 
     try:
         status = run.wait(timeout=timeout)

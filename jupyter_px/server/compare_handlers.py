@@ -25,7 +25,7 @@ from tornado import web
 
 from ..compare.comparison import compare_runs, encode
 from ..compare.selection import SelectionError, select_runs, sweep_objective
-from ..runstore import RunDamaged, RunNotFound
+from ..service import RunDamaged, RunNotFound
 from .base import PxHandler, finite_json
 from .models import CompareRequest, CompareTensorBoardRequest, Comparison, dump
 
