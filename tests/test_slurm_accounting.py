@@ -9,7 +9,7 @@ import pytest
 from slurm_cluster import SlurmCluster
 from slurm_support import DEADLINE_S, job_id, queued, started_cluster, use_slurm_fixture, wait_for  # noqa: F401
 
-from jupyter_px.service import RunService, SourceText
+from jupyter_px.service import RunService, SourceText, Submission
 
 pytestmark = pytest.mark.slurm
 
@@ -27,7 +27,7 @@ WAITS = "import os, time\nprint('waiting', flush=True)\ntime.sleep(600)\n"
 def test_a_job_cancelled_outside_jupyter_px_is_stopped_and_says_by_whom(use_slurm, px_home):
     service = RunService()
     topology = {"framework": "pytorch", "backend": "slurm", "environment": {"replicas": {"n_workers": 1}}}
-    run_id = service.submit(SourceText(WAITS), topology, name="cancelled")
+    run_id = service.submit(Submission(SourceText(WAITS), topology, name="cancelled"))
     wait_for(lambda: service.status(run_id).state.value == "Running", "the run to run")
     job = job_id(px_home, run_id)
     use_slurm.run(["scancel", str(job)])  # someone else's cancel: no stop request of ours

@@ -12,7 +12,7 @@ import pytest
 from slurm_support import DEADLINE_S, job_id, queued, slurm_cluster_fixture, use_slurm_fixture  # noqa: F401 (fixtures)
 
 from jupyter_px.runstore import RunStore
-from jupyter_px.service import RunService, ScriptFile, SourceText
+from jupyter_px.service import RunService, ScriptFile, SourceText, Submission
 
 pytestmark = pytest.mark.slurm
 
@@ -31,7 +31,7 @@ def test_pytorch_ddp_all_reduces_across_the_three_nodes(use_slurm, px_home):
         },
     }
     service = RunService()
-    run_id = service.submit(ScriptFile(JOBS / "torch_ddp.py"), topology, name="ddp")
+    run_id = service.submit(Submission(ScriptFile(JOBS / "torch_ddp.py"), topology, name="ddp"))
     status = service.wait(run_id, timeout=DEADLINE_S)
     logs = {key: service.log_tail(run_id, *key) for key in service.replicas(run_id)}
     assert status.state.value == "Succeeded", (status.message, logs)
@@ -78,7 +78,7 @@ def test_tensorflow_parameter_server_as_a_heterogeneous_job(use_slurm, px_home):
     }
     service = RunService()
     code = SourceText(_recording_env((JOBS / "tf_ps.py").read_text()), origin="tf_ps.py")
-    run_id = service.submit(code, topology, name="tfps")
+    run_id = service.submit(Submission(code, topology, name="tfps"))
     status = service.wait(run_id, timeout=DEADLINE_S + 120)
     logs = {key: service.log_tail(run_id, *key) for key in service.replicas(run_id)}
     assert status.state.value == "Succeeded", (status.message, logs)

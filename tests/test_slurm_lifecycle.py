@@ -21,7 +21,7 @@ from slurm_support import (  # noqa: F401 (fixtures)
 )
 
 from jupyter_px.runstore import RunStore
-from jupyter_px.service import ResourceUnavailable, RunService, ScriptFile, SourceText
+from jupyter_px.service import ResourceUnavailable, RunService, ScriptFile, SourceText, Submission
 
 pytestmark = pytest.mark.slurm
 
@@ -30,7 +30,7 @@ FAULTS = Path(__file__).parent / "jobs" / "faults.py"
 
 def test_a_failing_rank_fails_the_run_with_its_exit_code_and_log(use_slurm, px_home):
     service = RunService()
-    run_id = service.submit(ScriptFile(FAULTS), topology_of(), args=["exit", "worker-1", "3"], name="fails")
+    run_id = service.submit(Submission(ScriptFile(FAULTS), topology_of(), args=("exit", "worker-1", "3"), name="fails"))
     status = service.wait(run_id, timeout=DEADLINE_S)
     replicas = {r.key: r for r in status.replicas}
     assert status.state.value == "Failed" and status.reason == "ReplicaFailed", status
@@ -48,7 +48,9 @@ def test_a_failing_rank_fails_the_run_with_its_exit_code_and_log(use_slurm, px_h
 
 def test_a_replica_over_its_memory_limit_is_oom_killed(use_slurm, px_home):
     service = RunService()
-    run_id = service.submit(ScriptFile(FAULTS), topology_of(memory=300), args=["oom", "worker-0"], name="oom")
+    run_id = service.submit(
+        Submission(ScriptFile(FAULTS), topology_of(memory=300), args=("oom", "worker-0"), name="oom")
+    )
     status = service.wait(run_id, timeout=DEADLINE_S)
     replicas = {r.key: r for r in status.replicas}
     assert status.state.value == "Failed" and "worker-0 failed (OOMKilled)" in status.message, status
@@ -60,7 +62,7 @@ def test_a_replica_over_its_memory_limit_is_oom_killed(use_slurm, px_home):
 def test_a_request_larger_than_any_node_is_refused_before_anything_is_queued(use_slurm, px_home):
     service = RunService()
     with pytest.raises(ResourceUnavailable) as refused:
-        service.submit(ScriptFile(FAULTS), topology_of(memory=9000), args=["env"], name="huge")
+        service.submit(Submission(ScriptFile(FAULTS), topology_of(memory=9000), args=("env",), name="huge"))
     message = str(refused.value)
     assert "sbatch --test-only" in message and "Requested node configuration is not available" in message
     assert "9000 MiB" in message and "4000 MiB" in message  # what it asks, what the largest node has
@@ -71,10 +73,10 @@ def test_a_request_larger_than_any_node_is_refused_before_anything_is_queued(use
 def test_a_job_waits_with_reason_resources_and_its_queue_position_then_runs(use_slurm, px_home):
     service = RunService()
     # every CPU of the three nodes taken by a run that waits until stopped
-    blocker = service.submit(ScriptFile(FAULTS), topology_of(cpu=4), args=["sleep"], name="blocker")
+    blocker = service.submit(Submission(ScriptFile(FAULTS), topology_of(cpu=4), args=("sleep",), name="blocker"))
     wait_for(lambda: service.status(blocker).state.value == "Running", "the blocker to run")
-    first = service.submit(ScriptFile(FAULTS), topology_of(workers=1), args=["env"], name="first")
-    second = service.submit(ScriptFile(FAULTS), topology_of(workers=0), args=["env"], name="second")
+    first = service.submit(Submission(ScriptFile(FAULTS), topology_of(workers=1), args=("env",), name="first"))
+    second = service.submit(Submission(ScriptFile(FAULTS), topology_of(workers=0), args=("env",), name="second"))
 
     def waiting(run_id: str, reason: str, place: str):
         status = service.status(run_id)
@@ -103,7 +105,7 @@ def test_a_job_waits_with_reason_resources_and_its_queue_position_then_runs(use_
 
 def test_stop_mid_run_leaves_nothing_in_the_queue_and_keeps_logs_and_metrics(use_slurm, px_home):
     service = RunService()
-    run_id = service.submit(SourceText(STOPPABLE), topology_of(), name="stopme")
+    run_id = service.submit(Submission(SourceText(STOPPABLE), topology_of(), name="stopme"))
     outputs = RunStore().paths(run_id).outputs_dir
     wait_for(lambda: len(list(outputs.iterdir())) == 3, "every replica to log its steps")
     job = job_id(px_home, run_id)
@@ -127,7 +129,9 @@ def test_stop_mid_run_leaves_nothing_in_the_queue_and_keeps_logs_and_metrics(use
 
 def test_one_squeue_serves_every_followed_run(use_slurm, px_home):
     service = RunService()
-    runs = [service.submit(SourceText(STOPPABLE), topology_of(workers=0), name=f"watched{i}") for i in range(3)]
+    runs = [
+        service.submit(Submission(SourceText(STOPPABLE), topology_of(workers=0), name=f"watched{i}")) for i in range(3)
+    ]
     for run_id in runs:
         wait_for(lambda run_id=run_id: service.status(run_id).state.value == "Running", f"{run_id} to run")
     (snapshot,) = (px_home / "slurm").glob("queue-*.json")
@@ -149,7 +153,7 @@ def test_the_keeper_follows_a_slurm_run_whose_follower_died(use_slurm, px_home):
     service = RunService()
     release = px_home / "release"
     code = f"import os, time\nwhile not os.path.exists({str(release)!r}):\n    time.sleep(0.05)\n"
-    run_id = service.submit(SourceText(code), topology_of(workers=1), name="kept")
+    run_id = service.submit(Submission(SourceText(code), topology_of(workers=1), name="kept"))
     wait_for(lambda: service.status(run_id).state.value == "Running", "the run to run")
     owner = service.status(run_id).owner
     assert owner is not None and owner.kind == "follower"
@@ -177,7 +181,9 @@ def test_a_burst_stopped_at_once_keeps_every_point(use_slurm, px_home, monkeypat
     monkeypatch.setenv("PX_STOP_GRACE_S", "30")
     service = RunService()
     burst = Path(__file__).parent / "jobs" / "burst.py"
-    run_id = service.submit(ScriptFile(burst), topology_of(workers=1, memory=600), args=[str(BURST)], name="burst")
+    run_id = service.submit(
+        Submission(ScriptFile(burst), topology_of(workers=1, memory=600), args=(str(BURST),), name="burst")
+    )
     outputs = RunStore().paths(run_id).outputs_dir
     wait_for(lambda: len(list(outputs.glob("*.json"))) == 2, "both replicas to log their burst")
     started = time.monotonic()

@@ -19,7 +19,7 @@ from slurm_support import (  # noqa: F401 (fixtures)
     wait_for,
 )
 
-from jupyter_px.service import RunService, SourceText
+from jupyter_px.service import RunService, SourceText, Submission
 
 pytestmark = pytest.mark.slurm
 
@@ -29,7 +29,7 @@ def test_a_job_past_its_time_limit_ends_timeout_with_the_limit(use_slurm, px_hom
     settings.write_text("time_limit: '1'\n")  # one minute, Slurm's shortest
     monkeypatch.setenv("PX_SLURM_CONFIG", str(settings))
     service = RunService()
-    run_id = service.submit(SourceText(STOPPABLE), topology_of(workers=1), name="late")
+    run_id = service.submit(Submission(SourceText(STOPPABLE), topology_of(workers=1), name="late"))
     running = wait_for(
         lambda: service.status(run_id) if service.status(run_id).state.value == "Running" else None, "it to run"
     )

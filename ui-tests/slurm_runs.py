@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from slurm_cluster import SlurmCluster, SlurmUnavailable  # noqa: E402
 
-from jupyter_px.service import RunService, SourceText  # noqa: E402
+from jupyter_px.service import RunService, SourceText, Submission  # noqa: E402
 
 WAITS = "import time\nprint('waiting to be stopped', flush=True)\ntime.sleep(600)\n"
 
@@ -53,8 +53,8 @@ def main() -> int:
             os.environ["PX_SLURM_CONFIG"] = str(Path(folder) / "none.yaml")
             os.environ["PX_SLURM_POLL_INTERVAL_S"] = "0.5"
             os.environ["PX_STOP_GRACE_S"] = "5"
-            runs.append(service.submit(SourceText(WAITS), topology(2, 4), name=f"{prefix} blocker", submitted_from="cli"))
-            runs.append(service.submit(SourceText(WAITS), topology(1, 1), name=f"{prefix} waiting", submitted_from="cli"))
+            runs.append(service.submit(Submission(SourceText(WAITS), topology(2, 4), name=f"{prefix} blocker", origin="cli")))
+            runs.append(service.submit(Submission(SourceText(WAITS), topology(1, 1), name=f"{prefix} waiting", origin="cli")))
             deadline = time.monotonic() + 120
             status = service.status(runs[1])
             while status.reason != "Resources" and time.monotonic() < deadline:
