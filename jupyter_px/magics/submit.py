@@ -38,7 +38,7 @@ class SubmitMagics(Magics):
     @argument("--framework", help="override: tensorflow, pytorch, mxnet, horovod or mpi")
     @argument("--workers", type=int, metavar="N", help="override: number of workers")
     @argument("--ps", type=int, metavar="N", help="override: number of parameter servers")
-    @argument("--backend", help="override: local, native, kubeflow or kubeflow-trainer")
+    @argument("--backend", help="override: local, native, kubeflow, kubeflow-trainer or slurm")
     @argument("--name", metavar="RUN", help="a name for the run (its id starts with it; magics accept it)")
     @wait_args
     @argument("--notebook", action="store_true", help="ship the notebook's code cells up to this one, then this cell")

@@ -212,7 +212,12 @@ class RunService:
     ) -> Rendered:
         """The manifests a Kubernetes backend would create for `source` (an empty `main.py`
         without one): what `jupyter px render` prints and the sidebar shows. Pure: nothing is
-        contacted or written. BackendError/ValueError when the backend cannot express it."""
+        contacted or written. BackendError/ValueError when the backend cannot express it. For
+        `slurm`: the batch script, in `yaml` (no objects)."""
+        if (backend or topology.backend_kind) == "slurm":
+            from ..backends.slurm.render import dry_run as slurm_dry_run
+
+            return Rendered("slurm", [], slurm_dry_run(topology, name), [])
         from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
         from ..backends.kubernetes.render import apply_warnings, to_yaml
 

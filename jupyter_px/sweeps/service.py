@@ -214,10 +214,11 @@ class SweepService:
 
 def _kept(name: str) -> bool:
     """What the controller inherits: everything but a run's own variables (a sweep started from
-    inside a replica is not that replica's); Kubernetes settings and tunables stay."""
+    inside a replica is not that replica's); Kubernetes and Slurm settings and tunables stay."""
     from ..backends.local.config import TUNABLES
 
-    return not name.startswith("PX_") or name.startswith("PX_K8S_") or name in TUNABLES or name == "PX_HOME"
+    kept = name.startswith(("PX_K8S_", "PX_SLURM_")) or name in TUNABLES or name == "PX_HOME"
+    return kept or not name.startswith("PX_")
 
 
 def _identity(owner: RunOwner) -> detached.ProcessIdentity:
