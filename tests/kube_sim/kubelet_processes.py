@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from . import quantity
-from .apiserver import ApiServer
 from .events import record
 from .kubelet_logs import append
+from .kubelet_parts import KubeletPart
 from .kubelet_pods import ContainerRun, Instance, PodRun
 
 LAUNCH = Path(__file__).resolve().parent / "launch.py"
@@ -57,18 +57,8 @@ def namespaces_permitted() -> tuple[bool, str]:
     return True, ""
 
 
-class Processes:
+class Processes(KubeletPart):
     """Starting, signalling and watching the memory of container processes (a Kubelet part)."""
-
-    api: ApiServer
-    node: str
-    root: Path
-    isolated: bool
-    pods: dict[str, PodRun]
-    _lock: threading.RLock
-    _log_lock: threading.Lock
-    _stop: threading.Event
-    _pods: Any
 
     def _env(self, run: PodRun, container: dict[str, Any]) -> dict[str, str]:
         pod = run.pod
