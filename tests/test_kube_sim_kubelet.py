@@ -91,7 +91,7 @@ def test_a_pod_runs_with_its_env_volumes_and_hostname(cluster, core, ns):
     assert (state.exit_code, state.reason) == (0, "Completed")
     assert pod.status.pod_ip.startswith("127.") and pod.spec.node_name == "node-1"
     assert core.read_namespaced_pod_log("p", ns) == "hello p True p-$(POD) p\n"
-    assert reasons(cluster.api, ns, "p")[:2] == ["Scheduled", "Started"]
+    assert reasons(cluster.api, ns, "p")[:5] == ["Scheduled", "Pulling", "Pulled", "Created", "Started"]
     stamped = core.read_namespaced_pod_log("p", ns, timestamps=True)
     assert stamped.split(" ", 1)[0].endswith("Z") and stamped.split(" ", 1)[1] == "hello p True p-$(POD) p\n"
 

@@ -12,6 +12,7 @@ import base64
 import copy
 import itertools
 import json
+import secrets
 import threading
 import time
 import uuid
@@ -47,6 +48,17 @@ MXJOB_CRD = "mxjobs.kubeflow.org"
 #: Admission plug-ins: called with (operation, resource, object, old object) before a write is
 #: stored; they may change the object (mutating) or raise an ApiError (validating).
 Admission = Callable[[str, Resource, Obj, Obj | None], None]
+
+
+#: apimachinery v1.33.0 pkg/util/rand/rand.go `alphanums`: no vowels (no words), no 0/1/3 (no
+#: confusion with o/l/e)
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def generate_name(base: str) -> str:
+    """apiserver v1.33.0 pkg/storage/names/generate.go SimpleNameGenerator: the base cut to
+    63 - 5 characters, then 5 random characters of `NAME_ALPHABET`."""
+    return base[:58] + "".join(secrets.choice(NAME_ALPHABET) for _ in range(5))
 
 
 def now() -> str:
@@ -427,8 +439,7 @@ class ApiServer:
         else:
             namespace = ""
         if not meta.get("name") and meta.get("generateName"):
-            # staging/src/k8s.io/apiserver/pkg/storage/names/generate.go: 5 random characters
-            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            meta["name"] = generate_name(meta["generateName"])
         warnings, schema_errors = self._prepare(resource, obj, strict)
         with self.cond:
             self._check_namespace(resource, namespace)
@@ -470,6 +481,11 @@ class ApiServer:
             if resource.plural == "customresourcedefinitions":
                 for served in from_crd(obj):
                     self.register(served)
+            if resource.plural == "namespaces" and not resource.group:
+                # kube-controller-manager's service account controller (kubernetes v1.33.0
+                # pkg/controller/serviceaccount/serviceaccounts_controller.go syncNamespace):
+                # every namespace gets a `default` ServiceAccount; here in the same step
+                self.create(self.resource("", "v1", "serviceaccounts"), {"metadata": {"name": "default"}}, meta["name"])
             out = copy.deepcopy(obj)
         if warnings:
             out.setdefault("__warnings__", warnings)

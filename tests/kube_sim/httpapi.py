@@ -367,15 +367,18 @@ class _Handler(BaseHTTPRequestHandler):
         verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
         items = []
         for r in found:
-            items.append(
-                {
-                    "name": r.plural,
-                    "singularName": r.kind.lower(),
-                    "namespaced": r.namespaced,
-                    "kind": r.kind,
-                    "verbs": verbs,
-                }
-            )
+            item = {
+                "name": r.plural,
+                "singularName": r.kind.lower(),
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": verbs,
+            }
+            if r.short_names:
+                item["shortNames"] = list(r.short_names)
+            if r.categories:
+                item["categories"] = list(r.categories)
+            items.append(item)
             if r.status_subresource:
                 items.append(
                     {

@@ -93,6 +93,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         self._hosts_text: dict[str, str] = {}
         #: images this node cannot pull (`refuse_image`), with the registry's error
         self.unpullable: dict[str, str] = {}
+        self.pulled_images: set[str] = set()
         self._pods = api.resource("", "v1", "pods")
         api.log_source = self.logs
 
