@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         mpi_operator=args.mpi_operator,
         pod_network=args.pod_network,
     ) as cluster:
-        cluster.kubeconfig(args.kubeconfig, namespace=namespaces[0])
+        cluster.kubeconfig(args.kubeconfig, namespace=namespaces[0], tls=True)
         kubelet = cluster.kubelet
         isolation = (
             "pods isolated (own mount/UTS namespace, /etc/hosts"
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             if kubelet and kubelet.isolated
             else f"pods not isolated: {kubelet.not_isolated_because if kubelet else 'no kubelet'}"
         )
-        print(f"simulated cluster at {cluster.url}; kubeconfig {args.kubeconfig}", flush=True)
+        print(f"simulated cluster at {cluster.http.secure_url}; kubeconfig {args.kubeconfig}", flush=True)
         print(f"controllers: {', '.join(controllers)}; {isolation}; Ctrl-C to stop", flush=True)
         try:
             while not stop.wait(0.5):

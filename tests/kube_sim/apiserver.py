@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import defaults, errors, schema
+from .authentication import Authenticator
 from .authorization import Authorizer
 from .errors import ApiError
 from .resources import (
@@ -138,6 +139,8 @@ class ApiServer:
         self.faults: list[Fault] = []
         #: what the HTTP API's user may do (the controllers call the registry, unrefused)
         self.authorizer = Authorizer()
+        #: who HTTP requests come from (tokens; authentication.py)
+        self.authenticator = Authenticator()
         #: (method, plural) calls read and never answered while listed (see `HttpFrontend.hang`),
         #: and how many wait so now
         self.hanging: set[tuple[str, str]] = set()

@@ -6,6 +6,7 @@ where the machine does not permit it)."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,8 +14,9 @@ from typing import Any
 
 import yaml
 
-from . import scheduling
+from . import authentication, scheduling
 from .apiserver import ApiServer
+from .authentication import TOKEN
 from .gc import GarbageCollector
 from .httpapi import HttpFrontend
 from .job_controller import JobController
@@ -76,6 +78,7 @@ class Cluster:
                 self.kubelet = Kubelet(self.api, name, **(kubelet or {}))
             except Exception:
                 self.http.httpd.server_close()  # bound in its constructor, not serving yet
+                self.http.httpsd.server_close()
                 raise
             self.controllers.append(self.kubelet)
         if "job-controller" in controllers:
@@ -166,12 +169,22 @@ class Cluster:
     def max_in_flight(self) -> int:
         return self.api.max_in_flight
 
-    def kubeconfig(self, path: str | Path, namespace: str = "default", context: str = "kube-sim") -> str:
+    def kubeconfig(
+        self, path: str | Path, namespace: str = "default", context: str = "kube-sim", tls: bool = False,
+        token: str = TOKEN,
+    ) -> str:  # fmt: skip
+        """A kubeconfig for the official client and kubectl: the plain HTTP port (what the tests
+        have always used), or with `tls` the HTTPS one as a real cluster's, its CA included (kubectl
+        sends the token only over TLS: authentication.py)."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if tls:
+            ca = base64.b64encode(authentication.ca_pem().encode()).decode()
+            cluster = {"server": self.http.secure_url, "certificate-authority-data": ca}
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "kube-sim", "cluster": {"server": self.url}}],
-            "users": [{"name": "tester", "user": {"token": "t0ken"}}],
+            "clusters": [{"name": "kube-sim", "cluster": cluster}],
+            "users": [{"name": "tester", "user": {"token": token}}],
             "contexts": [
                 {"name": context, "context": {"cluster": "kube-sim", "user": "tester", "namespace": namespace}}
             ],

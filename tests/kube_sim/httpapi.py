@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from . import errors, protobuf
+from . import authentication, errors, protobuf
 from .apiserver import ApiServer, Fault
 from .authorization import request_attributes
 from .errors import ApiError
@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    #: TLS on each accepted connection (the handshake in the connection's thread)
+    secure = False
     #: The listen backlog. socketserver's default of 5 resets the sixth connection that arrives
     #: at once; Go's net.Listen, which kube-apiserver serves from, takes the kernel's somaxconn
     #: (go1.24 src/net/sock_linux.go maxListenerBacklog), 4096 on current kernels.
@@ -53,22 +55,31 @@ class HttpFrontend:
         self._bind(port)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    def _bind(self, port: int) -> None:
+    def _bind(self, port: int, secure_port: int = 0) -> None:
         self.httpd = _Server(("127.0.0.1", port), self._handler)
         self._thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="kube-sim-http", daemon=True
         )
+        #: the secure port: HTTPS, as kube-apiserver serves (authentication.py)
+        self.httpsd = _Server(("127.0.0.1", secure_port), self._handler)
+        self.httpsd.secure = True
+        self._secure_thread = threading.Thread(
+            target=self.httpsd.serve_forever, kwargs={"poll_interval": 0.05}, name="kube-sim-https", daemon=True
+        )
+        self.secure_url = f"https://127.0.0.1:{self.httpsd.server_address[1]}"
 
     def start(self) -> None:
         self._thread.start()
+        self._secure_thread.start()
 
     def close(self) -> None:
         """Stop listening and cut every open connection (kept-alive ones too)."""
         with self.api.cond:
             self.api.closed = True
             self.api.cond.notify_all()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        for server in (self.httpd, self.httpsd):
+            server.shutdown()
+            server.server_close()
         with self._lock:
             connections = list(self._connections)
         for connection in connections:
@@ -96,15 +107,15 @@ class HttpFrontend:
         answers again on the same address with the same objects. The controllers keep their
         state meanwhile (they talk to the registry in-process, as a real control plane's
         components would reconnect)."""
-        port = self.httpd.server_address[1]
+        port, secure_port = self.httpd.server_address[1], self.httpsd.server_address[1]
         self.close()
         try:
             yield
         finally:
             with self.api.cond:
                 self.api.closed = False
-            self._bind(port)
-            self._thread.start()
+            self._bind(port, secure_port)
+            self.start()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -115,6 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def setup(self) -> None:
+        if getattr(self.server, "secure", False):
+            self.request = authentication.wrap(self.request)
         super().setup()
         with self.front._lock:
             self.front._connections.add(self.connection)
@@ -181,6 +194,12 @@ class _Handler(BaseHTTPRequestHandler):
         parts = [p for p in url.path.split("/") if p]
         length = int(self.headers.get("Content-Length") or 0)
         payload = self.rfile.read(length) if length else b""  # read even when refusing: keep-alive
+        try:
+            self.user = api.authenticator.user(
+                self.headers.get("Authorization"), getattr(self.server, "secure", False), url.path
+            )
+        except ApiError as error:
+            return self._send(error.code, error.status, error.headers)
         with api.cond:
             api.requests.append((method, url.path))
             api.in_flight += 1
