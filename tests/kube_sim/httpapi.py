@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from . import authentication, errors, protobuf
+from . import authentication, errors, openapi, protobuf
 from .apiserver import ApiServer, Fault
 from .authorization import request_attributes
 from .errors import ApiError
@@ -274,6 +274,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if parts == ["apis"]:
             return self._send(200, self._groups())
+        if parts[:1] == ["openapi"]:
+            return self._openapi(parts[1:])
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 3:
@@ -384,6 +386,35 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return self._send(200, obj)
         raise _not_allowed(method)
+
+    def _openapi(self, parts: list[str]) -> None:
+        """/openapi/v2 and /openapi/v3[/<group version>] (openapi.py)."""
+        api = self.front.api
+        served = tuple(sorted(api.resources.values(), key=lambda r: (r.group, r.version, r.plural)))
+        if parts == ["v2"]:
+            accept = self.headers.get("Accept") or "*/*"
+            if accept.startswith(openapi.V2_PROTOBUF_ASKED):
+                data = openapi.v2_protobuf(served, api.version)
+                self.send_response(200)
+                self.send_header("Content-Type", openapi.V2_PROTOBUF)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return None
+            if not any(t in accept for t in ("application/json", "*/*")):
+                raise ApiError(
+                    errors.status(406, "NotAcceptable", "only the following media types are accepted: application/json")
+                )
+            return self._send(200, openapi.v2(served, api.version))
+        if parts == ["v3"]:
+            return self._send(200, openapi.v3_discovery(served, api.version))
+        if parts[:1] == ["v3"]:
+            wanted = "/".join(parts[1:])
+            group = openapi.group_versions(served).get(wanted)
+            if group is None:
+                raise errors.not_found_path()
+            return self._send(200, openapi.v3(tuple(group), api.version))
+        raise errors.not_found_path()
 
     def _maybe_table(
         self, resource: Any, items: list[Any], metadata: dict[str, Any], query: dict[str, str], one: Any = None
