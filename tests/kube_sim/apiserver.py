@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import defaults, errors, schema
+from . import defaults, errors, field_manager, schema
 from .authentication import Authenticator
 from .authorization import Authorizer
 from .errors import ApiError
@@ -428,7 +428,13 @@ class ApiServer:
             raise errors.invalid_object(resource.kind, resource.group, name, errs)
 
     def create(
-        self, resource: Resource, obj: Obj, namespace: str = "", strict: bool = False, dry_run: bool = False
+        self,
+        resource: Resource,
+        obj: Obj,
+        namespace: str = "",
+        strict: bool = False,
+        dry_run: bool = False,
+        manager: str | None = None,
     ) -> Obj:
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {}) or {}
@@ -478,6 +484,8 @@ class ApiServer:
                 meta.pop(transient, None)
             if resource.schema is not None and resource.status_subresource:
                 obj.pop("status", None)  # the status subresource: create ignores status
+            if manager:
+                field_manager.record_update(obj, None, manager, resource.api_version, now())
             if dry_run:
                 return obj
             self._commit("ADDED", key, obj, None)
@@ -495,7 +503,13 @@ class ApiServer:
         return out
 
     def update(
-        self, resource: Resource, obj: Obj, namespace: str = "", subresource: str = "", strict: bool = False
+        self,
+        resource: Resource,
+        obj: Obj,
+        namespace: str = "",
+        subresource: str = "",
+        strict: bool = False,
+        manager: str | None = None,
     ) -> Obj:
         """PUT: replace, with optimistic concurrency on metadata.resourceVersion; the status
         subresource changes only status, the main resource leaves status alone (when the kind has
@@ -550,6 +564,10 @@ class ApiServer:
                 defaults.check_update(resource, new, old)
                 if _spec_of(new) != _spec_of(old):
                     new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
+                if "managedFields" not in new["metadata"] and old["metadata"].get("managedFields"):
+                    new["metadata"]["managedFields"] = copy.deepcopy(old["metadata"]["managedFields"])
+                if manager:
+                    field_manager.record_update(new, old, manager, resource.api_version, now())
             for plugin in self.admission:
                 plugin("UPDATE", resource, new, old)
             if (
@@ -565,14 +583,56 @@ class ApiServer:
             return copy.deepcopy(new)
 
     def patch(
-        self, resource: Resource, namespace: str, name: str, patch: Any, content_type: str, subresource: str = ""
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Any,
+        content_type: str,
+        subresource: str = "",
+        manager: str | None = None,
     ) -> Obj:
         with self.cond:
             current = self.get(resource, namespace, name)
             patched = apply_patch(current, patch, content_type)
             patched.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
             patched["metadata"]["name"] = name
-            return self.update(resource, patched, namespace, subresource)
+            return self.update(resource, patched, namespace, subresource, manager=manager)
+
+    def apply(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        applied: Obj,
+        manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Server-side apply (field_manager.py): create the object, or merge the applied
+        configuration into it; 409 on conflicts with other managers unless `force`."""
+        if not isinstance(applied, dict):
+            raise errors.bad_request("error decoding YAML: the applied configuration is not an object")
+        meta = applied.setdefault("metadata", {})
+        if meta.get("name") not in (None, name):
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        meta["name"] = name
+        if applied.get("kind") != resource.kind or applied.get("apiVersion") != resource.api_version:
+            raise errors.bad_request(
+                f"the API version in the data ({applied.get('apiVersion')}) does not match the expected API version "
+                f"({resource.api_version})"
+            )
+        with self.cond:
+            live = self.try_get(resource, namespace, name)
+            merged = field_manager.apply(live, applied, manager, force, resource.api_version, now())
+            if live is None:
+                return self.create(resource, merged, namespace, dry_run=dry_run)
+            merged["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+            if dry_run:
+                return merged
+            return self.update(resource, merged, namespace)
 
     # ---- deletion ------------------------------------------------------------------------------
 

@@ -21,13 +21,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from . import authentication, errors, openapi, protobuf
+import yaml
+
+from . import authentication, errors, field_manager, openapi, protobuf
 from .apiserver import ApiServer, Fault
 from .authorization import request_attributes
 from .errors import ApiError
 from .tables import table, wants_table
 
 log = logging.getLogger(__name__)
+
+#: server-side apply's patch type (field_manager.py)
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class _Server(ThreadingHTTPServer):
@@ -309,7 +314,15 @@ class _Handler(BaseHTTPRequestHandler):
         if fault and not fault.lost:
             return self._send(fault.status, errors.status(fault.status, fault.reason, fault.message))
         self._lost = fault  # carried out, its answer lost on the way: `_send` swaps it
-        body = json.loads(payload) if payload else None
+        content_type = self.headers.get("Content-Type") or ""
+        if content_type.startswith(APPLY_PATCH) and payload:
+            try:
+                body = yaml.safe_load(payload)
+            except yaml.YAMLError as error:
+                raise errors.bad_request(f"error decoding YAML: {error}") from None
+        else:
+            body = json.loads(payload) if payload else None
+        manager = field_manager.manager_of(query, self.headers.get("User-Agent") or "")
         strict = query.get("fieldValidation") == "Strict"
         dry_run = "dryRun" in query
         if name is None:
@@ -327,7 +340,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 return self._send(200, self._maybe_table(resource, listed["items"], listed["metadata"], query))
             if method == "POST":
-                created = api.create(resource, body or {}, namespace, strict=strict, dry_run=dry_run)
+                created = api.create(resource, body or {}, namespace, strict=strict, dry_run=dry_run, manager=manager)
                 warnings = created.pop("__warnings__", [])
                 return self._send(201, created, _warning_headers(warnings))
             if method == "DELETE":
@@ -370,10 +383,18 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             body = body or {}
             body.setdefault("metadata", {})["name"] = name
-            return self._send(200, api.update(resource, body, namespace, sub, strict=strict))
+            return self._send(200, api.update(resource, body, namespace, sub, strict=strict, manager=manager))
         if method == "PATCH":
-            content_type = self.headers.get("Content-Type") or ""
-            return self._send(200, api.patch(resource, namespace, name, body, content_type, sub))
+            if content_type.startswith(APPLY_PATCH):
+                if not query.get("fieldManager"):
+                    raise errors.bad_request(
+                        "PATCH requests of type application/apply-patch+yaml must have a fieldManager"
+                    )
+                force = query.get("force") in ("true", "1")
+                existed = api.try_get(resource, namespace, name) is not None
+                applied = api.apply(resource, namespace, name, body, manager, force, dry_run)
+                return self._send(200 if existed else 201, applied)
+            return self._send(200, api.patch(resource, namespace, name, body, content_type, sub, manager=manager))
         if method == "DELETE":
             options = body or {}
             obj = api.delete(
