@@ -158,6 +158,8 @@ class ApiServer:
         self.closed = False
         #: the kubelet's log reader, set when one runs: (namespace, pod, container, query) -> lines
         self.log_source: Callable[..., Iterator[bytes]] | None = None
+        #: the kubelet that serves exec, attach and port-forward (kubelet_streams.py), when one runs
+        self.streamer: Any = None
         self._clusterip = itertools.count(10)
         for resource in BUILTIN:
             self.register(resource)

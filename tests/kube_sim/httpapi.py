@@ -23,10 +23,11 @@ from urllib.parse import parse_qs, urlparse
 
 import yaml
 
-from . import authentication, errors, field_manager, openapi, protobuf
+from . import authentication, errors, field_manager, openapi, protobuf, spdy, streaming
 from .apiserver import ApiServer, Fault
 from .authorization import request_attributes
 from .errors import ApiError
+from .kubelet_streams import StreamError
 from .tables import table, wants_table
 
 log = logging.getLogger(__name__)
@@ -195,7 +196,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> None:
         api = self.front.api
         url = urlparse(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        self._query_lists = parse_qs(url.query, keep_blank_values=True)
+        query = {k: v[-1] for k, v in self._query_lists.items()}
         parts = [p for p in url.path.split("/") if p]
         length = int(self.headers.get("Content-Length") or 0)
         payload = self.rfile.read(length) if length else b""  # read even when refusing: keep-alive
@@ -366,6 +368,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(
                 201, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
             )
+        if resource.plural == "pods" and not resource.group and sub in ("exec", "attach", "portforward"):
+            return self._stream(namespace, name, sub)
         if sub and sub not in ("status",):
             raise errors.not_found_path()
         if method == "GET":
@@ -407,6 +411,61 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return self._send(200, obj)
         raise _not_allowed(method)
+
+    def _stream(self, namespace: str, name: str, sub: str) -> None:
+        """exec, attach, portforward: the SPDY/3.1 upgrade, then the kubelet's streams (streaming.py)."""
+        api = self.front.api
+        pod = api.get(api.resource("", "v1", "pods"), namespace, name)
+        upgrade = (self.headers.get("Upgrade") or "").lower()
+        if upgrade == "websocket":
+            raise errors.bad_request("websocket upgrades are not served here: use SPDY/3.1")
+        if "spdy/3.1" not in upgrade:
+            raise errors.bad_request("Upgrade request required")
+        phase = (pod.get("status") or {}).get("phase")
+        if sub != "portforward" and phase in ("Succeeded", "Failed"):
+            # pkg/registry/core/pod/strategy.go streamLocation
+            raise errors.bad_request(
+                f"cannot {'exec into' if sub == 'exec' else 'attach to'} a container in a completed pod; "
+                f"current phase is {phase}"
+            )
+        kubelet = api.streamer
+        if kubelet is None or not (pod.get("spec") or {}).get("nodeName"):
+            raise errors.bad_request(f"pod {name} does not have a host assigned")
+        lists = self._query_lists
+        supported = streaming.PORT_FORWARD_PROTOCOLS if sub == "portforward" else streaming.REMOTE_COMMAND_PROTOCOLS
+        protocol = spdy.negotiate(spdy.offered_protocols(self.headers), supported)
+        if protocol is None:
+            offered = spdy.offered_protocols(self.headers)
+            raise ApiError(
+                errors.status(
+                    403,
+                    "Forbidden",
+                    f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
+                    f"server supports {list(supported)}",
+                )
+            )
+        container = (lists.get("container") or [""])[-1]
+        options = {k: (lists.get(k) or ["false"])[-1] in ("true", "1") for k in ("stdin", "stdout", "stderr", "tty")}
+        if sub != "portforward":
+            try:
+                kubelet._running(namespace, name, container)
+            except StreamError as refused:
+                raise errors.bad_request(str(refused)) from None
+        self.send_response(101)
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Upgrade", "SPDY/3.1")
+        self.send_header("X-Stream-Protocol-Version", protocol)
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        if sub == "portforward":
+            streaming.port_forward(self.rfile, self.wfile, kubelet, namespace, name)
+        else:
+            argv = lists.get("command") if sub == "exec" else None
+            streaming.remote_command(
+                self.rfile, self.wfile, kubelet, namespace, name, container, argv, options, protocol
+            )
+        return None
 
     def _openapi(self, parts: list[str]) -> None:
         """/openapi/v2 and /openapi/v3[/<group version>] (openapi.py)."""

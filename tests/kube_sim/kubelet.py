@@ -38,18 +38,20 @@ from typing import Any
 
 from .apiserver import ApiServer, now
 from .events import record
+from .images import DEFAULT_IMAGES, Image
 from .kubelet_logs import ContainerLogs
 from .kubelet_network import PodNetwork, PodNetworkUnavailable
 from .kubelet_pods import ContainerRun, PodRun
 from .kubelet_processes import Processes, namespaces_permitted
 from .kubelet_state_api import StateApi
 from .kubelet_status import StatusWriter
+from .kubelet_streams import Streams
 from .kubelet_volumes import VolumesAndHosts
 
 log = logging.getLogger(__name__)
 
 
-class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts):
+class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts, Streams):
     """The node agent: the sync loop (admit pods, start containers in order, restart them per
     policy with back-off, stop sidecars, terminate deleted pods) over its parts: processes,
     logs, volumes and hosts, status, and the API for states no process produces."""
@@ -65,6 +67,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         log_max_files: int = 5,
         isolate: bool | None = None,
         pod_network: bool = False,
+        images: dict[str, Image] | None = None,
     ):
         permitted, why = namespaces_permitted() if isolate is not False else (False, "isolation turned off")
         self.isolated = permitted
@@ -94,8 +97,11 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         #: images this node cannot pull (`refuse_image`), with the registry's error
         self.unpullable: dict[str, str] = {}
         self.pulled_images: set[str] = set()
+        #: repository patterns -> what they are here (images.py); the given ones before the defaults
+        self.images = tuple((images or {}).items()) + DEFAULT_IMAGES
         self._pods = api.resource("", "v1", "pods")
         api.log_source = self.logs
+        api.streamer = self
 
     # ---- lifecycle -----------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """The kubelet's process runner: one container instance as a local process, and what a runtime
 does around it.
 
-- the image: the simulation's Python stands in for every image: a command that names `python`,
-  `python3` or `pythonX.Y` (any directory) runs this interpreter; no command runs it too (the
-  python images' CMD); other commands run as found on this machine;
+- the image: mapped to what this machine has (images.py: a Python image is the test
+  environment's Python with its bin/ on PATH, a shell image this machine's shell), the command
+  run as written (`command` / `args` over the image's entrypoint and CMD);
 - isolation: where `unshare -m -u` is permitted, each container runs in its own mount and UTS
   namespace (launch.py): the volumes bind-mounted at their mount paths, the pod's hostname set, a
   generated /etc/hosts over the real one; on a pod network (kubelet_network.py) it first joins
@@ -32,14 +32,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import quantity
+from . import images, quantity
 from .events import record
 from .kubelet_logs import append
 from .kubelet_parts import KubeletPart
 from .kubelet_pods import ContainerRun, Instance, PodRun
 
 LAUNCH = Path(__file__).resolve().parent / "launch.py"
-PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
 
 
 def namespaces_permitted() -> tuple[bool, str]:
@@ -62,14 +61,18 @@ class Processes(KubeletPart):
 
     #: the images this node has pulled (`_pull`)
     pulled_images: set[str]
+    #: what each image is on this machine (images.py)
+    images: tuple[tuple[str, images.Image], ...]
 
     def _env(self, run: PodRun, container: dict[str, Any]) -> dict[str, str]:
         pod = run.pod
+        image = images.resolve(container.get("image", ""), self.images)
         env = {
-            "PATH": f"{self._shims()}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "PATH": f"{self._shims()}:{images.path_of(image)}",
             "HOSTNAME": pod["spec"].get("hostname") or run.name,
             "HOME": "/root",
             "LANG": "C.UTF-8",
+            **images.environment(image),
         }
         configmaps = self.api.resource("", "v1", "configmaps")
         for source in container.get("envFrom") or []:
@@ -130,13 +133,9 @@ class Processes(KubeletPart):
         }.get(path, "")
 
     def _argv(self, run: PodRun, container: dict[str, Any], env: dict[str, str], mounts: list) -> list[str]:
-        command = list(container.get("command") or [])
-        args = list(container.get("args") or [])
-        if not command:
-            command = ["python3"]  # the python images' CMD
-        argv = [_expand(a, env) for a in command + args]
-        if PYTHON.match(argv[0]):
-            argv[0] = sys.executable
+        command = [_expand(a, env) for a in container.get("command") or []]
+        args = [_expand(a, env) for a in container.get("args") or []]
+        argv = images.argv(images.resolve(container.get("image", ""), self.images), command, args)
         if not self.isolated:
             argv = [_map_paths(a, mounts) for a in argv]
         return argv
