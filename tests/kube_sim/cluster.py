@@ -1,8 +1,9 @@
 """The whole simulated cluster: the API server (in-process registry + HTTP on 127.0.0.1) and the
 controllers started with it. `with Cluster() as cluster:`; `cluster.kubeconfig(path)` writes a
-kubeconfig the official client and kubectl can use. `Cluster(pod_network=True)` gives each pod
-its own network namespace and address on a bridge (kubelet_network.py; `PodNetworkUnavailable`
-where the machine does not permit it)."""
+kubeconfig the official client and kubectl can use. Each pod gets its own network namespace and
+address on a bridge where the machine permits it (kubelet_network.py); `Cluster(pod_network=True)`
+requires it (`PodNetworkUnavailable` with the reason where the machine does not permit it),
+`pod_network=False` has pods share this machine's network."""
 
 from __future__ import annotations
 
@@ -49,10 +50,12 @@ class Cluster:
         ),
         node: dict[str, Any] | None = None,
         kubelet: dict[str, Any] | None = None,
-        pod_network: bool = False,
+        pod_network: bool | None = None,
     ):
-        if pod_network and "kubelet" in controllers:
-            kubelet = {**(kubelet or {}), "pod_network": True}
+        if "kubelet" in controllers:
+            # None: each pod its own network namespace where the machine permits it (else pods share
+            # this machine's, `kubelet.no_pod_network_because` says why); True: required; False: off
+            kubelet = {"pod_network": pod_network, **(kubelet or {})}
         self.api = ApiServer(
             namespaces=namespaces,
             crds=crds,

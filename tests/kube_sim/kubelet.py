@@ -5,7 +5,7 @@ module: processes (`kubelet_processes.py`: image, isolation, env, signals, memor
 (`kubelet_logs.py`: CRI files, rotation, serving), volumes and hosts (`kubelet_volumes.py`),
 status (`kubelet_status.py`: container states, phase, conditions), the API for states no
 process produces (`kubelet_state_api.py`), what it knows of each pod (`kubelet_pods.py`), and,
-opt-in (`pod_network=True`), a network namespace and bridge address per pod (`kubelet_network.py`).
+where the machine permits it, a network namespace and bridge address per pod (`kubelet_network.py`).
 
 - states: waiting ContainerCreating -> running -> terminated with the exit code, reason
   `Completed` (0) or `Error` (pkg/kubelet/kuberuntime/helpers.go, containerd's reasons);
@@ -66,7 +66,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         log_max_bytes: int = 10 * 1024 * 1024,
         log_max_files: int = 5,
         isolate: bool | None = None,
-        pod_network: bool = False,
+        pod_network: bool | None = None,
         images: dict[str, Image] | None = None,
     ):
         permitted, why = namespaces_permitted() if isolate is not False else (False, "isolation turned off")
@@ -75,10 +75,22 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         #: each pod in its own network namespace with an address on a bridge (kubelet_network.py);
         #: None: pods share this machine's network namespace, on 127.0.x.y addresses
         self.network: PodNetwork | None = None
+        #: why pods share this machine's network ("" when they have their own)
+        self.no_pod_network_because = "turned off (pod_network=False)"
         if pod_network:
             if not permitted:
                 raise PodNetworkUnavailable(f"pod_network=True needs pods in their own mount namespaces: {why}")
             self.network = PodNetwork()
+        elif pod_network is None:  # where the machine permits it
+            if not permitted:
+                self.no_pod_network_because = f"pods are not isolated here: {why}"
+            else:
+                try:
+                    self.network = PodNetwork()
+                except PodNetworkUnavailable as unavailable:
+                    self.no_pod_network_because = str(unavailable)
+        if self.network is not None:
+            self.no_pod_network_because = ""
         self.api = api
         self.node = node
         self.root = Path(root or tempfile.mkdtemp(prefix="kube-sim-kubelet-"))
