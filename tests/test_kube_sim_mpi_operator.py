@@ -328,3 +328,18 @@ def test_the_launcher_forwards_the_shared_run_directory_to_the_ranks():
     _, job = render_manifests("kubeflow", topology, "run-1", "print(1)", {}, settings)
     command = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert {command[i + 1] for i, arg in enumerate(command) if arg == "-x"} >= {"PX_SHARED_RUN_DIR", "PX_RUN_ID"}
+
+
+def test_a_restart_policy_in_the_launchers_pod_template_is_overridden_with_a_warning(cluster, ns):
+    """mpi_job_controller.go newLauncherPodTemplate: the replica's restartPolicy wins, and the
+    controller says so in a Warning event (podTemplateRestartPolicyReason)."""
+    body = copy.deepcopy(PI)
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] = "Always"
+    create(cluster, ns, body)
+    step(cluster)
+    events = [e for e in cluster.list("events", ns) if e["reason"] == "SetPodTemplateRestartPolicy"]
+    assert [(e["type"], e["message"]) for e in events] == [
+        ("Warning", "Restart policy in pod template overridden by restart policy in replica spec")
+    ]
+    launcher = cluster.get("jobs", "pi-launcher", ns)
+    assert launcher["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"  # the replica's default
