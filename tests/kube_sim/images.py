@@ -44,6 +44,10 @@ class Image:
     entrypoint: tuple[str, ...] = ()
     cmd: tuple[str, ...] = ("python3",)
     path: tuple[str, ...] = field(default=())
+    #: what the image's own layers change in files this machine also has: (path, text added)
+    files: tuple[tuple[str, str], ...] = ()
+    #: directories the image has (made, empty, when missing)
+    dirs: tuple[str, ...] = ()
 
 
 def venv_bin() -> str:
@@ -59,7 +63,11 @@ def kubectl_binary() -> str:
     return str(versioned[-1]) if versioned else found
 
 
-PYTHON = Image("python", cmd=("python3",))
+#: The MPI images (Horovod's Dockerfile, mpi-operator's base image) let ssh reach any worker
+#: without asking (`StrictHostKeyChecking no`, no known_hosts) and have sshd's privilege separation
+#: directory; the Python image here stands for them too.
+SSH_CLIENT = "\nHost *\n    StrictHostKeyChecking no\n    UserKnownHostsFile /dev/null\n    LogLevel ERROR\n"
+PYTHON = Image("python", cmd=("python3",), files=(("/etc/ssh/ssh_config", SSH_CLIENT),), dirs=("/run/sshd",))
 SHELL = Image("shell", cmd=("sh",))
 KUBECTL_DELIVERY = Image("shell", entrypoint=("sh", "-c"), cmd=('cp "$KUBECTL" "$TARGET_DIR/kubectl"',))
 
@@ -71,7 +79,7 @@ DEFAULT_IMAGES: tuple[tuple[str, Image], ...] = (
     ("bash", Image("shell", cmd=("bash",))),
     ("*/kubectl-delivery", KUBECTL_DELIVERY),
     ("python", PYTHON),
-    ("pytorch/pytorch", Image("python", cmd=("/bin/bash",))),
+    ("pytorch/pytorch", Image("python", cmd=("/bin/bash",), files=PYTHON.files, dirs=PYTHON.dirs)),
 )
 DEFAULT = PYTHON
 

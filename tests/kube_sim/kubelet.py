@@ -174,12 +174,16 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
                     if not any(c.running for c in run.containers):
                         del self.pods[uid]
                         self._release_sandbox(run)
+            # every new pod's sandbox (address, names) first, then containers: a pod that starts
+            # in this pass already finds the others admitted with it in its hosts file (as the
+            # pod sandboxes exist before any container starts)
+            for uid, pod in by_uid.items():
+                if uid not in self.pods and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    self._admit(pod)
             for uid, pod in by_uid.items():
                 run = self.pods.get(uid)
                 if run is None:
-                    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                        continue
-                    run = self._admit(pod)
+                    continue
                 run.pod = pod
                 if run.done:
                     if pod["metadata"].get("deletionTimestamp"):

@@ -171,6 +171,8 @@ class Processes(KubeletPart):
         mounts = self._mounts(run, spec)
         if not any(target == MOUNT_PATH for _, target, _ in mounts):
             mounts += self._account_mount(run)  # type: ignore[attr-defined]
+        image = images.resolve(spec.get("image", ""), self.images)
+        mounts += self._image_files(run, image)
         argv = self._argv(run, spec, env, mounts)
         logs = self.root / "logs" / f"{run.namespace}_{run.name}_{run.uid}" / container.name
         logs.mkdir(parents=True, exist_ok=True)
@@ -189,6 +191,7 @@ class Processes(KubeletPart):
                         "workdir": workdir or "/",
                         "argv": argv,
                         "env": env,
+                        "dirs": list(image.dirs),
                     }
                 )
             )
@@ -224,6 +227,22 @@ class Processes(KubeletPart):
         # kuberuntime_container.go startContainer (v1.33.0): Created, then Started
         record(self.api, run.pod, "Created", f"Created container: {container.name}", "Normal", "kubelet", self.node)
         record(self.api, run.pod, "Started", f"Started container {container.name}", "Normal", "kubelet", self.node)
+
+    def _image_files(self, run: PodRun, image: images.Image) -> list[tuple[str, str, bool]]:
+        """The image's versions of files this machine has (its ssh_config...): this machine's
+        text with the image's additions, mounted read-only over them in the container."""
+        if not self.isolated:
+            return []
+        out = []
+        for number, (path, added) in enumerate(image.files):
+            if not os.path.isfile(path):
+                continue
+            copy = run.directory / "image-files" / f"{number}-{os.path.basename(path)}"
+            if not copy.exists():
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_text(Path(path).read_text() + added)
+            out.append((str(copy), path, True))
+        return out
 
     def _pump(self, instance: Instance, stream: str, pipe: Any) -> None:
         for line in iter(pipe.readline, b""):

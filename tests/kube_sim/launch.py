@@ -4,7 +4,7 @@ pod's generated hosts file over /etc/hosts, set the pod's hostname, then exec th
 
 A standalone script (no imports from the simulation), given one JSON file:
 {"mounts": [[host_path, mount_path, read_only], ...], "hosts": path, "hostname": name,
- "workdir": path, "argv": [...], "env": {...}}
+ "workdir": path, "argv": [...], "env": {...}, "dirs": [path, ...]}
 """
 
 import ctypes
@@ -30,6 +30,8 @@ def _mount(source: str, target: str, read_only: bool) -> None:
 def main() -> None:
     with open(sys.argv[1]) as handle:
         spec = json.load(handle)
+    for folder in spec.get("dirs") or []:  # directories the image has
+        os.makedirs(folder, exist_ok=True)
     for source, target, read_only in spec["mounts"]:
         if os.path.isdir(source):
             os.makedirs(target, exist_ok=True)
