@@ -18,8 +18,7 @@ import pytest
 from kube_sim import Cluster
 from kube_sim.events import reasons
 from kube_sim.mpi_operator import MPIOperator
-from kube_sim_support import backend_cluster, fresh_namespace, wait_for
-from mpi_standins import install_mpirun, sshd_waits
+from kube_sim_support import backend_cluster, fresh_namespace, require_mpi_pods, wait_for
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError
@@ -297,9 +296,9 @@ def sim_fixture(tmp_path, monkeypatch, px_home):
 
 def test_an_mpi_run_on_mpi_operator_stores_every_ranks_output_and_metrics(sim, px_home):
     """mpi-operator's launcher (a Job's pod labelled job-role `launcher`, no replica index) is the
-    run's master-0; its log holds every rank's output and `@px-metrics` lines."""
-    install_mpirun(sim)
-    sim.api.admission.append(sshd_waits)
+    run's master-0; its real `mpirun` starts the ranks on the workers over ssh (their sshd), and
+    its log holds every rank's output and `@px-metrics` lines."""
+    require_mpi_pods(sim)
     code = (
         "import os\nfrom jupyter_px import tracking\n"
         "rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
