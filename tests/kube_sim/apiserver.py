@@ -192,6 +192,17 @@ class ApiServer:
                 # the runtimes a Trainer install ships (kubeflow/trainer manifests/base/runtimes)
                 runtime = load_crd(path)
                 self.create(self.resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes"), runtime)
+            if self.trainer >= (2, 3):
+                # kubeflow/trainer v2.3.0 manifests/overlays/manager/kustomization.yaml: the public
+                # ConfigMap the Kubeflow SDK reads the control plane's version from, in the
+                # install's namespace
+                if self.try_get(self.resource("", "v1", "namespaces"), "", "kubeflow-system") is None:
+                    self.create(self.resource("", "v1", "namespaces"), {"metadata": {"name": "kubeflow-system"}})
+                self.create(
+                    self.resource("", "v1", "configmaps"),
+                    {"metadata": {"name": "kubeflow-trainer-public"}, "data": {"kubeflow_trainer_version": "v2.3.0"}},
+                    "kubeflow-system",
+                )
 
     # ---- types ---------------------------------------------------------------------------------
 
