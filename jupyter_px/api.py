@@ -18,8 +18,10 @@ from .service import (
     Backend,
     CodeSource,
     Observation,
+    Overrides,
     PushError,
     RunService,
+    Submission,
     code_source,
 )
 from .topology import Topology, parse_topology
@@ -63,22 +65,19 @@ def submit(
     typed = code_source(code)
     if source is not None:
         typed = dataclasses.replace(typed, origin=source)
-    service = RunService(store)
-    run_id = service.submit(
+    submission = Submission(
         typed,
         topology,
+        Overrides(framework=framework, workers=workers, ps=ps, backend=backend),
         name=name,
-        backend=backend,
-        framework=framework,
-        workers=workers,
-        ps=ps,
         workdir=workdir,
-        args=args,
+        args=tuple(args),
         language=language,
         push=push,
-        submitted_from=submitted_from,
+        origin=submitted_from,  # type: ignore[arg-type]  # checked by Submission
     )
-    return Run(run_id, service=service)
+    service = RunService(store)
+    return Run(service.submit(submission), service=service)
 
 
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:

@@ -1,7 +1,7 @@
 """Real kubectl against the simulated cluster, as against a real API server: kubectl 1.27, 1.31 and
 1.33 (the Google Cloud SDK installs `kubectl.1.27` ... `kubectl.1.33` next to its `gcloud`; these
-machines and CI have them) through create, apply (client-side, server-side, the README's
-`jupyter px render ... | kubectl apply -f -`), explain, OpenAPI, Tables, short names and
+machines and CI have them) through create, apply (client-side, server-side, the documented
+`jupyter px render ... | kubectl apply -f -` of the docs), explain, OpenAPI, Tables, short names and
 categories, auth can-i (1.32+ sends protobuf), a wrong token, the default ServiceAccount, the
 kubelet's events, and the streaming subresources: exec, attach, cp, port-forward.
 
@@ -189,11 +189,15 @@ def test_a_wrong_token_is_401(kubectl):
     assert done.returncode == 1 and "error: You must be logged in to the server" in done.stderr, done
 
 
-def test_the_readme_render_pipe_to_kubectl_apply_works_as_written(kubectl, cluster, tmp_path):
-    """README: `jupyter px render train.py -f topology.yaml --backend native | kubectl apply -f -`."""
+def test_the_documented_render_pipe_to_kubectl_apply_works_as_written(kubectl, cluster, tmp_path):
+    """The docs' (docs/kubernetes.md, once the README's) `jupyter px render train.py -f
+    topology.yaml --backend native | kubectl apply -f -`, read from the page and run as written."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     line = next(
         line.split("#")[0].strip()
-        for line in (ROOT / "README.md").read_text().splitlines()
+        for page in pages
+        if page.exists()
+        for line in page.read_text().splitlines()
         if "| kubectl apply -f -" in line and line.startswith("jupyter px render")
     )
     (tmp_path / "train.py").write_text("import os\nprint('rendered and applied on', os.environ['HOSTNAME'])\n")

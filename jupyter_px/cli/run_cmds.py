@@ -56,7 +56,7 @@ def _service():
 
 def _open_run(ref: str) -> tuple[Any, str]:
     """(the service, the run id the user means: an id, a name or `last`), or CliError."""
-    from ..runstore import RunNotFound
+    from ..service import RunNotFound
 
     service = _service()
     try:
@@ -131,7 +131,7 @@ def _load_topology(path: str | None):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ..presentation.text import topology_problems
-    from ..service import BackendError, ScriptFile
+    from ..service import BackendError, Overrides, ScriptFile, Submission
     from ..topology import TopologyError
 
     script = Path(args.script)
@@ -145,17 +145,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     service = _service()
     try:
         run_id = service.submit(
-            ScriptFile(script),
-            topology,
-            name=args.name,
-            backend=args.backend,
-            framework=args.framework,
-            workers=args.workers,
-            ps=args.ps,
-            workdir=args.workdir,
-            args=args.script_args,
-            language=args.language,
-            submitted_from="cli",
+            Submission(
+                ScriptFile(script),
+                topology,
+                Overrides(framework=args.framework, workers=args.workers, ps=args.ps, backend=args.backend),
+                name=args.name,
+                workdir=args.workdir,
+                args=tuple(args.script_args),
+                language=args.language,
+                origin="cli",
+            )
         )
     except TopologyError as error:
         raise CliError(topology_problems(error)) from None
@@ -182,7 +181,7 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
     from ..presentation.follow import LogPrinter, follow_run
     from ..presentation.labels import is_tf_chief
     from ..presentation.text import failure_text, outcome_line
-    from ..runstore import RunDamaged, RunNotFound, RunState
+    from ..service import RunDamaged, RunNotFound, RunState
 
     progress = Progress(run_id, tf_chief=is_tf_chief(service.record(run_id).topology))
     replicas = service.replicas(run_id, service.keep(run_id))
@@ -220,8 +219,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..presentation.colors import use_color
-    from ..presentation.run_json import run_summary
     from ..presentation.text import RUNS_HEADERS, runs_rows, state_painter, table
+    from ..service.views import run_summary
     from ..sweeps.view import group_trials, with_sweep_links
 
     service = _service()
@@ -243,8 +242,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from ..presentation.colors import use_color
     from ..presentation.labels import is_tf_chief
-    from ..presentation.run_json import run_detail
     from ..presentation.text import STATUS_HEADERS, state_painter, status_heading, status_rows, table
+    from ..service.views import run_detail
 
     service, run_id = _open_run(args.run)
     view = service.view(run_id)
@@ -278,7 +277,7 @@ def _select_replicas(
 def cmd_logs(args: argparse.Namespace) -> int:
     """Print (or follow) logs; a run deleted meanwhile ends the command with one line."""
     from ..presentation.follow import LogPrinter, follow_run
-    from ..runstore import RunDamaged, RunNotFound
+    from ..service import RunDamaged, RunNotFound
 
     service, run_id = _open_run(args.run)
     chosen = _select_replicas(service.replicas(run_id), run_id, args.role, args.index)
@@ -313,7 +312,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
         print(f"run {run_id} had already finished: {before.state.value}")
         return 0
     try:
-        status = service.stop(run_id)
+        status = service.stop(run_id, force=args.force)
     except BackendError as error:
         print(f"jupyter px stop: {error}", file=sys.stderr)
         return 1
@@ -327,7 +326,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def _guarded(handler):
     """Turn CliError (bad input) and RunDamaged (a run directory that cannot be read) into one
     message and exit code 2."""
-    from ..runstore import RunDamaged
+    from ..service import RunDamaged
 
     def run(args: argparse.Namespace) -> int:
         try:
@@ -433,4 +432,10 @@ def register(commands) -> None:
 
     stop = commands.add_parser("stop", help="stop a run", description="Stop every replica of a run; it ends Stopped.")
     stop.add_argument("run", metavar="RUN", help=RUN_HELP)
+    stop.add_argument(
+        "--force",
+        action="store_true",
+        help="stop it without its supervisor's help (one that hangs): the replicas still get SIGTERM and "
+        "the grace to write what they hold",
+    )
     stop.set_defaults(handler=_guarded(cmd_stop))

@@ -29,7 +29,7 @@ def _resolve(service, ref: str) -> str:
 
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
-    from ..service import BackendError, ScriptFile
+    from ..service import BackendError, ScriptFile, Submission
     from ..sweeps.service import NoSweep
     from ..topology import TopologyError
 
@@ -37,13 +37,15 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
     service = _service()
     try:
         sweep_id = service.start(
-            ScriptFile(args.script),
-            topology,
-            name=args.name,
-            workdir=args.workdir,
-            args=args.script_args,
-            language=args.language,
-            submitted_from="cli",
+            Submission(
+                ScriptFile(args.script),
+                topology,
+                name=args.name,
+                workdir=args.workdir,
+                args=tuple(args.script_args),
+                language=args.language,
+                origin="cli",
+            )
         )
     except (NoSweep, TopologyError, FileNotFoundError, ValueError, BackendError) as error:
         raise CliError(str(error)) from None

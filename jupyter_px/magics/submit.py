@@ -188,16 +188,18 @@ class SubmitMagics(Magics):
 
     def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any]):
         from ..api import Run
-        from ..service import RunService, SourceText
+        from ..service import RunService, SourceText, Submission
 
         service = RunService()
         with submit_errors():
             run_id = service.submit(
-                SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
-                topology,
-                name=args.name,
-                push=push or None,
-                submitted_from="magic",
-                workdir=os.getcwd(),
+                Submission(
+                    SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
+                    topology,
+                    name=args.name,
+                    push=push or None,
+                    origin="magic",
+                    workdir=os.getcwd(),
+                )
             )
         return Run(run_id, service=service)
