@@ -98,10 +98,12 @@ def require(condition: bool, why: str) -> None:
     pytest.skip(why)
 
 
-def require_mpi_pods(cluster: Cluster) -> None:
-    """What real `mpirun` across pods needs here: pods with their own network (each worker's sshd
-    on port 22) and OpenSSH's sshd (.ci/run installs it)."""
+def require_mpi_pods(cluster: Cluster, ssh: bool = True) -> None:
+    """What real `mpirun` across pods needs here: pods with their own network (each rank's daemon,
+    each worker's sshd on port 22) and, over ssh (mpi-operator), OpenSSH's sshd (.ci/run installs it)."""
     kubelet = cluster.kubelet
     why = kubelet.no_pod_network_because if kubelet else "no kubelet"
     require(kubelet is not None and kubelet.network is not None, f"MPI across pods needs the pod network: {why}")
-    require(os.path.exists("/usr/sbin/sshd"), "OpenSSH's sshd is not installed (apt-get install openssh-server)")
+    require(
+        not ssh or os.path.exists("/usr/sbin/sshd"), "OpenSSH's sshd is not installed (apt-get install openssh-server)"
+    )

@@ -28,7 +28,7 @@ CODE = (
 @pytest.mark.parametrize("api", ["v1", "v2beta1"])
 def test_an_mpi_run_through_the_project_runs_real_mpirun_across_the_workers(tmp_path, monkeypatch, px_home, api):
     with backend_cluster(tmp_path, monkeypatch, px_home, namespaces=("default",), mpi_operator=api == "v2beta1") as sim:
-        require_mpi_pods(sim)
+        require_mpi_pods(sim, ssh=api == "v2beta1")
         environment = {"env": {"MY_SETTING": "forwarded"}, "replicas": {"n_workers": 2}}
         run = jupyter_px.submit(CODE, {"framework": "mpi", "backend": "kubeflow", "environment": environment})
         (job,) = sim.list("mpijobs")
