@@ -3,7 +3,8 @@
 machines and CI have them) through create, apply (client-side, server-side, the documented
 `jupyter px render ... | kubectl apply -f -` of the docs), explain, OpenAPI, Tables, short names and
 categories, auth can-i (1.32+ sends protobuf), a wrong token, the default ServiceAccount, the
-kubelet's events, and the streaming subresources: exec, attach, cp, port-forward.
+kubelet's events, and the streaming subresources: exec, attach, cp (WebSocket v5 from kubectl 1.30,
+SPDY/3.1 before), port-forward (SPDY/3.1; 1.31+ fall back to it from WebSocket).
 
 A missing kubectl skips its version with the reason, except under CI=true, where it fails."""
 
@@ -60,8 +61,9 @@ def cluster():
 
 
 class Kubectl:
-    def __init__(self, binary: str, kubeconfig: str, namespace: str):
+    def __init__(self, binary: str, kubeconfig: str, namespace: str, version: str):
         self.binary, self.kubeconfig, self.namespace = binary, kubeconfig, namespace
+        self.version = tuple(int(x) for x in version.split("."))
 
     def run(
         self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = 60
@@ -89,7 +91,7 @@ def kubectl(request, cluster, tmp_path):
     binary = binary_or_skip(request.param)
     namespace = fresh_namespace(cluster, request.node.name, "kc")
     kubeconfig = cluster.kubeconfig(tmp_path / "kubeconfig", namespace=namespace, tls=True)
-    return Kubectl(binary, kubeconfig, namespace)
+    return Kubectl(binary, kubeconfig, namespace, request.param)
 
 
 def _columns(text: str) -> list[str]:
@@ -246,6 +248,12 @@ def test_exec_attach_cp_and_port_forward(kubectl, tmp_path):
     done = k.run("exec", "ticker", "--", "sh", "-c", "echo out; echo err >&2; exit 3", check=False)
     assert (done.returncode, done.stdout, "err" in done.stderr) == (3, "out\n", True), done
     assert k.out("exec", "-i", "ticker", "--", "cat", stdin="through stdin\n") == "through stdin\n"
+    # the protocol each version speaks: WebSocket v5 from 1.30 (client-go websocket.go), SPDY before
+    verbose = k.run("exec", "ticker", "-v=7", "--", "true").stderr
+    if k.version >= (1, 30):
+        assert "The subprotocol is v5.channel.k8s.io" in verbose, verbose[-2000:]
+    else:
+        assert "101 Switching Protocols" in verbose and "v5.channel.k8s.io" not in verbose, verbose[-2000:]
     # cp in and out (tar through exec)
     source = tmp_path / "in.txt"
     source.write_text("copied in\n")

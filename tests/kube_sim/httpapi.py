@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlparse
 
 import yaml
 
-from . import authentication, errors, field_manager, openapi, protobuf, spdy, streaming
+from . import authentication, errors, field_manager, openapi, protobuf, spdy, streaming, websocket
 from .apiserver import ApiServer, Fault
 from .authorization import request_attributes
 from .errors import ApiError
@@ -417,9 +417,10 @@ class _Handler(BaseHTTPRequestHandler):
         api = self.front.api
         pod = api.get(api.resource("", "v1", "pods"), namespace, name)
         upgrade = (self.headers.get("Upgrade") or "").lower()
-        if upgrade == "websocket":
-            raise errors.bad_request("websocket upgrades are not served here: use SPDY/3.1")
-        if "spdy/3.1" not in upgrade:
+        over_websocket = upgrade == "websocket" and sub != "portforward"
+        if upgrade == "websocket" and not over_websocket:
+            raise errors.bad_request("port-forward over websocket is not served here: use SPDY/3.1")
+        if not over_websocket and "spdy/3.1" not in upgrade:
             raise errors.bad_request("Upgrade request required")
         phase = (pod.get("status") or {}).get("phase")
         if sub != "portforward" and phase in ("Succeeded", "Failed"):
@@ -433,9 +434,11 @@ class _Handler(BaseHTTPRequestHandler):
             raise errors.bad_request(f"pod {name} does not have a host assigned")
         lists = self._query_lists
         supported = streaming.PORT_FORWARD_PROTOCOLS if sub == "portforward" else streaming.REMOTE_COMMAND_PROTOCOLS
-        protocol = spdy.negotiate(spdy.offered_protocols(self.headers), supported)
+        if over_websocket:
+            supported = websocket.PROTOCOLS
+        offered = websocket.offered(self.headers) if over_websocket else spdy.offered_protocols(self.headers)
+        protocol = spdy.negotiate(offered, supported)
         if protocol is None:
-            offered = spdy.offered_protocols(self.headers)
             raise ApiError(
                 errors.status(
                     403,
@@ -452,13 +455,22 @@ class _Handler(BaseHTTPRequestHandler):
             except StreamError as refused:
                 raise errors.bad_request(str(refused)) from None
         self.send_response(101)
-        self.send_header("Connection", "Upgrade")
-        self.send_header("Upgrade", "SPDY/3.1")
-        self.send_header("X-Stream-Protocol-Version", protocol)
+        if over_websocket:
+            for header, value in websocket.handshake_headers(self.headers, protocol).items():
+                self.send_header(header, value)
+        else:
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Upgrade", "SPDY/3.1")
+            self.send_header("X-Stream-Protocol-Version", protocol)
         self.end_headers()
         self.wfile.flush()
         self.close_connection = True
-        if sub == "portforward":
+        if over_websocket:
+            argv = lists.get("command") if sub == "exec" else None
+            streaming.remote_command_websocket(
+                self.rfile, self.wfile, kubelet, namespace, name, container, argv, options, protocol
+            )
+        elif sub == "portforward":
             streaming.port_forward(self.rfile, self.wfile, kubelet, namespace, name)
         else:
             argv = lists.get("command") if sub == "exec" else None

@@ -12,10 +12,10 @@ pkg/kubelet/cri/streaming/portforward/httpstream.go); the client sees one protoc
   and naming the `port`; the data stream carries the bytes both ways, the error stream a text
   message when the connection to the pod fails.
 
-WebSocket (`v5.channel.k8s.io`, which kubectl 1.30+ tries first, and port-forward tunnelled over
-WebSocket, kubectl 1.31+) is not served: the upgrade is answered 400, which kubectl takes as an
-upgrade failure and falls back to SPDY (client-go tools/remotecommand/fallback.go,
-tools/portforward/fallback_dialer.go), as it does against an API server that lacks it.
+exec and attach are also served over WebSocket (`v5.channel.k8s.io` / `v4.channel.k8s.io`,
+websocket.py), which kubectl 1.30+ tries first. Port-forward tunnelled over WebSocket (kubectl
+1.31+) is not: its upgrade is answered 400, which kubectl takes as an upgrade failure and falls
+back to SPDY (client-go tools/portforward/fallback_dialer.go), as against an API server without it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from . import websocket
 from .kubelet_streams import StreamError
 from .spdy import Session, Stream
 
@@ -85,6 +86,31 @@ def remote_command(
     for stream in streams.by_kind.values():
         stream.close()
     session.go_away()
+    reading.join(timeout=1)
+
+
+def remote_command_websocket(
+    reader: Any, writer: Any, kubelet: Any, namespace: str, pod: str, container: str, argv: list[str] | None,
+    options: dict[str, bool], protocol: str,
+) -> None:  # fmt: skip
+    """exec or attach over WebSocket (websocket.py): the channels are there from the start."""
+    kinds = {"error"} | {k for k in ("stdin", "stdout", "stderr") if options.get(k)}
+    if options.get("tty"):
+        kinds = (kinds | {"resize"}) - {"stderr"}
+    session = websocket.Session(reader, writer, kinds, protocol)
+    reading = threading.Thread(target=session.serve, name="websocket-read", daemon=True)
+    reading.start()
+    channels: dict[str, Any] = dict(session.channels)
+    error = channels["error"]
+    try:
+        if argv is not None:
+            _status(error, _exec(kubelet, namespace, pod, container, argv, channels, session), argv)
+        else:
+            _attach(kubelet, namespace, pod, container, channels, session)
+            _status(error, 0, [])
+    except StreamError as refused:
+        error.write(json.dumps(_failure(str(refused))).encode())
+    session.close()
     reading.join(timeout=1)
 
 
