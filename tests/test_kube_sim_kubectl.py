@@ -4,7 +4,7 @@ machines and CI have them) through create, apply (client-side, server-side, the 
 `jupyter px render ... | kubectl apply -f -` of the docs), explain, OpenAPI, Tables, short names and
 categories, auth can-i (1.32+ sends protobuf), a wrong token, the default ServiceAccount, the
 kubelet's events, and the streaming subresources: exec, attach, cp (WebSocket v5 from kubectl 1.30,
-SPDY/3.1 before), port-forward (SPDY/3.1; 1.31+ fall back to it from WebSocket).
+SPDY/3.1 before), port-forward (SPDY/3.1, tunnelled in WebSocket from 1.31).
 
 A missing kubectl skips its version with the reason, except under CI=true, where it fails."""
 

@@ -417,9 +417,7 @@ class _Handler(BaseHTTPRequestHandler):
         api = self.front.api
         pod = api.get(api.resource("", "v1", "pods"), namespace, name)
         upgrade = (self.headers.get("Upgrade") or "").lower()
-        over_websocket = upgrade == "websocket" and sub != "portforward"
-        if upgrade == "websocket" and not over_websocket:
-            raise errors.bad_request("port-forward over websocket is not served here: use SPDY/3.1")
+        over_websocket = upgrade == "websocket"
         if not over_websocket and "spdy/3.1" not in upgrade:
             raise errors.bad_request("Upgrade request required")
         phase = (pod.get("status") or {}).get("phase")
@@ -435,7 +433,7 @@ class _Handler(BaseHTTPRequestHandler):
         lists = self._query_lists
         supported = streaming.PORT_FORWARD_PROTOCOLS if sub == "portforward" else streaming.REMOTE_COMMAND_PROTOCOLS
         if over_websocket:
-            supported = websocket.PROTOCOLS
+            supported = (websocket.TUNNEL_PROTOCOL,) if sub == "portforward" else websocket.PROTOCOLS
         offered = websocket.offered(self.headers) if over_websocket else spdy.offered_protocols(self.headers)
         protocol = spdy.negotiate(offered, supported)
         if protocol is None:
@@ -465,7 +463,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         self.close_connection = True
-        if over_websocket:
+        if over_websocket and sub == "portforward":
+            tunnel = websocket.Tunnel(self.rfile, self.wfile)
+            streaming.port_forward(tunnel, tunnel, kubelet, namespace, name)
+        elif over_websocket:
             argv = lists.get("command") if sub == "exec" else None
             streaming.remote_command_websocket(
                 self.rfile, self.wfile, kubelet, namespace, name, container, argv, options, protocol

@@ -13,9 +13,8 @@ pkg/kubelet/cri/streaming/portforward/httpstream.go); the client sees one protoc
   message when the connection to the pod fails.
 
 exec and attach are also served over WebSocket (`v5.channel.k8s.io` / `v4.channel.k8s.io`,
-websocket.py), which kubectl 1.30+ tries first. Port-forward tunnelled over WebSocket (kubectl
-1.31+) is not: its upgrade is answered 400, which kubectl takes as an upgrade failure and falls
-back to SPDY (client-go tools/portforward/fallback_dialer.go), as against an API server without it.
+websocket.py), which kubectl 1.30+ tries first, and port-forward's SPDY session tunnelled in
+WebSocket messages (`SPDY/3.1+portforward.k8s.io`, kubectl 1.31+).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ import threading
 from typing import Any, BinaryIO
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+#: port-forward's SPDY session tunnelled in WebSocket binary messages (client-go
+#: tools/portforward/tunneling_connection.go; apiserver pkg/util/proxy/streamtunnel.go)
+TUNNEL_PROTOCOL = "SPDY/3.1+portforward.k8s.io"
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 CHANNELS = {"stdin": 0, "stdout": 1, "stderr": 2, "error": 3, "resize": 4}
 CLOSE_SIGNAL = 255
@@ -146,3 +149,51 @@ def handshake_headers(headers: Any, protocol: str) -> dict[str, str]:
 def offered(headers: Any) -> list[str]:
     values = headers.get_all("Sec-WebSocket-Protocol") or []
     return [p.strip() for value in values for p in value.split(",") if p.strip()]
+
+
+class Tunnel:
+    """A byte stream over WebSocket binary messages (reader and writer for spdy.Session): what
+    the client writes arrives in messages, what we write goes out as one message each."""
+
+    def __init__(self, reader: BinaryIO, writer: BinaryIO):
+        self.session = Session(reader, writer, set(), TUNNEL_PROTOCOL)
+        self._buffer = b""
+
+    def read(self, size: int) -> bytes:
+        while not self._buffer:
+            message = self._message()
+            if message is None:
+                return b""
+            self._buffer = message
+        out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
+
+    def _message(self) -> bytes | None:
+        session = self.session
+        message = b""
+        try:
+            while True:
+                first, second = session._read(2)
+                opcode, size = first & 0x0F, second & 0x7F
+                if size == 126:
+                    (size,) = struct.unpack(">H", session._read(2))
+                elif size == 127:
+                    (size,) = struct.unpack(">Q", session._read(8))
+                mask = session._read(4) if second & 0x80 else b"\0\0\0\0"
+                payload = bytes(b ^ mask[i % 4] for i, b in enumerate(session._read(size)))
+                if opcode == 0x8:
+                    return None
+                if opcode == 0x9:
+                    session._write(session._frame(0xA, payload))
+                    continue
+                message += payload
+                if first & 0x80 and message:
+                    return message
+        except (EOFError, OSError, ValueError):
+            return None
+
+    def write(self, data: bytes) -> None:
+        self.session.send(data)
+
+    def flush(self) -> None:
+        pass
