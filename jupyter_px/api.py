@@ -7,7 +7,6 @@ run = jupyter_px.Run("last")                       # or a run id, or a run name 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -22,7 +21,6 @@ from .service import (
     PushError,
     RunService,
     Submission,
-    code_source,
 )
 from .topology import Topology, parse_topology
 
@@ -62,19 +60,18 @@ def submit(
     `language` ("python", or "ipython" for %magics and !commands) overrides the source's.
     Nothing is left behind when validation, the backend's resource check or the start fails.
     """
-    typed = code_source(code)
-    if source is not None:
-        typed = dataclasses.replace(typed, origin=source)
-    submission = Submission(
-        typed,
+    overrides = Overrides(framework=framework, workers=workers, ps=ps, backend=backend)
+    submission = Submission.of_code(
+        code,
         topology,
-        Overrides(framework=framework, workers=workers, ps=ps, backend=backend),
+        overrides,
         name=name,
         workdir=workdir,
-        args=tuple(args),
+        args=args,
         language=language,
         push=push,
-        origin=submitted_from,  # type: ignore[arg-type]  # checked by Submission
+        submitted_from=submitted_from,
+        source=source,
     )
     service = RunService(store)
     return Run(service.submit(submission), service=service)

@@ -19,28 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-
-class CliError(Exception):
-    """Bad input: printed as `jupyter px CMD: message`, exit code 2."""
-
-
-class _RunParser(argparse.ArgumentParser):
-    """`run`'s parser: everything after the first `--` goes to the script untouched.
-
-    argparse alone cannot tell `run x.py -- --wait` (an argument for the script) from
-    `run x.py --wait` (our option), so the split happens before parsing.
-    """
-
-    def parse_known_args(self, args=None, namespace=None):
-        args = list(sys.argv[1:] if args is None else args)
-        script_args: list[str] = []
-        if "--" in args:
-            cut = args.index("--")
-            args, script_args = args[:cut], args[cut + 1 :]
-        namespace, unknown = super().parse_known_args(args, namespace)
-        namespace.script_args = script_args
-        return namespace, unknown
-
+from .common import CliError, RunParser, guarded, load_topology
 
 # ---- shared helpers ----------------------------------------------------------------------------
 
@@ -114,21 +93,6 @@ def _terminal_width() -> int:
 # ---- run ---------------------------------------------------------------------------------------
 
 
-def _load_topology(path: str | None):
-    if path is None:
-        return None
-    from ..presentation.text import topology_problems
-    from ..topology import TopologyError
-    from .topology_cmds import read_topology_file
-
-    try:
-        return read_topology_file(path)
-    except OSError as error:
-        raise CliError(f"cannot read topology file {path!r}: {error.strerror or error}") from None
-    except TopologyError as error:
-        raise CliError(topology_problems(error, path)) from None
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from ..presentation.text import topology_problems
     from ..service import BackendError, Overrides, ScriptFile, Submission
@@ -141,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     if args.workdir is not None and not Path(args.workdir).is_dir():
         raise CliError(f"--workdir {args.workdir!r} is not a directory")
-    topology = _load_topology(args.file)
+    topology = load_topology(args.file)
     service = _service()
     try:
         run_id = service.submit(
@@ -323,21 +287,6 @@ def cmd_stop(args: argparse.Namespace) -> int:
 # ---- registration ------------------------------------------------------------------------------
 
 
-def _guarded(handler):
-    """Turn CliError (bad input) and RunDamaged (a run directory that cannot be read) into one
-    message and exit code 2."""
-    from ..service import RunDamaged
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except (CliError, RunDamaged) as error:
-            print(f"jupyter px {args.command}: {error}", file=sys.stderr)
-            return 2
-
-    return run
-
-
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -353,7 +302,7 @@ RUN_HELP = "a run id, a run name (its newest run) or 'last'"
 
 def register(commands) -> None:
     default_class = commands._parser_class  # argparse has no public way to pick one subparser's class
-    commands._parser_class = _RunParser
+    commands._parser_class = RunParser
     try:
         run = commands.add_parser(
             "run",
@@ -377,7 +326,10 @@ def register(commands) -> None:
     )
     run.add_argument("--workers", type=_count, metavar="N", help="number of workers")
     run.add_argument("--ps", type=_count, metavar="N", help="number of parameter servers")
-    run.add_argument("--backend", help="where to run (default: the topology's, else local)")
+    run.add_argument(
+        "--backend",
+        help="where to run: local, native, kubeflow, kubeflow-trainer or slurm (default: the topology's, else local)",
+    )
     run.add_argument("--name", help="a name for the run (its id starts with it)")
     run.add_argument("--workdir", metavar="DIR", help="working directory of the replicas (default: here)")
     run.add_argument(
@@ -387,7 +339,7 @@ def register(commands) -> None:
         help="ipython runs the script under IPython, so %%magics and !commands work",
     )
     run.add_argument("--wait", action="store_true", help="stream logs and wait until the run finishes")
-    run.set_defaults(handler=_guarded(cmd_run), script_args=[])
+    run.set_defaults(handler=guarded(cmd_run), script_args=[])
 
     runs = commands.add_parser(
         "runs",
@@ -396,7 +348,7 @@ def register(commands) -> None:
     )
     runs.add_argument("--json", action="store_true", help="machine-readable output")
     runs.add_argument("--limit", type=_count, default=None, metavar="N", help="at most N runs")
-    runs.set_defaults(handler=_guarded(cmd_runs))
+    runs.set_defaults(handler=guarded(cmd_runs))
 
     status = commands.add_parser(
         "status",
@@ -405,7 +357,7 @@ def register(commands) -> None:
     )
     status.add_argument("run", metavar="RUN", help=RUN_HELP)
     status.add_argument("--json", action="store_true", help="the run and its replicas as JSON")
-    status.set_defaults(handler=_guarded(cmd_status))
+    status.set_defaults(handler=guarded(cmd_status))
 
     logs = commands.add_parser(
         "logs",
@@ -417,7 +369,7 @@ def register(commands) -> None:
     logs.add_argument("--role", help="master, worker, ps or evaluator")
     logs.add_argument("--index", type=_count, help="replica index (with --role)")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the run finishes")
-    logs.set_defaults(handler=_guarded(cmd_logs))
+    logs.set_defaults(handler=guarded(cmd_logs))
 
     follow = commands.add_parser(
         "follow",
@@ -428,7 +380,7 @@ def register(commands) -> None:
         "do this.",
     )
     follow.add_argument("run", metavar="RUN", help=RUN_HELP)
-    follow.set_defaults(handler=_guarded(cmd_follow))
+    follow.set_defaults(handler=guarded(cmd_follow))
 
     stop = commands.add_parser("stop", help="stop a run", description="Stop every replica of a run; it ends Stopped.")
     stop.add_argument("run", metavar="RUN", help=RUN_HELP)
@@ -438,4 +390,4 @@ def register(commands) -> None:
         help="stop it without its supervisor's help (one that hangs): the replicas still get SIGTERM and "
         "the grace to write what they hold",
     )
-    stop.set_defaults(handler=_guarded(cmd_stop))
+    stop.set_defaults(handler=guarded(cmd_stop))

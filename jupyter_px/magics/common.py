@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -56,6 +57,15 @@ def open_run(ref: str) -> Any:
         ) from None
     except RunDamaged as error:
         raise UsageError(str(error)) from None
+
+
+def cell_submission(shipped: Any, topology: Any, name: str | None, push: dict[str, Any]) -> Any:
+    """What `%%px_distributed` submits, a run or a sweep: the cell's code as shipped (its source,
+    where it came from, its language), run in the kernel's working directory."""
+    from ..service import SourceText, Submission
+
+    source = SourceText(shipped.source, origin=shipped.origin, language=shipped.language)
+    return Submission(source, topology, name=name, push=push or None, origin="magic", workdir=os.getcwd())
 
 
 @contextlib.contextmanager

@@ -40,7 +40,7 @@ from .sources import (
     notebook_cells,
     notebook_code,
 )
-from .submission import Origin, Overrides, Submission, check_run_name
+from .submission import CodeOptions, Origin, Overrides, Submission, check_run_name
 
 __all__ = [
     "ROLE_PATTERN",
@@ -55,6 +55,7 @@ __all__ = [
     "RunStatus",
     "StoreUnusable",
     "px_home",
+    "CodeOptions",
     "Origin",
     "Overrides",
     "Submission",

@@ -19,11 +19,11 @@ import logging
 import os
 import pickle
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
 from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
@@ -34,6 +34,9 @@ from .sources import CodeSource, load_code
 from .submission import Submission
 
 log = logging.getLogger(__name__)
+
+#: A status with a state that says whether it finished (a run's, a sweep's).
+_Finishing = TypeVar("_Finishing", bound=Any)
 
 #: What `log_tail` returns unless asked for more: the end of the log, where errors are.
 LOGS_TAIL_BYTES = 1 << 20
@@ -102,6 +105,20 @@ def pickle_pushed(values: Mapping[str, Any]) -> bytes:
         except Exception as error:  # pickle raises many types (TypeError, PicklingError, AttributeError...)
             raise PushError(f"cannot ship {name!r} ({type(value).__name__}) to the replicas: {error}") from None
     return pickle.dumps(dict(values))
+
+
+def keep_until_finished(keep: Callable[[], _Finishing], what: str, timeout: float | None, poll: float) -> _Finishing:
+    """Call `keep` (an explicit keeper's step: it may act) until the status it returns is
+    finished, every `poll` seconds; TimeoutError naming `what` after `timeout` seconds (the run
+    or sweep goes on). What `wait` means for a run and for a sweep alike."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        status = keep()
+        if status.state.finished:
+            return status
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{what} still {status.state.value} after {timeout} s")
+        time.sleep(poll)
 
 
 class RunService:
@@ -195,7 +212,12 @@ class RunService:
     ) -> Rendered:
         """The manifests a Kubernetes backend would create for `source` (an empty `main.py`
         without one): what `jupyter px render` prints and the sidebar shows. Pure: nothing is
-        contacted or written. BackendError/ValueError when the backend cannot express it."""
+        contacted or written. BackendError/ValueError when the backend cannot express it. For
+        `slurm`: the batch script, in `yaml` (no objects)."""
+        if (backend or topology.backend_kind) == "slurm":
+            from ..backends.slurm.render import dry_run as slurm_dry_run
+
+            return Rendered("slurm", [], slurm_dry_run(topology, name), [])
         from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
         from ..backends.kubernetes.render import apply_warnings, to_yaml
 
@@ -364,14 +386,7 @@ class RunService:
     def wait(self, run_id: str, timeout: float | None = None, poll: float = WAIT_POLL_S) -> RunStatus:
         """Keep the run until it has finished and return its final status (TimeoutError after
         `timeout` seconds; the run goes on)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = self.keep(run_id)
-            if status.state.finished:
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run {run_id} still {status.state.value} after {timeout} s")
-            time.sleep(poll)
+        return keep_until_finished(lambda: self.keep(run_id), f"run {run_id}", timeout, poll)
 
     def stop(self, run_id: str, force: bool = False) -> RunStatus:
         """Stop every replica (waits until they have ended) and return the status; a finished

@@ -20,6 +20,7 @@ from .. import detached
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
 from ..service import RunService, Submission, load_code, pickle_pushed
+from ..service.runs import keep_until_finished
 from ..topology import parse_topology, to_dict
 from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
 
@@ -167,14 +168,7 @@ class SweepService:
 
     def wait(self, ref: str, timeout: float | None = None, poll: float = 0.5) -> SweepStatus:
         sweep_id = self.resolve(ref)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = self.keep(sweep_id)
-            if status.state.finished:
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"sweep {sweep_id} still {status.state.value} after {timeout} s")
-            time.sleep(poll)
+        return keep_until_finished(lambda: self.keep(sweep_id), f"sweep {sweep_id}", timeout, poll)
 
     def stop(self, ref: str, timeout: float = STOP_TIMEOUT_S) -> SweepStatus:
         """Stop the sweep: its controller stops every running trial (each whole run), then itself.
@@ -220,10 +214,11 @@ class SweepService:
 
 def _kept(name: str) -> bool:
     """What the controller inherits: everything but a run's own variables (a sweep started from
-    inside a replica is not that replica's); Kubernetes settings and tunables stay."""
+    inside a replica is not that replica's); Kubernetes and Slurm settings and tunables stay."""
     from ..backends.local.config import TUNABLES
 
-    return not name.startswith("PX_") or name.startswith("PX_K8S_") or name in TUNABLES or name == "PX_HOME"
+    kept = name.startswith(("PX_K8S_", "PX_SLURM_")) or name in TUNABLES or name == "PX_HOME"
+    return kept or not name.startswith("PX_")
 
 
 def _identity(owner: RunOwner) -> detached.ProcessIdentity:
