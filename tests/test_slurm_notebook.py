@@ -10,6 +10,7 @@ import os
 import re
 import textwrap
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -142,3 +143,34 @@ def test_a_sweep_of_four_slurm_trials_at_concurrency_two(use_slurm, px_home, tmp
     assert len(seen_jobs) >= 2
     for row in rows:  # the objective each trial's replicas logged, with its own x
         assert row.value == pytest.approx((row.params["x"] - 3) ** 2 + 1 / 3)
+
+
+def test_trials_waiting_in_the_queue_are_pending_with_slurms_reason(use_slurm, px_home, tmp_path):
+    """A sweep's trials are Slurm jobs like any run: while the cluster is full they wait in the
+    partition's queue, and the sweep shows them Pending with Slurm's reason, then they run."""
+    from slurm_support import topology_of
+
+    from jupyter_px.service import RunService, ScriptFile, Submission
+
+    faults = Path(__file__).parent / "jobs" / "faults.py"
+    service = RunService()
+    blocker = service.submit(Submission(ScriptFile(faults), topology_of(cpu=4), args=("sleep",), name="blocker"))
+    wait_for(lambda: service.status(blocker).state == RunState.RUNNING, "the blocker to take every CPU")
+    script = tmp_path / "trial.py"
+    script.write_text(
+        "from jupyter_px import tracking\ntracking.log_metrics(step=1, loss=tracking.get_params()['x'])\n"
+    )
+    sweep = jupyter_px.sweep(script, SWEEP.replace("n_experiments: 4", "n_experiments: 2"), name="queued")
+
+    def pending_rows():  # once Slurm said why (before its queue is read: "Slurm job N submitted")
+        rows = [r for r in sweep.rows() if r.state == TrialState.PENDING and "is PENDING" in (r.reason or "")]
+        return rows if len(rows) == 2 else None
+
+    rows = wait_for(pending_rows, "both trials to wait in the queue")
+    for row in rows:
+        assert re.fullmatch(
+            r"Slurm job \d+ is PENDING in partition debug's queue: \S+ of 2 \((Resources|Priority)\)", row.reason
+        )
+    service.stop(blocker)
+    status = sweep.wait(timeout=DEADLINE_S)
+    assert status.state == SweepState.SUCCEEDED and {r.state for r in sweep.rows()} == {TrialState.COMPLETE}

@@ -426,7 +426,7 @@ class Comparison(Reply):
 
 
 SweepStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped"]
-TrialStateName = Literal["Running", "Complete", "Pruned", "Failed", "Stopped"]
+TrialStateName = Literal["Pending", "Running", "Complete", "Pruned", "Failed", "Stopped"]
 
 
 class SweepTrial(Reply):

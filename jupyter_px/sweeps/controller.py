@@ -308,6 +308,11 @@ class Controller(PromotingController):
         status = self.service.keep(active.run_id)
         if status.state.finished:
             self.trial_ended(number, status)
+            return
+        # A trial whose run waits in a queue (a Slurm partition, an unschedulable pod) says so, and why.
+        waiting = (status.message or "waiting to be scheduled") if status.state == RunState.PENDING else None
+        if trial.user_attrs.get("waiting") != waiting:
+            trial.set_user_attr("waiting", waiting)
 
     def trial_ended(self, number: int, status: RunStatus) -> None:
         """The trial's run has ended: complete with the objective's last value, or failed."""

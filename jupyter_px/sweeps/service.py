@@ -220,7 +220,7 @@ class SweepService:
             if status.state.finished:
                 return status
             for trial in status.trials:
-                if trial.state == TrialState.RUNNING and trial.run_id:
+                if trial.state in (TrialState.PENDING, TrialState.RUNNING) and trial.run_id:
                     self.runs.stop(trial.run_id)
                     trial.state = TrialState.STOPPED
                     trial.reason = "the sweep was stopped"

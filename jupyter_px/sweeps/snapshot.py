@@ -17,6 +17,8 @@ KEPT_POINTS = 500
 def trial_state(frozen: Any) -> TrialState:
     import optuna
 
+    if frozen.state == optuna.trial.TrialState.RUNNING and frozen.user_attrs.get("waiting"):
+        return TrialState.PENDING  # its run waits in a queue (`reason` says why)
     return {
         optuna.trial.TrialState.RUNNING: TrialState.RUNNING,
         optuna.trial.TrialState.WAITING: TrialState.RUNNING,
@@ -47,7 +49,7 @@ def trial_row(frozen: Any, spec: SweepSpec) -> TrialRow:
         values=values,
         step=points[-1][0] if points else None,
         intermediate=points,
-        reason=attrs.get("reason"),
+        reason=attrs.get("waiting") if state == TrialState.PENDING else attrs.get("reason"),
         started_at=attrs.get("started_at"),
         finished_at=attrs.get("finished_at"),
         runs=runs,

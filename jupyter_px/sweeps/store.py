@@ -51,6 +51,7 @@ class SweepState(str, Enum):
 
 
 class TrialState(str, Enum):
+    PENDING = "Pending"  # its run waits in a queue (a Slurm partition, a cluster without room)
     RUNNING = "Running"
     COMPLETE = "Complete"
     PRUNED = "Pruned"

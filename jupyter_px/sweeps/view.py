@@ -46,7 +46,7 @@ def trial_rows(status: SweepStatus) -> list[tuple[str, ...]]:
 
 def counts_text(status: SweepStatus) -> str:
     counts = status.counts()
-    done = sum(n for state, n in counts.items() if state != "Running")
+    done = sum(n for state, n in counts.items() if state not in ("Pending", "Running"))
     parts = [f"{done}/{status.n_trials} done"] + [f"{n} {s.lower()}" for s, n in counts.items()]
     return ", ".join(parts)
 

@@ -233,7 +233,7 @@ export interface IComparison {
 export type SweepState =
   'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Stopped';
 export type TrialState =
-  'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
+  'Pending' | 'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
 
 /** models.SweepTrial */
 export interface ISweepTrial {
