@@ -20,7 +20,7 @@ from kube_sim_support import backend_cluster, wait_for
 from mpi_standins import install_mpirun, sshd_waits
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.log_sink import LineReader, Position, parse_stamp
+from jupyter_px.backends.kubernetes.follower.log_sink import LineReader, Position, parse_stamp
 from jupyter_px.runstore.metrics import MetricsReader
 
 pytestmark = pytest.mark.kube

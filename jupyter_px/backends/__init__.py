@@ -23,10 +23,10 @@ def get_backend(
     Kubernetes backends (e.g. the namespace a Jupyter server is configured with)."""
     name = backend_name(name)
     if name in ("native", "kubeflow", "kubeflow-trainer"):
-        from .kubernetes import KubeflowBackend, KubeflowTrainerBackend, KubernetesBackend
+        from .kubernetes import KubeflowBackend, KubeflowTrainerBackend, NativeBackend
         from .kubernetes.settings import load_settings
 
-        chosen = {"native": KubernetesBackend, "kubeflow": KubeflowBackend, "kubeflow-trainer": KubeflowTrainerBackend}
+        chosen = {"native": NativeBackend, "kubeflow": KubeflowBackend, "kubeflow-trainer": KubeflowTrainerBackend}
         return chosen[name](store, settings=load_settings(**kubernetes) if kubernetes else None)
     if name == "local":
         from .local import LocalBackend

@@ -30,10 +30,10 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runstore import ReplicaState, ReplicaStatus
-from .client import Cluster
+from ....runstore import ReplicaState, ReplicaStatus
+from ..client import Cluster
+from ..pod_state import container_started, main_container_name
 from .log_sink import ReplicaLog, stream_pod_log
-from .pod_state import container_started, main_container_name
 
 log = logging.getLogger(__name__)
 

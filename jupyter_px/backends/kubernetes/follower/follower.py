@@ -41,8 +41,8 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ... import detached
-from ...runstore import (
+from .... import detached
+from ....runstore import (
     ReplicaState,
     ReplicaStatus,
     RunDamaged,
@@ -51,21 +51,22 @@ from ...runstore import (
     RunStatus,
     RunStore,
 )
-from ...runstore.layout import runs_root
-from ...runstore.models import Reason, RunOwner
-from ...topology import parse_topology
-from ..base import BackendError
-from ..outcome import run_outcome
-from .client import CONNECT_TIMEOUT_S, Cluster, connect
-from .contact import Contact
-from .create import delete_objects
-from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
+from ....runstore.layout import runs_root
+from ....runstore.models import Reason, RunOwner
+from ....topology import parse_topology
+from ...base import BackendError
+from ...outcome import run_outcome
+from ..cleanup import delete_run
+from ..client import CONNECT_TIMEOUT_S, Cluster, connect
+from ..contact import Contact
+from ..create import delete_objects
+from ..handle import FOLLOWER_DIR, STOP_FILE, RunHandle
+from ..names import run_selector
+from ..pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
+from ..pod_state import main_ended as _main_ended
+from ..replica_pods import COMPLETION_INDEX_LABEL, replica_pods
 from .log_sink import ReplicaLog, RunGone, parse_stamp
 from .log_streams import LogStreams
-from .names import run_selector
-from .pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
-from .pod_state import main_ended as _main_ended
-from .replica_pods import COMPLETION_INDEX_LABEL, replica_pods
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class Follower:
         self.paths = store.paths(run_id)
         self.run_dir = self.paths.root
         self.handle = RunHandle.load(self.run_dir)
-        from .settings import load_settings
+        from ..settings import load_settings
 
         settings = load_settings(namespace=self.handle.namespace, context=self.handle.context)
         self.cluster: Cluster = connect(settings)
@@ -480,7 +481,7 @@ class Follower:
         for error, since, what in found:
             if time.monotonic() - since < REFUSED_GIVE_UP_S:
                 continue
-            from .client import api_reason
+            from ..client import api_reason
 
             if error.status == 401:
                 return UNAUTHORIZED, (
@@ -562,8 +563,6 @@ class Follower:
         return 0
 
     def _delete_run(self) -> None:
-        from .backend import delete_run
-
         try:
             delete_run(self.cluster, self.handle)
         except (BackendError, HTTPError, OSError) as error:
@@ -645,15 +644,3 @@ def main(argv: list[str] | None = None) -> int:
             raise
         log.warning("%s is gone: the follower ends", run_dir)
         return 0
-
-
-if __name__ == "__main__":
-    try:
-        exit_code = main()
-    except BaseException:  # a crash: say why in follower.log, then leave as above
-        import traceback
-
-        traceback.print_exc()
-        exit_code = 1
-    logging.shutdown()
-    detached.exit_now(exit_code)  # the watch and log threads are daemons, maybe inside a write

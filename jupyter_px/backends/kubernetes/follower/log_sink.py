@@ -35,10 +35,10 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runstore import atomic_write_bytes, atomic_write_json
-from ...runstore.layout import RunPaths
-from ...runstore.log_metrics import ingest_log_lines
-from .client import CONNECT_TIMEOUT_S, Cluster
+from ....runstore import atomic_write_bytes, atomic_write_json
+from ....runstore.layout import RunPaths
+from ....runstore.log_metrics import ingest_log_lines
+from ..client import CONNECT_TIMEOUT_S, Cluster
 from .tensorboard_events import EventsWriter
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ role and indices, never dropped. The operator creates the pods and a Service per
 (`<job>-<type>-<index>`) and sets the framework's variables (TF_CONFIG, MASTER_ADDR/RANK,
 DMLC_*); we add ours: PX_TASK_INDEX comes from the pod's `training.kubeflow.org/replica-index`
 label through the downward API, since the template is shared by every index, and PX_CLUSTER is
-built inside the pod (`pod_entry.py`) from the run's ConfigMap, so no template holds every address.
+built inside the pod (`pod/entry.py`) from the run's ConfigMap, so no template holds every address.
 """
 
 from __future__ import annotations
@@ -14,12 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...cluster import KUBERNETES_PORTS, mpi_world_size
-from ...topology import ReplicaSpec, Topology
-from ..base import BackendError
-from .payload import ENTRY, RUN_DIR
-from .podspec import SHARED_DIR_ENV, RenderContext, configmap, container, env_list, pod_spec, shared_run_dir
-from .replica_pods import REPLICA_INDEX_LABEL, replica_pods
+from ....cluster import KUBERNETES_PORTS, mpi_world_size
+from ....topology import ReplicaSpec, Topology
+from ...base import BackendError
+from ..payload import ENTRY, RUN_DIR
+from ..podspec import (
+    SHARED_DIR_ENV,
+    UNIFORM_FIELDS,
+    RenderContext,
+    configmap,
+    container,
+    env_list,
+    pod_spec,
+    shared_run_dir,
+)
+from ..replica_pods import REPLICA_INDEX_LABEL, replica_pods
+from ..run_objects import Flavour
 
 API_VERSION = "kubeflow.org/v1"
 #: mpi-operator's MPIJob (v0.4 and later; kubeflow/mpi-operator v0.6.0 pkg/apis/kubeflow/v2beta1)
@@ -58,9 +68,6 @@ def job_kind(framework: str | None, tf_master_type: str = "chief") -> JobKind:
         "backend kubeflow runs a framework's job (tensorflow, pytorch, mxnet, horovod/mpi); this topology has "
         "no framework: set framework, or use backend native"
     )
-
-
-UNIFORM_FIELDS = ("resources", "image", "env", "node_selector", "restart_policy", "max_restarts")
 
 
 def uniform_role_spec(role: str, specs: list[ReplicaSpec]) -> ReplicaSpec:
@@ -133,7 +140,7 @@ def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, offset: int = 0)
     env = dict(spec.env)
     env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_FRAMEWORK=topology.framework or "")
     if offset:
-        env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod_entry adds it to PX_TASK_INDEX
+        env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod/entry.py adds it to PX_TASK_INDEX
     env["PYTHONUNBUFFERED"] = "1"
     if topology.is_mpi:
         env.update(
@@ -222,3 +229,6 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         api_version = MPI_OPERATOR_API_VERSION  # same kind and fields as rendered here; see mpijob_version
     job = {"apiVersion": api_version, "kind": kind.kind, "metadata": ctx.metadata(ctx.base), "spec": job_spec}
     return [configmap(ctx), job]
+
+
+FLAVOUR = Flavour("kubeflow", render, cluster)
