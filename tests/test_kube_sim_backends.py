@@ -183,3 +183,18 @@ def test_pytorch_ddp_with_gloo_gives_identical_weights(sim, px_home, backend):
     assert status.state.value == "Succeeded", (status, run.logs("master", 0))
     for role, index in (("master", 0), ("worker", 0), ("worker", 1)):
         assert "identical True world 3" in run.logs(role, index)
+
+
+@pytest.mark.kube
+@pytest.mark.parametrize("backend", ["native", "kubeflow"])
+def test_a_runs_started_and_finished_times_are_its_containers(sim, px_home, backend):
+    """`jupyter px runs` shows when a run started and how long it ran: its containers' times, as
+    the kubelet reports them (whole seconds), whenever the follower noticed."""
+    topology = {"framework": "pytorch", "backend": backend, "environment": {"replicas": {"n_workers": 1}}}
+    run = jupyter_px.submit("import time\ntime.sleep(5)\nprint('done', flush=True)\n", topology)
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    assert status.started_at is not None and status.finished_at is not None, status
+    assert status.finished_at - status.started_at >= 4, status  # 5 s of sleep, to the second
+    for replica in status.replicas:
+        assert replica.started_at is not None and status.started_at <= replica.started_at, replica

@@ -67,6 +67,7 @@ from ..pod_state import main_ended as _main_ended
 from ..replica_pods import COMPLETION_INDEX_LABEL, replica_pods
 from .log_sink import ReplicaLog, RunGone, parse_stamp
 from .log_streams import LogStreams
+from .terminations import Terminations
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,8 @@ class Follower:
         self.foreign_deletions: set[str] = set()
         #: replicas whose pod vanished (deleted while the watch was away, or gone at once): as recorded
         self.gone: dict[tuple[str, int], ReplicaStatus] = {}  # replica keys (native: one pod per replica, ever)
+        #: how each replica's container last ended, from every watch event (its pod may go at once)
+        self.terminations = Terminations()
         me = detached.ProcessIdentity.current()
         self.owner = RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
 
@@ -283,12 +286,22 @@ class Follower:
                 if key in self.exhausted:
                     fail_exhausted(view, *self.exhausted[key], self.max_restarts[key])
                 if _ended_by_deletion(pod, view):
-                    self._deleted(view)
+                    failed = self._failure_of(key)
+                    if failed is not None:  # it had failed before its pod's deletion was asked for
+                        view = failed
+                    else:
+                        self._deleted(view)
                 out[key] = (pod, view)
         return out
 
     def _job_ended(self) -> bool:
         return bool(self.handle.job_kind) and job_outcome(self.job) is not None
+
+    def _failure_of(self, key: tuple[str, int]) -> ReplicaStatus | None:
+        """A job that failed (not a stop) whose operator deleted the pod of a replica that had
+        failed: the replica's latest failure, as the watch showed it (`terminations.py`)."""
+        outcome = job_outcome(self.job) if self.handle.job_kind and not self.stop_requested else None
+        return self.terminations.failure(key) if outcome is not None and outcome.state == RunState.FAILED else None
 
     def _deleted(self, replica: ReplicaStatus) -> None:
         """A replica whose pod was deleted before it ended by itself: by this run (a stop, the
@@ -330,6 +343,9 @@ class Follower:
                 view.started_at = replica.started_at or view.started_at
                 view.address = pod["metadata"]["name"]
                 replica = status.replicas[position] = view
+            elif key in self.seen_pods and replica.state != ReplicaState.FAILED and (failed := self._failure_of(key)):
+                replica = status.replicas[position] = failed  # failed, then the operator deleted its pod
+                self.gone[key] = replica
             elif key in self.seen_pods and replica.state not in (
                 ReplicaState.SUCCEEDED,
                 ReplicaState.FAILED,
@@ -346,11 +362,20 @@ class Follower:
                 replica.state = ReplicaState.STOPPED
                 replica.reason = replica.reason if run_state == RunState.STOPPED else Reason.STOPPED_BY_RUN
                 replica.finished_at = replica.finished_at or time.time()
-        if run_state == RunState.RUNNING and status.started_at is None:
+        # the run's times are its containers' (the kubelet's startedAt / finishedAt), not when this
+        # follower noticed: a follower started late, or a run that ended before it looked, says
+        # when the run really ran
+        starts = [r.started_at for r in status.replicas if r.started_at]
+        if starts:
+            status.started_at = min(starts) if status.started_at is None else min(status.started_at, *starts)
+        elif run_state == RunState.RUNNING and status.started_at is None:
             status.started_at = time.time()
         status.state, status.reason, status.message = run_state, reason, message
         if final:
-            status.finished_at = time.time()
+            ends = [r.finished_at for r in status.replicas if r.finished_at]
+            status.finished_at = min(time.time(), max(ends)) if ends else time.time()
+            if status.started_at is not None:
+                status.finished_at = max(status.finished_at, status.started_at)
         self.store.write_status(status)
 
     def _outcome(self, views) -> tuple[RunState, str | None, str | None]:
@@ -383,14 +408,23 @@ class Follower:
                     self.listed = True
                     for pod in obj:
                         self._count_failures(pod)
+                        self._note_end(pod)
                 elif kind == "DELETED":
+                    self._note_end(obj)
                     self.pods.pop(obj["metadata"]["name"], None)
                 elif obj is not None:
                     self.pods[obj["metadata"]["name"]] = _slim(obj)
                     self._count_failures(obj)
+                    self._note_end(obj)
                 kind, obj = self.events.get_nowait()
         except queue.Empty:
             return True
+
+    def _note_end(self, pod: dict[str, Any]) -> None:
+        """Keep how this event's pod says its replica's container ended (`terminations.py`)."""
+        key = self.replica_pods.replica_of(pod, self.topology)
+        if key in self.logs:
+            self.terminations.seen(key, pod, _ended_by_deletion(pod, pod_replica(pod, *key)))
 
     def _count_failures(self, pod: dict[str, Any]) -> None:
         """Native: note the replica whose pod shows its (max_restarts + 1)-th failure. Every

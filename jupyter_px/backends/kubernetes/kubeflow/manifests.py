@@ -214,7 +214,19 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     # restarts) and fails the job once the sum is >= the limit (training-operator v1.9.0
     # pkg/core/job.go PastBackoffLimit; 0: any restart). `max_restarts: N` lets N restarts happen
     # (as locally), so the limit is N + 1; job-wide: the N restarts are the job's, not each replica's.
-    run_policy: dict[str, Any] = {"cleanPodPolicy": ctx.settings.clean_pod_policy, "backoffLimit": backoff}
+    # Only where a replica restarts: past the limit the operator deletes every pod of the job, the
+    # failed one and its log included, before the job is finished, so cleanPodPolicy does not
+    # apply (v1.9.0 pkg/controller.v1/common/job.go ReconcileJobs -> DeletePodsAndServices). Without
+    # a limit (upstream's default: nil, `*_defaults.go`) a failed replica of a `Never` spec fails
+    # the job through the framework's status (e.g. pkg/controller.v1/pytorch/pytorchjob_controller.go
+    # UpdateJobStatus) and its pod stays, Failed, with its log. mpi-operator's launcher is a batch
+    # Job whose backoffLimit is this one (v0.6.0 pkg/controller/mpi_job_controller.go
+    # newLauncherJob), and a batch Job without one retries 6 times: there it is always set; the Job
+    # controller keeps its failed pods.
+    run_policy: dict[str, Any] = {"cleanPodPolicy": ctx.settings.clean_pod_policy}
+    restarts = any(group.specs[0].restart_policy != "Never" for group in groups)
+    if restarts or mpi_operator:
+        run_policy["backoffLimit"] = backoff
     if ctx.settings.ttl_seconds_after_finished is not None:
         run_policy["ttlSecondsAfterFinished"] = ctx.settings.ttl_seconds_after_finished
     job_spec: dict[str, Any] = {kind.specs_field: replica_specs, "runPolicy": run_policy}
