@@ -3,7 +3,7 @@
 A backend turns a published run directory (record + code, see `jupyter_px.runstore`) into running
 replicas and writes what it learns (states, exit codes, logs, metrics) back into the run store.
 UIs never talk to a backend's processes or API server: they read the store. So a backend needs
-only four verbs.
+few verbs: check, submit, status/observe (reads), reconcile (the keeper's), logs, stop and clean.
 """
 
 from __future__ import annotations
@@ -103,3 +103,9 @@ class Backend(ABC):
     @abstractmethod
     def stop(self, run_id: str) -> None:
         """Stop every replica; the run ends as Stopped (unless it had already finished)."""
+
+    def clean(self, run_id: str) -> list[str]:
+        """Remove what a finished run left outside the run store (its objects on a cluster: the
+        finished pods and job an operator keeps) and say what, one entry per kind ("3 Pods").
+        Its status, logs and metrics stay. Default: nothing is left anywhere else."""
+        return []

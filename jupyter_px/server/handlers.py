@@ -432,7 +432,8 @@ class RunHandler(PxHandler):
 
 class RunDirectoryHandler(PxHandler):
     """`DELETE px/api/runs/<id>/directory`: remove a finished run's directory (its record, logs,
-    metrics and outputs), the sidebar's Delete and "Clear finished". The run is named by its
+    metrics and outputs), the sidebar's Delete and "Clear finished", after what it left outside the
+    store (a Kubernetes run's job and pods), which the answer names. The run is named by its
     exact id (never a name or `last`, which could mean another run by the time it is read); a
     run that has not finished is refused with 409 (stop it first)."""
 
@@ -442,12 +443,13 @@ class RunDirectoryHandler(PxHandler):
         if not RUN_ID_PATTERN.match(run_id):
             raise web.HTTPError(400, f"run id {run_id!r} is not valid: lowercase letters, digits and '-'")
         try:
-            await self.blocking(self.px.service.delete, run_id, kind=change_kind("local"))
+            record = await self.blocking(self.px.service.record, run_id)
+            removed = await self.blocking(self.px.service.delete, run_id, kind=change_kind(record.backend))
         except RunNotFound:
             raise web.HTTPError(404, f"no run {run_id!r}") from None
-        except RunActive as error:
+        except (RunActive, BackendError) as error:  # a run whose leftovers could not go is kept
             raise web.HTTPError(409, str(error)) from None
-        self.send(RunDeleted, {"run_id": run_id, "deleted": True})
+        self.send(RunDeleted, {"run_id": run_id, "deleted": True, "removed": removed})
 
 
 class RunLogsHandler(PxHandler):

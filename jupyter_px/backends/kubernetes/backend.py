@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from ... import detached
@@ -31,7 +32,7 @@ from ...runstore import RunState, RunStatus, atomic_write_json
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology
 from ..base import Backend, BackendError, Observation, RunLeftBehind, SubmitHandle
-from .cleanup import delete_run
+from .cleanup import delete_run, remove_run
 from .client import Cluster, connect
 from .create import CreateFailed, create_all, roll_back
 from .handle import FOLLOWER_DIR, FOLLOWER_LOG, HANDLE_FILE, STOP_FILE, RunHandle
@@ -231,11 +232,8 @@ class KubernetesBackend(Backend):
     def stop(self, run_id: str, timeout: float = STOP_WAIT_S) -> None:
         status = self.store.status(run_id)
         root = self.store.paths(run_id).root
-        if (root / LEFT_BEHIND_FILE).exists():  # a failed start whose objects may remain: delete them
-            self._delete_left_behind(run_id, root)
-            return
-        if status.state.finished:
-            self._delete_what_is_left(root)
+        if (root / LEFT_BEHIND_FILE).exists() or status.state.finished:
+            self.clean(run_id)  # what a failed start or a finished run left
             return
         handle = RunHandle.load(root)
         atomic_write_json(root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
@@ -259,29 +257,37 @@ class KubernetesBackend(Backend):
             _mark_stopped(status)
             self.store.write_status(status)
 
-    def _delete_what_is_left(self, root: Path) -> None:
-        """`stop` on a finished run: whatever the operator kept (cleanPodPolicy None or Running
-        keeps finished pods; a TrainJob keeps its JobSet) is deleted by label. Its status stays
-        as the follower wrote it; its logs are in the run store already."""
+    def clean(self, run_id: str) -> list[str]:
+        """A finished run: delete what the operator kept (cleanPodPolicy None or Running keeps
+        finished pods; the job stays; a TrainJob keeps its JobSet) and say what it was. Its status
+        stays as the follower wrote it; its logs are in the run store already."""
+        root = self.store.paths(run_id).root
+        if (root / LEFT_BEHIND_FILE).exists():  # a failed start whose objects may remain
+            return self._delete_left_behind(run_id, root)
         if not (root / HANDLE_FILE).exists():
-            return  # never reached the cluster
+            return []  # never reached the cluster
         handle = RunHandle.load(root)
-        cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
         try:
-            delete_run(cluster, handle)
-        except (HTTPError, OSError) as error:
+            cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
+        except BackendError as error:
             raise BackendError(
-                f"run {root.name} is finished; deleting what it left on the cluster ({handle.host}) failed: {error}"
+                f"run {run_id} is finished; its cluster cannot be reached to delete what it left: {error}"
+            ) from None
+        try:
+            return remove_run(cluster, handle)
+        except (HTTPError, OSError, ApiException) as error:
+            raise BackendError(
+                f"run {run_id} is finished; deleting what it left on the cluster ({handle.host}) failed: {error}"
             ) from None
         finally:
             cluster.close()
 
-    def _delete_left_behind(self, run_id: str, root: Path) -> None:
+    def _delete_left_behind(self, run_id: str, root: Path) -> list[str]:
         """Delete by label what a failed start may have left; forget the mark once confirmed."""
         handle = RunHandle.load(root)
         cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
         try:
-            delete_run(cluster, handle)
+            removed = remove_run(cluster, handle)
             kinds = [KINDS["Pod"], KINDS["Service"], KINDS["ConfigMap"], *filter(None, [handle.job()])]
             left = [
                 f"{kind.kind} {name}"
@@ -296,6 +302,7 @@ class KubernetesBackend(Backend):
         status = self.store.status(run_id)
         status.message = f"{status.message} Deleted since: nothing of the run is left on the cluster."
         self.store.write_status(status)
+        return removed
 
 
 #: A run whose failed start may have left objects on the cluster (`stop` deletes them).

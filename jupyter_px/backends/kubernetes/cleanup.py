@@ -1,5 +1,7 @@
 """Deleting what a run has on the cluster: its job by name, its pods, Services and ConfigMaps by
-the run's label. `stop` and the follower (a stop, a native run's end) both call it."""
+the run's label (what the operators made for the job, its pods and Services, JobSet, goes with
+the job: they name it as their owner). `stop` and the follower (a stop, a native run's end) call
+`delete_run`; `remove_run` also says what there was (a finished run's `clean`)."""
 
 from __future__ import annotations
 
@@ -28,3 +30,28 @@ def delete_run(cluster: Cluster, handle: RunHandle) -> None:
                 problems.append(f"{kind}: {api_reason(error)}")
     if problems:
         raise BackendError(f"stopping run {handle.base} left objects behind: {'; '.join(problems)}")
+
+
+def _plural(count: int, kind: str) -> str:
+    return f"{count} {kind}{'' if count == 1 else 's'}"
+
+
+def remove_run(cluster: Cluster, handle: RunHandle) -> list[str]:
+    """Delete every object of a run and say what there was: the job (with what its operator made
+    for it) and the run's pods, Services and ConfigMaps, one entry per kind."""
+    selector = run_selector(handle.base)
+    found: list[str] = []
+    job = handle.job()
+    if job is not None:
+        try:
+            job.get(cluster, handle.base)
+            found.append(f"{job.kind} {handle.base} (and what its operator made for it)")
+        except ApiException as error:
+            if error.status != 404:
+                raise BackendError(f"reading {job.kind} {handle.base}: {api_reason(error)}") from None
+    for kind in ("Pod", "Service", "ConfigMap"):
+        names = KINDS[kind].names_by_label(cluster, selector)
+        if names:
+            found.append(_plural(len(names), kind))
+    delete_run(cluster, handle)
+    return found
