@@ -1,8 +1,8 @@
-"""Nothing of a run keeps running after it ends, on the simulated cluster: the backend asks the
-training operator for a cleanPodPolicy that deletes what still runs when the job ends (replicas
-that never end by themselves: parameter servers, MXNet servers, MPI workers, workers a master
-did not wait for), and `stop` on a finished run deletes what is left. The simulated operator
-and kubelet act; the test only counts pods."""
+"""Nothing of a run keeps running after it ends, on the simulated cluster: what still runs when
+the job ends (replicas that never end by themselves: parameter servers, MXNet servers, MPI
+workers, workers a master did not wait for) is deleted by the run's follower once it has their
+logs (cleanPodPolicy None, the operators' default), and `stop` or Delete on a finished run
+deletes what is left and names it. The simulated operator and kubelet act; the test counts."""
 
 from __future__ import annotations
 
@@ -57,8 +57,8 @@ def test_no_pod_runs_on_after_a_kubeflow_job_ends(sim, px_home, framework):
 
 
 def test_stop_on_a_finished_run_deletes_what_is_left(sim, px_home):
-    """cleanPodPolicy Running keeps the finished pods (their logs); a `stop` of the finished run
-    deletes them, the job and the rest of the run's objects."""
+    """The finished pods are kept (their logs); a `stop` of the finished run deletes them, the job
+    and the rest of the run's objects."""
     topology = {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}}
     run = jupyter_px.submit("print('done')\n", topology)
     assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"
@@ -110,7 +110,7 @@ def test_deleting_a_finished_run_removes_what_it_left_first(sim, px_home):
     with sim.outage(), pytest.raises(BackendError, match="deleting what it left on the cluster"):
         service.delete(run.run_id)
     assert run.paths.root.exists(), "a run whose objects could not be deleted is kept"
-    kept = len(sim.list("pods"))  # the finished ones (cleanPodPolicy Running deletes what still ran)
+    kept = len(sim.list("pods"))  # the finished ones (what still ran was deleted at the job's end)
     removed = service.delete(run.run_id)
     assert removed[0].startswith("PyTorchJob") and f"{kept} Pod{'' if kept == 1 else 's'}" in removed, removed
     assert not run.paths.root.exists()
