@@ -314,7 +314,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
             removed = service.clean(run_id)
             print(f"run {run_id} had already finished: {before.state.value}" + _removed(removed))
             return 0
-        status = service.stop(run_id)
+        status = service.stop(run_id, force=args.force)
     except BackendError as error:
         print(f"jupyter px stop: {error}", file=sys.stderr)
         return 1
@@ -438,4 +438,10 @@ def register(commands) -> None:
 
     stop = commands.add_parser("stop", help="stop a run", description="Stop every replica of a run; it ends Stopped.")
     stop.add_argument("run", metavar="RUN", help=RUN_HELP)
+    stop.add_argument(
+        "--force",
+        action="store_true",
+        help="stop it without its supervisor's help (one that hangs): the replicas still get SIGTERM and "
+        "the grace to write what they hold",
+    )
     stop.set_defaults(handler=_guarded(cmd_stop))

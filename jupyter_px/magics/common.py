@@ -29,13 +29,24 @@ def in_kernel(shell: Any) -> bool:
     return getattr(shell, "kernel", None) is not None
 
 
+def run_service() -> Any:
+    """The run service over the store; a UsageError (one line) when the store cannot be one
+    (`PX_HOME` names a file)."""
+    from ..runstore import StoreUnusable
+    from ..service import RunService
+
+    try:
+        return RunService()
+    except StoreUnusable as error:
+        raise UsageError(str(error)) from None
+
+
 def open_run(ref: str) -> Any:
     """The Run the user means: an id, a name (its newest run) or `last`; a UsageError otherwise."""
     from ..api import Run
     from ..runstore import RunDamaged, RunNotFound
-    from ..service import RunService
 
-    service = RunService()
+    service = run_service()
     try:
         run = Run(ref, service=service)
         run.status()  # a damaged status is reported here, as one line, not mid-way through a magic

@@ -26,7 +26,7 @@ from ..presentation.follow import LogPrinter, follow_run
 from ..presentation.labels import is_tf_chief
 from ..service import BackendError
 from .args import check_output, check_wait, output_arg, run_arg, wait_args
-from .common import in_kernel, open_run, shell_of, show_run, wait_for_run
+from .common import in_kernel, open_run, run_service, shell_of, show_run, wait_for_run
 
 #: How a magic tells the user to bring a run whose owner is gone up to date.
 KEEP_HINT = "run.wait() or `jupyter px follow {run_id}`"
@@ -70,10 +70,9 @@ class RunMagics(Magics):
         args = parse_argstring(self.px_runs, line)
         check_output(args)
         from ..presentation.run_json import run_summary
-        from ..service import RunService
         from ..sweeps.view import group_trials, with_sweep_links
 
-        views = RunService().list_runs(limit=args.limit or None)
+        views = run_service().list_runs(limit=args.limit or None)
         summaries = with_sweep_links(views, [run_summary(v.record, v.status, v.owner_problem) for v in views])
         if args.output:
             shell_of(self).user_ns[args.output] = summaries
@@ -246,11 +245,10 @@ class RunMagics(Magics):
 def _is_sweep(ref: str) -> bool:
     """Whether `ref` names a sweep and no run (a run wins: `%px_attach` was about runs first)."""
     from ..runstore import RunNotFound
-    from ..service import RunService
     from ..sweeps.store import SweepNotFound, SweepStore
 
     try:
-        RunService().resolve(ref)
+        run_service().resolve(ref)
         return False
     except RunNotFound:
         pass

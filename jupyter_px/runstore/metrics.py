@@ -48,6 +48,8 @@ from typing import Any, NamedTuple
 from .event_records import read_scalar_events
 from .jsonl_records import MAX_LINE_BYTES, LinesRead, decode_lines, line_start_after, read_lines
 from .layout import EVENTS_FILE_SUFFIX, RunPaths
+from .run_files import Listing, PlantedLink, list_run_dir, open_run_file
+from .store import RunDamaged
 
 __all__ = ["Series", "MetricsReader", "FilePosition"]
 
@@ -151,6 +153,11 @@ class MetricsReader:
         self._files: dict[str, _FileState] = {}
         self._dirs: dict[str, _DirState] = {}
         self._params: dict[str, tuple[int, dict[str, Any]]] = {}
+        #: Every file of the run is opened through here: never through a link (`run_files`).
+        self._open = partial(open_run_file, run_paths.root)
+        #: What was refused (`metrics/worker-0.jsonl is a symbolic link: it is not served`):
+        #: readers that serve a run report it (`RunDamaged`) instead of serving the rest silently.
+        self.planted: list[str] = []
 
     # -- reading --------------------------------------------------------------------------
 
@@ -214,14 +221,16 @@ class MetricsReader:
                 state = self._files[path] = _FileState(replica)
                 size = self._grown_size(path, state)
                 if size is not None and size > share:
-                    tail = line_start_after(path, size - share)
+                    tail = line_start_after(path, size - share, opener=self._open)
                     if tail < size:  # else one huge last line: read the file as a whole
                         state.offset = state.history_end = tail
                 continue
             if not state.history_end or (left is not None and left <= 0):
                 continue
             chunk = state.history_end if left is None else min(state.history_end, share, left)
-            low = line_start_after(path, state.history_end - chunk) if chunk < state.history_end else 0
+            low = (
+                line_start_after(path, state.history_end - chunk, opener=self._open) if chunk < state.history_end else 0
+            )
             if low >= state.history_end:  # one line longer than the chunk: take the rest at once
                 low = 0
             high, state.history_end = state.history_end, low
@@ -231,12 +240,22 @@ class MetricsReader:
             ingest = partial(
                 self._ingest, replica, path=path, state=state, series_for=_collect_into(scratch), latest=False
             )
-            _report_long_lines(path, state, read_lines(path, low, high, ingest))
+            _report_long_lines(path, state, read_lines(path, low, high, ingest, opener=self._open))
             for name, points in scratch.items():
                 series = self._series(replica, name, {})
                 series.steps[:0], series.values[:0], series.times[:0] = points.steps, points.values, points.times
                 older[(replica, name)] = points
         return older
+
+    def check_planted(self) -> None:
+        """RunDamaged naming what was refused, for readers that serve the run's metrics: a run
+        holding a planted link is reported as such, not served in part."""
+        if self.planted:
+            raise RunDamaged(self.paths.run_id, "; ".join(self.planted))
+
+    def _refused(self, link: PlantedLink) -> None:
+        if str(link) not in self.planted:
+            self.planted.append(str(link))
 
     def _series(self, replica: str, name: str, starts: dict[tuple[str, str], int]) -> Series:
         metrics = self._data.get(replica)
@@ -254,7 +273,7 @@ class MetricsReader:
         """The file's size if it grew past `state.offset`, else None. A replaced or truncated
         file is read again from the start."""
         try:
-            st = os.stat(path)
+            st = os.lstat(path)
         except FileNotFoundError:
             return None
         if st.st_ino != state.inode or st.st_size < state.offset:
@@ -278,7 +297,11 @@ class MetricsReader:
             return self._series(replica, name, starts)
 
         ingest = partial(self._ingest, replica, path=path, state=state, series_for=series_for)
-        read = read_lines(path, state.offset, size, ingest, skipping=state.skipping)
+        try:
+            read = read_lines(path, state.offset, size, ingest, skipping=state.skipping, opener=self._open)
+        except PlantedLink as link:
+            self._refused(link)
+            return
         state.offset, state.skipping = read.offset, read.skipping
         _report_long_lines(path, state, read)
 
@@ -335,25 +358,22 @@ class MetricsReader:
         if state is None:
             state = self._dirs[directory] = _DirState()
         try:
-            mtime_ns = os.stat(directory).st_mtime_ns
+            mtime_ns = os.lstat(directory).st_mtime_ns
         except FileNotFoundError:
             state.mtime_ns, state.files, state.dirs = -1, [], []
             return state
         now = time.time()
         if mtime_ns == state.mtime_ns and state.listed_at - mtime_ns / 1e9 > _FRESH_DIR_S:
             return state
-        files, dirs = [], []
         try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    if want_dirs and entry.is_dir():
-                        dirs.append(entry.name)
-                    elif entry.is_file():
-                        files.append(entry.name)
-        except (FileNotFoundError, NotADirectoryError):
-            pass
+            listing = list_run_dir(self.paths.root, directory)
+        except PlantedLink as link:
+            self._refused(link)
+            listing = Listing()
+        for name in listing.refused:
+            self._refused(PlantedLink(os.path.relpath(os.path.join(directory, name), self.paths.root), "is a link"))
+        files = [name for name in listing.files if not name.startswith(".")]
+        dirs = [name for name in listing.dirs if want_dirs and not name.startswith(".")]
         state.mtime_ns, state.listed_at, state.files, state.dirs = mtime_ns, now, sorted(files), sorted(dirs)
         return state
 
@@ -378,7 +398,11 @@ class MetricsReader:
         def emit(tag: str, step: int, value: float, when: float) -> None:
             self._series(replica, prefix + tag, starts).append(step, value, when)
 
-        read = read_scalar_events(path, state.offset, size, state.plugins, emit)
+        try:
+            read = read_scalar_events(path, state.offset, size, state.plugins, emit, opener=self._open)
+        except PlantedLink as link:
+            self._refused(link)
+            return
         state.offset, state.broken = read.offset, read.broken
         state.bad_lines += read.bad_records
 
@@ -413,12 +437,14 @@ class MetricsReader:
             def emit(tag: str, step: int, value: float, when: float) -> None:
                 collect(state.prefix + tag).append(step, value, when)
 
-            end = read_scalar_events(path, start, state.offset, dict(state.plugins), emit, limit=limit).offset
+            end = read_scalar_events(
+                path, start, state.offset, dict(state.plugins), emit, limit=limit, opener=self._open
+            ).offset
         else:
             end = state.offset
             if limit is not None and start + limit < end:
                 # bounded: a limit that lands in an over-long line does not scan to its end
-                end = min(end, line_start_after(path, start + max(1, limit), scan=MAX_LINE_BYTES))
+                end = min(end, line_start_after(path, start + max(1, limit), scan=MAX_LINE_BYTES, opener=self._open))
             # bad_lines=1: the reader already warned about this file's bad lines, if any
             ingest = partial(
                 self._ingest,
@@ -475,12 +501,15 @@ class MetricsReader:
                 continue
             path = os.path.join(directory, name)
             try:
-                mtime = os.stat(path).st_mtime_ns
+                mtime = os.lstat(path).st_mtime_ns
                 cached = self._params.get(path)
                 if cached is None or cached[0] != mtime:
-                    with open(path, "rb") as f:
+                    with self._open(path) as f:
                         loaded = json.load(f)
                     cached = self._params[path] = (mtime, loaded if isinstance(loaded, dict) else {})
+            except PlantedLink as link:
+                self._refused(link)
+                continue
             except (OSError, ValueError):
                 continue
             out[name[: -len(".json")]] = cached[1]

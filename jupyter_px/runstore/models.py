@@ -150,6 +150,10 @@ class ReplicaStatus(BaseModel):
     reason: str | None = Field(default=None, description="a Reason (OOMKilled, Error, StoppedByRun, ...)")
     message: str | None = None
     address: str | None = None
+    points_lost: int = Field(
+        default=0, description="metric points log_metrics accepted that were never written: killed before the flush"
+    )
+    points_dropped: int = Field(default=0, description="metric points log_metrics refused: its queue was full")
 
     @field_validator("reason", mode="before")
     @classmethod

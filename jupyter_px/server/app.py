@@ -41,7 +41,6 @@ import asyncio
 import contextlib
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, TraitError, Unicode, default, validate
 
 from .. import tensorboard
+from ..daemon_pool import DaemonThreadPool
 from ..runstore import RunStore, px_home
 from .settings import PxSettings
 
@@ -150,7 +150,7 @@ class JupyterPxApp(ExtensionApp):
         self.store = RunStore(Path(self.home))
         self.state = PxState(self.store, self.px_settings())
         self._keeper: asyncio.Task[None] | None = None
-        self._keeper_executor: ThreadPoolExecutor | None = None
+        self._keeper_executor: DaemonThreadPool | None = None
         self._published: dict[str, str | None] = {}
         self._publish_for_kernels()
 
@@ -213,7 +213,7 @@ class JupyterPxApp(ExtensionApp):
     def start_keeper(self) -> None:
         if self.keeper_interval <= 0 or self._keeper is not None:
             return
-        self._keeper_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-px-keeper")
+        self._keeper_executor = DaemonThreadPool(1, "jupyter-px-keeper")  # a hung pass must not hold up exit
         self._keeper = asyncio.get_running_loop().create_task(self._keep(), name="jupyter-px-keeper")
 
     async def _keep(self) -> None:

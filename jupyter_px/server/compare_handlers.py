@@ -27,7 +27,7 @@ from tornado import web
 from ..compare.comparison import compare_runs, encode
 from ..compare.digest import DigestCache
 from ..compare.selection import SelectionError, select_runs, sweep_objective
-from ..runstore import RunNotFound
+from ..runstore import RunDamaged, RunNotFound
 from .handlers import PxHandler, PxState, finite_json
 from .models import CompareRequest, CompareTensorBoardRequest, Comparison, dump
 
@@ -70,6 +70,8 @@ class CompareHandler(_CompareRoute):
         body = self.body(CompareRequest)
         try:
             answer, cpu_ms = await self.blocking(self._compare, body)
+        except RunDamaged as error:  # as on every route of a run: 409 with what is damaged
+            raise web.HTTPError(409, str(error)) from None
         except (SelectionError, RunNotFound, ValueError) as error:
             raise web.HTTPError(400, str(error)) from None
         # What the comparison cost the server in CPU, apart from waiting for a core (W3C Server-Timing).

@@ -24,13 +24,11 @@ so no handler can forget one.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import json
 import logging
 import math
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -65,6 +63,7 @@ from .models import (
     dump,
     parse_body,
 )
+from .pools import Kind, Pools, change_kind
 from .runs_index import RunsIndex
 from .settings import PxSettings
 from .submission import SubmittedCode, code_from_notebook, code_from_script
@@ -77,45 +76,10 @@ AUTH_RESOURCE = "px"
 #: The most log bytes one request returns; the client continues from the returned offset.
 MAX_LOG_CHUNK = 256 * 1024
 
-#: Threads per kind of blocking work: reads (the store), submits and stops per backend family
-#: (a local one starts processes; a Kubernetes one waits on the API server), TensorBoard starts.
-#: A kind whose threads are all busy queues its own calls only.
-POOL_THREADS: dict[str, int] = {"read": 8, "local": 4, "kubernetes": 8, "tensorboard": 2}
-
 #: The largest byte offset a logs request may name (a file offset is a signed 64-bit number).
 MAX_OFFSET = 2**62
 
 B = TypeVar("B", bound=Body)
-Kind = Literal["read", "local", "kubernetes", "tensorboard"]
-
-
-def change_kind(backend: str) -> Kind:
-    """The pool of a submit or stop on `backend` (a topology's backend kind or a run's backend)."""
-    return "local" if backend == "local" else "kubernetes"
-
-
-class Pools:
-    """One bounded thread pool per kind of blocking work, for the server's life.
-
-    `asyncio.to_thread` shares the loop's one default pool (min(32, cores + 4) threads): six
-    submits blocked on a hung Kubernetes API server once left no thread for `GET runs`. Here a
-    submit can only wait behind other submits and stops to the same backend family."""
-
-    def __init__(self, threads: dict[str, int] | None = None):
-        sizes = {**POOL_THREADS, **(threads or {})}
-        self.executors = {
-            kind: ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"jupyter-px-{kind}")
-            for kind, size in sizes.items()
-        }
-
-    async def run(self, kind: Kind, function: Any, *args: Any, **kwargs: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executors[kind], lambda: function(*args, **kwargs))
-
-    def shutdown(self) -> None:
-        """Refuse new work and drop what waits; calls in progress finish in their threads."""
-        for executor in self.executors.values():
-            executor.shutdown(wait=False, cancel_futures=True)
 
 
 def http_error_for(error: BaseException) -> web.HTTPError | None:

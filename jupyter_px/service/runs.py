@@ -301,7 +301,7 @@ class RunService:
     def log_size(self, run_id: str, role: str, index: int) -> int:
         """Bytes in a replica's log so far (0 before it wrote any)."""
         path = self.store.paths(run_id).log(role, index)
-        return path.stat().st_size if path.exists() else 0
+        return path.lstat().st_size if path.exists() else 0
 
     def metrics(self, run_id: str) -> Any:
         """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""
@@ -315,6 +315,7 @@ class RunService:
         reader = MetricsReader(self.store.paths(run_id), **options)
         if polled:
             reader.poll()
+            reader.check_planted()
         return reader
 
     # ---- keepers and actions: explicit, never part of a read ---------------------------------
@@ -356,10 +357,14 @@ class RunService:
                 raise TimeoutError(f"run {run_id} still {status.state.value} after {timeout} s")
             time.sleep(poll)
 
-    def stop(self, run_id: str) -> RunStatus:
+    def stop(self, run_id: str, force: bool = False) -> RunStatus:
         """Stop every replica (waits until they have ended) and return the status; a finished
-        run is left as it is. BackendError when the backend cannot stop it."""
-        self.backend_of(run_id).stop(run_id)
+        run is left as it is. BackendError when the backend cannot stop it. `force`: without the
+        run's owner (a hung supervisor), as `jupyter px stop --force`."""
+        backend = self.backend_of(run_id)
+        if force:
+            return backend.force_stop(run_id)
+        backend.stop(run_id)
         return self.store.status(run_id)
 
     def clean(self, run_id: str) -> list[str]:

@@ -64,6 +64,8 @@ class Replica:
     pgid: int | None = None
     #: Set when we end it: what to record once its process is gone.
     ending: Ending | None = None
+    #: When we sent SIGTERM, and when SIGKILL follows at the latest (the stop's grace).
+    term_at: float | None = None
     kill_at: float | None = None
     restart_at: float | None = None
     #: After the run succeeded: when to stop it if it has not finished by itself.

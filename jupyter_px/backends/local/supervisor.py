@@ -46,13 +46,16 @@ from ... import detached
 from ...cluster import local_addresses
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
+from ...runstore.settle import settle_replica
 from ...topology import Topology, parse_topology
 from ..outcome import Outcome, run_outcome
-from . import oom_kills, policy
+from . import flushing, oom_kills, policy
 from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
+    DRAINED_KILL_AFTER_S,
     IDLE_POLL_S,
+    LEDGER_POLL_S,
     MASTER_HEAD_START_S,
     MEMORY_POLL_S,
     STOP_FILE,
@@ -95,6 +98,8 @@ class Supervisor:
         self.stop_requested = False
         self.writer = StatusWriter(store, self.status)
         self.wakeup = SignalWakeup()
+        #: "master-0: 1,204 metric points not written: ..." lines, added to the run's message.
+        self.metric_notices: list[str] = []
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -183,7 +188,10 @@ class Supervisor:
         launch = self.plan.launch(replica.spec)
         if replica.port is not None:
             self.ports.release_socket(replica.port)
-        self.paths.logs_dir.mkdir(parents=True, exist_ok=True)
+        # Folders the submission made hold the replica's own: made here, not by the replica (which
+        # must never make a deleted run's directory again).
+        self.paths.logs_dir.mkdir(exist_ok=True)
+        self.paths.tensorboard(replica.spec.role, replica.spec.index).mkdir(exist_ok=True)
         popen = spawn(
             launch.argv,
             launch.env,
@@ -221,13 +229,17 @@ class Supervisor:
                 log.info("reaped adopted process %d: %s", pid, decode_wait_status(wait_status).describe())
 
     def _on_exit(self, replica: Replica, info: ExitInfo) -> None:
+        self._record_exit(replica, info)
+        self._settle_metrics(replica)
+
+    def _record_exit(self, replica: Replica, info: ExitInfo) -> None:
         if replica.pgid:
             kill_group(replica.pgid, signal.SIGKILL)  # whatever it left in its group goes with it
             self.watchdog.forget(replica.pgid)
         if replica.popen is not None:
             replica.popen.returncode = info.exit_code  # we reaped it: Popen must not wait for it again
         replica.popen = None
-        replica.kill_at = replica.finish_by = None
+        replica.kill_at = replica.term_at = replica.finish_by = None
         replica.last_exit = info
         st = replica.status
         st.exit_code, st.signal, st.finished_at = info.exit_code, info.signal, time.time()
@@ -319,10 +331,40 @@ class Supervisor:
                     ),
                 )
         for replica in self.replicas:
-            if replica.running and replica.kill_at is not None and replica.kill_at <= now and replica.pgid:
+            if not (replica.running and replica.kill_at is not None and replica.pgid):
+                continue
+            if replica.kill_at <= now:
                 log.info("%s: still running %g s after SIGTERM; SIGKILL", replica.key, STOP_GRACE_S)
-                kill_group(replica.pgid, signal.SIGKILL)
-                replica.kill_at = None
+            elif not (
+                replica.term_at is not None
+                and now - replica.term_at >= DRAINED_KILL_AFTER_S
+                and flushing.drained(self.paths, replica.key)
+            ):
+                continue
+            else:
+                log.info(
+                    "%s: wrote every metric point but still runs %g s after SIGTERM; SIGKILL",
+                    replica.key,
+                    now - replica.term_at,
+                )
+            kill_group(replica.pgid, signal.SIGKILL)
+            replica.kill_at = replica.term_at = None
+
+    def _settle_metrics(self, replica: Replica) -> None:
+        """After an exit: TensorBoard catches up with the JSONL, and what the replica's processes
+        accepted but never wrote (or dropped) is recorded, here and in the run's message."""
+        try:
+            settled = settle_replica(self.paths, replica.spec.role, replica.spec.index)
+        except OSError as error:
+            log.warning("%s: cannot settle its metrics: %s", replica.key, error)
+            return
+        if settled.repaired:
+            log.info("%s: %d metric points added to TensorBoard from the JSONL", replica.key, settled.repaired)
+        notice = flushing.record(replica.status, settled)
+        if notice:
+            log.warning("%s", notice)
+            self.metric_notices.append(notice)
+            self.writer.dirty = True
 
     # ---- deciding the run ---------------------------------------------------------------------
     def _stop_replica(self, replica: Replica, ending: Ending) -> None:
@@ -330,7 +372,8 @@ class Supervisor:
             if replica.ending is None and replica.pgid:
                 replica.ending = ending
                 kill_group(replica.pgid, signal.SIGTERM)
-                replica.kill_at = time.monotonic() + STOP_GRACE_S
+                replica.term_at = time.monotonic()
+                replica.kill_at = replica.term_at + STOP_GRACE_S
         elif replica.status.state in (ReplicaState.PENDING, ReplicaState.RESTARTING):
             replica.end_without_exit(ending)
             self.writer.dirty = True
@@ -372,6 +415,8 @@ class Supervisor:
             for deadline in (replica.kill_at, replica.finish_by, replica.restart_at):
                 if deadline is not None:
                     deadlines.append(deadline)
+            if replica.kill_at is not None:  # being stopped: read its ledgers (see _escalate)
+                deadlines.append(now + LEDGER_POLL_S)
         if self.memory is not None and oom_kills.watched(self.memory, self.replicas):
             deadlines.append(self.memory.next_poll)
         return max(0.0, min(deadlines) - now)
@@ -456,8 +501,11 @@ class Supervisor:
                 )
         if self.ports is not None:
             self.ports.close()
+        for replica in self.replicas:  # processes that had left their replica's group are gone now
+            self._settle_metrics(replica)
         outcome = self.outcome or Outcome(RunState.FAILED, Reason.SUPERVISOR_ERROR, "the supervisor ended early")
-        self.status.state, self.status.reason, self.status.message = outcome.state, outcome.reason, outcome.message
+        message = "; ".join([outcome.message, *self.metric_notices])
+        self.status.state, self.status.reason, self.status.message = outcome.state, outcome.reason, message
         self.status.finished_at = time.time()
         try:
             self.writer.write_final()
