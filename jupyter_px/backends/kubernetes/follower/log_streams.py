@@ -168,9 +168,9 @@ class LogStreams:
         self, slot: _Slot, pod: dict[str, Any], container: str, restarts: int, ended: bool, replica_log: ReplicaLog
     ) -> None:
         """A pod being deleted: the rest of its previous container instance if that was not read
-        whole (a crash's last lines), then the current one followed to its end (the container
-        exits on the deletion's SIGTERM; a follow opened before the pod is removed gets every line
-        up to that exit, where a read of "what it has so far" would miss what it logs while it stops)."""
+        whole (a crash's last lines), then what the current one has logged so far. Both return at
+        once (no follow: a pod removed while others wait for a slot takes its log with it); the
+        current one is then followed to its end when a collection is free."""
         from .log_sink import RunGone, read_instance
 
         stream = slot.stream or ""
@@ -183,7 +183,7 @@ class LogStreams:
                         replica_log.mark_complete(earlier)
                 except ApiException as error:
                     log.info("previous log of %s, being deleted: %s", pod["metadata"]["name"], error)
-            if read_instance(self.cluster, pod, container, stream, replica_log, previous=False, follow=True) and ended:
+            if read_instance(self.cluster, pod, container, stream, replica_log, previous=False, follow=False) and ended:
                 replica_log.mark_complete(stream)
         except RunGone:
             return
