@@ -657,13 +657,11 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     """Enumerate what the server registered (not our own list): every method of every px route
     refuses an anonymous request, and nothing happens (no run created, none stopped)."""
     from jupyter_px.server import ROUTES
-    from jupyter_px.server.compare_handlers import ROUTES as COMPARE_ROUTES
-    from jupyter_px.server.sweep_handlers import SWEEP_ROUTES
 
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) + len(SWEEP_ROUTES) + len(COMPARE_ROUTES) == 9 + 2 + 2
+    assert len(routes) == len(ROUTES) == 13
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")

@@ -133,3 +133,26 @@ def test_points_in_flight_when_the_supervisor_is_killed_are_written(px_home):
         assert _assert_files_agree(run, key) == BURST
         assert status.replica(*_role_index(key)).points_lost == 0
     assert "not written" not in status.message
+
+
+def test_a_deleted_run_directory_stays_deleted(px_home):
+    """`rm -rf` a live run's directory while its replicas log: nothing makes it again (once the
+    replicas re-created runs/<id>/{metrics,tensorboard} before they died), and the run ends."""
+    import shutil
+
+    run = submit("burst.py", _topology(1), args=["100", "steady"])
+    wait_for(lambda: len(outputs(run)) == 2, timeout=120, what="both replicas to log")
+    root = run.store.paths(run.run_id).root
+    pids = [r.pid for r in run.status().replicas] + [run.status().owner.pid]
+    shutil.rmtree(root)
+    wait_for(lambda: not any(_alive(pid) for pid in pids), timeout=60, what="the run's processes to end")
+    assert not root.exists(), sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .. import backend_table
+
 
 class RunState(str, Enum):
     PENDING = "Pending"
@@ -132,7 +134,7 @@ class RunRecord(BaseModel):
     @classmethod
     def _one_native_name(cls, value: object) -> object:
         """Older versions recorded the native Kubernetes backend as `kubernetes`."""
-        return "native" if value == "kubernetes" else value
+        return backend_table.canonical(value) if isinstance(value, str) else value
 
 
 class ReplicaStatus(BaseModel):

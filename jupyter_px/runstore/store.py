@@ -178,9 +178,21 @@ class RunStore:
         paths = self._require(run_id)
         return _load(RunRecord, paths, paths.record)
 
-    def status(self, run_id: str) -> RunStatus:
-        paths = self._require(run_id)
+    def status(self, run_id: str, *, without_record: bool = False) -> RunStatus:
+        """The run's status; `without_record`: also for a run whose record is missing or damaged
+        (whether it finished decides whether it may be deleted)."""
+        paths = self._run_dir(run_id) if without_record else self._require(run_id)
         return _load(RunStatus, paths, paths.status)
+
+    def _run_dir(self, run_id: str) -> RunPaths:
+        """The paths of a run whose directory exists, whatever is in it."""
+        try:
+            paths = self.paths(run_id)
+        except InvalidRunId as error:
+            raise RunNotFound(str(error)) from None
+        if not paths.root.is_dir():
+            raise RunNotFound(f"no run {run_id!r} in {self.root}")
+        return paths
 
     def write_status(self, status: RunStatus) -> None:
         status.updated_at = time.time()
@@ -241,7 +253,7 @@ class RunStore:
                     return run_id
             raise RunNotFound(f"no runs yet in {self.root}")
         try:
-            if self.exists(ref):
+            if self.exists(ref) or self.paths(ref).root.is_dir():  # a run without a record is damaged
                 return ref
         except InvalidRunId:
             pass
@@ -276,7 +288,7 @@ class RunStore:
                 yield text, offset
 
     def delete(self, run_id: str) -> None:
-        shutil.rmtree(self._require(run_id).root)
+        shutil.rmtree(self._run_dir(run_id).root)
 
     def read_log(
         self, run_id: str, role: str, index: int, offset: int = 0, limit: int | None = LOG_CHUNK_BYTES

@@ -17,19 +17,24 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
+from .. import backend_table
 from ..daemon_pool import DaemonThreadPool
 
 #: Threads per kind of blocking work: reads (the store), submits and stops per backend family
-#: (a local one starts processes; a Kubernetes one waits on the API server), TensorBoard starts.
-#: A kind whose threads are all busy queues its own calls only.
+#: (`backend_table`: a local one starts processes; a Kubernetes one waits on the API server),
+#: TensorBoard starts. A kind whose threads are all busy queues its own calls only.
 POOL_THREADS: dict[str, int] = {"read": 8, "local": 4, "kubernetes": 8, "tensorboard": 2}
 
 Kind = Literal["read", "local", "kubernetes", "tensorboard"]
 
 
 def change_kind(backend: str) -> Kind:
-    """The pool of a submit or stop on `backend` (a topology's backend kind or a run's backend)."""
-    return "local" if backend == "local" else "kubernetes"
+    """The pool of a submit or stop on `backend` (any of its names): its family's. An unknown
+    name gets the local pool, where the submit is refused at once."""
+    try:
+        return backend_table.entry(backend).family
+    except backend_table.UnknownBackend:
+        return "local"
 
 
 class Pools:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
-from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
+from ..runstore import RunDamaged, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..runstore.models import TrialOf
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from .sources import CodeSource, load_code
@@ -138,6 +138,14 @@ class RunService:
     def resolve(self, ref: str) -> str:
         """The run id `ref` means: an id, a name (its newest run) or `last`; RunNotFound else."""
         return self.store.resolve(ref)
+
+    def readable(self, ref: str) -> str:
+        """`resolve`, then the run's record and status read: RunDamaged (naming what) for a run
+        whose files cannot be, so every surface reports a damaged run the same way."""
+        run_id = self.resolve(ref)
+        self.store.record(run_id)
+        self.store.status(run_id)
+        return run_id
 
     def record(self, run_id: str) -> RunRecord:
         return self.store.record(run_id)
@@ -381,13 +389,19 @@ class RunService:
         (record, status, logs, metrics, outputs); what was removed outside the store.
 
         RunActive for a run that has not finished: stop it first (its supervisor or follower
-        would keep writing into a directory that is gone). RunNotFound for an unknown run.
+        would keep writing into a directory that is gone). RunNotFound for an unknown run. A run
+        whose record is damaged may be deleted (that is how one is got rid of) if its status says
+        it finished; with no record to name its backend, nothing outside the store is removed.
         BackendError when what it left cannot be removed: the run is kept (its directory is how
         its objects are found), so a later delete tries again."""
-        status = self.store.status(run_id)
+        status = self.store.status(run_id, without_record=True)
         if not status.state.finished:
             raise RunActive(f"run {run_id} is {status.state.value}: stop it before deleting it")
-        removed = self.backend_of(run_id).clean(run_id)
+        try:
+            backend = self.backend_of(run_id)
+        except RunDamaged:
+            backend = None
+        removed = backend.clean(run_id) if backend is not None else []
         self.store.delete(run_id)
         return removed
 
