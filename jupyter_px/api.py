@@ -7,7 +7,6 @@ run = jupyter_px.Run("last")                       # or a run id, or a run name 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -18,9 +17,10 @@ from .service import (
     Backend,
     CodeSource,
     Observation,
+    Overrides,
     PushError,
     RunService,
-    code_source,
+    Submission,
 )
 from .topology import Topology, parse_topology
 
@@ -60,25 +60,21 @@ def submit(
     `language` ("python", or "ipython" for %magics and !commands) overrides the source's.
     Nothing is left behind when validation, the backend's resource check or the start fails.
     """
-    typed = code_source(code)
-    if source is not None:
-        typed = dataclasses.replace(typed, origin=source)
-    service = RunService(store)
-    run_id = service.submit(
-        typed,
+    overrides = Overrides(framework=framework, workers=workers, ps=ps, backend=backend)
+    submission = Submission.of_code(
+        code,
         topology,
+        overrides,
         name=name,
-        backend=backend,
-        framework=framework,
-        workers=workers,
-        ps=ps,
         workdir=workdir,
         args=args,
         language=language,
         push=push,
         submitted_from=submitted_from,
+        source=source,
     )
-    return Run(run_id, service=service)
+    service = RunService(store)
+    return Run(service.submit(submission), service=service)
 
 
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:

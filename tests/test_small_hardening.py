@@ -15,7 +15,7 @@ from local_support import CLI, ROOT
 
 from jupyter_px.runstore import RunStore
 from jupyter_px.runstore.models import RunOwner
-from jupyter_px.service import RunService, SourceText
+from jupyter_px.service import RunService, SourceText, Submission
 
 PYTORCH = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
 
@@ -30,7 +30,7 @@ PYTORCH = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}
 )
 def test_a_name_no_run_could_be_found_by_is_refused_at_submit(px_home, name, reason):
     with pytest.raises(ValueError) as refused:
-        RunService().submit(SourceText("pass\n"), PYTORCH, name=name)
+        RunService().submit(Submission(SourceText("pass\n"), PYTORCH, name=name))
     assert str(refused.value) == reason
     assert not (px_home / "runs").exists() or not any((px_home / "runs").iterdir())
 

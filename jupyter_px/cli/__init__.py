@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ..runstore.store import StoreUnusable
+    from ..service import StoreUnusable
 
     try:
         code = int(args.handler(args) or 0)

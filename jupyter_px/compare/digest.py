@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..runstore import RunDamaged, RunNotFound, RunState, RunStore
-from ..runstore.metrics import MetricsReader, Series
+from ..runstore.metrics import MetricsReader
+from ..runstore.series import Series
 from .downsample import DEFAULT_POINTS, downsample_indices
 from .params import canonical, chief_first, run_params
 from .values import SeriesValues, series_values

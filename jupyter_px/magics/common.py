@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -32,8 +33,7 @@ def in_kernel(shell: Any) -> bool:
 def run_service() -> Any:
     """The run service over the store; a UsageError (one line) when the store cannot be one
     (`PX_HOME` names a file)."""
-    from ..runstore import StoreUnusable
-    from ..service import RunService
+    from ..service import RunService, StoreUnusable
 
     try:
         return RunService()
@@ -44,7 +44,7 @@ def run_service() -> Any:
 def open_run(ref: str) -> Any:
     """The Run the user means: an id, a name (its newest run) or `last`; a UsageError otherwise."""
     from ..api import Run
-    from ..runstore import RunDamaged, RunNotFound
+    from ..service import RunDamaged, RunNotFound
 
     service = run_service()
     try:
@@ -57,6 +57,15 @@ def open_run(ref: str) -> Any:
         ) from None
     except RunDamaged as error:
         raise UsageError(str(error)) from None
+
+
+def cell_submission(shipped: Any, topology: Any, name: str | None, push: dict[str, Any]) -> Any:
+    """What `%%px_distributed` submits, a run or a sweep: the cell's code as shipped (its source,
+    where it came from, its language), run in the kernel's working directory."""
+    from ..service import SourceText, Submission
+
+    source = SourceText(shipped.source, origin=shipped.origin, language=shipped.language)
+    return Submission(source, topology, name=name, push=push or None, origin="magic", workdir=os.getcwd())
 
 
 @contextlib.contextmanager
@@ -91,7 +100,7 @@ def show_run(shell: Any, run: Any, terminal_line: str) -> Any:
 def wait_for_run(run: Any, monitor: Any, timeout: float | None) -> None:
     """Block until the run ends; a UsageError (one line, naming the failed replica and where its
     log is) unless it succeeded. Ctrl-C stops the waiting, not the run."""
-    from ..runstore import RunState
+    from ..service import RunState
 
     try:
         status = run.wait(timeout=timeout)

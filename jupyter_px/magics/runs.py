@@ -69,7 +69,7 @@ class RunMagics(Magics):
         backend, replicas, where from, when created, duration."""
         args = parse_argstring(self.px_runs, line)
         check_output(args)
-        from ..presentation.run_json import run_summary
+        from ..service.views import run_summary
         from ..sweeps.view import group_trials, with_sweep_links
 
         views = run_service().list_runs(limit=args.limit or None)
@@ -244,7 +244,7 @@ class RunMagics(Magics):
 
 def _is_sweep(ref: str) -> bool:
     """Whether `ref` names a sweep and no run (a run wins: `%px_attach` was about runs first)."""
-    from ..runstore import RunNotFound
+    from ..service import RunNotFound
     from ..sweeps.store import SweepNotFound, SweepStore
 
     try:

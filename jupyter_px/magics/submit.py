@@ -14,7 +14,7 @@ from ..presentation.text import topology_problems
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology
 from ..topology.registry import UnknownTopology, topologies
 from .args import IDENTIFIER, check_output, check_wait, output_arg, wait_args
-from .common import shell_of, show_run, submit_errors, wait_for_run
+from .common import cell_submission, shell_of, show_run, submit_errors, wait_for_run
 
 #: Which magic option set which field, so an invalid override is reported as the option.
 OPTION_FIELDS = {
@@ -38,7 +38,7 @@ class SubmitMagics(Magics):
     @argument("--framework", help="override: tensorflow, pytorch, mxnet, horovod or mpi")
     @argument("--workers", type=int, metavar="N", help="override: number of workers")
     @argument("--ps", type=int, metavar="N", help="override: number of parameter servers")
-    @argument("--backend", help="override: local, native, kubeflow or kubeflow-trainer")
+    @argument("--backend", help="override: local, native, kubeflow, kubeflow-trainer or slurm")
     @argument("--name", metavar="RUN", help="a name for the run (its id starts with it; magics accept it)")
     @wait_args
     @argument("--notebook", action="store_true", help="ship the notebook's code cells up to this one, then this cell")
@@ -188,16 +188,9 @@ class SubmitMagics(Magics):
 
     def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any]):
         from ..api import Run
-        from ..service import RunService, SourceText
+        from ..service import RunService
 
         service = RunService()
         with submit_errors():
-            run_id = service.submit(
-                SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
-                topology,
-                name=args.name,
-                push=push or None,
-                submitted_from="magic",
-                workdir=os.getcwd(),
-            )
+            run_id = service.submit(cell_submission(shipped, topology, args.name, push))
         return Run(run_id, service=service)

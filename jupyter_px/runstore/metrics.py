@@ -6,8 +6,9 @@ Two sources, both per replica:
   `@px-metrics` lines out of a log stream, see `jupyter_px.runstore.log_metrics`);
 * TensorBoard event files that the training code wrote itself under
   `tensorboard/<role>-<index>/` (a Keras `TensorBoard` callback, a torch `SummaryWriter`, ...).
-  Scalars in a sub-directory get it as a prefix: Keras' `train/epoch_loss`.
-  The event files written by `jupyter_px.tracking` are skipped: their points are in the JSONL.
+  Scalars in a sub-directory get it as a prefix: Keras' `train/epoch_loss`. The event files
+  written by `jupyter_px.tracking` are skipped: their points are in the JSONL. Event files are
+  framed and decoded by `jupyter_px.runstore.event_records`.
 
 A replica with several processes (`processes_per_replica > 1`) has one file per process
 (`metrics/worker-0.rank1.jsonl`, see `runstore.layout`): each process is its own series, keyed
@@ -25,12 +26,8 @@ how far each file has been read, and `read_range()` reads a file's points again 
 offset (see `jupyter_px.runstore.metrics_cursor`). Times cannot serve: replicas flush on their
 own timers, so a point stamped earlier may land after a later one was read.
 
-Memory: points are held in columns (`array('d')` for values and times, a list for steps), about
-40 bytes a point instead of three boxed objects in three lists, and files are parsed in chunks
-(`jupyter_px.runstore.jsonl_records`), so reading 1,000,000 points never holds the file or its
-parsed lines whole.
-
-Event files are framed and decoded by `jupyter_px.runstore.event_records`.
+Memory: points are held in columns (`runstore.series`: about 40 bytes a point), and files are
+parsed in chunks (`runstore.jsonl_records`): reading 1,000,000 points never holds a file whole.
 """
 
 from __future__ import annotations
@@ -39,8 +36,7 @@ import json
 import os
 import time
 import warnings
-from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
@@ -49,48 +45,14 @@ from .event_records import read_scalar_events
 from .jsonl_records import MAX_LINE_BYTES, LinesRead, decode_lines, line_start_after, read_lines
 from .layout import EVENTS_FILE_SUFFIX, RunPaths
 from .run_files import Listing, PlantedLink, list_run_dir, open_run_file
+from .series import Series
 from .store import RunDamaged
 
-__all__ = ["Series", "MetricsReader", "FilePosition"]
+__all__ = ["MetricsReader", "FilePosition", "Update"]
 
 #: A directory whose mtime is younger than this is listed again on every poll, because an entry
 #: added within the file system's timestamp granularity would not change the mtime we saw.
 _FRESH_DIR_S = 2.0
-
-
-def _floats(values: Iterable[float] = ()) -> array:
-    return values if isinstance(values, array) and values.typecode == "d" else array("d", values)
-
-
-@dataclass
-class Series:
-    """Points of one metric of one replica, as three parallel columns (what plotting wants).
-
-    `steps` is a list that holds None where `log_metrics` was called without a step; `values`
-    and `times` are `array('d')` (8 bytes a point; index, slice, iterate and `numpy.asarray`
-    them like lists; `list(series.values)` for JSON). Lists given to the constructor are
-    converted.
-    """
-
-    steps: list[int | None] = field(default_factory=list)
-    values: array = field(default_factory=_floats)
-    times: array = field(default_factory=_floats)
-
-    def __post_init__(self) -> None:
-        self.values = _floats(self.values)
-        self.times = _floats(self.times)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def append(self, step: int | None, value: float, time_: float) -> None:
-        self.steps.append(step)
-        self.values.append(value)
-        self.times.append(time_)
-
-    def tail(self, start: int) -> Series:
-        """The points from index `start` on, as a new Series (slices: C speed)."""
-        return Series(self.steps[start:], self.values[start:], self.times[start:])
 
 
 #: What `poll()` returns: new points by (replica, metric name).
@@ -155,8 +117,7 @@ class MetricsReader:
         self._params: dict[str, tuple[int, dict[str, Any]]] = {}
         #: Every file of the run is opened through here: never through a link (`run_files`).
         self._open = partial(open_run_file, run_paths.root)
-        #: What was refused (`metrics/worker-0.jsonl is a symbolic link: it is not served`):
-        #: readers that serve a run report it (`RunDamaged`) instead of serving the rest silently.
+        #: What was refused (a planted link): readers that serve a run report it (`check_planted`).
         self.planted: list[str] = []
 
     # -- reading --------------------------------------------------------------------------
@@ -238,7 +199,7 @@ class MetricsReader:
                 left -= high - low
             scratch: dict[str, Series] = {}
             ingest = partial(
-                self._ingest, replica, path=path, state=state, series_for=_collect_into(scratch), latest=False
+                self._ingest, replica, path=path, state=state, series_for=partial(_collect, scratch), latest=False
             )
             _report_long_lines(path, state, read_lines(path, low, high, ingest, opener=self._open))
             for name, points in scratch.items():
@@ -432,7 +393,7 @@ class MetricsReader:
             return {}, state.offset
         scratch: dict[str, Series] = {}
         if state.events:
-            collect = _collect_into(scratch)
+            collect = partial(_collect, scratch)
 
             def emit(tag: str, step: int, value: float, when: float) -> None:
                 collect(state.prefix + tag).append(step, value, when)
@@ -451,7 +412,7 @@ class MetricsReader:
                 state.replica,
                 path=path,
                 state=_FileState(bad_lines=1),
-                series_for=_collect_into(scratch),
+                series_for=partial(_collect, scratch),
                 latest=None,
             )
             end = read_lines(path, start, end, ingest).offset  # the reader reported long lines
@@ -507,18 +468,17 @@ class MetricsReader:
                     with self._open(path) as f:
                         loaded = json.load(f)
                     cached = self._params[path] = (mtime, loaded if isinstance(loaded, dict) else {})
-            except PlantedLink as link:
-                self._refused(link)
-                continue
-            except (OSError, ValueError):
+            except (OSError, ValueError) as error:
+                if isinstance(error, PlantedLink):
+                    self._refused(error)
                 continue
             out[name[: -len(".json")]] = cached[1]
         return out
 
 
-def _collect_into(scratch: dict[str, Series]) -> Callable[[str], Series]:
-    """A `series_for` that gathers points in `scratch` (older history, prepended afterwards)."""
-    return lambda name: scratch.setdefault(name, Series())
+def _collect(scratch: dict[str, Series], name: str) -> Series:
+    """Older history's points gather in `scratch` (prepended afterwards)."""
+    return scratch.setdefault(name, Series())
 
 
 def _report_long_lines(path: str, state: _FileState, read: LinesRead) -> None:

@@ -49,7 +49,7 @@ from traitlets import Float, TraitError, Unicode, default, validate
 
 from .. import tensorboard
 from ..daemon_pool import DaemonThreadPool
-from ..runstore import RunStore, px_home
+from ..service import px_home
 from .settings import PxSettings
 
 log = logging.getLogger(__name__)
@@ -131,8 +131,8 @@ class JupyterPxApp(ExtensionApp):
     def initialize_settings(self) -> None:
         from .base import PxState
 
-        self.store = RunStore(Path(self.home))
-        self.state = PxState(self.store, self.px_settings())
+        self.state = PxState(self.px_settings())
+        self.store = self.state.store
         self._keeper: asyncio.Task[None] | None = None
         self._keeper_executor: DaemonThreadPool | None = None
         self._published: dict[str, str | None] = {}

@@ -40,14 +40,11 @@ from tornado import web
 
 from .. import tensorboard
 from ..compare.digest import DigestCache
-from ..presentation.run_json import run_detail
-from ..runstore import RunDamaged, RunNotFound, RunStore
-from ..service import RunService
+from ..service import RunDamaged, RunNotFound, RunService
+from ..service.views import run_detail
 from ..topology import TopologyError
-from .metrics_cache import MetricsCache
 from .models import Body, BodyError, CodeRequest, ErrorReply, Reply, TensorBoardStarted, dump, parse_body
 from .pools import Kind, Pools
-from .runs_index import RunsIndex
 from .settings import PxSettings
 from .submission import SubmittedCode, code_from_notebook, code_from_script
 
@@ -98,14 +95,10 @@ class PxState:
     (and its store) and the caches over it. Handlers reach configuration only through `settings`
     (`app.JupyterPxApp`)."""
 
-    def __init__(self, store: RunStore | None = None, settings: PxSettings | None = None):
-        self.store = store or RunStore(settings.home if settings else None)
-        self.settings = settings or PxSettings(
-            home=self.store.home, tensorboard_idle_timeout=tensorboard.idle_timeout_setting()
-        )
-        self.service = RunService(self.store, kubernetes=self.settings.kubernetes_overrides())
-        self.runs = RunsIndex(self.service)
-        self.metrics = MetricsCache(self.store)
+    def __init__(self, settings: PxSettings):
+        self.settings = settings
+        self.service = RunService(home=settings.home, kubernetes=settings.kubernetes_overrides())
+        self.store = self.service.store
         self.digests = DigestCache(self.store)  # one for the server's life: a run is read whole once
         self.pools = Pools()
         self._sweeps: SweepService | None = None
@@ -204,6 +197,13 @@ class PxHandler(APIHandler):
     def send(self, model: type[Reply], data: Any, status: int = 200) -> None:
         """Answer with `data` as `model` (checked: a field the model does not declare is a bug)."""
         self.write_json(dump(model, data), status)
+
+    async def start_tensorboard(self, run_ids: list[str]) -> None:
+        """Start (or reuse) one TensorBoard for `run_ids` in the TensorBoard pool and answer with
+        where it is served (`send_tensorboard`)."""
+        idle = self.px.settings.tensorboard_idle_timeout
+        result = await self.blocking(self.px.service.tensorboard, run_ids, kind="tensorboard", idle_timeout=idle)
+        self.send_tensorboard(result)
 
     def send_tensorboard(self, result: tensorboard.StartResult) -> None:
         """Answer a TensorBoard start: where it is served (the Jupyter server's authenticated route,

@@ -25,7 +25,7 @@ from tornado import web
 
 from ..compare.comparison import compare_runs, encode
 from ..compare.selection import SelectionError, select_runs, sweep_objective
-from ..runstore import RunDamaged, RunNotFound
+from ..service import RunDamaged, RunNotFound
 from .base import PxHandler, finite_json
 from .models import CompareRequest, CompareTensorBoardRequest, Comparison, dump
 
@@ -82,10 +82,4 @@ class CompareTensorBoardHandler(PxHandler):
             run_ids = await self.blocking(select_runs, self.px.store, body.runs)
         except SelectionError as error:
             raise web.HTTPError(400, str(error)) from None
-        result = await self.blocking(
-            self.px.service.tensorboard,
-            run_ids,
-            kind="tensorboard",
-            idle_timeout=self.px.settings.tensorboard_idle_timeout,
-        )
-        self.send_tensorboard(result)
+        await self.start_tensorboard(run_ids)

@@ -16,9 +16,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..runstore import RunDamaged, RunNotFound
-from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN
-from ..service import BackendError, RunActive
+from ..service import ROLE_PATTERN, RUN_ID_PATTERN, BackendError, RunActive, RunDamaged, RunNotFound, Submission
 from ..topology import TopologyError, parse_topology
 from .base import MAX_LOG_CHUNK, PxHandler, problems_of
 from .models import (
@@ -45,17 +43,17 @@ class RunsHandler(PxHandler):
         limit = self.int_argument("limit", 100)
         assert offset is not None
         if self.request.headers.get("If-None-Match"):
-            etag = await self.blocking(self.px.runs.current_etag)
+            etag = await self.blocking(self.px.service.runs_etag)
             self.set_header("Etag", etag)
             if self.check_etag_header():
                 self.set_status(304)
                 self.finish()
                 return
-        page = await self.blocking(self.px.runs.page, offset, limit or None)
+        page = await self.blocking(self.px.service.runs_page, offset, limit or None)
         progress = {}
         for summary in page.runs:
             if not summary["finished"]:
-                found = await self.blocking(self.px.metrics.progress, summary["run_id"])
+                found = await self.blocking(self.px.service.metric_progress, summary["run_id"])
                 if found:
                     progress[summary["run_id"]] = found
         self.set_header("Etag", page.etag)
@@ -80,15 +78,8 @@ class RunsHandler(PxHandler):
             topo = self.px.settings.with_image(topo)
         code = await self.read_code(code_request)
         try:
-            run_id = await self.blocking(
-                self.px.service.submit,
-                code.source,
-                topo,
-                kind=change_kind(topo.backend_kind),
-                name=name or None,
-                workdir=code.workdir,
-                submitted_from="sidebar",
-            )
+            submission = Submission(code.source, topo, name=name or None, workdir=code.workdir, origin="sidebar")
+            run_id = await self.blocking(self.px.service.submit, submission, kind=change_kind(topo.backend_kind))
         except (BackendError, ValueError, FileNotFoundError) as error:  # ResourceUnavailable, bad name...
             raise web.HTTPError(400, f"the run could not start on the {topo.backend_kind} backend: {error}") from None
         self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run_id}")
@@ -181,12 +172,12 @@ class RunMetricsHandler(PxHandler):
     @web.authenticated
     @authorized
     async def get(self, ref: str) -> None:
-        from ..runstore.metrics_cursor import MetricsCursorError
+        from ..service import MetricsCursorError
 
         run_id = await self.resolve(ref)
         cursor = self.get_argument("since", None) or None
         try:
-            data = await self.blocking(self.px.metrics.points_since, run_id, cursor)
+            data = await self.blocking(self.px.service.metric_points_since, run_id, cursor)
         except MetricsCursorError as error:
             raise web.HTTPError(400, f"since: {error}") from None
         status = await self.blocking(self.px.service.status, run_id)
@@ -206,10 +197,4 @@ class RunTensorBoardHandler(PxHandler):
             if not await self.blocking(self.px.store.exists, other):
                 raise web.HTTPError(404, f"also: no run {other!r}")
         run_ids = list(dict.fromkeys([run_id, *also]))  # in order, once each
-        result = await self.blocking(
-            self.px.service.tensorboard,
-            run_ids,
-            kind="tensorboard",
-            idle_timeout=self.px.settings.tensorboard_idle_timeout,
-        )
-        self.send_tensorboard(result)
+        await self.start_tensorboard(run_ids)

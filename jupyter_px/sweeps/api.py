@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from ..api import Run
 from ..runstore import RunStore
-from ..service import CodeSource, code_source
+from ..service import CodeOptions, CodeSource, Submission
 from ..topology import Topology, parse_topology
 from ..topology.sweep_spec import SweepSpec
 from .service import SweepService
@@ -20,31 +18,16 @@ def sweep(
     code: str | os.PathLike | CodeSource,
     topology: Topology | str | dict,
     *,
-    name: str | None = None,
-    workdir: str | os.PathLike | None = None,
-    args: list[str] | tuple[str, ...] = (),
-    language: str | None = None,
-    push: Mapping[str, Any] | None = None,
-    submitted_from: str = "api",
-    source: str | None = None,
     store: RunStore | None = None,
+    **options: Unpack[CodeOptions],
 ) -> Sweep:
     """Start the sweep of `topology` (its `hptuning:` or `matrix:` section) over `code`; returns
-    at once. Each trial is a whole distributed run of `code` with the trial's values."""
-    typed = code_source(code)
-    if source is not None:
-        typed = dataclasses.replace(typed, origin=source)
+    at once. Each trial is a whole distributed run of `code` with the trial's values. `options`
+    are `jupyter_px.submit`'s for the code (name, workdir, args, language, push, submitted_from,
+    source)."""
     service = SweepService(store.home if store else None)
-    sweep_id = service.start(
-        typed,
-        topology,
-        name=name,
-        workdir=workdir,
-        args=args,
-        language=language,
-        push=push,
-        submitted_from=submitted_from,
-    )
+    submission = Submission.of_code(code, topology, **options)
+    sweep_id = service.start(submission)
     return Sweep(sweep_id, service=service)
 
 

@@ -10,6 +10,7 @@ replica's status, where every surface shows it.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -19,9 +20,12 @@ import psutil
 
 from ...runstore import ReplicaStatus, RunPaths
 from ...runstore.ledger import Ledger, all_ledgers, replica_ledgers
-from ...runstore.settle import Settled
+from ...runstore.settle import Settled, settle_replica
 from .config import DRAINED_KILL_AFTER_S, LEDGER_POLL_S
 from .process import kill_group
+from .replica import Replica
+
+log = logging.getLogger(__name__)
 
 
 def drained(paths: RunPaths, key: str) -> bool:
@@ -37,6 +41,34 @@ def _all_drained(live: list[Ledger]) -> bool:
     return bool(live) and all(
         ledger.sigterm_flushes and not ledger.unwritten and not ledger.tensorboard_behind for ledger in live
     )
+
+
+def kill_due(replica: Replica, paths: RunPaths, now: float, grace: float) -> str | None:
+    """Why replica `replica`, being stopped, is SIGKILLed now: its grace is up, or it has written
+    every point and still runs `DRAINED_KILL_AFTER_S` after SIGTERM (`drained`); else None."""
+    if not (replica.running and replica.kill_at is not None):
+        return None
+    if replica.kill_at <= now:
+        return f"still running {grace:g} s after SIGTERM"
+    if replica.term_at is not None and now - replica.term_at >= DRAINED_KILL_AFTER_S and drained(paths, replica.key):
+        return f"wrote every metric point but still runs {now - replica.term_at:g} s after SIGTERM"
+    return None
+
+
+def settle_exit(paths: RunPaths, replica: Replica) -> str | None:
+    """After an exit of `replica`: TensorBoard catches up with the JSONL, and what its processes
+    accepted but never wrote (or dropped) is recorded in its status; the notice, if any."""
+    try:
+        settled = settle_replica(paths, replica.spec.role, replica.spec.index)
+    except OSError as error:
+        log.warning("%s: cannot settle its metrics: %s", replica.key, error)
+        return None
+    if settled.repaired:
+        log.info("%s: %d metric points added to TensorBoard from the JSONL", replica.key, settled.repaired)
+    notice = record(replica.status, settled)
+    if notice:
+        log.warning("%s", notice)
+    return notice
 
 
 def record(status: ReplicaStatus, settled: Settled) -> str | None:

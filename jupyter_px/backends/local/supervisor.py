@@ -46,14 +46,12 @@ from ... import detached
 from ...cluster import local_addresses
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
-from ...runstore.settle import settle_replica
 from ...topology import Topology, parse_topology
 from ..outcome import Outcome, run_outcome
 from . import flushing, oom_kills, policy
 from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
-    DRAINED_KILL_AFTER_S,
     IDLE_POLL_S,
     LEDGER_POLL_S,
     MASTER_HEAD_START_S,
@@ -140,40 +138,22 @@ class Supervisor:
         if self.topology.is_mpi:
             self.plan.write_mpi_files()
         for replica in self.replicas:
-            p = placements[(replica.spec.role, replica.spec.index)]
-            log.info(
-                "%s: address %s, cores %s, gpus %s, memory limit %s, restart %s (max %d)",
-                replica.key,
-                replica.status.address,
-                list(p.cpus) if p.cpus else "all",
-                list(p.gpus) or "none",
-                f"{p.memory_limit_mib:.0f} MiB" if p.memory_limit_mib else "none",
-                replica.spec.restart_policy,
-                replica.spec.max_restarts,
-            )
+            placed = placements[(replica.spec.role, replica.spec.index)].describe()
+            spec = replica.spec
+            log.info("%s: address %s, %s", replica.key, replica.status.address, placed)
+            log.info("%s: restart %s (max %d)", replica.key, spec.restart_policy, spec.max_restarts)
 
     def _start_order(self) -> list[Replica]:
         is_mpi = self.topology.is_mpi
         return sorted(self.replicas, key=lambda r: (policy.start_rank(r.spec.role, is_mpi=is_mpi), r.spec.index))
 
     def _head_start(self) -> None:
-        """Let the master get ahead before the workers compete with it for the cores.
-
-        A PyTorch worker whose first connection to the master's TCPStore is refused (the master
-        is still importing torch) retries only after a backoff of up to about a second. On a
-        machine with fewer cores than processes, the master's imports are slowed by the
-        workers', so without a lead it is often last to listen. The lead costs little there
-        (the cores are saturated either way) and is not taken where there are enough cores.
-        """
-        if self.topology.framework != "pytorch":
-            return
-        delay = MASTER_HEAD_START_S
-        if delay is None:
-            assert self.machine is not None
-            processes = len(self.replicas) * self.topology.environment.processes_per_replica
-            delay = 0.3 if processes > len(self.machine.cpus) else 0.0
+        """Let the master get ahead before the workers compete with it for the cores (`policy.head_start`)."""
+        assert self.machine is not None
+        processes = len(self.replicas) * self.topology.environment.processes_per_replica
+        delay = policy.head_start(self.topology.framework, processes, len(self.machine.cpus), MASTER_HEAD_START_S)
         if delay > 0:
-            self._wait(delay)
+            self.wakeup.wait(delay)
 
     def _is_server(self, replica: Replica) -> bool:
         return policy.is_server(
@@ -269,22 +249,22 @@ class Supervisor:
     def _should_restart(self, replica: Replica, failed: bool, info: ExitInfo) -> bool:
         if self.outcome is not None or self.stop_requested:
             return False
-        spec = replica.spec
+        spec, others = replica.spec, [r for r in self.replicas if r is not replica]
+        decides = policy.decides_run(
+            spec.role,
+            has_master=any(r.spec.role == "master" for r in self.replicas),
+            other_workers_succeeded=all(
+                r.status.state == ReplicaState.SUCCEEDED for r in others if r.spec.role == "worker"
+            ),
+        )
+        restarts, exit_code = replica.status.restarts, info.exit_code
         return policy.should_restart(
             spec.restart_policy,
             failed=failed,
-            exit_code=info.exit_code,
-            restarts=replica.status.restarts,
+            exit_code=exit_code,
+            restarts=restarts,
             max_restarts=spec.max_restarts,
-            decides_run=policy.decides_run(
-                spec.role,
-                has_master=any(r.spec.role == "master" for r in self.replicas),
-                other_workers_succeeded=all(
-                    r.status.state == ReplicaState.SUCCEEDED
-                    for r in self.replicas
-                    if r.spec.role == "worker" and r is not replica
-                ),
-            ),
+            decides_run=decides,
         )
 
     def _restart_due(self) -> None:
@@ -331,38 +311,17 @@ class Supervisor:
                     ),
                 )
         for replica in self.replicas:
-            if not (replica.running and replica.kill_at is not None and replica.pgid):
-                continue
-            if replica.kill_at <= now:
-                log.info("%s: still running %g s after SIGTERM; SIGKILL", replica.key, STOP_GRACE_S)
-            elif not (
-                replica.term_at is not None
-                and now - replica.term_at >= DRAINED_KILL_AFTER_S
-                and flushing.drained(self.paths, replica.key)
-            ):
-                continue
-            else:
-                log.info(
-                    "%s: wrote every metric point but still runs %g s after SIGTERM; SIGKILL",
-                    replica.key,
-                    now - replica.term_at,
-                )
-            kill_group(replica.pgid, signal.SIGKILL)
-            replica.kill_at = replica.term_at = None
+            why = flushing.kill_due(replica, self.paths, now, STOP_GRACE_S)
+            if why is not None and replica.pgid:
+                log.info("%s: %s; SIGKILL", replica.key, why)
+                kill_group(replica.pgid, signal.SIGKILL)
+                replica.kill_at = replica.term_at = None
 
     def _settle_metrics(self, replica: Replica) -> None:
-        """After an exit: TensorBoard catches up with the JSONL, and what the replica's processes
-        accepted but never wrote (or dropped) is recorded, here and in the run's message."""
-        try:
-            settled = settle_replica(self.paths, replica.spec.role, replica.spec.index)
-        except OSError as error:
-            log.warning("%s: cannot settle its metrics: %s", replica.key, error)
-            return
-        if settled.repaired:
-            log.info("%s: %d metric points added to TensorBoard from the JSONL", replica.key, settled.repaired)
-        notice = flushing.record(replica.status, settled)
+        """After an exit: what its processes accepted but never wrote (or dropped) goes into the
+        run's message too (`flushing.settle_exit`)."""
+        notice = flushing.settle_exit(self.paths, replica)
         if notice:
-            log.warning("%s", notice)
             self.metric_notices.append(notice)
             self.writer.dirty = True
 
@@ -421,9 +380,6 @@ class Supervisor:
             deadlines.append(self.memory.next_poll)
         return max(0.0, min(deadlines) - now)
 
-    def _wait(self, timeout: float) -> None:
-        self.wakeup.wait(timeout)
-
     # ---- main ----------------------------------------------------------------------------------
     def run(self) -> int:
         load_libc()
@@ -474,7 +430,7 @@ class Supervisor:
             if self.outcome is not None and not any(r.running for r in self.replicas):
                 return
             self.writer.write()
-            self._wait(self._next_timeout())
+            self.wakeup.wait(self._next_timeout())
 
     def _shutdown(self) -> None:
         """Leave nothing behind, then write the final status and let the watchdog go."""
