@@ -153,11 +153,14 @@ def test_trainer_backend_submits_a_trainjob(kube, px_home, monkeypatch):
         (lambda k, mp: mp.setenv("PX_K8S_NAMESPACE", "nope"), "namespace 'nope' does not exist"),
         (lambda k, mp: k.deny("create", "pods"), "no permission to create pods in namespace 'default'"),
         (lambda k, mp: k.deny("create", "tfjobs"), "no permission to create tfjobs"),
+        # what only the follower and clean do on a kubeflow run: it creates no Service and no pod
+        (lambda k, mp: k.deny("delete", "pods"), "no permission to delete pods in namespace 'default'"),
+        (lambda k, mp: k.deny("list", "services"), "no permission to list services in namespace 'default'"),
     ],
 )
 def test_preflight_says_what_is_wrong_in_one_line(kube, px_home, monkeypatch, setup, expected):
     setup(kube, monkeypatch)
-    topology = TF_KUBEFLOW if "tfjobs" in expected else TORCH
+    topology = TF_KUBEFLOW if "tfjobs" in expected or "delete pods" in expected or "services" in expected else TORCH
     with pytest.raises(BackendError) as error:
         jupyter_px.submit("pass\n", topology)
     assert expected in str(error.value) and "\n" not in str(error.value)

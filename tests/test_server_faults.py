@@ -83,7 +83,7 @@ async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, j
 async def test_a_create_on_a_hung_api_server_times_out(jp_fetch, jp_root_dir, px_home, kube, monkeypatch):
     """Every Kubernetes call has a request timeout: a create against a server that hangs ends
     with a 400 saying so, and nothing is left (the run is rolled back)."""
-    monkeypatch.setattr(kube_client.TimedApiClient, "default_timeout", (10.0, 1.0))
+    monkeypatch.setattr(kube_client.TimedRESTClient, "default_timeout", (10.0, 1.0))
     (jp_root_dir / "train.py").write_text("print('hi')\n")
     with kube.hang("POST", "configmaps"):
         code, message = await answer_of(jp_fetch("px", "api", "runs", **submit_body()))
