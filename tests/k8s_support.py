@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from kube_sim import Cluster
+from waiting import wait_for  # noqa: F401 (the suite's one wait, re-exported for these tests)
 
 from jupyter_px import detached
 
