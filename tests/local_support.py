@@ -56,7 +56,7 @@ def assert_nothing_left(run, timeout: float = 20) -> None:
         owner = status.owner
         return owner is None or not ProcessIdentity(owner.pid, owner.started_at).alive()
 
-    wait_for(supervisor_gone, timeout, what=f"the supervisor of {run.run_id} to exit")
+    wait_for(supervisor_gone, f"the supervisor of {run.run_id} to exit", timeout)
     alive = []
     for pid in recorded:
         try:
