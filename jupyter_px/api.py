@@ -51,6 +51,7 @@ def submit(
     submitted_from: str = "api",
     source: str | None = None,
     store: RunStore | None = None,
+    cold: bool = False,
 ) -> Run:
     """Validate, record and start a run; returns at once (call `.wait()` to block).
 
@@ -77,6 +78,7 @@ def submit(
         language=language,
         push=push,
         submitted_from=submitted_from,
+        cold=cold,
     )
     return Run(run_id, service=service)
 

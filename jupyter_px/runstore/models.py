@@ -127,6 +127,7 @@ class RunRecord(BaseModel):
     submitted_from: str | None = Field(default=None, description="cli, magic, api, sidebar")
     versions: dict[str, str] = Field(default_factory=dict)
     sweep: TrialOf | None = Field(default=None, description="the sweep this run is a trial of")
+    cold: bool = Field(default=False, description="asked to start cold (--cold): no replica is forked from a template")
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -193,6 +194,10 @@ class RunStatus(BaseModel):
         default=None, description="who keeps this status true while the run is unfinished; None: nobody"
     )
     replicas: list[ReplicaStatus] = Field(default_factory=list)
+    launch: str | None = Field(
+        default=None,
+        description="how the replicas start: 'warm (template pid N)', or 'cold: <why>' (local backend)",
+    )
 
     @field_validator("reason", mode="before")
     @classmethod

@@ -163,6 +163,7 @@ class RunService:
         push: Mapping[str, Any] | None = None,
         submitted_from: str = "api",
         sweep: TrialOf | None = None,
+        cold: bool = False,
     ) -> str:
         """Validate, record and start a run; returns its id at once (the run goes on).
 
@@ -190,6 +191,7 @@ class RunService:
             workdir=str(Path(workdir or os.getcwd()).resolve()),
             submitted_from=submitted_from,
             sweep=sweep,
+            cold=cold,
         )
         self.store.create(record, files)
         try:

@@ -17,6 +17,7 @@ from ...runstore import ReplicaState, ReplicaStatus
 from ...runstore.models import Reason
 from ...topology import ReplicaSpec
 from .process import ExitInfo
+from .spawners import ForkedProcess
 
 
 class EndReason(str, Enum):
@@ -60,7 +61,7 @@ class Replica:
 
     spec: ReplicaSpec
     status: ReplicaStatus
-    popen: subprocess.Popen | None = None
+    popen: subprocess.Popen | ForkedProcess | None = None
     pgid: int | None = None
     #: Set when we end it: what to record once its process is gone.
     ending: Ending | None = None

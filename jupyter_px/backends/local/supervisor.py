@@ -63,9 +63,10 @@ from .launcher import LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
 from .memory import MemoryGuard
 from .ports import PortReservation
-from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, spawn
+from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc
 from .replica import UNFINISHED, Ending, Replica
 from .resources import Machine, place, this_machine
+from .spawners import Spawner
 from .status_writer import StatusWriter, record_start_failure
 from .wakeup import SignalWakeup
 from .watchdog import Watchdog
@@ -95,6 +96,7 @@ class Supervisor:
         self.stop_requested = False
         self.writer = StatusWriter(store, self.status)
         self.wakeup = SignalWakeup()
+        self.spawner = Spawner()  # cold; warm when forked from a template (see run())
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -160,7 +162,7 @@ class Supervisor:
         workers', so without a lead it is often last to listen. The lead costs little there
         (the cores are saturated either way) and is not taken where there are enough cores.
         """
-        if self.topology.framework != "pytorch":
+        if self.topology.framework != "pytorch" or self.spawner.warm:  # forked replicas import nothing
             return
         delay = MASTER_HEAD_START_S
         if delay is None:
@@ -184,14 +186,15 @@ class Supervisor:
         if replica.port is not None:
             self.ports.release_socket(replica.port)
         self.paths.logs_dir.mkdir(parents=True, exist_ok=True)
-        popen = spawn(
-            launch.argv,
-            launch.env,
-            launch.cwd,
+        spawned = self.spawner.spawn(
+            launch,
             self.paths.log(replica.spec.role, replica.spec.index),
             self.plan.affinity(replica.spec),
             self.cgroup.procs_file if self.cgroup else None,
         )
+        popen = spawned.process
+        if self.memory is not None and spawned.inherited_mib:
+            self.memory.inherited[popen.pid] = spawned.inherited_mib  # the template's pages, not the replica's
         replica.popen, replica.pgid = popen, popen.pid
         self.by_pid[popen.pid] = replica
         self.watchdog.add(popen.pid)
@@ -201,7 +204,8 @@ class Supervisor:
         replica.ending = None
         replica.kill_at = replica.restart_at = replica.finish_by = None
         self.writer.dirty = True
-        log.info("%s: started pid %d: %s", replica.key, popen.pid, launch.argv)
+        how = "forked from the template" if spawned.warm else "started"
+        log.info("%s: %s pid %d: %s", replica.key, how, popen.pid, launch.argv)
 
     # ---- events --------------------------------------------------------------------------------
     def _reap(self) -> None:
@@ -383,6 +387,9 @@ class Supervisor:
     def run(self) -> int:
         load_libc()
         become_subreaper()
+        self.spawner = Spawner.for_this_process()
+        if self.spawner.warm:
+            log.info("warm: replicas are forked from the template's zygote (pid %s)", self.spawner.zygote_pid)
         self.cgroup = RunCgroup.create(self.run_id, self.paths.root)  # before the watchdog: it kills it
         self.watchdog.cgroup, self.watchdog.spare = self.cgroup, spare
         self.watchdog.start()
@@ -441,7 +448,8 @@ class Supervisor:
             self._reap()
             if any(r.running for r in self.replicas):
                 time.sleep(0.02)
-        kill_adopted(keep=lambda: {self.watchdog.pid or 0, *self.by_pid}, reap=self._reap)
+        self.spawner.close()  # the zygote exits when its socket closes
+        kill_adopted(keep=lambda: {self.watchdog.pid or 0, self.spawner.zygote_pid or 0, *self.by_pid}, reap=self._reap)
         kill_leftovers(self.run_id, exclude=[self.watchdog.pid or 0, *self.by_pid])
         if self.cgroup is not None:  # what left our reach (another subreaper adopted it)
             if self.cgroup.kill(spare=spare):
