@@ -14,7 +14,8 @@ import psutil
 import pytest
 from local_support import describe, outputs, replica, run_processes, submit, wait, wait_for
 
-pytestmark = pytest.mark.jobs
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
+pytestmark = [pytest.mark.jobs, pytest.mark.usefixtures("launch")]
 
 
 def _topology(n_workers: int = 2, **worker_settings) -> dict:

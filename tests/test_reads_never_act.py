@@ -24,6 +24,9 @@ from IPython.utils.capture import capture_output
 from local_support import CLI, ROOT, describe, outputs, run_processes, submit, wait_for
 from tornado.httpclient import HTTPClientError
 
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
+pytestmark = [pytest.mark.usefixtures("launch")]
+
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 ONE_WORKER = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}

@@ -67,11 +67,14 @@ SERVER_PID_ENV = "JUPYTER_PX_SERVER_PID"
 #: What every template imports: the replica runner and what a replica's code imports of ours.
 BASE_PRELOAD = ("jupyter_px.runner", "jupyter_px.tracking", "cloudpickle")
 #: The framework's modules, per framework that can start warm (None: no framework). For torch,
-#: also what DistributedDataParallel imports on first use (torch._dynamo: 835 modules, 3 to 5 s
-#: of CPU per replica here), which starts no thread and touches no GPU.
+#: also the heavy pure-Python part of what DistributedDataParallel imports on first use (sympy,
+#: torch.fx). Not torch._dynamo itself (835 modules, the rest of DDP's first-use cost): with it
+#: imported in the template, 1 run in 5 of tests/jobs/torch_ddp.py hung here, a replica's gloo
+#: process group deadlocking in its destructor when `main()` returned (0 in 20 without it,
+#: 0 in 8 cold).
 FRAMEWORK_PRELOAD: dict[str | None, tuple[str, ...]] = {
     None: (),
-    "pytorch": ("torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo"),
+    "pytorch": ("torch", "torch.distributed", "torch.nn.parallel", "sympy", "torch.fx"),
 }
 #: Why a framework's runs start cold.
 COLD_FRAMEWORKS = {
