@@ -93,11 +93,14 @@ def start(
     cwd: os.PathLike | str,
     env: Mapping[str, str],
     fingerprint: str,
+    reimport: Mapping[str, Sequence[str]] | None = None,
     timeout: float = START_TIMEOUT_S,
 ) -> StartedOwner:
     """Have the template's standby become `entry(args)` (a `module:function`), run as
     `python -m <argv0's module> ARGS` would be, in `cwd` with exactly `env`, its stdout and
-    stderr appended to `log_path`. TemplateUnavailable when that cannot be done."""
+    stderr appended to `log_path`. `reimport` ({"vars": [...], "modules": [prefixes]}): modules
+    the standby imported ahead of need that read those variables at import, imported again
+    where `env` gives them other values. TemplateUnavailable when that cannot be done."""
     umask = os.umask(0)
     os.umask(umask)
     request = {
@@ -110,6 +113,7 @@ def start(
         "env": dict(env),
         "umask": umask,
         "fingerprint": fingerprint,
+        "reimport": {key: list(values) for key, values in (reimport or {}).items()},
     }
     sock = _connect(socket_path, timeout)
     try:

@@ -199,10 +199,13 @@ class Template:
         os.set_inheritable(owner_end.fileno(), False)
         fresh.forget_logging(LOGGERS)
         env = dict(request["env"])
+        stale = _modules_read_at_import(request, env)
         env[detached.GO_FD_ENV] = str(conn_fd)
         env[zygote.ZYGOTE_FD_ENV] = f"{zygote_pid}:{owner_end.detach()}"
         fresh.replace_environment(env, request["cwd"], request.get("argv0") or "-", list(request.get("args") or []))
         fresh.refresh_libraries()
+        for name in stale:  # imported ahead of need with other values of variables they read: again
+            del sys.modules[name]
         fresh.call_entry(request["entry"], list(request.get("args") or []))
 
     # ---- requests ----------------------------------------------------------------------------
@@ -340,6 +343,18 @@ class Template:
         write_state(self.state, state="stopped", stopped_at=time.time(), stop_reason=self.stop_reason)
         self.reap()
         return 0
+
+
+def _modules_read_at_import(request: dict[str, Any], env: dict[str, str]) -> list[str]:
+    """Modules the standby imported ahead of need that read a variable at import whose value the
+    caller's environment changes (`request["reimport"]`: {"vars": [...], "modules": [prefix]}):
+    they are imported again by the entry point, with the caller's values."""
+    reimport = request.get("reimport") or {}
+    names = reimport.get("vars") or []
+    if all(os.environ.get(name) == env.get(name) for name in names):
+        return []
+    prefixes = tuple(reimport.get("modules") or [])
+    return [name for name in sys.modules if prefixes and name.startswith(prefixes)]
 
 
 def _preload(names: list[str]) -> None:

@@ -55,7 +55,7 @@ from ...forkserver.client import StartedOwner, TemplateUnavailable, ask
 from ...forkserver.client import start as start_through_template
 from ...runstore import RunRecord, px_home
 from ...topology import Topology
-from .config import SUPERVISOR_MODULE
+from .config import SUPERVISOR_MODULE, TUNABLES
 from .settings import LocalSettings
 
 log = logging.getLogger(__name__)
@@ -84,8 +84,11 @@ COLD_FRAMEWORKS = {
     "horovod": "the ranks are started by mpirun, which a fork cannot stand in for",
     "mpi": "the ranks are started by mpirun, which a fork cannot stand in for",
 }
-#: The standby owner imports the supervisor ahead of need.
+#: The standby owner imports the supervisor ahead of need. This package's modules read these
+#: variables at import (`config.py`, `capacity.py`): a run whose environment gives them other
+#: values than the template's has them imported again (`REIMPORT`).
 STANDBY_IMPORTS = (SUPERVISOR_MODULE,)
+REIMPORT = {"vars": [*TUNABLES, "PX_MAX_LOCAL_PROCESSES"], "modules": ["jupyter_px.backends.local"]}
 SUPERVISOR_ENTRY = f"{SUPERVISOR_MODULE}:main"
 
 #: Variables read when an interpreter or a framework starts: part of the fingerprint.
@@ -288,6 +291,7 @@ def start_supervisor(chosen: Plan, run_dir: Path, env: Mapping[str, str]) -> Sta
         cwd=run_dir,
         env=env,
         fingerprint=chosen.state["fingerprint"],
+        reimport=REIMPORT,
     )
 
 
