@@ -53,6 +53,7 @@ def _warm_templates_of_this_session(tmp_path_factory) -> Iterator[None]:
         patch.setenv("JUPYTER_PX_WARM_DIR", str(directory))
         patch.setenv("JUPYTER_PX_WARM", "0")
         patch.delenv("JUPYTER_PX_WARM_IDLE_S", raising=False)
+        patch.delenv("JUPYTER_PX_WARM_WAIT_S", raising=False)
         patch.delenv("PX_LOCAL_CONFIG", raising=False)
         try:
             yield
@@ -71,6 +72,9 @@ def launch(request, monkeypatch) -> Iterator[str]:
         from warm_support import ensure_templates
 
         monkeypatch.setenv("JUPYTER_PX_WARM", "1")
+        # a submit whose environment another fixture changed (a Jupyter server's PYTHONPATH)
+        # finds the template restarting: it waits for it rather than starting cold
+        monkeypatch.setenv("JUPYTER_PX_WARM_WAIT_S", "300")
         ensure_templates()
     else:
         monkeypatch.setenv("JUPYTER_PX_WARM", "0")

@@ -43,6 +43,7 @@ from typing import Any, NoReturn
 _SIGNALS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP) and s < signal.NSIG]
 
 PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 
 _libc: Any = None
@@ -59,6 +60,28 @@ def prctl(option: int, value: int) -> bool:
         return _libc.prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def process_name() -> str:
+    """This process's name as `ps` shows it (`/proc/self/comm`)."""
+    try:
+        with open("/proc/self/comm") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def set_process_name(name: str) -> None:
+    """Rename this process for `ps` (`comm`, at most 15 bytes)."""
+    global _libc
+    try:
+        if _libc is None:
+            import ctypes
+
+            _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def initial_dispositions() -> dict[int, Any]:

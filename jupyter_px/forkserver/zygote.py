@@ -29,6 +29,8 @@ from . import fresh, wire
 
 #: The environment variable naming the owner's end of its zygote's control socket.
 ZYGOTE_FD_ENV = "JUPYTER_PX_ZYGOTE_FD"
+#: What `ps` calls a zygote (its children get the template's name back).
+ZYGOTE_NAME = "px-zygote"
 
 
 @dataclass(frozen=True)
@@ -118,13 +120,15 @@ def serve(
 ) -> NoReturn:
     """The zygote's loop: one child per request, until the owner closes the socket (or dies:
     the parent-death signal was armed by whoever forked the zygote)."""
+    name = fresh.process_name()
+    fresh.set_process_name(ZYGOTE_NAME)
     while True:
         try:
             request, _ = wire.receive(sock)
         except OSError:
             os._exit(0)
         try:
-            pid = _double_fork(sock, request, dispositions, library_fds, loggers)
+            pid = _double_fork(sock, request, dispositions, library_fds, loggers, name)
             reply: dict[str, Any] = {"pid": pid, "inherited_mib": _resident_mib()}
         except Exception as error:  # reported to the owner, which falls back to a cold start
             reply = {"error": f"{type(error).__name__}: {error}"}
@@ -140,6 +144,7 @@ def _double_fork(
     dispositions: Mapping[int, Any],
     library_fds: set[int],
     loggers: Sequence[str],
+    name: str,
 ) -> int:
     read_end, write_end = os.pipe()
     middle = os.fork()
@@ -150,6 +155,7 @@ def _double_fork(
             child = os.fork()
             if child == 0:
                 os.close(write_end)
+                fresh.set_process_name(name)
                 _become_child(sock, request, dispositions, library_fds, loggers)
             try:
                 os.setpgid(child, child)  # also done by the child: whichever runs first

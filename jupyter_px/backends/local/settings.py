@@ -8,8 +8,11 @@ Read once per submit, in one place, from (later wins):
 
        warm: false          # every run starts cold (as `--cold` does for one run)
        warm_idle_s: 1800    # seconds an unused template lives (0: until stopped)
+       warm_wait_s: 30      # a submit that finds the template starting waits for it this long
+                            # (default 0: that run starts cold, the next ones warm)
 
-3. environment variables: `JUPYTER_PX_WARM` (0/1, false/true) and `JUPYTER_PX_WARM_IDLE_S`.
+3. environment variables: `JUPYTER_PX_WARM` (0/1, false/true), `JUPYTER_PX_WARM_IDLE_S`,
+   `JUPYTER_PX_WARM_WAIT_S`.
 
 A field the file does not know, or a value of the wrong type, is an error naming the file, the
 field and the value (a typo must not silently fall back to a default).
@@ -29,7 +32,9 @@ from ..base import BackendError
 CONFIG_ENV = "PX_LOCAL_CONFIG"
 WARM_ENV = "JUPYTER_PX_WARM"
 IDLE_ENV = "JUPYTER_PX_WARM_IDLE_S"
+WAIT_ENV = "JUPYTER_PX_WARM_WAIT_S"
 DEFAULT_IDLE_S = 600.0
+_FIELDS = ("warm", "warm_idle_s", "warm_wait_s")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -39,6 +44,7 @@ _FALSE = {"0", "false", "no", "off"}
 class LocalSettings:
     warm: bool = True
     warm_idle_s: float = DEFAULT_IDLE_S
+    warm_wait_s: float = 0.0
     #: Where `warm` came from, when it is off: said in the run's status ("cold: warm: false in ...").
     warm_source: str = "default"
 
@@ -67,7 +73,7 @@ def _seconds(value: object, where: str) -> float:
 
 
 def load_settings() -> LocalSettings:
-    warm, idle, source = True, DEFAULT_IDLE_S, "default"
+    warm, idle, wait, source = True, DEFAULT_IDLE_S, 0.0, "default"
     path = _path()
     if path.is_file():
         try:
@@ -76,17 +82,23 @@ def load_settings() -> LocalSettings:
             raise BackendError(f"{path}: cannot read the local backend's settings: {error}") from None
         if not isinstance(data, dict):
             raise BackendError(f"{path}: the local backend's settings must be a mapping (warm: ..., warm_idle_s: ...)")
-        unknown = sorted(set(data) - {"warm", "warm_idle_s"})
+        unknown = sorted(set(data) - set(_FIELDS))
         if unknown:
-            raise BackendError(f"{path}: {unknown[0]}: not a setting of the local backend (known: warm, warm_idle_s)")
+            raise BackendError(
+                f"{path}: {unknown[0]}: not a setting of the local backend (known: {', '.join(_FIELDS)})"
+            )
         if "warm" in data:
             if not isinstance(data["warm"], bool):
                 raise BackendError(f"{path}: warm: {data['warm']!r} is not true or false")
             warm, source = data["warm"], f"warm: {str(data['warm']).lower()} in {path}"
         if "warm_idle_s" in data:
             idle = _seconds(data["warm_idle_s"], f"{path}: warm_idle_s")
+        if "warm_wait_s" in data:
+            wait = _seconds(data["warm_wait_s"], f"{path}: warm_wait_s")
     if os.environ.get(WARM_ENV, "").strip():
         warm, source = _bool(os.environ[WARM_ENV], WARM_ENV), f"{WARM_ENV}={os.environ[WARM_ENV]}"
     if os.environ.get(IDLE_ENV, "").strip():
         idle = _seconds(os.environ[IDLE_ENV], IDLE_ENV)
-    return LocalSettings(warm=warm, warm_idle_s=idle, warm_source=source)
+    if os.environ.get(WAIT_ENV, "").strip():
+        wait = _seconds(os.environ[WAIT_ENV], WAIT_ENV)
+    return LocalSettings(warm=warm, warm_idle_s=idle, warm_wait_s=wait, warm_source=source)

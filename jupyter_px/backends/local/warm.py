@@ -136,6 +136,29 @@ def _own_files_mtime() -> int:
 
 def fingerprint(framework: str | None, env: Mapping[str, str]) -> str:
     """What a template must have been started with to serve a run in `env` (see the module doc)."""
+    return hashlib.sha256(json.dumps(fingerprint_facts(framework, env), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def changed_facts(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
+    """What differs between two fingerprints' facts, in a few words ("env OMP_NUM_THREADS")."""
+    if not old:
+        return "unknown"
+    changed = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) == new.get(key):
+            continue
+        if key == "env":
+            before, after = dict(old.get("env") or []), dict(new.get("env") or [])
+            changed += [f"env {k}" for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+        elif key == "sites":
+            changed += [f"packages in {p}" for p, m in new.get("sites") or [] if [p, m] not in (old.get("sites") or [])]
+        else:
+            changed.append(key)
+    return ", ".join(changed) or "unknown"
+
+
+def fingerprint_facts(framework: str | None, env: Mapping[str, str]) -> dict[str, Any]:
+    """The facts a fingerprint hashes (kept in the template's state, to say what changed)."""
     installed_in = [*site.getsitepackages(), site.getusersitepackages()]
     sites = [*installed_in, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
     package = Path(__file__).resolve().parents[2]
@@ -144,11 +167,11 @@ def fingerprint(framework: str | None, env: Mapping[str, str]) -> str:
         "python": os.path.realpath(sys.executable),
         "version": sys.version,
         "preload": preload(framework),
-        "sites": [(s, _mtime(s)) for s in sites],
+        "sites": [[s, _mtime(s)] for s in sites],
         "package": None if installed else _own_files_mtime(),
-        "env": sorted((k, v) for k, v in env.items() if k.startswith(_STARTUP_PREFIXES) and k != "PYTHONPATH"),
+        "env": sorted([k, v] for k, v in env.items() if k.startswith(_STARTUP_PREFIXES) and k != "PYTHONPATH"),
     }
-    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
+    return json.loads(json.dumps(facts))  # as the state file holds them (lists, not tuples)
 
 
 def socket_path(directory: Path, key: str) -> str:
@@ -255,18 +278,37 @@ def cold_reason(record: RunRecord, topology: Topology, settings: LocalSettings) 
 
 def plan(record: RunRecord, topology: Topology, env: Mapping[str, str], settings: LocalSettings) -> Plan:
     """Warm through a ready template whose fingerprint matches; else cold, saying why (and
-    starting or restarting the template for the runs after this one)."""
+    starting or restarting the template for the runs after this one). With `warm_wait_s`, a
+    template that is starting is waited for that long instead."""
     reason = cold_reason(record, topology, settings)
     if reason is not None:
         return Plan(f"cold: {reason}")
-    key = template_key(topology.framework)
-    wanted = fingerprint(topology.framework, env)
+    chosen = _plan(topology.framework, env, settings)
+    if chosen.warm or chosen.key is None or settings.warm_wait_s <= 0 or "failed" in chosen.launch:
+        return chosen
+    deadline = time.monotonic() + settings.warm_wait_s
+    while time.monotonic() < deadline:
+        state = read_state(chosen.key)
+        if state is None or not alive(state):
+            break
+        if state.get("state") == "ready":
+            return Plan(f"warm (template pid {state['pid']}, waited for it to start)", chosen.key, state)
+        time.sleep(0.05)
+    return chosen
+
+
+def _plan(framework: str | None, env: Mapping[str, str], settings: LocalSettings) -> Plan:
+    key = template_key(framework)
+    wanted = fingerprint(framework, env)
     with _locked(key):
         state = read_state(key)
         if alive(state) and state is not None and state.get("fingerprint") != wanted:
-            stop_template(key, "the environment changed (its fingerprint)")
-            _start_template(key, topology.framework, env, wanted, settings)
-            return Plan("cold: the environment changed since the template started; a new one is starting", key)
+            what = changed_facts(state.get("facts"), fingerprint_facts(framework, env))
+            stop_template(key, f"the environment changed ({what})")
+            _start_template(key, framework, env, wanted, settings)
+            return Plan(
+                f"cold: the environment changed since the template started ({what}); a new one is starting", key
+            )
         if alive(state) and state is not None:
             if state.get("state") == "ready":
                 return Plan(f"warm (template pid {state['pid']})", key, state)
@@ -275,7 +317,7 @@ def plan(record: RunRecord, topology: Topology, env: Mapping[str, str], settings
             text = f"warm start unavailable, starting cold: {state.get('error')} (see {warm_dir() / (key + '.log')})"
             _say_once(key, text)
             return Plan(f"cold: the template failed: {state.get('error')}", key)
-        _start_template(key, topology.framework, env, wanted, settings)
+        _start_template(key, framework, env, wanted, settings)
         return Plan("cold: the template is starting (first use); later runs start warm", key)
 
 
@@ -362,6 +404,7 @@ def _start_template(
             if owner
             else {"kind": "detached"},
             "preload": preload(framework),
+            "facts": fingerprint_facts(framework, env),
         }
         _write_state(key, state)
         child.go()
