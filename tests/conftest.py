@@ -31,6 +31,7 @@ LAUNCH_MODULES = (
     "test_reads_never_act",
     "test_cli_runs",
     "test_warm",
+    "test_functions",
 )
 
 

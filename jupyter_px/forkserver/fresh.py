@@ -86,7 +86,7 @@ def set_process_name(name: str) -> None:
 
 def initial_dispositions() -> dict[int, Any]:
     """The signal dispositions of this interpreter now: call it first thing, before any handler."""
-    found = {}
+    found: dict[int, Any] = {}
     for signum in _SIGNALS:
         try:
             found[signum] = signal.getsignal(signum)

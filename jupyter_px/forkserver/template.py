@@ -300,7 +300,9 @@ class Template:
             if idle_left <= 0:
                 self.stop_reason = f"not used for {self.args.idle:g} s (JUPYTER_PX_WARM_IDLE_S)"
                 break
-            watched = [self.listener, self.wake_r] + ([self.owner_fd] if self.owner_fd is not None else [])
+            watched: list[Any] = [self.listener, self.wake_r]
+            if self.owner_fd is not None:
+                watched.append(self.owner_fd)
             timeout = min(idle_left, 2.0 if self.args.owner_pid and self.owner_fd is None else 60.0)
             readable, _, _ = select.select(watched, [], [], timeout)
             if self.wake_r in readable:

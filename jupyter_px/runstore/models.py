@@ -98,6 +98,9 @@ class CodeSpec(BaseModel):
     args: list[str] = Field(default_factory=list)
     source: str | None = Field(default=None, description="Where the code came from: a path, or 'cell'/'notebook'")
     pushed: list[str] = Field(default_factory=list, description="Names shipped with --push (code/pushed.pkl)")
+    returns: bool = Field(
+        default=False, description="the code's last expression (a notebook cell's) is each replica's result"
+    )
 
 
 class TrialOf(BaseModel):
@@ -136,6 +139,22 @@ class RunRecord(BaseModel):
         return "native" if value == "kubernetes" else value
 
 
+class ReplicaFailure(BaseModel):
+    """Where a replica's code raised (the runner's record, `cell_sources`): the exception and,
+    for code shipped from a notebook, the cell and the line in it (what "Go to cell" needs)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    exception: str
+    label: str | None = Field(default=None, description="'cell [5]', or the shipped file's name")
+    line: int | None = Field(default=None, description="the line in that cell (or file), from 1")
+    function: str | None = None
+    cell_id: str | None = Field(default=None, description="the notebook cell's id (nbformat 4.5), when known")
+    execution_count: int | None = Field(default=None, description="the cell's [n] when it was shipped")
+    cell_index: int | None = Field(default=None, description="the cell's position in the notebook, from 0")
+    notebook: str | None = None
+
+
 class ReplicaStatus(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -151,6 +170,7 @@ class ReplicaStatus(BaseModel):
     reason: str | None = Field(default=None, description="a Reason (OOMKilled, Error, StoppedByRun, ...)")
     message: str | None = None
     address: str | None = None
+    failure: ReplicaFailure | None = Field(default=None, description="where its code raised, when it did")
 
     @field_validator("reason", mode="before")
     @classmethod

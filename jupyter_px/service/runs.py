@@ -178,7 +178,7 @@ class RunService:
         code = load_code(source, language)
         chosen = get_backend(topo.backend_kind, self.store, self.kubernetes)
         chosen.check(topo)
-        files: dict[str, bytes | str] = {code.entrypoint: code.text}
+        files: dict[str, bytes | str] = {code.entrypoint: code.text, **code.files}
         if push:
             files["pushed.pkl"] = pickle_pushed(push)
         run_id = new_run_id(name)

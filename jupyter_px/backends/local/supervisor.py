@@ -59,6 +59,7 @@ from .config import (
     STOP_GRACE_S,
     SUPERVISOR_MODULE,
 )
+from .failures import code_failure
 from .launcher import LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
 from .memory import MemoryGuard
@@ -201,6 +202,7 @@ class Supervisor:
         st = replica.status
         st.state, st.pid, st.started_at, st.finished_at = ReplicaState.RUNNING, popen.pid, time.time(), None
         st.exit_code = st.signal = None
+        st.failure = None
         replica.ending = None
         replica.kill_at = replica.restart_at = replica.finish_by = None
         self.writer.dirty = True
@@ -247,6 +249,7 @@ class Supervisor:
             failed, st.reason, st.message = False, Reason.COMPLETED, None
         else:
             failed, st.reason, st.message = True, Reason.SIGNALED if info.signal else Reason.ERROR, info.describe()
+            st.failure, st.message = code_failure(self.paths.root, replica.spec, st.started_at, st.message)
         if self._should_restart(replica, failed, info):
             replica.restart_at = time.monotonic() + policy.restart_delay(st.restarts)
             st.state = ReplicaState.RESTARTING
