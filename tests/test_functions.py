@@ -66,7 +66,7 @@ def test_a_notebook_function_and_lambda_run_distributed_and_a_raising_replica_na
             "%%px_distributed --framework pytorch --workers 1 --wait -o cell_run\n"
             "import os\n"
             "x = 1\n"
-            'raise RuntimeError("the cell fails on " + os.environ["PX_TASK_TYPE"])',
+            'if os.environ["PX_TASK_TYPE"] == "master": raise RuntimeError("the cell fails on master")',
         ],
     )
     cells = notebook.cells
@@ -94,7 +94,7 @@ def test_a_notebook_function_and_lambda_run_distributed_and_a_raising_replica_na
     assert worker.message == "exited with code 1: ValueError: rank 2 fails (cell [5], line 4)"
     log = failing.logs("worker", 1)
     assert "cell [5], line 4, in fails" in log and "/runs/" not in log
-    cell_run = by_source["cell"]
+    (cell_run,) = [run for run in runs() if run.record.code.source == "cell" and run.status().state.value == "Failed"]
     master = cell_run.status().replica("master", 0)
     assert (master.failure.label, master.failure.line, master.failure.execution_count) == ("cell [8]", 4, 8)
     assert "cell [8], line 4, in <module>" in cell_run.logs("master", 0)
@@ -111,7 +111,7 @@ def test_a_notebook_submitted_as_cells_names_each_cell_in_a_traceback(px_home, t
             nbformat.v4.new_code_cell("import os\nvalue = 3", execution_count=1),
             nbformat.v4.new_markdown_cell("# then"),
             nbformat.v4.new_code_cell(
-                "%%px_distributed\nif os.environ['PX_TASK_TYPE'] == 'worker':\n    value = value / 0", execution_count=4
+                "%%px_distributed\nif os.environ['PX_TASK_TYPE'] == 'master':\n    value = value / 0", execution_count=4
             ),
         ]
     )
@@ -120,11 +120,11 @@ def test_a_notebook_submitted_as_cells_names_each_cell_in_a_traceback(px_home, t
     run = submit(path, {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}})
     status = wait(run)
     assert status.state.value == "Failed", describe(run)
-    failure = status.replica("worker", 0).failure
+    failure = status.replica("master", 0).failure
     assert failure is not None, describe(run)
     assert (failure.label, failure.line, failure.cell_index, failure.notebook) == ("cell [4]", 3, 2, str(path))
     assert failure.cell_id == notebook.cells[2].id
-    assert "cell [4], line 3, in <module>" in run.logs("worker", 0)
+    assert "cell [4], line 3, in <module>" in run.logs("master", 0)
 
 
 @pytest.mark.jobs

@@ -139,12 +139,13 @@ class SubmitMagics(Magics):
 
         origin = "cell"
         shell = shell_of(self)
-        here = {"execution_count": shell.execution_count, "cell_id": _cell_id(shell)}
+        history = shell.history_manager
+        raw = list(history.input_hist_raw) if history is not None else []
+        number = len(raw) - 1 if raw else shell.execution_count  # this cell's [n]: its place in the history
+        here = {"execution_count": number, "cell_id": _cell_id(shell)}
         source = notebook_code.strip_px_lines(cell)
         previous_places: list[tuple[str, int, dict[str, Any]]] = []
         if args.notebook:
-            history = shell.history_manager
-            raw = list(history.input_hist_raw) if history is not None else []
             current = raw[-1] if raw else ""
             path = notebook_code.notebook_path(shell.user_ns)
             placed = notebook_code.cells_with_places(path, current) if path is not None else None
