@@ -10,7 +10,7 @@ ancestor, the owner. The replica waits until it is the owner's (`fresh.wait_for_
 its parent-death signal against it, checks the owner is still alive, and then becomes the
 process the owner asked for (`fresh`), exactly as a cold start's pre-exec hook and exec would.
 
-The owner's side is `Zygote`: `spawn(...)` sends one request and returns the replica's pid
+The owner's side is `Zygote`: `spawn_many(...)` sends its requests and returns each replica's pid
 (already in its own process group, set by the intermediate before the pid is reported, so a
 signal to the group can never miss it) and the memory it inherited from the template.
 """
@@ -18,6 +18,7 @@ signal to the group can never miss it) and the memory it inherited from the temp
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import sys
@@ -65,8 +66,8 @@ class Zygote:
         os.set_inheritable(sock.fileno(), False)
         return cls(sock, int(pid_text) if pid_text.isdigit() else None)
 
-    def spawn(
-        self,
+    @staticmethod
+    def request(
         entry: str,
         args: Sequence[str],
         *,
@@ -77,8 +78,11 @@ class Zygote:
         cpus: Sequence[int] | None = None,
         cgroup_procs: str | None = None,
         parent_death_signal: int = signal.SIGKILL,
-    ) -> Forked:
-        request = {
+    ) -> dict[str, Any]:
+        """One child to fork: run `entry(args)` as `python -m <argv0's module> ARGS` would, in
+        `cwd` with exactly `env`, its output appended to `log_path`, pinned to `cpus`, inside the
+        cgroup whose `cgroup.procs` is given, its parent-death signal armed against the caller."""
+        return {
             "entry": entry,
             "args": list(args),
             "argv0": argv0,
@@ -90,14 +94,20 @@ class Zygote:
             "parent_death_signal": int(parent_death_signal),
             "owner": os.getpid(),
         }
+
+    def spawn_many(self, requests: Sequence[dict[str, Any]]) -> list[Forked]:
+        """Fork a child per request (`request(...)`): all are sent before any answer is read,
+        so the zygote forks them back to back."""
         try:
-            wire.send(self.sock, request)
-            reply, _ = wire.receive(self.sock)
+            for request in requests:
+                wire.send(self.sock, request)
+            replies = [wire.receive(self.sock)[0] for _ in requests]
         except OSError as error:
             raise ZygoteGone(f"the zygote does not answer: {error}") from None
-        if "error" in reply:
-            raise ZygoteGone(str(reply["error"]))
-        return Forked(int(reply["pid"]), float(reply.get("inherited_mib") or 0.0))
+        for reply in replies:
+            if "error" in reply:
+                raise ZygoteGone(str(reply["error"]))
+        return [Forked(int(reply["pid"]), float(reply.get("inherited_mib") or 0.0)) for reply in replies]
 
     def close(self) -> None:
         try:
@@ -123,32 +133,47 @@ def serve(
     name = fresh.process_name()
     fresh.set_process_name(ZYGOTE_NAME)
     while True:
+        batch = []
         try:
-            request, _ = wire.receive(sock)
+            batch.append(wire.receive(sock)[0])
+            while select.select([sock], [], [], 0)[0]:  # the owner sent several: fork them back to back
+                batch.append(wire.receive(sock)[0])
         except OSError:
-            os._exit(0)
-        try:
-            pid = _double_fork(sock, request, dispositions, library_fds, loggers, name)
-            reply: dict[str, Any] = {"pid": pid, "inherited_mib": _resident_mib()}
-        except Exception as error:  # reported to the owner, which falls back to a cold start
-            reply = {"error": f"{type(error).__name__}: {error}"}
-        try:
-            wire.send(sock, reply)
-        except OSError:
-            os._exit(0)
+            if not batch:
+                os._exit(0)
+        forks: list[tuple[int, int] | Exception] = []
+        for request in batch:
+            try:
+                forks.append(_fork_intermediate(sock, request, dispositions, library_fds, loggers, name))
+            except Exception as error:  # reported to the owner, which falls back to a cold start
+                forks.append(error)
+        for started in forks:
+            reply: dict[str, Any]
+            try:
+                if isinstance(started, Exception):
+                    raise started
+                reply = {"pid": _child_of(*started), "inherited_mib": _resident_mib()}
+            except Exception as error:
+                reply = {"error": f"{type(error).__name__}: {error}"}
+            try:
+                wire.send(sock, reply)
+            except OSError:
+                os._exit(0)
 
 
-def _double_fork(
+def _fork_intermediate(
     sock: socket.socket,
     request: Mapping[str, Any],
     dispositions: Mapping[int, Any],
     library_fds: set[int],
     loggers: Sequence[str],
     name: str,
-) -> int:
+) -> tuple[int, int]:
+    """Fork the intermediate, which forks the child, gives it its own group, writes its pid to
+    a pipe and exits at once; (the intermediate's pid, the pipe's read end)."""
     read_end, write_end = os.pipe()
     middle = os.fork()
-    if middle == 0:  # the intermediate: fork the child, give it its own group, report, leave
+    if middle == 0:
         code = 1
         try:
             os.close(read_end)
@@ -166,6 +191,11 @@ def _double_fork(
         finally:
             os._exit(code)
     os.close(write_end)
+    return middle, read_end
+
+
+def _child_of(middle: int, read_end: int) -> int:
+    """The child's pid, as its intermediate reported it (the intermediate reaped)."""
     data = b""
     try:
         while chunk := os.read(read_end, 32):

@@ -17,7 +17,7 @@ import logging
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,10 @@ _RUNNER_FILE = Path(__file__).resolve().parents[2] / "runner.py"
 #: The signal a replica gets when its supervisor dies (as `process._ChildSetup` arms it for a
 #: cold start, so both starts end the same way).
 PARENT_DEATH_SIGNAL = signal.SIGKILL
+
+
+#: What starting one replica takes: its launch, its log, its cores, the run's cgroup.
+Start = tuple[Launch, Path, Iterable[int] | None, str | None]
 
 
 @dataclass
@@ -72,26 +76,38 @@ class Spawner:
     def zygote_pid(self) -> int | None:
         return self.zygote.pid if self.zygote is not None else None
 
-    def spawn(self, launch: Launch, log_path: Path, cpus: Iterable[int] | None, cgroup_procs: str | None) -> Spawned:
+    def spawn_all(self, starts: Sequence[Start]) -> list[Spawned]:
+        """Start each (launch, log, cores, cgroup): the runner's forked from the zygote, all
+        requested before any is waited for; the rest (or all, without a zygote) exec'd."""
         runner = [sys.executable, "-m", RUNNER_MODULE]
-        if self.zygote is not None and launch.argv[:3] == runner:
+        forkable = [i for i, start in enumerate(starts) if self.zygote is not None and start[0].argv[:3] == runner]
+        spawned: dict[int, Spawned] = {}
+        if forkable and self.zygote is not None:
+            requests = [self._request(*starts[i]) for i in forkable]
             try:
-                forked = self.zygote.spawn(
-                    f"{RUNNER_MODULE}:main",
-                    launch.argv[3:],
-                    argv0=str(_RUNNER_FILE),
-                    env=launch.env,
-                    cwd=launch.cwd,
-                    log_path=str(log_path),
-                    cpus=list(cpus) if cpus else None,
-                    cgroup_procs=cgroup_procs,
-                    parent_death_signal=PARENT_DEATH_SIGNAL,
-                )
-                return Spawned(ForkedProcess(forked.pid), forked.inherited_mib, warm=True)
+                for i, forked in zip(forkable, self.zygote.spawn_many(requests), strict=True):
+                    spawned[i] = Spawned(ForkedProcess(forked.pid), forked.inherited_mib, warm=True)
             except ZygoteGone as error:
                 log.warning("the zygote cannot fork (%s); this and later replicas start cold", error)
                 self.close()
-        return Spawned(spawn(launch.argv, launch.env, launch.cwd, log_path, cpus, cgroup_procs))
+        for i, (launch, log_path, cpus, cgroup_procs) in enumerate(starts):
+            if i not in spawned:
+                spawned[i] = Spawned(spawn(launch.argv, launch.env, launch.cwd, log_path, cpus, cgroup_procs))
+        return [spawned[i] for i in range(len(starts))]
+
+    @staticmethod
+    def _request(launch: Launch, log_path: Path, cpus: Iterable[int] | None, cgroup_procs: str | None) -> dict:
+        return Zygote.request(
+            f"{RUNNER_MODULE}:main",
+            launch.argv[3:],
+            argv0=str(_RUNNER_FILE),
+            env=launch.env,
+            cwd=launch.cwd,
+            log_path=str(log_path),
+            cpus=list(cpus) if cpus else None,
+            cgroup_procs=cgroup_procs,
+            parent_death_signal=PARENT_DEATH_SIGNAL,
+        )
 
     def close(self) -> None:
         if self.zygote is not None:

@@ -60,14 +60,14 @@ from .config import (
     SUPERVISOR_MODULE,
 )
 from .failures import code_failure
-from .launcher import LaunchPlan, clean_environ
+from .launcher import Launch, LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
 from .memory import MemoryGuard
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc
 from .replica import UNFINISHED, Ending, Replica
 from .resources import Machine, place, this_machine
-from .spawners import Spawner
+from .spawners import Spawned, Spawner
 from .status_writer import StatusWriter, record_start_failure
 from .wakeup import SignalWakeup
 from .watchdog import Watchdog
@@ -163,7 +163,7 @@ class Supervisor:
         workers', so without a lead it is often last to listen. The lead costs little there
         (the cores are saturated either way) and is not taken where there are enough cores.
         """
-        if self.topology.framework != "pytorch" or self.spawner.warm:  # forked replicas import nothing
+        if self.topology.framework != "pytorch":
             return
         delay = MASTER_HEAD_START_S
         if delay is None:
@@ -182,17 +182,23 @@ class Supervisor:
         )
 
     def _spawn(self, replica: Replica) -> None:
+        self._spawn_all([replica])
+
+    def _spawn_all(self, replicas: list[Replica]) -> None:
+        """Start these replicas (forked warm, they are requested all at once)."""
         assert self.plan is not None and self.ports is not None
-        launch = self.plan.launch(replica.spec)
-        if replica.port is not None:
-            self.ports.release_socket(replica.port)
+        plan, starts = self.plan, []
         self.paths.logs_dir.mkdir(parents=True, exist_ok=True)
-        spawned = self.spawner.spawn(
-            launch,
-            self.paths.log(replica.spec.role, replica.spec.index),
-            self.plan.affinity(replica.spec),
-            self.cgroup.procs_file if self.cgroup else None,
-        )
+        for replica in replicas:
+            if replica.port is not None:
+                self.ports.release_socket(replica.port)
+            spec = replica.spec
+            cgroup = self.cgroup.procs_file if self.cgroup else None
+            starts.append((plan.launch(spec), self.paths.log(spec.role, spec.index), plan.affinity(spec), cgroup))
+        for replica, spawned, start in zip(replicas, self.spawner.spawn_all(starts), starts, strict=True):
+            self._started(replica, spawned, start[0])
+
+    def _started(self, replica: Replica, spawned: Spawned, launch: Launch) -> None:
         popen = spawned.process
         if self.memory is not None and spawned.inherited_mib:
             self.memory.inherited[popen.pid] = spawned.inherited_mib  # the template's pages, not the replica's
@@ -403,10 +409,13 @@ class Supervisor:
             self._prepare()
             self._check_stop_request()
             if self.outcome is None:
-                for replica in self._start_order():
-                    self._spawn(replica)
-                    if replica.spec.role == "master" and len(self.replicas) > 1:
-                        self._head_start()
+                if self.spawner.warm:  # forked together: nothing to import, no head start to give
+                    self._spawn_all(self._start_order())
+                else:
+                    for replica in self._start_order():
+                        self._spawn(replica)
+                        if replica.spec.role == "master" and len(self.replicas) > 1:
+                            self._head_start()
                 self.status.state = RunState.RUNNING
                 self.status.started_at = time.time()
                 self.writer.write(force=True)
