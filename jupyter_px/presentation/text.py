@@ -129,7 +129,8 @@ def status_heading(status: RunStatus) -> str:
         head += f" ({printable(status.reason)})"
     if status.message:
         head += f" - {printable(status.message, LAST_CELL_WIDTH)}"
-    return f"{head}\nstarted {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"
+    when = f"started {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"
+    return f"{head}\n{when}" + (f"; replicas {status.launch}" if status.launch else "")
 
 
 def status_rows(status: RunStatus, tf_chief: bool = False) -> list[tuple[str, ...]]:

@@ -249,6 +249,20 @@ class RunSummary(Reply):
     owner_problem: str | None = None
 
 
+class ReplicaFailure(Reply):
+    """Where a replica's code raised: what "Go to cell" opens (`cell_id`, else the cell whose
+    `execution_count` it is, else the `cell_index`-th cell of `notebook`), at `line`."""
+
+    exception: str
+    label: str | None = None
+    line: int | None = None
+    function: str | None = None
+    cell_id: str | None = None
+    execution_count: int | None = None
+    cell_index: int | None = None
+    notebook: str | None = None
+
+
 class Replica(Reply):
     key: str
     role: str
@@ -262,6 +276,7 @@ class Replica(Reply):
     started_at: float | None
     finished_at: float | None
     address: str | None
+    failure: ReplicaFailure | None = None
 
 
 class Code(Reply):
@@ -272,12 +287,16 @@ class Code(Reply):
     args: list[str]
     source: str | None
     pushed: list[str]
+    #: The code's last expression is each replica's result (`run.results()`).
+    returns: bool = False
 
 
 class RunDetail(RunSummary):
     """`GET runs/<ref>`, and the answer to a submission or a stop."""
 
     replicas: list[Replica]
+    #: How the replicas started: "warm (template pid N)", or "cold: <why>" (local backend).
+    launch: str | None = None
     topology: dict[str, Any]
     code: Code
     workdir: str | None
@@ -481,6 +500,7 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     RenderedObject: "IRenderedObject",
     RunSummary: "IRunSummary",
     Replica: "IReplica",
+    ReplicaFailure: "IReplicaFailure",
     Code: "ICode",
     RunDetail: "IRunDetail",
     Progress: "IProgress",

@@ -46,6 +46,20 @@ export interface IReplica {
   started_at: number | null;
   finished_at: number | null;
   address: string | null;
+  /** Where its code raised (models.ReplicaFailure): what "Go to cell" opens. */
+  failure?: IReplicaFailure | null;
+}
+
+/** models.ReplicaFailure: the exception, and the notebook cell and line it was raised at. */
+export interface IReplicaFailure {
+  exception: string;
+  label?: string | null;
+  line?: number | null;
+  function?: string | null;
+  cell_id?: string | null;
+  execution_count?: number | null;
+  cell_index?: number | null;
+  notebook?: string | null;
 }
 
 /** How the run's code runs (models.Code). */
@@ -55,11 +69,14 @@ export interface ICode {
   args: string[];
   source: string | null;
   pushed: string[];
+  returns?: boolean;
 }
 
 /** models.RunDetail */
 export interface IRunDetail extends IRunSummary {
   replicas: IReplica[];
+  /** How the replicas started: "warm (template pid N)" or "cold: <why>" (local backend). */
+  launch?: string | null;
   topology: { [key: string]: any };
   code: ICode;
   workdir: string | null;
