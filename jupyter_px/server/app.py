@@ -165,8 +165,10 @@ class JupyterPxApp(ExtensionApp):
         self._digests = compare_arguments["digests"]
         self.handlers.extend((path + "/?", handler, compare_arguments) for path, handler in compare_handlers.ROUTES)
         from .sweep_handlers import SWEEP_ROUTES
+        from .warm_handlers import WARM_ROUTES
 
         self.handlers.extend((path + "/?", handler, {"state": self.state}) for path, handler in SWEEP_ROUTES)
+        self.handlers.extend((path + "/?", handler, {"state": self.state}) for path, handler in WARM_ROUTES)
         # The kernels' TensorBoards are recorded under their $PX_HOME, the API's under `home`.
         self.tensorboard_ports = TensorBoardPorts([self.store.home, px_home()])
         self.handlers.append(

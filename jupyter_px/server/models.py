@@ -396,6 +396,39 @@ class RunDeleted(Reply):
     deleted: bool
 
 
+class WarmMemory(Reply):
+    """A process's memory in MiB: resident, its own (freed when it stops), proportional."""
+
+    rss_mib: float
+    uss_mib: float
+    pss_mib: float
+
+
+class WarmTemplate(Reply):
+    """One warm template of the local backend (`jupyter px warm`)."""
+
+    key: str
+    framework: str | None
+    state: str
+    running: bool
+    pid: int | None
+    python: str | None
+    owner: str
+    memory: WarmMemory | None
+    standby_memory: WarmMemory | None
+    idle_s: float | None
+    stops_in_s: float | None
+    preload: list[str]
+    error: str | None
+    stop_reason: str | None
+
+
+class WarmTemplates(Reply):
+    """`GET px/api/warm`: every template, newest first."""
+
+    templates: list[WarmTemplate]
+
+
 class ComparedRun(Reply):
     run_id: str
     name: str | None
@@ -521,6 +554,9 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     SweepTrial: "ISweepTrial",
     Sweep: "ISweep",
     SweepsPage: "ISweepsPage",
+    WarmMemory: "IWarmMemory",
+    WarmTemplate: "IWarmTemplate",
+    WarmTemplates: "IWarmTemplates",
 }
 
 

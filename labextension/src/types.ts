@@ -291,3 +291,33 @@ export interface ISweep {
 export interface ISweepsPage {
   sweeps: ISweep[];
 }
+
+/** models.WarmMemory: a process's memory in MiB (resident, its own, proportional). */
+export interface IWarmMemory {
+  rss_mib: number;
+  uss_mib: number;
+  pss_mib: number;
+}
+
+/** models.WarmTemplate: one warm template of the local backend (`jupyter px warm`). */
+export interface IWarmTemplate {
+  key: string;
+  framework: string | null;
+  state: string;
+  running: boolean;
+  pid: number | null;
+  python: string | null;
+  owner: string;
+  memory: IWarmMemory | null;
+  standby_memory: IWarmMemory | null;
+  idle_s: number | null;
+  stops_in_s: number | null;
+  preload: string[];
+  error: string | null;
+  stop_reason: string | null;
+}
+
+/** models.WarmTemplates: `GET px/api/warm`. */
+export interface IWarmTemplates {
+  templates: IWarmTemplate[];
+}
