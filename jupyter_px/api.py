@@ -22,10 +22,12 @@ from .service import (
     FunctionCall,
     NotebookCells,
     Observation,
+    Overrides,
     PushError,
     RunService,
     ScriptFile,
     SourceText,
+    Submission,
     code_source,
 )
 from .topology import Topology, parse_topology
@@ -86,23 +88,20 @@ def submit(
         typed = code_source(code)  # raises TypeError naming what it got
     if source is not None:
         typed = dataclasses.replace(typed, origin=source)
-    service = RunService(store)
-    run_id = service.submit(
+    submission = Submission(
         typed,
         topology,
+        Overrides(framework=framework, workers=workers, ps=ps, backend=backend),
         name=name,
-        backend=backend,
-        framework=framework,
-        workers=workers,
-        ps=ps,
         workdir=workdir,
-        args=list(args),
+        args=tuple(args),
         language=language,
         push=push,
-        submitted_from=submitted_from,
+        origin=submitted_from,  # type: ignore[arg-type]  # checked by Submission
         cold=cold,
     )
-    return Run(run_id, service=service)
+    service = RunService(store)
+    return Run(service.submit(submission), service=service)
 
 
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:

@@ -62,11 +62,12 @@ def _die(message: str, code: int) -> NoReturn:
 
 
 def _set_parent_death_signal() -> None:
-    """Die with the parent (mpirun or a local-group runner) even if it is SIGKILLed."""
+    """End with the parent (mpirun or a local-group runner) even if it is SIGKILLed: SIGTERM, so
+    that tracking writes what it holds first (the supervisor's watchdog kills what remains)."""
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 

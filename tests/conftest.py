@@ -110,6 +110,34 @@ def _no_outside_cluster(tmp_path_factory) -> Iterator[None]:
         yield
 
 
+#: Where Jupyter, JupyterLab and IPython read a user's settings and write their state. Every test
+#: session gets its own empty folders for them, so nothing a user chose (a Dark theme in
+#: `~/.jupyter/lab/user-settings`, an IPython profile) changes a result, and no test writes there.
+JUPYTER_LOCATIONS = (
+    "JUPYTER_CONFIG_DIR",
+    "JUPYTERLAB_SETTINGS_DIR",
+    "JUPYTER_DATA_DIR",
+    "JUPYTER_RUNTIME_DIR",
+    "IPYTHONDIR",
+)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_jupyter_settings(tmp_path_factory) -> Iterator[None]:
+    """Point every Jupyter location at this session's own folders (as KUBECONFIG is above).
+
+    The installed environment's own folders (`sys.prefix/etc/jupyter`, `share/jupyter`, where the
+    server extension is enabled and the lab extension lives) stay on Jupyter's search paths: only
+    the user-level ones move. Servers, kernels and TensorBoards started by fixtures inherit it."""
+    own = tmp_path_factory.mktemp("jupyter-user")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in JUPYTER_LOCATIONS:
+            folder = own / name.lower()
+            folder.mkdir()
+            patch.setenv(name, str(folder))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_server_environment(monkeypatch):
     """pytest-jupyter runs the Jupyter server in this process, and our extension puts its base URL
@@ -117,6 +145,14 @@ def _no_server_environment(monkeypatch):
     server would decide the URLs and TensorBoard owners of every later test."""
     for name in ("JUPYTER_PX_BASE_URL", "JUPYTER_PX_SERVER_PID"):
         monkeypatch.delenv(name, raising=False)
+
+
+def make_replica_folders(paths, role: str, index: int) -> None:
+    """The folders a run's submission and its backend make before a replica starts (tracking
+    writes into them and never makes a run's folders itself): for replicas started by hand."""
+    for folder in (paths.root, paths.metrics_dir, paths.params_dir, paths.outputs_dir, paths.tensorboard_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    paths.tensorboard(role, index).mkdir(exist_ok=True)
 
 
 @pytest.fixture

@@ -48,10 +48,10 @@ def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home
 def test_a_service_configured_with_a_namespace_submits_there(kube, px_home):
     """A Jupyter server configured with `kubernetes_namespace` submits its runs there (its run
     service carries the setting), whatever the settings file and PX_K8S_* say."""
-    from jupyter_px.service import RunService, SourceText
+    from jupyter_px.service import RunService, SourceText, Submission
 
     service = RunService(kubernetes={"namespace": "ml"})
-    run_id = service.submit(SourceText("print('hi')\n"), TORCH, name="in-ml")
+    run_id = service.submit(Submission(SourceText("print('hi')\n"), TORCH, name="in-ml"))
     assert kube.list("configmaps") == []
     (configmap,) = kube.list("configmaps", namespace="ml")
     assert len(kube.list("pods", namespace="ml", selector=f"{LABEL_RUN}={configmap['metadata']['name']}")) == 3

@@ -180,3 +180,69 @@ class TestDiskFull:
         assert done.returncode == 2
         assert done.stderr == f"jupyter px run: no space left under PX_HOME ({small_home}): free some disk space\n"
         assert list((small_home / "runs").iterdir()) == []
+
+
+def test_the_server_stops_on_sigterm_while_six_submits_hang(px_home, tmp_path, kube):
+    """`jupyter server` as a user runs it, six Kubernetes submits hanging on the API server, then
+    SIGTERM: the server exits at once (its pools' threads do not hold the interpreter open until
+    each request times out). The bound is a hang detector, not a speed claim: before, the server
+    was still there 30 s later."""
+    import signal
+    import sys
+    import time
+    import urllib.request
+
+    from server_support import free_port, stop_process, wait_until_serving, write_server_config
+
+    port, token, root = free_port(), "t0ken", tmp_path / "root"
+    root.mkdir()
+    (root / "train.py").write_text("print('hi')\n")
+    config = tmp_path / "config"
+    write_server_config(config)
+    log = tmp_path / "server.log"
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
+    env["PYTHONFAULTHANDLER"] = "1"  # a server still up after the bound dumps every thread's stack on SIGABRT
+    command = [sys.executable, "-m", "jupyter_server", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1"]
+    command += [f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"]
+    with open(log, "wb") as out:
+        server = subprocess.Popen(command + ["--allow-root"], env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/px/api/runs"
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+    try:
+        wait_until_serving(server, url, log, 120, headers)
+        body = json.dumps({"topology": NATIVE, "script": "train.py"}).encode()
+        with kube.hang("POST", "configmaps"):
+            for _ in range(6):
+                request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+                threading_submit(request)
+            deadline = time.monotonic() + DEADLOCK_S
+            while kube.hung < 6 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert kube.hung == 6, kube.hung
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.send_signal(signal.SIGABRT)  # where each thread waits, into the log
+                time.sleep(3)
+                raise AssertionError(
+                    f"the server was still running 30 s after SIGTERM:\n{log.read_text()[-8000:]}"
+                ) from None
+            kube.fail("POST", "configmaps", 403, "Forbidden", "the test ends the hang", times=6)
+    finally:
+        stop_process(server)
+
+
+def threading_submit(request) -> None:
+    """Send `request` from a thread of its own and forget it (its answer never comes)."""
+    import threading
+    import urllib.error
+    import urllib.request
+
+    def send() -> None:
+        try:
+            urllib.request.urlopen(request, timeout=120).read()
+        except (urllib.error.URLError, OSError):
+            pass
+
+    threading.Thread(target=send, daemon=True).start()

@@ -20,6 +20,7 @@ from jupyter_px.service import (
     RunService,
     ScriptFile,
     SourceText,
+    Submission,
     code_source,
     load_code,
     run_replicas,
@@ -90,7 +91,7 @@ def test_notebook_cells_all_or_tagged(tmp_path):
 def test_submit_records_the_typed_source(px_home, tmp_path):
     service = RunService()
     run_id = service.submit(
-        SourceText("print('from a cell')\n", origin="cell"), TWO_WORKERS, workdir=tmp_path, submitted_from="magic"
+        Submission(SourceText("print('from a cell')\n", origin="cell"), TWO_WORKERS, workdir=tmp_path, origin="magic")
     )
     record = service.record(run_id)
     assert (record.code.entrypoint, record.code.source, record.submitted_from) == ("main.py", "cell", "magic")
@@ -102,7 +103,7 @@ def test_submit_records_the_typed_source(px_home, tmp_path):
 def test_a_submission_that_cannot_start_leaves_nothing(px_home, tmp_path):
     service = RunService()
     with pytest.raises(FileNotFoundError, match="nope.py"):
-        service.submit(ScriptFile(tmp_path / "nope.py"), TWO_WORKERS)
+        service.submit(Submission(ScriptFile(tmp_path / "nope.py"), TWO_WORKERS))
     assert service.list_runs() == []
 
 
@@ -247,8 +248,6 @@ def test_submitting_a_script_by_path_through_the_public_api_still_works(px_home,
 def test_the_runs_index_etag_changes_when_a_read_finds_the_owner_gone(px_home):
     """The sidebar's poll sees a supervisor die although status.json did not change (a read
     writes nothing, so the status stamp stays): the owner problem is part of the ETag."""
-    from jupyter_px.server.runs_index import RunsIndex
-
     store = RunStore()
     _orphan(store, "alive-1")
     run_dir = store.paths("alive-1").root.resolve()
@@ -258,15 +257,15 @@ def test_the_runs_index_etag_changes_when_a_read_finds_the_owner_gone(px_home):
         identity = ProcessIdentity.of(supervisor.pid)
         status.owner = RunOwner(kind="supervisor", pid=identity.pid, started_at=identity.started_at)
         store.write_status(status)
-        index = RunsIndex(RunService(store))
-        first = index.page()
-        assert first.runs[0]["owner_problem"] is None and index.current_etag() == first.etag
+        service = RunService(store)
+        first = service.runs_page()
+        assert first.runs[0]["owner_problem"] is None and service.runs_etag() == first.etag
     finally:
         supervisor.kill()
         supervisor.wait()
     before = _files(store.root)
-    assert index.current_etag() != first.etag
-    second = index.page()
+    assert service.runs_etag() != first.etag
+    second = service.runs_page()
     assert second.runs[0]["owner_problem"] == f"the supervisor (pid {supervisor.pid}) is gone while the run was Running"
-    assert second.runs[0]["state"] == "Running" and index.current_etag() == second.etag
+    assert second.runs[0]["state"] == "Running" and service.runs_etag() == second.etag
     assert _files(store.root) == before

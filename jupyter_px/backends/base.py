@@ -2,8 +2,11 @@
 
 A backend turns a published run directory (record + code, see `jupyter_px.runstore`) into running
 replicas and writes what it learns (states, exit codes, logs, metrics) back into the run store.
-UIs never talk to a backend's processes or API server: they read the store. So a backend needs
-only four verbs.
+UIs never talk to a backend's processes or API server: they read the store. So a backend has seven
+verbs, and must write only two of them (`submit` and `stop`): `check` (refuse before anything is
+created), `submit`, `stop`; the reads `status`, `observe` and `logs`, which read the store by
+default and never act; and `reconcile`, the one verb that brings the store in line with what the
+backend sees, called only by explicit keepers.
 """
 
 from __future__ import annotations
@@ -99,6 +102,12 @@ class Backend(ABC):
             if not follow or finished:  # finished was read before the last drain: nothing is missed
                 return
             time.sleep(poll_interval)
+
+    def force_stop(self, run_id: str) -> RunStatus:
+        """Stop the run without its owner's help, when the owner cannot (it hangs) or the user
+        says so (`jupyter px stop --force`). Default: as `stop` does."""
+        self.stop(run_id)
+        return self.store.status(run_id)
 
     @abstractmethod
     def stop(self, run_id: str) -> None:

@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import backend_table
+
 
 def cmd_render(args: argparse.Namespace) -> int:
     from ..service import BackendError, RunService, ScriptFile
@@ -56,7 +58,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("script", help="the training script (shipped in the run's ConfigMap)")
     parser.add_argument("-f", "--file", required=True, help="the topology (polyaxonfile YAML; - for stdin)")
-    parser.add_argument("--backend", choices=("native", "kubeflow", "kubeflow-trainer"), help="default: the topology's")
+    parser.add_argument(
+        "--backend", choices=[e.name for e in backend_table.BACKENDS if e.renders], help="default: the topology's"
+    )
     parser.add_argument(
         "--name", help="run name (made a valid Kubernetes name; default: the topology's or the script's)"
     )

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..runstore import RunDamaged, RunNotFound, RunState, RunStore
-from ..runstore.metrics import MetricsReader, Series
+from ..runstore.metrics import MetricsReader
+from ..runstore.series import Series
 from .downsample import DEFAULT_POINTS, downsample_indices
 from .params import canonical, chief_first, run_params
 from .values import SeriesValues, series_values
@@ -129,6 +130,8 @@ def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
     status = store.status(run_id)
     reader = MetricsReader(store.paths(run_id))
     reader.poll()
+    logged_params = reader.params()
+    reader.check_planted()
     curves: dict[str, Curve] = {}
     order = chief_first(reader.replicas())
     for metric in reader.metric_names():
@@ -137,7 +140,7 @@ def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
         chosen = downsample_indices(x, y, points)
         steps, values = x[chosen], y[chosen]
         curves[metric] = Curve(replica, steps, values, len(y), series_values(x, y), *encode_points(steps, values))
-    params = run_params(reader.params(), record.topology, record.backend)
+    params = run_params(logged_params, record.topology, record.backend)
     return RunDigest(
         run_id=run_id,
         name=record.name,

@@ -29,13 +29,23 @@ def in_kernel(shell: Any) -> bool:
     return getattr(shell, "kernel", None) is not None
 
 
+def run_service() -> Any:
+    """The run service over the store; a UsageError (one line) when the store cannot be one
+    (`PX_HOME` names a file)."""
+    from ..service import RunService, StoreUnusable
+
+    try:
+        return RunService()
+    except StoreUnusable as error:
+        raise UsageError(str(error)) from None
+
+
 def open_run(ref: str) -> Any:
     """The Run the user means: an id, a name (its newest run) or `last`; a UsageError otherwise."""
     from ..api import Run
-    from ..runstore import RunDamaged, RunNotFound
-    from ..service import RunService
+    from ..service import RunDamaged, RunNotFound
 
-    service = RunService()
+    service = run_service()
     try:
         run = Run(ref, service=service)
         run.status()  # a damaged status is reported here, as one line, not mid-way through a magic
@@ -80,7 +90,7 @@ def show_run(shell: Any, run: Any, terminal_line: str) -> Any:
 def wait_for_run(run: Any, monitor: Any, timeout: float | None) -> None:
     """Block until the run ends; a UsageError (one line, naming the failed replica and where its
     log is) unless it succeeded. Ctrl-C stops the waiting, not the run."""
-    from ..runstore import RunState
+    from ..service import RunState
 
     try:
         status = run.wait(timeout=timeout)

@@ -25,7 +25,7 @@ from ..presentation import text as as_text
 from ..presentation.follow import LogPrinter, follow_run
 from ..presentation.labels import is_tf_chief
 from .args import check_output, check_wait, output_arg, run_arg, wait_args
-from .common import in_kernel, open_run, shell_of, show_run, wait_for_run
+from .common import in_kernel, open_run, run_service, shell_of, show_run, wait_for_run
 
 #: How a magic tells the user to bring a run whose owner is gone up to date.
 KEEP_HINT = "run.wait() or `jupyter px follow {run_id}`"
@@ -68,11 +68,10 @@ class RunMagics(Magics):
         backend, replicas, where from, when created, duration."""
         args = parse_argstring(self.px_runs, line)
         check_output(args)
-        from ..presentation.run_json import run_summary
-        from ..service import RunService
+        from ..service.views import run_summary
         from ..sweeps.view import group_trials, with_sweep_links
 
-        views = RunService().list_runs(limit=args.limit or None)
+        views = run_service().list_runs(limit=args.limit or None)
         summaries = with_sweep_links(views, [run_summary(v.record, v.status, v.owner_problem) for v in views])
         if args.output:
             shell_of(self).user_ns[args.output] = summaries
@@ -238,12 +237,11 @@ class RunMagics(Magics):
 
 def _is_sweep(ref: str) -> bool:
     """Whether `ref` names a sweep and no run (a run wins: `%px_attach` was about runs first)."""
-    from ..runstore import RunNotFound
-    from ..service import RunService
+    from ..service import RunNotFound
     from ..sweeps.store import SweepNotFound, SweepStore
 
     try:
-        RunService().resolve(ref)
+        run_service().resolve(ref)
         return False
     except RunNotFound:
         pass

@@ -204,7 +204,7 @@ class SubmitMagics(Magics):
     def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any], spans: list[Any]):
         from ..api import Run
         from ..notebook_code import ends_with_expression
-        from ..service import RunService, SourceText
+        from ..service import RunService, SourceText, Submission
 
         service = RunService()
         code = SourceText(
@@ -216,13 +216,15 @@ class SubmitMagics(Magics):
         )
         with submit_errors():
             run_id = service.submit(
-                code,
-                topology,
-                name=args.name,
-                push=push or None,
-                submitted_from="magic",
-                workdir=os.getcwd(),
-                cold=args.cold,
+                Submission(
+                    code,
+                    topology,
+                    name=args.name,
+                    push=push or None,
+                    origin="magic",
+                    workdir=os.getcwd(),
+                    cold=args.cold,
+                )
             )
         return Run(run_id, service=service)
 

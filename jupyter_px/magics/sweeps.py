@@ -67,19 +67,21 @@ def wait_for_sweep(sweep: Any, monitor: Any, timeout: float | None) -> None:
 
 def start_sweep(magics: Magics, topology: Any, shipped: Any, args: Any, push: dict[str, Any]) -> None:
     """`%%px_distributed` on a topology with a sweep: start it, show its monitor."""
-    from ..service import SourceText
+    from ..service import SourceText, Submission
     from ..sweeps.api import Sweep
     from ..sweeps.service import SweepService
 
     service = SweepService()
     with submit_errors():
         sweep_id = service.start(
-            SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
-            topology,
-            name=args.name,
-            push=push or None,
-            submitted_from="magic",
-            workdir=os.getcwd(),
+            Submission(
+                SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
+                topology,
+                name=args.name,
+                push=push or None,
+                origin="magic",
+                workdir=os.getcwd(),
+            )
         )
     sweep = Sweep(sweep_id, service=service)
     shell = shell_of(magics)

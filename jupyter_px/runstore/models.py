@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .. import backend_table
+
 
 class RunState(str, Enum):
     PENDING = "Pending"
@@ -136,7 +138,7 @@ class RunRecord(BaseModel):
     @classmethod
     def _one_native_name(cls, value: object) -> object:
         """Older versions recorded the native Kubernetes backend as `kubernetes`."""
-        return "native" if value == "kubernetes" else value
+        return backend_table.canonical(value) if isinstance(value, str) else value
 
 
 class ReplicaFailure(BaseModel):
@@ -170,6 +172,10 @@ class ReplicaStatus(BaseModel):
     reason: str | None = Field(default=None, description="a Reason (OOMKilled, Error, StoppedByRun, ...)")
     message: str | None = None
     address: str | None = None
+    points_lost: int = Field(
+        default=0, description="metric points log_metrics accepted that were never written: killed before the flush"
+    )
+    points_dropped: int = Field(default=0, description="metric points log_metrics refused: its queue was full")
     failure: ReplicaFailure | None = Field(default=None, description="where its code raised, when it did")
 
     @field_validator("reason", mode="before")

@@ -6,7 +6,7 @@ them (`dump`), so what is sent is what is declared here. The sidebar's TypeScrip
 (`labextension/src/types.ts`, used by `api.ts`) mirror these models; `tests/test_rest_models.py`
 compares the two by field name, optionality and primitive type, so they cannot drift apart.
 
-Response shapes are those the sidebar was written against (`presentation.run_json` for runs);
+Response shapes are those the sidebar was written against (`service.views` for runs);
 the metrics `cursor` is an opaque string: the client sends back what it got, as `?since=`.
 """
 
@@ -19,7 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from ..runstore.layout import RUN_ID_PATTERN
+from ..service import RUN_ID_PATTERN
 
 #: The cell tag whose cells a notebook submission ships with `cells: "tagged"`.
 DEFAULT_TAG = "px"
@@ -226,7 +226,7 @@ class Rendered(Reply):
 
 
 class RunSummary(Reply):
-    """A row of the runs list: `presentation.run_json.run_summary`, as `jupyter px runs --json`."""
+    """A row of the runs list: `service.views.run_summary`, as `jupyter px runs --json`."""
 
     run_id: str
     name: str | None

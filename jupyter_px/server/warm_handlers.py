@@ -17,7 +17,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..service import warm
-from .handlers import PxHandler
+from .base import PxHandler
 from .models import WarmTemplates
 
 
@@ -59,6 +59,3 @@ class WarmHandler(PxHandler):
     async def delete(self) -> None:
         await self.blocking(warm.stop, "stopped from the sidebar", kind="local")
         self.send(WarmTemplates, await self.blocking(_templates))
-
-
-WARM_ROUTES = [("px/api/warm", WarmHandler)]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..api import Run
 from ..runstore import RunStore
-from ..service import CodeSource, code_source
+from ..service import CodeSource, Submission, code_source
 from ..topology import Topology, parse_topology
 from ..topology.sweep_spec import SweepSpec
 from .service import SweepService
@@ -35,16 +35,17 @@ def sweep(
     if source is not None:
         typed = dataclasses.replace(typed, origin=source)
     service = SweepService(store.home if store else None)
-    sweep_id = service.start(
+    submission = Submission(
         typed,
         topology,
         name=name,
         workdir=workdir,
-        args=args,
+        args=tuple(args),
         language=language,
         push=push,
-        submitted_from=submitted_from,
+        origin=submitted_from,  # type: ignore[arg-type]  # checked by Submission
     )
+    sweep_id = service.start(submission)
     return Sweep(sweep_id, service=service)
 
 

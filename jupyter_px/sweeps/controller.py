@@ -39,7 +39,7 @@ from typing import Any
 from .. import detached
 from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
-from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText
+from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText, Submission
 from ..topology import Topology, TopologyError, parse_topology, to_dict
 from ..topology.sweep_spec import SweepSpec
 from .engine import open_study
@@ -272,15 +272,17 @@ class Controller:
             source = ScriptFile(code.entrypoint, text=self.code, origin=code.source)
         name = f"{self.record.name or self.sweep_id}-t{number}"
         return self.service.submit(
-            source,
-            with_params_env(self.trial_topology, params),
-            name=name[:60],
-            workdir=self.record.workdir,
-            args=[fill_args(arg, params) for arg in code.args],
-            language=code.language,
-            push={**self.pushed, **params},
-            submitted_from="sweep",
-            sweep=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
+            Submission(
+                source,
+                with_params_env(self.trial_topology, params),
+                name=name[:60],
+                workdir=self.record.workdir,
+                args=tuple(fill_args(arg, params) for arg in code.args),
+                language=code.language,
+                push={**self.pushed, **params},
+                origin="sweep",
+                trial=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
+            )
         )
 
     def read_points(self, active: Active) -> list[tuple[int, float]]:

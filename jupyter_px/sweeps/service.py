@@ -12,19 +12,15 @@ import builtins
 import fcntl
 import os
 import time
-from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import detached
-from ..backends import get_backend
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
-from ..service import CodeSource, RunService, load_code, pickle_pushed
-from ..service.runs import check_run_name
-from ..topology import Topology, parse_topology, to_dict
+from ..service import RunService, Submission, load_code, pickle_pushed
+from ..topology import parse_topology, to_dict
 from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
 
 CONTROLLER_MODULE = "jupyter_px.sweeps.controller"
@@ -58,38 +54,28 @@ class SweepService:
         return self.store.resolve(ref)
 
     # ---- start -------------------------------------------------------------------------------
-    def start(
-        self,
-        source: CodeSource,
-        topology: Topology | str | dict,
-        *,
-        name: str | None = None,
-        workdir: str | os.PathLike | None = None,
-        args: Sequence[str] = (),
-        language: str | None = None,
-        push: Mapping[str, Any] | None = None,
-        submitted_from: str = "api",
-    ) -> str:
-        """Validate, record and start a sweep (its controller); its id at once."""
-        name = check_run_name(name)
-        topo = parse_topology(topology)
+    def start(self, submission: Submission) -> str:
+        """Validate, record and start the sweep of `submission`'s topology (its controller); its
+        id at once. Its trials are runs the controller submits through the run service."""
+        if submission.topology is None:
+            raise NoSweep("a sweep needs a topology with an hptuning: (Polyaxon v0) or matrix: (v1) section")
+        topo = parse_topology(submission.topology)
         spec = topo.sweep
         if spec is None:
             raise NoSweep("this topology has no sweep: add an hptuning: (Polyaxon v0) or matrix: (v1) section")
-        trial = topo.without_sweep()
-        get_backend(trial.backend_kind, self.runs.store, self.runs.kubernetes).check(trial)
-        code = load_code(source, language)
+        self.runs.check(topo.without_sweep())
+        code = load_code(submission.source, submission.language)
         files: dict[str, bytes | str] = {code.entrypoint: code.text}
-        if push:
-            files["pushed.pkl"] = pickle_pushed(push)
-        sweep_id = self.store.new_id(name)
+        if submission.push:
+            files["pushed.pkl"] = pickle_pushed(submission.push)
+        sweep_id = self.store.new_id(submission.name)
         record = SweepRecord(
             sweep_id=sweep_id,
-            name=name,
+            name=submission.name,
             topology=to_dict(topo),
-            code=code.spec(args, push),
-            workdir=str(Path(workdir or os.getcwd()).resolve()),
-            submitted_from=submitted_from,
+            code=code.spec(list(submission.args), submission.push),
+            workdir=str(Path(submission.workdir or os.getcwd()).resolve()),
+            submitted_from=submission.origin,
         )
         status = SweepStatus(
             sweep_id=sweep_id,

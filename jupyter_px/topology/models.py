@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from .. import backend_table
 from .errors import Problem
 from .kube_syntax import check_env_name, check_env_value, check_label_key, check_label_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
@@ -34,7 +35,10 @@ from .sweep import SWEEP_KEYS, parse_sweep
 from .sweep_spec import SweepSpec
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
-BackendName = Literal["local", "native", "kubernetes", "kubeflow", "kubeflow-trainer"]
+if TYPE_CHECKING:
+    BackendName = str
+else:  # the names of the one backend table, aliases included (`Literal[("a", "b")]` is `Literal["a", "b"]`)
+    BackendName = Literal[backend_table.ALL_NAMES]
 RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
 
 #: Our role names, in the order replicas are listed and started.
@@ -254,8 +258,8 @@ class Topology(_Strict):
 
     @property
     def backend_kind(self) -> str:
-        """The backend's one name: `kubernetes` is accepted as input for `native`."""
-        return "native" if self.backend == "kubernetes" else self.backend
+        """The backend's one name (`backend_table`: `kubernetes` is accepted as input for `native`)."""
+        return backend_table.canonical(self.backend)
 
     @property
     def is_mpi(self) -> bool:

@@ -61,6 +61,7 @@ from typing import Any, cast
 # The layout module is standard library only (and the runstore package imports nothing heavy
 # on its own), so replicas do not load pydantic for it.
 from ..runstore.layout import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
+from ..runstore.ledger import ACCEPTED as _ACCEPTED
 from . import delivery as _delivery
 from .fd_writes import print_line as _print_line
 from .notices import warn_once as _warn_once
@@ -143,6 +144,7 @@ def log_metrics(step: int | None = None, total_steps: int | None = None, **value
     queue = tracker.queue
     if len(queue) < tracker.max_queued:
         queue.append((step, time.time(), total_steps, values))
+        tracker.counts[_ACCEPTED] += 1  # the ledger: a memory write that survives a SIGKILL
     else:
         tracker.drop()
     if tracker.thread is None:
@@ -204,7 +206,14 @@ def _path_from_env(var: str, scratch_name: str) -> str:
         if scratch_name not in _scratch:
             _scratch[scratch_name] = tempfile.mkdtemp(prefix=f"px-{scratch_name}-")
         return _scratch[scratch_name]
-    os.makedirs(path, exist_ok=True)
+    try:  # made under the run's directory, never in place of it (a deleted run stays deleted)
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            2, f"{var} is under a folder that no longer exists (was the run deleted?)", path
+        ) from None
     return path
 
 

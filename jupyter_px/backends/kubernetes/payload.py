@@ -9,7 +9,7 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
                                    `function_calls.py`, `cell_sources.py` (what the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
-                                   `runstore/{__init__,layout,event_writer}.py` (standard library only;
+                                   `runstore/{__init__,layout,ledger,event_writer}.py` (standard library only;
                                    the event writer imports TensorBoard when the replica writes events)
 
 A ConfigMap holds at most 1 MiB (etcd's limit on one object); code above that is refused with
@@ -60,6 +60,8 @@ _SHIPPED = {
         _PACKAGE / "runstore" / "__init__.py",
     ),
     "lib.jupyter_px.runstore.layout.py": ("lib/jupyter_px/runstore/layout.py", _PACKAGE / "runstore" / "layout.py"),
+    # tracking counts what it accepted and wrote in a ledger (a process-local one in a pod)
+    "lib.jupyter_px.runstore.ledger.py": ("lib/jupyter_px/runstore/ledger.py", _PACKAGE / "runstore" / "ledger.py"),
     # tracking's TensorBoard event writer (shared with the follower, which may not import tracking)
     "lib.jupyter_px.runstore.event_writer.py": (
         "lib/jupyter_px/runstore/event_writer.py",

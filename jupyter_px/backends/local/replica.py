@@ -17,7 +17,6 @@ from ...runstore import ReplicaState, ReplicaStatus
 from ...runstore.models import Reason
 from ...topology import ReplicaSpec
 from .process import ExitInfo
-from .spawners import ForkedProcess
 
 
 class EndReason(str, Enum):
@@ -51,6 +50,15 @@ class Ending:
         return cls(EndReason.OOM_KILLED, ReplicaState.FAILED, message)
 
 
+@dataclass
+class ForkedProcess:
+    """A replica forked from a warm template's zygote (`spawners.py`): what the supervisor needs
+    of a `Popen` (it reaps it with `os.waitpid`)."""
+
+    pid: int
+    returncode: int | None = None
+
+
 #: Replica states that are not final yet.
 UNFINISHED = (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING)
 
@@ -65,6 +73,8 @@ class Replica:
     pgid: int | None = None
     #: Set when we end it: what to record once its process is gone.
     ending: Ending | None = None
+    #: When we sent SIGTERM, and when SIGKILL follows at the latest (the stop's grace).
+    term_at: float | None = None
     kill_at: float | None = None
     restart_at: float | None = None
     #: After the run succeeded: when to stop it if it has not finished by itself.

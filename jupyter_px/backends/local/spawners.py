@@ -22,28 +22,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...forkserver.zygote import Zygote, ZygoteGone
-from .launcher import RUNNER_MODULE, Launch
+from ...runstore import RunPaths
+from .cgroups import RunCgroup
+from .launcher import RUNNER_MODULE, Launch, LaunchPlan
+from .ports import PortReservation
 from .process import spawn
+from .replica import ForkedProcess, Replica
 
 log = logging.getLogger(__name__)
 
 _RUNNER_FILE = Path(__file__).resolve().parents[2] / "runner.py"
 
 #: The signal a replica gets when its supervisor dies (as `process._ChildSetup` arms it for a
-#: cold start, so both starts end the same way).
-PARENT_DEATH_SIGNAL = signal.SIGKILL
+#: cold start, so both starts end the same way: SIGTERM, so that it flushes what it holds; the
+#: leak test in tests/test_warm.py compares the two).
+PARENT_DEATH_SIGNAL = signal.SIGTERM
 
 
 #: What starting one replica takes: its launch, its log, its cores, the run's cgroup.
 Start = tuple[Launch, Path, Iterable[int] | None, str | None]
-
-
-@dataclass
-class ForkedProcess:
-    """A replica forked from the zygote: what the supervisor needs of a `Popen` (it reaps it)."""
-
-    pid: int
-    returncode: int | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +63,10 @@ class Spawner:
 
     @classmethod
     def for_this_process(cls) -> Spawner:
-        return cls(Zygote.from_environ())
+        spawner = cls(Zygote.from_environ())
+        if spawner.zygote is not None:
+            log.info("warm: replicas are forked from the template's zygote (pid %s)", spawner.zygote_pid)
+        return spawner
 
     @property
     def warm(self) -> bool:
@@ -109,7 +109,32 @@ class Spawner:
             parent_death_signal=PARENT_DEATH_SIGNAL,
         )
 
-    def close(self) -> None:
+    def close(self) -> int:
+        """Let the zygote go (it exits); its pid (0: none), still to be reaped."""
+        pid = self.zygote_pid or 0
         if self.zygote is not None:
             self.zygote.close()
             self.zygote = None
+        return pid
+
+
+def replica_starts(
+    replicas: Sequence[Replica],
+    plan: LaunchPlan | None,
+    paths: RunPaths,
+    ports: PortReservation | None,
+    cgroup: RunCgroup | None,
+) -> list[Start]:
+    """What starting each replica takes. Its port is released for it to bind, and its folders
+    are made here, by the supervisor: a replica must never make a deleted run's directory again."""
+    assert plan is not None and ports is not None  # (the run is prepared)
+    paths.logs_dir.mkdir(exist_ok=True)
+    starts: list[Start] = []
+    for replica in replicas:
+        if replica.port is not None:
+            ports.release_socket(replica.port)
+        spec = replica.spec
+        paths.tensorboard(spec.role, spec.index).mkdir(exist_ok=True)
+        procs = cgroup.procs_file if cgroup else None
+        starts.append((plan.launch(spec), paths.log(spec.role, spec.index), plan.affinity(spec), procs))
+    return starts

@@ -11,7 +11,7 @@ milliseconds of server CPU for a list that rarely changes, so:
 * each run's summary is cached with the fingerprint it was built from, so a poll after one run
   changed re-reads that one run, not all of them.
 
-Summaries are `presentation.run_json.run_summary`, the shape `jupyter px runs --json` prints.
+Summaries are `views.run_summary`, the shape `jupyter px runs --json` prints.
 The list only reads: runs that are not finished are observed through the run service, and a
 run whose owner is gone (its supervisor died, nobody follows it) is listed as recorded with its
 `owner_problem`; the problems are part of the ETag, so a poll sees one appear. Bringing such a
@@ -24,12 +24,13 @@ import hashlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..presentation.run_json import run_summary
-from ..runstore import RunNotFound, RunPaths
-from ..service import RunService
+from ..backends import Observation
+from ..runstore import RunNotFound, RunPaths, RunStore
+from .views import run_summary
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +52,10 @@ class RunsIndex:
     Thread-safe: the handlers call it from the executor, several requests at once.
     """
 
-    def __init__(self, service: RunService):
-        self.service = service
-        self.store = store = service.store
+    def __init__(self, store: RunStore, observe: Callable[[str], Observation]):
+        """`observe`: the run service's pure read of an unfinished run's owner."""
+        self.observe = observe
+        self.store = store
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[Stamp, dict[str, Any]]] = {}
         # Plain strings, not RunPaths: building 1,000 pathlib paths per poll cost more than the stats.
@@ -73,7 +75,7 @@ class RunsIndex:
         problems = {}
         for run_id in run_ids:
             try:
-                problem = self.service.observe(run_id).owner_problem
+                problem = self.observe(run_id).owner_problem
             except (RunNotFound, OSError, ValueError) as error:  # damaged or half-deleted
                 log.debug("jupyter_px: cannot observe %s: %s", run_id, error)
                 continue

@@ -45,6 +45,7 @@ class MetricsCache:
         lock, reader = self._reader(run_id)
         with lock:
             reader.poll()
+            reader.check_planted()
             page = read_page(reader, after, budget)
             series: dict[str, dict[str, dict[str, list]]] = {}
             for (replica, name), points in page.points.items():
