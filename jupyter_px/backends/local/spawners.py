@@ -17,7 +17,7 @@ import logging
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +38,9 @@ _RUNNER_FILE = Path(__file__).resolve().parents[2] / "runner.py"
 #: leak test in tests/test_warm.py compares the two).
 PARENT_DEATH_SIGNAL = signal.SIGTERM
 
+
+#: Replicas requested from the zygote at once (a wide run is requested in batches).
+FORK_BATCH = 32
 
 #: What starting one replica takes: its launch, its log, its cores, the run's cgroup.
 Start = tuple[Launch, Path, Iterable[int] | None, str | None]
@@ -76,24 +79,45 @@ class Spawner:
     def zygote_pid(self) -> int | None:
         return self.zygote.pid if self.zygote is not None else None
 
-    def spawn_all(self, starts: Sequence[Start]) -> list[Spawned]:
-        """Start each (launch, log, cores, cgroup): the runner's forked from the zygote, all
-        requested before any is waited for; the rest (or all, without a zygote) exec'd."""
+    def spawn_all(self, starts: Sequence[Start], between: Callable[[], None] = lambda: None) -> list[Spawned]:
+        """Start each (launch, log, cores, cgroup): the runner's forked from the zygote, requested
+        FORK_BATCH at a time before any is waited for, `between()` after each batch (the
+        supervisor's heartbeat: a wide run takes a while); the rest (or all, without a zygote)
+        exec'd."""
         runner = [sys.executable, "-m", RUNNER_MODULE]
         forkable = [i for i, start in enumerate(starts) if self.zygote is not None and start[0].argv[:3] == runner]
         spawned: dict[int, Spawned] = {}
-        if forkable and self.zygote is not None:
-            requests = [self._request(*starts[i]) for i in forkable]
+        for at in range(0, len(forkable), FORK_BATCH):
+            if self.zygote is None:
+                break
+            batch = forkable[at : at + FORK_BATCH]
             try:
-                for i, forked in zip(forkable, self.zygote.spawn_many(requests), strict=True):
+                for i, forked in zip(
+                    batch, self.zygote.spawn_many([self._request(*starts[i]) for i in batch]), strict=True
+                ):
                     spawned[i] = Spawned(ForkedProcess(forked.pid), forked.inherited_mib, warm=True)
             except ZygoteGone as error:
                 log.warning("the zygote cannot fork (%s); this and later replicas start cold", error)
                 self.close()
+            between()
         for i, (launch, log_path, cpus, cgroup_procs) in enumerate(starts):
             if i not in spawned:
                 spawned[i] = Spawned(spawn(launch.argv, launch.env, launch.cwd, log_path, cpus, cgroup_procs))
         return [spawned[i] for i in range(len(starts))]
+
+    def start(
+        self,
+        replicas: Sequence[Replica],
+        plan: LaunchPlan | None,
+        paths: RunPaths,
+        ports: PortReservation | None,
+        cgroup: RunCgroup | None,
+        between: Callable[[], None] = lambda: None,
+    ) -> list[tuple[Spawned, Launch]]:
+        """Start these replicas of the run (`replica_starts`, `spawn_all`): each one's process
+        and launch, in order."""
+        starts = replica_starts(replicas, plan, paths, ports, cgroup)
+        return [(spawned, start[0]) for spawned, start in zip(self.spawn_all(starts, between), starts, strict=True)]
 
     @staticmethod
     def _request(launch: Launch, log_path: Path, cpus: Iterable[int] | None, cgroup_procs: str | None) -> dict:

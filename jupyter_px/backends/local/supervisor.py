@@ -68,7 +68,7 @@ from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc
 from .replica import UNFINISHED, Ending, Replica
 from .resources import Machine, place, this_machine
-from .spawners import Spawned, Spawner, replica_starts
+from .spawners import Spawned, Spawner
 from .status_writer import StatusWriter, record_start_failure
 from .wakeup import SignalWakeup
 from .watchdog import Watchdog
@@ -168,9 +168,9 @@ class Supervisor:
 
     def _spawn(self, *replicas: Replica) -> None:
         """Start these replicas (forked warm, they are requested all at once)."""
-        starts = replica_starts(replicas, self.plan, self.paths, self.ports, self.cgroup)
-        for replica, spawned, start in zip(replicas, self.spawner.spawn_all(starts), starts, strict=True):
-            self._started(replica, spawned, start[0])
+        started = self.spawner.start(replicas, self.plan, self.paths, self.ports, self.cgroup, self.writer.write)
+        for replica, (spawned, launch) in zip(replicas, started, strict=True):
+            self._started(replica, spawned, launch)
 
     def _started(self, replica: Replica, spawned: Spawned, launch: Launch) -> None:
         popen = spawned.process
