@@ -110,6 +110,7 @@ class Bench:
             [sys.executable, "-c", FLOOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=self.env
         )
         self.kernel = None
+        self.run_spans: list[float] = []
 
     def command(self, argv: list[str]) -> tuple[float, bool, str]:
         start = time.perf_counter()
@@ -125,7 +126,18 @@ class Bench:
     def warm(self):
         seconds, ok, tail = self.command([_bin("jupyter"), "px", "run", "job.py", "-f", "four.yaml", "--wait"])
         launch = self._last_launch()
+        self.run_spans.append(self._last_span())
         return seconds, ok and launch.startswith("warm"), tail + f"\nlaunch: {launch}"
+
+    def cli_start(self):
+        """What starting the command costs before it does anything (`jupyter px --help`)."""
+        return self.command([_bin("jupyter"), "px", "--help"])
+
+    def _last_span(self) -> float:
+        """Submission (the run's record) to its final status, of the newest run."""
+        runs = sorted((self.work / "px_home" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+        created = json.loads((runs[-1] / "record.json").read_text())["created_at"]
+        return json.loads((runs[-1] / "status.json").read_text())["finished_at"] - created
 
     def _last_launch(self) -> str:
         runs = sorted((self.work / "px_home" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
@@ -202,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         "jupyter px run --wait (warm)": bench.warm,
         "%%px_distributed --wait (warm, nbclient)": bench.magic,
         "floor: 4 forks of an imported torch": bench.floor_round,
+        "(for comparison) jupyter px --help": bench.cli_start,
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
     failures: dict[str, int] = dict.fromkeys(variants, 0)
@@ -244,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"warm / torchrun: {warm / torchrun:.3f} (target at most {TARGET_RATIO}); "
         f"warm - floor: {warm - floor:+.2f} s (target at most {TARGET_OVER_FLOOR_S} s)"
+    )
+    print(
+        f"of the warm command: its run, from submission to the final status, median "
+        f"{statistics.median(bench.run_spans):.2f} s; the command's own start (`jupyter px --help`) median "
+        f"{medians['(for comparison) jupyter px --help']:.2f} s"
     )
     for entry in memory:
         own, standby = entry.get("memory") or {}, entry.get("standby_memory") or {}
