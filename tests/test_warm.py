@@ -52,8 +52,23 @@ def _shape(value: str, run) -> str:
 
 @pytest.mark.jobs
 def test_a_warm_replica_is_the_process_a_cold_start_makes_and_nothing_of_an_earlier_run_leaks(
-    px_home, tmp_path, warm_on
+    px_home, tmp_path, monkeypatch
 ):
+    # a template of this test's own, started with a variable the runs do not have: not theirs either
+    monkeypatch.setenv("JUPYTER_PX_WARM_DIR", str(tmp_path / "warm"))
+    monkeypatch.setenv("JUPYTER_PX_WARM", "1")
+    monkeypatch.setenv("PROBE_TEMPLATE_ONLY", "the template's")
+    try:
+        ensure_templates()
+    finally:
+        monkeypatch.delenv("PROBE_TEMPLATE_ONLY")
+    try:
+        _compare_cold_and_warm(tmp_path)
+    finally:
+        warm.stop_all("the test ended")
+
+
+def _compare_cold_and_warm(tmp_path: Path) -> None:
     cold_run, cold = _probe(tmp_path, 0, cold=True)
     first_run, first = _probe(tmp_path, 1, cold=False)
     second_run, second = _probe(tmp_path, 2, cold=False)
@@ -73,7 +88,7 @@ def test_a_warm_replica_is_the_process_a_cold_start_makes_and_nothing_of_an_earl
             assert set(w["env"]) == set(c["env"]), set(w["env"]) ^ set(c["env"])
             differ = {k for k in c["env"] if w["env"][k] != c["env"][k] and not k.startswith(RUN_SPECIFIC)}
             assert not differ, {k: (c["env"][k], w["env"][k]) for k in differ}
-            assert "PROBE_LEAK" not in w["env"]
+            assert "PROBE_LEAK" not in w["env"] and "PROBE_TEMPLATE_ONLY" not in w["env"]
             # working directory, argv, sys.path as the runner sets them for this run
             assert w["cwd"] == str(run.record.workdir) and w["argv"][1:] == [str(w["round"])]
             assert w["path"] == [str(run.paths.code_dir), str(run.record.workdir)]
