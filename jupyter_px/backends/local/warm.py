@@ -42,7 +42,6 @@ import hashlib
 import json
 import logging
 import os
-import site
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -56,6 +55,7 @@ from ...forkserver.client import start as start_through_template
 from ...runstore import RunRecord, px_home
 from ...topology import Topology
 from .config import SUPERVISOR_MODULE, TUNABLES
+from .fingerprint import changed_facts, environment_facts, environment_fingerprint
 from .settings import LocalSettings
 
 log = logging.getLogger(__name__)
@@ -91,8 +91,6 @@ STANDBY_IMPORTS = (SUPERVISOR_MODULE,)
 REIMPORT = {"vars": [*TUNABLES, "PX_MAX_LOCAL_PROCESSES"], "modules": ["jupyter_px.backends.local"]}
 SUPERVISOR_ENTRY = f"{SUPERVISOR_MODULE}:main"
 
-#: Variables read when an interpreter or a framework starts: part of the fingerprint.
-_STARTUP_PREFIXES = ("PYTHON", "LD_", "OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS", "TORCH", "PYTORCH", "CUBLAS")
 #: Seconds a `start` waits for a template to be ready.
 READY_TIMEOUT_S = 120.0
 #: A socket path longer than this does not fit `sockaddr_un` (108 bytes with its terminator).
@@ -115,63 +113,13 @@ def preload(framework: str | None) -> list[str]:
     return [*BASE_PRELOAD, *FRAMEWORK_PRELOAD[framework]]
 
 
-def _mtime(path: str | Path) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0
-
-
-def _own_files_mtime() -> int:
-    """The newest file of this package, where it is a source checkout (an installed package
-    changes only with its site-packages directory)."""
-    package = Path(__file__).resolve().parents[2]
-    newest = 0
-    for directory, _dirs, files in os.walk(package):
-        for name in files:
-            if name.endswith(".py"):
-                newest = max(newest, _mtime(os.path.join(directory, name)))
-    return newest
-
-
 def fingerprint(framework: str | None, env: Mapping[str, str]) -> str:
-    """What a template must have been started with to serve a run in `env` (see the module doc)."""
-    return hashlib.sha256(json.dumps(fingerprint_facts(framework, env), sort_keys=True).encode()).hexdigest()[:16]
-
-
-def changed_facts(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
-    """What differs between two fingerprints' facts, in a few words ("env OMP_NUM_THREADS")."""
-    if not old:
-        return "unknown"
-    changed = []
-    for key in sorted(set(old) | set(new)):
-        if old.get(key) == new.get(key):
-            continue
-        if key == "env":
-            before, after = dict(old.get("env") or []), dict(new.get("env") or [])
-            changed += [f"env {k}" for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
-        elif key == "sites":
-            changed += [f"packages in {p}" for p, m in new.get("sites") or [] if [p, m] not in (old.get("sites") or [])]
-        else:
-            changed.append(key)
-    return ", ".join(changed) or "unknown"
+    """What a template must have been started with to serve a run in `env` (`fingerprint.py`)."""
+    return environment_fingerprint(preload(framework), env)
 
 
 def fingerprint_facts(framework: str | None, env: Mapping[str, str]) -> dict[str, Any]:
-    """The facts a fingerprint hashes (kept in the template's state, to say what changed)."""
-    installed_in = [*site.getsitepackages(), site.getusersitepackages()]
-    sites = [*installed_in, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
-    package = Path(__file__).resolve().parents[2]
-    installed = any(package.is_relative_to(Path(s).resolve()) for s in installed_in if os.path.isdir(s))
-    facts = {
-        "python": os.path.realpath(sys.executable),
-        "version": sys.version,
-        "preload": preload(framework),
-        "sites": [[s, _mtime(s)] for s in sites],
-        "package": None if installed else _own_files_mtime(),
-        "env": sorted([k, v] for k, v in env.items() if k.startswith(_STARTUP_PREFIXES) and k != "PYTHONPATH"),
-    }
-    return json.loads(json.dumps(facts))  # as the state file holds them (lists, not tuples)
+    return environment_facts(preload(framework), env)
 
 
 def socket_path(directory: Path, key: str) -> str:
@@ -487,7 +435,7 @@ def templates() -> list[dict[str, Any]]:
     for a running one its memory and its standby owner's (a pure read: nothing is started)."""
     found = []
     directory = warm_dir()
-    for path in sorted(directory.glob("*.json"), key=_mtime, reverse=True):
+    for path in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime if p.exists() else 0.0, reverse=True):
         state = read_state(path.stem)
         if state is None:
             continue
