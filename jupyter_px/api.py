@@ -9,7 +9,6 @@ run.results()                                      # what each replica returned,
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -28,7 +27,6 @@ from .service import (
     ScriptFile,
     SourceText,
     Submission,
-    code_source,
 )
 from .topology import Topology, parse_topology
 
@@ -74,30 +72,25 @@ def submit(
     with the run's environment; it and the notebook globals it uses are shipped by value
     (cloudpickle), and `run.results()` gives what each replica returned.
     """
-    typed: CodeSource
-    if isinstance(code, (str, os.PathLike, ScriptFile, SourceText, NotebookCells, FunctionCall)):
-        if kwargs:
-            raise TypeError("kwargs are a function's keyword arguments: submit a function to use them")
-        typed = code_source(code)
-    elif callable(code):
+    if callable(code) and not isinstance(code, (str, os.PathLike, ScriptFile, SourceText, NotebookCells, FunctionCall)):
         from .notebook_code import function_cells
 
-        typed = FunctionCall(code, tuple(args), dict(kwargs or {}), function_cells(code))
+        code = FunctionCall(code, tuple(args), dict(kwargs or {}), function_cells(code))
         args = ()
-    else:
-        typed = code_source(code)  # raises TypeError naming what it got
-    if source is not None:
-        typed = dataclasses.replace(typed, origin=source)
-    submission = Submission(
-        typed,
+    elif kwargs:
+        raise TypeError("kwargs are a function's keyword arguments: submit a function to use them")
+    overrides = Overrides(framework=framework, workers=workers, ps=ps, backend=backend)
+    submission = Submission.of_code(
+        code,
         topology,
-        Overrides(framework=framework, workers=workers, ps=ps, backend=backend),
+        overrides,
         name=name,
         workdir=workdir,
-        args=tuple(args),
+        args=args,
         language=language,
         push=push,
-        origin=submitted_from,  # type: ignore[arg-type]  # checked by Submission
+        submitted_from=submitted_from,
+        source=source,
         cold=cold,
     )
     service = RunService(store)

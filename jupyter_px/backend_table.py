@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Family = Literal["local", "kubernetes"]
+Family = Literal["local", "kubernetes", "slurm"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,14 @@ BACKENDS: tuple[BackendEntry, ...] = (
         "jupyter_px.backends.kubernetes:KubeflowTrainerBackend",
         renders=True,
         summary="Kubeflow Trainer v2's TrainJob on a training runtime",
+    ),
+    BackendEntry(
+        "slurm",
+        (),
+        "slurm",
+        "jupyter_px.backends.slurm:SlurmBackend",
+        renders=True,
+        summary="one Slurm job per run (heterogeneous when replicas differ), through sbatch on PATH",
     ),
 )
 

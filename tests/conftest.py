@@ -13,11 +13,14 @@ import pytest
 #: What points a Kubernetes client at a cluster (or at our settings for one). A test that needs a
 #: cluster starts its own (`tests/k8s_support.py`) and sets these itself.
 KUBERNETES_ENVIRONMENT = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "PX_K8S_")
+#: The same for Slurm: which cluster the Slurm commands talk to, and our settings for it. A test
+#: that needs Slurm starts its own cluster (`tests/slurm_support.py`) and sets these itself.
+SLURM_ENVIRONMENT = ("SLURM_", "PX_SLURM_")
 
 
 #: The slow lanes (markers in pyproject.toml). A test in one of them is also `slow`; a test that
 #: uses the `kube` fixture (tests/k8s_support.py) is in the `kube` lane without saying so.
-SLOW_LANES = ("jobs", "kube", "browser", "tensorboard")
+SLOW_LANES = ("jobs", "kube", "browser", "tensorboard", "slurm")
 
 
 #: Modules whose real jobs (`jobs`) run twice, cold and warm (`launch`): the local backend's
@@ -90,6 +93,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "kube" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
+        if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slurm)
         if any(item.get_closest_marker(lane) for lane in SLOW_LANES):
             item.add_marker(pytest.mark.slow)
 
@@ -99,7 +104,9 @@ def _no_outside_cluster(tmp_path_factory) -> Iterator[None]:
     """No test reads the user's kubeconfig, in-cluster service account or jupyter-px Kubernetes
     settings, or reaches a cluster it did not start: for the whole session (servers and kernels
     started by module-scoped fixtures inherit it too), KUBECONFIG names a file that does not
-    exist and every PX_K8S_* variable is unset, PX_K8S_CONFIG pointing nowhere."""
+    exist and every PX_K8S_* variable is unset, PX_K8S_CONFIG pointing nowhere. Likewise for
+    Slurm: SLURM_CONF and PX_SLURM_CONFIG name files that do not exist, no SLURM_* or PX_SLURM_*
+    variable of the caller's (an allocation it runs in) is kept."""
     nowhere = tmp_path_factory.mktemp("no-cluster")
     with pytest.MonkeyPatch.context() as patch:
         for name in list(os.environ):
@@ -107,6 +114,11 @@ def _no_outside_cluster(tmp_path_factory) -> Iterator[None]:
                 patch.delenv(name)
         patch.setenv("KUBECONFIG", str(nowhere / "kubeconfig"))
         patch.setenv("PX_K8S_CONFIG", str(nowhere / "kubernetes.yaml"))
+        for name in list(os.environ):
+            if name.startswith(SLURM_ENVIRONMENT):
+                patch.delenv(name)
+        patch.setenv("SLURM_CONF", str(nowhere / "slurm.conf"))
+        patch.setenv("PX_SLURM_CONFIG", str(nowhere / "slurm.yaml"))
         yield
 
 

@@ -62,6 +62,7 @@ SPELLING = [
 ]
 TOPOLOGY_CELL = "%%px_topology"
 SETTINGS_FILE_LINE = "# ~/.jupyter_px/kubernetes.yaml"
+SLURM_SETTINGS_FILE_LINE = "# ~/.jupyter_px/slurm.yaml"
 SERVER_CONFIG_LINE = "# jupyter_server_config.py"
 #: Commands from `.ci/run` checked by running them there (a docs line identical to one is checked).
 CI_RUN = ROOT / ".ci" / "run"
@@ -186,10 +187,12 @@ def parse_magic(name: str, arguments: str) -> str | None:
 
 
 def topology_problem(text: str) -> str | None:
-    from jupyter_px.topology import TopologyError, parse_topology
+    """Why a polyaxonfile (its sweep section included) does not validate, or None."""
+    from jupyter_px.sweeps.spec import parse_polyaxonfile
+    from jupyter_px.topology import TopologyError
 
     try:
-        parse_topology(text)
+        parse_polyaxonfile(text)
     except TopologyError as error:
         return str(error).replace("\n", "; ")
     return None
@@ -199,7 +202,7 @@ def topology_problem(text: str) -> str | None:
 def _environment(**values: str) -> Iterator[None]:
     saved = dict(os.environ)
     try:
-        for name in [n for n in os.environ if n.startswith("PX_K8S_")]:
+        for name in [n for n in os.environ if n.startswith(("PX_K8S_", "PX_SLURM_"))]:
             del os.environ[name]
         os.environ.update(values)
         yield
@@ -208,14 +211,18 @@ def _environment(**values: str) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def settings_problem(text: str) -> str | None:
+def settings_problem(text: str, backend: str = "kubernetes") -> str | None:
+    """What the settings loader of the Kubernetes (or Slurm) backends says of a settings file."""
     from jupyter_px.backends.base import BackendError
-    from jupyter_px.backends.kubernetes.settings import load_settings
+    from jupyter_px.backends.kubernetes.settings import load_settings as kubernetes_settings
+    from jupyter_px.backends.slurm.settings import load_settings as slurm_settings
 
+    load_settings = slurm_settings if backend == "slurm" else kubernetes_settings
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "kubernetes.yaml"
+        path = Path(folder) / f"{backend}.yaml"
         path.write_text(text)
-        with _environment(PX_K8S_CONFIG=str(path)):
+        variable = "PX_SLURM_CONFIG" if backend == "slurm" else "PX_K8S_CONFIG"
+        with _environment(**{variable: str(path)}):
             try:
                 load_settings()
             except BackendError as error:
@@ -425,6 +432,9 @@ def check_yaml(block: Block, previous: Block | None = None) -> list[str]:
     if first == SETTINGS_FILE_LINE:
         problem = settings_problem(text)
         return [f"{where}: Kubernetes settings: {problem}"] if problem else []
+    if first == SLURM_SETTINGS_FILE_LINE:
+        problem = settings_problem(text, "slurm")
+        return [f"{where}: Slurm settings: {problem}"] if problem else []
     problems = []
     if first.startswith(TOPOLOGY_CELL):
         message = parse_magic("px_topology", first[len(TOPOLOGY_CELL) :].strip())

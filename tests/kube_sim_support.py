@@ -84,3 +84,26 @@ def live_pods(cluster: Cluster, namespace: str = "default") -> list[str]:
         for p in cluster.list("pods", namespace)
         if p["status"].get("phase") in (None, "Pending", "Running")
     )
+
+
+def require(condition: bool, why: str) -> None:
+    """Skip with the reason where this machine lacks something; under CI=true (whose machines
+    have what these do) fail instead."""
+    import pytest
+
+    if condition:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def require_mpi_pods(cluster: Cluster, ssh: bool = True) -> None:
+    """What real `mpirun` across pods needs here: pods with their own network (each rank's daemon,
+    each worker's sshd on port 22) and, over ssh (mpi-operator), OpenSSH's sshd (.ci/run installs it)."""
+    kubelet = cluster.kubelet
+    why = kubelet.no_pod_network_because if kubelet else "no kubelet"
+    require(kubelet is not None and kubelet.network is not None, f"MPI across pods needs the pod network: {why}")
+    require(
+        not ssh or os.path.exists("/usr/sbin/sshd"), "OpenSSH's sshd is not installed (apt-get install openssh-server)"
+    )

@@ -196,17 +196,17 @@ def test_list_pages_newest_first(px_home):
 
 def test_keep_falls_back_to_the_stored_status_when_the_backend_cannot_be_used(px_home):
     store = RunStore()
-    store.create(RunRecord(run_id="far-1", topology=TWO_WORKERS, backend="slurm"), {"main.py": "pass\n"})
+    store.create(RunRecord(run_id="far-1", topology=TWO_WORKERS, backend="pbs"), {"main.py": "pass\n"})
     store.write_status(RunStatus(run_id="far-1", state=RunState.RUNNING))
     service = RunService(store)
     assert service.keep("far-1").state == RunState.RUNNING
     observation = service.observe("far-1")
-    assert observation.status.state == RunState.RUNNING and "slurm" in (observation.owner_problem or "")
+    assert observation.status.state == RunState.RUNNING and "pbs" in (observation.owner_problem or "")
 
 
 def test_wait_times_out_naming_the_run_and_leaves_it_going(px_home):
     store = RunStore()
-    store.create(RunRecord(run_id="slow-1", topology=TWO_WORKERS, backend="slurm"), {"main.py": "pass\n"})
+    store.create(RunRecord(run_id="slow-1", topology=TWO_WORKERS, backend="pbs"), {"main.py": "pass\n"})
     store.write_status(RunStatus(run_id="slow-1", state=RunState.RUNNING))
     with pytest.raises(TimeoutError, match="run slow-1 still Running after 0.2 s"):
         RunService(store).wait("slow-1", timeout=0.2, poll=0.05)

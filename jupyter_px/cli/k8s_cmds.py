@@ -1,7 +1,8 @@
-"""`jupyter px render SCRIPT -f TOPOLOGY --backend native|kubeflow|kubeflow-trainer [--name RUN]`.
+"""`jupyter px render SCRIPT -f TOPOLOGY --backend native|kubeflow|kubeflow-trainer|slurm [--name RUN]`.
 
 Prints the manifests a Kubernetes backend would create, as YAML: a dry run to read, review or
-`kubectl apply -f -`. Nothing is contacted and nothing is written. The header comment says how to
+`kubectl apply -f -`; for `slurm`, the batch script sbatch would be given. Nothing is contacted
+and nothing is written. The header comment says how to
 delete every object of the run by its label; an object too large for client-side apply is named
 on stderr, with `--server-side` as the way to apply it.
 """
@@ -53,7 +54,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "render",
-        help="print the Kubernetes manifests of a run (a dry run for kubectl apply)",
+        help="print the Kubernetes manifests (or the Slurm batch script) of a run: a dry run",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("script", help="the training script (shipped in the run's ConfigMap)")

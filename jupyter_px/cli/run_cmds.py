@@ -327,7 +327,10 @@ def register(commands) -> None:
     )
     run.add_argument("--workers", type=_count, metavar="N", help="number of workers")
     run.add_argument("--ps", type=_count, metavar="N", help="number of parameter servers")
-    run.add_argument("--backend", help="where to run (default: the topology's, else local)")
+    run.add_argument(
+        "--backend",
+        help="where to run: local, native, kubeflow, kubeflow-trainer or slurm (default: the topology's, else local)",
+    )
     run.add_argument("--name", help="a name for the run (its id starts with it)")
     run.add_argument("--workdir", metavar="DIR", help="working directory of the replicas (default: here)")
     run.add_argument(

@@ -50,6 +50,11 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
     except (NoSweep, TopologyError, FileNotFoundError, ValueError, BackendError) as error:
         raise CliError(str(error)) from None
     print(sweep_id)
+    from ..sweeps.spec import parse_polyaxonfile, read_sweep
+
+    spec = read_sweep(parse_polyaxonfile(topology))
+    for note in spec.notes if spec else ():  # what is not done as written, said once at the start
+        print(f"note: {note}", file=sys.stderr)
     if not args.wait:
         return 0
     return _follow(service, sweep_id)

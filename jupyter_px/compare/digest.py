@@ -47,7 +47,7 @@ class Curve:
     """One metric of one run, downsampled, with the values of the whole series.
 
     `steps_json` and `values_json` are the chosen points already encoded as JSON arrays (values
-    to 7 significant digits, steps as integers where they are): encoded once when the run is
+    exactly, steps as integers where they are): encoded once when the run is
     read, so a server answering a comparison of 200 runs again splices text instead of
     formatting 200,000 floats per request."""
 
@@ -61,14 +61,15 @@ class Curve:
 
 
 def encode_points(steps: np.ndarray, values: np.ndarray) -> tuple[str, str]:
-    """(steps, values) as compact JSON arrays: integral steps as integers, values to 7
-    significant digits (a float32's precision: more than any plot shows). Values are finite
-    (`downsample_indices` chooses finite points only)."""
+    """(steps, values) as compact JSON arrays: integral steps as integers, values as the shortest
+    text that reads back the same float, so a line drawn from them reaches exactly the final and
+    best values the table beside it shows (a plot rounded to 7 digits showed a best value its
+    table did not). Values are finite (`downsample_indices` chooses finite points only)."""
     if len(steps) and np.all(np.mod(steps, 1) == 0) and np.all(np.abs(steps) < 2**53):
         steps_text = json.dumps(steps.astype(np.int64).tolist(), separators=(",", ":"))
     else:
         steps_text = json.dumps(steps.tolist(), separators=(",", ":"))
-    values_text = "[" + ",".join(f"{value:.7g}" for value in values.tolist()) + "]"
+    values_text = "[" + ",".join(map(repr, values.tolist())) + "]"
     return steps_text, values_text
 
 

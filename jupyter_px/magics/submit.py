@@ -11,10 +11,11 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..presentation.text import topology_problems
-from ..topology import Topology, TopologyError, apply_overrides, parse_topology
+from ..sweeps.spec import parse_polyaxonfile, read_sweep
+from ..topology import Topology, TopologyError, apply_overrides
 from ..topology.registry import UnknownTopology, topologies
 from .args import IDENTIFIER, check_output, check_wait, output_arg, wait_args
-from .common import shell_of, show_run, submit_errors, wait_for_run
+from .common import cell_submission, shell_of, show_run, submit_errors, wait_for_run
 
 #: Which magic option set which field, so an invalid override is reported as the option.
 OPTION_FIELDS = {
@@ -38,7 +39,7 @@ class SubmitMagics(Magics):
     @argument("--framework", help="override: tensorflow, pytorch, mxnet, horovod or mpi")
     @argument("--workers", type=int, metavar="N", help="override: number of workers")
     @argument("--ps", type=int, metavar="N", help="override: number of parameter servers")
-    @argument("--backend", help="override: local, native, kubeflow or kubeflow-trainer")
+    @argument("--backend", help="override: local, native, kubeflow, kubeflow-trainer or slurm")
     @argument("--name", metavar="RUN", help="a name for the run (its id starts with it; magics accept it)")
     @wait_args
     @argument("--notebook", action="store_true", help="ship the notebook's code cells up to this one, then this cell")
@@ -78,8 +79,9 @@ class SubmitMagics(Magics):
         push = self._pushed_values(args.push)
         from ..notebook_code import missing_names
 
-        spec = topology.sweep  # a sweep's values are globals in every trial
+        spec = read_sweep(topology)  # a sweep's values and the declarations are globals in every run
         known = {**push, **dict.fromkeys(spec.params if spec else ()), **dict.fromkeys(_resource(spec))}
+        known.update(dict.fromkeys(topology.declarations or ()))
         missing = missing_names(shipped.source, shell_of(self).user_ns, shell_of(self).user_ns_hidden, known)
         if missing:
             raise UsageError(f"not submitted: {missing.message()}")
@@ -116,7 +118,7 @@ class SubmitMagics(Magics):
                     f"-f {args.file!r}: cannot read the topology file: {error.strerror or error}"
                 ) from None
             try:
-                base = parse_topology(text)
+                base = parse_polyaxonfile(text)
             except TopologyError as error:
                 raise UsageError(f"-f {args.file}: " + topology_problems(error)) from None
         else:
@@ -204,27 +206,13 @@ class SubmitMagics(Magics):
     def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any], spans: list[Any]):
         from ..api import Run
         from ..notebook_code import ends_with_expression
-        from ..service import RunService, SourceText, Submission
+        from ..service import RunService
 
         service = RunService()
-        code = SourceText(
-            shipped.source,
-            origin=shipped.origin,
-            language=shipped.language,
-            cells=tuple(spans),
-            returns=shipped.language == "python" and ends_with_expression(shipped.source),
-        )
+        returns = shipped.language == "python" and ends_with_expression(shipped.source)
         with submit_errors():
             run_id = service.submit(
-                Submission(
-                    code,
-                    topology,
-                    name=args.name,
-                    push=push or None,
-                    origin="magic",
-                    workdir=os.getcwd(),
-                    cold=args.cold,
-                )
+                cell_submission(shipped, topology, args.name, push, cells=spans, returns=returns, cold=args.cold)
             )
         return Run(run_id, service=service)
 

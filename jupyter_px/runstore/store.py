@@ -164,14 +164,10 @@ class RunStore:
         return self.paths(run_id).record.exists()
 
     def _require(self, run_id: str) -> RunPaths:
-        try:
-            paths = self.paths(run_id)
-        except InvalidRunId as error:
-            raise RunNotFound(str(error)) from None
+        """The paths of a run with a record: RunNotFound without its directory, RunDamaged without its record."""
+        paths = self._run_dir(run_id)
         if not paths.record.exists():
-            if paths.root.is_dir():
-                raise RunDamaged(run_id, f"{RECORD_FILE} is missing")
-            raise RunNotFound(f"no run {run_id!r} in {self.root}")
+            raise RunDamaged(run_id, f"{RECORD_FILE} is missing")
         return paths
 
     def record(self, run_id: str) -> RunRecord:

@@ -198,6 +198,13 @@ class PxHandler(APIHandler):
         """Answer with `data` as `model` (checked: a field the model does not declare is a bug)."""
         self.write_json(dump(model, data), status)
 
+    async def start_tensorboard(self, run_ids: list[str]) -> None:
+        """Start (or reuse) one TensorBoard for `run_ids` in the TensorBoard pool and answer with
+        where it is served (`send_tensorboard`)."""
+        idle = self.px.settings.tensorboard_idle_timeout
+        result = await self.blocking(self.px.service.tensorboard, run_ids, kind="tensorboard", idle_timeout=idle)
+        self.send_tensorboard(result)
+
     def send_tensorboard(self, result: tensorboard.StartResult) -> None:
         """Answer a TensorBoard start: where it is served (the Jupyter server's authenticated route,
         so it works behind JupyterHub) and whether it was launched or reused; 503 with its output

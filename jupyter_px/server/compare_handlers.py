@@ -82,10 +82,4 @@ class CompareTensorBoardHandler(PxHandler):
             run_ids = await self.blocking(select_runs, self.px.store, body.runs)
         except SelectionError as error:
             raise web.HTTPError(400, str(error)) from None
-        result = await self.blocking(
-            self.px.service.tensorboard,
-            run_ids,
-            kind="tensorboard",
-            idle_timeout=self.px.settings.tensorboard_idle_timeout,
-        )
-        self.send_tensorboard(result)
+        await self.start_tensorboard(run_ids)

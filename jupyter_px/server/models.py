@@ -478,7 +478,7 @@ class Comparison(Reply):
 
 
 SweepStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped"]
-TrialStateName = Literal["Running", "Complete", "Pruned", "Failed", "Stopped"]
+TrialStateName = Literal["Pending", "Running", "Complete", "Pruned", "Failed", "Stopped"]
 
 
 class SweepTrial(Reply):
@@ -494,6 +494,15 @@ class SweepTrial(Reply):
     reason: str | None
     started_at: float | None
     finished_at: float | None
+    values: dict[str, float] | None = Field(default=None, description="each objective's final value")
+    runs: list[str] = Field(default_factory=list, description="a promoted Hyperband trial's runs, a rung each")
+
+
+class SweepObjective(Reply):
+    """One objective of a sweep: a metric and which way is better."""
+
+    name: str
+    direction: str
 
 
 class Sweep(Reply):
@@ -514,6 +523,10 @@ class Sweep(Reply):
     direction: str | None
     counts: dict[str, int]
     best: int | None = Field(description="the best trial's number")
+    objectives: list[SweepObjective] = Field(default_factory=list)
+    pareto: list[int] | None = Field(
+        default=None, description="a multi-objective sweep's result: the trials on its Pareto front"
+    )
     trials: list[SweepTrial] | None = None
 
 
@@ -552,6 +565,7 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     CompareRow: "ICompareRow",
     Comparison: "IComparison",
     SweepTrial: "ISweepTrial",
+    SweepObjective: "ISweepObjective",
     Sweep: "ISweep",
     SweepsPage: "ISweepsPage",
     WarmMemory: "IWarmMemory",

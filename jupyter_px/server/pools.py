@@ -21,11 +21,12 @@ from .. import backend_table
 from ..daemon_pool import DaemonThreadPool
 
 #: Threads per kind of blocking work: reads (the store), submits and stops per backend family
-#: (`backend_table`: a local one starts processes; a Kubernetes one waits on the API server),
-#: TensorBoard starts. A kind whose threads are all busy queues its own calls only.
-POOL_THREADS: dict[str, int] = {"read": 8, "local": 4, "kubernetes": 8, "tensorboard": 2}
+#: (`backend_table`: a local one starts processes; a Kubernetes one waits on the API server; a
+#: Slurm one on slurmctld), TensorBoard starts. A kind whose threads are all busy queues its own
+#: calls only.
+POOL_THREADS: dict[str, int] = {"read": 8, "local": 4, "kubernetes": 8, "slurm": 4, "tensorboard": 2}
 
-Kind = Literal["read", "local", "kubernetes", "tensorboard"]
+Kind = Literal["read", "local", "kubernetes", "slurm", "tensorboard"]
 
 
 def change_kind(backend: str) -> Kind:

@@ -18,7 +18,7 @@ from .run_handlers import (
     RunsHandler,
     RunTensorBoardHandler,
 )
-from .sweep_handlers import SweepHandler, SweepsHandler
+from .sweep_handlers import SweepHandler, SweepsHandler, SweepViewHandler
 from .tensorboard_proxy import ROUTE as TENSORBOARD_ROUTE
 from .tensorboard_proxy import TensorBoardPorts, TensorBoardProxyHandler
 from .topology_handlers import TopologyRenderHandler, TopologySchemaHandler, TopologyValidateHandler
@@ -42,6 +42,7 @@ ROUTES: list[tuple[str, type[PxHandler]]] = [
     ("px/api/compare/tensorboard", CompareTensorBoardHandler),
     ("px/api/sweeps", SweepsHandler),
     (f"px/api/sweeps/{REF}", SweepHandler),
+    (f"px/api/sweeps/{REF}/view", SweepViewHandler),
     ("px/api/warm", WarmHandler),
 ]
 

@@ -192,10 +192,4 @@ class RunTensorBoardHandler(PxHandler):
             if not await self.blocking(self.px.store.exists, other):
                 raise web.HTTPError(404, f"also: no run {other!r}")
         run_ids = list(dict.fromkeys([run_id, *also]))  # in order, once each
-        result = await self.blocking(
-            self.px.service.tensorboard,
-            run_ids,
-            kind="tensorboard",
-            idle_timeout=self.px.settings.tensorboard_idle_timeout,
-        )
-        self.send_tensorboard(result)
+        await self.start_tensorboard(run_ids)

@@ -5,6 +5,7 @@ as `jupyter px sweep ...`), blocking reads in the extension's read pool.
     GET    px/api/sweeps          the sweeps, newest first (`jupyter px sweep list --json`'s shape;
                                   with `?trials=true` each with its trials, for the sidebar's groups)
     GET    px/api/sweeps/<ref>    one sweep with its trials (`jupyter px sweep status --json`)
+    GET    px/api/sweeps/<ref>/view   what a tuner looks at (`sweeps.view_model.SweepViewModel`)
     DELETE px/api/sweeps/<ref>    stop it: its running trials, then its controller
 """
 
@@ -64,3 +65,14 @@ class SweepHandler(PxHandler):
         sweep_id = await self._resolve(ref)
         await self.blocking(self.px.sweeps.stop, sweep_id, kind="local")
         self.send(Sweep, await self._sweep_detail(sweep_id))
+
+
+class SweepViewHandler(SweepHandler):
+    """`GET px/api/sweeps/<ref>/view`: the sweep's view-model (history, importance, parallel
+    coordinates, slices, contour, Pareto front), built from one read of the sweep."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, ref: str) -> None:
+        model = await self.blocking(self.px.sweeps.view_model, await self._resolve(ref))
+        self.write_json(model.model_dump(mode="json"))

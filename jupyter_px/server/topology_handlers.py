@@ -11,6 +11,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..service import BackendError
+from ..sweeps.spec import parse_polyaxonfile
 from ..topology import TopologyError, json_schema, parse_topology, to_dict, to_yaml
 from ..topology.export import summary_text
 from .base import PxHandler, problems_of
@@ -36,7 +37,7 @@ class TopologyValidateHandler(PxHandler):
     async def post(self) -> None:
         body = self.body(ValidateRequest)
         try:
-            topo = parse_topology(body.topology)
+            topo = parse_polyaxonfile(body.topology)
         except TopologyError as error:
             self.send(Validation, {"valid": False, **problems_of(error)})
             return

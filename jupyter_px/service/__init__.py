@@ -41,7 +41,7 @@ from .sources import (
     notebook_cells,
     notebook_code,
 )
-from .submission import Origin, Overrides, Submission, check_run_name
+from .submission import CodeOptions, Origin, Overrides, Submission, check_run_name
 
 __all__ = [
     "ROLE_PATTERN",
@@ -56,6 +56,7 @@ __all__ = [
     "RunStatus",
     "StoreUnusable",
     "px_home",
+    "CodeOptions",
     "Origin",
     "Overrides",
     "Submission",

@@ -19,21 +19,25 @@ import logging
 import os
 import pickle
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
 from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
+from ..topology.values import declared_run
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex, RunsPage
-from .sources import CodeSource, load_code
+from .sources import CodeSource, ScriptFile, load_code
 from .submission import Submission
 
 log = logging.getLogger(__name__)
+
+#: A status with a state that says whether it finished (a run's, a sweep's).
+_Finishing = TypeVar("_Finishing", bound=Any)
 
 #: What `log_tail` returns unless asked for more: the end of the log, where errors are.
 LOGS_TAIL_BYTES = 1 << 20
@@ -104,6 +108,20 @@ def pickle_pushed(values: Mapping[str, Any]) -> bytes:
     return pickle.dumps(dict(values))
 
 
+def keep_until_finished(keep: Callable[[], _Finishing], what: str, timeout: float | None, poll: float) -> _Finishing:
+    """Call `keep` (an explicit keeper's step: it may act) until the status it returns is
+    finished, every `poll` seconds; TimeoutError naming `what` after `timeout` seconds (the run
+    or sweep goes on). What `wait` means for a run and for a sweep alike."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        status = keep()
+        if status.state.finished:
+            return status
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{what} still {status.state.value} after {timeout} s")
+        time.sleep(poll)
+
+
 class RunService:
     """Every verb on the runs of one store. Cheap to create; holds no state but the store.
 
@@ -164,18 +182,23 @@ class RunService:
                 backend=overrides.backend,
             )
         code = load_code(submission.source, submission.language)
+        args, push = list(submission.args), submission.push
+        if submission.trial is None:  # a polyaxonfile's declarations and run.cmd (a trial comes with its own)
+            entrypoint = code.entrypoint if isinstance(submission.source, ScriptFile) else None
+            declared, args, push = declared_run(topo, entrypoint, args, push)
+            topo = parse_topology(declared) if declared is not None else topo
         chosen = get_backend(topo.backend_kind, self.store, self.kubernetes)
         chosen.check(topo)
         files: dict[str, bytes | str] = {code.entrypoint: code.text, **code.files}
-        if submission.push:
-            files["pushed.pkl"] = pickle_pushed(submission.push)
+        if push:
+            files["pushed.pkl"] = pickle_pushed(push)
         run_id = new_run_id(submission.name)
         record = RunRecord(
             run_id=run_id,
             name=submission.name,
             backend=chosen.name,
             topology=to_dict(topo),
-            code=code.spec(list(submission.args), submission.push),
+            code=code.spec(args, push),
             workdir=str(Path(submission.workdir or os.getcwd()).resolve()),
             submitted_from=submission.origin,
             sweep=submission.trial,
@@ -196,7 +219,12 @@ class RunService:
     ) -> Rendered:
         """The manifests a Kubernetes backend would create for `source` (an empty `main.py`
         without one): what `jupyter px render` prints and the sidebar shows. Pure: nothing is
-        contacted or written. BackendError/ValueError when the backend cannot express it."""
+        contacted or written. BackendError/ValueError when the backend cannot express it. For
+        `slurm`: the batch script, in `yaml` (no objects)."""
+        if (backend or topology.backend_kind) == "slurm":
+            from ..backends.slurm.render import dry_run as slurm_dry_run
+
+            return Rendered("slurm", [], slurm_dry_run(topology, name), [])
         from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
         from ..backends.kubernetes.render import apply_warnings, to_yaml
 
@@ -365,14 +393,7 @@ class RunService:
     def wait(self, run_id: str, timeout: float | None = None, poll: float = WAIT_POLL_S) -> RunStatus:
         """Keep the run until it has finished and return its final status (TimeoutError after
         `timeout` seconds; the run goes on)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = self.keep(run_id)
-            if status.state.finished:
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run {run_id} still {status.state.value} after {timeout} s")
-            time.sleep(poll)
+        return keep_until_finished(lambda: self.keep(run_id), f"run {run_id}", timeout, poll)
 
     def stop(self, run_id: str, force: bool = False) -> RunStatus:
         """Stop every replica (waits until they have ended) and return the status; a finished

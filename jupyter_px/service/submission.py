@@ -10,14 +10,15 @@ naming the field (`name: 'last' is reserved ...`) before anything else happens.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, Unpack, get_args
 
 from ..runstore.models import TrialOf
 from ..topology import Topology
-from .sources import CodeSource
+from .sources import CodeSource, code_source
 
 #: Where a run was submitted from, as its record says (`RunRecord.submitted_from`).
 Origin = Literal["api", "cli", "magic", "sidebar", "sweep"]
@@ -92,3 +93,44 @@ class Submission:
             object.__setattr__(self, "args", tuple(str(arg) for arg in self.args))
         if self.language not in (None, "python", "ipython"):
             raise ValueError(f"language: {self.language!r} is not python or ipython")
+
+    @classmethod
+    def of_code(
+        cls,
+        code: str | os.PathLike | CodeSource,
+        topology: Topology | str | dict[str, Any] | None,
+        overrides: Overrides | None = None,
+        **options: Unpack[CodeOptions],
+    ) -> Submission:
+        """The public API's submission (`jupyter_px.submit`, `jupyter_px.sweep`): `code` made a
+        typed source once (`code_source`: a path, or one line ending in `.py`, is a script; other
+        text is code), `source` recorded as where it came from."""
+        typed = code_source(code)
+        source = options.get("source")
+        if source is not None:
+            typed = dataclasses.replace(typed, origin=source)
+        return cls(
+            typed,
+            topology,
+            overrides or Overrides(),
+            name=options.get("name"),
+            workdir=options.get("workdir"),
+            args=tuple(options.get("args", ())),
+            language=options.get("language"),
+            push=options.get("push"),
+            origin=options.get("submitted_from", "api"),  # type: ignore[arg-type]  # checked in __post_init__
+            cold=bool(options.get("cold", False)),
+        )
+
+
+class CodeOptions(TypedDict, total=False):
+    """The public API's options for the code of a run or a sweep (`jupyter_px.submit`'s keywords)."""
+
+    name: str | None
+    workdir: str | os.PathLike | None
+    args: Sequence[str]
+    language: str | None
+    push: Mapping[str, Any] | None
+    submitted_from: str
+    source: str | None
+    cold: bool

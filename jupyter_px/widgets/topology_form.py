@@ -37,7 +37,7 @@ FRAMEWORKS = [
     ("horovod", "horovod"),
     ("mpi", "mpi"),
 ]
-BACKENDS = ["local", "native", "kubeflow"]
+BACKENDS = ["local", "native", "kubeflow", "slurm"]
 #: Frameworks whose jobs have parameter servers (TensorFlow's ps, MXNet's servers): the ps
 #: fields are hidden for the others (unless a loaded topology has some, so nothing is hidden
 #: that the topology holds).

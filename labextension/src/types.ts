@@ -250,7 +250,7 @@ export interface IComparison {
 export type SweepState =
   'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Stopped';
 export type TrialState =
-  'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
+  'Pending' | 'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
 
 /** models.SweepTrial */
 export interface ISweepTrial {
@@ -265,6 +265,16 @@ export interface ISweepTrial {
   reason: string | null;
   started_at: number | null;
   finished_at: number | null;
+  /** Each objective's final value. */
+  values?: { [name: string]: number } | null;
+  /** A promoted Hyperband trial's runs, a rung each. */
+  runs?: string[];
+}
+
+/** models.SweepObjective */
+export interface ISweepObjective {
+  name: string;
+  direction: string;
 }
 
 /** models.Sweep: `trials` only where asked for. */
@@ -284,6 +294,9 @@ export interface ISweep {
   counts: { [state: string]: number };
   /** The best trial's number. */
   best: number | null;
+  objectives?: ISweepObjective[];
+  /** A multi-objective sweep's result: the trials on its Pareto front. */
+  pareto?: number[] | null;
   trials?: ISweepTrial[] | null;
 }
 

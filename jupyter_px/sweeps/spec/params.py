@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .errors import Problem, show_value
+from ...topology.errors import Problem, show_value
 
 #: Kinds whose values are listed or computed: what a grid can walk.
 DISCRETE_KINDS = ("values", "range", "linspace", "logspace", "geomspace")
