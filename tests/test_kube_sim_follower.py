@@ -19,7 +19,7 @@ from kube_sim import Cluster
 from kube_sim_support import backend_cluster, wait_for
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.log_sink import LineReader, Position, parse_stamp
+from jupyter_px.backends.kubernetes.follower.log_sink import LineReader, Position, parse_stamp
 from jupyter_px.runstore.metrics import MetricsReader
 
 pytestmark = pytest.mark.kube

@@ -14,7 +14,7 @@ from test_kube_sim_backends import DDP
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError
-from jupyter_px.backends.kubernetes.manifests_trainer import pod_changes
+from jupyter_px.backends.kubernetes.trainer.manifests import pod_changes
 
 pytestmark = pytest.mark.kube
 

@@ -273,16 +273,21 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
     service, run_id = _open_run(args.run)
     before = service.status(run_id)
-    if before.state.finished:
-        print(f"run {run_id} had already finished: {before.state.value}")
-        return 0
     try:
+        if before.state.finished:  # what it left on a cluster (an operator's finished pods) goes
+            removed = service.clean(run_id)
+            print(f"run {run_id} had already finished: {before.state.value}" + _removed(removed))
+            return 0
         status = service.stop(run_id, force=args.force)
     except BackendError as error:
         print(f"jupyter px stop: {error}", file=sys.stderr)
         return 1
     print(f"run {run_id} {status.state.value}" + (f": {printable(status.message)}" if status.message else ""))
     return 0
+
+
+def _removed(removed: list[str]) -> str:
+    return f"; removed from the cluster: {', '.join(removed)}" if removed else ""
 
 
 # ---- registration ------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..presentation import html as as_html
 from ..presentation import text as as_text
 from ..presentation.follow import LogPrinter, follow_run
 from ..presentation.labels import is_tf_chief
+from ..service import BackendError
 from .args import check_output, check_wait, output_arg, run_arg, wait_args
 from .common import in_kernel, open_run, run_service, shell_of, show_run, wait_for_run
 
@@ -143,11 +144,17 @@ class RunMagics(Magics):
     def px_stop(self, line: str) -> None:
         """Stop every replica of a run: each gets SIGTERM (its pod is deleted on Kubernetes), then
         SIGKILL after a grace period, and the run ends as Stopped. Its logs and metrics are kept.
-        A finished run is left as it is."""
+        A finished run keeps its outcome; what it left on a cluster (the finished pods and job an
+        operator keeps) is deleted, and named."""
         run = open_run(parse_argstring(self.px_stop, line).run)
         before = run.status()
-        if before.state.finished:
-            print(f"run {run.run_id} had already finished: {before.state.value}")
+        if before.state.finished:  # what it left on a cluster (an operator's finished pods) goes
+            try:
+                removed = run.service.clean(run.run_id)
+            except BackendError as error:
+                raise UsageError(str(error)) from None
+            what = f"; removed from the cluster: {', '.join(removed)}" if removed else ""
+            print(f"run {run.run_id} had already finished: {before.state.value}{what}")
             return
         status = run.stop()
         print(f"run {run.run_id}: {status.state.value}")

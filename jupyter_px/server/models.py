@@ -390,10 +390,12 @@ class TensorBoardStarted(Reply):
 
 
 class RunDeleted(Reply):
-    """`DELETE runs/<id>/directory`: the run whose directory was removed."""
+    """`DELETE runs/<id>/directory`: the run whose directory was removed, and what it had left
+    outside the store that was removed first (a Kubernetes run's job, pods, Services, ConfigMap)."""
 
     run_id: str
     deleted: bool
+    removed: list[str] = Field(default_factory=list)
 
 
 class WarmMemory(Reply):

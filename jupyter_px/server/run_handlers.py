@@ -16,7 +16,7 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..service import ROLE_PATTERN, RUN_ID_PATTERN, BackendError, RunActive, RunNotFound, Submission
+from ..service import ROLE_PATTERN, RUN_ID_PATTERN, BackendError, RunActive, RunDamaged, RunNotFound, Submission
 from ..topology import TopologyError, parse_topology
 from .base import MAX_LOG_CHUNK, PxHandler, problems_of
 from .models import (
@@ -111,7 +111,8 @@ class RunHandler(PxHandler):
 
 class RunDirectoryHandler(PxHandler):
     """`DELETE px/api/runs/<id>/directory`: remove a finished run's directory (its record, logs,
-    metrics and outputs), the sidebar's Delete and "Clear finished". The run is named by its
+    metrics and outputs), the sidebar's Delete and "Clear finished", after what it left outside the
+    store (a Kubernetes run's job and pods), which the answer names. The run is named by its
     exact id (never a name or `last`, which could mean another run by the time it is read); a
     run that has not finished is refused with 409 (stop it first)."""
 
@@ -121,12 +122,16 @@ class RunDirectoryHandler(PxHandler):
         if not RUN_ID_PATTERN.match(run_id):
             raise web.HTTPError(400, f"run id {run_id!r} is not valid: lowercase letters, digits and '-'")
         try:
-            await self.blocking(self.px.service.delete, run_id, kind=change_kind("local"))
+            try:  # a Kubernetes run's leftovers are deleted through its API server: that family's pool
+                backend = (await self.blocking(self.px.service.record, run_id)).backend
+            except RunDamaged:
+                backend = "local"
+            removed = await self.blocking(self.px.service.delete, run_id, kind=change_kind(backend))
         except RunNotFound:
             raise web.HTTPError(404, f"no run {run_id!r}") from None
-        except RunActive as error:
+        except (RunActive, BackendError) as error:  # a run whose leftovers could not go is kept
             raise web.HTTPError(409, str(error)) from None
-        self.send(RunDeleted, {"run_id": run_id, "deleted": True})
+        self.send(RunDeleted, {"run_id": run_id, "deleted": True, "removed": removed})
 
 
 class RunLogsHandler(PxHandler):

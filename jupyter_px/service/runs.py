@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
-from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
+from ..runstore import RunDamaged, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from ..topology.values import declared_run
 from .metrics_cache import MetricsCache
@@ -405,17 +405,35 @@ class RunService:
         backend.stop(run_id)
         return self.store.status(run_id)
 
-    def delete(self, run_id: str) -> None:
-        """Remove a finished run's directory (record, status, logs, metrics, outputs).
+    def clean(self, run_id: str) -> list[str]:
+        """Remove what a finished run left outside the store (e.g. the pods and job a Kubernetes
+        operator keeps) and say what (`Backend.clean`); the run itself stays. RunActive for a run
+        that has not finished (`stop` it); BackendError when the backend cannot remove it."""
+        status = self.store.status(run_id)
+        if not status.state.finished:
+            raise RunActive(f"run {run_id} is {status.state.value}: stop it first")
+        return self.backend_of(run_id).clean(run_id)
+
+    def delete(self, run_id: str) -> list[str]:
+        """Remove a finished run: what it left outside the store (`clean`), then its directory
+        (record, status, logs, metrics, outputs); what was removed outside the store.
 
         RunActive for a run that has not finished: stop it first (its supervisor or follower
         would keep writing into a directory that is gone). RunNotFound for an unknown run. A run
         whose record is damaged may be deleted (that is how one is got rid of) if its status says
-        it finished."""
+        it finished; with no record to name its backend, nothing outside the store is removed.
+        BackendError when what it left cannot be removed: the run is kept (its directory is how
+        its objects are found), so a later delete tries again."""
         status = self.store.status(run_id, without_record=True)
         if not status.state.finished:
             raise RunActive(f"run {run_id} is {status.state.value}: stop it before deleting it")
+        try:
+            backend = self.backend_of(run_id)
+        except RunDamaged:
+            backend = None
+        removed = backend.clean(run_id) if backend is not None else []
         self.store.delete(run_id)
+        return removed
 
     def tensorboard(self, run_ids: Sequence[str], **options: Any) -> Any:
         """Start (or reuse) one TensorBoard for these runs; the typed start result (Launched,

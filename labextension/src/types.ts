@@ -151,10 +151,11 @@ export interface ITensorBoardRequest {
   also?: string[];
 }
 
-/** models.RunDeleted: the run whose directory was removed. */
+/** models.RunDeleted: the run whose directory was removed, and what it left that went first. */
 export interface IRunDeleted {
   run_id: string;
   deleted: boolean;
+  removed?: string[];
 }
 
 /** models.SubmitRequest: the topology and one of notebook or script. */

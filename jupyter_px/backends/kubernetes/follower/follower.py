@@ -19,30 +19,24 @@ its state (the cluster may still be running it) with reason `LostContact` and a 
 so; a read of the run then reports "nobody is following this run", and the next explicit keeper
 (`reconcile`: the Jupyter server's keeper, `Run.wait`, `jupyter px follow`) starts a follower again.
 
-It is event-driven: a list-then-watch of the run's pods (a fresh list after every watch, so a
-reconnect never mistakes "no answer" for "no pods"), a poll of the Kubeflow job every
-`JOB_POLL_S`, and otherwise one wake-up per `IDLE_TICK_S` for stop requests and the checks above.
+It is event-driven: a list-then-watch of the run's pods (`pod_watch.py`), a poll of the Kubeflow
+job every `JOB_POLL_S`, otherwise one wake-up per `IDLE_TICK_S` for stop requests and the above.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import logging
 import os
 import queue
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ... import detached
-from ...runstore import (
+from .... import detached
+from ....runstore import (
     ReplicaState,
     ReplicaStatus,
     RunDamaged,
@@ -51,21 +45,24 @@ from ...runstore import (
     RunStatus,
     RunStore,
 )
-from ...runstore.layout import runs_root
-from ...runstore.models import Reason, RunOwner
-from ...topology import parse_topology
-from ..base import BackendError
-from ..outcome import run_outcome
-from .client import CONNECT_TIMEOUT_S, Cluster, connect
-from .contact import Contact
-from .create import delete_objects
-from .handle import FOLLOWER_DIR, STOP_FILE, RunHandle
-from .log_sink import ReplicaLog, RunGone, parse_stamp
+from ....runstore.models import Reason, RunOwner
+from ....topology import parse_topology
+from ...base import BackendError
+from ...outcome import run_outcome
+from ..cleanup import delete_run
+from ..client import CONNECT_TIMEOUT_S, Cluster, connect
+from ..contact import Contact
+from ..create import delete_objects
+from ..handle import FOLLOWER_DIR, STOP_FILE, RunHandle
+from ..names import run_selector
+from ..pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
+from ..pod_state import main_ended as _main_ended
+from ..replica_pods import replica_pods
+from .log_sink import ReplicaLog, RunGone
 from .log_streams import LogStreams
-from .names import run_selector
-from .pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
-from .pod_state import main_ended as _main_ended
-from .replica_pods import COMPLETION_INDEX_LABEL, replica_pods
+from .pod_watch import READ_TIMEOUT_S, PodWatch, latest_warning
+from .pods import ended_by_deletion, keeps_running_pods, leaders, slim
+from .terminations import Terminations
 
 log = logging.getLogger(__name__)
 
@@ -77,24 +74,12 @@ JOB_POLL_S = 2.0
 #: While a run waits, the Warning events of its objects are read this often: a quota, Pod
 #: Security or webhook denial of the operator's pod creates (FailedCreate) is the reason it waits.
 EVENTS_POLL_S = 5.0
-#: Server-side length of one watch; the client gives up on a silent connection some time after.
-#: A watch that times out is opened again from the last version it saw (bookmarks keep it fresh),
-#: not by listing every pod again.
-WATCH_TIMEOUT_S = 300
-#: Pods per page of a list (limit/continue): a 10,000-pod run is not one huge answer.
-LIST_PAGE = 500
-READ_TIMEOUT_S = WATCH_TIMEOUT_S + 30.0
-#: Back-off between failed list/watch attempts: 0.5 s doubling up to this.
-RETRY_MAX_S = 5.0
 LOG_DRAIN_S = 30.0
-LOST_CONTACT = Reason.LOST_CONTACT
 #: The API server answers but refuses (401: credentials expired or revoked; 403: no permission to
 #: watch pods or read logs) for this long: the follow ends with that reason, never an endless
 #: Pending. Short, since a refusal does not fix itself; not zero, since a token may be refreshed.
 REFUSED_GIVE_UP_S = float(os.environ.get("PX_K8S_REFUSED_GIVE_UP_S") or 20.0)
 UNAUTHORIZED, FORBIDDEN, POD_DELETED = "Unauthorized", "Forbidden", Reason.POD_DELETED
-#: Exit codes of a container killed by its pod's deletion (SIGTERM, then SIGKILL after the grace).
-DELETION_EXIT_CODES = (143, 137)
 
 
 class Follower:
@@ -103,7 +88,7 @@ class Follower:
         self.paths = store.paths(run_id)
         self.run_dir = self.paths.root
         self.handle = RunHandle.load(self.run_dir)
-        from .settings import load_settings
+        from ..settings import load_settings
 
         settings = load_settings(namespace=self.handle.namespace, context=self.handle.context)
         self.cluster: Cluster = connect(settings)
@@ -128,14 +113,16 @@ class Follower:
         #: native replicas seen failing past max_restarts: (failures, that failure's record), as
         #: first seen (a later restart, before the pod is deleted, does not undo it)
         self.exhausted: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
-        self.streams = LogStreams(self.cluster, self.logs, _leaders(self.topology), self.state_dir)
+        self.streams = LogStreams(self.cluster, self.logs, leaders(self.topology), self.state_dir)
         self.events: queue.Queue = queue.Queue()
         self.done = threading.Event()
         self.job: dict[str, Any] | None = None
         self.seen_pods: set[tuple[str, int]] = set()
         self.stopping = False  # pods deleted from now on were deleted by this run (a stop, its end)
         self.stop_requested = False  # ... on a user's request
-        self.refused: tuple[ApiException, float] | None = None  # list/watch refused (401/403), since
+        self.watch = PodWatch(
+            self.cluster, run_selector(self.handle.base), self.contact, self.events, self.done, run_id
+        )
         self.last_job_poll = 0.0
         self.next_events_poll = 0.0
         self.waiting_on: tuple[str, str] | None = None  # (reason, message) of the latest Warning event
@@ -143,105 +130,19 @@ class Follower:
         self.foreign_deletions: set[str] = set()
         #: replicas whose pod vanished (deleted while the watch was away, or gone at once): as recorded
         self.gone: dict[tuple[str, int], ReplicaStatus] = {}  # replica keys (native: one pod per replica, ever)
+        #: how each replica's container last ended, from every watch event (its pod may go at once)
+        self.terminations = Terminations()
         me = detached.ProcessIdentity.current()
         self.owner = RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
 
     # ---- watching --------------------------------------------------------------------------
 
-    def _list_pods(self, selector: str, timeout: Any) -> tuple[list[dict[str, Any]], str | None]:
-        """Every pod of the run, page by page (`limit`/`continue`, one snapshot), and its version."""
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            listed: Any = self.cluster.core.list_namespaced_pod(
-                self.cluster.namespace,
-                label_selector=selector,
-                limit=LIST_PAGE,
-                _continue=token,
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-            data = json.loads(listed.data)
-            self.contact.answered()
-            items += data.get("items") or []
-            meta = data.get("metadata") or {}
-            token = meta.get("continue")
-            if not token:
-                return items, meta.get("resourceVersion")
-
-    def _watch_pods(self) -> None:
-        """List the run's pods (paginated), then watch them from that list's version with
-        bookmarks, opening the watch again from the last version seen when it times out; list
-        again only when the version expired (410, an ERROR event) or the connection failed. The
-        list replaces what the main loop knows (a SNAPSHOT), so a pod deleted while the watch
-        was down is noticed, and a failed reconnect changes nothing (no list, no snapshot)."""
-        selector = run_selector(self.handle.base)
-        timeout = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
-        failures = 0
-        version: str | None = None
-        while not self.done.is_set():
-            try:
-                if version is None:
-                    items, version = self._list_pods(selector, timeout)
-                    self.refused = None
-                    failures = 0
-                    self.events.put(("SNAPSHOT", items))
-                stream = watch.Watch().stream(
-                    self.cluster.core.list_namespaced_pod,
-                    self.cluster.namespace,
-                    label_selector=selector,
-                    resource_version=version,
-                    allow_watch_bookmarks=True,
-                    timeout_seconds=WATCH_TIMEOUT_S,
-                    deserialize=False,
-                    _request_timeout=timeout,
-                )
-                for event in stream:
-                    self.contact.answered()
-                    self.refused = None
-                    obj = event.get("object") or {}
-                    if event["type"] == "ERROR":  # e.g. 410 Gone: the version expired; list again
-                        version = None
-                        break
-                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
-                    if event["type"] != "BOOKMARK":
-                        self.events.put((event["type"], obj))
-                    if self.done.is_set():
-                        break
-            except (ApiException, HTTPError, OSError, ValueError, LookupError) as error:
-                self.contact.failed(error)
-                version = None
-                failures += 1
-                if isinstance(error, ApiException) and error.status in (401, 403):
-                    self.refused = (error, self.refused[1] if self.refused else time.monotonic())
-                if failures == 1 or failures % 20 == 0:
-                    log.warning("watching pods of %s (attempt %d): %s", self.run_id, failures, error)
-                self.done.wait(min(RETRY_MAX_S, 0.5 * 2 ** min(failures, 8)))
-
     def _poll_events(self) -> None:
-        """The latest Warning event about one of the run's objects (the job, its pods, a JobSet's
-        Jobs: all named after the run's base), as the reason a waiting run waits."""
+        """The reason a waiting run waits: the latest Warning event about one of its objects."""
         self.next_events_poll = time.monotonic() + EVENTS_POLL_S
-        try:
-            listed: Any = self.cluster.core.list_namespaced_event(
-                self.cluster.namespace,
-                field_selector="type=Warning",
-                _preload_content=False,
-                _request_timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
-            )
-            items = json.loads(listed.data).get("items") or []
-        except (ApiException, HTTPError, OSError, ValueError) as error:
-            log.info("reading the events of %s: %s", self.run_id, error)
-            return
-        base = self.handle.base
-        ours = [
-            e
-            for e in items
-            if (name := (e.get("involvedObject") or {}).get("name") or "") == base or name.startswith(base + "-")
-        ]
-        if ours:
-            latest = max(ours, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
-            self.waiting_on = (latest.get("reason") or "Warning", latest.get("message") or "")
+        found = latest_warning(self.cluster, self.handle.base)
+        if found is not None:
+            self.waiting_on = found
 
     def _poll_job(self) -> None:
         kind = self.handle.job()
@@ -281,13 +182,23 @@ class Follower:
                 view = pod_replica(pod, *key)
                 if key in self.exhausted:
                     fail_exhausted(view, *self.exhausted[key], self.max_restarts[key])
-                if _ended_by_deletion(pod, view):
-                    self._deleted(view)
+                if ended_by_deletion(pod, view):
+                    failed = self._failure_of(key)
+                    if failed is not None:  # it had failed before its pod's deletion was asked for
+                        view = failed
+                    else:
+                        self._deleted(view)
                 out[key] = (pod, view)
         return out
 
     def _job_ended(self) -> bool:
         return bool(self.handle.job_kind) and job_outcome(self.job) is not None
+
+    def _failure_of(self, key: tuple[str, int]) -> ReplicaStatus | None:
+        """A job that failed (not a stop) whose operator deleted the pod of a replica that had
+        failed: the replica's latest failure, as the watch showed it (`terminations.py`)."""
+        outcome = job_outcome(self.job) if self.handle.job_kind and not self.stop_requested else None
+        return self.terminations.failure(key) if outcome is not None and outcome.state == RunState.FAILED else None
 
     def _deleted(self, replica: ReplicaStatus) -> None:
         """A replica whose pod was deleted before it ended by itself: by this run (a stop, the
@@ -329,6 +240,9 @@ class Follower:
                 view.started_at = replica.started_at or view.started_at
                 view.address = pod["metadata"]["name"]
                 replica = status.replicas[position] = view
+            elif key in self.seen_pods and replica.state != ReplicaState.FAILED and (failed := self._failure_of(key)):
+                replica = status.replicas[position] = failed  # failed, then the operator deleted its pod
+                self.gone[key] = replica
             elif key in self.seen_pods and replica.state not in (
                 ReplicaState.SUCCEEDED,
                 ReplicaState.FAILED,
@@ -345,11 +259,20 @@ class Follower:
                 replica.state = ReplicaState.STOPPED
                 replica.reason = replica.reason if run_state == RunState.STOPPED else Reason.STOPPED_BY_RUN
                 replica.finished_at = replica.finished_at or time.time()
-        if run_state == RunState.RUNNING and status.started_at is None:
+        # the run's times are its containers' (the kubelet's startedAt / finishedAt), not when this
+        # follower noticed: a follower started late, or a run that ended before it looked, says
+        # when the run really ran
+        starts = [r.started_at for r in status.replicas if r.started_at]
+        if starts:
+            status.started_at = min(starts) if status.started_at is None else min(status.started_at, *starts)
+        elif run_state == RunState.RUNNING and status.started_at is None:
             status.started_at = time.time()
         status.state, status.reason, status.message = run_state, reason, message
         if final:
-            status.finished_at = time.time()
+            ends = [r.finished_at for r in status.replicas if r.finished_at]
+            status.finished_at = min(time.time(), max(ends)) if ends else time.time()
+            if status.started_at is not None:
+                status.finished_at = max(status.finished_at, status.started_at)
         self.store.write_status(status)
 
     def _outcome(self, views) -> tuple[RunState, str | None, str | None]:
@@ -378,18 +301,27 @@ class Follower:
         try:
             while True:
                 if kind == "SNAPSHOT":
-                    self.pods = {pod["metadata"]["name"]: _slim(pod) for pod in obj}
+                    self.pods = {pod["metadata"]["name"]: slim(pod) for pod in obj}
                     self.listed = True
                     for pod in obj:
                         self._count_failures(pod)
+                        self._note_end(pod)
                 elif kind == "DELETED":
+                    self._note_end(obj)
                     self.pods.pop(obj["metadata"]["name"], None)
                 elif obj is not None:
-                    self.pods[obj["metadata"]["name"]] = _slim(obj)
+                    self.pods[obj["metadata"]["name"]] = slim(obj)
                     self._count_failures(obj)
+                    self._note_end(obj)
                 kind, obj = self.events.get_nowait()
         except queue.Empty:
             return True
+
+    def _note_end(self, pod: dict[str, Any]) -> None:
+        """Keep how this event's pod says its replica's container ended (`terminations.py`)."""
+        key = self.replica_pods.replica_of(pod, self.topology)
+        if key in self.logs:
+            self.terminations.seen(key, pod, ended_by_deletion(pod, pod_replica(pod, *key)))
 
     def _count_failures(self, pod: dict[str, Any]) -> None:
         """Native: note the replica whose pod shows its (max_restarts + 1)-th failure. Every
@@ -410,7 +342,7 @@ class Follower:
     def run(self) -> int:
         if (self.run_dir / STOP_FILE).exists() and self.store.status(self.run_id).state.finished:
             return 0
-        threading.Thread(target=self._watch_pods, name="px-k8s-watch", daemon=True).start()
+        threading.Thread(target=self.watch.run, name="px-k8s-watch", daemon=True).start()
         try:
             return self._loop()
         except (RunGone, RunNotFound, RunDamaged, FileNotFoundError):
@@ -472,15 +404,15 @@ class Follower:
         """(reason, message) once the API server has refused to let this follower watch pods or
         read logs for `REFUSED_GIVE_UP_S`; None otherwise."""
         found: list[tuple[ApiException, float, str]] = []
-        if self.refused is not None:
-            found.append((*self.refused, "watch the run's pods"))
+        if self.watch.refused is not None:
+            found.append((*self.watch.refused, "watch the run's pods"))
         logs = self.streams.refused()
         if logs is not None:
             found.append((*logs, "read the run's pod logs"))
         for error, since, what in found:
             if time.monotonic() - since < REFUSED_GIVE_UP_S:
                 continue
-            from .client import api_reason
+            from ..client import api_reason
 
             if error.status == 401:
                 return UNAUTHORIZED, (
@@ -518,13 +450,13 @@ class Follower:
         )
         log.warning("run %s: %s", self.run_id, message)
         self.done.set()
-        self._write_status(views, state, LOST_CONTACT, message, final=False, following=False)
+        self._write_status(views, state, Reason.LOST_CONTACT, message, final=False, following=False)
         return 0
 
     def _finish(self, views, state: RunState, reason: str | None, message: str | None) -> int:
-        """Read every replica's log to its end, write the final status, and (native) delete the
-        run's objects: its pods would otherwise hold their nodes (a ps never exits), and its logs
-        are in the store now."""
+        """Read every replica's log to its end, write the final status, and delete what still runs
+        (native: the run's objects; a Kubeflow job that keeps running pods: those pods): its pods
+        would otherwise hold their nodes (a ps never exits), and its logs are in the store now."""
         deadline = time.monotonic() + LOG_DRAIN_S
         native = self.handle.backend == "native"
         self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
@@ -533,7 +465,7 @@ class Follower:
             self._drain_events(0.2)  # a follower started just now: the pods to read are not listed yet
         views = self._views()
         stopped = state == RunState.STOPPED
-        if native or stopped:
+        if native or stopped or keeps_running_pods(self.handle.job_kind, self.job):
             # still running, or failed past max_restarts (the kubelet would start it again): their
             # logs so far first (a deleted pod's log goes with it), a bounded few at a time
             doomed = {
@@ -562,98 +494,7 @@ class Follower:
         return 0
 
     def _delete_run(self) -> None:
-        from .backend import delete_run
-
         try:
             delete_run(self.cluster, self.handle)
         except (BackendError, HTTPError, OSError) as error:
             log.warning("deleting run %s: %s", self.run_id, error)
-
-
-def _slim(pod: dict[str, Any]) -> dict[str, Any]:
-    """What the follower reads of a pod: a pod's spec carries its whole environment (tens of KB in
-    a big run), which 1,000 pods held in memory would make hundreds of MB. Of the annotations only
-    the Job's completion index (a Trainer node's rank where Kubernetes < 1.28 has no label)."""
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    keep = ("name", "uid", "labels", "deletionTimestamp", "deletionGracePeriodSeconds")
-    slim_meta = {k: meta[k] for k in keep if k in meta}
-    if COMPLETION_INDEX_LABEL in (meta.get("annotations") or {}):
-        slim_meta["annotations"] = {COMPLETION_INDEX_LABEL: meta["annotations"][COMPLETION_INDEX_LABEL]}
-    return {
-        "kind": "Pod",  # list items carry no kind; deleting one needs it
-        "apiVersion": "v1",
-        "metadata": slim_meta,
-        "spec": {
-            "containers": [{"name": c.get("name")} for c in spec.get("containers") or []],
-            **{k: spec[k] for k in ("restartPolicy", "nodeName") if k in spec},
-        },
-        "status": pod.get("status") or {},
-    }
-
-
-def _leaders(topology: Any) -> set[tuple[str, int]]:
-    """The replicas whose logs people read first: the master (chief, launcher), else worker 0."""
-    keys = [(s.role, s.index) for s in topology.replicas()]
-    masters = [k for k in keys if k[0] in ("master", "chief")]
-    return set(masters or [k for k in keys if k == ("worker", 0)] or keys[:1])
-
-
-def _ended_by_deletion(pod: dict[str, Any], replica: ReplicaStatus) -> bool:
-    """Was this pod deleted before its replica ended by itself? Its deletion is requested (a
-    `deletionTimestamp`, which is the request's time plus the grace period) and the replica
-    still runs, or ended killed (143/137) after the request: the kubelet's 143 of a deleted pod
-    (pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer) is no failure of the code."""
-    meta = pod.get("metadata") or {}
-    deadline = parse_stamp(meta.get("deletionTimestamp") or "")
-    if deadline is None or replica.state == ReplicaState.SUCCEEDED:
-        return False
-    if replica.state != ReplicaState.FAILED:
-        return True
-    requested = deadline[0] - int(meta.get("deletionGracePeriodSeconds") or 0)
-    return replica.exit_code in DELETION_EXIT_CODES and (replica.finished_at or 0) >= requested - 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m jupyter_px.backends.kubernetes.follower RUN_DIR", file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    run_dir = Path(args[0]).resolve()
-    home = run_dir.parent.parent
-    if runs_root(home) != run_dir.parent:
-        print(f"{run_dir} is not a run directory", file=sys.stderr)
-        return 2
-    store = RunStore(home)
-    if not detached.await_go():
-        log.info("the start of this follower of %s was abandoned; nothing followed", run_dir.name)
-        return 0
-    try:
-        if not store.paths(run_dir.name).record.exists():
-            log.warning("%s is gone: nothing to follow", run_dir)
-            return 0
-        (run_dir / FOLLOWER_DIR).mkdir(exist_ok=True)
-        with open(run_dir / FOLLOWER_DIR / ".lock", "a+") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log.info("another follower already follows %s", run_dir.name)
-                return 0
-            return Follower(store, run_dir.name).run()
-    except (RunGone, RunNotFound, FileNotFoundError):
-        if store.paths(run_dir.name).record.exists():
-            raise
-        log.warning("%s is gone: the follower ends", run_dir)
-        return 0
-
-
-if __name__ == "__main__":
-    try:
-        exit_code = main()
-    except BaseException:  # a crash: say why in follower.log, then leave as above
-        import traceback
-
-        traceback.print_exc()
-        exit_code = 1
-    logging.shutdown()
-    detached.exit_now(exit_code)  # the watch and log threads are daemons, maybe inside a write

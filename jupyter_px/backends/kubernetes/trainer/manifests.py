@@ -13,7 +13,7 @@ says which it serves (preflight); a field the served version does not have would
 silently by the API server (the ConfigMap never mounted), so the settings' `trainer_version`
 picks one and anything it cannot carry is an error. Trainer v2.0's `podSpecOverrides` cannot label
 pods, and the run's pods are found by their labels: refused. Nodes are ranked master first, then
-workers; `pod_entry.py` maps the node rank back to our role and index, and builds PX_CLUSTER
+workers; `pod/entry.py` maps the node rank back to our role and index, and builds PX_CLUSTER
 from the run's ConfigMap (no pod template holds every address).
 """
 
@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...cluster import KUBERNETES_PORTS, mpi_world_size
-from ...topology import ReplicaSpec, Topology
-from ..base import BackendError
-from .manifests_kubeflow import UNIFORM_FIELDS
-from .payload import ENTRY, RUN_DIR
-from .podspec import (
+from ....cluster import KUBERNETES_PORTS, mpi_world_size
+from ....topology import ReplicaSpec, Topology
+from ...base import BackendError
+from ..payload import ENTRY, RUN_DIR
+from ..podspec import (
     SHARED_DIR_ENV,
+    UNIFORM_FIELDS,
     RenderContext,
     command,
     configmap,
@@ -38,7 +38,8 @@ from .podspec import (
     shared_run_dir,
     volume_mounts,
 )
-from .replica_pods import replica_pods
+from ..replica_pods import replica_pods
+from ..run_objects import Flavour
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 #: Who owns the runtime patch. Trainer's webhook wants a domain-prefixed path here (kubeflow/trainer
@@ -234,3 +235,6 @@ def pod_changes(
         },
     }
     return {"runtimePatches": [patch]}
+
+
+FLAVOUR = Flavour("kubeflow-trainer", render, cluster)

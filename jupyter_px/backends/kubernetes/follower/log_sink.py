@@ -31,14 +31,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runstore import atomic_write_bytes, atomic_write_json
-from ...runstore.layout import RunPaths
-from ...runstore.log_metrics import ingest_log_lines
-from .client import CONNECT_TIMEOUT_S, Cluster
+from ....runstore import atomic_write_bytes, atomic_write_json
+from ....runstore.layout import RunPaths
+from ....runstore.log_metrics import ingest_log_lines
+from ..client import Cluster, raw_get
 from .tensorboard_events import EventsWriter
 
 log = logging.getLogger(__name__)
@@ -285,8 +286,8 @@ class LineReader:
 
 def open_log(cluster: Cluster, name: str, container: str, *, follow: bool, previous: bool, since: Stamp | None) -> Any:
     """GET the pod's log with timestamps (and `sinceTime`, which the official client's method
-    does not offer: the request is built by its serializer, so authentication is the same);
-    the raw streaming response, or ApiException with the server's status."""
+    does not offer: `raw_get` authenticates it as the client does); the raw streaming
+    response, or ApiException with the server's status."""
     query: list[tuple[str, Any]] = [("container", container), ("timestamps", "true")]
     if follow:
         query.append(("follow", "true"))
@@ -294,19 +295,8 @@ def open_log(cluster: Cluster, name: str, container: str, *, follow: bool, previ
         query.append(("previous", "true"))
     if since is not None:
         query.append(("sinceTime", since_time(since)))
-    request = cluster.api.param_serialize(
-        method="GET",
-        resource_path="/api/v1/namespaces/{namespace}/pods/{name}/log",
-        path_params={"namespace": cluster.namespace, "name": name},
-        query_params=query,
-        header_params={"Accept": "text/plain"},
-        auth_settings=["BearerToken"],
-    )
-    response = cluster.api.call_api(*request, _request_timeout=(CONNECT_TIMEOUT_S, LOG_READ_TIMEOUT_S))
-    if not 200 <= response.status <= 299:
-        response.read()
-        raise ApiException.from_response(http_resp=response, body=None, data=None)
-    return response.response
+    path = f"/api/v1/namespaces/{quote(cluster.namespace)}/pods/{quote(name)}/log"
+    return raw_get(cluster, path, query, "text/plain", LOG_READ_TIMEOUT_S)
 
 
 def read_instance(

@@ -8,7 +8,7 @@ each other before any readiness probe passes (rendezvous happens before "ready")
 
 A pod carries only who it is (PX_RUN_ID, PX_TASK_TYPE, PX_TASK_INDEX, PX_FRAMEWORK) and the
 replica's own env: the addresses of the others are in the ConfigMap once (`run/cluster.json`),
-and `pod_entry.py` builds the whole environment contract (TF_CONFIG, MASTER_ADDR/RANK, DMLC_*,
+and `pod/entry.py` builds the whole environment contract (TF_CONFIG, MASTER_ADDR/RANK, DMLC_*,
 PX_CLUSTER) from it inside the pod with `cluster.ClusterEnv`, the same code as the local
 backend. So a pod's size does not grow with the worker count.
 """
@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...cluster import KUBERNETES_PORTS, kubernetes_dns_addresses
-from ...topology import Topology
-from ..base import BackendError
-from .names import LABEL_RUN, replica_name
-from .podspec import RenderContext, configmap, container, env_list, pod_spec
-from .replica_pods import replica_pods
-from .security import restrict
+from ....cluster import KUBERNETES_PORTS, kubernetes_dns_addresses
+from ....topology import Topology
+from ...base import BackendError
+from ..names import LABEL_RUN, replica_name
+from ..podspec import RenderContext, configmap, container, env_list, pod_spec
+from ..replica_pods import replica_pods
+from ..run_objects import Flavour
+from ..security import restrict
 
 #: Restart policies a bare Pod has (ExitCode is a Kubeflow job policy).
 _POD_RESTART = {"Never": "Never", "OnFailure": "OnFailure", "Always": "Always"}
@@ -92,3 +93,6 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
             }
         )
     return objects
+
+
+FLAVOUR = Flavour("native", render, cluster)

@@ -30,10 +30,10 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runstore import ReplicaState, ReplicaStatus
-from .client import Cluster
+from ....runstore import ReplicaState, ReplicaStatus
+from ..client import Cluster
+from ..pod_state import container_started, main_container_name
 from .log_sink import ReplicaLog, stream_pod_log
-from .pod_state import container_started, main_container_name
 
 log = logging.getLogger(__name__)
 
@@ -121,15 +121,15 @@ class LogStreams:
             slot = self.slots.get(key)
             if slot is None or (slot.thread is not None and slot.thread.is_alive()):
                 continue
-            if not container_started(pod) or now < slot.next_try:
-                continue
+            deleting = bool(pod["metadata"].get("deletionTimestamp"))
+            if not container_started(pod) or (now < slot.next_try and not deleting):
+                continue  # a pod being deleted is read now: its log goes with it
             stream = f"{pod['metadata'].get('uid')}/{view.restarts}"
             if slot.done == stream:
                 continue
             ended = view.state in (ReplicaState.SUCCEEDED, ReplicaState.FAILED)
             live = self._live(key, view, wanted)
-            deleting = bool(pod["metadata"].get("deletionTimestamp"))
-            if deleting and slot.saved != stream and not live:
+            if deleting and slot.saved != stream:
                 todo.append((0, key, pod, view, "now", ended))
                 continue
             if not (live or ended or final or deleting):
@@ -167,15 +167,27 @@ class LogStreams:
     def _read_now(
         self, slot: _Slot, pod: dict[str, Any], container: str, restarts: int, ended: bool, replica_log: ReplicaLog
     ) -> None:
-        """What a pod being deleted has logged so far (no follow: it returns at once)."""
+        """A pod being deleted: the rest of its previous container instance if that was not read
+        whole (a crash's last lines), then what the current one has logged so far. Both return at
+        once (no follow: a pod removed while others wait for a slot takes its log with it); the
+        current one is then followed to its end when a collection is free."""
         from .log_sink import RunGone, read_instance
 
         stream = slot.stream or ""
+        uid = pod["metadata"].get("uid")
         try:
-            read_instance(self.cluster, pod, container, stream, replica_log, previous=False, follow=False)
+            if restarts > 0 and replica_log.stream != stream:
+                earlier = f"{uid}/{restarts - 1}"
+                try:
+                    if read_instance(self.cluster, pod, container, earlier, replica_log, previous=True, follow=False):
+                        replica_log.mark_complete(earlier)
+                except ApiException as error:
+                    log.info("previous log of %s, being deleted: %s", pod["metadata"]["name"], error)
+            if read_instance(self.cluster, pod, container, stream, replica_log, previous=False, follow=False) and ended:
+                replica_log.mark_complete(stream)
         except RunGone:
             return
-        except (ApiException, HTTPError, OSError) as error:  # gone already, or refused: as collected
+        except (ApiException, HTTPError, OSError) as error:  # gone already, or not started: as collected
             log.info("log of %s, being deleted: %s", pod["metadata"]["name"], error)
         with self.lock:
             slot.saved = stream
@@ -189,11 +201,15 @@ class LogStreams:
         except ApiException as error:
             with self.lock:
                 slot.failures += 1
-                slot.next_try = time.monotonic() + min(BACKOFF_MAX_S, 2.0 ** (slot.failures - 1))
+                # 400: the kubelet has no such container instance (yet): waiting to (re)start, or
+                # its pod already going. Asked again soon, not backed off: its pod may be deleted
+                # before a long back-off ends, and its log with it.
+                backoff = REOPEN_S if error.status == 400 else min(BACKOFF_MAX_S, 2.0 ** (slot.failures - 1))
+                slot.next_try = time.monotonic() + backoff
                 if error.status in (401, 403):
                     slot.refused = error
                     slot.refused_since = slot.refused_since or time.monotonic()
-            log.info("log of %s refused (%s); again in %.0f s", name, error.status, 2.0 ** (slot.failures - 1))
+            log.info("log of %s refused (%s); again in %.0f s", name, error.status, backoff)
             return
         except (HTTPError, OSError) as error:
             log.info("log of %s not reachable: %s", name, error)

@@ -6,7 +6,7 @@ role and indices, never dropped. The operator creates the pods and a Service per
 (`<job>-<type>-<index>`) and sets the framework's variables (TF_CONFIG, MASTER_ADDR/RANK,
 DMLC_*); we add ours: PX_TASK_INDEX comes from the pod's `training.kubeflow.org/replica-index`
 label through the downward API, since the template is shared by every index, and PX_CLUSTER is
-built inside the pod (`pod_entry.py`) from the run's ConfigMap, so no template holds every address.
+built inside the pod (`pod/entry.py`) from the run's ConfigMap, so no template holds every address.
 """
 
 from __future__ import annotations
@@ -14,12 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...cluster import KUBERNETES_PORTS, mpi_world_size
-from ...topology import ReplicaSpec, Topology
-from ..base import BackendError
-from .payload import ENTRY, RUN_DIR
-from .podspec import SHARED_DIR_ENV, RenderContext, configmap, container, env_list, pod_spec, shared_run_dir
-from .replica_pods import REPLICA_INDEX_LABEL, replica_pods
+from ....cluster import KUBERNETES_PORTS, mpi_world_size
+from ....topology import ReplicaSpec, Topology
+from ...base import BackendError
+from ..payload import ENTRY, RUN_DIR
+from ..podspec import (
+    SHARED_DIR_ENV,
+    UNIFORM_FIELDS,
+    RenderContext,
+    configmap,
+    container,
+    env_list,
+    pod_spec,
+    shared_run_dir,
+)
+from ..replica_pods import REPLICA_INDEX_LABEL, replica_pods
+from ..run_objects import Flavour
 
 API_VERSION = "kubeflow.org/v1"
 #: mpi-operator's MPIJob (v0.4 and later; kubeflow/mpi-operator v0.6.0 pkg/apis/kubeflow/v2beta1)
@@ -58,9 +68,6 @@ def job_kind(framework: str | None, tf_master_type: str = "chief") -> JobKind:
         "backend kubeflow runs a framework's job (tensorflow, pytorch, mxnet, horovod/mpi); this topology has "
         "no framework: set framework, or use backend native"
     )
-
-
-UNIFORM_FIELDS = ("resources", "image", "env", "node_selector", "restart_policy", "max_restarts")
 
 
 def uniform_role_spec(role: str, specs: list[ReplicaSpec]) -> ReplicaSpec:
@@ -133,7 +140,7 @@ def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, offset: int = 0)
     env = dict(spec.env)
     env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_FRAMEWORK=topology.framework or "")
     if offset:
-        env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod_entry adds it to PX_TASK_INDEX
+        env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod/entry.py adds it to PX_TASK_INDEX
     env["PYTHONUNBUFFERED"] = "1"
     if topology.is_mpi:
         env.update(
@@ -207,7 +214,19 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     # restarts) and fails the job once the sum is >= the limit (training-operator v1.9.0
     # pkg/core/job.go PastBackoffLimit; 0: any restart). `max_restarts: N` lets N restarts happen
     # (as locally), so the limit is N + 1; job-wide: the N restarts are the job's, not each replica's.
-    run_policy: dict[str, Any] = {"cleanPodPolicy": ctx.settings.clean_pod_policy, "backoffLimit": backoff}
+    # Only where a replica restarts: past the limit the operator deletes every pod of the job, the
+    # failed one and its log included, before the job is finished, so cleanPodPolicy does not
+    # apply (v1.9.0 pkg/controller.v1/common/job.go ReconcileJobs -> DeletePodsAndServices). Without
+    # a limit (upstream's default: nil, `*_defaults.go`) a failed replica of a `Never` spec fails
+    # the job through the framework's status (e.g. pkg/controller.v1/pytorch/pytorchjob_controller.go
+    # UpdateJobStatus) and its pod stays, Failed, with its log. mpi-operator's launcher is a batch
+    # Job whose backoffLimit is this one (v0.6.0 pkg/controller/mpi_job_controller.go
+    # newLauncherJob), and a batch Job without one retries 6 times: there it is always set; the Job
+    # controller keeps its failed pods.
+    run_policy: dict[str, Any] = {"cleanPodPolicy": ctx.settings.clean_pod_policy}
+    restarts = any(group.specs[0].restart_policy != "Never" for group in groups)
+    if restarts or mpi_operator:
+        run_policy["backoffLimit"] = backoff
     if ctx.settings.ttl_seconds_after_finished is not None:
         run_policy["ttlSecondsAfterFinished"] = ctx.settings.ttl_seconds_after_finished
     job_spec: dict[str, Any] = {kind.specs_field: replica_specs, "runPolicy": run_policy}
@@ -222,3 +241,6 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         api_version = MPI_OPERATOR_API_VERSION  # same kind and fields as rendered here; see mpijob_version
     job = {"apiVersion": api_version, "kind": kind.kind, "metadata": ctx.metadata(ctx.base), "spec": job_spec}
     return [configmap(ctx), job]
+
+
+FLAVOUR = Flavour("kubeflow", render, cluster)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...runstore.event_writer import ScalarEventWriter
+from ....runstore.event_writer import ScalarEventWriter
 
 
 class EventsWriter:
