@@ -70,6 +70,15 @@ def assert_nothing_left(run, timeout: float = 20) -> None:
     assert not left, f"processes of {run.run_id} still alive: {[(p.pid, p.name()) for p in left]}"
 
 
+def supervisor_and_watchdog(run) -> tuple[psutil.Process, list[psutil.Process]]:
+    """The run's supervisor and its watchdog: its children that are not replicas (nor, for a
+    run started warm, the zygote it forks its replicas from)."""
+    supervisor = psutil.Process(run.status().owner.pid)
+    replica_pids = {r.pid for r in run.status().replicas}
+    children = [c for c in supervisor.children() if c.pid not in replica_pids]
+    return supervisor, [c for c in children if c.name() != "px-zygote"]
+
+
 def outputs(run) -> dict[str, dict]:
     """{file stem: parsed JSON} of what the job wrote to PX_OUTPUTS_PATH."""
     return {path.stem: json.loads(path.read_text()) for path in sorted(run.paths.outputs_dir.glob("*.json"))}

@@ -249,6 +249,20 @@ class RunSummary(Reply):
     owner_problem: str | None = None
 
 
+class ReplicaFailure(Reply):
+    """Where a replica's code raised: what "Go to cell" opens (`cell_id`, else the cell whose
+    `execution_count` it is, else the `cell_index`-th cell of `notebook`), at `line`."""
+
+    exception: str
+    label: str | None = None
+    line: int | None = None
+    function: str | None = None
+    cell_id: str | None = None
+    execution_count: int | None = None
+    cell_index: int | None = None
+    notebook: str | None = None
+
+
 class Replica(Reply):
     key: str
     role: str
@@ -262,6 +276,7 @@ class Replica(Reply):
     started_at: float | None
     finished_at: float | None
     address: str | None
+    failure: ReplicaFailure | None = None
 
 
 class Code(Reply):
@@ -272,12 +287,16 @@ class Code(Reply):
     args: list[str]
     source: str | None
     pushed: list[str]
+    #: The code's last expression is each replica's result (`run.results()`).
+    returns: bool = False
 
 
 class RunDetail(RunSummary):
     """`GET runs/<ref>`, and the answer to a submission or a stop."""
 
     replicas: list[Replica]
+    #: How the replicas started: "warm (template pid N)", or "cold: <why>" (local backend).
+    launch: str | None = None
     topology: dict[str, Any]
     code: Code
     workdir: str | None
@@ -377,6 +396,39 @@ class RunDeleted(Reply):
     run_id: str
     deleted: bool
     removed: list[str] = Field(default_factory=list)
+
+
+class WarmMemory(Reply):
+    """A process's memory in MiB: resident, its own (freed when it stops), proportional."""
+
+    rss_mib: float
+    uss_mib: float
+    pss_mib: float
+
+
+class WarmTemplate(Reply):
+    """One warm template of the local backend (`jupyter px warm`)."""
+
+    key: str
+    framework: str | None
+    state: str
+    running: bool
+    pid: int | None
+    python: str | None
+    owner: str
+    memory: WarmMemory | None
+    standby_memory: WarmMemory | None
+    idle_s: float | None
+    stops_in_s: float | None
+    preload: list[str]
+    error: str | None
+    stop_reason: str | None
+
+
+class WarmTemplates(Reply):
+    """`GET px/api/warm`: every template, newest first."""
+
+    templates: list[WarmTemplate]
 
 
 class ComparedRun(Reply):
@@ -496,6 +548,7 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     RenderedObject: "IRenderedObject",
     RunSummary: "IRunSummary",
     Replica: "IReplica",
+    ReplicaFailure: "IReplicaFailure",
     Code: "ICode",
     RunDetail: "IRunDetail",
     Progress: "IProgress",
@@ -517,6 +570,9 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     SweepObjective: "ISweepObjective",
     Sweep: "ISweep",
     SweepsPage: "ISweepsPage",
+    WarmMemory: "IWarmMemory",
+    WarmTemplate: "IWarmTemplate",
+    WarmTemplates: "IWarmTemplates",
 }
 
 

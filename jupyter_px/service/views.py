@@ -51,6 +51,7 @@ def replica_json(replica: ReplicaStatus) -> dict[str, Any]:
         "started_at": replica.started_at,
         "finished_at": replica.finished_at,
         "address": replica.address,
+        "failure": replica.failure.model_dump(mode="json") if replica.failure else None,
     }
 
 
@@ -59,6 +60,7 @@ def run_detail(record: RunRecord, status: RunStatus, owner_problem: str | None =
     return {
         **run_summary(record, status, owner_problem),
         "replicas": [replica_json(replica) for replica in status.replicas],
+        "launch": status.launch,
         "topology": record.topology,
         "code": record.code.model_dump(mode="json"),
         "workdir": record.workdir,
