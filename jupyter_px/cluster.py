@@ -1,7 +1,7 @@
 """Topology + addresses -> the environment each replica's process gets.
 
-Every backend gives training code the same variables (see DESIGN.md, "The environment
-contract"), so one script runs unchanged on this machine and on Kubernetes. Everything here is
+Every backend gives training code the same variables (the environment contract, described in
+docs/environment.md), so one script runs unchanged on this machine and on Kubernetes. Everything here is
 a pure function of its arguments: the backends decide addresses and paths, this module decides
 what the frameworks read.
 """

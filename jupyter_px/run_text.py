@@ -11,6 +11,7 @@ from __future__ import annotations
 import unicodedata
 
 from .runstore import ReplicaState, ReplicaStatus, RunStatus
+from .runstore.settle import Settled
 
 LAST_CELL_WIDTH = 160
 #: Replica states that make a run fail: shown with their reason and where to read the log.
@@ -33,6 +34,26 @@ def printable(text: object, width: int | None = None) -> str:
     return value
 
 
+def metric_losses(status: RunStatus) -> list[str]:
+    """`master-0: 1,204 metric points not written: killed before they were flushed`, one line per
+    replica that lost (or dropped) points. The run's message ends with the same lines; surfaces
+    that clip the message show these in full (`outcome_message` is the message without them)."""
+    lines = []
+    for replica in status.replicas:
+        notice = Settled(lost=replica.points_lost, dropped=replica.points_dropped).notice(replica.key)
+        if notice:
+            lines.append(notice)
+    return lines
+
+
+def outcome_message(status: RunStatus) -> str | None:
+    """The run's message without the metric-loss lines `metric_losses` gives."""
+    message = status.message
+    for line in metric_losses(status):
+        message = message.replace(f"; {line}", "") if message else message
+    return message
+
+
 def failed_replicas(status: RunStatus) -> list[ReplicaStatus]:
     return [r for r in status.replicas if r.state in FAILED_REPLICA_STATES]
 
@@ -49,10 +70,9 @@ def replica_failure(replica: ReplicaStatus) -> str:
 
 
 def failure_headline(status: RunStatus) -> str:
-    """`run X Failed: <the run's message>`."""
-    return f"run {status.run_id} {status.state.value}" + (
-        f": {printable(status.message, LAST_CELL_WIDTH)}" if status.message else ""
-    )
+    """`run X Failed: <the run's message>` (without its metric-loss lines: `metric_losses`)."""
+    message = outcome_message(status)
+    return f"run {status.run_id} {status.state.value}" + (f": {printable(message, LAST_CELL_WIDTH)}" if message else "")
 
 
 def failure_text(status: RunStatus, logs_hint: str | None = None, one_line: bool = False) -> str:
@@ -75,4 +95,5 @@ def failure_text(status: RunStatus, logs_hint: str | None = None, one_line: bool
         if logs_hint:
             where = logs_hint.format(run_id=status.run_id, role=replica.role, index=replica.index)
             lines.append(f"  its log: {where}")
+    lines += [f"  {printable(line)}" for line in metric_losses(status)]
     return "\n".join(lines)

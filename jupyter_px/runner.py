@@ -62,11 +62,12 @@ def _die(message: str, code: int) -> NoReturn:
 
 
 def _set_parent_death_signal() -> None:
-    """Die with the parent (mpirun or a local-group runner) even if it is SIGKILLed."""
+    """End with the parent (mpirun or a local-group runner) even if it is SIGKILLed: SIGTERM, so
+    that tracking writes what it holds first (the supervisor's watchdog kills what remains)."""
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 
@@ -224,23 +225,70 @@ def _load_pushed(code_dir: Path) -> dict[str, Any]:
     return values
 
 
-def _run_python(entrypoint: str, init_globals: dict[str, Any]) -> int:
+def _run_python(entrypoint: str, init_globals: dict[str, Any], run_dir: Path, returns: bool = False) -> int:
     import runpy
 
     try:
-        runpy.run_path(entrypoint, init_globals=init_globals, run_name="__main__")
+        if returns:  # a notebook cell's code: its last expression is this replica's result
+            from jupyter_px import function_calls
+
+            value = function_calls.run_keeping_last_expression(entrypoint, init_globals)
+            function_calls.keep(run_dir, value=value)
+        else:
+            runpy.run_path(entrypoint, init_globals=init_globals, run_name="__main__")
     except SystemExit as error:
         return _exit_code(error)
     except KeyboardInterrupt:
         traceback.print_exc()
         return 130
     except BaseException as error:
-        traceback.print_exception(type(error), error, _user_frames(error.__traceback__, entrypoint))
+        _report(error, _user_frames(error.__traceback__, entrypoint), run_dir, keep=returns)
         return 1
     return 0
 
 
-def _run_ipython(entrypoint: str, init_globals: dict[str, Any]) -> int:
+def _run_function(run_dir: Path) -> int:
+    """Call the function shipped by `jupyter_px.submit(fn, ...)` and keep what it returned."""
+    from jupyter_px import function_calls
+
+    try:
+        value = function_calls.call(run_dir / "code")
+    except SystemExit as error:
+        return _exit_code(error)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return 130
+    except BaseException as error:
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, function_calls.__file__):
+            tb = tb.tb_next
+        _report(error, tb or error.__traceback__, run_dir, keep=True)
+        return 1
+    function_calls.keep(run_dir, value=value)
+    return 0
+
+
+def _report(error: BaseException, tb: Any, run_dir: Path, *, keep: bool = False, aliases: tuple[str, ...] = ()) -> None:
+    """Print the traceback with shipped code named by its notebook cell ("cell [5], line 8"), and
+    keep the failure record the supervisor puts in the replica's status (and, for a function's
+    or a cell's result, the exception as the outcome)."""
+    from jupyter_px import cell_sources
+
+    source_map = cell_sources.SourceMap.load(run_dir / "code")
+    source_map.install()
+    if aliases:
+        cell_sources.alias_shipped_lines(source_map, run_dir / "code" / "main.py", aliases)
+    text = source_map.format_exception(error, tb)
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    cell_sources.keep_failure(run_dir, source_map.failure_record(error, tb))
+    if keep:
+        from jupyter_px import function_calls
+
+        function_calls.keep(run_dir, error=error, traceback_text=text)
+
+
+def _run_ipython(entrypoint: str, init_globals: dict[str, Any], run_dir: Path) -> int:
     """Run the source as one IPython cell, so `%magics` and `!commands` work."""
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -249,6 +297,14 @@ def _run_ipython(entrypoint: str, init_globals: dict[str, Any]) -> int:
         shell.colors = "nocolor"
     except Exception:
         pass
+
+    def report(shell: Any, kind: type, error: BaseException, tb: Any, tb_offset: Any = None) -> None:
+        while tb is not None and "/IPython/" in tb.tb_frame.f_code.co_filename:
+            tb = tb.tb_next  # from the cell's own frame on
+        frames = traceback.extract_tb(tb)
+        _report(error, tb, run_dir, aliases=tuple({frame.filename for frame in frames}))
+
+    shell.set_custom_exc((Exception,), report)
     shell.user_ns.update(init_globals)
     shell.user_ns.update(__name__="__main__", __file__=entrypoint)
     source = Path(entrypoint).read_text()
@@ -350,10 +406,12 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except Exception as error:
         _die(f"cannot load the values pushed with the code (code/pushed.pkl): {error!r}", 1)
 
-    if code_spec.get("language") == "ipython":
-        code = _run_ipython(entrypoint, init_globals)
+    if code_spec.get("language") == "function":
+        code = _run_function(run_dir)
+    elif code_spec.get("language") == "ipython":
+        code = _run_ipython(entrypoint, init_globals, run_dir)
     else:
-        code = _run_python(entrypoint, init_globals)
+        code = _run_python(entrypoint, init_globals, run_dir, returns=bool(code_spec.get("returns")))
     _finish(code)
 
 

@@ -13,17 +13,88 @@ import pytest
 #: What points a Kubernetes client at a cluster (or at our settings for one). A test that needs a
 #: cluster starts its own (`tests/k8s_support.py`) and sets these itself.
 KUBERNETES_ENVIRONMENT = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "PX_K8S_")
+#: The same for Slurm: which cluster the Slurm commands talk to, and our settings for it. A test
+#: that needs Slurm starts its own cluster (`tests/slurm_support.py`) and sets these itself.
+SLURM_ENVIRONMENT = ("SLURM_", "PX_SLURM_")
 
 
 #: The slow lanes (markers in pyproject.toml). A test in one of them is also `slow`; a test that
 #: uses the `kube` fixture (tests/k8s_support.py) is in the `kube` lane without saying so.
-SLOW_LANES = ("jobs", "kube", "browser", "tensorboard")
+SLOW_LANES = ("jobs", "kube", "browser", "tensorboard", "slurm")
+
+
+#: Modules whose real jobs (`jobs`) run twice, cold and warm (`launch`): the local backend's
+#: guarantees (logs, metrics, limits and OOM, exit codes, restarts, stop, ownership, reads that
+#: never act) must hold for replicas forked from a template as for those started cold.
+LAUNCH_MODULES = (
+    "test_local_backend",
+    "test_local_faults",
+    "test_local_limits",
+    "test_local_reconcile",
+    "test_reads_never_act",
+    "test_cli_runs",
+    "test_warm",
+    "test_functions",
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The `jobs` tests of LAUNCH_MODULES (which use the `launch` fixture) run cold and warm."""
+    if "launch" not in metafunc.fixturenames or not metafunc.definition.get_closest_marker("jobs"):
+        return
+    if metafunc.module.__name__ not in LAUNCH_MODULES:
+        return
+    cold_only = metafunc.definition.get_closest_marker("cold_only")
+    metafunc.parametrize("launch", ["cold"] if cold_only else ["cold", "warm"], indirect=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _warm_templates_of_this_session(tmp_path_factory) -> Iterator[None]:
+    """Templates live in this session's own directory, off unless a test turns them on (the
+    `launch` fixture), and are stopped when the session ends: none outlives the tests."""
+    directory = tmp_path_factory.mktemp("warm")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PX_WARM_DIR", str(directory))
+        patch.setenv("JUPYTER_PX_WARM", "0")
+        patch.delenv("JUPYTER_PX_WARM_IDLE_S", raising=False)
+        patch.delenv("JUPYTER_PX_WARM_WAIT_S", raising=False)
+        patch.delenv("PX_LOCAL_CONFIG", raising=False)
+        try:
+            yield
+        finally:
+            from jupyter_px.backends.local import warm
+
+            warm.stop_all("the test session ended")
+
+
+@pytest.fixture
+def launch(request, monkeypatch) -> Iterator[str]:
+    """`cold` or `warm`: how the local backend starts this test's runs. A warm round starts the
+    templates it needs first (once per session) and checks afterwards that its runs were warm."""
+    mode = getattr(request, "param", "cold")
+    if mode == "warm":
+        from warm_support import ensure_templates
+
+        monkeypatch.setenv("JUPYTER_PX_WARM", "1")
+        # a submit whose environment another fixture changed (a Jupyter server's PYTHONPATH)
+        # finds the template restarting: it waits for it rather than starting cold
+        monkeypatch.setenv("JUPYTER_PX_WARM_WAIT_S", "300")
+        ensure_templates()
+    else:
+        monkeypatch.setenv("JUPYTER_PX_WARM", "0")
+    yield mode
+    if mode == "warm" and os.environ.get("PX_HOME"):
+        from warm_support import assert_started_warm
+
+        assert_started_warm(Path(os.environ["PX_HOME"]))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "kube" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.kube)
+        if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slurm)
         if any(item.get_closest_marker(lane) for lane in SLOW_LANES):
             item.add_marker(pytest.mark.slow)
 
@@ -33,7 +104,9 @@ def _no_outside_cluster(tmp_path_factory) -> Iterator[None]:
     """No test reads the user's kubeconfig, in-cluster service account or jupyter-px Kubernetes
     settings, or reaches a cluster it did not start: for the whole session (servers and kernels
     started by module-scoped fixtures inherit it too), KUBECONFIG names a file that does not
-    exist and every PX_K8S_* variable is unset, PX_K8S_CONFIG pointing nowhere."""
+    exist and every PX_K8S_* variable is unset, PX_K8S_CONFIG pointing nowhere. Likewise for
+    Slurm: SLURM_CONF and PX_SLURM_CONFIG name files that do not exist, no SLURM_* or PX_SLURM_*
+    variable of the caller's (an allocation it runs in) is kept."""
     nowhere = tmp_path_factory.mktemp("no-cluster")
     with pytest.MonkeyPatch.context() as patch:
         for name in list(os.environ):
@@ -41,6 +114,39 @@ def _no_outside_cluster(tmp_path_factory) -> Iterator[None]:
                 patch.delenv(name)
         patch.setenv("KUBECONFIG", str(nowhere / "kubeconfig"))
         patch.setenv("PX_K8S_CONFIG", str(nowhere / "kubernetes.yaml"))
+        for name in list(os.environ):
+            if name.startswith(SLURM_ENVIRONMENT):
+                patch.delenv(name)
+        patch.setenv("SLURM_CONF", str(nowhere / "slurm.conf"))
+        patch.setenv("PX_SLURM_CONFIG", str(nowhere / "slurm.yaml"))
+        yield
+
+
+#: Where Jupyter, JupyterLab and IPython read a user's settings and write their state. Every test
+#: session gets its own empty folders for them, so nothing a user chose (a Dark theme in
+#: `~/.jupyter/lab/user-settings`, an IPython profile) changes a result, and no test writes there.
+JUPYTER_LOCATIONS = (
+    "JUPYTER_CONFIG_DIR",
+    "JUPYTERLAB_SETTINGS_DIR",
+    "JUPYTER_DATA_DIR",
+    "JUPYTER_RUNTIME_DIR",
+    "IPYTHONDIR",
+)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_jupyter_settings(tmp_path_factory) -> Iterator[None]:
+    """Point every Jupyter location at this session's own folders (as KUBECONFIG is above).
+
+    The installed environment's own folders (`sys.prefix/etc/jupyter`, `share/jupyter`, where the
+    server extension is enabled and the lab extension lives) stay on Jupyter's search paths: only
+    the user-level ones move. Servers, kernels and TensorBoards started by fixtures inherit it."""
+    own = tmp_path_factory.mktemp("jupyter-user")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in JUPYTER_LOCATIONS:
+            folder = own / name.lower()
+            folder.mkdir()
+            patch.setenv(name, str(folder))
         yield
 
 
@@ -51,6 +157,14 @@ def _no_server_environment(monkeypatch):
     server would decide the URLs and TensorBoard owners of every later test."""
     for name in ("JUPYTER_PX_BASE_URL", "JUPYTER_PX_SERVER_PID"):
         monkeypatch.delenv(name, raising=False)
+
+
+def make_replica_folders(paths, role: str, index: int) -> None:
+    """The folders a run's submission and its backend make before a replica starts (tracking
+    writes into them and never makes a run's folders itself): for replicas started by hand."""
+    for folder in (paths.root, paths.metrics_dir, paths.params_dir, paths.outputs_dir, paths.tensorboard_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    paths.tensorboard(role, index).mkdir(exist_ok=True)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jupyter_px.backends.kubernetes import pod_entry
+from jupyter_px.backends.kubernetes.pod import entry as pod_entry
 
 #: The training code of a pod that only writes its environment into the working directory, one
 #: file per process (a replica with processes_per_replica > 1 runs it once per local rank).

@@ -7,30 +7,17 @@ import contextlib
 import itertools
 import os
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kube_sim import Cluster
 from kubernetes import client, config
+from waiting import wait_for  # noqa: F401 (the suite's one wait, re-exported for these tests)
 
 #: Generous: pods are real processes on a shared, loaded machine.
 DEADLINE_S = 120.0
 _NAMESPACES = itertools.count()
-
-
-def wait_for(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE_S, poll: float = 0.05) -> Any:
-    """The predicate's first true value, polled every `poll` s; AssertionError naming `what`
-    after `timeout` (the Kubernetes backend's tests wait with it too: `k8s_support.wait_until`)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(poll)
 
 
 def fresh_namespace(cluster: Cluster, test_name: str, prefix: str) -> str:
@@ -83,4 +70,27 @@ def live_pods(cluster: Cluster, namespace: str = "default") -> list[str]:
         p["metadata"]["name"]
         for p in cluster.list("pods", namespace)
         if p["status"].get("phase") in (None, "Pending", "Running")
+    )
+
+
+def require(condition: bool, why: str) -> None:
+    """Skip with the reason where this machine lacks something; under CI=true (whose machines
+    have what these do) fail instead."""
+    import pytest
+
+    if condition:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def require_mpi_pods(cluster: Cluster, ssh: bool = True) -> None:
+    """What real `mpirun` across pods needs here: pods with their own network (each rank's daemon,
+    each worker's sshd on port 22) and, over ssh (mpi-operator), OpenSSH's sshd (.ci/run installs it)."""
+    kubelet = cluster.kubelet
+    why = kubelet.no_pod_network_because if kubelet else "no kubelet"
+    require(kubelet is not None and kubelet.network is not None, f"MPI across pods needs the pod network: {why}")
+    require(
+        not ssh or os.path.exists("/usr/sbin/sshd"), "OpenSSH's sshd is not installed (apt-get install openssh-server)"
     )

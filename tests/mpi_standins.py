@@ -1,10 +1,13 @@
-"""Stand-ins for what an MPI image has and this machine does not, shared by the MPI tests on the
-simulated cluster (training operator, mpi-operator, Kubeflow Trainer's MPI runtime).
+"""Stand-ins for what Kubeflow Trainer's DeepSpeed runtime image has and this machine does not, for
+the Trainer MPI tests only (`test_kube_sim_trainer_mpi.py`).
 
-The simulation has no `kubectl exec` and no sshd to reach the workers, so the launcher's `mpirun`
-runs every rank itself, in the launcher's pod, their output on the launcher's, as Open MPI's
-mpirun forwards it; and a worker's `sshd -De` becomes a process that waits, as sshd does until the
-launcher is done."""
+MPIJobs (training-operator's v1 through kubexec.sh's `kubectl exec`, mpi-operator's v2beta1 over
+ssh) run real `mpirun` on the simulated cluster (`test_kube_sim_mpirun.py`). The Trainer's
+`deepspeed-distributed` runtime instead starts its nodes' sshd as user 1000 on port 2222 with the
+image's /home/mpiuser/.sshd_config and ssh settings, which the simulation's images do not model
+yet; so there the launcher's `mpirun` runs every rank itself, in the launcher's pod, their output
+on the launcher's, as Open MPI's mpirun forwards it; and a node's `sshd -De` becomes a process that
+waits, as sshd does until the launcher is done."""
 
 from __future__ import annotations
 

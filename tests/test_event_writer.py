@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from jupyter_px.backends.kubernetes.tensorboard_events import EventsWriter
+from jupyter_px.backends.kubernetes.follower.tensorboard_events import EventsWriter
 from jupyter_px.runstore.event_writer import ScalarEventWriter
 from jupyter_px.runstore.layout import EVENTS_FILE_SUFFIX
 

@@ -51,7 +51,7 @@ def test_our_install_does_not_switch_on_the_generic_proxy(installed):
 
 
 def test_an_admin_can_switch_the_generic_proxy_back_on(installed):
-    """What the README says: `jupyter server extension enable jupyter_server_proxy`, which
+    """What docs/tensorboard.md says: `jupyter server extension enable jupyter_server_proxy`, which
     writes `jupyter_server_proxy.json` beside ours (sys-prefix is its default); read after ours,
     it wins."""
     prefix, _ = installed

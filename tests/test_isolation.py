@@ -28,3 +28,40 @@ def test_settings_come_from_nowhere():
     """The user's ~/.jupyter_px/kubernetes.yaml and PX_K8S_* variables are out of reach."""
     assert not Path(os.environ["PX_K8S_CONFIG"]).exists()
     assert [name for name in os.environ if name.startswith("PX_K8S_") and name != "PX_K8S_CONFIG"] == []
+
+
+#: The tests that read JupyterLab's theme through the user's settings before every Jupyter location
+#: was moved (conftest.py `_no_user_jupyter_settings`): a Dark theme in the user's home failed both.
+THEME_SENSITIVE = (
+    "tests/test_tensorboard.py::test_embed",
+    "tests/test_widgets.py::test_monitor_tensorboard_button_embeds_the_proxied_url",
+)
+
+
+def test_a_dark_theme_in_the_users_home_changes_no_result(tmp_path):
+    """A user who chose JupyterLab Dark runs the suite: the theme-sensitive tests still pass.
+
+    They run in a pytest of their own whose HOME holds the Dark theme where JupyterLab keeps it,
+    with no Jupyter location set, as on the user's machine."""
+    import subprocess
+    import sys
+
+    from jupyter_px.presentation.theme import THEMES_SETTINGS
+
+    home = tmp_path / "home"
+    settings = home / ".jupyter" / "lab" / "user-settings" / THEMES_SETTINGS
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{\n    // Theme\n    "theme": "JupyterLab Dark"\n}')
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("JUPYTER", "IPYTHONDIR"))}
+    env["HOME"] = str(home)
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", *THEME_SENSITIVE],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout, done.stdout[-2000:]

@@ -171,6 +171,20 @@ def test_trainer_refuses_replicas_that_differ():
     assert str(error.value).startswith("worker-0, worker-1, worker-2 differ from master-0 in resources")
 
 
+@pytest.mark.parametrize(
+    ("framework", "mpijob_version", "backoff"),
+    [("pytorch", "auto", None), ("tensorflow", "auto", None), ("horovod", "v1", None), ("horovod", "v2beta1", 0)],
+)
+def test_a_job_whose_replicas_never_restart_has_no_backoff_limit(framework, mpijob_version, backoff):
+    """Past its backoffLimit the training operator deletes every pod of the job, the failed one and
+    its log included (v1.9.0 common/job.go); without one (its default) a Never replica's failure
+    fails the job and its pod stays. mpi-operator's launcher Job would retry 6 times without one."""
+    topology = {"framework": framework, "environment": {"replicas": {"n_workers": 1}}}
+    (_, job) = render("kubeflow", topology, settings=KubernetesSettings(mpijob_version=mpijob_version))
+    assert job["spec"]["runPolicy"].get("backoffLimit") == backoff, job["spec"]["runPolicy"]
+    assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
+
+
 def test_kubeflow_tfjob_replica_types_run_policy_and_index_from_label():
     topology = dict(TOPOLOGIES["tensorflow-ps-evaluator"])
     topology["environment"] = {**topology["environment"], "restart_policy": "OnFailure", "max_restarts": 3}
@@ -179,7 +193,7 @@ def test_kubeflow_tfjob_replica_types_run_policy_and_index_from_label():
     specs = job["spec"]["tfReplicaSpecs"]
     assert {k: v["replicas"] for k, v in specs.items()} == {"Chief": 1, "Worker": 3, "PS": 2, "Evaluator": 1}
     assert all(v["restartPolicy"] == "OnFailure" for v in specs.values())
-    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 4, "ttlSecondsAfterFinished": 600}
+    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "None", "backoffLimit": 4, "ttlSecondsAfterFinished": 600}
     container = specs["Worker"]["template"]["spec"]["containers"][0]
     assert container["name"] == "tensorflow"
     index_env = next(e for e in container["env"] if e["name"] == "PX_TASK_INDEX")

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from k8s_pod_env import DUMP_ENV, lay_out, manifest_env, pod_by_name, run_entry
 
-from jupyter_px.backends.kubernetes import pod_entry
 from jupyter_px.backends.kubernetes.cluster_file import describe, role_pattern
 from jupyter_px.backends.kubernetes.names import LABEL_RUN
+from jupyter_px.backends.kubernetes.pod import entry as pod_entry
 from jupyter_px.backends.kubernetes.podspec import SHARED_DIR_ENV
 from jupyter_px.backends.kubernetes.render import (
     LAST_APPLIED_LIMIT,

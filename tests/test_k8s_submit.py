@@ -48,10 +48,10 @@ def test_native_submit_creates_owned_objects_and_stop_deletes_them(kube, px_home
 def test_a_service_configured_with_a_namespace_submits_there(kube, px_home):
     """A Jupyter server configured with `kubernetes_namespace` submits its runs there (its run
     service carries the setting), whatever the settings file and PX_K8S_* say."""
-    from jupyter_px.service import RunService, SourceText
+    from jupyter_px.service import RunService, SourceText, Submission
 
     service = RunService(kubernetes={"namespace": "ml"})
-    run_id = service.submit(SourceText("print('hi')\n"), TORCH, name="in-ml")
+    run_id = service.submit(Submission(SourceText("print('hi')\n"), TORCH, name="in-ml"))
     assert kube.list("configmaps") == []
     (configmap,) = kube.list("configmaps", namespace="ml")
     assert len(kube.list("pods", namespace="ml", selector=f"{LABEL_RUN}={configmap['metadata']['name']}")) == 3
@@ -70,7 +70,7 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
     import os
 
     import kubernetes
-    from k8s_support import wait_until
+    from k8s_support import wait_for
 
     code = "import os, time\nprint('before the delete', flush=True)\ntime.sleep(600)\n"
     run = jupyter_px.submit(code, TORCH)
@@ -80,8 +80,8 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
         (reference,) = obj["metadata"]["ownerReferences"]
         assert (reference["apiVersion"], reference["kind"]) == ("v1", "ConfigMap"), obj["metadata"]["name"]
         assert (reference["name"], reference["uid"]) == (meta["name"], meta["uid"]), obj["metadata"]["name"]
-    wait_until(lambda: run.store.status(run.run_id).counts() == {"Running": 3}, what="every replica Running")
-    wait_until(lambda: run.logs("master", 0) == "before the delete\n", what="the log stored")
+    wait_for(lambda: run.store.status(run.run_id).counts() == {"Running": 3}, what="every replica Running")
+    wait_for(lambda: run.logs("master", 0) == "before the delete\n", what="the log stored")
 
     api = kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
     kubernetes.client.CoreV1Api(api).delete_namespaced_config_map(meta["name"], "default")
@@ -90,7 +90,7 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
     assert "PodDeleted" in {r.reason for r in status.replicas}
     assert {r.state.value for r in status.replicas} <= {"Failed", "Stopped"}
     assert run.logs("master", 0) == "before the delete\n"
-    wait_until(lambda: not kube.list("pods") and not kube.list("services"), what="the collector to delete the rest")
+    wait_for(lambda: not kube.list("pods") and not kube.list("services"), what="the collector to delete the rest")
     run.stop()
 
 
@@ -153,11 +153,14 @@ def test_trainer_backend_submits_a_trainjob(kube, px_home, monkeypatch):
         (lambda k, mp: mp.setenv("PX_K8S_NAMESPACE", "nope"), "namespace 'nope' does not exist"),
         (lambda k, mp: k.deny("create", "pods"), "no permission to create pods in namespace 'default'"),
         (lambda k, mp: k.deny("create", "tfjobs"), "no permission to create tfjobs"),
+        # what only the follower and clean do on a kubeflow run: it creates no Service and no pod
+        (lambda k, mp: k.deny("delete", "pods"), "no permission to delete pods in namespace 'default'"),
+        (lambda k, mp: k.deny("list", "services"), "no permission to list services in namespace 'default'"),
     ],
 )
 def test_preflight_says_what_is_wrong_in_one_line(kube, px_home, monkeypatch, setup, expected):
     setup(kube, monkeypatch)
-    topology = TF_KUBEFLOW if "tfjobs" in expected else TORCH
+    topology = TF_KUBEFLOW if "tfjobs" in expected or "delete pods" in expected or "services" in expected else TORCH
     with pytest.raises(BackendError) as error:
         jupyter_px.submit("pass\n", topology)
     assert expected in str(error.value) and "\n" not in str(error.value)

@@ -10,14 +10,15 @@ import time
 import pytest
 from k8s_support import DEADLINE_S, stop_followers, use_cluster
 from kube_sim import Cluster
+from kube_sim_support import live_pods
 
 import jupyter_px
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
 
 #: The replicas meet before printing and the master ends last: a PyTorchJob ends with its master,
-#: and the operator then deletes what still runs (cleanPodPolicy Running), so a worker that had
-#: not started yet, or not ended, would be cut short.
+#: and what still runs is then deleted (by the follower, once it has the logs), so a worker that
+#: had not started yet, or not ended, would be cut short.
 PRINT_ENV = (
     "import os, time, torch.distributed as dist\n"
     "dist.init_process_group('gloo')\n"
@@ -75,15 +76,19 @@ def test_kubeflow_pytorchjob_runs_through_the_operator(sim, px_home):
 
 @pytest.mark.kube
 def test_a_finished_kubeflow_job_leaves_no_pod_holding_resources(sim, px_home):
-    """cleanPodPolicy defaults to None for PyTorchJob (pytorch_defaults.go): unless the backend
-    asks for cleanup, a finished job's pods stay and keep their requests on the node."""
+    """cleanPodPolicy None (the operators' default, pytorch_defaults.go) keeps a finished job's
+    pods, the running ones too: the follower deletes those once it has their logs; the finished
+    ones stay (their logs, no node resources held) until the run is stopped or deleted."""
+    code = "import os, time\nprint('up', flush=True)\nif os.environ['PX_TASK_TYPE'] != 'master':\n    time.sleep(600)\n"
     run = jupyter_px.submit(
-        "print('done')\n",
-        {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}},
+        code, {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}}
     )
     assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"
     (job,) = sim.list("pytorchjobs")
-    assert job["spec"].get("runPolicy", {}).get("cleanPodPolicy") in ("All", "Running"), job["spec"].get("runPolicy")
+    assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "None", job["spec"]["runPolicy"]
+    assert not live_pods(sim), "the worker the master did not wait for runs on"
+    assert "up" in run.logs("worker", 0), "its log was read before its pod went"
+    assert run.status().replica("worker", 0).state.value == "Stopped"
 
 
 @pytest.mark.kube
@@ -183,3 +188,18 @@ def test_pytorch_ddp_with_gloo_gives_identical_weights(sim, px_home, backend):
     assert status.state.value == "Succeeded", (status, run.logs("master", 0))
     for role, index in (("master", 0), ("worker", 0), ("worker", 1)):
         assert "identical True world 3" in run.logs(role, index)
+
+
+@pytest.mark.kube
+@pytest.mark.parametrize("backend", ["native", "kubeflow"])
+def test_a_runs_started_and_finished_times_are_its_containers(sim, px_home, backend):
+    """`jupyter px runs` shows when a run started and how long it ran: its containers' times, as
+    the kubelet reports them (whole seconds), whenever the follower noticed."""
+    topology = {"framework": "pytorch", "backend": backend, "environment": {"replicas": {"n_workers": 1}}}
+    run = jupyter_px.submit("import time\ntime.sleep(5)\nprint('done', flush=True)\n", topology)
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    assert status.started_at is not None and status.finished_at is not None, status
+    assert status.finished_at - status.started_at >= 4, status  # 5 s of sleep, to the second
+    for replica in status.replicas:
+        assert replica.started_at is not None and status.started_at <= replica.started_at, replica

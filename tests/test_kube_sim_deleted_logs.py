@@ -1,9 +1,10 @@
-"""No replica's log is lost when its pod is deleted while it runs: by our stop, or by the training
-operator's cleanPodPolicy when the job ends. Above 16 replicas the follower streams only the
-master live and collects the others' logs when their containers end; a deleted pod takes its log
-with it, so the follower reads what such a pod logged before deleting it (stop), or as soon as it
-sees the pod's deletionTimestamp (someone else's delete: the kubelet serves the log until the
-container has exited and the pod is removed).
+"""No replica's log is lost when its pod is deleted while it runs: by our stop, by the follower
+when the job ends (cleanPodPolicy None), or by the training operator's cleanPodPolicy Running.
+Above 16 replicas the follower streams only the master live and collects the others' logs when
+their containers end; a deleted pod takes its log with it, so the follower reads what such a pod
+logged before deleting it (stop, the job's end), or as soon as it sees the pod's
+deletionTimestamp (someone else's delete: the kubelet serves the log until the container has
+exited and the pod is removed).
 
 Hollow pods (tests/kube_sim/hollow.py): no processes, each container prints `lines` lines and
 runs on silently; `grace` is how long a deleted pod's container takes to exit."""
@@ -81,10 +82,12 @@ def test_stop_stores_every_replicas_log_before_deleting_its_pod(hollow_cluster):
     ],
     indirect=True,
 )
-def test_the_operators_cleanup_of_running_pods_keeps_their_logs(hollow_cluster):
-    """The master ends (once the follower follows); the PyTorchJob succeeds and the operator
-    deletes the workers, still running (cleanPodPolicy Running): each worker's log is read while
-    its pod terminates."""
+@pytest.mark.parametrize("policy", ["Running", "None"])
+def test_the_cleanup_of_running_pods_keeps_their_logs(hollow_cluster, monkeypatch, policy):
+    """The master ends (once the follower follows); the PyTorchJob succeeds and the workers, still
+    running, are deleted: by the operator (cleanPodPolicy Running, a user's setting), each worker's
+    log read while its pod terminates; or by the follower (None, the default), once it has them."""
+    monkeypatch.setenv("PX_K8S_CLEAN_POD_POLICY", policy)
     cluster, hollow = hollow_cluster
     topology = {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": WORKERS}}}
     run = jupyter_px.submit("pass\n", topology)

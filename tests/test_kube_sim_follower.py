@@ -17,10 +17,9 @@ import pytest
 from k8s_support import DEADLINE_S, stop_followers
 from kube_sim import Cluster
 from kube_sim_support import backend_cluster, wait_for
-from mpi_standins import install_mpirun, sshd_waits
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.log_sink import LineReader, Position, parse_stamp
+from jupyter_px.backends.kubernetes.follower.log_sink import LineReader, Position, parse_stamp
 from jupyter_px.runstore.metrics import MetricsReader
 
 pytestmark = pytest.mark.kube
@@ -292,8 +291,6 @@ def test_a_persistent_refusal_ends_the_follow_with_the_reason(sim, px_home, monk
 def test_the_mpi_launcher_is_followed_with_every_ranks_output_and_metrics(sim, px_home):
     """The MPI launcher has no replica-index label (training-operator newLauncher): it is the
     run's master-0, and its log (every rank's output, `@px-metrics` lines included) is stored."""
-    install_mpirun(sim)
-    sim.api.admission.append(sshd_waits)
     code = (
         "import os\nfrom jupyter_px import tracking\n"
         "rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"

@@ -70,29 +70,26 @@ def test_an_indexed_job_runs_to_complete_and_its_pods_see_their_index():
 
 
 def test_failures_beyond_the_backoff_limit_fail_the_job():
-    with Cluster(controllers=("gc",)) as sim:
+    """Pods that really fail (exit 1, restartPolicy Never): the second failure passes backoffLimit 1."""
+    with Cluster(kubelet={"backoff_base": 0.2}) as sim:
         jobs = sim.api.resource("batch", "v1", "jobs")
-        body = indexed_job("train", completions=1)
+        body = indexed_job("train", completions=1, code="raise SystemExit(1)")
         body["spec"]["backoffLimit"] = 1
         sim.api.create(jobs, body, "default")
-        controller = JobController(sim.api)
-        pods = sim.api.resource("", "v1", "pods")
-        for _ in range(2):
-            controller.reconcile_all()
-            (pod,) = [p for p in sim.list("pods") if p["status"].get("phase") != "Failed"]
-            sim.api.update(
-                pods,
-                {"metadata": {"name": pod["metadata"]["name"]}, "status": {"phase": "Failed"}},
-                "default",
-                "status",
-            )
-        controller.reconcile_all()
-        conditions = sim.api.get(jobs, "default", "train")["status"]["conditions"]
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            conditions = (sim.api.get(jobs, "default", "train").get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Failed" for c in conditions):
+                break
+            assert time.monotonic() < deadline, conditions
+            time.sleep(0.05)
         assert [(c["type"], c["reason"]) for c in conditions] == [
             ("FailureTarget", "BackoffLimitExceeded"),
             ("Failed", "BackoffLimitExceeded"),
         ]
         assert conditions[1]["message"] == "Job has reached the specified backoff limit"
+        failed = [p for p in sim.list("pods") if p["status"].get("phase") == "Failed"]
+        assert len(failed) == 2, [p["metadata"]["name"] for p in sim.list("pods")]  # the first try and one retry
 
 
 def jobset(name: str, nodes: int = 2, code: str = "print(1)") -> dict:

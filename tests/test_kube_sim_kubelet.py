@@ -5,6 +5,7 @@ Few processes per test, each a few lines of Python."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 
 import pytest
@@ -89,9 +90,11 @@ def test_a_pod_runs_with_its_env_volumes_and_hostname(cluster, core, ns):
     pod = phase(core, ns, "p", "Succeeded")
     state = pod.status.container_statuses[0].state.terminated
     assert (state.exit_code, state.reason) == (0, "Completed")
-    assert pod.status.pod_ip.startswith("127.") and pod.spec.node_name == "node-1"
+    # its own address on the pod network (10.244.0.0/24), or, without one, on this machine's loopback
+    assert pod.status.pod_ip.startswith("10.244." if cluster.kubelet.network else "127.")
+    assert pod.spec.node_name == "node-1"
     assert core.read_namespaced_pod_log("p", ns) == "hello p True p-$(POD) p\n"
-    assert reasons(cluster.api, ns, "p")[:2] == ["Scheduled", "Started"]
+    assert reasons(cluster.api, ns, "p")[:5] == ["Scheduled", "Pulling", "Pulled", "Created", "Started"]
     stamped = core.read_namespaced_pod_log("p", ns, timestamps=True)
     assert stamped.split(" ", 1)[0].endswith("Z") and stamped.split(" ", 1)[1] == "hello p True p-$(POD) p\n"
 
@@ -316,3 +319,33 @@ def test_a_lost_node_stops_answering(tmp_path):
         assert [c.status for c in pod.status.conditions if c.type == "Ready"] == ["False"]
         core.delete_namespaced_pod("p", "default")
         assert core.read_namespaced_pod("p", "default").metadata.deletion_timestamp is not None  # stays Terminating
+
+
+def test_a_crash_loop_bumps_one_backoff_event_and_a_shell_image_runs_its_command_as_written(cluster, core, ns):
+    """client-go tools/record/events_cache.go: the kubelet's identical BackOff events are one Event
+    whose count grows (not one Event each); a busybox container's `sh -c ...` runs the host's
+    shell (images.py), its default command too."""
+    crash = {"name": "main", "image": "busybox", "command": ["sh", "-c", "echo from sh; exit 2"]}
+    core.create_namespaced_pod(ns, {"metadata": {"name": "loop"}, "spec": {"containers": [crash]}})
+    busybox = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
+    core.create_namespaced_pod(ns, {"metadata": {"name": "default-cmd"}, "spec": busybox})
+
+    def backoff():
+        found = [
+            e for e in cluster.list("events", ns) if e["reason"] == "BackOff" and e["involvedObject"]["name"] == "loop"
+        ]
+        return found if found and found[0]["count"] >= 2 else None
+
+    events = wait_for(backoff, "the BackOff event's count to be bumped")
+    assert len(events) == 1 and events[0]["lastTimestamp"] >= events[0]["firstTimestamp"]
+    assert core.read_namespaced_pod_log("loop", ns).startswith("from sh")
+    assert phase(core, ns, "default-cmd", "Succeeded").status.container_statuses[0].state.terminated.exit_code == 0
+
+
+def test_generated_names_use_the_api_servers_alphabet(cluster, ns):
+    """apimachinery pkg/util/rand: 5 characters of `bcdfghjklmnpqrstvwxz2456789` after the base."""
+    configmaps = cluster.api.resource("", "v1", "configmaps")
+    names = [cluster.api.create(configmaps, {"metadata": {"generateName": "made-"}}, ns)["metadata"]["name"]
+             for _ in range(20)]  # fmt: skip
+    assert all(re.fullmatch(r"made-[bcdfghjklmnpqrstvwxz2456789]{5}", n) for n in names), names
+    assert len(set(names)) == 20

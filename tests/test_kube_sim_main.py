@@ -29,7 +29,7 @@ def test_the_simulation_starts_serves_and_stops_on_interrupt(tmp_path):
     )
     try:
         line = process.stdout.readline().decode()
-        assert line.startswith("simulated cluster at http://127.0.0.1:"), line
+        assert line.startswith("simulated cluster at https://127.0.0.1:"), line  # TLS, as a real API server
         api_client = config.new_client_from_config(str(kubeconfig))
         body = {
             "apiVersion": "kubeflow.org/v1",

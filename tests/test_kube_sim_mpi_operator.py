@@ -3,21 +3,22 @@ its sources: the objects a 1-launcher-2-worker MPIJob (the upstream example
 examples/v2beta1/pi/pi.yaml) gets, the conditions it writes, cleanPodPolicy and
 launcherCreationPolicy; and the `kubeflow` backend running an MPI job on it end to end.
 
-Rule tests step the controller by hand on a cluster without scheduler and kubelet (pods stay
-Pending, their phases are written by the test where a rule depends on them)."""
+Tests of the objects step the controller by hand on a cluster without scheduler and kubelet (pods
+stay Pending); tests of what it does as pods run and end let the whole simulation run real pods
+(`live`), whose code waits for files the test creates where the test decides when they go on;
+eviction, which no process can cause, goes through the kubelet's API."""
 
 from __future__ import annotations
 
 import base64
 import copy
+import time
 
 import pytest
 from kube_sim import Cluster
 from kube_sim.events import reasons
-from kube_sim.job_controller import JobController
 from kube_sim.mpi_operator import MPIOperator
-from kube_sim_support import backend_cluster, fresh_namespace, wait_for
-from mpi_standins import install_mpirun, sshd_waits
+from kube_sim_support import backend_cluster, fresh_namespace, require_mpi_pods, wait_for
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError
@@ -80,16 +81,48 @@ def mpijob(cluster, ns: str, name: str = "pi") -> dict:
 
 
 def conditions(cluster, ns: str) -> dict[str, dict]:
-    return {c["type"]: c for c in mpijob(cluster, ns)["status"].get("conditions") or []}
+    return {c["type"]: c for c in (mpijob(cluster, ns).get("status") or {}).get("conditions") or []}
 
 
-def set_phase(cluster, ns: str, pod: dict, phase: str, ready: bool = False, reason: str = "") -> None:
-    pods = cluster.api.resource("", "v1", "pods")
-    pod = cluster.api.get(pods, ns, pod["metadata"]["name"])
-    pod["status"] = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
-    if reason:
-        pod["status"]["reason"] = reason
-    cluster.api.update(pods, pod, ns, "status")
+@pytest.fixture(scope="module")
+def live():
+    """mpi-operator with the scheduler, the Job controller and the kubelet: pods run."""
+    with Cluster(mpi_operator=True, kubelet={"backoff_base": 0.2}) as sim:
+        yield sim
+
+
+@pytest.fixture
+def live_ns(live, request):
+    return fresh_namespace(live, request.node.name, "ml")
+
+
+def waits_for(path) -> list[str]:
+    """A command that waits until the file `path`, or `path`.$HOSTNAME, exists."""
+    return ["sh", "-c", f'while [ ! -e "{path}" ] && [ ! -e "{path}.$HOSTNAME" ]; do sleep 0.05; done']
+
+
+def live_pi(tmp_path, launcher_gate: str = "launcher", init_gate: bool = False) -> dict:
+    """The pi example with commands this machine runs: workers wait (as sshd would), the
+    launcher until its gate; with `init_gate`, each worker's init container waits for its own."""
+    body = copy.deepcopy(PI)
+    specs = body["spec"]["mpiReplicaSpecs"]
+    specs["Launcher"]["template"]["spec"]["containers"][0].update(
+        image="busybox", command=waits_for(tmp_path / launcher_gate), args=[]
+    )
+    worker = specs["Worker"]["template"]["spec"]
+    worker["containers"][0].update(image="busybox", command=["sleep", "600"], args=[])
+    if init_gate:
+        worker["initContainers"] = [{"name": "gate", "image": "busybox", "command": waits_for(tmp_path / "worker")}]
+    return body
+
+
+def pod_named(cluster, ns: str, prefix: str) -> dict | None:
+    return next((p for p in cluster.list("pods", ns) if p["metadata"]["name"].startswith(prefix)), None)
+
+
+def phase_of(cluster, ns: str, prefix: str) -> str | None:
+    pod = pod_named(cluster, ns, prefix)
+    return pod["status"].get("phase") if pod else None
 
 
 def env(container: dict) -> list[tuple[str, str | None]]:
@@ -188,66 +221,57 @@ def test_the_ssh_key_pair_is_one_ecdsa_p521_pair():
     assert blob.startswith(b"\x00\x00\x00\x13ecdsa-sha2-nistp521\x00\x00\x00\x08nistp521")
 
 
-def test_running_workers_are_discovered_and_the_job_runs_and_succeeds_with_its_launcher(cluster, ns):
-    create(cluster, ns)
-    step(cluster)
-    JobController(cluster.api).reconcile_all()  # the launcher Job's pod
-    for i in range(2):
-        set_phase(cluster, ns, cluster.get("pods", f"pi-worker-{i}", ns), "Running", ready=True)
-    step(cluster)
-    assert cluster.get("configmaps", "pi-config", ns)["data"]["discover_hosts.sh"] == (
+def test_running_workers_are_discovered_and_the_job_runs_and_succeeds_with_its_launcher(live, live_ns, tmp_path):
+    ns = live_ns
+    create(live, ns, live_pi(tmp_path))
+    wait_for(lambda: conditions(live, ns).get("Running"), "the MPIJob Running")
+    assert conditions(live, ns)["Running"]["message"] == f"MPIJob {ns}/pi is running."
+    assert live.get("configmaps", "pi-config", ns)["data"]["discover_hosts.sh"] == (
         f"#!/bin/sh\necho pi-worker-0.pi.{ns}.svc\necho pi-worker-1.pi.{ns}.svc\n"
     )
-    assert "Running" not in conditions(cluster, ns)  # the launcher's pod does not run yet
-    launcher_pod = next(p for p in cluster.list("pods", ns) if p["metadata"]["name"].startswith("pi-launcher-"))
-    set_phase(cluster, ns, launcher_pod, "Running", ready=True)
-    step(cluster)
-    assert conditions(cluster, ns)["Running"]["message"] == f"MPIJob {ns}/pi is running."
-    status = mpijob(cluster, ns)["status"]
-    assert status["replicaStatuses"] == {"Launcher": {"active": 1}, "Worker": {"active": 2}}
-
-    set_phase(cluster, ns, launcher_pod, "Succeeded")
-    JobController(cluster.api).reconcile_all()
-    step(cluster)
-    found = conditions(cluster, ns)
-    assert found["Succeeded"]["status"] == "True" and found["Succeeded"]["reason"] == "MPIJobSucceeded"
+    counts = {"Launcher": {"active": 1}, "Worker": {"active": 2}}
+    wait_for(lambda: mpijob(live, ns)["status"].get("replicaStatuses") == counts, "the replica counts")
+    (tmp_path / "launcher").touch()  # the launcher ends, 0
+    wait_for(lambda: (conditions(live, ns).get("Succeeded") or {}).get("status") == "True", "the MPIJob Succeeded")
+    found = conditions(live, ns)
+    assert found["Succeeded"]["reason"] == "MPIJobSucceeded"
     assert found["Succeeded"]["message"] == f"MPIJob {ns}/pi successfully completed."
     assert found["Running"]["status"] == "False"
-    assert mpijob(cluster, ns)["status"]["completionTime"]
-    step(cluster)  # finished: cleanPodPolicy Running deletes the running workers
-    assert [
-        p["metadata"]["name"] for p in cluster.list("pods", ns) if p["metadata"]["name"].startswith("pi-worker")
-    ] == []
+    assert mpijob(live, ns)["status"]["completionTime"]
+    # finished: cleanPodPolicy Running deletes the running workers
+    wait_for(lambda: pod_named(live, ns, "pi-worker") is None, "the running workers deleted")
 
 
-def test_a_failed_launcher_fails_the_job_with_the_jobs_reason_and_the_pods(cluster, ns):
-    create(cluster, ns, runPolicy={"cleanPodPolicy": "None", "backoffLimit": 0})
-    step(cluster)
-    JobController(cluster.api).reconcile_all()
-    launcher_pod = next(p for p in cluster.list("pods", ns) if p["metadata"]["name"].startswith("pi-launcher-"))
-    pods = cluster.api.resource("", "v1", "pods")
-    pod = cluster.api.get(pods, ns, launcher_pod["metadata"]["name"])
-    pod["status"] = {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}
-    cluster.api.update(pods, pod, ns, "status")
-    JobController(cluster.api).reconcile_all()
-    step(cluster)
-    failed = conditions(cluster, ns)["Failed"]
+def test_a_failed_launcher_fails_the_job_with_the_jobs_reason_and_the_pods(live, live_ns, tmp_path):
+    """The launcher's pod evicted (the kubelet's API: no process makes a pod Evicted), backoffLimit
+    0: the launcher Job fails, and the MPIJob with its reason."""
+    ns = live_ns
+    body = live_pi(tmp_path)
+    body["spec"]["runPolicy"] = {"cleanPodPolicy": "None", "backoffLimit": 0}
+    create(live, ns, body)
+    wait_for(lambda: phase_of(live, ns, "pi-launcher-") == "Running", "the launcher running")
+    live.kubelet.evict(ns, pod_named(live, ns, "pi-launcher-")["metadata"]["name"])
+    failed = wait_for(lambda: conditions(live, ns).get("Failed"), "the MPIJob Failed")
     assert failed["reason"] == "BackoffLimitExceeded/Evicted"
-    assert failed["message"] == "Job has reached the specified backoff limit: The node was low on resource: memory."
-    step(cluster)  # cleanPodPolicy None: the workers stay
-    assert {"pi-worker-0", "pi-worker-1"} <= {p["metadata"]["name"] for p in cluster.list("pods", ns)}
+    assert failed["message"] == "Job has reached the specified backoff limit: The node was low on resource: memory. "
+    time.sleep(1)  # the controller's next passes: cleanPodPolicy None, the workers stay
+    assert {"pi-worker-0", "pi-worker-1"} <= {p["metadata"]["name"] for p in live.list("pods", ns)}
 
 
-def test_wait_for_workers_ready_holds_the_launcher_back(cluster, ns):
-    create(cluster, ns, launcherCreationPolicy="WaitForWorkersReady")
-    step(cluster)
-    assert cluster.get("jobs", "pi-launcher", ns) is None
-    set_phase(cluster, ns, cluster.get("pods", "pi-worker-0", ns), "Running", ready=True)
-    step(cluster)
-    assert cluster.get("jobs", "pi-launcher", ns) is None
-    set_phase(cluster, ns, cluster.get("pods", "pi-worker-1", ns), "Running", ready=True)
-    step(cluster)
-    assert cluster.get("jobs", "pi-launcher", ns) is not None
+def test_wait_for_workers_ready_holds_the_launcher_back(live, live_ns, tmp_path):
+    ns = live_ns
+    body = live_pi(tmp_path, init_gate=True)
+    body["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    create(live, ns, body)
+    wait_for(lambda: phase_of(live, ns, "pi-worker-1") == "Pending" and phase_of(live, ns, "pi-worker-0") == "Pending",
+             "the workers waiting in their init containers")  # fmt: skip
+    (tmp_path / "worker.pi-worker-0").touch()
+    wait_for(lambda: phase_of(live, ns, "pi-worker-0") == "Running", "worker 0 running")
+    time.sleep(1)  # the controller's passes with one worker ready
+    assert live.get("jobs", "pi-launcher", ns) is None
+    (tmp_path / "worker.pi-worker-1").touch()
+    wait_for(lambda: live.get("jobs", "pi-launcher", ns), "the launcher Job once both workers are ready")
+    (tmp_path / "launcher").touch()
 
 
 def test_an_invalid_mpijob_gets_a_validation_event_and_nothing_else(cluster, ns):
@@ -272,9 +296,9 @@ def sim_fixture(tmp_path, monkeypatch, px_home):
 
 def test_an_mpi_run_on_mpi_operator_stores_every_ranks_output_and_metrics(sim, px_home):
     """mpi-operator's launcher (a Job's pod labelled job-role `launcher`, no replica index) is the
-    run's master-0; its log holds every rank's output and `@px-metrics` lines."""
-    install_mpirun(sim)
-    sim.api.admission.append(sshd_waits)
+    run's master-0; its real `mpirun` starts the ranks on the workers over ssh (their sshd), and
+    its log holds every rank's output and `@px-metrics` lines."""
+    require_mpi_pods(sim)
     code = (
         "import os\nfrom jupyter_px import tracking\n"
         "rank = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
@@ -328,3 +352,18 @@ def test_the_launcher_forwards_the_shared_run_directory_to_the_ranks():
     _, job = render_manifests("kubeflow", topology, "run-1", "print(1)", {}, settings)
     command = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert {command[i + 1] for i, arg in enumerate(command) if arg == "-x"} >= {"PX_SHARED_RUN_DIR", "PX_RUN_ID"}
+
+
+def test_a_restart_policy_in_the_launchers_pod_template_is_overridden_with_a_warning(cluster, ns):
+    """mpi_job_controller.go newLauncherPodTemplate: the replica's restartPolicy wins, and the
+    controller says so in a Warning event (podTemplateRestartPolicyReason)."""
+    body = copy.deepcopy(PI)
+    body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["restartPolicy"] = "Always"
+    create(cluster, ns, body)
+    step(cluster)
+    events = [e for e in cluster.list("events", ns) if e["reason"] == "SetPodTemplateRestartPolicy"]
+    assert [(e["type"], e["message"]) for e in events] == [
+        ("Warning", "Restart policy in pod template overridden by restart policy in replica spec")
+    ]
+    launcher = cluster.get("jobs", "pi-launcher", ns)
+    assert launcher["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"  # the replica's default

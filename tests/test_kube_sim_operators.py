@@ -84,7 +84,7 @@ def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypat
             specs = job["spec"]["mpiReplicaSpecs"]
             assert specs["Launcher"]["template"]["spec"]["containers"][0]["command"][0] == "mpirun"
             assert "command" not in specs["Worker"]["template"]["spec"]["containers"][0], "mpi-operator starts sshd"
-            assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
+            assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "None"  # the operators' default
         finally:
             run.stop()
         # the follower and stop read the job at the version it was created with, not at v1's

@@ -1,8 +1,9 @@
-"""The simulated kubelet's opt-in pod network (`Cluster(pod_network=True)`, kube_sim/kubelet_network.py):
-each pod in its own network namespace with its address on a bridge, as the CNI bridge plugin with
-host-local IPAM gives it; `status.podIP`, the downward API and the cluster DNS names all name that
-address; nothing it made outlives the cluster. Skipped, with the reason, where the machine permits
-no network namespaces."""
+"""The simulated kubelet's pod network (the default where the machine permits it; required with
+`Cluster(pod_network=True)`, kube_sim/kubelet_network.py): each pod in its own network namespace
+with its address on a bridge, as the CNI bridge plugin with host-local IPAM gives it;
+`status.podIP`, the downward API and the cluster DNS names all name that address; nothing it made
+outlives the cluster. Skipped, with the reason, where the machine permits no network namespaces;
+failed under CI=true (CI machines permit them)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,29 @@ from kube_sim_support import core_api, fresh_namespace, wait_for
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
 
 
+def _unavailable(why: str) -> None:
+    """Skip with the reason; under CI (whose machines permit it, as these do) fail instead."""
+    message = f"pods cannot have their own network namespaces here: {why}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def _cluster() -> Cluster:
     try:
         return Cluster(namespaces=("default",), kubelet={"backoff_base": 0.2}, pod_network=True)
     except PodNetworkUnavailable as error:
-        pytest.skip(f"pods cannot have their own network namespaces here: {error}")
+        _unavailable(str(error))
+        raise
+
+
+def test_pods_have_their_own_network_by_default_where_the_machine_permits_it(tmp_path):
+    with Cluster(namespaces=("default",), controllers=("scheduler", "kubelet")) as sim:
+        if sim.kubelet.network is None:
+            _unavailable(sim.kubelet.no_pod_network_because)
+        assert sim.kubelet.no_pod_network_because == ""
+    with Cluster(namespaces=("default",), controllers=("scheduler", "kubelet"), pod_network=False) as sim:
+        assert sim.kubelet.network is None and "pod_network=False" in sim.kubelet.no_pod_network_because
 
 
 @pytest.fixture(scope="module")

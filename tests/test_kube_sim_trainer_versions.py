@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import pytest
 from k8s_support import DEADLINE_S
+from kube_sim.trainer_controller import num_proc_per_node, runtime_resources
 from kube_sim_support import backend_cluster
 from test_kube_sim_backends import DDP
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError
-from jupyter_px.backends.kubernetes.manifests_trainer import pod_changes
+from jupyter_px.backends.kubernetes.trainer.manifests import pod_changes
 
 pytestmark = pytest.mark.kube
 
@@ -73,3 +74,31 @@ def test_what_trainer_v2_1_cannot_carry_is_an_error_not_dropped():
         pod_changes(
             "v2.1", ["node"], {}, {"securityContext": {}, "containers": [{"name": "node", "securityContext": {}}]}
         )
+
+
+@pytest.mark.parametrize(
+    ("trainer", "resources", "expected"),
+    [
+        ({}, {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}, 2),  # the request before the limit
+        ({}, {"limits": {"cpu": "3"}}, 3),  # the limit only without a request
+        ({}, {"requests": {"cpu": "1500m"}}, 2),  # rounded up (Quantity.Value)
+        ({}, {"requests": {"cpu": "100m"}}, 1),
+        ({}, {}, 1),  # nothing known: at least 1
+        ({}, {"limits": {"nvidia.com/gpu": "2", "cpu": "8"}}, "auto"),  # a GPU node: torchrun decides
+        ({"numProcPerNode": 3}, {"requests": {"cpu": "8"}}, 3),
+    ],
+)
+def test_auto_num_proc_per_node_follows_torch_go(trainer, resources, expected):
+    """kubeflow/trainer v2.3.0 pkg/runtime/framework/plugins/torch/torch.go: `auto` without GPUs
+    is getNumCPUPerNode of the node's resources."""
+    assert num_proc_per_node(trainer, {"torch": {}}, resources, (2, 3)) == expected
+
+
+def test_auto_num_proc_per_node_falls_back_to_the_runtimes_resources():
+    """ExtractResourcePerNodeFromRuntime: without the TrainJob's resourcesPerNode, the runtime's
+    trainer container's resources decide."""
+    js_spec = {"replicatedJobs": [{"name": "node", "template": {
+        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+        "spec": {"template": {"spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "3"}}}]}}},
+    }}]}  # fmt: skip
+    assert num_proc_per_node({}, {"torch": {}}, runtime_resources(js_spec), (2, 3)) == 3

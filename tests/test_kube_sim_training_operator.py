@@ -1,9 +1,14 @@
 """The simulated training-operator against examples from its v1.9.0 sources and tests: the pods,
 services, labels and env it creates, cleanPodPolicy, backoffLimit and the conditions it writes.
-Rule tests run without a kubelet (pods stay Pending: no processes); one end-to-end test runs a
-small PyTorchJob for real."""
+Tests of the objects it makes step it by hand without a kubelet (pods stay Pending); tests of what
+it does as pods run, end and fail let the scheduler and kubelet run real pods (`live`), whose
+code waits for a file the test creates where the test decides when it goes on; eviction, which no
+process can cause, goes through the kubelet's API."""
 
 from __future__ import annotations
+
+import time
+from pathlib import Path
 
 import pytest
 from kube_sim import Cluster
@@ -28,17 +33,11 @@ def ns(cluster, request):
     return fresh_namespace(cluster, request.node.name, "o")
 
 
-def replica(replicas: int, image: str = "pytorch/pytorch:2.4", restart: str | None = None, **container) -> dict:
-    spec = {
-        "replicas": replicas,
-        "template": {
-            "spec": {
-                "containers": [
-                    {"name": "pytorch", "image": image, "command": ["python", "-c", "print(1)"], **container}
-                ]
-            }
-        },
-    }
+def replica(
+    replicas: int, image: str = "pytorch/pytorch:2.4", restart: str | None = None, command: list[str] | None = None
+) -> dict:
+    container = {"name": "pytorch", "image": image, "command": command or ["python", "-c", "print(1)"]}
+    spec = {"replicas": replicas, "template": {"spec": {"containers": [container]}}}
     if restart:
         spec["restartPolicy"] = restart
     return spec
@@ -67,24 +66,45 @@ def env(pod: dict, container: str = "pytorch") -> list[tuple[str, str]]:
     return [(e["name"], e.get("value")) for e in found.get("env") or []]
 
 
-def set_phase(cluster, ns: str, name: str, phase: str, exit_code: int | None = None, restarts: int = 0) -> None:
-    """What a kubelet would report (these tests run without one)."""
-    status = {
-        "phase": phase,
-        "containerStatuses": [
-            {
-                "name": "pytorch",
-                "restartCount": restarts,
-                "ready": phase == "Running",
-                "state": {"running": {}}
-                if exit_code is None
-                else {"terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}},
-            }
-        ],
-    }
-    cluster.api.update(
-        cluster.api.resource("", "v1", "pods"), {"metadata": {"name": name}, "status": status}, ns, "status"
+@pytest.fixture(scope="module")
+def live():
+    """The whole simulation: the operator, scheduler and kubelet act; tests watch."""
+    with Cluster(kubelet={"backoff_base": 0.2}) as sim:
+        yield sim
+
+
+@pytest.fixture
+def live_ns(live, request):
+    return fresh_namespace(live, request.node.name, "l")
+
+
+def gated(gate: Path, code: int = 0, runs: int = 1) -> list[str]:
+    """A container command: wait for the file `gate`, then exit `code` (with `runs` > 1: the first
+    runs - 1 runs exit 1 at once, counted in the file `gate`.runs, as restarts of one container)."""
+    script = (
+        "import os, sys, time\n"
+        f"count = {str(gate)!r} + '.' + os.environ['HOSTNAME']\n"
+        "n = int(open(count).read()) if os.path.exists(count) else 0\n"
+        "open(count, 'w').write(str(n + 1)); print('run', n, flush=True)\n"
+        f"if n < {runs - 1}: sys.exit(1)\n"
+        f"while not os.path.exists({str(gate)!r}): time.sleep(0.05)\n"
+        f"sys.exit({code})\n"
     )
+    return ["python", "-c", script]
+
+
+def job_status(cluster, ns: str, name: str = "job", plural: str = "pytorchjobs") -> dict:
+    return cluster.api.get(cluster.api.resource("kubeflow.org", "v1", plural), ns, name).get("status") or {}
+
+
+def condition(cluster, ns: str, kind: str, name: str = "job", plural: str = "pytorchjobs") -> dict | None:
+    found = [c for c in job_status(cluster, ns, name, plural).get("conditions") or [] if c["type"] == kind]
+    return found[0] if found and found[0]["status"] == "True" else None
+
+
+def running(cluster, ns: str, *names: str) -> bool:
+    phases = {p["metadata"]["name"]: p["status"].get("phase") for p in cluster.list("pods", ns)}
+    return all(phases.get(n) == "Running" for n in names)
 
 
 def test_a_master_and_two_workers_get_the_upstream_pods_env_and_services(cluster, ns):
@@ -164,17 +184,15 @@ def test_without_a_master_there_is_no_master_env(cluster, ns):
     assert "initContainers" not in worker["spec"]
 
 
-def test_success_of_the_master_completes_the_job_and_clean_pod_policy_none_keeps_pods(cluster, ns):
-    pytorchjob(cluster, ns, Master=replica(1), Worker=replica(1))
-    step(cluster)
-    set_phase(cluster, ns, "job-master-0", "Running")
-    set_phase(cluster, ns, "job-worker-0", "Running")
-    step(cluster)
-    jobs = cluster.api.resource("kubeflow.org", "v1", "pytorchjobs")
-    assert [c["type"] for c in cluster.api.get(jobs, ns, "job")["status"]["conditions"]] == ["Created", "Running"]
-    set_phase(cluster, ns, "job-master-0", "Succeeded", 0)
-    step(cluster)
-    status = cluster.api.get(jobs, ns, "job")["status"]
+def test_success_of_the_master_completes_the_job_and_clean_pod_policy_none_keeps_pods(live, live_ns, tmp_path):
+    ns, master_gate, worker_gate = live_ns, tmp_path / "master", tmp_path / "worker"
+    pytorchjob(live, ns, Master=replica(1, command=gated(master_gate)), Worker=replica(1, command=gated(worker_gate)))
+    wait_for(lambda: running(live, ns, "job-master-0", "job-worker-0"), "both pods running")
+    wait_for(lambda: condition(live, ns, "Running"), "the job Running")
+    assert [c["type"] for c in job_status(live, ns)["conditions"]] == ["Created", "Running"]
+    master_gate.touch()  # the master ends, 0
+    wait_for(lambda: condition(live, ns, "Succeeded"), "the job Succeeded with its master")
+    status = job_status(live, ns)
     conditions = {c["type"]: c["status"] for c in status["conditions"]}
     assert conditions == {"Created": "True", "Running": "False", "Succeeded": "True"}
     assert status["replicaStatuses"]["Master"]["succeeded"] == 1 and status["completionTime"]
@@ -182,60 +200,85 @@ def test_success_of_the_master_completes_the_job_and_clean_pod_policy_none_keeps
         "training.kubeflow.org/job-name=job,training.kubeflow.org/operator-name=pytorchjob-controller,"
         "training.kubeflow.org/replica-type=master"
     )
-    step(cluster)
-    assert sorted(pods(cluster, ns)) == ["job-master-0", "job-worker-0"]  # cleanPodPolicy defaults to None
+    time.sleep(1)  # the operator's next passes: cleanPodPolicy defaults to None, nothing is deleted
+    assert sorted(pods(live, ns)) == ["job-master-0", "job-worker-0"] and running(live, ns, "job-worker-0")
+    worker_gate.touch()
 
 
 @pytest.mark.parametrize(("policy", "left"), [("All", []), ("Running", ["job-master-0"])])
-def test_clean_pod_policy_on_a_finished_job(cluster, ns, policy, left):
-    pytorchjob(cluster, ns, run_policy={"cleanPodPolicy": policy}, Master=replica(1), Worker=replica(1))
-    step(cluster)
-    set_phase(cluster, ns, "job-worker-0", "Running")
-    set_phase(cluster, ns, "job-master-0", "Succeeded", 0)
-    step(cluster)  # Succeeded
-    step(cluster)  # finished: clean up
-    assert sorted(pods(cluster, ns)) == left
+def test_clean_pod_policy_on_a_finished_job(live, live_ns, tmp_path, policy, left):
+    ns, master_gate, worker_gate = live_ns, tmp_path / "master", tmp_path / "worker"
+    pytorchjob(live, ns, run_policy={"cleanPodPolicy": policy}, Master=replica(1, command=gated(master_gate)),
+               Worker=replica(1, command=gated(worker_gate)))  # fmt: skip
+    wait_for(lambda: running(live, ns, "job-master-0", "job-worker-0"), "both pods running")
+    master_gate.touch()
+    wait_for(lambda: condition(live, ns, "Succeeded"), "the job Succeeded")
+    wait_for(lambda: sorted(pods(live, ns)) == left, f"the pods left by cleanPodPolicy {policy} to be {left}")
 
 
-def test_backoff_limit_counts_restarts_across_all_pods_with_ge(cluster, ns):
-    pytorchjob(cluster, ns, run_policy={"backoffLimit": 3}, Master=replica(1), Worker=replica(1))
-    step(cluster)
-    set_phase(cluster, ns, "job-master-0", "Running", restarts=1)
-    set_phase(cluster, ns, "job-worker-0", "Running", restarts=1)
-    step(cluster)
-    jobs = cluster.api.resource("kubeflow.org", "v1", "pytorchjobs")
-    assert not any(c["type"] == "Failed" for c in cluster.api.get(jobs, ns, "job")["status"]["conditions"])
-    set_phase(cluster, ns, "job-worker-0", "Running", restarts=2)  # 1 + 2 = 3 >= 3
-    step(cluster)
-    status = cluster.api.get(jobs, ns, "job")["status"]
-    failed = [c for c in status["conditions"] if c["type"] == "Failed"]
-    assert failed[0]["message"] == "Job job has failed because it has reached the specified backoff limit"
-    assert failed[0]["reason"] == "PyTorchJobFailed"
-    assert pods(cluster, ns) == {}  # every pod goes
+def test_backoff_limit_counts_restarts_across_all_pods_with_ge(live, live_ns, tmp_path):
+    """The master fails once and the worker once, then both run (1 + 1 = 2 restarts < 3): the job
+    goes on; the worker fails again (1 + 2 = 3 >= 3): Failed, and every pod goes."""
+    ns = live_ns
+    master = replica(1, restart="OnFailure", command=gated(tmp_path / "never", runs=2))
+    # the worker: fails, then runs until the test's gate, then fails (its 2nd restart), then runs
+    worker_code = (
+        "import os, sys, time\n"
+        f"count = {str(tmp_path / 'worker-runs')!r}\n"
+        "n = int(open(count).read()) if os.path.exists(count) else 0\n"
+        "open(count, 'w').write(str(n + 1))\n"
+        "if n == 0: sys.exit(1)\n"
+        f"while n == 1 and not os.path.exists({str(tmp_path / 'gate')!r}): time.sleep(0.05)\n"
+        "if n == 1: sys.exit(1)\n"
+        "time.sleep(600)\n"
+    )
+    worker = replica(1, restart="OnFailure", command=["python", "-c", worker_code])
+    pytorchjob(live, ns, run_policy={"backoffLimit": 3}, Master=master, Worker=worker)
+
+    def restarts() -> dict[str, int]:
+        return {n: p["status"].get("containerStatuses", [{}])[0].get("restartCount", 0)
+                for n, p in pods(live, ns).items() if p["status"].get("containerStatuses")}  # fmt: skip
+
+    both = ("job-master-0", "job-worker-0")
+    wait_for(
+        lambda: restarts() == dict.fromkeys(both, 1) and running(live, ns, *both), "one restart each, both running"
+    )
+    time.sleep(1)  # the operator's passes over 2 restarts
+    assert condition(live, ns, "Failed") is None
+    (tmp_path / "gate").touch()
+    failed = wait_for(lambda: condition(live, ns, "Failed"), "the job Failed at 3 restarts")
+    assert failed["message"] == "Job job has failed because it has reached the specified backoff limit"
+    assert failed["reason"] == "PyTorchJobFailed"
+    wait_for(lambda: pods(live, ns) == {}, "every pod deleted")
 
 
-def test_a_failed_pod_under_on_failure_is_recreated(cluster, ns):
-    pytorchjob(cluster, ns, Master=replica(1), Worker=replica(1))
-    step(cluster)
-    first = pods(cluster, ns)["job-worker-0"]["metadata"]["uid"]
-    set_phase(cluster, ns, "job-worker-0", "Failed", 137)
-    step(cluster)  # deletes it (unscheduled: at once), the job Restarting
-    step(cluster)  # creates it again
-    assert pods(cluster, ns)["job-worker-0"]["metadata"]["uid"] != first
-    conditions = cluster.api.get(cluster.api.resource("kubeflow.org", "v1", "pytorchjobs"), ns, "job")["status"][
-        "conditions"
-    ]
-    assert "Restarting" in [c["type"] for c in conditions]
+def test_an_evicted_pod_under_on_failure_is_recreated(live, live_ns, tmp_path):
+    """A pod that ended Failed (evicted by the node: no process can make a pod Failed under
+    OnFailure) is deleted and made again, the job restarting (its Restarting condition gives way to
+    Running in the same pass while the master runs, as UpdateJobStatus does: the event stays)."""
+    ns = live_ns
+    pytorchjob(live, ns, Master=replica(1, command=gated(tmp_path / "master")),
+               Worker=replica(1, command=gated(tmp_path / "worker")))  # fmt: skip
+    wait_for(lambda: running(live, ns, "job-master-0", "job-worker-0"), "both pods running")
+    first = pods(live, ns)["job-worker-0"]["metadata"]["uid"]
+    live.kubelet.evict(ns, "job-worker-0")
+    wait_for(lambda: "PyTorchJobRestarting" in reasons(live.api, ns, "job"), "the job's Restarting event")
+    wait_for(
+        lambda: (pods(live, ns).get("job-worker-0") or {"metadata": {"uid": first}})["metadata"]["uid"] != first,
+        "job-worker-0 made again",
+    )
+    wait_for(lambda: running(live, ns, "job-worker-0"), "the new job-worker-0 running")
+    (tmp_path / "master").touch()
+    (tmp_path / "worker").touch()
 
 
-def test_never_restart_fails_the_job(cluster, ns):
-    pytorchjob(cluster, ns, Master=replica(1, restart="Never"), Worker=replica(1, restart="Never"))
-    step(cluster)
-    set_phase(cluster, ns, "job-worker-0", "Failed", 1)
-    step(cluster)
-    status = cluster.api.get(cluster.api.resource("kubeflow.org", "v1", "pytorchjobs"), ns, "job")["status"]
-    failed = [c for c in status["conditions"] if c["type"] == "Failed"]
-    assert failed[0]["message"] == "PyTorchJob job is failed because 1 Worker replica(s) failed."
+def test_never_restart_fails_the_job(live, live_ns, tmp_path):
+    ns = live_ns
+    pytorchjob(live, ns, Master=replica(1, restart="Never", command=gated(tmp_path / "master")),
+               Worker=replica(1, restart="Never", command=["python", "-c", "raise SystemExit(1)"]))  # fmt: skip
+    failed = wait_for(lambda: condition(live, ns, "Failed"), "the job Failed with its worker")
+    assert failed["message"] == "PyTorchJob job is failed because 1 Worker replica(s) failed."
+    (tmp_path / "master").touch()
 
 
 def test_deleting_the_job_collects_its_pods_and_services(cluster, ns):
@@ -313,7 +356,7 @@ def test_a_pytorchjob_runs_end_to_end(tmp_path):
         assert b"".join(sim.kubelet.logs(master, "pytorch", {})) == b"master got rank 1 world 2\n"
 
 
-def mpijob(cluster, ns: str, workers: int = 2, **spec) -> dict:
+def mpijob(cluster, ns: str, workers: int = 2, launcher_command: list[str] | None = None, **spec) -> dict:
     def replica(n: int, command: list[str] | None = None) -> dict:
         container = {"name": "mpi", "image": "mpioperator/mpi-pi:openmpi"}
         if command:
@@ -326,7 +369,10 @@ def mpijob(cluster, ns: str, workers: int = 2, **spec) -> dict:
         "metadata": {"name": "pi"},
         "spec": {
             "slotsPerWorker": 2,
-            "mpiReplicaSpecs": {"Launcher": replica(1, ["mpirun", "-n", "4", "/home/pi"]), "Worker": replica(workers)},
+            "mpiReplicaSpecs": {
+                "Launcher": replica(1, launcher_command or ["mpirun", "-n", "4", "/home/pi"]),
+                "Worker": replica(workers),
+            },
             **spec,
         },
     }
@@ -366,21 +412,19 @@ def test_an_mpijob_gets_a_launcher_without_replica_index_and_a_hostfile(cluster,
     assert role["rules"][1]["resourceNames"] == ["pi-worker-0", "pi-worker-1"]
 
 
-def test_an_mpijob_follows_its_launcher(cluster, ns):
-    mpijob(cluster, ns, workers=1)
-    step(cluster)
-    set_phase(cluster, ns, "pi-worker-0", "Running")
-    set_phase(cluster, ns, "pi-launcher", "Running")
-    step(cluster)
-    jobs = cluster.api.resource("kubeflow.org", "v1", "mpijobs")
-    assert is_running(cluster.api.get(jobs, ns, "pi"))
-    config = cluster.api.get(cluster.api.resource("", "v1", "configmaps"), ns, "pi-config")
+def test_an_mpijob_follows_its_launcher(live, live_ns, tmp_path):
+    """The launcher (after its kubectl-delivery init container) and a worker (`sleep 365d`) run:
+    the job Running, the worker in discover_hosts.sh; the launcher ends 0: Succeeded."""
+    ns = live_ns
+    mpijob(live, ns, workers=1, launcher_command=gated(tmp_path / "launcher"))
+    wait_for(lambda: condition(live, ns, "Running", "pi", "mpijobs"), "the MPIJob Running")
+    config = live.api.get(live.api.resource("", "v1", "configmaps"), ns, "pi-config")
     assert config["data"]["discover_hosts.sh"] == "#!/bin/sh\necho pi-worker-0:2"
-    set_phase(cluster, ns, "pi-launcher", "Succeeded", 0)
-    step(cluster)
-    conditions = {c["type"]: c for c in cluster.api.get(jobs, ns, "pi")["status"]["conditions"]}
-    assert conditions["Succeeded"]["message"] == f"MPIJob {ns}/pi successfully completed."
-    assert conditions["Running"]["status"] == "False"
+    (tmp_path / "launcher").touch()
+    succeeded = wait_for(lambda: condition(live, ns, "Succeeded", "pi", "mpijobs"), "the MPIJob Succeeded")
+    assert succeeded["message"] == f"MPIJob {ns}/pi successfully completed."
+    running_condition = [c for c in job_status(live, ns, "pi", "mpijobs")["conditions"] if c["type"] == "Running"]
+    assert running_condition[0]["status"] == "False"
 
 
 def is_running(job: dict) -> bool:

@@ -17,7 +17,7 @@ import pytest
 
 from jupyter_px.runstore import RunStore
 from jupyter_px.runstore.metrics_cursor import MetricsCursorError, decode_cursor, encode_cursor
-from jupyter_px.server.metrics_cache import MetricsCache
+from jupyter_px.service.metrics_cache import MetricsCache
 
 
 @pytest.fixture

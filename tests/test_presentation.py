@@ -150,8 +150,8 @@ def test_run_logs_returns_a_bounded_tail_by_default(px_home, synthetic_run):
 
 
 def test_run_summary_is_the_runs_json_shape(px_home, synthetic_run):
-    from jupyter_px.presentation.run_json import run_detail, run_summary
     from jupyter_px.runstore import RunStore
+    from jupyter_px.service.views import run_detail, run_summary
 
     synthetic_run("shape-1", PYTORCH_2, state="Succeeded")
     store = RunStore()

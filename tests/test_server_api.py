@@ -275,7 +275,7 @@ async def test_bad_bodies_name_the_field_and_the_value(jp_fetch, px_home, route,
 
 
 async def test_runs_list_is_the_cli_shape_newest_first_paginated(jp_fetch, px_home):
-    from jupyter_px.presentation.run_json import run_summary
+    from jupyter_px.service.views import run_summary
 
     for number in range(5):
         make_synthetic_run(px_home, f"list-{number}", TOPOLOGY, state="Succeeded")
@@ -328,8 +328,8 @@ async def test_runs_list_bad_parameters(jp_fetch, params, reason):
 
 
 async def test_run_detail_by_id_name_and_last(jp_fetch, px_home):
-    from jupyter_px.presentation.run_json import run_detail
     from jupyter_px.runstore import RunRecord
+    from jupyter_px.service.views import run_detail
 
     make_synthetic_run(px_home, "detail-1", TOPOLOGY, state="Succeeded")
     code, body = await fetch_json(jp_fetch, "px/api/runs/detail-1")
@@ -657,14 +657,11 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     """Enumerate what the server registered (not our own list): every method of every px route
     refuses an anonymous request, and nothing happens (no run created, none stopped)."""
     from jupyter_px.server import ROUTES
-    from jupyter_px.server.compare_handlers import ROUTES as COMPARE_ROUTES
-    from jupyter_px.server.sweep_handlers import SWEEP_ROUTES
-    from jupyter_px.server.view_handlers import VIEW_ROUTES
 
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) + len(SWEEP_ROUTES) + len(COMPARE_ROUTES) + len(VIEW_ROUTES) == 9 + 2 + 2 + 1
+    assert len(routes) == len(ROUTES) == 16
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -679,9 +676,9 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
     # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, directory DELETE, logs,
-    # metrics, tensorboard; sweeps GET, sweep GET+DELETE; compare POST, compare/tensorboard POST;
-    # the run's view GET
-    assert tried == 17
+    # metrics, tensorboard, view; sweeps GET, sweep GET+DELETE, sweep view GET; compare POST,
+    # compare/tensorboard POST; warm GET+DELETE
+    assert tried == 20
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 

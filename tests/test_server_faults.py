@@ -17,6 +17,7 @@ import psutil
 import pytest
 from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from tornado.httpclient import HTTPClientError
+from waiting import until
 
 from jupyter_px.backends.kubernetes import client as kube_client
 from jupyter_px.runstore import RunStore
@@ -47,14 +48,6 @@ async def answer_of(request) -> tuple[int, str]:
     return response.code, ""
 
 
-async def wait_for(predicate, what: str) -> None:
-    for _ in range(int(DEADLOCK_S * 10)):
-        if predicate():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, jp_root_dir, px_home, kube):
     """Six submits to an API server that never answers once took every thread of the default
     pool (min(32, cores + 4): six on two cores), and `GET runs`, logs and local submits waited
@@ -62,7 +55,7 @@ async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, j
     (jp_root_dir / "train.py").write_text("print('hi')\n")
     with kube.hang("POST", "configmaps"):
         submits = [asyncio.ensure_future(answer_of(jp_fetch("px", "api", "runs", **submit_body()))) for _ in range(6)]
-        await wait_for(lambda: kube.hung == 6, "six hung creates")
+        await until(lambda: kube.hung == 6, "six hung creates")
         response = await asyncio.wait_for(jp_fetch("px", "api", "runs"), DEADLOCK_S)
         assert response.code == 200 and json.loads(response.body)["total"] == 6  # recorded, starting
 
@@ -70,7 +63,7 @@ async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, j
         response = await asyncio.wait_for(jp_fetch("px", "api", "runs", **local), DEADLOCK_S)
         assert response.code == 201
         run_id = json.loads(response.body)["run_id"]
-        await wait_for(lambda: RunStore(px_home).status(run_id).state.finished, "the local run to finish")
+        await until(lambda: RunStore(px_home).status(run_id).state.finished, "the local run to finish")
         response = await asyncio.wait_for(jp_fetch("px", "api", "runs", run_id, "logs"), DEADLOCK_S)
         assert json.loads(response.body)["text"] == "hi\n"
         assert kube.hung == 6  # all of it answered while every create still hung
@@ -83,7 +76,7 @@ async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, j
 async def test_a_create_on_a_hung_api_server_times_out(jp_fetch, jp_root_dir, px_home, kube, monkeypatch):
     """Every Kubernetes call has a request timeout: a create against a server that hangs ends
     with a 400 saying so, and nothing is left (the run is rolled back)."""
-    monkeypatch.setattr(kube_client.TimedApiClient, "default_timeout", (10.0, 1.0))
+    monkeypatch.setattr(kube_client.TimedRESTClient, "default_timeout", (10.0, 1.0))
     (jp_root_dir / "train.py").write_text("print('hi')\n")
     with kube.hang("POST", "configmaps"):
         code, message = await answer_of(jp_fetch("px", "api", "runs", **submit_body()))
@@ -180,3 +173,69 @@ class TestDiskFull:
         assert done.returncode == 2
         assert done.stderr == f"jupyter px run: no space left under PX_HOME ({small_home}): free some disk space\n"
         assert list((small_home / "runs").iterdir()) == []
+
+
+def test_the_server_stops_on_sigterm_while_six_submits_hang(px_home, tmp_path, kube):
+    """`jupyter server` as a user runs it, six Kubernetes submits hanging on the API server, then
+    SIGTERM: the server exits at once (its pools' threads do not hold the interpreter open until
+    each request times out). The bound is a hang detector, not a speed claim: before, the server
+    was still there 30 s later."""
+    import signal
+    import sys
+    import time
+    import urllib.request
+
+    from server_support import free_port, stop_process, wait_until_serving, write_server_config
+
+    port, token, root = free_port(), "t0ken", tmp_path / "root"
+    root.mkdir()
+    (root / "train.py").write_text("print('hi')\n")
+    config = tmp_path / "config"
+    write_server_config(config)
+    log = tmp_path / "server.log"
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
+    env["PYTHONFAULTHANDLER"] = "1"  # a server still up after the bound dumps every thread's stack on SIGABRT
+    command = [sys.executable, "-m", "jupyter_server", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1"]
+    command += [f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"]
+    with open(log, "wb") as out:
+        server = subprocess.Popen(command + ["--allow-root"], env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/px/api/runs"
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+    try:
+        wait_until_serving(server, url, log, 120, headers)
+        body = json.dumps({"topology": NATIVE, "script": "train.py"}).encode()
+        with kube.hang("POST", "configmaps"):
+            for _ in range(6):
+                request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+                threading_submit(request)
+            deadline = time.monotonic() + DEADLOCK_S
+            while kube.hung < 6 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert kube.hung == 6, kube.hung
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.send_signal(signal.SIGABRT)  # where each thread waits, into the log
+                time.sleep(3)
+                raise AssertionError(
+                    f"the server was still running 30 s after SIGTERM:\n{log.read_text()[-8000:]}"
+                ) from None
+            kube.fail("POST", "configmaps", 403, "Forbidden", "the test ends the hang", times=6)
+    finally:
+        stop_process(server)
+
+
+def threading_submit(request) -> None:
+    """Send `request` from a thread of its own and forget it (its answer never comes)."""
+    import threading
+    import urllib.error
+    import urllib.request
+
+    def send() -> None:
+        try:
+            urllib.request.urlopen(request, timeout=120).read()
+        except (urllib.error.URLError, OSError):
+            pass
+
+    threading.Thread(target=send, daemon=True).start()

@@ -59,6 +59,55 @@ async def test_a_damaged_run_is_a_409_with_the_stores_line_on_every_route(jp_fet
     assert message.startswith("run broken-1 is damaged: status.json is not valid")
 
 
+DAMAGES = {
+    "status-cut": lambda run_dir: (run_dir / "status.json").write_text('{"run_id": "broken-1", "state": '),
+    "status-missing": lambda run_dir: (run_dir / "status.json").unlink(),
+    "record-cut": lambda run_dir: (run_dir / "record.json").write_text('{"run_id": "broken-1", "topo'),
+    "record-missing": lambda run_dir: (run_dir / "record.json").unlink(),
+    "status-not-a-run": lambda run_dir: (run_dir / "status.json").write_text('{"state": "Running"}'),
+}
+WHAT_IS_DAMAGED = {
+    "status-cut": "status.json is not valid",
+    "status-missing": "status.json is missing",
+    "record-cut": "record.json is not valid",
+    "record-missing": "record.json is missing",
+    "status-not-a-run": "status.json is not valid",
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+async def test_every_route_of_a_damaged_run_agrees_and_says_what_is_damaged(jp_fetch, px_home, damage):
+    """Whatever is damaged, each route of the run answers 409 with the store's line naming the
+    file (once, one route answered 200 where the others said 409). Deleting the directory, the
+    way to be rid of it, is refused only when the status cannot tell that the run finished."""
+    run_dir = make_synthetic_run(px_home, "broken-1", TOPOLOGY, state="Succeeded", metric_points=2)
+    DAMAGES[damage](run_dir)
+    answers = {}
+    for name, route, method, kwargs in [
+        ("detail", (), "GET", {}),
+        ("logs", ("logs",), "GET", {}),
+        ("metrics", ("metrics",), "GET", {}),
+        ("tensorboard", ("tensorboard",), "POST", {"body": "{}"}),
+        ("stop", (), "DELETE", {}),
+    ]:
+        try:
+            response = await jp_fetch("px", "api", "runs", "broken-1", *route, method=method, **kwargs)
+            answers[name] = (response.code, "")
+        except HTTPClientError as error:
+            body = error.response.body if error.response is not None else b"{}"
+            answers[name] = (error.code, json.loads(body).get("message", ""))
+    expected = f"run broken-1 is damaged: {WHAT_IS_DAMAGED[damage]}"
+    seen = {name: (code, message.startswith(expected)) for name, (code, message) in answers.items()}
+    assert seen == dict.fromkeys(answers, (409, True)), answers
+    assert run_dir.is_dir()  # nothing acted on it
+    if damage.startswith("status"):  # whether it finished is unknown: not deleted
+        code, message = await error_of(jp_fetch, "px", "api", "runs", "broken-1", "directory", method="DELETE")
+        assert (code, message.startswith(expected)) == (409, True), message
+    else:
+        response = await jp_fetch("px", "api", "runs", "broken-1", "directory", method="DELETE")
+        assert response.code == 200 and not run_dir.exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad input that once reached the stack or the file system (issue 20, item 4)
 
@@ -109,7 +158,7 @@ async def test_nan_and_infinite_metrics_reach_the_browser_as_parseable_json(jp_f
 
 def test_every_json_answer_is_written_without_nan():
     """The one writer of the handlers' JSON: any non-finite float anywhere becomes null."""
-    from jupyter_px.server.handlers import finite_json
+    from jupyter_px.server.base import finite_json
 
     data = {"a": [1.0, math.nan, {"b": math.inf}], "c": (-math.inf, "NaN"), "d": 2}
     assert finite_json(data) == {"a": [1.0, None, {"b": None}], "c": [None, "NaN"], "d": 2}

@@ -24,7 +24,11 @@ async def test_a_finished_runs_directory_is_removed(jp_fetch, px_home, state):
     make_synthetic_run(px_home, "done-1", TOPOLOGY, state=state)
     make_synthetic_run(px_home, "other-1", TOPOLOGY, state="Succeeded")
     code, body = await fetch_json(jp_fetch, "px/api/runs/done-1/directory", method="DELETE")
-    assert code == 200 and body == {"run_id": "done-1", "deleted": True}
+    assert code == 200 and body == {
+        "run_id": "done-1",
+        "deleted": True,
+        "removed": [],
+    }  # a local run leaves nothing elsewhere
     store = RunStore(px_home)
     assert not (px_home / "runs" / "done-1").exists() and store.run_ids() == ["other-1"]
     _, page = await fetch_json(jp_fetch, "px/api/runs")

@@ -20,6 +20,7 @@ from jupyter_px.service import (
     RunService,
     ScriptFile,
     SourceText,
+    Submission,
     code_source,
     load_code,
     run_replicas,
@@ -90,7 +91,7 @@ def test_notebook_cells_all_or_tagged(tmp_path):
 def test_submit_records_the_typed_source(px_home, tmp_path):
     service = RunService()
     run_id = service.submit(
-        SourceText("print('from a cell')\n", origin="cell"), TWO_WORKERS, workdir=tmp_path, submitted_from="magic"
+        Submission(SourceText("print('from a cell')\n", origin="cell"), TWO_WORKERS, workdir=tmp_path, origin="magic")
     )
     record = service.record(run_id)
     assert (record.code.entrypoint, record.code.source, record.submitted_from) == ("main.py", "cell", "magic")
@@ -102,7 +103,7 @@ def test_submit_records_the_typed_source(px_home, tmp_path):
 def test_a_submission_that_cannot_start_leaves_nothing(px_home, tmp_path):
     service = RunService()
     with pytest.raises(FileNotFoundError, match="nope.py"):
-        service.submit(ScriptFile(tmp_path / "nope.py"), TWO_WORKERS)
+        service.submit(Submission(ScriptFile(tmp_path / "nope.py"), TWO_WORKERS))
     assert service.list_runs() == []
 
 
@@ -195,17 +196,17 @@ def test_list_pages_newest_first(px_home):
 
 def test_keep_falls_back_to_the_stored_status_when_the_backend_cannot_be_used(px_home):
     store = RunStore()
-    store.create(RunRecord(run_id="far-1", topology=TWO_WORKERS, backend="slurm"), {"main.py": "pass\n"})
+    store.create(RunRecord(run_id="far-1", topology=TWO_WORKERS, backend="pbs"), {"main.py": "pass\n"})
     store.write_status(RunStatus(run_id="far-1", state=RunState.RUNNING))
     service = RunService(store)
     assert service.keep("far-1").state == RunState.RUNNING
     observation = service.observe("far-1")
-    assert observation.status.state == RunState.RUNNING and "slurm" in (observation.owner_problem or "")
+    assert observation.status.state == RunState.RUNNING and "pbs" in (observation.owner_problem or "")
 
 
 def test_wait_times_out_naming_the_run_and_leaves_it_going(px_home):
     store = RunStore()
-    store.create(RunRecord(run_id="slow-1", topology=TWO_WORKERS, backend="slurm"), {"main.py": "pass\n"})
+    store.create(RunRecord(run_id="slow-1", topology=TWO_WORKERS, backend="pbs"), {"main.py": "pass\n"})
     store.write_status(RunStatus(run_id="slow-1", state=RunState.RUNNING))
     with pytest.raises(TimeoutError, match="run slow-1 still Running after 0.2 s"):
         RunService(store).wait("slow-1", timeout=0.2, poll=0.05)
@@ -247,8 +248,6 @@ def test_submitting_a_script_by_path_through_the_public_api_still_works(px_home,
 def test_the_runs_index_etag_changes_when_a_read_finds_the_owner_gone(px_home):
     """The sidebar's poll sees a supervisor die although status.json did not change (a read
     writes nothing, so the status stamp stays): the owner problem is part of the ETag."""
-    from jupyter_px.server.runs_index import RunsIndex
-
     store = RunStore()
     _orphan(store, "alive-1")
     run_dir = store.paths("alive-1").root.resolve()
@@ -258,15 +257,15 @@ def test_the_runs_index_etag_changes_when_a_read_finds_the_owner_gone(px_home):
         identity = ProcessIdentity.of(supervisor.pid)
         status.owner = RunOwner(kind="supervisor", pid=identity.pid, started_at=identity.started_at)
         store.write_status(status)
-        index = RunsIndex(RunService(store))
-        first = index.page()
-        assert first.runs[0]["owner_problem"] is None and index.current_etag() == first.etag
+        service = RunService(store)
+        first = service.runs_page()
+        assert first.runs[0]["owner_problem"] is None and service.runs_etag() == first.etag
     finally:
         supervisor.kill()
         supervisor.wait()
     before = _files(store.root)
-    assert index.current_etag() != first.etag
-    second = index.page()
+    assert service.runs_etag() != first.etag
+    second = service.runs_page()
     assert second.runs[0]["owner_problem"] == f"the supervisor (pid {supervisor.pid}) is gone while the run was Running"
-    assert second.runs[0]["state"] == "Running" and index.current_etag() == second.etag
+    assert second.runs[0]["state"] == "Running" and service.runs_etag() == second.etag
     assert _files(store.root) == before

@@ -15,7 +15,7 @@ from local_support import CLI, ROOT
 
 from jupyter_px.runstore import RunStore
 from jupyter_px.runstore.models import RunOwner
-from jupyter_px.service import RunService, SourceText
+from jupyter_px.service import RunService, SourceText, Submission
 
 PYTORCH = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
 
@@ -30,7 +30,7 @@ PYTORCH = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}
 )
 def test_a_name_no_run_could_be_found_by_is_refused_at_submit(px_home, name, reason):
     with pytest.raises(ValueError) as refused:
-        RunService().submit(SourceText("pass\n"), PYTORCH, name=name)
+        RunService().submit(Submission(SourceText("pass\n"), PYTORCH, name=name))
     assert str(refused.value) == reason
     assert not (px_home / "runs").exists() or not any((px_home / "runs").iterdir())
 
@@ -87,3 +87,24 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 @pytest.fixture
 def jp_server_config(px_home):
     return {"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}}
+
+
+def test_px_home_naming_a_file_is_named_by_every_command(tmp_path):
+    """PX_HOME pointing at a file: every command says so in one line (before: "no runs yet in
+    .../afile/runs")."""
+    import sys
+    from pathlib import Path
+
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    env = dict(os.environ, PX_HOME=str(afile), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    for command in (["runs"], ["status", "last"], ["logs", "last"], ["stop", "last"], ["sweep", "list"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "jupyter_px.cli", *command], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert done.stderr.strip() == (
+            f"jupyter px {command[0]}: PX_HOME {str(afile)!r} is not a folder: point PX_HOME at a folder "
+            "(or unset it for ~/.jupyter_px)"
+        ), done.stderr
+    assert afile.read_text() == "not a folder"  # and nothing was made of it

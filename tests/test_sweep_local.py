@@ -42,6 +42,10 @@ hptuning:
 """
 
 
+#: Trial states that are not final (a trial whose run waits in a queue is Pending).
+UNFINISHED = (TrialState.PENDING, TrialState.RUNNING)
+
+
 def _trial_runs(sweep):
     return {run.record.sweep.trial: run for run in sweep.trials()}
 
@@ -75,7 +79,7 @@ def test_a_random_search_of_ddp_trials_runs_to_the_end(px_home):
             assert final.state == RunState.STOPPED
             assert all(r.state.value in ("Stopped", "Succeeded") for r in final.replicas)
             assert row.reason == f"pruned at step {row.step} (loss {row.value:g})"
-            assert row.step is not None and row.step < 5
+            assert row.step is not None and row.step <= 5  # the last step too: stopped before it ended
         else:
             assert runs[row.number].status().state == RunState.SUCCEEDED
             assert row.value == run.metrics()["master-0"]["loss"].values[-1]
@@ -91,7 +95,7 @@ def test_a_killed_controller_resumes_without_rerunning_finished_trials(px_home, 
     monkeypatch.setenv("SWEEP_TRIAL_SLEEP", "0.8")
     sweep = jupyter_px.sweep(JOBS / "sweep_trial.py", TOPOLOGY.format(n=5, steps=4), name="kill")
     finished_first = wait_for(
-        lambda: [r for r in sweep.rows() if r.state != TrialState.RUNNING] and sweep.rows(),
+        lambda: [r for r in sweep.rows() if r.state not in UNFINISHED] and sweep.rows(),
         timeout=SWEEP_TIMEOUT_S,
         what="a first finished trial",
     )
@@ -100,7 +104,7 @@ def test_a_killed_controller_resumes_without_rerunning_finished_trials(px_home, 
     wait_for(lambda: not ProcessIdentity(owner.pid, owner.started_at).alive(), what="the controller to die")
     view = sweep.service.view(sweep.sweep_id)
     assert view.owner_problem and "is gone" in view.owner_problem
-    before = {r.number: (r.run_id, r.state) for r in finished_first if r.state != TrialState.RUNNING}
+    before = {r.number: (r.run_id, r.state) for r in finished_first if r.state not in UNFINISHED}
     assert sweep.resume() is True
     assert sweep.resume() is False  # one owner: a second start finds it running
     status = sweep.wait(timeout=SWEEP_TIMEOUT_S)
@@ -156,3 +160,29 @@ def test_a_sweep_whose_trials_all_failed_differently_fails(px_home, tmp_path):
     status = jupyter_px.sweep(script, topology).wait(timeout=SWEEP_TIMEOUT_S)
     assert status.state == SweepState.FAILED
     assert status.message.startswith("all 2 trials failed (the last: ValueError: bad ")
+
+
+GRID = """
+hptuning:
+  concurrency: 2
+  grid_search: {n_experiments: 4}
+  matrix:
+    x: {values: [1.135, 1.195, 2.5]}
+    y: {values: [0.2, 0.5]}
+  metric: {name: loss, optimization: minimize}
+"""
+
+
+def test_a_grid_with_n_experiments_runs_its_first_n_the_same_each_time(px_home, tmp_path):
+    """Polyaxon's grid: the product of the matrix in the order written (the last parameter
+    changing fastest), the first `n_experiments` of it; the same file twice runs the same trials."""
+    script = tmp_path / "xy.py"
+    script.write_text("from jupyter_px import tracking\ntracking.log_metrics(step=1, loss=x * y)\n")
+    expected = [{"x": 1.135, "y": 0.2}, {"x": 1.135, "y": 0.5}, {"x": 1.195, "y": 0.2}, {"x": 1.195, "y": 0.5}]
+    for _ in range(2):
+        sweep = jupyter_px.sweep(script, GRID)
+        assert sweep.wait(timeout=SWEEP_TIMEOUT_S).state == SweepState.SUCCEEDED
+        assert [row.params for row in sweep.rows()] == expected
+        assert sorted(run.params["x"] * run.params["y"] for run in sweep.trials()) == sorted(
+            p["x"] * p["y"] for p in expected
+        )

@@ -81,3 +81,45 @@ async def test_stopping_needs_write(jp_fetch, jp_serverapp, px_home, tmp_path):
     assert caught.value.code == 403
     assert not sweep.status().state.finished
     sweep.stop()
+
+
+TWO = """
+hptuning:
+  concurrency: 3
+  seed: 4
+  random_search: {n_experiments: 6}
+  metrics:
+    - {name: loss, optimization: minimize}
+    - {name: throughput, optimization: maximize}
+  matrix:
+    x: {uniform: [0, 1]}
+    y: {uniform: [0, 1]}
+"""
+
+
+async def test_a_two_objective_sweeps_pareto_front_and_its_view_model(jp_fetch, px_home):
+    sweep = jupyter_px.sweep(JOBS / "two_objectives.py", TWO, name="two")
+    assert sweep.wait(timeout=300).state.value == "Succeeded"
+    detail = await get_json(jp_fetch, "px/api/sweeps/two")
+    assert detail["objectives"] == [
+        {"name": "loss", "direction": "minimize"},
+        {"name": "throughput", "direction": "maximize"},
+    ]
+    values = {t["number"]: (t["values"]["loss"], t["values"]["throughput"]) for t in detail["trials"]}
+    front = {n for n, p in values.items() if not any(q[0] <= p[0] and q[1] >= p[1] and q != p for q in values.values())}
+    assert set(detail["pareto"]) == front and detail["best"] is None
+
+    view = await get_json(jp_fetch, "px/api/sweeps/two/view")
+    assert view["sweep_id"] == sweep.sweep_id and view["complete"] == 6
+    assert set(view["pareto"]["front"]) == front
+    assert {p["trial"]: tuple(p["values"]) for p in view["pareto"]["points"]} == values
+    assert [h["objective"] for h in view["history"]] == ["loss", "throughput"]
+    assert [p["value"] for p in view["history"][0]["points"]] == [values[n][0] for n in sorted(values)]
+    assert {axis["name"] for axis in view["parallel"]["axes"]} == {"x", "y", "loss", "throughput"}
+    assert sorted(view["importance"][0]["params"]) == ["x", "y"]
+    assert (view["contour"]["x_param"], view["contour"]["y_param"]) in (("x", "y"), ("y", "x"))
+    assert view == sweep.view_model().model_dump(mode="json")  # the notebook's Sweep gets the same
+
+    with pytest.raises(HTTPClientError) as caught:
+        await jp_fetch("px/api/sweeps/nope/view")
+    assert caught.value.code == 404

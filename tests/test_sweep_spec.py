@@ -13,8 +13,8 @@ import yaml
 
 from jupyter_px.sweeps.engine import open_study, pruner_for, sampler_for
 from jupyter_px.sweeps.space import suggest
-from jupyter_px.topology import parse_topology, to_dict, to_yaml, try_parse
-from jupyter_px.topology.sweep import hyperband_trials
+from jupyter_px.sweeps.spec import hyperband_trials, parse_polyaxonfile, read_sweep, try_parse_polyaxonfile
+from jupyter_px.topology import to_dict, to_yaml
 
 DATA = Path(__file__).parent / "data" / "sweeps"
 HEAD = "framework: pytorch\nenvironment: {replicas: {n_workers: 1}}\n"
@@ -217,44 +217,44 @@ matrix:
     ids=list(V0_EXAMPLES) + [f"v1 {k}" for k in V1_EXAMPLES],
 )
 def test_docs_examples_validate_and_round_trip(text):
-    topology = parse_topology(HEAD + text)
-    spec = topology.sweep
+    topology = parse_polyaxonfile(HEAD + text)
+    spec = read_sweep(topology)
     assert spec is not None and spec.n_trials >= 1
-    again = parse_topology(to_yaml(topology))
-    assert again.sweep == spec
+    again = parse_polyaxonfile(to_yaml(topology))
+    assert read_sweep(again) == spec
     assert "hptuning" not in to_dict(topology.without_sweep()) and "matrix" not in to_dict(topology.without_sweep())
 
 
 def test_what_each_example_means():
-    spec = parse_topology(HEAD + V0_EXAMPLES["concepts: grid over a logspace"]).sweep
+    spec = read_sweep(parse_polyaxonfile(HEAD + V0_EXAMPLES["concepts: grid over a logspace"]))
     assert (spec.algorithm, spec.n_trials, spec.concurrency, spec.objective) == ("grid", 5, 1, None)
     assert spec.params["lr"].values == [10**0.01, 10**0.0325, 10**0.055, 10**0.0775, 10**0.1] or all(
         math.isclose(a, b)
         for a, b in zip(spec.params["lr"].values, [10 ** (0.01 + 0.0225 * i) for i in range(5)], strict=True)
     )
-    grid = parse_topology(HEAD + V0_EXAMPLES["concepts: grid with n_experiments"]).sweep
+    grid = read_sweep(parse_polyaxonfile(HEAD + V0_EXAMPLES["concepts: grid with n_experiments"]))
     assert grid.n_trials == 4 and grid.notes == ["the grid has 5 combinations (lr 5); 4 of them are run"]
-    stopping = parse_topology(HEAD + V0_EXAMPLES["concepts: early stopping"]).sweep
+    stopping = read_sweep(parse_polyaxonfile(HEAD + V0_EXAMPLES["concepts: early stopping"]))
     assert stopping.objective.name == "accuracy" and stopping.objective.direction == "maximize"
     assert [(r.metric, r.value, r.direction) for r in stopping.stop_rules] == [
         ("accuracy", 0.9, "maximize"),
         ("loss", 0.05, "minimize"),
     ]
-    hyperband = parse_topology(HEAD + V0_EXAMPLES["reference: hyperband"]).sweep
+    hyperband = read_sweep(parse_polyaxonfile(HEAD + V0_EXAMPLES["reference: hyperband"]))
     assert hyperband.n_trials == hyperband_trials(81, 3) == 5 + 8 + 15 + 34 + 81
     assert hyperband.pruning.kind == "hyperband" and hyperband.resource.name == "num_steps"
     assert hyperband.objective.name == "loss"
-    bo = parse_topology(HEAD + V0_EXAMPLES["reference: bo"]).sweep
+    bo = read_sweep(parse_polyaxonfile(HEAD + V0_EXAMPLES["reference: bo"]))
     assert (bo.algorithm, bo.n_trials, bo.startup_trials) == ("bayes", 45, 30)
     assert "utility_function" in bo.notes[0]
-    forms = parse_topology(HEAD + V0_EXAMPLES["reference: value forms"]).sweep.params
+    forms = read_sweep(parse_polyaxonfile(HEAD + V0_EXAMPLES["reference: value forms"])).params
     assert forms["a"].values == forms["b"].values == forms["c"].values == [1, 3, 5, 7, 9]
     assert len(forms["d"].values) == 20 and forms["d"].values[0] == 1 and forms["d"].values[-1] == 10
     assert forms["m"].probabilities == [0.2, 0.8]
-    truncation = parse_topology(HEAD + V1_EXAMPLES["early stopping policies"]).sweep
+    truncation = read_sweep(parse_polyaxonfile(HEAD + V1_EXAMPLES["early stopping policies"]))
     assert truncation.pruning.kind == "truncation" and truncation.pruning.percentile == 75
     assert truncation.max_failure_percent == 50
-    mapping = parse_topology(HEAD + V1_EXAMPLES["mapping"]).sweep
+    mapping = read_sweep(parse_polyaxonfile(HEAD + V1_EXAMPLES["mapping"]))
     assert mapping.n_trials == 2 and mapping.mapping[1] == {"lr": 0.1, "loss": "AbsoluteDifference"}
 
 
@@ -263,13 +263,13 @@ def test_the_objective_rule():
     base = "hptuning:\n  matrix: {lr: {uniform: [0, 1]}}\n"
     rule = "  early_stopping: [{metric: loss, value: 0.1, optimization: minimize}]\n  metric: {name: f1}\n"
     own = base + "  bo: {metric: {name: acc, optimization: maximize}}\n" + rule
-    assert parse_topology(HEAD + own).sweep.objective.name == "acc"
+    assert read_sweep(parse_polyaxonfile(HEAD + own)).objective.name == "acc"
     stopping = base + "  random_search: {n_experiments: 3}\n" + rule
-    assert parse_topology(HEAD + stopping).sweep.objective.name == "loss"
+    assert read_sweep(parse_polyaxonfile(HEAD + stopping)).objective.name == "loss"
     added = base + "  random_search: {n_experiments: 3}\n  metric: {name: f1, optimization: maximize}\n"
-    assert parse_topology(HEAD + added).sweep.objective.direction == "maximize"
+    assert read_sweep(parse_polyaxonfile(HEAD + added)).objective.direction == "maximize"
     none = base + "  random_search: {n_experiments: 3}\n"
-    assert parse_topology(HEAD + none).sweep.objective is None
+    assert read_sweep(parse_polyaxonfile(HEAD + none)).objective is None
 
 
 #: Bad sections, each with the one message it gives.
@@ -278,7 +278,7 @@ BAD = [(case["section"], case["message"]) for case in yaml.safe_load((DATA / "ba
 
 @pytest.mark.parametrize(("text", "message"), BAD, ids=[str(i) for i in range(len(BAD))])
 def test_bad_sections_give_one_clear_message(text, message):
-    topology, problems = try_parse("framework: pytorch\n" + text)
+    topology, problems = try_parse_polyaxonfile("framework: pytorch\n" + text)
     assert topology is None
     assert [str(p) for p in problems] == [message]
 
@@ -290,23 +290,26 @@ def test_the_docs_typo_in_pvalues_is_explained():
         "hptuning:\n  random_search: {n_experiments: 2}\n  matrix:\n    loss:\n"
         "      pvalues: [(MeanSquaredError, 0,2), (AbsoluteDifference, 0.8)]\n"
     )
-    _, problems = try_parse(HEAD + text)
+    _, problems = try_parse_polyaxonfile(HEAD + text)
     assert [str(p) for p in problems] == [
         "hptuning.matrix.loss.pvalues[0]: '(MeanSquaredError, 0, 2)' is not a [value, probability] pair"
     ]
     fixed = text.replace("0,2", "0.2")
-    assert parse_topology(HEAD + fixed).sweep.params["loss"].values == ["MeanSquaredError", "AbsoluteDifference"]
+    assert read_sweep(parse_polyaxonfile(HEAD + fixed)).params["loss"].values == [
+        "MeanSquaredError",
+        "AbsoluteDifference",
+    ]
 
 
 def test_sweep_and_topology_problems_are_reported_together():
-    _, problems = try_parse(
+    _, problems = try_parse_polyaxonfile(
         "framework: pytorch\nenvironment: {replicas: {n_workers: -1}}\nhptuning: {matrix: {lr: {values: []}}}"
     )
     assert [p.path for p in problems] == ["environment.replicas.n_workers", "hptuning.matrix.lr.values"]
 
 
 def _sampled(text: str, n: int = 200) -> list[dict]:
-    spec = parse_topology(HEAD + text).sweep
+    spec = read_sweep(parse_polyaxonfile(HEAD + text))
     study = optuna.create_study(sampler=sampler_for(spec), pruner=pruner_for(spec))
     out = []
     for _ in range(n):
@@ -342,7 +345,7 @@ def test_hyperband_trials_get_the_resource():
 
 
 def test_the_study_lives_in_a_journal_file_and_resumes(tmp_path):
-    spec = parse_topology(HEAD + V1_EXAMPLES["random"]).sweep
+    spec = read_sweep(parse_polyaxonfile(HEAD + V1_EXAMPLES["random"]))
     study = open_study(spec, tmp_path / "study.journal")
     trial = study.ask()
     suggest(trial, spec)
@@ -352,8 +355,10 @@ def test_the_study_lives_in_a_journal_file_and_resumes(tmp_path):
 
 
 def test_logspace_is_numpys_with_an_optional_base():
-    params = parse_topology(
-        HEAD + "hptuning:\n  matrix:\n    a: {logspace: '0:2:3'}\n"
-        "    b: {logspace: [1, 3, 3, 2]}\n    c: {geomspace: 0.01:0.1:2}\n"
-    ).sweep.params
+    params = read_sweep(
+        parse_polyaxonfile(
+            HEAD + "hptuning:\n  matrix:\n    a: {logspace: '0:2:3'}\n"
+            "    b: {logspace: [1, 3, 3, 2]}\n    c: {geomspace: 0.01:0.1:2}\n"
+        )
+    ).params
     assert params["a"].values == [1, 10, 100] and params["b"].values == [2, 4, 8] and params["c"].values == [0.01, 0.1]

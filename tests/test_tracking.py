@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import make_replica_folders
 
 from jupyter_px import tracking
 from jupyter_px.runstore.layout import RunPaths
@@ -41,6 +42,7 @@ def px_home(tmp_path, monkeypatch):
 def replica_env(
     paths: RunPaths, role: str = "worker", index: int = 0, shared_disk: bool = True, cluster: dict | None = None
 ) -> dict[str, str]:
+    make_replica_folders(paths, role, index)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PX_") or k == "PX_HOME"}
     env.update(
         PYTHONPATH=str(REPO),

@@ -12,8 +12,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import make_replica_folders
 
 from jupyter_px.runstore.layout import RunPaths
+from jupyter_px.runstore.ledger import replica_ledgers
 from jupyter_px.runstore.metrics import MetricsReader
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,6 +27,7 @@ def paths(tmp_path) -> RunPaths:
 
 
 def replica_env(paths: RunPaths, *, tensorboard: bool = True, **extra: str) -> dict[str, str]:
+    make_replica_folders(paths, "worker", 0)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PX_") and k != "LOCAL_RANK"}
     env.update(
         PYTHONPATH=str(REPO),
@@ -81,7 +84,11 @@ def test_processes_of_one_replica_write_their_own_files(paths):
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-    assert sorted(p.name for p in paths.metrics_dir.iterdir()) == ["worker-0.jsonl", "worker-0.rank1.jsonl"]
+    assert sorted(p.name for p in paths.metrics_dir.glob("*.jsonl")) == ["worker-0.jsonl", "worker-0.rank1.jsonl"]
+    # each process kept its own ledger: what it accepted, all of it written, nothing dropped
+    ledgers = replica_ledgers(paths.metrics_dir, "worker-0")
+    assert sorted(ledger.metrics_file.name for ledger in ledgers) == ["worker-0.jsonl", "worker-0.rank1.jsonl"]
+    assert [(ledger.accepted, ledger.written, ledger.dropped) for ledger in ledgers] == [(300, 300, 0)] * 2
     reader = MetricsReader(paths)
     reader.poll()
     assert reader.replicas() == ["worker-0", "worker-0.rank1"]

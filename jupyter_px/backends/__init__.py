@@ -1,38 +1,44 @@
-"""Backends: where replicas run. `get_backend(name)` picks one by the topology's `backend`."""
+"""Backends: where replicas run. `get_backend(name)` gives the one the backend table names.
+
+Which backends exist, their other names and their families are rows of
+`jupyter_px.backend_table`; each implementation lives in a folder of its own here, imported
+when it is first used (a local run never imports the Kubernetes client).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
+from .. import backend_table
 from ..runstore import RunStore
 from .base import Backend, BackendError, Observation, ResourceUnavailable, RunLeftBehind, SubmitHandle
 
 
 def backend_name(name: str | None) -> str:
-    """A backend's one name: `kubernetes` (what older versions stored) is `native`."""
-    return "native" if name == "kubernetes" else (name or "local")
+    """A backend's one name (`kubernetes`, what older versions stored, is `native`)."""
+    return backend_table.canonical(name)
 
 
 def get_backend(
     name: str | None, store: RunStore | None = None, kubernetes: Mapping[str, Any] | None = None
 ) -> Backend:
-    """The backend called `name` (`kubernetes` is accepted as another name for `native`).
+    """The backend called `name` (or one of its aliases); BackendError for an unknown name.
 
     `kubernetes`: settings that win over the Kubernetes settings file and `PX_K8S_*` for the
-    Kubernetes backends (e.g. the namespace a Jupyter server is configured with)."""
-    name = backend_name(name)
-    if name in ("native", "kubeflow", "kubeflow-trainer"):
-        from .kubernetes import KubeflowBackend, KubeflowTrainerBackend, KubernetesBackend
+    backends of the Kubernetes family (e.g. the namespace a Jupyter server is configured with)."""
+    try:
+        entry = backend_table.entry(name)
+    except backend_table.UnknownBackend as error:
+        raise BackendError(str(error)) from None
+    module, _, cls_name = entry.implementation.partition(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    if entry.family == "kubernetes":
         from .kubernetes.settings import load_settings
 
-        chosen = {"native": KubernetesBackend, "kubeflow": KubeflowBackend, "kubeflow-trainer": KubeflowTrainerBackend}
-        return chosen[name](store, settings=load_settings(**kubernetes) if kubernetes else None)
-    if name == "local":
-        from .local import LocalBackend
-
-        return LocalBackend(store)
-    raise BackendError(f"unknown backend {name!r}: use local, native, kubeflow or kubeflow-trainer")
+        return cls(store, settings=load_settings(**kubernetes) if kubernetes else None)
+    return cls(store)
 
 
 __all__ = [

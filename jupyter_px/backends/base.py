@@ -2,8 +2,12 @@
 
 A backend turns a published run directory (record + code, see `jupyter_px.runstore`) into running
 replicas and writes what it learns (states, exit codes, logs, metrics) back into the run store.
-UIs never talk to a backend's processes or API server: they read the store. So a backend needs
-only four verbs.
+UIs never talk to a backend's processes or API server: they read the store. So a backend has eight
+verbs, and must write only two of them (`submit` and `stop`): `check` (refuse before anything is
+created), `submit`, `stop`; the reads `status`, `observe` and `logs`, which read the store by
+default and never act; `reconcile`, the one verb that brings the store in line with what the
+backend sees, called only by explicit keepers; and `clean`, which removes what a finished run
+left outside the store (nothing, by default).
 """
 
 from __future__ import annotations
@@ -100,6 +104,18 @@ class Backend(ABC):
                 return
             time.sleep(poll_interval)
 
+    def force_stop(self, run_id: str) -> RunStatus:
+        """Stop the run without its owner's help, when the owner cannot (it hangs) or the user
+        says so (`jupyter px stop --force`). Default: as `stop` does."""
+        self.stop(run_id)
+        return self.store.status(run_id)
+
     @abstractmethod
     def stop(self, run_id: str) -> None:
         """Stop every replica; the run ends as Stopped (unless it had already finished)."""
+
+    def clean(self, run_id: str) -> list[str]:
+        """Remove what a finished run left outside the run store (its objects on a cluster: the
+        finished pods and job an operator keeps) and say what, one entry per kind ("3 Pods").
+        Its status, logs and metrics stay. Default: nothing is left anywhere else."""
+        return []

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from . import k8s_cmds, run_cmds, sweep_cmds, tensorboard_cmds, topology_cmds
+from . import render_cmds, run_cmds, sweep_cmds, tensorboard_cmds, topology_cmds, warm_cmds
 
 #: The exit status of a command whose output pipe closed (128 + SIGPIPE, as `cat` would give).
 CLOSED_PIPE_EXIT = 141
@@ -25,18 +25,24 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     topology_cmds.register(commands)
     run_cmds.register(commands)
-    k8s_cmds.register(commands)
+    render_cmds.register(commands)
     tensorboard_cmds.register(commands)
     sweep_cmds.register(commands)
+    warm_cmds.register(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from ..service import StoreUnusable
+
     try:
         code = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except StoreUnusable as error:  # every command needs the store: one line, whichever it was
+        print(f"jupyter px {args.command}: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -19,28 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-
-class CliError(Exception):
-    """Bad input: printed as `jupyter px CMD: message`, exit code 2."""
-
-
-class _RunParser(argparse.ArgumentParser):
-    """`run`'s parser: everything after the first `--` goes to the script untouched.
-
-    argparse alone cannot tell `run x.py -- --wait` (an argument for the script) from
-    `run x.py --wait` (our option), so the split happens before parsing.
-    """
-
-    def parse_known_args(self, args=None, namespace=None):
-        args = list(sys.argv[1:] if args is None else args)
-        script_args: list[str] = []
-        if "--" in args:
-            cut = args.index("--")
-            args, script_args = args[:cut], args[cut + 1 :]
-        namespace, unknown = super().parse_known_args(args, namespace)
-        namespace.script_args = script_args
-        return namespace, unknown
-
+from .common import CliError, RunParser, guarded, load_topology
 
 # ---- shared helpers ----------------------------------------------------------------------------
 
@@ -56,7 +35,7 @@ def _service():
 
 def _open_run(ref: str) -> tuple[Any, str]:
     """(the service, the run id the user means: an id, a name or `last`), or CliError."""
-    from ..runstore import RunNotFound
+    from ..service import RunNotFound
 
     service = _service()
     try:
@@ -114,24 +93,9 @@ def _terminal_width() -> int:
 # ---- run ---------------------------------------------------------------------------------------
 
 
-def _load_topology(path: str | None):
-    if path is None:
-        return None
-    from ..presentation.text import topology_problems
-    from ..topology import TopologyError
-    from .topology_cmds import read_topology_file
-
-    try:
-        return read_topology_file(path)
-    except OSError as error:
-        raise CliError(f"cannot read topology file {path!r}: {error.strerror or error}") from None
-    except TopologyError as error:
-        raise CliError(topology_problems(error, path)) from None
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from ..presentation.text import topology_problems
-    from ..service import BackendError, ScriptFile
+    from ..service import BackendError, Overrides, ScriptFile, Submission
     from ..topology import TopologyError
 
     script = Path(args.script)
@@ -141,21 +105,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     if args.workdir is not None and not Path(args.workdir).is_dir():
         raise CliError(f"--workdir {args.workdir!r} is not a directory")
-    topology = _load_topology(args.file)
+    topology = load_topology(args.file)
     service = _service()
     try:
         run_id = service.submit(
-            ScriptFile(script),
-            topology,
-            name=args.name,
-            backend=args.backend,
-            framework=args.framework,
-            workers=args.workers,
-            ps=args.ps,
-            workdir=args.workdir,
-            args=args.script_args,
-            language=args.language,
-            submitted_from="cli",
+            Submission(
+                ScriptFile(script),
+                topology,
+                Overrides(framework=args.framework, workers=args.workers, ps=args.ps, backend=args.backend),
+                name=args.name,
+                workdir=args.workdir,
+                args=tuple(args.script_args),
+                language=args.language,
+                origin="cli",
+                cold=args.cold,
+            )
         )
     except TopologyError as error:
         raise CliError(topology_problems(error)) from None
@@ -182,7 +146,7 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
     from ..presentation.follow import LogPrinter, follow_run
     from ..presentation.labels import is_tf_chief
     from ..presentation.text import failure_text, outcome_line
-    from ..runstore import RunDamaged, RunNotFound, RunState
+    from ..service import RunDamaged, RunNotFound, RunState
 
     progress = Progress(run_id, tf_chief=is_tf_chief(service.record(run_id).topology))
     replicas = service.replicas(run_id, service.keep(run_id))
@@ -220,8 +184,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..presentation.colors import use_color
-    from ..presentation.run_json import run_summary
     from ..presentation.text import RUNS_HEADERS, runs_rows, state_painter, table
+    from ..service.views import run_summary
     from ..sweeps.view import group_trials, with_sweep_links
 
     service = _service()
@@ -243,8 +207,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from ..presentation.colors import use_color
     from ..presentation.labels import is_tf_chief
-    from ..presentation.run_json import run_detail
     from ..presentation.text import STATUS_HEADERS, state_painter, status_heading, status_rows, table
+    from ..service.views import run_detail
 
     service, run_id = _open_run(args.run)
     view = service.view(run_id)
@@ -278,7 +242,7 @@ def _select_replicas(
 def cmd_logs(args: argparse.Namespace) -> int:
     """Print (or follow) logs; a run deleted meanwhile ends the command with one line."""
     from ..presentation.follow import LogPrinter, follow_run
-    from ..runstore import RunDamaged, RunNotFound
+    from ..service import RunDamaged, RunNotFound
 
     service, run_id = _open_run(args.run)
     chosen = _select_replicas(service.replicas(run_id), run_id, args.role, args.index)
@@ -309,11 +273,12 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
     service, run_id = _open_run(args.run)
     before = service.status(run_id)
-    if before.state.finished:
-        print(f"run {run_id} had already finished: {before.state.value}")
-        return 0
     try:
-        status = service.stop(run_id)
+        if before.state.finished:  # what it left on a cluster (an operator's finished pods) goes
+            removed = service.clean(run_id)
+            print(f"run {run_id} had already finished: {before.state.value}" + _removed(removed))
+            return 0
+        status = service.stop(run_id, force=args.force)
     except BackendError as error:
         print(f"jupyter px stop: {error}", file=sys.stderr)
         return 1
@@ -321,22 +286,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _removed(removed: list[str]) -> str:
+    return f"; removed from the cluster: {', '.join(removed)}" if removed else ""
+
+
 # ---- registration ------------------------------------------------------------------------------
-
-
-def _guarded(handler):
-    """Turn CliError (bad input) and RunDamaged (a run directory that cannot be read) into one
-    message and exit code 2."""
-    from ..runstore import RunDamaged
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except (CliError, RunDamaged) as error:
-            print(f"jupyter px {args.command}: {error}", file=sys.stderr)
-            return 2
-
-    return run
 
 
 def _count(text: str) -> int:
@@ -354,7 +308,7 @@ RUN_HELP = "a run id, a run name (its newest run) or 'last'"
 
 def register(commands) -> None:
     default_class = commands._parser_class  # argparse has no public way to pick one subparser's class
-    commands._parser_class = _RunParser
+    commands._parser_class = RunParser
     try:
         run = commands.add_parser(
             "run",
@@ -378,7 +332,10 @@ def register(commands) -> None:
     )
     run.add_argument("--workers", type=_count, metavar="N", help="number of workers")
     run.add_argument("--ps", type=_count, metavar="N", help="number of parameter servers")
-    run.add_argument("--backend", help="where to run (default: the topology's, else local)")
+    run.add_argument(
+        "--backend",
+        help="where to run: local, native, kubeflow, kubeflow-trainer or slurm (default: the topology's, else local)",
+    )
     run.add_argument("--name", help="a name for the run (its id starts with it)")
     run.add_argument("--workdir", metavar="DIR", help="working directory of the replicas (default: here)")
     run.add_argument(
@@ -388,7 +345,10 @@ def register(commands) -> None:
         help="ipython runs the script under IPython, so %%magics and !commands work",
     )
     run.add_argument("--wait", action="store_true", help="stream logs and wait until the run finishes")
-    run.set_defaults(handler=_guarded(cmd_run), script_args=[])
+    run.add_argument(
+        "--cold", action="store_true", help="start every replica afresh, not forked from a warm template (local)"
+    )
+    run.set_defaults(handler=guarded(cmd_run), script_args=[])
 
     runs = commands.add_parser(
         "runs",
@@ -397,7 +357,7 @@ def register(commands) -> None:
     )
     runs.add_argument("--json", action="store_true", help="machine-readable output")
     runs.add_argument("--limit", type=_count, default=None, metavar="N", help="at most N runs")
-    runs.set_defaults(handler=_guarded(cmd_runs))
+    runs.set_defaults(handler=guarded(cmd_runs))
 
     status = commands.add_parser(
         "status",
@@ -406,7 +366,7 @@ def register(commands) -> None:
     )
     status.add_argument("run", metavar="RUN", help=RUN_HELP)
     status.add_argument("--json", action="store_true", help="the run and its replicas as JSON")
-    status.set_defaults(handler=_guarded(cmd_status))
+    status.set_defaults(handler=guarded(cmd_status))
 
     logs = commands.add_parser(
         "logs",
@@ -418,7 +378,7 @@ def register(commands) -> None:
     logs.add_argument("--role", help="master, worker, ps or evaluator")
     logs.add_argument("--index", type=_count, help="replica index (with --role)")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the run finishes")
-    logs.set_defaults(handler=_guarded(cmd_logs))
+    logs.set_defaults(handler=guarded(cmd_logs))
 
     follow = commands.add_parser(
         "follow",
@@ -429,8 +389,14 @@ def register(commands) -> None:
         "do this.",
     )
     follow.add_argument("run", metavar="RUN", help=RUN_HELP)
-    follow.set_defaults(handler=_guarded(cmd_follow))
+    follow.set_defaults(handler=guarded(cmd_follow))
 
     stop = commands.add_parser("stop", help="stop a run", description="Stop every replica of a run; it ends Stopped.")
     stop.add_argument("run", metavar="RUN", help=RUN_HELP)
-    stop.set_defaults(handler=_guarded(cmd_stop))
+    stop.add_argument(
+        "--force",
+        action="store_true",
+        help="stop it without its supervisor's help (one that hangs): the replicas still get SIGTERM and "
+        "the grace to write what they hold",
+    )
+    stop.set_defaults(handler=guarded(cmd_stop))

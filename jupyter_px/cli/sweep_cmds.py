@@ -8,7 +8,7 @@ import json
 import sys
 import time
 
-from .run_cmds import CliError, _guarded, _load_topology, _RunParser
+from .common import CliError, RunParser, guarded, load_topology
 
 SWEEP_HELP = "a sweep id, a sweep name (its newest sweep) or 'last'"
 
@@ -29,25 +29,32 @@ def _resolve(service, ref: str) -> str:
 
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
-    from ..service import BackendError, ScriptFile
+    from ..service import BackendError, ScriptFile, Submission
     from ..sweeps.service import NoSweep
     from ..topology import TopologyError
 
-    topology = _load_topology(args.file)
+    topology = load_topology(args.file)
     service = _service()
     try:
         sweep_id = service.start(
-            ScriptFile(args.script),
-            topology,
-            name=args.name,
-            workdir=args.workdir,
-            args=args.script_args,
-            language=args.language,
-            submitted_from="cli",
+            Submission(
+                ScriptFile(args.script),
+                topology,
+                name=args.name,
+                workdir=args.workdir,
+                args=tuple(args.script_args),
+                language=args.language,
+                origin="cli",
+            )
         )
     except (NoSweep, TopologyError, FileNotFoundError, ValueError, BackendError) as error:
         raise CliError(str(error)) from None
     print(sweep_id)
+    from ..sweeps.spec import parse_polyaxonfile, read_sweep
+
+    spec = read_sweep(parse_polyaxonfile(topology))
+    for note in spec.notes if spec else ():  # what is not done as written, said once at the start
+        print(f"note: {note}", file=sys.stderr)
     if not args.wait:
         return 0
     return _follow(service, sweep_id)
@@ -138,7 +145,7 @@ def register(commands) -> None:
     )
     verbs = sweep.add_subparsers(dest="verb", metavar="VERB", required=True)
     default_class = verbs._parser_class  # `--` passes what follows to the script, as `run` does
-    verbs._parser_class = _RunParser
+    verbs._parser_class = RunParser
     try:
         run = verbs.add_parser(
             "run",
@@ -155,22 +162,22 @@ def register(commands) -> None:
     run.add_argument("--workdir", metavar="DIR")
     run.add_argument("--language", choices=["python", "ipython"], default="python")
     run.add_argument("--wait", action="store_true", help="follow the sweep until it ends")
-    run.set_defaults(handler=_guarded(cmd_sweep_run), script_args=[])
+    run.set_defaults(handler=guarded(cmd_sweep_run), script_args=[])
 
     listing = verbs.add_parser("list", help="list sweeps (newest first)")
     listing.add_argument("--json", action="store_true")
-    listing.set_defaults(handler=_guarded(cmd_sweep_list))
+    listing.set_defaults(handler=guarded(cmd_sweep_list))
 
     status = verbs.add_parser("status", help="a sweep's state and its trials")
     status.add_argument("sweep", metavar="SWEEP", help=SWEEP_HELP)
     status.add_argument("--json", action="store_true")
-    status.set_defaults(handler=_guarded(cmd_sweep_status))
+    status.set_defaults(handler=guarded(cmd_sweep_status))
 
     stop = verbs.add_parser("stop", help="stop a sweep and its running trials")
     stop.add_argument("sweep", metavar="SWEEP", help=SWEEP_HELP)
-    stop.set_defaults(handler=_guarded(cmd_sweep_stop))
+    stop.set_defaults(handler=guarded(cmd_sweep_stop))
 
     resume = verbs.add_parser("resume", help="start a stopped-by-accident sweep's controller again")
     resume.add_argument("sweep", metavar="SWEEP", help=SWEEP_HELP)
     resume.add_argument("--wait", action="store_true")
-    resume.set_defaults(handler=_guarded(cmd_sweep_resume))
+    resume.set_defaults(handler=guarded(cmd_sweep_resume))

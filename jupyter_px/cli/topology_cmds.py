@@ -7,14 +7,15 @@ import json
 import sys
 
 from ..cluster import ReplicaPaths, local_addresses, replica_env
-from ..topology import Topology, TopologyError, json_schema, parse_topology, summary_text, to_dict
+from ..sweeps.spec import parse_polyaxonfile, read_sweep
+from ..topology import Topology, TopologyError, json_schema, summary_text, to_dict
 from ..topology.files import read_topology_text
 
 
 def read_topology_file(path: str) -> Topology:
     """Parse FILE (or `-` for standard input); TopologyError on bad content, OSError (one line
     in `strerror`) for a file that cannot be read as text: missing, too large, not UTF-8."""
-    return parse_topology(read_topology_text(path))
+    return parse_polyaxonfile(read_topology_text(path))
 
 
 def _load_or_report(args: argparse.Namespace) -> Topology | None:
@@ -73,7 +74,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
     else:
         print(summary_text(topology))
-        spec = topology.sweep
+        spec = read_sweep(topology)
         if spec is not None:  # as `polyaxon check --definition` shows a group
             from ..presentation.text import table
 

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..presentation.view_models import CellChanges, MetricChange, ParamChange
-from ..runstore import RunDamaged, RunNotFound, RunRecord, RunStore
+from ..runstore import RunDamaged, RunNotFound, RunRecord
+from ..service import RunService
 from .digest import DigestCache
 from .params import canonical, chief_first, run_params
 from .values import optimisation_for
@@ -39,30 +40,18 @@ def cell_of(record: RunRecord) -> str | None:
     return source[len(CELL_ORIGIN) :] or None if source.startswith(CELL_ORIGIN) else None
 
 
-def previous_run_of_cell(store: RunStore, record: RunRecord) -> RunRecord | None:
-    """The latest run submitted from the same cell before `record`'s, or None."""
+def previous_run_of_cell(service: RunService, record: RunRecord) -> RunRecord | None:
+    """The latest run submitted from the same cell before `record`'s (read through `service`, a
+    `RunService`), or None."""
     cell = cell_of(record)
     if cell is None:
         return None
     best: RunRecord | None = None
-    for run_id in store.run_ids():
-        if run_id == record.run_id:
-            continue
-        try:
-            other = store.record(run_id)
-        except (RunNotFound, RunDamaged, OSError, ValueError):
-            continue
-        earlier = cell_of(other) == cell and other.created_at < record.created_at
+    for other in service.records():
+        earlier = other.run_id != record.run_id and cell_of(other) == cell and other.created_at < record.created_at
         if earlier and (best is None or other.created_at > best.created_at):
             best = other
     return best
-
-
-def _code(store: RunStore, record: RunRecord) -> str:
-    try:
-        return (store.paths(record.run_id).code_dir / record.code.entrypoint).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def _shown(value: Any) -> str | None:
@@ -72,7 +61,7 @@ def _shown(value: Any) -> str | None:
 
 
 def cell_changes(
-    store: RunStore,
+    service: RunService,
     record: RunRecord,
     previous: RunRecord,
     latest: Mapping[str, float],
@@ -83,8 +72,8 @@ def cell_changes(
     before = cache.digest(previous.run_id, cache_points())
     diff = list(
         difflib.unified_diff(
-            _code(store, previous).splitlines(),
-            _code(store, record).splitlines(),
+            service.code_text(previous.run_id).splitlines(),
+            service.code_text(record.run_id).splitlines(),
             fromfile=previous.run_id,
             tofile=record.run_id,
             lineterm="",
@@ -128,10 +117,10 @@ class ChangesSince:
     """The `changes` callable a `presentation.run_view.RunViewSource` takes: finds the previous
     run of the cell once, then compares the reader's latest values against it at each view."""
 
-    def __init__(self, store: RunStore, record: RunRecord, cache: DigestCache | None = None):
-        self.store, self.record = store, record
-        self.cache = cache or DigestCache(store)
-        self.previous = previous_run_of_cell(store, record)
+    def __init__(self, service: RunService, record: RunRecord, cache: DigestCache | None = None):
+        self.service, self.record = service, record
+        self.cache = cache or DigestCache(service.store)
+        self.previous = previous_run_of_cell(service, record)
 
     def __call__(self, reader: Any) -> CellChanges | None:
         if self.previous is None:
@@ -143,6 +132,6 @@ class ChangesSince:
                 if len(series):
                     latest[name] = float(series.values[-1])
         try:
-            return cell_changes(self.store, self.record, self.previous, latest, reader.params(), self.cache)
+            return cell_changes(self.service, self.record, self.previous, latest, reader.params(), self.cache)
         except (RunNotFound, RunDamaged, OSError):  # the previous run was deleted meanwhile
             return None

@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from ..runstore import RunDamaged, RunNotFound, RunState, RunStore
-from ..runstore.metrics import MetricsReader, Series
+from ..runstore.metrics import MetricsReader
+from ..runstore.series import Series
 from .downsample import DEFAULT_POINTS, downsample_indices
 from .params import canonical, chief_first, run_params
 from .values import SeriesValues, series_values
@@ -50,7 +51,7 @@ class Curve:
     """One metric of one run, downsampled, with the values of the whole series.
 
     `steps_json` and `values_json` are the chosen points already encoded as JSON arrays (values
-    to 7 significant digits, steps as integers where they are): encoded once when the run is
+    exactly, steps as integers where they are): encoded once when the run is
     read, so a server answering a comparison of 200 runs again splices text instead of
     formatting 200,000 floats per request."""
 
@@ -66,14 +67,15 @@ class Curve:
 
 
 def encode_points(steps: np.ndarray, values: np.ndarray) -> tuple[str, str]:
-    """(steps, values) as compact JSON arrays: integral steps as integers, values to 7
-    significant digits (a float32's precision: more than any plot shows). Values are finite
-    (`downsample_indices` chooses finite points only)."""
+    """(steps, values) as compact JSON arrays: integral steps as integers, values as the shortest
+    text that reads back the same float, so a line drawn from them reaches exactly the final and
+    best values the table beside it shows (a plot rounded to 7 digits showed a best value its
+    table did not). Values are finite (`downsample_indices` chooses finite points only)."""
     if len(steps) and np.all(np.mod(steps, 1) == 0) and np.all(np.abs(steps) < 2**53):
         steps_text = json.dumps(steps.astype(np.int64).tolist(), separators=(",", ":"))
     else:
         steps_text = json.dumps(steps.tolist(), separators=(",", ":"))
-    values_text = "[" + ",".join(f"{value:.7g}" for value in values.tolist()) + "]"
+    values_text = "[" + ",".join(map(repr, values.tolist())) + "]"
     return steps_text, values_text
 
 
@@ -140,6 +142,8 @@ def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
     status = store.status(run_id)
     reader = MetricsReader(store.paths(run_id))
     reader.poll()
+    logged_params = reader.params()
+    reader.check_planted()
     curves: dict[str, Curve] = {}
     order = chief_first(reader.replicas())
     for metric in reader.metric_names():
@@ -158,7 +162,7 @@ def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
             times=times,
             times_json=encode_times(times),
         )
-    params = run_params(reader.params(), record.topology, record.backend, record.sweep.params if record.sweep else None)
+    params = run_params(logged_params, record.topology, record.backend, record.sweep.params if record.sweep else None)
     return RunDigest(
         run_id=run_id,
         name=record.name,

@@ -4,8 +4,12 @@ A plot is a few hundred pixels wide; 100,000 points a line is work for the netwo
 parser and the renderer that no pixel shows. Decimation (every k-th point) would hide spikes, the
 points people look for, so the points are chosen with MinMaxLTTB (Van Der Donckt et al., 2023;
 `tsdownsample`, Rust): min/max pre-selection, then Largest-Triangle-Three-Buckets, which keeps a
-line's visual shape (its extremes included) at a bounded number of points. The first and the last
-points are always kept (the last is the one people read).
+line's visual shape at a bounded number of points. MinMaxLTTB alone may still drop a series'
+true minimum or maximum (its buckets keep the point that draws the biggest triangle, not always
+the extreme), so the table beside the plot would name a best value the line never reaches. The
+points a table shows are therefore always kept, at any `points`: the first and the last finite
+point (the last is the one people read) and the first point at the series' minimum and at its
+maximum (the best value either way, at the step the table names); MinMaxLTTB fills the rest.
 
 Non-finite values (NaN, inf) are left out of the choice: a line through them cannot be drawn, and
 each comparison's table says the final and best values over the finite points.
@@ -50,8 +54,13 @@ def downsample_indices(x: np.ndarray, y: np.ndarray, points: int) -> np.ndarray:
         return finite
     xs = x[finite].astype(np.float64, copy=False)
     ys = np.ascontiguousarray(y[finite], dtype=np.float64)
+    # Two places are left for the minimum and the maximum; LTTB keeps the first and the last.
+    budget = points - 2
     if len(xs) > 1 and np.all(xs[1:] >= xs[:-1]):
-        chosen = _DOWNSAMPLER.downsample(np.ascontiguousarray(xs), ys, n_out=points)
+        chosen = _DOWNSAMPLER.downsample(np.ascontiguousarray(xs), ys, n_out=budget)
     else:
-        chosen = _DOWNSAMPLER.downsample(ys, n_out=points)
-    return finite[np.asarray(chosen, dtype=np.intp)]
+        chosen = _DOWNSAMPLER.downsample(ys, n_out=budget)
+    kept = np.asarray(chosen, dtype=np.intp)
+    # np.argmin/argmax give the first point at the extreme, as `values.series_values` does.
+    table = np.array([0, len(ys) - 1, np.argmin(ys), np.argmax(ys)], dtype=np.intp)
+    return finite[np.union1d(kept, table)]

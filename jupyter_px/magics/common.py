@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -42,13 +43,23 @@ def cell_id(shell: Any) -> str | None:
     return value if isinstance(value, str) and 0 < len(value) <= 200 else None
 
 
+def run_service() -> Any:
+    """The run service over the store; a UsageError (one line) when the store cannot be one
+    (`PX_HOME` names a file)."""
+    from ..service import RunService, StoreUnusable
+
+    try:
+        return RunService()
+    except StoreUnusable as error:
+        raise UsageError(str(error)) from None
+
+
 def open_run(ref: str) -> Any:
     """The Run the user means: an id, a name (its newest run) or `last`; a UsageError otherwise."""
     from ..api import Run
-    from ..runstore import RunDamaged, RunNotFound
-    from ..service import RunService
+    from ..service import RunDamaged, RunNotFound
 
-    service = RunService()
+    service = run_service()
     try:
         run = Run(ref, service=service)
         run.status()  # a damaged status is reported here, as one line, not mid-way through a magic
@@ -59,6 +70,28 @@ def open_run(ref: str) -> Any:
         ) from None
     except RunDamaged as error:
         raise UsageError(str(error)) from None
+
+
+def cell_submission(
+    shipped: Any,
+    topology: Any,
+    name: str | None,
+    push: dict[str, Any],
+    *,
+    cells: Sequence[dict[str, Any]] = (),
+    returns: bool = False,
+    cold: bool = False,
+) -> Any:
+    """What `%%px_distributed` submits, a run or a sweep: the cell's code as shipped (its source,
+    where it came from, its language; `cells`: where its lines came from, for tracebacks;
+    `returns`: its last expression is each replica's result), run in the kernel's working
+    directory (`cold`: every replica started afresh)."""
+    from ..service import SourceText, Submission
+
+    source = SourceText(
+        shipped.source, origin=shipped.origin, language=shipped.language, cells=tuple(cells), returns=returns
+    )
+    return Submission(source, topology, name=name, push=push or None, origin="magic", workdir=os.getcwd(), cold=cold)
 
 
 @contextlib.contextmanager
@@ -93,7 +126,7 @@ def show_run(shell: Any, run: Any, terminal_line: str) -> Any:
 def wait_for_run(run: Any, monitor: Any, timeout: float | None) -> None:
     """Block until the run ends; a UsageError (one line, naming the failed replica and where its
     log is) unless it succeeded. Ctrl-C stops the waiting, not the run."""
-    from ..runstore import RunState
+    from ..service import RunState
 
     try:
         status = run.wait(timeout=timeout)

@@ -24,8 +24,9 @@ from ..presentation import html as as_html
 from ..presentation import text as as_text
 from ..presentation.follow import LogPrinter, follow_run
 from ..presentation.labels import is_tf_chief
+from ..service import BackendError
 from .args import check_output, check_wait, output_arg, run_arg, wait_args
-from .common import in_kernel, open_run, shell_of, show_run, wait_for_run
+from .common import in_kernel, open_run, run_service, shell_of, show_run, wait_for_run
 
 #: How a magic tells the user to bring a run whose owner is gone up to date.
 KEEP_HINT = "run.wait() or `jupyter px follow {run_id}`"
@@ -68,11 +69,10 @@ class RunMagics(Magics):
         backend, replicas, where from, when created, duration."""
         args = parse_argstring(self.px_runs, line)
         check_output(args)
-        from ..presentation.run_json import run_summary
-        from ..service import RunService
+        from ..service.views import run_summary
         from ..sweeps.view import group_trials, with_sweep_links
 
-        views = RunService().list_runs(limit=args.limit or None)
+        views = run_service().list_runs(limit=args.limit or None)
         summaries = with_sweep_links(views, [run_summary(v.record, v.status, v.owner_problem) for v in views])
         if args.output:
             shell_of(self).user_ns[args.output] = summaries
@@ -144,11 +144,17 @@ class RunMagics(Magics):
     def px_stop(self, line: str) -> None:
         """Stop every replica of a run: each gets SIGTERM (its pod is deleted on Kubernetes), then
         SIGKILL after a grace period, and the run ends as Stopped. Its logs and metrics are kept.
-        A finished run is left as it is."""
+        A finished run keeps its outcome; what it left on a cluster (the finished pods and job an
+        operator keeps) is deleted, and named."""
         run = open_run(parse_argstring(self.px_stop, line).run)
         before = run.status()
-        if before.state.finished:
-            print(f"run {run.run_id} had already finished: {before.state.value}")
+        if before.state.finished:  # what it left on a cluster (an operator's finished pods) goes
+            try:
+                removed = run.service.clean(run.run_id)
+            except BackendError as error:
+                raise UsageError(str(error)) from None
+            what = f"; removed from the cluster: {', '.join(removed)}" if removed else ""
+            print(f"run {run.run_id} had already finished: {before.state.value}{what}")
             return
         status = run.stop()
         print(f"run {run.run_id}: {status.state.value}")
@@ -238,12 +244,11 @@ class RunMagics(Magics):
 
 def _is_sweep(ref: str) -> bool:
     """Whether `ref` names a sweep and no run (a run wins: `%px_attach` was about runs first)."""
-    from ..runstore import RunNotFound
-    from ..service import RunService
+    from ..service import RunNotFound
     from ..sweeps.store import SweepNotFound, SweepStore
 
     try:
-        RunService().resolve(ref)
+        run_service().resolve(ref)
         return False
     except RunNotFound:
         pass

@@ -8,7 +8,6 @@ again (after a kernel restart: sweeps go on without the kernel).
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -20,7 +19,7 @@ from IPython.display import display
 from ..presentation import html as as_html
 from ..presentation import text as as_text
 from .args import check_output, output_arg
-from .common import in_kernel, shell_of, submit_errors
+from .common import cell_submission, in_kernel, shell_of, submit_errors
 
 
 def open_sweep(ref: str) -> Any:
@@ -67,31 +66,26 @@ def wait_for_sweep(sweep: Any, monitor: Any, timeout: float | None) -> None:
 
 def start_sweep(magics: Magics, topology: Any, shipped: Any, args: Any, push: dict[str, Any]) -> None:
     """`%%px_distributed` on a topology with a sweep: start it, show its monitor."""
-    from ..service import SourceText
     from ..sweeps.api import Sweep
     from ..sweeps.service import SweepService
 
     service = SweepService()
     with submit_errors():
-        sweep_id = service.start(
-            SourceText(shipped.source, origin=shipped.origin, language=shipped.language),
-            topology,
-            name=args.name,
-            push=push or None,
-            submitted_from="magic",
-            workdir=os.getcwd(),
-        )
+        sweep_id = service.start(cell_submission(shipped, topology, args.name, push))
     sweep = Sweep(sweep_id, service=service)
     shell = shell_of(magics)
     if args.output:
         shell.user_ns[args.output] = sweep
-    spec = topology.sweep
+    spec = sweep.spec
     replicas = topology.total_replicas()
     line = (
         f"started sweep {sweep_id}: {spec.n_trials} trials ({spec.algorithm}), {spec.concurrency} at a time, "
         f"each {replicas} replica{'s' if replicas != 1 else ''}; see %px_sweeps"
     )
-    monitor = show_sweep(shell, sweep, line)
+    notes = "".join(f"\nnote: {note}" for note in spec.notes)  # what is not done as written
+    monitor = show_sweep(shell, sweep, line + notes)
+    if monitor is not None and notes:
+        print(notes.strip())
     if args.wait:
         wait_for_sweep(sweep, monitor, args.timeout)
 

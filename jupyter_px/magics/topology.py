@@ -11,7 +11,8 @@ from IPython.display import display
 
 from ..presentation.html import TextAndHtml, escape
 from ..presentation.text import topology_problems
-from ..topology import TopologyError, parse_topology, summary_html, summary_text
+from ..sweeps.spec import parse_polyaxonfile
+from ..topology import TopologyError, summary_html, summary_text
 from ..topology.registry import check_topology_name, topologies
 
 
@@ -45,7 +46,7 @@ class TopologyMagics(Magics):
         args = parse_argstring(self.px_topology, line)
         check_name(args.name)
         try:
-            topology = parse_topology(cell)
+            topology = parse_polyaxonfile(cell)
         except TopologyError as error:
             raise UsageError(topology_problems(error)) from None
         topologies.put(args.name, topology)

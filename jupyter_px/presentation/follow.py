@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from ..runstore import RunStatus
+from ..runstore.layout import METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
 
 #: What `follow_run` reads a run's state with: (status, owner problem or None).
 StatusReader = Callable[[], tuple[RunStatus, str | None]]
@@ -29,9 +30,24 @@ def prefix(role: str, index: int) -> str:
     return f"[{role}.{index}] "
 
 
+#: Lines the tracking writes into a pod's log for the follower (metrics and params, parsed into the
+#: store's metrics): kept in the stored log, never shown to whoever reads it.
+TRACKING_LINES = (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX)
+
+
+def _tracking(line: str) -> bool:
+    return line.startswith(TRACKING_LINES)
+
+
+def _maybe_tracking(start: str) -> bool:
+    """Could a line that starts with `start` (not ended yet) be a tracking line?"""
+    return any(p.startswith(start) or start.startswith(p) for p in TRACKING_LINES)
+
+
 class LogPrinter:
     """Writes replicas' new log text to `out`: verbatim for one replica, else line by line, each
-    line tagged `[role.index] ` (lines of different replicas never interleave mid-line)."""
+    line tagged `[role.index] ` (lines of different replicas never interleave mid-line). The
+    tracking's `@px-metrics` / `@px-params` lines are left out (`TRACKING_LINES`)."""
 
     def __init__(
         self,
@@ -75,18 +91,45 @@ class LogPrinter:
             return False
         self._announce()
         if not self.prefixed:
-            self.out.write(text)
-            self.line_open[key] = not text.endswith("\n")
-            return True
+            return self._verbatim(key, text)
         lines = (self.partial[key] + text).split("\n")
         rest = lines.pop()
         for line in lines:
-            self._line(key, line)
+            if not _tracking(line):
+                self._line(key, line)
         while len(rest) >= self.max_line:  # a line with no end in sight: out in pieces
             self._line(key, rest[: self.max_line])
             rest = rest[self.max_line :]
         self.partial[key] = rest
         return True
+
+    def _verbatim(self, key: tuple[str, int], text: str) -> bool:
+        """Unprefixed: the text as it came (a line shown before its end, e.g. progress), less
+        tracking lines; a line start that could be one waits for its end. Linear in the text: a
+        1 MiB chunk of short lines is scanned once, never copied line by line."""
+        pending, self.partial[key] = self.partial[key] + text, ""
+        if "@" not in pending:  # no tracking line, nor the start of one (the common case)
+            self.out.write(pending)
+            self.line_open[key] = not pending.endswith("\n")
+            return True
+        out, start = [], 0
+        while start < len(pending):
+            end = pending.find("\n", start)
+            if end < 0:
+                rest = pending[start:]
+                if not self.line_open[key] and _maybe_tracking(rest):
+                    self.partial[key] = rest
+                else:
+                    out.append(rest)
+                    self.line_open[key] = True
+                break
+            if self.line_open[key] or not pending.startswith(TRACKING_LINES, start):
+                out.append(pending[start : end + 1])
+            self.line_open[key] = False
+            start = end + 1
+        if out:
+            self.out.write("".join(out))
+        return bool(out)
 
     def _announce(self) -> None:
         if not self._writing and self.before_write is not None:
@@ -94,6 +137,12 @@ class LogPrinter:
         self._writing = True
 
     def _end(self, key: tuple[str, int]) -> bool:
+        if self.partial[key] and _tracking(self.partial[key]):
+            self.partial[key] = ""
+        if not self.prefixed and self.partial[key]:  # held back, and no tracking line after all
+            self.line_open[key] = True
+            self.out.write(self.partial[key])
+            self.partial[key] = ""
         if (self.prefixed and self.partial[key]) or (not self.prefixed and self.line_open[key]):
             self._announce()
         if self.prefixed and self.partial[key]:

@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..runstore.log_readers import LogEnds
 from .labels import is_tf_chief, replica_label
 from .monitor import exception_line, last_line, phase_counts, replica_rows
 from .rates import rank_paces, straggler_line
@@ -59,7 +58,7 @@ class RunViewSource:
         except Exception:  # a record from a newer version: no resources column
             self.resources = {}
         self.replicas = service.replicas(run_id)
-        self._ends = LogEnds(service.store, run_id, self.replicas[:MAX_LAST_LINES])
+        self._ends = service.log_ends(run_id, self.replicas[:MAX_LAST_LINES])
         self._lines: dict[str, str] = {}
         self._failure: Failure | None = None
         self._final_changes: CellChanges | None = None

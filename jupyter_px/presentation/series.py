@@ -13,7 +13,7 @@ import numpy as np
 from .colors import REPLICA_COLORS
 
 if TYPE_CHECKING:
-    from ..runstore.metrics import Series
+    from ..runstore.series import Series
 
 #: What `MetricsReader.data` holds: replica -> metric -> Series.
 MetricData = Mapping[str, Mapping[str, "Series"]]
@@ -26,7 +26,7 @@ PALETTE = REPLICA_COLORS
 
 
 def xy(series: Series, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """(x, y) of a `runstore.metrics.Series`: x is the step, or the point's position where a point has
+    """(x, y) of a `runstore.series.Series`: x is the step, or the point's position where a point has
     no step; decimated to `max_points` (keeping the last point, the one people look at)."""
     values = np.asarray(series.values, dtype=float)
     steps = series.steps

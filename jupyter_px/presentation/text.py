@@ -21,6 +21,8 @@ from ..run_text import (  # noqa: F401 (the words every surface shares, re-expor
     failed_replicas,
     failure_headline,
     failure_text,
+    metric_losses,
+    outcome_message,
     printable,
     replica_failure,
 )
@@ -123,13 +125,17 @@ STATUS_HEADERS = ("REPLICA", "STATE", "PID", "EXIT", "SIGNAL", "RESTARTS", "ADDR
 
 
 def status_heading(status: RunStatus) -> str:
-    """`run X: Failed (reason) - message` and when it started and how long it took."""
+    """`run X: Failed (reason) - message`, when it started and how long it took, and a line for
+    each replica that lost metric points (`metric_losses`)."""
     head = f"run {status.run_id}: {status.state.value}"
     if status.reason:
         head += f" ({printable(status.reason)})"
-    if status.message:
-        head += f" - {printable(status.message, LAST_CELL_WIDTH)}"
-    return f"{head}\nstarted {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"
+    message = outcome_message(status)
+    if message:
+        head += f" - {printable(message, LAST_CELL_WIDTH)}"
+    when = f"started {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"
+    lines = [head, when + (f"; replicas {status.launch}" if status.launch else "")]
+    return "\n".join(lines + [printable(line) for line in metric_losses(status)])
 
 
 def status_rows(status: RunStatus, tf_chief: bool = False) -> list[tuple[str, ...]]:
@@ -183,9 +189,11 @@ def outcome_line(status: RunStatus) -> str:
     """`run X Succeeded in 12.3s: message` (or the failure headline)."""
     if status.state == RunState.SUCCEEDED:
         took = elapsed(status.started_at, status.finished_at)
-        return f"run {status.run_id} Succeeded in {took}" + (
-            f": {printable(status.message, LAST_CELL_WIDTH)}" if status.message else ""
+        message = outcome_message(status)
+        line = f"run {status.run_id} Succeeded in {took}" + (
+            f": {printable(message, LAST_CELL_WIDTH)}" if message else ""
         )
+        return "\n".join([line, *(printable(loss) for loss in metric_losses(status))])
     return failure_headline(status)
 
 

@@ -16,7 +16,7 @@ import struct
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = ["EventsRead", "read_scalar_events"]
 
@@ -43,6 +43,7 @@ def read_scalar_events(
     emit: Callable[[str, int, float, float], None],
     *,
     limit: int | None = None,
+    opener: Callable[[str], BinaryIO] | None = None,
 ) -> EventsRead:
     """Hand each scalar of the complete records in bytes [start, end) to `emit(tag, step, value,
     wall_time)`; with `limit`, stop after the record that reaches `start + limit` bytes.
@@ -58,7 +59,7 @@ def read_scalar_events(
     stop = end if limit is None else min(end, start + max(1, limit))
     read = EventsRead(start)
     pos = start
-    with open(path, "rb") as f:
+    with opener(path) if opener else open(path, "rb") as f:
         f.seek(pos)
         while pos < stop and pos + _HEADER.size <= end:
             header = f.read(_HEADER.size)

@@ -38,7 +38,7 @@ class ScalarEventWriter:
     its own in `logdir`, opened at the first write. `source` names the writer in the file's
     metadata. Not thread-safe: one writer per thread, or a lock around `write`."""
 
-    def __init__(self, logdir: Path | str, source: str):
+    def __init__(self, logdir: Path | str, source: str, anchor: Path | str | None = None):
         # Imported now, in the thread that makes the writer: a first write may come at
         # interpreter exit, when importing can fail ("can't register atexit after shutdown").
         from tensorboard.compat.proto import event_pb2, summary_pb2
@@ -46,20 +46,31 @@ class ScalarEventWriter:
 
         self._event_pb2, self._summary_pb2, self._record_writer = event_pb2, summary_pb2, RecordWriter
         self.logdir = Path(logdir)
+        #: The folder that must already exist: only the levels between it and `logdir` are
+        #: made, so a deleted run directory is never made again by a late write.
+        self.anchor = Path(anchor) if anchor is not None else self.logdir.parent
         self.source = source
         self._file: Any = None
         self._records: Any = None
+        #: The event file, once the first write has opened it.
+        self.path: Path | None = None
         # One reusable Event per distinct tuple of metric names: filling in a template and
         # serializing it costs a third of building the nested messages for every record.
         self._templates: dict[tuple[str, ...], tuple[Any, list[Any]]] = {}
 
     def _open(self) -> None:
         event_pb2 = self._event_pb2
-        self.logdir.mkdir(parents=True, exist_ok=True)
+        if not self.anchor.is_dir():
+            raise FileNotFoundError(2, "the folder this writer writes under is gone", str(self.anchor))
+        for level in reversed([self.logdir, *self.logdir.parents]):
+            if level == self.anchor or self.anchor not in level.parents:
+                continue
+            level.mkdir(exist_ok=True)
         host, pid, number = socket.gethostname(), os.getpid(), next(_file_ids)
         name = f"events.out.tfevents.{int(time.time()):010d}.{host}.{pid}.{number}{EVENTS_FILE_SUFFIX}"
         # Open for the writer's lifetime (closed at exit): not a `with` block.
-        self._file = os.fdopen(os.open(self.logdir / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), "ab")
+        self.path = self.logdir / name
+        self._file = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), "ab")
         self._records = self._record_writer(self._file)
         version = event_pb2.Event(
             wall_time=time.time(),
@@ -90,3 +101,25 @@ class ScalarEventWriter:
                 slot.simple_value = value
             write(event.SerializeToString())
         self._file.flush()
+
+    @property
+    def size(self) -> int:
+        """Bytes in the event file after the last `write` (0 before the first)."""
+        return self._file.tell() if self._file is not None else 0
+
+
+def count_records(path: Path, start: int) -> int:
+    """How many complete records the event file at `path` holds after byte `start` (a record
+    cut short by a kill at its end is not counted). Never follows a symbolic link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        data = os.pread(fd, max(0, os.fstat(fd).st_size - start), start)
+    finally:
+        os.close(fd)
+    count = position = 0
+    while position + 12 <= len(data):  # uint64 length, uint32 crc, data, uint32 crc
+        end = position + 12 + int.from_bytes(data[position : position + 8], "little") + 4
+        if end > len(data):
+            break
+        count, position = count + 1, end
+    return count

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 __all__ = ["MAX_LINE_BYTES", "READ_CHUNK", "LinesRead", "decode_lines", "line_start_after", "read_lines"]
 
@@ -45,6 +45,7 @@ def read_lines(
     *,
     skipping: bool = False,
     max_line: int = MAX_LINE_BYTES,
+    opener: Callable[[str], BinaryIO] | None = None,
 ) -> LinesRead:
     """Hand the complete lines in bytes [start, end) of a JSONL file to `ingest`, READ_CHUNK
     bytes at a time.
@@ -56,7 +57,7 @@ def read_lines(
     done = pos = start
     carry = b""  # the current line's bytes so far (it began at `done`), at most max_line
     long_lines = 0
-    with open(path, "rb") as f:
+    with opener(path) if opener else open(path, "rb") as f:
         f.seek(start)
         while pos < end:
             block = f.read(min(READ_CHUNK, end - pos))
@@ -94,14 +95,16 @@ def read_lines(
     return LinesRead(done, skipping, long_lines)
 
 
-def line_start_after(path: str, position: int, scan: int | None = None) -> int:
+def line_start_after(
+    path: str, position: int, scan: int | None = None, opener: Callable[[str], BinaryIO] | None = None
+) -> int:
     """The offset of the first line that starts at or after `position` (0 stays 0); the end of
     the file when no line starts after it. With `scan`, at most that many bytes are looked at:
     inside a longer line, `position + scan` (a point within an over-long line, which a read
     from there skips)."""
     if position <= 0:
         return 0
-    with open(path, "rb") as f:
+    with opener(path) if opener else open(path, "rb") as f:
         f.seek(position - 1)
         start = position - 1
         while block := f.read(1 << 16):

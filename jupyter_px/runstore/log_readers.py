@@ -32,7 +32,7 @@ class LogTail:
     def poll(self) -> bool:
         """Read what was appended; True if the text changed."""
         try:
-            size = os.stat(self.path).st_size
+            size = os.lstat(self.path).st_size
         except FileNotFoundError:
             return False
         if self.offset is not None and self.offset <= size and size - self.offset <= self.limit:
@@ -68,7 +68,7 @@ class LogEnds:
         changed = {}
         for key, (role, index, path) in self.paths.items():
             try:
-                size = os.stat(path).st_size
+                size = os.lstat(path).st_size
             except FileNotFoundError:
                 continue
             if self.sizes.get(key) == size:

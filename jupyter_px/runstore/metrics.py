@@ -6,8 +6,9 @@ Two sources, both per replica:
   `@px-metrics` lines out of a log stream, see `jupyter_px.runstore.log_metrics`);
 * TensorBoard event files that the training code wrote itself under
   `tensorboard/<role>-<index>/` (a Keras `TensorBoard` callback, a torch `SummaryWriter`, ...).
-  Scalars in a sub-directory get it as a prefix: Keras' `train/epoch_loss`.
-  The event files written by `jupyter_px.tracking` are skipped: their points are in the JSONL.
+  Scalars in a sub-directory get it as a prefix: Keras' `train/epoch_loss`. The event files
+  written by `jupyter_px.tracking` are skipped: their points are in the JSONL. Event files are
+  framed and decoded by `jupyter_px.runstore.event_records`.
 
 A replica with several processes (`processes_per_replica > 1`) has one file per process
 (`metrics/worker-0.rank1.jsonl`, see `runstore.layout`): each process is its own series, keyed
@@ -25,12 +26,8 @@ how far each file has been read, and `read_range()` reads a file's points again 
 offset (see `jupyter_px.runstore.metrics_cursor`). Times cannot serve: replicas flush on their
 own timers, so a point stamped earlier may land after a later one was read.
 
-Memory: points are held in columns (`array('d')` for values and times, a list for steps), about
-40 bytes a point instead of three boxed objects in three lists, and files are parsed in chunks
-(`jupyter_px.runstore.jsonl_records`), so reading 1,000,000 points never holds the file or its
-parsed lines whole.
-
-Event files are framed and decoded by `jupyter_px.runstore.event_records`.
+Memory: points are held in columns (`runstore.series`: about 40 bytes a point), and files are
+parsed in chunks (`runstore.jsonl_records`): reading 1,000,000 points never holds a file whole.
 """
 
 from __future__ import annotations
@@ -39,8 +36,7 @@ import json
 import os
 import time
 import warnings
-from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
@@ -48,47 +44,15 @@ from typing import Any, NamedTuple
 from .event_records import read_scalar_events
 from .jsonl_records import MAX_LINE_BYTES, LinesRead, decode_lines, line_start_after, read_lines
 from .layout import EVENTS_FILE_SUFFIX, RunPaths
+from .run_files import Listing, PlantedLink, list_run_dir, open_run_file
+from .series import Series
+from .store import RunDamaged
 
-__all__ = ["Series", "MetricsReader", "FilePosition"]
+__all__ = ["MetricsReader", "FilePosition", "Update"]
 
 #: A directory whose mtime is younger than this is listed again on every poll, because an entry
 #: added within the file system's timestamp granularity would not change the mtime we saw.
 _FRESH_DIR_S = 2.0
-
-
-def _floats(values: Iterable[float] = ()) -> array:
-    return values if isinstance(values, array) and values.typecode == "d" else array("d", values)
-
-
-@dataclass
-class Series:
-    """Points of one metric of one replica, as three parallel columns (what plotting wants).
-
-    `steps` is a list that holds None where `log_metrics` was called without a step; `values`
-    and `times` are `array('d')` (8 bytes a point; index, slice, iterate and `numpy.asarray`
-    them like lists; `list(series.values)` for JSON). Lists given to the constructor are
-    converted.
-    """
-
-    steps: list[int | None] = field(default_factory=list)
-    values: array = field(default_factory=_floats)
-    times: array = field(default_factory=_floats)
-
-    def __post_init__(self) -> None:
-        self.values = _floats(self.values)
-        self.times = _floats(self.times)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def append(self, step: int | None, value: float, time_: float) -> None:
-        self.steps.append(step)
-        self.values.append(value)
-        self.times.append(time_)
-
-    def tail(self, start: int) -> Series:
-        """The points from index `start` on, as a new Series (slices: C speed)."""
-        return Series(self.steps[start:], self.values[start:], self.times[start:])
 
 
 #: What `poll()` returns: new points by (replica, metric name).
@@ -151,6 +115,10 @@ class MetricsReader:
         self._files: dict[str, _FileState] = {}
         self._dirs: dict[str, _DirState] = {}
         self._params: dict[str, tuple[int, dict[str, Any]]] = {}
+        #: Every file of the run is opened through here: never through a link (`run_files`).
+        self._open = partial(open_run_file, run_paths.root)
+        #: What was refused (a planted link): readers that serve a run report it (`check_planted`).
+        self.planted: list[str] = []
 
     # -- reading --------------------------------------------------------------------------
 
@@ -214,14 +182,16 @@ class MetricsReader:
                 state = self._files[path] = _FileState(replica)
                 size = self._grown_size(path, state)
                 if size is not None and size > share:
-                    tail = line_start_after(path, size - share)
+                    tail = line_start_after(path, size - share, opener=self._open)
                     if tail < size:  # else one huge last line: read the file as a whole
                         state.offset = state.history_end = tail
                 continue
             if not state.history_end or (left is not None and left <= 0):
                 continue
             chunk = state.history_end if left is None else min(state.history_end, share, left)
-            low = line_start_after(path, state.history_end - chunk) if chunk < state.history_end else 0
+            low = (
+                line_start_after(path, state.history_end - chunk, opener=self._open) if chunk < state.history_end else 0
+            )
             if low >= state.history_end:  # one line longer than the chunk: take the rest at once
                 low = 0
             high, state.history_end = state.history_end, low
@@ -229,14 +199,24 @@ class MetricsReader:
                 left -= high - low
             scratch: dict[str, Series] = {}
             ingest = partial(
-                self._ingest, replica, path=path, state=state, series_for=_collect_into(scratch), latest=False
+                self._ingest, replica, path=path, state=state, series_for=partial(_collect, scratch), latest=False
             )
-            _report_long_lines(path, state, read_lines(path, low, high, ingest))
+            _report_long_lines(path, state, read_lines(path, low, high, ingest, opener=self._open))
             for name, points in scratch.items():
                 series = self._series(replica, name, {})
                 series.steps[:0], series.values[:0], series.times[:0] = points.steps, points.values, points.times
                 older[(replica, name)] = points
         return older
+
+    def check_planted(self) -> None:
+        """RunDamaged naming what was refused, for readers that serve the run's metrics: a run
+        holding a planted link is reported as such, not served in part."""
+        if self.planted:
+            raise RunDamaged(self.paths.run_id, "; ".join(self.planted))
+
+    def _refused(self, link: PlantedLink) -> None:
+        if str(link) not in self.planted:
+            self.planted.append(str(link))
 
     def _series(self, replica: str, name: str, starts: dict[tuple[str, str], int]) -> Series:
         metrics = self._data.get(replica)
@@ -254,7 +234,7 @@ class MetricsReader:
         """The file's size if it grew past `state.offset`, else None. A replaced or truncated
         file is read again from the start."""
         try:
-            st = os.stat(path)
+            st = os.lstat(path)
         except FileNotFoundError:
             return None
         if st.st_ino != state.inode or st.st_size < state.offset:
@@ -278,7 +258,11 @@ class MetricsReader:
             return self._series(replica, name, starts)
 
         ingest = partial(self._ingest, replica, path=path, state=state, series_for=series_for)
-        read = read_lines(path, state.offset, size, ingest, skipping=state.skipping)
+        try:
+            read = read_lines(path, state.offset, size, ingest, skipping=state.skipping, opener=self._open)
+        except PlantedLink as link:
+            self._refused(link)
+            return
         state.offset, state.skipping = read.offset, read.skipping
         _report_long_lines(path, state, read)
 
@@ -335,25 +319,22 @@ class MetricsReader:
         if state is None:
             state = self._dirs[directory] = _DirState()
         try:
-            mtime_ns = os.stat(directory).st_mtime_ns
+            mtime_ns = os.lstat(directory).st_mtime_ns
         except FileNotFoundError:
             state.mtime_ns, state.files, state.dirs = -1, [], []
             return state
         now = time.time()
         if mtime_ns == state.mtime_ns and state.listed_at - mtime_ns / 1e9 > _FRESH_DIR_S:
             return state
-        files, dirs = [], []
         try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    if want_dirs and entry.is_dir():
-                        dirs.append(entry.name)
-                    elif entry.is_file():
-                        files.append(entry.name)
-        except (FileNotFoundError, NotADirectoryError):
-            pass
+            listing = list_run_dir(self.paths.root, directory)
+        except PlantedLink as link:
+            self._refused(link)
+            listing = Listing()
+        for name in listing.refused:
+            self._refused(PlantedLink(os.path.relpath(os.path.join(directory, name), self.paths.root), "is a link"))
+        files = [name for name in listing.files if not name.startswith(".")]
+        dirs = [name for name in listing.dirs if want_dirs and not name.startswith(".")]
         state.mtime_ns, state.listed_at, state.files, state.dirs = mtime_ns, now, sorted(files), sorted(dirs)
         return state
 
@@ -378,7 +359,11 @@ class MetricsReader:
         def emit(tag: str, step: int, value: float, when: float) -> None:
             self._series(replica, prefix + tag, starts).append(step, value, when)
 
-        read = read_scalar_events(path, state.offset, size, state.plugins, emit)
+        try:
+            read = read_scalar_events(path, state.offset, size, state.plugins, emit, opener=self._open)
+        except PlantedLink as link:
+            self._refused(link)
+            return
         state.offset, state.broken = read.offset, read.broken
         state.bad_lines += read.bad_records
 
@@ -408,24 +393,26 @@ class MetricsReader:
             return {}, state.offset
         scratch: dict[str, Series] = {}
         if state.events:
-            collect = _collect_into(scratch)
+            collect = partial(_collect, scratch)
 
             def emit(tag: str, step: int, value: float, when: float) -> None:
                 collect(state.prefix + tag).append(step, value, when)
 
-            end = read_scalar_events(path, start, state.offset, dict(state.plugins), emit, limit=limit).offset
+            end = read_scalar_events(
+                path, start, state.offset, dict(state.plugins), emit, limit=limit, opener=self._open
+            ).offset
         else:
             end = state.offset
             if limit is not None and start + limit < end:
                 # bounded: a limit that lands in an over-long line does not scan to its end
-                end = min(end, line_start_after(path, start + max(1, limit), scan=MAX_LINE_BYTES))
+                end = min(end, line_start_after(path, start + max(1, limit), scan=MAX_LINE_BYTES, opener=self._open))
             # bad_lines=1: the reader already warned about this file's bad lines, if any
             ingest = partial(
                 self._ingest,
                 state.replica,
                 path=path,
                 state=_FileState(bad_lines=1),
-                series_for=_collect_into(scratch),
+                series_for=partial(_collect, scratch),
                 latest=None,
             )
             end = read_lines(path, start, end, ingest).offset  # the reader reported long lines
@@ -475,21 +462,23 @@ class MetricsReader:
                 continue
             path = os.path.join(directory, name)
             try:
-                mtime = os.stat(path).st_mtime_ns
+                mtime = os.lstat(path).st_mtime_ns
                 cached = self._params.get(path)
                 if cached is None or cached[0] != mtime:
-                    with open(path, "rb") as f:
+                    with self._open(path) as f:
                         loaded = json.load(f)
                     cached = self._params[path] = (mtime, loaded if isinstance(loaded, dict) else {})
-            except (OSError, ValueError):
+            except (OSError, ValueError) as error:
+                if isinstance(error, PlantedLink):
+                    self._refused(error)
                 continue
             out[name[: -len(".json")]] = cached[1]
         return out
 
 
-def _collect_into(scratch: dict[str, Series]) -> Callable[[str], Series]:
-    """A `series_for` that gathers points in `scratch` (older history, prepended afterwards)."""
-    return lambda name: scratch.setdefault(name, Series())
+def _collect(scratch: dict[str, Series], name: str) -> Series:
+    """Older history's points gather in `scratch` (prepended afterwards)."""
+    return scratch.setdefault(name, Series())
 
 
 def _report_long_lines(path: str, state: _FileState, read: LinesRead) -> None:

@@ -26,7 +26,8 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .metrics import FilePosition, MetricsReader, Series, Update
+from .metrics import FilePosition, MetricsReader, Update
+from .series import Series
 
 __all__ = ["CURSOR_VERSION", "MetricsCursorError", "MetricsPage", "decode_cursor", "encode_cursor", "read_page"]
 

@@ -16,6 +16,7 @@ import platform
 import secrets
 import shutil
 import socket
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from typing import BinaryIO, TypeVar
 
 from .layout import RECORD_FILE, RUN_ID_PATTERN, InvalidRunId, RunPaths, px_home, runs_root, validate_run_id
 from .models import RunRecord, RunStatus
+from .run_files import PlantedLink, open_run_file
 
 _Model = TypeVar("_Model", RunRecord, RunStatus)
 
@@ -36,6 +38,11 @@ LOG_CHUNK_BYTES = 1 << 20
 class RunNotFound(KeyError):
     def __str__(self) -> str:  # KeyError quotes its argument; a message reads better
         return str(self.args[0])
+
+
+class StoreUnusable(ValueError):
+    """The run store's folder cannot be one: `$PX_HOME` (or its `runs/`) names a file, not a
+    folder. One line naming the setting and the path; every command reports it before it acts."""
 
 
 class RunDamaged(ValueError):
@@ -97,6 +104,13 @@ class RunStore:
     def __init__(self, home: Path | str | None = None):
         self.home = Path(home) if home else px_home()
         self.root = runs_root(self.home)
+        if self.home.exists() and not self.home.is_dir():
+            named = "PX_HOME" if home is None and os.environ.get("PX_HOME") else "the store's folder"
+            raise StoreUnusable(
+                f"{named} {str(self.home)!r} is not a folder: point PX_HOME at a folder (or unset it for ~/.jupyter_px)"
+            )
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreUnusable(f"the run store {str(self.root)!r} is not a folder: move that file away")
 
     def paths(self, run_id: str) -> RunPaths:
         return RunPaths(run_id, self.home)
@@ -150,21 +164,31 @@ class RunStore:
         return self.paths(run_id).record.exists()
 
     def _require(self, run_id: str) -> RunPaths:
+        """The paths of a run with a record: RunNotFound without its directory, RunDamaged without its record."""
+        paths = self._run_dir(run_id)
+        if not paths.record.exists():
+            raise RunDamaged(run_id, f"{RECORD_FILE} is missing")
+        return paths
+
+    def record(self, run_id: str) -> RunRecord:
+        paths = self._require(run_id)
+        return _load(RunRecord, paths, paths.record)
+
+    def status(self, run_id: str, *, without_record: bool = False) -> RunStatus:
+        """The run's status; `without_record`: also for a run whose record is missing or damaged
+        (whether it finished decides whether it may be deleted)."""
+        paths = self._run_dir(run_id) if without_record else self._require(run_id)
+        return _load(RunStatus, paths, paths.status)
+
+    def _run_dir(self, run_id: str) -> RunPaths:
+        """The paths of a run whose directory exists, whatever is in it."""
         try:
             paths = self.paths(run_id)
         except InvalidRunId as error:
             raise RunNotFound(str(error)) from None
-        if not paths.record.exists():
-            if paths.root.is_dir():
-                raise RunDamaged(run_id, f"{RECORD_FILE} is missing")
+        if not paths.root.is_dir():
             raise RunNotFound(f"no run {run_id!r} in {self.root}")
         return paths
-
-    def record(self, run_id: str) -> RunRecord:
-        return _load(RunRecord, self._require(run_id).record, run_id)
-
-    def status(self, run_id: str) -> RunStatus:
-        return _load(RunStatus, self._require(run_id).status, run_id)
 
     def write_status(self, status: RunStatus) -> None:
         status.updated_at = time.time()
@@ -186,7 +210,7 @@ class RunStore:
                 if entry.name.startswith(".") or not RUN_ID_PATTERN.match(entry.name) or not entry.is_dir():
                     continue
                 try:
-                    created = os.stat(os.path.join(entry.path, RECORD_FILE)).st_mtime_ns
+                    created = os.stat(os.path.join(entry.path, RECORD_FILE), follow_symlinks=False).st_mtime_ns
                 except FileNotFoundError:
                     created = entry.stat().st_mtime_ns
                 except OSError:
@@ -225,7 +249,7 @@ class RunStore:
                     return run_id
             raise RunNotFound(f"no runs yet in {self.root}")
         try:
-            if self.exists(ref):
+            if self.exists(ref) or self.paths(ref).root.is_dir():  # a run without a record is damaged
                 return ref
         except InvalidRunId:
             pass
@@ -245,10 +269,11 @@ class RunStore:
         Memory stays at one chunk whatever the log's size: `jupyter px logs`, `run.logs()` and
         `--wait` stream through this instead of reading whole files. A negative `offset` starts
         that many bytes before the end (a tail). Each chunk ends at a character boundary."""
-        path = self._require(run_id).log(role, index)
-        if not path.exists():
+        paths = self._require(run_id)
+        handle = _open_log(paths, role, index)
+        if handle is None:
             return
-        with open(path, "rb") as handle:
+        with handle:
             if offset < 0:
                 offset = _tail_start(handle, offset)
             while True:
@@ -259,7 +284,7 @@ class RunStore:
                 yield text, offset
 
     def delete(self, run_id: str) -> None:
-        shutil.rmtree(self._require(run_id).root)
+        shutil.rmtree(self._run_dir(run_id).root)
 
     def read_log(
         self, run_id: str, role: str, index: int, offset: int = 0, limit: int | None = LOG_CHUNK_BYTES
@@ -271,13 +296,24 @@ class RunStore:
         for more. The text ends at a character boundary and the returned offset resumes at the
         first byte not decoded, so a UTF-8 character split across two reads (or still being
         written) comes back whole on the next read instead of as U+FFFD."""
-        path = self._require(run_id).log(role, index)
-        if not path.exists():
+        handle = _open_log(self._require(run_id), role, index)
+        if handle is None:
             return "", max(0, offset)
-        with open(path, "rb") as handle:
+        with handle:
             if offset < 0:
                 offset = _tail_start(handle, offset)
             return _read_text(handle, offset, limit or LOG_CHUNK_BYTES)
+
+
+def _open_log(paths: RunPaths, role: str, index: int) -> BinaryIO | None:
+    """A replica's log opened for reading (never through a link: `run_files`), None if it has none
+    yet; RunDamaged when a link (or another odd file) was planted in its place."""
+    try:
+        return open_run_file(paths.root, paths.log(role, index))
+    except FileNotFoundError:
+        return None
+    except PlantedLink as link:
+        raise RunDamaged(paths.run_id, str(link)) from None
 
 
 def _tail_start(handle: BinaryIO, offset: int) -> int:
@@ -319,7 +355,9 @@ def read_tail(path: Path, limit: int) -> str:
     """The last `limit` bytes of a file as text ("" if it cannot be read), without reading the
     rest: for a failed process's error output in a message."""
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return ""
             handle.seek(0, os.SEEK_END)
             handle.seek(max(0, handle.tell() - limit))
             return handle.read().decode("utf-8", "replace")
@@ -327,12 +365,16 @@ def read_tail(path: Path, limit: int) -> str:
         return ""
 
 
-def _load(model: type[_Model], path: Path, run_id: str) -> _Model:
+def _load(model: type[_Model], paths: RunPaths, path: Path) -> _Model:
     """Read and validate one of a run's JSON files; RunDamaged (one line) when it cannot be."""
+    run_id = paths.run_id
     try:
-        data = path.read_bytes()
+        with open_run_file(paths.root, path) as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise RunDamaged(run_id, f"{path.name} is missing") from None
+    except PlantedLink as link:
+        raise RunDamaged(run_id, str(link)) from None
     try:
         return model.model_validate_json(data)
     except ValueError as error:  # pydantic's ValidationError is a ValueError

@@ -1,9 +1,10 @@
 """The jupyter_server extension: the REST API behind the sidebar, the TensorBoard route, the keeper.
 
-* **REST API** under `<base_url>px/api/` (`handlers.py`; routes in `app.ROUTES`; bodies are the
-  pydantic models of `models.py`), what the JupyterLab sidebar talks to: the topology schema and
-  validation, the runs list, submitting a notebook or script, one run, stop, logs, metrics,
-  TensorBoard. Every route is authenticated and authorized against the `px` resource.
+* **REST API** under `<base_url>px/api/` (every route in `routes.py`, a module of handlers per
+  resource over `base.py`; bodies are the pydantic models of `models.py`), what the JupyterLab
+  sidebar talks to: the topology schema and validation, the runs list, submitting a notebook or
+  script, one run, stop, logs, metrics, TensorBoard, comparison, sweeps. Every route is
+  authenticated and authorized against the `px` resource.
 * **TensorBoard** under `<base_url>px/tensorboard/<port>/` (`tensorboard_proxy.py`).
 * **The keeper**, configuration (traitlets of `JupyterPxApp`) and what kernels are told: `app.py`.
 
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .app import ROUTES, JupyterPxApp
+from .app import JupyterPxApp
+from .routes import ROUTES
 
 __all__ = ["ROUTES", "JupyterPxApp"]
 

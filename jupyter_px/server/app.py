@@ -41,7 +41,6 @@ import asyncio
 import contextlib
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,26 +48,11 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, TraitError, Unicode, default, validate
 
 from .. import tensorboard
-from ..runstore import RunStore, px_home
+from ..daemon_pool import DaemonThreadPool
+from ..service import px_home
 from .settings import PxSettings
 
 log = logging.getLogger(__name__)
-
-#: A run reference in a URL: an id, a name or `last`; resolved (and validated) by the run store.
-_REF = r"([^/]+)"
-
-#: (path under the base URL, handler class name in `handlers`): every REST route of the extension.
-ROUTES = [
-    ("px/api/topology/schema", "TopologySchemaHandler"),
-    ("px/api/topology/validate", "TopologyValidateHandler"),
-    ("px/api/topology/render", "TopologyRenderHandler"),
-    ("px/api/runs", "RunsHandler"),
-    (f"px/api/runs/{_REF}", "RunHandler"),
-    (f"px/api/runs/{_REF}/directory", "RunDirectoryHandler"),
-    (f"px/api/runs/{_REF}/logs", "RunLogsHandler"),
-    (f"px/api/runs/{_REF}/metrics", "RunMetricsHandler"),
-    (f"px/api/runs/{_REF}/tensorboard", "RunTensorBoardHandler"),
-]
 
 
 class JupyterPxApp(ExtensionApp):
@@ -145,41 +129,22 @@ class JupyterPxApp(ExtensionApp):
         )
 
     def initialize_settings(self) -> None:
-        from .handlers import PxState
+        from .base import PxState
 
-        self.store = RunStore(Path(self.home))
-        self.state = PxState(self.store, self.px_settings())
+        self.state = PxState(self.px_settings())
+        self.store = self.state.store
         self._keeper: asyncio.Task[None] | None = None
-        self._keeper_executor: ThreadPoolExecutor | None = None
+        self._keeper_executor: DaemonThreadPool | None = None
         self._published: dict[str, str | None] = {}
         self._publish_for_kernels()
 
     def initialize_handlers(self) -> None:
-        from . import handlers
-        from .tensorboard_proxy import ROUTE, TensorBoardPorts, TensorBoardProxyHandler
+        from .routes import handlers
+        from .tensorboard_proxy import TensorBoardPorts
 
-        self.handlers.extend((path + "/?", getattr(handlers, name), {"state": self.state}) for path, name in ROUTES)
-        from . import compare_handlers  # run comparison: its own module, one digest cache for the server's life
-
-        compare_arguments = compare_handlers.route_arguments(self.state)
-        self._digests = compare_arguments["digests"]
-        self.handlers.extend((path + "/?", handler, compare_arguments) for path, handler in compare_handlers.ROUTES)
-        from . import view_handlers  # the run's view-model, sharing the comparison's digests
-
-        view_arguments = view_handlers.route_arguments(self.state, self._digests)
-        self.handlers.extend((path + "/?", handler, view_arguments) for path, handler in view_handlers.VIEW_ROUTES)
-        from .sweep_handlers import SWEEP_ROUTES
-
-        self.handlers.extend((path + "/?", handler, {"state": self.state}) for path, handler in SWEEP_ROUTES)
         # The kernels' TensorBoards are recorded under their $PX_HOME, the API's under `home`.
         self.tensorboard_ports = TensorBoardPorts([self.store.home, px_home()])
-        self.handlers.append(
-            (
-                ROUTE,
-                TensorBoardProxyHandler,
-                {"absolute_url": False, "ports": self.tensorboard_ports},
-            )
-        )
+        self.handlers.extend(handlers(self.state, self.tensorboard_ports))
         assert self.serverapp is not None
         self.log.info(
             "jupyter_px: REST API at %spx/api/ over the run store %s; keeper every %g s",
@@ -217,7 +182,7 @@ class JupyterPxApp(ExtensionApp):
     def start_keeper(self) -> None:
         if self.keeper_interval <= 0 or self._keeper is not None:
             return
-        self._keeper_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-px-keeper")
+        self._keeper_executor = DaemonThreadPool(1, "jupyter-px-keeper")  # a hung pass must not hold up exit
         self._keeper = asyncio.get_running_loop().create_task(self._keep(), name="jupyter-px-keeper")
 
     async def _keep(self) -> None:
@@ -227,7 +192,7 @@ class JupyterPxApp(ExtensionApp):
                 await loop.run_in_executor(self._keeper_executor, self.state.service.keep_all)
                 await loop.run_in_executor(self._keeper_executor, self._keep_sweeps)
                 # the first comparison of runs that ended while the server ran reads no point
-                await loop.run_in_executor(self._keeper_executor, self._digests.keep_finished)
+                await loop.run_in_executor(self._keeper_executor, self.state.digests.keep_finished)
             except Exception:  # the keeper must outlive one bad pass; the next one may succeed
                 self.log.exception("jupyter_px: a keeper pass failed")
             await asyncio.sleep(self.keeper_interval)

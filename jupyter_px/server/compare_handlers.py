@@ -1,6 +1,6 @@
 """REST routes of run comparison: `POST px/api/compare` and `POST px/api/compare/tensorboard`.
 
-Thin, as the other handlers (`handlers.PxHandler`: authenticated, authorized against `px`, errors
+Thin, as the other handlers (`base.PxHandler`: authenticated, authorized against `px`, errors
 translated in one place): the body is parsed into `models.CompareRequest`, the work is
 `jupyter_px.compare` in the read pool, the answer is checked against `models.Comparison`. The
 curves' arrays are the exception: each run's are encoded to JSON once, when the run is read
@@ -11,7 +11,7 @@ POST, though comparing only reads: a selection of 200 run ids, metric names and 
 body, not a query string. It is authorized as `read`; TensorBoard over the runs is `execute`,
 as for one run.
 
-The server keeps one `DigestCache` for its life, so a run is read whole once and again only when
+The server keeps one `DigestCache` for its life (`PxState.digests`), so a run is read whole once and again only when
 its files change; a comparison of runs already read costs a few stats per run plus the answer's
 JSON (see `benchmarks/bench_compare.py`).
 """
@@ -19,30 +19,20 @@ JSON (see `benchmarks/bench_compare.py`).
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..compare.comparison import compare_runs, encode
-from ..compare.digest import DigestCache
 from ..compare.selection import SelectionError, select_runs, sweep_objective
-from ..runstore import RunNotFound
-from .handlers import PxHandler, PxState, finite_json
+from ..service import RunDamaged, RunNotFound
+from .base import PxHandler, finite_json
 from .models import CompareRequest, CompareTensorBoardRequest, Comparison, dump
 
-__all__ = ["ROUTES", "CompareHandler", "CompareTensorBoardHandler", "route_arguments"]
+__all__ = ["CompareHandler", "CompareTensorBoardHandler"]
 
 
-class _CompareRoute(PxHandler):
-    """What both routes are given: the server's state and its digest cache (`route_arguments`)."""
-
-    def initialize(self, state: PxState, digests: DigestCache | None = None) -> None:
-        super().initialize(state)
-        self.digests = digests or DigestCache(state.store)
-
-
-class CompareHandler(_CompareRoute):
+class CompareHandler(PxHandler):
     """`POST px/api/compare` `{runs?, pattern?, sweep?, metrics?, points?, optimisation?, all_params?}`:
     per metric a curve per run (at most `points` points each, MinMaxLTTB) and the best run; the
     table of final and best values and the params that differ. 400 names what cannot be used (a
@@ -59,7 +49,7 @@ class CompareHandler(_CompareRoute):
             points=body.points,
             optimisation=sweep_objective(self.px.store, body.sweep, body.optimisation),
             all_params=body.all_params,
-            cache=self.digests,
+            cache=self.px.digests,
             best=body.best,
         )
         checked = dump(Comparison, finite_json(comparison.to_json(arrays=False)))
@@ -71,6 +61,8 @@ class CompareHandler(_CompareRoute):
         body = self.body(CompareRequest)
         try:
             answer, cpu_ms = await self.blocking(self._compare, body)
+        except RunDamaged as error:  # as on every route of a run: 409 with what is damaged
+            raise web.HTTPError(409, str(error)) from None
         except (SelectionError, RunNotFound, ValueError) as error:
             raise web.HTTPError(400, str(error)) from None
         # What the comparison cost the server in CPU, apart from waiting for a core (W3C Server-Timing).
@@ -79,7 +71,7 @@ class CompareHandler(_CompareRoute):
         self.finish(answer)
 
 
-class CompareTensorBoardHandler(_CompareRoute):
+class CompareTensorBoardHandler(PxHandler):
     """`POST px/api/compare/tensorboard` `{runs: [...]}`: one TensorBoard over these runs (started or
     reused), through the server's authenticated TensorBoard route."""
 
@@ -91,22 +83,4 @@ class CompareTensorBoardHandler(_CompareRoute):
             run_ids = await self.blocking(select_runs, self.px.store, body.runs)
         except SelectionError as error:
             raise web.HTTPError(400, str(error)) from None
-        result = await self.blocking(
-            self.px.service.tensorboard,
-            run_ids,
-            kind="tensorboard",
-            idle_timeout=self.px.settings.tensorboard_idle_timeout,
-        )
-        self.send_tensorboard(result)
-
-
-#: (path under the base URL, handler class): the comparison routes, registered by `app.JupyterPxApp`.
-ROUTES = [
-    ("px/api/compare", CompareHandler),
-    ("px/api/compare/tensorboard", CompareTensorBoardHandler),
-]
-
-
-def route_arguments(state: PxState) -> dict[str, Any]:
-    """The handlers' arguments: the server's state and one digest cache for the server's life."""
-    return {"state": state, "digests": DigestCache(state.store)}
+        await self.start_tensorboard(run_ids)

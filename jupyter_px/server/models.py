@@ -6,7 +6,7 @@ them (`dump`), so what is sent is what is declared here. The sidebar's TypeScrip
 (`labextension/src/types.ts`, used by `api.ts`) mirror these models; `tests/test_rest_models.py`
 compares the two by field name, optionality and primitive type, so they cannot drift apart.
 
-Response shapes are those the sidebar was written against (`presentation.run_json` for runs);
+Response shapes are those the sidebar was written against (`service.views` for runs);
 the metrics `cursor` is an opaque string: the client sends back what it got, as `?since=`.
 """
 
@@ -29,7 +29,7 @@ from ..presentation.view_models import (
     ReplicaRowView,
     RunViewModel,
 )
-from ..runstore.layout import RUN_ID_PATTERN
+from ..service import RUN_ID_PATTERN
 
 #: The cell tag whose cells a notebook submission ships with `cells: "tagged"`.
 DEFAULT_TAG = "px"
@@ -237,7 +237,7 @@ class Rendered(Reply):
 
 
 class RunSummary(Reply):
-    """A row of the runs list: `presentation.run_json.run_summary`, as `jupyter px runs --json`."""
+    """A row of the runs list: `service.views.run_summary`, as `jupyter px runs --json`."""
 
     run_id: str
     name: str | None
@@ -260,6 +260,20 @@ class RunSummary(Reply):
     owner_problem: str | None = None
 
 
+class ReplicaFailure(Reply):
+    """Where a replica's code raised: what "Go to cell" opens (`cell_id`, else the cell whose
+    `execution_count` it is, else the `cell_index`-th cell of `notebook`), at `line`."""
+
+    exception: str
+    label: str | None = None
+    line: int | None = None
+    function: str | None = None
+    cell_id: str | None = None
+    execution_count: int | None = None
+    cell_index: int | None = None
+    notebook: str | None = None
+
+
 class Replica(Reply):
     key: str
     role: str
@@ -273,6 +287,7 @@ class Replica(Reply):
     started_at: float | None
     finished_at: float | None
     address: str | None
+    failure: ReplicaFailure | None = None
 
 
 class Code(Reply):
@@ -283,12 +298,16 @@ class Code(Reply):
     args: list[str]
     source: str | None
     pushed: list[str]
+    #: The code's last expression is each replica's result (`run.results()`).
+    returns: bool = False
 
 
 class RunDetail(RunSummary):
     """`GET runs/<ref>`, and the answer to a submission or a stop."""
 
     replicas: list[Replica]
+    #: How the replicas started: "warm (template pid N)", or "cold: <why>" (local backend).
+    launch: str | None = None
     topology: dict[str, Any]
     code: Code
     workdir: str | None
@@ -382,10 +401,45 @@ class TensorBoardStarted(Reply):
 
 
 class RunDeleted(Reply):
-    """`DELETE runs/<id>/directory`: the run whose directory was removed."""
+    """`DELETE runs/<id>/directory`: the run whose directory was removed, and what it had left
+    outside the store that was removed first (a Kubernetes run's job, pods, Services, ConfigMap)."""
 
     run_id: str
     deleted: bool
+    removed: list[str] = Field(default_factory=list)
+
+
+class WarmMemory(Reply):
+    """A process's memory in MiB: resident, its own (freed when it stops), proportional."""
+
+    rss_mib: float
+    uss_mib: float
+    pss_mib: float
+
+
+class WarmTemplate(Reply):
+    """One warm template of the local backend (`jupyter px warm`)."""
+
+    key: str
+    framework: str | None
+    state: str
+    running: bool
+    pid: int | None
+    python: str | None
+    owner: str
+    memory: WarmMemory | None
+    standby_memory: WarmMemory | None
+    idle_s: float | None
+    stops_in_s: float | None
+    preload: list[str]
+    error: str | None
+    stop_reason: str | None
+
+
+class WarmTemplates(Reply):
+    """`GET px/api/warm`: every template, newest first."""
+
+    templates: list[WarmTemplate]
 
 
 class ComparedRun(Reply):
@@ -451,7 +505,7 @@ class Comparison(Reply):
 
 
 SweepStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped"]
-TrialStateName = Literal["Running", "Complete", "Pruned", "Failed", "Stopped"]
+TrialStateName = Literal["Pending", "Running", "Complete", "Pruned", "Failed", "Stopped"]
 
 
 class SweepTrial(Reply):
@@ -467,6 +521,15 @@ class SweepTrial(Reply):
     reason: str | None
     started_at: float | None
     finished_at: float | None
+    values: dict[str, float] | None = Field(default=None, description="each objective's final value")
+    runs: list[str] = Field(default_factory=list, description="a promoted Hyperband trial's runs, a rung each")
+
+
+class SweepObjective(Reply):
+    """One objective of a sweep: a metric and which way is better."""
+
+    name: str
+    direction: str
 
 
 class Sweep(Reply):
@@ -487,6 +550,10 @@ class Sweep(Reply):
     direction: str | None
     counts: dict[str, int]
     best: int | None = Field(description="the best trial's number")
+    objectives: list[SweepObjective] = Field(default_factory=list)
+    pareto: list[int] | None = Field(
+        default=None, description="a multi-objective sweep's result: the trials on its Pareto front"
+    )
     trials: list[SweepTrial] | None = None
 
 
@@ -506,6 +573,7 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     RenderedObject: "IRenderedObject",
     RunSummary: "IRunSummary",
     Replica: "IReplica",
+    ReplicaFailure: "IReplicaFailure",
     Code: "ICode",
     RunDetail: "IRunDetail",
     Progress: "IProgress",
@@ -533,8 +601,12 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     ParamChange: "IParamChange",
     MetricChange: "IMetricChange",
     SweepTrial: "ISweepTrial",
+    SweepObjective: "ISweepObjective",
     Sweep: "ISweep",
     SweepsPage: "ISweepsPage",
+    WarmMemory: "IWarmMemory",
+    WarmTemplate: "IWarmTemplate",
+    WarmTemplates: "IWarmTemplates",
 }
 
 

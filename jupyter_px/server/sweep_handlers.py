@@ -5,6 +5,7 @@ as `jupyter px sweep ...`), blocking reads in the extension's read pool.
     GET    px/api/sweeps          the sweeps, newest first (`jupyter px sweep list --json`'s shape;
                                   with `?trials=true` each with its trials, for the sidebar's groups)
     GET    px/api/sweeps/<ref>    one sweep with its trials (`jupyter px sweep status --json`)
+    GET    px/api/sweeps/<ref>/view   what a tuner looks at (`sweeps.view_model.SweepViewModel`)
     DELETE px/api/sweeps/<ref>    stop it: its running trials, then its controller
 """
 
@@ -15,22 +16,10 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..sweeps.service import SweepService
 from ..sweeps.store import SweepNotFound
 from ..sweeps.view import sweep_json
-from .handlers import PxHandler, PxState
+from .base import PxHandler
 from .models import Sweep, SweepsPage
-
-_REF = r"([^/]+)"
-
-
-def _sweeps(state: PxState) -> SweepService:
-    """One SweepService per server, over the run service the other routes use."""
-    service = getattr(state, "sweeps", None)
-    if service is None:
-        service = SweepService(runs=state.service)
-        state.sweeps = service  # type: ignore[attr-defined]
-    return service
 
 
 class SweepsHandler(PxHandler):
@@ -42,7 +31,7 @@ class SweepsHandler(PxHandler):
     async def get(self) -> None:
         limit = self.int_argument("limit", None, minimum=1)
         trials = self._trials_argument()
-        views = await self.blocking(_sweeps(self.px).list, limit)
+        views = await self.blocking(self.px.sweeps.list, limit)
         self.send(SweepsPage, {"sweeps": [sweep_json(v, trials=trials) for v in views]})
 
     def _trials_argument(self) -> bool:
@@ -58,12 +47,12 @@ class SweepHandler(PxHandler):
 
     async def _resolve(self, ref: str) -> str:
         try:
-            return await self.blocking(_sweeps(self.px).resolve, ref)
+            return await self.blocking(self.px.sweeps.resolve, ref)
         except SweepNotFound as error:
             raise web.HTTPError(404, str(error)) from None
 
     async def _sweep_detail(self, sweep_id: str) -> dict[str, Any]:
-        return sweep_json(await self.blocking(_sweeps(self.px).view, sweep_id))
+        return sweep_json(await self.blocking(self.px.sweeps.view, sweep_id))
 
     @web.authenticated
     @authorized
@@ -74,12 +63,16 @@ class SweepHandler(PxHandler):
     @authorized("write")
     async def delete(self, ref: str) -> None:
         sweep_id = await self._resolve(ref)
-        await self.blocking(_sweeps(self.px).stop, sweep_id, kind="local")
+        await self.blocking(self.px.sweeps.stop, sweep_id, kind="local")
         self.send(Sweep, await self._sweep_detail(sweep_id))
 
 
-#: (path under the base URL, handler): the sweep routes `JupyterPxApp` adds to its own.
-SWEEP_ROUTES = [
-    ("px/api/sweeps", SweepsHandler),
-    (f"px/api/sweeps/{_REF}", SweepHandler),
-]
+class SweepViewHandler(SweepHandler):
+    """`GET px/api/sweeps/<ref>/view`: the sweep's view-model (history, importance, parallel
+    coordinates, slices, contour, Pareto front), built from one read of the sweep."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, ref: str) -> None:
+        model = await self.blocking(self.px.sweeps.view_model, await self._resolve(ref))
+        self.write_json(model.model_dump(mode="json"))

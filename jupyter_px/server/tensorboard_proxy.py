@@ -40,6 +40,7 @@ from jupyter_server_proxy.handlers import LocalProxyHandler
 from tornado import web
 
 from .. import tensorboard
+from ..tensorboard.targets import planted
 
 #: The route's pattern under the base URL: port, then the path inside TensorBoard.
 ROUTE = tensorboard.PROXY_ROUTE + r"(\d+)(/.*|)"
@@ -76,6 +77,7 @@ class TensorBoardPorts:
         self._built = 0.0
         self._ports: dict[int, tuple[tensorboard.ServerInfo, Path]] = {}  # port -> (server, its home)
         self._recorded: dict[tuple[int, int], float] = {}  # (pid, port) -> when its use was recorded
+        self._links: dict[int, tuple[float, list[str]]] = {}  # port -> (when checked, links found)
 
     def _stamp(self) -> tuple[int | None, ...]:
         stamps: list[int | None] = []
@@ -113,6 +115,18 @@ class TensorBoardPorts:
     async def lookup(self, port: int) -> tensorboard.ServerInfo | None:
         return await asyncio.to_thread(self.find, port)
 
+    #: How long a check of a server's run directories for planted links is trusted (a page load
+    #: makes dozens of requests; a link planted later is refused from the next check on).
+    LINKS_CHECKED_FOR_S = 1.0
+
+    def planted(self, info: tensorboard.ServerInfo) -> list[str]:
+        """The links planted in the runs this server serves (`targets.planted`). Blocking."""
+        checked_at, found = self._links.get(info.port, (-1e9, []))
+        if time.monotonic() - checked_at >= self.LINKS_CHECKED_FOR_S:
+            found = planted(info.logdirs)
+            self._links[info.port] = (time.monotonic(), found)
+        return found
+
 
 class TensorBoardProxyHandler(LocalProxyHandler):
     """Proxies one of our TensorBoards; 404 for a port where none of ours serves."""
@@ -132,8 +146,12 @@ class TensorBoardProxyHandler(LocalProxyHandler):
             raise web.HTTPError(403, f"User is not authorized to {AUTH_ACTION} on resource: {AUTH_RESOURCE}.")
 
     async def _check(self, port: str) -> None:
-        if await self.ports.lookup(int(port)) is None:
+        info = await self.ports.lookup(int(port))
+        if info is None:
             raise web.HTTPError(404, f"no TensorBoard of jupyter-px on port {port} (jupyter px tensorboard list)")
+        links = await asyncio.to_thread(self.ports.planted, info)
+        if links:  # TensorBoard reads through links: nothing of it is served while one is there
+            raise web.HTTPError(409, f"{'; '.join(links[:3])}: TensorBoard on port {port} is not served")
 
     def _prefix(self, port: str) -> str:
         return f"{self.base_url.rstrip('/')}/{tensorboard.PROXY_ROUTE}{int(port)}/"

@@ -2,21 +2,36 @@
 widgets, the public Python API) and the backends and run store below them.
 
     service = RunService(store)
-    run_id = service.submit(ScriptFile("train.py"), topology)
+    run_id = service.submit(Submission(ScriptFile("train.py"), topology))
     service.observe(run_id)        # pure: the stored status + a report on the run's owner
     service.wait(run_id)           # an explicit keeper: reconciles until the run has finished
 
-Surfaces import from here, never from `jupyter_px.backends`; the backends' errors are
-re-exported so a surface can catch them.
+Surfaces (magics, CLI, server, widgets) import from here, never from `jupyter_px.backends` or
+`jupyter_px.runstore` (an import-linter contract): the backends' errors and the run store's
+names a surface needs (states, errors, the run id pattern) are re-exported here.
 """
 
 from __future__ import annotations
 
 from ..backends import Backend, BackendError, Observation, ResourceUnavailable
+from ..runstore import (
+    ReplicaState,
+    ReplicaStatus,
+    RunDamaged,
+    RunNotFound,
+    RunRecord,
+    RunState,
+    RunStatus,
+    StoreUnusable,
+    px_home,
+)
+from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN
+from ..runstore.metrics_cursor import MetricsCursorError
 from .runs import LOGS_TAIL_BYTES, PushError, Rendered, RunActive, RunService, RunView, pickle_pushed, run_replicas
 from .sources import (
     DEFAULT_TAG,
     CodeSource,
+    FunctionCall,
     LoadedCode,
     NotebookCells,
     ScriptFile,
@@ -26,13 +41,32 @@ from .sources import (
     notebook_cells,
     notebook_code,
 )
+from .submission import CodeOptions, Origin, Overrides, Submission, check_run_name
 
 __all__ = [
+    "ROLE_PATTERN",
+    "RUN_ID_PATTERN",
+    "MetricsCursorError",
+    "ReplicaState",
+    "ReplicaStatus",
+    "RunDamaged",
+    "RunNotFound",
+    "RunRecord",
+    "RunState",
+    "RunStatus",
+    "StoreUnusable",
+    "px_home",
+    "CodeOptions",
+    "Origin",
+    "Overrides",
+    "Submission",
+    "check_run_name",
     "DEFAULT_TAG",
     "LOGS_TAIL_BYTES",
     "Backend",
     "BackendError",
     "CodeSource",
+    "FunctionCall",
     "LoadedCode",
     "NotebookCells",
     "Observation",

@@ -19,18 +19,25 @@ import logging
 import os
 import pickle
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
-from ..runstore import RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
-from ..runstore.models import TrialOf
+from ..runstore import RunDamaged, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
-from .sources import CodeSource, load_code
+from ..topology.values import declared_run
+from .metrics_cache import MetricsCache
+from .runs_index import RunsIndex, RunsPage
+from .sources import CodeSource, ScriptFile, load_code
+from .submission import Submission
 
 log = logging.getLogger(__name__)
+
+#: A status with a state that says whether it finished (a run's, a sweep's).
+_Finishing = TypeVar("_Finishing", bound=Any)
 
 #: What `log_tail` returns unless asked for more: the end of the log, where errors are.
 LOGS_TAIL_BYTES = 1 << 20
@@ -49,29 +56,6 @@ class PushError(ValueError):
 
 class RunActive(ValueError):
     """A run that has not finished cannot be deleted: its owner still writes into its directory."""
-
-
-#: A name no run may have: `last` means the newest run wherever a run is named.
-RESERVED_NAMES = frozenset({"last"})
-
-
-def check_run_name(name: str | None) -> str | None:
-    """`name` if a run can be found by it later, else ValueError naming it: text that cannot be
-    written as UTF-8 (a lone surrogate, e.g. from a file name in an unknown encoding) would make
-    the run's record unreadable, and `last` would always mean the newest run instead."""
-    if name is None:
-        return None
-    if not isinstance(name, str):
-        raise ValueError(f"name: {name!r} is not text")
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ValueError(
-            f"name: {name!r} is not valid text ({name[error.start]!r} at position {error.start} is a lone surrogate)"
-        ) from None
-    if name in RESERVED_NAMES:
-        raise ValueError(f"name: {name!r} is reserved (it means the newest run): choose another name")
-    return name
 
 
 @dataclass(frozen=True)
@@ -124,20 +108,48 @@ def pickle_pushed(values: Mapping[str, Any]) -> bytes:
     return pickle.dumps(dict(values))
 
 
+def keep_until_finished(keep: Callable[[], _Finishing], what: str, timeout: float | None, poll: float) -> _Finishing:
+    """Call `keep` (an explicit keeper's step: it may act) until the status it returns is
+    finished, every `poll` seconds; TimeoutError naming `what` after `timeout` seconds (the run
+    or sweep goes on). What `wait` means for a run and for a sweep alike."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        status = keep()
+        if status.state.finished:
+            return status
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{what} still {status.state.value} after {timeout} s")
+        time.sleep(poll)
+
+
 class RunService:
     """Every verb on the runs of one store. Cheap to create; holds no state but the store.
 
     `kubernetes`: settings for the runs this service submits to a Kubernetes backend, winning
     over the settings file and `PX_K8S_*` (a Jupyter server's configured namespace and image)."""
 
-    def __init__(self, store: RunStore | None = None, *, kubernetes: Mapping[str, Any] | None = None):
-        self.store = store or RunStore()
+    def __init__(
+        self,
+        store: RunStore | None = None,
+        *,
+        home: str | Path | None = None,
+        kubernetes: Mapping[str, Any] | None = None,
+    ):
+        self.store = store or RunStore(home)
         self.kubernetes = dict(kubernetes or {})
 
     # ---- finding runs ------------------------------------------------------------------------
     def resolve(self, ref: str) -> str:
         """The run id `ref` means: an id, a name (its newest run) or `last`; RunNotFound else."""
         return self.store.resolve(ref)
+
+    def readable(self, ref: str) -> str:
+        """`resolve`, then the run's record and status read: RunDamaged (naming what) for a run
+        whose files cannot be, so every surface reports a damaged run the same way."""
+        run_id = self.resolve(ref)
+        self.store.record(run_id)
+        self.store.status(run_id)
+        return run_id
 
     def record(self, run_id: str) -> RunRecord:
         return self.store.record(run_id)
@@ -147,49 +159,50 @@ class RunService:
         return get_backend(self.store.record(run_id).backend, self.store)
 
     # ---- submit ------------------------------------------------------------------------------
-    def submit(
-        self,
-        source: CodeSource,
-        topology: Topology | str | dict | None = None,
-        *,
-        name: str | None = None,
-        backend: str | None = None,
-        framework: str | None = None,
-        workers: int | None = None,
-        ps: int | None = None,
-        workdir: str | os.PathLike | None = None,
-        args: Sequence[str] = (),
-        language: str | None = None,
-        push: Mapping[str, Any] | None = None,
-        submitted_from: str = "api",
-        sweep: TrialOf | None = None,
-    ) -> str:
+    def check(self, topology: Topology) -> None:
+        """Refuse, before anything is recorded, what the topology's backend cannot run (its
+        resource check): BackendError/ResourceUnavailable say why. For a sweep's trials too."""
+        get_backend(topology.backend_kind, self.store, self.kubernetes).check(topology)
+
+    def submit(self, submission: Submission) -> str:
         """Validate, record and start a run; returns its id at once (the run goes on).
 
-        `topology` with `framework`/`workers`/`ps`/`backend` overriding it (or alone, without
+        The topology with the submission's overrides applied (or the overrides alone, without
         one). Nothing is left behind when validation, the code, the backend's resource check or
-        the start fails: TopologyError, FileNotFoundError/ValueError (the code, the name), PushError,
+        the start fails: TopologyError, FileNotFoundError/ValueError (the code), PushError,
         BackendError/ResourceUnavailable say why."""
-        name = check_run_name(name)
-        topo = parse_topology(topology) if topology is not None else None
-        if topo is None or any(v is not None for v in (framework, workers, ps, backend)):
-            topo = apply_overrides(topo, framework=framework, workers=workers, ps=ps, backend=backend)
-        code = load_code(source, language)
+        topo = parse_topology(submission.topology) if submission.topology is not None else None
+        overrides = submission.overrides
+        if topo is None or overrides.any:
+            topo = apply_overrides(
+                topo,
+                framework=overrides.framework,
+                workers=overrides.workers,
+                ps=overrides.ps,
+                backend=overrides.backend,
+            )
+        code = load_code(submission.source, submission.language)
+        args, push = list(submission.args), submission.push
+        if submission.trial is None:  # a polyaxonfile's declarations and run.cmd (a trial comes with its own)
+            entrypoint = code.entrypoint if isinstance(submission.source, ScriptFile) else None
+            declared, args, push = declared_run(topo, entrypoint, args, push)
+            topo = parse_topology(declared) if declared is not None else topo
         chosen = get_backend(topo.backend_kind, self.store, self.kubernetes)
         chosen.check(topo)
-        files: dict[str, bytes | str] = {code.entrypoint: code.text}
+        files: dict[str, bytes | str] = {code.entrypoint: code.text, **code.files}
         if push:
             files["pushed.pkl"] = pickle_pushed(push)
-        run_id = new_run_id(name)
+        run_id = new_run_id(submission.name)
         record = RunRecord(
             run_id=run_id,
-            name=name,
+            name=submission.name,
             backend=chosen.name,
             topology=to_dict(topo),
             code=code.spec(args, push),
-            workdir=str(Path(workdir or os.getcwd()).resolve()),
-            submitted_from=submitted_from,
-            sweep=sweep,
+            workdir=str(Path(submission.workdir or os.getcwd()).resolve()),
+            submitted_from=submission.origin,
+            sweep=submission.trial,
+            cold=submission.cold,
         )
         self.store.create(record, files)
         try:
@@ -206,7 +219,12 @@ class RunService:
     ) -> Rendered:
         """The manifests a Kubernetes backend would create for `source` (an empty `main.py`
         without one): what `jupyter px render` prints and the sidebar shows. Pure: nothing is
-        contacted or written. BackendError/ValueError when the backend cannot express it."""
+        contacted or written. BackendError/ValueError when the backend cannot express it. For
+        `slurm`: the batch script, in `yaml` (no objects)."""
+        if (backend or topology.backend_kind) == "slurm":
+            from ..backends.slurm.render import dry_run as slurm_dry_run
+
+            return Rendered("slurm", [], slurm_dry_run(topology, name), [])
         from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
         from ..backends.kubernetes.render import apply_warnings, to_yaml
 
@@ -272,6 +290,33 @@ class RunService:
             views.append(RunView(record, status, problem))
         return views
 
+    # ---- cached reads: what a long-lived service (the Jupyter server's) keeps between reads -----
+    @cached_property
+    def _index(self) -> RunsIndex:
+        return RunsIndex(self.store, self.observe)
+
+    @cached_property
+    def _metric_readers(self) -> MetricsCache:
+        return MetricsCache(self.store)
+
+    def runs_page(self, offset: int = 0, limit: int | None = None) -> RunsPage:
+        """A page of run summaries, newest first, and the ETag of the whole list: files are
+        read again only where they changed since the last call (`runs_index`)."""
+        return self._index.page(offset, limit)
+
+    def runs_etag(self) -> str:
+        """The list's ETag as it is now: a few stats, no JSON read."""
+        return self._index.current_etag()
+
+    def metric_points_since(self, run_id: str, cursor: str | None) -> dict[str, Any]:
+        """The points a reader at `cursor` has not had, a bounded page, and the cursor to go on
+        from (`metrics_cache`); MetricsCursorError for a cursor this service did not make."""
+        return self._metric_readers.points_since(run_id, cursor)
+
+    def metric_progress(self, run_id: str) -> dict[str, Any] | None:
+        """The most advanced replica's {step, total_steps}, when training reports total_steps."""
+        return self._metric_readers.progress(run_id)
+
     def replicas(self, run_id: str, status: RunStatus | None = None) -> list[tuple[str, int]]:
         """The run's replicas (`run_replicas`): the topology's, then any only the status names."""
         return run_replicas(self.store.record(run_id), status if status is not None else self.store.status(run_id))
@@ -301,7 +346,7 @@ class RunService:
     def log_size(self, run_id: str, role: str, index: int) -> int:
         """Bytes in a replica's log so far (0 before it wrote any)."""
         path = self.store.paths(run_id).log(role, index)
-        return path.stat().st_size if path.exists() else 0
+        return path.lstat().st_size if path.exists() else 0
 
     def metrics(self, run_id: str) -> Any:
         """All tracked metrics: {replica key: {metric: Series(steps, values, times)}}."""
@@ -315,7 +360,38 @@ class RunService:
         reader = MetricsReader(self.store.paths(run_id), **options)
         if polled:
             reader.poll()
+            reader.check_planted()
         return reader
+
+    def log_ends(self, run_id: str, replicas: Sequence[tuple[str, int]]) -> Any:
+        """A `LogEnds` over these replicas' logs: each poll, the end of every log that grew."""
+        from ..runstore.log_readers import LogEnds
+
+        return LogEnds(self.store, run_id, list(replicas))
+
+    def log_follower(self, run_id: str, role: str, index: int, **options: Any) -> Any:
+        """A `LogTail` of one replica's log (`options` go to it): each poll reads what was appended."""
+        from ..runstore.log_readers import LogTail
+
+        return LogTail(self.store, run_id, role, index, **options)
+
+    def records(self) -> list[RunRecord]:
+        """Every run's record (what was submitted; no status read), damaged ones skipped."""
+        found = []
+        for run_id in self.store.run_ids():
+            try:
+                found.append(self.store.record(run_id))
+            except (RunNotFound, RunDamaged, OSError, ValueError):  # deleted or damaged meanwhile
+                continue
+        return found
+
+    def code_text(self, run_id: str) -> str:
+        """The code the run shipped (its entry point's text); "" when it cannot be read."""
+        record = self.store.record(run_id)
+        try:
+            return (self.store.paths(run_id).code_dir / record.code.entrypoint).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     # ---- keepers and actions: explicit, never part of a read ---------------------------------
     def keep(self, run_id: str) -> RunStatus:
@@ -347,30 +423,47 @@ class RunService:
     def wait(self, run_id: str, timeout: float | None = None, poll: float = WAIT_POLL_S) -> RunStatus:
         """Keep the run until it has finished and return its final status (TimeoutError after
         `timeout` seconds; the run goes on)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = self.keep(run_id)
-            if status.state.finished:
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run {run_id} still {status.state.value} after {timeout} s")
-            time.sleep(poll)
+        return keep_until_finished(lambda: self.keep(run_id), f"run {run_id}", timeout, poll)
 
-    def stop(self, run_id: str) -> RunStatus:
+    def stop(self, run_id: str, force: bool = False) -> RunStatus:
         """Stop every replica (waits until they have ended) and return the status; a finished
-        run is left as it is. BackendError when the backend cannot stop it."""
-        self.backend_of(run_id).stop(run_id)
+        run is left as it is. BackendError when the backend cannot stop it. `force`: without the
+        run's owner (a hung supervisor), as `jupyter px stop --force`."""
+        backend = self.backend_of(run_id)
+        if force:
+            return backend.force_stop(run_id)
+        backend.stop(run_id)
         return self.store.status(run_id)
 
-    def delete(self, run_id: str) -> None:
-        """Remove a finished run's directory (record, status, logs, metrics, outputs).
-
-        RunActive for a run that has not finished: stop it first (its supervisor or follower
-        would keep writing into a directory that is gone). RunNotFound for an unknown run."""
+    def clean(self, run_id: str) -> list[str]:
+        """Remove what a finished run left outside the store (e.g. the pods and job a Kubernetes
+        operator keeps) and say what (`Backend.clean`); the run itself stays. RunActive for a run
+        that has not finished (`stop` it); BackendError when the backend cannot remove it."""
         status = self.store.status(run_id)
         if not status.state.finished:
+            raise RunActive(f"run {run_id} is {status.state.value}: stop it first")
+        return self.backend_of(run_id).clean(run_id)
+
+    def delete(self, run_id: str) -> list[str]:
+        """Remove a finished run: what it left outside the store (`clean`), then its directory
+        (record, status, logs, metrics, outputs); what was removed outside the store.
+
+        RunActive for a run that has not finished: stop it first (its supervisor or follower
+        would keep writing into a directory that is gone). RunNotFound for an unknown run. A run
+        whose record is damaged may be deleted (that is how one is got rid of) if its status says
+        it finished; with no record to name its backend, nothing outside the store is removed.
+        BackendError when what it left cannot be removed: the run is kept (its directory is how
+        its objects are found), so a later delete tries again."""
+        status = self.store.status(run_id, without_record=True)
+        if not status.state.finished:
             raise RunActive(f"run {run_id} is {status.state.value}: stop it before deleting it")
+        try:
+            backend = self.backend_of(run_id)
+        except RunDamaged:
+            backend = None
+        removed = backend.clean(run_id) if backend is not None else []
         self.store.delete(run_id)
+        return removed
 
     def tensorboard(self, run_ids: Sequence[str], **options: Any) -> Any:
         """Start (or reuse) one TensorBoard for these runs; the typed start result (Launched,

@@ -2,49 +2,33 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from ..api import Run
 from ..runstore import RunStore
-from ..service import CodeSource, code_source
+from ..service import CodeOptions, CodeSource, Submission
 from ..topology import Topology, parse_topology
-from ..topology.sweep_spec import SweepSpec
 from .service import SweepService
+from .spec import SweepSpec, read_sweep
 from .store import SweepStatus, TrialRow
+from .view_model import SweepViewModel
 
 
 def sweep(
     code: str | os.PathLike | CodeSource,
     topology: Topology | str | dict,
     *,
-    name: str | None = None,
-    workdir: str | os.PathLike | None = None,
-    args: list[str] | tuple[str, ...] = (),
-    language: str | None = None,
-    push: Mapping[str, Any] | None = None,
-    submitted_from: str = "api",
-    source: str | None = None,
     store: RunStore | None = None,
+    **options: Unpack[CodeOptions],
 ) -> Sweep:
     """Start the sweep of `topology` (its `hptuning:` or `matrix:` section) over `code`; returns
-    at once. Each trial is a whole distributed run of `code` with the trial's values."""
-    typed = code_source(code)
-    if source is not None:
-        typed = dataclasses.replace(typed, origin=source)
+    at once. Each trial is a whole distributed run of `code` with the trial's values. `options`
+    are `jupyter_px.submit`'s for the code (name, workdir, args, language, push, submitted_from,
+    source)."""
     service = SweepService(store.home if store else None)
-    sweep_id = service.start(
-        typed,
-        topology,
-        name=name,
-        workdir=workdir,
-        args=args,
-        language=language,
-        push=push,
-        submitted_from=submitted_from,
-    )
+    submission = Submission.of_code(code, topology, **options)
+    sweep_id = service.start(submission)
     return Sweep(sweep_id, service=service)
 
 
@@ -68,7 +52,7 @@ class Sweep:
 
     @property
     def spec(self) -> SweepSpec:
-        spec = parse_topology(self.record.topology).sweep
+        spec = read_sweep(parse_topology(self.record.topology))
         assert spec is not None
         return spec
 
@@ -95,12 +79,29 @@ class Sweep:
 
     @property
     def best(self) -> Run | None:
-        """The best trial's run (by the objective), None before one completed or without an objective."""
+        """The best trial's run (by the objective), None before one completed or without an
+        objective; a sweep of several objectives has no one best: see `pareto`."""
         row = self.status().best_trial()
         return Run(row.run_id, service=self.service.runs) if row and row.run_id else None
 
+    @property
+    def pareto(self) -> list[Run]:
+        """A multi-objective sweep's result: the runs of the trials on its Pareto front (no
+        other complete trial is at least as good on every objective and better on one), in
+        trial order; [] for a sweep of one objective."""
+        status = self.status()
+        by_number = {row.number: row for row in status.trials}
+        rows = [by_number[n] for n in status.pareto or () if n in by_number]
+        return [Run(row.run_id, service=self.service.runs) for row in rows if row.run_id]
+
+    def view_model(self) -> SweepViewModel:
+        """What a tuner looks at, as data (`jupyter_px.sweeps.view_model`): optimization history
+        with the best so far, parameter importance, parallel coordinates, slices, a contour of
+        the two most important parameters, and the Pareto front of a multi-objective sweep."""
+        return self.service.view_model(self.sweep_id)
+
     def dataframe(self) -> Any:
-        """One row per trial, like Optuna's `trials_dataframe`: number, value, state, params_<name>,
+        """One row per trial, like Optuna's `trials_dataframe`: number, value, state, values_<objective>, params_<name>,
         run_id, datetime_start, datetime_complete, duration. A pandas DataFrame when pandas is
         installed, else a list of dicts."""
         import datetime
@@ -110,6 +111,7 @@ class Sweep:
             start = datetime.datetime.fromtimestamp(row.started_at) if row.started_at else None
             end = datetime.datetime.fromtimestamp(row.finished_at) if row.finished_at else None
             record: dict[str, Any] = {"number": row.number, "value": row.value, "state": row.state.value}
+            record.update({f"values_{k}": v for k, v in (row.values or {}).items()})
             record.update({f"params_{k}": v for k, v in row.params.items()})
             record.update(
                 run_id=row.run_id,

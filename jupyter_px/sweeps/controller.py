@@ -14,7 +14,15 @@ kernel, the CLI and the Jupyter server. It is the sweep's one owner and the only
    is passed, or when every trial so far failed the same way (saying why, instead of failing
    the remaining trials one by one);
 3. asks Optuna for new trials while fewer than `concurrency` run, and submits each through the
-   run service with its values in `PX_PARAMS` (every replica), as pushed globals, in the record.
+   run service with its values (the declarations and the trial's own) in `PX_PARAMS` (every
+   replica), as pushed globals, in `{{ name }}` of its arguments (`topology.values`), and the
+   trial's own in the record.
+
+With two or more objectives nothing is reported on the way (no pruner ranks trials on several
+values) and a trial's values are each objective's last. With Hyperband's `resume: true` it runs
+Hyperband's brackets and decides after each rung which trials go on (`promotion.py`); a kept
+trial's next run resumes from the outputs of its last. When the sweep ends (`ending.py`) and
+what status.json says (`snapshot.py`) are written apart.
 
 Killed and started again (`SweepService.resume`), it opens the same journal: finished trials
 stay finished, trials whose runs still run are adopted (their runs never depended on it), and a
@@ -24,11 +32,8 @@ SIGTERM) stops every running trial, then the controller.
 
 from __future__ import annotations
 
-import copy
-import json
 import logging
 import os
-import re
 import signal
 import sys
 import time
@@ -39,21 +44,21 @@ from typing import Any
 from .. import detached
 from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
-from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText
+from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText, Submission
 from ..topology import Topology, TopologyError, parse_topology, to_dict
-from ..topology.sweep_spec import SweepSpec
+from ..topology.values import fill_args, with_values
+from .ending import early_end, outcome
 from .engine import open_study
+from .promotion import Plan, PromotingController
+from .snapshot import snapshot
 from .space import suggest
-from .store import SweepState, SweepStatus, SweepStore, TrialRow, TrialState
+from .spec import SweepSpec, read_sweep
+from .store import SweepState, SweepStatus, SweepStore
 
 log = logging.getLogger(__name__)
 
 #: Seconds between passes.
 POLL_S = 0.5
-#: Trials failed the same way, with none succeeding, before the sweep stops and says why.
-SAME_FAILURES = 3
-#: Intermediate points kept per trial in status.json (the journal keeps them all).
-KEPT_POINTS = 500
 
 
 @dataclass
@@ -74,34 +79,6 @@ def chief_key(topology: Topology) -> str:
     return "master-0" if topology.replicas_section.n_masters > 0 else "worker-0"
 
 
-def with_params_env(topology: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """`topology` (a dict) with `PX_PARAMS` set wherever a replica's environment comes from: the
-    environment's `env`, and every role default or index override that replaces it."""
-    data = copy.deepcopy(topology)
-    value = json.dumps(params, default=str)
-    environment = data.setdefault("environment", {})
-    environment["env"] = {**(environment.get("env") or {}), "PX_PARAMS": value}
-    replicas = environment.get("replicas") or {}
-    for key in ("default_worker", "default_ps", "default_evaluator"):
-        default = replicas.get(key)
-        if isinstance(default, dict) and default.get("env") is not None:
-            default["env"]["PX_PARAMS"] = value
-    for role in ("worker", "ps", "evaluator"):
-        for override in replicas.get(role) or []:
-            if isinstance(override, dict) and override.get("env") is not None:
-                override["env"]["PX_PARAMS"] = value
-    return data
-
-
-_PLACEHOLDER = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
-
-
-def fill_args(arg: str, params: dict[str, Any]) -> str:
-    """A script argument with `{{ name }}` replaced by the trial's value (Polyaxon's
-    `--lr={{ lr }}`); a name the trial has no value for is left as written."""
-    return _PLACEHOLDER.sub(lambda m: str(params[m.group(1)]) if m.group(1) in params else m.group(0), arg)
-
-
 def last_log_line(service: RunService, run_id: str, status: Any) -> str:
     """The last non-empty line of the first failed replica's log: usually the error."""
     failed = [r for r in status.replicas if r.state.value in ("Failed", "Lost")] or status.replicas
@@ -116,7 +93,7 @@ def last_log_line(service: RunService, run_id: str, status: Any) -> str:
     return status.message or status.state.value
 
 
-class Controller:
+class Controller(PromotingController):
     def __init__(self, sweep_dir: Path):
         self.sweep_id = sweep_dir.name
         home = sweep_dir.parent.parent
@@ -125,25 +102,25 @@ class Controller:
         self.service = RunService(RunStore(home))
         self.record = self.store.record(self.sweep_id)
         topology = parse_topology(self.record.topology)
-        spec = topology.sweep
+        spec = read_sweep(topology)
         if spec is None:
             raise TopologyError([])
         self.spec: SweepSpec = spec
         self.chief = chief_key(topology)
-        self.trial_topology = to_dict(topology.without_sweep())
-        self.metrics = [
-            m
-            for m in {
-                self.spec.objective.name if self.spec.objective else None,
-                *(r.metric for r in self.spec.stop_rules),
-            }
-            if m
-        ]
+        # A trial's values are the declarations with the trial's own added (Polyaxon's rule);
+        # the run gets them all, so its topology carries neither section itself.
+        self.declared = dict(topology.declarations or {})
+        self.trial_topology = {
+            k: v for k, v in to_dict(topology.without_sweep()).items() if k not in ("declarations", "run")
+        }
+        self.metrics = list(dict.fromkeys([*(o.name for o in spec.objectives), *(r.metric for r in spec.stop_rules)]))
+        self.plan = Plan(spec) if spec.promote else None
         self.pushed = self._pushed()
         self.code = (self.paths.code_dir / self.record.code.entrypoint).read_text()
         self.study = open_study(self.spec, self.paths.journal)
         self.active: dict[int, Active] = {}
-        self.waiting: tuple[Any, dict[str, Any]] | None = None  # asked, refused for capacity for now
+        # asked, refused for capacity for now: the trial, its values, its resume settings
+        self.waiting: tuple[Any, dict[str, Any], dict[str, str] | None] | None = None
         self.stop_requested = False
         self.status = self.store.status(self.sweep_id)
 
@@ -176,13 +153,17 @@ class Controller:
                 self.stop_all(message)
                 return self.finish(state, message)
             self.launch()
-            if self.asked() >= self.spec.n_trials and not self.active and self.waiting is None:
-                return self.finish(*self.outcome())
+            if self.asked() >= self.spec.n_trials and not self.active and self.waiting is None and self.all_done():
+                return self.finish(*outcome(self.snapshot(), self.spec))
             self.write_status()
             time.sleep(POLL_S)
 
     def asked(self) -> int:
         return len(self.study.get_trials(deepcopy=False))
+
+    def all_done(self) -> bool:
+        """Every trial finished (a promoted Hyperband trial waits between its runs, unfinished)."""
+        return all(t.state.is_finished() for t in self.study.get_trials(deepcopy=False))
 
     def adopt(self) -> None:
         """After a restart: trials whose runs still run are watched again; one asked but never
@@ -191,6 +172,9 @@ class Controller:
 
         for frozen in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             trial = optuna.trial.Trial(self.study, frozen._trial_id)
+            between = self.plan is not None and self._between_runs(frozen)
+            if between and not self._adopt_unrecorded(trial, frozen):
+                continue  # its rung has run, or its next has not started: the plan decides
             run_id = frozen.user_attrs.get("run_id") or self._submitted_run(frozen.number)
             if run_id is None:
                 trial.set_user_attr("reason", "the controller ended before this trial's run was submitted")
@@ -204,11 +188,14 @@ class Controller:
 
     def _submitted_run(self, number: int) -> str | None:
         """The run of trial `number` when the controller died after submitting it but before
-        recording it in the journal: its record names the sweep and the trial."""
-        for record, _ in self.service.store.list():
+        recording it in the journal: its record names the sweep and the trial (a promoted
+        trial's newest run not yet recorded)."""
+        frozen = self.study.get_trials(deepcopy=False)[number]
+        known = {rung.get("run_id") for rung in frozen.user_attrs.get("rungs") or []}
+        for record, _ in self.service.store.list():  # newest first
             link = record.sweep
             if link is not None and link.sweep_id == self.sweep_id and link.trial == number:
-                return record.run_id
+                return record.run_id if record.run_id not in known else None
         return None
 
     def _active(self, trial: Any, run_id: str) -> Active:
@@ -219,9 +206,11 @@ class Controller:
         """Start trials while fewer than `concurrency` run. A trial the backend's capacity check
         refuses while others run waits for one of them to end (it is admitted when it fits);
         refused with nothing else running, it never will fit, and fails saying why."""
+        if self.plan is not None:
+            return self.launch_planned()
         while len(self.active) < self.spec.concurrency and not self.stop_requested:
             if self.waiting is not None:
-                trial, params = self.waiting
+                trial, params, _ = self.waiting
                 self.waiting = None
             elif self.asked() < self.spec.n_trials:
                 trial = self.study.ask()
@@ -236,14 +225,14 @@ class Controller:
             if not self._start(trial, params):
                 return
 
-    def _start(self, trial: Any, params: dict[str, Any]) -> bool:
+    def _start(self, trial: Any, params: dict[str, Any], resume: dict[str, str] | None = None) -> bool:
         """Submit the trial's run; False when it must wait for capacity."""
         number = trial.number
         try:
-            run_id = self.submit(number, params)
+            run_id = self.submit(number, params, resume)
         except ResourceUnavailable as error:
             if self.active:
-                self.waiting = (trial, params)
+                self.waiting = (trial, params, resume)
                 log.info("trial %s waits for capacity: %s", number, error)
                 return False
             self._not_submitted(trial, error)
@@ -252,7 +241,12 @@ class Controller:
             self._not_submitted(trial, error)
             return True
         trial.set_user_attr("run_id", run_id)
-        self.active[number] = self._active(trial, run_id)
+        if self.plan is not None and self.spec.resource is not None:
+            rungs = self._frozen(number).user_attrs.get("rungs") or []
+            trial.set_user_attr("rungs", [*rungs, {"run_id": run_id, "resource": params[self.spec.resource.name]}])
+        active = self._active(trial, run_id)
+        active.last_step = max(self._frozen(number).intermediate_values, default=-1)  # a resumed trial's curve goes on
+        self.active[number] = active
         log.info("trial %s: run %s with %s", number, run_id, params)
         return True
 
@@ -264,23 +258,26 @@ class Controller:
         self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
         log.warning("trial %s not submitted: %s", trial.number, error)
 
-    def submit(self, number: int, params: dict[str, Any]) -> str:
+    def submit(self, number: int, params: dict[str, Any], resume: dict[str, str] | None = None) -> str:
         code = self.record.code
         if code.entrypoint == "main.py":
             source: Any = SourceText(self.code, origin=code.source or "sweep", language=code.language)
         else:
             source = ScriptFile(code.entrypoint, text=self.code, origin=code.source)
         name = f"{self.record.name or self.sweep_id}-t{number}"
+        values = {**self.declared, **params}
         return self.service.submit(
-            source,
-            with_params_env(self.trial_topology, params),
-            name=name[:60],
-            workdir=self.record.workdir,
-            args=[fill_args(arg, params) for arg in code.args],
-            language=code.language,
-            push={**self.pushed, **params},
-            submitted_from="sweep",
-            sweep=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
+            Submission(
+                source,
+                with_values(self.trial_topology, values, resume),
+                name=name[:60],
+                workdir=self.record.workdir,
+                args=tuple(fill_args(arg, values) for arg in code.args),
+                language=code.language,
+                push={**self.pushed, **values},
+                origin="sweep",
+                trial=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
+            )
         )
 
     def read_points(self, active: Active) -> list[tuple[int, float]]:
@@ -311,6 +308,11 @@ class Controller:
         status = self.service.keep(active.run_id)
         if status.state.finished:
             self.trial_ended(number, status)
+            return
+        # A trial whose run waits in a queue (a Slurm partition, an unschedulable pod) says so, and why.
+        waiting = (status.message or "waiting to be scheduled") if status.state == RunState.PENDING else None
+        if trial.user_attrs.get("waiting") != waiting:
+            trial.set_user_attr("waiting", waiting)
 
     def trial_ended(self, number: int, status: RunStatus) -> None:
         """The trial's run has ended: complete with the objective's last value, or failed."""
@@ -322,16 +324,19 @@ class Controller:
         trial.set_user_attr("final", dict(active.last))
         trial.set_user_attr("finished_at", time.time())
         if status.state == RunState.SUCCEEDED:
-            objective = self.spec.objective
-            if objective is None:
+            objectives = self.spec.objectives
+            if not objectives:
                 self.study.tell(trial, 0.0)  # no objective: the trial is complete, its value means nothing
                 return
-            final = active.last.get(objective.name)
-            if final is None:
-                trial.set_user_attr("reason", f"the chief ({self.chief}) never logged {objective.name}")
+            missing = [o.name for o in objectives if active.last.get(o.name) is None]
+            if missing:
+                trial.set_user_attr("reason", f"the chief ({self.chief}) never logged {', '.join(missing)}")
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 return
-            self.study.tell(trial, final)
+            finals = [active.last[o.name] for o in objectives]
+            if self.plan is not None and not self.rung_done(number, trial, finals[0]):
+                return  # kept for the plan's decision after this rung
+            self.study.tell(trial, finals if self.spec.multi_objective else finals[0])
             return
         trial.set_user_attr("reason", last_log_line(self.service, active.run_id, status))
         trial.set_user_attr("run_state", status.state.value)
@@ -364,7 +369,7 @@ class Controller:
         import optuna
 
         if self.waiting is not None:
-            trial, _ = self.waiting
+            trial = self.waiting[0]
             self.waiting = None
             trial.set_user_attr("reason", why)
             trial.set_user_attr("stopped", True)
@@ -383,50 +388,7 @@ class Controller:
 
     # ---- the sweep's end ---------------------------------------------------------------------
     def early_end(self) -> tuple[SweepState, str] | None:
-        import optuna
-
-        trials = self.study.get_trials(deepcopy=False)
-        done = [t for t in trials if t.state.is_finished()]
-        for frozen in done:
-            if frozen.state != optuna.trial.TrialState.COMPLETE:
-                continue
-            final = frozen.user_attrs.get("final") or {}
-            for rule in self.spec.stop_rules:
-                value = final.get(rule.metric)
-                if value is not None and rule.reached(value):
-                    sign = "<=" if rule.direction == "minimize" else ">="
-                    assert value is not None
-                    return SweepState.SUCCEEDED, (
-                        f"early stopping: trial {frozen.number} reached {rule.metric} {value:g} ({sign} {rule.value:g})"
-                    )
-        failed = [t for t in done if t.state == optuna.trial.TrialState.FAIL and not t.user_attrs.get("stopped")]
-        succeeded = [t for t in done if t.state != optuna.trial.TrialState.FAIL]
-        if not succeeded and len(failed) >= min(SAME_FAILURES, self.spec.n_trials):
-            reasons = {t.user_attrs.get("reason") for t in failed}
-            if len(reasons) == 1:
-                reason = reasons.pop()
-                return SweepState.FAILED, f"the first {len(failed)} trials all failed the same way: {reason}"
-        percent = self.spec.max_failure_percent
-        if percent is not None and done and 100.0 * len(failed) / len(done) >= percent and len(done) >= 2:
-            return SweepState.FAILED, f"{len(failed)} of {len(done)} finished trials failed ({percent:g}% allowed)"
-        return None
-
-    def outcome(self) -> tuple[SweepState, str]:
-        """Succeeded when a trial completed (or was pruned, having run), else Failed, saying why."""
-        rows = self.snapshot().trials
-        if any(r.state in (TrialState.COMPLETE, TrialState.PRUNED) for r in rows):
-            return SweepState.SUCCEEDED, self.summary()
-        last = max(rows, key=lambda r: r.number, default=None)
-        why = f" (the last: {last.reason})" if last is not None and last.reason else ""
-        return SweepState.FAILED, f"all {len(rows)} trials failed{why}"
-
-    def summary(self) -> str:
-        counts = self.snapshot().counts()
-        text = ", ".join(f"{n} {state.lower()}" for state, n in counts.items())
-        best = self.status.best_trial()
-        if best is not None and best.value is not None and self.spec.objective:
-            text += f"; best: trial {best.number} {self.spec.objective.name} {best.value:g}"
-        return text
+        return early_end(self.spec, self.study.get_trials(deepcopy=False))
 
     def finish(self, state: SweepState, message: str) -> None:
         self.snapshot()
@@ -439,47 +401,7 @@ class Controller:
 
     # ---- status.json -------------------------------------------------------------------------
     def snapshot(self) -> SweepStatus:
-        """status.json's view of the study: a row per trial, the best."""
-        import optuna
-
-        rows = []
-        for frozen in self.study.get_trials(deepcopy=False):
-            attrs = frozen.user_attrs
-            state = {
-                optuna.trial.TrialState.RUNNING: TrialState.RUNNING,
-                optuna.trial.TrialState.WAITING: TrialState.RUNNING,
-                optuna.trial.TrialState.COMPLETE: TrialState.COMPLETE,
-                optuna.trial.TrialState.PRUNED: TrialState.PRUNED,
-            }.get(frozen.state, TrialState.STOPPED if attrs.get("stopped") else TrialState.FAILED)
-            points = sorted(frozen.intermediate_values.items())[-KEPT_POINTS:]
-            value = frozen.value if (state == TrialState.COMPLETE and self.spec.objective) else None
-            if value is None and points and state != TrialState.FAILED:
-                value = points[-1][1]
-            rows.append(
-                TrialRow(
-                    number=frozen.number,
-                    state=state,
-                    run_id=attrs.get("run_id"),
-                    params=attrs.get("params") or {},
-                    value=value,
-                    step=points[-1][0] if points else None,
-                    intermediate=points,
-                    reason=attrs.get("reason"),
-                    started_at=attrs.get("started_at"),
-                    finished_at=attrs.get("finished_at"),
-                )
-            )
-        self.status.trials = rows
-        self.status.n_trials = self.spec.n_trials
-        self.status.concurrency = self.spec.concurrency
-        if self.spec.objective:
-            self.status.objective = self.spec.objective.name
-            self.status.direction = self.spec.objective.direction
-            complete = [r for r in rows if r.state == TrialState.COMPLETE and r.value is not None]
-            if complete:
-                pick = min if self.spec.objective.direction == "minimize" else max
-                self.status.best = pick(complete, key=lambda r: r.value or 0.0).number
-        return self.status
+        return snapshot(self.study, self.spec, self.status)
 
     def write_status(self) -> None:
         self.snapshot()

@@ -12,20 +12,22 @@ import builtins
 import fcntl
 import os
 import time
-from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import detached
-from ..backends import get_backend
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
-from ..service import CodeSource, RunService, load_code, pickle_pushed
-from ..service.runs import check_run_name
-from ..topology import Topology, parse_topology, to_dict
+from ..service import RunService, ScriptFile, Submission, load_code, pickle_pushed
+from ..service.runs import keep_until_finished
+from ..topology import TopologyError, to_dict
+from ..topology.values import missing_names, no_value_problem, script_args
+from .engine import check_engine
+from .spec import parse_polyaxonfile, read_sweep
+from .spec.polyaxonfile import value_names
 from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
+from .view_model import SweepViewModel, build_view_model
 
 CONTROLLER_MODULE = "jupyter_px.sweeps.controller"
 #: How long `stop` waits for the controller to stop the trials and itself.
@@ -58,38 +60,40 @@ class SweepService:
         return self.store.resolve(ref)
 
     # ---- start -------------------------------------------------------------------------------
-    def start(
-        self,
-        source: CodeSource,
-        topology: Topology | str | dict,
-        *,
-        name: str | None = None,
-        workdir: str | os.PathLike | None = None,
-        args: Sequence[str] = (),
-        language: str | None = None,
-        push: Mapping[str, Any] | None = None,
-        submitted_from: str = "api",
-    ) -> str:
-        """Validate, record and start a sweep (its controller); its id at once."""
-        name = check_run_name(name)
-        topo = parse_topology(topology)
-        spec = topo.sweep
+    def start(self, submission: Submission) -> str:
+        """Validate, record and start the sweep of `submission`'s topology (its controller); its
+        id at once. Its trials are runs the controller submits through the run service."""
+        if submission.topology is None:
+            raise NoSweep("a sweep needs a topology with an hptuning: (Polyaxon v0) or matrix: (v1) section")
+        topo = parse_polyaxonfile(submission.topology)
+        spec = read_sweep(topo)
         if spec is None:
             raise NoSweep("this topology has no sweep: add an hptuning: (Polyaxon v0) or matrix: (v1) section")
+        check_engine(spec)
         trial = topo.without_sweep()
-        get_backend(trial.backend_kind, self.runs.store, self.runs.kubernetes).check(trial)
-        code = load_code(source, language)
+        if spec.promote and trial.backend_kind != "local":
+            raise ValueError(
+                f"{spec.form}: hyperband's resume: true continues a trial from the checkpoint its last run left in "
+                f"its outputs, which runs on {trial.backend_kind} do not share here: use resume: false there"
+            )
+        self.runs.check(trial)
+        code = load_code(submission.source, submission.language)
+        entrypoint = code.entrypoint if isinstance(submission.source, ScriptFile) else None
+        args = script_args(topo, entrypoint, submission.args)
+        missing = missing_names(args, value_names(topo, spec))
+        if missing:
+            raise TopologyError([no_value_problem("args", missing)])
         files: dict[str, bytes | str] = {code.entrypoint: code.text}
-        if push:
-            files["pushed.pkl"] = pickle_pushed(push)
-        sweep_id = self.store.new_id(name)
+        if submission.push:
+            files["pushed.pkl"] = pickle_pushed(submission.push)
+        sweep_id = self.store.new_id(submission.name)
         record = SweepRecord(
             sweep_id=sweep_id,
-            name=name,
+            name=submission.name,
             topology=to_dict(topo),
-            code=code.spec(args, push),
-            workdir=str(Path(workdir or os.getcwd()).resolve()),
-            submitted_from=submitted_from,
+            code=code.spec(args, submission.push),
+            workdir=str(Path(submission.workdir or os.getcwd()).resolve()),
+            submitted_from=submission.origin,
         )
         status = SweepStatus(
             sweep_id=sweep_id,
@@ -131,6 +135,14 @@ class SweepService:
         sweep_id = self.resolve(ref)
         status = self.store.status(sweep_id)
         return SweepView(self.store.record(sweep_id), status, self._owner_problem(status))
+
+    def view_model(self, ref: str) -> SweepViewModel:
+        """What a tuner looks at (`view_model.py`): history, importance, parallel coordinates,
+        slices, a contour, the Pareto front; from one read of the sweep."""
+        view = self.view(ref)
+        spec = read_sweep(parse_polyaxonfile(view.record.topology))
+        assert spec is not None
+        return build_view_model(view.sweep_id, view.record.name, view.status, spec)
 
     def _owner_problem(self, status: SweepStatus) -> str | None:
         if status.state.finished:
@@ -181,14 +193,7 @@ class SweepService:
 
     def wait(self, ref: str, timeout: float | None = None, poll: float = 0.5) -> SweepStatus:
         sweep_id = self.resolve(ref)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = self.keep(sweep_id)
-            if status.state.finished:
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"sweep {sweep_id} still {status.state.value} after {timeout} s")
-            time.sleep(poll)
+        return keep_until_finished(lambda: self.keep(sweep_id), f"sweep {sweep_id}", timeout, poll)
 
     def stop(self, ref: str, timeout: float = STOP_TIMEOUT_S) -> SweepStatus:
         """Stop the sweep: its controller stops every running trial (each whole run), then itself.
@@ -215,7 +220,7 @@ class SweepService:
             if status.state.finished:
                 return status
             for trial in status.trials:
-                if trial.state == TrialState.RUNNING and trial.run_id:
+                if trial.state in (TrialState.PENDING, TrialState.RUNNING) and trial.run_id:
                     self.runs.stop(trial.run_id)
                     trial.state = TrialState.STOPPED
                     trial.reason = "the sweep was stopped"
@@ -234,10 +239,11 @@ class SweepService:
 
 def _kept(name: str) -> bool:
     """What the controller inherits: everything but a run's own variables (a sweep started from
-    inside a replica is not that replica's); Kubernetes settings and tunables stay."""
+    inside a replica is not that replica's); Kubernetes and Slurm settings and tunables stay."""
     from ..backends.local.config import TUNABLES
 
-    return not name.startswith("PX_") or name.startswith("PX_K8S_") or name in TUNABLES or name == "PX_HOME"
+    kept = name.startswith(("PX_K8S_", "PX_SLURM_")) or name in TUNABLES or name == "PX_HOME"
+    return kept or not name.startswith("PX_")
 
 
 def _identity(owner: RunOwner) -> detached.ProcessIdentity:

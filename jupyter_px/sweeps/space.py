@@ -21,8 +21,7 @@ import math
 from statistics import NormalDist
 from typing import Any
 
-from ..topology.sweep_params import Param
-from ..topology.sweep_spec import SweepSpec
+from .spec import Param, SweepSpec
 
 #: Keeps u away from 0 and 1, where the inverse normal CDF is infinite.
 _EDGE = 1e-12

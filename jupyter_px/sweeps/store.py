@@ -51,6 +51,7 @@ class SweepState(str, Enum):
 
 
 class TrialState(str, Enum):
+    PENDING = "Pending"  # its run waits in a queue (a Slurm partition, a cluster without room)
     RUNNING = "Running"
     COMPLETE = "Complete"
     PRUNED = "Pruned"
@@ -68,11 +69,22 @@ class TrialRow(BaseModel):
     run_id: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     value: float | None = Field(default=None, description="the objective's last value")
+    values: dict[str, float] | None = Field(
+        default=None, description="each objective's final value (a multi-objective sweep's complete trial)"
+    )
     step: int | None = Field(default=None, description="the last step reported")
     intermediate: list[tuple[int, float]] = Field(default_factory=list, description="(step, value) reported")
     reason: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    runs: list[str] = Field(default_factory=list, description="a promoted trial's runs, a rung each")
+
+
+class ObjectiveRow(BaseModel):
+    """One objective of a sweep: a metric and which way is better."""
+
+    name: str
+    direction: str
 
 
 class SweepRecord(BaseModel):
@@ -102,6 +114,10 @@ class SweepStatus(BaseModel):
     objective: str | None = None
     direction: str | None = None
     best: int | None = Field(default=None, description="the best trial's number")
+    objectives: list[ObjectiveRow] = Field(default_factory=list)
+    pareto: list[int] | None = Field(
+        default=None, description="a multi-objective sweep's result: the numbers of the trials on its Pareto front"
+    )
     trials: list[TrialRow] = Field(default_factory=list)
 
     def counts(self) -> dict[str, int]:

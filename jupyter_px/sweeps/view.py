@@ -20,13 +20,21 @@ def params_text(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_number(v) if isinstance(v, float) else v}" for k, v in params.items())
 
 
+def _value_text(status: SweepStatus, trial: TrialRow) -> str:
+    """The objective's value; with several objectives, each one's (`loss=0.1, throughput=900`)."""
+    if len(status.objectives) > 1:
+        return params_text(trial.values) if trial.values else "-"
+    return _number(trial.value)
+
+
 def trial_rows(status: SweepStatus) -> list[tuple[str, ...]]:
-    best = status.best
+    """A row per trial; `*` marks the best (or each trial on the Pareto front)."""
+    marked = set(status.pareto or ()) | ({status.best} if status.best is not None else set())
     return [
         (
-            f"{t.number}{' *' if t.number == best else ''}",
+            f"{t.number}{' *' if t.number in marked else ''}",
             t.state.value,
-            _number(t.value),
+            _value_text(status, t),
             "-" if t.step is None else str(t.step),
             params_text(t.params),
             t.run_id or "-",
@@ -38,12 +46,17 @@ def trial_rows(status: SweepStatus) -> list[tuple[str, ...]]:
 
 def counts_text(status: SweepStatus) -> str:
     counts = status.counts()
-    done = sum(n for state, n in counts.items() if state != "Running")
+    done = sum(n for state, n in counts.items() if state not in ("Pending", "Running"))
     parts = [f"{done}/{status.n_trials} done"] + [f"{n} {s.lower()}" for s, n in counts.items()]
     return ", ".join(parts)
 
 
 def best_text(status: SweepStatus) -> str:
+    """The best trial, or a multi-objective sweep's Pareto front (its result: no one best)."""
+    if status.pareto is not None:
+        names = ", ".join(f"{o.name} {o.direction[:3]}" for o in status.objectives)
+        trials = ", ".join(str(n) for n in status.pareto) or "none yet"
+        return f"Pareto front ({names}): trials {trials}"
     best = status.best_trial()
     if best is None or status.objective is None:
         return "-"
@@ -86,6 +99,8 @@ def sweep_json(view: SweepView, trials: bool = True) -> dict[str, Any]:
         "direction": status.direction,
         "counts": status.counts(),
         "best": status.best,
+        "objectives": [o.model_dump(mode="json") for o in status.objectives],
+        "pareto": status.pareto,
     }
     if trials:
         out["trials"] = [trial_json(t) for t in sorted(status.trials, key=lambda t: t.number)]

@@ -27,7 +27,7 @@ from ..runstore.store import read_tail
 from . import registry
 from .config import HOST, SERVER_PID_ENV, WATCHDOG_MODULE, idle_timeout_setting
 from .registry import ServerInfo
-from .targets import Target, key, logdirs, spec_arguments
+from .targets import Target, key, logdirs, planted, spec_arguments
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,9 @@ def start(
         dirs = logdirs(target, home)
     except ValueError as exc:
         return Failed(str(exc))
+    links = planted(dirs)
+    if links:
+        return Failed(f"{'; '.join(links[:3])}: not served (TensorBoard reads through links; remove them)")
     if port is not None and not (isinstance(port, int) and 0 < port < 65536):
         return Failed(f"port must be an integer between 1 and 65535, got {port!r}")
     try:

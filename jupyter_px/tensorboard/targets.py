@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..runstore.layout import RUN_ID_PATTERN, RunPaths
+from ..runstore.run_files import planted_links
 
 Target = str | Sequence[str] | Mapping[str, str | os.PathLike]
 
@@ -65,6 +66,22 @@ def _run_tensorboard_dir(run_id: str, home: Path | None) -> Path:
     if not paths.root.is_dir():
         raise BadTarget(f"run {run_id!r} not found in {paths.root.parent}")
     return paths.tensorboard_dir
+
+
+def planted(dirs: Mapping[str, str]) -> list[str]:
+    """`run X: tensorboard/worker-0/a is a symbolic link` for every link (or special file) in the
+    log directories that are runs' own (`<store>/runs/<id>/tensorboard`). TensorBoard reads what it
+    is given through any link, so a run holding one is not served (`run_files` says why)."""
+    found = []
+    for directory in dirs.values():
+        logdir = Path(directory)
+        run_root = logdir.parent
+        if logdir.name != "tensorboard" or run_root.parent.name != "runs" or not RUN_ID_PATTERN.match(run_root.name):
+            continue  # a directory the user named: theirs to vouch for
+        found += [
+            f"run {run_root.name}: {where} is a link or a special file" for where in planted_links(run_root, logdir)
+        ]
+    return found
 
 
 def spec_arguments(dirs: Mapping[str, str]) -> list[str]:

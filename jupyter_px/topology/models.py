@@ -26,16 +26,21 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from .errors import Problem
-from .kube_syntax import check_env_name, check_env_value, check_label_key, check_label_value
+from .. import backend_table
+from .kubernetes_syntax import check_env_name, check_env_value, check_label_key, check_label_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
-from .sweep import SWEEP_KEYS, parse_sweep
-from .sweep_spec import SweepSpec
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
-BackendName = Literal["local", "native", "kubernetes", "kubeflow", "kubeflow-trainer"]
+if TYPE_CHECKING:
+    BackendName = str
+else:  # the names of the one backend table, aliases included (`Literal[("a", "b")]` is `Literal["a", "b"]`)
+    BackendName = Literal[backend_table.ALL_NAMES]
 RestartPolicy = Literal["Never", "OnFailure", "Always", "ExitCode"]
+
+#: Top-level sections of a polyaxonfile that `parse_topology` keeps as written, unread: a
+#: sweep's (Polyaxon v0 `hptuning`, v1 `matrix`), read by `jupyter_px.sweeps.spec`.
+SECTIONS_KEPT_AS_WRITTEN = ("hptuning", "matrix")
 
 #: Our role names, in the order replicas are listed and started.
 ROLES = ("master", "worker", "ps", "evaluator")
@@ -224,28 +229,19 @@ class Topology(_Strict):
     framework: Framework | None = None
     backend: BackendName = "local"
     environment: Environment = Field(default_factory=Environment)
-    # The sweep section as written (Polyaxon v0 `hptuning`, v1 `matrix`), validated by
-    # `parse_topology` (sweep.py); kept as written so the YAML round-trips. Not in the JSON schema:
-    # the sidebar's form edits one job's shape.
+    # The sweep section as written (Polyaxon v0 `hptuning`, v1 `matrix`), kept as written so the
+    # YAML round-trips; `jupyter_px.sweeps.spec` reads and validates it (`read_sweep`). Not in the
+    # JSON schema: the sidebar's form edits one job's shape.
     hptuning: SkipJsonSchema[dict[str, Any] | None] = None
     matrix: SkipJsonSchema[dict[str, Any] | None] = None
-
-    @cached_property
-    def sweep(self) -> SweepSpec | None:
-        """The validated sweep, or None for a topology of one run."""
-        for key in SWEEP_KEYS:
-            raw = getattr(self, key)
-            if raw is not None:
-                problems: list[Problem] = []
-                spec = parse_sweep(key, raw, problems)
-                if spec is None:
-                    raise ValueError("; ".join(str(p) for p in problems))
-                return spec
-        return None
+    # Polyaxon v0's constants for the code and its `run: {cmd}`, read by `v0_sections.py` (which
+    # also honours or refuses the file's other v0 sections); `values.py` says how they reach a run.
+    declarations: SkipJsonSchema[dict[str, Any] | None] = None
+    run: SkipJsonSchema[dict[str, Any] | None] = None
 
     def without_sweep(self) -> Topology:
         """The job one trial runs: this topology without its sweep section."""
-        return self.model_copy(update={"hptuning": None, "matrix": None})
+        return self.model_copy(update=dict.fromkeys(SECTIONS_KEPT_AS_WRITTEN))
 
     # ---- derived views -------------------------------------------------------------------
     @property
@@ -254,8 +250,8 @@ class Topology(_Strict):
 
     @property
     def backend_kind(self) -> str:
-        """The backend's one name: `kubernetes` is accepted as input for `native`."""
-        return "native" if self.backend == "kubernetes" else self.backend
+        """The backend's one name (`backend_table`: `kubernetes` is accepted as input for `native`)."""
+        return backend_table.canonical(self.backend)
 
     @property
     def is_mpi(self) -> bool:

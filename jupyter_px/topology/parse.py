@@ -8,9 +8,9 @@ from pydantic import ValidationError
 
 from .dialects import normalize
 from .errors import Problem, TopologyError, problems_from_validation, show_value
-from .models import Topology
+from .models import SECTIONS_KEPT_AS_WRITTEN, Topology
 from .rules import check
-from .sweep import SWEEP_KEYS, parse_sweep
+from .v0_sections import read_v0_sections
 from .yaml_text import load_yaml
 
 
@@ -34,34 +34,50 @@ def parse_topology(source: str | dict | Topology | None) -> Topology:
                 )
             ]
         )
-    sections = {key: data[key] for key in SWEEP_KEYS if key in data}
-    sweep_problems = _sweep_problems(sections)
-    normalized = normalize({k: v for k, v in data.items() if k not in sections})
+    # A sweep section is kept as written (the YAML round-trips); what it means is read by
+    # `jupyter_px.sweeps.spec`, which reads a whole polyaxonfile through this function.
+    sections = {key: data[key] for key in SECTIONS_KEPT_AS_WRITTEN if key in data}
+    rest = {k: v for k, v in data.items() if k not in sections}
+    v0 = read_v0_sections(rest, rest.get("backend", "local"))
+    _fold_build(rest, v0.image, v0.env, v0.problems)
+    normalized = normalize(rest)
     if normalized.problems:
-        raise TopologyError(normalized.problems + sweep_problems)
+        raise TopologyError(normalized.problems + v0.problems)
     try:
         topology = Topology.model_validate(normalized.data)
     except ValidationError as error:
         problems = problems_from_validation(error)
-        raise TopologyError(
-            [Problem(normalized.rename(p.path), p.message) for p in problems] + sweep_problems
-        ) from None
-    problems = [Problem(normalized.rename(p.path), p.message) for p in check(topology)] + sweep_problems
+        raise TopologyError([Problem(normalized.rename(p.path), p.message) for p in problems] + v0.problems) from None
+    problems = [Problem(normalized.rename(p.path), p.message) for p in check(topology)] + v0.problems
     if problems:
         raise TopologyError(problems)
-    if sections:
-        topology = topology.model_copy(update=sections)
+    if sections or v0.kept:
+        topology = topology.model_copy(update={**sections, **v0.kept})
     return topology
 
 
-def _sweep_problems(sections: dict[str, Any]) -> list[Problem]:
-    """Every problem of the sweep sections (`hptuning`, `matrix`), each with its path."""
-    if len(sections) > 1:
-        return [Problem("matrix", "a polyaxonfile has one sweep: hptuning (Polyaxon v0) or matrix (v1), not both")]
-    problems: list[Problem] = []
-    for key, raw in sections.items():
-        parse_sweep(key, raw, problems)
-    return problems
+def _fold_build(data: dict[str, Any], image: str | None, env: dict[str, str], problems: list[Problem]) -> None:
+    """Polyaxon v0's `build.image` and `build.env_vars` as the environment's `image` and `env`."""
+    if image is None and not env:
+        return
+    environment = data.get("environment")
+    if environment is None:
+        environment = {}
+    if not isinstance(environment, dict):
+        return  # the environment's own problem is reported
+    environment = dict(environment)
+    if image is not None:
+        if environment.get("image") not in (None, image):
+            problems.append(Problem("build.image", "give either build.image or environment.image, not both"))
+        environment["image"] = image
+    if env:
+        written = environment.get("env")
+        given: dict[str, Any] = written if isinstance(written, dict) else {}
+        clash = [name for name in env if name in given and str(given[name]) != env[name]]
+        if clash:
+            problems.append(Problem("build.env_vars", f"{clash[0]} is also set in environment.env: give it once"))
+        environment["env"] = {**env, **given}
+    data["environment"] = environment
 
 
 def try_parse(source: Any) -> tuple[Topology | None, list[Problem]]:

@@ -4,6 +4,7 @@
     tracking.log_metrics(step=i, total_steps=n, loss=loss.item(), acc=acc)
     tracking.log_params(lr=1e-3, batch_size=64)
     ckpt_dir = tracking.get_outputs_path()
+    start = tracking.get_resume_step()        # a promoted Hyperband trial: the step its checkpoint is at
     info = tracking.get_task_info()          # run_id, role, index, is_master, cluster
 
 Why it is built this way:
@@ -61,6 +62,7 @@ from typing import Any, cast
 # The layout module is standard library only (and the runstore package imports nothing heavy
 # on its own), so replicas do not load pydantic for it.
 from ..runstore.layout import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
+from ..runstore.ledger import ACCEPTED as _ACCEPTED
 from . import delivery as _delivery
 from .fd_writes import print_line as _print_line
 from .notices import warn_once as _warn_once
@@ -74,6 +76,7 @@ __all__ = [
     "log_metrics",
     "log_params",
     "get_outputs_path",
+    "get_resume_step",
     "get_tensorboard_path",
     "get_task_info",
     "get_params",
@@ -143,6 +146,7 @@ def log_metrics(step: int | None = None, total_steps: int | None = None, **value
     queue = tracker.queue
     if len(queue) < tracker.max_queued:
         queue.append((step, time.time(), total_steps, values))
+        tracker.counts[_ACCEPTED] += 1  # the ledger: a memory write that survives a SIGKILL
     else:
         tracker.drop()
     if tracker.thread is None:
@@ -204,13 +208,69 @@ def _path_from_env(var: str, scratch_name: str) -> str:
         if scratch_name not in _scratch:
             _scratch[scratch_name] = tempfile.mkdtemp(prefix=f"px-{scratch_name}-")
         return _scratch[scratch_name]
-    os.makedirs(path, exist_ok=True)
+    try:  # made under the run's directory, never in place of it (a deleted run stays deleted)
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            2, f"{var} is under a folder that no longer exists (was the run deleted?)", path
+        ) from None
     return path
 
 
 def get_outputs_path() -> str:
-    """Directory for this run's outputs (checkpoints, exports); created if missing."""
-    return _path_from_env("PX_OUTPUTS_PATH", "outputs")
+    """Directory for this run's outputs (checkpoints, exports); created if missing.
+
+    In a run that continues another (a trial a Hyperband sweep with `resume: true` keeps for its
+    next rung), the directory holds, on first use, a copy of what the run it continues left in
+    its own: save checkpoints here and load them back when `get_resume_step()` says to."""
+    path = _path_from_env("PX_OUTPUTS_PATH", "outputs")
+    source = os.environ.get("PX_RESUME_FROM")
+    if source and os.environ.get("PX_RUN_ID"):
+        _resume_outputs(source, path)
+    return path
+
+
+def get_resume_step() -> int | float | None:
+    """Where this run starts from: None for a fresh run; in a run that continues a sweep trial
+    (Hyperband with `resume: true`, a trial kept for its next rung with more resource), the
+    resource the trial's last run reached, its checkpoint's step. The convention:
+
+        outputs = tracking.get_outputs_path()              # the last run's files are copied here
+        start = tracking.get_resume_step() or 0
+        if start:
+            state = load(os.path.join(outputs, "checkpoint"))  # saved at step `start`
+        for step in range(start + 1, num_steps + 1): ...   # num_steps: this rung's resource
+        save(os.path.join(outputs, "checkpoint"))          # at step num_steps, for the next rung
+    """
+    raw = os.environ.get("PX_RESUME_STEP")
+    if not raw:
+        return None
+    value = float(raw)
+    return int(value) if value.is_integer() else value
+
+
+def _resume_outputs(source: str, target: str) -> None:
+    """Copy `source` (the continued run's outputs) into `target` once per run, whichever of the
+    run's processes asks first; the others wait for the copy under the same lock."""
+    import fcntl
+    import shutil
+
+    done = os.path.join(target, ".px-resumed")
+    if os.path.exists(done):
+        return
+    with open(os.path.join(target, ".px-resume.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(done):
+            return
+        if not os.path.isdir(source):
+            _warn_once("resume-missing", f"jupyter_px.tracking: {source} (the outputs to resume from) is gone")
+        else:
+            ignore = shutil.ignore_patterns(".px-resume*", ".px-resumed")
+            shutil.copytree(source, target, dirs_exist_ok=True, ignore=ignore)
+        with open(done, "w") as marker:
+            marker.write(source)
 
 
 def get_tensorboard_path() -> str:

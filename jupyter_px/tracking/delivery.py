@@ -18,11 +18,11 @@ import sys
 import threading
 import types
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Protocol
 
 # The layout module is standard library only (and the runstore package imports nothing heavy
 # on its own), so replicas do not load pydantic for it.
+from ..runstore import ledger as _ledger
 from ..runstore.event_writer import ScalarEventWriter
 from ..runstore.layout import METRICS_LOG_PREFIX, process_file
 from .fd_writes import PartialWrite, ends_mid_line, flush_stdout, write_counted
@@ -92,6 +92,23 @@ class Tracker:
         self.max_queued = _knobs().MAX_QUEUED_POINTS
         self.dropped = 0
         self.tensorboard_path = tb if self.run_id else None
+        self.tensorboard_anchor = os.path.dirname(env["PX_TENSORBOARD_PATH"]) if tb else None
+        # The counts the run's owner reads after this process is gone (runstore.ledger); a
+        # process-local stand-in where there is no metrics file, or in a forked child (which
+        # would otherwise share its parent's ledger).
+        self.counts = memoryview(bytearray(8 * len(_ledger.SLOTS))).cast("q")
+        self.ledger: _ledger.LedgerWriter | None = None
+        #: The run's metrics directory is gone (the run was deleted): nothing is recorded any more.
+        self.gone = False
+        if self.run_id and self.metrics_path and not _forked:
+            try:
+                self.ledger = _ledger.LedgerWriter(self.metrics_path)
+                self.counts = self.ledger.counts
+            except FileNotFoundError:
+                self._run_gone()
+            except OSError as exc:
+                say_once("ledger", f"cannot keep the metrics ledger beside {self.metrics_path} ({exc!r})")
+        self.counts[_ledger.TB_END] = -1  # until this process has a TensorBoard file
         self.events: ScalarEventWriter | None = None
         self.write_lock = threading.Lock()
         self.flushing: set[int] = set()  # idents of threads inside flush()
@@ -112,16 +129,22 @@ class Tracker:
             if self.thread is not None:
                 return
             if self.tensorboard_path:
-                self.events = ScalarEventWriter(self.tensorboard_path, source="jupyter_px.tracking")
+                self.events = ScalarEventWriter(
+                    self.tensorboard_path, source="jupyter_px.tracking", anchor=self.tensorboard_anchor
+                )
             thread = threading.Thread(target=self._loop, name="px-tracking-flush", daemon=True)
             self.thread = thread
             thread.start()
             _install_exit_hooks()
 
     def _loop(self) -> None:
+        counts = self.counts
         while True:
             self.wake.wait(_knobs().FLUSH_INTERVAL_S)
             self.wake.clear()
+            # Whether a SIGTERM would flush and end this process (tracking's handler), or runs
+            # someone else's (a checkpoint on SIGTERM): the owner waits out the whole grace then.
+            counts[_ledger.SIGTERM_FLUSHES] = signal.getsignal(signal.SIGTERM) is _on_sigterm
             try:
                 self.flush()
             except Exception as exc:  # keep the thread alive (the points stay queued); say so once
@@ -134,6 +157,7 @@ class Tracker:
     def drop(self) -> None:
         """A point that did not fit in the queue (called instead of queueing it)."""
         self.dropped += 1
+        self.counts[_ledger.DROPPED] += 1
         if self.dropped == 1:
             say(
                 f"{len(self.queue)} metric points are waiting to be written (MAX_QUEUED_POINTS); points "
@@ -156,11 +180,25 @@ class Tracker:
             signum, self.pending_signal = self.pending_signal, None
             _die_by(signum)
 
+    def _run_gone(self) -> None:
+        """The run's metrics directory no longer exists (the run was deleted): say so once, and
+        record nothing from now on. Nothing is created in its place: a run's files live only
+        under the directory its submission made."""
+        self.gone = True
+        say_once(
+            "run-gone",
+            f"the run's metrics directory {os.path.dirname(self.metrics_path or '')} no longer exists "
+            "(was the run deleted?); metrics are not recorded",
+        )
+
     def _drain_and_write(self) -> None:
         """Write what is queued now, oldest first, in batches of WRITE_BATCH. A point leaves the
         queue only once its line is written; a failed write raises with the rest still queued.
         Points queued meanwhile wait for the next flush (a flood cannot keep one flush going)."""
         queue = self.queue
+        if self.gone:
+            queue.clear()
+            return
         todo = len(queue)
         while todo > 0:
             batch = list(itertools.islice(queue, min(todo, _knobs().WRITE_BATCH)))
@@ -178,15 +216,23 @@ class Tracker:
         if self.metrics_path:
             prefix = ""
             if self.metrics_fd is None:
-                Path(self.metrics_path).parent.mkdir(parents=True, exist_ok=True)
-                self.metrics_fd = os.open(self.metrics_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                try:  # in the directory the submission made: never re-created (see _run_gone)
+                    self.metrics_fd = os.open(self.metrics_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                except FileNotFoundError:
+                    self._run_gone()
+                    raise PartialWrite(0, FileNotFoundError(2, "the run's metrics directory is gone")) from None
                 self.mid_line = ends_mid_line(self.metrics_fd)
+                end = os.fstat(self.metrics_fd).st_size
+                self.counts[_ledger.JSONL_END] = end
+                if self.tensorboard_path:
+                    self.counts[_ledger.TB_END] = end
             fd = self.metrics_fd
         else:
             prefix, fd = METRICS_LOG_PREFIX, 1
             flush_stdout()
         data = "".join([f"{prefix}{json_line(*item)}\n" for item in batch]).encode()
         lead = b"\n" if self.mid_line else b""  # end the fragment a failed write left (readers skip it)
+        base = os.fstat(fd).st_size + len(lead) if not prefix else 0  # where this batch's lines start
         try:
             write_counted(fd, lead + data if lead else data)
         except PartialWrite as failed:
@@ -194,14 +240,24 @@ class Tracker:
             if failed.written:  # the file now ends where the write stopped
                 self.mid_line = written > 0 and data[written - 1] != ord("\n")
             failed.written = data.count(b"\n", 0, written)
+            if not prefix and failed.written:
+                self.counts[_ledger.JSONL_END] = base + data.rfind(b"\n", 0, written) + 1
             raise
         self.mid_line = False
+        if not prefix:
+            self.counts[_ledger.JSONL_END] = base + len(data)
 
     def _commit(self, written: list[Point]) -> None:
-        """Take `written` (the oldest points) off the queue and add them to TensorBoard's file."""
+        """Take `written` (the oldest points) off the queue and add them to TensorBoard's file.
+
+        The JSONL is written first; the ledger says how far TensorBoard's file has caught up
+        with it, so that a process killed between the two writes leaves a gap its run's owner
+        closes (`runstore.settle`): the two never disagree about what was written."""
+        counts = self.counts
         popleft = self.queue.popleft
         for _ in written:
             popleft()
+        counts[_ledger.WRITTEN] += len(written)
         if self.events is None:
             self.calls += len(written)
             return
@@ -213,12 +269,19 @@ class Tracker:
             self.events.write(records)
         except Exception as exc:  # the points are in the run store's JSONL; TensorBoard misses them
             say_once(f"events-{type(exc).__name__}", f"could not write TensorBoard events: {exc!r}")
+            return
+        if self.metrics_path:
+            counts[_ledger.TB_FILE_END] = self.events.size
+            counts[_ledger.TB_END] = counts[_ledger.JSONL_END]
+            counts[_ledger.TB_CALLS] = self.calls
 
 
 _START_LOCK = threading.Lock()
 #: This process's tracker, made at the first call that needs it (`current()`), None after fork.
 tracker: Tracker | None = None
 _hooks_installed = False
+#: This process was forked from one that may have had a tracker (its ledger is the parent's).
+_forked = False
 
 
 def current() -> Tracker:
@@ -307,9 +370,10 @@ def _report_dropped(made: Tracker) -> None:
 
 def _reset_after_fork() -> None:
     """In a forked child: forget the parent's queue, thread, locks and open files."""
-    global tracker, _START_LOCK
+    global tracker, _START_LOCK, _forked
     _START_LOCK = threading.Lock()
     tracker = None
+    _forked = True
     # The atexit hook and the SIGTERM handler are inherited and act on the new tracker; a
     # multiprocessing finalizer is registered again when the child starts logging.
 

@@ -15,18 +15,21 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from .. import backend_table
 from ..topology import Topology
 from ..topology.export import headline
 
 
 def _choices(field: str) -> list[str]:
     """A field's values from the topology model's JSON Schema: the sidebar's form offers the
-    same ones (one model, two front-ends); `kubernetes` is `native`'s other name, not a choice."""
+    same ones (one model, two front-ends); a backend's other names (`kubernetes` for `native`,
+    `backend_table`) are not choices of their own."""
     from ..topology import json_schema
 
     node = json_schema()["properties"][field]
     options: list[str] = node.get("enum") or next((o["enum"] for o in node.get("anyOf", []) if "enum" in o), [])
-    return [value for value in options if value != "kubernetes"]
+    aliases = {alias for entry in backend_table.BACKENDS for alias in entry.aliases}
+    return [value for value in options if value not in aliases]
 
 
 FRAMEWORKS = [("(none)", "")] + [(name, name) for name in _choices("framework")]

@@ -3,7 +3,7 @@
 A tab strip of 256 replicas is unusable (and a widget per replica is what a 256-worker run must
 not have), so beyond `MAX_LOG_TABS` a drop-down picks the replica shown in a single log view. Logs
 are read incrementally from the last offset, keeping the last `LOG_TAIL_BYTES`
-(`runstore.log_readers.LogTail`), only for the replica on screen.
+(the run service's `log_follower`), only for the replica on screen.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..presentation.monitor import log_html
-from ..runstore.log_readers import LogTail
 
 #: Up to this many replicas, each gets a log tab; above it, a drop-down.
 MAX_LOG_TABS = 16
@@ -22,8 +21,8 @@ MAX_LOG_TABS = 16
 class LogViews:
     """Log tails shown as one tab per replica, or a drop-down and one view for many replicas."""
 
-    def __init__(self, store: Any, run_id: str, replicas: list[tuple[str, int]], labels: list[str] | None = None):
-        self.tails = [LogTail(store, run_id, role, index) for role, index in replicas]
+    def __init__(self, service: Any, run_id: str, replicas: list[tuple[str, int]], labels: list[str] | None = None):
+        self.tails = [service.log_follower(run_id, role, index) for role, index in replicas]
         self.keys = labels or [f"{role}-{index}" for role, index in replicas]
         if len(replicas) <= MAX_LOG_TABS:
             self.views = [widgets.HTML(value=log_html(tail.text)) for tail in self.tails]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runstore import RunStatus
+from ..service import RunStatus
 
 #: The run's mimetype (the labextension's `runMime.ts` renders it).
 MIMETYPE = "application/vnd.jupyter-px.run+json"

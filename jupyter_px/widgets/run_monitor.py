@@ -67,7 +67,7 @@ from ..presentation.labels import is_tf_chief, replica_label
 from ..presentation.monitor import header_html, rows_html
 from ..presentation.run_view import RunViewSource
 from ..presentation.view_models import RunViewModel
-from ..runstore import ReplicaState, RunStatus
+from ..service import ReplicaState, RunStatus
 from .monitor_logs import MAX_LOG_TABS, LogViews  # noqa: F401 (MAX_LOG_TABS: the monitor's knob)
 from .monitor_output import MonitorOutput
 
@@ -119,7 +119,7 @@ class RunMonitor(MonitorOutput, widgets.VBox):
         self._reader = run.service.metrics_reader(self.run_id, polled=False, history_budget=HISTORY_BUDGET_BYTES)
         self._reader_lock = threading.Lock()
         self._source = RunViewSource(
-            run.service, self.run_id, reader=self._reader, changes=ChangesSince(run.service.store, run.record)
+            run.service, self.run_id, reader=self._reader, changes=ChangesSince(run.service, run.record)
         )
         self.view: RunViewModel | None = None
 
@@ -137,7 +137,7 @@ class RunMonitor(MonitorOutput, widgets.VBox):
         self.pace = widgets.HTML()  # the straggler line, when one rank holds the others back
         self.table = widgets.HTML()
         self.logs = LogViews(
-            self.store,
+            run.service,
             self.run_id,
             self._replicas,
             [replica_label(role, index, self._tf_chief) for role, index in self._replicas],

@@ -22,6 +22,7 @@ from .run_mime import SWEEP_MIMETYPE, sweep_payload
 
 #: Colours of trial states in the table (the run monitor's palette: done, stopped early, failed).
 STATE_COLOURS = {
+    TrialState.PENDING: "#7f7f7f",
     TrialState.RUNNING: "#1f77b4",
     TrialState.COMPLETE: "#2ca02c",
     TrialState.PRUNED: "#ff7f0e",

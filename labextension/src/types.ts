@@ -46,6 +46,20 @@ export interface IReplica {
   started_at: number | null;
   finished_at: number | null;
   address: string | null;
+  /** Where its code raised (models.ReplicaFailure): what "Go to cell" opens. */
+  failure?: IReplicaFailure | null;
+}
+
+/** models.ReplicaFailure: the exception, and the notebook cell and line it was raised at. */
+export interface IReplicaFailure {
+  exception: string;
+  label?: string | null;
+  line?: number | null;
+  function?: string | null;
+  cell_id?: string | null;
+  execution_count?: number | null;
+  cell_index?: number | null;
+  notebook?: string | null;
 }
 
 /** How the run's code runs (models.Code). */
@@ -55,11 +69,14 @@ export interface ICode {
   args: string[];
   source: string | null;
   pushed: string[];
+  returns?: boolean;
 }
 
 /** models.RunDetail */
 export interface IRunDetail extends IRunSummary {
   replicas: IReplica[];
+  /** How the replicas started: "warm (template pid N)" or "cold: <why>" (local backend). */
+  launch?: string | null;
   topology: { [key: string]: any };
   code: ICode;
   workdir: string | null;
@@ -134,10 +151,11 @@ export interface ITensorBoardRequest {
   also?: string[];
 }
 
-/** models.RunDeleted: the run whose directory was removed. */
+/** models.RunDeleted: the run whose directory was removed, and what it left that went first. */
 export interface IRunDeleted {
   run_id: string;
   deleted: boolean;
+  removed?: string[];
 }
 
 /** models.SubmitRequest: the topology and one of notebook or script. */
@@ -251,7 +269,7 @@ export interface IComparison {
 export type SweepState =
   'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Stopped';
 export type TrialState =
-  'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
+  'Pending' | 'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
 
 /** models.SweepTrial */
 export interface ISweepTrial {
@@ -266,6 +284,16 @@ export interface ISweepTrial {
   reason: string | null;
   started_at: number | null;
   finished_at: number | null;
+  /** Each objective's final value. */
+  values?: { [name: string]: number } | null;
+  /** A promoted Hyperband trial's runs, a rung each. */
+  runs?: string[];
+}
+
+/** models.SweepObjective */
+export interface ISweepObjective {
+  name: string;
+  direction: string;
 }
 
 /** models.Sweep: `trials` only where asked for. */
@@ -285,6 +313,9 @@ export interface ISweep {
   counts: { [state: string]: number };
   /** The best trial's number. */
   best: number | null;
+  objectives?: ISweepObjective[];
+  /** A multi-objective sweep's result: the trials on its Pareto front. */
+  pareto?: number[] | null;
   trials?: ISweepTrial[] | null;
 }
 
@@ -380,4 +411,34 @@ export interface IRunViewModel {
   straggler: string | null;
   failure: IFailure | null;
   changes: ICellChanges | null;
+}
+
+/** models.WarmMemory: a process's memory in MiB (resident, its own, proportional). */
+export interface IWarmMemory {
+  rss_mib: number;
+  uss_mib: number;
+  pss_mib: number;
+}
+
+/** models.WarmTemplate: one warm template of the local backend (`jupyter px warm`). */
+export interface IWarmTemplate {
+  key: string;
+  framework: string | null;
+  state: string;
+  running: boolean;
+  pid: number | null;
+  python: string | null;
+  owner: string;
+  memory: IWarmMemory | null;
+  standby_memory: IWarmMemory | null;
+  idle_s: number | null;
+  stops_in_s: number | null;
+  preload: string[];
+  error: string | null;
+  stop_reason: string | null;
+}
+
+/** models.WarmTemplates: `GET px/api/warm`. */
+export interface IWarmTemplates {
+  templates: IWarmTemplate[];
 }

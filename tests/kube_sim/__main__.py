@@ -35,10 +35,21 @@ def main(argv: list[str] | None = None) -> int:
         "instead of the training operator's MPIJob v1",
     )
     parser.add_argument("--trainer", default="2.3", choices=("2.1", "2.3"), help="the Kubeflow Trainer release")
-    parser.add_argument(
+    network = parser.add_mutually_exclusive_group()
+    network.add_argument(
         "--pod-network",
-        action="store_true",
-        help="each pod in its own network namespace with an address on a bridge (needs root or CAP_NET_ADMIN)",
+        action="store_const",
+        const=True,
+        dest="pod_network",
+        help="require each pod in its own network namespace with an address on a bridge (needs root or "
+        "CAP_NET_ADMIN); the default where the machine permits it",
+    )
+    network.add_argument(
+        "--no-pod-network",
+        action="store_const",
+        const=False,
+        dest="pod_network",
+        help="pods share this machine's network namespace (127.0.x.y addresses)",
     )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
@@ -58,15 +69,19 @@ def main(argv: list[str] | None = None) -> int:
         mpi_operator=args.mpi_operator,
         pod_network=args.pod_network,
     ) as cluster:
-        cluster.kubeconfig(args.kubeconfig, namespace=namespaces[0])
+        cluster.kubeconfig(args.kubeconfig, namespace=namespaces[0], tls=True)
         kubelet = cluster.kubelet
         isolation = (
             "pods isolated (own mount/UTS namespace, /etc/hosts"
-            + (", own network namespace on a bridge)" if kubelet and kubelet.network else ")")
+            + (
+                ", own network namespace on a bridge)"
+                if kubelet and kubelet.network
+                else f"; sharing this machine's network: {kubelet.no_pod_network_because if kubelet else ''})"
+            )
             if kubelet and kubelet.isolated
             else f"pods not isolated: {kubelet.not_isolated_because if kubelet else 'no kubelet'}"
         )
-        print(f"simulated cluster at {cluster.url}; kubeconfig {args.kubeconfig}", flush=True)
+        print(f"simulated cluster at {cluster.http.secure_url}; kubeconfig {args.kubeconfig}", flush=True)
         print(f"controllers: {', '.join(controllers)}; {isolation}; Ctrl-C to stop", flush=True)
         try:
             while not stop.wait(0.5):

@@ -12,6 +12,7 @@ import base64
 import copy
 import itertools
 import json
+import secrets
 import threading
 import time
 import uuid
@@ -19,7 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import defaults, errors, schema
+from . import defaults, errors, field_manager, schema
+from .authentication import Authenticator
 from .authorization import Authorizer
 from .errors import ApiError
 from .resources import (
@@ -47,6 +49,17 @@ MXJOB_CRD = "mxjobs.kubeflow.org"
 #: Admission plug-ins: called with (operation, resource, object, old object) before a write is
 #: stored; they may change the object (mutating) or raise an ApiError (validating).
 Admission = Callable[[str, Resource, Obj, Obj | None], None]
+
+
+#: apimachinery v1.33.0 pkg/util/rand/rand.go `alphanums`: no vowels (no words), no 0/1/3 (no
+#: confusion with o/l/e)
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def generate_name(base: str) -> str:
+    """apiserver v1.33.0 pkg/storage/names/generate.go SimpleNameGenerator: the base cut to
+    63 - 5 characters, then 5 random characters of `NAME_ALPHABET`."""
+    return base[:58] + "".join(secrets.choice(NAME_ALPHABET) for _ in range(5))
 
 
 def now() -> str:
@@ -126,6 +139,8 @@ class ApiServer:
         self.faults: list[Fault] = []
         #: what the HTTP API's user may do (the controllers call the registry, unrefused)
         self.authorizer = Authorizer()
+        #: who HTTP requests come from (tokens; authentication.py)
+        self.authenticator = Authenticator()
         #: (method, plural) calls read and never answered while listed (see `HttpFrontend.hang`),
         #: and how many wait so now
         self.hanging: set[tuple[str, str]] = set()
@@ -143,6 +158,8 @@ class ApiServer:
         self.closed = False
         #: the kubelet's log reader, set when one runs: (namespace, pod, container, query) -> lines
         self.log_source: Callable[..., Iterator[bytes]] | None = None
+        #: the kubelet that serves exec, attach and port-forward (kubelet_streams.py), when one runs
+        self.streamer: Any = None
         self._clusterip = itertools.count(10)
         for resource in BUILTIN:
             self.register(resource)
@@ -175,6 +192,17 @@ class ApiServer:
                 # the runtimes a Trainer install ships (kubeflow/trainer manifests/base/runtimes)
                 runtime = load_crd(path)
                 self.create(self.resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes"), runtime)
+            if self.trainer >= (2, 3):
+                # kubeflow/trainer v2.3.0 manifests/overlays/manager/kustomization.yaml: the public
+                # ConfigMap the Kubeflow SDK reads the control plane's version from, in the
+                # install's namespace
+                if self.try_get(self.resource("", "v1", "namespaces"), "", "kubeflow-system") is None:
+                    self.create(self.resource("", "v1", "namespaces"), {"metadata": {"name": "kubeflow-system"}})
+                self.create(
+                    self.resource("", "v1", "configmaps"),
+                    {"metadata": {"name": "kubeflow-trainer-public"}, "data": {"kubeflow_trainer_version": "v2.3.0"}},
+                    "kubeflow-system",
+                )
 
     # ---- types ---------------------------------------------------------------------------------
 
@@ -413,7 +441,13 @@ class ApiServer:
             raise errors.invalid_object(resource.kind, resource.group, name, errs)
 
     def create(
-        self, resource: Resource, obj: Obj, namespace: str = "", strict: bool = False, dry_run: bool = False
+        self,
+        resource: Resource,
+        obj: Obj,
+        namespace: str = "",
+        strict: bool = False,
+        dry_run: bool = False,
+        manager: str | None = None,
     ) -> Obj:
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {}) or {}
@@ -427,8 +461,7 @@ class ApiServer:
         else:
             namespace = ""
         if not meta.get("name") and meta.get("generateName"):
-            # staging/src/k8s.io/apiserver/pkg/storage/names/generate.go: 5 random characters
-            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            meta["name"] = generate_name(meta["generateName"])
         warnings, schema_errors = self._prepare(resource, obj, strict)
         with self.cond:
             self._check_namespace(resource, namespace)
@@ -464,19 +497,32 @@ class ApiServer:
                 meta.pop(transient, None)
             if resource.schema is not None and resource.status_subresource:
                 obj.pop("status", None)  # the status subresource: create ignores status
+            if manager:
+                field_manager.record_update(obj, None, manager, resource.api_version, now())
             if dry_run:
                 return obj
             self._commit("ADDED", key, obj, None)
             if resource.plural == "customresourcedefinitions":
                 for served in from_crd(obj):
                     self.register(served)
+            if resource.plural == "namespaces" and not resource.group:
+                # kube-controller-manager's service account controller (kubernetes v1.33.0
+                # pkg/controller/serviceaccount/serviceaccounts_controller.go syncNamespace):
+                # every namespace gets a `default` ServiceAccount; here in the same step
+                self.create(self.resource("", "v1", "serviceaccounts"), {"metadata": {"name": "default"}}, meta["name"])
             out = copy.deepcopy(obj)
         if warnings:
             out.setdefault("__warnings__", warnings)
         return out
 
     def update(
-        self, resource: Resource, obj: Obj, namespace: str = "", subresource: str = "", strict: bool = False
+        self,
+        resource: Resource,
+        obj: Obj,
+        namespace: str = "",
+        subresource: str = "",
+        strict: bool = False,
+        manager: str | None = None,
     ) -> Obj:
         """PUT: replace, with optimistic concurrency on metadata.resourceVersion; the status
         subresource changes only status, the main resource leaves status alone (when the kind has
@@ -531,6 +577,10 @@ class ApiServer:
                 defaults.check_update(resource, new, old)
                 if _spec_of(new) != _spec_of(old):
                     new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
+                if "managedFields" not in new["metadata"] and old["metadata"].get("managedFields"):
+                    new["metadata"]["managedFields"] = copy.deepcopy(old["metadata"]["managedFields"])
+                if manager:
+                    field_manager.record_update(new, old, manager, resource.api_version, now())
             for plugin in self.admission:
                 plugin("UPDATE", resource, new, old)
             if (
@@ -546,14 +596,56 @@ class ApiServer:
             return copy.deepcopy(new)
 
     def patch(
-        self, resource: Resource, namespace: str, name: str, patch: Any, content_type: str, subresource: str = ""
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        patch: Any,
+        content_type: str,
+        subresource: str = "",
+        manager: str | None = None,
     ) -> Obj:
         with self.cond:
             current = self.get(resource, namespace, name)
             patched = apply_patch(current, patch, content_type)
             patched.setdefault("metadata", {})["resourceVersion"] = current["metadata"]["resourceVersion"]
             patched["metadata"]["name"] = name
-            return self.update(resource, patched, namespace, subresource)
+            return self.update(resource, patched, namespace, subresource, manager=manager)
+
+    def apply(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        applied: Obj,
+        manager: str,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Server-side apply (field_manager.py): create the object, or merge the applied
+        configuration into it; 409 on conflicts with other managers unless `force`."""
+        if not isinstance(applied, dict):
+            raise errors.bad_request("error decoding YAML: the applied configuration is not an object")
+        meta = applied.setdefault("metadata", {})
+        if meta.get("name") not in (None, name):
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        meta["name"] = name
+        if applied.get("kind") != resource.kind or applied.get("apiVersion") != resource.api_version:
+            raise errors.bad_request(
+                f"the API version in the data ({applied.get('apiVersion')}) does not match the expected API version "
+                f"({resource.api_version})"
+            )
+        with self.cond:
+            live = self.try_get(resource, namespace, name)
+            merged = field_manager.apply(live, applied, manager, force, resource.api_version, now())
+            if live is None:
+                return self.create(resource, merged, namespace, dry_run=dry_run)
+            merged["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+            if dry_run:
+                return merged
+            return self.update(resource, merged, namespace)
 
     # ---- deletion ------------------------------------------------------------------------------
 

@@ -1,11 +1,13 @@
 """The whole simulated cluster: the API server (in-process registry + HTTP on 127.0.0.1) and the
 controllers started with it. `with Cluster() as cluster:`; `cluster.kubeconfig(path)` writes a
-kubeconfig the official client and kubectl can use. `Cluster(pod_network=True)` gives each pod
-its own network namespace and address on a bridge (kubelet_network.py; `PodNetworkUnavailable`
-where the machine does not permit it)."""
+kubeconfig the official client and kubectl can use. Each pod gets its own network namespace and
+address on a bridge where the machine permits it (kubelet_network.py); `Cluster(pod_network=True)`
+requires it (`PodNetworkUnavailable` with the reason where the machine does not permit it),
+`pod_network=False` has pods share this machine's network."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,8 +15,9 @@ from typing import Any
 
 import yaml
 
-from . import scheduling
+from . import authentication, scheduling
 from .apiserver import ApiServer
+from .authentication import TOKEN
 from .gc import GarbageCollector
 from .httpapi import HttpFrontend
 from .job_controller import JobController
@@ -47,10 +50,12 @@ class Cluster:
         ),
         node: dict[str, Any] | None = None,
         kubelet: dict[str, Any] | None = None,
-        pod_network: bool = False,
+        pod_network: bool | None = None,
     ):
-        if pod_network and "kubelet" in controllers:
-            kubelet = {**(kubelet or {}), "pod_network": True}
+        if "kubelet" in controllers:
+            # None: each pod its own network namespace where the machine permits it (else pods share
+            # this machine's, `kubelet.no_pod_network_because` says why); True: required; False: off
+            kubelet = {"pod_network": pod_network, **(kubelet or {})}
         self.api = ApiServer(
             namespaces=namespaces,
             crds=crds,
@@ -76,7 +81,9 @@ class Cluster:
                 self.kubelet = Kubelet(self.api, name, **(kubelet or {}))
             except Exception:
                 self.http.httpd.server_close()  # bound in its constructor, not serving yet
+                self.http.httpsd.server_close()
                 raise
+            self.kubelet.apiserver = ("127.0.0.1", self.http.httpsd.server_address[1])
             self.controllers.append(self.kubelet)
         if "job-controller" in controllers:
             self.controllers.append(JobController(self.api))
@@ -166,12 +173,22 @@ class Cluster:
     def max_in_flight(self) -> int:
         return self.api.max_in_flight
 
-    def kubeconfig(self, path: str | Path, namespace: str = "default", context: str = "kube-sim") -> str:
+    def kubeconfig(
+        self, path: str | Path, namespace: str = "default", context: str = "kube-sim", tls: bool = False,
+        token: str = TOKEN,
+    ) -> str:  # fmt: skip
+        """A kubeconfig for the official client and kubectl: the plain HTTP port (what the tests
+        have always used), or with `tls` the HTTPS one as a real cluster's, its CA included (kubectl
+        sends the token only over TLS: authentication.py)."""
+        cluster: dict[str, Any] = {"server": self.url}
+        if tls:
+            ca = base64.b64encode(authentication.ca_pem().encode()).decode()
+            cluster = {"server": self.http.secure_url, "certificate-authority-data": ca}
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "kube-sim", "cluster": {"server": self.url}}],
-            "users": [{"name": "tester", "user": {"token": "t0ken"}}],
+            "clusters": [{"name": "kube-sim", "cluster": cluster}],
+            "users": [{"name": "tester", "user": {"token": token}}],
             "contexts": [
                 {"name": context, "context": {"cluster": "kube-sim", "user": "tester", "namespace": namespace}}
             ],

@@ -92,6 +92,12 @@ def forbidden(resource: str, group: str, name: str, why: str) -> ApiError:
     return ApiError(status(403, "Forbidden", f"{target} is forbidden: {why}", details))
 
 
+def forbidden_path(user: str, path: str, verb: str = "get") -> ApiError:
+    # responsewriters/errors.go Forbidden for a request without a resource: `forbidden: User %q
+    # cannot %s path %q`, details empty
+    return ApiError(status(403, "Forbidden", f'forbidden: User "{user}" cannot {verb} path "{path}"', {}))
+
+
 def expired(message: str) -> ApiError:
     # errors.go NewResourceExpired: 410 with reason Expired
     return ApiError(status(410, "Expired", message))

@@ -5,7 +5,7 @@ module: processes (`kubelet_processes.py`: image, isolation, env, signals, memor
 (`kubelet_logs.py`: CRI files, rotation, serving), volumes and hosts (`kubelet_volumes.py`),
 status (`kubelet_status.py`: container states, phase, conditions), the API for states no
 process produces (`kubelet_state_api.py`), what it knows of each pod (`kubelet_pods.py`), and,
-opt-in (`pod_network=True`), a network namespace and bridge address per pod (`kubelet_network.py`).
+where the machine permits it, a network namespace and bridge address per pod (`kubelet_network.py`).
 
 - states: waiting ContainerCreating -> running -> terminated with the exit code, reason
   `Completed` (0) or `Error` (pkg/kubelet/kuberuntime/helpers.go, containerd's reasons);
@@ -38,18 +38,21 @@ from typing import Any
 
 from .apiserver import ApiServer, now
 from .events import record
+from .images import DEFAULT_IMAGES, Image
+from .kubelet_api_access import ApiAccess
 from .kubelet_logs import ContainerLogs
 from .kubelet_network import PodNetwork, PodNetworkUnavailable
 from .kubelet_pods import ContainerRun, PodRun
 from .kubelet_processes import Processes, namespaces_permitted
 from .kubelet_state_api import StateApi
 from .kubelet_status import StatusWriter
+from .kubelet_streams import Streams
 from .kubelet_volumes import VolumesAndHosts
 
 log = logging.getLogger(__name__)
 
 
-class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts):
+class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts, Streams, ApiAccess):
     """The node agent: the sync loop (admit pods, start containers in order, restart them per
     policy with back-off, stop sidecars, terminate deleted pods) over its parts: processes,
     logs, volumes and hosts, status, and the API for states no process produces."""
@@ -64,7 +67,8 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         log_max_bytes: int = 10 * 1024 * 1024,
         log_max_files: int = 5,
         isolate: bool | None = None,
-        pod_network: bool = False,
+        pod_network: bool | None = None,
+        images: dict[str, Image] | None = None,
     ):
         permitted, why = namespaces_permitted() if isolate is not False else (False, "isolation turned off")
         self.isolated = permitted
@@ -72,10 +76,22 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         #: each pod in its own network namespace with an address on a bridge (kubelet_network.py);
         #: None: pods share this machine's network namespace, on 127.0.x.y addresses
         self.network: PodNetwork | None = None
+        #: why pods share this machine's network ("" when they have their own)
+        self.no_pod_network_because = "turned off (pod_network=False)"
         if pod_network:
             if not permitted:
                 raise PodNetworkUnavailable(f"pod_network=True needs pods in their own mount namespaces: {why}")
             self.network = PodNetwork()
+        elif pod_network is None:  # where the machine permits it
+            if not permitted:
+                self.no_pod_network_because = f"pods are not isolated here: {why}"
+            else:
+                try:
+                    self.network = PodNetwork()
+                except PodNetworkUnavailable as unavailable:
+                    self.no_pod_network_because = str(unavailable)
+        if self.network is not None:
+            self.no_pod_network_because = ""
         self.api = api
         self.node = node
         self.root = Path(root or tempfile.mkdtemp(prefix="kube-sim-kubelet-"))
@@ -93,14 +109,23 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
         self._hosts_text: dict[str, str] = {}
         #: images this node cannot pull (`refuse_image`), with the registry's error
         self.unpullable: dict[str, str] = {}
+        self.pulled_images: set[str] = set()
+        #: the API server's HTTPS address on this machine, for pods (kubelet_api_access.py); set by
+        #: the Cluster
+        self.apiserver: tuple[str, int] | None = None
+        self._relay = None
+        #: repository patterns -> what they are here (images.py); the given ones before the defaults
+        self.images = tuple((images or {}).items()) + DEFAULT_IMAGES
         self._pods = api.resource("", "v1", "pods")
         api.log_source = self.logs
+        api.streamer = self
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
         if self.network is not None:
             self.network.start()
+            self._start_relay()
         self._thread.start()
 
     def stop(self) -> None:
@@ -119,6 +144,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
                             container.current.process.wait(timeout=10)
                         except subprocess.TimeoutExpired:
                             pass
+        self._stop_relay()
         if self.network is not None:
             self.network.stop()
         shutil.rmtree(self.root, ignore_errors=True)
@@ -148,12 +174,16 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts)
                     if not any(c.running for c in run.containers):
                         del self.pods[uid]
                         self._release_sandbox(run)
+            # every new pod's sandbox (address, names) first, then containers: a pod that starts
+            # in this pass already finds the others admitted with it in its hosts file (as the
+            # pod sandboxes exist before any container starts)
+            for uid, pod in by_uid.items():
+                if uid not in self.pods and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    self._admit(pod)
             for uid, pod in by_uid.items():
                 run = self.pods.get(uid)
                 if run is None:
-                    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                        continue
-                    run = self._admit(pod)
+                    continue
                 run.pod = pod
                 if run.done:
                     if pod["metadata"].get("deletionTimestamp"):

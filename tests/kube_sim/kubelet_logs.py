@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from . import errors
-from .apiserver import ApiServer
-from .kubelet_pods import Instance, PodRun
+from .kubelet_parts import KubeletPart
+from .kubelet_pods import Instance
 
 
 def stamp(at: float | None = None) -> str:
@@ -54,20 +52,11 @@ def append(kubelet: ContainerLogs, instance: Instance, stream: str, data: bytes)
                 gone.unlink(missing_ok=True)
 
 
-class ContainerLogs:
+class ContainerLogs(KubeletPart):
     """Serving container logs (a Kubelet part)."""
 
     log_max_bytes: int
     log_max_files: int
-    api: ApiServer
-    node: str
-    root: Path
-    isolated: bool
-    pods: dict[str, PodRun]
-    _lock: threading.RLock
-    _log_lock: threading.Lock
-    _stop: threading.Event
-    _pods: Any
 
     def logs(self, pod: dict[str, Any], container_name: str, query: dict[str, str]) -> Iterator[bytes]:
         """pkg/kubelet/kubelet_pods.go GetContainerLogs + validateContainerLogStatus: a 400

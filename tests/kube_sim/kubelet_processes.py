@@ -1,9 +1,9 @@
 """The kubelet's process runner: one container instance as a local process, and what a runtime
 does around it.
 
-- the image: the simulation's Python stands in for every image: a command that names `python`,
-  `python3` or `pythonX.Y` (any directory) runs this interpreter; no command runs it too (the
-  python images' CMD); other commands run as found on this machine;
+- the image: mapped to what this machine has (images.py: a Python image is the test
+  environment's Python with its bin/ on PATH, a shell image this machine's shell), the command
+  run as written (`command` / `args` over the image's entrypoint and CMD);
 - isolation: where `unshare -m -u` is permitted, each container runs in its own mount and UTS
   namespace (launch.py): the volumes bind-mounted at their mount paths, the pod's hostname set, a
   generated /etc/hosts over the real one; on a pod network (kubelet_network.py) it first joins
@@ -32,14 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import quantity
-from .apiserver import ApiServer
+from . import images, quantity
 from .events import record
+from .kubelet_api_access import MOUNT_PATH
 from .kubelet_logs import append
+from .kubelet_parts import KubeletPart
 from .kubelet_pods import ContainerRun, Instance, PodRun
 
 LAUNCH = Path(__file__).resolve().parent / "launch.py"
-PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
 
 
 def namespaces_permitted() -> tuple[bool, str]:
@@ -57,26 +57,24 @@ def namespaces_permitted() -> tuple[bool, str]:
     return True, ""
 
 
-class Processes:
+class Processes(KubeletPart):
     """Starting, signalling and watching the memory of container processes (a Kubelet part)."""
 
-    api: ApiServer
-    node: str
-    root: Path
-    isolated: bool
-    pods: dict[str, PodRun]
-    _lock: threading.RLock
-    _log_lock: threading.Lock
-    _stop: threading.Event
-    _pods: Any
+    #: the images this node has pulled (`_pull`)
+    pulled_images: set[str]
+    #: what each image is on this machine (images.py)
+    images: tuple[tuple[str, images.Image], ...]
 
     def _env(self, run: PodRun, container: dict[str, Any]) -> dict[str, str]:
         pod = run.pod
+        image = images.resolve(container.get("image", ""), self.images)
         env = {
-            "PATH": f"{self._shims()}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "PATH": f"{self._shims()}:{images.path_of(image)}",
             "HOSTNAME": pod["spec"].get("hostname") or run.name,
             "HOME": "/root",
             "LANG": "C.UTF-8",
+            **images.environment(image),
+            **self._service_env(),  # type: ignore[attr-defined]
         }
         configmaps = self.api.resource("", "v1", "configmaps")
         for source in container.get("envFrom") or []:
@@ -100,7 +98,7 @@ class Processes:
                     env[item["name"]] = value
             else:
                 env.setdefault(item["name"], "")
-        return env
+        return images.open_mpi_names(image, env)
 
     def _shims(self) -> Path:
         """Commands the images have that this machine may not: `nslookup` (busybox's, in the
@@ -137,21 +135,44 @@ class Processes:
         }.get(path, "")
 
     def _argv(self, run: PodRun, container: dict[str, Any], env: dict[str, str], mounts: list) -> list[str]:
-        command = list(container.get("command") or [])
-        args = list(container.get("args") or [])
-        if not command:
-            command = ["python3"]  # the python images' CMD
-        argv = [_expand(a, env) for a in command + args]
-        if PYTHON.match(argv[0]):
-            argv[0] = sys.executable
+        command = [_expand(a, env) for a in container.get("command") or []]
+        args = [_expand(a, env) for a in container.get("args") or []]
+        argv = images.argv(images.resolve(container.get("image", ""), self.images), command, args)
         if not self.isolated:
             argv = [_map_paths(a, mounts) for a in argv]
         return argv
 
+    def _pull(self, run: PodRun, container: ContainerRun) -> None:
+        """The image pull before each start, as its events tell it (kubernetes v1.33.0
+        pkg/kubelet/images/image_manager.go EnsureImageExists): `IfNotPresent` / `Never` with the
+        image on the node: Pulled `Container image "<image>" already present on machine`; else
+        (`Always`, or not yet on the node) Pulling `Pulling image "<image>"`, then Pulled
+        `Successfully pulled image "<image>" in <d> (<d> including waiting). Image size: <n>
+        bytes.` Here nothing is downloaded: the image is what `images` maps it to."""
+        image = container.spec.get("image", "")
+        policy = container.spec.get("imagePullPolicy", "IfNotPresent")
+        if policy != "Always" and image in self.pulled_images:
+            record(self.api, run.pod, "Pulled", f'Container image "{image}" already present on machine',
+                   "Normal", "kubelet", self.node)  # fmt: skip
+            return
+        began = time.monotonic()
+        record(self.api, run.pod, "Pulling", f'Pulling image "{image}"', "Normal", "kubelet", self.node)
+        self.pulled_images.add(image)
+        took = f"{time.monotonic() - began:.3f}s"
+        size = os.stat(sys.executable).st_size
+        record(self.api, run.pod, "Pulled",
+               f'Successfully pulled image "{image}" in {took} ({took} including waiting). Image size: {size} bytes.',
+               "Normal", "kubelet", self.node)  # fmt: skip
+
     def _start(self, run: PodRun, container: ContainerRun) -> None:
         spec = container.spec
+        self._pull(run, container)
         env = self._env(run, spec)
         mounts = self._mounts(run, spec)
+        if not any(target == MOUNT_PATH for _, target, _ in mounts):
+            mounts += self._account_mount(run)  # type: ignore[attr-defined]
+        image = images.resolve(spec.get("image", ""), self.images)
+        mounts += self._image_files(run, image)
         argv = self._argv(run, spec, env, mounts)
         logs = self.root / "logs" / f"{run.namespace}_{run.name}_{run.uid}" / container.name
         logs.mkdir(parents=True, exist_ok=True)
@@ -170,6 +191,7 @@ class Processes:
                         "workdir": workdir or "/",
                         "argv": argv,
                         "env": env,
+                        "dirs": list(image.dirs),
                     }
                 )
             )
@@ -202,7 +224,25 @@ class Processes:
         container.waiting_reason = ""
         for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
             threading.Thread(target=self._pump, args=(instance, stream, pipe), daemon=True).start()
+        # kuberuntime_container.go startContainer (v1.33.0): Created, then Started
+        record(self.api, run.pod, "Created", f"Created container: {container.name}", "Normal", "kubelet", self.node)
         record(self.api, run.pod, "Started", f"Started container {container.name}", "Normal", "kubelet", self.node)
+
+    def _image_files(self, run: PodRun, image: images.Image) -> list[tuple[str, str, bool]]:
+        """The image's versions of files this machine has (its ssh_config...): this machine's
+        text with the image's additions, mounted read-only over them in the container."""
+        if not self.isolated:
+            return []
+        out = []
+        for number, (path, added) in enumerate(image.files):
+            if not os.path.isfile(path):
+                continue
+            copy = run.directory / "image-files" / f"{number}-{os.path.basename(path)}"
+            if not copy.exists():
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_text(Path(path).read_text() + added)
+            out.append((str(copy), path, True))
+        return out
 
     def _pump(self, instance: Instance, stream: str, pipe: Any) -> None:
         for line in iter(pipe.readline, b""):

@@ -7,26 +7,15 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from pathlib import Path
-from typing import Any
 
-from .apiserver import ApiServer, now
+from .apiserver import now
 from .events import record
-from .kubelet_pods import PodRun
+from .kubelet_parts import KubeletPart
 
 
-class StateApi:
+class StateApi(KubeletPart):
     """The kubelet's API for states no process produces here (a Kubelet part)."""
 
-    api: ApiServer
-    node: str
-    root: Path
-    isolated: bool
-    pods: dict[str, PodRun]
-    _lock: threading.RLock
-    _log_lock: threading.Lock
-    _stop: threading.Event
-    _pods: Any
     unpullable: dict[str, str]
     _thread: threading.Thread
 

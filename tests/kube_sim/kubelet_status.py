@@ -6,28 +6,17 @@ status subresource only when they change (pkg/kubelet/status/status_manager.go).
 from __future__ import annotations
 
 import copy
-import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from .apiserver import ApiServer, now
+from .apiserver import now
 from .errors import ApiError
+from .kubelet_parts import KubeletPart
 from .kubelet_pods import ContainerRun, PodRun
 
 
-class StatusWriter:
+class StatusWriter(KubeletPart):
     """A pod's status from its container runs (a Kubelet part)."""
-
-    api: ApiServer
-    node: str
-    root: Path
-    isolated: bool
-    pods: dict[str, PodRun]
-    _lock: threading.RLock
-    _log_lock: threading.Lock
-    _stop: threading.Event
-    _pods: Any
 
     def _container_status(self, run: PodRun, container: ContainerRun, restart_policy: str) -> dict[str, Any]:
         spec = container.spec

@@ -8,27 +8,17 @@ from __future__ import annotations
 
 import base64
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
-from .apiserver import ApiServer
 from .events import record
+from .kubelet_parts import KubeletPart
 from .kubelet_pods import PodRun
 
 
-class VolumesAndHosts:
+class VolumesAndHosts(KubeletPart):
     """Materialising a pod's volumes and writing its hosts file (a Kubelet part)."""
 
-    api: ApiServer
-    node: str
-    root: Path
-    isolated: bool
-    pods: dict[str, PodRun]
-    _lock: threading.RLock
-    _log_lock: threading.Lock
-    _stop: threading.Event
-    _pods: Any
     _hosts_text: dict[str, str]
 
     def _mount_volumes(self, run: PodRun) -> bool:

@@ -1,10 +1,11 @@
 """Start one container's process inside its own mount and UTS namespaces (run under
-`unshare -m -u --propagation private`): bind-mount the pod's volumes at their mount paths and the
-pod's generated hosts file over /etc/hosts, set the pod's hostname, then exec the command.
+`unshare -m -u --propagation private`): a fresh /run, bind-mount the pod's volumes at their mount
+paths and the pod's generated hosts file over /etc/hosts, set the pod's hostname, then exec the
+command.
 
 A standalone script (no imports from the simulation), given one JSON file:
 {"mounts": [[host_path, mount_path, read_only], ...], "hosts": path, "hostname": name,
- "workdir": path, "argv": [...], "env": {...}}
+ "workdir": path, "argv": [...], "env": {...}, "dirs": [path, ...]}
 """
 
 import ctypes
@@ -27,9 +28,21 @@ def _mount(source: str, target: str, read_only: bool) -> None:
         libc.mount(None, target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY, None)
 
 
+def _tmpfs(target: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, b"mode=755") != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"tmpfs on {target}: {os.strerror(error)}")
+
+
 def main() -> None:
     with open(sys.argv[1]) as handle:
         spec = json.load(handle)
+    # the container's own /run (a container's is not the machine's): what is made under it (the
+    # service account's mount point, sshd's directory) stays in the container
+    _tmpfs("/run")
+    for folder in spec.get("dirs") or []:  # directories the image has
+        os.makedirs(folder, exist_ok=True)
     for source, target, read_only in spec["mounts"]:
         if os.path.isdir(source):
             os.makedirs(target, exist_ok=True)

@@ -427,6 +427,14 @@ class MPIOperator(ControllerLoop):
             if launcher is None and (
                 spec["launcherCreationPolicy"] == "AtStartup" or sum(map(_ready, workers)) == len(workers)
             ):
+                template = (spec["mpiReplicaSpecs"]["Launcher"].get("template") or {}).get("spec") or {}
+                if template.get("restartPolicy"):
+                    # mpi_job_controller.go newLauncherPodTemplate: a restart policy in the pod
+                    # template is replaced by the replica's, with this warning (reason
+                    # podTemplateRestartPolicyReason), each time the launcher is made
+                    self._event(job, "SetPodTemplateRestartPolicy",
+                                "Restart policy in pod template overridden by restart policy in replica spec",
+                                "Warning")  # fmt: skip
                 try:
                     launcher = self.api.create(jobs, launcher_job(job), namespace)
                 except ApiError as error:

@@ -29,6 +29,11 @@ class Resource:
     status_subresource: bool = False
     #: a custom resource's structural schema (None for built-in kinds)
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: discovery's shortNames and categories (`kubectl get po`, `kubectl get all`)
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    #: a custom resource's additionalPrinterColumns (the columns of its Table)
+    printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -41,21 +46,51 @@ class Resource:
 
 #: Built-in kinds. Name rules: kubernetes v1.33.0 pkg/apis/core/validation/validation.go
 #: (ValidatePodName: subdomain; ValidateServiceName: DNS-1035 label; namespaces: RFC 1123 label).
+#: Short names and categories: each registry's ShortNames() / Categories() (pkg/registry/core/
+#: {pod,service,configmap,serviceaccount,event,resourcequota,namespace,node}/storage/storage.go,
+#: pkg/registry/batch/job/storage/storage.go; apiextensions-apiserver pkg/registry/
+#: customresourcedefinition/etcd.go: `crd`, `crds`, category `api-extensions`).
 BUILTIN = (
-    Resource("", "v1", "pods", "Pod", status_subresource=True),
-    Resource("", "v1", "services", "Service", name_rule="dns1035", status_subresource=True),
-    Resource("", "v1", "configmaps", "ConfigMap"),
+    Resource("", "v1", "pods", "Pod", status_subresource=True, short_names=("po",), categories=("all",)),
+    Resource(
+        "",
+        "v1",
+        "services",
+        "Service",
+        name_rule="dns1035",
+        status_subresource=True,
+        short_names=("svc",),
+        categories=("all",),
+    ),  # fmt: skip
+    Resource("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
     Resource("", "v1", "secrets", "Secret"),
-    Resource("", "v1", "serviceaccounts", "ServiceAccount"),
-    Resource("", "v1", "events", "Event"),
-    Resource("", "v1", "resourcequotas", "ResourceQuota", status_subresource=True),
-    Resource("", "v1", "namespaces", "Namespace", namespaced=False, name_rule="label", status_subresource=True),
-    Resource("", "v1", "nodes", "Node", namespaced=False, status_subresource=True),
-    Resource("events.k8s.io", "v1", "events", "Event"),
-    Resource("batch", "v1", "jobs", "Job", status_subresource=True),
+    Resource("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    Resource("", "v1", "events", "Event", short_names=("ev",)),
+    Resource("", "v1", "resourcequotas", "ResourceQuota", status_subresource=True, short_names=("quota",)),
+    Resource(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        namespaced=False,
+        name_rule="label",
+        status_subresource=True,
+        short_names=("ns",),
+    ),  # fmt: skip
+    Resource("", "v1", "nodes", "Node", namespaced=False, status_subresource=True, short_names=("no",)),
+    Resource("events.k8s.io", "v1", "events", "Event", short_names=("ev",)),
+    Resource("batch", "v1", "jobs", "Job", status_subresource=True, categories=("all",)),
     Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
     Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
-    Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False),
+    Resource(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        namespaced=False,
+        short_names=("crd", "crds"),
+        categories=("api-extensions",),
+    ),  # fmt: skip
 )
 
 
@@ -75,6 +110,9 @@ def from_crd(crd: dict[str, Any]) -> list[Resource]:
                 namespaced=spec.get("scope", "Namespaced") == "Namespaced",
                 status_subresource="status" in (version.get("subresources") or {}),
                 schema=version["schema"]["openAPIV3Schema"],
+                short_names=tuple(spec["names"].get("shortNames") or ()),
+                categories=tuple(spec["names"].get("categories") or ()),
+                printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
             )
         )
     return out

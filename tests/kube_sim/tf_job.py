@@ -17,8 +17,9 @@ class TensorFlow(Framework):
     replica type's `<job>-<rt>-<i>.<ns>.svc:<port>`, task type lower case, environment `cloud`),
     tfjob_controller.go IsMasterRole (chief/master, else worker 0) and UpdateJobStatus (simplified:
     success when the chief/master succeeds, else when all workers did; failure as PyTorchJob);
-    tfjob defaults: container `tensorflow`, port `tfjob-port` 2222, restartPolicy Never,
-    cleanPodPolicy Running."""
+    tfjob defaults (tensorflow_defaults.go): container `tensorflow`, port `tfjob-port` 2222,
+    restartPolicy Never, cleanPodPolicy None (setDefaultCleanPodPolicy: `None` unless given, at
+    v1.9.0 as for the other kinds; `Running` was v1.7 and earlier)."""
 
     kind = "TFJob"
     plural = "tfjobs"
@@ -28,7 +29,7 @@ class TensorFlow(Framework):
     port_name = "tfjob-port"
     port = 2222
     restart_policy = "Never"
-    default_clean_pod_policy = "Running"
+    default_clean_pod_policy = "None"
 
     def is_master_role(self, specs: dict[str, Any], rtype: str, index: int) -> bool:
         if "Chief" in specs or "Master" in specs:

@@ -10,8 +10,7 @@ v2.3.0 (the JobSet and Job controllers under it are `jobset_controller.py`, `job
 - pkg/runtime/framework/plugins/jobset/builder.go Trainer: that job has replicas 1; its `node`
   container gets the trainer's image, command, args and env;
 - pkg/runtime/framework/plugins/torch/torch.go EnforceMLPolicy: PET_NNODES, PET_NPROC_PER_NODE
-  (`trainer.numProcPerNode`, else "auto", which without GPUs becomes the CPUs per node, at least
-  1), PET_NODE_RANK from the Job completion index annotation, PET_MASTER_ADDR
+  (`num_proc_per_node`), PET_NODE_RANK from the Job completion index annotation, PET_MASTER_ADDR
   `<trainjob>-node-0-0.<trainjob>`, PET_MASTER_PORT 29500, and container port 29500;
 - jobset.go Build / Status: one JobSet named like the TrainJob, owned by it; the TrainJob's
   `Complete` / `Failed` conditions are the JobSet's `Completed` / `Failed` ones (same reason and
@@ -39,6 +38,7 @@ webhook's MPI numNodes check (its reserved OMPI_MCA_* env is in admission.py).
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from . import quantity
@@ -202,15 +202,8 @@ class TrainerController(ControllerLoop):
         ml_policy = runtime["spec"].get("mlPolicy") or {}
         trainer = spec.get("trainer") or {}
         nodes = int(trainer.get("numNodes") or ml_policy.get("numNodes") or 1)
-        resources = trainer.get("resourcesPerNode") or {}
-        proc: Any = trainer.get("numProcPerNode")
-        if proc is None:
-            gpus = sum(int(quantity.parse(v)) for k, v in (resources.get("limits") or {}).items() if k.endswith("gpu"))
-            if gpus == 0:
-                cpu = (resources.get("limits") or {}).get("cpu") or (resources.get("requests") or {}).get("cpu")
-                proc = max(1, int(quantity.parse(cpu))) if cpu else 1
-            else:
-                proc = "auto"
+        resources = trainer.get("resourcesPerNode") or runtime_resources(js_spec)
+        proc = num_proc_per_node(trainer, ml_policy, resources, self.api.trainer)
         name = meta["name"]
         mpi = ml_policy.get("mpi")
         launcher_as_node = bool(mpi and mpi.get("runLauncherAsNode"))
@@ -332,3 +325,41 @@ class TrainerController(ControllerLoop):
                 namespace,
                 "status",
             )
+
+
+def runtime_resources(js_spec: dict[str, Any]) -> dict[str, Any]:
+    """pkg/runtime/runtime.go ExtractResourcePerNodeFromRuntime: the resources of the runtime's
+    trainer `node` container (the TrainJob's resourcesPerNode replace them when given)."""
+    for rjob in js_spec.get("replicatedJobs") or []:
+        labels = ((rjob.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if labels.get(ANCESTOR) != "trainer":
+            continue
+        pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+        for container in pod.get("containers") or []:
+            if container.get("name") == "node":
+                return container.get("resources") or {}
+    return {}
+
+
+def num_proc_per_node(
+    trainer: dict[str, Any], ml_policy: dict[str, Any], resources: dict[str, Any], release: tuple[int, int]
+) -> Any:
+    """torch.go EnforceMLPolicy (kubeflow/trainer v2.3.0; v2.1.0 alike, with the runtime's own
+    `mlPolicy.torch.numProcPerNode` as the default and `cpu` as a value): the TrainJob's
+    numProcPerNode, else `auto`; `auto` without GPUs (and `cpu`) is the CPUs per node, at least 1:
+    getNumCPUPerNode takes the request, the limit only when no request is given, each rounded up
+    (resource.Quantity Value); a GPU node keeps `auto` (torchrun's own choice)."""
+    proc: Any = trainer.get("numProcPerNode")
+    if proc is None and release < (2, 2):
+        proc = (ml_policy.get("torch") or {}).get("numProcPerNode")
+    if proc is None:
+        proc = "auto"
+    if isinstance(proc, str) and proc.isdigit():
+        proc = int(proc)
+    limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    gpus = sum(int(quantity.parse(v)) for k, v in limits.items() if k.endswith("gpu"))
+    if proc == "cpu" or (proc == "auto" and gpus == 0):
+        request, limit = requests.get("cpu"), limits.get("cpu")
+        chosen = request if request and quantity.parse(request) > 0 else limit
+        proc = max(1, math.ceil(quantity.parse(chosen)) if chosen else 0)
+    return proc

@@ -1,20 +1,34 @@
-"""Kubernetes backends: `native` pods, Kubeflow training-operator jobs, Kubeflow Trainer v2.
+"""The Kubernetes backends: `native` pods, Kubeflow training-operator jobs, Kubeflow Trainer v2.
 
-Modules, one job each: names (DNS-1035 names), settings (namespace, image, ... from a file and
-PX_K8S_* variables), payload (the ConfigMap with code and runner), podspec + manifests_* (pure
-render functions), render (dispatch + YAML), client (kubeconfig / in-cluster), preflight,
-resources (per-kind API calls), create (all or nothing), pod_state (pod -> replica state),
-follower (the per-run process writing the store), backend (the Backend classes).
+One folder per backend, each of the same shape (`manifests.py`: pure render functions named by
+its `Flavour`; `backend.py`: its backend class), over what they share:
+
+- here: names (DNS-1035 names, labels), settings (namespace, image, ... from a file and
+  PX_K8S_* variables), payload (the ConfigMap with code and runner), cluster_file (every
+  replica's address, once), podspec + security (pod template pieces), run_objects (a flavour's
+  objects), render (a flavour by name, YAML), dry_run, client (kubeconfig / in-cluster),
+  preflight, resources (per-kind API calls), create (all or nothing), cleanup (delete a run),
+  handle (where a run's objects are), replica_pods (which pod is which replica), pod_state
+  (pod -> replica state), contact, and backend (`KubernetesBackend`, the base of the three);
+- `native/`, `kubeflow/`, `trainer/`: the three backends;
+- `follower/`: the per-run process that writes a run's status, logs and metrics into the store
+  (`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`), its log sink and log streams;
+- `pod/`: what runs inside the pod (`entry.py`, shipped in the run's ConfigMap).
 
 The backend classes are imported on first use: `jupyter px render` needs only the pure render
-modules, and the official client (imported by `backend`) costs more than a second to import.
+modules, and the official client (imported by the backends) costs more than a second to import.
 """
 
 from __future__ import annotations
 
 from ...lazy import lazy_attributes
 
-_LAZY = dict.fromkeys(("KubernetesBackend", "KubeflowBackend", "KubeflowTrainerBackend"), f"{__name__}.backend")
+_LAZY = {
+    "KubernetesBackend": f"{__name__}.backend",
+    "NativeBackend": f"{__name__}.native.backend",
+    "KubeflowBackend": f"{__name__}.kubeflow.backend",
+    "KubeflowTrainerBackend": f"{__name__}.trainer.backend",
+}
 
 __all__ = list(_LAZY)
 

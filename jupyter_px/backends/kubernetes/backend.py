@@ -1,6 +1,10 @@
-"""The Kubernetes backends: `native` (pods), `kubeflow` (v1 jobs), `kubeflow-trainer` (TrainJob).
+"""What the three Kubernetes backends share: `KubernetesBackend`, the base of the backend classes
+of `native/`, `kubeflow/` and `trainer/`.
 
-One class does the work; the three differ only in how manifests are rendered (see render.py).
+The work is the same for all three; they differ in their manifests (each folder's
+`manifests.py`, named by its `Flavour`) and in what they complete from the cluster before
+rendering (the MPIJob or TrainJob version it serves, the runtime preflight checks).
+
 `submit` renders, checks the cluster (preflight), creates every object or none, records where
 they are (`kubernetes.json`) and starts the run's detached follower (`jupyter_px.detached`: its
 identity, pid and creation time, is recorded as the run's owner in status.json before it may
@@ -18,9 +22,9 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
+from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from ... import detached
@@ -28,14 +32,15 @@ from ...runstore import RunState, RunStatus, atomic_write_json
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology
 from ..base import Backend, BackendError, Observation, RunLeftBehind, SubmitHandle
+from .cleanup import delete_run, remove_run
 from .client import Cluster, connect
-from .create import CreateFailed, create_all, delete_objects, roll_back
+from .create import CreateFailed, create_all, roll_back
 from .handle import FOLLOWER_DIR, FOLLOWER_LOG, HANDLE_FILE, STOP_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
-from .preflight import mpijob_version, preflight, trainer_version
-from .render import render_manifests
+from .preflight import preflight
 from .resources import KINDS
+from .run_objects import Flavour, run_objects
 from .settings import KubernetesSettings, load_settings
 
 FOLLOWER_MODULE = "jupyter_px.backends.kubernetes.follower"
@@ -64,10 +69,11 @@ def _starting(run_dir: Path) -> Iterator[None]:
 
 
 class KubernetesBackend(Backend):
-    """Plain pods + one headless Service per run (the topology's `backend: native`)."""
+    """The behaviour every Kubernetes backend shares; a subclass names its `flavour` (its
+    manifests) and may complete the settings from the cluster (`_cluster_settings`)."""
 
-    name = "native"
-    render_as = "native"
+    #: the backend's pure half: its render functions (`<flavour>/manifests.py`)
+    flavour: Flavour
 
     def __init__(self, store=None, settings: KubernetesSettings | None = None):
         super().__init__(store)
@@ -96,7 +102,7 @@ class KubernetesBackend(Backend):
         settings: KubernetesSettings | None = None,
     ) -> list:
         settings = settings or self.settings
-        return render_manifests(self.render_as, topology, run_id, code, files, settings, namespace)
+        return run_objects(self.flavour, topology, run_id, code, files, settings, namespace)
 
     def check(self, topology: Topology) -> None:
         """What can be known before the run exists: the manifests render, the cluster takes them."""
@@ -107,7 +113,7 @@ class KubernetesBackend(Backend):
             settings = self._cluster_settings(cluster, topology)
             if settings != self.settings:
                 placeholder = self._render(*args, settings)
-            preflight(cluster, placeholder, self.render_as, self._runtime(topology))
+            preflight(cluster, placeholder, self.name, self._runtime(topology))
         finally:
             cluster.close()
 
@@ -128,7 +134,7 @@ class KubernetesBackend(Backend):
                 cluster.namespace,
                 self._cluster_settings(cluster, topology),
             )
-            preflight(cluster, objects, self.render_as, self._runtime(topology))
+            preflight(cluster, objects, self.name, self._runtime(topology))
             job = next((o for o in objects if not KINDS[o["kind"]].core), None)
             handle = RunHandle(
                 self.name,
@@ -226,11 +232,8 @@ class KubernetesBackend(Backend):
     def stop(self, run_id: str, timeout: float = STOP_WAIT_S) -> None:
         status = self.store.status(run_id)
         root = self.store.paths(run_id).root
-        if (root / LEFT_BEHIND_FILE).exists():  # a failed start whose objects may remain: delete them
-            self._delete_left_behind(run_id, root)
-            return
-        if status.state.finished:
-            self._delete_what_is_left(root)
+        if (root / LEFT_BEHIND_FILE).exists() or status.state.finished:
+            self.clean(run_id)  # what a failed start or a finished run left
             return
         handle = RunHandle.load(root)
         atomic_write_json(root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
@@ -254,29 +257,37 @@ class KubernetesBackend(Backend):
             _mark_stopped(status)
             self.store.write_status(status)
 
-    def _delete_what_is_left(self, root: Path) -> None:
-        """`stop` on a finished run: whatever the operator kept (cleanPodPolicy None or Running
-        keeps finished pods; a TrainJob keeps its JobSet) is deleted by label. Its status stays
-        as the follower wrote it; its logs are in the run store already."""
+    def clean(self, run_id: str) -> list[str]:
+        """A finished run: delete what the operator kept (cleanPodPolicy None or Running keeps
+        finished pods; the job stays; a TrainJob keeps its JobSet) and say what it was. Its status
+        stays as the follower wrote it; its logs are in the run store already."""
+        root = self.store.paths(run_id).root
+        if (root / LEFT_BEHIND_FILE).exists():  # a failed start whose objects may remain
+            return self._delete_left_behind(run_id, root)
         if not (root / HANDLE_FILE).exists():
-            return  # never reached the cluster
+            return []  # never reached the cluster
         handle = RunHandle.load(root)
-        cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
         try:
-            delete_run(cluster, handle)
-        except (HTTPError, OSError) as error:
+            cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
+        except BackendError as error:
             raise BackendError(
-                f"run {root.name} is finished; deleting what it left on the cluster ({handle.host}) failed: {error}"
+                f"run {run_id} is finished; its cluster cannot be reached to delete what it left: {error}"
+            ) from None
+        try:
+            return remove_run(cluster, handle)
+        except (HTTPError, OSError, ApiException) as error:
+            raise BackendError(
+                f"run {run_id} is finished; deleting what it left on the cluster ({handle.host}) failed: {error}"
             ) from None
         finally:
             cluster.close()
 
-    def _delete_left_behind(self, run_id: str, root: Path) -> None:
+    def _delete_left_behind(self, run_id: str, root: Path) -> list[str]:
         """Delete by label what a failed start may have left; forget the mark once confirmed."""
         handle = RunHandle.load(root)
         cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
         try:
-            delete_run(cluster, handle)
+            removed = remove_run(cluster, handle)
             kinds = [KINDS["Pod"], KINDS["Service"], KINDS["ConfigMap"], *filter(None, [handle.job()])]
             left = [
                 f"{kind.kind} {name}"
@@ -291,6 +302,7 @@ class KubernetesBackend(Backend):
         status = self.store.status(run_id)
         status.message = f"{status.message} Deleted since: nothing of the run is left on the cluster."
         self.store.write_status(status)
+        return removed
 
 
 #: A run whose failed start may have left objects on the cluster (`stop` deletes them).
@@ -306,54 +318,3 @@ def _mark_stopped(status: RunStatus) -> None:
     for replica in status.replicas:
         if replica.state.value not in ("Succeeded", "Failed", "Lost", "Stopped"):
             replica.state, replica.finished_at = replica.state.__class__("Stopped"), now
-
-
-def delete_run(cluster: Cluster, handle: RunHandle) -> None:
-    """Delete every object of a run: by label (pods, services, configmaps) and the job by name."""
-    from kubernetes.client.exceptions import ApiException
-
-    from .client import api_reason
-
-    selector = f"{LABEL_RUN}={handle.base}"
-    problems = []
-    if handle.job_kind:
-        job = {"kind": handle.job_kind, "apiVersion": handle.job_api_version, "metadata": {"name": handle.base}}
-        problems += delete_objects(cluster, [job])
-    for kind in ("Pod", "Service", "ConfigMap"):
-        try:
-            KINDS[kind].delete_by_label(cluster, selector)
-        except ApiException as error:
-            if error.status != 404:
-                problems.append(f"{kind}: {api_reason(error)}")
-    if problems:
-        raise BackendError(f"stopping run {handle.base} left objects behind: {'; '.join(problems)}")
-
-
-class KubeflowBackend(KubernetesBackend):
-    """Kubeflow training operator v1 jobs: TFJob, PyTorchJob, MXJob, MPIJob."""
-
-    name = "kubeflow"
-    render_as = "kubeflow"
-
-    def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
-        """For MPI, the MPIJob API this cluster serves (training operator or mpi-operator),
-        unless the settings name one."""
-        if not topology.is_mpi or self.settings.mpijob_version != "auto":
-            return self.settings
-        return replace(self.settings, mpijob_version=mpijob_version(cluster))
-
-
-class KubeflowTrainerBackend(KubernetesBackend):
-    """Kubeflow Trainer v2: one TrainJob on a ClusterTrainingRuntime."""
-
-    name = "kubeflow-trainer"
-    render_as = "kubeflow-trainer"
-
-    def _runtime(self, topology: Topology) -> str | None:
-        return self.settings.trainer_mpi_runtime if topology.is_mpi else self.settings.trainer_runtime
-
-    def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
-        """The TrainJob API this cluster serves, unless the settings name one."""
-        if self.settings.trainer_version != "auto":
-            return self.settings
-        return replace(self.settings, trainer_version=trainer_version(cluster))

@@ -18,8 +18,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
+import urllib3
 from kubernetes import client, config
+from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
 from ..base import BackendError
@@ -32,22 +35,29 @@ REQUEST_TIMEOUT_S = 30.0
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-class TimedApiClient(client.ApiClient):
-    """The official client with a default request timeout on every call (see the module doc)."""
+class TimedRESTClient(rest.RESTClientObject):
+    """The official client's HTTP layer with a default request timeout (see the module doc).
+
+    The timeout is set here, the one method every request of every client version goes through:
+    kubernetes 37's `ApiClient.call_api(method, url, ...)` and the `call_api(resource_path,
+    method, ...)` of the generated clients before it (34 to 36) both end in
+    `rest_client.request(..., _request_timeout=...)`, always by keyword."""
 
     default_timeout: tuple[float, float] = (CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S)
 
-    def call_api(
-        self,
-        method: Any,
-        url: Any,
-        header_params: Any = None,
-        body: Any = None,
-        post_params: Any = None,
-        _request_timeout: Any = None,
-    ) -> Any:
-        timeout = self.default_timeout if _request_timeout is None else _request_timeout
-        return super().call_api(method, url, header_params, body, post_params, _request_timeout=timeout)
+    def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("_request_timeout") is None:
+            kwargs["_request_timeout"] = self.default_timeout
+        return super().request(method, url, *args, **kwargs)
+
+
+class TimedApiClient(client.ApiClient):
+    """The official client with a default request timeout on every call."""
+
+    def __init__(self, configuration: client.Configuration):
+        super().__init__(configuration)
+        self.rest_client.pool_manager.clear()  # nothing was sent through it yet
+        self.rest_client = TimedRESTClient(configuration)
 
 
 @dataclass
@@ -106,6 +116,36 @@ def connect(settings: KubernetesSettings) -> Cluster:
         host=configuration.host,
         context=context,
     )
+
+
+def raw_get(cluster: Cluster, path: str, query: list[tuple[str, Any]], accept: str, read_timeout: float) -> Any:
+    """GET `path` as a raw, streaming urllib3 response, authenticated as every call of the
+    client is (its bearer token, refreshed by the configuration's hook; client certificates and
+    proxies are in the client's pool). For requests the generated API has no method for (a pod
+    log from a `sinceTime`), the same on every client version: kubernetes 37 builds requests with
+    `param_serialize`, older clients with `call_api(resource_path, ...)`. ApiException with the
+    server's status and body for an answer other than 2xx."""
+    configuration = cluster.api.configuration
+    headers = {**cluster.api.default_headers, "Accept": accept}
+    for setting in configuration.auth_settings().values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
+    url = f"{configuration.host}{path}?{urlencode(query)}" if query else f"{configuration.host}{path}"
+    response = cluster.api.rest_client.pool_manager.request(
+        "GET",
+        url,
+        headers=headers,
+        preload_content=False,
+        timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=read_timeout),
+    )
+    if not 200 <= response.status <= 299:
+        body = response.read()
+        response.release_conn()
+        error = ApiException(status=response.status, reason=response.reason)
+        error.body = body.decode("utf-8", "replace")
+        error.headers = response.headers
+        raise error
+    return response
 
 
 def api_reason(error: ApiException) -> str:

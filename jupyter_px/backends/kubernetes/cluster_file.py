@@ -7,7 +7,7 @@ Here the addresses a backend would have given every pod are described once, by p
 role `<prefix><first + i><suffix>` for i < count, found from the addresses themselves and
 checked against every one of them (a role that follows no pattern is listed as it is), so the
 description is O(1) for any backend's naming and never says something else than the addresses.
-`pod_entry.py` expands it inside the pod and builds the environment the training code reads.
+`pod/entry.py` expands it inside the pod and builds the environment the training code reads.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def role_pattern(addresses: list[str]) -> dict[str, Any]:
 
 
 def describe(topology: Topology, run_id: str, addresses: Mapping[str, list[str]], contract: str) -> dict[str, Any]:
-    """The run's cluster as `pod_entry.py` reads it: roles in start order (PX_CLUSTER's order)."""
+    """The run's cluster as `pod/entry.py` reads it: roles in start order (PX_CLUSTER's order)."""
     if contract not in CONTRACTS:
         raise ValueError(f"contract {contract!r} is not one of {', '.join(CONTRACTS)}")
     roles = []

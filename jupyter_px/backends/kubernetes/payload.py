@@ -5,10 +5,11 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/record.json        the record as the pod sees it (workdir: /px/work)
     /px/app/run/cluster.json       every replica's address, by pattern (`cluster_file.py`)
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
-    /px/app/lib/px_entry.py        `pod_entry.py`: completes the environment, calls the runner
+    /px/app/lib/px_entry.py        `pod/entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
+                                   `function_calls.py`, `cell_sources.py` (what the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
-                                   `runstore/{__init__,layout,event_writer}.py` (standard library only;
+                                   `runstore/{__init__,layout,ledger,event_writer}.py` (standard library only;
                                    the event writer imports TensorBoard when the replica writes events)
 
 A ConfigMap holds at most 1 MiB (etcd's limit on one object); code above that is refused with
@@ -36,9 +37,12 @@ _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _PACKAGE = Path(__file__).resolve().parents[2]  # jupyter_px/
 _TRACKING = _PACKAGE / "tracking"  # what the training code imports; standard library only
 _SHIPPED = {
-    "lib.px_entry.py": ("lib/px_entry.py", Path(__file__).with_name("pod_entry.py")),
+    "lib.px_entry.py": ("lib/px_entry.py", Path(__file__).parent / "pod" / "entry.py"),
     "lib.jupyter_px.__init__.py": ("lib/jupyter_px/__init__.py", _PACKAGE / "__init__.py"),
     "lib.jupyter_px.runner.py": ("lib/jupyter_px/runner.py", _PACKAGE / "runner.py"),
+    # what the runner imports for a shipped function and for tracebacks that name notebook cells
+    "lib.jupyter_px.function_calls.py": ("lib/jupyter_px/function_calls.py", _PACKAGE / "function_calls.py"),
+    "lib.jupyter_px.cell_sources.py": ("lib/jupyter_px/cell_sources.py", _PACKAGE / "cell_sources.py"),
     "lib.jupyter_px.tracking.__init__.py": ("lib/jupyter_px/tracking/__init__.py", _TRACKING / "__init__.py"),
     "lib.jupyter_px.tracking.values.py": ("lib/jupyter_px/tracking/values.py", _TRACKING / "values.py"),
     "lib.jupyter_px.tracking.lines.py": ("lib/jupyter_px/tracking/lines.py", _TRACKING / "lines.py"),
@@ -47,7 +51,7 @@ _SHIPPED = {
     "lib.jupyter_px.tracking.notices.py": ("lib/jupyter_px/tracking/notices.py", _TRACKING / "notices.py"),
     "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
     "lib.jupyter_px._version.py": ("lib/jupyter_px/_version.py", _PACKAGE / "_version.py"),
-    # the environment contract, built inside the pod from run/cluster.json (pod_entry.py)
+    # the environment contract, built inside the pod from run/cluster.json (pod/entry.py)
     "lib.jupyter_px.cluster.py": ("lib/jupyter_px/cluster.py", _PACKAGE / "cluster.py"),
     # tracking takes the run store's file names and log-line prefixes from the layout module;
     # the run store's __init__ imports its submodules lazily, so these files are all it needs.
@@ -56,6 +60,8 @@ _SHIPPED = {
         _PACKAGE / "runstore" / "__init__.py",
     ),
     "lib.jupyter_px.runstore.layout.py": ("lib/jupyter_px/runstore/layout.py", _PACKAGE / "runstore" / "layout.py"),
+    # tracking counts what it accepted and wrote in a ledger (a process-local one in a pod)
+    "lib.jupyter_px.runstore.ledger.py": ("lib/jupyter_px/runstore/ledger.py", _PACKAGE / "runstore" / "ledger.py"),
     # tracking's TensorBoard event writer (shared with the follower, which may not import tracking)
     "lib.jupyter_px.runstore.event_writer.py": (
         "lib/jupyter_px/runstore/event_writer.py",

@@ -33,7 +33,8 @@ MAIN_CONTAINERS = ("replica", "pytorch", "tensorflow", "mxnet", "mpi", "xgboost"
 NODE_LOST = "NodeLost"
 
 
-def _time(text: str | None) -> float | None:
+def parse_time(text: str | None) -> float | None:
+    """An RFC 3339 time of the API (`2026-01-02T03:04:05Z`) in seconds since the epoch."""
     if not text:
         return None
     try:
@@ -93,7 +94,7 @@ def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
     main = _main_container(pod)
     state = main.get("state") or {}
     restarts = int(main.get("restartCount") or 0)
-    started_at = _time((state.get("running") or state.get("terminated") or {}).get("startedAt"))
+    started_at = parse_time((state.get("running") or state.get("terminated") or {}).get("startedAt"))
     replica = ReplicaStatus(role=role, index=index, restarts=restarts, started_at=started_at)
     if phase == "Running" and main_ended(pod):  # a sidecar keeps the pod Running: the replica ended
         phase = "Succeeded" if (state.get("terminated") or {}).get("exitCode") == 0 else "Failed"
@@ -107,7 +108,7 @@ def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
         )
         replica.exit_code = code if code is not None else (0 if phase == "Succeeded" else None)
         replica.message = (status.get("message") or "").strip() or term.get("message") or _exited(replica.exit_code)
-        replica.finished_at = _time(term.get("finishedAt")) or time.time()
+        replica.finished_at = parse_time(term.get("finishedAt")) or time.time()
         return replica
     if node_lost(pod):
         replica.state, replica.reason = ReplicaState.FAILED, NODE_LOST
@@ -179,7 +180,7 @@ def fail_exhausted(replica: ReplicaStatus, failures: int, latest: dict[str, Any]
     replica.exit_code = code
     replica.restarts = max(replica.restarts, failures - 1)
     replica.message = f"failed {failures} times (max_restarts {max_restarts}): {_exited(code)}"
-    replica.finished_at = _time(latest.get("finishedAt")) or time.time()
+    replica.finished_at = parse_time(latest.get("finishedAt")) or time.time()
 
 
 def _exited(code: int | None) -> str | None:

@@ -16,6 +16,9 @@ from .payload import APP_DIR, ENTRY, RUN_DIR, WORK_DIR, Payload
 from .settings import KubernetesSettings
 
 SHARED_DIR_ENV = "PX_SHARED_RUN_DIR"
+#: A replica's settings that one pod template holds for every replica it makes (a Kubeflow replica
+#: spec, a Trainer v2 node): where they differ between indices, the job cannot express it.
+UNIFORM_FIELDS = ("resources", "image", "env", "node_selector", "restart_policy", "max_restarts")
 
 
 @dataclass(frozen=True)

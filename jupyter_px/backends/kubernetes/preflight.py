@@ -63,15 +63,20 @@ def check_namespace(cluster: Cluster) -> None:
             raise PreflightError(f"cannot read namespace {cluster.namespace!r}: {api_reason(error)}") from None
 
 
-#: What the follower and `stop` do on every backend, whatever the run created: watch the run's
-#: pods (a job's operator makes them), read their logs, read Warning events (why a run waits),
-#: and delete by label (`backend.delete_run`: pods, services, configmaps).
+#: What the follower, `stop` and `clean` do on every backend, whatever the run created: watch the
+#: run's pods (a job's operator makes them), read their logs, read Warning events (why a run
+#: waits), delete the pods still running when a run ends (its follower, once their logs are
+#: stored), and list and delete by label what a run leaves (`cleanup.py`: pods, services,
+#: configmaps; `clean` names what it removes).
 ALWAYS_NEEDED: tuple[tuple[str, str, str], ...] = (
     ("get", "", "pods"),
     ("list", "", "pods"),
     ("watch", "", "pods"),
     ("get", "", "pods/log"),
     ("list", "", "events"),
+    ("delete", "", "pods"),
+    ("list", "", "services"),
+    ("list", "", "configmaps"),
     ("deletecollection", "", "pods"),
     ("deletecollection", "", "services"),
     ("deletecollection", "", "configmaps"),

@@ -1,48 +1,31 @@
-"""Topology + code -> the manifests of a run, for any of the three Kubernetes backends.
+"""The manifests of a run for a Kubernetes backend named by the user, and their YAML.
 
-Pure (no cluster, no files written): `jupyter px render` prints these, `submit` creates them.
-Every replica's address goes once into the run's ConfigMap (`cluster_file.py`), not into each pod.
-The YAML (`to_yaml`) starts with a comment that says how to apply it and how to delete every
-object of the run by its label; `apply_warnings` names objects too large for client-side apply.
+`jupyter px render` and the sidebar's dry run name a backend, not a backend object: this picks
+the flavour (`native/`, `kubeflow/`, `trainer/` each name their render functions) and renders
+through `run_objects.py`, as `submit` does. Pure (no cluster, no files written). The YAML
+(`to_yaml`) starts with a comment that says how to apply it and how to delete every object of
+the run by its label; `apply_warnings` names objects too large for client-side apply.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import yaml
 
-from ...topology import Topology, to_dict
+from ...topology import Topology
 from ..base import BackendError
-from . import manifests_kubeflow, manifests_native, manifests_trainer
-from .cluster_file import cluster_json, describe
-from .names import LABEL_RUN, base_name
-from .payload import WORK_DIR, build_payload
-from .podspec import RenderContext
+from .kubeflow.manifests import FLAVOUR as KUBEFLOW
+from .names import LABEL_RUN
+from .native.manifests import FLAVOUR as NATIVE
+from .run_objects import Flavour, run_objects
 from .settings import KubernetesSettings
+from .trainer.manifests import FLAVOUR as TRAINER
 
-#: Backend name -> render function.
-RENDERERS: dict[str, Callable[[RenderContext], list[dict[str, Any]]]] = {
-    "native": manifests_native.render,
-    "kubeflow": manifests_kubeflow.render,
-    "kubeflow-trainer": manifests_trainer.render,
-}
-BACKEND_NAMES = ("native", "kubeflow", "kubeflow-trainer")
-
-#: Backend name -> (topology, base, namespace) -> every replica's address and the pods' contract.
-CLUSTERS: dict[str, Callable[[Topology, str, str], tuple[dict[str, list[str]], str]]] = {
-    "native": manifests_native.cluster,
-    "kubeflow": manifests_kubeflow.cluster,
-    "kubeflow-trainer": manifests_trainer.cluster,
-}
-
-
-def pod_record_json(run_id: str, topology: Topology, code: dict[str, Any]) -> str:
-    """The run record as the pods see it: the runner reads topology, code and workdir from it."""
-    record = {"run_id": run_id, "topology": to_dict(topology), "code": code, "workdir": WORK_DIR}
-    return json.dumps(record, indent=1, sort_keys=True)
+#: Backend name -> its flavour's render functions.
+FLAVOURS: dict[str, Flavour] = {f.name: f for f in (NATIVE, KUBEFLOW, TRAINER)}
+BACKEND_NAMES = tuple(FLAVOURS)
 
 
 def render_manifests(
@@ -54,26 +37,11 @@ def render_manifests(
     settings: KubernetesSettings,
     namespace: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every object of the run, the ConfigMap (the owner) first."""
-    renderer = RENDERERS.get(backend)
-    if renderer is None:
+    """Every object of the run as backend `backend` renders it, the ConfigMap (the owner) first."""
+    flavour = FLAVOURS.get(backend)
+    if flavour is None:
         raise BackendError(f"backend {backend!r} is not a Kubernetes backend (choose {', '.join(BACKEND_NAMES)})")
-    base = base_name(run_id)
-    namespace = namespace or settings.namespace or "default"
-    # every replica's address, once, in the ConfigMap (`cluster_file.py`): the pods build their
-    # environment from it, so no pod carries the others' addresses
-    addresses, contract = CLUSTERS[backend](topology, base, namespace)
-    description = cluster_json(describe(topology, run_id, addresses, contract))
-    payload = build_payload(pod_record_json(run_id, topology, code), code_files, description)
-    ctx = RenderContext(
-        run_id=run_id,
-        base=base,
-        namespace=namespace,
-        topology=topology,
-        settings=settings,
-        payload=payload,
-    )
-    return renderer(ctx)
+    return run_objects(flavour, topology, run_id, code, code_files, settings, namespace)
 
 
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"

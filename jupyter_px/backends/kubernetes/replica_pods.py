@@ -14,7 +14,7 @@ training operator's or JobSet's). Kept together so the two directions cannot dri
 - kubeflow-trainer: every node carries the role `node`; the Job's completion index (label from
   Kubernetes 1.28, annotation before) is the node's rank, our replicas in rank order (the
   launcher job, for MPI, is the master; MPI's hosts are its workers in the hostfile's order, and
-  the launcher, a node too, hosts the worker no `node` pod carries). `pod_entry.py` applies the
+  the launcher, a node too, hosts the worker no `node` pod carries). `pod/entry.py` applies the
   same rank rule inside the pod.
 """
 

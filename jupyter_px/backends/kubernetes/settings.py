@@ -66,12 +66,15 @@ class KubernetesSettings:
     #: rendering assumes the newest); "v2.2" (runtimePatches, Trainer v2.2 and later) or "v2.1"
     #: (podTemplateOverrides). Trainer v2.0 cannot label the pods of a TrainJob and is refused.
     trainer_version: str = "auto"
-    #: Kubeflow runPolicy.cleanPodPolicy. "Running": when the job ends, the operator deletes the pods
-    #: still running or pending (parameter servers, evaluators, MXNet servers, MPI workers never
-    #: end by themselves) and keeps the finished ones (their logs; they hold no node resources).
-    #: "All" deletes every pod; "None" (the operators' own default for PyTorchJob, MPIJob, MXJob)
-    #: leaks whatever still runs.
-    clean_pod_policy: str = "Running"
+    #: Kubeflow runPolicy.cleanPodPolicy. "None" (the operators' own default: training-operator
+    #: v1.9.0 pkg/apis/kubeflow.org/v1/{tensorflow,pytorch,mpi}_defaults.go, mpi-operator v0.6.0
+    #: v2beta1/default.go; kubeflow-training 1.9's SDK sends it too): the operator deletes no pod
+    #: when the job ends, and the run's follower deletes those still running or pending (parameter
+    #: servers, MXNet servers, MPI workers never end by themselves) once it has stored their logs;
+    #: the finished ones stay (with their logs, holding no node resources) until `jupyter px stop`
+    #: or Delete. "Running": the operator deletes what still runs at the job's end, "All" every
+    #: pod, whether or not their logs were read yet (a follower that started late loses them).
+    clean_pod_policy: str = "None"
     ttl_seconds_after_finished: int | None = None
     #: Which MPIJob API to render: "auto" asks the cluster (the MPIJob CRD's served version; offline
     #: rendering assumes the training operator's); "v1" (Kubeflow training operator) or "v2beta1"

@@ -11,6 +11,11 @@ into status.json, and one that dies before it can is reported by `observe()` ("t
 supervisor.log in the message. Everything after `submit` goes through the run directory
 (status.json, the `stop` file), which is why any process (another kernel, the CLI, the Jupyter
 server) can watch or stop a run it did not start.
+
+Warm starts (`warm.py`): where a template is ready, the supervisor is forked from it instead
+(the same go-pipe semantics, through the template's socket), and forks its replicas from the
+template's zygote; otherwise, or when that fails, it starts cold as above. The status says which
+(`launch`) and why.
 """
 
 from __future__ import annotations
@@ -23,21 +28,28 @@ import time
 from pathlib import Path
 
 from ... import detached
-from ...runstore import RunState, RunStatus, atomic_write_json, read_tail
-from ...runstore.models import RunOwner
+from ...forkserver.client import StartedOwner, TemplateUnavailable
+from ...runstore import ReplicaState, RunState, RunStatus, atomic_write_json, read_tail
+from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology
 from ..base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
-from . import capacity, resources
+from . import capacity, resources, warm
 from .cgroups import RunCgroup, leave_run_cgroup
 from .config import HEARTBEAT_S, STOP_FILE, STOP_GRACE_S, SUPERVISOR_MODULE
 from .launcher import clean_environ, find_mpirun
 from .process import kill_run_processes
-from .watchdog import mark_lost
+from .settings import load_settings
+from .watchdog import LOST_REASON, Ending, ReplicaEnding, end_without_supervisor, mark_lost
 
 log = logging.getLogger(__name__)
 
 #: A run from another host is Lost once its status has not been refreshed for this long.
 LOST_AFTER_S = 5 * HEARTBEAT_S
+
+#: A run of this host whose supervisor still exists but has not refreshed the status for this
+#: long is hung (stopped with SIGSTOP, deadlocked): reads say so, the keeper ends the run (Lost)
+#: and a stop ends it without the supervisor's help.
+HUNG_AFTER_S = float(os.environ.get("PX_SUPERVISOR_SILENT_S", 15 * HEARTBEAT_S))
 
 #: A Pending run without a supervisor pid this long after its creation was never started (its
 #: submitter died between creating the run directory and starting the supervisor).
@@ -56,6 +68,7 @@ class LocalBackend(Backend):
         if problems:
             raise ResourceUnavailable("the local backend cannot run this topology: " + "; ".join(problems))
         resources.check(topology)
+        load_settings()  # a settings file that does not read is refused before anything is stored
         if topology.is_mpi and find_mpirun() is None:
             raise BackendError(
                 f"framework {topology.framework} runs its launcher with OpenMPI's mpirun, which is neither "
@@ -70,12 +83,23 @@ class LocalBackend(Backend):
             raise BackendError(f"workdir {record.workdir!r} of run {run_id} is not a directory")
         run_dir = paths.root.resolve()
         env = {**clean_environ(self.store.home), "PYTHONUNBUFFERED": "1"}
-        with detached.start(
-            SUPERVISOR_MODULE, [str(run_dir)], log_path=run_dir / "supervisor.log", cwd=run_dir, env=env
-        ) as supervisor:  # it waits for "go": it never runs for a submission abandoned here
+        topology = parse_topology(record.topology)
+        chosen = warm.plan(record, topology, env, load_settings())
+        supervisor: detached.Started | StartedOwner | None = None
+        if chosen.warm:
+            try:
+                supervisor = warm.start_supervisor(chosen, run_dir, env)
+            except TemplateUnavailable as error:
+                chosen = warm.fell_back(chosen, error)
+        if supervisor is None:
+            supervisor = detached.start(
+                SUPERVISOR_MODULE, [str(run_dir)], log_path=run_dir / "supervisor.log", cwd=run_dir, env=env
+            )
+        with supervisor:  # it waits for "go": it never runs for a submission abandoned here
             leave_run_cgroup(supervisor.pid)  # submitted from a replica: not that run's to kill
-            counts = parse_topology(record.topology).counts()
-            self.store.write_status(_pending_status(run_id, counts, supervisor.identity))
+            status = _pending_status(run_id, topology.counts(), supervisor.identity)
+            status.launch = chosen.launch
+            self.store.write_status(status)
             supervisor.go()
         return SubmitHandle(run_id, self.name, {"supervisor_pid": supervisor.pid, "run_dir": str(run_dir)})
 
@@ -111,9 +135,13 @@ class LocalBackend(Backend):
                 f"the supervisor (pid {owner.pid}) is gone while the run was {status.state.value} (it ran on "
                 f"another host, and has not refreshed the run's status for {time.time() - status.updated_at:.0f} s)"
             )
-        if _identity(owner).alive():
+        if not _identity(owner).alive():
+            return f"the supervisor (pid {owner.pid}) is gone while the run was {status.state.value}"
+        silent = _silent_for(status)
+        if silent is None:
             return None
-        return f"the supervisor (pid {owner.pid}) is gone while the run was {status.state.value}"
+        stopped = " (it is stopped: SIGSTOP)" if _stopped(owner.pid) else ""
+        return f"the supervisor (pid {owner.pid}) has not reported for {silent:.0f} s{stopped}"
 
     def reconcile(self, run_id: str) -> RunStatus:
         """The stored status, made true (the explicit keeper's step, never a read's): a run whose
@@ -126,6 +154,15 @@ class LocalBackend(Backend):
             return status
         if status.owner is None:
             return mark_lost(self.store, run_id, problem)
+        if _identity(status.owner).alive():  # alive but silent: hung
+            if not self._hung_for_sure(run_id):
+                return self.store.status(run_id)
+            return end_without_supervisor(
+                self.store,
+                run_id,
+                Ending(RunState.LOST, LOST_REASON, f"{problem}; it was killed, and every process of the run with it"),
+                ReplicaEnding(ReplicaState.LOST, LOST_REASON, "the run's supervisor hung; this replica was stopped"),
+            )
         run_dir = self.store.paths(run_id).root.resolve()
         cgroup = RunCgroup.of_run(run_dir)  # normally the watchdog has done this; it may have died too
         if cgroup is not None:
@@ -146,8 +183,42 @@ class LocalBackend(Backend):
         except (OSError, ValueError):
             return True
 
+    def _hung_for_sure(self, run_id: str) -> bool:
+        """Act on a silent supervisor only when the silence is not the store's (a full disk stops
+        its heartbeat too: the probe write fails then) and lasts one more heartbeat (a machine
+        just woken from sleep)."""
+        probe = self.store.paths(run_id).root / ".owner-probe"
+        try:
+            atomic_write_json(probe, {"at": time.time()})
+            probe.unlink()
+        except OSError:
+            return False
+        time.sleep(HEARTBEAT_S + 0.5)
+        status = self.store.status(run_id)
+        return not status.state.finished and _silent_for(status) is not None
+
+    def force_stop(self, run_id: str) -> RunStatus:
+        """Stop the run without its supervisor's help (it hangs, or the user says so): the
+        supervisor and its watchdog are killed, the replicas get SIGTERM and the stop's grace,
+        and the run ends Stopped. A finished run is left as it is."""
+        observation = self.observe(run_id)
+        if observation.status.state.finished:
+            return observation.status
+        why = f"; {observation.owner_problem}" if observation.owner_problem else ""
+        return end_without_supervisor(
+            self.store,
+            run_id,
+            Ending(RunState.STOPPED, Reason.STOPPED_BY_USER, f"stopped without its supervisor{why}"),
+            ReplicaEnding(ReplicaState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"),
+        )
+
     def stop(self, run_id: str, timeout: float | None = None) -> None:
-        """Ask the supervisor to stop the run and wait until every process of it is gone."""
+        """Ask the supervisor to stop the run and wait until every process of it is gone (a hung
+        supervisor is not asked: `force_stop`)."""
+        observation = self.observe(run_id)
+        if observation.owner_problem and observation.status.owner and _identity(observation.status.owner).alive():
+            self.force_stop(run_id)
+            return
         status = self.reconcile(run_id)
         if status.state.finished:
             return
@@ -165,6 +236,22 @@ class LocalBackend(Backend):
                 return
             time.sleep(0.05)
         raise BackendError(f"run {run_id} did not stop within {timeout:g} s; see {paths.root / 'supervisor.log'}")
+
+
+def _silent_for(status: RunStatus) -> float | None:
+    """Seconds since an unfinished run's status was last refreshed, when that is over
+    HUNG_AFTER_S (its supervisor writes it at least every HEARTBEAT_S), else None."""
+    silent = time.time() - status.updated_at
+    return silent if not status.state.finished and silent > HUNG_AFTER_S else None
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP, a debugger): state T or t in /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[-1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
 
 
 def _pending_status(run_id: str, counts: dict[str, int], supervisor: detached.ProcessIdentity) -> RunStatus:

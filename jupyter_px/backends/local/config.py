@@ -13,9 +13,20 @@ SUPERVISOR_MODULE = "jupyter_px.backends.local.supervisor"
 #: A file in the run directory whose presence asks the supervisor to stop the run.
 STOP_FILE = "stop"
 
-#: Seconds between SIGTERM and SIGKILL when stopping a replica (PX_STOP_GRACE_S overrides).
-#: Short enough that the replicas of a failed run are gone within 2 s.
-STOP_GRACE_S = float(os.environ.get("PX_STOP_GRACE_S", "1.0"))
+#: Longest time between SIGTERM and SIGKILL when stopping a replica (PX_STOP_GRACE_S overrides),
+#: as Kubernetes' terminationGracePeriodSeconds: a replica gets it to write the metric points it
+#: holds (and to run a SIGTERM handler of its own). Most are gone within milliseconds; the grace
+#: ends early for one that has written everything and still runs (see DRAINED_KILL_AFTER_S).
+STOP_GRACE_S = float(os.environ.get("PX_STOP_GRACE_S", "30"))
+
+#: A replica whose tracking has written every point it accepted and whose SIGTERM handler is
+#: tracking's own (flush, then die) but that still runs this long after SIGTERM is stuck in a
+#: call that does not return to Python (a collective waiting for a dead peer): it is killed then
+#: instead of at the end of the grace. Nothing it accepted is lost by that.
+DRAINED_KILL_AFTER_S = 1.0
+
+#: While replicas are being stopped, seconds between reads of their metrics ledgers.
+LEDGER_POLL_S = 0.1
 
 #: After the run succeeds, seconds a worker still running gets to finish on its own before it is
 #: stopped (servers - ps, evaluator, TF workers next to parameter servers, MPI hosts - are

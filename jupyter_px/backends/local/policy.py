@@ -48,6 +48,22 @@ def decides_run(role: str, *, has_master: bool, other_workers_succeeded: bool) -
     return other_workers_succeeded
 
 
+def head_start(framework: str | None, processes: int, cores: int, configured: float | None) -> float:
+    """Seconds a master gets ahead of its workers: `configured` when set, else 0.3 s for PyTorch
+    when the run has more processes than the machine has cores.
+
+    A PyTorch worker whose first connection to the master's TCPStore is refused (the master is
+    still importing torch) retries only after a backoff of up to about a second. On a machine
+    with fewer cores than processes, the master's imports are slowed by the workers', so without
+    a lead it is often last to listen. The lead costs little there (the cores are saturated either
+    way) and is not taken where there are enough cores."""
+    if framework != "pytorch":
+        return 0.0
+    if configured is not None:
+        return configured
+    return 0.3 if processes > cores else 0.0
+
+
 def start_rank(role: str, *, is_mpi: bool) -> int:
     """Replicas start in increasing rank. The master first: it hosts the rendezvous (torch's
     TCPStore), and a worker that finds it not listening yet backs off for up to a second. MPI is

@@ -1,10 +1,12 @@
 """Process plumbing shared by the supervisor, its watchdog and the backend.
 
 Every replica is started as the leader of its own process group, with the parent-death signal
-set to SIGKILL (`prctl(PR_SET_PDEATHSIG)`), so killing the supervisor, even with SIGKILL, takes
-the replica with it. Whatever a replica starts stays in its group (unless it leaves on purpose),
-so a signal to the group reaches it; anything that escapes is in the run's cgroup where the
-machine has one (`cgroups.py`), and otherwise found by its `PX_RUN_ID`.
+set to SIGTERM (`prctl(PR_SET_PDEATHSIG)`), so killing the supervisor, even with SIGKILL, stops
+the replica too: SIGTERM first, so that it writes the metric points it holds, then the
+supervisor's watchdog kills what is left once the replicas are done or the stop's grace is up.
+Whatever a replica starts stays in its group (unless it leaves on purpose), so a signal to the
+group reaches it; anything that escapes is in the run's cgroup where the machine has one
+(`cgroups.py`), and otherwise found by its `PX_RUN_ID`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def _prctl(option: int, value: int) -> None:
         raise OSError(errno, os.strerror(errno))
 
 
-def set_parent_death_signal(signum: int = signal.SIGKILL) -> None:
+def set_parent_death_signal(signum: int = signal.SIGTERM) -> None:
     """Have the kernel send `signum` to this process when its parent dies (Linux only)."""
     try:
         _prctl(PR_SET_PDEATHSIG, int(signum))
@@ -70,7 +72,7 @@ class _ChildSetup:
         for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
             signal.signal(signum, signal.SIG_DFL)  # ignored signals would stay ignored through exec
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        set_parent_death_signal(signal.SIGKILL)
+        set_parent_death_signal(signal.SIGTERM)
         if os.getppid() != self.parent:  # the supervisor died before the signal was armed
             os._exit(1)
         if self.cpus and hasattr(os, "sched_setaffinity"):

@@ -166,6 +166,13 @@ class Placement:
     def cuda_visible_devices(self) -> str:
         return ",".join(self.gpus)
 
+    def describe(self) -> str:
+        """`cores [0, 1], gpus none, memory limit 512 MiB`: for the supervisor's log."""
+        memory = f"{self.memory_limit_mib:.0f} MiB" if self.memory_limit_mib else "none"
+        return (
+            f"cores {list(self.cpus) if self.cpus else 'all'}, gpus {list(self.gpus) or 'none'}, memory limit {memory}"
+        )
+
 
 def cores_wanted(spec: ReplicaSpec) -> int | None:
     """Whole cores for a replica's cpu limit (else its request); None when it sets neither."""

@@ -48,24 +48,27 @@ from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology
 from ..outcome import Outcome, run_outcome
-from . import oom_kills, policy
+from . import flushing, oom_kills, policy
 from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
     IDLE_POLL_S,
+    LEDGER_POLL_S,
     MASTER_HEAD_START_S,
     MEMORY_POLL_S,
     STOP_FILE,
     STOP_GRACE_S,
     SUPERVISOR_MODULE,
 )
-from .launcher import LaunchPlan, clean_environ
+from .failures import code_failure
+from .launcher import Launch, LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
 from .memory import MemoryGuard
 from .ports import PortReservation
-from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, spawn
+from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc
 from .replica import UNFINISHED, Ending, Replica
 from .resources import Machine, place, this_machine
+from .spawners import Spawned, Spawner
 from .status_writer import StatusWriter, record_start_failure
 from .wakeup import SignalWakeup
 from .watchdog import Watchdog
@@ -95,6 +98,9 @@ class Supervisor:
         self.stop_requested = False
         self.writer = StatusWriter(store, self.status)
         self.wakeup = SignalWakeup()
+        self.spawner = Spawner.for_this_process()  # warm when forked from a template, with its zygote
+        #: "master-0: 1,204 metric points not written: ..." lines, added to the run's message.
+        self.metric_notices: list[str] = []
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -135,40 +141,22 @@ class Supervisor:
         if self.topology.is_mpi:
             self.plan.write_mpi_files()
         for replica in self.replicas:
-            p = placements[(replica.spec.role, replica.spec.index)]
-            log.info(
-                "%s: address %s, cores %s, gpus %s, memory limit %s, restart %s (max %d)",
-                replica.key,
-                replica.status.address,
-                list(p.cpus) if p.cpus else "all",
-                list(p.gpus) or "none",
-                f"{p.memory_limit_mib:.0f} MiB" if p.memory_limit_mib else "none",
-                replica.spec.restart_policy,
-                replica.spec.max_restarts,
-            )
+            placed = placements[(replica.spec.role, replica.spec.index)].describe()
+            spec = replica.spec
+            log.info("%s: address %s, %s", replica.key, replica.status.address, placed)
+            log.info("%s: restart %s (max %d)", replica.key, spec.restart_policy, spec.max_restarts)
 
     def _start_order(self) -> list[Replica]:
         is_mpi = self.topology.is_mpi
         return sorted(self.replicas, key=lambda r: (policy.start_rank(r.spec.role, is_mpi=is_mpi), r.spec.index))
 
     def _head_start(self) -> None:
-        """Let the master get ahead before the workers compete with it for the cores.
-
-        A PyTorch worker whose first connection to the master's TCPStore is refused (the master
-        is still importing torch) retries only after a backoff of up to about a second. On a
-        machine with fewer cores than processes, the master's imports are slowed by the
-        workers', so without a lead it is often last to listen. The lead costs little there
-        (the cores are saturated either way) and is not taken where there are enough cores.
-        """
-        if self.topology.framework != "pytorch":
-            return
-        delay = MASTER_HEAD_START_S
-        if delay is None:
-            assert self.machine is not None
-            processes = len(self.replicas) * self.topology.environment.processes_per_replica
-            delay = 0.3 if processes > len(self.machine.cpus) else 0.0
+        """Let the master get ahead before the workers compete with it for the cores (`policy.head_start`)."""
+        assert self.machine is not None
+        processes = len(self.replicas) * self.topology.environment.processes_per_replica
+        delay = policy.head_start(self.topology.framework, processes, len(self.machine.cpus), MASTER_HEAD_START_S)
         if delay > 0:
-            self._wait(delay)
+            self.wakeup.wait(delay)
 
     def _is_server(self, replica: Replica) -> bool:
         return policy.is_server(
@@ -178,30 +166,26 @@ class Supervisor:
             has_ps="ps" in self.topology.counts(),
         )
 
-    def _spawn(self, replica: Replica) -> None:
-        assert self.plan is not None and self.ports is not None
-        launch = self.plan.launch(replica.spec)
-        if replica.port is not None:
-            self.ports.release_socket(replica.port)
-        self.paths.logs_dir.mkdir(parents=True, exist_ok=True)
-        popen = spawn(
-            launch.argv,
-            launch.env,
-            launch.cwd,
-            self.paths.log(replica.spec.role, replica.spec.index),
-            self.plan.affinity(replica.spec),
-            self.cgroup.procs_file if self.cgroup else None,
-        )
+    def _spawn(self, *replicas: Replica) -> None:
+        """Start these replicas (forked warm, they are requested all at once)."""
+        started = self.spawner.start(replicas, self.plan, self.paths, self.ports, self.cgroup, self.writer.write)
+        for replica, (spawned, launch) in zip(replicas, started, strict=True):
+            self._started(replica, spawned, launch)
+
+    def _started(self, replica: Replica, spawned: Spawned, launch: Launch) -> None:
+        popen = spawned.process
+        if self.memory is not None and spawned.inherited_mib:
+            self.memory.inherited[popen.pid] = spawned.inherited_mib  # the template's pages, not the replica's
         replica.popen, replica.pgid = popen, popen.pid
         self.by_pid[popen.pid] = replica
         self.watchdog.add(popen.pid)
         st = replica.status
         st.state, st.pid, st.started_at, st.finished_at = ReplicaState.RUNNING, popen.pid, time.time(), None
-        st.exit_code = st.signal = None
+        st.exit_code = st.signal = st.failure = None
         replica.ending = None
         replica.kill_at = replica.restart_at = replica.finish_by = None
         self.writer.dirty = True
-        log.info("%s: started pid %d: %s", replica.key, popen.pid, launch.argv)
+        log.info("%s: %s pid %d: %s", replica.key, "forked" if spawned.warm else "started", popen.pid, launch.argv)
 
     # ---- events --------------------------------------------------------------------------------
     def _reap(self) -> None:
@@ -221,13 +205,17 @@ class Supervisor:
                 log.info("reaped adopted process %d: %s", pid, decode_wait_status(wait_status).describe())
 
     def _on_exit(self, replica: Replica, info: ExitInfo) -> None:
+        self._record_exit(replica, info)
+        self._settle_metrics(replica)
+
+    def _record_exit(self, replica: Replica, info: ExitInfo) -> None:
         if replica.pgid:
             kill_group(replica.pgid, signal.SIGKILL)  # whatever it left in its group goes with it
             self.watchdog.forget(replica.pgid)
         if replica.popen is not None:
             replica.popen.returncode = info.exit_code  # we reaped it: Popen must not wait for it again
         replica.popen = None
-        replica.kill_at = replica.finish_by = None
+        replica.kill_at = replica.term_at = replica.finish_by = None
         replica.last_exit = info
         st = replica.status
         st.exit_code, st.signal, st.finished_at = info.exit_code, info.signal, time.time()
@@ -243,6 +231,7 @@ class Supervisor:
             failed, st.reason, st.message = False, Reason.COMPLETED, None
         else:
             failed, st.reason, st.message = True, Reason.SIGNALED if info.signal else Reason.ERROR, info.describe()
+            st.failure, st.message = code_failure(self.paths.root, replica.spec, st.started_at, st.message)
         if self._should_restart(replica, failed, info):
             replica.restart_at = time.monotonic() + policy.restart_delay(st.restarts)
             st.state = ReplicaState.RESTARTING
@@ -257,22 +246,22 @@ class Supervisor:
     def _should_restart(self, replica: Replica, failed: bool, info: ExitInfo) -> bool:
         if self.outcome is not None or self.stop_requested:
             return False
-        spec = replica.spec
+        spec, others = replica.spec, [r for r in self.replicas if r is not replica]
+        decides = policy.decides_run(
+            spec.role,
+            has_master=any(r.spec.role == "master" for r in self.replicas),
+            other_workers_succeeded=all(
+                r.status.state == ReplicaState.SUCCEEDED for r in others if r.spec.role == "worker"
+            ),
+        )
+        restarts, exit_code = replica.status.restarts, info.exit_code
         return policy.should_restart(
             spec.restart_policy,
             failed=failed,
-            exit_code=info.exit_code,
-            restarts=replica.status.restarts,
+            exit_code=exit_code,
+            restarts=restarts,
             max_restarts=spec.max_restarts,
-            decides_run=policy.decides_run(
-                spec.role,
-                has_master=any(r.spec.role == "master" for r in self.replicas),
-                other_workers_succeeded=all(
-                    r.status.state == ReplicaState.SUCCEEDED
-                    for r in self.replicas
-                    if r.spec.role == "worker" and r is not replica
-                ),
-            ),
+            decides_run=decides,
         )
 
     def _restart_due(self) -> None:
@@ -319,10 +308,19 @@ class Supervisor:
                     ),
                 )
         for replica in self.replicas:
-            if replica.running and replica.kill_at is not None and replica.kill_at <= now and replica.pgid:
-                log.info("%s: still running %g s after SIGTERM; SIGKILL", replica.key, STOP_GRACE_S)
+            why = flushing.kill_due(replica, self.paths, now, STOP_GRACE_S)
+            if why is not None and replica.pgid:
+                log.info("%s: %s; SIGKILL", replica.key, why)
                 kill_group(replica.pgid, signal.SIGKILL)
-                replica.kill_at = None
+                replica.kill_at = replica.term_at = None
+
+    def _settle_metrics(self, replica: Replica) -> None:
+        """After an exit: what its processes accepted but never wrote (or dropped) goes into the
+        run's message too (`flushing.settle_exit`)."""
+        notice = flushing.settle_exit(self.paths, replica)
+        if notice:
+            self.metric_notices.append(notice)
+            self.writer.dirty = True
 
     # ---- deciding the run ---------------------------------------------------------------------
     def _stop_replica(self, replica: Replica, ending: Ending) -> None:
@@ -330,7 +328,8 @@ class Supervisor:
             if replica.ending is None and replica.pgid:
                 replica.ending = ending
                 kill_group(replica.pgid, signal.SIGTERM)
-                replica.kill_at = time.monotonic() + STOP_GRACE_S
+                replica.term_at = time.monotonic()
+                replica.kill_at = replica.term_at + STOP_GRACE_S
         elif replica.status.state in (ReplicaState.PENDING, ReplicaState.RESTARTING):
             replica.end_without_exit(ending)
             self.writer.dirty = True
@@ -372,12 +371,11 @@ class Supervisor:
             for deadline in (replica.kill_at, replica.finish_by, replica.restart_at):
                 if deadline is not None:
                     deadlines.append(deadline)
+            if replica.kill_at is not None:  # being stopped: read its ledgers (see _escalate)
+                deadlines.append(now + LEDGER_POLL_S)
         if self.memory is not None and oom_kills.watched(self.memory, self.replicas):
             deadlines.append(self.memory.next_poll)
         return max(0.0, min(deadlines) - now)
-
-    def _wait(self, timeout: float) -> None:
-        self.wakeup.wait(timeout)
 
     # ---- main ----------------------------------------------------------------------------------
     def run(self) -> int:
@@ -393,10 +391,13 @@ class Supervisor:
             self._prepare()
             self._check_stop_request()
             if self.outcome is None:
-                for replica in self._start_order():
-                    self._spawn(replica)
-                    if replica.spec.role == "master" and len(self.replicas) > 1:
-                        self._head_start()
+                if self.spawner.warm:  # forked together: nothing to import, no head start to give
+                    self._spawn(*self._start_order())
+                else:
+                    for replica in self._start_order():
+                        self._spawn(replica)
+                        if replica.spec.role == "master" and len(self.replicas) > 1:
+                            self._head_start()
                 self.status.state = RunState.RUNNING
                 self.status.started_at = time.time()
                 self.writer.write(force=True)
@@ -429,7 +430,7 @@ class Supervisor:
             if self.outcome is not None and not any(r.running for r in self.replicas):
                 return
             self.writer.write()
-            self._wait(self._next_timeout())
+            self.wakeup.wait(self._next_timeout())
 
     def _shutdown(self) -> None:
         """Leave nothing behind, then write the final status and let the watchdog go."""
@@ -441,7 +442,8 @@ class Supervisor:
             self._reap()
             if any(r.running for r in self.replicas):
                 time.sleep(0.02)
-        kill_adopted(keep=lambda: {self.watchdog.pid or 0, *self.by_pid}, reap=self._reap)
+        zygote = self.spawner.close()  # it exits when its socket closes
+        kill_adopted(keep=lambda: {self.watchdog.pid or 0, zygote, *self.by_pid}, reap=self._reap)
         kill_leftovers(self.run_id, exclude=[self.watchdog.pid or 0, *self.by_pid])
         if self.cgroup is not None:  # what left our reach (another subreaper adopted it)
             if self.cgroup.kill(spare=spare):
@@ -456,8 +458,11 @@ class Supervisor:
                 )
         if self.ports is not None:
             self.ports.close()
+        for replica in self.replicas:  # processes that had left their replica's group are gone now
+            self._settle_metrics(replica)
         outcome = self.outcome or Outcome(RunState.FAILED, Reason.SUPERVISOR_ERROR, "the supervisor ended early")
-        self.status.state, self.status.reason, self.status.message = outcome.state, outcome.reason, outcome.message
+        message = "; ".join([outcome.message, *self.metric_notices])
+        self.status.state, self.status.reason, self.status.message = outcome.state, outcome.reason, message
         self.status.finished_at = time.time()
         try:
             self.writer.write_final()

@@ -5,10 +5,12 @@ started (mpirun's ranks, a DataLoader's workers...). So at start-up the supervis
 small process, connected by a pipe. The supervisor writes `+PGID` for each replica it starts,
 `-PGID` when a replica's group is gone, and `done` just before a clean exit. When the pipe
 reaches end-of-file without `done` (the kernel closes it when the supervisor dies, however it
-dies), the watchdog SIGKILLs the run's cgroup (`cgroups.py`: every process the run started,
-whatever its session or environment), the groups it knows and every process whose environment
-carries the run's PX_RUN_ID (the fallback where there is no cgroup), then marks the run Lost
-with the reason, and exits.
+dies), the watchdog first lets the replicas write the metric points they hold (they had SIGTERM
+as their parent-death signal; their groups get it too, and up to the stop's grace to end:
+`flushing.let_flush`), then SIGKILLs the run's cgroup (`cgroups.py`: every process the run
+started, whatever its session or environment), the groups it knows and every process whose
+environment carries the run's PX_RUN_ID (the fallback where there is no cgroup), then marks the
+run Lost with the reason and any metric points that were lost all the same, and exits.
 
 `mark_lost` is also what the backend's `reconcile()` uses when it finds the supervisor gone and
 the run not finished (say both processes were killed). A Lost status that cannot be written (a
@@ -22,10 +24,16 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
 
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason
+from ...runstore.settle import settle_replica
+from . import flushing
 from .cgroups import RunCgroup
+from .config import STOP_GRACE_S
 from .process import kill_run_processes
 
 log = logging.getLogger(__name__)
@@ -36,25 +44,85 @@ LOST_REASON = Reason.SUPERVISOR_LOST
 def mark_lost(store: RunStore, run_id: str, message: str) -> RunStatus:
     """Record an unfinished run as Lost (a finished one is left as it is); return that status,
     also when it could not be written."""
+    return mark_ended(
+        store,
+        run_id,
+        Ending(RunState.LOST, LOST_REASON, message),
+        ReplicaEnding(ReplicaState.LOST, LOST_REASON, "the run's supervisor died; this replica was killed with it"),
+    )
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a run its supervisor cannot end is recorded: Lost (it died or hung), or Stopped (a
+    user's `stop --force`)."""
+
+    state: RunState
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ReplicaEnding:
+    state: ReplicaState
+    reason: str
+    message: str
+
+
+def mark_ended(store: RunStore, run_id: str, run: Ending, replicas: ReplicaEnding) -> RunStatus:
+    """Record an unfinished run (its processes already gone) as `run` says, its unfinished
+    replicas as `replicas` says, with what their metrics ledgers say was lost all the same; a
+    finished run is left as it is. The status is returned also when it could not be written."""
     status = store.status(run_id)
     if status.state.finished:
         return status
     now = time.time()
-    status.state = RunState.LOST
-    status.reason = LOST_REASON
-    status.message = message
-    status.finished_at = now
+    status.state, status.reason, status.finished_at = run.state, run.reason, now
+    notices = []
     for replica in status.replicas:
         if replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
-            replica.state = ReplicaState.LOST
-            replica.reason = LOST_REASON
-            replica.message = "the run's supervisor died; this replica was killed with it"
+            replica.state, replica.reason, replica.message = replicas.state, replicas.reason, replicas.message
             replica.finished_at = now
+        try:  # what its processes had accepted but not written when they were killed
+            notice = flushing.record(replica, settle_replica(store.paths(run_id), replica.role, replica.index))
+        except OSError as error:
+            log.warning("%s: cannot settle its metrics: %s", replica.key, error)
+            notice = None
+        notices += [notice] if notice else []
+    status.message = "; ".join([run.message, *notices])
     try:
         store.write_status(status)
     except OSError as error:
-        log.warning("run %s is Lost, but its status cannot be written: %s", run_id, error)
+        log.warning("run %s is %s, but its status cannot be written: %s", run_id, run.state.value, error)
     return status
+
+
+def end_without_supervisor(store: RunStore, run_id: str, run: Ending, replicas: ReplicaEnding) -> RunStatus:
+    """End a run whose supervisor cannot (it hangs, or a user forces the stop): kill the supervisor
+    and its watchdog, give the replicas SIGTERM and the stop's grace to write what they hold
+    (`flushing.let_flush`), kill what is left (the run's cgroup, its process groups, anything
+    carrying its PX_RUN_ID), then record the run as `run` says (`mark_ended`)."""
+    status = store.status(run_id)
+    if status.state.finished:
+        return status
+    replica_pids = {r.pid for r in status.replicas if r.pid}
+    if status.owner is not None:
+        try:
+            supervisor = psutil.Process(status.owner.pid)
+            helpers = [child for child in supervisor.children() if child.pid not in replica_pids]
+            for process in [*helpers, supervisor]:  # the watchdog first: it would act on the death
+                process.kill()
+        except psutil.Error:
+            pass
+    groups = {r.pid for r in status.replicas if r.pid and r.state in (ReplicaState.RUNNING, ReplicaState.RESTARTING)}
+    paths = store.paths(run_id)
+    flushing.let_flush(paths, groups, STOP_GRACE_S)
+    cgroup = RunCgroup.of_run(paths.root.resolve())
+    if cgroup is not None:
+        cgroup.kill()
+        cgroup.remove()
+    kill_run_processes(run_id, groups)
+    return mark_ended(store, run_id, run, replicas)
 
 
 class Watchdog:
@@ -137,6 +205,7 @@ def _watch(
                 groups.discard(int(text[1:]))
     if clean:
         return
+    flushing.let_flush(store.paths(run_id), groups, STOP_GRACE_S)
     killed = cgroup.kill(spare=spare) if cgroup is not None else 0  # everything the run started, however it left
     killed += kill_run_processes(run_id, groups)
     if cgroup is not None:

@@ -80,12 +80,19 @@ export function addRunPanelCommands(
     execute: async args => {
       const runIds = Array.isArray(args.runIds) ? args.runIds.map(String) : [];
       const failed: string[] = [];
+      const removed: string[] = [];
       for (const runId of runIds) {
         try {
-          await api.deleteRun(runId);
+          const answer = await api.deleteRun(runId);
+          if (answer.removed?.length) {
+            removed.push(`${runId}: ${answer.removed.join(', ')}`);
+          }
         } catch (error) {
           failed.push(`${runId}: ${describe(error)}`);
         }
+      }
+      if (removed.length) {
+        Notification.info(`Removed from the cluster: ${removed.join('; ')}`);
       }
       if (failed.length) {
         Notification.error(

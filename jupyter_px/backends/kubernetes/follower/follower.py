@@ -1,0 +1,500 @@
+"""`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`: one detached process per run.
+
+Like the local backend's supervisor, it outlives the kernel that submitted the run, and it is
+the only writer of the run's status. It watches the run's pods (a watch on the run's label) and,
+for Kubeflow, the job's conditions; it writes per-replica states into the run store (which pod is
+which replica: `replica_pods.py`, the mapping rendering labels pods with); it streams every
+replica's log into the store as it comes (`log_sink.py`), so logs survive pod cleanup, and the
+`@px-metrics` lines of those logs become the store's metrics and TensorBoard event files, so plots
+and TensorBoard work without a shared disk.
+
+Restartable and idempotent: a file lock admits one follower per run, and its starter records it
+(pid and creation time, `jupyter_px.detached`) as the run's owner before it may run; the log sink
+resumes each replica's log where the last follower left it, so no line is lost or doubled.
+
+It ends by itself: when the run finishes, when its run directory is deleted (nothing is left to
+write to; it never recreates it), and when the API server has not answered for
+`follower_give_up_s` (`PX_K8S_FOLLOWER_GIVE_UP_S`, see contact.py). In that last case the run keeps
+its state (the cluster may still be running it) with reason `LostContact` and a message saying
+so; a read of the run then reports "nobody is following this run", and the next explicit keeper
+(`reconcile`: the Jupyter server's keeper, `Run.wait`, `jupyter px follow`) starts a follower again.
+
+It is event-driven: a list-then-watch of the run's pods (`pod_watch.py`), a poll of the Kubeflow
+job every `JOB_POLL_S`, otherwise one wake-up per `IDLE_TICK_S` for stop requests and the above.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from .... import detached
+from ....runstore import (
+    ReplicaState,
+    ReplicaStatus,
+    RunDamaged,
+    RunNotFound,
+    RunState,
+    RunStatus,
+    RunStore,
+)
+from ....runstore.models import Reason, RunOwner
+from ....topology import parse_topology
+from ...base import BackendError
+from ...outcome import run_outcome
+from ..cleanup import delete_run
+from ..client import CONNECT_TIMEOUT_S, Cluster, connect
+from ..contact import Contact
+from ..create import delete_objects
+from ..handle import FOLLOWER_DIR, STOP_FILE, RunHandle
+from ..names import run_selector
+from ..pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
+from ..pod_state import main_ended as _main_ended
+from ..replica_pods import replica_pods
+from .log_sink import ReplicaLog, RunGone
+from .log_streams import LogStreams
+from .pod_watch import READ_TIMEOUT_S, PodWatch, latest_warning
+from .pods import ended_by_deletion, keeps_running_pods, leaders, slim
+from .terminations import Terminations
+
+log = logging.getLogger(__name__)
+
+#: Longest sleep of the main loop without an event: how soon a stop request, a deleted run
+#: directory or a lost API server is noticed. Pod changes wake it at once.
+IDLE_TICK_S = 1.0
+#: Kubeflow jobs are read, not watched: their conditions change a few times per run.
+JOB_POLL_S = 2.0
+#: While a run waits, the Warning events of its objects are read this often: a quota, Pod
+#: Security or webhook denial of the operator's pod creates (FailedCreate) is the reason it waits.
+EVENTS_POLL_S = 5.0
+LOG_DRAIN_S = 30.0
+#: The API server answers but refuses (401: credentials expired or revoked; 403: no permission to
+#: watch pods or read logs) for this long: the follow ends with that reason, never an endless
+#: Pending. Short, since a refusal does not fix itself; not zero, since a token may be refreshed.
+REFUSED_GIVE_UP_S = float(os.environ.get("PX_K8S_REFUSED_GIVE_UP_S") or 20.0)
+UNAUTHORIZED, FORBIDDEN, POD_DELETED = "Unauthorized", "Forbidden", Reason.POD_DELETED
+
+
+class Follower:
+    def __init__(self, store: RunStore, run_id: str):
+        self.store, self.run_id = store, run_id
+        self.paths = store.paths(run_id)
+        self.run_dir = self.paths.root
+        self.handle = RunHandle.load(self.run_dir)
+        from ..settings import load_settings
+
+        settings = load_settings(namespace=self.handle.namespace, context=self.handle.context)
+        self.cluster: Cluster = connect(settings)
+        self.give_up_s = float(settings.follower_give_up_s)
+        self.contact = Contact()
+        self.topology = parse_topology(store.record(run_id).topology)
+        self.replica_pods = replica_pods(self.handle.backend)
+        self.state_dir = self.run_dir / FOLLOWER_DIR
+        self.state_dir.mkdir(exist_ok=True)
+        self.logs = {
+            (s.role, s.index): ReplicaLog(self.paths, s.role, s.index, self.state_dir) for s in self.topology.replicas()
+        }
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.listed = False  # the run's pods have been listed once
+        #: native: each replica's max_restarts, which the follower enforces (the kubelet restarts
+        #: an OnFailure pod without limit); a job's operator enforces its own backoffLimit
+        self.max_restarts: dict[tuple[str, int], int] = (
+            {(s.role, s.index): s.max_restarts for s in self.topology.replicas()}
+            if self.handle.backend == "native"
+            else {}
+        )
+        #: native replicas seen failing past max_restarts: (failures, that failure's record), as
+        #: first seen (a later restart, before the pod is deleted, does not undo it)
+        self.exhausted: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
+        self.streams = LogStreams(self.cluster, self.logs, leaders(self.topology), self.state_dir)
+        self.events: queue.Queue = queue.Queue()
+        self.done = threading.Event()
+        self.job: dict[str, Any] | None = None
+        self.seen_pods: set[tuple[str, int]] = set()
+        self.stopping = False  # pods deleted from now on were deleted by this run (a stop, its end)
+        self.stop_requested = False  # ... on a user's request
+        self.watch = PodWatch(
+            self.cluster, run_selector(self.handle.base), self.contact, self.events, self.done, run_id
+        )
+        self.last_job_poll = 0.0
+        self.next_events_poll = 0.0
+        self.waiting_on: tuple[str, str] | None = None  # (reason, message) of the latest Warning event
+        #: pods deleted by someone else while the run went on: so they stay, once the run ends
+        self.foreign_deletions: set[str] = set()
+        #: replicas whose pod vanished (deleted while the watch was away, or gone at once): as recorded
+        self.gone: dict[tuple[str, int], ReplicaStatus] = {}  # replica keys (native: one pod per replica, ever)
+        #: how each replica's container last ended, from every watch event (its pod may go at once)
+        self.terminations = Terminations()
+        me = detached.ProcessIdentity.current()
+        self.owner = RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
+
+    # ---- watching --------------------------------------------------------------------------
+
+    def _poll_events(self) -> None:
+        """The reason a waiting run waits: the latest Warning event about one of its objects."""
+        self.next_events_poll = time.monotonic() + EVENTS_POLL_S
+        found = latest_warning(self.cluster, self.handle.base)
+        if found is not None:
+            self.waiting_on = found
+
+    def _poll_job(self) -> None:
+        kind = self.handle.job()
+        if kind is None:
+            return
+        self.last_job_poll = time.monotonic()
+        try:
+            self.job = kind.get(self.cluster, self.handle.base, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+            self.contact.answered()
+        except ApiException as error:
+            self.contact.failed(error)  # an answer: contact
+            if error.status == 404:
+                self.job = {
+                    "status": {
+                        "conditions": [
+                            {
+                                "type": "Failed",
+                                "status": "True",
+                                "reason": "Deleted",
+                                "message": f"the {kind.kind} was deleted",
+                            }
+                        ]
+                    }
+                }
+        except (HTTPError, OSError) as error:
+            self.contact.failed(error)
+            log.warning("reading %s %s: %s", kind.kind, self.handle.base, error)
+
+    # ---- status ----------------------------------------------------------------------------
+
+    def _views(self) -> dict[tuple[str, int], tuple[dict[str, Any], ReplicaStatus]]:
+        """Each replica that has a pod: the pod, and the replica as the pod's status shows it."""
+        out = {}
+        for pod in self.pods.values():
+            key = self.replica_pods.replica_of(pod, self.topology)
+            if key in self.logs:
+                view = pod_replica(pod, *key)
+                if key in self.exhausted:
+                    fail_exhausted(view, *self.exhausted[key], self.max_restarts[key])
+                if ended_by_deletion(pod, view):
+                    failed = self._failure_of(key)
+                    if failed is not None:  # it had failed before its pod's deletion was asked for
+                        view = failed
+                    else:
+                        self._deleted(view)
+                out[key] = (pod, view)
+        return out
+
+    def _job_ended(self) -> bool:
+        return bool(self.handle.job_kind) and job_outcome(self.job) is not None
+
+    def _failure_of(self, key: tuple[str, int]) -> ReplicaStatus | None:
+        """A job that failed (not a stop) whose operator deleted the pod of a replica that had
+        failed: the replica's latest failure, as the watch showed it (`terminations.py`)."""
+        outcome = job_outcome(self.job) if self.handle.job_kind and not self.stop_requested else None
+        return self.terminations.failure(key) if outcome is not None and outcome.state == RunState.FAILED else None
+
+    def _deleted(self, replica: ReplicaStatus) -> None:
+        """A replica whose pod was deleted before it ended by itself: by this run (a stop, the
+        rest of a run that ended), by the job's operator after the job ended (cleanPodPolicy),
+        or by someone else (kubectl, the eviction API): then a native replica has failed (nobody
+        makes its pod again), while a job's operator decides (it may create the pod again)."""
+        foreign = replica.key in self.foreign_deletions
+        if not foreign and (self.stopping or self._job_ended()):
+            replica.state = ReplicaState.STOPPED
+            replica.reason = Reason.STOPPED_BY_USER if self.stop_requested else Reason.STOPPED_BY_RUN
+            replica.message = "stopped on request" if self.stop_requested else "ended with the run"
+        elif self.handle.job_kind:  # not final: once the job has ended, it was its cleanup
+            replica.state, replica.reason = ReplicaState.LOST, POD_DELETED
+            replica.message = "its pod was deleted (not by this run); the job's operator decides what follows"
+        else:
+            self.foreign_deletions.add(replica.key)
+            replica.state, replica.reason = ReplicaState.FAILED, POD_DELETED
+            replica.message = "its pod was deleted, not by this run (kubectl, an eviction)"
+        replica.finished_at = replica.finished_at or time.time()
+
+    def _write_status(
+        self,
+        views,
+        run_state: RunState,
+        reason: str | None,
+        message: str | None,
+        final: bool,
+        following: bool = True,
+    ) -> None:
+        status = self.store.status(self.run_id)
+        if not status.replicas:
+            status = RunStatus.initial(self.run_id, list(self.logs))
+        status.owner = self.owner if following and not final else None
+        for position, replica in enumerate(status.replicas):
+            key = (replica.role, replica.index)
+            if key in views:
+                self.seen_pods.add(key)
+                pod, view = views[key]
+                view.started_at = replica.started_at or view.started_at
+                view.address = pod["metadata"]["name"]
+                replica = status.replicas[position] = view
+            elif key in self.seen_pods and replica.state != ReplicaState.FAILED and (failed := self._failure_of(key)):
+                replica = status.replicas[position] = failed  # failed, then the operator deleted its pod
+                self.gone[key] = replica
+            elif key in self.seen_pods and replica.state not in (
+                ReplicaState.SUCCEEDED,
+                ReplicaState.FAILED,
+                ReplicaState.STOPPED,
+            ):
+                if key in self.exhausted:  # failed past max_restarts, then deleted by this run
+                    fail_exhausted(replica, *self.exhausted[key], self.max_restarts[key])
+                else:
+                    self._deleted(replica)  # its logs so far are kept
+                self.gone[key] = replica
+            elif replica.state == ReplicaState.LOST and replica.reason == POD_DELETED and self._job_ended():
+                self._deleted(replica)  # the operator's cleanup after the job ended, seen first
+            if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
+                replica.state = ReplicaState.STOPPED
+                replica.reason = replica.reason if run_state == RunState.STOPPED else Reason.STOPPED_BY_RUN
+                replica.finished_at = replica.finished_at or time.time()
+        # the run's times are its containers' (the kubelet's startedAt / finishedAt), not when this
+        # follower noticed: a follower started late, or a run that ended before it looked, says
+        # when the run really ran
+        starts = [r.started_at for r in status.replicas if r.started_at]
+        if starts:
+            status.started_at = min(starts) if status.started_at is None else min(status.started_at, *starts)
+        elif run_state == RunState.RUNNING and status.started_at is None:
+            status.started_at = time.time()
+        status.state, status.reason, status.message = run_state, reason, message
+        if final:
+            ends = [r.finished_at for r in status.replicas if r.finished_at]
+            status.finished_at = min(time.time(), max(ends)) if ends else time.time()
+            if status.started_at is not None:
+                status.finished_at = max(status.finished_at, status.started_at)
+        self.store.write_status(status)
+
+    def _outcome(self, views) -> tuple[RunState, str | None, str | None]:
+        """The run's state, reason and message: a Kubeflow job's or TrainJob's own conditions say
+        how it ended (its operator applies the success policy); native pods, the shared rule."""
+        replicas = [
+            views[key][1] if key in views else self.gone.get(key) or ReplicaStatus(role=key[0], index=key[1])
+            for key in self.logs
+        ]
+        outcome = job_outcome(self.job) if self.handle.job_kind else run_outcome(replicas)
+        if outcome is None and self.handle.job_kind:
+            # the operator never hears of a lost node's pods ending: the run decides on them
+            outcome = run_outcome([r for r in replicas if r.reason == NODE_LOST])
+        if outcome is None:
+            return pods_state(replicas), None, None
+        return outcome.state, outcome.reason, outcome.message
+
+    # ---- the loop --------------------------------------------------------------------------
+
+    def _drain_events(self, wait: float) -> bool:
+        """Apply the watch events that arrived (waiting up to `wait` s for the first); whether any did."""
+        try:
+            kind, obj = self.events.get(timeout=wait) if wait > 0 else self.events.get_nowait()
+        except queue.Empty:
+            return False
+        try:
+            while True:
+                if kind == "SNAPSHOT":
+                    self.pods = {pod["metadata"]["name"]: slim(pod) for pod in obj}
+                    self.listed = True
+                    for pod in obj:
+                        self._count_failures(pod)
+                        self._note_end(pod)
+                elif kind == "DELETED":
+                    self._note_end(obj)
+                    self.pods.pop(obj["metadata"]["name"], None)
+                elif obj is not None:
+                    self.pods[obj["metadata"]["name"]] = slim(obj)
+                    self._count_failures(obj)
+                    self._note_end(obj)
+                kind, obj = self.events.get_nowait()
+        except queue.Empty:
+            return True
+
+    def _note_end(self, pod: dict[str, Any]) -> None:
+        """Keep how this event's pod says its replica's container ended (`terminations.py`)."""
+        key = self.replica_pods.replica_of(pod, self.topology)
+        if key in self.logs:
+            self.terminations.seen(key, pod, ended_by_deletion(pod, pod_replica(pod, *key)))
+
+    def _count_failures(self, pod: dict[str, Any]) -> None:
+        """Native: note the replica whose pod shows its (max_restarts + 1)-th failure. Every
+        watch event is looked at (not only a tick's last one), so the failure is the one that
+        exhausted it, even when the kubelet restarts the container again before the next tick."""
+        if not self.max_restarts:
+            return
+        key = self.replica_pods.replica_of(pod, self.topology)
+        if key not in self.max_restarts or key in self.exhausted:
+            return
+        found = restarts_exhausted(pod, self.max_restarts[key])
+        if found is not None:
+            self.exhausted[key] = found
+
+    def _run_exists(self) -> bool:
+        return self.paths.record.exists()
+
+    def run(self) -> int:
+        if (self.run_dir / STOP_FILE).exists() and self.store.status(self.run_id).state.finished:
+            return 0
+        threading.Thread(target=self.watch.run, name="px-k8s-watch", daemon=True).start()
+        try:
+            return self._loop()
+        except (RunGone, RunNotFound, RunDamaged, FileNotFoundError):
+            if self._run_exists():
+                raise
+            return self._run_gone()
+        finally:
+            self.done.set()
+
+    def _loop(self) -> int:
+        last_written: Any = None
+        next_job_poll = 0.0
+        while True:
+            if not self._run_exists():
+                return self._run_gone()
+            wait = IDLE_TICK_S
+            if self.handle.job_kind:
+                wait = min(wait, max(0.0, next_job_poll - time.monotonic()))
+            self._drain_events(wait)
+            if self.handle.job_kind and time.monotonic() >= next_job_poll:
+                self._poll_job()
+                next_job_poll = time.monotonic() + JOB_POLL_S
+            self.stopping = self.stop_requested = stopping = (self.run_dir / STOP_FILE).exists()
+            if self.handle.job_kind and not stopping and self._deletion_seen():
+                self._poll_job()  # pods going: is it the operator's cleanup of a job that ended?
+            views = self._views()
+            if self.contact.reachable:  # no point opening log streams to a server that does not answer
+                self.streams.update(views)
+            state, reason, message = self._outcome(views)
+            if state == RunState.PENDING and time.monotonic() >= self.next_events_poll:
+                self._poll_events()
+            if state == RunState.PENDING and self.waiting_on is not None and reason is None:
+                reason, message = self.waiting_on
+            if stopping:  # we delete the objects: their disappearance (a job's "Deleted") is the stop
+                state, reason, message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
+            if state.finished:
+                return self._finish(views, state, reason, message)
+            lost_for = self.contact.unreachable_for()
+            if lost_for >= self.give_up_s:
+                return self._give_up(views, state, lost_for)
+            refusal = self._refusal()
+            if refusal is not None:
+                return self._refused(views, state, *refusal)
+            snapshot = (state, reason, [(k, v.state, v.reason, v.restarts) for k, (_, v) in sorted(views.items())])
+            if snapshot != last_written:
+                self._write_status(views, state, reason, message, final=False)
+                last_written = snapshot
+
+    def _deletion_seen(self) -> bool:
+        """Has a pod of the run been deleted since the job was last read (at most 3 reads a second)?"""
+        if time.monotonic() - self.last_job_poll < 0.3 or self._job_ended():
+            return False
+        if any(p["metadata"].get("deletionTimestamp") for p in self.pods.values()):
+            return True
+        present = {self.replica_pods.replica_of(pod, self.topology) for pod in self.pods.values()}
+        return any(key not in present for key in self.seen_pods)
+
+    def _refusal(self) -> tuple[str, str] | None:
+        """(reason, message) once the API server has refused to let this follower watch pods or
+        read logs for `REFUSED_GIVE_UP_S`; None otherwise."""
+        found: list[tuple[ApiException, float, str]] = []
+        if self.watch.refused is not None:
+            found.append((*self.watch.refused, "watch the run's pods"))
+        logs = self.streams.refused()
+        if logs is not None:
+            found.append((*logs, "read the run's pod logs"))
+        for error, since, what in found:
+            if time.monotonic() - since < REFUSED_GIVE_UP_S:
+                continue
+            from ..client import api_reason
+
+            if error.status == 401:
+                return UNAUTHORIZED, (
+                    f"the Kubernetes API at {self.cluster.host} no longer accepts this follower's credentials "
+                    f"({api_reason(error)}): they may have expired. Log in again (refresh the kubeconfig); a keeper "
+                    "(the Jupyter server's, Run.wait(), jupyter px follow) then follows the run again"
+                )
+            return FORBIDDEN, (
+                f"no permission to {what} in namespace {self.cluster.namespace} ({api_reason(error)}); "
+                "the follower needs get, list and watch on pods and get on pods/log"
+            )
+        return None
+
+    def _refused(self, views, state: RunState, reason: str, message: str) -> int:
+        """The API server refuses this follower: end, keeping the run's state, saying why."""
+        log.warning("run %s: %s", self.run_id, message)
+        self.done.set()
+        self._write_status(views, state, reason, message, final=False, following=False)
+        return 0
+
+    def _run_gone(self) -> int:
+        """The run directory was deleted (a cleaned store, a removed temporary directory): there is
+        nothing left to write to, and the run's objects are left as they are (deleting a directory
+        is not a request to stop a cluster job)."""
+        log.warning("run %s: its directory %s is gone; the follower ends", self.run_id, self.run_dir)
+        return 0
+
+    def _give_up(self, views, state: RunState, lost_for: float) -> int:
+        """No answer from the API server for `give_up_s`: end, keeping the run's state (the cluster
+        may still be running it) and saying how to follow it again."""
+        message = (
+            f"lost contact with the Kubernetes API at {self.cluster.host} for {lost_for:.0f} s "
+            f"({self.contact.last_error}); the run may still be running on the cluster. A keeper "
+            "(the Jupyter server's, Run.wait(), jupyter px follow) starts following it again"
+        )
+        log.warning("run %s: %s", self.run_id, message)
+        self.done.set()
+        self._write_status(views, state, Reason.LOST_CONTACT, message, final=False, following=False)
+        return 0
+
+    def _finish(self, views, state: RunState, reason: str | None, message: str | None) -> int:
+        """Read every replica's log to its end, write the final status, and delete what still runs
+        (native: the run's objects; a Kubeflow job that keeps running pods: those pods): its pods
+        would otherwise hold their nodes (a ps never exits), and its logs are in the store now."""
+        deadline = time.monotonic() + LOG_DRAIN_S
+        native = self.handle.backend == "native"
+        self.stopping = True  # pods that disappear from now on were deleted by us (or by stop)
+        self._drain_events(0.2)
+        while not self.listed and time.monotonic() < deadline - LOG_DRAIN_S / 2:
+            self._drain_events(0.2)  # a follower started just now: the pods to read are not listed yet
+        views = self._views()
+        stopped = state == RunState.STOPPED
+        if native or stopped or keeps_running_pods(self.handle.job_kind, self.job):
+            # still running, or failed past max_restarts (the kubelet would start it again): their
+            # logs so far first (a deleted pod's log goes with it), a bounded few at a time
+            doomed = {
+                key
+                for key, (pod, view) in views.items()
+                if view.state.value not in ("Succeeded", "Failed")
+                or (pod["spec"].get("restartPolicy") not in (None, "Never") and not _main_ended(pod))
+            }
+            self.streams.snapshot(views, max(0.0, deadline - time.monotonic()), doomed)
+            if stopped:  # a stop: this follower deletes the run, once it has its logs (backend.stop)
+                self._delete_run()
+            else:
+                delete_objects(self.cluster, [views[key][0] for key in doomed])
+        while time.monotonic() < deadline:  # every replica's log to its end, a bounded few at a time
+            self._drain_events(0.2)
+            views = self._views()
+            self.streams.update(views, final=True)
+            if not self.streams.pending() and self.streams.all_read(views):
+                break
+        self.streams.join(max(0.0, deadline - time.monotonic()))
+        self.done.set()
+        self._write_status(views, state, reason, message, final=True)
+        if native and not stopped:
+            self._delete_run()
+        log.info("run %s finished: %s", self.run_id, state.value)
+        return 0
+
+    def _delete_run(self) -> None:
+        try:
+            delete_run(self.cluster, self.handle)
+        except (BackendError, HTTPError, OSError) as error:
+            log.warning("deleting run %s: %s", self.run_id, error)

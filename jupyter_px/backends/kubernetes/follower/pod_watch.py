@@ -1,0 +1,151 @@
+"""One run's pods as a stream of events for its follower (a list, then a watch from its version),
+and the Warning events about its objects.
+
+List the pods (paginated: a 10,000-pod run is not one huge answer), then watch them from that
+list's version with bookmarks, opening the watch again from the last version seen when it times
+out (not listing every pod again); list again only when the version expired (410, an ERROR
+event) or the connection failed. Each list is a SNAPSHOT event that replaces what the follower
+knows, so a pod deleted while the watch was down is noticed, and a failed reconnect changes
+nothing. A list or watch refused (401/403) is kept in `refused` (since when), for the follower
+to end with that reason if it lasts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from typing import Any
+
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from ..client import CONNECT_TIMEOUT_S, Cluster
+from ..contact import Contact
+
+log = logging.getLogger(__name__)
+
+#: Server-side length of one watch; the client gives up on a silent connection some time after.
+#: A watch that times out is opened again from the last version it saw (bookmarks keep it fresh),
+#: not by listing every pod again.
+WATCH_TIMEOUT_S = 300
+#: Pods per page of a list (limit/continue).
+LIST_PAGE = 500
+READ_TIMEOUT_S = WATCH_TIMEOUT_S + 30.0
+#: Back-off between failed list/watch attempts: 0.5 s doubling up to this.
+RETRY_MAX_S = 5.0
+
+
+class PodWatch:
+    """The pods matching `selector` as ("SNAPSHOT", pods) / (ADDED|MODIFIED|DELETED, pod) events
+    on `events`, until `done` is set (run it in a thread)."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        selector: str,
+        contact: Contact,
+        events: queue.Queue,
+        done: threading.Event,
+        what: str,
+    ):
+        self.cluster, self.selector, self.contact = cluster, selector, contact
+        self.events, self.done, self.what = events, done, what
+        self.refused: tuple[ApiException, float] | None = None  # list/watch refused (401/403), since
+
+    def _list(self, timeout: Any) -> tuple[list[dict[str, Any]], str | None]:
+        """Every pod of the run, page by page (`limit`/`continue`, one snapshot), and its version."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            listed: Any = self.cluster.core.list_namespaced_pod(
+                self.cluster.namespace,
+                label_selector=self.selector,
+                limit=LIST_PAGE,
+                _continue=token,
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+            data = json.loads(listed.data)
+            self.contact.answered()
+            items += data.get("items") or []
+            meta = data.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, meta.get("resourceVersion")
+
+    def run(self) -> None:
+        """List the run's pods (paginated), then watch them from that list's version with
+        bookmarks, opening the watch again from the last version seen when it times out; list
+        again only when the version expired (410, an ERROR event) or the connection failed. The
+        list replaces what the follower knows (a SNAPSHOT), so a pod deleted while the watch
+        was down is noticed, and a failed reconnect changes nothing (no list, no snapshot)."""
+        timeout = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
+        failures = 0
+        version: str | None = None
+        while not self.done.is_set():
+            try:
+                if version is None:
+                    items, version = self._list(timeout)
+                    self.refused = None
+                    failures = 0
+                    self.events.put(("SNAPSHOT", items))
+                stream = watch.Watch().stream(
+                    self.cluster.core.list_namespaced_pod,
+                    self.cluster.namespace,
+                    label_selector=self.selector,
+                    resource_version=version,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=WATCH_TIMEOUT_S,
+                    deserialize=False,
+                    _request_timeout=timeout,
+                )
+                for event in stream:
+                    self.contact.answered()
+                    self.refused = None
+                    obj = event.get("object") or {}
+                    if event["type"] == "ERROR":  # e.g. 410 Gone: the version expired; list again
+                        version = None
+                        break
+                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                    if event["type"] != "BOOKMARK":
+                        self.events.put((event["type"], obj))
+                    if self.done.is_set():
+                        break
+            except (ApiException, HTTPError, OSError, ValueError, LookupError) as error:
+                self.contact.failed(error)
+                version = None
+                failures += 1
+                if isinstance(error, ApiException) and error.status in (401, 403):
+                    self.refused = (error, self.refused[1] if self.refused else time.monotonic())
+                if failures == 1 or failures % 20 == 0:
+                    log.warning("watching pods of %s (attempt %d): %s", self.what, failures, error)
+                self.done.wait(min(RETRY_MAX_S, 0.5 * 2 ** min(failures, 8)))
+
+
+def latest_warning(cluster: Cluster, base: str) -> tuple[str, str] | None:
+    """(reason, message) of the latest Warning event about one of a run's objects (the job, its
+    pods, a JobSet's Jobs: all named after the run's base), or None (none, or none readable)."""
+    try:
+        listed: Any = cluster.core.list_namespaced_event(
+            cluster.namespace,
+            field_selector="type=Warning",
+            _preload_content=False,
+            _request_timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+        )
+        items = json.loads(listed.data).get("items") or []
+    except (ApiException, HTTPError, OSError, ValueError) as error:
+        log.info("reading the events of %s: %s", base, error)
+        return None
+    ours = [
+        e
+        for e in items
+        if (name := (e.get("involvedObject") or {}).get("name") or "") == base or name.startswith(base + "-")
+    ]
+    if not ours:
+        return None
+    latest = max(ours, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+    return latest.get("reason") or "Warning", latest.get("message") or ""

@@ -1,0 +1,53 @@
+"""How each replica's container last ended, as the watch events showed it, kept after its pod goes.
+
+An operator may delete a pod right after its container failed: training-operator v1.9.0 deletes
+every pod of a job past its backoffLimit, the failed one included (pkg/controller.v1/common/job.go
+ReconcileJobs -> DeletePodsAndServices), a JobSet deletes the Jobs still active when it fails,
+and a finished pod is deleted at once (no grace period). The last state the follower then sees
+of the pod is "being deleted" or nothing at all; the failure (exit code, reason, when) was in an
+earlier watch event. So every event's pod is looked at (not only the last one of a tick), and the
+latest failure of each replica's container is kept (exited non-zero: Failed; or waiting to
+restart after one), also across the pods a Job makes again for a failed one, until the replica
+succeeds. An end caused by the pod's own deletion (the kubelet's 143/137 after a delete request)
+is none. The follower reports it when the job has failed and the replica's pod was deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....runstore import ReplicaState, ReplicaStatus
+from ....runstore.models import Reason
+from ..pod_state import failed_starts, parse_time, pod_replica
+
+Replica = tuple[str, int]
+
+
+class Terminations:
+    """The latest failure of each replica's container, kept until the replica succeeds."""
+
+    def __init__(self) -> None:
+        self._failed: dict[Replica, ReplicaStatus] = {}
+
+    def seen(self, key: Replica, pod: dict[str, Any], ended_by_deletion: bool) -> None:
+        """Note what this event's pod says of replica `key`'s container."""
+        view = pod_replica(pod, *key)
+        if view.state == ReplicaState.SUCCEEDED:
+            self._failed.pop(key, None)
+        elif ended_by_deletion:
+            return
+        elif view.state == ReplicaState.FAILED:
+            self._failed[key] = view
+        elif view.state == ReplicaState.RESTARTING:
+            failures, latest = failed_starts(pod)
+            if latest is not None:  # failed, and waits to restart: Failed if its pod goes now
+                view.state, view.exit_code = ReplicaState.FAILED, latest.get("exitCode")
+                view.reason = latest.get("reason") or Reason.ERROR
+                view.finished_at = parse_time(latest.get("finishedAt")) or view.finished_at
+                view.message = f"exited with code {view.exit_code} (failure {failures}); its pod was then deleted"
+                self._failed[key] = view
+
+    def failure(self, key: Replica) -> ReplicaStatus | None:
+        """The replica's latest failure, if it has not succeeded since (a copy)."""
+        found = self._failed.get(key)
+        return found.model_copy() if found is not None else None

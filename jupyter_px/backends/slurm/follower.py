@@ -1,0 +1,436 @@
+"""`python -m jupyter_px.backends.slurm.follower RUN_DIR`: the lifecycle owner of one Slurm run.
+
+Started detached by submit (`jupyter_px.detached`: its identity is recorded as the run's owner
+before it may run), it outlives the kernel and the Jupyter server, as the job does, and it is the
+only writer of the run's status. Every poll it reads the shared queue snapshot (`queue.py`: one
+`squeue` for all followed runs) and the tasks' records, and writes:
+
+* PENDING with Slurm's reason and the job's place in its partition's queue while it waits;
+* RUNNING per task as each task checks in, with the time left of the job's time limit;
+* each replica's end from its task's exit record (exit code, signal, OOMKilled);
+* the run's end by the same success policy as every backend (`backends/outcome.py`): the master
+  decides (else every worker); the first failing replica fails the run. Replicas still running
+  then are stopped and recorded so: SIGTERM to the tasks (`scancel --signal=TERM`, so tracking
+  flushes what it accepted), then, once they have ended or `PX_STOP_GRACE_S` has passed, the
+  job (`scancel`). A user's stop (`slurm-stop`, written by `SlurmBackend.stop`) takes the same path;
+* an end Slurm decided (TIMEOUT, CANCELLED by someone else, NODE_FAIL, PREEMPTED, ...) in Slurm's
+  words, with who cancelled when `sacct` can say.
+
+Restartable: a lock admits one follower per run, and a new one rebuilds everything from the run
+directory. It ends when the run has finished, when its directory is gone, and when the Slurm
+commands have not answered for `follower_give_up_s` (the run keeps its state, reason
+LostContact; a keeper follows it again). With `shared_dir`, it also copies the tasks' files back
+into the run store (`mirror.py`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ... import detached
+from ...runstore import ReplicaState, ReplicaStatus, RunState, RunStatus, RunStore, read_tail
+from ...runstore.layout import runs_root
+from ...runstore.models import Reason
+from ...topology import parse_topology
+from ..outcome import run_outcome
+from . import mirror
+from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
+from .handle import FOLLOWER_LOCK, STOP_FILE, JobHandle
+from .queue import JobView, QueueWatch, Snapshot
+from .replicas import Ending, RecordReader, Records, ended_replica, unrecorded_end
+from .script import BATCH_OUTPUT
+from .settings import load_settings
+from .states import ACTIVE, STARTED, base_state, pending_message, running_message, slurm_end
+
+log = logging.getLogger(__name__)
+
+#: Roles that never finish by themselves: stopped as soon as the run has succeeded.
+SERVERS = ("ps", "evaluator")
+#: After the run succeeded, seconds a worker still running gets to finish by itself (as locally).
+COMPLETION_GRACE_S = float(os.environ.get("PX_COMPLETION_GRACE_S") or 5.0)
+#: A task that ended by a signal this follower did not send is acted on only after this long:
+#: Slurm's own TERM (time limit, scancel by someone) shows in the job's state a poll later.
+FOREIGN_SIGNAL_WAIT_S = 3.0
+#: At the end, how long to wait for the records of tasks that have started (a shared filesystem
+#: may show a file written on a node a moment later).
+RECORDS_WAIT_S = 5.0
+#: Once every task has ended, how long the job gets to end by itself before it is cancelled.
+JOB_END_WAIT_S = 5.0
+#: How often the follower looks at the task records and the stop request.
+TICK_S = 0.2
+
+
+@dataclass
+class RunEnding:
+    """The run's decided end, and what it makes of the replicas still running."""
+
+    state: RunState
+    reason: str
+    message: str
+    others: Ending
+    term_at: float  # time.time() when the tasks get SIGTERM
+
+
+class Follower:
+    def __init__(self, store: RunStore, run_id: str):
+        self.store, self.run_id = store, run_id
+        self.paths = store.paths(run_id)
+        self.run_dir = self.paths.root
+        self.handle = JobHandle.load(self.run_dir)
+        self.settings = load_settings()
+        self.commands = SlurmCommands(self.handle.slurm_conf)
+        self.queue = QueueWatch(store.home, self.commands, self.settings.poll_interval_s, reader=run_id)
+        self.topology = parse_topology(store.record(run_id).topology)
+        self.work = self.handle.work_dir(self.run_dir)
+        self.records_dir = self.handle.records_dir(self.run_dir)
+        self.reader = RecordReader(self.records_dir, self.work / BATCH_OUTPUT)
+        self.memory = {(s.role, s.index): _memory_limit(s) for s in self.topology.replicas()}
+        self.ending: RunEnding | None = None
+        self.term_sent_at: float | None = None
+        #: the tasks that had ended by themselves when the ending was decided: never "stopped by us"
+        self.ended_before: set[int] = set()
+        self.killed_at: float | None = None
+        self.foreign_since: dict[int, float] = {}
+        self.lost_since: float | None = None
+        self.job: JobView | None = None
+        self.last_state: str | None = None  # the job's state when last seen in a snapshot
+        self.last_snapshot = 0.0  # when the snapshot last looked at was taken
+        recorded = store.status(run_id)
+        self.owner, self.started_at = recorded.owner, recorded.started_at
+
+    # ---- reading -----------------------------------------------------------------------------
+    def _records(self) -> Records:
+        return self.reader.read()
+
+    def _replicas(self, records: Records, final: bool, slurm_state: str | None) -> list[ReplicaStatus]:
+        out = []
+        job = self.job
+        others = self.ending.others if self.ending else None
+        for procid, (role, index) in enumerate(self.handle.tasks):
+            replica = ReplicaStatus(role=role, index=index)
+            start = records.starts.get(procid)
+            if start is not None:
+                replica.started_at = start.get("started_at")
+                replica.address = f"{start.get('node')}:{start.get('port')}"
+            end = records.exits.get(procid)
+            if end is not None:
+                by_us = others if self.ending is not None and procid not in self.ended_before else None
+                ended_replica(
+                    replica,
+                    end,
+                    oom_seen=procid in records.oom_tasks,
+                    stopped_by_us=by_us,
+                    slurm_state=slurm_state,
+                    memory_mib=self.memory.get((role, index)),
+                )
+            elif final:
+                unrecorded_end(replica, start is not None, others, slurm_state)
+                replica.finished_at = time.time()
+            elif start is not None:
+                replica.state = ReplicaState.RUNNING
+            elif job is not None and job.state == "PENDING":
+                replica.reason = job.reason or None
+            elif job is not None and job.state in STARTED:
+                replica.reason, replica.message = "Starting", "the job runs; its task has not started yet"
+            out.append(replica)
+        return out
+
+    # ---- deciding and acting -------------------------------------------------------------------
+    def _decide(self, replicas: list[ReplicaStatus], records: Records, stop: bool) -> None:
+        if self.ending is not None:
+            return
+        self.ended_before = set(records.exits)
+        now = time.time()
+        if stop:
+            words = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request")
+            self.ending = RunEnding(RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request", words, now)
+            return
+        # a task killed by a signal nobody here sent (Slurm's time limit, someone's scancel): wait
+        # for the job's state to say which before deciding on it
+        waiting = False
+        for procid, end in records.exits.items():
+            if end.get("signal") and not end.get("oom") and procid not in records.oom_tasks:
+                first = self.foreign_since.setdefault(procid, time.monotonic())
+                waiting = waiting or time.monotonic() - first < FOREIGN_SIGNAL_WAIT_S + self.settings.poll_interval_s
+        if waiting:
+            return
+        outcome = run_outcome(replicas)
+        if outcome is None:
+            return
+        if outcome.state == RunState.FAILED:
+            others = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, f"stopped because {outcome.cause} failed")
+            self.ending = RunEnding(outcome.state, outcome.reason, outcome.message, others, now)
+            return
+        running = [r for r in replicas if r.state in (ReplicaState.RUNNING, ReplicaState.PENDING)]
+        workers_running = any(r.role not in SERVERS for r in running)
+        others = Ending(ReplicaState.SUCCEEDED, Reason.STOPPED_BY_RUN, "still running when the run succeeded; stopped")
+        term_at = now + (COMPLETION_GRACE_S if workers_running else 0.0)
+        self.ending = RunEnding(outcome.state, outcome.reason, outcome.message, others, term_at)
+
+    def _act(self, records: Records) -> None:
+        """SIGTERM to the tasks when the ending says so; the job's kill once they have all ended
+        (and the job did not end by itself) or the grace is over."""
+        if self.ending is None or self.killed_at is not None:
+            return
+        now = time.time()
+        job_state = self.job.state if self.job else None
+        ended = [records.exits[p].get("finished_at") or 0 for p in records.starts if p in records.exits]
+        all_ended = len(ended) == len(records.starts)
+        if self.term_sent_at is None:
+            if now < self.ending.term_at and not all_ended:
+                return
+            self.term_sent_at = now
+            if job_state in STARTED and not all_ended:
+                log.info("run %s: %s; SIGTERM to its tasks", self.run_id, self.ending.message)
+                self._scancel(signal="TERM")
+                return
+            if not (job_state in STARTED and records.starts):  # nothing runs (yet): cancel at once
+                self._scancel()
+                self.killed_at = now
+                return
+        settled = all_ended and now - max(ended, default=now) >= JOB_END_WAIT_S
+        if settled or now - self.term_sent_at >= self.settings.stop_grace_s:
+            if not all_ended:
+                waited = now - self.term_sent_at
+                log.info("run %s: tasks still running %.0f s after SIGTERM; cancelling the job", self.run_id, waited)
+            self._scancel()
+            self.killed_at = now
+
+    def _scancel(self, signal: str | None = None) -> None:
+        try:
+            self.commands.scancel(self.handle.job_id, signal=signal)
+        except SlurmCommandError as error:
+            log.warning("run %s: scancel %s: %s", self.run_id, self.handle.job_id, error)
+
+    # ---- the job's end -------------------------------------------------------------------------
+    def _job_over(self, snapshot: Snapshot) -> str | None:
+        """The job's final state once it has left Slurm's active states ("" when unknown), else None."""
+        job = self.job
+        if job is not None:
+            return job.state if job.state not in ACTIVE else None
+        if snapshot.taken_at < self.handle.submitted_at + 1.0:
+            return None  # taken before the job existed
+        try:
+            shown = self.commands.show_job(self.handle.job_id)
+        except SlurmCommandError as error:
+            log.info("run %s: scontrol show job: %s", self.run_id, error)
+            return None
+        if shown:
+            state = base_state(shown[0].get("JobState"))
+            return state if state not in ACTIVE else None
+        return self._accounted_state() or ""
+
+    def _accounted_state(self) -> str | None:
+        """The job's state as `sacct` has it (`CANCELLED by 1000`), None without accounting."""
+        try:
+            return self.commands.sacct_state(self.handle.job_id)
+        except SlurmCommandError:
+            return None
+
+    def _cancelled_by(self) -> str | None:
+        state = self._accounted_state() or ""
+        if not state.upper().startswith("CANCELLED BY "):
+            return None
+        uid = state.split()[-1]
+        try:
+            import pwd
+
+            return f"{pwd.getpwuid(int(uid)).pw_name} (uid {uid})"
+        except (KeyError, ValueError):
+            return f"uid {uid}"
+
+    def _finish(self, final_state: str | None) -> int:
+        """Write the run's final status. `final_state`: the job's state once it has left Slurm's
+        active states; None when every task has recorded its end and the ending is decided (the
+        job is then ending by itself: `_see_job_out` makes sure of it)."""
+        deadline = time.monotonic() + RECORDS_WAIT_S
+        while True:
+            if self.handle.shared_run_dir:
+                mirror.sync(self.work, self.run_dir)
+            records = self._records()
+            if all(p in records.exits for p in records.starts) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        slurm_state = final_state if self.ending is None else None
+        cancelled = base_state(slurm_state) == "CANCELLED"
+        who = self._cancelled_by() if cancelled else None
+        time_limit = self.job.time_limit_min if self.job else None
+        slurm = slurm_end(self.handle.job_id, slurm_state, time_limit, who) if slurm_state else None
+        replicas = self._replicas(records, final=True, slurm_state=slurm_state)
+        status = self._base_status()
+        if self.ending is not None:
+            state, reason, message = self.ending.state, self.ending.reason, self.ending.message
+        elif slurm is not None:
+            state, reason, message = slurm.state, slurm.reason, slurm.message
+        else:
+            outcome = run_outcome(replicas)
+            if outcome is not None:
+                state, reason, message = outcome.state, outcome.reason, outcome.message
+            if outcome is None or not records.starts:
+                tail = read_tail(self.work / BATCH_OUTPUT, 300).strip().splitlines()
+                said = f"; slurm/batch.out ends: {tail[-1]}" if tail else ""
+                state, reason = RunState.FAILED, "JobEnded"
+                when = "before any task started" if not records.starts else "before its replicas decided the run"
+                message = f"Slurm job {self.handle.job_id} ended {final_state or '(no longer known)'} {when}{said}"
+        status.state, status.reason, status.message = state, reason, message
+        status.replicas = replicas
+        status.finished_at = time.time()
+        status.owner = None
+        self.store.write_status(status)
+        log.info("run %s finished: %s (%s)", self.run_id, state.value, message)
+        if final_state is None:
+            self._see_job_out()
+        return 0
+
+    def _see_job_out(self) -> None:
+        """Every task has ended: the batch script ends with its `srun`. Wait for the job to leave
+        the queue, and cancel it if it has not soon (a setup line that hangs, say)."""
+        deadline = time.monotonic() + JOB_END_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                shown = self.commands.show_job(self.handle.job_id)
+            except SlurmCommandError:
+                return
+            if not shown or all(base_state(part.get("JobState")) not in ACTIVE for part in shown):
+                return
+            time.sleep(0.2)
+        log.info("run %s: every task ended but job %s did not; cancelling it", self.run_id, self.handle.job_id)
+        self._scancel()
+
+    # ---- status -----------------------------------------------------------------------------
+    def _base_status(self) -> RunStatus:
+        """A status of this run with its owner (this follower, as its starter recorded it)."""
+        status = RunStatus(run_id=self.run_id, owner=self.owner, started_at=self.started_at)
+        if self.job is not None and self.job.start_time and status.started_at is None:
+            status.started_at = self.started_at = self.job.start_time
+        return status
+
+    def _status(self, replicas: list[ReplicaStatus]) -> RunStatus:
+        status = self._base_status()
+        status.replicas = replicas
+        job = self.job
+        if job is None or job.state == "PENDING":
+            status.state = RunState.PENDING
+            if job is not None:
+                status.reason = job.reason or None
+                status.message = pending_message(
+                    job.job_id, job.reason, job.partition, job.position, job.pending_in_partition
+                )
+            else:
+                status.message = f"Slurm job {self.handle.job_id} submitted"
+        else:
+            status.state = RunState.RUNNING
+            status.message = running_message(job.job_id, job.nodes, job.time_limit_min, job.start_time, time.time())
+        if self.ending is not None and status.state == RunState.RUNNING:
+            status.message = f"stopping: {self.ending.message}"
+        return status
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def run(self) -> int:
+        """Look every `TICK_S`: at the task records (files in the run directory) each time, at the
+        queue snapshot as often as it is refreshed (`poll_interval_s`, one squeue for all runs)."""
+        last: Any = None
+        tasks = len(self.handle.tasks)
+        while True:
+            if not self.paths.record.exists():
+                log.warning("run %s: its directory is gone; the follower ends", self.run_id)
+                return 0
+            stop = (self.run_dir / STOP_FILE).exists()
+            snapshot = self.queue.read()
+            if snapshot.error:
+                self.lost_since = self.lost_since or time.monotonic()
+                if time.monotonic() - self.lost_since >= self.settings.follower_give_up_s:
+                    return self._give_up(snapshot.error)
+            else:
+                self.lost_since = None
+                self.job = snapshot.job(self.handle.job_id)
+            if self.handle.shared_run_dir:
+                mirror.sync(self.work, self.run_dir)
+            records = self._records()
+            replicas = self._replicas(records, final=False, slurm_state=None)
+            self._decide(replicas, records, stop)
+            try:
+                self._act(records)
+            except SlurmUnreachable as error:
+                log.warning("run %s: %s", self.run_id, error)
+            if self.ending is not None and records.all_ended(tasks):
+                return self._finish(None)
+            if not snapshot.error and snapshot.taken_at != self.last_snapshot:
+                self.last_snapshot = snapshot.taken_at
+                final = self._job_over(snapshot)
+                if final is not None:
+                    return self._finish(final)
+            status = self._status(self._replicas(records, final=False, slurm_state=None))
+            replicas_key = [(r.state, r.reason, r.exit_code) for r in status.replicas]
+            key = (status.state, status.reason, status.message, replicas_key)
+            if key != last:
+                self.store.write_status(status)
+                last = key
+            time.sleep(TICK_S)
+
+    def _give_up(self, error: str) -> int:
+        status = self.store.status(self.run_id)
+        status.reason = Reason.LOST_CONTACT
+        status.message = (
+            f"the Slurm commands have not answered for {self.settings.follower_give_up_s:g} s ({error}); "
+            "the job may still run. A keeper (the Jupyter server's, Run.wait(), jupyter px follow) follows it again"
+        )
+        status.owner = None
+        self.store.write_status(status)
+        log.warning("run %s: %s", self.run_id, status.message)
+        return 0
+
+
+def _memory_limit(spec: Any) -> float | None:
+    memory = spec.resources.memory
+    if memory is None:
+        return None
+    return memory.limits if memory.limits is not None else memory.requests
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m jupyter_px.backends.slurm.follower RUN_DIR", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    run_dir = Path(args[0]).resolve()
+    home = run_dir.parent.parent
+    if runs_root(home) != run_dir.parent:
+        print(f"{run_dir} is not a run directory", file=sys.stderr)
+        return 2
+    store = RunStore(home)
+    if not detached.await_go():
+        log.info("the start of this follower of %s was abandoned; nothing followed", run_dir.name)
+        return 0
+    if not store.paths(run_dir.name).record.exists():
+        log.warning("%s is gone: nothing to follow", run_dir)
+        return 0
+    with open(run_dir / FOLLOWER_LOCK, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("another follower already follows %s", run_dir.name)
+            return 0
+        if store.status(run_dir.name).state.finished:
+            return 0
+        return Follower(store, run_dir.name).run()
+
+
+if __name__ == "__main__":
+    try:
+        exit_code = main()
+    except BaseException:  # a crash: say why in the follower's log, then leave
+        import traceback
+
+        traceback.print_exc()
+        exit_code = 1
+    logging.shutdown()
+    detached.exit_now(exit_code)

@@ -1,0 +1,52 @@
+"""What a submitted run keeps about its Slurm job, in its run directory.
+
+`slurm.json` (written once by submit, right after sbatch answered) lets any process (the
+follower, `stop`, another kernel, the Jupyter server's keeper) find the job again, on the same
+cluster (`SLURM_CONF` as it was at submit). `slurm-stop` asks the follower to stop the run. The
+tasks write their records under `slurm/job-<id>/` (see `task_entry.py`). Who follows the run is
+not here: it is the run's owner in status.json (pid and creation time, recorded by its starter).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ...runstore import atomic_write_json
+
+HANDLE_FILE = "slurm.json"
+STOP_FILE = "slurm-stop"
+FOLLOWER_LOG = "slurm/follower.log"
+FOLLOWER_LOCK = "slurm/.follower.lock"
+START_LOCK = "slurm/.start.lock"
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    job_id: int
+    slurm_conf: str | None  # SLURM_CONF when submitted (None: the system's configuration)
+    submitted_at: float
+    job_name: str
+    #: the replicas in task order (SLURM_PROCID p is tasks[p])
+    tasks: list[tuple[str, int]] = field(default_factory=list)
+    components: list[int] = field(default_factory=list)
+    #: where the tasks run and write when the run store is not on the nodes' filesystem (the
+    #: `shared_dir` setting): their files are copied back into the run directory
+    shared_run_dir: str | None = None
+
+    def save(self, run_dir: Path) -> None:
+        atomic_write_json(run_dir / HANDLE_FILE, asdict(self))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> JobHandle:
+        fields = json.loads((run_dir / HANDLE_FILE).read_text())
+        fields["tasks"] = [(str(role), int(index)) for role, index in fields.get("tasks") or []]
+        return cls(**fields)
+
+    def work_dir(self, run_dir: Path) -> Path:
+        """The directory the tasks use: the run's own, or its copy under `shared_dir`."""
+        return Path(self.shared_run_dir) if self.shared_run_dir else run_dir
+
+    def records_dir(self, run_dir: Path) -> Path:
+        return self.work_dir(run_dir) / "slurm" / f"job-{self.job_id}"

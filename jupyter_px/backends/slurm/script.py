@@ -1,0 +1,124 @@
+"""The batch script a run submits (`slurm/job.sh`) and what `srun` runs per task (`slurm/task.sh`).
+
+Pure text from the plan, the settings and the run directory; `jupyter px render --backend slurm`
+prints the same. Every value that reaches the shell is either ours (numbers, our paths) quoted
+with `shlex.quote`, or the user's own `setup` lines (shell by design, from their settings file).
+
+    #SBATCH options of component 0        (the job's name, output, time, partition, ...)
+    #SBATCH hetjob                        (one per further shape: a heterogeneous job)
+    #SBATCH options of component 1
+    setup lines
+    python slurm/entry.py prepare RUN &   (the nodes' addresses, once, while srun starts)
+    srun <component 0> bash task.sh : <component 1> bash task.sh    (every task at once)
+
+srun is given each component's task count and CPUs per task itself: since Slurm 22.05 a step no
+longer inherits `--cpus-per-task` from the batch script, and without it the tasks would be packed
+onto the first node's CPUs instead of the layout the job was allocated. `--kill-on-bad-exit=0`:
+a task that fails does not take the others down at once; the backend stops them (SIGTERM first,
+so they flush what tracking accepted) and records them as stopped because of it.
+
+Each task's stdout and stderr go to its replica's own log in the run directory: `task.sh` maps
+`SLURM_PROCID` to the replica (`logs/<role>-<index>.log`) before anything else runs (srun's
+`--output=%t` cannot: its task number restarts in each component of a heterogeneous step).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from .plan import Component, JobPlan
+from .settings import SlurmSettings
+
+#: The entry every task and the batch script run, copied into the run directory.
+ENTRY = "slurm/entry.py"
+JOB_SCRIPT = "slurm/job.sh"
+TASK_SCRIPT = "slurm/task.sh"
+PLAN_FILE = "slurm/plan.json"
+BATCH_OUTPUT = "slurm/batch.out"
+
+
+def job_name(run_id: str) -> str:
+    return f"px-{run_id}"
+
+
+def _component_options(component: Component, settings: SlurmSettings) -> list[str]:
+    shape = component.shape
+    options = [f"--ntasks={len(component.replicas)}", f"--cpus-per-task={shape.cpus}"]
+    if shape.mem_per_cpu_mib is not None:
+        options.append(f"--mem-per-cpu={shape.mem_per_cpu_mib}M")
+    if shape.gpus:
+        options.append(f"--gres={settings.gres_name}:{shape.gpus}")
+    for flag, value in (
+        ("--partition", settings.partition),
+        ("--account", settings.account),
+        ("--qos", settings.qos),
+        ("--time", settings.time_limit),
+        ("--constraint", settings.constraint),
+        ("--reservation", settings.reservation),
+    ):
+        if value:
+            options.append(f"{flag}={value}")
+    return options
+
+
+def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmSettings, summary: str = "") -> str:
+    root = str(run_dir)
+    lines = ["#!/bin/bash", f"# jupyter-px run {run_id}" + (f": {summary}" if summary else "")]
+    lines += [
+        f"#SBATCH --job-name={job_name(run_id)}",
+        f"#SBATCH --output={shlex.quote(str(Path(root) / BATCH_OUTPUT))}",
+        "#SBATCH --no-requeue",
+    ]
+    lines += [f"#SBATCH {option}" for option in settings.sbatch_lines]
+    for k, component in enumerate(plan.components):
+        if k:
+            lines.append("#SBATCH hetjob")
+        keys = ", ".join(f"{role}-{index}" for role, index in component.replicas[:4])
+        more = f" and {len(component.replicas) - 4} more" if len(component.replicas) > 4 else ""
+        lines.append(f"# component {k}: {keys}{more} ({component.shape.describe()} each)")
+        lines += [f"#SBATCH {option}" for option in _component_options(component, settings)]
+    python = shlex.quote(settings.interpreter)
+    quoted = shlex.quote(root)
+    # the nodes' addresses are looked up while srun starts the tasks (they wait for them)
+    lines += ["", *settings.setup, f"RUN_DIR={quoted}", f'{python} "$RUN_DIR/{ENTRY}" prepare "$RUN_DIR" &']
+    steps = []
+    for k, component in enumerate(plan.components):
+        group = [f"--het-group={k}"] if plan.heterogeneous else []
+        steps.append(
+            " ".join(
+                [*group, f"--ntasks={len(component.replicas)}", f"--cpus-per-task={component.shape.cpus}"]
+                + ['bash "$RUN_DIR/' + TASK_SCRIPT + '"']
+            )
+        )
+    lines.append("srun --kill-on-bad-exit=0 --wait=0 " + " : ".join(steps))
+    lines.append("exit $?")
+    return "\n".join(lines) + "\n"
+
+
+def task_script(run_dir: Path | str, plan: JobPlan, settings: SlurmSettings) -> str:
+    root = shlex.quote(str(run_dir))
+    keys = " ".join(f"{role}-{index}" for role, index in plan.tasks)
+    lines = [
+        "#!/bin/bash",
+        "# one task of the job: SLURM_PROCID says which replica (the plan's task order)",
+        f"RUN_DIR={root}",
+        f"keys=({keys})",
+        'key="${keys[$SLURM_PROCID]}"',
+        'exec >>"$RUN_DIR/logs/$key.log" 2>&1',
+        *settings.setup,
+        f'exec {shlex.quote(settings.interpreter)} "$RUN_DIR/{ENTRY}" run "$RUN_DIR"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def rendered_text(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmSettings, summary: str) -> str:
+    """What `jupyter px render --backend slurm` prints: the batch script, then `task.sh` as
+    comments (so the whole text is still the script sbatch would take)."""
+    task = task_script(run_dir, plan, settings)
+    commented = "".join(f"# {line}\n" if line else "#\n" for line in task.splitlines())
+    return (
+        job_script(run_id, run_dir, plan, settings, summary)
+        + f"\n# ---- {Path(str(run_dir)) / TASK_SCRIPT}: what srun runs for each task ----\n"
+        + commented
+    )

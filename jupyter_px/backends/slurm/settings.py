@@ -1,0 +1,196 @@
+"""What the Slurm backend needs beyond the topology: where jobs go and how their tasks start.
+
+Read once, in one place, from (later wins):
+
+1. defaults (below);
+2. a YAML file: `$PX_SLURM_CONFIG`, else `$PX_HOME/slurm.yaml` (`~/.jupyter_px/slurm.yaml`);
+3. environment variables `PX_SLURM_<FIELD>` (upper case): `PX_SLURM_SETUP` and
+   `PX_SLURM_SBATCH_LINES` hold one line each per line of text.
+
+A setting the file does not know, or a value Slurm would refuse, is an error of one line naming
+it (a typo must not silently fall back to a default). The stop grace is not a Slurm setting: it is
+`PX_STOP_GRACE_S`, the one every backend reads (seconds between asking replicas to stop and
+killing them, so tracking flushes what it accepted).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ...runstore import px_home
+from ..base import BackendError
+
+CONFIG_ENV = "PX_SLURM_CONFIG"
+ENV_PREFIX = "PX_SLURM_"
+#: Seconds between SIGTERM to the tasks and the kill of the job (the same variable as every backend's).
+STOP_GRACE_ENV = "PX_STOP_GRACE_S"
+DEFAULT_STOP_GRACE_S = 30.0
+
+#: Slurm's time formats (sbatch --time): MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS; or UNLIMITED.
+_TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2})$")
+#: Names Slurm accepts for partitions, accounts, QOS, reservations and GRES (no spaces, no shell).
+_NAME = re.compile(r"^[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+-]+)*$")
+#: A GRES name, with its type where a site has several (`gpu`, `gpu:a100`).
+_GRES = re.compile(r"^[A-Za-z0-9_.+-]+(:[A-Za-z0-9_.+-]+)?$")
+#: A constraint expression (features joined by & | , [ ] * and digits).
+_CONSTRAINT = re.compile(r"^[A-Za-z0-9_.&|,\[\]*()!-]+$")
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    partition: str | None = None  # None: the cluster's default partition
+    account: str | None = None
+    qos: str | None = None
+    #: sbatch --time (e.g. "30", "02:00:00", "1-12:00"); None: the partition's default
+    time_limit: str | None = None
+    constraint: str | None = None
+    reservation: str | None = None
+    #: the GRES name GPUs are requested by (`--gres=<name>:<count>`)
+    gres_name: str = "gpu"
+    #: shell lines run before each replica (and before the job's first step): module loads, venv activation
+    setup: list[str] = field(default_factory=list)
+    #: more `#SBATCH` options, one per line (`--exclusive`, `--mail-type=END`); they apply to the whole job
+    sbatch_lines: list[str] = field(default_factory=list)
+    #: a folder the compute nodes share with this machine, for runs when $PX_HOME is not on such a
+    #: filesystem: the run's directory is kept there and its logs, metrics and outputs copied back
+    shared_dir: str | None = None
+    #: the Python the tasks run (None: this interpreter, which a shared filesystem makes the nodes' too)
+    python: str | None = None
+    #: seconds between polls of the queue (one `squeue` for every followed run of this run store)
+    poll_interval_s: float = 2.0
+    #: seconds every task of a job waits for the others to start before it gives up
+    rendezvous_timeout_s: float = 300.0
+    #: prove with a one-task job that the nodes see the run store (once per hour and run store)
+    probe_shared: bool = True
+    #: seconds the follower keeps going while the Slurm commands fail (slurmctld down) before it
+    #: ends, keeping the run's state (reason LostContact); the next keeper follows it again
+    follower_give_up_s: float = 180.0
+    stop_grace_s: float = field(default_factory=lambda: _stop_grace())
+
+    @property
+    def interpreter(self) -> str:
+        return self.python or sys.executable
+
+
+def _stop_grace() -> float:
+    text = os.environ.get(STOP_GRACE_ENV)
+    if not text:
+        return DEFAULT_STOP_GRACE_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise BackendError(f"{STOP_GRACE_ENV}: {text!r} is not a number of seconds") from None
+    if value < 0:
+        raise BackendError(f"{STOP_GRACE_ENV}: {text!r} is below 0")
+    return value
+
+
+_LISTS = {"setup", "sbatch_lines"}
+_FLOATS = {"poll_interval_s", "rendezvous_timeout_s", "follower_give_up_s"}
+_BOOLS = {"probe_shared"}
+_NAMES = {"partition", "account", "qos", "reservation"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+#: Settings not read from files or PX_SLURM_* (they have their own variable).
+_NOT_SETTINGS = {"stop_grace_s"}
+
+
+def _from_env(name: str, text: str) -> Any:
+    where = f"{ENV_PREFIX}{name.upper()}"
+    if name in _LISTS:
+        return [line for line in text.splitlines() if line.strip()]
+    if name in _BOOLS:
+        if text.strip().lower() not in _TRUE + _FALSE:
+            raise BackendError(f"{where}: {text!r} is not true or false")
+        return text.strip().lower() in _TRUE
+    if name in _FLOATS:
+        try:
+            return float(text)
+        except ValueError:
+            raise BackendError(f"{where}: {text!r} is not a number of seconds") from None
+    return text
+
+
+def _check(name: str, value: Any, where: str) -> Any:
+    """`value` if it is a valid `name`, else BackendError naming the setting and the value."""
+    if value is None:
+        return None
+    if name in _LISTS:
+        if isinstance(value, str):
+            value = [line for line in value.splitlines() if line.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BackendError(f"{where}: {name}: {value!r} is not a list of lines")
+        if any("\n" in v or "\0" in v for v in value):
+            raise BackendError(f"{where}: {name}: one line per entry (no newline inside one)")
+        if name == "sbatch_lines":
+            for line in value:
+                option = line.strip().removeprefix("#SBATCH").strip()
+                if not option.startswith("-"):
+                    raise BackendError(f"{where}: sbatch_lines: {line!r} is not an sbatch option (like --exclusive)")
+            value = [line.strip().removeprefix("#SBATCH").strip() for line in value]
+        return value
+    if name in _BOOLS:
+        if not isinstance(value, bool):
+            raise BackendError(f"{where}: {name}: {value!r} is not true or false")
+        return value
+    if name in _FLOATS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise BackendError(f"{where}: {name}: {value!r} is not a positive number of seconds")
+        return float(value)
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise BackendError(f"{where}: {name}: {value!r} is not text")
+    text = str(value).strip()
+    if name in _NAMES and not _NAME.match(text):
+        raise BackendError(f"{where}: {name}: {text!r} is not a Slurm name (letters, digits, _ . + -)")
+    if name == "gres_name" and not _GRES.match(text):
+        raise BackendError(f"{where}: gres_name: {text!r} is not a GRES name (like gpu, or gpu:a100)")
+    if name == "time_limit" and text.upper() not in ("UNLIMITED", "INFINITE") and not _TIME.match(text):
+        raise BackendError(
+            f"{where}: time_limit: {text!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)"
+        )
+    if name == "constraint" and not _CONSTRAINT.match(text):
+        raise BackendError(f"{where}: constraint: {text!r} is not a Slurm constraint (features joined by & | ,)")
+    if name in ("shared_dir", "python") and not os.path.isabs(os.path.expanduser(text)):
+        raise BackendError(f"{where}: {name}: {text!r} is not an absolute path")
+    if name in ("shared_dir", "python"):
+        return os.path.expanduser(text)
+    return text
+
+
+def config_path() -> Path:
+    return Path(os.environ.get(CONFIG_ENV) or px_home() / "slurm.yaml").expanduser()
+
+
+def load_settings(**overrides: Any) -> SlurmSettings:
+    """Defaults < settings file < PX_SLURM_* variables < `overrides`."""
+    known = {f.name for f in fields(SlurmSettings)} - _NOT_SETTINGS
+    values: dict[str, Any] = {}
+    path = config_path()
+    if path.is_file():
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise BackendError(f"cannot read the Slurm settings {path}: {first}") from None
+        if not isinstance(loaded, dict):
+            raise BackendError(f"{path}: expected a mapping of settings, got {type(loaded).__name__}")
+        for key, value in loaded.items():
+            name = str(key).replace("-", "_")
+            if name not in known:
+                raise BackendError(f"{path}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
+            values[name] = _check(name, value, str(path))
+    for name in known:
+        text = os.environ.get(f"{ENV_PREFIX}{name.upper()}")
+        if text:
+            where = f"{ENV_PREFIX}{name.upper()}"
+            values[name] = _check(name, _from_env(name, text), where)
+    for name, value in overrides.items():
+        if value is not None:
+            values[name] = _check(name, value, "settings") if name in known else value
+    return replace(SlurmSettings(), **values)

@@ -1,0 +1,68 @@
+"""The one JSON shape of a run: `jupyter px runs --json`, `%px_runs -o`, and the REST API.
+
+The JupyterLab sidebar (next) is to consume this shape, so it changes only by adding fields. A summary is
+cheap (record + status, no log or metric reads) because the runs list polls it for every run;
+the detail adds what one run's page shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runstore import ReplicaStatus, RunRecord, RunStatus
+
+
+def run_summary(record: RunRecord, status: RunStatus, owner_problem: str | None = None) -> dict[str, Any]:
+    """What a runs list shows for one run. `owner_problem`: what a read found wrong with the
+    run's lifecycle owner ("the supervisor (pid 123) is gone"), None when nothing is."""
+    return {
+        "run_id": record.run_id,
+        "name": record.name,
+        "state": status.state.value,
+        "finished": status.state.finished,
+        "reason": status.reason,
+        "message": status.message,
+        "backend": record.backend,
+        "framework": (record.topology or {}).get("framework"),
+        "submitted_from": record.submitted_from,
+        "user": record.user,
+        "created_at": record.created_at,
+        "started_at": status.started_at,
+        "finished_at": status.finished_at,
+        "updated_at": status.updated_at,
+        "replicas_total": len(status.replicas),
+        "replica_counts": status.counts(),
+        "owner_problem": owner_problem,
+    }
+
+
+def replica_json(replica: ReplicaStatus) -> dict[str, Any]:
+    """One replica's row: what a replica table shows."""
+    return {
+        "key": replica.key,
+        "role": replica.role,
+        "index": replica.index,
+        "state": replica.state.value,
+        "exit_code": replica.exit_code,
+        "signal": replica.signal,
+        "restarts": replica.restarts,
+        "reason": replica.reason,
+        "message": replica.message,
+        "started_at": replica.started_at,
+        "finished_at": replica.finished_at,
+        "address": replica.address,
+        "failure": replica.failure.model_dump(mode="json") if replica.failure else None,
+    }
+
+
+def run_detail(record: RunRecord, status: RunStatus, owner_problem: str | None = None) -> dict[str, Any]:
+    """One run in full: the summary, every replica, the topology and how the code runs."""
+    return {
+        **run_summary(record, status, owner_problem),
+        "replicas": [replica_json(replica) for replica in status.replicas],
+        "launch": status.launch,
+        "topology": record.topology,
+        "code": record.code.model_dump(mode="json"),
+        "workdir": record.workdir,
+        "host": record.host,
+    }

@@ -1,0 +1,383 @@
+"""What a tuner looks at, as one JSON view-model per sweep: optimization history with the best
+so far, parameter importance, parallel coordinates, slices and a contour of two parameters, and
+a multi-objective sweep's Pareto front (what Optuna's dashboard and W&B sweeps show).
+
+Data only, drawn by whichever front-end shows a sweep (the notebook's monitor, the sidebar):
+every figure's numbers are produced here, once, from what a read sees (status.json and the
+sweep's record; reads never act), typed by the pydantic models below and served by
+`GET px/api/sweeps/<ref>/view` and `Sweep.view_model()`.
+
+* History: the complete trials in trial order, each objective's value and the best so far.
+* Importance: Optuna's PED-ANOVA evaluator (`PedAnovaImportanceEvaluator`, no extra
+  dependency) over the complete trials, each parameter's share, per objective; None below
+  `MIN_TRIALS_FOR_IMPORTANCE` complete trials or without two parameters that vary.
+* Parallel coordinates: an axis per parameter (numeric, or categorical with its categories)
+  and per objective; a line per complete trial.
+* Slices: per parameter, each complete trial's value of it against the (first) objective.
+* Contour: the two most important parameters (numeric ones first): the trials' points, and a
+  grid of the objective interpolated between them (inverse-distance weighting) to draw it as
+  contours; log axes where the parameter is searched on a log scale.
+* Pareto front (two or more objectives): every complete trial's values and which are on it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .spec import SweepSpec
+from .store import SweepStatus, TrialRow, TrialState
+
+#: Complete trials below which no importance is computed (PED-ANOVA compares quantiles).
+MIN_TRIALS_FOR_IMPORTANCE = 4
+#: Cells per side of the contour's interpolated grid.
+GRID = 24
+#: The parameter kinds searched on a log scale (their axes are drawn log).
+LOG_KINDS = ("loguniform", "qloguniform", "logspace", "geomspace", "lognormal", "qlognormal")
+
+Number = float | int
+
+
+class ObjectiveView(BaseModel):
+    name: str
+    direction: Literal["minimize", "maximize"]
+
+
+class HistoryPoint(BaseModel):
+    trial: int
+    value: float
+    best: float = Field(description="the best value of this objective among the trials so far")
+
+
+class History(BaseModel):
+    objective: str
+    direction: Literal["minimize", "maximize"]
+    points: list[HistoryPoint]
+
+
+class Importance(BaseModel):
+    objective: str
+    evaluator: str = "ped-anova"
+    params: dict[str, float] = Field(description="each parameter's share of the importance, most important first")
+
+
+class Axis(BaseModel):
+    """One axis of the parallel coordinates: a parameter's or an objective's value per trial."""
+
+    name: str
+    role: Literal["param", "objective"]
+    categorical: bool = False
+    categories: list[str] | None = Field(default=None, description="a categorical axis' labels; values index them")
+    log: bool = False
+    values: list[Number] = Field(description="one per trial of `ParallelCoordinates.trials`")
+    range: tuple[float, float] | None = None
+
+
+class ParallelCoordinates(BaseModel):
+    trials: list[int]
+    axes: list[Axis]
+    color: str = Field(description="the objective the lines are colored by")
+
+
+class Slice(BaseModel):
+    param: str
+    objective: str
+    categorical: bool = False
+    categories: list[str] | None = None
+    log: bool = False
+    trials: list[int]
+    x: list[Number] = Field(description="the parameter's value (a category's index when categorical)")
+    y: list[float] = Field(description="the objective's value")
+
+
+class Contour(BaseModel):
+    x_param: str
+    y_param: str
+    objective: str
+    x_log: bool = False
+    y_log: bool = False
+    x_categories: list[str] | None = None
+    y_categories: list[str] | None = None
+    trials: list[int]
+    x: list[Number]
+    y: list[Number]
+    z: list[float]
+    grid_x: list[float] = Field(description=f"{GRID} positions along x (log-spaced on a log axis)")
+    grid_y: list[float]
+    grid_z: list[list[float]] = Field(description="the objective interpolated at (grid_x[j], grid_y[i]): z[i][j]")
+
+
+class ParetoPoint(BaseModel):
+    trial: int
+    values: list[float] = Field(description="one per objective, in the order of `objectives`")
+    on_front: bool
+
+
+class ParetoFront(BaseModel):
+    objectives: list[ObjectiveView]
+    front: list[int] = Field(description="the trials on the front")
+    points: list[ParetoPoint] = Field(description="every complete trial")
+
+
+class SweepViewModel(BaseModel):
+    """Everything a sweep's tuning views draw, in one answer."""
+
+    sweep_id: str
+    name: str | None
+    state: str
+    algorithm: str
+    objectives: list[ObjectiveView]
+    n_trials: int
+    counts: dict[str, int]
+    best: int | None
+    complete: int = Field(description="complete trials: the ones the views below are made of")
+    history: list[History]
+    importance: list[Importance] | None
+    parallel: ParallelCoordinates | None
+    slices: list[Slice]
+    contour: Contour | None
+    pareto: ParetoFront | None
+    notes: list[str] = Field(default_factory=list, description="why a view is missing")
+
+
+def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec: SweepSpec) -> SweepViewModel:
+    objectives = [ObjectiveView(name=o.name, direction=o.direction) for o in spec.objectives]
+    complete = [
+        t
+        for t in sorted(status.trials, key=lambda t: t.number)
+        if t.state == TrialState.COMPLETE and t.values and all(o.name in t.values for o in objectives)
+    ]
+    notes: list[str] = []
+    if not objectives:
+        notes.append("the sweep has no objective: no history, importance or contour")
+    params = _params(complete)
+    importance = _importance(complete, params, objectives, notes) if objectives else None
+    order = list(importance[0].params) if importance else list(params)
+    return SweepViewModel(
+        sweep_id=sweep_id,
+        name=name,
+        state=status.state.value,
+        algorithm=spec.algorithm,
+        objectives=objectives,
+        n_trials=status.n_trials,
+        counts=status.counts(),
+        best=status.best,
+        complete=len(complete),
+        history=[_history(complete, o) for o in objectives],
+        importance=importance,
+        parallel=_parallel(complete, params, objectives, spec) if objectives and complete else None,
+        slices=[_slice(complete, name, params[name], objectives[0], spec) for name in params] if objectives else [],
+        contour=_contour(complete, order, params, objectives, spec, notes) if objectives else None,
+        pareto=_pareto(complete, objectives, status) if len(objectives) > 1 else None,
+        notes=notes,
+    )
+
+
+def _history(trials: list[TrialRow], objective: ObjectiveView) -> History:
+    pick = min if objective.direction == "minimize" else max
+    points, best = [], None
+    for trial in trials:
+        value = (trial.values or {})[objective.name]
+        best = value if best is None else pick(best, value)
+        points.append(HistoryPoint(trial=trial.number, value=value, best=best))
+    return History(objective=objective.name, direction=objective.direction, points=points)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _params(trials: list[TrialRow]) -> dict[str, list[str] | None]:
+    """The parameters that vary among the trials: name -> its categories (None when numeric)."""
+    out: dict[str, list[str] | None] = {}
+    names = list(dict.fromkeys(name for t in trials for name in t.params))
+    for name in names:
+        values = [t.params.get(name) for t in trials]
+        if len({repr(v) for v in values}) < 2:
+            continue
+        out[name] = None if all(_is_number(v) for v in values) else sorted({str(v) for v in values})
+    return out
+
+
+def _coordinate(value: Any, categories: list[str] | None) -> Number:
+    return categories.index(str(value)) if categories is not None else value
+
+
+def _log(name: str, spec: SweepSpec, trials: list[TrialRow]) -> bool:
+    param = spec.params.get(name)
+    return bool(
+        param and param.kind in LOG_KINDS and all(_is_number(t.params.get(name)) and t.params[name] > 0 for t in trials)
+    )
+
+
+def _importance(
+    trials: list[TrialRow], params: dict[str, list[str] | None], objectives: list[ObjectiveView], notes: list[str]
+) -> list[Importance] | None:
+    if len(trials) < MIN_TRIALS_FOR_IMPORTANCE or len(params) < 2:
+        notes.append(
+            f"parameter importance needs {MIN_TRIALS_FOR_IMPORTANCE} complete trials and two parameters that vary "
+            f"(here {len(trials)} and {len(params)})"
+        )
+        return None
+    import optuna
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+    from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
+
+    distributions: dict[str, Any] = {}
+    for name, categories in params.items():
+        if categories is not None:
+            distributions[name] = CategoricalDistribution(categories)
+        else:
+            values = [float(t.params[name]) for t in trials]
+            distributions[name] = FloatDistribution(min(values), max(values))
+    study = optuna.create_study(directions=[o.direction for o in objectives])
+    study.add_trials(
+        [
+            optuna.trial.create_trial(
+                params={n: (str(t.params[n]) if c is not None else float(t.params[n])) for n, c in params.items()},
+                distributions=distributions,
+                values=[(t.values or {})[o.name] for o in objectives],
+            )
+            for t in trials
+        ]
+    )
+    out = []
+    for index, objective in enumerate(objectives):
+        sign = -1.0 if objective.direction == "maximize" else 1.0  # PED-ANOVA takes lower as better
+
+        def target(frozen: Any, i: int = index, s: float = sign) -> float:
+            return s * frozen.values[i]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "lower target values are better": as meant, by the sign
+            shares = get_param_importances(
+                study, evaluator=PedAnovaImportanceEvaluator(), target=target, normalize=True
+            )
+        out.append(Importance(objective=objective.name, params={k: float(v) for k, v in shares.items()}))
+    return out
+
+
+def _parallel(
+    trials: list[TrialRow], params: dict[str, list[str] | None], objectives: list[ObjectiveView], spec: SweepSpec
+) -> ParallelCoordinates:
+    axes = []
+    for name, categories in params.items():
+        values = [_coordinate(t.params[name], categories) for t in trials]
+        axes.append(
+            Axis(
+                name=name,
+                role="param",
+                categorical=categories is not None,
+                categories=categories,
+                log=_log(name, spec, trials),
+                values=values,
+                range=(float(min(values)), float(max(values))),
+            )
+        )
+    for objective in objectives:
+        values = [(t.values or {})[objective.name] for t in trials]
+        axes.append(Axis(name=objective.name, role="objective", values=values, range=(min(values), max(values))))
+    return ParallelCoordinates(trials=[t.number for t in trials], axes=axes, color=objectives[0].name)
+
+
+def _slice(
+    trials: list[TrialRow], name: str, categories: list[str] | None, objective: ObjectiveView, spec: SweepSpec
+) -> Slice:
+    return Slice(
+        param=name,
+        objective=objective.name,
+        categorical=categories is not None,
+        categories=categories,
+        log=_log(name, spec, trials),
+        trials=[t.number for t in trials],
+        x=[_coordinate(t.params[name], categories) for t in trials],
+        y=[(t.values or {})[objective.name] for t in trials],
+    )
+
+
+def _contour(
+    trials: list[TrialRow],
+    order: list[str],
+    params: dict[str, list[str] | None],
+    objectives: list[ObjectiveView],
+    spec: SweepSpec,
+    notes: list[str],
+) -> Contour | None:
+    if len(params) < 2 or len(trials) < 3:
+        notes.append("a contour needs two parameters that vary and three complete trials")
+        return None
+    numeric = [name for name in order if params[name] is None]
+    chosen = (numeric + [name for name in order if name not in numeric])[:2]
+    x_name, y_name = chosen
+    objective = objectives[0].name
+    x = [_coordinate(t.params[x_name], params[x_name]) for t in trials]
+    y = [_coordinate(t.params[y_name], params[y_name]) for t in trials]
+    z = [(t.values or {})[objective] for t in trials]
+    x_log, y_log = _log(x_name, spec, trials), _log(y_name, spec, trials)
+    grid_x, grid_y = _axis(x, x_log), _axis(y, y_log)
+    return Contour(
+        x_param=x_name,
+        y_param=y_name,
+        objective=objective,
+        x_log=x_log,
+        y_log=y_log,
+        x_categories=params[x_name],
+        y_categories=params[y_name],
+        trials=[t.number for t in trials],
+        x=x,
+        y=y,
+        z=z,
+        grid_x=grid_x,
+        grid_y=grid_y,
+        grid_z=_interpolate(x, y, z, grid_x, grid_y, x_log, y_log),
+    )
+
+
+def _axis(values: list[Number], log: bool) -> list[float]:
+    low, high = float(min(values)), float(max(values))
+    if log:
+        low, high = math.log10(low), math.log10(high)
+    positions = [low + (high - low) * i / (GRID - 1) for i in range(GRID)]
+    return [10**p for p in positions] if log else positions
+
+
+def _interpolate(
+    x: list[Number], y: list[Number], z: list[float], grid_x: list[float], grid_y: list[float], x_log: bool, y_log: bool
+) -> list[list[float]]:
+    """Inverse-distance-weighted z at each grid point, distances on the axes as drawn (scaled
+    to [0, 1], log where the axis is); a trial's own point gets its own value."""
+    import numpy as np
+
+    def scaled(values: list[float], log: bool, low: float, high: float) -> Any:
+        array = np.log10(np.asarray(values, dtype=float)) if log else np.asarray(values, dtype=float)
+        return (array - low) / ((high - low) or 1.0)
+
+    def bounds(values: list[float], log: bool) -> tuple[float, float]:
+        array = np.log10(np.asarray(values, dtype=float)) if log else np.asarray(values, dtype=float)
+        return float(array.min()), float(array.max())
+
+    bx, by = bounds([float(v) for v in x], x_log), bounds([float(v) for v in y], y_log)
+    px, py = scaled([float(v) for v in x], x_log, *bx), scaled([float(v) for v in y], y_log, *by)
+    gx, gy = scaled(grid_x, x_log, *bx), scaled(grid_y, y_log, *by)
+    values = np.asarray(z, dtype=float)
+    distance = np.hypot(gx[None, :, None] - px[None, None, :], gy[:, None, None] - py[None, None, :])
+    weights = 1.0 / np.maximum(distance, 1e-12) ** 2
+    grid = (weights * values).sum(axis=2) / weights.sum(axis=2)
+    return [[float(v) for v in row] for row in grid]
+
+
+def _pareto(trials: list[TrialRow], objectives: list[ObjectiveView], status: SweepStatus) -> ParetoFront:
+    front = set(status.pareto or ())
+    return ParetoFront(
+        objectives=objectives,
+        front=sorted(front),
+        points=[
+            ParetoPoint(
+                trial=t.number, values=[(t.values or {})[o.name] for o in objectives], on_front=t.number in front
+            )
+            for t in trials
+        ],
+    )

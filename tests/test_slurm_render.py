@@ -1,0 +1,222 @@
+"""The Slurm backend without a cluster: a topology as one job (components by shape, task order),
+the batch script `jupyter px render --backend slurm` prints, the settings and their one-line
+errors, Slurm's words for a job's states, and `backend: slurm` in the topology the form edits."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from local_support import CLI, ROOT
+
+from jupyter_px.backends import BackendError
+from jupyter_px.backends.slurm.plan import job_plan, unsupported
+from jupyter_px.backends.slurm.queue import Snapshot, reduce
+from jupyter_px.backends.slurm.settings import load_settings
+from jupyter_px.backends.slurm.states import pending_message, running_message, slurm_end
+from jupyter_px.topology import json_schema, parse_topology
+
+TF_PS = """
+framework: tensorflow
+backend: slurm
+environment:
+  resources: {cpu: 2, memory: 4096}
+  replicas:
+    n_workers: 3
+    n_ps: 1
+    default_worker: {resources: {cpu: 2, memory: 4096, gpu: 1}}
+    default_ps: {resources: {cpu: 1, memory: 1024}}
+    worker:
+      - index: 2
+        resources: {cpu: 2, memory: 8192, gpu: 1}
+"""
+
+
+def test_one_component_per_shape_in_the_order_shapes_first_appear():
+    plan = job_plan(parse_topology(TF_PS))
+    shapes = [(c.shape.cpus, c.shape.mem_per_cpu_mib, c.shape.gpus, c.replicas) for c in plan.components]
+    assert shapes == [
+        (2, 2048, 0, (("master", 0),)),
+        (2, 2048, 1, (("worker", 0), ("worker", 1))),
+        (2, 4096, 1, (("worker", 2),)),  # the per-index override: a component of its own
+        (1, 1024, 0, (("ps", 0),)),
+    ]
+    assert [c.offset for c in plan.components] == [0, 1, 3, 4]  # each component's first SLURM_PROCID
+    assert plan.tasks == (("master", 0), ("worker", 0), ("worker", 1), ("worker", 2), ("ps", 0))
+    assert plan.heterogeneous
+
+
+def test_one_shape_makes_a_homogeneous_job():
+    topology = parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": 3}}})
+    plan = job_plan(topology)
+    assert not plan.heterogeneous and len(plan.components[0].replicas) == 4
+
+
+def test_render_prints_the_batch_script(tmp_path, monkeypatch):
+    settings = tmp_path / "slurm.yaml"
+    settings.write_text(
+        "partition: gpu\naccount: ml-lab\ntime_limit: '02:00:00'\ngres_name: a100\n"
+        "setup: ['module load cuda/12', 'source /opt/venv/bin/activate']\nsbatch_lines: ['--exclusive']\n"
+    )
+    topology = tmp_path / "tf.yaml"
+    topology.write_text(TF_PS)
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    env = {"PX_SLURM_CONFIG": str(settings), "PX_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [*CLI, "render", str(script), "-f", str(topology), "--name", "tf ps"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    lines = text.splitlines()
+    assert lines[0] == "#!/bin/bash"
+    assert "#SBATCH --job-name=px-tf-ps" in lines and "#SBATCH --no-requeue" in lines
+    assert f"#SBATCH --output={tmp_path / 'home' / 'runs' / 'tf-ps' / 'slurm' / 'batch.out'}" in lines
+    assert "#SBATCH --exclusive" in lines
+    assert lines.count("#SBATCH hetjob") == 3
+    assert lines.count("#SBATCH --partition=gpu") == 4 and lines.count("#SBATCH --account=ml-lab") == 4
+    assert lines.count("#SBATCH --time=02:00:00") == 4
+    assert lines.count("#SBATCH --gres=a100:1") == 2
+    assert "#SBATCH --mem-per-cpu=1024M" in lines and "#SBATCH --mem-per-cpu=4096M" in lines
+    assert not any("--mem=" in line for line in lines)  # per CPU only: Slurm refuses a mix
+    srun = next(line for line in lines if line.startswith("srun "))
+    assert srun.count(" : ") == 3 and "--het-group=3 --ntasks=1 --cpus-per-task=1" in srun
+    assert lines.index("module load cuda/12") < lines.index(srun)
+    assert "# keys=(master-0 worker-0 worker-1 worker-2 ps-0)" in lines  # the per-task script, commented
+    assert "# module load cuda/12" in lines
+
+
+def test_render_refuses_what_it_cannot_run(tmp_path):
+    topology = tmp_path / "mpi.yaml"
+    topology.write_text("framework: horovod\nenvironment: {replicas: {n_workers: 2}}\n")
+    script = tmp_path / "train.py"
+    script.write_text("")
+    done = subprocess.run(
+        [*CLI, "render", str(script), "-f", str(topology), "--backend", "slurm"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert "Horovod jobs are not supported on the Slurm backend" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("PX_SLURM_TIME_LIMIT", "5 minutes", "PX_SLURM_TIME_LIMIT: time_limit: '5 minutes' is not a Slurm time"),
+        ("PX_SLURM_PARTITION", "gpu; rm -rf /", "PX_SLURM_PARTITION: partition: 'gpu; rm -rf /' is not a Slurm name"),
+        ("PX_SLURM_POLL_INTERVAL_S", "soon", "PX_SLURM_POLL_INTERVAL_S: 'soon' is not a number of seconds"),
+        (
+            "PX_SLURM_SBATCH_LINES",
+            "exclusive",
+            "PX_SLURM_SBATCH_LINES: sbatch_lines: 'exclusive' is not an sbatch option",
+        ),
+        ("PX_SLURM_PROBE_SHARED", "maybe", "PX_SLURM_PROBE_SHARED: 'maybe' is not true or false"),
+        ("PX_SLURM_PYTHON", "python3", "PX_SLURM_PYTHON: python: 'python3' is not an absolute path"),
+        ("PX_STOP_GRACE_S", "-1", "PX_STOP_GRACE_S: '-1' is below 0"),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_it(variable, value, says, tmp_path, monkeypatch):
+    monkeypatch.setenv("PX_SLURM_CONFIG", str(tmp_path / "none.yaml"))
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(BackendError) as error:
+        load_settings()
+    assert str(error.value).startswith(says) and "\n" not in str(error.value)
+
+
+def test_the_settings_file_and_variables(tmp_path, monkeypatch):
+    path = tmp_path / "slurm.yaml"
+    monkeypatch.setenv("PX_SLURM_CONFIG", str(path))
+    path.write_text("partition: debug\nqos: high\nreservaton: maint\n")
+    with pytest.raises(BackendError, match=r"unknown setting 'reservaton'"):
+        load_settings()
+    path.write_text("partition: debug\nqos: high\ntime_limit: '1-12:00'\n")
+    monkeypatch.setenv("PX_SLURM_QOS", "low")
+    monkeypatch.setenv("PX_SLURM_SETUP", "module load a\nmodule load b")
+    monkeypatch.setenv("PX_STOP_GRACE_S", "12")
+    settings = load_settings()
+    assert (settings.partition, settings.qos, settings.time_limit) == ("debug", "low", "1-12:00")
+    assert settings.setup == ["module load a", "module load b"] and settings.stop_grace_s == 12.0
+    monkeypatch.delenv("PX_STOP_GRACE_S")
+    assert load_settings().stop_grace_s == 30.0  # the reliability rule's default grace
+
+
+def test_frameworks_it_cannot_launch_are_named():
+    assert "Horovod" in unsupported(
+        parse_topology({"framework": "horovod", "environment": {"replicas": {"n_workers": 1}}})
+    )
+    assert (
+        unsupported(parse_topology({"framework": "mxnet", "environment": {"replicas": {"n_workers": 1, "n_ps": 1}}}))
+        is None
+    )
+
+
+def test_restarts_it_cannot_honour_are_refused_not_dropped():
+    replicas = {"n_workers": 1, "default_worker": {"restart_policy": "OnFailure", "max_restarts": 2}}
+    assert unsupported(parse_topology({"framework": "pytorch", "environment": {"replicas": replicas}})) == (
+        "worker-0: restart_policy OnFailure with max_restarts 2: the Slurm backend does not restart replicas "
+        "(a failed replica fails the run); remove them, or use the local or a Kubernetes backend"
+    )
+
+
+def test_slurm_words_for_a_job():
+    assert (
+        pending_message(42, "Priority", "gpu", 3, 7)
+        == "Slurm job 42 is PENDING in partition gpu's queue: 3rd of 7 (Priority)"
+    )
+    assert running_message(42, "n[1-3]", 5, 1000.0, 1000.0 + 61) == (
+        "Slurm job 42 RUNNING on n[1-3]; 3 min left of 00:05:00"
+    )
+    timeout = slurm_end(42, "TIMEOUT", 90, None)
+    assert timeout is not None and (timeout.state.value, timeout.reason) == ("Failed", "Timeout")
+    assert timeout.message == "Slurm job 42 reached its time limit (01:30:00): TIMEOUT"
+    cancelled = slurm_end(42, "CANCELLED by 1000", None, "ana (uid 1000)")
+    assert cancelled is not None and cancelled.state.value == "Stopped"
+    assert cancelled.message == "Slurm job 42 was CANCELLED by ana (uid 1000), outside jupyter-px"
+    for state, reason in (("NODE_FAIL", "NodeFail"), ("PREEMPTED", "Preempted"), ("OUT_OF_MEMORY", "OOMKilled")):
+        ended = slurm_end(7, state, None, None)
+        assert ended is not None and ended.reason == reason and state in ended.message
+    assert slurm_end(7, "COMPLETED", None, None) is None  # the tasks' records decide
+
+
+def test_queue_position_counts_the_jobs_slurm_considers_first():
+    jobs = [
+        {"job_id": 10, "job_state": "RUNNING", "user_id": 0, "partition": "debug", "priority": 5},
+        {"job_id": 11, "job_state": "PENDING", "user_id": 7, "partition": "debug", "priority": 9},
+        {
+            "job_id": 12,
+            "job_state": "PENDING",
+            "user_id": 0,
+            "partition": "debug",
+            "priority": 5,
+            "state_reason": "Priority",
+        },
+        {"job_id": 13, "job_state": "PENDING", "user_id": 7, "partition": "debug", "priority": 5},
+        {"job_id": 14, "job_state": "PENDING", "user_id": 7, "partition": "gpu", "priority": 99},
+        {
+            "job_id": 15,
+            "job_state": "PENDING",
+            "user_id": 0,
+            "partition": "debug",
+            "priority": 5,
+            "het_job_id": 12,
+            "het_job_offset": 1,
+        },
+    ]
+    mine, pending = reduce(jobs, 0, "root")
+    assert sorted(mine) == ["10", "12", "15"]  # this user's jobs only, components included
+    snapshot = Snapshot(0.0, None, {int(k): v for k, v in mine.items()}, [tuple(p) for p in pending])
+    view = snapshot.job(12)
+    assert view is not None and (view.position, view.pending_in_partition) == (2, 3)  # behind 11, before 13
+    assert view.reason == "Priority"
+
+
+def test_the_form_offers_slurm():
+    assert "slurm" in json_schema()["properties"]["backend"]["enum"]  # the sidebar's form is made from it
+    assert parse_topology({"backend": "slurm"}).backend_kind == "slurm"
