@@ -91,14 +91,8 @@ def distributed_body(source: str) -> str | None:
     A notebook submitted as a whole (the sidebar's "Run distributed") ships these bodies: they
     are the notebook's training code, written where the user runs it from the notebook itself.
     """
-    lines = source.splitlines()
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        if not _PX_DISTRIBUTED.match(line):
-            return None
-        return "\n".join(lines[number + 1 :])
-    return None
+    found = distributed_body_at(source)
+    return None if found is None else found[0]
 
 
 def _first_code_line(source: str) -> str:

@@ -43,6 +43,7 @@ import sys
 import threading
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -228,7 +229,7 @@ def _load_pushed(code_dir: Path) -> dict[str, Any]:
 def _run_python(entrypoint: str, init_globals: dict[str, Any], run_dir: Path, returns: bool = False) -> int:
     import runpy
 
-    try:
+    def run() -> None:
         if returns:  # a notebook cell's code: its last expression is this replica's result
             from jupyter_px import function_calls
 
@@ -236,35 +237,39 @@ def _run_python(entrypoint: str, init_globals: dict[str, Any], run_dir: Path, re
             function_calls.keep(run_dir, value=value)
         else:
             runpy.run_path(entrypoint, init_globals=init_globals, run_name="__main__")
-    except SystemExit as error:
-        return _exit_code(error)
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        return 130
-    except BaseException as error:
-        _report(error, _user_frames(error.__traceback__, entrypoint), run_dir, keep=returns)
-        return 1
-    return 0
+
+    return _exit_status(run, run_dir, keep=returns, frames=lambda tb: _user_frames(tb, entrypoint))
 
 
 def _run_function(run_dir: Path) -> int:
     """Call the function shipped by `jupyter_px.submit(fn, ...)` and keep what it returned."""
     from jupyter_px import function_calls
 
+    def ours(tb: Any) -> Any:  # the frames of this module and function_calls are not the user's
+        first = tb
+        while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, function_calls.__file__):
+            tb = tb.tb_next
+        return tb or first
+
+    def run() -> None:
+        function_calls.keep(run_dir, value=function_calls.call(run_dir / "code"))
+
+    return _exit_status(run, run_dir, keep=True, frames=ours)
+
+
+def _exit_status(run: Callable[[], None], run_dir: Path, *, keep: bool, frames: Callable[[Any], Any]) -> int:
+    """Run the replica's code and turn how it ended into the process's exit status: SystemExit's
+    code, 130 for ^C, 1 for an exception (reported with `frames`, the user's part of its traceback)."""
     try:
-        value = function_calls.call(run_dir / "code")
+        run()
     except SystemExit as error:
         return _exit_code(error)
     except KeyboardInterrupt:
         traceback.print_exc()
         return 130
     except BaseException as error:
-        tb = error.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, function_calls.__file__):
-            tb = tb.tb_next
-        _report(error, tb or error.__traceback__, run_dir, keep=True)
+        _report(error, frames(error.__traceback__), run_dir, keep=keep)
         return 1
-    function_calls.keep(run_dir, value=value)
     return 0
 
 

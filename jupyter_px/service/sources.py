@@ -31,7 +31,7 @@ import json
 import os
 import re
 import tokenize
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -185,16 +185,21 @@ def notebook_cells(notebook: dict[str, Any], tag: str | None) -> list[str]:
     from ..notebook_code import distributed_body
 
     cells = []
-    for cell in notebook.get("cells", []):
+    for _, _, text in _code_cells(notebook, tag):
+        body = distributed_body(text)
+        cells.append(text if body is None else body)
+    return cells
+
+
+def _code_cells(notebook: dict[str, Any], tag: str | None) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """(position, cell, source text) of each code cell a submission takes: all, or those tagged."""
+    for position, cell in enumerate(notebook.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue
         if tag is not None and tag not in (cell.get("metadata", {}).get("tags") or []):
             continue
         source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
-        body = distributed_body(text)
-        cells.append(text if body is None else body)
-    return cells
+        yield position, cell, "".join(source) if isinstance(source, list) else str(source)
 
 
 def notebook_code(notebook: dict[str, Any], tag: str | None) -> tuple[str, str]:
@@ -217,13 +222,7 @@ def notebook_spans(notebook: dict[str, Any], tag: str | None, shipped: str, name
     from ..notebook_code import distributed_body_at, source_spans
 
     picked = []
-    for position, cell in enumerate(notebook.get("cells", [])):
-        if cell.get("cell_type") != "code":
-            continue
-        if tag is not None and tag not in (cell.get("metadata", {}).get("tags") or []):
-            continue
-        source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
+    for position, cell, text in _code_cells(notebook, tag):
         body = distributed_body_at(text)
         place = {"cell_id": cell.get("id"), "execution_count": cell.get("execution_count"), "cell_index": position}
         picked.append((body[0] if body else text, body[1] if body else 0, {**place, "notebook": name}))

@@ -2,7 +2,7 @@ import type { IProblem } from './request';
 
 /*
  * The REST API's bodies. Each interface mirrors a pydantic model of
- * `jupyter_px/server/models.py` (field names, optionality, primitive types);
+ * `jupyter_px/server/models/` (field names, optionality, primitive types);
  * `tests/test_rest_models.py` compares them, so a change on one side only fails
  * the tests. Change the model first, then this file.
  */
