@@ -13,6 +13,20 @@ import * as path from 'path';
 
 import { setTheme, shot, sidebar } from './helpers';
 
+/** Remove a sweep's trial runs (the store's own delete): the later specs count runs in the list. */
+function removeTrials(sweepId: string): void {
+  execFileSync(
+    process.env.PX_PYTHON || 'python',
+    [
+      '-c',
+      'import sys\nfrom jupyter_px.runstore import RunStore\nstore = RunStore()\n' +
+        'for run_id in store.run_ids():\n    if run_id.startswith(sys.argv[1] + "-t"):\n        store.delete(run_id)\n',
+      sweepId
+    ],
+    { env: { ...process.env, PX_HOME: path.join(__dirname, '..', '.px_home') } }
+  );
+}
+
 function makeSweep(name: string): string {
   return execFileSync(
     process.env.PX_PYTHON || 'python',
@@ -126,5 +140,6 @@ for (const theme of ['light', 'dark'] as const) {
       panel.locator('.jp-px-compare-importance .bars .point')
     ).not.toHaveCount(0);
     await shot(page, `compare-${theme}-04-params`);
+    removeTrials(sweepId);
   });
 }
