@@ -27,7 +27,7 @@ import time
 from jupyter_px import tracking
 for step in range(12):
     tracking.log_metrics(step=step, loss=lr * (12 - step))
-    time.sleep(0.25)
+    time.sleep(0.25 if lr < 0.25 else 1.5)  # the last two trials run on after the first end
 `
 ];
 
@@ -70,12 +70,20 @@ for (const theme of ['light', 'dark'] as const) {
     await page.notebook.openByPath(file);
     await page.notebook.run();
 
-    // Live: the view draws the trials that have reported while the sweep runs.
+    // Live: the view draws the trials that have reported while the sweep runs, and the
+    // parallel coordinates once a trial is complete (two at a time: the first two end in 3 s,
+    // the last two take 18 s).
     const view = sweepView(page, 2);
     await expect(view).toBeVisible({ timeout: 60000 });
     await expect(
       view.locator('.jp-px-sweep-objective .scatterlayer .trace').first()
     ).toBeVisible({ timeout: 120000 });
+    await expect(view.locator('.jp-px-sweep-parallel .parcoords')).toHaveCount(
+      1,
+      { timeout: 60000 }
+    );
+    await expect(view).toHaveAttribute('data-state', 'Running'); // still live when both drew
+    await view.locator('.jp-px-sweep-parallel').scrollIntoViewIfNeeded();
     await shot(page, `sweep-${theme}-01-live`);
 
     // Finished: both plots, every trial.

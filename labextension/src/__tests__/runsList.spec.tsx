@@ -293,7 +293,7 @@ describe('RunsList housekeeping', () => {
     expect(compared).toEqual([['run-1', 'run-3']]);
     // Only the finished one of the selection can be deleted.
     expect(bar()!.querySelector('.jp-px-selection-delete')!.textContent).toBe(
-      'Delete 1…'
+      'Delete the 1 finished…'
     );
     click(bar()!.querySelector('.jp-px-selection-clear'));
     expect(bar()).toBeNull();
