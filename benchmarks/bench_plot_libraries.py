@@ -97,7 +97,7 @@ async ([library, kind, curves, points]) => {
     await painted();
     out.update = performance.now() - t0;
     t0 = performance.now();
-    plot.destroy();  // uPlot's axis and grid colours are fixed at creation: a theme is a new plot
+    plot.destroy();  // uPlot's axis and grid colors are fixed at creation: a theme is a new plot
     plot = new uPlot(options(true), data2, node);
     await painted();
     out.theme = performance.now() - t0;

@@ -89,11 +89,11 @@ def test_the_comparison_panel(lab):
         best_cells = panel.locator("td.jp-px-compare-best-cell").all_inner_texts()
         assert len(best_cells) == 2 and all("★" in text for text in best_cells)
         # Text reads on the panel's background in either theme.
-        colours = panel.evaluate(
+        colors = panel.evaluate(
             "n => [getComputedStyle(n).color, getComputedStyle(n).backgroundColor, document.body.dataset.jpThemeLight]"
         )
-        assert colours[2] == ("true" if lab.theme == "light" else "false")
-        assert contrast(parse_rgb(colours[0]), parse_rgb(colours[1])) >= 4.5
+        assert colors[2] == ("true" if lab.theme == "light" else "false")
+        assert contrast(parse_rgb(colors[0]), parse_rgb(colors[1])) >= 4.5
         page.screenshot(path=str(artifacts_dir() / f"compare-panel-{lab.theme}.png"), full_page=False)
         assert not log.console_errors, log.console_errors
         assert not log.failed_requests, log.failed_requests

@@ -16,7 +16,7 @@ from jupyter_px.compare.digest import DigestCache
 from jupyter_px.compare.downsample import MAX_POINTS, MIN_POINTS, check_points, downsample_indices
 from jupyter_px.compare.params import differing, flatten, run_params
 from jupyter_px.compare.selection import SelectionError, select_runs, sweep_objective
-from jupyter_px.compare.values import check_optimisations, optimisation_for, series_values
+from jupyter_px.compare.values import check_optimizations, optimization_for, series_values
 from jupyter_px.runstore import RunStore
 
 
@@ -106,7 +106,7 @@ def test_a_sweep_selects_its_trials_and_its_objective_says_which_is_best(store, 
     best = sweep_objective(store, "lr-sweep", None)
     assert best == {"loss": "min" if direction == "minimize" else "max"}
     assert sweep_objective(store, "lr-sweep", {"loss": "max", "acc": "max"}) == {"loss": "max", "acc": "max"}
-    loss = compare_runs(store, ["lr-0", "lr-2"], optimisation=best).metric("loss")
+    loss = compare_runs(store, ["lr-0", "lr-2"], optimization=best).metric("loss")
     assert loss.best_run == ("lr-2" if direction == "minimize" else "lr-0")  # lr 0.01 learns faster
 
 
@@ -139,18 +139,18 @@ def test_the_chiefs_logged_params_win():
 # ---- final and best ---------------------------------------------------------------------------
 
 
-def test_final_and_best_values_follow_the_named_optimisation(store):
+def test_final_and_best_values_follow_the_named_optimization(store):
     ids = three_runs(store)
     comparison = compare_runs(store, ids)
     loss, acc = comparison.metric("loss"), comparison.metric("val_acc")
-    assert (loss.optimisation, acc.optimisation) == ("min", "max")
+    assert (loss.optimization, acc.optimization) == ("min", "max")
     assert loss.best_run == "lr-1" and acc.best_run == "lr-1"
     row = next(row for row in comparison.rows() if row["run_id"] == "lr-0")
     assert row["final"]["loss"] == pytest.approx(1 / (1 + 299 * 0.001))
     assert row["best"]["loss"] == row["final"]["loss"] and row["best_step"]["loss"] == 299
     # Saying the other way round moves the best run.
-    flipped = compare_runs(store, ids, optimisation={"loss": "max"})
-    assert flipped.metric("loss").best_run in ids and flipped.metric("loss").optimisation == "max"
+    flipped = compare_runs(store, ids, optimization={"loss": "max"})
+    assert flipped.metric("loss").best_run in ids and flipped.metric("loss").optimization == "max"
     assert next(r for r in flipped.rows() if r["run_id"] == "lr-0")["best"]["loss"] == 1.0
 
 
@@ -168,13 +168,13 @@ def test_best_value_ignores_nan_and_reports_its_step():
     [("loss", "min"), ("val_loss", "min"), ("val_acc", "max"), ("f1", "max"), ("eval/reward", "max"), ("mae", "min")],
 )
 def test_direction_from_the_metrics_name(name, direction):
-    assert optimisation_for(name) == direction
-    assert optimisation_for(name, {name: "max" if direction == "min" else "min"}) != direction
+    assert optimization_for(name) == direction
+    assert optimization_for(name, {name: "max" if direction == "min" else "min"}) != direction
 
 
-def test_bad_optimisation_names_the_metric():
-    with pytest.raises(ValueError, match=r"optimisation.loss: 'down' is not 'min' or 'max'"):
-        check_optimisations({"loss": "down"})
+def test_bad_optimization_names_the_metric():
+    with pytest.raises(ValueError, match=r"optimization.loss: 'down' is not 'min' or 'max'"):
+        check_optimizations({"loss": "down"})
 
 
 def test_an_unknown_metric_is_refused_with_the_known_ones(store):

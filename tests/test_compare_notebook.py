@@ -34,9 +34,14 @@ CELLS = [
     "states = [run.wait(timeout=240).state.value for run in runs]\n"
     "print(states)",
     "%px_compare cmp-lr-0.5 cmp-lr-0.01",
-    "c = jupyter_px.compare(pattern='cmp-lr-*', optimisation={'acc': 'max'}, points=50)\n"
+    "c = jupyter_px.compare(pattern='cmp-lr-*', optimization={'acc': 'max'}, points=50)\n"
     "print(c.dataframe()[['name', 'best_loss', 'best_acc', 'lr']].sort_values('lr').to_string())\nc",
     "%px_compare --metric nope cmp-lr-0.5",
+    # the direction's two spellings: --optimize, and --optimise / optimisation= as first written
+    "%px_compare cmp-lr-0.5 cmp-lr-0.01 --metric loss --optimize loss:max -o new\n"
+    "%px_compare cmp-lr-0.5 cmp-lr-0.01 --metric loss --optimise loss:max -o old\n"
+    "api = jupyter_px.compare(pattern='cmp-lr-*', metrics=['loss'], optimisation={'loss': 'max'})\n"
+    "print([c.comparison.metric('loss').optimization for c in (new, old, api)])",
 ]
 
 
@@ -82,3 +87,5 @@ def test_px_compare_in_a_notebook_over_real_runs(px_home, tmp_path):
     # IPython shows a UsageError as one line on stderr, without a traceback.
     said = "".join(o.get("text", "") for o in outputs_of(nb, 4) if o.get("name") == "stderr")
     assert "UsageError: metrics: no run has 'nope' (they have: acc, loss)" in said
+
+    assert "['max', 'max', 'max']" in "".join(o.get("text", "") for o in outputs_of(nb, 5))

@@ -120,7 +120,7 @@ async def test_what_changed_since_the_previous_run_of_the_cell(jp_fetch, px_home
 
 async def test_starting_replicas_are_waiting_not_done(jp_fetch, synthetic_run):
     """Running replicas that printed nothing yet are `starting`: the replicas bar's segments take
-    the waiting colour's state (Pending), not the running one that reads as progress."""
+    the waiting color's state (Pending), not the running one that reads as progress."""
     synthetic_run("boot", TWO_WORKERS, state="Running", log_lines=0)
     view = await view_of(jp_fetch, "boot")
     assert view["counts"] == "3 starting of 3"

@@ -1,6 +1,6 @@
 """The ipywidgets sweep monitor (front-ends without the JupyterLab extension): its plots are one
 figure widget each, edited in place and kept in the widget's synced state (a saved notebook
-shows them), a trial with a value but no per-step points is still drawn, the colour bar has its
+shows them), a trial with a value but no per-step points is still drawn, the color bar has its
 room, a finished sweep's Stop is neutral, and every output names the sweep for the extension.
 """
 
@@ -59,7 +59,7 @@ def test_the_plots_are_edited_in_place_and_kept_in_the_saved_state(px_home):
     assert len(objective._widget_data[3]["x"]) == 1  # a value without steps: one point
     dimensions = parallel._widget_data[0]["dimensions"]
     assert len(dimensions[-1]["values"]) == 4
-    assert parallel._widget_layout["margin"]["r"] >= 120  # the colour bar is not clipped
+    assert parallel._widget_layout["margin"]["r"] >= 120  # the color bar is not clipped
     assert monitor.stop_button.disabled and monitor.stop_button.button_style == ""
     bundle = monitor._repr_mimebundle_()
     assert bundle[SWEEP_MIMETYPE] == {"version": 1, "sweep_id": sweep_id, "name": "lr", "state": "Succeeded"}

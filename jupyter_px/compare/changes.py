@@ -6,7 +6,7 @@ so it lives here: the run submitted before this one from the same cell (its code
 `cell:<cell id>`, recorded by `%%px_distributed`: JupyterLab and nbclient send each cell's id with
 its execution), the code as a unified diff, the params that differ (`params.run_params`: the
 sweep's values, logged params, the topology), and each metric's value now against the previous
-run's final one, with which way is better (`values.optimisation_for`).
+run's final one, with which way is better (`values.optimization_for`).
 
 The previous run is read through the digest cache (read once, kept on disk when finished), so a
 view polled every second costs a dictionary lookup for it; the current run's latest values come
@@ -24,7 +24,7 @@ from ..runstore import RunDamaged, RunNotFound, RunRecord
 from ..service import RunService
 from .digest import DigestCache
 from .params import canonical, chief_first, run_params
-from .values import optimisation_for
+from .values import optimization_for
 
 __all__ = ["CELL_ORIGIN", "cell_of", "previous_run_of_cell", "cell_changes", "ChangesSince"]
 
@@ -94,7 +94,7 @@ def cell_changes(
         new = latest.get(name)
         better = None
         if old is not None and new is not None and old != new:
-            better = (new < old) if optimisation_for(name) == "min" else (new > old)
+            better = (new < old) if optimization_for(name) == "min" else (new > old)
         metrics.append(MetricChange(name=name, before=old, after=new, better=better))
     return CellChanges(
         previous_run=previous.run_id,

@@ -24,7 +24,7 @@ from .digest import Curve, DigestCache, RunDigest
 from .downsample import DEFAULT_POINTS, check_points
 from .importance import ParamImportance, param_importance
 from .params import differing
-from .values import Optimisation, check_optimisations, optimisation_for
+from .values import Optimization, check_optimizations, optimization_for
 
 __all__ = ["BEST_RULES", "MetricComparison", "Comparison", "compare_runs", "encode"]
 
@@ -35,7 +35,7 @@ BEST_RULES = ("succeeded", "common_step", "all")
 @dataclass(frozen=True)
 class MetricComparison:
     name: str
-    optimisation: Optimisation
+    optimization: Optimization
     best_run: str | None  # the best run by `best_rule`; None when no run has a finite value
     curves: dict[str, Curve]  # run id -> its curve (runs without the metric are absent)
     best_rule: str = ""  # what "best" meant: "lowest among the 3 runs that succeeded"
@@ -76,7 +76,7 @@ class Comparison:
                 if curve is None:
                     continue
                 final[metric.name] = curve.summary.final
-                best[metric.name], best_step[metric.name] = curve.summary.best(metric.optimisation)
+                best[metric.name], best_step[metric.name] = curve.summary.best(metric.optimization)
             out.append(
                 {
                     "run_id": run.run_id,
@@ -100,7 +100,7 @@ class Comparison:
             "metrics": [
                 {
                     "name": m.name,
-                    "optimisation": m.optimisation,
+                    "optimization": m.optimization,
                     "best_run": m.best_run,
                     "best_rule": m.best_rule,
                     "common_step": m.common_step,
@@ -159,10 +159,10 @@ def _at_step(curve: Curve, step: float) -> float | None:
 
 
 def _best_run(
-    curves: Mapping[str, Curve], optimisation: Optimisation, states: Mapping[str, str], rule: str
+    curves: Mapping[str, Curve], optimization: Optimization, states: Mapping[str, str], rule: str
 ) -> tuple[str | None, str, float | None]:
     """(the best run, what "best" meant, the step compared at) by `rule` (`BEST_RULES`)."""
-    word = "lowest" if optimisation == "min" else "highest"
+    word = "lowest" if optimization == "min" else "highest"
     common = None
     candidates = dict(curves)
     if rule == "common_step":
@@ -180,10 +180,10 @@ def _best_run(
         meaning = f"{word} of all runs"
     best: tuple[float, str] | None = None
     for run_id, curve in candidates.items():
-        value = _at_step(curve, common) if common is not None else curve.summary.best(optimisation)[0]
+        value = _at_step(curve, common) if common is not None else curve.summary.best(optimization)[0]
         if value is None or not np.isfinite(value):
             continue
-        key = value if optimisation == "min" else -value
+        key = value if optimization == "min" else -value
         if best is None or key < best[0]:
             best = (key, run_id)
     return (None if best is None else best[1]), meaning, common
@@ -195,19 +195,19 @@ def compare_runs(
     *,
     metrics: Sequence[str] | None = None,
     points: int = DEFAULT_POINTS,
-    optimisation: Mapping[str, str] | None = None,
+    optimization: Mapping[str, str] | None = None,
     all_params: bool = False,
     cache: DigestCache | None = None,
     best: str = "succeeded",
 ) -> Comparison:
     """Compare runs (ids, e.g. from `select_runs`). `metrics`: the metrics shown (default every
-    metric any run has); `points`: the most points a curve keeps; `optimisation`: a direction per
-    metric where the name's guess is wrong (`values.optimisation_for`); `best`: how the best run is
+    metric any run has); `points`: the most points a curve keeps; `optimization`: a direction per
+    metric where the name's guess is wrong (`values.optimization_for`); `best`: how the best run is
     chosen (`BEST_RULES`, see the module docstring)."""
     if best not in BEST_RULES:
         raise ValueError(f"best: {best!r} is not one of {', '.join(BEST_RULES)}")
     points = check_points(points)
-    directions = check_optimisations(optimisation)
+    directions = check_optimizations(optimization)
     cache = cache or DigestCache(store)
     runs = cache.digests(run_ids, points)
     names = sorted({name for run in runs for name in run.curves})
@@ -219,7 +219,7 @@ def compare_runs(
     states = {run.run_id: run.state for run in runs}
     compared = []
     for name in names:
-        direction = optimisation_for(name, directions)
+        direction = optimization_for(name, directions)
         curves = {run.run_id: run.curves[name] for run in runs if name in run.curves}
         chosen, meaning, common = _best_run(curves, direction, states, best)
         compared.append(MetricComparison(name, direction, chosen, curves, meaning, common))
@@ -230,7 +230,7 @@ def compare_runs(
     first = primary_metric(compared, directions)
     if first is not None:
         values = [
-            (curve.summary.best(first.optimisation)[0] if curve is not None else None)
+            (curve.summary.best(first.optimization)[0] if curve is not None else None)
             for curve in (first.curves.get(run.run_id) for run in runs)
         ]
         importance = param_importance([run.params for run in runs], values, differ)

@@ -72,7 +72,7 @@ class RunComparison:
             "runs": comparison.run_ids,
             "part": part,
             "metrics": [m.name for m in comparison.metrics],
-            "optimisation": {m.name: m.optimisation for m in comparison.metrics},
+            "optimization": {m.name: m.optimization for m in comparison.metrics},
             "all_params": comparison.all_params,
         }
 
@@ -92,18 +92,24 @@ def compare(
     sweep: str | None = None,
     metrics: Sequence[str] | None = None,
     points: int = DEFAULT_POINTS,
-    optimisation: Mapping[str, str] | None = None,
+    optimization: Mapping[str, str] | None = None,
     all_params: bool = False,
+    optimisation: Mapping[str, str] | None = None,
 ) -> RunComparison:
     """Compare runs: `compare("a", "b")`, `compare(pattern="lr-*")`, `compare(sweep="s1")`.
 
     Runs are ids, names or `last` (a list works too); `metrics` limits the metrics shown;
-    `points` bounds each curve (downsampled with MinMaxLTTB); `optimisation` says which way is
+    `points` bounds each curve (downsampled with MinMaxLTTB); `optimization` says which way is
     best where the name's guess is wrong (`{"val_acc": "max"}`); `all_params` shows the params that
     are the same in every run too. Shown as a cell's result: curves, table, TensorBoard button.
+    `optimisation=`, the spelling it had first, is still read.
     """
     from ..service import RunService
 
+    if optimisation is not None:
+        if optimization is not None:
+            raise ValueError("give optimization= (optimisation= is its older spelling), not both")
+        optimization = optimisation
     refs: list[str] = []
     for item in runs:
         refs.extend([item] if isinstance(item, str) else list(item))
@@ -114,7 +120,7 @@ def compare(
         run_ids,
         metrics=metrics,
         points=points,
-        optimisation=sweep_objective(service.store, sweep, optimisation),
+        optimization=sweep_objective(service.store, sweep, optimization),
         all_params=all_params,
         cache=DigestCache(service.store),
     )

@@ -6,7 +6,7 @@ In JupyterLab the extension's comparison panel owns the view (`compare_mime`: ev
 carries it). Every plot is plotly's, as everywhere in jupyter-px: the figure goes out as plotly's
 own mimetype, and a saved notebook viewed where no plotly renderer runs (GitHub) shows the
 table, which holds the values. The table is HTML; clicking a header sorts it where the output
-may run scripts; elsewhere it stays sorted by the first metric's best value. Colours and greys
+may run scripts; elsewhere it stays sorted by the first metric's best value. Colors and greys
 are the monitor's (`presentation.series.PALETTE`, `presentation.plot_theme`), so both themes read.
 """
 
@@ -63,7 +63,7 @@ def figure(comparison: Comparison) -> Any:
 
     metrics = comparison.metrics[:MAX_PANELS]
     titles = [
-        f"{m.name} ({m.optimisation}; best: {_label(comparison, m.best_run) if m.best_run else '–'})" for m in metrics
+        f"{m.name} ({m.optimization}; best: {_label(comparison, m.best_run) if m.best_run else '–'})" for m in metrics
     ]
     rows = max(1, len(metrics))
     fig = make_subplots(rows=rows, cols=1, subplot_titles=titles, vertical_spacing=0.3 / rows if rows > 1 else 0.0)
@@ -102,7 +102,7 @@ def figure(comparison: Comparison) -> Any:
 
 def parallel_coordinates(comparison: Comparison) -> Any | None:
     """A plotly parallel-coordinates figure: an axis per numeric param that differs, then the
-    first metric's best value (its colour scale too), a line per run; how a sweep's params relate
+    first metric's best value (its color scale too), a line per run; how a sweep's params relate
     to its objective. None when fewer than two runs or no numeric param differs."""
     import plotly.graph_objects as go
 
@@ -126,13 +126,13 @@ def parallel_coordinates(comparison: Comparison) -> Any | None:
     if any(value is None for value in best):
         return None
     dimensions = [{"label": name, "values": [row["params"][name] for row in rows]} for name in numeric]
-    dimensions.append({"label": f"{first.name} best ({first.optimisation})", "values": best})
+    dimensions.append({"label": f"{first.name} best ({first.optimization})", "values": best})
     figure = go.Figure(
         go.Parcoords(
             line={
                 "color": best,
                 "colorscale": "Viridis",
-                "reversescale": first.optimisation == "min",
+                "reversescale": first.optimization == "min",
                 "showscale": True,
             },
             dimensions=dimensions,
@@ -164,7 +164,7 @@ def _headers(comparison: Comparison) -> list[tuple[str, str]]:
     out = [("run", "text"), ("state", "text")]
     for metric in comparison.metrics:
         out.append((f"{metric.name} final", "number"))
-        out.append((f"{metric.name} best ({metric.optimisation})", "number"))
+        out.append((f"{metric.name} best ({metric.optimization})", "number"))
     out.extend((name, "param") for name in comparison.params)
     return out
 
@@ -179,7 +179,7 @@ def _cells(comparison: Comparison) -> list[tuple[str, list[Any], dict[str, bool]
         if first is None or row["best"].get(first.name) is None:
             return (1, 0.0)
         value = row["best"][first.name]
-        return (0, value if first.optimisation == "min" else -value)
+        return (0, value if first.optimization == "min" else -value)
 
     out = []
     for row in sorted(rows, key=order):
@@ -188,7 +188,7 @@ def _cells(comparison: Comparison) -> list[tuple[str, list[Any], dict[str, bool]
         for metric in comparison.metrics:
             cells.append(row["final"].get(metric.name))
             cells.append(row["best"].get(metric.name))
-            marks[f"{metric.name} best ({metric.optimisation})"] = row["run_id"] == metric.best_run
+            marks[f"{metric.name} best ({metric.optimization})"] = row["run_id"] == metric.best_run
         cells.extend(row["params"].get(name) for name in comparison.params)
         out.append((row["run_id"], cells, marks))
     return out

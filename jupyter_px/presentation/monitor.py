@@ -156,7 +156,7 @@ def phase_counts(rows: Iterable[ReplicaRow]) -> str:
 def _phase_html(row: ReplicaRow | ReplicaRowView) -> str:
     if row.phase == STOPPED_WHEN_SUCCEEDED:
         return f"<span style='color:{STATE_COLORS['Succeeded']}'>{STOPPED_WHEN_SUCCEEDED}</span>"
-    if row.phase == STARTING:  # waiting for its first output: the waiting colour, not a link's blue
+    if row.phase == STARTING:  # waiting for its first output: the waiting color, not a link's blue
         return f"<span style='color:{STATE_COLORS['Pending']};font-weight:600'>starting</span>"
     return state_badge(row.phase)
 

@@ -35,7 +35,7 @@ class PhaseCount(_Model):
     """How many replicas are in one phase, for the replicas bar (one segment per phase)."""
 
     phase: str
-    state: str = Field(description="the state whose colour the segment takes")
+    state: str = Field(description="the state whose color the segment takes")
     count: int
 
 

@@ -124,7 +124,7 @@ class RunMonitor(MonitorOutput, widgets.VBox):
         self.view: RunViewModel | None = None
 
         self.header = widgets.HTML()
-        self.bar_state = "Pending"  # the state whose colour the replica bar shows
+        self.bar_state = "Pending"  # the state whose color the replica bar shows
         self.replica_bar = widgets.IntProgress(
             value=0, min=0, max=max(1, len(self._replicas)), description="replicas", layout=widgets.Layout(width="50%")
         )
@@ -376,11 +376,11 @@ class RunMonitor(MonitorOutput, widgets.VBox):
         states = [row.state for row in rows]
         failed = "Failed" in states or view.state in ("Failed", "Lost")
         self.replica_bar.max = max(1, total)
-        # a finished run fills the bar, so its colour (red, green) is what one sees; replicas
+        # a finished run fills the bar, so its color (red, green) is what one sees; replicas
         # still starting (no output yet) do not fill it, or "3 starting of 3" reads as done
         active = sum(row.phase not in ("starting", "Pending") and row.state in ("Running", "Succeeded") for row in rows)
         self.replica_bar.value = max(1, total) if view.finished else active
-        # the state's own colour (`presentation.colors`, as the sidebar's), not ipywidgets' bar
+        # the state's own color (`presentation.colors`, as the sidebar's), not ipywidgets' bar
         # styles, whose "warning" orange would make Stopped look different here than elsewhere
         waiting = not view.finished and not active
         self.bar_state = "Failed" if failed else ("Pending" if waiting else view.state)

@@ -20,8 +20,8 @@ from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from .plots import THEME_NEUTRAL
 from .run_mime import SWEEP_MIMETYPE, sweep_payload
 
-#: Colours of trial states in the table (the run monitor's palette: done, stopped early, failed).
-STATE_COLOURS = {
+#: Colors of trial states in the table (the run monitor's palette: done, stopped early, failed).
+STATE_COLORS = {
     TrialState.PENDING: "#7f7f7f",
     TrialState.RUNNING: "#1f77b4",
     TrialState.COMPLETE: "#2ca02c",
@@ -36,11 +36,11 @@ def trials_table_html(status: SweepStatus) -> str:
     head = "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in TRIAL_HEADERS)
     body = []
     for row, trial in zip(trial_rows(status), sorted(status.trials, key=lambda t: t.number), strict=True):
-        colour = STATE_COLOURS.get(trial.state, "inherit")
+        color = STATE_COLORS.get(trial.state, "inherit")
         weight = "bold" if trial.number == status.best else "normal"
         cells = []
         for i, cell in enumerate(row):
-            style = f"padding:2px 8px;font-weight:{weight}" + (f";color:{colour}" if i == 1 else "")
+            style = f"padding:2px 8px;font-weight:{weight}" + (f";color:{color}" if i == 1 else "")
             cells.append(f"<td style='{style}'>{html.escape(cell)}</td>")
         body.append(f"<tr class='px-sweep-trial'>{''.join(cells)}</tr>")
     return (
@@ -122,7 +122,7 @@ def parallel_figure(status: SweepStatus) -> Any:
                 "reversescale": status.direction == "minimize",
             },
             dimensions=dimensions,
-            # plotly's default halo behind axis text is the paper's contrast colour, which is
+            # plotly's default halo behind axis text is the paper's contrast color, which is
             # white on a transparent paper: a blur on JupyterLab Dark
             tickfont={"shadow": "none"},
             labelfont={"shadow": "none"},
@@ -133,7 +133,7 @@ def parallel_figure(status: SweepStatus) -> Any:
         **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
         title={"text": "parameters and objective", "y": 0.98, "yanchor": "top"},
         height=340,
-        margin={"l": 60, "r": 130, "t": 80, "b": 30},  # the colour bar's room: clipped otherwise
+        margin={"l": 60, "r": 130, "t": 80, "b": 30},  # the color bar's room: clipped otherwise
     )
     return figure
 

@@ -193,7 +193,7 @@ export interface ICompareRequest {
   sweep?: string | null;
   metrics?: string[] | null;
   points?: number;
-  optimisation?: { [metric: string]: 'min' | 'max' } | null;
+  optimization?: { [metric: string]: 'min' | 'max' } | null;
   all_params?: boolean;
   /** How the best run is chosen: among those that succeeded, at a common step, or all. */
   best?: 'succeeded' | 'common_step' | 'all';
@@ -226,7 +226,7 @@ export interface ICompareCurve {
 /** models.ComparedMetric */
 export interface IComparedMetric {
   name: string;
-  optimisation: 'min' | 'max';
+  optimization: 'min' | 'max';
   best_run: string | null;
   /** What "best" meant: "lowest among the 3 runs that succeeded". */
   best_rule: string;

@@ -1,5 +1,5 @@
 /**
- * The compact topology card, the state colours, the Metrics panel (plotly: full width, the legend
+ * The compact topology card, the state colors, the Metrics panel (plotly: full width, the legend
  * under the plot, integer steps, a log scale by default where the loss spans decades, hover) and
  * the Logs toolbar (follow, wrap, search, download), Light and Dark, on a
  * finished run written into the store by make_runs.py. Screenshots go to
@@ -22,7 +22,7 @@ const sidebar = (page: IJupyterLabPageFixture) =>
   page.locator('#jupyter-px-sidebar');
 
 for (const theme of ['light', 'dark'] as const) {
-  test(`topology card, colours, metrics and logs panels (${theme})`, async ({
+  test(`topology card, colors, metrics and logs panels (${theme})`, async ({
     page
   }) => {
     const shot = (name: string) =>
@@ -84,7 +84,7 @@ for (const theme of ['light', 'dark'] as const) {
     ).toHaveAttribute('placeholder', 'not set');
     await sidebar(page).locator('.jp-px-topology-summary').click(); // closed again
 
-    // One colour per state, from the variables the notebook's colours match.
+    // One color per state, from the variables the notebook's colors match.
     const stopped = await page.evaluate(() =>
       getComputedStyle(document.documentElement)
         .getPropertyValue('--px-state-stopped')

@@ -2,7 +2,7 @@
  * The sweep in the notebook, Light and Dark: a real four-trial grid sweep started with
  * `%%px_distributed -t sw` shows the sweep's view (this extension's, from the server): both plots
  * draw while it runs and after it has succeeded (the objective per trial by step, a line per
- * trial; the parallel coordinates with their colour bar inside the plot), on the theme's
+ * trial; the parallel coordinates with their color bar inside the plot), on the theme's
  * background; `%px_attach SWEEP` shows it again with both plots drawn. Screenshots:
  * ui-tests/screenshots/sweep-{light,dark}-*.png.
  */
@@ -52,7 +52,7 @@ async function expectPlots(
   await expect(parallel.locator('.parcoords')).toHaveCount(1, {
     timeout: 60000
   });
-  // The colour bar sits inside the plot, not clipped at its right edge.
+  // The color bar sits inside the plot, not clipped at its right edge.
   const plotBox = (await parallel.locator('.main-svg').first().boundingBox())!;
   const bar = (await parallel.locator('.colorbar').first().boundingBox())!;
   expect(bar.x + bar.width).toBeLessThanOrEqual(plotBox.x + plotBox.width + 1);
@@ -92,7 +92,7 @@ for (const theme of ['light', 'dark'] as const) {
     });
     await expectPlots(page, 2, 4);
     await expect(view.locator('.jp-px-sweep-stop')).toHaveCount(0); // nothing left to stop
-    // On the theme's ground: the plot's text in the theme's colour (light on Dark, dark on Light),
+    // On the theme's ground: the plot's text in the theme's color (light on Dark, dark on Light),
     // its background transparent (the notebook's own), never a white box on Dark.
     const tick = view.locator('.jp-px-sweep-objective .xtick text').first();
     const fill = await tick.evaluate(node => getComputedStyle(node).fill);

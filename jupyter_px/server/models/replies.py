@@ -293,7 +293,7 @@ class CompareCurve(Reply):
 
 class ComparedMetric(Reply):
     name: str
-    optimisation: Literal["min", "max"]
+    optimization: Literal["min", "max"]
     best_run: str | None
     best_rule: str = Field(description='what "best" meant: "lowest among the 3 runs that succeeded"')
     common_step: float | None = Field(description="the step every run was compared at (best=common_step)")

@@ -25,7 +25,7 @@ const comparison: IComparison = {
   metrics: [
     {
       name: 'loss',
-      optimisation: 'min',
+      optimization: 'min',
       best_run: 'sw-t0-aaaa',
       best_rule: 'lowest among the 2 runs that succeeded',
       common_step: null,
@@ -105,7 +105,7 @@ const lines = (overrides: object = {}) =>
   });
 
 describe('comparison panel', () => {
-  it('draws a line per run in its colour, the best thick and last (on top)', () => {
+  it('draws a line per run in its color, the best thick and last (on top)', () => {
     const drawn = lines();
     expect(drawn.map(line => line.id)).toEqual([
       'b',

@@ -1,5 +1,5 @@
 /**
- * What every plot draws, as plotly.js figures (`plotting/figures.ts`): the theme's colours, the
+ * What every plot draws, as plotly.js figures (`plotting/figures.ts`): the theme's colors, the
  * legend under the plot, integer steps ticked at integers, the log scale where a curve spans
  * decades, smoothing, gaps kept; and the metrics' series merged as pages arrive.
  */
@@ -68,7 +68,7 @@ describe('line plots', () => {
     );
   });
 
-  it('takes its colours from the theme: text, grid, transparent grounds', () => {
+  it('takes its colors from the theme: text, grid, transparent grounds', () => {
     document.body.style.setProperty('--jp-ui-font-color1', 'rgb(1, 2, 3)');
     document.body.style.setProperty('--jp-border-color2', 'rgb(4, 5, 6)');
     const figure = lineFigure({
@@ -119,7 +119,7 @@ describe('line plots', () => {
 });
 
 describe('parallel coordinates', () => {
-  it('has an axis per param (text as categories) and the objective, with room for its colour bar', () => {
+  it('has an axis per param (text as categories) and the objective, with room for its color bar', () => {
     const figure = parallelFigure({
       dimensions: [
         { label: 'lr', values: [0.1, 0.4] },

@@ -1,6 +1,6 @@
 /**
  * Words and signals: a bound said as a person says it, runs of one name told apart, the run
- * named after its notebook, the replicas bar's waiting colour while replicas start, TensorBoard
+ * named after its notebook, the replicas bar's waiting color while replicas start, TensorBoard
  * in the theme's mode, and row actions in view rather than behind the menu.
  */
 import * as React from 'react';
@@ -69,7 +69,7 @@ describe('words and signals', () => {
     expect(notebookRunName('train.IPYNB')).toBe('train');
   });
 
-  it('draws replicas still starting in the waiting colour: a full bar of them is not done', () => {
+  it('draws replicas still starting in the waiting color: a full bar of them is not done', () => {
     const widget = mount(
       <PhaseBar
         view={

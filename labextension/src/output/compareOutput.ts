@@ -12,6 +12,8 @@ export interface IComparePayload {
   /** "main": the output that shows the panel; the comparison's other outputs show nothing. */
   part: string;
   metrics?: string[];
+  optimization?: { [metric: string]: 'min' | 'max' };
+  /** The older spelling, in notebooks saved before `optimization`. */
   optimisation?: { [metric: string]: 'min' | 'max' };
   all_params?: boolean;
 }
@@ -52,7 +54,7 @@ export class CompareOutput extends Widget implements IRenderMime.IRenderer {
     layout.addWidget(
       new CompareView(runs, COMPARE_POINTS, {
         metrics: payload.metrics,
-        optimisation: payload.optimisation,
+        optimization: payload.optimization ?? payload.optimisation,
         all_params: payload.all_params
       })
     );

@@ -34,7 +34,7 @@ function number(value: number | null | undefined): string {
     : String(Number(value.toPrecision(4)));
 }
 
-/** The replicas bar: a segment per phase in its state's colour, sized by its count. */
+/** The replicas bar: a segment per phase in its state's color, sized by its count. */
 export function PhaseBar(props: { view: IRunViewModel }): JSX.Element {
   const { view } = props;
   const total = Math.max(1, view.replicas_total);

@@ -32,9 +32,9 @@ export function runLabels(comparison: IComparison): Map<string, string> {
 }
 
 /**
- * Every run's line of one metric: its colour by its position in the comparison; the best run's
+ * Every run's line of one metric: its color by its position in the comparison; the best run's
  * line thick; with a highlighted run (the pointer on its row or line), the others faded. With
- * smoothing, the raw values stay behind as a faint line of the same colour (as TensorBoard).
+ * smoothing, the raw values stay behind as a faint line of the same color (as TensorBoard).
  */
 export function compareLines(options: {
   comparison: IComparison;
@@ -129,10 +129,10 @@ export function paramAxes(comparison: IComparison): {
       })
     })),
     objective: {
-      label: `${metric.name} (best, ${metric.optimisation})`,
+      label: `${metric.name} (best, ${metric.optimization})`,
       values: rows.map(row => row.best[metric.name])
     },
-    minimize: metric.optimisation === 'min'
+    minimize: metric.optimization === 'min'
   };
 }
 
@@ -160,7 +160,7 @@ export function compareColumns(comparison: IComparison): ICompareColumn[] {
     });
     columns.push({
       key: `best:${metric.name}`,
-      title: `${metric.name} ${metric.optimisation}`,
+      title: `${metric.name} ${metric.optimization}`,
       kind: 'best',
       metric: metric.name
     });
@@ -221,7 +221,7 @@ export function defaultSort(
   const column = compareColumns(comparison).find(
     c => c.key === `best:${metric.name}`
   )!;
-  return { column, ascending: metric.optimisation === 'min' };
+  return { column, ascending: metric.optimization === 'min' };
 }
 
 /** Compact number: 0.00123 -> "0.00123", 123456 -> "1.23e+5", null -> "–". */

@@ -47,7 +47,7 @@ export class CompareView extends ReactWidget {
     /** What a notebook's `jupyter_px.compare(...)` asked for: metrics, directions, all params. */
     readonly options: Pick<
       ICompareRequest,
-      'metrics' | 'optimisation' | 'all_params'
+      'metrics' | 'optimization' | 'all_params'
     > = {}
   ) {
     super();

@@ -18,7 +18,7 @@ export function xOf(series: ISeries, kind: XKind): (number | string)[] {
   return series.steps.map((step, i) => (step === null ? i : step));
 }
 
-/** One line per replica of `metric`, in the replicas' order, each in its palette colour. */
+/** One line per replica of `metric`, in the replicas' order, each in its palette color. */
 export function replicaLines(
   data: { [replica: string]: { [metric: string]: ISeries } },
   metric: string,

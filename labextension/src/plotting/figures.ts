@@ -3,7 +3,7 @@
  * a plot draws is decided here and checked by jest; `PlotlyFigure` only hands it to plotly.js.
  *
  * One look everywhere, the notebook's plotly figures included (jupyter_px/widgets/plots.py):
- * transparent backgrounds, the theme's text, grid and font (`theme.ts`), one colour per replica
+ * transparent backgrounds, the theme's text, grid and font (`theme.ts`), one color per replica
  * or run from the same palette, a legend under the plot (a plot the width of a notebook
  * keeps its width for the lines), integer steps ticked at integers, and a log scale by default
  * where a positive curve spans decades (a loss falling from 10 to 0.01 reads as a flat line at 0
@@ -240,8 +240,8 @@ export interface IDimension {
 }
 
 /**
- * Parallel coordinates: an axis per param and the objective last, a line per run coloured by
- * the objective (the better end of the colour scale for the better runs).
+ * Parallel coordinates: an axis per param and the objective last, a line per run colored by
+ * the objective (the better end of the color scale for the better runs).
  */
 export function parallelFigure(options: {
   dimensions: IDimension[];
@@ -267,7 +267,7 @@ export function parallelFigure(options: {
       ticktext: labels
     };
   });
-  const colour = options.objective.values.map(v =>
+  const color = options.objective.values.map(v =>
     typeof v === 'number' ? v : NaN
   );
   const layout = baseLayout(theme, options.height ?? 340);
@@ -276,7 +276,7 @@ export function parallelFigure(options: {
       {
         type: 'parcoords',
         line: {
-          color: colour,
+          color: color,
           colorscale: 'Viridis',
           reversescale: options.minimize,
           showscale: true,
@@ -297,7 +297,7 @@ export function parallelFigure(options: {
         rangefont: { color: theme.muted, shadow: 'none' }
       }
     ],
-    // Room on the right for the colour bar (it is clipped otherwise), on top for the labels.
+    // Room on the right for the color bar (it is clipped otherwise), on top for the labels.
     layout: { ...layout, margin: { l: 64, r: 120, t: 48, b: 24 } }
   };
 }

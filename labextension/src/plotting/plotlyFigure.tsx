@@ -27,7 +27,7 @@ export function loadPlotly(): Promise<PlotlyModule> {
   return plotly;
 }
 
-/** The theme's plot colours, updated when JupyterLab's theme changes. */
+/** The theme's plot colors, updated when JupyterLab's theme changes. */
 export function usePlotTheme(): IPlotTheme {
   const [theme, setTheme] = React.useState(plotTheme);
   React.useEffect(() => {

@@ -1,5 +1,5 @@
 /**
- * The plots' colours and fonts, read from JupyterLab's own CSS variables, so a plot follows the
+ * The plots' colors and fonts, read from JupyterLab's own CSS variables, so a plot follows the
  * theme (Light, Dark, any other) instead of guessing one; and a signal when the theme changes
  * (JupyterLab marks the body with the theme's name once its stylesheet is in place).
  */
@@ -16,7 +16,7 @@ export interface IPlotTheme {
   background: string;
   font: string;
   fontSize: number;
-  /** One colour per replica or run, in order (`--px-replica-N`, the notebook's palette). */
+  /** One color per replica or run, in order (`--px-replica-N`, the notebook's palette). */
   series: string[];
   dark: boolean;
 }
@@ -44,7 +44,7 @@ function cssVariable(
   return value || fallback;
 }
 
-/** The current theme's plot colours. */
+/** The current theme's plot colors. */
 export function plotTheme(): IPlotTheme {
   const body = document.body;
   const style = window.getComputedStyle(body);
@@ -102,7 +102,7 @@ class ThemeWatch {
 
 let watch: ThemeWatch | null = null;
 
-/** Emitted after JupyterLab switched themes (every plot redraws in the new colours). */
+/** Emitted after JupyterLab switched themes (every plot redraws in the new colors). */
 export function themeChanged(): ISignal<unknown, void> {
   watch = watch ?? new ThemeWatch();
   return watch.changed;
