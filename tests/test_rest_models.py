@@ -108,6 +108,8 @@ class TypeScript:
             return self.type(text[1:-1])
         if text.endswith("[]"):
             return Type({("array", self.type(text[:-2]))})
+        if text.startswith("[") and text.endswith("]"):
+            return Type({("tuple", tuple(self.type(part) for part in _split_top(text[1:-1], ",")))})
         if text.startswith("{"):
             match = re.fullmatch(r"{ ?\[\w+: string\]: (.+?);? ?}", text)
             assert match, f"only index signatures are read inline, not {text!r}"
@@ -144,6 +146,8 @@ def schema_type(schema: dict[str, Any], defs: dict[str, Any]) -> Type:
     kind = schema.get("type")
     if kind is None:
         return Type({"any"})
+    if kind == "array" and "prefixItems" in schema:
+        return Type({("tuple", tuple(schema_type(item, defs) for item in schema["prefixItems"]))})
     if kind == "array":
         return Type({("array", schema_type(schema.get("items", {}), defs))})
     if kind == "object":
@@ -212,6 +216,7 @@ API_CALLS = {
     "getRunView": (models.RunViewModel, None),
     "getSweep": (models.Sweep, None),
     "stopSweep": (models.Sweep, None),
+    "getSweepView": (models.SweepViewModel, None),
 }
 
 

@@ -55,7 +55,7 @@ def swept(tmp_path, section: str, objective, n: int, failed: tuple[int, ...] = (
 def test_a_single_objective_sweeps_views(tmp_path):
     section = "  random_search: {n_experiments: 40}\n  metric: {name: loss, optimization: minimize}\n"
     model, told = swept(tmp_path, section, loss, 42, failed=(5, 17))
-    assert model.complete == 40 and model.counts == {"Complete": 40, "Failed": 2} and model.notes == []
+    assert model.complete == 40 and model.counts == {"Complete": 40, "Failed": 2} and model.missing == {}
     (history,) = model.history
     assert [p.trial for p in history.points] == [number for number, _, _ in told]  # failed trials left out
     running = math.inf
@@ -111,6 +111,18 @@ def test_too_few_trials_say_why_a_view_is_missing(tmp_path):
     section = "  random_search: {n_experiments: 2}\n  metric: {name: loss, optimization: minimize}\n"
     model, _ = swept(tmp_path, section, loss, 2)
     assert model.importance is None and model.contour is None
-    importance, contour = model.notes
-    assert importance.startswith("parameter importance needs 4 complete trials and two parameters that vary (here 2")
-    assert contour == "a contour needs two parameters that vary and three complete trials"
+    assert set(model.missing) == {"importance", "contour"}
+    assert model.missing["importance"].startswith(
+        "parameter importance needs 4 complete trials and two parameters that vary (here 2"
+    )
+    assert model.missing["contour"].startswith("a contour needs two parameters that vary and three complete trials")
+    assert model.missing["contour"].endswith(" and 2)")  # the two trials
+    assert len(model.history[0].points) == 2 and model.parallel is not None  # drawn from what there is
+
+
+def test_a_sweep_without_a_complete_trial_says_so_for_each_view(tmp_path):
+    section = "  random_search: {n_experiments: 2}\n  metrics: [{name: loss, optimization: minimize}, {name: throughput, optimization: maximize}]\n"
+    model, _ = swept(tmp_path, section, lambda v: (loss(v), throughput(v)), 2, failed=(0, 1))
+    assert model.complete == 0 and model.parallel is None and model.slices == []
+    assert model.missing["history"] == model.missing["parallel"] == model.missing["pareto"] == "no trial has completed yet"
+    assert set(model.missing) == {"history", "importance", "parallel", "slices", "contour", "pareto"}

@@ -26,7 +26,7 @@ import math
 import warnings
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .spec import SweepSpec
 from .store import SweepStatus, TrialRow, TrialState
@@ -39,32 +39,42 @@ GRID = 24
 LOG_KINDS = ("loguniform", "qloguniform", "logspace", "geomspace", "lognormal", "qlognormal")
 
 Number = float | int
+#: The views of a sweep, the keys of `SweepViewModel.missing`.
+ViewName = Literal["history", "importance", "parallel", "slices", "contour", "pareto"]
+NO_TRIAL = "no trial has completed yet"
 
 
-class ObjectiveView(BaseModel):
+class _View(BaseModel):
+    """A part of the view-model: every field is always sent (the JSON schema says so too, and the
+    front-ends' types mirror it: `tests/test_rest_models.py`)."""
+
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
+
+class ObjectiveView(_View):
     name: str
     direction: Literal["minimize", "maximize"]
 
 
-class HistoryPoint(BaseModel):
+class HistoryPoint(_View):
     trial: int
     value: float
     best: float = Field(description="the best value of this objective among the trials so far")
 
 
-class History(BaseModel):
+class History(_View):
     objective: str
     direction: Literal["minimize", "maximize"]
     points: list[HistoryPoint]
 
 
-class Importance(BaseModel):
+class Importance(_View):
     objective: str
     evaluator: str = "ped-anova"
     params: dict[str, float] = Field(description="each parameter's share of the importance, most important first")
 
 
-class Axis(BaseModel):
+class Axis(_View):
     """One axis of the parallel coordinates: a parameter's or an objective's value per trial."""
 
     name: str
@@ -76,13 +86,13 @@ class Axis(BaseModel):
     range: tuple[float, float] | None = None
 
 
-class ParallelCoordinates(BaseModel):
+class ParallelCoordinates(_View):
     trials: list[int]
     axes: list[Axis]
     color: str = Field(description="the objective the lines are colored by")
 
 
-class Slice(BaseModel):
+class Slice(_View):
     param: str
     objective: str
     categorical: bool = False
@@ -93,7 +103,7 @@ class Slice(BaseModel):
     y: list[float] = Field(description="the objective's value")
 
 
-class Contour(BaseModel):
+class Contour(_View):
     x_param: str
     y_param: str
     objective: str
@@ -110,19 +120,19 @@ class Contour(BaseModel):
     grid_z: list[list[float]] = Field(description="the objective interpolated at (grid_x[j], grid_y[i]): z[i][j]")
 
 
-class ParetoPoint(BaseModel):
+class ParetoPoint(_View):
     trial: int
     values: list[float] = Field(description="one per objective, in the order of `objectives`")
     on_front: bool
 
 
-class ParetoFront(BaseModel):
+class ParetoFront(_View):
     objectives: list[ObjectiveView]
     front: list[int] = Field(description="the trials on the front")
     points: list[ParetoPoint] = Field(description="every complete trial")
 
 
-class SweepViewModel(BaseModel):
+class SweepViewModel(_View):
     """Everything a sweep's tuning views draw, in one answer."""
 
     sweep_id: str
@@ -140,7 +150,9 @@ class SweepViewModel(BaseModel):
     slices: list[Slice]
     contour: Contour | None
     pareto: ParetoFront | None
-    notes: list[str] = Field(default_factory=list, description="why a view is missing")
+    missing: dict[ViewName, str] = Field(
+        description="why a view is missing or empty (too few trials, one parameter), by the view's name"
+    )
 
 
 def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec: SweepSpec) -> SweepViewModel:
@@ -150,11 +162,17 @@ def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec:
         for t in sorted(status.trials, key=lambda t: t.number)
         if t.state == TrialState.COMPLETE and t.values and all(o.name in t.values for o in objectives)
     ]
-    notes: list[str] = []
+    missing: dict[ViewName, str] = {}
     if not objectives:
-        notes.append("the sweep has no objective: no history, importance or contour")
+        for view in ("history", "importance", "parallel", "slices", "contour"):
+            missing[view] = "the sweep has no objective"
+    elif not complete:
+        for view in ("history", "parallel", "slices", *(["pareto"] if len(objectives) > 1 else [])):
+            missing[view] = NO_TRIAL
     params = _params(complete)
-    importance = _importance(complete, params, objectives, notes) if objectives else None
+    if objectives and complete and not params:
+        missing["slices"] = "no parameter varies among the complete trials"
+    importance = _importance(complete, params, objectives, missing) if objectives else None
     order = list(importance[0].params) if importance else list(params)
     return SweepViewModel(
         sweep_id=sweep_id,
@@ -170,9 +188,9 @@ def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec:
         importance=importance,
         parallel=_parallel(complete, params, objectives, spec) if objectives and complete else None,
         slices=[_slice(complete, name, params[name], objectives[0], spec) for name in params] if objectives else [],
-        contour=_contour(complete, order, params, objectives, spec, notes) if objectives else None,
+        contour=_contour(complete, order, params, objectives, spec, missing) if objectives else None,
         pareto=_pareto(complete, objectives, status) if len(objectives) > 1 else None,
-        notes=notes,
+        missing=missing,
     )
 
 
@@ -214,10 +232,13 @@ def _log(name: str, spec: SweepSpec, trials: list[TrialRow]) -> bool:
 
 
 def _importance(
-    trials: list[TrialRow], params: dict[str, list[str] | None], objectives: list[ObjectiveView], notes: list[str]
+    trials: list[TrialRow],
+    params: dict[str, list[str] | None],
+    objectives: list[ObjectiveView],
+    missing: dict[ViewName, str],
 ) -> list[Importance] | None:
     if len(trials) < MIN_TRIALS_FOR_IMPORTANCE or len(params) < 2:
-        notes.append(
+        missing["importance"] = (
             f"parameter importance needs {MIN_TRIALS_FOR_IMPORTANCE} complete trials and two parameters that vary "
             f"(here {len(trials)} and {len(params)})"
         )
@@ -304,10 +325,12 @@ def _contour(
     params: dict[str, list[str] | None],
     objectives: list[ObjectiveView],
     spec: SweepSpec,
-    notes: list[str],
+    missing: dict[ViewName, str],
 ) -> Contour | None:
     if len(params) < 2 or len(trials) < 3:
-        notes.append("a contour needs two parameters that vary and three complete trials")
+        missing["contour"] = (
+            f"a contour needs two parameters that vary and three complete trials (here {len(params)} and {len(trials)})"
+        )
         return None
     numeric = [name for name in order if params[name] is None]
     chosen = (numeric + [name for name in order if name not in numeric])[:2]

@@ -14,6 +14,7 @@ import type {
   ISubmission,
   ISweep,
   ISweepsPage,
+  ISweepViewModel,
   ITensorBoard,
   ITensorBoardRequest,
   IValidation
@@ -143,6 +144,16 @@ export async function listSweeps(): Promise<ISweepsPage> {
 export async function getSweep(sweepId: string): Promise<ISweep> {
   return (await requestAPI<ISweep>(`sweeps/${encodeURIComponent(sweepId)}`))
     .data!;
+}
+
+/** What a tuner looks at (`GET sweeps/<ref>/view`): history, importance, parallel coordinates,
+ * slices, a contour, the Pareto front, and why any of them is missing. */
+export async function getSweepView(sweepId: string): Promise<ISweepViewModel> {
+  return (
+    await requestAPI<ISweepViewModel>(
+      `sweeps/${encodeURIComponent(sweepId)}/view`
+    )
+  ).data!;
 }
 
 /** Stop a sweep: its running trials (each whole run), then its controller. */

@@ -442,3 +442,113 @@ export interface IWarmTemplate {
 export interface IWarmTemplates {
   templates: IWarmTemplate[];
 }
+
+/** view_model.ObjectiveView: one objective of a sweep and which way is better. */
+export interface ISweepObjectiveView {
+  name: string;
+  direction: 'minimize' | 'maximize';
+}
+
+/** view_model.HistoryPoint: a complete trial's value and the best so far. */
+export interface ISweepHistoryPoint {
+  trial: number;
+  value: number;
+  best: number;
+}
+
+/** view_model.History: one objective's optimization history, in trial order. */
+export interface ISweepHistory {
+  objective: string;
+  direction: 'minimize' | 'maximize';
+  points: ISweepHistoryPoint[];
+}
+
+/** view_model.Importance: each parameter's share of one objective's importance. */
+export interface ISweepImportance {
+  objective: string;
+  evaluator: string;
+  params: { [param: string]: number };
+}
+
+/** view_model.Axis: one axis of the parallel coordinates (a category's index when categorical). */
+export interface ISweepAxis {
+  name: string;
+  role: 'param' | 'objective';
+  categorical: boolean;
+  categories: string[] | null;
+  log: boolean;
+  values: number[];
+  range: [number, number] | null;
+}
+
+/** view_model.ParallelCoordinates: a line per complete trial. */
+export interface ISweepParallel {
+  trials: number[];
+  axes: ISweepAxis[];
+  color: string;
+}
+
+/** view_model.Slice: one parameter's value against the objective, per complete trial. */
+export interface ISweepSlice {
+  param: string;
+  objective: string;
+  categorical: boolean;
+  categories: string[] | null;
+  log: boolean;
+  trials: number[];
+  x: number[];
+  y: number[];
+}
+
+/** view_model.Contour: two parameters, the trials' points and the objective on a grid. */
+export interface ISweepContour {
+  x_param: string;
+  y_param: string;
+  objective: string;
+  x_log: boolean;
+  y_log: boolean;
+  x_categories: string[] | null;
+  y_categories: string[] | null;
+  trials: number[];
+  x: number[];
+  y: number[];
+  z: number[];
+  grid_x: number[];
+  grid_y: number[];
+  grid_z: number[][];
+}
+
+/** view_model.ParetoPoint: a complete trial's objectives, and whether it is on the front. */
+export interface ISweepParetoPoint {
+  trial: number;
+  values: number[];
+  on_front: boolean;
+}
+
+/** view_model.ParetoFront: a multi-objective sweep's trials and its front. */
+export interface ISweepParetoFront {
+  objectives: ISweepObjectiveView[];
+  front: number[];
+  points: ISweepParetoPoint[];
+}
+
+/** view_model.SweepViewModel (`GET sweeps/<ref>/view`): what a tuner looks at. */
+export interface ISweepViewModel {
+  sweep_id: string;
+  name: string | null;
+  state: string;
+  algorithm: string;
+  objectives: ISweepObjectiveView[];
+  n_trials: number;
+  counts: { [state: string]: number };
+  best: number | null;
+  complete: number;
+  history: ISweepHistory[];
+  importance: ISweepImportance[] | null;
+  parallel: ISweepParallel | null;
+  slices: ISweepSlice[];
+  contour: ISweepContour | null;
+  pareto: ISweepParetoFront | null;
+  /** Why a view is missing or empty, by the view's name. */
+  missing: { [view: string]: string };
+}

@@ -24,6 +24,19 @@ from ...presentation.view_models import (
     ReplicaRowView,
     RunViewModel,
 )
+from ...sweeps.view_model import (
+    Axis,
+    Contour,
+    History,
+    HistoryPoint,
+    Importance,
+    ObjectiveView,
+    ParallelCoordinates,
+    ParetoFront,
+    ParetoPoint,
+    Slice,
+    SweepViewModel,
+)
 from .replies import (
     NONFINITE_NAMES,
     Code,
@@ -187,4 +200,15 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     WarmMemory: "IWarmMemory",
     WarmTemplate: "IWarmTemplate",
     WarmTemplates: "IWarmTemplates",
+    SweepViewModel: "ISweepViewModel",
+    ObjectiveView: "ISweepObjectiveView",
+    History: "ISweepHistory",
+    HistoryPoint: "ISweepHistoryPoint",
+    Importance: "ISweepImportance",
+    ParallelCoordinates: "ISweepParallel",
+    Axis: "ISweepAxis",
+    Slice: "ISweepSlice",
+    Contour: "ISweepContour",
+    ParetoFront: "ISweepParetoFront",
+    ParetoPoint: "ISweepParetoPoint",
 }
