@@ -13,6 +13,7 @@ import { CommandIDs } from './commands/ids';
 import { addRunPanelCommands } from './commands/runPanels';
 import { addSidebarCommands } from './commands/sidebar';
 import { addSubmitCommands } from './commands/submit';
+import { addSweepPanelCommand } from './commands/sweepPanel';
 import { addRunOutputs } from './output/plugin';
 import { addCompareCommand } from './panels/compareCommand';
 import { RunNotices } from './runNotifications';
@@ -83,6 +84,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     addSidebarCommands(app, palette);
     addCompareCommand(app, restorer);
+    addSweepPanelCommand(app, {
+      interval: settings.refreshInterval,
+      restorer
+    });
     addRunOutputs(app, notebooks, settings);
 
     const actions: ISidebarActions = {
@@ -96,6 +101,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         openPanel('tensorboard', tensorBoardKey([runId, ...also])),
       stopRun: runId =>
         app.commands.execute(CommandIDs.stopRun, { runId }) as Promise<void>,
+      openSweep: sweepId =>
+        void app.commands.execute(CommandIDs.openSweep, { sweepId }),
       stopSweep: sweepId =>
         app.commands.execute(CommandIDs.stopSweep, {
           sweepId

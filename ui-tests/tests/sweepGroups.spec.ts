@@ -79,12 +79,12 @@ for (const theme of ['light', 'dark'] as const) {
     await group.scrollIntoViewIfNeeded();
     await shot('expanded');
 
-    // A finished sweep: Compare trials, no Stop; comparing opens the comparison of the four.
+    // A finished sweep: Compare trials and its tuning views, no Stop; comparing opens the comparison of the four.
     const menu = group.locator(':scope > .jp-px-run-head .jp-px-row-menu');
     await menu.click();
     await expect(
       group.locator(':scope > .jp-px-run-head .jp-px-menu-item')
-    ).toHaveText(['Compare trials']);
+    ).toHaveText(['Compare trials', 'Tuning views']);
     await shot('menu');
     await group.locator('.jp-px-action-compare-trials').click();
     await expect(page.locator('.jp-px-compare').last()).toBeVisible({

@@ -29,6 +29,7 @@ export function actions(
     openMetrics: () => undefined,
     openTensorBoard: () => undefined,
     stopRun: async () => undefined,
+    openSweep: () => undefined,
     stopSweep: async () => undefined,
     deleteRuns: async () => undefined,
     compareRuns: null,

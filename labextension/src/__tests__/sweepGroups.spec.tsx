@@ -218,9 +218,11 @@ describe('RunsList with sweeps', () => {
   it("compares the sweep's trials and stops it from the group's menu", async () => {
     const compared: string[][] = [];
     const stopped: string[] = [];
+    const opened: string[] = [];
     let compare: ((ids: string[]) => void) | null = null;
     const sidebarActions = actions({
-      stopSweep: async id => void stopped.push(id)
+      stopSweep: async id => void stopped.push(id),
+      openSweep: id => void opened.push(id)
     });
     Object.defineProperty(sidebarActions, 'compareRuns', {
       get: () => compare
@@ -232,8 +234,11 @@ describe('RunsList with sweeps', () => {
       click(group().querySelector('.jp-px-row-menu'));
       return Array.from(group().querySelectorAll('.jp-px-menu-item'));
     };
-    // Without a comparison view, the menu has Stop only.
-    expect(menu().map(item => item.textContent)).toEqual(['Stop']);
+    // Without a comparison view, the menu has the tuning views and Stop.
+    expect(menu().map(item => item.textContent)).toEqual([
+      'Tuning views',
+      'Stop'
+    ]);
     click(group().querySelector('.jp-px-row-menu'));
 
     compare = ids => compared.push(ids);
@@ -241,12 +246,15 @@ describe('RunsList with sweeps', () => {
     const items = menu();
     expect(items.map(item => item.textContent)).toEqual([
       'Compare trials',
+      'Tuning views',
       'Stop'
     ]);
     click(items[0]);
     expect(compared).toEqual([['lr-t0', 'lr-t1', 'lr-t2']]);
-
     click(menu()[1]);
+    expect(opened).toEqual(['lr']);
+
+    click(menu()[2]);
     await waitForDialog();
     expect(document.body.querySelector('.jp-Dialog')!.textContent).toContain(
       'Stop lr search (lr)?'
@@ -261,9 +269,12 @@ describe('RunsList with sweeps', () => {
   it('offers no Stop once the sweep has finished', () => {
     const model = listModel([sweep({ state: 'Succeeded', finished_at: 990 })]);
     const widget = mount(<RunsList model={model} actions={actions()} />);
+    click(widget.node.querySelector('.jp-px-sweep .jp-px-row-menu'));
     expect(
-      widget.node.querySelector('.jp-px-sweep .jp-px-row-menu')
-    ).toBeNull();
+      Array.from(
+        widget.node.querySelectorAll('.jp-px-sweep .jp-px-menu-item')
+      ).map(item => item.textContent)
+    ).toEqual(['Tuning views']);
     React.act(() => widget.dispose());
     model.dispose();
   });

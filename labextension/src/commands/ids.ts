@@ -9,6 +9,8 @@ export namespace CommandIDs {
   export const stopRun = 'jupyter-px:stop-run';
   export const deleteRuns = 'jupyter-px:delete-runs';
   export const stopSweep = 'jupyter-px:stop-sweep';
+  /** A sweep's view in the main area (`{sweepId}`): what a tuner looks at. */
+  export const openSweep = 'jupyter-px:open-sweep';
   /** The comparison view's command (`{runIds: string[]}`), registered by its own plugin part. */
   export const compareRuns = 'jupyter-px:compare-runs';
 }

@@ -7,19 +7,15 @@ import { PanelLayout, Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 import * as api from '../api';
-import {
-  ILine,
-  IFigure,
-  lineFigure,
-  parallelFigure
-} from '../plotting/figures';
+import { ILine, IFigure, lineFigure } from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import type { IPlotTheme } from '../plotting/theme';
 import { viewPoll } from '../polling';
 import { formatAge, stateBadge } from '../runs';
 import { bestText, paramsText, trialRunIds, trialsText } from '../sweepGroups';
-import type { ISweep } from '../types';
+import type { ISweep, ISweepViewModel } from '../types';
 import { useNow } from '../useNow';
+import { SweepViews } from './sweepViews';
 
 /** The sweep's mimetype (`jupyter_px/widgets/run_mime.py`): every output of the sweep monitor. */
 export const SWEEP_MIMETYPE = 'application/vnd.jupyter-px.sweep+json';
@@ -100,40 +96,6 @@ export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
   return figure;
 }
 
-/** Parallel coordinates of the trials' values and the objective (trials with a value). */
-export function sweepParallelFigure(
-  sweep: ISweep,
-  theme: IPlotTheme
-): IFigure | null {
-  const trials = (sweep.trials ?? []).filter(trial => trial.value !== null);
-  const names = [
-    ...new Set(trials.flatMap(trial => Object.keys(trial.params)))
-  ].sort();
-  if (!trials.length || !names.length) {
-    return null;
-  }
-  return parallelFigure({
-    dimensions: names.map(name => ({
-      label: name,
-      values: trials.map(trial => {
-        const value = trial.params[name];
-        return value === undefined || value === null
-          ? null
-          : typeof value === 'number'
-            ? value
-            : String(value);
-      })
-    })),
-    objective: {
-      label: sweep.objective ?? 'value',
-      values: trials.map(trial => trial.value)
-    },
-    minimize: sweep.direction !== 'maximize',
-    theme,
-    height: 320
-  });
-}
-
 /** A sweep as the server knows it now, read again until it has finished. */
 export class SweepOutputModel {
   constructor(
@@ -151,6 +113,8 @@ export class SweepOutputModel {
 
   readonly poll: Poll;
   sweep: ISweep | null = null;
+  /** What a tuner looks at (`GET sweeps/<ref>/view`), read with the sweep. */
+  view: ISweepViewModel | null = null;
   error: string | null = null;
 
   get changed(): ISignal<this, void> {
@@ -159,7 +123,12 @@ export class SweepOutputModel {
 
   async fetch(): Promise<void> {
     try {
-      this.sweep = await api.getSweep(this.payload.sweep_id);
+      const [sweep, view] = await Promise.all([
+        api.getSweep(this.payload.sweep_id),
+        api.getSweepView(this.payload.sweep_id)
+      ]);
+      this.sweep = sweep;
+      this.view = view;
       this.error = null;
       this._changed.emit();
       if (['Succeeded', 'Failed', 'Stopped'].includes(this.sweep.state)) {
@@ -179,7 +148,8 @@ export class SweepOutputModel {
   private _changed = new Signal<this, void>(this);
 }
 
-function SweepView(props: {
+/** A sweep's whole view: its head, buttons, plots and trials (the notebook's output, the panel). */
+export function SweepView(props: {
   model: SweepOutputModel;
   actions: ISweepOutputActions;
 }): JSX.Element {
@@ -216,7 +186,6 @@ function SweepView(props: {
         );
         const badge = stateBadge(sweep.state);
         const best = bestText(sweep);
-        const parallel = sweepParallelFigure(sweep, theme);
         const runIds = trialRunIds(sweep);
         const stop = async () => {
           const answer = await showDialog({
@@ -282,18 +251,8 @@ function SweepView(props: {
                 label={`${sweep.objective ?? 'objective'} per trial by step`}
                 figure={objectiveFigure(sweep, theme)}
               />
-              {parallel ? (
-                <PlotlyFigure
-                  className="jp-px-sweep-parallel"
-                  label="the trials' values and the objective"
-                  figure={parallel}
-                />
-              ) : (
-                <div className="jp-px-note">
-                  the parallel coordinates appear once a trial has a value
-                </div>
-              )}
             </div>
+            {model.view && <SweepViews view={model.view} theme={theme} />}
             <table className="jp-px-sweep-trials">
               <thead>
                 <tr>
@@ -363,7 +322,11 @@ export class SweepOutput extends Widget implements IRenderMime.IRenderer {
   }
 
   async renderModel(mime: IRenderMime.IMimeModel): Promise<void> {
-    const payload = readSweepPayload(mime.data[SWEEP_MIMETYPE]);
+    this.showSweep(readSweepPayload(mime.data[SWEEP_MIMETYPE]));
+  }
+
+  /** Show a sweep (or why the output names none); the same sweep again changes nothing. */
+  showSweep(payload: ISweepPayload | string): void {
     const layout = this.layout as PanelLayout;
     if (
       typeof payload !== 'string' &&

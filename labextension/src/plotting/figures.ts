@@ -108,7 +108,7 @@ export function smooth(
   });
 }
 
-function axis(theme: IPlotTheme, title: string): { [key: string]: any } {
+export function axis(theme: IPlotTheme, title: string): { [key: string]: any } {
   return {
     title: { text: title, font: { color: theme.muted } },
     color: theme.text,

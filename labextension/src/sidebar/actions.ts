@@ -13,6 +13,8 @@ export interface ISidebarActions {
   /** One TensorBoard for `runId` and the runs of `also` (the multi-select). */
   openTensorBoard(runId: string, also?: string[]): void;
   stopRun(runId: string): Promise<void>;
+  /** Open the sweep's view in the main area (history, importance, parallel coordinates...). */
+  openSweep(sweepId: string): void;
   /** Stop a sweep (asked for already): its running trials, then its controller. */
   stopSweep(sweepId: string): Promise<void>;
   /** Remove finished runs' directories (asked for already); resolves once the list is refreshed. */

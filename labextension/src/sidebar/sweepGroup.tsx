@@ -19,8 +19,8 @@ const FINISHED = new Set(['Succeeded', 'Failed', 'Stopped']);
 
 /**
  * A sweep in the runs list: its name, state, trials done and best value, and, expanded, its
- * trials' runs (rows as any run's, each with its values). Its menu stops the sweep or compares
- * its trials (where a comparison view is installed).
+ * trials' runs (rows as any run's, each with its values). Its menu compares its trials (where a
+ * comparison view is installed), opens its tuning views, and stops it.
  */
 export function SweepGroup(props: {
   sweep: ISweep;
@@ -60,6 +60,13 @@ export function SweepGroup(props: {
           }
         ]
       : []),
+    {
+      name: 'open-sweep',
+      label: 'Tuning views',
+      title:
+        'History, importance, parallel coordinates, contour (and the Pareto front)',
+      run: () => actions.openSweep(sweep.sweep_id)
+    },
     ...(FINISHED.has(sweep.state)
       ? []
       : [{ name: 'stop-sweep', label: 'Stop', run: () => void stop() }])

@@ -1,0 +1,167 @@
+/**
+ * What a tuner looks at, drawn from the sweep's view-model (`GET sweeps/<ref>/view`): the
+ * optimization history, parameter importance, parallel coordinates, the contour of the two most
+ * important parameters and the slices, and a multi-objective sweep's Pareto plot. A view the
+ * model says is missing (too few trials, one parameter) shows the model's reason in its place,
+ * never an empty box. Shown by the sweep's notebook output and its panel from the sidebar.
+ */
+import * as React from 'react';
+
+import { PlotlyFigure } from '../plotting/plotlyFigure';
+import {
+  contourFigure,
+  historyFigure,
+  importanceFigure,
+  paretoFigure,
+  slicesFigure,
+  sweepParallelFigure
+} from '../plotting/sweepFigures';
+import type { IPlotTheme } from '../plotting/theme';
+import type { ISweepViewModel } from '../types';
+
+/** One view: its title, and its plot or why there is none. */
+function View(props: {
+  name: string;
+  title: string;
+  missing?: string;
+  children?: React.ReactNode;
+}): JSX.Element {
+  return (
+    <section className={`jp-px-sweep-view jp-px-sweep-${props.name}`}>
+      <h4 className="jp-px-sweep-view-title">{props.title}</h4>
+      {props.children ?? (
+        <div className="jp-px-note jp-px-sweep-missing">
+          {props.missing ?? 'nothing to draw yet'}
+        </div>
+      )}
+    </section>
+  );
+}
+
+export function SweepViews(props: {
+  view: ISweepViewModel;
+  theme: IPlotTheme;
+}): JSX.Element {
+  const { view, theme } = props;
+  const missing = view.missing;
+  const first = view.objectives[0];
+  const figures = React.useMemo(
+    () => ({
+      history: view.history
+        .filter(h => h.points.length)
+        .map(h => ({
+          objective: h.objective,
+          figure: historyFigure(h, theme)
+        })),
+      importance: (view.importance ?? []).map(i => ({
+        objective: i.objective,
+        figure: importanceFigure(i, theme)
+      })),
+      parallel: view.parallel
+        ? sweepParallelFigure(view.parallel, view.objectives, theme)
+        : null,
+      contour:
+        view.contour && first
+          ? contourFigure(view.contour, first.direction, theme)
+          : null,
+      slices: view.slices.length ? slicesFigure(view.slices, theme) : null,
+      pareto: view.pareto ? paretoFigure(view.pareto, theme) : null
+    }),
+    [view, theme]
+  );
+  return (
+    <div className="jp-px-sweep-views">
+      {view.pareto !== null || missing.pareto ? (
+        <View
+          name="pareto"
+          title={`Pareto front: ${view.objectives
+            .slice(0, 2)
+            .map(o => o.name)
+            .join(
+              ' against '
+            )} (${view.pareto?.front.length ?? 0} trials on it)`}
+          missing={missing.pareto}
+        >
+          {figures.pareto && view.pareto?.points.length ? (
+            <PlotlyFigure
+              className="jp-px-sweep-pareto-plot"
+              label="the trials' objectives, the Pareto front marked"
+              figure={figures.pareto}
+            />
+          ) : undefined}
+        </View>
+      ) : null}
+      <View
+        name="history"
+        title="Optimization history"
+        missing={missing.history}
+      >
+        {figures.history.length
+          ? figures.history.map(h => (
+              <PlotlyFigure
+                key={h.objective}
+                className="jp-px-sweep-history-plot"
+                label={`${h.objective} by trial, and the best so far`}
+                figure={h.figure}
+              />
+            ))
+          : undefined}
+      </View>
+      <View
+        name="importance"
+        title="Parameter importance"
+        missing={missing.importance}
+      >
+        {figures.importance.length
+          ? figures.importance.map(i => (
+              <PlotlyFigure
+                key={i.objective}
+                className="jp-px-sweep-importance-plot"
+                label={`each parameter's importance for ${i.objective}`}
+                figure={i.figure}
+              />
+            ))
+          : undefined}
+      </View>
+      <View
+        name="parallel"
+        title="Parallel coordinates"
+        missing={missing.parallel}
+      >
+        {figures.parallel ? (
+          <PlotlyFigure
+            className="jp-px-sweep-parallel-plot"
+            label="the trials' values and objectives"
+            figure={figures.parallel}
+          />
+        ) : undefined}
+      </View>
+      <View
+        name="contour"
+        title={
+          view.contour
+            ? `Contour: ${view.contour.objective} over ${view.contour.x_param} and ${view.contour.y_param}`
+            : 'Contour'
+        }
+        missing={missing.contour}
+      >
+        {figures.contour ? (
+          <PlotlyFigure
+            className="jp-px-sweep-contour-plot"
+            label="the objective over two parameters"
+            figure={figures.contour}
+          />
+        ) : undefined}
+      </View>
+      <View name="slices" title="Slices" missing={missing.slices}>
+        {figures.slices ? (
+          <PlotlyFigure
+            className="jp-px-sweep-slices-plot"
+            label="each parameter against the objective"
+            figure={figures.slices}
+          />
+        ) : undefined}
+      </View>
+    </div>
+  );
+}
