@@ -37,7 +37,7 @@ def test_the_plots_are_edited_in_place_and_kept_in_the_saved_state(px_home):
     status = store.status(sweep_id)
     status.state = "Running"
     for trial in status.trials[2:]:  # two trials still running, no value yet
-        trial.state, trial.value, trial.intermediate = TrialState.RUNNING, None, []
+        trial.state, trial.value, trial.values, trial.intermediate = TrialState.RUNNING, None, None, []
     store.write_status(status)
 
     monitor = SweepMonitor(Sweep(sweep_id), autostart=False)
@@ -49,7 +49,7 @@ def test_the_plots_are_edited_in_place_and_kept_in_the_saved_state(px_home):
     status = store.status(sweep_id)
     status.state = "Succeeded"
     for trial in status.trials[2:]:
-        trial.state, trial.value, trial.step = TrialState.COMPLETE, 0.3, 9
+        trial.state, trial.value, trial.values, trial.step = TrialState.COMPLETE, 0.3, {"loss": 0.3}, 9
     status.trials[2].intermediate = [(step, 0.3) for step in range(10)]
     store.write_status(status)
     monitor.refresh()

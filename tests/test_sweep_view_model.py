@@ -121,8 +121,13 @@ def test_too_few_trials_say_why_a_view_is_missing(tmp_path):
 
 
 def test_a_sweep_without_a_complete_trial_says_so_for_each_view(tmp_path):
-    section = "  random_search: {n_experiments: 2}\n  metrics: [{name: loss, optimization: minimize}, {name: throughput, optimization: maximize}]\n"
+    section = (
+        "  random_search: {n_experiments: 2}\n"
+        "  metrics: [{name: loss, optimization: minimize}, {name: throughput, optimization: maximize}]\n"
+    )
     model, _ = swept(tmp_path, section, lambda v: (loss(v), throughput(v)), 2, failed=(0, 1))
     assert model.complete == 0 and model.parallel is None and model.slices == []
-    assert model.missing["history"] == model.missing["parallel"] == model.missing["pareto"] == "no trial has completed yet"
+    assert (
+        model.missing["history"] == model.missing["parallel"] == model.missing["pareto"] == "no trial has completed yet"
+    )
     assert set(model.missing) == {"history", "importance", "parallel", "slices", "contour", "pareto"}

@@ -19,7 +19,18 @@ name, count = sys.argv[1], int(sys.argv[2])
 with_curves = sys.argv[3:] == ["curves"]
 sweeps, runs = SweepStore(), RunStore()
 now = time.time()
-topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
+trial_topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
+# The sweep's own file, as a controller's sweep has it (its views read the objective from it).
+topology = {
+    **trial_topology,
+    "hptuning": {
+        "metric": {"name": "loss", "optimization": "minimize"},
+        "matrix": {
+            "lr": {"values": [round(0.1 / (n + 1), 4) for n in range(count)]},
+            "momentum": {"values": [0.0, 0.9]},
+        },
+    },
+}
 sweep_id = sweeps.new_id(name)
 trials = []
 for number in range(count):
@@ -30,7 +41,7 @@ for number in range(count):
         RunRecord(
             run_id=run_id,
             name=f"{name} trial {number}",
-            topology=topology,
+            topology=trial_topology,
             created_at=now - 600 + number,
             submitted_from="sweep",
             sweep=TrialOf(sweep_id=sweep_id, trial=number, params=params),
@@ -46,7 +57,11 @@ for number in range(count):
         with open(paths.metrics("master", 0), "w") as handle:
             for step in steps:
                 loss = (0.05 if stopped else value) * (1 + (59 - step) / 10)
-                point = {"step": step, "time": now - 600 + number + step, "metrics": {"loss": loss, "acc": 1 - loss / 10}}
+                point = {
+                    "step": step,
+                    "time": now - 600 + number + step,
+                    "metrics": {"loss": loss, "acc": 1 - loss / 10},
+                }
                 handle.write(json.dumps(point) + "\n")
     runs.write_status(
         RunStatus(
@@ -64,6 +79,7 @@ for number in range(count):
             run_id=run_id,
             params=params,
             value=value,
+            values={"loss": value},
             step=9,
             intermediate=[(step, value * (1 + (9 - step) / 3)) for step in range(10)],
             started_at=now - 600 + number,

@@ -163,12 +163,13 @@ def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec:
         if t.state == TrialState.COMPLETE and t.values and all(o.name in t.values for o in objectives)
     ]
     missing: dict[ViewName, str] = {}
+    unmade: tuple[ViewName, ...] = ()
     if not objectives:
-        for view in ("history", "importance", "parallel", "slices", "contour"):
-            missing[view] = "the sweep has no objective"
+        unmade, why = ("history", "importance", "parallel", "slices", "contour"), "the sweep has no objective"
     elif not complete:
-        for view in ("history", "parallel", "slices", *(["pareto"] if len(objectives) > 1 else [])):
-            missing[view] = NO_TRIAL
+        unmade, why = ("history", "parallel", "slices", *(("pareto",) if len(objectives) > 1 else ())), NO_TRIAL
+    for view in unmade:
+        missing[view] = why
     params = _params(complete)
     if objectives and complete and not params:
         missing["slices"] = "no parameter varies among the complete trials"

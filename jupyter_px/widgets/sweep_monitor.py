@@ -1,5 +1,8 @@
 """The sweep monitor: the sweep's state and best trial, a trials table, the objective per trial
-(a live line per trial, by step) and a parallel-coordinates plot of the parameters and the value.
+(a live line per trial, by step), and what a tuner looks at, drawn from the sweep's view-model
+(`presentation.sweep_figures`, the views the JupyterLab extension draws): the optimization
+history, parameter importance, parallel coordinates, a contour and slices, and a multi-objective
+sweep's Pareto front; a view the model says is missing shows the model's reason instead.
 
 Like the run monitor it only reads (the sweep's `status.json`, written by its controller) and
 updates from a background thread (the kernel's loop does not run while a cell blocks on
@@ -15,10 +18,22 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..presentation.sweep_figures import VIEWS, view_figures
 from ..sweeps.store import SweepStatus, TrialState
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
+from ..sweeps.view_model import SweepViewModel
 from .plots import THEME_NEUTRAL
 from .run_mime import SWEEP_MIMETYPE, sweep_payload
+
+#: Each view's title above its plot or its reason.
+VIEW_TITLES = {
+    "pareto": "Pareto front",
+    "history": "Optimization history",
+    "importance": "Parameter importance",
+    "parallel": "Parallel coordinates",
+    "contour": "Contour",
+    "slices": "Slices",
+}
 
 #: Colors of trial states in the table (the run monitor's palette: done, stopped early, failed).
 STATE_COLORS = {
@@ -89,55 +104,6 @@ def objective_figure(status: SweepStatus) -> Any:
     return figure
 
 
-def parallel_figure(status: SweepStatus) -> Any:
-    """Parallel coordinates: one axis per parameter (numbers as they are, text by category) and
-    the objective, one line per trial that has a value."""
-    import plotly.graph_objects as go
-
-    trials = [t for t in sorted(status.trials, key=lambda t: t.number) if t.value is not None]
-    names = sorted({name for t in trials for name in t.params})
-    dimensions = []
-    for name in names:
-        values = [t.params.get(name) for t in trials]
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            dimensions.append({"label": name, "values": values})
-        else:
-            labels = sorted({str(v) for v in values})
-            dimensions.append(
-                {
-                    "label": name,
-                    "values": [labels.index(str(v)) for v in values],
-                    "tickvals": list(range(len(labels))),
-                    "ticktext": labels,
-                }
-            )
-    objective = [t.value for t in trials]
-    dimensions.append({"label": status.objective or "value", "values": objective})
-    figure = go.Figure(
-        go.Parcoords(
-            line={
-                "color": objective,
-                "colorscale": "Viridis",
-                "showscale": True,
-                "reversescale": status.direction == "minimize",
-            },
-            dimensions=dimensions,
-            # plotly's default halo behind axis text is the paper's contrast color, which is
-            # white on a transparent paper: a blur on JupyterLab Dark
-            tickfont={"shadow": "none"},
-            labelfont={"shadow": "none"},
-            rangefont={"shadow": "none"},
-        )
-    )
-    figure.update_layout(
-        **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
-        title={"text": "parameters and objective", "y": 0.98, "yanchor": "top"},
-        height=340,
-        margin={"l": 60, "r": 130, "t": 80, "b": 30},  # the color bar's room: clipped otherwise
-    )
-    return figure
-
-
 def _redraw(widget: Any, figure: Any) -> None:
     """Show `figure` in the existing figure widget, and keep it in the widget's synced state.
 
@@ -176,9 +142,18 @@ class SweepMonitor(widgets.VBox):
         self.stop_button = widgets.Button(description="Stop sweep", button_style="danger", icon="stop")
         self.stop_button.on_click(lambda _: self._stop_sweep())
         self.objective_plot = go.FigureWidget()
-        self.parallel_plot = go.FigureWidget()
+        # A view each: its plot (in a box, hidden while the view is missing) and the model's
+        # reason when it is. plotly's FigureWidget has its own `layout`: the box is what hides.
+        self.view_plots = {name: go.FigureWidget() for name in VIEWS}
+        self.view_boxes = {name: widgets.Box([plot]) for name, plot in self.view_plots.items()}
+        self.view_reasons = {name: widgets.HTML() for name in VIEWS}
+        self.view_sections = {name: widgets.VBox([self.view_reasons[name], self.view_boxes[name]]) for name in VIEWS}
+        self.parallel_plot = self.view_plots["parallel"]
+        self.last_view: SweepViewModel | None = None
         self._shown_points: tuple = ()
-        super().__init__([self.header, self.stop_button, self.table, self.objective_plot, self.parallel_plot], **kwargs)
+        super().__init__(
+            [self.header, self.stop_button, self.table, self.objective_plot, *self.view_sections.values()], **kwargs
+        )
         self.refresh()
         if autostart and not self.finished:
             self.start()
@@ -199,12 +174,32 @@ class SweepMonitor(widgets.VBox):
             if points != self._shown_points:  # redraw the plots only when a trial moved
                 self._shown_points = points
                 _redraw(self.objective_plot, objective_figure(status))
-                _redraw(self.parallel_plot, parallel_figure(status))
+                self._draw_views(self.sweep.service.view_model(self.sweep_id))
             self.finished = status.state.finished
             self.stop_button.disabled = self.finished
             # A finished sweep has nothing to stop: a neutral, disabled button, not a red one.
             self.stop_button.button_style = "" if self.finished else "danger"
             return status
+
+    def _draw_views(self, model: SweepViewModel) -> None:
+        """Each view's figure from the model, or the model's reason where it has none."""
+        self.last_view = model
+        figures = view_figures(model)
+        for name in VIEWS:
+            section, box, reason = self.view_sections[name], self.view_boxes[name], self.view_reasons[name]
+            if name not in figures:  # a view this sweep has not (the Pareto front of one objective)
+                section.layout.display = "none"
+                continue
+            section.layout.display = None
+            figure = figures[name]
+            if figure is None:
+                why = model.missing.get(name, "nothing to draw yet")
+                reason.value = f"<div class='px-sweep-missing'><b>{VIEW_TITLES[name]}</b>: {html.escape(why)}</div>"
+                box.layout.display = "none"
+            else:
+                reason.value = ""
+                box.layout.display = None
+                _redraw(self.view_plots[name], figure)
 
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive():

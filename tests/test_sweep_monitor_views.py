@@ -1,0 +1,158 @@
+"""The ipywidgets sweep monitor's tuning views (front-ends without the JupyterLab extension), from
+the sweep's view-model: sweeps asked and told through the sweep's own Optuna engine, stored as
+the controller stores them, and the monitor's figure widgets checked for what they draw (each
+trace's points, axis titles, the Pareto front's points), and for the model's reason where a view
+is missing (its plot hidden, never an empty box).
+"""
+
+from __future__ import annotations
+
+import math
+
+import yaml
+
+from jupyter_px.runstore.models import CodeSpec
+from jupyter_px.sweeps.engine import open_study
+from jupyter_px.sweeps.snapshot import snapshot
+from jupyter_px.sweeps.space import suggest
+from jupyter_px.sweeps.spec import parse_polyaxonfile, read_sweep
+from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore
+
+SINGLE = """
+hptuning:
+  seed: 3
+  random_search: {n_experiments: 8}
+  metric: {name: loss, optimization: minimize}
+  matrix:
+    lr: {loguniform: [-7, -1]}
+    act: {values: [relu, tanh, gelu]}
+"""
+
+TWO = """
+hptuning:
+  seed: 5
+  random_search: {n_experiments: 8}
+  metrics:
+    - {name: loss, optimization: minimize}
+    - {name: throughput, optimization: maximize}
+  matrix:
+    x: {uniform: [0, 1]}
+    y: {uniform: [0, 1]}
+"""
+
+
+def stored_sweep(px_home, text: str, objective, n: int) -> tuple[str, list]:
+    """A finished sweep of `n` trials, each told `objective(params)`, in the store."""
+    topology = yaml.safe_load(text)
+    spec = read_sweep(parse_polyaxonfile(topology))
+    store = SweepStore(px_home)
+    sweep_id = store.new_id("views")
+    (px_home / "journals").mkdir(parents=True, exist_ok=True)
+    study = open_study(spec, px_home / "journals" / f"{sweep_id}.journal")
+    told = []
+    for _ in range(n):
+        trial = study.ask()
+        values = suggest(trial, spec)
+        trial.set_user_attr("params", values)
+        result = objective(values)
+        study.tell(trial, result)
+        told.append((trial.number, values, result))
+    status = snapshot(study, spec, SweepStatus(sweep_id=sweep_id, n_trials=n))
+    status.state = SweepState.SUCCEEDED
+    record = SweepRecord(sweep_id=sweep_id, name="views", topology=topology, code=CodeSpec(), workdir=".")
+    store.create(record, {"main.py": "pass\n"}, status)
+    return sweep_id, told
+
+
+def loss(v: dict) -> float:
+    return (math.log(v["lr"]) + 4) ** 2 + {"relu": 0.0, "tanh": 0.3, "gelu": 0.1}[v["act"]]
+
+
+def monitor_of(sweep_id: str):
+    from jupyter_px.sweeps.api import Sweep
+    from jupyter_px.widgets.sweep_monitor import SweepMonitor
+
+    return SweepMonitor(Sweep(sweep_id), autostart=False)
+
+
+def shown(monitor, name: str) -> bool:
+    return monitor.view_sections[name].layout.display != "none" and monitor.view_boxes[name].layout.display != "none"
+
+
+def test_a_sweeps_views_draw_its_trials(px_home):
+    sweep_id, told = stored_sweep(px_home, SINGLE, loss, 8)
+    monitor = monitor_of(sweep_id)
+    plots = monitor.view_plots
+    values = [result for _, _, result in told]
+
+    # History: each trial's loss, and the best so far.
+    points, best = plots["history"]._widget_data
+    assert points["x"] == [number for number, _, _ in told] and points["y"] == values
+    assert best["y"] == [min(values[: i + 1]) for i in range(len(values))]
+    assert best["line"]["shape"] == "hv"
+    layout = plots["history"]._widget_layout
+    assert layout["xaxis"]["title"]["text"] == "trial" and layout["yaxis"]["title"]["text"] == "loss (minimize)"
+
+    # Importance: a bar per parameter, the shares of the whole.
+    (bars,) = plots["importance"]._widget_data
+    assert sorted(bars["y"]) == ["act", "lr"] and math.isclose(sum(bars["x"]), 1.0)
+    assert bars["y"][-1] == "lr"  # the learning rate matters most: on top
+
+    # Parallel coordinates: lr on a log10 axis, the activation by category, the loss; 8 lines.
+    (lines,) = plots["parallel"]._widget_data
+    labels = [d["label"] for d in lines["dimensions"]]
+    assert sorted(labels) == ["act", "loss", "lr (log10)"]
+    lr = next(d for d in lines["dimensions"] if d["label"] == "lr (log10)")
+    assert lr["values"] == [math.log10(v["lr"]) for _, v, _ in told]
+    assert all(len(d["values"]) == 8 for d in lines["dimensions"]) and lines["line"]["color"] == values
+
+    # Contour: lr (numeric first) against the activation, the interpolated grid and the 8 trials.
+    grid, trials = plots["contour"]._widget_data
+    assert len(grid["z"]) == 24 and len(grid["z"][0]) == 24 and len(trials["x"]) == 8
+    layout = plots["contour"]._widget_layout
+    assert layout["xaxis"]["title"]["text"] == "lr" and layout["xaxis"]["type"] == "log"
+    assert layout["yaxis"]["title"]["text"] == "act" and list(layout["yaxis"]["ticktext"]) == ["gelu", "relu", "tanh"]
+
+    # Slices: a panel per parameter, each trial's value.
+    slices = plots["slices"]._widget_data
+    assert sorted(trace["name"] for trace in slices) == ["act", "lr"]
+    assert all(len(trace["x"]) == 8 and trace["y"] == values for trace in slices)
+
+    for name in ("history", "importance", "parallel", "contour", "slices"):
+        assert shown(monitor, name) and monitor.view_reasons[name].value == "", name
+    assert monitor.view_sections["pareto"].layout.display == "none"  # one objective: no Pareto plot
+
+
+def test_a_missing_view_shows_the_models_reason(px_home):
+    sweep_id, _ = stored_sweep(px_home, SINGLE, loss, 2)
+    monitor = monitor_of(sweep_id)
+    for name in ("importance", "contour"):
+        assert not shown(monitor, name), name
+        assert monitor.last_view.missing[name] in monitor.view_reasons[name].value
+    assert "parameter importance needs 4 complete trials" in monitor.view_reasons["importance"].value
+    assert "a contour needs two parameters that vary" in monitor.view_reasons["contour"].value
+    assert shown(monitor, "history") and len(monitor.view_plots["history"]._widget_data[0]["x"]) == 2
+
+
+def test_a_two_objective_sweeps_pareto_plot_marks_its_front(px_home):
+    def objectives(v: dict) -> tuple[float, float]:
+        return (v["x"] ** 2 + v["y"], 10 * v["x"] - v["y"])
+
+    sweep_id, told = stored_sweep(px_home, TWO, objectives, 8)
+    monitor = monitor_of(sweep_id)
+    points = {number: result for number, _, result in told}
+
+    def dominated(p):
+        return any(q[0] <= p[0] and q[1] >= p[1] and q != p for q in points.values())
+
+    front = {number for number, p in points.items() if not dominated(p)}
+    assert 1 <= len(front) < 8
+    others, marked = monitor.view_plots["pareto"]._widget_data
+    assert marked["name"] == "Pareto front" and set(marked["customdata"]) == front
+    assert set(others["customdata"]) == set(points) - front
+    assert [(x, y) for x, y in zip(marked["x"], marked["y"], strict=True)] == sorted(points[n] for n in front)
+    layout = monitor.view_plots["pareto"]._widget_layout
+    assert layout["xaxis"]["title"]["text"] == "loss (min)"
+    assert layout["yaxis"]["title"]["text"] == "throughput (max)"
+    assert shown(monitor, "pareto")
+    assert len(monitor.view_plots["history"]._widget_data) == 4  # points and best, per objective
