@@ -130,7 +130,7 @@ def test_a_missing_view_shows_the_models_reason(px_home):
         assert not shown(monitor, name), name
         assert monitor.last_view.missing[name] in monitor.view_reasons[name].value
     assert "parameter importance needs 4 complete trials" in monitor.view_reasons["importance"].value
-    assert "a contour needs two parameters that vary" in monitor.view_reasons["contour"].value
+    assert "a contour needs three complete trials and two parameters" in monitor.view_reasons["contour"].value
     assert shown(monitor, "history") and len(monitor.view_plots["history"]._widget_data[0]["x"]) == 2
 
 

@@ -115,8 +115,9 @@ def test_too_few_trials_say_why_a_view_is_missing(tmp_path):
     assert model.missing["importance"].startswith(
         "parameter importance needs 4 complete trials and two parameters that vary (here 2"
     )
-    assert model.missing["contour"].startswith("a contour needs two parameters that vary and three complete trials")
-    assert model.missing["contour"].endswith(" and 2)")  # the two trials
+    assert model.missing["contour"].startswith(
+        "a contour needs three complete trials and two parameters that vary (here 2 and"
+    )
     assert len(model.history[0].points) == 2 and model.parallel is not None  # drawn from what there is
 
 

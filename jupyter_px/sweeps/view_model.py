@@ -330,7 +330,7 @@ def _contour(
 ) -> Contour | None:
     if len(params) < 2 or len(trials) < 3:
         missing["contour"] = (
-            f"a contour needs two parameters that vary and three complete trials (here {len(params)} and {len(trials)})"
+            f"a contour needs three complete trials and two parameters that vary (here {len(trials)} and {len(params)})"
         )
         return None
     numeric = [name for name in order if params[name] is None]
