@@ -48,7 +48,7 @@ hptuning:
     - {name: loss, optimization: minimize}
     - {name: throughput, optimization: maximize}
   matrix:
-    x: {values: [0, 0.2, 0.4, 0.5, 0.8, 1.0]}`,
+    x: {values: [0, 0.1, 0.4, 0.5, 0.9, 1.0]}`,
   `%%px_distributed -t two --name ${name}
 from jupyter_px import tracking
 tracking.log_metrics(step=0, loss=(x - 0.3) ** 2, throughput=1 - (x - 0.6) ** 2)
@@ -220,8 +220,10 @@ for (const theme of ['light', 'dark'] as const) {
     ).toHaveCount(0);
     const history = await drawn(two.locator('.jp-px-sweep-history'));
     expect(history.traces.map(t => t.points)).toEqual([6, 6]);
-    await two.locator('.jp-px-sweep-views').scrollIntoViewIfNeeded();
+    await two.locator('.jp-px-sweep-pareto').scrollIntoViewIfNeeded();
     await shot(page, `sweep-views-${theme}-03-pareto`);
+    await two.locator('.jp-px-sweep-contour').scrollIntoViewIfNeeded();
+    await shot(page, `sweep-views-${theme}-04-missing`);
 
     // The sidebar: the grid sweep's menu opens the same views in a panel.
     const sweepId = (await grid.getAttribute('data-sweep-id'))!;
@@ -234,6 +236,6 @@ for (const theme of ['light', 'dark'] as const) {
     const panel = page.locator('.jp-px-panel-sweep');
     await expect(panel).toBeVisible({ timeout: 30000 });
     await expectGridViews(panel);
-    await shot(page, `sweep-views-${theme}-04-panel`);
+    await shot(page, `sweep-views-${theme}-05-panel`);
   });
 }
