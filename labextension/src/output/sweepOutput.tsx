@@ -116,28 +116,35 @@ export class SweepOutputModel {
   /** What a tuner looks at (`GET sweeps/<ref>/view`), read with the sweep. */
   view: ISweepViewModel | null = null;
   error: string | null = null;
+  /** Why the views could not be read (the sweep itself was). */
+  viewError: string | null = null;
 
   get changed(): ISignal<this, void> {
     return this._changed;
   }
 
   async fetch(): Promise<void> {
+    // The sweep first (its head, table and per-step plot show at once), then its views.
+    let sweep: ISweep | null = null;
     try {
-      const [sweep, view] = await Promise.all([
-        api.getSweep(this.payload.sweep_id),
-        api.getSweepView(this.payload.sweep_id)
-      ]);
-      this.sweep = sweep;
-      this.view = view;
+      sweep = this.sweep = await api.getSweep(this.payload.sweep_id);
       this.error = null;
       this._changed.emit();
-      if (['Succeeded', 'Failed', 'Stopped'].includes(this.sweep.state)) {
-        void this.poll.stop();
-      }
+      this.view = await api.getSweepView(this.payload.sweep_id);
+      this.viewError = null;
+      this._changed.emit();
     } catch (error) {
-      this.error = (error as Error).message;
+      const message = (error as Error).message;
+      if (sweep) {
+        this.viewError = message;
+      } else {
+        this.error = message;
+      }
       this._changed.emit();
       throw error;
+    }
+    if (['Succeeded', 'Failed', 'Stopped'].includes(sweep!.state)) {
+      void this.poll.stop();
     }
   }
 
@@ -252,6 +259,11 @@ export function SweepView(props: {
                 figure={objectiveFigure(sweep, theme)}
               />
             </div>
+            {model.viewError && (
+              <div className="jp-px-error">
+                the sweep&apos;s views could not be read: {model.viewError}
+              </div>
+            )}
             {model.view && <SweepViews view={model.view} theme={theme} />}
             <table className="jp-px-sweep-trials">
               <thead>
