@@ -59,8 +59,10 @@ def test_the_sweep_monitor(lab):
         output = page.locator(".jp-CodeCell", has=page.locator(".px-sweep-header"))
         header = output.locator(".px-sweep-header")
         header.wait_for(timeout=120_000)
-        plots = output.locator(".js-plotly-plot")
-        plots.nth(1).wait_for(timeout=60_000)
+        # The objective by step, and the tuning views' parallel coordinates (each view in its section).
+        objective = output.locator(".js-plotly-plot.px-sweep-objective").first
+        parallel = output.locator(".px-sweep-view-parallel .js-plotly-plot").first
+        parallel.wait_for(timeout=60_000)
         text = header.inner_text()
         assert f"sweep {sweep_id}: Succeeded" in text
         assert "trials: 4/4 done, 4 complete; best: trial 3: loss 0.25" in text
@@ -72,23 +74,30 @@ def test_the_sweep_monitor(lab):
         assert output.get_by_role("button", name="Stop sweep").is_disabled()
 
         # A line per trial, on the theme's background, with ticks that read on it.
-        assert plots.nth(0).locator("g.trace.scatter").count() == 4
-        assert plots.nth(1).locator(".parcoords").count() == 1
-        plots.nth(0).scroll_into_view_if_needed()
+        assert objective.locator("g.trace.scatter").count() == 4
+        assert parallel.locator(".parcoords").count() == 1
+        # The other tuning views drawn too: the history (the trials and the best so far), the
+        # importance bars, the contour, a slice per param; no reason shown in their place.
+        history = output.locator(".px-sweep-view-history .js-plotly-plot").first
+        assert history.locator("g.trace.scatter").count() == 2
+        assert output.locator(".px-sweep-view-importance g.trace.bars").count() == 1
+        assert output.locator(".px-sweep-view-contour g.contour").count() == 1
+        assert output.locator(".px-sweep-view-slices g.trace.scatter").count() == 2
+        assert output.locator(".px-sweep-missing").count() == 0
+        objective.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts_dir() / f"sweep-monitor-{lab.theme}.png"), full_page=False)
-        for plot in (plots.nth(0), plots.nth(1)):
+        for plot in (objective, parallel):
             background = plot.evaluate(EFFECTIVE_BACKGROUND)
             if lab.theme == "dark":
                 assert luminance(background) < 0.1, f"background {background} is not dark"
             else:
                 assert luminance(background) > 0.8, f"background {background} is not light"
-        for plot, ticks in ((plots.nth(0), ".ytick text"), (plots.nth(1), ".axis .tick text")):
+        for plot, ticks in ((objective, ".ytick text"), (parallel, ".axis .tick text")):
             tick = plot.locator(ticks).first.evaluate("(el) => getComputedStyle(el).fill")
             assert contrast(parse_rgb(tick), plot.evaluate(EFFECTIVE_BACKGROUND)) >= 3, (ticks, tick)
         # No halo behind the parallel plot's axis text (plotly's default is white: a blur on Dark).
         halos = (
-            plots.nth(1)
-            .locator(".axis .tick text")
+            parallel.locator(".axis .tick text")
             .evaluate_all("texts => [...new Set(texts.map(t => getComputedStyle(t).textShadow))]")
         )
         assert halos == ["none"], halos

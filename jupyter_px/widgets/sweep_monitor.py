@@ -142,12 +142,15 @@ class SweepMonitor(widgets.VBox):
         self.stop_button = widgets.Button(description="Stop sweep", button_style="danger", icon="stop")
         self.stop_button.on_click(lambda _: self._stop_sweep())
         self.objective_plot = go.FigureWidget()
+        self.objective_plot.add_class("px-sweep-objective")
         # A view each: its plot (in a box, hidden while the view is missing) and the model's
         # reason when it is. plotly's FigureWidget has its own `layout`: the box is what hides.
         self.view_plots = {name: go.FigureWidget() for name in VIEWS}
-        self.view_boxes = {name: widgets.Box([plot]) for name, plot in self.view_plots.items()}
+        self.view_boxes = {name: widgets.VBox([plot]) for name, plot in self.view_plots.items()}
         self.view_reasons = {name: widgets.HTML() for name in VIEWS}
         self.view_sections = {name: widgets.VBox([self.view_reasons[name], self.view_boxes[name]]) for name in VIEWS}
+        for name, section in self.view_sections.items():
+            section.add_class(f"px-sweep-view-{name}")  # where a page (and a browser test) finds it
         self.parallel_plot = self.view_plots["parallel"]
         self.last_view: SweepViewModel | None = None
         self._shown_points: tuple = ()
