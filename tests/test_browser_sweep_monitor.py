@@ -96,9 +96,8 @@ def test_the_sweep_monitor(lab):
             tick = plot.locator(ticks).first.evaluate("(el) => getComputedStyle(el).fill")
             assert contrast(parse_rgb(tick), plot.evaluate(EFFECTIVE_BACKGROUND)) >= 3, (ticks, tick)
         # No halo behind the parallel plot's axis text (plotly's default is white: a blur on Dark).
-        halos = (
-            parallel.locator(".axis .tick text")
-            .evaluate_all("texts => [...new Set(texts.map(t => getComputedStyle(t).textShadow))]")
+        halos = parallel.locator(".axis .tick text").evaluate_all(
+            "texts => [...new Set(texts.map(t => getComputedStyle(t).textShadow))]"
         )
         assert halos == ["none"], halos
         assert output.locator("text=model not found").count() == 0
