@@ -28,7 +28,7 @@ from kube_sim import Cluster
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError
-from jupyter_px.backends.kubernetes.backend import follower_alive
+from jupyter_px.backends.followed import owner_alive as follower_alive
 from jupyter_px.backends.kubernetes.client import connect
 from jupyter_px.backends.kubernetes.contact import Contact
 from jupyter_px.backends.kubernetes.settings import load_settings
