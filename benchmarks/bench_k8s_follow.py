@@ -1,24 +1,31 @@
 """The Kubernetes follower following a big run: its threads, sockets, memory and API requests.
 
-    python benchmarks/bench_k8s_follow.py [--workers 1000] [--duration 30] [--interval 1]
+    python benchmarks/bench_k8s_follow.py [--workers 1000] [--duration 30] [--interval 1] [--server]
 
 A native PyTorch run with one master and `--workers` workers is submitted to the simulated
 cluster (tests/kube_sim) whose node is hollow (tests/kube_sim/hollow.py: pods run no process;
 each container prints a line every `--interval` s for `--duration` s, then exits 0). The run's
-real follower process follows it; five times a second the benchmark reads the follower's threads,
-open sockets and resident memory from /proc, and counts the HTTP requests the API server got
-while the run ran. At the end every replica's stored log is checked line by line: a lost line
-is reported (and the exit status is 1).
+real follower process follows it; with `--server`, a real `jupyter server` with the extension
+(in a process of its own) gets the run through its REST API and follows it on its namespace's
+watch. Five times a second the benchmark reads the follower's (or server's) threads, open
+sockets and resident memory from /proc, and counts the HTTP requests the API server got while
+the run ran (and the pod watches opened). At the end every replica's stored log is checked line
+by line: a lost line is reported (and the exit status is 1).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from kube_sim import Cluster, scheduling  # noqa: E402
 from kube_sim.hollow import HollowKubelet, Script  # noqa: E402
+from server_support import free_port, stop_process, wait_until_serving, write_server_config  # noqa: E402
 
 
 def _proc(pid: int) -> tuple[int, int, int]:
@@ -55,11 +63,42 @@ def _kind(method: str, path: str) -> str:
     return f"{method} {resource[0]}{sub if sub else named}"
 
 
+@contextlib.contextmanager
+def jupyter_server(home: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """`jupyter server` with the extension (its keeper, so it follows Kubernetes runs itself),
+    in a process of its own: (the runs URL, the request headers)."""
+    root, config, log = home / "root", home / "config", home / "server.log"
+    root.mkdir()
+    (root / "train.py").write_text("pass\n")
+    write_server_config(config)
+    port, token = free_port(), "bench"
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    command = [sys.executable, "-m", "jupyter_server", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1"]
+    command += [f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False"]
+    with open(log, "wb") as out:
+        server = subprocess.Popen([*command, "--allow-root"], env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/px/api/runs"
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+    try:
+        wait_until_serving(server, url, log, 120, headers)
+        yield url, headers
+    finally:
+        stop_process(server)
+
+
+def submit_through(url: str, headers: dict[str, str], topology: dict) -> str:
+    body = json.dumps({"topology": topology, "script": "train.py"}).encode()
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        return json.loads(answer.read())["run_id"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1000)
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--server", action="store_true", help="follow in a Jupyter server (REST submit)")
     args = parser.parse_args()
     lines = int(args.duration / args.interval)
     home = Path(tempfile.mkdtemp(prefix="px-bench-follow-"))
@@ -84,27 +123,21 @@ def main() -> int:
             "backend": "native",
             "environment": {"replicas": {"n_workers": args.workers}},
         }
-        started = time.perf_counter()
-        run = jupyter_px.submit("pass\n", topology)
-        submitted = time.perf_counter() - started
-        requests_before = len(cluster.requests)
-        pid = run.store.status(run.run_id).owner.pid
-        samples = []
-        follow_start = time.perf_counter()
-        while True:
-            status = run.store.status(run.run_id)
-            sample = _proc(pid)
-            if sample[0]:
-                samples.append(sample)
-            if status.state.finished and status.owner is None:
-                break
-            if time.perf_counter() - follow_start > args.duration * 4 + 300:
-                print("the run did not finish in time", file=sys.stderr)
-                return 2
-            time.sleep(0.2)
-        followed = time.perf_counter() - follow_start
-        requests = cluster.requests[requests_before:]
+        with contextlib.ExitStack() as stack:
+            started = time.perf_counter()
+            if args.server:
+                url, headers = stack.enter_context(jupyter_server(home))
+                started = time.perf_counter()
+                run = jupyter_px.Run(submit_through(url, headers, topology))
+            else:
+                run = jupyter_px.submit("pass\n", topology)
+            submitted = time.perf_counter() - started
+            status, followed, samples, requests, watches = follow(run, cluster, args.duration)
         hollow.stop()
+    if status is None:
+        print("the run did not finish in time", file=sys.stderr)
+        return 2
+    who = "Jupyter server" if args.server else "follower"
     kinds = collections.Counter(_kind(m, p) for m, p in requests)
     lost = 0
     for replica in status.replicas:
@@ -117,13 +150,36 @@ def main() -> int:
     rss = max(s[2] for s in samples)
     print(f"run: 1 master + {args.workers} workers, each {lines} log lines over {args.duration:.0f} s (hollow pods)")
     print(f"submit: {submitted:.1f} s; followed until final status: {followed:.1f} s ({status.state.value})")
-    print(f"follower: at most {threads} threads, {sockets} open sockets, {rss / 1024:.0f} MiB resident")
+    print(f"{who}: at most {threads} threads, {sockets} open sockets, {rss / 1024:.0f} MiB resident")
+    print(f"pod watches opened while following: {watches}")
     per_minute = len(requests) / followed * 60
     print(f"API requests while following: {len(requests)} ({per_minute:.0f}/min)")
     for kind, count in kinds.most_common(6):
         print(f"  {kind}: {count}")
     print(f"log lines lost or doubled: {lost} of {sum(hollow.produced.values())}")
     return 1 if lost else 0
+
+
+def follow(run, cluster, duration: float):
+    """Sample the run's owner until the run has finished: (final status or None when it did
+    not in time, seconds, samples, the API requests meanwhile, the pod watches opened)."""
+    requests_before, watches_before = len(cluster.requests), len(cluster.watches)
+    pid = run.store.status(run.run_id).owner.pid
+    samples = []
+    follow_start = time.perf_counter()
+    while True:
+        status = run.store.status(run.run_id)
+        sample = _proc(pid)
+        if sample[0]:
+            samples.append(sample)
+        if status.state.finished and status.owner is None:
+            break
+        if time.perf_counter() - follow_start > duration * 4 + 300:
+            return None, 0.0, samples, [], 0
+        time.sleep(0.2)
+    followed = time.perf_counter() - follow_start
+    watches = sum(1 for w in cluster.watches[watches_before:] if w[0] == "pods")
+    return status, followed, samples, cluster.requests[requests_before:], watches
 
 
 if __name__ == "__main__":

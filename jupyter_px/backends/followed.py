@@ -17,9 +17,14 @@ status. The verbs are the same whatever the backend:
   finish or its owner to go (`await_owner`) and, when no follower could, finishes the status
   itself (`mark_stopped`).
 
-The files of this handshake, in the run directory, are each backend's (`FollowerFiles`); a fifth
-backend of this kind (PBS, a cloud batch service) is a folder with its handle, its follower and a
-subclass of `FollowedBackend` naming them.
+The follower's module and the files of this handshake in the run directory are each backend's
+(`FollowerSpec`); a fifth backend of this kind (PBS, a cloud batch service) is a folder with its
+handle, its follower and a subclass of `FollowedBackend` naming them.
+
+A run's owner may also be a host of followers inside a longer-lived process: a Jupyter server
+following its store's Kubernetes runs on one watch per namespace (`kubernetes/follower/host.py`).
+Its owner says so (`host`), and it is alive while that process runs and its host is registered
+under the store's `hosts/`; a host that stops hands its runs back to followers of their own.
 """
 
 from __future__ import annotations
@@ -50,10 +55,12 @@ Settings = TypeVar("Settings")
 
 
 @dataclass(frozen=True)
-class FollowerFiles:
-    """Where, in a run directory, a backend's follower and the processes that start or stop it
-    meet (paths relative to the run directory)."""
+class FollowerSpec:
+    """A backend's follower: the module it runs as, and where in a run directory it and the
+    processes that start or stop it meet (paths relative to the run directory)."""
 
+    #: `python -m <module> RUN_DIR` follows one run
+    module: str
     #: what submit recorded about the run outside (kubernetes.json, slurm.json)
     handle: str
     #: a stop request: the follower ends the run as Stopped
@@ -69,24 +76,44 @@ class FollowerFiles:
 def owner_alive(status: RunStatus, home: Path | None = None) -> bool:
     """Is the owner the status names still there to keep it true? By identity (pid and creation
     time, recorded by its starter before it could run): a follower forked a moment ago, still in
-    exec, is already itself; a later process with the same pid is not."""
-    owner = status.owner
-    return owner is not None and detached.ProcessIdentity(owner.pid, owner.started_at).alive()
+    exec, is already itself; a later process with the same pid is not. A host of followers in a
+    longer-lived process (`owner.host`) is there while that process runs and the host is
+    registered in the run store `home` (`host_registered`)."""
+    return status.owner is not None and owner_is_alive(status.owner, home)
+
+
+def owner_is_alive(owner: RunOwner, home: Path | None = None) -> bool:
+    if not detached.ProcessIdentity(owner.pid, owner.started_at).alive():
+        return False
+    return owner.host is None or home is None or host_registered(home, owner.host)
+
+
+#: Where, in a run store, the hosts of followers in longer-lived processes register (a file each,
+#: named by the host, removed when it stops hosting).
+HOSTS_DIR = "hosts"
+
+
+def host_file(home: Path, host: str) -> Path:
+    return Path(home) / HOSTS_DIR / f"{host}.json"
+
+
+def host_registered(home: Path, host: str) -> bool:
+    return host_file(home, host).exists()
 
 
 @contextlib.contextmanager
-def starting(run_dir: Path, files: FollowerFiles) -> Iterator[None]:
+def starting(run_dir: Path, spec: FollowerSpec) -> Iterator[None]:
     """One starter of a run's follower at a time (two keepers looking at once start one)."""
-    path = run_dir / files.start_lock
+    path = run_dir / spec.start_lock
     path.parent.mkdir(exist_ok=True)
     with open(path, "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 
-def request_stop(run_dir: Path, files: FollowerFiles) -> None:
+def request_stop(run_dir: Path, spec: FollowerSpec) -> None:
     """Ask the run's follower to end the run as Stopped (it reads this file every tick)."""
-    atomic_write_json(run_dir / files.stop, {"requested_at": time.time(), "by_pid": os.getpid()})
+    atomic_write_json(run_dir / spec.stop, {"requested_at": time.time(), "by_pid": os.getpid()})
 
 
 def mark_stopped(status: RunStatus) -> None:
@@ -100,15 +127,29 @@ def mark_stopped(status: RunStatus) -> None:
             replica.reason = Reason.STOPPED_BY_USER
 
 
+def start_follower_process(store: RunStore, run_dir: Path, spec: FollowerSpec) -> int:
+    """Start the run's own follower process and record it as the run's owner before it may run;
+    its pid. The caller holds `starting(run_dir, spec)`."""
+    run_dir = run_dir.resolve()
+    env = detached.importable_environ()
+    env["PX_HOME"] = str(store.home)
+    with detached.start(
+        spec.module, [str(run_dir)], log_path=run_dir / spec.log, cwd=run_dir, env=env
+    ) as follower:  # it waits for "go": never a follower nobody knows about
+        status = store.status(run_dir.name)
+        status.owner = RunOwner(kind="follower", pid=follower.identity.pid, started_at=follower.identity.started_at)
+        store.write_status(status)
+        follower.go()
+    return follower.pid
+
+
 class FollowedBackend(Backend, Generic[Settings]):
     """A backend whose runs are owned by a detached follower (see the module doc). A subclass
-    names its `files`, its `follower_module` and how its settings load, and writes `submit`
-    (calling `start_follower`), `stop` and `check`."""
+    names its `follower` and how its settings load, and writes `submit` (calling
+    `start_follower`), `stop` and `check`."""
 
-    #: the handshake's files in a run directory
-    files: ClassVar[FollowerFiles]
-    #: `python -m <follower_module> RUN_DIR` follows one run
-    follower_module: ClassVar[str]
+    #: its follower's module and the handshake's files in a run directory
+    follower: ClassVar[FollowerSpec]
 
     def __init__(self, store: RunStore | None = None, settings: Settings | None = None):
         super().__init__(store)
@@ -126,22 +167,13 @@ class FollowedBackend(Backend, Generic[Settings]):
 
     # ---- the owner ---------------------------------------------------------------------------
     def starting(self, run_dir: Path) -> contextlib.AbstractContextManager[None]:
-        return starting(run_dir, self.files)
+        return starting(run_dir, self.follower)
 
     def start_follower(self, run_dir: Path) -> int:
-        """Start the run's follower and record it as the run's owner before it may run; its pid.
-        The caller holds `starting(run_dir)`."""
-        run_dir = run_dir.resolve()
-        env = detached.importable_environ()
-        env["PX_HOME"] = str(self.store.home)
-        with detached.start(
-            self.follower_module, [str(run_dir)], log_path=run_dir / self.files.log, cwd=run_dir, env=env
-        ) as follower:  # it waits for "go": never a follower nobody knows about
-            status = self.store.status(run_dir.name)
-            status.owner = RunOwner(kind="follower", pid=follower.identity.pid, started_at=follower.identity.started_at)
-            self.store.write_status(status)
-            follower.go()
-        return follower.pid
+        """Give the run an owner that follows it (by default a follower process of its own:
+        `start_follower_process`), recorded before it may act; the owner's pid. The caller holds
+        `starting(run_dir)`."""
+        return start_follower_process(self.store, run_dir, self.follower)
 
     def owner_alive(self, status: RunStatus) -> bool:
         return owner_alive(status, self.store.home)
@@ -161,7 +193,7 @@ class FollowedBackend(Backend, Generic[Settings]):
         """Start the run's follower again if it is gone and the run is unfinished (idempotent: a
         second follower of the same run exits at once); its pid, or None if none was needed."""
         root = self.store.paths(run_id).root
-        if not (root / self.files.handle).exists():
+        if not (root / self.follower.handle).exists():
             return None  # it never reached its backend: nothing to follow
         with self.starting(root):
             if self.observe(run_id).owner_problem is None:
@@ -176,7 +208,7 @@ class FollowedBackend(Backend, Generic[Settings]):
 
     # ---- stopping ----------------------------------------------------------------------------
     def request_stop(self, run_id: str) -> None:
-        request_stop(self.store.paths(run_id).root, self.files)
+        request_stop(self.store.paths(run_id).root, self.follower)
 
     def await_owner(self, run_id: str, deadline: float) -> RunStatus:
         """Wait until the run has finished or its owner is gone (or `deadline`, monotonic)."""

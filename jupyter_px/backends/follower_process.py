@@ -5,7 +5,7 @@ follows: what the Kubernetes and Slurm followers share (`followed.py` is the sta
 2. it waits for its starter's "go" (`jupyter_px.detached`): the starter records it as the run's
    owner first, and an abandoned start follows nothing;
 3. a run whose directory is gone, or that has finished, is not followed;
-4. the follower lock (`FollowerFiles.lock`) admits one follower per run: a second one exits 0;
+4. the follower lock (`FollowerSpec.lock`) admits one follower per run: a second one exits 0;
 5. the backend's follower runs until the run ends; a run directory deleted under it ends it
    quietly (the backend names the errors that mean so: `gone`);
 6. `run_main` ends the process: a crash's traceback goes to the follower's log, and the exit is
@@ -23,23 +23,22 @@ from pathlib import Path
 from .. import detached
 from ..runstore import RunStore
 from ..runstore.layout import runs_root
-from .followed import FollowerFiles
+from .followed import FollowerSpec
 
 log = logging.getLogger(__name__)
 
 
 def main(
     argv: list[str] | None,
+    spec: FollowerSpec,
     *,
-    module: str,
-    files: FollowerFiles,
     follow: Callable[[RunStore, str], int],
     gone: tuple[type[BaseException], ...] = (),
 ) -> int:
     """Follow the run named by `argv` (`[RUN_DIR]`) with `follow(store, run_id)`; the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print(f"usage: python -m {module} RUN_DIR", file=sys.stderr)
+        print(f"usage: python -m {spec.module} RUN_DIR", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     run_dir = Path(args[0]).resolve()
@@ -56,7 +55,7 @@ def main(
         if not store.paths(run_id).record.exists():
             log.warning("%s is gone: nothing to follow", run_dir)
             return 0
-        lock_path = run_dir / files.lock
+        lock_path = run_dir / spec.lock
         lock_path.parent.mkdir(exist_ok=True)
         with open(lock_path, "a+") as lock:
             try:

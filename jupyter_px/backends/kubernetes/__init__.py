@@ -12,8 +12,9 @@ its `Flavour`; `backend.py`: its backend class), over what they share:
   replica), pod_state (pod -> replica state), contact, and backend (`KubernetesBackend`, the base
   of the three, a `FollowedBackend` as the Slurm backend is: `../followed.py`);
 - `native/`, `kubeflow/`, `trainer/`: the three backends;
-- `follower/`: the per-run process that writes a run's status, logs and metrics into the store
-  (`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`), its log sink and log streams;
+- `follower/`: what writes a run's status, logs and metrics into the store: a process per run
+  (`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`), or a Jupyter server's followers
+  on one watch per namespace (`follower/host.py`); its log sink and log streams;
 - `pod/`: what runs inside the pod (`entry.py`, shipped in the run's ConfigMap).
 
 The backend classes are imported on first use: `jupyter px render` needs only the pure render

@@ -30,7 +30,8 @@ from ..followed import FollowedBackend, mark_stopped
 from .cleanup import delete_run, remove_run
 from .client import Cluster, connect
 from .create import CreateFailed, create_all, roll_back
-from .handle import FILES, HANDLE_FILE, RunHandle
+from .follower.host import active_host
+from .handle import FOLLOWER, HANDLE_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
 from .preflight import preflight
@@ -47,14 +48,32 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
 
     #: the backend's pure half: its render functions (`<flavour>/manifests.py`)
     flavour: Flavour
-    files = FILES
-    follower_module = "jupyter_px.backends.kubernetes.follower"
+    follower = FOLLOWER
 
     def _load_settings(self) -> KubernetesSettings:
         return load_settings()
 
     def _runtime(self, topology: Topology) -> str | None:
         return None
+
+    def start_follower(self, run_dir: Path) -> int:
+        """In a process that hosts this store's followers (a Jupyter server: `follower/host.py`),
+        the run is followed there, on its namespace's watch; else by a follower of its own. The
+        owner's pid; the caller holds the run's start lock."""
+        host = active_host(self.store.home)
+        if host is not None and host.take(run_dir.name):
+            return host.owner.pid
+        return super().start_follower(run_dir)
+
+    def reconcile(self, run_id: str) -> RunStatus:
+        """The keeper's step: make sure the run is followed (see `FollowedBackend.reconcile`); in
+        a process that hosts followers, by its host, which also takes over a run its own follower
+        follows (one watch per namespace instead of one per run)."""
+        host = active_host(self.store.home)
+        if host is None:
+            return super().reconcile(run_id)
+        host.keep(run_id)
+        return self.store.status(run_id)
 
     def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
         """The settings to render with, completed from what this cluster serves."""

@@ -24,7 +24,7 @@ from ..base import BackendError, SubmitHandle
 from ..followed import FollowedBackend, mark_stopped
 from . import mirror, preflight
 from .commands import SlurmCommandError, SlurmCommands
-from .handle import ENTRY, FILES, JOB_SCRIPT, PLAN_FILE, TASK_SCRIPT, JobHandle
+from .handle import ENTRY, FOLLOWER, JOB_SCRIPT, PLAN_FILE, TASK_SCRIPT, JobHandle
 from .plan import job_plan, plan_document
 from .script import job_name, job_script, task_script
 from .settings import SlurmSettings, load_settings
@@ -50,8 +50,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
     """One Slurm job per run (the topology's `backend: slurm`)."""
 
     name = "slurm"
-    files = FILES
-    follower_module = "jupyter_px.backends.slurm.follower"
+    follower = FOLLOWER
 
     def _load_settings(self) -> SlurmSettings:
         return load_settings()
@@ -110,7 +109,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         nothing of it is left in Slurm's queue; the run ends Stopped unless it had finished."""
         root = self.store.paths(run_id).root
         status = self.store.status(run_id)
-        if status.state.finished and not (root / FILES.handle).exists():
+        if status.state.finished and not (root / FOLLOWER.handle).exists():
             return
         if not status.state.finished:
             self.request_stop(run_id)
@@ -118,7 +117,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         wait = timeout if timeout is not None else self.settings.stop_grace_s + STOP_MARGIN_S
         deadline = time.monotonic() + wait
         self.await_owner(run_id, deadline)
-        handle = JobHandle.load(root) if (root / FILES.handle).exists() else None
+        handle = JobHandle.load(root) if (root / FOLLOWER.handle).exists() else None
         if handle is None:
             return
         commands = SlurmCommands(handle.slurm_conf)

@@ -39,7 +39,7 @@ from .. import follower_process
 from ..outcome import run_outcome
 from . import mirror
 from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
-from .handle import BATCH_OUTPUT, FILES, STOP_FILE, JobHandle
+from .handle import BATCH_OUTPUT, FOLLOWER, STOP_FILE, JobHandle
 from .queue import JobView, QueueWatch, Snapshot
 from .replicas import Ending, RecordReader, Records, ended_replica, unrecorded_end
 from .settings import load_settings
@@ -393,7 +393,7 @@ def _memory_limit(spec: Any) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m jupyter_px.backends.slurm.follower RUN_DIR`: follow one run (`follower_process`)."""
-    return follower_process.main(argv, module="jupyter_px.backends.slurm.follower", files=FILES, follow=_follow)
+    return follower_process.main(argv, FOLLOWER, follow=_follow)
 
 
 def _follow(store: RunStore, run_id: str) -> int:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ...runstore import atomic_write_json
-from ..followed import FollowerFiles
+from ..followed import FollowerSpec
 
 #: What a run directory holds for its job: the entry every task and the batch script run (copied
 #: in), the scripts, the plan, the batch script's output.
@@ -25,8 +25,9 @@ PLAN_FILE = "slurm/plan.json"
 BATCH_OUTPUT = "slurm/batch.out"
 HANDLE_FILE = "slurm.json"
 STOP_FILE = "slurm-stop"
-#: The follower handshake's files (`backends/followed.py`).
-FILES = FollowerFiles(
+#: The run's follower: its module, the handshake's files (`backends/followed.py`).
+FOLLOWER = FollowerSpec(
+    module="jupyter_px.backends.slurm.follower",
     handle=HANDLE_FILE,
     stop=STOP_FILE,
     log="slurm/follower.log",

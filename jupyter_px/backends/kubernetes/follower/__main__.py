@@ -5,19 +5,13 @@ from __future__ import annotations
 
 from ....runstore import RunNotFound, RunStore
 from ... import follower_process
-from ..handle import FILES
+from ..handle import FOLLOWER
 from .follower import Follower
 from .log_sink import RunGone
 
 
 def main(argv: list[str] | None = None) -> int:
-    return follower_process.main(
-        argv,
-        module="jupyter_px.backends.kubernetes.follower",
-        files=FILES,
-        follow=_follow,
-        gone=(RunGone, RunNotFound, FileNotFoundError),
-    )
+    return follower_process.main(argv, FOLLOWER, follow=_follow, gone=(RunGone, RunNotFound, FileNotFoundError))
 
 
 def _follow(store: RunStore, run_id: str) -> int:
