@@ -35,6 +35,7 @@ from typing import Any
 from ...runstore import ReplicaState, ReplicaStatus, RunState, RunStatus, RunStore, read_tail
 from ...runstore.models import Reason
 from ...topology import parse_topology
+from ...topology.naming import ReplicaNames
 from .. import follower_process
 from ..outcome import run_outcome
 from . import mirror
@@ -157,7 +158,7 @@ class Follower:
                 waiting = waiting or time.monotonic() - first < FOREIGN_SIGNAL_WAIT_S + self.settings.poll_interval_s
         if waiting:
             return
-        outcome = run_outcome(replicas)
+        outcome = run_outcome(replicas, ReplicaNames.of(self.topology))
         if outcome is None:
             return
         if outcome.state == RunState.FAILED:
@@ -266,7 +267,7 @@ class Follower:
         elif slurm is not None:
             state, reason, message = slurm.state, slurm.reason, slurm.message
         else:
-            outcome = run_outcome(replicas)
+            outcome = run_outcome(replicas, ReplicaNames.of(self.topology))
             if outcome is not None:
                 state, reason, message = outcome.state, outcome.reason, outcome.message
             if outcome is None or not records.starts:

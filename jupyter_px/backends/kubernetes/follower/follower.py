@@ -50,6 +50,7 @@ from ....runstore import (
 )
 from ....runstore.models import Reason, RunOwner
 from ....topology import parse_topology
+from ....topology.naming import ReplicaNames
 from ...base import BackendError
 from ...outcome import run_outcome
 from ..cleanup import delete_run
@@ -102,6 +103,7 @@ class Follower:
         self.contact, self.events = self.feed.contact, self.feed.events
         self.leave = threading.Event()  # set by a host: stop following, the run unfinished
         self.topology = parse_topology(store.record(run_id).topology)
+        self.names = ReplicaNames.of(self.topology)  # how its messages call replicas (`chief`)
         self.replica_pods = replica_pods(self.handle.backend)
         self.state_dir = self.run_dir / FOLLOWER_DIR
         self.state_dir.mkdir(exist_ok=True)
@@ -264,10 +266,10 @@ class Follower:
             views[key][1] if key in views else self.gone.get(key) or ReplicaStatus(role=key[0], index=key[1])
             for key in self.logs
         ]
-        outcome = job_outcome(self.job) if self.handle.job_kind else run_outcome(replicas)
+        outcome = job_outcome(self.job) if self.handle.job_kind else run_outcome(replicas, self.names)
         if outcome is None and self.handle.job_kind:
             # the operator never hears of a lost node's pods ending: the run decides on them
-            outcome = run_outcome([r for r in replicas if r.reason == NODE_LOST])
+            outcome = run_outcome([r for r in replicas if r.reason == NODE_LOST], self.names)
         if outcome is None:
             return pods_state(replicas), None, None
         return outcome.state, outcome.reason, outcome.message
