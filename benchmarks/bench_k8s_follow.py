@@ -1,14 +1,14 @@
 """The Kubernetes follower following a big run: its threads, sockets, memory and API requests.
 
-    python benchmarks/bench_k8s_follow.py [--workers 1000] [--duration 30] [--interval 1] [--server]
+    python benchmarks/bench_k8s_follow.py [--workers 1000] [--duration 30] [--interval 1] [--runs 1] [--server]
 
-A native PyTorch run with one master and `--workers` workers is submitted to the simulated
+`--runs` native PyTorch runs (at once), each with one master and `--workers` workers, are submitted to the simulated
 cluster (tests/kube_sim) whose node is hollow (tests/kube_sim/hollow.py: pods run no process;
-each container prints a line every `--interval` s for `--duration` s, then exits 0). The run's
+each container prints a line every `--interval` s for `--duration` s, then exits 0). Each run's
 real follower process follows it; with `--server`, a real `jupyter server` with the extension
-(in a process of its own) gets the run through its REST API and follows it on its namespace's
-watch. Five times a second the benchmark reads the follower's (or server's) threads, open
-sockets and resident memory from /proc, and counts the HTTP requests the API server got while
+(in a process of its own) gets the runs through its REST API and follows them on its namespace's
+one watch. Five times a second the benchmark reads the followers' (summed) or the server's
+threads, open sockets and resident memory from /proc, and counts the HTTP requests the API server got while
 the run ran (and the pod watches opened). At the end every replica's stored log is checked line
 by line: a lost line is reported (and the exit status is 1).
 """
@@ -98,11 +98,12 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1000)
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--runs", type=int, default=1, help="runs submitted at once")
     parser.add_argument("--server", action="store_true", help="follow in a Jupyter server (REST submit)")
     args = parser.parse_args()
     lines = int(args.duration / args.interval)
     home = Path(tempfile.mkdtemp(prefix="px-bench-follow-"))
-    node = scheduling.node(cpu="100000", memory="100000Gi", pods=str(args.workers + 100))
+    node = scheduling.node(cpu="100000", memory="100000Gi", pods=str(args.runs * (args.workers + 1) + 100))
     cluster = Cluster(controllers=("gc", "scheduler"), node=node)
     # the master ends last (its success ends the run): every worker's log is whole by then
     script = Script(duration=args.duration, interval=args.interval, last="-master-0")
@@ -128,28 +129,34 @@ def main() -> int:
             if args.server:
                 url, headers = stack.enter_context(jupyter_server(home))
                 started = time.perf_counter()
-                run = jupyter_px.Run(submit_through(url, headers, topology))
+                runs = [jupyter_px.Run(submit_through(url, headers, topology)) for _ in range(args.runs)]
             else:
-                run = jupyter_px.submit("pass\n", topology)
+                runs = [jupyter_px.submit("pass\n", topology) for _ in range(args.runs)]
             submitted = time.perf_counter() - started
-            status, followed, samples, requests, watches = follow(run, cluster, args.duration)
+            statuses, followed, samples, requests, watches = follow(runs, cluster, args.duration)
         hollow.stop()
-    if status is None:
-        print("the run did not finish in time", file=sys.stderr)
+    if statuses is None:
+        print("the runs did not finish in time", file=sys.stderr)
         return 2
-    who = "Jupyter server" if args.server else "follower"
+    who = "Jupyter server" if args.server else f"{args.runs} follower process(es), summed"
     kinds = collections.Counter(_kind(m, p) for m, p in requests)
     lost = 0
-    for replica in status.replicas:
-        stored = [line for line in run.logs(replica.role, replica.index, tail=None).splitlines() if " line " in line]
-        count = hollow.produced.get(f"{run.run_id}-{replica.role}-{replica.index}", 0)
-        want = [f"{run.run_id}-{replica.role}-{replica.index} line {n}" for n in range(count)]
-        lost += len(set(want) - set(stored)) + max(0, len(stored) - len(set(stored)))
+    for run, status in zip(runs, statuses, strict=True):
+        for replica in status.replicas:
+            log_text = run.logs(replica.role, replica.index, tail=None)
+            stored = [line for line in log_text.splitlines() if " line " in line]
+            count = hollow.produced.get(f"{run.run_id}-{replica.role}-{replica.index}", 0)
+            want = [f"{run.run_id}-{replica.role}-{replica.index} line {n}" for n in range(count)]
+            lost += len(set(want) - set(stored)) + max(0, len(stored) - len(set(stored)))
     threads = max(s[0] for s in samples)
     sockets = max(s[1] for s in samples)
     rss = max(s[2] for s in samples)
-    print(f"run: 1 master + {args.workers} workers, each {lines} log lines over {args.duration:.0f} s (hollow pods)")
-    print(f"submit: {submitted:.1f} s; followed until final status: {followed:.1f} s ({status.state.value})")
+    print(
+        f"{args.runs} run(s): 1 master + {args.workers} workers each, each {lines} log lines over "
+        f"{args.duration:.0f} s (hollow pods)"
+    )
+    states = ", ".join(sorted({s.state.value for s in statuses}))
+    print(f"submit: {submitted:.1f} s; followed until the last final status: {followed:.1f} s ({states})")
     print(f"{who}: at most {threads} threads, {sockets} open sockets, {rss / 1024:.0f} MiB resident")
     print(f"pod watches opened while following: {watches}")
     per_minute = len(requests) / followed * 60
@@ -160,26 +167,27 @@ def main() -> int:
     return 1 if lost else 0
 
 
-def follow(run, cluster, duration: float):
-    """Sample the run's owner until the run has finished: (final status or None when it did
-    not in time, seconds, samples, the API requests meanwhile, the pod watches opened)."""
+def follow(runs, cluster, duration: float):
+    """Sample the runs' owners (summed over distinct processes) until every run has finished:
+    (final statuses or None when they did not in time, seconds, samples, the API requests
+    meanwhile, the pod watches opened)."""
     requests_before, watches_before = len(cluster.requests), len(cluster.watches)
-    pid = run.store.status(run.run_id).owner.pid
+    pids = {run.store.status(run.run_id).owner.pid for run in runs}
     samples = []
     follow_start = time.perf_counter()
     while True:
-        status = run.store.status(run.run_id)
-        sample = _proc(pid)
+        statuses = [run.store.status(run.run_id) for run in runs]
+        sample = [sum(values) for values in zip(*(_proc(pid) for pid in pids), strict=True)]
         if sample[0]:
             samples.append(sample)
-        if status.state.finished and status.owner is None:
+        if all(status.state.finished and status.owner is None for status in statuses):
             break
-        if time.perf_counter() - follow_start > duration * 4 + 300:
+        if time.perf_counter() - follow_start > duration * 4 + 300 * len(runs):
             return None, 0.0, samples, [], 0
         time.sleep(0.2)
     followed = time.perf_counter() - follow_start
     watches = sum(1 for w in cluster.watches[watches_before:] if w[0] == "pods")
-    return status, followed, samples, cluster.requests[requests_before:], watches
+    return statuses, followed, samples, cluster.requests[requests_before:], watches
 
 
 if __name__ == "__main__":

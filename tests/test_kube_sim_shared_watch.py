@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import urllib.request
 
 import pytest
@@ -139,6 +140,42 @@ def test_a_host_takes_each_run_over_from_its_own_follower(kube, px_home, tmp_pat
     finally:
         host.close()
     assert ever_started(children) == own  # and none since
+
+
+@pytest.mark.parametrize("backend", ["native", "kubeflow"])
+def test_a_keeper_pass_during_a_submit_waits_for_the_run_to_have_its_owner(kube, px_home, tmp_path, backend):
+    """A server's keeper passes while the REST API submits: a pass that sees the run between its
+    handle and its first status must not take it then (the submit's first status would overwrite
+    its owner; a PyTorchJob read before it is created reads as deleted, and the run as Failed).
+    The API server answers slowly, so the submit's creates take a while, and the keeper passes
+    without pause meanwhile."""
+    go = tmp_path / "go"
+    service = RunService()
+    host = service.host_followers()
+    submitted = threading.Event()
+
+    def keeper() -> None:
+        while not submitted.is_set():
+            service.keep_all()
+
+    try:
+        passes = threading.Thread(target=keeper)
+        passes.start()
+        kube.latency = 0.2
+        try:
+            run = jupyter_px.submit(training_code(go), {**TORCH, "backend": backend}, name="raced")
+        finally:
+            submitted.set()
+            passes.join()
+            kube.latency = 0.0
+        owner = run.store.status(run.run_id).owner
+        assert owner is not None and owner.kind == "server" and owner.host == host.name
+        assert run.observe().owner_problem is None
+        go.touch()
+        assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"
+        assert_every_line_once(run)
+    finally:
+        host.close()
 
 
 @pytest.mark.parametrize("end", ["stopped", "killed"])

@@ -103,7 +103,8 @@ def host_registered(home: Path, host: str) -> bool:
 
 @contextlib.contextmanager
 def starting(run_dir: Path, spec: FollowerSpec) -> Iterator[None]:
-    """One starter of a run's follower at a time (two keepers looking at once start one)."""
+    """One starter of a run's follower at a time (two keepers looking at once start one); a
+    submit holds it from writing the run's handle until its owner is recorded."""
     path = run_dir / spec.start_lock
     path.parent.mkdir(exist_ok=True)
     with open(path, "a+") as lock:

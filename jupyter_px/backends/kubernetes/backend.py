@@ -132,27 +132,30 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
                 job["kind"] if job else None,
                 job["apiVersion"] if job else None,
             )
-            handle.save(paths.root)  # before any create: `stop` finds the run's objects by it
-            initial = RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()])
-            try:
-                created = create_all(cluster, objects, self.settings.create_parallelism)
-            except CreateFailed as error:
-                if error.left_behind:
-                    self._left_behind(initial, str(error))
-                raise
-            try:
-                self.store.write_status(initial)
-                with self.starting(paths.root):
+            # Under the run's start lock from the handle on: a keeper looking meanwhile (it sees the
+            # handle, and no owner yet) waits until the run's objects exist and it has its owner,
+            # rather than follow a job not yet created or have its owner overwritten by `initial`.
+            with self.starting(paths.root):
+                handle.save(paths.root)  # before any create: `stop` finds the run's objects by it
+                initial = RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()])
+                try:
+                    created = create_all(cluster, objects, self.settings.create_parallelism)
+                except CreateFailed as error:
+                    if error.left_behind:
+                        self._left_behind(initial, str(error))
+                    raise
+                try:
+                    self.store.write_status(initial)
                     pid = self.start_follower(paths.root)
-            except BaseException as error:
-                problems = roll_back(cluster, objects, created, self.settings.create_parallelism)
-                if problems:
-                    self._left_behind(
-                        initial,
-                        f"starting the run failed ({error}); deleting its objects could not be confirmed: "
-                        f"{'; '.join(problems[:3])}",
-                    )
-                raise
+                except BaseException as error:
+                    problems = roll_back(cluster, objects, created, self.settings.create_parallelism)
+                    if problems:
+                        self._left_behind(
+                            initial,
+                            f"starting the run failed ({error}); deleting its objects could not be confirmed: "
+                            f"{'; '.join(problems[:3])}",
+                        )
+                    raise
         finally:
             cluster.close()
         return SubmitHandle(

@@ -92,11 +92,11 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
                 components=[len(c.replicas) for c in plan.components],
                 shared_run_dir=str(shared) if shared else None,
             )
-            handle.save(run_dir)
-            status = RunStatus.initial(run_id, plan.tasks)
-            status.message = f"Slurm job {job_id} submitted"
-            self.store.write_status(status)
-            with self.starting(run_dir):
+            with self.starting(run_dir):  # a keeper that sees the handle waits for the owner
+                handle.save(run_dir)
+                status = RunStatus.initial(run_id, plan.tasks)
+                status.message = f"Slurm job {job_id} submitted"
+                self.store.write_status(status)
                 pid = self.start_follower(run_dir)
         except BaseException:
             with contextlib.suppress(SlurmCommandError):
