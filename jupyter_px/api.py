@@ -3,12 +3,14 @@
 run = jupyter_px.submit("train.py", topology)      # or code text, or a typed source
 run.wait(); run.status(); run.logs("worker", 0); run.metrics(); run.stop(); run.tensorboard()
 run = jupyter_px.Run("last")                       # or a run id, or a run name (its newest run)
+run = jupyter_px.submit(train, topology, args=(0.1,), kwargs={"epochs": 3})   # a function
+run.results()                                      # what each replica returned, in rank order
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .runstore import RunState, RunStatus, RunStore
@@ -16,10 +18,14 @@ from .service import (
     LOGS_TAIL_BYTES,
     Backend,
     CodeSource,
+    FunctionCall,
+    NotebookCells,
     Observation,
     Overrides,
     PushError,
     RunService,
+    ScriptFile,
+    SourceText,
     Submission,
 )
 from .topology import Topology, parse_topology
@@ -38,7 +44,7 @@ class RunFailed(RuntimeError):
 
 
 def submit(
-    code: str | os.PathLike | CodeSource,
+    code: str | os.PathLike | CodeSource | Callable[..., Any],
     topology: Topology | str | dict | None = None,
     *,
     name: str | None = None,
@@ -47,12 +53,14 @@ def submit(
     workers: int | None = None,
     ps: int | None = None,
     workdir: str | os.PathLike | None = None,
-    args: list[str] | tuple[str, ...] = (),
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
     language: str | None = None,
     push: Mapping[str, Any] | None = None,
     submitted_from: str = "api",
     source: str | None = None,
     store: RunStore | None = None,
+    cold: bool = False,
 ) -> Run:
     """Validate, record and start a run; returns at once (call `.wait()` to block).
 
@@ -61,7 +69,18 @@ def submit(
     `.py`) is a script, other text is code. `source` records where the code came from;
     `language` ("python", or "ipython" for %magics and !commands) overrides the source's.
     Nothing is left behind when validation, the backend's resource check or the start fails.
+
+    `code` may be a function (or a lambda) instead: every replica calls `code(*args, **kwargs)`
+    with the run's environment; it and the notebook globals it uses are shipped by value
+    (cloudpickle), and `run.results()` gives what each replica returned.
     """
+    if callable(code) and not isinstance(code, (str, os.PathLike, ScriptFile, SourceText, NotebookCells, FunctionCall)):
+        from .notebook_code import function_cells
+
+        code = FunctionCall(code, tuple(args), dict(kwargs or {}), function_cells(code))
+        args = ()
+    elif kwargs:
+        raise TypeError("kwargs are a function's keyword arguments: submit a function to use them")
     overrides = Overrides(framework=framework, workers=workers, ps=ps, backend=backend)
     submission = Submission.of_code(
         code,
@@ -74,6 +93,7 @@ def submit(
         push=push,
         submitted_from=submitted_from,
         source=source,
+        cold=cold,
     )
     service = RunService(store)
     return Run(service.submit(submission), service=service)
@@ -162,6 +182,31 @@ class Run:
 
     def stop(self) -> RunStatus:
         return self.service.stop(self.run_id)
+
+    def results(self, timeout: float | None = None) -> list[Any]:
+        """What each replica returned, in rank order (master first, then workers by index; each
+        replica's processes by rank), once the run has finished (it is waited for, kept as
+        `wait` keeps it). A replica's exception is raised again, its traceback attached as the
+        cause; a replica that returned nothing (killed, stopped) raises ResultMissing. For runs
+        of a function (`submit(fn, ...)`) or of a cell that ends with an expression."""
+        from .function_calls import read_results
+
+        status = self.wait(timeout=timeout)
+        by_key = {replica.key: replica for replica in status.replicas}
+        per_replica = self.topology.environment.processes_per_replica if self.topology.framework == "pytorch" else 1
+        processes = [
+            (role, index, f"{role}-{index}" + (f".rank{rank}" if rank else ""))
+            for role, index in self.replicas()
+            for rank in range(per_replica)
+        ]
+
+        def why_missing(key: str) -> str:
+            replica = by_key.get(key.split(".rank")[0])
+            if replica is None:
+                return "it has no status"
+            return f"it {replica.state.value}" + (f": {replica.message}" if replica.message else "")
+
+        return read_results(self.paths.root, processes, why_missing)
 
     def tensorboard(self, **kwargs):
         """Start (or reuse) a TensorBoard for this run; returns the typed start result."""

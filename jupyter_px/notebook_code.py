@@ -72,6 +72,18 @@ def is_px_cell(source: str) -> bool:
     return bool(_PX_CELL.match(_first_code_line(source)))
 
 
+def distributed_body_at(source: str) -> tuple[str, int] | None:
+    """`distributed_body` and how many of the cell's lines come before it (the magic line)."""
+    lines = source.splitlines()
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if not _PX_DISTRIBUTED.match(line):
+            return None
+        return "\n".join(lines[number + 1 :]), number + 1
+    return None
+
+
 def distributed_body(source: str) -> str | None:
     """The code a `%%px_distributed` cell ships (its body, below the magic line); None for any
     other cell.
@@ -79,14 +91,8 @@ def distributed_body(source: str) -> str | None:
     A notebook submitted as a whole (the sidebar's "Run distributed") ships these bodies: they
     are the notebook's training code, written where the user runs it from the notebook itself.
     """
-    lines = source.splitlines()
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        if not _PX_DISTRIBUTED.match(line):
-            return None
-        return "\n".join(lines[number + 1 :])
-    return None
+    found = distributed_body_at(source)
+    return None if found is None else found[0]
 
 
 def _first_code_line(source: str) -> str:
@@ -97,8 +103,9 @@ def _first_code_line(source: str) -> str:
 
 
 def strip_px_lines(source: str) -> str:
-    """Drop `%px_...` and `%load_ext jupyter_px` lines (they only make sense in the notebook)."""
-    return "\n".join(line for line in source.splitlines() if not _PX_LINE.match(line))
+    """Blank out `%px_...` and `%load_ext jupyter_px` lines (they only make sense in the
+    notebook); blank, not dropped, so every other line keeps its number (tracebacks name it)."""
+    return "\n".join("" if _PX_LINE.match(line) else line for line in source.splitlines())
 
 
 def notebook_path(user_ns: Mapping[str, Any] | None = None, cwd: str | None = None) -> Path | None:
@@ -146,9 +153,54 @@ def cells_from_file(path: Path, current_cell: str) -> list[str] | None:
     return None
 
 
+def cells_with_places(path: Path, current_cell: str) -> list[tuple[str, dict[str, Any]]] | None:
+    """`cells_from_file`, each cell with its id, execution count and position in the notebook."""
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    cells: list[tuple[str, dict[str, Any]]] = []
+    wanted = current_cell.strip()
+    for position, cell in enumerate(notebook.get("cells", [])):
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        if source.strip() == wanted:
+            return cells
+        place = {"cell_id": cell.get("id"), "execution_count": cell.get("execution_count"), "cell_index": position}
+        cells.append((source, {**place, "notebook": path.name}))
+    return None
+
+
 def cells_from_history(raw_history: list[str]) -> list[str]:
     """The cells this kernel ran before the current one (the last entry of the raw history)."""
     return [source for source in raw_history[1:-1] if source is not None]
+
+
+def source_spans(
+    previous: Iterable[tuple[str, int, dict[str, Any]]], current: tuple[str, int, dict[str, Any]] | None, shipped: str
+) -> list[dict[str, Any]]:
+    """Where each line of `notebook_source(previous, current)` came from, as source-map spans
+    (`cell_sources`): each item is (the text given to `notebook_source`, how many lines of its
+    cell come before that text, the cell's id / execution count / position). None where the
+    shipped code (IPython syntax rewritten) no longer has the same number of lines."""
+    from .cell_sources import span
+
+    parts = [
+        (strip_px_lines(text), offset, meta) for text, offset, meta in previous if text.strip() and not is_px_cell(text)
+    ]
+    if current is not None:
+        parts.append((strip_px_lines(current[0]), current[1], current[2]))
+    spans, line = [], 1
+    for text, offset, meta in parts:
+        body = text.rstrip()
+        if not body.strip():
+            continue
+        count = len(body.splitlines())
+        spans.append(span(line, count, offset, **meta))
+        line += count + 1
+    return spans if spans and len(shipped.rstrip("\n").splitlines()) == line - 2 else []
 
 
 def notebook_source(previous_cells: Iterable[str], current_body: str) -> str:
@@ -160,6 +212,17 @@ def notebook_source(previous_cells: Iterable[str], current_body: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Names the code reads but does not define
+
+
+def ends_with_expression(python: str) -> bool:
+    """Does the code's last statement compute a value (a notebook cell's result)?"""
+    import ast
+
+    try:
+        body = ast.parse(python).body
+    except SyntaxError:
+        return False
+    return bool(body) and isinstance(body[-1], ast.Expr)
 
 
 def free_names(python: str) -> set[str]:
@@ -263,3 +326,34 @@ def local_references(value: Any) -> list[str]:
     except Exception:  # other unpicklable values are reported by the API with pickle's error
         pass
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Functions shipped by value
+
+
+def function_cells(fn: Any) -> dict[str, dict[str, Any]]:
+    """The cells of this kernel that `fn` (and the functions it uses) was compiled from, as
+    source-map `code` entries (`cell_sources`): the cell's lines and its execution count, so a
+    replica's traceback names "cell [5], line 8". Empty outside IPython."""
+    import linecache
+
+    from .cell_sources import cell_label
+    from .function_calls import cells_of
+
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    numbers = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+
+    def cell_of(filename: str) -> dict[str, Any] | None:
+        number = numbers.get(filename)
+        lines = linecache.getlines(filename)
+        if number is None or not lines:
+            return None
+        return {"lines": list(lines), "execution_count": number, "label": cell_label(number)}
+
+    return cells_of(fn, cell_of) if numbers else {}

@@ -43,6 +43,7 @@ import sys
 import threading
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -225,23 +226,74 @@ def _load_pushed(code_dir: Path) -> dict[str, Any]:
     return values
 
 
-def _run_python(entrypoint: str, init_globals: dict[str, Any]) -> int:
+def _run_python(entrypoint: str, init_globals: dict[str, Any], run_dir: Path, returns: bool = False) -> int:
     import runpy
 
+    def run() -> None:
+        if returns:  # a notebook cell's code: its last expression is this replica's result
+            from jupyter_px import function_calls
+
+            value = function_calls.run_keeping_last_expression(entrypoint, init_globals)
+            function_calls.keep(run_dir, value=value)
+        else:
+            runpy.run_path(entrypoint, init_globals=init_globals, run_name="__main__")
+
+    return _exit_status(run, run_dir, keep=returns, frames=lambda tb: _user_frames(tb, entrypoint))
+
+
+def _run_function(run_dir: Path) -> int:
+    """Call the function shipped by `jupyter_px.submit(fn, ...)` and keep what it returned."""
+    from jupyter_px import function_calls
+
+    def ours(tb: Any) -> Any:  # the frames of this module and function_calls are not the user's
+        first = tb
+        while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, function_calls.__file__):
+            tb = tb.tb_next
+        return tb or first
+
+    def run() -> None:
+        function_calls.keep(run_dir, value=function_calls.call(run_dir / "code"))
+
+    return _exit_status(run, run_dir, keep=True, frames=ours)
+
+
+def _exit_status(run: Callable[[], None], run_dir: Path, *, keep: bool, frames: Callable[[Any], Any]) -> int:
+    """Run the replica's code and turn how it ended into the process's exit status: SystemExit's
+    code, 130 for ^C, 1 for an exception (reported with `frames`, the user's part of its traceback)."""
     try:
-        runpy.run_path(entrypoint, init_globals=init_globals, run_name="__main__")
+        run()
     except SystemExit as error:
         return _exit_code(error)
     except KeyboardInterrupt:
         traceback.print_exc()
         return 130
     except BaseException as error:
-        traceback.print_exception(type(error), error, _user_frames(error.__traceback__, entrypoint))
+        _report(error, frames(error.__traceback__), run_dir, keep=keep)
         return 1
     return 0
 
 
-def _run_ipython(entrypoint: str, init_globals: dict[str, Any]) -> int:
+def _report(error: BaseException, tb: Any, run_dir: Path, *, keep: bool = False, aliases: tuple[str, ...] = ()) -> None:
+    """Print the traceback with shipped code named by its notebook cell ("cell [5], line 8"), and
+    keep the failure record the supervisor puts in the replica's status (and, for a function's
+    or a cell's result, the exception as the outcome)."""
+    from jupyter_px import cell_sources
+
+    source_map = cell_sources.SourceMap.load(run_dir / "code")
+    source_map.install()
+    if aliases:
+        cell_sources.alias_shipped_lines(source_map, run_dir / "code" / "main.py", aliases)
+    text = source_map.format_exception(error, tb)
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    cell_sources.keep_failure(run_dir, source_map.failure_record(error, tb))
+    if keep:
+        from jupyter_px import function_calls
+
+        function_calls.keep(run_dir, error=error, traceback_text=text)
+
+
+def _run_ipython(entrypoint: str, init_globals: dict[str, Any], run_dir: Path) -> int:
     """Run the source as one IPython cell, so `%magics` and `!commands` work."""
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -250,6 +302,14 @@ def _run_ipython(entrypoint: str, init_globals: dict[str, Any]) -> int:
         shell.colors = "nocolor"
     except Exception:
         pass
+
+    def report(shell: Any, kind: type, error: BaseException, tb: Any, tb_offset: Any = None) -> None:
+        while tb is not None and "/IPython/" in tb.tb_frame.f_code.co_filename:
+            tb = tb.tb_next  # from the cell's own frame on
+        frames = traceback.extract_tb(tb)
+        _report(error, tb, run_dir, aliases=tuple({frame.filename for frame in frames}))
+
+    shell.set_custom_exc((Exception,), report)
     shell.user_ns.update(init_globals)
     shell.user_ns.update(__name__="__main__", __file__=entrypoint)
     source = Path(entrypoint).read_text()
@@ -351,10 +411,12 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except Exception as error:
         _die(f"cannot load the values pushed with the code (code/pushed.pkl): {error!r}", 1)
 
-    if code_spec.get("language") == "ipython":
-        code = _run_ipython(entrypoint, init_globals)
+    if code_spec.get("language") == "function":
+        code = _run_function(run_dir)
+    elif code_spec.get("language") == "ipython":
+        code = _run_ipython(entrypoint, init_globals, run_dir)
     else:
-        code = _run_python(entrypoint, init_globals)
+        code = _run_python(entrypoint, init_globals, run_dir, returns=bool(code_spec.get("returns")))
     _finish(code)
 
 

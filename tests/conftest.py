@@ -23,6 +23,72 @@ SLURM_ENVIRONMENT = ("SLURM_", "PX_SLURM_")
 SLOW_LANES = ("jobs", "kube", "browser", "tensorboard", "slurm")
 
 
+#: Modules whose real jobs (`jobs`) run twice, cold and warm (`launch`): the local backend's
+#: guarantees (logs, metrics, limits and OOM, exit codes, restarts, stop, ownership, reads that
+#: never act) must hold for replicas forked from a template as for those started cold.
+LAUNCH_MODULES = (
+    "test_local_backend",
+    "test_local_faults",
+    "test_local_limits",
+    "test_local_reconcile",
+    "test_reads_never_act",
+    "test_cli_runs",
+    "test_warm",
+    "test_functions",
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The `jobs` tests of LAUNCH_MODULES (which use the `launch` fixture) run cold and warm."""
+    if "launch" not in metafunc.fixturenames or not metafunc.definition.get_closest_marker("jobs"):
+        return
+    if metafunc.module.__name__ not in LAUNCH_MODULES:
+        return
+    cold_only = metafunc.definition.get_closest_marker("cold_only")
+    metafunc.parametrize("launch", ["cold"] if cold_only else ["cold", "warm"], indirect=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _warm_templates_of_this_session(tmp_path_factory) -> Iterator[None]:
+    """Templates live in this session's own directory, off unless a test turns them on (the
+    `launch` fixture), and are stopped when the session ends: none outlives the tests."""
+    directory = tmp_path_factory.mktemp("warm")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PX_WARM_DIR", str(directory))
+        patch.setenv("JUPYTER_PX_WARM", "0")
+        patch.delenv("JUPYTER_PX_WARM_IDLE_S", raising=False)
+        patch.delenv("JUPYTER_PX_WARM_WAIT_S", raising=False)
+        patch.delenv("PX_LOCAL_CONFIG", raising=False)
+        try:
+            yield
+        finally:
+            from jupyter_px.backends.local import warm
+
+            warm.stop_all("the test session ended")
+
+
+@pytest.fixture
+def launch(request, monkeypatch) -> Iterator[str]:
+    """`cold` or `warm`: how the local backend starts this test's runs. A warm round starts the
+    templates it needs first (once per session) and checks afterwards that its runs were warm."""
+    mode = getattr(request, "param", "cold")
+    if mode == "warm":
+        from warm_support import ensure_templates
+
+        monkeypatch.setenv("JUPYTER_PX_WARM", "1")
+        # a submit whose environment another fixture changed (a Jupyter server's PYTHONPATH)
+        # finds the template restarting: it waits for it rather than starting cold
+        monkeypatch.setenv("JUPYTER_PX_WARM_WAIT_S", "300")
+        ensure_templates()
+    else:
+        monkeypatch.setenv("JUPYTER_PX_WARM", "0")
+    yield mode
+    if mode == "warm" and os.environ.get("PX_HOME"):
+        from warm_support import assert_started_warm
+
+        assert_started_warm(Path(os.environ["PX_HOME"]))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "kube" in getattr(item, "fixturenames", ()):

@@ -63,6 +63,7 @@ SPELLING = [
 TOPOLOGY_CELL = "%%px_topology"
 SETTINGS_FILE_LINE = "# ~/.jupyter_px/kubernetes.yaml"
 SLURM_SETTINGS_FILE_LINE = "# ~/.jupyter_px/slurm.yaml"
+LOCAL_SETTINGS_FILE_LINE = "# ~/.jupyter_px/local.yaml"
 SERVER_CONFIG_LINE = "# jupyter_server_config.py"
 #: Commands from `.ci/run` checked by running them there (a docs line identical to one is checked).
 CI_RUN = ROOT / ".ci" / "run"
@@ -212,16 +213,17 @@ def _environment(**values: str) -> Iterator[None]:
 
 
 def settings_problem(text: str, backend: str = "kubernetes") -> str | None:
-    """What the settings loader of the Kubernetes (or Slurm) backends says of a settings file."""
+    """What the settings loader of the Kubernetes (or Slurm, or local) backends says of a settings file."""
     from jupyter_px.backends.base import BackendError
     from jupyter_px.backends.kubernetes.settings import load_settings as kubernetes_settings
+    from jupyter_px.backends.local.settings import load_settings as local_settings
     from jupyter_px.backends.slurm.settings import load_settings as slurm_settings
 
-    load_settings = slurm_settings if backend == "slurm" else kubernetes_settings
+    load_settings = {"slurm": slurm_settings, "local": local_settings}.get(backend, kubernetes_settings)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{backend}.yaml"
         path.write_text(text)
-        variable = "PX_SLURM_CONFIG" if backend == "slurm" else "PX_K8S_CONFIG"
+        variable = {"slurm": "PX_SLURM_CONFIG", "local": "PX_LOCAL_CONFIG"}.get(backend, "PX_K8S_CONFIG")
         with _environment(**{variable: str(path)}):
             try:
                 load_settings()
@@ -435,6 +437,9 @@ def check_yaml(block: Block, previous: Block | None = None) -> list[str]:
     if first == SLURM_SETTINGS_FILE_LINE:
         problem = settings_problem(text, "slurm")
         return [f"{where}: Slurm settings: {problem}"] if problem else []
+    if first == LOCAL_SETTINGS_FILE_LINE:
+        problem = settings_problem(text, "local")
+        return [f"{where}: local backend settings: {problem}"] if problem else []
     problems = []
     if first.startswith(TOPOLOGY_CELL):
         message = parse_magic("px_topology", first[len(TOPOLOGY_CELL) :].strip())

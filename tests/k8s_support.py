@@ -13,13 +13,12 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kube_sim import Cluster
-from kube_sim_support import wait_for
+from waiting import wait_for  # noqa: F401 (the suite's one wait, re-exported for these tests)
 
 from jupyter_px import detached
 
@@ -67,11 +66,6 @@ def unschedulable(message: str) -> dict[str, Any]:
         "phase": "Pending",
         "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}],
     }
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = DEADLINE_S, what: str = "condition") -> Any:
-    """`kube_sim_support.wait_for` with this module's longer deadline (a follower's start is slow)."""
-    return wait_for(predicate, what, timeout, poll=0.1)
 
 
 def _alive(pid: int) -> bool:

@@ -7,30 +7,17 @@ import contextlib
 import itertools
 import os
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kube_sim import Cluster
 from kubernetes import client, config
+from waiting import wait_for  # noqa: F401 (the suite's one wait, re-exported for these tests)
 
 #: Generous: pods are real processes on a shared, loaded machine.
 DEADLINE_S = 120.0
 _NAMESPACES = itertools.count()
-
-
-def wait_for(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE_S, poll: float = 0.05) -> Any:
-    """The predicate's first true value, polled every `poll` s; AssertionError naming `what`
-    after `timeout` (the Kubernetes backend's tests wait with it too: `k8s_support.wait_until`)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(poll)
 
 
 def fresh_namespace(cluster: Cluster, test_name: str, prefix: str) -> str:

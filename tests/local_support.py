@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import psutil
+from waiting import wait_for
 
 from jupyter_px.detached import ProcessIdentity
 
@@ -31,16 +31,6 @@ def wait(run, timeout: float = RUN_TIMEOUT_S):
     status = run.wait(timeout=timeout, poll=0.1)
     assert_nothing_left(run)
     return status
-
-
-def wait_for(predicate, timeout: float = 60, poll: float = 0.05, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def _belongs_to(proc: psutil.Process, run_id: str) -> bool:
@@ -66,7 +56,7 @@ def assert_nothing_left(run, timeout: float = 20) -> None:
         owner = status.owner
         return owner is None or not ProcessIdentity(owner.pid, owner.started_at).alive()
 
-    wait_for(supervisor_gone, timeout, what=f"the supervisor of {run.run_id} to exit")
+    wait_for(supervisor_gone, f"the supervisor of {run.run_id} to exit", timeout)
     alive = []
     for pid in recorded:
         try:
@@ -78,6 +68,15 @@ def assert_nothing_left(run, timeout: float = 20) -> None:
     assert not alive, f"replica processes of {run.run_id} still alive: {alive}"
     left = run_processes(run.run_id)
     assert not left, f"processes of {run.run_id} still alive: {[(p.pid, p.name()) for p in left]}"
+
+
+def supervisor_and_watchdog(run) -> tuple[psutil.Process, list[psutil.Process]]:
+    """The run's supervisor and its watchdog: its children that are not replicas (nor, for a
+    run started warm, the zygote it forks its replicas from)."""
+    supervisor = psutil.Process(run.status().owner.pid)
+    replica_pids = {r.pid for r in run.status().replicas}
+    children = [c for c in supervisor.children() if c.pid not in replica_pids]
+    return supervisor, [c for c in children if c.name() != "px-zygote"]
 
 
 def outputs(run) -> dict[str, dict]:

@@ -13,13 +13,14 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from outside_data import under_ci
 from slurm_cluster import SlurmCluster, SlurmUnavailable
+from waiting import wait_for
 
 #: Generous: jobs are real processes (torch, TensorFlow) on a shared, loaded two-core machine.
 DEADLINE_S = 180.0
@@ -85,17 +86,6 @@ def queued(cluster: SlurmCluster, job_id: int | None = None) -> list[str]:
             return []
         raise
     return [line.strip() for line in out.splitlines() if line.strip()]
-
-
-def wait_for(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE_S, poll: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(poll)
 
 
 def follower_pids(home: Path) -> list[int]:

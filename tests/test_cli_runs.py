@@ -10,6 +10,9 @@ import sys
 import pytest
 from local_support import CLI, JOBS, ROOT, assert_nothing_left, wait_for
 
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
+pytestmark = [pytest.mark.usefixtures("launch")]
+
 FAULTS = str(JOBS / "faults.py")
 TOPOLOGY = "framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2\n"
 

@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from waiting import wait_for
 
 from jupyter_px import detached
 from jupyter_px.detached import ProcessIdentity
@@ -24,14 +24,6 @@ def _env() -> dict[str, str]:
     env = detached.importable_environ()
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
     return env
-
-
-def _wait_for(predicate, timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_a_child_is_itself_from_the_moment_start_returns_and_gone_once_it_ends(tmp_path):
@@ -51,7 +43,7 @@ def test_go_lets_the_child_run_and_the_starter_reaps_it(tmp_path):
         assert not marker.exists()  # it waits for go
         child.go()
     assert child.wait(60) == 0 and marker.exists()
-    _wait_for(lambda: child.exit_code is not None, what="the reaper to collect the child")
+    wait_for(lambda: child.exit_code is not None, what="the reaper to collect the child")
     with pytest.raises(psutil.NoSuchProcess):  # reaped: no zombie left behind
         psutil.Process(child.pid)
     assert "JUPYTER_PX_GO_FD" not in (tmp_path / "ran").read_text()  # not passed on to its children
@@ -87,7 +79,7 @@ def test_a_pid_with_another_creation_time_is_another_process():
 def test_a_zombie_is_not_alive():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     identity = ProcessIdentity.of(child.pid)
-    _wait_for(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, what="a zombie")
+    wait_for(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, what="a zombie")
     assert not identity.alive()
     child.wait()
 
@@ -97,7 +89,7 @@ def test_a_stop_request_reaches_only_a_child_that_handles_it(tmp_path):
         # still waiting for go, no handler yet: a SIGTERM would kill it, so none is sent
         assert not detached.request_stop(child.identity)
         child.go()
-    _wait_for(lambda: "handler installed" in (tmp_path / "log").read_text(), what="the handler")
+    wait_for(lambda: "handler installed" in (tmp_path / "log").read_text(), what="the handler")
     assert detached.request_stop(child.identity)
     assert child.wait(60) == 7  # it stopped by itself, as asked
     assert not detached.request_stop(child.identity)  # gone: nothing more to ask

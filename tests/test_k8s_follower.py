@@ -20,8 +20,8 @@ from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     started_followers,
     terminated,
     unschedulable,
+    wait_for,
     wait_for_file,
-    wait_until,
     waiting,
 )
 
@@ -43,7 +43,7 @@ def wait_replica(run, key, state, reason=None, timeout=DEADLINE_S):
         r = replica(run, key)
         return r.state.value == state and (reason is None or r.reason == reason)
 
-    wait_until(check, timeout, f"{key} {state} {reason or ''}; now {replica(run, key)}")
+    wait_for(check, f"{key} {state} {reason or ''}; now {replica(run, key)}", timeout)
     return replica(run, key)
 
 
@@ -136,17 +136,17 @@ def test_follower_writes_states_logs_and_metrics(kube, px_home, tmp_path):
     r = wait_replica(run, "worker-0", "Restarting", "CrashLoopBackOff")
     assert r.restarts == 1 and "back-off 6s restarting failed container=replica" in r.message
     wait_replica(run, "worker-0", "Running")
-    wait_until(lambda: replica(run, "worker-0").restarts == 2, what="the third start recorded")
-    wait_until(lambda: len((run.metrics().get("master-0") or {}).get("loss", ())) == 2, what="metrics stored")
+    wait_for(lambda: replica(run, "worker-0").restarts == 2, what="the third start recorded")
+    wait_for(lambda: len((run.metrics().get("master-0") or {}).get("loss", ())) == 2, what="metrics stored")
     assert list(run.metrics()["master-0"]["loss"].values) == [1.0, 0.5]
-    wait_until(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
+    wait_for(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
     finish.touch()
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert run.logs("master", 0) == "starting\n" + metric_line(0, 1.0) + metric_line(1, 0.5) + "done\n"
     assert "worker says hi\n" in run.logs("worker", 0)
     assert replica(run, "worker-0").state.value == "Stopped"  # the run ended; its other pods were deleted
-    wait_until(lambda: not kube.list("pods"), what="the finished run's pods deleted")  # logs are in the store
+    wait_for(lambda: not kube.list("pods"), what="the finished run's pods deleted")  # logs are in the store
     events = list(run.paths.tensorboard("master", 0).glob("events.out.tfevents.*"))
     assert events  # TensorBoard sees the metrics too (files MetricsReader skips: the points are in JSONL)
     reader = MetricsReader(run.paths)
@@ -183,17 +183,17 @@ def test_killed_follower_resumes_without_lost_or_doubled_lines(kube, px_home, tm
         + wait_for_file(end)
     )
     run = jupyter_px.submit(code, {**TORCH, "environment": {"replicas": {"n_workers": 0}}})
-    wait_until(lambda: run.logs("master", 0).count("\n") == 51, what="first lines")
+    wait_for(lambda: run.logs("master", 0).count("\n") == 51, what="first lines")
     kill(run.store.status(run.run_id).owner.pid)  # returns once the process is gone
     assert started_followers() == []
     go.touch()  # printed while nobody follows
-    wait_until(lambda: "line 79" in kube_log(kube, run), what="the pod to print the rest")
+    wait_for(lambda: "line 79" in kube_log(kube, run), what="the pod to print the rest")
     backend = run.backend
     restarted = backend.follow(run.run_id)
     assert restarted is not None
     assert backend.follow(run.run_id) is None  # the one just started is known, even before it writes
     assert started_followers() == [restarted]
-    wait_until(lambda: run.logs("master", 0).count("\n") >= 82, what="resumed lines")
+    wait_for(lambda: run.logs("master", 0).count("\n") >= 82, what="resumed lines")
     end.touch()
     run.wait(timeout=DEADLINE_S)
     lines = run.logs("master", 0).splitlines()
@@ -226,7 +226,7 @@ def test_kubeflow_job_conditions_decide_the_run(kube, px_home, tmp_path):
 
 def test_stop_keeps_the_logs(kube, px_home):
     run = jupyter_px.submit(prints("before stop\n") + "import time\ntime.sleep(600)\n", TORCH)
-    wait_until(lambda: run.logs("master", 0) == "before stop\n", what="log")
+    wait_for(lambda: run.logs("master", 0) == "before stop\n", what="log")
     status = run.stop()
     assert (status.state.value, status.reason) == ("Stopped", "StoppedByUser")
     assert {r.state.value for r in status.replicas} == {"Stopped"}

@@ -20,9 +20,9 @@ from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     DEADLINE_S,
     kube_fixture,
     started_followers,
+    wait_for,
     wait_for_file,
     wait_gone,
-    wait_until,
 )
 from kube_sim import Cluster
 
@@ -38,7 +38,7 @@ TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas"
 
 def follower_of(run) -> int:
     """The pid of the run's follower (its owner in status.json), once it has taken the run's lock."""
-    wait_until(lambda: (run.paths.root / "follower" / ".lock").exists(), what="the follower to start")
+    wait_for(lambda: (run.paths.root / "follower" / ".lock").exists(), what="the follower to start")
     return run.store.status(run.run_id).owner.pid
 
 
@@ -66,7 +66,7 @@ def test_follower_ends_when_its_run_directory_is_deleted(kube, px_home, tmp_path
     code = "print('first', flush=True)\n" + wait_for_file(go) + "print('written to a run that is gone', flush=True)\n"
     run = jupyter_px.submit(code + "time.sleep(600)\n", TORCH)
     master = f"{run.run_id}-master-0"
-    wait_until(lambda: run.logs("master", 0) == "first\n", what="the log stored")
+    wait_for(lambda: run.logs("master", 0) == "first\n", what="the log stored")
     pid = follower_of(run)
     shutil.rmtree(run.paths.root)
     go.touch()  # the pod prints on: its log stream must not recreate the run directory
@@ -84,8 +84,8 @@ def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_agai
         + "if os.environ['PX_TASK_TYPE'] == 'master':\n    print('after', flush=True)\n"
     )
     run = jupyter_px.submit(code, TORCH)
-    wait_until(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
-    wait_until(lambda: run.logs("master", 0) == "before\n", what="the log stored")
+    wait_for(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
+    wait_for(lambda: run.logs("master", 0) == "before\n", what="the log stored")
     pid = follower_of(run)
     with kube.outage():
         assert wait_gone(pid) == 0
@@ -102,7 +102,7 @@ def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_agai
     run.reconcile()  # the keeper's step starts a follower again
     (again,) = started_followers()
     assert again != pid
-    wait_until(lambda: run.store.status(run.run_id).reason != "LostContact", what="the new follower's status")
+    wait_for(lambda: run.store.status(run.run_id).reason != "LostContact", what="the new follower's status")
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert run.logs("master", 0) == "before\nafter\n"

@@ -70,7 +70,7 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
     import os
 
     import kubernetes
-    from k8s_support import wait_until
+    from k8s_support import wait_for
 
     code = "import os, time\nprint('before the delete', flush=True)\ntime.sleep(600)\n"
     run = jupyter_px.submit(code, TORCH)
@@ -80,8 +80,8 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
         (reference,) = obj["metadata"]["ownerReferences"]
         assert (reference["apiVersion"], reference["kind"]) == ("v1", "ConfigMap"), obj["metadata"]["name"]
         assert (reference["name"], reference["uid"]) == (meta["name"], meta["uid"]), obj["metadata"]["name"]
-    wait_until(lambda: run.store.status(run.run_id).counts() == {"Running": 3}, what="every replica Running")
-    wait_until(lambda: run.logs("master", 0) == "before the delete\n", what="the log stored")
+    wait_for(lambda: run.store.status(run.run_id).counts() == {"Running": 3}, what="every replica Running")
+    wait_for(lambda: run.logs("master", 0) == "before the delete\n", what="the log stored")
 
     api = kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
     kubernetes.client.CoreV1Api(api).delete_namespaced_config_map(meta["name"], "default")
@@ -90,7 +90,7 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
     assert "PodDeleted" in {r.reason for r in status.replicas}
     assert {r.state.value for r in status.replicas} <= {"Failed", "Stopped"}
     assert run.logs("master", 0) == "before the delete\n"
-    wait_until(lambda: not kube.list("pods") and not kube.list("services"), what="the collector to delete the rest")
+    wait_for(lambda: not kube.list("pods") and not kube.list("services"), what="the collector to delete the rest")
     run.stop()
 
 

@@ -36,7 +36,8 @@ from kubeflow.training import TrainingClient
 def train_func():
     import torch.distributed as dist
     dist.init_process_group("gloo")
-    print("rank", dist.get_rank(), "of", dist.get_world_size(), flush=True)
+    import sys  # one write a line: torchrun's ranks share the pod's unbuffered stdout
+    sys.stdout.write(f"rank {dist.get_rank()} of {dist.get_world_size()}\n")
     dist.destroy_process_group()
 
 client = TrainingClient()
@@ -54,7 +55,8 @@ from kubeflow.trainer import CustomTrainer, TrainerClient
 def train_func():
     import torch.distributed as dist
     dist.init_process_group("gloo")
-    print("node rank", dist.get_rank(), "of", dist.get_world_size(), flush=True)
+    import sys  # one write a line: torchrun's ranks share the pod's unbuffered stdout
+    sys.stdout.write(f"node rank {dist.get_rank()} of {dist.get_world_size()}\n")
     dist.destroy_process_group()
 
 client = TrainerClient()

@@ -22,6 +22,9 @@ from jupyter_px.backends.local.ports import PortReservation
 from jupyter_px.runstore import CodeSpec, RunRecord, RunStore
 from jupyter_px.topology import parse_topology
 
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
+pytestmark = [pytest.mark.usefixtures("launch")]
+
 PYTORCH_4 = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 3}}}
 
 

@@ -12,9 +12,19 @@ from typing import Any
 
 import psutil
 import pytest
-from local_support import describe, outputs, replica, run_processes, submit, wait, wait_for
+from local_support import (
+    describe,
+    outputs,
+    replica,
+    run_processes,
+    submit,
+    supervisor_and_watchdog,
+    wait,
+    wait_for,
+)
 
-pytestmark = pytest.mark.jobs
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
+pytestmark = [pytest.mark.jobs, pytest.mark.usefixtures("launch")]
 
 
 def _topology(n_workers: int = 2, **worker_settings) -> dict:
@@ -154,17 +164,10 @@ def test_two_runs_at_once_get_distinct_ports(px_home, tmp_path):
     assert statuses[0].started_at < statuses[1].finished_at and statuses[1].started_at < statuses[0].finished_at
 
 
-def _supervisor_and_watchdog(run):
-    supervisor = psutil.Process(run.status().owner.pid)
-    replica_pids = {r.pid for r in run.status().replicas}
-    watchdog = [c for c in supervisor.children() if c.pid not in replica_pids]
-    return supervisor, watchdog
-
-
 def test_supervisor_killed_leaves_nothing_and_run_reads_lost(px_home):
     run = submit("faults.py", _topology(2), args=["sleep"])
     wait_for(lambda: len(outputs(run)) == 3, what="every replica to start")
-    supervisor, _ = _supervisor_and_watchdog(run)
+    supervisor, _ = supervisor_and_watchdog(run)
     os.kill(supervisor.pid, signal.SIGKILL)
     status = wait_for(lambda: (s := run.store.status(run.run_id)).state.finished and s, what="the run to be marked")
     assert status.state.value == "Lost" and status.reason == "SupervisorLost", describe(run)
@@ -180,7 +183,7 @@ def test_supervisor_and_watchdog_killed_status_reads_reconcile_writes(px_home):
     dead, kills the leftovers and records Lost."""
     run = submit("faults.py", _topology(1), args=["sleep"])
     seen = wait_for(lambda: len(outputs(run)) == 2 and outputs(run), what="every replica to start")
-    supervisor, watchdog = _supervisor_and_watchdog(run)
+    supervisor, watchdog = supervisor_and_watchdog(run)
     assert len(watchdog) == 1
     os.kill(watchdog[0].pid, signal.SIGKILL)
     os.kill(supervisor.pid, signal.SIGKILL)
@@ -320,7 +323,7 @@ def test_a_daemon_with_an_emptied_environment_dies_with_a_sigkilled_supervisor(p
     daemon = wait_for(lambda: outputs(run).get("escaped", {}).get("pid"), what="the daemon to start")
     proc = psutil.Process(daemon)
     assert proc.environ() == {} and proc.name() == "sleep"
-    supervisor, _ = _supervisor_and_watchdog(run)
+    supervisor, _ = supervisor_and_watchdog(run)
     os.kill(supervisor.pid, signal.SIGKILL)
     try:
         status = wait_for(lambda: (s := run.store.status(run.run_id)).state.finished and s, what="the run marked")

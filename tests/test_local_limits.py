@@ -17,6 +17,9 @@ from jupyter_px.backends.local.ports import PortReservation
 from jupyter_px.runstore import RunStore
 from jupyter_px.topology import parse_topology
 
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
+pytestmark = [pytest.mark.usefixtures("launch")]
+
 PLENTY = capacity.Capacity(
     max_processes=1024, nproc_headroom=None, pid_headroom=30000, ports=28000, available_mib=100000.0
 )

@@ -24,6 +24,9 @@ from jupyter_px.backends.local import LocalBackend
 from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
 from jupyter_px.runstore.models import RunOwner
 
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
+pytestmark = [pytest.mark.usefixtures("launch")]
+
 ONE_WORKER = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
 
 
@@ -170,6 +173,7 @@ def test_a_supervisor_that_cannot_set_the_run_up_records_failed_with_the_reason(
 
 
 @pytest.mark.jobs
+@pytest.mark.cold_only  # an interpreter that cannot start is a cold start's; a failed warm start starts cold
 def test_a_supervisor_that_cannot_even_start_is_found_by_reconcile(px_home, monkeypatch):
     monkeypatch.setenv("PYTHONHOME", "/nonexistent-python-home")  # the supervisor's interpreter dies at once
     run = submit("faults.py", ONE_WORKER, args=["env"])

@@ -37,7 +37,8 @@ def test_distributed_cells_ship_their_bodies_in_order_and_tags_still_select():
         ("%px_status last\nprint('after')", []),
     )
     everything = load_code(NotebookCells("nb.ipynb", content=book)).text
-    assert everything == "import os\n\nprint('trained')\n\nprint('after')\n"
+    # the %px_status line is blanked, not dropped: every shipped line keeps its cell's numbering
+    assert everything == "import os\n\nprint('trained')\n\n\nprint('after')\n"
     tagged = load_code(NotebookCells("nb.ipynb", cells="tagged", content=book)).text
     assert tagged == "print('trained')\n"
 

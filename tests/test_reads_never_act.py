@@ -21,8 +21,11 @@ import psutil
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from local_support import CLI, ROOT, describe, outputs, run_processes, submit, wait_for
+from local_support import CLI, ROOT, describe, outputs, run_processes, submit, supervisor_and_watchdog, wait_for
 from tornado.httpclient import HTTPClientError
+
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
+pytestmark = [pytest.mark.usefixtures("launch")]
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -79,9 +82,8 @@ async def test_no_read_surface_writes_a_file_or_touches_a_process(jp_fetch, px_h
     run = submit("faults.py", ONE_WORKER, args=["sleep"])
     seen = wait_for(lambda: len(outputs(run)) == 2 and outputs(run), what="every replica to start")
     status = run.status()
-    supervisor = psutil.Process(status.owner.pid)
     replica_pids = {r.pid for r in status.replicas}
-    (watchdog,) = [c for c in supervisor.children() if c.pid not in replica_pids]
+    supervisor, (watchdog,) = supervisor_and_watchdog(run)
     os.kill(watchdog.pid, signal.SIGKILL)
     os.kill(supervisor.pid, signal.SIGKILL)
     escaped = [pid for data in seen.values() for pid in data["children"][1:]]  # in sessions of their own

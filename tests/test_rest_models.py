@@ -1,6 +1,6 @@
 """The sidebar's TypeScript types against the REST models they mirror, so neither drifts alone.
 
-`labextension/src/types.ts` declares one interface per model of `jupyter_px/server/models.py`
+`labextension/src/types.ts` declares one interface per model of `jupyter_px/server/models/`
 (`TYPESCRIPT_NAMES`); this test reads the TypeScript (a small reader for the subset types.ts
 uses: interfaces, `extends`, unions, arrays, index signatures, string literals, type aliases) and
 compares it with each model's own JSON Schema: the same field names, the same optionality, the

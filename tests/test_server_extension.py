@@ -18,6 +18,7 @@ import pytest
 import yaml
 from conftest import make_synthetic_run
 from local_support import outputs, run_processes, submit, wait
+from waiting import until
 
 from jupyter_px import tensorboard
 from jupyter_px.runstore import RunStore
@@ -49,17 +50,6 @@ def the_app(serverapp) -> JupyterPxApp:
     (app,) = serverapp.extension_manager.extension_apps["jupyter_px"]
     assert isinstance(app, JupyterPxApp)
     return app
-
-
-async def until(predicate, timeout: float = 60, what: str = "condition"):
-    """Poll without blocking the event loop the server (and its keeper) runs on."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await asyncio.to_thread(predicate)
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import psutil
 import pytest
 from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from tornado.httpclient import HTTPClientError
+from waiting import until
 
 from jupyter_px.backends.kubernetes import client as kube_client
 from jupyter_px.runstore import RunStore
@@ -47,14 +48,6 @@ async def answer_of(request) -> tuple[int, str]:
     return response.code, ""
 
 
-async def wait_for(predicate, what: str) -> None:
-    for _ in range(int(DEADLOCK_S * 10)):
-        if predicate():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, jp_root_dir, px_home, kube):
     """Six submits to an API server that never answers once took every thread of the default
     pool (min(32, cores + 4): six on two cores), and `GET runs`, logs and local submits waited
@@ -62,7 +55,7 @@ async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, j
     (jp_root_dir / "train.py").write_text("print('hi')\n")
     with kube.hang("POST", "configmaps"):
         submits = [asyncio.ensure_future(answer_of(jp_fetch("px", "api", "runs", **submit_body()))) for _ in range(6)]
-        await wait_for(lambda: kube.hung == 6, "six hung creates")
+        await until(lambda: kube.hung == 6, "six hung creates")
         response = await asyncio.wait_for(jp_fetch("px", "api", "runs"), DEADLOCK_S)
         assert response.code == 200 and json.loads(response.body)["total"] == 6  # recorded, starting
 
@@ -70,7 +63,7 @@ async def test_reads_and_local_submits_answer_while_six_creates_hang(jp_fetch, j
         response = await asyncio.wait_for(jp_fetch("px", "api", "runs", **local), DEADLOCK_S)
         assert response.code == 201
         run_id = json.loads(response.body)["run_id"]
-        await wait_for(lambda: RunStore(px_home).status(run_id).state.finished, "the local run to finish")
+        await until(lambda: RunStore(px_home).status(run_id).state.finished, "the local run to finish")
         response = await asyncio.wait_for(jp_fetch("px", "api", "runs", run_id, "logs"), DEADLOCK_S)
         assert json.loads(response.body)["text"] == "hi\n"
         assert kube.hung == 6  # all of it answered while every create still hung

@@ -162,15 +162,13 @@ def test_trials_waiting_in_the_queue_are_pending_with_slurms_reason(use_slurm, p
     )
     sweep = jupyter_px.sweep(script, SWEEP.replace("n_experiments: 4", "n_experiments: 2"), name="queued")
 
-    def pending_rows():  # once Slurm said why (before its queue is read: "Slurm job N submitted")
-        rows = [r for r in sweep.rows() if r.state == TrialState.PENDING and "is PENDING" in (r.reason or "")]
+    said_why = re.compile(r"Slurm job \d+ is PENDING in partition debug's queue: \S+ of 2 \((Resources|Priority)\)")
+
+    def pending_rows():  # once Slurm said why (first "Slurm job N submitted", then no reason until scheduled)
+        rows = [r for r in sweep.rows() if r.state == TrialState.PENDING and said_why.fullmatch(r.reason or "")]
         return rows if len(rows) == 2 else None
 
-    rows = wait_for(pending_rows, "both trials to wait in the queue")
-    for row in rows:
-        assert re.fullmatch(
-            r"Slurm job \d+ is PENDING in partition debug's queue: \S+ of 2 \((Resources|Priority)\)", row.reason
-        )
+    wait_for(pending_rows, "both trials to wait in the queue with Slurm's reason")
     service.stop(blocker)
     status = sweep.wait(timeout=DEADLINE_S)
     assert status.state == SweepState.SUCCEEDED and {r.state for r in sweep.rows()} == {TrialState.COMPLETE}

@@ -42,6 +42,10 @@ hptuning:
 """
 
 
+#: Trial states that are not final (a trial whose run waits in a queue is Pending).
+UNFINISHED = (TrialState.PENDING, TrialState.RUNNING)
+
+
 def _trial_runs(sweep):
     return {run.record.sweep.trial: run for run in sweep.trials()}
 
@@ -91,7 +95,7 @@ def test_a_killed_controller_resumes_without_rerunning_finished_trials(px_home, 
     monkeypatch.setenv("SWEEP_TRIAL_SLEEP", "0.8")
     sweep = jupyter_px.sweep(JOBS / "sweep_trial.py", TOPOLOGY.format(n=5, steps=4), name="kill")
     finished_first = wait_for(
-        lambda: [r for r in sweep.rows() if r.state != TrialState.RUNNING] and sweep.rows(),
+        lambda: [r for r in sweep.rows() if r.state not in UNFINISHED] and sweep.rows(),
         timeout=SWEEP_TIMEOUT_S,
         what="a first finished trial",
     )
@@ -100,7 +104,7 @@ def test_a_killed_controller_resumes_without_rerunning_finished_trials(px_home, 
     wait_for(lambda: not ProcessIdentity(owner.pid, owner.started_at).alive(), what="the controller to die")
     view = sweep.service.view(sweep.sweep_id)
     assert view.owner_problem and "is gone" in view.owner_problem
-    before = {r.number: (r.run_id, r.state) for r in finished_first if r.state != TrialState.RUNNING}
+    before = {r.number: (r.run_id, r.state) for r in finished_first if r.state not in UNFINISHED}
     assert sweep.resume() is True
     assert sweep.resume() is False  # one owner: a second start finds it running
     status = sweep.wait(timeout=SWEEP_TIMEOUT_S)

@@ -118,6 +118,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 args=tuple(args.script_args),
                 language=args.language,
                 origin="cli",
+                cold=args.cold,
             )
         )
     except TopologyError as error:
@@ -349,6 +350,9 @@ def register(commands) -> None:
         help="ipython runs the script under IPython, so %%magics and !commands work",
     )
     run.add_argument("--wait", action="store_true", help="stream logs and wait until the run finishes")
+    run.add_argument(
+        "--cold", action="store_true", help="start every replica afresh, not forked from a warm template (local)"
+    )
     run.set_defaults(handler=guarded(cmd_run), script_args=[])
 
     runs = commands.add_parser(

@@ -44,14 +44,17 @@ class SubmitMagics(Magics):
     @wait_args
     @argument("--notebook", action="store_true", help="ship the notebook's code cells up to this one, then this cell")
     @argument("--push", metavar="a,b", help="ship these notebook values to the replicas (pickled)")
+    @argument("--cold", action="store_true", help="start every replica afresh, not forked from a warm template")
     @output_arg("the Run")
     @cell_magic
-    def px_distributed(self, line: str, cell: str) -> None:
+    def px_distributed(self, line: str, cell: str) -> Any:
         """Run this cell's code as a distributed job; returns at once with a live monitor.
 
         Every replica runs the code with its environment set (TF_CONFIG, MASTER_ADDR/RANK/...,
-        PX_* ; see the README). The topology is -t NAME, -f FILE, or else the current one
-        (the last %%px_topology); --framework/--workers/--ps/--backend override it.
+        PX_* ; see the README). With --wait, a cell that ends with an expression shows the
+        master's value as its result (`run.results()` has every replica's). The topology is
+        -t NAME, -f FILE, or else the current one (the last %%px_topology);
+        --framework/--workers/--ps/--backend override it.
 
         The code must define what it uses: values from earlier cells are not there unless
         shipped with --push (names read but not defined are reported before anything starts),
@@ -72,7 +75,7 @@ class SubmitMagics(Magics):
         check_output(args)
         check_wait(args)
         topology = self._topology_for(args)
-        shipped = self._code_for(args, cell)
+        shipped, spans = self._code_for(args, cell)
         push = self._pushed_values(args.push)
         from ..notebook_code import missing_names
 
@@ -86,7 +89,7 @@ class SubmitMagics(Magics):
             from .sweeps import start_sweep
 
             return start_sweep(self, topology, shipped, args, push)
-        run = self._submit(topology, shipped, args, push)
+        run = self._submit(topology, shipped, args, push, spans)
         if args.output:
             shell_of(self).user_ns[args.output] = run
         line = (
@@ -96,6 +99,9 @@ class SubmitMagics(Magics):
         monitor = show_run(shell_of(self), run, line)
         if args.wait:
             wait_for_run(run, monitor, args.timeout)
+            if run.record.code.returns:  # the cell ends with an expression: the master's value is its result
+                return run.results()[0]
+        return None
 
     def _topology_for(self, args: Any) -> Topology:
         if args.topology:
@@ -134,15 +140,21 @@ class SubmitMagics(Magics):
         from .. import notebook_code
 
         origin = "cell"
+        shell = shell_of(self)
+        history = shell.history_manager
+        raw = list(history.input_hist_raw) if history is not None else []
+        number = len(raw) - 1 if raw else shell.execution_count  # this cell's [n]: its place in the history
+        here = {"execution_count": number, "cell_id": _cell_id(shell)}
         source = notebook_code.strip_px_lines(cell)
+        previous_places: list[tuple[str, int, dict[str, Any]]] = []
         if args.notebook:
-            history = shell_of(self).history_manager
-            raw = list(history.input_hist_raw) if history is not None else []
             current = raw[-1] if raw else ""
-            path = notebook_code.notebook_path(shell_of(self).user_ns)
-            previous = notebook_code.cells_from_file(path, current) if path is not None else None
-            if previous is not None:
+            path = notebook_code.notebook_path(shell.user_ns)
+            placed = notebook_code.cells_with_places(path, current) if path is not None else None
+            if placed is not None:
                 origin = f"notebook:{path}"
+                previous = [text for text, _ in placed]
+                previous_places = [(text, 0, place) for text, place in placed]
             else:
                 if path is not None:
                     print(
@@ -151,6 +163,7 @@ class SubmitMagics(Magics):
                         file=sys.stderr,
                     )
                 previous = notebook_code.cells_from_history(raw)
+                previous_places = [(raw[n], 0, {"execution_count": n}) for n in range(1, len(raw) - 1) if raw[n]]
                 origin = "notebook:history"
             source = notebook_code.notebook_source(previous, cell)
         if not source.strip():
@@ -163,7 +176,9 @@ class SubmitMagics(Magics):
                 f"the code does not compile: line {error.lineno}: {error.msg}"
                 + (f": {error.text.strip()}" if error.text else "")
             ) from None
-        return notebook_code.ShippedCode(shipped.source, shipped.language, origin)
+        # the magic's line is the cell's first: the shipped body starts at the cell's line 2
+        spans = notebook_code.source_spans(previous_places, (cell, 1, here), shipped.source)
+        return notebook_code.ShippedCode(shipped.source, shipped.language, origin), spans
 
     def _pushed_values(self, names_text: str | None) -> dict[str, Any]:
         if not names_text:
@@ -188,11 +203,25 @@ class SubmitMagics(Magics):
             values[name] = value
         return values
 
-    def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any]):
+    def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any], spans: list[Any]):
         from ..api import Run
+        from ..notebook_code import ends_with_expression
         from ..service import RunService
 
         service = RunService()
+        returns = shipped.language == "python" and ends_with_expression(shipped.source)
         with submit_errors():
-            run_id = service.submit(cell_submission(shipped, topology, args.name, push))
+            run_id = service.submit(
+                cell_submission(shipped, topology, args.name, push, cells=spans, returns=returns, cold=args.cold)
+            )
         return Run(run_id, service=service)
+
+
+def _cell_id(shell: Any) -> str | None:
+    """The id of the cell being run, where the front end sent it (JupyterLab does: `cellId` in
+    the request's metadata)."""
+    try:
+        parent = shell.kernel.get_parent()
+        return (parent.get("metadata") or {}).get("cellId")
+    except Exception:
+        return None

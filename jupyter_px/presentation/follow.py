@@ -105,22 +105,28 @@ class LogPrinter:
 
     def _verbatim(self, key: tuple[str, int], text: str) -> bool:
         """Unprefixed: the text as it came (a line shown before its end, e.g. progress), less
-        tracking lines; a line start that could be one waits for its end."""
+        tracking lines; a line start that could be one waits for its end. Linear in the text: a
+        1 MiB chunk of short lines is scanned once, never copied line by line."""
         pending, self.partial[key] = self.partial[key] + text, ""
-        out = []
-        while pending:
-            end = pending.find("\n")
+        if "@" not in pending:  # no tracking line, nor the start of one (the common case)
+            self.out.write(pending)
+            self.line_open[key] = not pending.endswith("\n")
+            return True
+        out, start = [], 0
+        while start < len(pending):
+            end = pending.find("\n", start)
             if end < 0:
-                if not self.line_open[key] and _maybe_tracking(pending):
-                    self.partial[key] = pending
+                rest = pending[start:]
+                if not self.line_open[key] and _maybe_tracking(rest):
+                    self.partial[key] = rest
                 else:
-                    out.append(pending)
+                    out.append(rest)
                     self.line_open[key] = True
                 break
-            line, pending = pending[: end + 1], pending[end + 1 :]
-            if self.line_open[key] or not _tracking(line):
-                out.append(line)
+            if self.line_open[key] or not pending.startswith(TRACKING_LINES, start):
+                out.append(pending[start : end + 1])
             self.line_open[key] = False
+            start = end + 1
         if out:
             self.out.write("".join(out))
         return bool(out)

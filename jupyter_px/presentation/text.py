@@ -133,7 +133,8 @@ def status_heading(status: RunStatus) -> str:
     message = outcome_message(status)
     if message:
         head += f" - {printable(message, LAST_CELL_WIDTH)}"
-    lines = [head, f"started {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"]
+    when = f"started {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"
+    lines = [head, when + (f"; replicas {status.launch}" if status.launch else "")]
     return "\n".join(lines + [printable(line) for line in metric_losses(status)])
 
 

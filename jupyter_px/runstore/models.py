@@ -100,6 +100,9 @@ class CodeSpec(BaseModel):
     args: list[str] = Field(default_factory=list)
     source: str | None = Field(default=None, description="Where the code came from: a path, or 'cell'/'notebook'")
     pushed: list[str] = Field(default_factory=list, description="Names shipped with --push (code/pushed.pkl)")
+    returns: bool = Field(
+        default=False, description="the code's last expression (a notebook cell's) is each replica's result"
+    )
 
 
 class TrialOf(BaseModel):
@@ -129,12 +132,29 @@ class RunRecord(BaseModel):
     submitted_from: str | None = Field(default=None, description="cli, magic, api, sidebar")
     versions: dict[str, str] = Field(default_factory=dict)
     sweep: TrialOf | None = Field(default=None, description="the sweep this run is a trial of")
+    cold: bool = Field(default=False, description="asked to start cold (--cold): no replica is forked from a template")
 
     @field_validator("backend", mode="before")
     @classmethod
     def _one_native_name(cls, value: object) -> object:
         """Older versions recorded the native Kubernetes backend as `kubernetes`."""
         return backend_table.canonical(value) if isinstance(value, str) else value
+
+
+class ReplicaFailure(BaseModel):
+    """Where a replica's code raised (the runner's record, `cell_sources`): the exception and,
+    for code shipped from a notebook, the cell and the line in it (what "Go to cell" needs)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    exception: str
+    label: str | None = Field(default=None, description="'cell [5]', or the shipped file's name")
+    line: int | None = Field(default=None, description="the line in that cell (or file), from 1")
+    function: str | None = None
+    cell_id: str | None = Field(default=None, description="the notebook cell's id (nbformat 4.5), when known")
+    execution_count: int | None = Field(default=None, description="the cell's [n] when it was shipped")
+    cell_index: int | None = Field(default=None, description="the cell's position in the notebook, from 0")
+    notebook: str | None = None
 
 
 class ReplicaStatus(BaseModel):
@@ -156,6 +176,7 @@ class ReplicaStatus(BaseModel):
         default=0, description="metric points log_metrics accepted that were never written: killed before the flush"
     )
     points_dropped: int = Field(default=0, description="metric points log_metrics refused: its queue was full")
+    failure: ReplicaFailure | None = Field(default=None, description="where its code raised, when it did")
 
     @field_validator("reason", mode="before")
     @classmethod
@@ -207,6 +228,10 @@ class RunStatus(BaseModel):
         default=None, description="who keeps this status true while the run is unfinished; None: nobody"
     )
     replicas: list[ReplicaStatus] = Field(default_factory=list)
+    launch: str | None = Field(
+        default=None,
+        description="how the replicas start: 'warm (template pid N)', or 'cold: <why>' (local backend)",
+    )
 
     @field_validator("reason", mode="before")
     @classmethod

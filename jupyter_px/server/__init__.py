@@ -1,7 +1,7 @@
 """The jupyter_server extension: the REST API behind the sidebar, the TensorBoard route, the keeper.
 
 * **REST API** under `<base_url>px/api/` (every route in `routes.py`, a module of handlers per
-  resource over `base.py`; bodies are the pydantic models of `models.py`), what the JupyterLab
+  resource over `base.py`; bodies are the pydantic models of `models/`), what the JupyterLab
   sidebar talks to: the topology schema and validation, the runs list, submitting a notebook or
   script, one run, stop, logs, metrics, TensorBoard, comparison, sweeps. Every route is
   authenticated and authorized against the `px` resource.

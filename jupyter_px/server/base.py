@@ -16,7 +16,7 @@ behind submits, nor local submits behind a hung cluster.
 GET only reads: a run whose owner (supervisor, follower) is gone is answered as recorded, with
 `owner_problem` saying so; the server's keeper, not a request, brings it up to date.
 
-Bodies: every request body is parsed into its model in `models.py` (a 400 names the field and
+Bodies: every request body is parsed into its model in `models/` (a 400 names the field and
 the value), every answer is built through its model there (`send`), so the wire format is declared
 in one place, which the sidebar's TypeScript types are checked against.
 

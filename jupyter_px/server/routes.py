@@ -22,6 +22,7 @@ from .sweep_handlers import SweepHandler, SweepsHandler, SweepViewHandler
 from .tensorboard_proxy import ROUTE as TENSORBOARD_ROUTE
 from .tensorboard_proxy import TensorBoardPorts, TensorBoardProxyHandler
 from .topology_handlers import TopologyRenderHandler, TopologySchemaHandler, TopologyValidateHandler
+from .warm_handlers import WarmHandler
 
 #: A run or sweep reference in a URL: an id, a name or `last`; resolved (and validated) by its store.
 REF = r"([^/]+)"
@@ -42,6 +43,7 @@ ROUTES: list[tuple[str, type[PxHandler]]] = [
     ("px/api/sweeps", SweepsHandler),
     (f"px/api/sweeps/{REF}", SweepHandler),
     (f"px/api/sweeps/{REF}/view", SweepViewHandler),
+    ("px/api/warm", WarmHandler),
 ]
 
 

@@ -31,6 +31,7 @@ from .runs import LOGS_TAIL_BYTES, PushError, Rendered, RunActive, RunService, R
 from .sources import (
     DEFAULT_TAG,
     CodeSource,
+    FunctionCall,
     LoadedCode,
     NotebookCells,
     ScriptFile,
@@ -65,6 +66,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "CodeSource",
+    "FunctionCall",
     "LoadedCode",
     "NotebookCells",
     "Observation",

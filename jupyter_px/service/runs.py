@@ -189,7 +189,7 @@ class RunService:
             topo = parse_topology(declared) if declared is not None else topo
         chosen = get_backend(topo.backend_kind, self.store, self.kubernetes)
         chosen.check(topo)
-        files: dict[str, bytes | str] = {code.entrypoint: code.text}
+        files: dict[str, bytes | str] = {code.entrypoint: code.text, **code.files}
         if push:
             files["pushed.pkl"] = pickle_pushed(push)
         run_id = new_run_id(submission.name)
@@ -202,6 +202,7 @@ class RunService:
             workdir=str(Path(submission.workdir or os.getcwd()).resolve()),
             submitted_from=submission.origin,
             sweep=submission.trial,
+            cold=submission.cold,
         )
         self.store.create(record, files)
         try:

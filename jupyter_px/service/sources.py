@@ -7,6 +7,9 @@ the run ships:
   its own name.
 * `SourceText(text, origin="cell")`: code text (a cell, a notebook's cells already joined);
   shipped as `main.py`, with where it came from recorded.
+* `FunctionCall(fn, args, kwargs)`: a function (or lambda) every replica calls, shipped by
+  value with the notebook globals it uses (`jupyter_px.function_calls`); `run.results()` gives
+  what each returned.
 * `NotebookCells(path, cells="all"|"tagged", tag)`: a notebook's code cells (all, or those
   carrying `tag`), IPython syntax rewritten. A `%%px_distributed` cell contributes its body
   (the code it runs in every replica); other px magic cells (`%%px_topology`: the topology,
@@ -16,6 +19,9 @@ the run ships:
 `code_source` is the one place a plain `str` or path becomes a source, for the public
 `jupyter_px.submit(code_or_path)`: a path object, or one line ending in `.py`, is a script;
 a path object ending in `.ipynb` is a notebook; any other text is code.
+
+Each shipped file of code that came from a notebook goes with its source map
+(`code/sources.json`, `jupyter_px.cell_sources`), so a replica's traceback names the cell.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ import json
 import os
 import re
 import tokenize
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import cell_sources, function_calls
 from ..runstore import CodeSpec
 
 #: The cell tag that selects a notebook's training cells, unless another is named.
@@ -53,6 +60,22 @@ class SourceText:
     text: str
     origin: str = "code"
     language: str = "python"  # or "ipython": code that needs an IPython shell (%magics, !commands)
+    #: Where its lines came from (`cell_sources.span` entries for main.py), for tracebacks.
+    cells: tuple[dict[str, Any], ...] = ()
+    #: Its last expression (a notebook cell's) is each replica's result (`run.results()`).
+    returns: bool = False
+
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """A function every replica calls with `args` and `kwargs` (`jupyter_px.function_calls`).
+    `sources`: the cells it was compiled from (`cell_sources` `code` entries), for tracebacks."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    sources: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    origin: str | None = None  # recorded as the run's source; default: function:<its name>
 
 
 @dataclass(frozen=True)
@@ -72,7 +95,7 @@ class NotebookCells:
             raise ValueError(f"tag: {self.tag!r} is not a cell tag")
 
 
-CodeSource = ScriptFile | SourceText | NotebookCells
+CodeSource = ScriptFile | SourceText | NotebookCells | FunctionCall
 
 
 @dataclass(frozen=True)
@@ -83,6 +106,9 @@ class LoadedCode:
     entrypoint: str
     language: str
     origin: str
+    #: Other files of the code directory (a function's pickled call, the source map).
+    files: Mapping[str, bytes | str] = field(default_factory=dict)
+    returns: bool = False
 
     def spec(self, args: Sequence[str], push: Mapping[str, Any] | None) -> CodeSpec:
         """How a run (or every trial of a sweep) records this code: with its arguments and the
@@ -93,12 +119,13 @@ class LoadedCode:
             args=list(args),
             source=self.origin,
             pushed=sorted(push or {}),
+            returns=self.returns,
         )
 
 
 def code_source(code: str | os.PathLike | CodeSource) -> CodeSource:
     """The one decision of what a plain string or path means (see the module docstring)."""
-    if isinstance(code, (ScriptFile, SourceText, NotebookCells)):
+    if isinstance(code, (ScriptFile, SourceText, NotebookCells, FunctionCall)):
         return code
     if isinstance(code, os.PathLike):
         return NotebookCells(code) if os.fspath(code).endswith(".ipynb") else ScriptFile(code)
@@ -125,7 +152,18 @@ def load_code(source: CodeSource, language: str | None = None) -> LoadedCode:
     if isinstance(source, SourceText):
         if not isinstance(source.text, str):
             raise TypeError(f"code text must be a str, got {type(source.text).__name__}")
-        return LoadedCode(source.text, "main.py", language or source.language, source.origin)
+        files = {cell_sources.SOURCES_FILE: cell_sources.source_map({"main.py": list(source.cells)})}
+        returns = source.returns and (language or source.language) == "python"
+        return LoadedCode(
+            source.text, "main.py", language or source.language, source.origin, files if source.cells else {}, returns
+        )
+    if isinstance(source, FunctionCall):
+        name = function_calls.describe(source.fn)
+        stub = f"# jupyter_px.submit({name}): every replica calls it; the call is {function_calls.FUNCTION_FILE}\n"
+        shipped: dict[str, bytes | str] = {**function_calls.pack(source.fn, source.args, source.kwargs)}
+        if source.sources:
+            shipped[cell_sources.SOURCES_FILE] = cell_sources.source_map(code=source.sources)
+        return LoadedCode(stub, "main.py", "function", source.origin or f"function:{name}", shipped, returns=True)
     if isinstance(source, NotebookCells):
         notebook = source.content if source.content is not None else _read_notebook(Path(source.path))
         tag = source.tag if source.cells == "tagged" else None
@@ -134,7 +172,9 @@ def load_code(source: CodeSource, language: str | None = None) -> LoadedCode:
             which = f"cells tagged {tag!r}" if tag else "code cells"
             raise ValueError(f"notebook {str(source.path)!r} has no {which} to run")
         origin = source.origin or f"notebook:{source.path}"
-        return LoadedCode(text, "main.py", language or shipped_language, origin)
+        spans = notebook_spans(notebook, tag, text, str(source.path))
+        files = {cell_sources.SOURCES_FILE: cell_sources.source_map({"main.py": spans})} if spans else {}
+        return LoadedCode(text, "main.py", language or shipped_language, origin, files)
     raise TypeError(f"not a code source: {type(source).__name__}")
 
 
@@ -145,16 +185,21 @@ def notebook_cells(notebook: dict[str, Any], tag: str | None) -> list[str]:
     from ..notebook_code import distributed_body
 
     cells = []
-    for cell in notebook.get("cells", []):
+    for _, _, text in _code_cells(notebook, tag):
+        body = distributed_body(text)
+        cells.append(text if body is None else body)
+    return cells
+
+
+def _code_cells(notebook: dict[str, Any], tag: str | None) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """(position, cell, source text) of each code cell a submission takes: all, or those tagged."""
+    for position, cell in enumerate(notebook.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue
         if tag is not None and tag not in (cell.get("metadata", {}).get("tags") or []):
             continue
         source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
-        body = distributed_body(text)
-        cells.append(text if body is None else body)
-    return cells
+        yield position, cell, "".join(source) if isinstance(source, list) else str(source)
 
 
 def notebook_code(notebook: dict[str, Any], tag: str | None) -> tuple[str, str]:
@@ -168,6 +213,20 @@ def notebook_code(notebook: dict[str, Any], tag: str | None) -> tuple[str, str]:
         return "", "python"
     shipped = transform(code)
     return shipped.source, shipped.language
+
+
+def notebook_spans(notebook: dict[str, Any], tag: str | None, shipped: str, name: str) -> list[dict[str, Any]]:
+    """Where each line of a notebook's shipped code (`notebook_code`) came from: one span per
+    cell (its id, execution count and position), or none where IPython's rewriting changed the
+    number of lines (a cell magic becomes one call), so nothing points at a wrong line."""
+    from ..notebook_code import distributed_body_at, source_spans
+
+    picked = []
+    for position, cell, text in _code_cells(notebook, tag):
+        body = distributed_body_at(text)
+        place = {"cell_id": cell.get("id"), "execution_count": cell.get("execution_count"), "cell_index": position}
+        picked.append((body[0] if body else text, body[1] if body else 0, {**place, "notebook": name}))
+    return source_spans(picked, None, shipped)
 
 
 def _read_notebook(path: Path) -> dict[str, Any]:

@@ -82,6 +82,8 @@ class Submission:
     push: Mapping[str, Any] | None = None
     origin: Origin = "api"
     trial: TrialOf | None = None
+    #: Start every replica afresh, not forked from a warm template (`--cold`; local backend).
+    cold: bool = False
 
     def __post_init__(self) -> None:
         check_run_name(self.name)
@@ -117,6 +119,7 @@ class Submission:
             language=options.get("language"),
             push=options.get("push"),
             origin=options.get("submitted_from", "api"),  # type: ignore[arg-type]  # checked in __post_init__
+            cold=bool(options.get("cold", False)),
         )
 
 
@@ -130,3 +133,4 @@ class CodeOptions(TypedDict, total=False):
     push: Mapping[str, Any] | None
     submitted_from: str
     source: str | None
+    cold: bool

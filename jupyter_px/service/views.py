@@ -54,6 +54,7 @@ def replica_json(replica: ReplicaStatus, names: ReplicaNames | None = None) -> d
         "started_at": replica.started_at,
         "finished_at": replica.finished_at,
         "address": replica.address,
+        "failure": replica.failure.model_dump(mode="json") if replica.failure else None,
     }
 
 
@@ -62,6 +63,7 @@ def run_detail(record: RunRecord, status: RunStatus, owner_problem: str | None =
     return {
         **run_summary(record, status, owner_problem),
         "replicas": [replica_json(replica, ReplicaNames.of(record.topology)) for replica in status.replicas],
+        "launch": status.launch,
         "topology": record.topology,
         "code": record.code.model_dump(mode="json"),
         "workdir": record.workdir,

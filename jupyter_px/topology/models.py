@@ -27,7 +27,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from .. import backend_table
-from .kube_syntax import check_env_name, check_env_value, check_label_key, check_label_value
+from .kubernetes_syntax import check_env_name, check_env_value, check_label_key, check_label_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
 

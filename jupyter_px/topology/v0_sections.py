@@ -31,7 +31,7 @@ from importlib import metadata
 from typing import Any
 
 from .errors import Problem, show_value
-from .kube_syntax import check_env_name
+from .kubernetes_syntax import check_env_name
 
 #: Sections read here, kept on the topology: constants for the code, and `run: {cmd}`.
 KEPT = ("declarations", "run")

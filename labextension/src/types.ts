@@ -2,7 +2,7 @@ import type { IProblem } from './request';
 
 /*
  * The REST API's bodies. Each interface mirrors a pydantic model of
- * `jupyter_px/server/models.py` (field names, optionality, primitive types);
+ * `jupyter_px/server/models/` (field names, optionality, primitive types);
  * `tests/test_rest_models.py` compares them, so a change on one side only fails
  * the tests. Change the model first, then this file.
  */
@@ -48,6 +48,20 @@ export interface IReplica {
   started_at: number | null;
   finished_at: number | null;
   address: string | null;
+  /** Where its code raised (models.ReplicaFailure): what "Go to cell" opens. */
+  failure?: IReplicaFailure | null;
+}
+
+/** models.ReplicaFailure: the exception, and the notebook cell and line it was raised at. */
+export interface IReplicaFailure {
+  exception: string;
+  label?: string | null;
+  line?: number | null;
+  function?: string | null;
+  cell_id?: string | null;
+  execution_count?: number | null;
+  cell_index?: number | null;
+  notebook?: string | null;
 }
 
 /** How the run's code runs (models.Code). */
@@ -57,11 +71,14 @@ export interface ICode {
   args: string[];
   source: string | null;
   pushed: string[];
+  returns?: boolean;
 }
 
 /** models.RunDetail */
 export interface IRunDetail extends IRunSummary {
   replicas: IReplica[];
+  /** How the replicas started: "warm (template pid N)" or "cold: <why>" (local backend). */
+  launch?: string | null;
   topology: { [key: string]: any };
   code: ICode;
   workdir: string | null;
@@ -289,4 +306,34 @@ export interface ISweep {
 /** models.SweepsPage */
 export interface ISweepsPage {
   sweeps: ISweep[];
+}
+
+/** models.WarmMemory: a process's memory in MiB (resident, its own, proportional). */
+export interface IWarmMemory {
+  rss_mib: number;
+  uss_mib: number;
+  pss_mib: number;
+}
+
+/** models.WarmTemplate: one warm template of the local backend (`jupyter px warm`). */
+export interface IWarmTemplate {
+  key: string;
+  framework: string | null;
+  state: string;
+  running: boolean;
+  pid: number | null;
+  python: string | null;
+  owner: string;
+  memory: IWarmMemory | null;
+  standby_memory: IWarmMemory | null;
+  idle_s: number | null;
+  stops_in_s: number | null;
+  preload: string[];
+  error: string | null;
+  stop_reason: string | null;
+}
+
+/** models.WarmTemplates: `GET px/api/warm`. */
+export interface IWarmTemplates {
+  templates: IWarmTemplate[];
 }

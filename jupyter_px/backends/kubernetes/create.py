@@ -45,7 +45,9 @@ RETRY_AFTER_MAX_S = 30.0
 TRANSIENT_STATUSES = (429, 500, 502, 503, 504)
 
 
-def _retry_after(error: BaseException) -> float | None:
+def retry_after(error: BaseException) -> float | None:
+    """The wait an API server asked for with `Retry-After` on a 429/503 (capped), else None: the
+    caller's own backoff then. Preflight's calls honour it as the create's do."""
     headers = getattr(error, "headers", None) or {}
     try:
         value = headers.get("Retry-After") if hasattr(headers, "get") else None
@@ -75,7 +77,7 @@ def create_with_retries(cluster: Cluster, body: dict[str, Any], stop: threading.
                     return found
             if not _transient(error) or attempt == CREATE_ATTEMPTS - 1:
                 raise
-            wait = _retry_after(error)
+            wait = retry_after(error)
         except (HTTPError, OSError) as error:
             if isinstance(error, RequestTimedOut) or attempt == CREATE_ATTEMPTS - 1:
                 raise

@@ -19,7 +19,7 @@ from urllib3.exceptions import HTTPError
 
 from ..base import BackendError
 from .client import Cluster, api_reason
-from .create import BACKOFF_MAX_S, BACKOFF_START_S, _retry_after
+from .create import BACKOFF_MAX_S, BACKOFF_START_S, retry_after
 from .resources import KINDS, Kind, kind_of
 
 
@@ -117,7 +117,7 @@ def _review(cluster: Cluster, verb: str, group: str, resource: str) -> tuple[boo
             if error.status != 429 or attempt == REVIEW_ATTEMPTS - 1:
                 raise PreflightError(f"cannot ask whether we may {verb} {resource}: {api_reason(error)}") from None
             # a busy server's rate limit (a review changes nothing: asking again is safe)
-            time.sleep(_retry_after(error) or min(BACKOFF_MAX_S, BACKOFF_START_S * 2**attempt))
+            time.sleep(retry_after(error) or min(BACKOFF_MAX_S, BACKOFF_START_S * 2**attempt))
     status = answer.status
     return bool(status and status.allowed), (status.reason or "") if status else ""
 

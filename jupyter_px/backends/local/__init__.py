@@ -18,6 +18,11 @@ Modules, one job each:
 * `ports`      - free ports on 127.0.0.1 that concurrent runs cannot both take.
 * `process`    - process groups, parent-death signal, exit decoding, finding a run's processes.
 * `config`     - tunables (grace periods, poll intervals) and names shared by the modules above.
+* `warm`       - warm replicas: which runs start warm, the templates' lifecycle (`jupyter_px.forkserver`).
+* `fingerprint` - what a template must have been started with to serve a run.
+* `settings`   - `warm`, `warm_idle_s`, `warm_wait_s` (`local.yaml`, `JUPYTER_PX_WARM*`).
+* `spawners`   - a replica's process: exec'd cold, or forked from the supervisor's zygote.
+* `failures`   - what a failed replica's code raised and where (the notebook cell), into its status.
 """
 
 from .backend import LocalBackend

@@ -11,6 +11,11 @@ into status.json, and one that dies before it can is reported by `observe()` ("t
 supervisor.log in the message. Everything after `submit` goes through the run directory
 (status.json, the `stop` file), which is why any process (another kernel, the CLI, the Jupyter
 server) can watch or stop a run it did not start.
+
+Warm starts (`warm.py`): where a template is ready, the supervisor is forked from it instead
+(the same go-pipe semantics, through the template's socket), and forks its replicas from the
+template's zygote; otherwise, or when that fails, it starts cold as above. The status says which
+(`launch`) and why.
 """
 
 from __future__ import annotations
@@ -23,15 +28,17 @@ import time
 from pathlib import Path
 
 from ... import detached
+from ...forkserver.client import StartedOwner, TemplateUnavailable
 from ...runstore import ReplicaState, RunState, RunStatus, atomic_write_json, read_tail
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology
 from ..base import Backend, BackendError, Observation, ResourceUnavailable, SubmitHandle
-from . import capacity, resources
+from . import capacity, resources, warm
 from .cgroups import RunCgroup, leave_run_cgroup
 from .config import HEARTBEAT_S, STOP_FILE, STOP_GRACE_S, SUPERVISOR_MODULE
 from .launcher import clean_environ, find_mpirun
 from .process import kill_run_processes
+from .settings import load_settings
 from .watchdog import LOST_REASON, Ending, ReplicaEnding, end_without_supervisor, mark_lost
 
 log = logging.getLogger(__name__)
@@ -61,6 +68,7 @@ class LocalBackend(Backend):
         if problems:
             raise ResourceUnavailable("the local backend cannot run this topology: " + "; ".join(problems))
         resources.check(topology)
+        load_settings()  # a settings file that does not read is refused before anything is stored
         if topology.is_mpi and find_mpirun() is None:
             raise BackendError(
                 f"framework {topology.framework} runs its launcher with OpenMPI's mpirun, which is neither "
@@ -75,12 +83,23 @@ class LocalBackend(Backend):
             raise BackendError(f"workdir {record.workdir!r} of run {run_id} is not a directory")
         run_dir = paths.root.resolve()
         env = {**clean_environ(self.store.home), "PYTHONUNBUFFERED": "1"}
-        with detached.start(
-            SUPERVISOR_MODULE, [str(run_dir)], log_path=run_dir / "supervisor.log", cwd=run_dir, env=env
-        ) as supervisor:  # it waits for "go": it never runs for a submission abandoned here
+        topology = parse_topology(record.topology)
+        chosen = warm.plan(record, topology, env, load_settings())
+        supervisor: detached.Started | StartedOwner | None = None
+        if chosen.warm:
+            try:
+                supervisor = warm.start_supervisor(chosen, run_dir, env)
+            except TemplateUnavailable as error:
+                chosen = warm.fell_back(chosen, error)
+        if supervisor is None:
+            supervisor = detached.start(
+                SUPERVISOR_MODULE, [str(run_dir)], log_path=run_dir / "supervisor.log", cwd=run_dir, env=env
+            )
+        with supervisor:  # it waits for "go": it never runs for a submission abandoned here
             leave_run_cgroup(supervisor.pid)  # submitted from a replica: not that run's to kill
-            counts = parse_topology(record.topology).counts()
-            self.store.write_status(_pending_status(run_id, counts, supervisor.identity))
+            status = _pending_status(run_id, topology.counts(), supervisor.identity)
+            status.launch = chosen.launch
+            self.store.write_status(status)
             supervisor.go()
         return SubmitHandle(run_id, self.name, {"supervisor_pid": supervisor.pid, "run_dir": str(run_dir)})
 

@@ -11,6 +11,12 @@ forks reads slightly high; that errs on the side of enforcing. An address-space 
 used: frameworks reserve far more virtual memory than they touch (TensorFlow, CUDA), and it
 would fail them at start.
 
+A warm replica (forked from a template that imported torch) starts with the template's pages
+mapped, about 150 MiB of them before it has done anything. Those pages are the template's: a
+replica is charged for its tree's RSS less what it shared with the template when it was forked
+(`MemoryGuard.inherited`), as a cgroup charges a page to whoever first touched it. A replica
+that fills memory is killed as OOMKilled at the same point, warm or cold.
+
 For an MPI launcher (`mpirun`), each rank below it is charged to its worker's limit instead of
 the launcher's, because on Kubernetes the ranks run in the worker pods.
 
@@ -83,8 +89,13 @@ class ProcessTable:
             stack.extend(child for child in self.children.get(current, ()) if child not in exclude)
         return total / MIB
 
-    def check(self, pid: int, limit_mib: float, exclude: set[int] | frozenset[int] = frozenset()) -> Excess | None:
-        rss = self.tree_rss_mib(pid, exclude)
+    def check(
+        self, pid: int, limit_mib: float, exclude: set[int] | frozenset[int] = frozenset(), inherited_mib: float = 0.0
+    ) -> Excess | None:
+        """`pid`'s tree against `limit_mib`, less what it shares with the template it was forked
+        from (`inherited_mib`: a page is the template's, as a cgroup charges it to whoever
+        first touched it)."""
+        rss = max(0.0, self.tree_rss_mib(pid, exclude) - inherited_mib)
         return Excess(pid, rss, limit_mib) if rss > limit_mib else None
 
 
@@ -142,6 +153,8 @@ class MemoryGuard:
         self.next_poll = 0.0
         self._ranks = MpiRanks()
         self._workers_limited = any(role == "worker" for role, _ in self.limits)
+        #: Per pid, the resident memory a warm replica shared with its template when forked (MiB).
+        self.inherited: dict[int, float] = {}
 
     def watches(self, role: str, index: int) -> bool:
         """Does this replica's tree have a limit to watch (its own, or its MPI ranks')?"""
@@ -164,7 +177,7 @@ class MemoryGuard:
                 exclude = set(ranks)
                 found.extend(self._over_limit_ranks(table, ranks))
             limit = self.limits.get((role, index))
-            excess = table.check(pid, limit, exclude) if limit else None
+            excess = table.check(pid, limit, exclude, self.inherited.get(pid, 0.0)) if limit else None
             if excess is not None:
                 found.append(Overuse(role, index, excess.describe(f"{role}-{index}")))
         return found

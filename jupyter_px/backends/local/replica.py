@@ -50,6 +50,15 @@ class Ending:
         return cls(EndReason.OOM_KILLED, ReplicaState.FAILED, message)
 
 
+@dataclass
+class ForkedProcess:
+    """A replica forked from a warm template's zygote (`spawners.py`): what the supervisor needs
+    of a `Popen` (it reaps it with `os.waitpid`)."""
+
+    pid: int
+    returncode: int | None = None
+
+
 #: Replica states that are not final yet.
 UNFINISHED = (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING)
 
@@ -60,7 +69,7 @@ class Replica:
 
     spec: ReplicaSpec
     status: ReplicaStatus
-    popen: subprocess.Popen | None = None
+    popen: subprocess.Popen | ForkedProcess | None = None
     pgid: int | None = None
     #: Set when we end it: what to record once its process is gone.
     ending: Ending | None = None

@@ -46,8 +46,7 @@ from ... import detached
 from ...cluster import local_addresses
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
-from ...topology import Topology, parse_topology
-from ...topology.naming import ReplicaNames
+from ...topology import ReplicaNames, Topology, parse_topology
 from ..outcome import Outcome, run_outcome
 from . import flushing, oom_kills, policy
 from .cgroups import RunCgroup
@@ -61,13 +60,15 @@ from .config import (
     STOP_GRACE_S,
     SUPERVISOR_MODULE,
 )
-from .launcher import LaunchPlan, clean_environ
+from .failures import code_failure
+from .launcher import Launch, LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
 from .memory import MemoryGuard
 from .ports import PortReservation
-from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc, spawn
+from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc
 from .replica import UNFINISHED, Ending, Replica
 from .resources import Machine, place, this_machine
+from .spawners import Spawned, Spawner
 from .status_writer import StatusWriter, record_start_failure
 from .wakeup import SignalWakeup
 from .watchdog import Watchdog
@@ -97,6 +98,7 @@ class Supervisor:
         self.stop_requested = False
         self.writer = StatusWriter(store, self.status)
         self.wakeup = SignalWakeup()
+        self.spawner = Spawner.for_this_process()  # warm when forked from a template, with its zygote
         #: "master-0: 1,204 metric points not written: ..." lines, added to the run's message.
         self.metric_notices: list[str] = []
 
@@ -164,33 +166,26 @@ class Supervisor:
             has_ps="ps" in self.topology.counts(),
         )
 
-    def _spawn(self, replica: Replica) -> None:
-        assert self.plan is not None and self.ports is not None
-        launch = self.plan.launch(replica.spec)
-        if replica.port is not None:
-            self.ports.release_socket(replica.port)
-        # Folders the submission made hold the replica's own: made here, not by the replica (which
-        # must never make a deleted run's directory again).
-        self.paths.logs_dir.mkdir(exist_ok=True)
-        self.paths.tensorboard(replica.spec.role, replica.spec.index).mkdir(exist_ok=True)
-        popen = spawn(
-            launch.argv,
-            launch.env,
-            launch.cwd,
-            self.paths.log(replica.spec.role, replica.spec.index),
-            self.plan.affinity(replica.spec),
-            self.cgroup.procs_file if self.cgroup else None,
-        )
+    def _spawn(self, *replicas: Replica) -> None:
+        """Start these replicas (forked warm, they are requested all at once)."""
+        started = self.spawner.start(replicas, self.plan, self.paths, self.ports, self.cgroup, self.writer.write)
+        for replica, (spawned, launch) in zip(replicas, started, strict=True):
+            self._started(replica, spawned, launch)
+
+    def _started(self, replica: Replica, spawned: Spawned, launch: Launch) -> None:
+        popen = spawned.process
+        if self.memory is not None and spawned.inherited_mib:
+            self.memory.inherited[popen.pid] = spawned.inherited_mib  # the template's pages, not the replica's
         replica.popen, replica.pgid = popen, popen.pid
         self.by_pid[popen.pid] = replica
         self.watchdog.add(popen.pid)
         st = replica.status
         st.state, st.pid, st.started_at, st.finished_at = ReplicaState.RUNNING, popen.pid, time.time(), None
-        st.exit_code = st.signal = None
+        st.exit_code = st.signal = st.failure = None
         replica.ending = None
         replica.kill_at = replica.restart_at = replica.finish_by = None
         self.writer.dirty = True
-        log.info("%s: started pid %d: %s", replica.key, popen.pid, launch.argv)
+        log.info("%s: %s pid %d: %s", replica.key, "forked" if spawned.warm else "started", popen.pid, launch.argv)
 
     # ---- events --------------------------------------------------------------------------------
     def _reap(self) -> None:
@@ -236,6 +231,7 @@ class Supervisor:
             failed, st.reason, st.message = False, Reason.COMPLETED, None
         else:
             failed, st.reason, st.message = True, Reason.SIGNALED if info.signal else Reason.ERROR, info.describe()
+            st.failure, st.message = code_failure(self.paths.root, replica.spec, st.started_at, st.message)
         if self._should_restart(replica, failed, info):
             replica.restart_at = time.monotonic() + policy.restart_delay(st.restarts)
             st.state = ReplicaState.RESTARTING
@@ -395,10 +391,13 @@ class Supervisor:
             self._prepare()
             self._check_stop_request()
             if self.outcome is None:
-                for replica in self._start_order():
-                    self._spawn(replica)
-                    if replica.spec.role == "master" and len(self.replicas) > 1:
-                        self._head_start()
+                if self.spawner.warm:  # forked together: nothing to import, no head start to give
+                    self._spawn(*self._start_order())
+                else:
+                    for replica in self._start_order():
+                        self._spawn(replica)
+                        if replica.spec.role == "master" and len(self.replicas) > 1:
+                            self._head_start()
                 self.status.state = RunState.RUNNING
                 self.status.started_at = time.time()
                 self.writer.write(force=True)
@@ -443,7 +442,8 @@ class Supervisor:
             self._reap()
             if any(r.running for r in self.replicas):
                 time.sleep(0.02)
-        kill_adopted(keep=lambda: {self.watchdog.pid or 0, *self.by_pid}, reap=self._reap)
+        zygote = self.spawner.close()  # it exits when its socket closes
+        kill_adopted(keep=lambda: {self.watchdog.pid or 0, zygote, *self.by_pid}, reap=self._reap)
         kill_leftovers(self.run_id, exclude=[self.watchdog.pid or 0, *self.by_pid])
         if self.cgroup is not None:  # what left our reach (another subreaper adopted it)
             if self.cgroup.kill(spare=spare):

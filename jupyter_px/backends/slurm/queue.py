@@ -58,6 +58,14 @@ KEPT = (
 )
 
 
+def slurm_reason(said: object) -> str:
+    """Slurm's reason for a job's state, "" for none: a job the scheduler has not looked at yet
+    says "None" (slurm/slurm.h.in `WAIT_NO_REASON`, src/common/slurm_protocol_defs.c
+    `job_state_reason_string`, tag slurm-22-05-8-1), which is no reason to show."""
+    reason = str(said or "")
+    return "" if reason == "None" else reason
+
+
 @dataclass(frozen=True)
 class JobView:
     """A job as the latest snapshot saw it (a heterogeneous job's components together)."""
@@ -97,7 +105,7 @@ class Snapshot:
         return JobView(
             job_id=job_id,
             state=state,
-            reason=str(leader.get("state_reason") or ""),
+            reason=slurm_reason(leader.get("state_reason")),
             partition=str(leader.get("partition") or ""),
             nodes=nodes,
             start_time=float(start) if start and state != "PENDING" else None,

@@ -81,7 +81,7 @@ def minutes_text(minutes: int | None) -> str | None:
 def pending_message(job_id: int, reason: str, partition: str, position: int | None, ahead_of: int | None) -> str:
     where = f"partition {partition}'s queue" if partition else "the queue"
     place = f": {ordinal(position)}" + (f" of {ahead_of}" if ahead_of else "") if position else ""
-    return f"Slurm job {job_id} is PENDING in {where}{place} ({reason})"
+    return f"Slurm job {job_id} is PENDING in {where}{place}" + (f" ({reason})" if reason else "")
 
 
 def running_message(job_id: int, nodes: str, time_limit_min: int | None, started_at: float | None, now: float) -> str:

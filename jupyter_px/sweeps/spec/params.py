@@ -19,33 +19,13 @@ as in Hyperopt, whose distributions Polyaxon's are.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from ...topology.errors import Problem, show_value
 
-#: Kinds whose values are listed or computed: what a grid can walk.
-DISCRETE_KINDS = ("values", "range", "linspace", "logspace", "geomspace")
-#: Kinds that are sampled: random search, Hyperband, Bayesian optimization only.
-DISTRIBUTION_KINDS = (
-    "pvalues",
-    "uniform",
-    "quniform",
-    "loguniform",
-    "qloguniform",
-    "normal",
-    "qnormal",
-    "lognormal",
-    "qlognormal",
-)
-KINDS = DISCRETE_KINDS + DISTRIBUTION_KINDS
-#: Polyaxon v1's names for two of them.
-V1_NAMES = {"choice": "values", "pchoice": "pvalues"}
-
-#: Values one discrete parameter may expand to (a `range` of a billion steps is refused, not built).
-MAX_DISCRETE_VALUES = 100_000
-
+#: A parameter's kind: the listed or computed ones first (what a grid can walk), then the sampled.
 ParamKind = Literal[
     "values",
     "range",
@@ -62,6 +42,17 @@ ParamKind = Literal[
     "lognormal",
     "qlognormal",
 ]
+#: Every kind, in the order above: those whose values are listed or computed (what a grid can walk)
+#: first, then those that are sampled (random search, Hyperband, Bayesian optimization only).
+KINDS: tuple[str, ...] = get_args(ParamKind)
+DISCRETE_KINDS = KINDS[: KINDS.index("pvalues")]
+DISTRIBUTION_KINDS = KINDS[len(DISCRETE_KINDS) :]
+#: Polyaxon v1's names for two of them.
+V1_NAMES = {"choice": "values", "pchoice": "pvalues"}
+
+#: Values one discrete parameter may expand to (a `range` of a billion steps is refused, not built).
+MAX_DISCRETE_VALUES = 100_000
+
 
 #: Fields that may be left out, with their default (v1's logspace takes a `base`, 10 by default,
 #: which is NumPy's `logspace(start, stop, num, base=base)`: values from base**start to base**stop).

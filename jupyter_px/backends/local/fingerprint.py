@@ -1,0 +1,84 @@
+"""The environment fingerprint of a warm template: what it must have been started with to serve
+a run, so that a run never forks from a template whose imports a fresh interpreter would not
+make the same way.
+
+The facts: the interpreter (its path and version), the modules it preloads, the mtime of every
+site-packages directory and of each `PYTHONPATH` entry (an install or removal changes a
+directory's mtime), this package's own newest file where it is a source checkout (an installed
+one changes with its site-packages), and the variables read when an interpreter or a framework
+starts (PYTHON*, LD_*, OMP_*, MKL_*, TORCH_*...). The template's state keeps the facts, so a
+restart can say what changed ("env OMP_NUM_THREADS").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import site
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+#: Variables read when an interpreter or a framework starts: part of the fingerprint.
+_STARTUP_PREFIXES = ("PYTHON", "LD_", "OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS", "TORCH", "PYTORCH", "CUBLAS")
+
+
+def _mtime(path: str | Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _own_files_mtime() -> int:
+    """The newest file of this package, where it is a source checkout (an installed package
+    changes only with its site-packages directory)."""
+    package = Path(__file__).resolve().parents[2]
+    newest = 0
+    for directory, _dirs, files in os.walk(package):
+        for name in files:
+            if name.endswith(".py"):
+                newest = max(newest, _mtime(os.path.join(directory, name)))
+    return newest
+
+
+def environment_fingerprint(preload: list[str], env: Mapping[str, str]) -> str:
+    """What a template that imports `preload` must have been started with to serve a run in `env`."""
+    return hashlib.sha256(json.dumps(environment_facts(preload, env), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def changed_facts(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
+    """What differs between two fingerprints' facts, in a few words ("env OMP_NUM_THREADS")."""
+    if not old:
+        return "unknown"
+    changed = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) == new.get(key):
+            continue
+        if key == "env":
+            before, after = dict(old.get("env") or []), dict(new.get("env") or [])
+            changed += [f"env {k}" for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+        elif key == "sites":
+            changed += [f"packages in {p}" for p, m in new.get("sites") or [] if [p, m] not in (old.get("sites") or [])]
+        else:
+            changed.append(key)
+    return ", ".join(changed) or "unknown"
+
+
+def environment_facts(preload: list[str], env: Mapping[str, str]) -> dict[str, Any]:
+    """The facts a fingerprint hashes (kept in the template's state, to say what changed)."""
+    installed_in = [*site.getsitepackages(), site.getusersitepackages()]
+    sites = [*installed_in, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    package = Path(__file__).resolve().parents[2]
+    installed = any(package.is_relative_to(Path(s).resolve()) for s in installed_in if os.path.isdir(s))
+    facts = {
+        "python": os.path.realpath(sys.executable),
+        "version": sys.version,
+        "preload": list(preload),
+        "sites": [[s, _mtime(s)] for s in sites],
+        "package": None if installed else _own_files_mtime(),
+        "env": sorted([k, v] for k, v in env.items() if k.startswith(_STARTUP_PREFIXES) and k != "PYTHONPATH"),
+    }
+    return json.loads(json.dumps(facts))  # as the state file holds them (lists, not tuples)

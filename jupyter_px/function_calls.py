@@ -1,0 +1,286 @@
+"""A function runs distributed, and every replica's result comes back through the run store.
+
+    run = jupyter_px.submit(train, topology, args=(lr,), kwargs={"epochs": 3})
+    run.results()        # [master's value, worker 0's, ...] in rank order, or re-raises
+
+**Shipping (the submitter).** `pack` pickles the function, its arguments and every notebook
+global it uses *by value* with cloudpickle (a function or lambda defined in a notebook is not
+importable anywhere else; the Kubeflow SDK's `CustomTrainer(func)` ships source text instead,
+which loses closures and globals). cloudpickle's own source goes along (`cloudpickle/` in the
+code directory), so a replica whose image lacks it can still load the call: every backend runs
+the same thing. The cells the function was compiled from go into the source map
+(`cell_sources`), so its tracebacks name them.
+
+**Calling (the replica runner).** `call` loads and calls it with the run's environment (the
+contract is in `os.environ` already). The code of a `%%px_distributed` cell that ends with an
+expression runs by `run_keeping_last_expression`, whose value is the replica's result too.
+
+**Results.** `keep` writes each process's outcome, `results/<role>-<index>[.rank<k>].pkl`: the
+value, or the exception with its formatted traceback. Where the run directory is not writable
+(a Kubernetes pod), the outcome is one `@px-result <base64>` line in the replica's log, which
+the backend streams into the store; `read_results` finds it there. `read_results` returns the
+values in rank order (replicas in the topology's order, each replica's processes by rank), or
+re-raises the first replica's exception, its remote traceback as the `__cause__` (as
+`concurrent.futures` does) and a note naming the replica.
+
+The replica side (`call`, `keep`, `run_keeping_last_expression`) is standard library only: the
+runner imports it in every replica.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import os
+import pickle
+import sys
+import types
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: The pickled call in the run's code directory.
+FUNCTION_FILE = "function.pkl"
+#: A result that could not be written to the store travels in the log after this marker.
+RESULT_LOG_PREFIX = "@px-result "
+#: Where each process's outcome is kept, under the run directory.
+RESULTS_DIR = "results"
+
+
+# ---- the submitter ---------------------------------------------------------------------------------
+
+
+def describe(fn: Callable[..., Any]) -> str:
+    """`train` / `<lambda>` / `module.train`: how a run records its function."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    module = getattr(fn, "__module__", None)
+    return name if module in (None, "__main__") else f"{module}.{name}"
+
+
+def pack(fn: Callable[..., Any], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None) -> dict[str, bytes]:
+    """The files a call ships in the run's code directory: the pickled call, cloudpickle's
+    source. TypeError (naming what cannot be shipped) when it cannot."""
+    import cloudpickle
+
+    if not callable(fn):
+        raise TypeError(f"{fn!r} is not a function")
+    # cloudpickle names every code object it ships `<dynamic-code>`; the replica gives each back
+    # the file it was compiled from (a notebook cell's), so its tracebacks can name the cell
+    filenames = {_code_key(code): code.co_filename for code in _codes(fn)}
+    call = {"fn": fn, "args": tuple(args), "kwargs": dict(kwargs or {}), "filenames": filenames}
+    try:
+        payload = cloudpickle.dumps(call)
+    except Exception as error:
+        raise TypeError(f"cannot ship {describe(fn)} to the replicas: {type(error).__name__}: {error}") from None
+    files = {FUNCTION_FILE: payload}
+    package = Path(cloudpickle.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        files[f"cloudpickle/{path.name}"] = path.read_bytes()
+    return files
+
+
+def _functions(fn: Any) -> list[types.FunctionType]:
+    """`fn` and the functions it reaches: those among the globals it reads, in its closure, and
+    theirs (what cloudpickle ships by value along with it)."""
+    found: list[types.FunctionType] = []
+    seen: set[int] = set()
+    pending: list[Any] = [fn]
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, types.MethodType):
+            pending.append(item.__func__)
+            continue
+        if not isinstance(item, types.FunctionType):
+            continue
+        found.append(item)
+        names = {name for code in _code_tree(item.__code__) for name in code.co_names}
+        pending += [item.__globals__[name] for name in names if name in item.__globals__]
+        for cell in item.__closure__ or ():
+            try:
+                pending.append(cell.cell_contents)
+            except ValueError:
+                continue
+    return found
+
+
+def _code_tree(code: types.CodeType) -> list[types.CodeType]:
+    codes, pending = [], [code]
+    while pending:
+        current = pending.pop()
+        codes.append(current)
+        pending += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    return codes
+
+
+def _codes(fn: Any) -> list[types.CodeType]:
+    return [code for function in _functions(fn) for code in _code_tree(function.__code__)]
+
+
+def _code_key(code: types.CodeType) -> str:
+    return f"{getattr(code, 'co_qualname', code.co_name)}@{code.co_firstlineno}"
+
+
+def cells_of(fn: Callable[..., Any], cell_of: Callable[[str], dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
+    """The source-map `code` entries (`cell_sources`) of the files every code object `fn`
+    reaches was compiled from, by `cell_of(filename)` (None: not a cell)."""
+    found: dict[str, dict[str, Any]] = {}
+    for code in _codes(fn):
+        if code.co_filename not in found:
+            cell = cell_of(code.co_filename)
+            if cell is not None:
+                found[code.co_filename] = cell
+    return found
+
+
+# ---- the replica -------------------------------------------------------------------------------------
+
+
+def call(code_dir: Path) -> Any:
+    """Load the shipped call and make it (its exceptions propagate)."""
+    with open(code_dir / FUNCTION_FILE, "rb") as handle:
+        shipped = pickle.load(handle)
+    _restore_filenames(shipped["fn"], shipped.get("filenames") or {})
+    return shipped["fn"](*shipped["args"], **shipped["kwargs"])
+
+
+def _restore_filenames(fn: Any, filenames: Mapping[str, str]) -> None:
+    """Give each shipped code object back the file name it was compiled from."""
+
+    def restored(code: types.CodeType) -> types.CodeType:
+        consts = tuple(restored(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+        name = filenames.get(_code_key(code), code.co_filename)
+        return code.replace(co_filename=name, co_consts=consts)
+
+    for function in _functions(fn):
+        function.__code__ = restored(function.__code__)
+
+
+def run_keeping_last_expression(entrypoint: str, init_globals: Mapping[str, Any]) -> Any:
+    """Run a file as `__main__` (as `runpy.run_path` does) and return the value of its last
+    statement when that is an expression (a notebook cell's result), else None."""
+    source = Path(entrypoint).read_text(encoding="utf-8")
+    tree = ast.parse(source, entrypoint)
+    keeps = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
+    if keeps:
+        last = tree.body[-1]
+        assert isinstance(last, ast.Expr)
+        target = ast.Name(id="__px_result__", ctx=ast.Store())
+        tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
+        ast.fix_missing_locations(tree)
+    code = compile(tree, entrypoint, "exec")
+    module = types.ModuleType("__main__")
+    namespace = module.__dict__
+    namespace.update(init_globals)
+    namespace.update(__name__="__main__", __file__=entrypoint, __loader__=None, __package__=None, __spec__=None)
+    namespace["__builtins__"] = __builtins__
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(code, namespace)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+    return namespace.get("__px_result__") if keeps else None
+
+
+def _process_key(environ: Mapping[str, str]) -> str:
+    key = f"{environ.get('PX_TASK_TYPE', 'master')}-{environ.get('PX_TASK_INDEX', '0')}"
+    process = environ.get("LOCAL_RANK") or environ.get("PX_MPI_RANK_IN_WORKER") or "0"
+    return key if process in ("", "0") else f"{key}.rank{process}"
+
+
+def _dumps(outcome: dict[str, Any]) -> bytes:
+    """With cloudpickle where the replica has it (values of classes defined in the notebook)."""
+    try:
+        import cloudpickle
+
+        return cloudpickle.dumps(outcome)
+    except ImportError:
+        return pickle.dumps(outcome)
+
+
+def keep(run_dir: Path, *, value: Any = None, error: BaseException | None = None, traceback_text: str = "") -> None:
+    """Keep this process's outcome where the submitter reads it (see the module doc)."""
+    if error is None:
+        outcome: dict[str, Any] = {"ok": True, "value": value}
+    else:
+        outcome = {"ok": False, "error": error, "traceback": traceback_text, "type": type(error).__qualname__}
+    try:
+        data = _dumps(outcome)
+    except Exception as problem:  # a value (or an exception) that does not pickle: say so, as the outcome
+        if error is None:
+            outcome = {"ok": False, "error": None, "type": "TypeError", "traceback": ""}
+            outcome["message"] = f"the return value ({type(value).__name__}) cannot be pickled: {problem}"
+        else:
+            outcome = {"ok": False, "error": None, "type": type(error).__qualname__, "traceback": traceback_text}
+            outcome["message"] = str(error)
+        data = pickle.dumps(outcome)
+    key = _process_key(os.environ)
+    target = run_dir / RESULTS_DIR / f"{key}.pkl"
+    try:
+        if not target.parent.is_dir():
+            target.parent.mkdir()
+        tmp = target.with_name(f".{target.name}.{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError:
+        print(f"{RESULT_LOG_PREFIX}{key} {base64.b64encode(data).decode()}", flush=True)
+
+
+# ---- the submitter, afterwards -----------------------------------------------------------------------
+
+
+class RemoteTraceback(Exception):
+    """The traceback of a replica's exception, as the replica printed it."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class ResultMissing(RuntimeError):
+    """A replica that kept no result (it was killed, or the run was not a function's)."""
+
+
+def _from_log(log: Path, key: str) -> bytes | None:
+    marker = f"{RESULT_LOG_PREFIX}{key} "
+    found = None
+    try:
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                at = line.find(marker)
+                if at >= 0:
+                    found = line[at + len(marker) :].strip()
+    except OSError:
+        return None
+    return base64.b64decode(found) if found else None
+
+
+def read_results(run_dir: Path, processes: Iterable[tuple[str, int, str]], why_missing: Callable[[str], str]) -> list:
+    """Every process's value in rank order (`processes`: (role, index, key) in that order), or
+    the first exception re-raised; ResultMissing naming the first process without one
+    (`why_missing(key)` says what became of it)."""
+    values = []
+    for role, index, key in processes:
+        path = run_dir / RESULTS_DIR / f"{key}.pkl"
+        data = path.read_bytes() if path.is_file() else _from_log(run_dir / "logs" / f"{role}-{index}.log", key)
+        if data is None:
+            raise ResultMissing(f"{key} returned no result: {why_missing(key)}")
+        outcome = pickle.loads(data)
+        if outcome["ok"]:
+            values.append(outcome["value"])
+            continue
+        error = outcome.get("error")
+        if not isinstance(error, BaseException):
+            error = RuntimeError(f"{outcome.get('type')}: {outcome.get('message') or 'failed'}")
+        if outcome.get("traceback"):
+            error.__cause__ = RemoteTraceback("\n" + outcome["traceback"])
+        error.add_note(f"raised in {key} of the run (its traceback is the cause above)")
+        raise error
+    return values
