@@ -125,15 +125,16 @@ def main() -> int:
             "environment": {"replicas": {"n_workers": args.workers}},
         }
         with contextlib.ExitStack() as stack:
-            started = time.perf_counter()
+            started, watches_before = time.perf_counter(), len(cluster.watches)
             if args.server:
                 url, headers = stack.enter_context(jupyter_server(home))
-                started = time.perf_counter()
+                started, watches_before = time.perf_counter(), len(cluster.watches)
                 runs = [jupyter_px.Run(submit_through(url, headers, topology)) for _ in range(args.runs)]
             else:
                 runs = [jupyter_px.submit("pass\n", topology) for _ in range(args.runs)]
             submitted = time.perf_counter() - started
-            statuses, followed, samples, requests, watches = follow(runs, cluster, args.duration)
+            statuses, followed, samples, requests = follow(runs, cluster, args.duration)
+            watches = sum(1 for w in cluster.watches[watches_before:] if w[0] == "pods")
         hollow.stop()
     if statuses is None:
         print("the runs did not finish in time", file=sys.stderr)
@@ -158,7 +159,7 @@ def main() -> int:
     states = ", ".join(sorted({s.state.value for s in statuses}))
     print(f"submit: {submitted:.1f} s; followed until the last final status: {followed:.1f} s ({states})")
     print(f"{who}: at most {threads} threads, {sockets} open sockets, {rss / 1024:.0f} MiB resident")
-    print(f"pod watches opened while following: {watches}")
+    print(f"pod watches opened from the first submit on: {watches}")
     per_minute = len(requests) / followed * 60
     print(f"API requests while following: {len(requests)} ({per_minute:.0f}/min)")
     for kind, count in kinds.most_common(6):
@@ -170,8 +171,8 @@ def main() -> int:
 def follow(runs, cluster, duration: float):
     """Sample the runs' owners (summed over distinct processes) until every run has finished:
     (final statuses or None when they did not in time, seconds, samples, the API requests
-    meanwhile, the pod watches opened)."""
-    requests_before, watches_before = len(cluster.requests), len(cluster.watches)
+    meanwhile)."""
+    requests_before = len(cluster.requests)
     pids = {run.store.status(run.run_id).owner.pid for run in runs}
     samples = []
     follow_start = time.perf_counter()
@@ -183,11 +184,10 @@ def follow(runs, cluster, duration: float):
         if all(status.state.finished and status.owner is None for status in statuses):
             break
         if time.perf_counter() - follow_start > duration * 4 + 300 * len(runs):
-            return None, 0.0, samples, [], 0
+            return None, 0.0, samples, []
         time.sleep(0.2)
     followed = time.perf_counter() - follow_start
-    watches = sum(1 for w in cluster.watches[watches_before:] if w[0] == "pods")
-    return statuses, followed, samples, cluster.requests[requests_before:], watches
+    return statuses, followed, samples, cluster.requests[requests_before:]
 
 
 if __name__ == "__main__":
