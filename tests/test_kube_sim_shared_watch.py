@@ -26,9 +26,9 @@ from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     follower_pids,
     kube_fixture,
     started_followers,
+    wait_for,
     wait_for_file,
     wait_gone,
-    wait_until,
 )
 from server_support import free_port, stop_process, wait_until_serving, write_server_config
 
@@ -78,7 +78,7 @@ def test_runs_a_host_follows_share_one_watch_of_their_namespace(kube, px_home, t
         for run in runs:
             owner = run.store.status(run.run_id).owner
             assert owner.kind == "server" and owner.pid == os.getpid() and owner.host == host.name
-        wait_until(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
+        wait_for(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
         assert all(run.observe().owner_problem is None for run in runs)
         go.touch()
         for run in runs:
@@ -87,7 +87,7 @@ def test_runs_a_host_follows_share_one_watch_of_their_namespace(kube, px_home, t
         # three runs of six pods, one watch: of every run's pods (the run label), in its namespace
         assert pod_watches(kube, before) == [("pods", "default", "px.jupyter.org/run")]
         # no run is followed here any more: the watch ends with the last (once its thread has)
-        wait_until(lambda: host.watches() == 0, what="the namespace's watch to end")
+        wait_for(lambda: host.watches() == 0, what="the namespace's watch to end")
     finally:
         host.close()
     assert ever_started(children) == []  # no process of their own, then or when the host closed
@@ -98,7 +98,7 @@ def test_a_host_that_closes_mid_run_gives_every_run_back_to_a_follower_of_its_ow
     host = RunService().host_followers()
     try:
         runs = [jupyter_px.submit(training_code(go), TORCH, name=f"back-{i}") for i in range(2)]
-        wait_until(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
+        wait_for(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
     finally:
         host.close()
     followers = started_followers()
@@ -120,7 +120,7 @@ def test_a_host_takes_each_run_over_from_its_own_follower(kube, px_home, tmp_pat
     go = tmp_path / "go"
     children = len(detached.children())
     runs = [jupyter_px.submit(training_code(go), TORCH, name=f"over-{i}") for i in range(2)]
-    wait_until(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
+    wait_for(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
     own = started_followers()
     assert len(own) == 2
     service = RunService()
@@ -171,6 +171,8 @@ def test_a_keeper_pass_during_a_submit_waits_for_the_run_to_have_its_owner(kube,
         owner = run.store.status(run.run_id).owner
         assert owner is not None and owner.kind == "server" and owner.host == host.name
         assert run.observe().owner_problem is None
+        # both replicas running before either may end (a master that ends first ends the run)
+        wait_for(lambda: halfway(run), what="every replica's first lines stored")
         go.touch()
         assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"
         assert_every_line_once(run)
@@ -209,7 +211,7 @@ def test_a_jupyter_server_follows_its_runs_on_one_watch_and_leaves_them_followed
         for run in runs:
             owner = run.store.status(run.run_id).owner
             assert owner.kind == "server" and owner.pid == server.pid
-        wait_until(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
+        wait_for(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
         assert follower_pids(px_home) == []  # no follower process: the server follows them
         assert pod_watches(kube, before) == [("pods", "default", "px.jupyter.org/run")]
         if end == "stopped":
