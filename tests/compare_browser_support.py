@@ -82,9 +82,9 @@ def open_comparison(page, run_ids: list[str], points: int | None = None, timeout
                 state: n.dataset.state,
                 fetch_ms: Number(n.dataset.fetchMs),
                 draw_ms: Number(n.dataset.drawMs),
-                plots: n.querySelectorAll('figure.jp-px-compare-metric').length,
-                lines: n.querySelectorAll('path.jp-px-compare-line').length,
-                best_lines: Array.from(n.querySelectorAll('path.jp-px-compare-best')).map(p => p.dataset.run),
+                plots: n.querySelectorAll('.jp-px-compare-plot[data-state="drawn"]').length,
+                lines: n.querySelectorAll('.jp-px-compare-plot .scatterlayer .trace').length,
+                best: (n.querySelector('.jp-px-compare-best-name') || {}).textContent || null,
                 rows: n.querySelectorAll('table.jp-px-compare-table tbody tr').length,
                 error: (n.querySelector('.jp-px-error') || {}).textContent || null,
             };

@@ -4,9 +4,9 @@ JupyterLab runs this checkout's sidebar build (`compare_browser_support.SidebarL
 checked to have the command, which an older installed build lacks) over a run store of three
 finished runs written through the run store. The panel is opened the way the runs list's
 multi-select opens it, with `jupyter-px:compare-runs {runIds}`, and checked as a person would:
-a plot per metric with a line per run, the best run's line thick and drawn over the others, the
-table sorted best first and re-sorted by a click on a header, the best values starred, text that
-reads on the theme's background. Screenshots: `test-artifacts/compare-panel-<theme>.png`.
+the plot of one metric at a time (a picker) with a line per run, the best run's line thick and
+drawn over the others, the table sorted best first and re-sorted by a click on a header, the
+best values starred, text that reads on the theme's background. Screenshots: `test-artifacts/compare-panel-<theme>.png`.
 """
 
 from __future__ import annotations
@@ -54,18 +54,17 @@ def test_the_comparison_panel(lab):
         assert has_compare_command(page), "the page runs another build of the sidebar"
         shown = open_comparison(page, list(RUNS), timeout_s=120)
         assert shown["state"] == "ready", shown["error"]
-        assert shown["plots"] == 2 and shown["lines"] == 6 and shown["rows"] == 3
-        assert shown["best_lines"] == ["cmp-b", "cmp-b"]  # loss (min) and acc (max) alike
+        assert shown["plots"] == 1 and shown["lines"] == 3 and shown["rows"] == 3
+        assert shown["best"] == "lr-0.1 ★"  # loss, the metric shown first
         panel = page.locator(".jp-px-panel-compare .jp-px-compare")
-        # The best line is drawn last (over the others) and thick; the others faint.
-        widths = panel.locator("figure[data-metric='loss'] path.jp-px-compare-line").evaluate_all(
-            "paths => paths.map(p => [p.dataset.run, getComputedStyle(p).strokeWidth,"
-            " getComputedStyle(p).strokeOpacity])"
+        # The best line is drawn last (over the others) and thick.
+        widths = panel.locator(".jp-px-compare-plot .scatterlayer .trace path.js-line").evaluate_all(
+            "paths => paths.map(p => parseFloat(getComputedStyle(p).strokeWidth))"
         )
-        assert widths[-1][0] == "cmp-b" and float(widths[-1][1].rstrip("px")) > 3 and float(widths[-1][2]) == 1
-        assert all(float(w.rstrip("px")) < 2 and float(o) < 1 for _, w, o in widths[:-1])
-        caption = panel.locator("figure[data-metric='acc'] figcaption").inner_text()
-        assert "(max)" in caption and "best: lr-0.1" in caption
+        assert widths[-1] >= 3 and all(width < 2 for width in widths[:-1])
+        panel.locator(".jp-px-compare-metric-select").select_option("acc")
+        best = panel.locator(".jp-px-compare-best-line").inner_text()
+        assert "best acc: lr-0.1 ★" in best and "highest among the 3 runs that succeeded" in best
 
         def order() -> list[str]:
             return panel.locator("table.jp-px-compare-table tbody tr").evaluate_all(
@@ -78,9 +77,9 @@ def test_the_comparison_panel(lab):
             "run",
             "state",
             "acc final",
-            "acc best (max)",
+            "acc max",
             "loss final",
-            "loss best (min)",
+            "loss min",
             "lr",
         ]
         panel.locator("th[data-column='param:lr']").click()
@@ -90,11 +89,11 @@ def test_the_comparison_panel(lab):
         best_cells = panel.locator("td.jp-px-compare-best-cell").all_inner_texts()
         assert len(best_cells) == 2 and all("★" in text for text in best_cells)
         # Text reads on the panel's background in either theme.
-        colours = panel.evaluate(
+        colors = panel.evaluate(
             "n => [getComputedStyle(n).color, getComputedStyle(n).backgroundColor, document.body.dataset.jpThemeLight]"
         )
-        assert colours[2] == ("true" if lab.theme == "light" else "false")
-        assert contrast(parse_rgb(colours[0]), parse_rgb(colours[1])) >= 4.5
+        assert colors[2] == ("true" if lab.theme == "light" else "false")
+        assert contrast(parse_rgb(colors[0]), parse_rgb(colors[1])) >= 4.5
         page.screenshot(path=str(artifacts_dir() / f"compare-panel-{lab.theme}.png"), full_page=False)
         assert not log.console_errors, log.console_errors
         assert not log.failed_requests, log.failed_requests

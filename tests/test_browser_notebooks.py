@@ -70,7 +70,7 @@ WATCH_FINAL_STATE = """() => {
     setInterval(look, 50);
 }"""
 
-#: The colour behind an element: its own background, else its ancestors' (plots are transparent).
+#: The color behind an element: its own background, else its ancestors' (plots are transparent).
 EFFECTIVE_BACKGROUND = """(el) => {
     for (let node = el; node && node !== document.documentElement; node = node.parentElement) {
         const color = getComputedStyle(node).backgroundColor;
@@ -275,7 +275,7 @@ FAILING = [
 ]
 
 
-@pytest.mark.parametrize("lab", ["dark"], indirect=True)  # the Dark theme is where colours go wrong
+@pytest.mark.parametrize("lab", ["dark"], indirect=True)  # the Dark theme is where colors go wrong
 def test_failed_run_shows_red_bar_and_the_failing_log(lab):
     nb = nbformat.v4.new_notebook()
     nb.cells = [

@@ -16,7 +16,7 @@ from jupyter_px.compare.digest import DigestCache
 from jupyter_px.compare.downsample import MAX_POINTS, MIN_POINTS, check_points, downsample_indices
 from jupyter_px.compare.params import differing, flatten, run_params
 from jupyter_px.compare.selection import SelectionError, select_runs, sweep_objective
-from jupyter_px.compare.values import check_optimisations, optimisation_for, series_values
+from jupyter_px.compare.values import check_optimizations, optimization_for, series_values
 from jupyter_px.runstore import RunStore
 
 
@@ -106,7 +106,7 @@ def test_a_sweep_selects_its_trials_and_its_objective_says_which_is_best(store, 
     best = sweep_objective(store, "lr-sweep", None)
     assert best == {"loss": "min" if direction == "minimize" else "max"}
     assert sweep_objective(store, "lr-sweep", {"loss": "max", "acc": "max"}) == {"loss": "max", "acc": "max"}
-    loss = compare_runs(store, ["lr-0", "lr-2"], optimisation=best).metric("loss")
+    loss = compare_runs(store, ["lr-0", "lr-2"], optimization=best).metric("loss")
     assert loss.best_run == ("lr-2" if direction == "minimize" else "lr-0")  # lr 0.01 learns faster
 
 
@@ -139,18 +139,18 @@ def test_the_chiefs_logged_params_win():
 # ---- final and best ---------------------------------------------------------------------------
 
 
-def test_final_and_best_values_follow_the_named_optimisation(store):
+def test_final_and_best_values_follow_the_named_optimization(store):
     ids = three_runs(store)
     comparison = compare_runs(store, ids)
     loss, acc = comparison.metric("loss"), comparison.metric("val_acc")
-    assert (loss.optimisation, acc.optimisation) == ("min", "max")
+    assert (loss.optimization, acc.optimization) == ("min", "max")
     assert loss.best_run == "lr-1" and acc.best_run == "lr-1"
     row = next(row for row in comparison.rows() if row["run_id"] == "lr-0")
     assert row["final"]["loss"] == pytest.approx(1 / (1 + 299 * 0.001))
     assert row["best"]["loss"] == row["final"]["loss"] and row["best_step"]["loss"] == 299
     # Saying the other way round moves the best run.
-    flipped = compare_runs(store, ids, optimisation={"loss": "max"})
-    assert flipped.metric("loss").best_run in ids and flipped.metric("loss").optimisation == "max"
+    flipped = compare_runs(store, ids, optimization={"loss": "max"})
+    assert flipped.metric("loss").best_run in ids and flipped.metric("loss").optimization == "max"
     assert next(r for r in flipped.rows() if r["run_id"] == "lr-0")["best"]["loss"] == 1.0
 
 
@@ -168,13 +168,13 @@ def test_best_value_ignores_nan_and_reports_its_step():
     [("loss", "min"), ("val_loss", "min"), ("val_acc", "max"), ("f1", "max"), ("eval/reward", "max"), ("mae", "min")],
 )
 def test_direction_from_the_metrics_name(name, direction):
-    assert optimisation_for(name) == direction
-    assert optimisation_for(name, {name: "max" if direction == "min" else "min"}) != direction
+    assert optimization_for(name) == direction
+    assert optimization_for(name, {name: "max" if direction == "min" else "min"}) != direction
 
 
-def test_bad_optimisation_names_the_metric():
-    with pytest.raises(ValueError, match=r"optimisation.loss: 'down' is not 'min' or 'max'"):
-        check_optimisations({"loss": "down"})
+def test_bad_optimization_names_the_metric():
+    with pytest.raises(ValueError, match=r"optimization.loss: 'down' is not 'min' or 'max'"):
+        check_optimizations({"loss": "down"})
 
 
 def test_an_unknown_metric_is_refused_with_the_known_ones(store):
@@ -256,7 +256,7 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     first = DigestCache(store)
     before = compare_runs(store, [*ids, "live"], cache=first)
     assert first.reads == 4
-    assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.pickle" for i in ids)
+    assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.v2.pickle" for i in ids)
 
     later = DigestCache(store)  # a new server: nothing in memory
     again = compare_runs(store, [*ids, "live"], cache=later)
@@ -266,7 +266,7 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     path = store.paths("lr-1").metrics("master", 0)
     with open(path, "a") as handle:
         handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.00001}}\n')
-    (first.folder / "lr-2.500.pickle").write_bytes(b"cut sh")  # a damaged file is read past
+    (first.folder / "lr-2.500.v2.pickle").write_bytes(b"cut sh")  # a damaged file is read past
     third = DigestCache(store)
     changed = compare_runs(store, [*ids, "live"], cache=third)
     assert third.reads == 3  # lr-1 changed, lr-2's file is damaged, live runs
@@ -289,13 +289,71 @@ def test_parallel_coordinates_put_numeric_params_against_the_best_value(store):
     assert parallel_coordinates(compare_runs(store, ids[:1])) is None
 
 
-def test_the_static_twin_marks_the_best_run_and_carries_no_script(store):
+def test_the_notebook_outputs_are_plotly_and_a_table_marking_the_best_run(store):
+    """Every plot is plotly's (no second, hand-drawn SVG twin); where nothing draws plotly (a saved
+    notebook on GitHub) the table holds the values, the best marked."""
     from jupyter_px.compare.render import figure_bundle, table_bundle
 
     comparison = compare_runs(store, three_runs(store))
-    static = figure_bundle(comparison)["text/html"]
-    assert static.count("<svg") == 2 and "<script" not in static
-    assert static.count("data-best='true'") == 2 and "data-run='lr-1' data-best='true'" in static
+    curves = figure_bundle(comparison)
+    assert set(curves) == {"application/vnd.plotly.v1+json", "text/plain"}
+    table = table_bundle(comparison)["text/html"]
+    assert "<svg" not in table and table.count("data-best='true'") == 2
     text = table_bundle(comparison)["text/plain"]
     assert text.splitlines()[1].startswith("sweep-lr-0.1 (lr-1)")  # best first
     assert "%px_tensorboard lr-0 lr-1 lr-2" in text
+
+
+def test_best_is_defined_among_the_runs_that_succeeded_or_at_the_common_step(store):
+    """Runs of different lengths are not alike: a run stopped at step 20 with the lowest loss seen
+    there is not the best of runs that trained 100 steps (the default), except when every run is
+    compared at the last step all of them reached, which is said."""
+    make_run(store, "long-a", curves={"loss": lambda k: 1.0 - k / 200}, steps=100)  # ends at 0.505
+    make_run(store, "long-b", curves={"loss": lambda k: 1.2 - k / 200}, steps=100)
+    make_run(store, "short", curves={"loss": lambda k: 0.6 - k / 100}, steps=21, state="Stopped")  # 0.4 at 20
+    default = compare_runs(store, ["long-a", "long-b", "short"]).metric("loss")
+    assert default.best_run == "long-a"
+    assert default.best_rule == "lowest among the 2 runs that succeeded"
+    everything = compare_runs(store, ["long-a", "long-b", "short"], best="all").metric("loss")
+    assert everything.best_run == "short" and everything.best_rule == "lowest of all runs"
+    common = compare_runs(store, ["long-a", "long-b", "short"], best="common_step").metric("loss")
+    assert common.common_step == 20 and common.best_run == "short"
+    assert common.best_rule == "lowest at step 20, the last step every run reached"
+    with pytest.raises(ValueError, match="best: 'median' is not one of succeeded, common_step, all"):
+        compare_runs(store, ["long-a"], best="median")
+
+
+def test_a_trials_values_are_columns_of_their_own_and_matter_for_the_objective(store):
+    """A sweep trial's values travel in its topology as PX_PARAMS (JSON): the comparison reads
+    them as params of their own (`lr`, a column each), never as one column of JSON; and how much
+    each accounts for the objective, with the way it goes."""
+    import json as json_module
+    import time
+
+    from compare_support import write_curves
+
+    from jupyter_px.runstore import ReplicaStatus, RunRecord, RunStatus
+    from jupyter_px.runstore.models import TrialOf
+
+    ids = []
+    for number, (lr, optimizer) in enumerate([(0.1, "sgd"), (0.2, "sgd"), (0.4, "adam"), (0.8, "adam")]):
+        run_id, values = f"trial-{number}", {"lr": lr, "optimizer": optimizer}
+        env = {"PX_PARAMS": json_module.dumps(values)}  # as the sweep controller writes it
+        topology = {"framework": "pytorch", "environment": {"env": env, "replicas": {"n_workers": 0}}}
+        record = RunRecord(run_id=run_id, topology=topology, sweep=TrialOf(sweep_id="sw", trial=number, params=values))
+        paths = store.create(record, {"main.py": "pass\n"})
+        write_curves(paths.metrics("master", 0), {"loss": lambda k, lr=lr: lr + 1 / (k + 1)}, 50, time.time())
+        master = ReplicaStatus(role="master", index=0, state="Succeeded")
+        store.write_status(RunStatus(run_id=run_id, state="Succeeded", finished_at=time.time(), replicas=[master]))
+        ids.append(run_id)
+    comparison = compare_runs(store, ids)
+    assert comparison.params == ["lr", "optimizer"]
+    assert not any("PX_PARAMS" in name for name in comparison.params)
+    assert [row["params"]["lr"] for row in comparison.rows()] == [0.1, 0.2, 0.4, 0.8]
+    assert comparison.objective == "loss"
+    importance = {item.param: item for item in comparison.importance}
+    assert importance["lr"].correlation == pytest.approx(1.0)  # a higher lr, a higher loss
+    assert importance["lr"].importance > 0.9 and importance["optimizer"].correlation is None
+    # Each curve carries its points' wall times (x as time in the panel).
+    curve = comparison.metric("loss").curves["trial-0"]
+    assert len(curve.times) == len(curve.steps) and curve.times[-1] > curve.times[0]

@@ -58,7 +58,7 @@ async def test_a_comparison_is_the_model_with_bounded_curves_and_the_best_run(jp
     models.Comparison.model_validate(answer)  # the declared shape, nothing more
     assert sorted(run["run_id"] for run in answer["runs"]) == sorted(runs)
     by_name = {metric["name"]: metric for metric in answer["metrics"]}
-    assert by_name["loss"]["optimisation"] == "min" and by_name["acc"]["optimisation"] == "max"
+    assert by_name["loss"]["optimization"] == "min" and by_name["acc"]["optimization"] == "max"
     assert by_name["loss"]["best_run"] == "lr-1" and by_name["acc"]["best_run"] == "lr-1"
     for metric in answer["metrics"]:
         assert len(metric["curves"]) == 3
@@ -71,13 +71,12 @@ async def test_a_comparison_is_the_model_with_bounded_curves_and_the_best_run(jp
     assert row["final"]["loss"] == pytest.approx(1 / (1 + 4_999 * 0.001))
 
 
-async def test_explicit_runs_metrics_and_directions(jp_fetch, runs):
-    answer = await compare(
-        jp_fetch, {"runs": ["lr-0", "sweep-lr-0.01"], "metrics": ["loss"], "optimisation": {"loss": "max"}}
-    )
+@pytest.mark.parametrize("field", ["optimization", "optimisation"])  # the field's first spelling is still read
+async def test_explicit_runs_metrics_and_directions(jp_fetch, runs, field):
+    answer = await compare(jp_fetch, {"runs": ["lr-0", "sweep-lr-0.01"], "metrics": ["loss"], field: {"loss": "max"}})
     assert [run["run_id"] for run in answer["runs"]] == ["lr-0", "lr-2"]
     assert [metric["name"] for metric in answer["metrics"]] == ["loss"]
-    assert answer["metrics"][0]["optimisation"] == "max" and answer["metrics"][0]["best_run"] in ("lr-0", "lr-2")
+    assert answer["metrics"][0]["optimization"] == "max" and answer["metrics"][0]["best_run"] in ("lr-0", "lr-2")
 
 
 @pytest.mark.parametrize(
@@ -88,7 +87,7 @@ async def test_explicit_runs_metrics_and_directions(jp_fetch, runs):
         ({}, "no runs to compare"),
         ({"runs": ["lr-0"], "metrics": ["bleu"]}, "metrics: no run has 'bleu'"),
         ({"runs": ["lr-0"], "points": 5}, "points: 5 is not a whole number from 10 to 10000"),
-        ({"runs": ["lr-0"], "optimisation": {"loss": "down"}}, "optimisation.loss"),
+        ({"runs": ["lr-0"], "optimization": {"loss": "down"}}, "optimization.loss"),
         ({"runs": "lr-0"}, "runs"),
         ({"runs": ["lr-0"], "colour": 1}, "colour"),
     ],

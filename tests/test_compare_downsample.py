@@ -112,7 +112,7 @@ def test_plot_and_table_agree_on_a_real_comparison(forty_runs, points):
         drawn_figure[(metric, run_id)] = (list(trace.x), list(trace.y))
     assert len(drawn_figure) == len(drawn_json) == 80
     for (metric, run_id), (steps, values) in [*drawn_figure.items(), *drawn_json.items()]:
-        direction = comparison.metric(metric).optimisation
+        direction = comparison.metric(metric).optimization
         curve = comparison.metric(metric).curves[run_id]
         best, best_step = rows[run_id]["best"][metric], rows[run_id]["best_step"][metric]
         other = curve.summary.high if direction == "min" else curve.summary.low

@@ -3,7 +3,7 @@ over real runs: two local jobs (a master and a worker each) that log a loss and 
 rate through `jupyter_px.tracking`, started and waited for in the notebook itself.
 
 What a reader of the saved notebook gets is checked: the plotly figure with a line per run (the
-best thick), its static SVG twin (no script) with the best run marked, the table with the param
+best thick), the table with the param
 that differs and the best value starred, and the TensorBoard command for the same runs.
 """
 
@@ -34,9 +34,14 @@ CELLS = [
     "states = [run.wait(timeout=240).state.value for run in runs]\n"
     "print(states)",
     "%px_compare cmp-lr-0.5 cmp-lr-0.01",
-    "c = jupyter_px.compare(pattern='cmp-lr-*', optimisation={'acc': 'max'}, points=50)\n"
+    "c = jupyter_px.compare(pattern='cmp-lr-*', optimization={'acc': 'max'}, points=50)\n"
     "print(c.dataframe()[['name', 'best_loss', 'best_acc', 'lr']].sort_values('lr').to_string())\nc",
     "%px_compare --metric nope cmp-lr-0.5",
+    # the direction's two spellings: --optimize, and --optimise / optimisation= as first written
+    "%px_compare cmp-lr-0.5 cmp-lr-0.01 --metric loss --optimize loss:max -o new\n"
+    "%px_compare cmp-lr-0.5 cmp-lr-0.01 --metric loss --optimise loss:max -o old\n"
+    "api = jupyter_px.compare(pattern='cmp-lr-*', metrics=['loss'], optimisation={'loss': 'max'})\n"
+    "print([c.comparison.metric('loss').optimization for c in (new, old, api)])",
 ]
 
 
@@ -61,13 +66,17 @@ def test_px_compare_in_a_notebook_over_real_runs(px_home, tmp_path):
     best = [trace for trace in lines if trace["meta"]["best"]]
     assert {trace["name"].split(" ")[0] for trace in best} == {"cmp-lr-0.5"}
     assert all(trace["line"]["width"] > 3 for trace in best)
-    static = figure["data"]["text/html"]
-    assert static.count("<svg") == 2 and "<script" not in static and "data-best='true'" in static
+    # In JupyterLab the extension's comparison panel shows these runs (the first output names them).
+    assert figure["data"]["application/vnd.jupyter-px.compare+json"]["part"] == "main"
+    assert figure["data"]["application/vnd.jupyter-px.compare+json"]["runs"] == [
+        trace["meta"]["run_id"] for trace in plot["data"][:2]
+    ]
+    assert table["data"]["application/vnd.jupyter-px.compare+json"]["part"] == "table"
     html = table["data"]["text/html"]
     assert "loss best (min)" in html and "acc best (max)" in html and ">lr<" in html
     assert "★" in html and "%px_tensorboard" in html
     assert "cmp-lr-0.5" in table["data"]["text/plain"]
-    assert any("application/vnd.jupyter.widget-view+json" in o["data"] for o in rest)  # the TensorBoard button
+    assert not any("application/vnd.jupyter.widget-view+json" in o["data"] for o in rest)  # no ipywidgets
 
     text = "".join(o.get("text", "") for o in outputs_of(nb, 3))
     assert "cmp-lr-0.5" in text and "0.5" in text and "0.01" in text
@@ -78,3 +87,5 @@ def test_px_compare_in_a_notebook_over_real_runs(px_home, tmp_path):
     # IPython shows a UsageError as one line on stderr, without a traceback.
     said = "".join(o.get("text", "") for o in outputs_of(nb, 4) if o.get("name") == "stderr")
     assert "UsageError: metrics: no run has 'nope' (they have: acc, loss)" in said
+
+    assert "['max', 'max', 'max']" in "".join(o.get("text", "") for o in outputs_of(nb, 5))

@@ -37,7 +37,7 @@ def train_func():
     import torch.distributed as dist
     dist.init_process_group("gloo")
     import sys  # one write a line: torchrun's ranks share the pod's unbuffered stdout
-    sys.stdout.write(f"rank {dist.get_rank()} of {dist.get_world_size()}\n")
+    sys.stdout.write(f"rank {dist.get_rank()} of {dist.get_world_size()}\\n")
     dist.destroy_process_group()
 
 client = TrainingClient()
@@ -56,7 +56,7 @@ def train_func():
     import torch.distributed as dist
     dist.init_process_group("gloo")
     import sys  # one write a line: torchrun's ranks share the pod's unbuffered stdout
-    sys.stdout.write(f"node rank {dist.get_rank()} of {dist.get_world_size()}\n")
+    sys.stdout.write(f"node rank {dist.get_rank()} of {dist.get_world_size()}\\n")
     dist.destroy_process_group()
 
 client = TrainerClient()

@@ -1,4 +1,4 @@
-"""One colour per state, one colour per replica, one name for TensorFlow's chief and one phrasing
+"""One color per state, one color per replica, one name for TensorFlow's chief and one phrasing
 for resources, on every surface of the notebook and the CLI (`jupyter_px.presentation.colors`,
 `labels`, `topology.ranges`; the sidebar's stylesheet holds the same hex values)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from pathlib import Path
 
 from local_support import CLI, ROOT
 
@@ -44,7 +45,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=environ)
 
 
-def test_stopped_has_one_colour_in_the_monitor_and_its_final_view(synthetic_run):
+def test_stopped_has_one_color_in_the_monitor_and_its_final_view(synthetic_run):
     synthetic_run("pal-1", PYTORCH, metric_points=5)
     monitor = _monitor("pal-1")
     assert monitor.replica_bar.style.bar_color == STATE_COLORS["Running"]
@@ -58,14 +59,13 @@ def test_stopped_has_one_colour_in_the_monitor_and_its_final_view(synthetic_run)
 
     page = final_html(final)
     assert f"background:{stopped}" in page  # the final view's bar
-    # no other state's colour and none of ipywidgets' bar styles stands for Stopped anywhere
+    # no other state's color and none of ipywidgets' bar styles stands for Stopped anywhere
     others = {c for state, c in STATE_COLORS.items() if state != "Stopped"}
     assert not any(f"background:{c}" in page for c in others)
 
 
-def test_replicas_have_the_same_colours_in_every_plot(synthetic_run):
-    from jupyter_px.presentation.monitor import svg_plot
-    from jupyter_px.widgets.plots import LivePlot
+def test_replicas_have_the_same_colors_in_every_plot(synthetic_run):
+    from jupyter_px.widgets.plots import LivePlot, static_figure
 
     synthetic_run("pal-2", PYTORCH, metric_points=5)
     monitor = _monitor("pal-2")
@@ -75,8 +75,11 @@ def test_replicas_have_the_same_colours_in_every_plot(synthetic_run):
     plot.update(data, data.keys())
     live = {trace.name: trace.line.color for trace in plot.figure.data}
     assert live == {replica: REPLICA_COLORS[i] for i, replica in enumerate(replicas)}
-    svg = svg_plot(data, "loss")
-    assert re.findall(r"<polyline fill='none' stroke='([^']+)'", svg) == list(REPLICA_COLORS[: len(replicas)])
+    static = {trace.name: trace.line.color for trace in static_figure(data, ["loss"]).data}
+    assert static == live
+    # The sidebar's plots take the same palette from the stylesheet (--px-replica-N).
+    css = (Path(__file__).resolve().parents[1] / "style" / "base.css").read_text()
+    assert re.findall(r"--px-replica-\d+: (#[0-9a-f]{6})", css) == [c.lower() for c in REPLICA_COLORS]
 
 
 def test_resources_read_the_same_in_the_notebook_and_the_cli(synthetic_run, tmp_path):
@@ -108,17 +111,17 @@ def test_tensorflow_chief_is_called_chief_in_status_outputs(synthetic_run, px_ho
     shown = _cli("status", "pal-4", PX_HOME=str(px_home))
     assert shown.returncode == 0, shown.stderr
     assert re.search(r"^chief\s+Running", shown.stdout, re.MULTILINE) and "master-0" not in shown.stdout
-    assert "\x1b[" not in shown.stdout  # not a terminal: no colour codes
+    assert "\x1b[" not in shown.stdout  # not a terminal: no color codes
 
 
-def test_the_cli_colours_a_state_as_the_notebook_does():
+def test_the_cli_colors_a_state_as_the_notebook_does():
     from jupyter_px.presentation.text import state_painter, table
 
     painted = table(("RUN", "STATE"), [("a", "Stopped"), ("b", "Succeeded")], paint=state_painter(1, True))
     red, green, blue = (int(STATE_COLORS["Stopped"][i : i + 2], 16) for i in (1, 3, 5))
     assert f"\x1b[38;2;{red};{green};{blue}mStopped\x1b[0m" in painted
     plain = table(("RUN", "STATE"), [("a", "Stopped"), ("b", "Succeeded")])
-    assert re.sub(r"\x1b\[[0-9;]*m", "", painted) == plain  # colour never shifts a column
+    assert re.sub(r"\x1b\[[0-9;]*m", "", painted) == plain  # color never shifts a column
     assert state_painter(1, False) is None
     assert not colors.use_color(open(os.devnull, "w"))  # noqa: SIM115 (not a terminal)
 
@@ -133,16 +136,16 @@ def _contrast(color: str, ground: str) -> float:
     return (high + 0.05) / (low + 0.05)
 
 
-def test_every_state_colour_reads_in_light_and_dark():
+def test_every_state_color_reads_in_light_and_dark():
     for state, color in STATE_COLORS.items():
         for ground in ("#FFFFFF", "#111111"):  # JupyterLab Light's and Dark's backgrounds
             assert _contrast(color, ground) >= 3.0, (state, color, ground)
-    assert len(set(STATE_COLORS.values())) == len(STATE_COLORS)  # one colour, one state
+    assert len(set(STATE_COLORS.values())) == len(STATE_COLORS)  # one color, one state
 
 
-def test_the_sidebar_stylesheet_holds_the_same_colours():
-    """style/base.css's --px-state-* and --px-replica-* variables are the notebook's colours, so a
-    Stopped run is one colour and replica 3 one line colour in the notebook, the CLI and the sidebar."""
+def test_the_sidebar_stylesheet_holds_the_same_colors():
+    """style/base.css's --px-state-* and --px-replica-* variables are the notebook's colors, so a
+    Stopped run is one color and replica 3 one line color in the notebook, the CLI and the sidebar."""
     css = (ROOT / "style" / "base.css").read_text()
     declared = {name: value.lower() for name, value in re.findall(r"--px-([a-z]+-[a-z0-9]+):\s*(#[0-9a-fA-F]+);", css)}
     expected = {f"state-{state.lower()}": color.lower() for state, color in STATE_COLORS.items()}

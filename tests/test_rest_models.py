@@ -209,6 +209,8 @@ API_CALLS = {
     "compareRuns": (models.Comparison, models.CompareRequest),
     "startCompareTensorBoard": (models.TensorBoardStarted, models.CompareTensorBoardRequest),
     "listSweeps": (models.SweepsPage, None),
+    "getRunView": (models.RunViewModel, None),
+    "getSweep": (models.Sweep, None),
     "stopSweep": (models.Sweep, None),
 }
 

@@ -661,7 +661,7 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) == 15
+    assert len(routes) == len(ROUTES) == 16
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -676,9 +676,9 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
     # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, directory DELETE, logs,
-    # metrics, tensorboard; sweeps GET, sweep GET+DELETE, sweep view GET; compare POST,
+    # metrics, tensorboard, view; sweeps GET, sweep GET+DELETE, sweep view GET; compare POST,
     # compare/tensorboard POST; warm GET+DELETE
-    assert tried == 19
+    assert tried == 20
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 

@@ -2,8 +2,12 @@
 trials as finished runs (each linked to the sweep, as the controller submits them), for the
 sidebar's sweep-group tests.
 
-Usage: python make_sweep.py NAME TRIALS"""
+Usage: python make_sweep.py NAME TRIALS [curves]
+With `curves`, each trial's run also has its chief's metrics (a `loss` and an `acc` over 60
+steps, a second apart); the last trial was stopped at step 20 with the lowest loss seen until
+then: the comparison's "best" must be a trial that succeeded, not that one."""
 
+import json
 import sys
 import time
 
@@ -12,6 +16,7 @@ from jupyter_px.runstore.models import CodeSpec, TrialOf
 from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialRow, TrialState
 
 name, count = sys.argv[1], int(sys.argv[2])
+with_curves = sys.argv[3:] == ["curves"]
 sweeps, runs = SweepStore(), RunStore()
 now = time.time()
 topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
@@ -33,10 +38,20 @@ for number in range(count):
         {"main.py": "pass\n"},
     )
     keys = (("master", 0), ("worker", 0))
+    stopped = with_curves and number == count - 1
+    if with_curves:
+        paths = runs.paths(run_id)
+        paths.metrics_dir.mkdir(parents=True, exist_ok=True)
+        steps = range(21) if stopped else range(60)
+        with open(paths.metrics("master", 0), "w") as handle:
+            for step in steps:
+                loss = (0.05 if stopped else value) * (1 + (59 - step) / 10)
+                point = {"step": step, "time": now - 600 + number + step, "metrics": {"loss": loss, "acc": 1 - loss / 10}}
+                handle.write(json.dumps(point) + "\n")
     runs.write_status(
         RunStatus(
             run_id=run_id,
-            state=RunState.SUCCEEDED,
+            state=RunState.STOPPED if stopped else RunState.SUCCEEDED,
             started_at=now - 600 + number,
             finished_at=now - 500 + number,
             replicas=[ReplicaStatus(role=r, index=i, state="Succeeded", exit_code=0) for r, i in keys],

@@ -2,7 +2,7 @@
 and the params that differ.
 
     jupyter_px.compare("lr-1", "lr-2")          # in a notebook: curves, table, TensorBoard button
-    jupyter_px.compare(pattern="lr-*", optimisation={"acc": "max"})
+    jupyter_px.compare(pattern="lr-*", optimization={"acc": "max"})
     %px_compare lr-1 lr-2 --metric loss
 
 Parts, one job each: `selection` (which runs), `digest` (one run read once and cached while its
@@ -34,7 +34,7 @@ def compare(*args: Any, **kwargs: Any) -> Any:
 
 compare.__doc__ = (
     "Compare runs: compare('a', 'b'), compare(pattern='lr-*'), compare(sweep='s1'); "
-    "options metrics=, points=, optimisation={'acc': 'max'}, all_params=. See jupyter_px.compare.notebook.compare."
+    "options metrics=, points=, optimization={'acc': 'max'}, all_params=. See jupyter_px.compare.notebook.compare."
 )
 
 

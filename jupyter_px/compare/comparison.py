@@ -1,6 +1,13 @@
 """A comparison of runs: per metric a downsampled curve per run and the best run; a table of
-final and best values and the params that differ. Plain data, rendered by every surface (the
-notebook's plotly figure and static SVG, the REST answer the sidebar draws).
+final and best values and the params that differ; which params matter. Plain data, the one
+view-model of a comparison: the REST answer the JupyterLab panel draws (`server.models.Comparison`)
+and the notebook's plotly figure for other front-ends.
+
+**Best** is defined, and said (`MetricComparison.best_rule`), because runs of different lengths
+are not alike: by default among the runs that succeeded (a run stopped at step 20 is not the best
+of runs that trained 400 steps because its loss was lowest there; with none succeeded, among all);
+`best="common_step"` compares every run at the last step all of them reached; `best="all"` takes
+each run's best point whatever its state or length.
 """
 
 from __future__ import annotations
@@ -10,21 +17,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..runstore import RunStore
 from .digest import Curve, DigestCache, RunDigest
 from .downsample import DEFAULT_POINTS, check_points
+from .importance import ParamImportance, param_importance
 from .params import differing
-from .values import Optimisation, check_optimisations, optimisation_for
+from .values import Optimization, check_optimizations, optimization_for
 
-__all__ = ["MetricComparison", "Comparison", "compare_runs", "encode"]
+__all__ = ["BEST_RULES", "MetricComparison", "Comparison", "compare_runs", "encode"]
+
+#: How "best" is chosen (see the module docstring).
+BEST_RULES = ("succeeded", "common_step", "all")
 
 
 @dataclass(frozen=True)
 class MetricComparison:
     name: str
-    optimisation: Optimisation
-    best_run: str | None  # the run whose best value is best; None when no run has a finite value
+    optimization: Optimization
+    best_run: str | None  # the best run by `best_rule`; None when no run has a finite value
     curves: dict[str, Curve]  # run id -> its curve (runs without the metric are absent)
+    best_rule: str = ""  # what "best" meant: "lowest among the 3 runs that succeeded"
+    common_step: float | None = None  # the step compared at (`best="common_step"`)
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,8 @@ class Comparison:
     all_params: bool = False
     hidden_params: int = 0  # params left out because every run has the same value
     extra: dict[str, Any] = field(default_factory=dict)
+    importance: list[ParamImportance] = field(default_factory=list)  # for `objective`
+    objective: str | None = None  # the metric the params' view is about (`primary_metric`)
 
     @property
     def run_ids(self) -> list[str]:
@@ -59,7 +76,7 @@ class Comparison:
                 if curve is None:
                     continue
                 final[metric.name] = curve.summary.final
-                best[metric.name], best_step[metric.name] = curve.summary.best(metric.optimisation)
+                best[metric.name], best_step[metric.name] = curve.summary.best(metric.optimization)
             out.append(
                 {
                     "run_id": run.run_id,
@@ -83,14 +100,17 @@ class Comparison:
             "metrics": [
                 {
                     "name": m.name,
-                    "optimisation": m.optimisation,
+                    "optimization": m.optimization,
                     "best_run": m.best_run,
+                    "best_rule": m.best_rule,
+                    "common_step": m.common_step,
                     "curves": [
                         {
                             "run_id": run_id,
                             "replica": curve.replica,
                             "steps": curve.steps.tolist() if arrays else [],
                             "values": curve.values.tolist() if arrays else [],
+                            "times": curve.times.tolist() if arrays else [],
                             "total": curve.total,
                         }
                         for run_id, curve in m.curves.items()
@@ -102,6 +122,11 @@ class Comparison:
             "hidden_params": self.hidden_params,
             "rows": self.rows(),
             "points": self.points,
+            "objective": self.objective,
+            "importance": [
+                {"param": i.param, "importance": i.importance, "correlation": i.correlation, "runs": i.runs}
+                for i in self.importance
+            ],
         }
 
 
@@ -117,24 +142,51 @@ def encode(checked: Mapping[str, Any], comparison: Comparison) -> str:
         curves = []
         for item in metric["curves"]:
             curve = fragments[(metric["name"], item["run_id"])]
-            head = json.dumps({key: value for key, value in item.items() if key not in ("steps", "values")})
-            curves.append(f'{head[:-1]},"steps":{curve.steps_json},"values":{curve.values_json}}}')
+            head = json.dumps({key: value for key, value in item.items() if key not in ("steps", "values", "times")})
+            curves.append(
+                f'{head[:-1]},"steps":{curve.steps_json},"values":{curve.values_json},"times":{curve.times_json}}}'
+            )
         head = json.dumps({key: value for key, value in metric.items() if key != "curves"})
         metrics.append(f'{head[:-1]},"curves":[{",".join(curves)}]}}')
     rest = json.dumps({key: value for key, value in checked.items() if key != "metrics"}, allow_nan=False)
     return f'{rest[:-1]},"metrics":[{",".join(metrics)}]}}'
 
 
-def _best_run(curves: Mapping[str, Curve], optimisation: Optimisation) -> str | None:
+def _at_step(curve: Curve, step: float) -> float | None:
+    """The curve's value at `step`: its last point at or before it (None when it has none)."""
+    at = int(np.searchsorted(curve.steps, step, side="right")) - 1
+    return float(curve.values[at]) if at >= 0 else None
+
+
+def _best_run(
+    curves: Mapping[str, Curve], optimization: Optimization, states: Mapping[str, str], rule: str
+) -> tuple[str | None, str, float | None]:
+    """(the best run, what "best" meant, the step compared at) by `rule` (`BEST_RULES`)."""
+    word = "lowest" if optimization == "min" else "highest"
+    common = None
+    candidates = dict(curves)
+    if rule == "common_step":
+        ends = [float(curve.steps[-1]) for curve in curves.values() if len(curve.steps)]
+        common = min(ends) if ends else None
+        meaning = f"{word} at step {common:g}, the last step every run reached" if common is not None else ""
+    elif rule == "succeeded":
+        succeeded = {run_id: c for run_id, c in curves.items() if states.get(run_id) == "Succeeded"}
+        if succeeded:
+            candidates = succeeded
+            meaning = f"{word} among the {len(succeeded)} run{'s' * (len(succeeded) != 1)} that succeeded"
+        else:
+            meaning = f"{word} of all runs (none succeeded)"
+    else:
+        meaning = f"{word} of all runs"
     best: tuple[float, str] | None = None
-    for run_id, curve in curves.items():
-        value, _ = curve.summary.best(optimisation)
-        if value is None:
+    for run_id, curve in candidates.items():
+        value = _at_step(curve, common) if common is not None else curve.summary.best(optimization)[0]
+        if value is None or not np.isfinite(value):
             continue
-        key = value if optimisation == "min" else -value
+        key = value if optimization == "min" else -value
         if best is None or key < best[0]:
             best = (key, run_id)
-    return None if best is None else best[1]
+    return (None if best is None else best[1]), meaning, common
 
 
 def compare_runs(
@@ -143,15 +195,19 @@ def compare_runs(
     *,
     metrics: Sequence[str] | None = None,
     points: int = DEFAULT_POINTS,
-    optimisation: Mapping[str, str] | None = None,
+    optimization: Mapping[str, str] | None = None,
     all_params: bool = False,
     cache: DigestCache | None = None,
+    best: str = "succeeded",
 ) -> Comparison:
     """Compare runs (ids, e.g. from `select_runs`). `metrics`: the metrics shown (default every
-    metric any run has); `points`: the most points a curve keeps; `optimisation`: a direction per
-    metric where the name's guess is wrong (`values.optimisation_for`)."""
+    metric any run has); `points`: the most points a curve keeps; `optimization`: a direction per
+    metric where the name's guess is wrong (`values.optimization_for`); `best`: how the best run is
+    chosen (`BEST_RULES`, see the module docstring)."""
+    if best not in BEST_RULES:
+        raise ValueError(f"best: {best!r} is not one of {', '.join(BEST_RULES)}")
     points = check_points(points)
-    directions = check_optimisations(optimisation)
+    directions = check_optimizations(optimization)
     cache = cache or DigestCache(store)
     runs = cache.digests(run_ids, points)
     names = sorted({name for run in runs for name in run.curves})
@@ -160,11 +216,42 @@ def compare_runs(
         if unknown:
             raise ValueError(f"metrics: no run has {unknown[0]!r} (they have: {', '.join(names) or 'no metrics'})")
         names = list(dict.fromkeys(metrics))
+    states = {run.run_id: run.state for run in runs}
     compared = []
     for name in names:
-        direction = optimisation_for(name, directions)
+        direction = optimization_for(name, directions)
         curves = {run.run_id: run.curves[name] for run in runs if name in run.curves}
-        compared.append(MetricComparison(name, direction, _best_run(curves, direction), curves))
+        chosen, meaning, common = _best_run(curves, direction, states, best)
+        compared.append(MetricComparison(name, direction, chosen, curves, meaning, common))
     every = sorted({key for run in runs for key in run.params}, key=lambda k: (k.startswith("topology."), k))
-    shown = every if all_params else differing((run.canonical_params for run in runs), encoded=True)
-    return Comparison(runs, compared, shown, points, all_params, len(every) - len(shown))
+    differ = differing((run.canonical_params for run in runs), encoded=True)
+    shown = every if all_params else differ
+    importance: list[ParamImportance] = []
+    first = primary_metric(compared, directions)
+    if first is not None:
+        values = [
+            (curve.summary.best(first.optimization)[0] if curve is not None else None)
+            for curve in (first.curves.get(run.run_id) for run in runs)
+        ]
+        importance = param_importance([run.params for run in runs], values, differ)
+    return Comparison(
+        runs,
+        compared,
+        shown,
+        points,
+        all_params,
+        len(every) - len(shown),
+        importance=importance,
+        objective=first.name if first is not None else None,
+    )
+
+
+def primary_metric(
+    metrics: Sequence[MetricComparison], directions: Mapping[str, str] | None = None
+) -> MetricComparison | None:
+    """The metric a comparison's params are judged by: the one given a direction (a sweep's
+    objective), else `loss`, else the first."""
+    for metric in metrics:
+        if directions and metric.name in directions:
+            return metric
+    return next((m for m in metrics if m.name == "loss"), metrics[0] if metrics else None)

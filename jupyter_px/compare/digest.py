@@ -27,6 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from .values import SeriesValues, series_values
 __all__ = ["Curve", "RunDigest", "DigestCache", "encode_points", "read_digest", "signature"]
 
 log = logging.getLogger(__name__)
+
+#: The kept digests' format (in their file names): 2 added each curve's wall times.
+DIGEST_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class Curve:
     summary: SeriesValues
     steps_json: str = "[]"
     values_json: str = "[]"
+    times: np.ndarray = field(default_factory=lambda: np.empty(0))  # wall time of each chosen point
+    times_json: str = "[]"
 
 
 def encode_points(steps: np.ndarray, values: np.ndarray) -> tuple[str, str]:
@@ -115,6 +121,11 @@ def signature(store: RunStore, run_id: str) -> tuple:
     return tuple(sorted(stats))
 
 
+def encode_times(times: np.ndarray) -> str:
+    """Wall times (seconds since the epoch) to the millisecond, as a JSON array."""
+    return "[" + ",".join(f"{value:.3f}" for value in times.tolist()) + "]"
+
+
 def _xy(series: Series) -> tuple[np.ndarray, np.ndarray]:
     values = np.asarray(series.values, dtype=np.float64)
     steps = series.steps
@@ -140,8 +151,18 @@ def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
         x, y = _xy(reader.data[replica][metric])
         chosen = downsample_indices(x, y, points)
         steps, values = x[chosen], y[chosen]
-        curves[metric] = Curve(replica, steps, values, len(y), series_values(x, y), *encode_points(steps, values))
-    params = run_params(logged_params, record.topology, record.backend)
+        times = np.asarray(reader.data[replica][metric].times, dtype=np.float64)[chosen]
+        curves[metric] = Curve(
+            replica,
+            steps,
+            values,
+            len(y),
+            series_values(x, y),
+            *encode_points(steps, values),
+            times=times,
+            times_json=encode_times(times),
+        )
+    params = run_params(logged_params, record.topology, record.backend, record.sweep.params if record.sweep else None)
     return RunDigest(
         run_id=run_id,
         name=record.name,
@@ -166,10 +187,15 @@ class DigestCache:
         self._digests: OrderedDict[tuple[str, int], tuple[tuple, RunDigest]] = OrderedDict()
         self.reads = 0  # runs read whole (for tests and benchmarks: a warm comparison reads none)
 
+    def _file(self, run_id: str, points: int) -> Path:
+        """Where a finished run's digest is kept; the format's version in the name, so a digest
+        written by an older version (curves without times) is read again, not half-used."""
+        return self.folder / f"{run_id}.{points}.v{DIGEST_FORMAT}.pickle"
+
     def _kept(self, run_id: str, points: int, seen: tuple) -> RunDigest | None:
         """The digest written for this signature, if any (a damaged or stale file is ignored)."""
         try:
-            with open(self.folder / f"{run_id}.{points}.pickle", "rb") as file:
+            with open(self._file(run_id, points), "rb") as file:
                 kept_signature, digest = pickle.load(file)
         except Exception:  # missing, cut short, or from another version: read the run instead
             return None
@@ -182,7 +208,7 @@ class DigestCache:
             fd, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
             with os.fdopen(fd, "wb") as file:
                 pickle.dump((seen, digest), file, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, self.folder / f"{run_id}.{points}.pickle")
+            os.replace(temporary, self._file(run_id, points))
         except OSError:
             pass
 
@@ -215,7 +241,7 @@ class DigestCache:
         left for the next pass: a digest is only ever a shortcut."""
         read = []
         for run_id in self.store.run_ids():
-            if (self.folder / f"{run_id}.{points}.pickle").exists():
+            if self._file(run_id, points).exists():
                 continue
             try:
                 if self.store.status(run_id).state.finished:

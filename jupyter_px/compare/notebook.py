@@ -1,12 +1,13 @@
 """`jupyter_px.compare(...)` and `%px_compare`: a comparison shown in a notebook.
 
-`compare()` returns a `RunComparison`: shown as a cell's result, it displays the curves (plotly,
-with a static SVG twin for saved notebooks), the sortable table, a parallel-coordinates plot of
-the numeric params that differ against the first metric's best value (a sweep's view; shown when
-there are such params) and, in a live kernel, a button
-that opens one TensorBoard over the same runs (`%px_tensorboard` with the same runs in a saved
-notebook). It is also data: `.comparison` (plain data, `compare.comparison.Comparison`),
-`.dataframe()` (pandas), `.figure()` (plotly), `.tensorboard()`.
+`compare()` returns a `RunComparison`. Shown as a cell's result in JupyterLab, the extension's
+comparison panel owns the view (every output carries `COMPARE_MIMETYPE`, naming the runs: the
+panel reads the comparison from the server, as the sidebar's does: one plot per metric with a
+picker, hover, smoothing, x as step or time, the table, the params' view, TensorBoard). Other
+front-ends show what this module writes in the same outputs: the curves (plotly), the sortable
+table with the `%px_tensorboard` line for the same runs, a parallel-coordinates plot of the
+numeric params that differ (when there are such params). It is also data: `.comparison` (plain
+data, `compare.comparison.Comparison`), `.dataframe()` (pandas), `.figure()` (plotly), `.tensorboard()`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from .downsample import DEFAULT_POINTS
 from .render import figure, figure_bundle, parallel_bundle, table_bundle
 from .selection import select_runs, sweep_objective
 
-__all__ = ["RunComparison", "compare"]
+__all__ = ["COMPARE_MIMETYPE", "RunComparison", "compare"]
+
+#: The comparison's mimetype (the labextension's `compareOutput.ts` renders it): the runs, and
+#: which part of the comparison an output is (the "main" one shows the whole panel, the others
+#: nothing, since the panel has them all).
+COMPARE_MIMETYPE = "application/vnd.jupyter-px.compare+json"
 
 
 class RunComparison:
@@ -59,43 +65,25 @@ class RunComparison:
         """Start (or reuse) one TensorBoard over these runs; the typed start result."""
         return self.service.tensorboard(self.run_ids)
 
+    def _payload(self, part: str) -> dict[str, Any]:
+        comparison = self.comparison
+        return {
+            "version": 1,
+            "runs": comparison.run_ids,
+            "part": part,
+            "metrics": [m.name for m in comparison.metrics],
+            "optimization": {m.name: m.optimization for m in comparison.metrics},
+            "all_params": comparison.all_params,
+        }
+
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
-        display(figure_bundle(self.comparison), raw=True)
-        display(table_bundle(self.comparison), raw=True)
+        display({**figure_bundle(self.comparison), COMPARE_MIMETYPE: self._payload("main")}, raw=True)
+        display({**table_bundle(self.comparison), COMPARE_MIMETYPE: self._payload("table")}, raw=True)
         parallel = parallel_bundle(self.comparison)  # a sweep's params against its objective
         if parallel is not None:
-            display(parallel, raw=True)
-        button = _tensorboard_button(self)
-        if button is not None:
-            display(button)
-
-
-def _tensorboard_button(comparison: RunComparison) -> Any:
-    """A button that opens TensorBoard over the runs below it, in a live kernel with ipywidgets."""
-    try:
-        import ipywidgets as widgets
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    if shell is None or getattr(shell, "kernel", None) is None:
-        return None
-    button = widgets.Button(description=f"TensorBoard ({len(comparison.run_ids)} runs)", icon="line-chart")
-    output = widgets.Output()
-
-    def open_tensorboard(_: Any) -> None:
-        from IPython.display import display
-
-        from ..presentation.tensorboard import embed
-
-        button.disabled = True
-        with output:
-            display(embed(comparison.tensorboard(), height=600, label=", ".join(comparison.run_ids)))
-
-    button.on_click(open_tensorboard)
-    return widgets.VBox([button, output])
+            display({**parallel, COMPARE_MIMETYPE: self._payload("params")}, raw=True)
 
 
 def compare(
@@ -104,18 +92,24 @@ def compare(
     sweep: str | None = None,
     metrics: Sequence[str] | None = None,
     points: int = DEFAULT_POINTS,
-    optimisation: Mapping[str, str] | None = None,
+    optimization: Mapping[str, str] | None = None,
     all_params: bool = False,
+    optimisation: Mapping[str, str] | None = None,
 ) -> RunComparison:
     """Compare runs: `compare("a", "b")`, `compare(pattern="lr-*")`, `compare(sweep="s1")`.
 
     Runs are ids, names or `last` (a list works too); `metrics` limits the metrics shown;
-    `points` bounds each curve (downsampled with MinMaxLTTB); `optimisation` says which way is
+    `points` bounds each curve (downsampled with MinMaxLTTB); `optimization` says which way is
     best where the name's guess is wrong (`{"val_acc": "max"}`); `all_params` shows the params that
     are the same in every run too. Shown as a cell's result: curves, table, TensorBoard button.
+    `optimisation=`, the spelling it had first, is still read.
     """
     from ..service import RunService
 
+    if optimisation is not None:
+        if optimization is not None:
+            raise ValueError("give optimization= (optimisation= is its older spelling), not both")
+        optimization = optimisation
     refs: list[str] = []
     for item in runs:
         refs.extend([item] if isinstance(item, str) else list(item))
@@ -126,7 +120,7 @@ def compare(
         run_ids,
         metrics=metrics,
         points=points,
-        optimisation=sweep_objective(service.store, sweep, optimisation),
+        optimization=sweep_objective(service.store, sweep, optimization),
         all_params=all_params,
         cache=DigestCache(service.store),
     )

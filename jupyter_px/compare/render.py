@@ -1,12 +1,13 @@
-"""A comparison as a notebook shows it: a plotly figure (one panel per metric, a line per run, the
-best run's line thick and the others faint), a sortable table, and a static twin of both.
+"""A comparison as front-ends without the JupyterLab extension show it (VS Code, the classic
+Notebook, nbviewer): a plotly figure (one panel per metric, a line per run, the best run's line
+thick and the others faint), a sortable table, a parallel-coordinates figure of the params.
 
-The figure goes out as plotly's own mimetype with a static HTML fallback (inline SVG, no script),
-so a saved notebook, an export or GitHub shows the curves, as the run monitor's final view does
-(`presentation.monitor.svg_plot`). The table is HTML; clicking a header sorts it where the output
-may run scripts (a live JupyterLab); elsewhere it stays sorted by the first metric's best value.
-Colours and greys are the monitor's (`presentation.series.PALETTE`, `widgets.plots.THEME_NEUTRAL`),
-so both themes read.
+In JupyterLab the extension's comparison panel owns the view (`compare_mime`: every output
+carries it). Every plot is plotly's, as everywhere in jupyter-px: the figure goes out as plotly's
+own mimetype, and a saved notebook viewed where no plotly renderer runs (GitHub) shows the
+table, which holds the values. The table is HTML; clicking a header sorts it where the output
+may run scripts; elsewhere it stays sorted by the first metric's best value. Colors and greys
+are the monitor's (`presentation.series.PALETTE`, `presentation.plot_theme`), so both themes read.
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ import secrets
 from typing import Any
 
 from ..presentation.series import PALETTE
-from .comparison import Comparison, MetricComparison
+from .comparison import Comparison
 
 __all__ = [
     "figure",
     "figure_bundle",
     "parallel_coordinates",
     "parallel_bundle",
-    "svg_plot",
     "table_html",
     "table_text",
     "table_bundle",
@@ -33,8 +33,6 @@ __all__ = [
 
 #: Panels drawn at most (one per metric); the table still lists every metric.
 MAX_PANELS = 12
-#: Points per line in the static SVG (its file size grows with them).
-SVG_POINTS = 200
 
 
 def _color(position: int) -> str:
@@ -61,11 +59,11 @@ def figure(comparison: Comparison) -> Any:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from ..widgets.plots import _AXIS, _GREY, THEME_NEUTRAL
+    from ..presentation.plot_theme import AXIS, GREY, THEME_NEUTRAL
 
     metrics = comparison.metrics[:MAX_PANELS]
     titles = [
-        f"{m.name} ({m.optimisation}; best: {_label(comparison, m.best_run) if m.best_run else '–'})" for m in metrics
+        f"{m.name} ({m.optimization}; best: {_label(comparison, m.best_run) if m.best_run else '–'})" for m in metrics
     ]
     rows = max(1, len(metrics))
     fig = make_subplots(rows=rows, cols=1, subplot_titles=titles, vertical_spacing=0.3 / rows if rows > 1 else 0.0)
@@ -90,10 +88,10 @@ def figure(comparison: Comparison) -> Any:
                 row=row,
                 col=1,
             )
-    fig.update_xaxes(**_AXIS)
-    fig.update_yaxes(**_AXIS)
+    fig.update_xaxes(**AXIS)
+    fig.update_yaxes(**AXIS)
     fig.update_xaxes(title_text="step", row=rows, col=1)
-    fig.update_annotations(font_color=_GREY)
+    fig.update_annotations(font_color=GREY)
     fig.update_layout(
         **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
         height=280 * rows + 60,
@@ -104,11 +102,11 @@ def figure(comparison: Comparison) -> Any:
 
 def parallel_coordinates(comparison: Comparison) -> Any | None:
     """A plotly parallel-coordinates figure: an axis per numeric param that differs, then the
-    first metric's best value (its colour scale too), a line per run; how a sweep's params relate
+    first metric's best value (its color scale too), a line per run; how a sweep's params relate
     to its objective. None when fewer than two runs or no numeric param differs."""
     import plotly.graph_objects as go
 
-    from ..widgets.plots import _GREY, THEME_NEUTRAL
+    from ..presentation.plot_theme import GREY, THEME_NEUTRAL
 
     rows = comparison.rows()
     first = comparison.metrics[0] if comparison.metrics else None
@@ -128,18 +126,18 @@ def parallel_coordinates(comparison: Comparison) -> Any | None:
     if any(value is None for value in best):
         return None
     dimensions = [{"label": name, "values": [row["params"][name] for row in rows]} for name in numeric]
-    dimensions.append({"label": f"{first.name} best ({first.optimisation})", "values": best})
+    dimensions.append({"label": f"{first.name} best ({first.optimization})", "values": best})
     figure = go.Figure(
         go.Parcoords(
             line={
                 "color": best,
                 "colorscale": "Viridis",
-                "reversescale": first.optimisation == "min",
+                "reversescale": first.optimization == "min",
                 "showscale": True,
             },
             dimensions=dimensions,
-            labelfont={"color": _GREY},
-            tickfont={"color": _GREY},
+            labelfont={"color": GREY},
+            tickfont={"color": GREY},
         )
     )
     figure.update_layout(
@@ -161,66 +159,12 @@ def parallel_bundle(comparison: Comparison) -> dict[str, Any] | None:
     }
 
 
-def svg_plot(comparison: Comparison, metric: MetricComparison, width: int = 640, height: int = 200) -> str:
-    """One metric as an inline SVG, the best run's line thick: no script, text in currentColor."""
-    from .downsample import downsample_indices
-
-    lines = []
-    for position, run_id in enumerate(comparison.run_ids):
-        curve = metric.curves.get(run_id)
-        if curve is None or not len(curve.values):
-            continue
-        keep = downsample_indices(curve.steps, curve.values, SVG_POINTS)
-        lines.append((position, run_id, curve.steps[keep], curve.values[keep]))
-    lines = [line for line in lines if len(line[2])]
-    if not lines:
-        return ""
-    x_min = min(float(x.min()) for _, _, x, _ in lines)
-    x_max = max(float(x.max()) for _, _, x, _ in lines)
-    y_min = min(float(y.min()) for _, _, _, y in lines)
-    y_max = max(float(y.max()) for _, _, _, y in lines)
-    x_span, y_span = (x_max - x_min) or 1.0, (y_max - y_min) or 1.0
-    left, right, top, bottom = 70, 20, 10, 24
-    plot_w, plot_h = width - left - right, height - top - bottom
-    parts = [
-        f"<svg class='px-compare-plot' data-metric='{html.escape(metric.name, quote=True)}' "
-        f"xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' viewBox='0 0 {width} {height}' "
-        "style='color:inherit;font-size:11px'>",
-        f"<rect x='{left}' y='{top}' width='{plot_w}' height='{plot_h}' fill='none' stroke='currentColor' "
-        "stroke-opacity='0.3'/>",
-        f"<text x='{left - 4}' y='{top + 9}' text-anchor='end' fill='currentColor'>{y_max:.3g}</text>",
-        f"<text x='{left - 4}' y='{top + plot_h}' text-anchor='end' fill='currentColor'>{y_min:.3g}</text>",
-        f"<text x='{left}' y='{height - 8}' fill='currentColor'>{x_min:g}</text>",
-        f"<text x='{left + plot_w}' y='{height - 8}' text-anchor='end' fill='currentColor'>step {x_max:g}</text>",
-    ]
-    best_line = ""
-    for position, run_id, x, y in lines:
-        points = " ".join(
-            f"{left + (xv - x_min) / x_span * plot_w:.1f},{top + plot_h - (yv - y_min) / y_span * plot_h:.1f}"
-            for xv, yv in zip(x.tolist(), y.tolist(), strict=True)
-        )
-        best = run_id == metric.best_run
-        marker = " data-best='true'" if best else ""
-        line = (
-            f"<polyline data-run='{html.escape(run_id)}'{marker} fill='none' "
-            f"stroke='{_color(position)}' stroke-width='{3 if best else 1.2}' "
-            f"stroke-opacity='{1 if best else 0.5}' points='{points}'/>"
-        )
-        if best:
-            best_line = line  # drawn last, over the others
-        else:
-            parts.append(line)
-    parts.append(best_line)
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def _headers(comparison: Comparison) -> list[tuple[str, str]]:
     """(column title, kind) of the table: run, state, each metric's final and best, the params."""
     out = [("run", "text"), ("state", "text")]
     for metric in comparison.metrics:
         out.append((f"{metric.name} final", "number"))
-        out.append((f"{metric.name} best ({metric.optimisation})", "number"))
+        out.append((f"{metric.name} best ({metric.optimization})", "number"))
     out.extend((name, "param") for name in comparison.params)
     return out
 
@@ -235,7 +179,7 @@ def _cells(comparison: Comparison) -> list[tuple[str, list[Any], dict[str, bool]
         if first is None or row["best"].get(first.name) is None:
             return (1, 0.0)
         value = row["best"][first.name]
-        return (0, value if first.optimisation == "min" else -value)
+        return (0, value if first.optimization == "min" else -value)
 
     out = []
     for row in sorted(rows, key=order):
@@ -244,7 +188,7 @@ def _cells(comparison: Comparison) -> list[tuple[str, list[Any], dict[str, bool]
         for metric in comparison.metrics:
             cells.append(row["final"].get(metric.name))
             cells.append(row["best"].get(metric.name))
-            marks[f"{metric.name} best ({metric.optimisation})"] = row["run_id"] == metric.best_run
+            marks[f"{metric.name} best ({metric.optimization})"] = row["run_id"] == metric.best_run
         cells.extend(row["params"].get(name) for name in comparison.params)
         out.append((row["run_id"], cells, marks))
     return out
@@ -302,19 +246,13 @@ def tensorboard_hint(comparison: Comparison) -> str:
 
 
 def figure_bundle(comparison: Comparison) -> dict[str, Any]:
-    """The curves: plotly JSON where plotly renders, inline SVG where it does not."""
-    static = "".join(
-        f"<div><small>{html.escape(m.name)} ({m.optimisation}; best: "
-        f"{html.escape(_label(comparison, m.best_run) if m.best_run else '–')})</small><br>"
-        f"{svg_plot(comparison, m)}</div>"
-        for m in comparison.metrics[:MAX_PANELS]
-    )
+    """The curves as plotly's mimetype (and a line of text where nothing draws)."""
     points = sum(len(curve.values) for m in comparison.metrics for curve in m.curves.values())
     text = (
         f"comparison of {len(comparison.runs)} runs: {', '.join(m.name for m in comparison.metrics) or 'no metrics'} "
         f"({points} points drawn)"
     )
-    bundle: dict[str, Any] = {"text/html": f"<div class='px-compare-static'>{static}</div>", "text/plain": text}
+    bundle: dict[str, Any] = {"text/plain": text}
     if comparison.metrics:
         bundle["application/vnd.plotly.v1+json"] = json.loads(figure(comparison).to_json())
     return bundle

@@ -16,15 +16,15 @@ from typing import Literal
 import numpy as np
 
 __all__ = [
-    "Optimisation",
+    "Optimization",
     "HIGHER_IS_BETTER",
-    "optimisation_for",
-    "check_optimisations",
+    "optimization_for",
+    "check_optimizations",
     "SeriesValues",
     "series_values",
 ]
 
-Optimisation = Literal["min", "max"]
+Optimization = Literal["min", "max"]
 
 #: Words in a metric's name that mean higher is better.
 HIGHER_IS_BETTER = (
@@ -33,7 +33,7 @@ HIGHER_IS_BETTER = (
 )  # fmt: skip
 
 
-def optimisation_for(metric: str, given: Mapping[str, str] | None = None) -> Optimisation:
+def optimization_for(metric: str, given: Mapping[str, str] | None = None) -> Optimization:
     """The direction `given` names for `metric`, else the one its name suggests."""
     if given and metric in given:
         return "max" if given[metric] == "max" else "min"
@@ -41,16 +41,16 @@ def optimisation_for(metric: str, given: Mapping[str, str] | None = None) -> Opt
     return "max" if any(word in HIGHER_IS_BETTER for word in words) else "min"
 
 
-def check_optimisations(given: object) -> dict[str, Optimisation]:
+def check_optimizations(given: object) -> dict[str, Optimization]:
     """{metric: "min" | "max"}; ValueError naming the metric and the value for anything else."""
     if given is None:
         return {}
     if not isinstance(given, Mapping):
-        raise ValueError(f"optimisation: {given!r} is not an object of metric -> 'min' or 'max'")
-    out: dict[str, Optimisation] = {}
+        raise ValueError(f"optimization: {given!r} is not an object of metric -> 'min' or 'max'")
+    out: dict[str, Optimization] = {}
     for metric, direction in given.items():
         if direction not in ("min", "max"):
-            raise ValueError(f"optimisation.{metric}: {direction!r} is not 'min' or 'max'")
+            raise ValueError(f"optimization.{metric}: {direction!r} is not 'min' or 'max'")
         out[str(metric)] = direction
     return out
 
@@ -66,9 +66,9 @@ class SeriesValues:
     high: float | None
     high_step: float | None
 
-    def best(self, optimisation: Optimisation) -> tuple[float | None, float | None]:
+    def best(self, optimization: Optimization) -> tuple[float | None, float | None]:
         """(value, step) of the best point in the direction named."""
-        return (self.low, self.low_step) if optimisation == "min" else (self.high, self.high_step)
+        return (self.low, self.low_step) if optimization == "min" else (self.high, self.high_step)
 
 
 def series_values(x: np.ndarray, y: np.ndarray) -> SeriesValues:

@@ -31,6 +31,19 @@ def in_kernel(shell: Any) -> bool:
     return getattr(shell, "kernel", None) is not None
 
 
+def cell_id(shell: Any) -> str | None:
+    """The id of the notebook cell being executed, when the front end sent it (JupyterLab,
+    Notebook 7 and nbclient put it in the execute request's metadata): a run records it, so its
+    view can say what changed since the previous run of the same cell."""
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else None
+    except Exception:  # an old kernel, or none: the run just has no cell
+        return None
+    value = ((parent or {}).get("metadata") or {}).get("cellId")
+    return value if isinstance(value, str) and 0 < len(value) <= 200 else None
+
+
 def run_service() -> Any:
     """The run service over the store; a UsageError (one line) when the store cannot be one
     (`PX_HOME` names a file)."""

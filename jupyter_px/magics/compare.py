@@ -12,12 +12,12 @@ from .args import RUN_HELP, check_output, output_arg
 from .common import shell_of
 
 
-def _optimisations(items: list[str]) -> dict[str, str]:
+def _optimizations(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
         metric, _, direction = item.rpartition(":")
         if not metric or direction not in ("min", "max"):
-            raise UsageError(f"--optimise {item!r}: give METRIC:min or METRIC:max")
+            raise UsageError(f"--optimize {item!r}: give METRIC:min or METRIC:max")
         out[metric] = direction
     return out
 
@@ -30,7 +30,9 @@ class CompareMagics(Magics):
     @argument("--sweep", metavar="SWEEP", help="also the trials of this sweep")
     @argument("--metric", action="append", default=[], metavar="NAME", help="show this metric (repeat; default all)")
     @argument(
-        "--optimise",
+        "--optimize",
+        "--optimise",  # the spelling it had first, still read
+        dest="optimize",
         action="append",
         default=[],
         metavar="METRIC:min|max",
@@ -47,7 +49,7 @@ class CompareMagics(Magics):
         --points points each. A saved notebook keeps a static copy of the plots and table.
 
             %px_compare lr-1 lr-2 lr-3
-            %px_compare --pattern 'lr-*' --metric loss --optimise acc:max
+            %px_compare --pattern 'lr-*' --metric loss --optimize acc:max
         """
         args = parse_argstring(self.px_compare, line)
         check_output(args)
@@ -62,7 +64,7 @@ class CompareMagics(Magics):
                 sweep=args.sweep,
                 metrics=args.metric or None,
                 points=args.points,
-                optimisation=_optimisations(args.optimise),
+                optimization=_optimizations(args.optimize),
                 all_params=args.all_params,
             )
         except ValueError as error:  # a selection, a metric or a bound that cannot be used

@@ -15,7 +15,7 @@ from ..sweeps.spec import parse_polyaxonfile, read_sweep
 from ..topology import Topology, TopologyError, apply_overrides
 from ..topology.registry import UnknownTopology, topologies
 from .args import IDENTIFIER, check_output, check_wait, output_arg, wait_args
-from .common import cell_submission, shell_of, show_run, submit_errors, wait_for_run
+from .common import cell_id, cell_submission, shell_of, show_run, submit_errors, wait_for_run
 
 #: Which magic option set which field, so an invalid override is reported as the option.
 OPTION_FIELDS = {
@@ -139,12 +139,13 @@ class SubmitMagics(Magics):
     def _code_for(self, args: Any, cell: str):
         from .. import notebook_code
 
-        origin = "cell"
         shell = shell_of(self)
+        cell_key = cell_id(shell)
+        origin = f"cell:{cell_key}" if cell_key else "cell"  # the previous run of this cell is compared
         history = shell.history_manager
         raw = list(history.input_hist_raw) if history is not None else []
         number = len(raw) - 1 if raw else shell.execution_count  # this cell's [n]: its place in the history
-        here = {"execution_count": number, "cell_id": _cell_id(shell)}
+        here = {"execution_count": number, "cell_id": cell_key}
         source = notebook_code.strip_px_lines(cell)
         previous_places: list[tuple[str, int, dict[str, Any]]] = []
         if args.notebook:
@@ -215,13 +216,3 @@ class SubmitMagics(Magics):
                 cell_submission(shipped, topology, args.name, push, cells=spans, returns=returns, cold=args.cold)
             )
         return Run(run_id, service=service)
-
-
-def _cell_id(shell: Any) -> str | None:
-    """The id of the cell being run, where the front end sent it (JupyterLab does: `cellId` in
-    the request's metadata)."""
-    try:
-        parent = shell.kernel.get_parent()
-        return (parent.get("metadata") or {}).get("cellId")
-    except Exception:
-        return None

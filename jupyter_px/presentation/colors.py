@@ -1,12 +1,12 @@
-"""The colours every surface uses: one per run/replica state, one per replica in plots.
+"""The colors every surface uses: one per run/replica state, one per replica in plots.
 
-Defined once here; the notebook's HTML, widgets and plots take them from here, the CLI colours a
+Defined once here; the notebook's HTML, widgets and plots take them from here, the CLI colors a
 state word with the same values (`ansi_state`), and the JupyterLab sidebar's stylesheet holds the
 same hex values (its `--px-state-*` and `--px-replica-*` variables; a test keeps them equal).
 
-State colours are mid-tones that read on JupyterLab Light's white and JupyterLab Dark's
+State colors are mid-tones that read on JupyterLab Light's white and JupyterLab Dark's
 near-black alike (each at least 3:1 against both, the contrast WCAG asks of graphics), so no theme
-needs its own set. Replica colours are Tableau 10, a palette made to tell ten lines apart on light
+needs its own set. Replica colors are Tableau 10, a palette made to tell ten lines apart on light
 and dark grounds (the lightest ones, as lines, stay visible on white but under 3:1).
 """
 
@@ -25,7 +25,7 @@ STATE_COLORS: dict[str, str] = {
 #: Anything else (a state from a newer version).
 UNKNOWN_STATE_COLOR = "#8C8C8C"
 
-#: One colour per replica, in order, in every metric plot (the notebook's plotly plot and SVG,
+#: One color per replica, in order, in every metric plot (the notebook's plotly plot and SVG,
 #: the sidebar's metrics panel): Tableau 10, made to be told apart on light and dark grounds.
 REPLICA_COLORS: tuple[str, ...] = (
     "#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F", "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#BAB0AC",
@@ -37,19 +37,19 @@ def state_color(state: str) -> str:
 
 
 def replica_color(position: int) -> str:
-    """The colour of the `position`-th replica of a plot (in the plot's replica order)."""
+    """The color of the `position`-th replica of a plot (in the plot's replica order)."""
     return REPLICA_COLORS[position % len(REPLICA_COLORS)]
 
 
 def ansi_state(state: str, text: str | None = None) -> str:
-    """`text` (default: the state) in the state's colour for a terminal (24-bit ANSI); the caller
-    decides whether the terminal wants colour (`use_color`)."""
+    """`text` (default: the state) in the state's color for a terminal (24-bit ANSI); the caller
+    decides whether the terminal wants color (`use_color`)."""
     red, green, blue = (int(state_color(state)[i : i + 2], 16) for i in (1, 3, 5))
     return f"\x1b[38;2;{red};{green};{blue}m{text if text is not None else state}\x1b[0m"
 
 
 def use_color(stream: object) -> bool:
-    """Colour for a terminal that is one, unless $NO_COLOR asks for none (no-color.org)."""
+    """Color for a terminal that is one, unless $NO_COLOR asks for none (no-color.org)."""
     import os
 
     isatty = getattr(stream, "isatty", None)

@@ -34,14 +34,13 @@ from .colors import STATE_COLORS, state_color
 from .html import escape, state_badge
 from .labels import replica_label
 from .text import elapsed, printable
+from .view_models import ReplicaRowView
 
 #: Bytes of a replica's log in the final (static) view, and how many replicas' logs it keeps.
 FINAL_LOG_BYTES = 4096
 FINAL_LOG_REPLICAS = 16
 #: Characters of a replica's last output line shown in the table.
 LAST_LINE_CHARS = 100
-#: Points per line of the final view's SVG plot.
-SVG_POINTS = 300
 
 #: Reasons as words (the status keeps Kubernetes-style reasons); any other reason shows as it is.
 REASON_WORDS: dict[str, str] = {
@@ -154,11 +153,11 @@ def phase_counts(rows: Iterable[ReplicaRow]) -> str:
     return ", ".join(f"{n} {phase}" for phase, n in counts.items()) + f" of {len(rows)}"
 
 
-def _phase_html(row: ReplicaRow) -> str:
+def _phase_html(row: ReplicaRow | ReplicaRowView) -> str:
     if row.phase == STOPPED_WHEN_SUCCEEDED:
         return f"<span style='color:{STATE_COLORS['Succeeded']}'>{STOPPED_WHEN_SUCCEEDED}</span>"
-    if row.phase == STARTING:
-        return f"<span style='color:{STATE_COLORS['Running']};font-style:italic'>starting</span>"
+    if row.phase == STARTING:  # waiting for its first output: the waiting color, not a link's blue
+        return f"<span style='color:{STATE_COLORS['Pending']};font-weight:600'>starting</span>"
     return state_badge(row.phase)
 
 
@@ -166,7 +165,7 @@ TABLE_HEADERS = ("replica", "state", "restarts", "exit code", "resources", "step
 _CELL = "padding:2px 14px 2px 0;text-align:left;vertical-align:top"
 
 
-def rows_html(rows: Sequence[ReplicaRow], max_height: int | None = 360) -> str:
+def rows_html(rows: Sequence[ReplicaRow | ReplicaRowView], max_height: int | None = 360) -> str:
     """The replica table as HTML: one row per replica with `data-replica` / `data-state`."""
     body = []
     for row in rows:
@@ -193,7 +192,7 @@ def rows_html(rows: Sequence[ReplicaRow], max_height: int | None = 360) -> str:
     )
 
 
-def rows_text(rows: Sequence[ReplicaRow]) -> str:
+def rows_text(rows: Sequence[ReplicaRow | ReplicaRowView]) -> str:
     from .text import table
 
     return table(
@@ -212,6 +211,21 @@ def last_line(text: str) -> str:
         if line and not line.startswith("--- restart"):
             return line
     return ""
+
+
+#: An exception line: `ValueError: ...`, `torch.distributed.DistBackendError: ...`, `KeyboardInterrupt`.
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b(:.*)?$")
+
+
+def exception_line(text: str) -> str:
+    """The line that says why a replica failed: the last line of its log that reads as an
+    exception (where a Python user looks, at the bottom of the traceback), else its last line."""
+    lines = [line.rsplit("\r", 1)[-1].strip() for line in text.split("\n")]
+    lines = [line for line in lines if line and not line.startswith("--- restart")]
+    for line in reversed(lines):
+        if _EXCEPTION.match(line):
+            return line
+    return lines[-1] if lines else ""
 
 
 def log_html(text: str, max_height: int = 320) -> str:
@@ -271,49 +285,6 @@ def final_metrics(data: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str,
     return rows
 
 
-def svg_plot(data: Mapping[str, Mapping[str, Any]], metric: str, width: int = 560, height: int = 180) -> str:
-    """One metric as an inline SVG (a line per replica): no script, so it shows in a saved
-    notebook, an export and GitHub; text and axes in `currentColor`, so it follows the theme."""
-    from .series import PALETTE, xy
-
-    lines = []
-    for replica in sorted(data):
-        series = data[replica].get(metric)
-        if series is not None and len(series):
-            lines.append((replica, *xy(series, SVG_POINTS)))
-    if not lines:
-        return ""
-    x_min = min(float(x.min()) for _, x, _ in lines)
-    x_max = max(float(x.max()) for _, x, _ in lines)
-    y_min = min(float(y.min()) for _, _, y in lines)
-    y_max = max(float(y.max()) for _, _, y in lines)
-    x_span, y_span = (x_max - x_min) or 1.0, (y_max - y_min) or 1.0
-    left, right, top, bottom = 70, 110, 10, 24
-    plot_w, plot_h = width - left - right, height - top - bottom
-    parts = [
-        f"<svg class='px-final-plot' xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-        f"viewBox='0 0 {width} {height}' style='color:inherit;font-size:11px'>",
-        f"<rect x='{left}' y='{top}' width='{plot_w}' height='{plot_h}' fill='none' stroke='currentColor' "
-        "stroke-opacity='0.3'/>",
-        f"<text x='{left - 4}' y='{top + 9}' text-anchor='end' fill='currentColor'>{y_max:.3g}</text>",
-        f"<text x='{left - 4}' y='{top + plot_h}' text-anchor='end' fill='currentColor'>{y_min:.3g}</text>",
-        f"<text x='{left}' y='{height - 8}' fill='currentColor'>{x_min:g}</text>",
-        f"<text x='{left + plot_w}' y='{height - 8}' text-anchor='end' fill='currentColor'>step {x_max:g}</text>",
-    ]
-    for position, (replica, x, y) in enumerate(lines):
-        color = PALETTE[position % len(PALETTE)]
-        points = " ".join(
-            f"{left + (xv - x_min) / x_span * plot_w:.1f},{top + plot_h - (yv - y_min) / y_span * plot_h:.1f}"
-            for xv, yv in zip(x.tolist(), y.tolist(), strict=True)
-        )
-        parts.append(f"<polyline fill='none' stroke='{color}' stroke-width='1.5' points='{points}'/>")
-        parts.append(
-            f"<text x='{left + plot_w + 8}' y='{top + 12 + 14 * position}' fill='{color}'>{escape(replica, 16)}</text>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 @dataclass(frozen=True)
 class FinalView:
     """What the monitor's output says once the run has ended (built by the monitor)."""
@@ -323,12 +294,14 @@ class FinalView:
     backend: str
     created_at: float
     status: RunStatus
-    rows: list[ReplicaRow]
+    rows: list[ReplicaRow] | list[ReplicaRowView]
     metrics: Mapping[str, Mapping[str, Any]]
     logs: Mapping[str, str]  # replica key -> last bytes of its log
     #: The TensorBoard the monitor embedded (`html.tensorboard_html`), kept in the final view so
     #: the run's TensorBoard stays where the user opened it (while its server lives).
     tensorboard: str = ""
+    #: The straggler line of the run's view-model (`rates.straggler_line`), if any.
+    straggler: str = ""
 
 
 def _bar_html(state: RunState) -> str:
@@ -347,19 +320,18 @@ def final_html(view: FinalView) -> str:
         _bar_html(status.state),
         rows_html(view.rows, max_height=None),
     ]
+    if view.straggler:
+        parts.append(f"<div class='px-straggler'>{escape(view.straggler)}</div>")
     metrics = final_metrics(view.metrics)
     if metrics:
-        names = sorted({row[0] for row in metrics})
         head = "".join(f"<th style='{_CELL}'>{h}</th>" for h in ("metric", "replica", "last value", "at step"))
         body = "".join(
             "<tr>" + "".join(f"<td style='{_CELL}'>{escape(cell)}</td>" for cell in row) + "</tr>"
             for row in metrics[:64]
         )
-        parts.append(f"<details open><summary>final metrics</summary><table>{head}{body}</table>")
-        parts.extend(
-            f"<div><small>{escape(name)}</small><br>{svg_plot(view.metrics, name)}</div>" for name in names[:4]
-        )
-        parts.append("</details>")
+        # The values, not a drawing: the plots are plotly's (the live views), and a saved
+        # notebook's HTML must read where no script runs.
+        parts.append(f"<details open><summary>final metrics</summary><table>{head}{body}</table></details>")
     failed = {r.key for r in status.replicas if r.state in (ReplicaState.FAILED, ReplicaState.LOST)}
     labels = {row.key: row.label for row in view.rows}
     shown = sorted(view.logs, key=lambda key: (key not in failed, list(labels).index(key) if key in labels else 0))

@@ -21,7 +21,7 @@ MetricData = Mapping[str, Mapping[str, "Series"]]
 #: Points per trace sent to the browser.
 MAX_POINTS = 2000
 
-#: One colour per replica, the same in every plot of every surface (`colors.REPLICA_COLORS`).
+#: One color per replica, the same in every plot of every surface (`colors.REPLICA_COLORS`).
 PALETTE = REPLICA_COLORS
 
 

@@ -4,7 +4,7 @@ Every surface that writes text about a run goes through here, so `jupyter px sta
 `%px_status`, `RunFailed` and `run --wait` say the same thing in the same words.
 
 User text (run names, replica messages) goes through `printable` before it reaches a terminal:
-a run named with escape codes must not retitle the terminal or colour the output after it, a
+a run named with escape codes must not retitle the terminal or color the output after it, a
 newline in a name must not break a table row, and a 300-character name must not make a table
 300 columns wide.
 """
@@ -72,7 +72,7 @@ def table(
     paint: Callable[[int, str], str] | None = None,
 ) -> str:
     """Columns padded to their widest cell; every cell made `printable` and clipped. `paint`
-    (column, padded cell) -> cell colours body cells after the padding (`state_painter`)."""
+    (column, padded cell) -> cell colors body cells after the padding (`state_painter`)."""
     last = len(headers) - 1
     cells = [list(headers)] + [
         [printable(cell, LAST_CELL_WIDTH if i == last else CELL_WIDTH) for i, cell in enumerate(row)] for row in rows
@@ -168,8 +168,8 @@ def replica_states(status: RunStatus, many: int = 8, tf_chief: bool = False) -> 
 
 
 def state_painter(column: int, enabled: bool) -> Any:
-    """For `table(..., paint=)`: the state word of `column` in its colour (`colors.ansi_state`)
-    when `enabled` (a terminal that wants colour, `colors.use_color`), else None."""
+    """For `table(..., paint=)`: the state word of `column` in its color (`colors.ansi_state`)
+    when `enabled` (a terminal that wants color, `colors.use_color`), else None."""
     if not enabled:
         return None
 

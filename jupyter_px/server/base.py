@@ -2,7 +2,8 @@
 
 The handlers themselves are thin async methods over the run service the CLI and the magics use,
 one module per resource (`topology_handlers`, `run_handlers`, `compare_handlers`,
-`sweep_handlers`), registered from one table (`routes.py`).
+`sweep_handlers`), registered from one table (`routes.py`); what they keep for the server's life
+is in `PxState` (the digest cache, the run views).
 
 
 Every handler is authenticated (`@web.authenticated`) and authorized (`@authorized` against the
@@ -45,6 +46,7 @@ from ..service.views import run_detail
 from ..topology import TopologyError
 from .models import Body, BodyError, CodeRequest, ErrorReply, Reply, TensorBoardStarted, dump, parse_body
 from .pools import Kind, Pools
+from .run_views import RunViews
 from .settings import PxSettings
 from .submission import SubmittedCode, code_from_notebook, code_from_script
 
@@ -100,6 +102,7 @@ class PxState:
         self.service = RunService(home=settings.home, kubernetes=settings.kubernetes_overrides())
         self.store = self.service.store
         self.digests = DigestCache(self.store)  # one for the server's life: a run is read whole once
+        self.run_views = RunViews(self.service, self.digests)  # the views the extension polls
         self.pools = Pools()
         self._sweeps: SweepService | None = None
 

@@ -33,7 +33,7 @@ __all__ = ["CompareHandler", "CompareTensorBoardHandler"]
 
 
 class CompareHandler(PxHandler):
-    """`POST px/api/compare` `{runs?, pattern?, sweep?, metrics?, points?, optimisation?, all_params?}`:
+    """`POST px/api/compare` `{runs?, pattern?, sweep?, metrics?, points?, optimization?, all_params?}`:
     per metric a curve per run (at most `points` points each, MinMaxLTTB) and the best run; the
     table of final and best values and the params that differ. 400 names what cannot be used (a
     run that does not exist, a pattern that matches nothing, a metric no run has)."""
@@ -47,9 +47,10 @@ class CompareHandler(PxHandler):
             run_ids,
             metrics=body.metrics,
             points=body.points,
-            optimisation=sweep_objective(self.px.store, body.sweep, body.optimisation),
+            optimization=sweep_objective(self.px.store, body.sweep, body.optimization),
             all_params=body.all_params,
             cache=self.px.digests,
+            best=body.best,
         )
         checked = dump(Comparison, finite_json(comparison.to_json(arrays=False)))
         return encode(checked, comparison), (time.thread_time() - started) * 1000

@@ -17,6 +17,7 @@ from .run_handlers import (
     RunMetricsHandler,
     RunsHandler,
     RunTensorBoardHandler,
+    RunViewHandler,
 )
 from .sweep_handlers import SweepHandler, SweepsHandler, SweepViewHandler
 from .tensorboard_proxy import ROUTE as TENSORBOARD_ROUTE
@@ -38,6 +39,7 @@ ROUTES: list[tuple[str, type[PxHandler]]] = [
     (f"px/api/runs/{REF}/logs", RunLogsHandler),
     (f"px/api/runs/{REF}/metrics", RunMetricsHandler),
     (f"px/api/runs/{REF}/tensorboard", RunTensorBoardHandler),
+    (f"px/api/runs/{REF}/view", RunViewHandler),
     ("px/api/compare", CompareHandler),
     ("px/api/compare/tensorboard", CompareTensorBoardHandler),
     ("px/api/sweeps", SweepsHandler),

@@ -9,6 +9,7 @@ TensorBoard.
     GET    px/api/runs/<ref>/logs       a replica's log from an offset
     GET    px/api/runs/<ref>/metrics    the points since a cursor
     POST   px/api/runs/<ref>/tensorboard  TensorBoard for the run (and others)
+    GET    px/api/runs/<ref>/view       the run's view-model (`RunViewModel`), as every view shows it
 """
 
 from __future__ import annotations
@@ -198,3 +199,19 @@ class RunTensorBoardHandler(PxHandler):
                 raise web.HTTPError(404, f"also: no run {other!r}")
         run_ids = list(dict.fromkeys([run_id, *also]))  # in order, once each
         await self.start_tensorboard(run_ids)
+
+
+class RunViewHandler(PxHandler):
+    """`GET px/api/runs/<ref>/view`: the run's `RunViewModel` (`run_views.RunViews`); 404 for an
+    unknown (or deleted) run. It only reads."""
+
+    @web.authenticated
+    @authorized("read")
+    async def get(self, ref: str) -> None:
+        run_id = await self.resolve(ref)
+        try:
+            view = await self.blocking(self.px.run_views.view, run_id)
+        except RunNotFound as error:  # deleted between the resolve and the read
+            self.px.run_views.forget(run_id)
+            raise web.HTTPError(404, str(error)) from None
+        self.write_json(view)  # built as a RunViewModel: checked when it was made

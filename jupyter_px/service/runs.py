@@ -363,6 +363,36 @@ class RunService:
             reader.check_planted()
         return reader
 
+    def log_ends(self, run_id: str, replicas: Sequence[tuple[str, int]]) -> Any:
+        """A `LogEnds` over these replicas' logs: each poll, the end of every log that grew."""
+        from ..runstore.log_readers import LogEnds
+
+        return LogEnds(self.store, run_id, list(replicas))
+
+    def log_follower(self, run_id: str, role: str, index: int, **options: Any) -> Any:
+        """A `LogTail` of one replica's log (`options` go to it): each poll reads what was appended."""
+        from ..runstore.log_readers import LogTail
+
+        return LogTail(self.store, run_id, role, index, **options)
+
+    def records(self) -> list[RunRecord]:
+        """Every run's record (what was submitted; no status read), damaged ones skipped."""
+        found = []
+        for run_id in self.store.run_ids():
+            try:
+                found.append(self.store.record(run_id))
+            except (RunNotFound, RunDamaged, OSError, ValueError):  # deleted or damaged meanwhile
+                continue
+        return found
+
+    def code_text(self, run_id: str) -> str:
+        """The code the run shipped (its entry point's text); "" when it cannot be read."""
+        record = self.store.record(run_id)
+        try:
+            return (self.store.paths(run_id).code_dir / record.code.entrypoint).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+
     # ---- keepers and actions: explicit, never part of a read ---------------------------------
     def keep(self, run_id: str) -> RunStatus:
         """Reconcile the run (its backend brings the stored status in line with what it sees: a

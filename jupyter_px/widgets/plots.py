@@ -1,17 +1,11 @@
 """Metric plots: a static figure for `%px_plot` and the live plot inside the run monitor.
 
-Why plotly (and not bqplot): `%px_plot` needs a static figure that survives nbconvert, HTML
-export and GitHub's notebook viewer, which plotly's `application/vnd.plotly.v1+json` output
-does (it embeds the data and renders without a kernel). Using plotly's `FigureWidget` for the
-live plot as well means one plotting library, one look, and figures a user can take further
-with the API they already know. bqplot would add a second library and its outputs do not render
-outside a live kernel.
-
-Both follow JupyterLab's theme (and an export's page): backgrounds are transparent, so the
-plot sits on the notebook's own background, and text, axes, grid and plotly's toolbar are a grey
-that reads on white and on dark (`THEME_NEUTRAL`). A figure cannot ask the page for its theme
-(`%px_plot`'s output is plotly JSON, rendered by plotly's own renderer, and a saved notebook is
-opened in whatever theme the reader uses), so it is drawn to read in both.
+Plotly, as every plot of jupyter-px (the JupyterLab extension draws with plotly.js; docs/ui.md
+says why): `%px_plot` needs a figure that survives nbconvert and HTML export, which plotly's
+`application/vnd.plotly.v1+json` output does (it embeds the data and renders without a kernel),
+and the live plot of the ipywidgets monitor (front-ends without the extension) is plotly's
+`FigureWidget`: one library, one look, figures a user can take further with an API they know.
+Both read in light and dark themes (`presentation.plot_theme`).
 
 Both plots show one metric per panel with one trace per replica, so a run with 64 replicas is
 64 traces, not 64 figures. Traces are decimated to at most `MAX_POINTS` points (every k-th point
@@ -23,30 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from copy import deepcopy
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..presentation.series import MAX_POINTS, PALETTE, MetricData, xy  # noqa: F401 (shared with the SVG plots)
-
-if TYPE_CHECKING:
-    pass
-
-_GREY = "#8c8c8c"  # about 3.4:1 on white and 5:1 on JupyterLab Dark's #111
-_GRID = "rgba(140,140,140,0.25)"
-_AXIS = {"gridcolor": _GRID, "zerolinecolor": _GRID, "linecolor": _GRID, "color": _GREY}
-
-#: Layout that reads in light and dark themes: transparent backgrounds, grey text and grid.
-THEME_NEUTRAL: dict = {
-    "template": "none",
-    "paper_bgcolor": "rgba(0,0,0,0)",
-    "plot_bgcolor": "rgba(0,0,0,0)",
-    "font": {"color": _GREY},
-    "xaxis": _AXIS,
-    "yaxis": _AXIS,
-    "legend": {"bgcolor": "rgba(0,0,0,0)"},
-    "modebar": {"bgcolor": "rgba(0,0,0,0)", "color": _GREY, "activecolor": "#1f77b4"},
-}
+from ..presentation.plot_theme import AXIS as _AXIS
+from ..presentation.plot_theme import GREY as _GREY
+from ..presentation.plot_theme import THEME_NEUTRAL
+from ..presentation.series import MAX_POINTS, PALETTE, MetricData, xy  # noqa: F401 (re-exported)
 
 
 def _metric_names(data: MetricData, wanted: Sequence[str] | None) -> list[str]:
@@ -127,7 +104,7 @@ class LivePlot:
                 "height": 320,
                 "margin": {"l": 50, "r": 20, "t": 20, "b": 40},
                 "xaxis": {**_AXIS, "title": {"text": "step"}},
-                "legend": {"orientation": "v", "bgcolor": "rgba(0,0,0,0)"},
+                "legend": THEME_NEUTRAL["legend"],
             }
         )
         self.widget = widgets.VBox([self.selector, self.figure])

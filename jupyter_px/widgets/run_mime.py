@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runstore import RunStatus
+from ..service import RunStatus
 
 #: The run's mimetype (the labextension's `runMime.ts` renders it).
 MIMETYPE = "application/vnd.jupyter-px.run+json"
@@ -54,3 +54,13 @@ def run_payload(
         "final": final,
         "tensorboard": tensorboard,
     }
+
+
+#: A sweep's mimetype (the labextension's `sweepOutput.tsx` renders it): every output of the sweep
+#: monitor carries it, so JupyterLab shows the sweep as the server knows it, live or reopened.
+SWEEP_MIMETYPE = "application/vnd.jupyter-px.sweep+json"
+
+
+def sweep_payload(sweep_id: str, *, name: str | None, state: str | None) -> dict[str, Any]:
+    """What the output knew of the sweep when it was written (the renderer reads the rest)."""
+    return {"version": VERSION, "sweep_id": sweep_id, "name": name, "state": state}

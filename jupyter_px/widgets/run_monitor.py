@@ -61,95 +61,27 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..compare.changes import ChangesSince
 from ..presentation.colors import state_color
 from ..presentation.labels import is_tf_chief, replica_label
-from ..presentation.monitor import (
-    FINAL_LOG_BYTES,
-    FinalView,
-    final_bundle,
-    header_html,
-    last_line,
-    log_html,
-    phase_counts,
-    replica_rows,
-    rows_html,
-)
-from ..presentation.text import resources_text
-from ..runstore import ReplicaState, RunState, RunStatus
-from ..runstore.log_readers import LogEnds, LogTail
-from .run_mime import MIMETYPE, run_payload
-
-#: Up to this many replicas, each gets a log tab; above it, a drop-down.
-MAX_LOG_TABS = 16
+from ..presentation.monitor import header_html, rows_html
+from ..presentation.run_view import RunViewSource
+from ..presentation.view_models import RunViewModel
+from ..service import ReplicaState, RunStatus
+from .monitor_logs import MAX_LOG_TABS, LogViews  # noqa: F401 (MAX_LOG_TABS: the monitor's knob)
+from .monitor_output import MonitorOutput
 
 #: Metric history parsed per refresh while a long run's older points are still being loaded:
 #: the newest points show at once and each refresh stays fast (about 1 MiB of JSON lines is
 #: 15k points, 20-30 ms); a finished run's last refresh reads the rest.
 HISTORY_BUDGET_BYTES = 1 << 20
 #: The monitor's buttons' width: fixed, so that no label change moves them.
-BUTTON_WIDTH = "8.5em"
+BUTTON_WIDTH = "10em"  # "TensorBoard" and its icon, whole
 #: How often the update thread looks at status.json's mtime between full refreshes.
 STATUS_POLL_S = 0.1
 
 
-class LastLines:
-    """Each replica's last line of output, from the ends of the logs that grew."""
-
-    def __init__(self, store: Any, run_id: str, replicas: list[tuple[str, int]]):
-        self.ends = LogEnds(store, run_id, replicas)
-        self.lines: dict[str, str] = {}
-
-    def poll(self) -> dict[str, str]:
-        for key, text in self.ends.poll().items():
-            self.lines[key] = last_line(text)
-        return self.lines
-
-
-class _LogViews:
-    """Log tails shown as one tab per replica, or a drop-down and one view for many replicas."""
-
-    def __init__(self, store: Any, run_id: str, replicas: list[tuple[str, int]], labels: list[str] | None = None):
-        self.tails = [LogTail(store, run_id, role, index) for role, index in replicas]
-        self.keys = labels or [f"{role}-{index}" for role, index in replicas]
-        if len(replicas) <= MAX_LOG_TABS:
-            self.views = [widgets.HTML(value=log_html(tail.text)) for tail in self.tails]
-            self.selector: Any = widgets.Tab(children=self.views, titles=self.keys)
-            self.widget: Any = self.selector
-        else:
-            self.views = [widgets.HTML(value="")]
-            self.selector = widgets.Dropdown(
-                options=[(k, i) for i, k in enumerate(self.keys)], value=0, description="replica"
-            )
-            self.widget = widgets.VBox([self.selector, self.views[0]])
-        self.selector.observe(lambda _change: self.refresh(), names="selected_index" if self.tabs else "value")
-
-    @property
-    def tabs(self) -> bool:
-        return isinstance(self.selector, widgets.Tab)
-
-    def selected(self) -> int:
-        value = self.selector.selected_index if self.tabs else self.selector.value
-        return value or 0
-
-    def select(self, position: int) -> None:
-        """Show replica `position`'s log (refreshed through the selector's observer)."""
-        if self.tabs:
-            self.selector.selected_index = position
-        else:
-            self.selector.value = position
-
-    def refresh(self, everything: bool = False) -> None:
-        indices = range(len(self.tails)) if everything and self.tabs else [self.selected()]
-        for i in indices:
-            if i >= len(self.tails):
-                continue
-            tail = self.tails[i]
-            tail.poll()
-            view = self.views[i] if self.tabs else self.views[0]
-            view.value = log_html(tail.text)
-
-
-class RunMonitor(widgets.VBox):
+class RunMonitor(MonitorOutput, widgets.VBox):
     """A live view of one run. `RunMonitor(run)` shows it and keeps it current until it ends.
 
     `refresh()` does one update synchronously (tests, benchmarks, or a notebook that wants the
@@ -158,8 +90,6 @@ class RunMonitor(widgets.VBox):
     """
 
     def __init__(self, run: Any, *, interval: float = 1.0, autostart: bool = True, **kwargs: Any):
-        from ..topology import parse_topology
-
         self.run = run
         self.store = run.store
         self.run_id = run.run_id
@@ -171,7 +101,6 @@ class RunMonitor(widgets.VBox):
         self._wake = threading.Event()  # the state thread saw the end: the data thread goes now
         self._threads: list[threading.Thread] = []
         self._final_done = False
-        self._reader: Any = None
         self.plot: Any = None
         self.last_status: RunStatus | None = None
         self.final_shown = False  # the output was replaced by the static final view
@@ -185,15 +114,17 @@ class RunMonitor(widgets.VBox):
         self.owner_problem: str | None = None  # what the last refresh found wrong with the run's owner
 
         self._replicas = run.service.replicas(self.run_id)
-        try:
-            topology = parse_topology(run.record.topology)
-            self._resources = {spec.key: resources_text(spec.resources) for spec in topology.replicas()}
-        except Exception:  # a record from a newer version: no resources column
-            self._resources = {}
-        self._last_lines = LastLines(self.store, self.run_id, self._replicas)
+        # The run's view-model (the one every front-end shows), over the plot's own reader: the
+        # reader is polled by the data thread only, both read it under `_reader_lock`.
+        self._reader = run.service.metrics_reader(self.run_id, polled=False, history_budget=HISTORY_BUDGET_BYTES)
+        self._reader_lock = threading.Lock()
+        self._source = RunViewSource(
+            run.service, self.run_id, reader=self._reader, changes=ChangesSince(run.service, run.record)
+        )
+        self.view: RunViewModel | None = None
 
         self.header = widgets.HTML()
-        self.bar_state = "Pending"  # the state whose colour the replica bar shows
+        self.bar_state = "Pending"  # the state whose color the replica bar shows
         self.replica_bar = widgets.IntProgress(
             value=0, min=0, max=max(1, len(self._replicas)), description="replicas", layout=widgets.Layout(width="50%")
         )
@@ -203,9 +134,10 @@ class RunMonitor(widgets.VBox):
         )
         self.step_label = widgets.HTML()
         self.step_row = widgets.HBox([self.step_bar, self.step_label], layout=widgets.Layout(display="none"))
+        self.pace = widgets.HTML()  # the straggler line, when one rank holds the others back
         self.table = widgets.HTML()
-        self.logs = _LogViews(
-            self.store,
+        self.logs = LogViews(
+            run.service,
             self.run_id,
             self._replicas,
             [replica_label(role, index, self._tf_chief) for role, index in self._replicas],
@@ -243,7 +175,7 @@ class RunMonitor(widgets.VBox):
             tooltip="stop every replica now",
             layout=widgets.Layout(width=BUTTON_WIDTH),
         )
-        self.cancel_stop_button = widgets.Button(description="Keep it running", layout=widgets.Layout(width="9em"))
+        self.cancel_stop_button = widgets.Button(description="Keep running", layout=widgets.Layout(width="auto"))
         self.stop_question = widgets.HBox(
             [
                 widgets.HTML(f"Stop every replica of <b>{html.escape(self.run_id)}</b>?"),
@@ -267,6 +199,7 @@ class RunMonitor(widgets.VBox):
                 self.button_row,
                 widgets.HBox([self.replica_bar, self.replica_label]),
                 self.step_row,
+                self.pace,
                 self.tabs,
                 self.tensorboard_view,
             ],
@@ -277,74 +210,9 @@ class RunMonitor(widgets.VBox):
         if autostart:
             self.start()
 
-    def show(self) -> Any:
-        """Display the monitor in the notebook, keeping its display id, so that the output can be
-        replaced by the static final view when the run ends (see the module docstring). A run
-        that had already ended keeps the live widget: that is what `%px_attach` asked for."""
-        from IPython.display import display
-
-        # The fallback request of the final update when no cell executes (see `cell_requests`):
-        # ipykernel keeps the parent request in a context variable.
-        self._context = contextvars.copy_context()
-        self._display = display(self, display_id=True)
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        if shell is not None and hasattr(shell, "events"):
-            from .cell_requests import tracker
-
-            self._requests = tracker(shell)
-            self._requests.watch(self)
-        return self._display
-
-    def at_cell_end(self) -> None:
-        """At the end of every cell (the shell's thread, inside that cell's request): a run that
-        has ended gets its final view now, and a final view that went out between cells is sent
-        again, so a notebook executed headless keeps it (see `cell_requests`)."""
-        if self._display is None or self._final_in_request:
-            return
-        if not self.finished:
-            try:  # the stored status only (a read of status.json): a cell's end stays cheap
-                ended = self.store.status(self.run_id).state.finished
-            except Exception:
-                return
-            if not ended:
-                return
-            self._update_status()
-        with self._lock:
-            if not self._final_done:
-                self._update_data()
-            if self.final_shown and not self._final_in_request:
-                self._send_final()
-
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """The widget, and the run's mimetype (`run_mime`): where the widget cannot be shown
-        again (a reopened or headless-executed notebook), the extension shows the run as it is now."""
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict):
-            if not self.finished:  # never a stale state in a saved text/plain
-                bundle["text/plain"] = (
-                    f"<RunMonitor {self.run_id}: live monitor; %px_status {self.run_id} shows the run's state>"
-                )
-            bundle[MIMETYPE] = self._payload(final=False)
-        return bundle
-
-    def _payload(self, final: bool, tensorboard: bool = False) -> dict[str, Any]:
-        record = self.run.record
-        return run_payload(
-            self.run_id,
-            name=record.name,
-            backend=record.backend,
-            created_at=record.created_at,
-            status=self.last_status,
-            final=final,
-            tensorboard=tensorboard,
-        )
-
-    def _final_output(self) -> dict[str, Any]:
-        """The final view's bundle: the static HTML + SVG and text, and the run's mimetype."""
-        view = self.final_view()
-        return {**final_bundle(view), MIMETYPE: self._payload(final=True, tensorboard=bool(view.tensorboard))}
+        """The widget, and the run's mimetype (`MonitorOutput.with_run`)."""
+        return self.with_run(super()._repr_mimebundle_(**kwargs))
 
     def __repr__(self) -> str:
         """The text a terminal, a log or an export without widget state shows."""
@@ -443,16 +311,23 @@ class RunMonitor(widgets.VBox):
         self._update_data()
         return status
 
+    def _view(self) -> RunViewModel:
+        """The run's view-model now (the observed status in `last_status`)."""
+        with self._reader_lock:
+            view = self.view = self._source.view()
+        self.owner_problem = self._source.owner_problem
+        return view
+
     def _update_status(self) -> RunStatus:
         """The run's state, the replica bar and table (cheap: status.json and a stat per log)."""
         with self._status_lock:
-            status = self._read_status()
-            self.last_status = status
+            view = self._view()
+            status = self.last_status = self._source.last_status
             if status.state.finished and not self.finished:
                 self.finished = True
                 self._set_stop_button(enabled=False, label="Stop")
                 self.stop_question.layout.display = "none"  # nothing left to stop
-            self._show_status(status)
+            self._show_status(view)
             return status
 
     def _update_data(self) -> None:
@@ -462,10 +337,10 @@ class RunMonitor(widgets.VBox):
             final = self.finished and not self._final_done
             self._show_metrics(final=final)
             self.logs.refresh(everything=final)
-            status = self.last_status or self._read_status()
             with self._status_lock:
-                self._show_status(status)  # the table's step column (only what changed is sent)
-            if final:
+                self._show_status(self._view())  # the table's step column (only what changed is sent)
+            status = self.last_status
+            if final and status is not None:
                 self._show_failure(status)
                 self._final_done = True
                 self._show_final()
@@ -487,93 +362,38 @@ class RunMonitor(widgets.VBox):
             self.logs.select(self._replicas.index((first.role, first.index)))
         self.tabs.selected_index = 1
 
-    def final_view(self) -> FinalView:
-        """The run's final state as the static view shows it."""
-        status = self.last_status or self._read_status()
-        logs = {}
-        for (role, index), tail in zip(self._replicas, self.logs.tails, strict=False):
-            tail.poll()
-            logs[f"{role}-{index}"] = tail.text[-FINAL_LOG_BYTES:]
-        return FinalView(
-            run_id=self.run_id,
-            name=self.run.record.name,
-            backend=self.run.record.backend,
-            created_at=self.run.record.created_at,
-            status=status,
-            rows=self._rows(status),
-            metrics=self._reader.data if self._reader is not None else {},
-            logs=logs,
-            tensorboard=self.tensorboard_view.value if "class='px-tensorboard'" in self.tensorboard_view.value else "",
-        )
-
-    def _show_final(self) -> None:
-        """Replace the output (same display id) by the static final view; once."""
-        if self._display is None or self.final_shown:
-            return
-        self.final_shown = True
-        self._final_bundle = self._final_output()
-        self._send_final()
-
-    def _resend_final(self) -> None:
-        """The final view again, rebuilt (what it shows changed after it was sent)."""
-        with self._lock:
-            self._final_bundle = self._final_output()
-            self._final_in_request = False
-            if self._requests is not None:
-                self._requests.watch(self)
-            self._send_final()
-
-    def _send_final(self) -> None:
-        """Send the final view under the executing cell's request if one runs, else under the
-        request that showed the monitor (see `cell_requests`)."""
-        display, bundle = self._display, self._final_bundle
-        if display is None or bundle is None:
-            return
-
-        def update() -> None:
-            display.update(bundle, raw=True)
-
-        if self._requests is None:
-            (self._context.copy() if self._context is not None else contextvars.copy_context()).run(update)
-            return
-        if self._requests.send(update, self._context):
-            self._final_in_request = True
-            self._requests.unwatch(self)
-
     def _read_status(self) -> RunStatus:
-        """The stored status, observed: a read that reports a gone owner and never repairs it."""
-        observation = self.run.observe()
-        self.owner_problem = observation.owner_problem
-        return observation.status
+        """The stored status, observed (through the view): a read that reports a gone owner and
+        never repairs it."""
+        self._view()
+        return self._source.last_status
 
-    def _rows(self, status: RunStatus) -> list[Any]:
-        return replica_rows(
-            self._replicas,
-            status,
-            resources=self._resources,
-            progress=self._progress_by_replica(),
-            last_lines=self._last_lines.poll(),
-            tf_chief=self._tf_chief,
-        )
-
-    def _show_status(self, status: RunStatus) -> None:
+    def _show_status(self, view: RunViewModel) -> None:
+        status = self._source.last_status
         self.header.value = self._header_html(status)
-        rows = self._rows(status)
+        rows = view.replicas
         total = len(rows)
         states = [row.state for row in rows]
-        failed = "Failed" in states or status.state in (RunState.FAILED, RunState.LOST)
+        failed = "Failed" in states or view.state in ("Failed", "Lost")
         self.replica_bar.max = max(1, total)
-        # a finished run fills the bar, so its colour (red, green) is what one sees
-        active = sum(state in ("Running", "Succeeded") for state in states)
-        self.replica_bar.value = max(1, total) if status.state.finished else active
-        # the state's own colour (`presentation.colors`, as the sidebar's), not ipywidgets' bar
+        # a finished run fills the bar, so its color (red, green) is what one sees; replicas
+        # still starting (no output yet) do not fill it, or "3 starting of 3" reads as done
+        active = sum(row.phase not in ("starting", "Pending") and row.state in ("Running", "Succeeded") for row in rows)
+        self.replica_bar.value = max(1, total) if view.finished else active
+        # the state's own color (`presentation.colors`, as the sidebar's), not ipywidgets' bar
         # styles, whose "warning" orange would make Stopped look different here than elsewhere
-        self.bar_state = "Failed" if failed else status.state.value
+        waiting = not view.finished and not active
+        self.bar_state = "Failed" if failed else ("Pending" if waiting else view.state)
         self.replica_bar.style.bar_color = state_color(self.bar_state)
-        self.replica_label.value = html.escape(phase_counts(rows))
+        self.replica_label.value = html.escape(view.counts)
         self.table.value = rows_html(rows)
+        self.pace.value = html.escape(view.straggler or "")
+        if view.progress:
+            self.step_row.layout.display = "flex"
+            self.step_bar.value = view.progress_fraction or 0.0
+            self.step_label.value = html.escape(view.progress)
         classes = [c for c in getattr(self, "_dom_classes", ()) if not c.startswith("px-state-")]
-        self._dom_classes = tuple(classes + [f"px-state-{status.state.value}"])
+        self._dom_classes = tuple(classes + [f"px-state-{view.state}"])
 
     def _header_html(self, status: RunStatus | None) -> str:
         record = self.run.record
@@ -582,25 +402,12 @@ class RunMonitor(widgets.VBox):
             header += f" <small class='px-owner-problem'>({html.escape(self.owner_problem)})</small>"
         return header
 
-    def _progress_by_replica(self) -> dict[str, str]:
-        if self._reader is None:
-            return {}
-        out = {}
-        for replica in self._reader.replicas():
-            last, total = self._reader.progress(replica)
-            if last is not None:  # steps count from 0: after step 29 of 30, 30 are done
-                out[replica] = f"{last + 1}/{total}" if total else f"step {last}"
-        return out
-
     # ---- metrics -----------------------------------------------------------------------------
     def _show_metrics(self, final: bool = False) -> None:
-        if self._reader is None:
-            self._reader = self.run.service.metrics_reader(
-                self.run_id, polled=False, history_budget=HISTORY_BUDGET_BYTES
-            )
-        new = self._reader.poll()
-        if final and self._reader.pending_history:
-            new.update(self._reader.read_history())  # the finished run's plot is complete
+        with self._reader_lock:
+            new = self._reader.poll()
+            if final and self._reader.pending_history:
+                new.update(self._reader.read_history())  # the finished run's plot is complete
         if new or (final and self.plot is None and self._reader.data):
             if self.plot is None:
                 from .plots import LivePlot
@@ -608,22 +415,8 @@ class RunMonitor(widgets.VBox):
                 self.plot = LivePlot()
                 self.plot_box.children = [self.plot.widget]
             self.plot.update(self._reader.data, new.keys())
-        self._show_training_progress()
         if final and self.plot is not None:
             self.plot.finalize()
-
-    def _show_training_progress(self) -> None:
-        fractions = []
-        for replica in self._reader.replicas():
-            last, total = self._reader.progress(replica)
-            if last is not None and total:
-                fractions.append((min(1.0, (last + 1) / total), last, total, replica))
-        if not fractions:
-            return
-        fraction, last, total, replica = min(fractions)
-        self.step_row.layout.display = "flex"
-        self.step_bar.value = fraction
-        self.step_label.value = f"step {last + 1}/{total} (slowest: {html.escape(replica)})"
 
     # ---- buttons -----------------------------------------------------------------------------
     def ask_stop(self) -> None:

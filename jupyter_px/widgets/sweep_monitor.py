@@ -18,9 +18,10 @@ import ipywidgets as widgets
 from ..sweeps.store import SweepStatus, TrialState
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from .plots import THEME_NEUTRAL
+from .run_mime import SWEEP_MIMETYPE, sweep_payload
 
-#: Colours of trial states in the table (the run monitor's palette: done, stopped early, failed).
-STATE_COLOURS = {
+#: Colors of trial states in the table (the run monitor's palette: done, stopped early, failed).
+STATE_COLORS = {
     TrialState.PENDING: "#7f7f7f",
     TrialState.RUNNING: "#1f77b4",
     TrialState.COMPLETE: "#2ca02c",
@@ -35,11 +36,11 @@ def trials_table_html(status: SweepStatus) -> str:
     head = "".join(f"<th style='text-align:left;padding:2px 8px'>{h}</th>" for h in TRIAL_HEADERS)
     body = []
     for row, trial in zip(trial_rows(status), sorted(status.trials, key=lambda t: t.number), strict=True):
-        colour = STATE_COLOURS.get(trial.state, "inherit")
+        color = STATE_COLORS.get(trial.state, "inherit")
         weight = "bold" if trial.number == status.best else "normal"
         cells = []
         for i, cell in enumerate(row):
-            style = f"padding:2px 8px;font-weight:{weight}" + (f";color:{colour}" if i == 1 else "")
+            style = f"padding:2px 8px;font-weight:{weight}" + (f";color:{color}" if i == 1 else "")
             cells.append(f"<td style='{style}'>{html.escape(cell)}</td>")
         body.append(f"<tr class='px-sweep-trial'>{''.join(cells)}</tr>")
     return (
@@ -63,9 +64,12 @@ def objective_figure(status: SweepStatus) -> Any:
 
     figure = go.Figure()
     for trial in sorted(status.trials, key=lambda t: t.number):
-        if not trial.intermediate:
+        # A trial that reported no step but has a value is a point at its last step: a finished
+        # sweep never draws bare axes.
+        points = trial.intermediate or ([(trial.step or 0, trial.value)] if trial.value is not None else [])
+        if not points:
             continue
-        steps, values = zip(*trial.intermediate, strict=True)
+        steps, values = zip(*points, strict=True)
         best = trial.number == status.best
         figure.add_scatter(
             x=list(steps),
@@ -118,7 +122,7 @@ def parallel_figure(status: SweepStatus) -> Any:
                 "reversescale": status.direction == "minimize",
             },
             dimensions=dimensions,
-            # plotly's default halo behind axis text is the paper's contrast colour, which is
+            # plotly's default halo behind axis text is the paper's contrast color, which is
             # white on a transparent paper: a blur on JupyterLab Dark
             tickfont={"shadow": "none"},
             labelfont={"shadow": "none"},
@@ -129,9 +133,28 @@ def parallel_figure(status: SweepStatus) -> Any:
         **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
         title={"text": "parameters and objective", "y": 0.98, "yanchor": "top"},
         height=340,
-        margin={"l": 60, "r": 60, "t": 80, "b": 30},
+        margin={"l": 60, "r": 130, "t": 80, "b": 30},  # the color bar's room: clipped otherwise
     )
     return figure
+
+
+def _redraw(widget: Any, figure: Any) -> None:
+    """Show `figure` in the existing figure widget, and keep it in the widget's synced state.
+
+    One widget for the monitor's life, edited in place: widgets replaced from the update thread
+    left the front end with empty plots (`data` []). plotly's own edits are transient messages a
+    saved notebook does not keep, so the synced `_widget_data` / `_widget_layout` are set too
+    (as `plots.LivePlot.finalize` does)."""
+    from copy import deepcopy
+
+    from .plots import _plain
+
+    with widget.batch_update():
+        widget.data = ()
+        widget.add_traces(list(figure.data))
+        widget.layout = figure.layout
+    widget._widget_layout = deepcopy(widget._layout_obj._props)
+    widget._widget_data = _plain(deepcopy(widget._data))
 
 
 class SweepMonitor(widgets.VBox):
@@ -166,8 +189,6 @@ class SweepMonitor(widgets.VBox):
         return f"<SweepMonitor {self.sweep_id}: {state}>"
 
     def refresh(self) -> SweepStatus:
-        import plotly.graph_objects as go
-
         with self._lock:
             view = self.sweep.service.view(self.sweep_id)
             status = view.status
@@ -177,16 +198,12 @@ class SweepMonitor(widgets.VBox):
             points = tuple((t.number, t.state.value, len(t.intermediate), t.value) for t in status.trials)
             if points != self._shown_points:  # redraw the plots only when a trial moved
                 self._shown_points = points
-                # New figure widgets, not edits of the old ones: a widget's saved state (what a
-                # saved notebook shows) holds the traces it was built with.
-                old = (self.objective_plot, self.parallel_plot)
-                self.objective_plot = go.FigureWidget(objective_figure(status))
-                self.parallel_plot = go.FigureWidget(parallel_figure(status))
-                self.children = [self.header, self.stop_button, self.table, self.objective_plot, self.parallel_plot]
-                for widget in old:
-                    widget.close()
+                _redraw(self.objective_plot, objective_figure(status))
+                _redraw(self.parallel_plot, parallel_figure(status))
             self.finished = status.state.finished
             self.stop_button.disabled = self.finished
+            # A finished sweep has nothing to stop: a neutral, disabled button, not a red one.
+            self.stop_button.button_style = "" if self.finished else "danger"
             return status
 
     def start(self) -> None:
@@ -230,3 +247,14 @@ class SweepMonitor(widgets.VBox):
         from IPython.display import display
 
         return display(self, display_id=True)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget, and the sweep's mimetype: JupyterLab's extension shows the sweep as the
+        server knows it (live after a kernel restart, and in a reopened notebook)."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, dict):
+            status = self.last_status
+            bundle[SWEEP_MIMETYPE] = sweep_payload(
+                self.sweep_id, name=self.sweep.record.name, state=status.state.value if status else None
+            )
+        return bundle

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import copy
 import html
-import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as widgets
@@ -28,258 +25,25 @@ import yaml
 from ..topology import Problem, Topology, TopologyError, parse_topology, to_dict, to_yaml, try_parse
 from ..topology.export import headline
 from ..topology.registry import topologies
-
-FRAMEWORKS = [
-    ("(none)", ""),
-    ("tensorflow", "tensorflow"),
-    ("pytorch", "pytorch"),
-    ("mxnet", "mxnet"),
-    ("horovod", "horovod"),
-    ("mpi", "mpi"),
-]
-BACKENDS = ["local", "native", "kubeflow", "slurm"]
-#: Frameworks whose jobs have parameter servers (TensorFlow's ps, MXNet's servers): the ps
-#: fields are hidden for the others (unless a loaded topology has some, so nothing is hidden
-#: that the topology holds).
-FRAMEWORKS_WITH_PS = frozenset({"tensorflow", "mxnet"})
-KINDS = ("cpu", "memory", "gpu")
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-_ERROR_COLOR = "var(--jp-error-color1, #d62728)"
-#: Messages wrap inside the width they are given, so a long one adds lines, never width.
-_MESSAGE_STYLE = f"color:{_ERROR_COLOR};font-size:12px;line-height:16px;white-space:normal;overflow-wrap:anywhere"
-_PATH_STYLE = "opacity:0.7;font-size:11px"
-#: How a widget at fault is outlined: a class (for the sidebar's and users' CSS) and a border
-#: (which needs no stylesheet, so it shows in every front end).
-INVALID_CLASS = "px-invalid"
-_INVALID_BORDER = f"1px solid {_ERROR_COLOR}"
-#: The override rule, said where overrides are edited: polyaxon replaces the whole block.
-OVERRIDE_RULE = (
-    "An override's resources replace the role's default resources as a whole (polyaxon's rule): "
-    "a field left empty is unset for that replica, not taken from the default. "
-    "A new override starts from the role's default resources."
+from .form_parts import (  # noqa: F401 (FRAMEWORKS, BACKENDS: the form's choices, re-exported)
+    BACKENDS,
+    ERROR_COLOR,
+    FRAMEWORKS,
+    FRAMEWORKS_WITH_PS,
+    INVALID_CLASS,
+    MESSAGE_STYLE,
+    OVERRIDE_RULE,
+    PATH_REPLICAS,
+    Messages,
+    OverrideRow,
+    ResourcesEditor,
+    SavedTopology,
+    Target,
+    load_resources,
+    mark_invalid,
+    render_messages,
+    resources_value,
 )
-
-PATH_REPLICAS = "environment.replicas"
-
-
-def _quantity(text: str) -> Any:
-    """Text box -> YAML value: '' is unset, '2' and '0.5' are numbers, '500m'/'1Gi' stay text."""
-    text = text.strip()
-    if not text:
-        return None
-    if _NUMBER.match(text):
-        number = float(text)
-        return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
-    return text
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _resources_value(boxes: dict[tuple[str, str], widgets.Text]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for kind in KINDS:
-        pair = {bound: _quantity(boxes[(kind, bound)].value) for bound in ("requests", "limits")}
-        pair = {k: v for k, v in pair.items() if v is not None}
-        if pair:
-            out[kind] = pair
-    return out
-
-
-def _load_resources(boxes: dict[tuple[str, str], widgets.Text], resources: dict[str, Any] | None) -> None:
-    resources = resources or {}
-    for kind in KINDS:
-        pair = resources.get(kind) or {}
-        if not isinstance(pair, dict):
-            pair = {"requests": pair, "limits": pair}
-        for bound in ("requests", "limits"):
-            boxes[(kind, bound)].value = _show(pair.get(bound))
-
-
-class Messages(widgets.HTML):
-    """Where the problems of one field (or group of fields) appear: plain words first, the
-    field path after them, small."""
-
-    def __init__(self, **layout: str):
-        super().__init__(layout=widgets.Layout(**layout))
-        self.add_class("px-messages")
-
-    def show(self, messages: Iterable[tuple[str, str]]) -> None:
-        """(text, field path) pairs, one per line."""
-        self.value = _render(messages)
-
-
-def _render(messages: Iterable[tuple[str, str]]) -> str:
-    return "".join(
-        f"<div style='{_MESSAGE_STYLE}'>{html.escape(text)}"
-        + (f" <span style='{_PATH_STYLE}'>({html.escape(path)})</span>" if path else "")
-        + "</div>"
-        for text, path in messages
-    )
-
-
-def _mark(control: widgets.DOMWidget, invalid: bool) -> None:
-    if invalid:
-        control.add_class(INVALID_CLASS)
-        control.layout.border = _INVALID_BORDER
-    else:
-        control.remove_class(INVALID_CLASS)
-        control.layout.border = None
-
-
-@dataclass(frozen=True)
-class _Target:
-    """Where the problems at one field path go: who they are about, the message area, the
-    widgets to outline."""
-
-    subject: str
-    detail: str
-    messages: Messages
-    controls: tuple[widgets.DOMWidget, ...]
-
-    def text(self, message: str, rest: str) -> str:
-        detail = " ".join(part for part in (self.detail, rest) if part)
-        return f"{self.subject}: {detail + ' ' if detail else ''}{message}"
-
-
-class ResourcesEditor:
-    """cpu / memory / gpu, each requests and limits, for one path (`environment.resources`, ...).
-
-    Its width is fixed and its messages wrap inside it, so a long message never re-flows the
-    editors beside it."""
-
-    def __init__(self, title: str, subject: str, path: str, on_change: Callable[..., None]):
-        self.path = path
-        self.subject = subject
-        self.boxes: dict[tuple[str, str], widgets.Text] = {}
-        self.errors: dict[str, Messages] = {}
-        rows: list[widgets.Widget] = [
-            widgets.HTML(f"<b>{html.escape(title)}</b>"),
-            widgets.HTML(
-                "<span style='display:inline-block;width:60px'></span>"
-                "<span style='display:inline-block;width:114px'>requests</span>limits"
-            ),
-        ]
-        placeholders = {"cpu": "cores: 2, 500m", "memory": "MiB, or 1Gi", "gpu": "GPUs"}
-        for kind in KINDS:
-            cells: list[widgets.Widget] = [widgets.Label(kind, layout=widgets.Layout(width="56px"))]
-            for bound in ("requests", "limits"):
-                box = widgets.Text(placeholder=placeholders[kind], layout=widgets.Layout(width="110px"))
-                box.observe(on_change, names="value")
-                self.boxes[(kind, bound)] = box
-                cells.append(box)
-            rows.append(widgets.HBox(cells))
-            self.errors[kind] = Messages(width="100%")
-            rows.append(self.errors[kind])
-        self.errors[""] = Messages(width="100%")
-        rows.append(self.errors[""])
-        self.widget = widgets.VBox(rows, layout=widgets.Layout(margin="4px 24px 8px 0", width="300px"))
-
-    def value(self) -> dict[str, Any]:
-        return _resources_value(self.boxes)
-
-    def load(self, resources: dict[str, Any] | None) -> None:
-        _load_resources(self.boxes, resources)
-
-    def targets(self) -> dict[str, _Target]:
-        boxes = self.boxes
-        out = {self.path: _Target(self.subject, "resources", self.errors[""], tuple(boxes.values()))}
-        for kind in KINDS:
-            pair = (boxes[(kind, "requests")], boxes[(kind, "limits")])
-            out[f"{self.path}.{kind}"] = _Target(self.subject, kind, self.errors[kind], pair)
-            for bound, box in zip(("requests", "limits"), pair, strict=True):
-                out[f"{self.path}.{kind}.{bound}"] = _Target(self.subject, f"{kind} {bound}", self.errors[kind], (box,))
-        return out
-
-
-class OverrideRow:
-    """One per-index override: role, index, resources; other settings it had are kept."""
-
-    def __init__(
-        self,
-        on_change: Callable[..., None],
-        on_remove: Callable[[OverrideRow], None],
-        role: str = "worker",
-        index: int = 0,
-        resources: dict | None = None,
-        extra: dict | None = None,
-    ):
-        self.role = widgets.Dropdown(options=["worker", "ps"], value=role, layout=widgets.Layout(width="90px"))
-        self.index = widgets.IntText(value=index, layout=widgets.Layout(width="70px"))
-        self.boxes: dict[tuple[str, str], widgets.Text] = {}
-        cells: list[widgets.Widget] = [self.role, self.index]
-        for kind in KINDS:
-            for bound in ("requests", "limits"):
-                box = widgets.Text(
-                    placeholder=f"{kind} {bound[:-1] if bound == 'limits' else 'request'}",
-                    tooltip=OVERRIDE_RULE,
-                    layout=widgets.Layout(width="105px"),
-                )
-                self.boxes[(kind, bound)] = box
-                cells.append(box)
-        self.remove = widgets.Button(
-            description="", icon="trash", tooltip="remove this override", layout=widgets.Layout(width="36px")
-        )
-        self.error = Messages(width="100%")
-        self.extra = dict(extra or {})
-        self.widget = widgets.VBox([widgets.HBox(cells + [self.remove]), self.error])
-        _load_resources(self.boxes, resources)
-        for control in [self.role, self.index, *self.boxes.values()]:
-            control.observe(on_change, names="value")
-        self.remove.on_click(lambda _b: on_remove(self))
-
-    @property
-    def label(self) -> str:
-        """The row as the user reads it: `worker 3`."""
-        return f"{self.role.value} {self.index.value}"
-
-    def value(self) -> dict[str, Any]:
-        entry = {"index": self.index.value, **self.extra}
-        resources = _resources_value(self.boxes)
-        if resources:
-            entry["resources"] = resources
-        else:
-            entry.pop("resources", None)
-        return entry
-
-    def targets(self, path: str) -> dict[str, _Target]:
-        """This row's fields, under the model's path for it (`...worker[1]`, its position among
-        the rows of its role)."""
-        label = self.label
-        out = {
-            path: _Target(label, "", self.error, ()),
-            f"{path}.index": _Target(label, "index", self.error, (self.index,)),
-            f"{path}.resources": _Target(label, "resources", self.error, tuple(self.boxes.values())),
-        }
-        for kind in KINDS:
-            pair = (self.boxes[(kind, "requests")], self.boxes[(kind, "limits")])
-            out[f"{path}.resources.{kind}"] = _Target(label, kind, self.error, pair)
-            for bound, box in zip(("requests", "limits"), pair, strict=True):
-                out[f"{path}.resources.{kind}.{bound}"] = _Target(label, f"{kind} {bound}", self.error, (box,))
-        return out
-
-
-@dataclass(frozen=True)
-class SavedTopology:
-    """What `TopologyForm.save()` returns: a one-line confirmation in a cell, not the model's repr."""
-
-    name: str
-    topology: Topology
-
-    def __repr__(self) -> str:
-        return f"saved as {self.name!r}: {headline(self.topology)}; use it with %%px_distributed -t {self.name}"
-
-    def _repr_html_(self) -> str:
-        name = html.escape(self.name)
-        return (
-            f"saved as <code>{name}</code>: {html.escape(headline(self.topology))}; "
-            f"use it with <code>%%px_distributed -t {name}</code>"
-        )
 
 
 class TopologyForm(widgets.VBox):
@@ -476,7 +240,7 @@ class TopologyForm(widgets.VBox):
         if row.value().get("resources", {}) == self._default_resources(change["old"]):
             self._loading = True
             try:
-                _load_resources(row.boxes, self._default_resources(change["new"]))
+                load_resources(row.boxes, self._default_resources(change["new"]))
             finally:
                 self._loading = False
             self._validate()
@@ -508,18 +272,18 @@ class TopologyForm(widgets.VBox):
         self.ps_field.layout.display = display
         self.ps_resources.widget.layout.display = display
 
-    def _targets(self) -> dict[str, _Target]:
+    def _targets(self) -> dict[str, Target]:
         """Field path -> who it is about, where its messages go, what to outline."""
         messages = self.field_messages
         targets = {
-            "framework": _Target("framework", "", messages["framework"], (self.framework,)),
-            "backend": _Target("backend", "", messages["backend"], (self.backend,)),
-            PATH_REPLICAS: _Target("replicas", "", messages["n_workers"], (self.workers, self.ps)),
-            f"{PATH_REPLICAS}.n_masters": _Target("master replica", "", messages["n_masters"], (self.master,)),
-            f"{PATH_REPLICAS}.n_workers": _Target("workers", "", messages["n_workers"], (self.workers,)),
-            f"{PATH_REPLICAS}.worker": _Target("worker overrides", "", messages["n_workers"], (self.workers,)),
-            f"{PATH_REPLICAS}.n_ps": _Target("ps", "", messages["n_ps"], (self.ps,)),
-            f"{PATH_REPLICAS}.ps": _Target("ps overrides", "", messages["n_ps"], (self.ps,)),
+            "framework": Target("framework", "", messages["framework"], (self.framework,)),
+            "backend": Target("backend", "", messages["backend"], (self.backend,)),
+            PATH_REPLICAS: Target("replicas", "", messages["n_workers"], (self.workers, self.ps)),
+            f"{PATH_REPLICAS}.n_masters": Target("master replica", "", messages["n_masters"], (self.master,)),
+            f"{PATH_REPLICAS}.n_workers": Target("workers", "", messages["n_workers"], (self.workers,)),
+            f"{PATH_REPLICAS}.worker": Target("worker overrides", "", messages["n_workers"], (self.workers,)),
+            f"{PATH_REPLICAS}.n_ps": Target("ps", "", messages["n_ps"], (self.ps,)),
+            f"{PATH_REPLICAS}.ps": Target("ps overrides", "", messages["n_ps"], (self.ps,)),
         }
         for editor in (self.master_resources, self.worker_resources, self.ps_resources):
             targets.update(editor.targets())
@@ -530,7 +294,7 @@ class TopologyForm(widgets.VBox):
             positions[role] += 1
         return targets
 
-    def _locate(self, path: str, targets: dict[str, _Target]) -> tuple[_Target | None, str]:
+    def _locate(self, path: str, targets: dict[str, Target]) -> tuple[Target | None, str]:
         """The target of the longest field path that `path` is in, and what is left of it."""
         inside = [key for key in targets if path == key or path.startswith((key + ".", key + "["))]
         if not inside:
@@ -568,13 +332,13 @@ class TopologyForm(widgets.VBox):
         for area, messages in areas.values():
             area.show(messages)
         for control in {id(c): c for target in targets.values() for c in target.controls}.values():
-            _mark(control, id(control) in at_fault)
+            mark_invalid(control, id(control) in at_fault)
         if topology is not None:
             self.summary.value = f"<span style='color:#2ca02c'>valid</span>: {html.escape(headline(topology))}"
             self.preview.value = f"<pre style='margin:0'>{html.escape(to_yaml(topology))}</pre>"
         else:
             count = len(problems)
-            self.summary.value = f"<span style='color:{_ERROR_COLOR}'>{count} problem{'s' if count != 1 else ''}</span>"
+            self.summary.value = f"<span style='color:{ERROR_COLOR}'>{count} problem{'s' if count != 1 else ''}</span>"
             self.preview.value = (
                 f"<pre style='margin:0;color:#888'>{html.escape(yaml.safe_dump(data, sort_keys=False))}</pre>"
             )
@@ -618,11 +382,11 @@ class TopologyForm(widgets.VBox):
             lines = [self.describe(problem) for problem in error.problems]
             count = len(lines)
             self.save_status.value = (
-                f"<div style='{_MESSAGE_STYLE}'><b>not saved: {count} problem{'s' if count != 1 else ''}</b></div>"
-                + _render(lines)
+                f"<div style='{MESSAGE_STYLE}'><b>not saved: {count} problem{'s' if count != 1 else ''}</b></div>"
+                + render_messages(lines)
             )
         except ValueError as error:
-            self.save_status.value = f"<div style='{_MESSAGE_STYLE}'>not saved: {html.escape(str(error))}</div>"
+            self.save_status.value = f"<div style='{MESSAGE_STYLE}'>not saved: {html.escape(str(error))}</div>"
 
 
 def _set(mapping: dict, key: str, value: Any) -> None:

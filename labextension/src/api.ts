@@ -10,6 +10,7 @@ import type {
   IRunDeleted,
   IRunDetail,
   IRunsPage,
+  IRunViewModel,
   ISubmission,
   ISweep,
   ISweepsPage,
@@ -73,6 +74,11 @@ export async function getRun(runId: string): Promise<IRunDetail> {
   return (await requestAPI<IRunDetail>(run(runId))).data!;
 }
 
+/** The run as every view shows it: states, replicas, progress, pace, failure, changes. */
+export async function getRunView(runId: string): Promise<IRunViewModel> {
+  return (await requestAPI<IRunViewModel>(run(runId, 'view'))).data!;
+}
+
 export async function stopRun(runId: string): Promise<IRunDetail> {
   return (await requestAPI<IRunDetail>(run(runId), { method: 'DELETE' })).data!;
 }
@@ -131,6 +137,12 @@ export async function startCompareTensorBoard(
 /** The sweeps, newest first, each with its trials (the runs list groups trials under them). */
 export async function listSweeps(): Promise<ISweepsPage> {
   return (await requestAPI<ISweepsPage>('sweeps?trials=true')).data!;
+}
+
+/** One sweep with its trials (`GET sweeps/<ref>`). */
+export async function getSweep(sweepId: string): Promise<ISweep> {
+  return (await requestAPI<ISweep>(`sweeps/${encodeURIComponent(sweepId)}`))
+    .data!;
 }
 
 /** Stop a sweep: its running trials (each whole run), then its controller. */

@@ -1,7 +1,7 @@
 import { LabIcon } from '@jupyterlab/ui-components';
 
 /**
- * The sidebar's icon: three replica boxes wired to one master. Colours come from the theme
+ * The sidebar's icon: three replica boxes wired to one master. Colors come from the theme
  * (`jp-icon3` follows --jp-inverse-layout-color3), so it works in light and dark themes.
  */
 const PX_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">

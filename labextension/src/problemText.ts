@@ -5,6 +5,7 @@
  * named by the title the form gives it.
  */
 import type { IProblem } from './request';
+import { problemMessage } from './problemWords';
 import { parsePath } from './topology';
 
 type JSONObject = { [key: string]: any };
@@ -73,7 +74,8 @@ export function problemLines(
 ): string[] {
   const lines = problems.map(problem => {
     const place = problem.path ? problemPlace(problem.path, formData) : '';
-    return place ? `${place}: ${problem.message}` : problem.message;
+    const message = problemMessage(problem.message);
+    return place ? `${place}: ${message}` : message;
   });
   return Array.from(new Set(lines));
 }

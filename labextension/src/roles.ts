@@ -20,9 +20,9 @@ export const ROLE_RESOURCES: { [role: string]: string[] } = {
 
 /** The rows of a requests/limits grid, with what a field takes. */
 export const RESOURCE_KINDS = [
-  { kind: 'cpu', placeholder: 'cores' },
-  { kind: 'memory', placeholder: '1Gi' },
-  { kind: 'gpu', placeholder: '0' }
+  { kind: 'cpu', placeholder: 'e.g. 2 or 500m' },
+  { kind: 'memory', placeholder: 'e.g. 1Gi' },
+  { kind: 'gpu', placeholder: 'e.g. 1' }
 ];
 
 export interface IFrameworkRoles {

@@ -14,7 +14,7 @@ const TONES: { [state: string]: Tone } = {
   Lost: 'lost'
 };
 
-/** A state's badge: its label and the CSS class that colours it from theme variables. */
+/** A state's badge: its label and the CSS class that colors it from theme variables. */
 export function stateBadge(state: string): {
   label: string;
   className: string;

@@ -3,6 +3,7 @@
  * the topology the server validates. The server's model is the single source of truth: the form
  * is generated from its schema and every value is validated by it; this module only reshapes.
  */
+import { problemMessage } from './problemWords';
 import type { IProblem } from './request';
 
 type JSONObject = { [key: string]: any };
@@ -281,7 +282,8 @@ export function problemsToErrorSchema(
       .slice(parts.length)
       .map(part => part.replace(/_/g, ' '))
       .join(' ');
-    const message = hidden ? `${hidden}: ${problem.message}` : problem.message;
+    const said = problemMessage(problem.message);
+    const message = hidden ? `${hidden}: ${said}` : said;
     node.__errors = [...(node.__errors || []), message];
   }
   return errors;

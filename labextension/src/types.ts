@@ -195,8 +195,10 @@ export interface ICompareRequest {
   sweep?: string | null;
   metrics?: string[] | null;
   points?: number;
-  optimisation?: { [metric: string]: 'min' | 'max' } | null;
+  optimization?: { [metric: string]: 'min' | 'max' } | null;
   all_params?: boolean;
+  /** How the best run is chosen: among those that succeeded, at a common step, or all. */
+  best?: 'succeeded' | 'common_step' | 'all';
 }
 
 /** models.CompareTensorBoardRequest */
@@ -218,15 +220,28 @@ export interface ICompareCurve {
   replica: string;
   steps: number[];
   values: number[];
+  /** Each point's wall time, seconds since the epoch. */
+  times: number[];
   total: number;
 }
 
 /** models.ComparedMetric */
 export interface IComparedMetric {
   name: string;
-  optimisation: 'min' | 'max';
+  optimization: 'min' | 'max';
   best_run: string | null;
+  /** What "best" meant: "lowest among the 3 runs that succeeded". */
+  best_rule: string;
+  common_step: number | null;
   curves: ICompareCurve[];
+}
+
+/** models.ParamImportance */
+export interface IParamImportance {
+  param: string;
+  importance: number;
+  correlation: number | null;
+  runs: number;
 }
 
 /** models.CompareRow */
@@ -248,6 +263,9 @@ export interface IComparison {
   hidden_params: number;
   rows: ICompareRow[];
   points: number;
+  /** The metric the params' view is about: a sweep's objective, else loss, else the first. */
+  objective: string | null;
+  importance: IParamImportance[];
 }
 
 export type SweepState =
@@ -306,6 +324,95 @@ export interface ISweep {
 /** models.SweepsPage */
 export interface ISweepsPage {
   sweeps: ISweep[];
+}
+
+/** view_models.ReplicaRowView: one row of a run's replica table. */
+export interface IReplicaRowView {
+  key: string;
+  label: string;
+  state: string;
+  phase: string;
+  restarts: number;
+  exit_code: string;
+  resources: string;
+  step: string;
+  reason: string;
+  last_line: string;
+}
+
+/** view_models.PhaseCount: a segment of the replicas bar. */
+export interface IPhaseCount {
+  phase: string;
+  state: string;
+  count: number;
+}
+
+/** view_models.RankRate: a replica's pace. */
+export interface IRankRate {
+  replica: string;
+  label: string;
+  steps_per_s: number | null;
+  lag_s: number | null;
+  waiting: number | null;
+}
+
+/** view_models.Failure: why a failed run failed, and where (the cell, when recorded). */
+export interface IFailure {
+  replica: string;
+  line: string;
+  cell_id?: string | null;
+  cell_line?: number | null;
+}
+
+/** view_models.ParamChange */
+export interface IParamChange {
+  name: string;
+  before: string | null;
+  after: string | null;
+}
+
+/** view_models.MetricChange */
+export interface IMetricChange {
+  name: string;
+  before: number | null;
+  after: number | null;
+  better: boolean | null;
+}
+
+/** view_models.CellChanges: what changed since the previous run of the same cell. */
+export interface ICellChanges {
+  previous_run: string;
+  previous_name: string | null;
+  previous_state: string;
+  code_diff: string;
+  params: IParamChange[];
+  metrics: IMetricChange[];
+}
+
+/** view_models.RunViewModel: one run as every front-end shows it (`GET runs/<ref>/view`). */
+export interface IRunViewModel {
+  run_id: string;
+  name: string | null;
+  backend: string;
+  state: string;
+  finished: boolean;
+  reason: string | null;
+  message: string | null;
+  owner_problem: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  updated_at: number;
+  replicas: IReplicaRowView[];
+  replicas_total: number;
+  phases: IPhaseCount[];
+  counts: string;
+  progress: string | null;
+  progress_fraction: number | null;
+  rates: IRankRate[];
+  straggler: string | null;
+  failure: IFailure | null;
+  changes: ICellChanges | null;
 }
 
 /** models.WarmMemory: a process's memory in MiB (resident, its own, proportional). */

@@ -1,9 +1,11 @@
 /**
- * The run in the notebook, Light and Dark: a `%%px_distributed` cell shows the live monitor (the
- * widget, while the kernel holds it), and once the run has ended its final view: the run's
- * state, the TensorBoard the monitor had open, an interactive metrics plot (a read-out under
- * the pointer, the log scale) and a TensorBoard button that opens the run's TensorBoard as the sidebar does. Saved, closed and
- * opened again, the output still shows the run, read from the server. Screenshots: ui-tests/screenshots/final-*.png.
+ * The run in the notebook, Light and Dark: a `%%px_distributed` cell shows this extension's view
+ * of the run (never the ipywidgets monitor, which serves other front-ends), live and once the run
+ * has ended: the run's state, an interactive plotly plot (every replica under the pointer, the
+ * log scale), a TensorBoard button that opens the run's TensorBoard as the sidebar does (in the
+ * theme's mode). Saved, closed and opened again, the output still shows the run, read from the
+ * server; a failed run names its exception once and opens the failing replica's log.
+ * Screenshots: ui-tests/screenshots/final-*.png.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 
@@ -25,7 +27,7 @@ const output = (page: IJupyterLabPageFixture) =>
   page.locator('.jp-Notebook .jp-px-run-output-host').first();
 
 for (const theme of ['light', 'dark'] as const) {
-  test(`the notebook's final view keeps TensorBoard and the plot (${theme})`, async ({
+  test(`the notebook's run view: its plot, TensorBoard, and reopened (${theme})`, async ({
     page,
     tmpPath
   }) => {
@@ -36,55 +38,31 @@ for (const theme of ['light', 'dark'] as const) {
     await page.notebook.openByPath(file);
     await page.notebook.run();
 
-    // While the run runs, the output is the live widget (the run's renderer hands it over).
+    // The output is this extension's view of the run, live and after the end: never the widget.
     const host = output(page);
-    await expect(host.locator('.px-run-monitor')).toBeVisible({
-      timeout: 60000
-    });
-    await shot(page, `final-${theme}-01-live-monitor`);
-    // The monitor's TensorBoard, opened while the run runs: the final view keeps it.
-    await host
-      .locator('.px-run-monitor button', { hasText: 'TensorBoard' })
-      .click();
-
-    // The run ended: its final view, read from the server.
     const view = host.locator('.jp-px-run-output');
+    await expect(view).toBeVisible({ timeout: 60000 });
+    await expect(host.locator('.px-run-monitor')).toHaveCount(0);
+    await shot(page, `final-${theme}-01-live`);
     await expect(view).toHaveAttribute('data-state', 'Succeeded', {
       timeout: 180000
     });
-    await expect(host.locator('.px-run-monitor')).toHaveCount(0);
     await expect(view.locator('.jp-px-run-output-name')).toHaveText(name);
-    await expect(
-      host.locator('.jp-px-run-output-tensorboard iframe')
-    ).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
-      timeout: 150000
-    });
-    // Under the card, the final view's static HTML (the replicas, the logs), its static plot
-    // hidden: the card's plot is the interactive one.
-    const kept = host.locator(
-      '.jp-px-run-output-static .px-run-final[data-state="Succeeded"]'
-    );
-    await expect(kept).toBeVisible();
-    await expect(kept.locator('svg.px-final-plot').first()).toBeHidden();
     const runId = (await view.getAttribute('data-run-id'))!;
     expect(runId).toMatch(new RegExp(`^${name}`));
 
-    // The plot is the sidebar's, interactive: a read-out of each replica under the pointer.
-    const plot = view.locator('svg.jp-px-plot');
-    await expect(plot).toBeVisible({ timeout: 30000 });
-    await expect(view.locator('.jp-px-metric-select')).toHaveValue('loss');
-    await expect(view.locator('.jp-px-legend li')).toHaveCount(2);
+    // The plot is plotly's, interactive: every replica's value under the pointer.
+    const plot = host.locator('.jp-px-run-output-metrics .jp-px-plot');
+    await expect(plot).toHaveAttribute('data-state', 'drawn', {
+      timeout: 30000
+    });
+    await expect(host.locator('.jp-px-metric-select')).toHaveValue('loss');
+    await expect(plot.locator('.scatterlayer .trace')).toHaveCount(2);
     await plot.scrollIntoViewIfNeeded();
-    const box = (await plot.boundingBox())!;
-    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-    await expect(view.locator('.jp-px-hover')).toContainText('step');
-    await expect(view.locator('.jp-px-hover-value')).toHaveCount(2);
+    const area = (await plot.locator('.nsewdrag').first().boundingBox())!;
+    await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
+    await expect(plot.locator('.hoverlayer .legend')).toContainText('master-0');
     await shot(page, `final-${theme}-02-final-view-plot-hover`);
-    await view.locator('.jp-px-log-scale input').check();
-    await expect(plot).toHaveAttribute(
-      'aria-label',
-      'loss by step (log scale)'
-    );
 
     // TensorBoard from the final view: the run's own, in the sidebar's panel.
     await view.locator('.jp-px-output-tensorboard').click();
@@ -96,7 +74,9 @@ for (const theme of ['light', 'dark'] as const) {
     ).toBeVisible();
     await expect(panel.locator('iframe')).toHaveAttribute(
       'src',
-      /\/px\/tensorboard\/\d+\/$/,
+      theme === 'dark'
+        ? /\/px\/tensorboard\/\d+\/\?darkMode=true$/ // in the theme's mode
+        : /\/px\/tensorboard\/\d+\/$/,
       { timeout: 150000 }
     );
     await expect(
@@ -129,9 +109,11 @@ for (const theme of ['light', 'dark'] as const) {
     await expect(again).toHaveAttribute('data-state', 'Succeeded', {
       timeout: 60000
     });
-    await expect(again.locator('svg.jp-px-plot')).toBeVisible({
-      timeout: 30000
-    });
+    await expect(
+      output(page).locator(
+        '.jp-px-run-output-metrics .jp-px-plot .scatterlayer .trace'
+      )
+    ).toHaveCount(2, { timeout: 30000 });
     await expect(page.locator('.jp-Notebook')).not.toContainText(
       'model not found'
     );
@@ -153,9 +135,11 @@ for (const theme of ['light', 'dark'] as const) {
     await page.contents.uploadContent(notebook(source), 'text', file);
     await page.notebook.openByPath(file);
     await page.notebook.run();
-    await expect(output(page).locator('.px-run-monitor')).toBeVisible({
-      timeout: 60000
-    });
+    await expect(output(page).locator('.jp-px-run-output')).toHaveAttribute(
+      'data-state',
+      'Running',
+      { timeout: 60000 }
+    );
 
     // Saved while the run runs (the live monitor's output), then its kernel goes away: the
     // run goes on, and nothing will ever replace that output in the file.
@@ -185,9 +169,9 @@ for (const theme of ['light', 'dark'] as const) {
     await expect(view).toHaveAttribute('data-state', 'Succeeded', {
       timeout: 180000
     });
-    await expect(view.locator('svg.jp-px-plot')).toBeVisible({
-      timeout: 30000
-    });
+    await expect(
+      output(page).locator('.jp-px-run-output-metrics .jp-px-plot')
+    ).toHaveAttribute('data-state', 'drawn', { timeout: 30000 });
     await shot(page, `final-${theme}-06-saved-live-monitor-run-ended`);
   });
 }
@@ -225,26 +209,30 @@ time.sleep(30)
       timeout: 180000
     });
     await expect(view.locator('.jp-px-run-failure')).toHaveText(
-      'worker 0: ValueError: bad shard 7',
+      'worker-0: ValueError: bad shard 7',
       { timeout: 30000 }
     );
-    // The static view under the card: the failing replica's log, open.
-    const failing = host.locator(
-      '.jp-px-run-output-static details.px-final-log[open]'
-    );
-    await expect(failing).toHaveAttribute('data-replica', 'worker-0');
-    await expect(failing).toContainText('ValueError: bad shard 7');
-    await view.scrollIntoViewIfNeeded();
-    await shot(page, `final-${theme}-07-failed-run`);
-
-    // Logs from the output: the sidebar's panel, on the failing replica.
-    await view.locator('.jp-px-output-logs').click();
-    const logs = page.locator('.jp-px-panel-logs').last();
+    // The error once (no second header or saved tables under the card), and the Logs tab open
+    // on the failing replica's log.
+    await expect(host.locator('.px-run-final')).toHaveCount(0);
+    const logs = host.locator('.jp-px-run-output-logs');
     await expect(logs.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
       'worker 0 · Failed'
     );
     await expect(
       logs.locator('.jp-px-log[data-replica="worker-0"] pre')
+    ).toContainText('ValueError: bad shard 7');
+    await view.scrollIntoViewIfNeeded();
+    await shot(page, `final-${theme}-07-failed-run`);
+
+    // Logs from the output: the sidebar's panel, on the failing replica.
+    await view.locator('.jp-px-output-logs').click();
+    const panel = page.locator('.jp-px-panel-logs').last();
+    await expect(panel.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
+      'worker 0 · Failed'
+    );
+    await expect(
+      panel.locator('.jp-px-log[data-replica="worker-0"] pre')
     ).toContainText('ValueError: bad shard 7');
     await shot(page, `final-${theme}-08-failed-run-logs`);
   });

@@ -61,7 +61,7 @@ for (const theme of ['light', 'dark'] as const) {
 
     // The form shows the notebook's %%px_topology, and says where it came from.
     await expect(sidebar(page).locator('.jp-px-loaded-from')).toHaveText(
-      'Topology from quickstart.ipynb, cell 4 (%%px_topology quick)'
+      'From quickstart.ipynb, cell 4 (%%px_topology quick)'
     );
     const workers = sidebar(page).locator(
       '#root_environment_replicas_n_workers'
@@ -111,14 +111,14 @@ for (const theme of ['light', 'dark'] as const) {
     await openPath(page, failing);
     await openSidebar(page);
     await expect(sidebar(page).locator('.jp-px-loaded-from')).toHaveText(
-      'Topology from failing.ipynb, cell 1 (%%px_topology broken)'
+      'From failing.ipynb, cell 1 (%%px_topology broken)'
     );
     const row = await submit(page, `first failing ${theme}`);
     await expect(row).toHaveAttribute('data-state', 'Failed', {
       timeout: 120000
     });
     await expect(row.locator('.jp-px-run-failure')).toHaveText(
-      'worker 0: ValueError: bad shard 7',
+      'worker 0: ValueError: bad shard 7', // the sidebar card's own line
       { timeout: 30000 }
     );
     await shot(page, `${theme}-04-failed-run-card`);

@@ -59,8 +59,14 @@ export const runRow = (page: IJupyterLabPageFixture, name: string) =>
     has: page.locator('.jp-px-run-name', { hasText: name })
   });
 
+/** Open the sidebar and its topology form (the one-line summary under the Run button opens it). */
 export async function openSidebar(page: IJupyterLabPageFixture): Promise<void> {
   await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
+  const summary = sidebar(page).locator('.jp-px-topology-summary');
+  await expect(summary).toBeVisible();
+  if ((await summary.getAttribute('aria-expanded')) !== 'true') {
+    await summary.click();
+  }
   await expect(
     sidebar(page).locator('#root_environment_replicas_n_workers')
   ).toBeVisible();

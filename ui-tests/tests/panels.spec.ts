@@ -1,6 +1,7 @@
 /**
- * The compact topology card, the state colours, the Metrics panel (axes, grid, hover, log scale,
- * full width) and the Logs toolbar (follow, wrap, search, download), Light and Dark, on a
+ * The compact topology card, the state colors, the Metrics panel (plotly: full width, the legend
+ * under the plot, integer steps, a log scale by default where the loss spans decades, hover) and
+ * the Logs toolbar (follow, wrap, search, download), Light and Dark, on a
  * finished run written into the store by make_runs.py. Screenshots go to
  * ui-tests/screenshots/panels-{light,dark}-*.png.
  */
@@ -21,7 +22,7 @@ const sidebar = (page: IJupyterLabPageFixture) =>
   page.locator('#jupyter-px-sidebar');
 
 for (const theme of ['light', 'dark'] as const) {
-  test(`topology card, colours, metrics and logs panels (${theme})`, async ({
+  test(`topology card, colors, metrics and logs panels (${theme})`, async ({
     page
   }) => {
     const shot = (name: string) =>
@@ -45,6 +46,7 @@ for (const theme of ['light', 'dark'] as const) {
       }
     );
     await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
+    await sidebar(page).locator('.jp-px-topology-summary').click(); // the form, from its one line
 
     // The card: what PyTorch has, then TensorFlow's chief, ps and evaluators.
     const card = sidebar(page).locator('.jp-px-card');
@@ -76,8 +78,13 @@ for (const theme of ['light', 'dark'] as const) {
     await card.locator('#px_card_worker_cpu_requests').fill('');
     await card.locator('#px_card_worker_cpu_limits').fill('');
     await sidebar(page).locator('#root_framework').selectOption('pytorch');
+    // Empty resource fields read as not set, not as grey values.
+    await expect(
+      card.locator('#px_card_worker_memory_requests')
+    ).toHaveAttribute('placeholder', 'not set');
+    await sidebar(page).locator('.jp-px-topology-summary').click(); // closed again
 
-    // One colour per state, from the variables the notebook's colours match.
+    // One color per state, from the variables the notebook's colors match.
     const stopped = await page.evaluate(() =>
       getComputedStyle(document.documentElement)
         .getPropertyValue('--px-state-stopped')
@@ -93,29 +100,36 @@ for (const theme of ['light', 'dark'] as const) {
       'rgb(34, 165, 89)' // Succeeded: #22a559, the notebook's
     );
 
-    // Metrics: axes with a grid, full width, hover, log scale.
-    await row.locator('.jp-px-row-menu').click();
-    await row.locator('.jp-px-menu .jp-px-action-metrics').click();
+    // Metrics: plotly, as every plot; the width of the panel, the legend under the plot, integer
+    // steps ticked at integers, a log scale by default (the loss falls four decades), hover.
+    await row.locator('.jp-px-action-metrics').click();
     const metrics = page.locator('.jp-px-panel-metrics').last();
-    const plot = metrics.locator('svg.jp-px-plot');
-    await expect(metrics.locator('path.jp-px-trace')).toHaveCount(3);
-    await expect(plot.locator('.jp-px-xtick').first()).toBeVisible();
-    expect(await plot.locator('.jp-px-grid-line').count()).toBeGreaterThan(4);
+    const plot = metrics.locator('.jp-px-plot');
+    await expect(plot).toHaveAttribute('data-state', 'drawn');
+    await expect(plot.locator('.scatterlayer .trace')).toHaveCount(3);
     const view = (await metrics.locator('.jp-px-metrics-view').boundingBox())!;
-    const drawn = (await plot.boundingBox())!;
+    const drawn = (await plot.locator('.main-svg').first().boundingBox())!;
     expect(drawn.width).toBeGreaterThan(view.width * 0.9);
-    await plot.hover({ position: { x: drawn.width / 2, y: drawn.height / 2 } });
-    await expect(metrics.locator('.jp-px-hover')).toContainText('master-0:');
-    await shot('03-metrics-hover');
-    await metrics.locator('.jp-px-log-scale input').check();
+    await expect(metrics.locator('.jp-px-log-scale input')).toBeChecked();
     await expect(plot).toHaveAttribute(
       'aria-label',
       'loss by step (log scale)'
     );
-    await expect(plot.locator('.jp-px-ytick text').first()).toHaveText(
-      /e-|0\.0/
+    const xticks = await plot.locator('.xtick text').allTextContents();
+    expect(xticks.length).toBeGreaterThanOrEqual(3);
+    expect(xticks.every(tick => /^[\d,]+$/.test(tick))).toBe(true);
+    const legend = (await plot.locator('.legend').boundingBox())!;
+    const area = (await plot.locator('.nsewdrag').first().boundingBox())!;
+    expect(legend.y).toBeGreaterThan(area.y + area.height); // under the plot, not beside it
+    await expect(metrics.locator('.jp-px-plot-status')).toHaveText(
+      'run finished'
     );
-    await shot('04-metrics-log-scale');
+    await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
+    await expect(plot.locator('.hoverlayer .legend')).toContainText('master-0');
+    await shot('03-metrics-hover');
+    await metrics.locator('.jp-px-log-scale input').uncheck();
+    await expect(plot).toHaveAttribute('aria-label', 'loss by step');
+    await shot('04-metrics-linear');
 
     // Logs: follow, wrap, search, download.
     await row.locator('.jp-px-action-logs').click();

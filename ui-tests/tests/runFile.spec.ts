@@ -43,9 +43,7 @@ for (const theme of ['light', 'dark'] as const) {
     await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
     const input = sidebar(page).locator('.jp-px-run-name-input');
     await expect(input).toBeVisible();
-    const pane = (await sidebar(page)
-      .locator('.jp-px-section-submit')
-      .boundingBox())!;
+    const pane = (await sidebar(page).locator('.jp-px-run-bar').boundingBox())!;
     const box = (await input.boundingBox())!;
     expect(box.x + box.width).toBeLessThanOrEqual(pane.x + pane.width);
     await shot('01-sidebar-run-name-fits');

@@ -53,12 +53,10 @@ for (const theme of ['light', 'dark'] as const) {
     await sidebar(page).locator('.jp-px-filter-text').fill(prefix);
     await expect(sidebar(page).locator('li.jp-px-run')).toHaveCount(3);
 
-    // One line of actions: Logs and the menu (this build's, not another's).
-    await expect(row(0).locator('.jp-px-run-actions > *')).toHaveCount(2);
+    // One line of actions: Logs, Metrics, TensorBoard and the menu (this build's, not another's).
+    await expect(row(0).locator('.jp-px-run-actions > *')).toHaveCount(4);
     await row(0).locator('.jp-px-row-menu').click();
     await expect(row(0).locator('.jp-px-menu .jp-px-menu-item')).toHaveText([
-      'Metrics',
-      'TensorBoard',
       'Copy id',
       'Delete…'
     ]);
@@ -83,9 +81,13 @@ for (const theme of ['light', 'dark'] as const) {
       })
     ).toBeVisible();
     const frame = panel.locator('iframe');
-    await expect(frame).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
-      timeout: 150000
-    });
+    await expect(frame).toHaveAttribute(
+      'src',
+      /\/px\/tensorboard\/\d+\/(\?darkMode=true)?$/,
+      {
+        timeout: 150000
+      }
+    );
     const url = (await frame.getAttribute('src'))!;
     // TensorBoard itself was given both runs' directories.
     await expect(

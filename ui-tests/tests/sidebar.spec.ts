@@ -68,14 +68,23 @@ const runRow = (page: IJupyterLabPageFixture, name: string) =>
     has: page.locator('.jp-px-run-name', { hasText: name })
   });
 
-/** Click one of a run row's actions in its "⋯" menu. */
+/** Click one of a run row's actions: on the row (Logs, Metrics, TensorBoard), else in its "⋯" menu. */
 async function rowAction(row: Locator, action: string): Promise<void> {
+  const direct = row.locator(`.jp-px-run-actions > .jp-px-action-${action}`);
+  if (await direct.count()) {
+    await direct.click();
+    return;
+  }
   await row.locator('.jp-px-row-menu').click();
   await row.locator(`.jp-px-menu .jp-px-action-${action}`).click();
 }
 
 async function openSidebar(page: IJupyterLabPageFixture): Promise<void> {
   await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
+  const summary = sidebar(page).locator('.jp-px-topology-summary');
+  if ((await summary.getAttribute('aria-expanded')) !== 'true') {
+    await summary.click(); // the topology's one line opens its form
+  }
   await expect(
     sidebar(page).locator('#root_environment_replicas_n_workers')
   ).toBeVisible();
@@ -116,6 +125,10 @@ test.describe('jupyter-px sidebar', () => {
     await openNewNotebook(page, `${tmpPath}/train.ipynb`, TRAIN);
     await openSidebar(page);
     await expect(sidebar(page).locator('.jp-px-notebook')).toHaveText(
+      'train.ipynb'
+    );
+    await expect(sidebar(page).locator('.jp-px-notebook')).toHaveAttribute(
+      'title',
       `${tmpPath}/train.ipynb`
     );
     await shot(page, 'light-01-sidebar');
@@ -187,16 +200,22 @@ test.describe('jupyter-px sidebar', () => {
     // Metrics: one trace per replica.
     await rowAction(row, 'metrics');
     const metrics = page.locator('.jp-px-panel-metrics');
-    await expect(metrics.locator('path.jp-px-trace')).toHaveCount(4);
+    await expect(
+      metrics.locator('.jp-px-plot .scatterlayer .trace')
+    ).toHaveCount(4);
     await expect(metrics.locator('.jp-px-metric-select')).toHaveValue('loss');
     await shot(page, 'light-08-metrics');
 
     // TensorBoard through the server's authenticated TensorBoard route (px/tensorboard/<port>/).
     await rowAction(row, 'tensorboard');
     const frame = page.locator('.jp-px-panel-tensorboard iframe');
-    await expect(frame).toHaveAttribute('src', /\/px\/tensorboard\/\d+\/$/, {
-      timeout: 150000
-    });
+    await expect(frame).toHaveAttribute(
+      'src',
+      /\/px\/tensorboard\/\d+\/(\?darkMode=true)?$/,
+      {
+        timeout: 150000
+      }
+    );
     const url = (await frame.getAttribute('src'))!;
     const answer = await page.request.get(url);
     expect(answer.status()).toBe(200);
@@ -218,7 +237,7 @@ test.describe('jupyter-px sidebar', () => {
     ).toBeVisible();
     await openSidebar(page);
     await expect(sidebar(page).locator('.jp-px-notebook')).toHaveText(
-      `${tmpPath}/sleep.ipynb`
+      'sleep.ipynb'
     );
     await submitOpenNotebook(page, 'galata stop');
     const second = runRow(page, 'galata stop');
@@ -243,7 +262,7 @@ test.describe('jupyter-px sidebar', () => {
       .fill('-1');
     await expect(
       sidebar(page).locator('#root_environment_replicas_n_workers__error')
-    ).toContainText('-1');
+    ).toHaveText('at least 0'); // the bound in the form's words
     await expect(sidebar(page).locator('.jp-px-submit-button')).toBeDisabled();
     await shot(page, 'dark-01-sidebar-bad-value');
     await sidebar(page)
@@ -264,7 +283,7 @@ test.describe('jupyter-px sidebar', () => {
     await shot(page, 'dark-02-logs');
     await rowAction(row, 'metrics');
     await expect(
-      page.locator('.jp-px-panel-metrics path.jp-px-trace')
+      page.locator('.jp-px-panel-metrics .jp-px-plot .scatterlayer .trace')
     ).toHaveCount(4);
     await shot(page, 'dark-03-metrics');
   });

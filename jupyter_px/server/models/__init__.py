@@ -14,6 +14,16 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from ...presentation.view_models import (
+    CellChanges,
+    Failure,
+    MetricChange,
+    ParamChange,
+    PhaseCount,
+    RankRate,
+    ReplicaRowView,
+    RunViewModel,
+)
 from .replies import (
     NONFINITE_NAMES,
     Code,
@@ -25,6 +35,7 @@ from .replies import (
     ErrorReply,
     LogChunk,
     MetricsPage,
+    ParamImportance,
     Problem,
     Progress,
     Rendered,
@@ -88,6 +99,7 @@ __all__ = [
     "ComparedMetric",
     "ComparedRun",
     "Comparison",
+    "ParamImportance",
     "DEFAULT_TAG",
     "ErrorReply",
     "FilePath",
@@ -159,6 +171,15 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     ComparedMetric: "IComparedMetric",
     CompareRow: "ICompareRow",
     Comparison: "IComparison",
+    ParamImportance: "IParamImportance",
+    RunViewModel: "IRunViewModel",
+    ReplicaRowView: "IReplicaRowView",
+    PhaseCount: "IPhaseCount",
+    RankRate: "IRankRate",
+    Failure: "IFailure",
+    CellChanges: "ICellChanges",
+    ParamChange: "IParamChange",
+    MetricChange: "IMetricChange",
     SweepTrial: "ISweepTrial",
     SweepObjective: "ISweepObjective",
     Sweep: "ISweep",

@@ -290,14 +290,26 @@ class CompareCurve(Reply):
     replica: str
     steps: list[float]
     values: list[float]
+    times: list[float] = Field(description="each point's wall time (seconds since the epoch)")
     total: int
 
 
 class ComparedMetric(Reply):
     name: str
-    optimisation: Literal["min", "max"]
+    optimization: Literal["min", "max"]
     best_run: str | None
+    best_rule: str = Field(description='what "best" meant: "lowest among the 3 runs that succeeded"')
+    common_step: float | None = Field(description="the step every run was compared at (best=common_step)")
     curves: list[CompareCurve]
+
+
+class ParamImportance(Reply):
+    """How much a param accounts for the first metric across the runs (`compare.importance`)."""
+
+    param: str
+    importance: float
+    correlation: float | None
+    runs: int
 
 
 class CompareRow(Reply):
@@ -321,6 +333,8 @@ class Comparison(Reply):
     hidden_params: int = Field(description="params left out because every run has the same value")
     rows: list[CompareRow]
     points: int
+    objective: str | None = Field(description="the metric the params' view is about (a sweep's objective, else loss)")
+    importance: list[ParamImportance] = Field(description="the params that matter for `objective`")
 
 
 SweepStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from ...service import RUN_ID_PATTERN
@@ -156,8 +156,12 @@ class CompareRequest(Body):
     sweep: AString | None = None
     metrics: list[AString] | None = None
     points: Annotated[int, BeforeValidator(_points)] = 500
-    optimisation: dict[str, Literal["min", "max"]] | None = None
+    #: `optimisation`, the spelling this field had first, is still read.
+    optimization: dict[str, Literal["min", "max"]] | None = Field(
+        default=None, validation_alias=AliasChoices("optimization", "optimisation")
+    )
     all_params: bool = False
+    best: Literal["succeeded", "common_step", "all"] = "succeeded"
 
 
 class CompareTensorBoardRequest(Body):

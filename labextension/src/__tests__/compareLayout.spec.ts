@@ -1,50 +1,70 @@
+/**
+ * The comparison panel's data (`panels/compareLayout.ts`): a line per run (x as step or time,
+ * smoothing keeping the raw values faint, the best run thick, a highlighted run on top and the
+ * others faded), labels that tell runs of one name apart, one column per param, the sort, and
+ * the parallel-coordinates axes of the params.
+ */
 import {
   compareColumns,
+  compareLines,
   defaultSort,
   formatValue,
-  layoutComparePlot,
+  paramAxes,
+  runLabels,
   sortRows
 } from '../panels/compareLayout';
+import { SERIES } from '../plotting/theme';
 import type { IComparison } from '../types';
 
 const comparison: IComparison = {
   runs: [
-    { run_id: 'a', name: 'lr-0.1', state: 'Succeeded', created_at: 1 },
-    { run_id: 'b', name: null, state: 'Failed', created_at: 2 },
-    { run_id: 'c', name: 'lr-0.001', state: 'Succeeded', created_at: 3 }
+    { run_id: 'sw-t0-aaaa', name: 'sw', state: 'Succeeded', created_at: 1 },
+    { run_id: 'b', name: null, state: 'Stopped', created_at: 2 },
+    { run_id: 'sw-t2-cccc', name: 'sw', state: 'Succeeded', created_at: 3 }
   ],
   metrics: [
     {
       name: 'loss',
-      optimisation: 'min',
-      best_run: 'b',
+      optimization: 'min',
+      best_run: 'sw-t0-aaaa',
+      best_rule: 'lowest among the 2 runs that succeeded',
+      common_step: null,
       curves: [
         {
-          run_id: 'a',
+          run_id: 'sw-t0-aaaa',
           replica: 'master-0',
           steps: [0, 10],
           values: [2, 1],
+          times: [100, 110],
           total: 2
         },
         {
           run_id: 'b',
           replica: 'master-0',
-          steps: [0, 5, 10],
-          values: [2, 0.5, 0],
+          steps: [0, 5],
+          values: [2, 0.5],
+          times: [200, 201],
           total: 3
         },
-        { run_id: 'c', replica: 'worker-0', steps: [0], values: [3], total: 1 }
+        {
+          run_id: 'sw-t2-cccc',
+          replica: 'worker-0',
+          steps: [0],
+          values: [3],
+          times: [5],
+          total: 1
+        }
       ]
     }
   ],
-  params: ['lr'],
+  params: ['lr', 'optimizer'],
   hidden_params: 4,
   rows: [
     {
-      run_id: 'a',
-      name: 'lr-0.1',
+      run_id: 'sw-t0-aaaa',
+      name: 'sw',
       state: 'Succeeded',
-      params: { lr: 0.1 },
+      params: { lr: 0.1, optimizer: 'sgd' },
       final: { loss: 1 },
       best: { loss: 1 },
       best_step: { loss: 10 }
@@ -52,75 +72,91 @@ const comparison: IComparison = {
     {
       run_id: 'b',
       name: null,
-      state: 'Failed',
-      params: { lr: 0.01 },
-      final: { loss: 0 },
-      best: { loss: 0 },
-      best_step: { loss: 10 }
+      state: 'Stopped',
+      params: { lr: 0.01, optimizer: 'adam' },
+      final: { loss: 0.5 },
+      best: { loss: 0.5 },
+      best_step: { loss: 5 }
     },
     {
-      run_id: 'c',
-      name: 'lr-0.001',
+      run_id: 'sw-t2-cccc',
+      name: 'sw',
       state: 'Succeeded',
-      params: { lr: null },
+      params: { lr: null, optimizer: 'sgd' },
       final: {},
       best: {},
       best_step: {}
     }
   ],
-  points: 500
+  points: 500,
+  objective: 'loss',
+  importance: []
 };
 
-describe('comparison panel layout', () => {
-  it('puts every run on shared axes and the best line last', () => {
-    const plot = layoutComparePlot(
-      comparison.metrics[0],
-      ['a', 'b', 'c'],
-      100,
-      30
-    );
-    expect(plot.xRange).toEqual([0, 10]);
-    expect(plot.yRange).toEqual([0, 3]);
-    expect(plot.lines.map(line => line.runId)).toEqual(['a', 'c', 'b']);
-    expect(plot.lines[2].best).toBe(true);
-    expect(plot.lines[0].path).toBe('M0,10 L100,20');
-    expect(plot.lines[2].path).toBe('M0,10 L50,25 L100,30');
-    expect(plot.lines.map(line => line.position)).toEqual([0, 2, 1]);
+const lines = (overrides: object = {}) =>
+  compareLines({
+    comparison,
+    metric: comparison.metrics[0],
+    colors: SERIES,
+    xKind: 'step',
+    smoothing: 0,
+    highlight: null,
+    ...overrides
   });
 
-  it('draws nothing without points and pads a flat range', () => {
-    const empty = layoutComparePlot(
-      { ...comparison.metrics[0], curves: [] },
-      [],
-      10,
-      10
-    );
-    expect(empty.lines).toEqual([]);
-    const flat = layoutComparePlot(
-      {
-        name: 'x',
-        optimisation: 'max',
-        best_run: null,
-        curves: [
-          { run_id: 'a', replica: 'm', steps: [3], values: [2], total: 1 }
-        ]
-      },
-      ['a'],
-      10,
-      10
-    );
-    expect(flat.xRange).toEqual([3, 4]);
-    expect(flat.yRange[0]).toBeLessThan(2);
-    expect(flat.yRange[1]).toBeGreaterThan(2);
+describe('comparison panel', () => {
+  it('draws a line per run in its color, the best thick and last (on top)', () => {
+    const drawn = lines();
+    expect(drawn.map(line => line.id)).toEqual([
+      'b',
+      'sw-t2-cccc',
+      'sw-t0-aaaa'
+    ]);
+    expect(drawn[2].width).toBeGreaterThan(drawn[0].width!);
+    expect(drawn[2].name).toMatch(/★$/);
+    expect(drawn.map(line => line.color)).toEqual([
+      SERIES[1],
+      SERIES[2],
+      SERIES[0]
+    ]);
   });
 
-  it('has a column per metric value and per differing param', () => {
+  it('puts a run under the pointer on top and fades the others', () => {
+    const drawn = lines({ highlight: 'b' });
+    expect(drawn[drawn.length - 1].id).toBe('b');
+    expect(drawn.find(line => line.id === 'sw-t0-aaaa')!.opacity).toBeLessThan(
+      0.5
+    );
+    expect(drawn.find(line => line.id === 'b')!.opacity).toBe(1);
+  });
+
+  it('draws against wall or relative time, and smooths keeping the raw values faint', () => {
+    const relative = lines({ xKind: 'relative' });
+    expect(relative.find(line => line.id === 'b')!.x).toEqual([0, 1]);
+    const wall = lines({ xKind: 'wall' });
+    expect(wall.find(line => line.id === 'b')!.x[0]).toBe(
+      new Date(200000).toISOString()
+    );
+    const smoothed = lines({ smoothing: 0.5 });
+    expect(smoothed.filter(line => line.faint).length).toBe(3);
+    expect(smoothed.filter(line => !line.faint).length).toBe(3);
+  });
+
+  it('tells runs of one name apart, and keeps a unique name as it is', () => {
+    const labels = runLabels(comparison);
+    expect(labels.get('sw-t0-aaaa')).toBe('sw (t0-aaaa)');
+    expect(labels.get('sw-t2-cccc')).toBe('sw (t2-cccc)');
+    expect(labels.get('b')).toBe('b');
+  });
+
+  it('has a column per metric value and one per param', () => {
     expect(compareColumns(comparison).map(c => c.title)).toEqual([
       'run',
       'state',
       'loss final',
-      'loss best (min)',
-      'lr'
+      'loss min',
+      'lr',
+      'optimizer'
     ]);
   });
 
@@ -131,21 +167,19 @@ describe('comparison panel layout', () => {
       sortRows(comparison.rows, order.column, order.ascending).map(
         r => r.run_id
       )
-    ).toEqual(['b', 'a', 'c']);
-    expect(
-      sortRows(comparison.rows, order.column, false).map(r => r.run_id)
-    ).toEqual(['a', 'b', 'c']);
-    const [run, state] = compareColumns(comparison);
-    expect(sortRows(comparison.rows, run, true).map(r => r.run_id)).toEqual([
-      'b',
-      'c',
-      'a'
-    ]);
-    expect(sortRows(comparison.rows, state, false).map(r => r.run_id)).toEqual([
-      'a',
-      'c',
-      'b'
-    ]);
+    ).toEqual(['b', 'sw-t0-aaaa', 'sw-t2-cccc']);
+    const [, state] = compareColumns(comparison);
+    expect(sortRows(comparison.rows, state, false).map(r => r.run_id)[0]).toBe(
+      'sw-t0-aaaa'
+    );
+  });
+
+  it('gives the params view an axis per param and the objective, runs without it left out', () => {
+    const axes = paramAxes(comparison)!;
+    expect(axes.dimensions.map(d => d.label)).toEqual(['lr', 'optimizer']);
+    expect(axes.dimensions[1].values).toEqual(['sgd', 'adam']);
+    expect(axes.objective.values).toEqual([1, 0.5]);
+    expect(axes.minimize).toBe(true);
   });
 
   it('formats values compactly', () => {

@@ -47,7 +47,7 @@ describe('importYaml', () => {
     await waitForDialog();
     expect(textarea().value).toBe(PASTED);
     const problems = document.body.querySelector('.jp-Dialog .jp-px-problems');
-    expect(problems?.textContent).toBe('Workers: -1 is not >= 0');
+    expect(problems?.textContent).toBe('Workers: at least 0');
     expect(validate).toHaveBeenCalledWith(PASTED);
 
     validate.mockResolvedValueOnce({

@@ -11,6 +11,20 @@ const readMetrics = api.readMetrics as jest.MockedFunction<
   typeof api.readMetrics
 >;
 
+/** What the plot handed to plotly.js (jest's stand-in keeps it on the element). */
+function figure(node: HTMLElement): any {
+  return (node.querySelector('.jp-px-plotly-target') as any)?.__figure;
+}
+
+async function settle(until: () => boolean): Promise<void> {
+  for (let i = 0; i < 50 && !until(); i++) {
+    await React.act(
+      () => new Promise<void>(resolve => setTimeout(resolve, 10))
+    );
+  }
+  expect(until()).toBe(true);
+}
+
 describe('MetricsPlot', () => {
   beforeEach(() => {
     readMetrics.mockReset();
@@ -22,61 +36,66 @@ describe('MetricsPlot', () => {
       history_pending: false,
       series: {
         'worker-0': {
-          loss: { steps: [0, 10, 20], values: [1, 0.1, 0.01], times: [0, 0, 0] }
+          loss: {
+            steps: [0, 1, 2, 3],
+            values: [10, 1, 0.1, 0.01],
+            times: [5, 6, 7, 9]
+          }
         },
         'worker-1': {
-          loss: { steps: [0, 10, 20], values: [2, 0.2, 0], times: [0, 0, 0] }
+          loss: {
+            steps: [0, 1, 2, 3],
+            values: [20, 2, null, 0.02],
+            times: [5, 6, 7, 8]
+          }
         }
       }
     });
   });
 
-  it('has a grid, a log-scale toggle and a read-out under the pointer', async () => {
-    const model = new MetricsModel('run-1', 60, () => true);
-    await React.act(() => model.fetch());
+  it('draws a line per replica with plotly, on a log scale where the loss spans decades', async () => {
+    const model = new MetricsModel('run-1', 60, () => true); // its poll reads once at once
     const widget = mount(<MetricsPlot model={model} />);
-    const svg = widget.node.querySelector('svg.jp-px-plot')!;
-    expect(svg.getAttribute('width')).toBe('100%');
-    expect(svg.querySelectorAll('.jp-px-xtick .jp-px-grid-line').length).toBe(
-      5
-    );
-    expect(
-      Array.from(svg.querySelectorAll('.jp-px-xtick text')).map(
-        t => t.textContent
-      )
-    ).toEqual(['0', '5', '10', '15', '20']);
-    expect(svg.querySelectorAll('.jp-px-ytick .jp-px-grid-line').length).toBe(
-      5
-    );
-
+    await settle(() => figure(widget.node) !== undefined);
+    const drawn = figure(widget.node);
+    expect(drawn.data.map((trace: any) => trace.name)).toEqual([
+      'worker-0',
+      'worker-1'
+    ]);
+    expect(drawn.data[1].y).toEqual([20, 2, null, 0.02]); // a gap, never bridged
+    // Integer steps over a short range: ticks at integers (plotly's own would be 0, 0.5, ...).
+    expect(drawn.layout.xaxis.dtick).toBe(1);
+    // Four decades of loss: a log scale by default, which the toggle turns off.
+    expect(drawn.layout.yaxis.type).toBe('log');
     const toggle = widget.node.querySelector(
       '.jp-px-log-scale input'
     ) as HTMLInputElement;
+    expect(toggle.checked).toBe(true);
     React.act(() => toggle.click());
-    expect(svg.getAttribute('aria-label')).toBe('loss by step (log scale)');
+    await settle(() => figure(widget.node).layout.yaxis.type === 'linear');
+    // The legend under the plot, the plot as wide as its panel; "live" / "run finished" a chip.
+    expect(drawn.layout.legend.orientation).toBe('h');
+    expect(widget.node.querySelector('.jp-px-plot-status')!.textContent).toBe(
+      'run finished'
+    );
     expect(
-      Array.from(svg.querySelectorAll('.jp-px-ytick text')).map(
-        t => t.textContent
-      )
-    ).toEqual(['0.01', '0.1', '1']);
-    expect(widget.node.querySelector('.jp-px-log-hidden')!.textContent).toBe(
-      '1 point ≤ 0 not shown on a log scale'
-    );
+      widget.node.querySelector('.jp-px-plotly')!.getAttribute('data-state')
+    ).toBe('drawn');
 
-    // jsdom lays nothing out: the svg's box is 0 wide, so the pointer's x is in plot units.
-    expect(widget.node.querySelector('.jp-px-hover')).toBeNull();
+    // x as the time since the run started.
+    const x = widget.node.querySelector('.jp-px-x-select') as HTMLSelectElement;
     React.act(() => {
-      svg.dispatchEvent(
-        new MouseEvent('mousemove', { bubbles: true, clientX: 64 + 250 })
-      );
+      x.value = 'relative';
+      x.dispatchEvent(new Event('change', { bubbles: true }));
     });
-    expect(widget.node.querySelector('.jp-px-hover')!.textContent).toBe(
-      'step 10 worker-0: 0.1 worker-1: 0.2'
+    await settle(
+      () =>
+        figure(widget.node).layout.xaxis.type === 'linear' &&
+        figure(widget.node).data[0].x[3] === 4
     );
-    expect(widget.node.querySelector('.jp-px-hover-line')).not.toBeNull();
-    React.act(() => {
-      svg.dispatchEvent(new MouseEvent('mouseout', { bubbles: true }));
-    });
+    expect(figure(widget.node).layout.xaxis.title.text).toBe(
+      'time since the run started (s)'
+    );
     React.act(() => widget.dispose());
     model.dispose();
   });

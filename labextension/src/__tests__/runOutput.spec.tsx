@@ -1,3 +1,10 @@
+/**
+ * The run in a notebook output (`output/runOutput.tsx`): in JupyterLab the extension owns the
+ * run's live view, kernel or not. It follows the server's view-model (never hands the output to
+ * the ipywidgets monitor, which a restarted kernel no longer holds), shows the run once (no
+ * second header or table under the card while the run exists), ticks its age, says when it is a
+ * snapshot that no longer updates, and keeps what the output saved once the run is deleted.
+ */
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { MessageLoop } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
@@ -5,14 +12,14 @@ import * as React from 'react';
 
 import * as api from '../api';
 import { RunOutput } from '../output/runOutput';
-import { RUN_MIMETYPE, WIDGET_MIMETYPE } from '../output/runMime';
+import { RUN_MIMETYPE } from '../output/runMime';
 import { ApiError } from '../request';
-import type { IRunDetail } from '../types';
-import { summary } from './fixtures';
+import type { IRunViewModel } from '../types';
 import './render';
 
 // The server's answers are the boundary.
 jest.mock('../api');
+const getRunView = api.getRunView as jest.MockedFunction<typeof api.getRunView>;
 const getRun = api.getRun as jest.MockedFunction<typeof api.getRun>;
 const readMetrics = api.readMetrics as jest.MockedFunction<
   typeof api.readMetrics
@@ -20,6 +27,8 @@ const readMetrics = api.readMetrics as jest.MockedFunction<
 const startTensorBoard = api.startTensorBoard as jest.MockedFunction<
   typeof api.startTensorBoard
 >;
+
+const WIDGET_MIMETYPE = 'application/vnd.jupyter.widget-view+json';
 
 /** What the run monitor's output holds (jupyter_px/widgets/run_mime.py). */
 function payload(overrides: { [key: string]: any } = {}) {
@@ -42,28 +51,42 @@ function payload(overrides: { [key: string]: any } = {}) {
   };
 }
 
-function detail(overrides: Partial<IRunDetail> = {}): IRunDetail {
+/** The server's view-model of the run (jupyter_px/presentation/view_models.py). */
+function view(overrides: Partial<IRunViewModel> = {}): IRunViewModel {
   return {
-    ...summary({
-      run_id: 'quick-1',
-      name: 'quick',
-      state: 'Succeeded',
-      finished: true,
-      finished_at: 1100,
-      replicas_total: 2,
-      replica_counts: { Succeeded: 2 }
-    }),
-    replicas: [],
-    topology: {},
-    code: {
-      entrypoint: '',
-      language: 'python',
-      args: [],
-      source: null,
-      pushed: []
-    },
-    workdir: null,
-    host: null,
+    run_id: 'quick-1',
+    name: 'quick',
+    backend: 'local',
+    state: 'Running',
+    finished: false,
+    reason: null,
+    message: null,
+    owner_problem: null,
+    created_at: Date.now() / 1000 - 30,
+    started_at: Date.now() / 1000 - 30,
+    finished_at: null,
+    updated_at: 1001,
+    replicas: ['master-0', 'worker-0'].map(key => ({
+      key,
+      label: key,
+      state: 'Running',
+      phase: 'Running',
+      restarts: 0,
+      exit_code: '-',
+      resources: '-',
+      step: '12/40',
+      reason: '',
+      last_line: 'step 12'
+    })),
+    replicas_total: 2,
+    phases: [{ phase: 'Running', state: 'Running', count: 2 }],
+    counts: '2 running of 2',
+    progress: 'step 12/40 (slowest: worker-0)',
+    progress_fraction: 0.3,
+    rates: [],
+    straggler: 'worker-0 is 1.8x slower than the median rank',
+    failure: null,
+    changes: null,
     ...overrides
   };
 }
@@ -88,44 +111,37 @@ async function settle(until: () => boolean): Promise<void> {
 describe('the run in a notebook output', () => {
   let output: RunOutput;
   let opened: [string, string][];
-  let live: Set<string>;
-  let widgetRenders: IRenderMime.IMimeModel[];
 
   beforeEach(() => {
+    getRunView.mockReset();
     getRun.mockReset();
     readMetrics.mockReset();
     startTensorBoard.mockReset();
-    getRun.mockResolvedValue(detail());
+    getRunView.mockResolvedValue(view());
     readMetrics.mockResolvedValue({
       run_id: 'quick-1',
-      finished: true,
+      finished: false,
       cursor: 'c1',
       progress: {},
       history_pending: false,
       series: {
         'master-0': {
-          loss: { steps: [0, 1, 2], values: [1, 0.5, 0.2], times: [0, 0, 0] }
+          loss: { steps: [0, 1, 2], values: [1, 0.5, 0.2], times: [0, 1, 2] }
         }
       }
     } as any);
     opened = [];
-    live = new Set();
-    widgetRenders = [];
     output = new RunOutput({
       interval: 60,
       actions: {
         openTensorBoard: runId => opened.push(['tensorboard', runId]),
-        openLogs: runId => opened.push(['logs', runId])
-      },
-      widgetLive: modelId => live.has(modelId),
-      createWidgetRenderer: () => {
-        const renderer = new Widget() as Widget & IRenderMime.IRenderer;
-        renderer.addClass('fake-widget-renderer');
-        renderer.renderModel = async model => void widgetRenders.push(model);
-        return renderer;
+        openLogs: runId => opened.push(['logs', runId]),
+        stopRun: async runId => void opened.push(['stop', runId]),
+        goToCell: cellId => opened.push(['cell', cellId])
       },
       createHtmlRenderer: () => {
         const renderer = new Widget() as Widget & IRenderMime.IRenderer;
+        renderer.addClass('jp-px-saved-html');
         renderer.renderModel = async model => {
           renderer.node.innerHTML = String(model.data['text/html']);
         };
@@ -144,201 +160,167 @@ describe('the run in a notebook output', () => {
 
   const node = () => output.node;
 
-  it('shows the run as the server knows it now, with TensorBoard, Logs and an interactive plot', async () => {
-    // Saved while running; the run has since succeeded.
-    await React.act(() =>
-      output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
-    );
-    expect(output.shows).toBe('run');
-    await settle(
-      () =>
-        node()
-          .querySelector('.jp-px-run-output')
-          ?.getAttribute('data-state') === 'Succeeded' &&
-        node().querySelector('svg.jp-px-plot') !== null
-    );
-    expect(getRun).toHaveBeenCalledWith('quick-1');
-    expect(node().querySelector('.jp-px-run-output-name')!.textContent).toBe(
-      'quick'
-    );
-    expect(node().querySelector('.jp-px-badge')!.textContent).toBe('Succeeded');
-    expect(node().textContent).toContain('2 replicas');
-    // The sidebar's plot: a metric picker, log scale, a read-out under the pointer.
-    expect(node().querySelector('.jp-px-metric-select')).not.toBeNull();
-    expect(node().querySelector('.jp-px-log-scale input')).not.toBeNull();
-    expect(
-      node().querySelector('.jp-px-trace[data-replica="master-0"]')
-    ).not.toBeNull();
-    React.act(() =>
-      (node().querySelector('.jp-px-output-tensorboard') as HTMLElement).click()
-    );
-    React.act(() =>
-      (node().querySelector('.jp-px-output-logs') as HTMLElement).click()
-    );
-    expect(opened).toEqual([
-      ['tensorboard', 'quick-1'],
-      ['logs', 'quick-1']
-    ]);
-    expect(startTensorBoard).not.toHaveBeenCalled(); // not open in the monitor: a button only
-  });
-
-  it('embeds the TensorBoard the monitor had open', async () => {
-    startTensorBoard.mockResolvedValue({
-      url: '/px/tensorboard/6006/',
-      port: 6006
-    } as any);
+  it('follows the server, never the kernel: a live widget in the output is not what it shows', async () => {
+    // The live bundle: the ipywidgets monitor (which a restarted kernel no longer holds) and the run.
     await React.act(() =>
       output.renderModel(
         mimeModel({
-          [RUN_MIMETYPE]: payload({ final: true, tensorboard: true }),
-          'text/html': '<div>static</div>'
+          [WIDGET_MIMETYPE]: { model_id: 'abc' },
+          [RUN_MIMETYPE]: payload()
         })
       )
     );
-    await settle(
-      () =>
-        node().querySelector('.jp-px-run-output-tensorboard iframe') !== null
+    expect(output.shows).toBe('run');
+    await settle(() => node().querySelector('.jp-px-phase-bar') !== null);
+    expect(getRunView).toHaveBeenCalledWith('quick-1');
+    expect(node().querySelector('.jp-px-phase-text')!.textContent).toBe(
+      '2 running of 2'
     );
-    expect(startTensorBoard).toHaveBeenCalledWith('quick-1', {});
     expect(
-      (
-        node().querySelector(
-          '.jp-px-run-output-tensorboard .jp-IFrame'
-        ) as HTMLElement
-      ).dataset.url
-    ).toBe('/px/tensorboard/6006/');
-  });
-
-  it('embeds TensorBoard when the final view comes again with it (opened as the run ended)', async () => {
-    startTensorBoard.mockResolvedValue({
-      url: '/px/tensorboard/6006/',
-      port: 6006
-    } as any);
-    const final = (tensorboard: boolean) =>
-      mimeModel({ [RUN_MIMETYPE]: payload({ final: true, tensorboard }) });
-    await React.act(() => output.renderModel(final(false)));
-    await React.act(() => output.renderModel(final(false)));
-    expect(startTensorBoard).not.toHaveBeenCalled();
-    await React.act(() => output.renderModel(final(true)));
-    await settle(
-      () =>
-        node().querySelector('.jp-px-run-output-tensorboard iframe') !== null
+      node().querySelector('.jp-px-training .jp-px-phase-text')!.textContent
+    ).toBe('step 12/40 (slowest: worker-0)');
+    expect(node().querySelector('.jp-px-straggler')!.textContent).toBe(
+      'worker-0 is 1.8x slower than the median rank'
     );
-    expect(node().querySelectorAll('.jp-px-run-output')).toHaveLength(1);
+    // A Stop that works without the kernel (through the server), asking first.
+    expect(node().querySelector('.jp-px-output-stop')).not.toBeNull();
   });
 
-  it("keeps the final view's static HTML under the card, also once the run is deleted", async () => {
-    getRun.mockRejectedValue(new ApiError('no run', 404));
+  it('ticks the age between reads', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
+    try {
+      getRunView.mockResolvedValue(view({ created_at: Date.now() / 1000 - 5 }));
+      await React.act(() =>
+        output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
+      );
+      await React.act(async () => {
+        await jest.advanceTimersByTimeAsync(100);
+      });
+      const meta = () =>
+        node().querySelector('.jp-px-run-output-meta')!.textContent;
+      expect(meta()).toContain('started 5s ago');
+      await React.act(async () => {
+        await jest.advanceTimersByTimeAsync(10_000);
+      });
+      expect(meta()).toContain('started 15s ago');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('shows a finished run once: no saved header, tables or logs under the card', async () => {
+    getRunView.mockResolvedValue(
+      view({ state: 'Failed', finished: true, finished_at: 1100 })
+    );
     await React.act(() =>
       output.renderModel(
         mimeModel({
           [RUN_MIMETYPE]: payload({ final: true, state: 'Failed' }),
           'text/html':
-            "<div class='px-run-final' data-state='Failed'><details class='px-final-log' open>ValueError</details></div>"
+            "<div class='px-run-final'><b>quick-1</b><table></table>ValueError</div>"
         })
       )
     );
-    await settle(() => node().querySelector('.jp-px-run-gone') !== null);
-    const kept = node().querySelector(
-      '.jp-px-run-output-static .px-run-final[data-state="Failed"]'
-    );
-    expect(kept?.textContent).toBe('ValueError');
-    // The card comes first, the static view under it.
-    expect(
-      node()
-        .querySelector('.jp-px-run-output')!
-        .compareDocumentPosition(kept!) & Node.DOCUMENT_POSITION_FOLLOWING
-    ).toBeTruthy();
+    await settle(() => node().querySelector('.jp-px-phase-bar') !== null);
+    expect(node().querySelectorAll('.jp-px-run-output-head')).toHaveLength(1);
+    expect(node().querySelector('.jp-px-saved-html')).toBeNull();
+    expect(node().querySelector('.jp-px-output-stop')).toBeNull(); // nothing to stop
   });
 
-  it('says so, instead of an empty plot, when a finished run logged no metrics', async () => {
-    readMetrics.mockResolvedValue({
-      run_id: 'quick-1',
-      finished: true,
-      cursor: 'c1',
-      progress: {},
-      history_pending: false,
-      series: {}
-    } as any);
+  it('opens the logs on a failure and offers the failing cell where the run recorded it', async () => {
+    getRunView.mockResolvedValue(
+      view({
+        state: 'Failed',
+        finished: true,
+        failure: {
+          replica: 'worker-0',
+          line: 'ValueError: bad lr',
+          cell_id: 'cell-7',
+          cell_line: 3
+        }
+      })
+    );
+    getRun.mockRejectedValue(new Error('not needed here'));
+    await React.act(() =>
+      output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
+    );
+    await settle(() => node().querySelector('.jp-px-run-failure') !== null);
+    expect(node().querySelector('.jp-px-run-failure')!.textContent).toContain(
+      'worker-0: ValueError: bad lr'
+    );
+    expect(output.tab).toBe('logs');
+    React.act(() =>
+      (node().querySelector('.jp-px-go-to-cell') as HTMLButtonElement).click()
+    );
+    expect(opened).toContainEqual(['cell', 'cell-7']);
+  });
+
+  it('says plainly that it is a snapshot when the server cannot be reached', async () => {
+    getRunView.mockRejectedValue(new ApiError('server unreachable', 503));
     await React.act(() =>
       output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
     );
     await settle(
-      () => node().querySelector('.jp-px-run-output-no-metrics') !== null
+      () => node().querySelector('.jp-px-run-output-stale') !== null
     );
-    expect(node().querySelector('.jp-px-metric-select')).toBeNull();
+    expect(
+      node().querySelector('.jp-px-run-output-stale')!.textContent
+    ).toContain('when the output was saved (Running), not updating');
   });
 
-  it('says when the run no longer exists, with the state it was saved in', async () => {
-    getRun.mockRejectedValue(new ApiError('no run', 404));
+  it('keeps the same view when the monitor sends its final output, and embeds the TensorBoard it had open', async () => {
+    startTensorBoard.mockResolvedValue({
+      url: '/px/tensorboard/6006/',
+      port: 6006
+    } as any);
     await React.act(() =>
       output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
     );
-    await settle(() => node().querySelector('.jp-px-run-gone') !== null);
-    expect(node().querySelector('.jp-px-run-gone')!.textContent).toBe(
-      'Run quick-1 no longer exists: it was deleted, or its directory removed. ' +
-        'When this output was saved it was Running.'
-    );
-    expect(node().querySelector('svg.jp-px-plot')).toBeNull();
-    expect(node().querySelector('.jp-px-output-tensorboard')).toBeNull();
-  });
-
-  it("shows the live widget while the notebook's kernel holds it, then the run once it ended", async () => {
-    const widgetData = { model_id: 'abc', version_major: 2, version_minor: 0 };
-    live.add('abc');
-    const liveBundle = mimeModel({
-      [RUN_MIMETYPE]: payload(),
-      [WIDGET_MIMETYPE]: widgetData,
-      'text/plain': '<RunMonitor quick-1: live monitor>'
-    });
-    await React.act(() => output.renderModel(liveBundle));
-    expect(output.shows).toBe('widget');
-    expect(node().querySelector('.fake-widget-renderer')).not.toBeNull();
-    expect(widgetRenders).toEqual([liveBundle]);
-    expect(getRun).not.toHaveBeenCalled();
-
-    // The final view replaces the output (same display id): the run, read from the server.
+    await settle(() => node().querySelector('.jp-px-phase-bar') !== null);
+    const card = node().querySelector('.jp-px-run-output');
     await React.act(() =>
       output.renderModel(
         mimeModel({
-          [RUN_MIMETYPE]: payload({ final: true, state: 'Succeeded' })
+          [RUN_MIMETYPE]: payload({ final: true, tensorboard: true })
         })
       )
     );
-    expect(output.shows).toBe('run');
-    expect(node().querySelector('.fake-widget-renderer')).toBeNull();
-    await settle(() => getRun.mock.calls.length > 0);
+    expect(node().querySelector('.jp-px-run-output')).toBe(card);
+    await settle(
+      () =>
+        node().querySelector('.jp-px-run-output-tensorboard iframe') !== null
+    );
+    expect(startTensorBoard).toHaveBeenCalledWith('quick-1', {});
   });
 
-  it('never hands an untrusted output to the widget, nor a widget its kernel no longer holds', async () => {
-    const widgetData = { model_id: 'abc', version_major: 2, version_minor: 0 };
-    live.add('abc');
+  it('shows what the output saved once the run is deleted, with the state it was saved in', async () => {
+    getRunView.mockRejectedValue(new ApiError('no run', 404));
     await React.act(() =>
       output.renderModel(
-        mimeModel(
-          { [RUN_MIMETYPE]: payload(), [WIDGET_MIMETYPE]: widgetData },
-          false
-        )
+        mimeModel({
+          [RUN_MIMETYPE]: payload({ final: true, state: 'Failed' }),
+          'text/html':
+            "<div class='px-run-final' data-state='Failed'>ValueError</div>"
+        })
       )
     );
-    expect(output.shows).toBe('run');
-    live.clear();
-    await React.act(() =>
-      output.renderModel(
-        mimeModel({ [RUN_MIMETYPE]: payload(), [WIDGET_MIMETYPE]: widgetData })
-      )
+    await settle(() => node().querySelector('.jp-px-run-gone') !== null);
+    expect(node().querySelector('.jp-px-run-gone')!.textContent).toContain(
+      'When this output was saved it was Failed.'
     );
-    expect(output.shows).toBe('run'); // "model not found" is never shown
-    expect(widgetRenders).toEqual([]);
+    expect(
+      node().querySelector('.jp-px-run-output-saved .px-run-final')!.textContent
+    ).toBe('ValueError');
+    expect(node().querySelector('.jp-px-output-tensorboard')).toBeNull();
   });
 
   it('names what is wrong with an output it cannot read', async () => {
     await React.act(() =>
-      output.renderModel(mimeModel({ [RUN_MIMETYPE]: { version: 7 } }))
+      output.renderModel(mimeModel({ [RUN_MIMETYPE]: { version: 9 } }))
     );
     expect(output.shows).toBe('problem');
     expect(node().textContent).toBe(
-      'this output was written by another version of jupyter-px (format 7)'
+      'this output was written by another version of jupyter-px (format 9)'
     );
   });
 });

@@ -132,7 +132,7 @@ describe('RunsList housekeeping', () => {
     ).map(item => item.textContent);
   };
 
-  it('puts the row actions in one menu: Stop for a running run, Delete for a finished one', () => {
+  it('shows Logs, Metrics and TensorBoard on the row, the rest in its menu: Stop for a running run, Delete for a finished one', () => {
     const model = listModel();
     const metrics: string[] = [];
     const widget = mount(
@@ -147,24 +147,15 @@ describe('RunsList housekeeping', () => {
       );
       expect(Array.from(links).map(link => link.textContent)).toEqual([
         'Logs',
+        'Metrics',
+        'TensorBoard',
         '⋯'
       ]);
     }
-    expect(menuItems(widget, 'run-1')).toEqual([
-      'Metrics',
-      'TensorBoard',
-      'Stop',
-      'Copy id'
-    ]);
     click(row(widget, 'run-1').querySelector('.jp-px-action-metrics'));
     expect(metrics).toEqual(['run-1']);
-    expect(row(widget, 'run-1').querySelector('.jp-px-menu')).toBeNull();
-    expect(menuItems(widget, 'run-2')).toEqual([
-      'Metrics',
-      'TensorBoard',
-      'Copy id',
-      'Delete…'
-    ]);
+    expect(menuItems(widget, 'run-1')).toEqual(['Stop', 'Copy id']);
+    expect(menuItems(widget, 'run-2')).toEqual(['Copy id', 'Delete…']);
     React.act(() => widget.dispose());
     model.dispose();
   });
@@ -302,7 +293,7 @@ describe('RunsList housekeeping', () => {
     expect(compared).toEqual([['run-1', 'run-3']]);
     // Only the finished one of the selection can be deleted.
     expect(bar()!.querySelector('.jp-px-selection-delete')!.textContent).toBe(
-      'Delete 1…'
+      'Delete the 1 finished…'
     );
     click(bar()!.querySelector('.jp-px-selection-clear'));
     expect(bar()).toBeNull();

@@ -2,8 +2,9 @@ import type { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 import type { ISidebarActions } from '../sidebar/actions';
-import { SubmitForm } from '../sidebar/submitForm';
+import { RunBar } from '../sidebar/panel';
 import { SubmitState } from '../sidebar/submitState';
+import { notebookRunName } from '../commands/submit';
 import { RunButton } from '../sidebar/topologyForm';
 import { TopologyModel } from '../topologyModel';
 import { actions, mount } from './render';
@@ -63,10 +64,13 @@ describe('Run distributed', () => {
     });
     const submit = new SubmitState(sidebarActions);
     widget = mount(
-      <div>
-        <RunButton model={model} actions={sidebarActions} submit={submit} />
-        <SubmitForm submit={submit} model={model} actions={sidebarActions} />
-      </div>
+      <RunBar
+        submit={submit}
+        model={model}
+        actions={sidebarActions}
+        formOpen={true}
+        onForm={() => undefined}
+      />
     );
     const input = widget.node.querySelector(
       '.jp-px-run-name-input'
@@ -88,21 +92,41 @@ describe('Run distributed', () => {
     expect(input.value).toBe('');
   });
 
-  it('names the notebook that is active now', async () => {
+  it('names the notebook that is active now, and the run after it unless named', async () => {
     let notebook: string | null = null;
     const sidebarActions = actions({ activeNotebook: () => notebook });
+    let open = false;
     widget = mount(
-      <SubmitForm
+      <RunBar
         submit={new SubmitState(sidebarActions)}
         model={model}
         actions={sidebarActions}
+        formOpen={false}
+        onForm={value => (open = value)}
       />
     );
     const line = () =>
       widget!.node.querySelector('.jp-px-notebook')!.textContent;
-    expect(line()).toBe('open a notebook');
+    expect(line()).toBe('no notebook open');
     notebook = 'work/train.ipynb';
     await React.act(() => model.setNotebook('work/train.ipynb', []));
-    expect(line()).toBe('work/train.ipynb');
+    expect(line()).toBe('train.ipynb');
+    const name = widget!.node.querySelector(
+      '.jp-px-run-name-input'
+    ) as HTMLInputElement;
+    expect(name.placeholder).toBe('name: train'); // submitted as `train`, not run-<date>-<hex>
+    expect(notebookRunName('work/ux.ipynb')).toBe('ux');
+    // The topology in one line: its headline and verdict; a click opens the form.
+    model.validation = {
+      valid: true,
+      summary: 'pytorch: 1 master, 2 workers\n...'
+    };
+    await React.act(() => model.setNotebook('work/train.ipynb', []));
+    const summary = widget!.node.querySelector(
+      '.jp-px-topology-summary'
+    ) as HTMLButtonElement;
+    expect(summary.textContent).toContain('Topology');
+    React.act(() => summary.click());
+    expect(open).toBe(true);
   });
 });

@@ -155,8 +155,9 @@ describe('problems beside their fields', () => {
     expect(errors.environment.replicas.worker['0'].index.__errors).toEqual([
       '9 is not below n_workers (7)'
     ]);
+    // The bound in the form's words, beside the field.
     expect(errors.environment.replicas.n_workers.__errors).toEqual([
-      '-1 is not >= 0'
+      'at least 0'
     ]);
     expect(errors.__errors).toEqual(['no framework']);
   });

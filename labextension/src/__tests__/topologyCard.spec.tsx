@@ -7,7 +7,7 @@ import {
   seedNewOverrides,
   withFramework
 } from '../roles';
-import { SubmitForm } from '../sidebar/submitForm';
+import { RunBar } from '../sidebar/panel';
 import { SubmitState } from '../sidebar/submitState';
 import { TopologyForm } from '../sidebar/topologyForm';
 import { formSchema } from '../topology';
@@ -170,7 +170,13 @@ describe('the topology card', () => {
     widget = mount(
       <div>
         <TopologyForm model={model} actions={sidebarActions} submit={submit} />
-        <SubmitForm submit={submit} model={model} actions={sidebarActions} />
+        <RunBar
+          submit={submit}
+          model={model}
+          actions={sidebarActions}
+          formOpen={true}
+          onForm={() => undefined}
+        />
       </div>
     );
     // In the collapsible form: a browser would click its first Add button.

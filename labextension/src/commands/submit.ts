@@ -18,6 +18,15 @@ import { CommandIDs } from './ids';
 import { askRunFile } from './runFileDialog';
 
 /**
+ * A run's name when none is given: its notebook's, without the extension (`ux.ipynb` runs as
+ * `ux`), so a run is found by what it ran, not as `run-261127-778a90`.
+ */
+export function notebookRunName(path: string): string {
+  const base = path.split('/').pop() ?? path;
+  return base.replace(/\.ipynb$/i, '') || 'notebook';
+}
+
+/**
  * The submit commands (the notebook toolbar's and palette's Run distributed, the file browser's
  * for a notebook or a script), all with the sidebar's topology. Returns what the sidebar's Submit
  * section calls: submit the active notebook, and which notebook that is.
@@ -76,7 +85,7 @@ export function addSubmitCommands(
     await submit({
       notebook: panel.context.path,
       cells: options.cells,
-      name: options.name || undefined
+      name: options.name || notebookRunName(panel.context.path)
     });
   };
   const reportFailure = async (error: unknown) => {

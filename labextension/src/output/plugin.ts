@@ -1,15 +1,31 @@
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
+import * as api from '../api';
 import { CommandIDs } from '../commands/ids';
 import type { ISettings } from '../settings';
+import { COMPARE_RUNS } from '../panels/compareCommand';
+import { compareOutputFactory } from './compareOutput';
 import { runOutputFactory } from './runOutput';
-import { RUN_MIME_RANK, WIDGET_MIMETYPE } from './runMime';
+import { RUN_MIME_RANK } from './runMime';
+import { sweepOutputFactory } from './sweepOutput';
+
+/** Make the notebook's cell `cellId` active and bring it into view (a failure's "Go to cell"). */
+export function goToCell(panel: NotebookPanel, cellId: string): boolean {
+  const notebook = panel.content;
+  const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
+  if (index < 0) {
+    return false;
+  }
+  notebook.activeCellIndex = index;
+  void notebook.scrollToItem(index);
+  return true;
+}
 
 /**
- * The run's mimetype is rendered in every notebook: its renderer is added to each notebook's own
- * rendermime (as ipywidgets adds its own), so it can ask that notebook's kernel whether the live
- * widget is still there, and open the sidebar's panels with the extension's commands.
+ * The run's, the sweep's and the comparison's mimetypes are rendered in every notebook: its renderer is added to each notebook's own
+ * rendermime (as ipywidgets adds its own), so its "Go to cell" finds the notebook's cells, and
+ * its buttons open the sidebar's panels with the extension's commands.
  */
 export function addRunOutputs(
   app: JupyterFrontEnd,
@@ -25,14 +41,14 @@ export function addRunOutputs(
           openTensorBoard: runId =>
             void app.commands.execute(CommandIDs.openTensorBoard, { runId }),
           openLogs: runId =>
-            void app.commands.execute(CommandIDs.openLogs, { runId })
+            void app.commands.execute(CommandIDs.openLogs, { runId }),
+          openMetrics: runId =>
+            void app.commands.execute(CommandIDs.openMetrics, { runId }),
+          stopRun: async runId => {
+            await api.stopRun(runId);
+          },
+          goToCell: cellId => void goToCell(panel, cellId)
         },
-        widgetLive: modelId =>
-          panel.sessionContext.session?.kernel?.hasComm(modelId) ?? false,
-        createWidgetRenderer: () =>
-          rendermime.getFactory(WIDGET_MIMETYPE)
-            ? rendermime.createRenderer(WIDGET_MIMETYPE)
-            : null,
         createHtmlRenderer: () =>
           rendermime.getFactory('text/html')
             ? rendermime.createRenderer('text/html')
@@ -40,6 +56,20 @@ export function addRunOutputs(
       }),
       RUN_MIME_RANK
     );
+    rendermime.addFactory(
+      sweepOutputFactory({
+        interval: settings.refreshInterval,
+        actions: {
+          compareRuns: runIds =>
+            void app.commands.execute(COMPARE_RUNS, { runIds }),
+          stopSweep: async sweepId => {
+            await api.stopSweep(sweepId);
+          }
+        }
+      }),
+      RUN_MIME_RANK
+    );
+    rendermime.addFactory(compareOutputFactory(), RUN_MIME_RANK);
   };
   notebooks.forEach(register);
   notebooks.widgetAdded.connect((_, panel) => register(panel));

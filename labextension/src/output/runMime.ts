@@ -4,11 +4,10 @@
  * and final, carries it beside the widget or the static view.
  */
 export const RUN_MIMETYPE = 'application/vnd.jupyter-px.run+json';
-/** ipywidgets' view mimetype (the live monitor), in the same bundle while the run was live. */
-export const WIDGET_MIMETYPE = 'application/vnd.jupyter.widget-view+json';
 /**
- * Preferred over the widget (ipywidgets registers -10) and the static HTML (50): the renderer
- * shows the live widget itself while its kernel holds it.
+ * Preferred over the ipywidgets monitor in the same bundle (ipywidgets registers -10) and the
+ * static HTML (50): in JupyterLab the run's live view is this extension's, kernel or not; the
+ * widget serves front-ends without it.
  */
 export const RUN_MIME_RANK = -20;
 

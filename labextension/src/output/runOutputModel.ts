@@ -4,16 +4,19 @@ import { ISignal, Signal } from '@lumino/signaling';
 import * as api from '../api';
 import { viewPoll } from '../polling';
 import { runGoneMessage } from '../runGone';
-import type { IRunDetail } from '../types';
+import type { IRunViewModel } from '../types';
 import type { IRunPayload } from './runMime';
 
 /**
- * A run as a notebook output shows it: the server's record of it now (read again while it has
- * not finished), else what the output knew when it was written. A deleted run stays "gone".
+ * A run as a notebook output shows it: the server's view-model of it now (`GET runs/<id>/view`),
+ * read again while the run has not finished, whatever the notebook's kernel does (a restarted
+ * kernel holds no monitor, the server still holds the run); else what the output recorded. A
+ * deleted run stays "gone"; a server that cannot be reached leaves the last view, said to be
+ * one (`error`, `readAt`).
  */
 export class RunOutputModel {
   constructor(
-    readonly payload: IRunPayload,
+    public payload: IRunPayload,
     interval: number,
     isVisible: () => boolean
   ) {
@@ -26,8 +29,10 @@ export class RunOutputModel {
   }
 
   readonly poll: Poll;
-  /** The run as the server has it; null until read, or when it cannot be. */
-  detail: IRunDetail | null = null;
+  /** The run as the server has it; null until read. */
+  view: IRunViewModel | null = null;
+  /** When `view` was read (ms since the epoch). */
+  readAt: number | null = null;
   /** "Run X no longer exists: ..." once the server says it does not know the run. */
   gone: string | null = null;
   error: string | null = null;
@@ -38,11 +43,11 @@ export class RunOutputModel {
 
   /** The run's state now, else as the output recorded it. */
   get state(): string | null {
-    return this.detail?.state ?? this.payload.state;
+    return this.view?.state ?? this.payload.state;
   }
 
   get finished(): boolean {
-    return this.detail?.finished ?? this.payload.finished;
+    return this.view?.finished ?? this.payload.finished;
   }
 
   get changed(): ISignal<this, void> {
@@ -51,10 +56,11 @@ export class RunOutputModel {
 
   async fetch(): Promise<void> {
     try {
-      this.detail = await api.getRun(this.runId);
+      this.view = await api.getRunView(this.runId);
+      this.readAt = Date.now();
       this.error = null;
       this._changed.emit();
-      if (this.detail.finished) {
+      if (this.view.finished) {
         void this.poll.stop();
       }
     } catch (error) {
@@ -68,6 +74,11 @@ export class RunOutputModel {
       }
       throw error; // the poll backs off
     }
+  }
+
+  /** Read now (after Stop: the state changes at once, not at the next tick). */
+  refresh(): void {
+    void this.poll.refresh();
   }
 
   dispose(): void {

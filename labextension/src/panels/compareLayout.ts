@@ -1,87 +1,139 @@
 /**
- * Pure geometry and ordering of the comparison panel: curves (already downsampled by the
- * server, at most a few hundred points each) -> one SVG path per run on shared axes; the table's
- * columns and its sort. No DOM here, so jest checks it directly.
+ * The comparison panel's data, pure (jest checks it): each run's line of a metric (x as step,
+ * wall or relative time; smoothed; the best run thick, the highlighted one on top), the table's
+ * columns (one per param) and its sort, and the parallel-coordinates axes of a sweep's params.
  */
+import {
+  IDimension,
+  ILine,
+  smooth as smoothValues,
+  XKind
+} from '../plotting/figures';
 import type { IComparedMetric, IComparison, ICompareRow } from '../types';
 
-export interface ICompareLine {
-  runId: string;
-  /** The run's position in the comparison: its colour (`jp-px-compare-line-<n % 10>`). */
-  position: number;
-  /** "M x,y L x,y ..." in the plot's box (y grows upwards). */
-  path: string;
-  best: boolean;
-}
-
-export interface IComparePlot {
-  lines: ICompareLine[];
-  xRange: [number, number];
-  yRange: [number, number];
+/** A run's label in legends and the table: its name, and its id where the name is not unique. */
+export function runLabels(comparison: IComparison): Map<string, string> {
+  const counts = new Map<string, number>();
+  for (const run of comparison.runs) {
+    const name = run.name ?? run.run_id;
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+  }
+  return new Map(
+    comparison.runs.map(run => {
+      const name = run.name ?? run.run_id;
+      return [
+        run.run_id,
+        (counts.get(name) ?? 0) > 1 && name !== run.run_id
+          ? `${name} (${run.run_id.slice(name.length + 1) || run.run_id})`
+          : name
+      ];
+    })
+  );
 }
 
 /**
- * Every run's curve of one metric scaled into `width` x `height`; the best run's line last, so
- * it is drawn over the others. Flat ranges are padded so a constant line is visible.
+ * Every run's line of one metric: its color by its position in the comparison; the best run's
+ * line thick; with a highlighted run (the pointer on its row or line), the others faded. With
+ * smoothing, the raw values stay behind as a faint line of the same color (as TensorBoard).
  */
-export function layoutComparePlot(
-  metric: IComparedMetric,
-  runIds: string[],
-  width: number,
-  height: number
-): IComparePlot {
-  let xMin = Infinity;
-  let xMax = -Infinity;
-  let yMin = Infinity;
-  let yMax = -Infinity;
-  for (const curve of metric.curves) {
-    for (let i = 0; i < curve.steps.length; i++) {
-      const x = curve.steps[i];
-      const y = curve.values[i];
-      if (x < xMin) {
-        xMin = x;
-      }
-      if (x > xMax) {
-        xMax = x;
-      }
-      if (y < yMin) {
-        yMin = y;
-      }
-      if (y > yMax) {
-        yMax = y;
-      }
+export function compareLines(options: {
+  comparison: IComparison;
+  metric: IComparedMetric;
+  colors: string[];
+  xKind: XKind;
+  smoothing: number;
+  highlight: string | null;
+}): ILine[] {
+  const { comparison, metric, colors, xKind, smoothing, highlight } = options;
+  const labels = runLabels(comparison);
+  const position = new Map(comparison.runs.map((run, i) => [run.run_id, i]));
+  const lines: ILine[] = [];
+  const curves = [...metric.curves].sort(
+    (a, b) =>
+      Number(a.run_id === metric.best_run || a.run_id === highlight) -
+      Number(b.run_id === metric.best_run || b.run_id === highlight)
+  );
+  const faint = curves.length <= 20;
+  for (const curve of curves) {
+    const start = curve.times[0] ?? 0;
+    const x =
+      xKind === 'wall'
+        ? curve.times.map(t => new Date(t * 1000).toISOString())
+        : xKind === 'relative'
+          ? curve.times.map(t => Math.round((t - start) * 1000) / 1000)
+          : curve.steps;
+    const color = colors[(position.get(curve.run_id) ?? 0) % colors.length];
+    const best = curve.run_id === metric.best_run;
+    const dimmed = highlight !== null && curve.run_id !== highlight;
+    const name = labels.get(curve.run_id) ?? curve.run_id;
+    if (smoothing > 0 && faint) {
+      lines.push({
+        name,
+        id: curve.run_id,
+        x,
+        y: curve.values,
+        color,
+        width: 1,
+        opacity: dimmed ? 0.08 : 0.25,
+        faint: true
+      });
     }
+    lines.push({
+      name: best ? `${name} ★` : name,
+      id: curve.run_id,
+      x,
+      y: smoothing > 0 ? smoothValues(curve.values, smoothing) : curve.values,
+      color,
+      width: curve.run_id === highlight ? 4 : best ? 3 : 1.5,
+      opacity: dimmed ? 0.2 : 1
+    });
   }
-  if (!Number.isFinite(xMin)) {
-    return { lines: [], xRange: [0, 1], yRange: [0, 1] };
+  return lines;
+}
+
+/**
+ * The parallel-coordinates axes of the params that differ (text as categories) and the first
+ * metric's best value; only runs that have it. Null when fewer than two runs or no param differs.
+ */
+export function paramAxes(comparison: IComparison): {
+  dimensions: IDimension[];
+  objective: IDimension;
+  minimize: boolean;
+} | null {
+  const metric =
+    comparison.metrics.find(m => m.name === comparison.objective) ??
+    comparison.metrics[0];
+  if (!metric) {
+    return null;
   }
-  if (xMax === xMin) {
-    xMax = xMin + 1;
+  const rows = comparison.rows.filter(
+    row => typeof row.best[metric.name] === 'number'
+  );
+  const params = comparison.params.filter(param =>
+    rows.every(row => {
+      const value = row.params[param];
+      return (
+        value === null || ['number', 'string', 'boolean'].includes(typeof value)
+      );
+    })
+  );
+  if (rows.length < 2 || params.length === 0) {
+    return null;
   }
-  if (yMax === yMin) {
-    const pad = Math.abs(yMin) * 0.1 || 1;
-    yMin -= pad;
-    yMax += pad;
-  }
-  const kx = width / (xMax - xMin);
-  const ky = height / (yMax - yMin);
-  const position = new Map(runIds.map((runId, i) => [runId, i]));
-  const lines: ICompareLine[] = metric.curves.map(curve => {
-    const parts: string[] = new Array(curve.steps.length);
-    for (let i = 0; i < curve.steps.length; i++) {
-      const x = Math.round((curve.steps[i] - xMin) * kx * 10) / 10;
-      const y = Math.round((height - (curve.values[i] - yMin) * ky) * 10) / 10;
-      parts[i] = `${i === 0 ? 'M' : 'L'}${x},${y}`;
-    }
-    return {
-      runId: curve.run_id,
-      position: position.get(curve.run_id) ?? 0,
-      path: parts.join(' '),
-      best: curve.run_id === metric.best_run
-    };
-  });
-  lines.sort((a, b) => Number(a.best) - Number(b.best));
-  return { lines, xRange: [xMin, xMax], yRange: [yMin, yMax] };
+  return {
+    dimensions: params.map(param => ({
+      label: param,
+      values: rows.map(row => {
+        const value = row.params[param];
+        return typeof value === 'boolean' ? String(value) : value;
+      })
+    })),
+    objective: {
+      label: `${metric.name} (best, ${metric.optimization})`,
+      values: rows.map(row => row.best[metric.name])
+    },
+    minimize: metric.optimization === 'min'
+  };
 }
 
 /** A table column: what it shows and how a row's cell is read. */
@@ -108,7 +160,7 @@ export function compareColumns(comparison: IComparison): ICompareColumn[] {
     });
     columns.push({
       key: `best:${metric.name}`,
-      title: `${metric.name} best (${metric.optimisation})`,
+      title: `${metric.name} ${metric.optimization}`,
       kind: 'best',
       metric: metric.name
     });
@@ -123,7 +175,7 @@ export function compareColumns(comparison: IComparison): ICompareColumn[] {
 export function cellValue(row: ICompareRow, column: ICompareColumn): any {
   switch (column.kind) {
     case 'run':
-      return row.name ? `${row.name} (${row.run_id})` : row.run_id;
+      return row.name ?? row.run_id;
     case 'state':
       return row.state;
     case 'final':
@@ -169,7 +221,7 @@ export function defaultSort(
   const column = compareColumns(comparison).find(
     c => c.key === `best:${metric.name}`
   )!;
-  return { column, ascending: metric.optimisation === 'min' };
+  return { column, ascending: metric.optimization === 'min' };
 }
 
 /** Compact number: 0.00123 -> "0.00123", 123456 -> "1.23e+5", null -> "–". */

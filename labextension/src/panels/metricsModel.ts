@@ -3,7 +3,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import * as api from '../api';
 import { runGoneMessage } from '../runGone';
-import { mergeSeries } from '../plot';
+import { mergeSeries } from '../series';
 import { viewPoll } from '../polling';
 import type { ISeries } from '../types';
 

@@ -1,82 +1,74 @@
 import { UseSignal } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { formatTick, layoutPlot, valuesAt } from '../plot';
+import { ILine, lineFigure, suggestLog, XKind } from '../plotting/figures';
+import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
+import type { ISeries } from '../types';
 import type { MetricsModel } from './metricsModel';
 
-/** The plot's width before the panel has been measured (and in tests, where nothing is laid out). */
-/** Replica colours (`--px-replica-N` in style/base.css, the notebook's presentation/colors.py). */
-const REPLICA_COLOURS = 10;
-const DEFAULT_WIDTH = 640;
-const HEIGHT = 300;
-/** Room around the plotting box for the tick labels. */
-const LEFT = 64;
-const BOTTOM = 30;
-const TOP = 10;
-const RIGHT = 16;
+/** x of each point: its step (its position when logged without one), or its time. */
+export function xOf(series: ISeries, kind: XKind): (number | string)[] {
+  if (kind === 'wall') {
+    return series.times.map(t => new Date(t * 1000).toISOString());
+  }
+  if (kind === 'relative') {
+    const start = series.times[0] ?? 0;
+    return series.times.map(t => Math.round((t - start) * 1000) / 1000);
+  }
+  return series.steps.map((step, i) => (step === null ? i : step));
+}
 
-/** The width of `ref`'s element, followed as the panel is resized. */
-function useWidth(ref: React.RefObject<HTMLElement>): number {
-  const [width, setWidth] = React.useState(DEFAULT_WIDTH);
-  React.useEffect(() => {
-    const node = ref.current;
-    if (!node || typeof ResizeObserver === 'undefined') {
-      return;
-    }
-    const observer = new ResizeObserver(() => {
-      if (node.clientWidth > 0) {
-        setWidth(node.clientWidth);
-      }
+/** One line per replica of `metric`, in the replicas' order, each in its palette color. */
+export function replicaLines(
+  data: { [replica: string]: { [metric: string]: ISeries } },
+  metric: string,
+  colors: string[],
+  xKind: XKind
+): ILine[] {
+  return Object.keys(data)
+    .sort()
+    .filter(replica => data[replica][metric])
+    .map((replica, i) => {
+      const series = data[replica][metric];
+      return {
+        name: replica,
+        id: replica,
+        x: xOf(series, xKind),
+        y: [...series.values], // a copy: the model appends to its arrays in place
+        color: colors[i % colors.length]
+      };
     });
-    observer.observe(node);
-    return () => observer.disconnect();
-  }, [ref]);
-  return width;
 }
 
 /**
- * The metric picker and a log-scale toggle, the plot (one line per replica, broken where a value
- * is not finite) with axes, a grid and a read-out of every replica's value under the pointer,
- * filling the panel's width; and its legend.
+ * A run's metrics: the metric picker, the x axis (step or time), a log scale (on by default where
+ * the curves are positive and span two decades), and the plot (plotly.js, a line per replica,
+ * broken where a value is not finite, every replica's value under the pointer), filling the
+ * width it is given, the legend under it.
  */
 export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
   const { model } = props;
-  const box = React.useRef<HTMLDivElement>(null);
-  const outer = useWidth(box);
-  const [log, setLog] = React.useState(false);
-  const [hoverX, setHoverX] = React.useState<number | null>(null);
-  const width = Math.max(120, outer - LEFT - RIGHT);
+  const theme = usePlotTheme();
+  const [log, setLog] = React.useState<boolean | null>(null);
+  const [xKind, setXKind] = React.useState<XKind>('step');
   return (
     <UseSignal signal={model.changed}>
       {() => {
         const names = model.metrics();
         const metric = model.metric;
-        const series = Object.entries(model.data)
-          .filter(([, metrics]) => metric && metrics[metric])
-          .map(([replica, metrics]) => ({
-            label: replica,
-            series: metrics[metric!]
-          }));
-        const plot = layoutPlot(series, width, HEIGHT, { log });
-        const hover =
-          hoverX === null || !series.length
-            ? null
-            : valuesAt(series, plot, hoverX, width);
-        const hoverPosition =
-          hover === null
-            ? 0
-            : ((hover.step - plot.xRange[0]) /
-                (plot.xRange[1] - plot.xRange[0])) *
-              width;
-        const move = (event: React.MouseEvent<SVGSVGElement>) => {
-          const rect = event.currentTarget.getBoundingClientRect();
-          const scale = rect.width ? (LEFT + width + RIGHT) / rect.width : 1;
-          const x = (event.clientX - rect.left) * scale - LEFT;
-          setHoverX(x >= 0 && x <= width ? x : null);
-        };
+        const lines = metric
+          ? replicaLines(model.data, metric, theme.series, xKind)
+          : [];
+        const logScale = log ?? suggestLog(lines.flatMap(line => line.y));
+        const hidden = logScale
+          ? lines.reduce(
+              (n, line) => n + line.y.filter(v => v !== null && v <= 0).length,
+              0
+            )
+          : 0;
         return (
-          <div className="jp-px-metrics" ref={box}>
-            <div className="jp-px-toolbar">
+          <div className="jp-px-metrics">
+            <div className="jp-px-toolbar jp-px-plot-toolbar">
               <label>
                 Metric{' '}
                 <select
@@ -91,23 +83,35 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                   ))}
                 </select>
               </label>
+              <label>
+                x{' '}
+                <select
+                  className="jp-mod-styled jp-px-x-select"
+                  value={xKind}
+                  onChange={event => setXKind(event.target.value as XKind)}
+                >
+                  <option value="step">step</option>
+                  <option value="relative">relative time</option>
+                  <option value="wall">wall time</option>
+                </select>
+              </label>
               <label className="jp-px-log-scale" title="Logarithmic y axis">
                 <input
                   type="checkbox"
-                  checked={log}
+                  checked={logScale}
                   onChange={event => setLog(event.target.checked)}
-                />{' '}
+                />
                 log scale
               </label>
-              {model.finished ? (
-                <span className="jp-px-note">run finished</span>
-              ) : (
-                <span className="jp-px-note">live</span>
-              )}
-              {plot.hidden > 0 && (
+              <span
+                className={`jp-px-chip jp-px-plot-status${model.finished ? '' : ' jp-mod-live'}`}
+              >
+                {model.finished ? 'run finished' : 'live'}
+              </span>
+              {hidden > 0 && (
                 <span className="jp-px-note jp-px-log-hidden">
-                  {plot.hidden} point{plot.hidden === 1 ? '' : 's'} ≤ 0 not
-                  shown on a log scale
+                  {hidden} point{hidden === 1 ? '' : 's'} ≤ 0 not shown on a log
+                  scale
                 </span>
               )}
             </div>
@@ -118,123 +122,19 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                 loss=...).
               </div>
             ) : (
-              <svg
+              <PlotlyFigure
                 className="jp-px-plot"
-                viewBox={`${-LEFT} ${-TOP} ${LEFT + width + RIGHT} ${HEIGHT + TOP + BOTTOM}`}
-                width="100%"
-                role="img"
-                aria-label={`${metric} by step${log ? ' (log scale)' : ''}`}
-                onMouseMove={move}
-                onMouseLeave={() => setHoverX(null)}
-              >
-                {plot.yTicks.map(tick => (
-                  <g key={`y${tick.value}`} className="jp-px-ytick">
-                    <line
-                      className="jp-px-grid-line"
-                      x1={0}
-                      x2={width}
-                      y1={tick.position}
-                      y2={tick.position}
-                    />
-                    <text
-                      className="jp-px-tick"
-                      x={-6}
-                      y={tick.position + 4}
-                      textAnchor="end"
-                    >
-                      {formatTick(tick.value)}
-                    </text>
-                  </g>
-                ))}
-                {plot.xTicks.map(tick => (
-                  <g key={`x${tick.value}`} className="jp-px-xtick">
-                    <line
-                      className="jp-px-grid-line"
-                      x1={tick.position}
-                      x2={tick.position}
-                      y1={0}
-                      y2={HEIGHT}
-                    />
-                    <text
-                      className="jp-px-tick"
-                      x={tick.position}
-                      y={HEIGHT + 16}
-                      textAnchor="middle"
-                    >
-                      {formatTick(tick.value)}
-                    </text>
-                  </g>
-                ))}
-                <line
-                  className="jp-px-axis"
-                  x1={0}
-                  y1={HEIGHT}
-                  x2={width}
-                  y2={HEIGHT}
-                />
-                <line className="jp-px-axis" x1={0} y1={0} x2={0} y2={HEIGHT} />
-                <text
-                  className="jp-px-tick jp-px-axis-title"
-                  x={width}
-                  y={HEIGHT + 28}
-                  textAnchor="end"
-                >
-                  step
-                </text>
-                {plot.traces.map((trace, i) => (
-                  <path
-                    key={trace.label}
-                    className={`jp-px-trace jp-px-trace-${i % REPLICA_COLOURS}`}
-                    data-replica={trace.label}
-                    d={trace.path}
-                    fill="none"
-                  />
-                ))}
-                {hover && (
-                  <line
-                    className="jp-px-hover-line"
-                    x1={hoverPosition}
-                    x2={hoverPosition}
-                    y1={0}
-                    y2={HEIGHT}
-                  />
-                )}
-                <rect
-                  className="jp-px-hover-area"
-                  x={0}
-                  y={0}
-                  width={width}
-                  height={HEIGHT}
-                  fill="transparent"
-                />
-              </svg>
+                label={`${metric} by ${xKind === 'step' ? 'step' : 'time'}${logScale ? ' (log scale)' : ''}`}
+                figure={lineFigure({
+                  lines,
+                  theme,
+                  yTitle: metric ?? '',
+                  xKind,
+                  log: logScale,
+                  legend: lines.length > 1
+                })}
+              />
             )}
-            {hover && (
-              <div className="jp-px-hover" role="status">
-                <span className="jp-px-hover-step">
-                  step {formatTick(hover.step)}
-                </span>
-                {hover.values.map(({ label, value }, i) => (
-                  <span key={label} className="jp-px-hover-value">
-                    <span
-                      className={`jp-px-swatch jp-px-trace-${i % REPLICA_COLOURS}`}
-                    />{' '}
-                    {label}: {value === null ? '–' : formatTick(value)}
-                  </span>
-                ))}
-              </div>
-            )}
-            <ul className="jp-px-legend">
-              {plot.traces.map((trace, i) => (
-                <li key={trace.label}>
-                  <span
-                    className={`jp-px-swatch jp-px-trace-${i % REPLICA_COLOURS}`}
-                  />{' '}
-                  {trace.label}
-                  {trace.last !== null && `: ${formatTick(trace.last)}`}
-                </li>
-              ))}
-            </ul>
           </div>
         );
       }}

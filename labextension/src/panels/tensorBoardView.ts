@@ -2,7 +2,16 @@ import { IFrame } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import * as api from '../api';
+import { plotTheme, themeChanged } from '../plotting/theme';
 import { runGoneMessage } from '../runGone';
+
+/**
+ * TensorBoard's page in JupyterLab's theme: its `?darkMode=true` (TensorBoard's own query flag,
+ * as jupyter_px/presentation/theme.py writes it for the notebook) while the theme is dark.
+ */
+export function tensorBoardPage(url: string, dark: boolean): string {
+  return dark ? `${url}${url.includes('?') ? '&' : '?'}darkMode=true` : url;
+}
 
 /** Joins run ids in a panel's key ('+' is never in a run id), so a restored panel reopens all. */
 const SEPARATOR = '+';
@@ -44,10 +53,13 @@ export class TensorBoardView extends Widget {
           'allow-downloads'
         ]
       });
-      frame.url = answer.url;
       frame.node.dataset.url = answer.url;
-      this.node.appendChild(frame.node);
+      this._url = answer.url;
       this._frame = frame;
+      this._follow();
+      this.node.appendChild(frame.node);
+      // An embedded TensorBoard follows a theme switch: the page again, in the new mode.
+      themeChanged().connect(this._follow, this);
     } catch (error) {
       const gone = runGoneMessage(this.runId, error);
       this._status.className = gone ? 'jp-px-run-gone' : 'jp-px-error';
@@ -55,11 +67,24 @@ export class TensorBoardView extends Widget {
     }
   }
 
+  private _follow(): void {
+    if (!this._frame || this._url === null) {
+      return;
+    }
+    const page = tensorBoardPage(this._url, plotTheme().dark);
+    if (this._frame.url !== page) {
+      this._frame.url = page;
+      this._frame.node.dataset.page = page;
+    }
+  }
+
   dispose(): void {
+    themeChanged().disconnect(this._follow, this);
     this._frame?.dispose();
     super.dispose();
   }
 
   private _status: HTMLDivElement;
   private _frame: IFrame | null = null;
+  private _url: string | null = null;
 }

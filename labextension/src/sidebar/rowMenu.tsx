@@ -6,7 +6,7 @@ export interface IRowMenuItem {
   name: string;
   label: string;
   title?: string;
-  /** Drawn in the error colour (Delete). */
+  /** Drawn in the error color (Delete). */
   danger?: boolean;
   run: () => void;
 }

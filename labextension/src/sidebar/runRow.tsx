@@ -15,8 +15,23 @@ import { confirmDelete } from './housekeeping';
 import { IRowMenuItem, RowMenu } from './rowMenu';
 
 /**
+ * What tells runs of one name apart: the end of the id the name does not say (`long-one-3f2a1c`
+ * shows `3f2a1c`), else the id's last six characters.
+ */
+export function shortId(run: IRunSummary): string {
+  const slug = (run.name ?? '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  return slug && run.run_id.startsWith(`${slug}-`)
+    ? run.run_id.slice(slug.length + 1)
+    : run.run_id.slice(-6);
+}
+
+/**
  * One run in the list: a check box (for TensorBoard, Compare and Delete of several), name, state,
- * replicas, age, progress; Logs, and the other actions in the "⋯" menu (Stop and Delete ask first).
+ * replicas, age, progress; Logs, Metrics and TensorBoard, and the rest in the "⋯" menu (Stop and
+ * Delete ask first). A named run shows the end of its id too: four runs named alike stay apart.
  */
 export function RunRow(props: {
   run: IRunSummary;
@@ -43,16 +58,6 @@ export function RunRow(props: {
     }
   };
   const items: IRowMenuItem[] = [
-    {
-      name: 'metrics',
-      label: 'Metrics',
-      run: () => actions.openMetrics(run.run_id)
-    },
-    {
-      name: 'tensorboard',
-      label: 'TensorBoard',
-      run: () => actions.openTensorBoard(run.run_id)
-    },
     ...(run.finished
       ? []
       : [{ name: 'stop', label: 'Stop', run: () => void stop() }]),
@@ -111,6 +116,12 @@ export function RunRow(props: {
         {run.submitted_from && (
           <span className="jp-px-from">{run.submitted_from}</span>
         )}
+        {run.name && (
+          <code className="jp-px-run-short-id" title={run.run_id}>
+            {shortId(run)}
+          </code>
+        )}
+        <RowActions run={run} actions={actions} items={items} />
       </div>
       {progress !== null && (
         <div
@@ -129,15 +140,38 @@ export function RunRow(props: {
       {owner && (
         <div className="jp-px-run-message jp-px-run-owner">{owner}</div>
       )}
-      <div className="jp-px-run-actions">
-        <button
-          className="jp-px-link jp-px-action-logs"
-          onClick={() => actions.openLogs(run.run_id)}
-        >
-          Logs
-        </button>
-        <RowMenu label={`More actions for ${runLabel(run)}`} items={items} />
-      </div>
     </li>
+  );
+}
+
+/** A row's actions, on its second line: Logs, Metrics, TensorBoard, and the "⋯" menu. */
+function RowActions(props: {
+  run: IRunSummary;
+  actions: ISidebarActions;
+  items: IRowMenuItem[];
+}): JSX.Element {
+  const { run, actions, items } = props;
+  return (
+    <div className="jp-px-run-actions">
+      <button
+        className="jp-px-link jp-px-action-logs"
+        onClick={() => actions.openLogs(run.run_id)}
+      >
+        Logs
+      </button>
+      <button
+        className="jp-px-link jp-px-action-metrics"
+        onClick={() => actions.openMetrics(run.run_id)}
+      >
+        Metrics
+      </button>
+      <button
+        className="jp-px-link jp-px-action-tensorboard"
+        onClick={() => actions.openTensorBoard(run.run_id)}
+      >
+        TensorBoard
+      </button>
+      <RowMenu label={`More actions for ${runLabel(run)}`} items={items} />
+    </div>
   );
 }

@@ -9,25 +9,16 @@ import { clearFinished } from './housekeeping';
 import { RunRow } from './runRow';
 import { SelectionBar } from './selectionBar';
 import { SweepGroup } from './sweepGroup';
+import { AGE_TICK_MS, useNow } from '../useNow';
 
-/** How often the rows' ages count up, in milliseconds (the list polls less often). */
-export const AGE_TICK_MS = 1000;
+export { AGE_TICK_MS };
 
 const STATES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Stopped', 'Lost'];
 
-/** The current time in seconds, updated every `ms`: ages tick without a new poll. */
-function useNow(ms: number): number {
-  const [now, setNow] = React.useState(() => Date.now() / 1000);
-  React.useEffect(() => {
-    const timer = window.setInterval(() => setNow(Date.now() / 1000), ms);
-    return () => window.clearInterval(timer);
-  }, [ms]);
-  return now;
-}
-
 /**
  * The Runs section: the runs model's page of runs, newest first (a sweep's trials under the
- * sweep, collapsed until expanded), a filter, and Show more.
+ * sweep, collapsed until expanded), a filter, and Show more. The list is the section's one scroll
+ * container; the filter and the selection bar stay at its top while it scrolls.
  */
 export function RunsList(props: {
   model: RunsModel;
@@ -87,54 +78,56 @@ export function RunsList(props: {
                   No runs yet: submit a notebook, or run %%px_distributed.
                 </div>
               )}
-            {model.runs.length > 0 && (
-              <div className="jp-px-run-filter">
-                <input
-                  className="jp-mod-styled jp-px-filter-text"
-                  type="search"
-                  placeholder="Filter by name or id"
-                  aria-label="Filter runs by name or id"
-                  value={filter.text}
-                  onChange={event =>
-                    setFilter({ ...filter, text: event.target.value })
-                  }
-                />
-                <select
-                  className="jp-mod-styled jp-px-filter-state"
-                  aria-label="Filter runs by state"
-                  value={filter.state}
-                  onChange={event =>
-                    setFilter({ ...filter, state: event.target.value })
-                  }
-                >
-                  <option value="all">all states</option>
-                  <option value="active">not finished</option>
-                  {STATES.map(state => (
-                    <option key={state} value={state}>
-                      {state}
-                    </option>
-                  ))}
-                </select>
-                {(finished.length > 0 || model.total > model.runs.length) && (
-                  <button
-                    className="jp-px-link jp-px-clear-finished"
-                    title="Delete every finished run (also those not listed yet), after asking"
-                    onClick={() =>
-                      void clearFinished(model, actions).then(
-                        done => done && setChosen(new Set())
-                      )
+            <div className="jp-px-runs-head">
+              {model.runs.length > 0 && (
+                <div className="jp-px-run-filter">
+                  <input
+                    className="jp-mod-styled jp-px-filter-text"
+                    type="search"
+                    placeholder="Filter by name or id"
+                    aria-label="Filter runs by name or id"
+                    value={filter.text}
+                    onChange={event =>
+                      setFilter({ ...filter, text: event.target.value })
+                    }
+                  />
+                  <select
+                    className="jp-mod-styled jp-px-filter-state"
+                    aria-label="Filter runs by state"
+                    value={filter.state}
+                    onChange={event =>
+                      setFilter({ ...filter, state: event.target.value })
                     }
                   >
-                    Clear finished
-                  </button>
-                )}
-              </div>
-            )}
-            <SelectionBar
-              selected={selected}
-              actions={actions}
-              clear={() => setChosen(new Set())}
-            />
+                    <option value="all">all states</option>
+                    <option value="active">not finished</option>
+                    {STATES.map(state => (
+                      <option key={state} value={state}>
+                        {state}
+                      </option>
+                    ))}
+                  </select>
+                  {(finished.length > 0 || model.total > model.runs.length) && (
+                    <button
+                      className="jp-px-link jp-px-clear-finished"
+                      title="Delete every finished run (also those not listed yet), after asking"
+                      onClick={() =>
+                        void clearFinished(model, actions).then(
+                          done => done && setChosen(new Set())
+                        )
+                      }
+                    >
+                      Clear finished
+                    </button>
+                  )}
+                </div>
+              )}
+              <SelectionBar
+                selected={selected}
+                actions={actions}
+                clear={() => setChosen(new Set())}
+              />
+            </div>
             {filtering && (
               <div className="jp-px-note jp-px-filter-count">
                 {shown.length} of {model.runs.length} shown

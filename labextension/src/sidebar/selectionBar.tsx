@@ -56,7 +56,10 @@ export function SelectionBar(props: {
             void confirmDelete(finished, actions).then(done => done && clear())
           }
         >
-          Delete{finished.length < selected.length ? ` ${finished.length}` : ''}
+          Delete
+          {finished.length < selected.length
+            ? ` the ${finished.length} finished`
+            : ''}
           …
         </button>
       )}

@@ -147,7 +147,6 @@ export function TopologyCard(props: { model: TopologyModel }): JSX.Element {
               type="number"
               min={0}
               value={getIn(data, [...REPLICAS, count.key]) ?? ''}
-              placeholder="0"
               onChange={event =>
                 change([...REPLICAS, count.key], number(event.target.value))
               }
@@ -201,7 +200,10 @@ export function TopologyCard(props: { model: TopologyModel }): JSX.Element {
                         id={id}
                         className="jp-mod-styled"
                         aria-label={`${shownRole} ${kind} ${bound}`}
-                        placeholder={placeholder}
+                        // Empty is "not set": the example only shows in the tooltip, never as
+                        // grey text that reads as a value already there.
+                        placeholder="not set"
+                        title={`${kind} ${bound}, ${placeholder}`}
                         value={String(getIn(data, path) ?? '')}
                         onChange={event =>
                           change(

@@ -13,7 +13,6 @@ import type { ISidebarActions } from './actions';
 import { enterInFields } from './formKeys';
 import { importYaml } from './importYaml';
 import { KeyValues } from './keyValues';
-import { SubmitOutcome } from './submitForm';
 import type { SubmitState } from './submitState';
 import { TextBody } from './textBody';
 import { TopologyCard } from './topologyCard';
@@ -70,15 +69,15 @@ export async function runIfValid(
 }
 
 /**
- * The Topology section: a short card pinned at the top (replica counts, a requests/limits grid,
- * the verdict and Run), then the rest of the form generated from the server's schema in a
+ * The Topology form (the sidebar opens it from its one-line summary): a short card (replica
+ * counts, a requests/limits grid) and the verdict, then the rest of the form generated from the server's schema in a
  * collapsible section, YAML import and export, and the topologies named in the active
  * notebook's kernel (`%%px_topology NAME`).
  */
 export function TopologyForm(props: {
   model: TopologyModel;
   actions: ISidebarActions;
-  /** The Submit section's state (the run's name and cells), which the card's Run button reads. */
+  /** The run bar's state (the run's name and cells): Enter in a field of a valid form runs. */
   submit?: SubmitState;
 }): JSX.Element {
   const { model, actions, submit } = props;
@@ -184,19 +183,12 @@ export function TopologyForm(props: {
         >
           {model.loadedFrom && (
             <div className="jp-px-loaded-from" title={model.loadedFrom}>
-              Topology {model.loadedFrom}
+              {model.loadedFrom.charAt(0).toUpperCase() +
+                model.loadedFrom.slice(1)}
             </div>
           )}
           {model.schema && <TopologyCard model={model} />}
           <TopologyVerdict model={model} />
-          {submit && (
-            <UseSignal signal={submit.changed}>
-              {() => (
-                <RunButton model={model} actions={actions} submit={submit} />
-              )}
-            </UseSignal>
-          )}
-          {submit && <SubmitOutcome submit={submit} />}
           <div className="jp-px-toolbar">
             <Button
               small

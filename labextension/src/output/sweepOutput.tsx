@@ -1,0 +1,415 @@
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { ReactWidget, UseSignal } from '@jupyterlab/ui-components';
+import { Poll } from '@lumino/polling';
+import { ISignal, Signal } from '@lumino/signaling';
+import { PanelLayout, Widget } from '@lumino/widgets';
+import * as React from 'react';
+
+import * as api from '../api';
+import {
+  ILine,
+  IFigure,
+  lineFigure,
+  parallelFigure
+} from '../plotting/figures';
+import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
+import type { IPlotTheme } from '../plotting/theme';
+import { viewPoll } from '../polling';
+import { formatAge, stateBadge } from '../runs';
+import { bestText, paramsText, trialRunIds, trialsText } from '../sweepGroups';
+import type { ISweep } from '../types';
+import { useNow } from '../useNow';
+
+/** The sweep's mimetype (`jupyter_px/widgets/run_mime.py`): every output of the sweep monitor. */
+export const SWEEP_MIMETYPE = 'application/vnd.jupyter-px.sweep+json';
+
+export interface ISweepPayload {
+  version: number;
+  sweep_id: string;
+  name: string | null;
+  state: string | null;
+}
+
+/** What the sweep's buttons do. */
+export interface ISweepOutputActions {
+  compareRuns(runIds: string[]): void;
+  stopSweep(sweepId: string): Promise<void>;
+}
+
+const SWEEP_ID = /^[a-z0-9][a-z0-9-]*$/;
+
+export function readSweepPayload(data: unknown): ISweepPayload | string {
+  const payload = data as Partial<ISweepPayload> | null;
+  if (!payload || typeof payload !== 'object' || payload.version !== 1) {
+    return 'this output was written by another version of jupyter-px';
+  }
+  if (
+    typeof payload.sweep_id !== 'string' ||
+    !SWEEP_ID.test(payload.sweep_id)
+  ) {
+    return `this output names no valid sweep (${JSON.stringify(payload.sweep_id)})`;
+  }
+  return {
+    version: 1,
+    sweep_id: payload.sweep_id,
+    name: payload.name ?? null,
+    state: payload.state ?? null
+  };
+}
+
+/**
+ * The objective per trial by step: a line per trial from the values it reported, the best
+ * thick, a pruned one dotted. A trial that reported no step yet but has a value is a point at
+ * its last step, so a sweep never draws bare axes once a trial has a value.
+ */
+export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
+  const lines: ILine[] = [];
+  for (const trial of [...(sweep.trials ?? [])].sort(
+    (a, b) => a.number - b.number
+  )) {
+    const points: number[][] = trial.intermediate.length
+      ? trial.intermediate
+      : trial.value !== null
+        ? [[trial.step ?? 0, trial.value]]
+        : [];
+    if (!points.length) {
+      continue;
+    }
+    const best = trial.number === sweep.best;
+    lines.push({
+      name: `trial ${trial.number}${best ? ' ★' : ''}`,
+      id: trial.run_id ?? String(trial.number),
+      x: points.map(p => p[0]),
+      y: points.map(p => p[1]),
+      color: theme.series[trial.number % theme.series.length],
+      width: best ? 3.5 : 1.5,
+      dash: trial.state === 'Pruned' ? 'dot' : 'solid'
+    });
+  }
+  const figure = lineFigure({
+    lines,
+    theme,
+    yTitle: sweep.objective ?? 'value',
+    height: 300
+  });
+  for (const trace of figure.data) {
+    trace.mode = trace.x.length === 1 ? 'markers' : 'lines+markers';
+    trace.marker = { size: 5, color: trace.line.color };
+  }
+  return figure;
+}
+
+/** Parallel coordinates of the trials' values and the objective (trials with a value). */
+export function sweepParallelFigure(
+  sweep: ISweep,
+  theme: IPlotTheme
+): IFigure | null {
+  const trials = (sweep.trials ?? []).filter(trial => trial.value !== null);
+  const names = [
+    ...new Set(trials.flatMap(trial => Object.keys(trial.params)))
+  ].sort();
+  if (!trials.length || !names.length) {
+    return null;
+  }
+  return parallelFigure({
+    dimensions: names.map(name => ({
+      label: name,
+      values: trials.map(trial => {
+        const value = trial.params[name];
+        return value === undefined || value === null
+          ? null
+          : typeof value === 'number'
+            ? value
+            : String(value);
+      })
+    })),
+    objective: {
+      label: sweep.objective ?? 'value',
+      values: trials.map(trial => trial.value)
+    },
+    minimize: sweep.direction !== 'maximize',
+    theme,
+    height: 320
+  });
+}
+
+/** A sweep as the server knows it now, read again until it has finished. */
+export class SweepOutputModel {
+  constructor(
+    readonly payload: ISweepPayload,
+    interval: number,
+    isVisible: () => boolean
+  ) {
+    this.poll = viewPoll({
+      name: `jupyter-px:sweep:${payload.sweep_id}`,
+      intervalSeconds: interval,
+      isVisible,
+      factory: () => this.fetch()
+    });
+  }
+
+  readonly poll: Poll;
+  sweep: ISweep | null = null;
+  error: string | null = null;
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  async fetch(): Promise<void> {
+    try {
+      this.sweep = await api.getSweep(this.payload.sweep_id);
+      this.error = null;
+      this._changed.emit();
+      if (['Succeeded', 'Failed', 'Stopped'].includes(this.sweep.state)) {
+        void this.poll.stop();
+      }
+    } catch (error) {
+      this.error = (error as Error).message;
+      this._changed.emit();
+      throw error;
+    }
+  }
+
+  dispose(): void {
+    this.poll.dispose();
+  }
+
+  private _changed = new Signal<this, void>(this);
+}
+
+function SweepView(props: {
+  model: SweepOutputModel;
+  actions: ISweepOutputActions;
+}): JSX.Element {
+  const { model, actions } = props;
+  const theme = usePlotTheme();
+  const now = useNow();
+  return (
+    <UseSignal signal={model.changed}>
+      {() => {
+        const sweep = model.sweep;
+        const label =
+          sweep?.name ?? model.payload.name ?? model.payload.sweep_id;
+        if (!sweep) {
+          return (
+            <div
+              className="jp-px-sweep-output"
+              data-sweep-id={model.payload.sweep_id}
+            >
+              <div className="jp-px-run-output-head">
+                <span className="jp-px-run-output-name">{label}</span>
+              </div>
+              {model.error ? (
+                <div className="jp-px-error">
+                  the sweep could not be read: {model.error}
+                </div>
+              ) : (
+                <div className="jp-px-note">reading the sweep…</div>
+              )}
+            </div>
+          );
+        }
+        const finished = ['Succeeded', 'Failed', 'Stopped'].includes(
+          sweep.state
+        );
+        const badge = stateBadge(sweep.state);
+        const best = bestText(sweep);
+        const parallel = sweepParallelFigure(sweep, theme);
+        const runIds = trialRunIds(sweep);
+        const stop = async () => {
+          const answer = await showDialog({
+            title: 'Stop sweep?',
+            body: `Stop ${label} (${sweep.sweep_id})? Its running trials are stopped, and no new ones start.`,
+            buttons: [
+              Dialog.cancelButton(),
+              Dialog.warnButton({ label: 'Stop' })
+            ]
+          });
+          if (answer.button.accept) {
+            await actions.stopSweep(sweep.sweep_id);
+            void model.poll.refresh();
+          }
+        };
+        return (
+          <div
+            className="jp-px-sweep-output"
+            data-sweep-id={sweep.sweep_id}
+            data-state={sweep.state}
+          >
+            <div className="jp-px-run-output-head">
+              <span className="jp-px-run-output-name">{label}</span>
+              <code className="jp-px-run-output-id">{sweep.sweep_id}</code>
+              <span className={badge.className}>{badge.label}</span>
+              <span className="jp-px-note">
+                trials {trialsText(sweep)}
+                {best ? ` · ${best}` : ''}
+                {sweep.finished_at
+                  ? ` · ended ${formatAge(sweep.finished_at, now)} ago`
+                  : ` · started ${formatAge(sweep.started_at ?? sweep.created_at, now)} ago`}
+              </span>
+            </div>
+            {sweep.message && (
+              <div className="jp-px-run-message">{sweep.message}</div>
+            )}
+            {sweep.owner_problem && !finished && (
+              <div className="jp-px-run-message jp-px-run-owner">
+                {sweep.owner_problem}
+              </div>
+            )}
+            <div className="jp-px-toolbar">
+              {!finished && (
+                <button
+                  className="jp-mod-styled jp-mod-warn jp-px-sweep-stop"
+                  onClick={() => void stop()}
+                >
+                  Stop sweep
+                </button>
+              )}
+              <button
+                className="jp-mod-styled jp-px-sweep-compare"
+                disabled={runIds.length < 1}
+                onClick={() => actions.compareRuns(runIds)}
+                title="Compare the trials' runs: curves, the table, the params' view"
+              >
+                Compare trials
+              </button>
+            </div>
+            <div className="jp-px-sweep-plots">
+              <PlotlyFigure
+                className="jp-px-sweep-objective"
+                label={`${sweep.objective ?? 'objective'} per trial by step`}
+                figure={objectiveFigure(sweep, theme)}
+              />
+              {parallel ? (
+                <PlotlyFigure
+                  className="jp-px-sweep-parallel"
+                  label="the trials' values and the objective"
+                  figure={parallel}
+                />
+              ) : (
+                <div className="jp-px-note">
+                  the parallel coordinates appear once a trial has a value
+                </div>
+              )}
+            </div>
+            <table className="jp-px-sweep-trials">
+              <thead>
+                <tr>
+                  <th>trial</th>
+                  <th>state</th>
+                  <th>{sweep.objective ?? 'value'}</th>
+                  <th>step</th>
+                  <th>params</th>
+                  <th>reason</th>
+                </tr>
+              </thead>
+              <tbody>
+                {[...(sweep.trials ?? [])]
+                  .sort((a, b) => a.number - b.number)
+                  .map(trial => (
+                    <tr
+                      key={trial.number}
+                      data-trial={trial.number}
+                      className={
+                        trial.number === sweep.best
+                          ? 'jp-px-best-trial'
+                          : undefined
+                      }
+                    >
+                      <td>
+                        {trial.number}
+                        {trial.number === sweep.best ? ' ★' : ''}
+                      </td>
+                      <td>
+                        <span
+                          className={`jp-px-trial-state jp-px-trial-${trial.state.toLowerCase()}`}
+                        >
+                          {trial.state}
+                        </span>
+                      </td>
+                      <td>
+                        {trial.value === null
+                          ? '–'
+                          : Number(trial.value.toPrecision(4))}
+                      </td>
+                      <td>{trial.step ?? '–'}</td>
+                      <td>{paramsText(trial.params)}</td>
+                      <td>{trial.reason ?? ''}</td>
+                    </tr>
+                  ))}
+              </tbody>
+            </table>
+          </div>
+        );
+      }}
+    </UseSignal>
+  );
+}
+
+/**
+ * The sweep's mimetype in a notebook: in JupyterLab this renderer owns the sweep's live view
+ * (the ipywidgets sweep monitor in the same output serves other front-ends). It follows the sweep
+ * as the server knows it, whatever the kernel does.
+ */
+export class SweepOutput extends Widget implements IRenderMime.IRenderer {
+  constructor(
+    private options: { interval: number; actions: ISweepOutputActions }
+  ) {
+    super();
+    this.layout = new PanelLayout();
+    this.addClass('jp-px-run-output-host');
+  }
+
+  async renderModel(mime: IRenderMime.IMimeModel): Promise<void> {
+    const payload = readSweepPayload(mime.data[SWEEP_MIMETYPE]);
+    const layout = this.layout as PanelLayout;
+    if (
+      typeof payload !== 'string' &&
+      this._model?.payload.sweep_id === payload.sweep_id
+    ) {
+      return;
+    }
+    this._model?.dispose();
+    this._model = null;
+    for (const child of [...layout.widgets]) {
+      child.dispose();
+    }
+    if (typeof payload === 'string') {
+      const note = new Widget();
+      note.addClass('jp-px-error');
+      note.node.textContent = payload;
+      layout.addWidget(note);
+      return;
+    }
+    const model = (this._model = new SweepOutputModel(
+      payload,
+      this.options.interval,
+      () => this.isVisible
+    ));
+    layout.addWidget(
+      ReactWidget.create(
+        <SweepView model={model} actions={this.options.actions} />
+      )
+    );
+  }
+
+  dispose(): void {
+    this._model?.dispose();
+    super.dispose();
+  }
+
+  private _model: SweepOutputModel | null = null;
+}
+
+export function sweepOutputFactory(options: {
+  interval: number;
+  actions: ISweepOutputActions;
+}): IRenderMime.IRendererFactory {
+  return {
+    safe: true,
+    mimeTypes: [SWEEP_MIMETYPE],
+    createRenderer: () => new SweepOutput(options)
+  };
+}

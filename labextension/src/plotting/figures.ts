@@ -1,0 +1,345 @@
+/**
+ * Every plot of the extension as plotly.js figures (data + layout), built by pure functions: what
+ * a plot draws is decided here and checked by jest; `PlotlyFigure` only hands it to plotly.js.
+ *
+ * One look everywhere, the notebook's plotly figures included (jupyter_px/widgets/plots.py):
+ * transparent backgrounds, the theme's text, grid and font (`theme.ts`), one color per replica
+ * or run from the same palette, a legend under the plot (a plot the width of a notebook
+ * keeps its width for the lines), integer steps ticked at integers, and a log scale by default
+ * where a positive curve spans decades (a loss falling from 10 to 0.01 reads as a flat line at 0
+ * on a linear axis).
+ */
+import type { IPlotTheme } from './theme';
+
+/** A plotly.js figure, as `Plotly.react` takes it. */
+export interface IFigure {
+  data: { [key: string]: any }[];
+  layout: { [key: string]: any };
+}
+
+/** One line of a line plot. */
+export interface ILine {
+  /** The legend's name, and the hover's. */
+  name: string;
+  /** What the line stands for (a run id, a replica key): the trace's `meta`, for events. */
+  id: string;
+  x: (number | string)[];
+  /** null: a gap (a NaN or infinite value is never bridged). */
+  y: (number | null)[];
+  color: string;
+  width?: number;
+  opacity?: number;
+  dash?: 'solid' | 'dot' | 'dash';
+  showlegend?: boolean;
+  /** Lines sharing a group show and hide together from the legend. */
+  group?: string;
+  /** A faint line behind another (smoothing's raw values): no hover, no legend. */
+  faint?: boolean;
+}
+
+export type XKind = 'step' | 'wall' | 'relative';
+
+export const X_TITLES: { [kind in XKind]: string } = {
+  step: 'step',
+  wall: 'wall time',
+  relative: 'time since the run started (s)'
+};
+
+/** A log y axis suits `values` when they are all positive and span `decades` or more. */
+export function suggestLog(
+  values: Iterable<number | null>,
+  decades = 2
+): boolean {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const value of values) {
+    if (value === null || !Number.isFinite(value)) {
+      continue;
+    }
+    if (value <= 0) {
+      return false;
+    }
+    low = Math.min(low, value);
+    high = Math.max(high, value);
+  }
+  return Number.isFinite(low) && high / low >= 10 ** decades;
+}
+
+/**
+ * The x axis' tick spacing when every x is a whole number and the range is short: 1 (plotly
+ * would tick 0, 0.5, 1, ... over three steps). Undefined: plotly chooses (its ticks over a longer
+ * range are whole numbers already).
+ */
+export function integerTickStep(
+  xs: Iterable<number | string>
+): number | undefined {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const x of xs) {
+    if (typeof x !== 'number' || !Number.isInteger(x)) {
+      return undefined;
+    }
+    low = Math.min(low, x);
+    high = Math.max(high, x);
+  }
+  return Number.isFinite(low) && high - low <= 10 ? 1 : undefined;
+}
+
+/**
+ * TensorBoard's smoothing: an exponential moving average, debiased at the start (so the first
+ * points are not pulled towards 0), over the finite values; gaps stay gaps.
+ */
+export function smooth(
+  values: (number | null)[],
+  weight: number
+): (number | null)[] {
+  if (!(weight > 0)) {
+    return values;
+  }
+  let last = 0;
+  let count = 0;
+  return values.map(value => {
+    if (value === null || !Number.isFinite(value)) {
+      return null;
+    }
+    last = last * weight + (1 - weight) * value;
+    count++;
+    return last / (1 - weight ** count);
+  });
+}
+
+function axis(theme: IPlotTheme, title: string): { [key: string]: any } {
+  return {
+    title: { text: title, font: { color: theme.muted } },
+    color: theme.text,
+    gridcolor: theme.grid,
+    linecolor: theme.axis,
+    zerolinecolor: theme.grid,
+    tickfont: { color: theme.text },
+    automargin: true
+  };
+}
+
+/** What every figure's layout starts from: the theme, transparent grounds, the legend below. */
+export function baseLayout(
+  theme: IPlotTheme,
+  height: number
+): { [key: string]: any } {
+  return {
+    height,
+    autosize: true,
+    paper_bgcolor: 'rgba(0,0,0,0)',
+    plot_bgcolor: 'rgba(0,0,0,0)',
+    font: { family: theme.font, size: theme.fontSize, color: theme.text },
+    margin: { l: 56, r: 16, t: 12, b: 40 },
+    hoverlabel: {
+      bgcolor: theme.background,
+      bordercolor: theme.axis,
+      font: { color: theme.text, family: theme.font }
+    },
+    // Under the plot, at the figure's foot (below the x axis' title, never over it).
+    legend: {
+      orientation: 'h',
+      x: 0,
+      xanchor: 'left',
+      yref: 'container',
+      y: 0,
+      yanchor: 'bottom',
+      font: { color: theme.text },
+      bgcolor: 'rgba(0,0,0,0)'
+    },
+    modebar: {
+      bgcolor: 'rgba(0,0,0,0)',
+      color: theme.muted,
+      activecolor: theme.text
+    }
+  };
+}
+
+/** The config of every plot: responsive, the mode bar on hover, no plotly logo. */
+export const CONFIG = {
+  responsive: true,
+  displaylogo: false,
+  modeBarButtonsToRemove: ['lasso2d', 'select2d', 'autoScale2d'],
+  toImageButtonOptions: { format: 'png', scale: 2 }
+};
+
+/**
+ * Lines on shared axes: one metric, a line per replica or run. `hover: 'x unified'` lists every
+ * line's value at the step under the pointer (with many lines, the nearest one only).
+ */
+export function lineFigure(options: {
+  lines: ILine[];
+  theme: IPlotTheme;
+  yTitle: string;
+  xKind?: XKind;
+  log?: boolean;
+  height?: number;
+  legend?: boolean;
+}): IFigure {
+  const { lines, theme } = options;
+  const xKind = options.xKind ?? 'step';
+  const data = lines.map(line => ({
+    type: 'scatter',
+    mode: 'lines',
+    name: line.name,
+    meta: line.id,
+    x: line.x,
+    y: line.y,
+    connectgaps: false,
+    legendgroup: line.group ?? line.id,
+    showlegend: line.faint ? false : (line.showlegend ?? true),
+    hoverinfo: line.faint ? 'skip' : undefined,
+    opacity: line.opacity ?? 1,
+    line: {
+      color: line.color,
+      width: line.width ?? 1.5,
+      dash: line.dash ?? 'solid'
+    },
+    hovertemplate: line.faint
+      ? undefined
+      : `%{y:.4~g}<extra>${escapeText(line.name)}</extra>`
+  }));
+  const shown = lines.filter(line => !line.faint);
+  const xs = shown.flatMap(line => line.x);
+  const dtick = xKind === 'step' ? integerTickStep(xs) : undefined;
+  const layout = baseLayout(theme, options.height ?? 320);
+  const legend = options.legend ?? shown.length > 1;
+  return {
+    data,
+    layout: {
+      ...layout,
+      // Room at the foot for the legend's rows (about 22 px each, five lines a row).
+      margin: {
+        ...layout.margin,
+        b: legend ? 64 + 22 * Math.floor(shown.length / 5) : 40
+      },
+      showlegend: legend,
+      hovermode: shown.length <= 24 ? 'x unified' : 'closest',
+      xaxis: {
+        ...axis(theme, X_TITLES[xKind]),
+        type: xKind === 'wall' ? 'date' : 'linear',
+        ...(dtick ? { dtick, tick0: 0 } : {}),
+        hoverformat: xKind === 'step' ? ',d' : undefined
+      },
+      yaxis: {
+        ...axis(theme, options.yTitle),
+        type: options.log ? 'log' : 'linear',
+        exponentformat: 'power',
+        // A log axis over a decade or two: a few labelled ticks, not one per digit.
+        ...(options.log ? { nticks: 6, tickformat: '~g' } : {})
+      }
+    }
+  };
+}
+
+/** A numeric axis of a parallel-coordinates plot, or a categorical one (values as categories). */
+export interface IDimension {
+  label: string;
+  values: (number | string | null)[];
+}
+
+/**
+ * Parallel coordinates: an axis per param and the objective last, a line per run colored by
+ * the objective (the better end of the color scale for the better runs).
+ */
+export function parallelFigure(options: {
+  dimensions: IDimension[];
+  objective: IDimension;
+  minimize: boolean;
+  theme: IPlotTheme;
+  height?: number;
+}): IFigure {
+  const { theme } = options;
+  const dims = [...options.dimensions, options.objective].map(dim => {
+    const numeric = dim.values.every(v => v === null || typeof v === 'number');
+    if (numeric) {
+      return {
+        label: dim.label,
+        values: dim.values.map(v => (v === null ? NaN : v))
+      };
+    }
+    const labels = [...new Set(dim.values.map(v => String(v)))].sort();
+    return {
+      label: dim.label,
+      values: dim.values.map(v => labels.indexOf(String(v))),
+      tickvals: labels.map((_, i) => i),
+      ticktext: labels
+    };
+  });
+  const color = options.objective.values.map(v =>
+    typeof v === 'number' ? v : NaN
+  );
+  const layout = baseLayout(theme, options.height ?? 340);
+  return {
+    data: [
+      {
+        type: 'parcoords',
+        line: {
+          color: color,
+          colorscale: 'Viridis',
+          reversescale: options.minimize,
+          showscale: true,
+          colorbar: {
+            tickfont: { color: theme.text },
+            title: {
+              text: options.objective.label,
+              font: { color: theme.muted }
+            },
+            thickness: 12,
+            x: 1.02,
+            xanchor: 'left'
+          }
+        },
+        dimensions: dims,
+        labelfont: { color: theme.text, shadow: 'none' },
+        tickfont: { color: theme.text, shadow: 'none' },
+        rangefont: { color: theme.muted, shadow: 'none' }
+      }
+    ],
+    // Room on the right for the color bar (it is clipped otherwise), on top for the labels.
+    layout: { ...layout, margin: { l: 64, r: 120, t: 48, b: 24 } }
+  };
+}
+
+/** Horizontal bars, largest on top (param importance). */
+export function barFigure(options: {
+  labels: string[];
+  values: number[];
+  title: string;
+  theme: IPlotTheme;
+  colors?: string[];
+}): IFigure {
+  const { theme } = options;
+  const layout = baseLayout(
+    theme,
+    Math.max(140, 36 * options.labels.length + 60)
+  );
+  return {
+    data: [
+      {
+        type: 'bar',
+        orientation: 'h',
+        x: [...options.values].reverse(),
+        y: [...options.labels].reverse(),
+        marker: {
+          color: options.colors
+            ? [...options.colors].reverse()
+            : theme.series[0]
+        },
+        hovertemplate: '%{y}: %{x:.2f}<extra></extra>'
+      }
+    ],
+    layout: {
+      ...layout,
+      showlegend: false,
+      xaxis: { ...axis(theme, options.title), range: [0, 1] },
+      yaxis: { ...axis(theme, ''), automargin: true }
+    }
+  };
+}
+
+/** Text for plotly's templates (which read `%{...}` and HTML). */
+function escapeText(text: string): string {
+  return text.replace(/[<>&%{}]/g, c => `&#${c.charCodeAt(0)};`);
+}

@@ -1,0 +1,118 @@
+/**
+ * The sweep in the notebook, Light and Dark: a real four-trial grid sweep started with
+ * `%%px_distributed -t sw` shows the sweep's view (this extension's, from the server): both plots
+ * draw while it runs and after it has succeeded (the objective per trial by step, a line per
+ * trial; the parallel coordinates with their color bar inside the plot), on the theme's
+ * background; `%px_attach SWEEP` shows it again with both plots drawn. Screenshots:
+ * ui-tests/screenshots/sweep-{light,dark}-*.png.
+ */
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+
+import { notebook, setTheme, shot } from './helpers';
+
+const cells = (name: string) => [
+  '%load_ext jupyter_px',
+  `%%px_topology sw
+framework: pytorch
+environment:
+  replicas:
+    n_workers: 0
+hptuning:
+  concurrency: 2
+  metric: {name: loss, optimization: minimize}
+  matrix:
+    lr: {values: [0.1, 0.2, 0.3, 0.4]}`,
+  `%%px_distributed -t sw --name ${name}
+import time
+from jupyter_px import tracking
+for step in range(12):
+    tracking.log_metrics(step=step, loss=lr * (12 - step))
+    time.sleep(0.25 if lr < 0.25 else 1.5)  # the last two trials run on after the first end
+`
+];
+
+const sweepView = (page: IJupyterLabPageFixture, cell: number) =>
+  page
+    .locator('.jp-Notebook .jp-Cell')
+    .nth(cell)
+    .locator('.jp-px-sweep-output');
+
+/** Both plots drawn: a line per trial with a value, and the parallel coordinates. */
+async function expectPlots(
+  page: IJupyterLabPageFixture,
+  cell: number,
+  trials: number
+): Promise<void> {
+  const view = sweepView(page, cell);
+  const objective = view.locator('.jp-px-sweep-objective');
+  await expect(objective.locator('.scatterlayer .trace')).toHaveCount(trials, {
+    timeout: 120000
+  });
+  const parallel = view.locator('.jp-px-sweep-parallel');
+  await expect(parallel.locator('.parcoords')).toHaveCount(1, {
+    timeout: 60000
+  });
+  // The color bar sits inside the plot, not clipped at its right edge.
+  const plotBox = (await parallel.locator('.main-svg').first().boundingBox())!;
+  const bar = (await parallel.locator('.colorbar').first().boundingBox())!;
+  expect(bar.x + bar.width).toBeLessThanOrEqual(plotBox.x + plotBox.width + 1);
+}
+
+for (const theme of ['light', 'dark'] as const) {
+  test(`a sweep's plots draw live and after %px_attach (${theme})`, async ({
+    page,
+    tmpPath
+  }) => {
+    await setTheme(page, theme);
+    const name = `sw-${theme}-${Date.now().toString(36)}`;
+    const file = `${tmpPath}/sweep.ipynb`;
+    await page.contents.uploadContent(notebook(cells(name)), 'text', file);
+    await page.notebook.openByPath(file);
+    await page.notebook.run();
+
+    // Live: the view draws the trials that have reported while the sweep runs, and the
+    // parallel coordinates once a trial is complete (two at a time: the first two end in 3 s,
+    // the last two take 18 s).
+    const view = sweepView(page, 2);
+    await expect(view).toBeVisible({ timeout: 60000 });
+    await expect(
+      view.locator('.jp-px-sweep-objective .scatterlayer .trace').first()
+    ).toBeVisible({ timeout: 120000 });
+    await expect(view.locator('.jp-px-sweep-parallel .parcoords')).toHaveCount(
+      1,
+      { timeout: 60000 }
+    );
+    await expect(view).toHaveAttribute('data-state', 'Running'); // still live when both drew
+    await view.locator('.jp-px-sweep-parallel').scrollIntoViewIfNeeded();
+    await shot(page, `sweep-${theme}-01-live`);
+
+    // Finished: both plots, every trial.
+    await expect(view).toHaveAttribute('data-state', 'Succeeded', {
+      timeout: 240000
+    });
+    await expectPlots(page, 2, 4);
+    await expect(view.locator('.jp-px-sweep-stop')).toHaveCount(0); // nothing left to stop
+    // On the theme's ground: the plot's text in the theme's color (light on Dark, dark on Light),
+    // its background transparent (the notebook's own), never a white box on Dark.
+    const tick = view.locator('.jp-px-sweep-objective .xtick text').first();
+    const fill = await tick.evaluate(node => getComputedStyle(node).fill);
+    const [r, g, b] = (fill.match(/\d+/g) ?? []).map(Number);
+    const brightness = (r + g + b) / 3;
+    expect(theme === 'dark' ? brightness > 128 : brightness < 128).toBe(true);
+    const ground = await view
+      .locator('.jp-px-sweep-objective .main-svg')
+      .first()
+      .evaluate(node => getComputedStyle(node).backgroundColor);
+    expect(ground).toBe('rgba(0, 0, 0, 0)');
+    await view.scrollIntoViewIfNeeded();
+    await shot(page, `sweep-${theme}-02-finished`);
+
+    // %px_attach: the sweep again, both plots drawn.
+    const sweepId = (await view.getAttribute('data-sweep-id'))!;
+    await page.notebook.addCell('code', `%px_attach ${sweepId}`);
+    await page.notebook.runCell(3);
+    await expectPlots(page, 3, 4);
+    await sweepView(page, 3).scrollIntoViewIfNeeded();
+    await shot(page, `sweep-${theme}-03-attach`);
+  });
+}
