@@ -20,7 +20,7 @@ import threading
 import urllib.request
 
 import pytest
-from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
+from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     DEADLINE_S,
     FOLLOWER_MODULE,
     follower_pids,

@@ -14,7 +14,7 @@ import os
 import subprocess
 
 import pytest
-from k8s_support import DEADLINE_S, kube_fixture  # noqa: F401 (kube_fixture: the `kube` fixture)
+from kubernetes_support import DEADLINE_S, kube_fixture  # noqa: F401 (kube_fixture: the `kube` fixture)
 from local_support import CLI, ROOT
 from magics_support import magic_shell, run
 

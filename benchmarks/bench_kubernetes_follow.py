@@ -1,6 +1,6 @@
 """The Kubernetes follower following a big run: its threads, sockets, memory and API requests.
 
-    python benchmarks/bench_k8s_follow.py [--workers 1000] [--duration 30] [--interval 1] [--runs 1] [--server]
+    python benchmarks/bench_kubernetes_follow.py [--workers 1000] [--duration 30] [--interval 1] [--runs 1] [--server]
 
 `--runs` native PyTorch runs (at once), each with one master and `--workers` workers, are submitted to the simulated
 cluster (tests/kube_sim) whose node is hollow (tests/kube_sim/hollow.py: pods run no process;
