@@ -23,6 +23,7 @@ from .service import (
     Observation,
     Overrides,
     PushError,
+    ReplicaState,
     RunService,
     ScriptFile,
     SourceText,
@@ -206,7 +207,11 @@ class Run:
                 return "it has no status"
             return f"it {replica.state.value}" + (f": {replica.message}" if replica.message else "")
 
-        return read_results(self.paths.root, processes, why_missing)
+        def blame(key: str) -> int:  # a replica that failed or was lost, before those stopped after it
+            replica = by_key.get(key.split(".rank")[0])
+            return 1 if replica is None or replica.state == ReplicaState.STOPPED else 0
+
+        return read_results(self.paths.root, processes, why_missing, blame)
 
     def tensorboard(self, **kwargs):
         """Start (or reuse) a TensorBoard for this run; returns the typed start result."""
