@@ -23,22 +23,25 @@ from .service import (
     Observation,
     Overrides,
     PushError,
+    ReplicaState,
     RunService,
     ScriptFile,
     SourceText,
     Submission,
 )
 from .topology import Topology, parse_topology
+from .topology.naming import ReplicaNames
 
 
 class RunFailed(RuntimeError):
-    """`wait(check=True)` on a run that did not succeed; carries its final status."""
+    """`wait(check=True)` on a run that did not succeed; carries its final status. Its message
+    names replicas as the job calls them (`names`: a TensorFlow master is `chief`)."""
 
-    def __init__(self, status: RunStatus):
+    def __init__(self, status: RunStatus, names: ReplicaNames | None = None):
         from .run_text import failure_text
 
         self.status = status
-        super().__init__(failure_text(status, one_line=True))
+        super().__init__(failure_text(status, one_line=True, names=names))
 
 
 def submit(
@@ -164,12 +167,14 @@ class Run:
         RunFailed unless it succeeded."""
         status = self.service.wait(self.run_id, timeout=timeout, poll=poll)
         if check and status.state != RunState.SUCCEEDED:
-            raise RunFailed(status)
+            raise RunFailed(status, ReplicaNames.of(self.record.topology))
         return status
 
     def logs(self, role: str = "master", index: int = 0, tail: int | None = LOGS_TAIL_BYTES) -> str:
         """A replica's log text: the last `tail` bytes (1 MiB by default, so a run that printed
-        gigabytes does not fill the kernel's memory); `tail=None` for the whole log."""
+        gigabytes does not fill the kernel's memory); `tail=None` for the whole log. A TensorFlow
+        master's role may be given as `chief`, as its job calls it."""
+        role = ReplicaNames.of(self.record.topology).stored_role(role)
         return self.service.log_tail(self.run_id, role, index, tail)
 
     def metrics(self):
@@ -202,7 +207,11 @@ class Run:
                 return "it has no status"
             return f"it {replica.state.value}" + (f": {replica.message}" if replica.message else "")
 
-        return read_results(self.paths.root, processes, why_missing)
+        def blame(key: str) -> int:  # a replica that failed or was lost, before those stopped after it
+            replica = by_key.get(key.split(".rank")[0])
+            return 1 if replica is None or replica.state == ReplicaState.STOPPED else 0
+
+        return read_results(self.paths.root, processes, why_missing, blame)
 
     def tensorboard(self, **kwargs):
         """Start (or reuse) a TensorBoard for this run; returns the typed start result."""

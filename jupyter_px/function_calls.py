@@ -262,16 +262,24 @@ def _from_log(log: Path, key: str) -> bytes | None:
     return base64.b64decode(found) if found else None
 
 
-def read_results(run_dir: Path, processes: Iterable[tuple[str, int, str]], why_missing: Callable[[str], str]) -> list:
+def read_results(
+    run_dir: Path,
+    processes: Iterable[tuple[str, int, str]],
+    why_missing: Callable[[str], str],
+    blame: Callable[[str], int] = lambda key: 0,
+) -> list:
     """Every process's value in rank order (`processes`: (role, index, key) in that order), or
-    the first exception re-raised; ResultMissing naming the first process without one
-    (`why_missing(key)` says what became of it)."""
-    values = []
+    the first exception re-raised; else ResultMissing naming a process without one
+    (`why_missing(key)` says what became of it). Of several without one, the first by
+    `blame(key)` (lowest first): a replica killed outright is named before the ones stopped
+    because of it, whichever ended first."""
+    values, missing = [], []
     for role, index, key in processes:
         path = run_dir / RESULTS_DIR / f"{key}.pkl"
         data = path.read_bytes() if path.is_file() else _from_log(run_dir / "logs" / f"{role}-{index}.log", key)
         if data is None:
-            raise ResultMissing(f"{key} returned no result: {why_missing(key)}")
+            missing.append(key)
+            continue
         outcome = pickle.loads(data)
         if outcome["ok"]:
             values.append(outcome["value"])
@@ -283,4 +291,7 @@ def read_results(run_dir: Path, processes: Iterable[tuple[str, int, str]], why_m
             error.__cause__ = RemoteTraceback("\n" + outcome["traceback"])
         error.add_note(f"raised in {key} of the run (its traceback is the cause above)")
         raise error
+    if missing:
+        key = min(missing, key=blame)  # min keeps rank order among equals
+        raise ResultMissing(f"{key} returned no result: {why_missing(key)}")
     return values

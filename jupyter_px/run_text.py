@@ -12,6 +12,7 @@ import unicodedata
 
 from .runstore import ReplicaState, ReplicaStatus, RunStatus
 from .runstore.settle import Settled
+from .topology.naming import ReplicaNames
 
 LAST_CELL_WIDTH = 160
 #: Replica states that make a run fail: shown with their reason and where to read the log.
@@ -34,13 +35,17 @@ def printable(text: object, width: int | None = None) -> str:
     return value
 
 
-def metric_losses(status: RunStatus) -> list[str]:
+def metric_losses(status: RunStatus, names: ReplicaNames | None = None) -> list[str]:
     """`master-0: 1,204 metric points not written: killed before they were flushed`, one line per
     replica that lost (or dropped) points. The run's message ends with the same lines; surfaces
-    that clip the message show these in full (`outcome_message` is the message without them)."""
+    that clip the message show these in full (`outcome_message` is the message without them).
+    Given `names`, replicas are named as the job calls them (`chief`)."""
+    names = names or ReplicaNames()
     lines = []
     for replica in status.replicas:
-        notice = Settled(lost=replica.points_lost, dropped=replica.points_dropped).notice(replica.key)
+        notice = Settled(lost=replica.points_lost, dropped=replica.points_dropped).notice(
+            names.label(replica.role, replica.index)
+        )
         if notice:
             lines.append(notice)
     return lines
@@ -49,7 +54,7 @@ def metric_losses(status: RunStatus) -> list[str]:
 def outcome_message(status: RunStatus) -> str | None:
     """The run's message without the metric-loss lines `metric_losses` gives."""
     message = status.message
-    for line in metric_losses(status):
+    for line in metric_losses(status):  # as the backend wrote them: by the store's key
         message = message.replace(f"; {line}", "") if message else message
     return message
 
@@ -58,14 +63,17 @@ def failed_replicas(status: RunStatus) -> list[ReplicaStatus]:
     return [r for r in status.replicas if r.state in FAILED_REPLICA_STATES]
 
 
-def replica_failure(replica: ReplicaStatus) -> str:
-    """`worker-1 Failed (Error, exit code 3): exited with code 3`."""
+def replica_failure(replica: ReplicaStatus, names: ReplicaNames | None = None) -> str:
+    """`worker-1 Failed (Error, exit code 3): exited with code 3` (`chief Failed ...` for a
+    TensorFlow master, given its `names`)."""
     details = [replica.reason or "unknown reason"]
     if replica.exit_code is not None:
         details.append(f"exit code {replica.exit_code}")
     elif replica.signal:
         details.append(f"signal {replica.signal}")
-    text = f"{replica.key} {replica.state.value} ({', '.join(details)})"
+    text = (
+        f"{(names or ReplicaNames()).label(replica.role, replica.index)} {replica.state.value} ({', '.join(details)})"
+    )
     return text + (f": {printable(replica.message, LAST_CELL_WIDTH)}" if replica.message else "")
 
 
@@ -75,25 +83,29 @@ def failure_headline(status: RunStatus) -> str:
     return f"run {status.run_id} {status.state.value}" + (f": {printable(message, LAST_CELL_WIDTH)}" if message else "")
 
 
-def failure_text(status: RunStatus, logs_hint: str | None = None, one_line: bool = False) -> str:
+def failure_text(
+    status: RunStatus, logs_hint: str | None = None, one_line: bool = False, names: ReplicaNames | None = None
+) -> str:
     """Why a run did not succeed: the run's state and message, and each failed replica.
 
     `logs_hint` is a template (`"jupyter px logs {run_id} --role {role} --index {index}"`) for
     where to read a failed replica's log. One line (an exception message: `RunFailed`, a magic's
-    UsageError) names the first replica's log; the multi-line form (the CLI) names each.
+    UsageError) names the first replica's log; the multi-line form (the CLI) names each. Given
+    `names`, replicas are named (and their role written in the hint) as the job calls them.
     """
+    names = names or ReplicaNames()
     bad = failed_replicas(status)
     head = failure_headline(status)
     if one_line:
-        text = head + (f" [{'; '.join(replica_failure(r) for r in bad)}]" if bad else "")
+        text = head + (f" [{'; '.join(replica_failure(r, names) for r in bad)}]" if bad else "")
         if logs_hint and bad:
-            text += "; see " + logs_hint.format(run_id=status.run_id, role=bad[0].role, index=bad[0].index)
+            text += "; see " + logs_hint.format(run_id=status.run_id, role=names.role(bad[0].role), index=bad[0].index)
         return text
     lines = [head]
     for replica in bad:
-        lines.append(f"  {replica_failure(replica)}")
+        lines.append(f"  {replica_failure(replica, names)}")
         if logs_hint:
-            where = logs_hint.format(run_id=status.run_id, role=replica.role, index=replica.index)
+            where = logs_hint.format(run_id=status.run_id, role=names.role(replica.role), index=replica.index)
             lines.append(f"  its log: {where}")
-    lines += [f"  {printable(line)}" for line in metric_losses(status)]
+    lines += [f"  {printable(line)}" for line in metric_losses(status, names)]
     return "\n".join(lines)

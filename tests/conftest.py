@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 #: What points a Kubernetes client at a cluster (or at our settings for one). A test that needs a
-#: cluster starts its own (`tests/k8s_support.py`) and sets these itself.
+#: cluster starts its own (`tests/kubernetes_support.py`) and sets these itself.
 KUBERNETES_ENVIRONMENT = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "PX_K8S_")
 #: The same for Slurm: which cluster the Slurm commands talk to, and our settings for it. A test
 #: that needs Slurm starts its own cluster (`tests/slurm_support.py`) and sets these itself.
@@ -19,7 +19,7 @@ SLURM_ENVIRONMENT = ("SLURM_", "PX_SLURM_")
 
 
 #: The slow lanes (markers in pyproject.toml). A test in one of them is also `slow`; a test that
-#: uses the `kube` fixture (tests/k8s_support.py) is in the `kube` lane without saying so.
+#: uses the `kube` fixture (tests/kubernetes_support.py) is in the `kube` lane without saying so.
 SLOW_LANES = ("jobs", "kube", "browser", "tensorboard", "slurm")
 
 

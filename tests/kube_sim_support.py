@@ -44,7 +44,7 @@ def backend_cluster(tmp_path: Path, monkeypatch, px_home: Path, **options: Any) 
     PX_K8S_* from the caller's environment (but `python:3.11-slim` as the image), and every
     follower of `px_home` ended afterwards. Skips where pods cannot have their own names."""
     import pytest
-    from k8s_support import stop_followers
+    from kubernetes_support import stop_followers
 
     options.setdefault("namespaces", ("default", "ml"))
     options.setdefault("kubelet", {"backoff_base": 0.5})

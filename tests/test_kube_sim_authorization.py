@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from k8s_support import WITHOUT_NODE, use_cluster
 from kube_sim import Cluster
 from kube_sim_support import backend_cluster, core_api, wait_for
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes_support import WITHOUT_NODE, use_cluster
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError

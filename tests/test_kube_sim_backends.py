@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from k8s_support import DEADLINE_S, stop_followers, use_cluster
 from kube_sim import Cluster
 from kube_sim_support import live_pods
+from kubernetes_support import DEADLINE_S, stop_followers, use_cluster
 
 import jupyter_px
 

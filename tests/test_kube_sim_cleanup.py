@@ -7,8 +7,8 @@ deletes what is left and names it. The simulated operator and kubelet act; the t
 from __future__ import annotations
 
 import pytest
-from k8s_support import DEADLINE_S
 from kube_sim_support import backend_cluster, live_pods, wait_for
+from kubernetes_support import DEADLINE_S
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError

@@ -12,10 +12,10 @@ runs on silently; `grace` is how long a deleted pod's container takes to exit.""
 from __future__ import annotations
 
 import pytest
-from k8s_support import DEADLINE_S, stop_followers
 from kube_sim import Cluster, scheduling
 from kube_sim.hollow import HollowKubelet, Script
 from kube_sim_support import wait_for
+from kubernetes_support import DEADLINE_S, stop_followers
 
 import jupyter_px
 

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from k8s_support import DEADLINE_S, stop_followers
 from kube_sim import Cluster
 from kube_sim_support import backend_cluster, wait_for
+from kubernetes_support import DEADLINE_S, stop_followers
 
 import jupyter_px
 from jupyter_px.backends.kubernetes.follower.log_sink import LineReader, Position, parse_stamp

@@ -6,8 +6,8 @@ the failures from the pod's container status; every attempt's log is kept."""
 from __future__ import annotations
 
 import pytest
-from k8s_support import DEADLINE_S, running, terminated, waiting
 from kube_sim_support import backend_cluster, wait_for
+from kubernetes_support import DEADLINE_S, running, terminated, waiting
 
 import jupyter_px
 from jupyter_px.backends.kubernetes.pod_state import failed_starts, restarts_exhausted

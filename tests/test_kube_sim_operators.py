@@ -4,8 +4,8 @@ through the backend, the simulated operator and kubelet act, the test reads what
 from __future__ import annotations
 
 import pytest
-from k8s_support import DEADLINE_S
 from kube_sim_support import backend_cluster, wait_for
+from kubernetes_support import DEADLINE_S
 from test_kube_sim_backends import DDP
 
 import jupyter_px

@@ -15,9 +15,9 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from k8s_support import DEADLINE_S, stop_followers, use_cluster
 from kube_sim import Cluster
 from kube_sim.kubelet_network import PodNetworkUnavailable
+from kubernetes_support import DEADLINE_S, stop_followers, use_cluster
 
 import jupyter_px
 

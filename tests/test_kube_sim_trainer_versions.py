@@ -7,9 +7,9 @@ completion-index label on pods) each node is still its own replica."""
 from __future__ import annotations
 
 import pytest
-from k8s_support import DEADLINE_S
 from kube_sim.trainer_controller import num_proc_per_node, runtime_resources
 from kube_sim_support import backend_cluster
+from kubernetes_support import DEADLINE_S
 from test_kube_sim_backends import DDP
 
 import jupyter_px

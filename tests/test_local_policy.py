@@ -13,7 +13,7 @@ from jupyter_px.backends.local import policy
 from jupyter_px.backends.local.memory import MemoryGuard
 from jupyter_px.backends.local.replica import Ending, EndReason, Replica
 from jupyter_px.backends.outcome import Outcome, run_outcome
-from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunState
+from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunState, RunStatus
 from jupyter_px.topology import parse_topology
 
 
@@ -87,6 +87,26 @@ def test_run_outcome():
     # two failures: the first to finish decides (worker_1 finished at 98, worker_0 at 99)
     failed = run_outcome(_replicas(master_0="Running", worker_0="Failed", worker_1="Failed"))
     assert failed == Outcome(RunState.FAILED, "ReplicaFailed", "worker-1 failed (Error): x", cause="worker-1")
+
+
+def test_a_tensorflow_runs_outcome_and_failure_text_call_its_master_chief():
+    """A TensorFlow master is `chief` in the run's message (which every surface shows) and in the
+    failure text of `wait(check=True)`, the CLI and the magics, its log hint's role included."""
+    from jupyter_px.run_text import failure_text
+    from jupyter_px.topology.naming import ReplicaNames
+
+    names = ReplicaNames.of(parse_topology({"framework": "tensorflow", "environment": {"replicas": {"n_workers": 1}}}))
+    done = run_outcome(_replicas(master_0="Succeeded", worker_0="Running"), names)
+    assert done is not None and done.message == "chief succeeded"
+    replicas = _replicas(master_0="Failed", worker_0="Running")
+    failed = run_outcome(replicas, names)
+    assert failed is not None and (failed.message, failed.cause) == ("chief failed (Error): x", "chief")
+    status = RunStatus(run_id="r1", state=RunState.FAILED, message=failed.message, replicas=replicas)
+    text = failure_text(status, "px logs {run_id} --role {role} --index {index}", names=names)
+    assert text.splitlines()[1:3] == ["  chief Failed (Error): x", "  its log: px logs r1 --role chief --index 0"]
+    assert "master" not in text
+    as_master = ReplicaNames.of({"framework": "tensorflow", "environment": {"tf_master_type": "master"}})
+    assert run_outcome(_replicas(master_0="Succeeded"), as_master).message == "master-0 succeeded"
 
 
 def test_a_kubeflow_jobs_conditions_are_the_same_outcome():

@@ -258,3 +258,12 @@ def test_a_monitor_shown_after_the_end_stays_live(synthetic_run, shell):
     assert len(captured.outputs) == 1 and not monitor.final_shown  # %px_attach shows the widget itself
     view = monitor.final_view()
     assert present.final_text(view).startswith("run fin-2 Succeeded")
+
+
+def test_a_failed_tensorflow_runs_final_view_calls_its_master_chief(synthetic_run, shell):
+    """The output that replaces the monitor names replicas as the job does, as the CLI does."""
+    synthetic_run("fin-tf", TF_PS, state="Failed", replica_states={"master-0": "Failed"})
+    monitor = _monitor("fin-tf")
+    text = present.final_text(monitor.final_view())
+    assert text.startswith("run fin-tf Failed") and "  chief Failed" in text, text
+    assert "master-0" not in text.split("\n\n")[0], text

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
+from kubernetes_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from tornado.httpclient import HTTPClientError
 from waiting import until
 

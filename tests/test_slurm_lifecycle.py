@@ -43,7 +43,9 @@ def test_a_failing_rank_fails_the_run_with_its_exit_code_and_log(use_slurm, px_h
         assert replicas[key].message == "stopped because worker-1 failed"
         role, index = key.split("-")
         assert f"{key}: waiting" in service.log_tail(run_id, role, int(index))
-    assert not queued(use_slurm, job_id(px_home, run_id))
+    # the follower writes the run's end, then sees the job out of the queue (cancelling it if it lingers)
+    job = job_id(px_home, run_id)
+    wait_for(lambda: not queued(use_slurm, job), "the job to leave the queue", timeout=30)
 
 
 def test_a_replica_over_its_memory_limit_is_oom_killed(use_slurm, px_home):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from k8s_support import DEADLINE_S
+from kubernetes_support import DEADLINE_S
 from test_kube_sim_backends import sim_fixture  # noqa: F401 - the simulated cluster fixture
 
 import jupyter_px

@@ -3,22 +3,41 @@
 Which backends exist, their other names and their families are rows of
 `jupyter_px.backend_table`; each implementation lives in a folder of its own here, imported
 when it is first used (a local run never imports the Kubernetes client).
+
+Beside the folders, what backends share: `base.py` (the interface), `outcome.py` (how replicas
+decide a run), and for the backends whose runs are owned by a detached follower (Kubernetes,
+Slurm; a fifth such as PBS or a cloud batch service would be one too) `followed.py` (owner,
+observe, reconcile, the stop request), `follower_process.py` (the follower's life as a process)
+and `settings_file.py` (a family's settings from a YAML file, then `PX_<FAMILY>_*` variables).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import backend_table
 from ..runstore import RunStore
 from .base import Backend, BackendError, Observation, ResourceUnavailable, RunLeftBehind, SubmitHandle
 
+if TYPE_CHECKING:
+    from .kubernetes.follower.host import FollowerHost
+
 
 def backend_name(name: str | None) -> str:
     """A backend's one name (`kubernetes`, what older versions stored, is `native`)."""
     return backend_table.canonical(name)
+
+
+def host_followers(store: RunStore) -> FollowerHost | None:
+    """Follow, in this process, the runs of `store` whose backend can share one watch per
+    namespace (Kubernetes): what a Jupyter server does while it runs (its keeper hands it the
+    runs; `close()` hands them back to followers of their own). None when this process hosts
+    that store's followers already."""
+    from .kubernetes.follower.host import FollowerHost
+
+    return FollowerHost.open(store)
 
 
 def get_backend(
@@ -50,4 +69,5 @@ __all__ = [
     "SubmitHandle",
     "backend_name",
     "get_backend",
+    "host_followers",
 ]

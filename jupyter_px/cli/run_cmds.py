@@ -144,13 +144,14 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
     """Keep the run until it ends (reconciling it: a gone supervisor makes it Lost, a Kubernetes
     run nobody follows is followed again), streaming every replica's log; the exit code."""
     from ..presentation.follow import LogPrinter, follow_run
-    from ..presentation.labels import is_tf_chief
+    from ..presentation.labels import ReplicaNames
     from ..presentation.text import failure_text, outcome_line
     from ..service import RunDamaged, RunNotFound, RunState
 
-    progress = Progress(run_id, tf_chief=is_tf_chief(service.record(run_id).topology))
+    names = ReplicaNames.of(service.record(run_id).topology)
+    progress = Progress(run_id, tf_chief=names.tf_chief)
     replicas = service.replicas(run_id, service.keep(run_id))
-    printer = LogPrinter(service, run_id, replicas, sys.stdout, prefixed=True, before_write=progress.clear)
+    printer = LogPrinter(service, run_id, replicas, sys.stdout, prefixed=True, before_write=progress.clear, names=names)
     try:
         status, _ = follow_run(
             lambda: (service.keep(run_id), None), printer, on_status=lambda status, _wrote: progress.show(status)
@@ -167,9 +168,9 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
         return 1
     progress.clear()
     if status.state == RunState.SUCCEEDED:
-        print(outcome_line(status), file=sys.stderr)
+        print(outcome_line(status, names), file=sys.stderr)
         return 0
-    print(failure_text(status, LOGS_HINT), file=sys.stderr)
+    print(failure_text(status, LOGS_HINT, names=names), file=sys.stderr)
     return 1
 
 
@@ -227,13 +228,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _select_replicas(
-    replicas: list[tuple[str, int]], run_id: str, role: str | None, index: int | None
+    replicas: list[tuple[str, int]], run_id: str, role: str | None, index: int | None, names: Any
 ) -> list[tuple[str, int]]:
+    """The replicas `--role`/`--index` pick; a role as the job calls it (`chief`) or as stored."""
     if index is not None and role is None:
         raise CliError("--index needs --role (e.g. --role worker --index 1)")
-    chosen = [(r, i) for r, i in replicas if (role is None or r == role) and (index is None or i == index)]
+    stored = names.stored_role(role) if role is not None else None
+    chosen = [(r, i) for r, i in replicas if (stored is None or r == stored) and (index is None or i == index)]
     if not chosen:
-        have = ", ".join(f"{r}.{i}" for r, i in replicas)
+        have = ", ".join(f"{names.role(r)}.{i}" for r, i in replicas)
         wanted = role if index is None else f"{role}.{index}"
         raise CliError(f"run {run_id} has no replica {wanted} (it has {have})")
     return chosen
@@ -242,12 +245,14 @@ def _select_replicas(
 def cmd_logs(args: argparse.Namespace) -> int:
     """Print (or follow) logs; a run deleted meanwhile ends the command with one line."""
     from ..presentation.follow import LogPrinter, follow_run
+    from ..presentation.labels import ReplicaNames
     from ..service import RunDamaged, RunNotFound
 
     service, run_id = _open_run(args.run)
-    chosen = _select_replicas(service.replicas(run_id), run_id, args.role, args.index)
+    names = ReplicaNames.of(service.record(run_id).topology)
+    chosen = _select_replicas(service.replicas(run_id), run_id, args.role, args.index, names)
     prefixed = len(chosen) > 1 or args.role is None
-    printer = LogPrinter(service, run_id, chosen, sys.stdout, prefixed=prefixed)
+    printer = LogPrinter(service, run_id, chosen, sys.stdout, prefixed=prefixed, names=names)
 
     def observe():
         observation = service.observe(run_id)
@@ -375,7 +380,7 @@ def register(commands) -> None:
         "unless --role/--index pick one.",
     )
     logs.add_argument("run", metavar="RUN", help=RUN_HELP)
-    logs.add_argument("--role", help="master, worker, ps or evaluator")
+    logs.add_argument("--role", help="master (chief: a TensorFlow master), worker, ps or evaluator")
     logs.add_argument("--index", type=_count, help="replica index (with --role)")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the run finishes")
     logs.set_defaults(handler=guarded(cmd_logs))

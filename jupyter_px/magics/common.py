@@ -12,6 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics
 
+from ..presentation.labels import ReplicaNames
 from ..presentation.text import failure_text, topology_problems
 
 #: Where to read a failed replica's log, in a failed run's one-line error.
@@ -139,6 +140,6 @@ def wait_for_run(run: Any, monitor: Any, timeout: float | None) -> None:
         monitor.stop_updates()
         status = monitor.refresh()  # the final state, in the widget before the cell ends
     if status.state != RunState.SUCCEEDED:
-        raise UsageError(failure_text(status, LOGS_HINT, one_line=True))
+        raise UsageError(failure_text(status, LOGS_HINT, one_line=True, names=ReplicaNames.of(run.record.topology)))
     if monitor is None:
         print(f"run {run.run_id} {status.state.value}")

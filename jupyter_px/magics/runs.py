@@ -23,7 +23,7 @@ from IPython.display import display
 from ..presentation import html as as_html
 from ..presentation import text as as_text
 from ..presentation.follow import LogPrinter, follow_run
-from ..presentation.labels import is_tf_chief
+from ..presentation.labels import ReplicaNames, is_tf_chief
 from ..service import BackendError
 from .args import check_output, check_wait, output_arg, run_arg, wait_args
 from .common import in_kernel, open_run, run_service, shell_of, show_run, wait_for_run
@@ -105,7 +105,11 @@ class RunMagics(Magics):
 
     @magic_arguments()
     @run_arg
-    @argument("--role", default=None, help="master, worker, ps or evaluator (default: the first replica)")
+    @argument(
+        "--role",
+        default=None,
+        help="master (chief: a TensorFlow master), worker, ps or evaluator (default: the first replica)",
+    )
     @argument("--index", type=int, default=0, metavar="N", help="replica index (default 0)")
     @argument("--follow", action="store_true", help="keep printing new output until the run ends (interrupt to stop)")
     @argument("--tail", type=int, default=None, metavar="BYTES", help="only the last BYTES of the log")
@@ -113,13 +117,14 @@ class RunMagics(Magics):
     def px_logs(self, line: str) -> None:
         """Print a replica's log (stdout and stderr, across restarts), streamed in bounded chunks."""
         args, run, observation = _observed_run(self.px_logs, line)
+        names = ReplicaNames.of(run.record.topology)
         replicas = run.service.replicas(run.run_id, observation.status)
-        role = args.role or (replicas[0][0] if replicas else "master")
-        key = (role, args.index)
+        role = names.stored_role(args.role) if args.role else (replicas[0][0] if replicas else "master")
+        key, label = (role, args.index), names.label(role, args.index)
         if replicas and key not in replicas:
-            have = ", ".join(f"{r}-{i}" for r, i in replicas)
-            raise UsageError(f"run {run.run_id} has no replica {role}-{args.index} (replicas: {have})")
-        printer = LogPrinter(run.service, run.run_id, [key], sys.stdout, prefixed=False)
+            have = ", ".join(names.label(r, i) for r, i in replicas)
+            raise UsageError(f"run {run.run_id} has no replica {args.role or role}-{args.index} (replicas: {have})")
+        printer = LogPrinter(run.service, run.run_id, [key], sys.stdout, prefixed=False, names=names)
 
         def observe() -> Any:
             seen = run.observe()
@@ -130,12 +135,12 @@ class RunMagics(Magics):
                 printer.start_at(key, max(0, run.service.log_size(run.run_id, role, args.index) - args.tail))
             _, problem = follow_run(observe, printer, follow=args.follow)
         except KeyboardInterrupt:
-            print(f"\n(stopped following {role}-{args.index}; the run goes on)")
+            print(f"\n(stopped following {label}; the run goes on)")
             return
         except ValueError as error:
             raise UsageError(f"--role {role!r}: {error}") from None
         if printer.offsets[key] == 0:
-            print(f"(replica {role}-{args.index} of run {run.run_id} has written nothing yet)")
+            print(f"(replica {label} of run {run.run_id} has written nothing yet)")
         _warn_owner(run.run_id, problem)  # with --follow, why following ended before the run did
 
     @magic_arguments()

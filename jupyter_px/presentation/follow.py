@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from ..runstore import RunStatus
 from ..runstore.layout import METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
+from .labels import ReplicaNames
 
 #: What `follow_run` reads a run's state with: (status, owner problem or None).
 StatusReader = Callable[[], tuple[RunStatus, str | None]]
@@ -24,10 +25,6 @@ LOG_CHUNK_BYTES = 1 << 20
 MAX_LINE_CHARS = 1 << 20
 #: How often a follower looks for new log text and status changes.
 POLL_S = 0.1
-
-
-def prefix(role: str, index: int) -> str:
-    return f"[{role}.{index}] "
 
 
 #: Lines the tracking writes into a pod's log for the follower (metrics and params, parsed into the
@@ -46,8 +43,9 @@ def _maybe_tracking(start: str) -> bool:
 
 class LogPrinter:
     """Writes replicas' new log text to `out`: verbatim for one replica, else line by line, each
-    line tagged `[role.index] ` (lines of different replicas never interleave mid-line). The
-    tracking's `@px-metrics` / `@px-params` lines are left out (`TRACKING_LINES`)."""
+    line tagged `[role.index] ` with the role as the job calls it (`names`: a TensorFlow master is
+    `[chief.0]`); lines of different replicas never interleave mid-line. The tracking's
+    `@px-metrics` / `@px-params` lines are left out (`TRACKING_LINES`)."""
 
     def __init__(
         self,
@@ -59,8 +57,10 @@ class LogPrinter:
         chunk_size: int = LOG_CHUNK_BYTES,
         max_line: int = MAX_LINE_CHARS,
         before_write: Callable[[], None] | None = None,
+        names: ReplicaNames | None = None,
     ):
         self.store, self.run_id, self.out = store, run_id, out
+        self.names = names or ReplicaNames()
         self.before_write = before_write  # e.g. clear a progress line drawn on the same terminal
         self._writing = False
         self.prefixed, self.chunk_size, self.max_line = prefixed, chunk_size, max_line
@@ -156,7 +156,7 @@ class LogPrinter:
         return False
 
     def _line(self, key: tuple[str, int], line: str) -> None:
-        self.out.write(f"{prefix(*key)}{line}\n")
+        self.out.write(f"{self.names.prefix(*key)}{line}\n")
 
 
 def follow_run(

@@ -1,26 +1,14 @@
-"""What a replica is called on every surface: the name the job gives it.
+"""What a replica is called on every surface: the name the job gives it (the rule is the
+topology's, `jupyter_px.topology.naming`, so that backends' messages say the same).
 
 TensorFlow's master is `chief` in its TF_CONFIG (unless the topology asks for `master`), so the
-notebook's table and tabs, `%px_status`, `jupyter px status` and `run --wait`'s progress line all
-say `chief` for it; the store keeps `master-0` (its key), which JSON output keeps as well.
+notebook's table and tabs, `%px_status`, `%px_logs`, `jupyter px status`, `jupyter px logs` and
+`run --wait`'s progress line all say `chief` for it; the store keeps `master-0` (its key), which
+JSON output keeps as well, beside the label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from ..topology.naming import ReplicaNames, is_tf_chief, replica_label
 
-
-def replica_label(role: str, index: int, tf_chief: bool = False) -> str:
-    """`worker-1`; `chief` for a TensorFlow master written `chief` in TF_CONFIG."""
-    if tf_chief and role == "master":
-        return "chief" if index == 0 else f"chief-{index}"
-    return f"{role}-{index}"
-
-
-def is_tf_chief(topology: Mapping[str, Any] | None) -> bool:
-    """Whether a run's topology (its stored dict) makes the master TensorFlow's `chief`."""
-    topology = topology or {}
-    if topology.get("framework") != "tensorflow":
-        return False
-    return ((topology.get("environment") or {}).get("tf_master_type") or "chief") == "chief"
+__all__ = ["ReplicaNames", "is_tf_chief", "replica_label"]

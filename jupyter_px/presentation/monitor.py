@@ -25,14 +25,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..runstore import ReplicaState, ReplicaStatus, RunState, RunStatus
 from ..runstore.models import Reason
 from .colors import STATE_COLORS, state_color
 from .html import escape, state_badge
-from .labels import replica_label
+from .labels import ReplicaNames, replica_label
 from .text import elapsed, printable
 from .view_models import ReplicaRowView
 
@@ -302,6 +302,8 @@ class FinalView:
     tensorboard: str = ""
     #: The straggler line of the run's view-model (`rates.straggler_line`), if any.
     straggler: str = ""
+    #: How the run's job names its replicas (a TensorFlow master is `chief`).
+    names: ReplicaNames = field(default_factory=ReplicaNames)
 
 
 def _bar_html(state: RunState) -> str:
@@ -359,7 +361,9 @@ def final_text(view: FinalView) -> str:
 
     status = view.status
     lines = [
-        outcome_line(status) if status.state == RunState.SUCCEEDED else failure_text(status),
+        outcome_line(status, view.names)
+        if status.state == RunState.SUCCEEDED
+        else failure_text(status, names=view.names),
         rows_text(view.rows),
     ]
     metrics = final_metrics(view.metrics)

@@ -31,7 +31,7 @@ from ..topology import TopologyError
 from ..topology.quantities import format_number
 from ..topology.ranges import value_range
 from .colors import STATE_COLORS, ansi_state
-from .labels import replica_label
+from .labels import ReplicaNames, replica_label
 
 #: Widest a table cell gets (the last column, usually a free-text message, gets `LAST_CELL_WIDTH`).
 CELL_WIDTH = 48
@@ -185,15 +185,15 @@ def state_painter(column: int, enabled: bool) -> Any:
 # ---- failures --------------------------------------------------------------------------------
 
 
-def outcome_line(status: RunStatus) -> str:
-    """`run X Succeeded in 12.3s: message` (or the failure headline)."""
+def outcome_line(status: RunStatus, names: ReplicaNames | None = None) -> str:
+    """`run X Succeeded in 12.3s: message` (or the failure headline); replicas named by `names`."""
     if status.state == RunState.SUCCEEDED:
         took = elapsed(status.started_at, status.finished_at)
         message = outcome_message(status)
         line = f"run {status.run_id} Succeeded in {took}" + (
             f": {printable(message, LAST_CELL_WIDTH)}" if message else ""
         )
-        return "\n".join([line, *(printable(loss) for loss in metric_losses(status))])
+        return "\n".join([line, *(printable(loss) for loss in metric_losses(status, names))])
     return failure_headline(status)
 
 

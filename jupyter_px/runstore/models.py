@@ -189,20 +189,28 @@ class ReplicaStatus(BaseModel):
 
 
 class RunOwner(BaseModel):
-    """The process that owns a run's lifecycle and writes its status: the local supervisor, or
-    the Kubernetes follower. A pid alone may name a later, unrelated process, so the owner is
-    recorded with its process creation time (`jupyter_px.detached.ProcessIdentity`)."""
+    """The process that owns a run's lifecycle and writes its status: the local supervisor, the
+    run's own follower (Kubernetes, Slurm), or a Jupyter server following the run on its shared
+    watch. A pid alone may name a later, unrelated process, so the owner is recorded with its
+    process creation time (`jupyter_px.detached.ProcessIdentity`); a server also names the host
+    of followers it runs, which it unregisters when it stops (handing its runs back)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    kind: Literal["supervisor", "follower"] | None = Field(
-        description="supervisor (local backend) or follower (Kubernetes backends); None only in a "
-        "status written before owners were recorded (its `supervisor_pid` held either)"
+    kind: Literal["supervisor", "follower", "server"] | None = Field(
+        description="supervisor (local backend), follower (the run's own follower process) or server "
+        "(a Jupyter server following it on one watch per namespace); None only in a status written "
+        "before owners were recorded (its `supervisor_pid` held either)"
     )
     pid: int
     started_at: float | None = Field(
         default=None,
         description="the process's creation time (psutil's create_time); None only in an older status",
+    )
+    host: str | None = Field(
+        default=None,
+        description="kind server: the host of followers in that process (registered under the run "
+        "store's `hosts/` while it follows runs)",
     )
 
 

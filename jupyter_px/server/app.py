@@ -20,6 +20,14 @@ every `keeper_interval` seconds it calls `RunService.keep_all` in a thread of it
 loop keeps serving), so a local run whose supervisor died is recorded Lost and a Kubernetes run
 nobody follows gets its follower back, whether or not anyone is looking.
 
+**Kubernetes runs, followed here.** With the keeper, the server also follows its store's
+Kubernetes runs itself (`RunService.host_followers`): one watch per namespace feeds every run it
+follows (as kubespawner's reflector feeds its spawners), instead of a follower process and a
+watch per run. Runs submitted through the REST API are followed here from their start; the
+keeper takes over the others (a kernel's, the CLI's) from their own followers. Each run keeps one
+owner at any time, recorded in its status; `stop_extension` hands the runs back to followers of
+their own, and a server that dies leaves owners that reads report gone, for the next keeper.
+
 **What kernels are told.** A kernel does not know the URL its notebook is served under, yet the
 TensorBoard it embeds must be reached at `<base_url>px/tensorboard/<port>/` (`tensorboard_proxy`;
 behind JupyterHub the base URL is `/user/<name>/`), and a TensorBoard it starts should end with
@@ -69,7 +77,8 @@ class JupyterPxApp(ExtensionApp):
     keeper_interval = Float(
         10.0,
         help="Seconds between passes of the keeper, which records runs whose local supervisor is "
-        "gone as Lost and restarts the follower of Kubernetes runs nobody follows (0: no keeper).",
+        "gone as Lost and follows the Kubernetes runs of the store in this server, one watch per "
+        "namespace (0: no keeper; each Kubernetes run then has a follower process of its own).",
     ).tag(config=True)
 
     tensorboard_idle_timeout = Float(
@@ -135,6 +144,7 @@ class JupyterPxApp(ExtensionApp):
         self.store = self.state.store
         self._keeper: asyncio.Task[None] | None = None
         self._keeper_executor: DaemonThreadPool | None = None
+        self._followers: Any = None  # the Kubernetes runs followed here (with the keeper)
         self._published: dict[str, str | None] = {}
         self._publish_for_kernels()
 
@@ -183,6 +193,7 @@ class JupyterPxApp(ExtensionApp):
         if self.keeper_interval <= 0 or self._keeper is not None:
             return
         self._keeper_executor = DaemonThreadPool(1, "jupyter-px-keeper")  # a hung pass must not hold up exit
+        self._followers = self.state.service.host_followers()
         self._keeper = asyncio.get_running_loop().create_task(self._keep(), name="jupyter-px-keeper")
 
     async def _keep(self) -> None:
@@ -204,7 +215,8 @@ class JupyterPxApp(ExtensionApp):
         SweepService(runs=self.state.service).keep_all()
 
     async def stop_extension(self) -> None:
-        """End the keeper (a pass in progress completes in its thread) and our TensorBoards."""
+        """End the keeper (a pass in progress completes in its thread), hand the Kubernetes runs
+        followed here back to followers of their own, and end our TensorBoards."""
         keeper, self._keeper = self._keeper, None
         if keeper is not None:
             keeper.cancel()
@@ -213,6 +225,9 @@ class JupyterPxApp(ExtensionApp):
         if self._keeper_executor is not None:
             self._keeper_executor.shutdown(wait=False, cancel_futures=True)
             self._keeper_executor = None
+        followers, self._followers = self._followers, None
+        if followers is not None:
+            await asyncio.to_thread(followers.close)
         self.state.close()
         await asyncio.to_thread(self._stop_tensorboards)
         self._unpublish()

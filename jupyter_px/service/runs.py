@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend
+from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend, host_followers
 from ..runstore import RunDamaged, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from ..topology.values import declared_run
@@ -404,6 +404,13 @@ class RunService:
             return self.backend_of(run_id).reconcile(run_id)
         except (BackendError, OSError):
             return self.store.status(run_id)
+
+    def host_followers(self) -> Any:
+        """Follow this store's Kubernetes runs in this process, on one watch per namespace, from
+        now until `close()` on what it returns (which hands them back to followers of their own):
+        a Jupyter server does, so that its keeper's passes (`keep_all`) hand it the runs. None
+        when this process does already."""
+        return host_followers(self.store)
 
     def keep_all(self) -> int:
         """One pass of the keeper over the store: `keep` every unfinished run. The Jupyter

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..runstore import ReplicaStatus, RunRecord, RunStatus
+from ..topology.naming import ReplicaNames
 
 
 def run_summary(record: RunRecord, status: RunStatus, owner_problem: str | None = None) -> dict[str, Any]:
@@ -36,10 +37,12 @@ def run_summary(record: RunRecord, status: RunStatus, owner_problem: str | None 
     }
 
 
-def replica_json(replica: ReplicaStatus) -> dict[str, Any]:
-    """One replica's row: what a replica table shows."""
+def replica_json(replica: ReplicaStatus, names: ReplicaNames | None = None) -> dict[str, Any]:
+    """One replica's row: what a replica table shows. `key` is the store's (`master-0`), `label`
+    what the job calls it (`chief` for a TensorFlow master: `topology.naming`)."""
     return {
         "key": replica.key,
+        "label": (names or ReplicaNames()).label(replica.role, replica.index),
         "role": replica.role,
         "index": replica.index,
         "state": replica.state.value,
@@ -59,7 +62,7 @@ def run_detail(record: RunRecord, status: RunStatus, owner_problem: str | None =
     """One run in full: the summary, every replica, the topology and how the code runs."""
     return {
         **run_summary(record, status, owner_problem),
-        "replicas": [replica_json(replica) for replica in status.replicas],
+        "replicas": [replica_json(replica, ReplicaNames.of(record.topology)) for replica in status.replicas],
         "launch": status.launch,
         "topology": record.topology,
         "code": record.code.model_dump(mode="json"),

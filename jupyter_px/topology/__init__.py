@@ -3,6 +3,7 @@
 from .errors import Problem, TopologyError
 from .export import json_schema, summary_html, summary_rows, summary_text, to_dict, to_yaml
 from .models import ROLES, ReplicaSpec, Resources, Topology
+from .naming import ReplicaNames
 from .parse import apply_overrides, parse_topology, try_parse
 from .yaml_text import load_yaml
 
@@ -11,6 +12,7 @@ __all__ = [
     "TopologyError",
     "Topology",
     "ReplicaSpec",
+    "ReplicaNames",
     "Resources",
     "ROLES",
     "parse_topology",

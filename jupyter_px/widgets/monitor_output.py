@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from ..presentation.labels import ReplicaNames
 from ..presentation.monitor import FINAL_LOG_BYTES, FinalView, final_bundle
 from .run_mime import MIMETYPE, run_payload
 
@@ -139,6 +140,7 @@ class MonitorOutput:
             rows=list(view.replicas),
             metrics=self._reader.data if self._reader is not None else {},
             straggler=view.straggler or "",
+            names=ReplicaNames.of(self.run.record.topology),
             logs=logs,
             tensorboard=self.tensorboard_view.value if "class='px-tensorboard'" in self.tensorboard_view.value else "",
         )

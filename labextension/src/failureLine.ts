@@ -4,7 +4,7 @@
  * look for it at the bottom of the traceback.
  */
 import * as api from './api';
-import { replicaToOpen } from './replicas';
+import { replicaName, replicaToOpen } from './replicas';
 
 /** Chunks read at most to reach a log's end (the server sends up to 256 KiB a chunk). */
 const MAX_CHUNKS = 16;
@@ -56,5 +56,5 @@ async function readFailureLine(runId: string): Promise<string> {
     offset = chunk.offset;
   }
   const line = exceptionLine(tail);
-  return line ? `${replica.role} ${replica.index}: ${line}` : '';
+  return line ? `${replicaName(replica)}: ${line}` : '';
 }

@@ -6,18 +6,29 @@ import type { IReplica } from './types';
 const FAILED = new Set(['Failed', 'Lost']);
 
 /**
- * A replica's tab label: "worker 1 · Failed"; the master as the job calls it (`master` is
- * "chief" in a TensorFlow job unless its topology asks for `master`), as the notebook does.
+ * A replica as the job calls it, for people: "worker 1", "chief". The server's `label` when it
+ * sent one (the CLI and the notebook say the same), else the rule from the topology (`master` is
+ * "chief" in a TensorFlow job unless its topology asks for `master`).
  */
+export function replicaName(
+  replica: IReplica,
+  topology: { [key: string]: any } = {}
+): string {
+  if (replica.label) {
+    return replica.label.replace(/-(\d+)$/, ' $1');
+  }
+  if (replica.role === 'master' && masterName(topology) === 'chief') {
+    return replica.index === 0 ? 'chief' : `chief ${replica.index}`;
+  }
+  return `${replica.role} ${replica.index}`;
+}
+
+/** A replica's tab label: "worker 1 · Failed", "chief · Running". */
 export function replicaTabLabel(
   replica: IReplica,
   topology: { [key: string]: any } = {}
 ): string {
-  if (replica.role === 'master' && masterName(topology) === 'chief') {
-    const name = replica.index === 0 ? 'chief' : `chief ${replica.index}`;
-    return `${name} · ${replica.state}`;
-  }
-  return `${replica.role} ${replica.index} · ${replica.state}`;
+  return `${replicaName(replica, topology)} · ${replica.state}`;
 }
 
 /**

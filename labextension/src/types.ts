@@ -35,6 +35,8 @@ export type RunState =
 /** models.Replica */
 export interface IReplica {
   key: string;
+  /** What the job calls it: `chief` for a TensorFlow master (the key stays `master-0`). */
+  label?: string | null;
   role: string;
   index: number;
   state: string;

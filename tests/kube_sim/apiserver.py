@@ -146,6 +146,8 @@ class ApiServer:
         self.hanging: set[tuple[str, str]] = set()
         self.hung = 0
         self.requests: list[tuple[str, str]] = []
+        #: every watch opened over HTTP: (resource plural, namespace, label selector)
+        self.watches: list[tuple[str, str, str | None]] = []
         self.latency = 0.0
         #: requests being served now, and the most at once (what a client's parallelism reaches)
         self.in_flight = 0

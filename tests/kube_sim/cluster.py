@@ -162,6 +162,11 @@ class Cluster:
         return self.api.requests
 
     @property
+    def watches(self) -> list[tuple[str, str, str | None]]:
+        """Every watch opened over HTTP: (resource plural, namespace, label selector)."""
+        return self.api.watches
+
+    @property
     def latency(self) -> float:
         return self.api.latency
 

@@ -37,7 +37,8 @@ class Script:
     exit_code: int = 0
     line: Callable[[dict[str, Any], int], str] = lambda pod, n: f"{pod['metadata']['name']} line {n}"
     extra: dict[str, float] = field(default_factory=dict)
-    #: a pod (name suffix) that ends only after every other pod of the node has ended
+    #: a pod (name suffix) that ends only after every other pod of its run (the pods whose names
+    #: share its prefix: `<run>-master-0` waits for `<run>-worker-*`) has ended
     last: str | None = None
     #: at most this many lines, then it runs on silently (None: a line every `interval` throughout)
     lines: int | None = None
@@ -135,10 +136,15 @@ class HollowKubelet:
                             at = hollow.started + len(hollow.lines) * self.script.interval
                             hollow.lines.append((at, self.script.line(pod, len(hollow.lines)) + "\n"))
                             self.produced[pod["metadata"]["name"]] = len(hollow.lines)
+                        name = pod["metadata"]["name"]
                         others_done = (
                             self.script.last is None
-                            or not pod["metadata"]["name"].endswith(self.script.last)
-                            or all(h.exit_code is not None for u, h in self.pods.items() if u != uid)
+                            or not name.endswith(self.script.last)
+                            or all(
+                                h.exit_code is not None
+                                for u, h in self.pods.items()
+                                if u != uid and h.pod["metadata"]["name"].startswith(name[: -len(self.script.last)])
+                            )
                         )
                         if current >= hollow.started + duration and others_done:
                             hollow.exit_code, hollow.finished = self.script.exit_code, current

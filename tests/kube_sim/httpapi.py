@@ -583,6 +583,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _watch(self, resource: Any, namespace: str, query: dict[str, str]) -> None:
         api = self.front.api
+        with api.cond:
+            api.watches.append((resource.plural, namespace, query.get("labelSelector")))
         events = api.watch(
             resource,
             namespace,

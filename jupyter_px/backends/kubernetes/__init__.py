@@ -8,11 +8,13 @@ its `Flavour`; `backend.py`: its backend class), over what they share:
   replica's address, once), podspec + security (pod template pieces), run_objects (a flavour's
   objects), render (a flavour by name, YAML), dry_run, client (kubeconfig / in-cluster),
   preflight, resources (per-kind API calls), create (all or nothing), cleanup (delete a run),
-  handle (where a run's objects are), replica_pods (which pod is which replica), pod_state
-  (pod -> replica state), contact, and backend (`KubernetesBackend`, the base of the three);
+  handle (where a run's objects are, the follower's files), replica_pods (which pod is which
+  replica), pod_state (pod -> replica state), contact, and backend (`KubernetesBackend`, the base
+  of the three, a `FollowedBackend` as the Slurm backend is: `../followed.py`);
 - `native/`, `kubeflow/`, `trainer/`: the three backends;
-- `follower/`: the per-run process that writes a run's status, logs and metrics into the store
-  (`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`), its log sink and log streams;
+- `follower/`: what writes a run's status, logs and metrics into the store: a process per run
+  (`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`), or a Jupyter server's followers
+  on one watch per namespace (`follower/host.py`); its log sink and log streams;
 - `pod/`: what runs inside the pod (`entry.py`, shipped in the run's ConfigMap).
 
 The backend classes are imported on first use: `jupyter px render` needs only the pure render

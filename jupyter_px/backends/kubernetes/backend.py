@@ -5,37 +5,33 @@ The work is the same for all three; they differ in their manifests (each folder'
 `manifests.py`, named by its `Flavour`) and in what they complete from the cluster before
 rendering (the MPIJob or TrainJob version it serves, the runtime preflight checks).
 
-`submit` renders, checks the cluster (preflight), creates every object or none, records where
-they are (`kubernetes.json`) and starts the run's detached follower (`jupyter_px.detached`: its
-identity, pid and creation time, is recorded as the run's owner in status.json before it may
-run), which from then on is the only writer of the run's status, logs and metrics. `status` and
-`observe` read the store (`observe` also reports "nobody is following this run"); `reconcile`,
-the explicit keeper's step, starts a follower again. `stop` deletes every object of the run by
-label and lets the follower (or, if it is gone, `stop` itself) write the final status; on a
-finished run it deletes what the operator left (finished pods, the job).
+A run owned by a detached follower (`backends/followed.py`: the owner, `observe`, `reconcile` and
+the stop request are the shape every such backend shares). What is Kubernetes' own: `submit`
+renders, checks the cluster (preflight), creates every object or none, records where they are
+(`kubernetes.json`) and starts the follower, from then on the only writer of the run's status,
+logs and metrics. `stop` asks the follower, which stores every replica's log so far and deletes
+the run's objects; then `stop` deletes by label whatever is left, and writes the final status
+itself if no follower could; on a finished run it deletes what the operator left (finished
+pods, the job).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ... import detached
 from ...runstore import RunState, RunStatus, atomic_write_json
-from ...runstore.models import Reason, RunOwner
 from ...topology import Topology
-from ..base import Backend, BackendError, Observation, RunLeftBehind, SubmitHandle
+from ..base import BackendError, RunLeftBehind, SubmitHandle
+from ..followed import FollowedBackend, mark_stopped
 from .cleanup import delete_run, remove_run
 from .client import Cluster, connect
 from .create import CreateFailed, create_all, roll_back
-from .handle import FOLLOWER_DIR, FOLLOWER_LOG, HANDLE_FILE, STOP_FILE, RunHandle
+from .follower.host import active_host
+from .handle import FOLLOWER, HANDLE_FILE, RunHandle
 from .names import LABEL_RUN, base_name
 from .payload import read_code_dir
 from .preflight import preflight
@@ -43,50 +39,41 @@ from .resources import KINDS
 from .run_objects import Flavour, run_objects
 from .settings import KubernetesSettings, load_settings
 
-FOLLOWER_MODULE = "jupyter_px.backends.kubernetes.follower"
 STOP_WAIT_S = 30.0
 
 
-def follower_owner(identity: detached.ProcessIdentity) -> RunOwner:
-    return RunOwner(kind="follower", pid=identity.pid, started_at=identity.started_at)
-
-
-def follower_alive(status: RunStatus) -> bool:
-    """Does the follower the status names as its owner still run? By identity (pid and creation
-    time, recorded by its starter before it could run): a follower forked a moment ago, still in
-    exec, is already itself; a later process with the same pid is not."""
-    owner = status.owner
-    return owner is not None and detached.ProcessIdentity(owner.pid, owner.started_at).alive()
-
-
-@contextlib.contextmanager
-def _starting(run_dir: Path) -> Iterator[None]:
-    """One starter of a run's follower at a time (two keepers looking at once start one)."""
-    (run_dir / FOLLOWER_DIR).mkdir(exist_ok=True)
-    with open(run_dir / FOLLOWER_DIR / ".start.lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-class KubernetesBackend(Backend):
+class KubernetesBackend(FollowedBackend[KubernetesSettings]):
     """The behaviour every Kubernetes backend shares; a subclass names its `flavour` (its
     manifests) and may complete the settings from the cluster (`_cluster_settings`)."""
 
     #: the backend's pure half: its render functions (`<flavour>/manifests.py`)
     flavour: Flavour
+    follower = FOLLOWER
 
-    def __init__(self, store=None, settings: KubernetesSettings | None = None):
-        super().__init__(store)
-        self._settings = settings
-
-    @property
-    def settings(self) -> KubernetesSettings:
-        if self._settings is None:
-            self._settings = load_settings()
-        return self._settings
+    def _load_settings(self) -> KubernetesSettings:
+        return load_settings()
 
     def _runtime(self, topology: Topology) -> str | None:
         return None
+
+    def start_follower(self, run_dir: Path) -> int:
+        """In a process that hosts this store's followers (a Jupyter server: `follower/host.py`),
+        the run is followed there, on its namespace's watch; else by a follower of its own. The
+        owner's pid; the caller holds the run's start lock."""
+        host = active_host(self.store.home)
+        if host is not None and host.take(run_dir.name):
+            return host.owner.pid
+        return super().start_follower(run_dir)
+
+    def reconcile(self, run_id: str) -> RunStatus:
+        """The keeper's step: make sure the run is followed (see `FollowedBackend.reconcile`); in
+        a process that hosts followers, by its host, which also takes over a run its own follower
+        follows (one watch per namespace instead of one per run)."""
+        host = active_host(self.store.home)
+        if host is None:
+            return super().reconcile(run_id)
+        host.keep(run_id)
+        return self.store.status(run_id)
 
     def _cluster_settings(self, cluster: Cluster, topology: Topology) -> KubernetesSettings:
         """The settings to render with, completed from what this cluster serves."""
@@ -145,27 +132,30 @@ class KubernetesBackend(Backend):
                 job["kind"] if job else None,
                 job["apiVersion"] if job else None,
             )
-            handle.save(paths.root)  # before any create: `stop` finds the run's objects by it
-            initial = RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()])
-            try:
-                created = create_all(cluster, objects, self.settings.create_parallelism)
-            except CreateFailed as error:
-                if error.left_behind:
-                    self._left_behind(initial, str(error))
-                raise
-            try:
-                self.store.write_status(initial)
-                with _starting(paths.root):
-                    pid = self._start_follower(paths.root)
-            except BaseException as error:
-                problems = roll_back(cluster, objects, created, self.settings.create_parallelism)
-                if problems:
-                    self._left_behind(
-                        initial,
-                        f"starting the run failed ({error}); deleting its objects could not be confirmed: "
-                        f"{'; '.join(problems[:3])}",
-                    )
-                raise
+            # Under the run's start lock from the handle on: a keeper looking meanwhile (it sees the
+            # handle, and no owner yet) waits until the run's objects exist and it has its owner,
+            # rather than follow a job not yet created or have its owner overwritten by `initial`.
+            with self.starting(paths.root):
+                handle.save(paths.root)  # before any create: `stop` finds the run's objects by it
+                initial = RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()])
+                try:
+                    created = create_all(cluster, objects, self.settings.create_parallelism)
+                except CreateFailed as error:
+                    if error.left_behind:
+                        self._left_behind(initial, str(error))
+                    raise
+                try:
+                    self.store.write_status(initial)
+                    pid = self.start_follower(paths.root)
+                except BaseException as error:
+                    problems = roll_back(cluster, objects, created, self.settings.create_parallelism)
+                    if problems:
+                        self._left_behind(
+                            initial,
+                            f"starting the run failed ({error}); deleting its objects could not be confirmed: "
+                            f"{'; '.join(problems[:3])}",
+                        )
+                    raise
         finally:
             cluster.close()
         return SubmitHandle(
@@ -186,49 +176,6 @@ class KubernetesBackend(Backend):
         self.store.write_status(status)
         raise RunLeftBehind(status.message)
 
-    def _start_follower(self, run_dir: Path) -> int:
-        """Start the run's follower and record it as the run's owner before it may run. The caller
-        holds `_starting(run_dir)`."""
-        env = detached.importable_environ()
-        env["PX_HOME"] = str(self.store.home)
-        run_dir = run_dir.resolve()
-        with detached.start(
-            FOLLOWER_MODULE, [str(run_dir)], log_path=run_dir / FOLLOWER_LOG, cwd=run_dir, env=env
-        ) as follower:  # it waits for "go": never a follower nobody knows about
-            status = self.store.status(run_dir.name)
-            status.owner = follower_owner(follower.identity)
-            self.store.write_status(status)
-            follower.go()
-        return follower.pid
-
-    def observe(self, run_id: str) -> Observation:
-        """The stored status, and "nobody is following this run" when an unfinished run's follower
-        is gone (given up on an unreachable API server, killed, its machine rebooted). A pure read:
-        nothing is started (`reconcile` does that)."""
-        status = self.store.status(run_id)
-        if status.state.finished or follower_alive(status):
-            return Observation(status)
-        status = self.store.status(run_id)  # it may have written its final status just before exiting
-        if status.state.finished:
-            return Observation(status)
-        return Observation(status, "nobody is following this run")
-
-    def follow(self, run_id: str) -> int | None:
-        """Start the run's follower again if it is gone and the run is not finished (idempotent:
-        a second follower of the same run exits at once). Its pid, or None if none was needed."""
-        root = self.store.paths(run_id).root
-        with _starting(root):
-            if self.observe(run_id).owner_problem is None:
-                return None
-            return self._start_follower(root)
-
-    def reconcile(self, run_id: str) -> RunStatus:
-        """The cluster is watched by the run's follower, which writes the store; reconciling (the
-        explicit keeper's step, never a read's) means making sure it still runs (a reboot or a
-        kill ends it) and reading what it wrote."""
-        self.follow(run_id)
-        return self.store.status(run_id)
-
     def stop(self, run_id: str, timeout: float = STOP_WAIT_S) -> None:
         status = self.store.status(run_id)
         root = self.store.paths(run_id).root
@@ -236,16 +183,11 @@ class KubernetesBackend(Backend):
             self.clean(run_id)  # what a failed start or a finished run left
             return
         handle = RunHandle.load(root)
-        atomic_write_json(root / STOP_FILE, {"requested_at": time.time(), "by_pid": os.getpid()})
+        self.request_stop(run_id)
         # The follower stores what each replica logged so far, then deletes the run, reads the
         # logs to their ends and writes the final status; a pod deleted first would take the log
         # of a replica nobody streams (runs over 16 replicas) with it.
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            status = self.store.status(run_id)
-            if status.state.finished or not follower_alive(status):
-                break
-            time.sleep(0.05)
+        self.await_owner(run_id, time.monotonic() + timeout)
         settings = load_settings(namespace=handle.namespace, context=handle.context)
         cluster = connect(settings)
         try:
@@ -254,7 +196,7 @@ class KubernetesBackend(Backend):
             cluster.close()
         status = self.store.status(run_id)
         if not status.state.finished:  # no follower (or a stuck one): the status is ours to finish
-            _mark_stopped(status)
+            mark_stopped(status)
             self.store.write_status(status)
 
     def clean(self, run_id: str) -> list[str]:
@@ -309,12 +251,3 @@ class KubernetesBackend(Backend):
 LEFT_BEHIND_FILE = "left-behind.json"
 #: The reason of such a run (a string reason: statuses keep reasons the enum does not list).
 ROLLBACK_UNCONFIRMED = "RollbackUnconfirmed"
-
-
-def _mark_stopped(status: RunStatus) -> None:
-    now = time.time()
-    status.state, status.reason, status.message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
-    status.finished_at, status.owner = now, None
-    for replica in status.replicas:
-        if replica.state.value not in ("Succeeded", "Failed", "Lost", "Stopped"):
-            replica.state, replica.finished_at = replica.state.__class__("Stopped"), now

@@ -11,12 +11,19 @@ still be running it, and the next look at the run starts a follower again.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
+
+#: The API server answers but refuses (401: credentials expired or revoked; 403: no permission to
+#: watch pods or read logs) for this long: the follow ends with that reason, never an endless
+#: Pending. Short, since a refusal does not fix itself; not zero, since a token may be refreshed.
+REFUSED_GIVE_UP_S = float(os.environ.get("PX_K8S_REFUSED_GIVE_UP_S") or 20.0)
+UNAUTHORIZED, FORBIDDEN = "Unauthorized", "Forbidden"
 
 
 def is_unreachable(error: BaseException) -> bool:
@@ -66,3 +73,24 @@ def _describe(error: BaseException) -> str:
     reason = getattr(error, "reason", None)  # urllib3's MaxRetryError: the underlying error
     text = str(reason or error)
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def refusal(found: list[tuple[ApiException, float, str]], host: str, namespace: str) -> tuple[str, str] | None:
+    """(reason, message) of the first refusal among `found` ((the error, since when, what was
+    refused)) that has lasted `REFUSED_GIVE_UP_S`; None when none has."""
+    from .client import api_reason
+
+    for error, since, what in found:
+        if time.monotonic() - since < REFUSED_GIVE_UP_S:
+            continue
+        if error.status == 401:
+            return UNAUTHORIZED, (
+                f"the Kubernetes API at {host} no longer accepts this follower's credentials "
+                f"({api_reason(error)}): they may have expired. Log in again (refresh the kubeconfig); a keeper "
+                "(the Jupyter server's, Run.wait(), jupyter px follow) then follows the run again"
+            )
+        return FORBIDDEN, (
+            f"no permission to {what} in namespace {namespace} ({api_reason(error)}); "
+            "the follower needs get, list and watch on pods and get on pods/log"
+        )
+    return None

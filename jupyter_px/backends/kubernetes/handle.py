@@ -13,12 +13,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ...runstore import atomic_write_json
+from ..followed import FollowerSpec
 from .resources import Kind, kind_of
 
 HANDLE_FILE = "kubernetes.json"
 STOP_FILE = "kubernetes-stop"
 FOLLOWER_DIR = "follower"
 FOLLOWER_LOG = "follower.log"
+#: The run's follower: its module, the handshake's files (`backends/followed.py`).
+FOLLOWER = FollowerSpec(
+    module="jupyter_px.backends.kubernetes.follower",
+    handle=HANDLE_FILE,
+    stop=STOP_FILE,
+    log=FOLLOWER_LOG,
+    start_lock=f"{FOLLOWER_DIR}/.start.lock",
+    lock=f"{FOLLOWER_DIR}/.lock",
+)
 
 
 @dataclass(frozen=True)

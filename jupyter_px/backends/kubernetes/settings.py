@@ -1,31 +1,33 @@
 """What the Kubernetes backends need beyond the topology: where and as whom pods run.
 
-Read once, in one place, from (later wins):
+Read as every backend family reads its settings (`backends/settings_file.py`): defaults (below),
+then a YAML file (`$PX_K8S_CONFIG`, else `$PX_HOME/kubernetes.yaml`), then `PX_K8S_<FIELD>`
+variables, each bad value one line naming it. What is Kubernetes' own is here: the fields, and
+how a variable's text reads: lists comma-separated (`PX_K8S_IMAGE_PULL_SECRETS=regcred,other`),
+mappings `k=v,k=v` (`PX_K8S_LABELS=team=ml`), `PX_K8S_TOLERATIONS` as JSON.
 
-1. defaults (below);
-2. a YAML file: `$PX_K8S_CONFIG`, else `$PX_HOME/kubernetes.yaml` (`~/.jupyter_px/kubernetes.yaml`);
-3. environment variables `PX_K8S_<FIELD>` (upper case): lists are comma-separated
-   (`PX_K8S_IMAGE_PULL_SECRETS=regcred,other`), mappings `k=v,k=v` (`PX_K8S_LABELS=team=ml`),
-   `PX_K8S_TOLERATIONS` is JSON.
-
-The topology's own `image` and `node_selector` win over these per replica. A field the file does
-not know is an error naming it (a typo must not silently fall back to a default).
+The topology's own `image` and `node_selector` win over these per replica.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ...runstore import px_home
 from ..base import BackendError
+from ..settings_file import (
+    SettingsFile,
+    check_bool,
+    check_choice,
+    env_bool,
+    env_comma_list,
+    env_int,
+    env_json,
+    env_mapping,
+)
 
-CONFIG_ENV = "PX_K8S_CONFIG"
 ENV_PREFIX = "PX_K8S_"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -112,7 +114,6 @@ _MAPS = {"node_selector", "labels", "annotations"}
 _INTS = {"ttl_seconds_after_finished", "create_parallelism", "follower_give_up_s", "run_as_user"}
 _POSITIVE = {"create_parallelism", "follower_give_up_s", "run_as_user"}
 _BOOLS = {"restricted_security_context"}
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 _CHOICES = {
     "clean_pod_policy": ("Running", "All", "None"),
     "trainer_version": ("auto", "v2.2", "v2.1", "v2.0"),
@@ -120,39 +121,7 @@ _CHOICES = {
 }
 
 
-def _from_env(name: str, text: str) -> Any:
-    where = f"{ENV_PREFIX}{name.upper()}"
-    if name in _LISTS:
-        return [item.strip() for item in text.split(",") if item.strip()]
-    if name in _MAPS:
-        out = {}
-        for item in filter(None, (part.strip() for part in text.split(","))):
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise BackendError(f"{where}: {item!r} is not key=value")
-            out[key.strip()] = value.strip()
-        return out
-    if name == "tolerations":
-        try:
-            value = json.loads(text)
-        except ValueError as error:
-            raise BackendError(f"{where}: not JSON ({error})") from None
-        return value
-    if name in _BOOLS:
-        if text.strip().lower() not in _TRUE + _FALSE:
-            raise BackendError(f"{where}: {text!r} is not true or false")
-        return text.strip().lower() in _TRUE
-    if name in _INTS:
-        try:
-            return int(text)
-        except ValueError:
-            raise BackendError(f"{where}: {text!r} is not a whole number") from None
-    return text
-
-
 def _check(name: str, value: Any, where: str) -> Any:
-    if value is None:
-        return None
     if name in _LISTS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         raise BackendError(f"{where}: {name}: {value!r} is not a list of names")
     if name in _MAPS:
@@ -161,40 +130,31 @@ def _check(name: str, value: Any, where: str) -> Any:
         return {str(k): str(v) for k, v in value.items()}
     if name == "tolerations" and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
         raise BackendError(f"{where}: tolerations: {value!r} is not a list of tolerations")
-    if name in _BOOLS and not isinstance(value, bool):
-        raise BackendError(f"{where}: {name}: {value!r} is not true or false")
+    if name in _BOOLS:
+        return check_bool(name, value, where)
     counts = isinstance(value, int) and not isinstance(value, bool)
     if name in _INTS and (not counts or value < (1 if name in _POSITIVE else 0)):
         raise BackendError(f"{where}: {name}: {value!r} is not a valid count")
-    if name in _CHOICES and value not in _CHOICES[name]:
-        raise BackendError(f"{where}: {name}: {value!r} is not one of {', '.join(_CHOICES[name])}")
+    if name in _CHOICES:
+        return check_choice(name, value, where, _CHOICES[name])
     return value
 
 
+#: How each `PX_K8S_*` variable that is not plain text reads.
+_ENV_TEXT: dict[str, Callable[[str, str], Any]] = {
+    **dict.fromkeys(_LISTS, env_comma_list),
+    **dict.fromkeys(_MAPS, env_mapping),
+    "tolerations": env_json,
+    **dict.fromkeys(_BOOLS, env_bool),
+    **dict.fromkeys(_INTS, env_int),
+}
+SETTINGS_FILE = SettingsFile("Kubernetes", KubernetesSettings, ENV_PREFIX, "kubernetes.yaml", _check, _ENV_TEXT)
+
+
 def config_path() -> Path:
-    return Path(os.environ.get(CONFIG_ENV) or px_home() / "kubernetes.yaml").expanduser()
+    return SETTINGS_FILE.path()
 
 
 def load_settings(**overrides: Any) -> KubernetesSettings:
     """Defaults < config file < PX_K8S_* variables < `overrides` (e.g. the CLI's --context)."""
-    known = {f.name for f in fields(KubernetesSettings)}
-    values: dict[str, Any] = {}
-    path = config_path()
-    if path.is_file():
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise BackendError(f"cannot read the Kubernetes settings {path}: {error}") from None
-        if not isinstance(loaded, dict):
-            raise BackendError(f"{path}: expected a mapping of settings, got {type(loaded).__name__}")
-        for key, value in loaded.items():
-            name = str(key).replace("-", "_")
-            if name not in known:
-                raise BackendError(f"{path}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
-            values[name] = _check(name, value, str(path))
-    for name in known:
-        text = os.environ.get(f"{ENV_PREFIX}{name.upper()}")
-        if text:
-            values[name] = _check(name, _from_env(name, text), f"{ENV_PREFIX}{name.upper()}")
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return replace(KubernetesSettings(), **values)
+    return SETTINGS_FILE.load(**overrides)

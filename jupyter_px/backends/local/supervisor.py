@@ -46,7 +46,7 @@ from ... import detached
 from ...cluster import local_addresses
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
-from ...topology import Topology, parse_topology
+from ...topology import ReplicaNames, Topology, parse_topology
 from ..outcome import Outcome, run_outcome
 from . import flushing, oom_kills, policy
 from .cgroups import RunCgroup
@@ -344,7 +344,7 @@ class Supervisor:
     def _decide(self) -> None:
         if self.outcome is not None:
             return
-        outcome = run_outcome([r.status for r in self.replicas])
+        outcome = run_outcome([r.status for r in self.replicas], ReplicaNames.of(self.topology))
         if outcome is None:
             return
         if outcome.state == RunState.FAILED:

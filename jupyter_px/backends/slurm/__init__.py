@@ -1,7 +1,9 @@
 """The Slurm backend: one Slurm job per run, through the Slurm commands on PATH (`SLURM_CONF`
 honoured), as a user on a login node submits; Slurm 22.05 and later.
 
-Modules, one job each:
+A sibling of the Kubernetes backends, of the same shape: a `FollowedBackend` (`../followed.py`)
+whose follower is a process of the common life (`../follower_process.py`), its settings read as
+every family's (`../settings_file.py`). Modules, one job each:
 
 * `backend`    - `SlurmBackend`: check, submit (files, sbatch, the follower), observe, reconcile, stop.
 * `settings`   - partition, account, qos, time limit, ... from a file and PX_SLURM_* variables.
@@ -16,7 +18,7 @@ Modules, one job each:
 * `replicas`   - each replica's state from its task's records and the job's state.
 * `follower`   - the per-run detached owner: states, the success policy, stopping the job.
 * `mirror`     - copying a run's files back from `shared_dir` when the run store is not shared.
-* `handle`     - what a run directory keeps about its job (`slurm.json`, the stop request).
+* `handle`     - what a run directory keeps about its job (`slurm.json`, the scripts, the follower's files).
 * `render`     - the dry run: the script a topology would submit, nothing contacted.
 
 `SlurmBackend` is imported on first use (`jupyter px render` needs only the pure modules).

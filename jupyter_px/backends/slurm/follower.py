@@ -16,7 +16,8 @@ only writer of the run's status. Every poll it reads the shared queue snapshot (
 * an end Slurm decided (TIMEOUT, CANCELLED by someone else, NODE_FAIL, PREEMPTED, ...) in Slurm's
   words, with who cancelled when `sacct` can say.
 
-Restartable: a lock admits one follower per run, and a new one rebuilds everything from the run
+Its life as a process (one per run, the lock, the start handshake) is every follower's
+(`backends/follower_process.py`). Restartable: a new one rebuilds everything from the run
 directory. It ends when the run has finished, when its directory is gone, and when the Slurm
 commands have not answered for `follower_give_up_s` (the run keeps its state, reason
 LostContact; a keeper follows it again). With `shared_dir`, it also copies the tasks' files back
@@ -25,27 +26,23 @@ into the run store (`mirror.py`).
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ... import detached
 from ...runstore import ReplicaState, ReplicaStatus, RunState, RunStatus, RunStore, read_tail
-from ...runstore.layout import runs_root
 from ...runstore.models import Reason
 from ...topology import parse_topology
+from ...topology.naming import ReplicaNames
+from .. import follower_process
 from ..outcome import run_outcome
 from . import mirror
 from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
-from .handle import FOLLOWER_LOCK, STOP_FILE, JobHandle
+from .handle import BATCH_OUTPUT, FOLLOWER, STOP_FILE, JobHandle
 from .queue import JobView, QueueWatch, Snapshot
 from .replicas import Ending, RecordReader, Records, ended_replica, unrecorded_end
-from .script import BATCH_OUTPUT
 from .settings import load_settings
 from .states import ACTIVE, STARTED, base_state, pending_message, running_message, slurm_end
 
@@ -161,7 +158,7 @@ class Follower:
                 waiting = waiting or time.monotonic() - first < FOREIGN_SIGNAL_WAIT_S + self.settings.poll_interval_s
         if waiting:
             return
-        outcome = run_outcome(replicas)
+        outcome = run_outcome(replicas, ReplicaNames.of(self.topology))
         if outcome is None:
             return
         if outcome.state == RunState.FAILED:
@@ -270,7 +267,7 @@ class Follower:
         elif slurm is not None:
             state, reason, message = slurm.state, slurm.reason, slurm.message
         else:
-            outcome = run_outcome(replicas)
+            outcome = run_outcome(replicas, ReplicaNames.of(self.topology))
             if outcome is not None:
                 state, reason, message = outcome.state, outcome.reason, outcome.message
             if outcome is None or not records.starts:
@@ -396,41 +393,13 @@ def _memory_limit(spec: Any) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m jupyter_px.backends.slurm.follower RUN_DIR", file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    run_dir = Path(args[0]).resolve()
-    home = run_dir.parent.parent
-    if runs_root(home) != run_dir.parent:
-        print(f"{run_dir} is not a run directory", file=sys.stderr)
-        return 2
-    store = RunStore(home)
-    if not detached.await_go():
-        log.info("the start of this follower of %s was abandoned; nothing followed", run_dir.name)
-        return 0
-    if not store.paths(run_dir.name).record.exists():
-        log.warning("%s is gone: nothing to follow", run_dir)
-        return 0
-    with open(run_dir / FOLLOWER_LOCK, "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("another follower already follows %s", run_dir.name)
-            return 0
-        if store.status(run_dir.name).state.finished:
-            return 0
-        return Follower(store, run_dir.name).run()
+    """`python -m jupyter_px.backends.slurm.follower RUN_DIR`: follow one run (`follower_process`)."""
+    return follower_process.main(argv, FOLLOWER, follow=_follow)
+
+
+def _follow(store: RunStore, run_id: str) -> int:
+    return Follower(store, run_id).run()
 
 
 if __name__ == "__main__":
-    try:
-        exit_code = main()
-    except BaseException:  # a crash: say why in the follower's log, then leave
-        import traceback
-
-        traceback.print_exc()
-        exit_code = 1
-    logging.shutdown()
-    detached.exit_now(exit_code)
+    follower_process.run_main(main)

@@ -14,12 +14,26 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ...runstore import atomic_write_json
+from ..followed import FollowerSpec
 
+#: What a run directory holds for its job: the entry every task and the batch script run (copied
+#: in), the scripts, the plan, the batch script's output.
+ENTRY = "slurm/entry.py"
+JOB_SCRIPT = "slurm/job.sh"
+TASK_SCRIPT = "slurm/task.sh"
+PLAN_FILE = "slurm/plan.json"
+BATCH_OUTPUT = "slurm/batch.out"
 HANDLE_FILE = "slurm.json"
 STOP_FILE = "slurm-stop"
-FOLLOWER_LOG = "slurm/follower.log"
-FOLLOWER_LOCK = "slurm/.follower.lock"
-START_LOCK = "slurm/.start.lock"
+#: The run's follower: its module, the handshake's files (`backends/followed.py`).
+FOLLOWER = FollowerSpec(
+    module="jupyter_px.backends.slurm.follower",
+    handle=HANDLE_FILE,
+    stop=STOP_FILE,
+    log="slurm/follower.log",
+    start_lock="slurm/.start.lock",
+    lock="slurm/.follower.lock",
+)
 
 
 @dataclass(frozen=True)

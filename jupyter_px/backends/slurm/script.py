@@ -27,15 +27,9 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from .handle import BATCH_OUTPUT, ENTRY, TASK_SCRIPT
 from .plan import Component, JobPlan
 from .settings import SlurmSettings
-
-#: The entry every task and the batch script run, copied into the run directory.
-ENTRY = "slurm/entry.py"
-JOB_SCRIPT = "slurm/job.sh"
-TASK_SCRIPT = "slurm/task.sh"
-PLAN_FILE = "slurm/plan.json"
-BATCH_OUTPUT = "slurm/batch.out"
 
 
 def job_name(run_id: str) -> str:

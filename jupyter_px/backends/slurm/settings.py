@@ -1,14 +1,9 @@
 """What the Slurm backend needs beyond the topology: where jobs go and how their tasks start.
 
-Read once, in one place, from (later wins):
-
-1. defaults (below);
-2. a YAML file: `$PX_SLURM_CONFIG`, else `$PX_HOME/slurm.yaml` (`~/.jupyter_px/slurm.yaml`);
-3. environment variables `PX_SLURM_<FIELD>` (upper case): `PX_SLURM_SETUP` and
-   `PX_SLURM_SBATCH_LINES` hold one line each per line of text.
-
-A setting the file does not know, or a value Slurm would refuse, is an error of one line naming
-it (a typo must not silently fall back to a default). The stop grace is not a Slurm setting: it is
+Read as every backend family reads its settings (`backends/settings_file.py`): defaults (below),
+then a YAML file (`$PX_SLURM_CONFIG`, else `$PX_HOME/slurm.yaml`), then `PX_SLURM_<FIELD>`
+variables (`PX_SLURM_SETUP` and `PX_SLURM_SBATCH_LINES` one entry per line of text), each bad
+value, or one Slurm would refuse, one line naming it. The stop grace is not a Slurm setting: it is
 `PX_STOP_GRACE_S`, the one every backend reads (seconds between asking replicas to stop and
 killing them, so tracking flushes what it accepted).
 """
@@ -18,16 +13,14 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ...runstore import px_home
 from ..base import BackendError
+from ..settings_file import SettingsFile, check_bool, env_bool, env_lines, env_seconds
 
-CONFIG_ENV = "PX_SLURM_CONFIG"
 ENV_PREFIX = "PX_SLURM_"
 #: Seconds between SIGTERM to the tasks and the kill of the job (the same variable as every backend's).
 STOP_GRACE_ENV = "PX_STOP_GRACE_S"
@@ -83,10 +76,7 @@ def _stop_grace() -> float:
     text = os.environ.get(STOP_GRACE_ENV)
     if not text:
         return DEFAULT_STOP_GRACE_S
-    try:
-        value = float(text)
-    except ValueError:
-        raise BackendError(f"{STOP_GRACE_ENV}: {text!r} is not a number of seconds") from None
+    value = env_seconds(text, STOP_GRACE_ENV)
     if value < 0:
         raise BackendError(f"{STOP_GRACE_ENV}: {text!r} is below 0")
     return value
@@ -96,31 +86,12 @@ _LISTS = {"setup", "sbatch_lines"}
 _FLOATS = {"poll_interval_s", "rendezvous_timeout_s", "follower_give_up_s"}
 _BOOLS = {"probe_shared"}
 _NAMES = {"partition", "account", "qos", "reservation"}
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 #: Settings not read from files or PX_SLURM_* (they have their own variable).
 _NOT_SETTINGS = {"stop_grace_s"}
 
 
-def _from_env(name: str, text: str) -> Any:
-    where = f"{ENV_PREFIX}{name.upper()}"
-    if name in _LISTS:
-        return [line for line in text.splitlines() if line.strip()]
-    if name in _BOOLS:
-        if text.strip().lower() not in _TRUE + _FALSE:
-            raise BackendError(f"{where}: {text!r} is not true or false")
-        return text.strip().lower() in _TRUE
-    if name in _FLOATS:
-        try:
-            return float(text)
-        except ValueError:
-            raise BackendError(f"{where}: {text!r} is not a number of seconds") from None
-    return text
-
-
 def _check(name: str, value: Any, where: str) -> Any:
     """`value` if it is a valid `name`, else BackendError naming the setting and the value."""
-    if value is None:
-        return None
     if name in _LISTS:
         if isinstance(value, str):
             value = [line for line in value.splitlines() if line.strip()]
@@ -136,9 +107,7 @@ def _check(name: str, value: Any, where: str) -> Any:
             value = [line.strip().removeprefix("#SBATCH").strip() for line in value]
         return value
     if name in _BOOLS:
-        if not isinstance(value, bool):
-            raise BackendError(f"{where}: {name}: {value!r} is not true or false")
-        return value
+        return check_bool(name, value, where)
     if name in _FLOATS:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise BackendError(f"{where}: {name}: {value!r} is not a positive number of seconds")
@@ -163,34 +132,21 @@ def _check(name: str, value: Any, where: str) -> Any:
     return text
 
 
+#: How each `PX_SLURM_*` variable that is not plain text reads.
+_ENV_TEXT: dict[str, Callable[[str, str], Any]] = {
+    **dict.fromkeys(_LISTS, env_lines),
+    **dict.fromkeys(_BOOLS, env_bool),
+    **dict.fromkeys(_FLOATS, env_seconds),
+}
+SETTINGS_FILE = SettingsFile(
+    "Slurm", SlurmSettings, ENV_PREFIX, "slurm.yaml", _check, _ENV_TEXT, not_settings=_NOT_SETTINGS
+)
+
+
 def config_path() -> Path:
-    return Path(os.environ.get(CONFIG_ENV) or px_home() / "slurm.yaml").expanduser()
+    return SETTINGS_FILE.path()
 
 
 def load_settings(**overrides: Any) -> SlurmSettings:
     """Defaults < settings file < PX_SLURM_* variables < `overrides`."""
-    known = {f.name for f in fields(SlurmSettings)} - _NOT_SETTINGS
-    values: dict[str, Any] = {}
-    path = config_path()
-    if path.is_file():
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
-            first = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise BackendError(f"cannot read the Slurm settings {path}: {first}") from None
-        if not isinstance(loaded, dict):
-            raise BackendError(f"{path}: expected a mapping of settings, got {type(loaded).__name__}")
-        for key, value in loaded.items():
-            name = str(key).replace("-", "_")
-            if name not in known:
-                raise BackendError(f"{path}: unknown setting {key!r} (known: {', '.join(sorted(known))})")
-            values[name] = _check(name, value, str(path))
-    for name in known:
-        text = os.environ.get(f"{ENV_PREFIX}{name.upper()}")
-        if text:
-            where = f"{ENV_PREFIX}{name.upper()}"
-            values[name] = _check(name, _from_env(name, text), where)
-    for name, value in overrides.items():
-        if value is not None:
-            values[name] = _check(name, value, "settings") if name in known else value
-    return replace(SlurmSettings(), **values)
+    return SETTINGS_FILE.load(**overrides)

@@ -105,7 +105,10 @@ class ReplicaFailure(Reply):
 
 
 class Replica(Reply):
+    #: the store's key (`master-0`: its log and metrics are named by it)
     key: str
+    #: what the job calls it (`chief` for a TensorFlow master; else the key); always sent
+    label: str | None = None
     role: str
     index: int
     state: str

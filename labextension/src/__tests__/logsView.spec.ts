@@ -248,4 +248,16 @@ describe('replica tab labels', () => {
       })
     ).toBe('worker 1 · Failed');
   });
+
+  it("take the server's label when it sent one", () => {
+    const chief = { ...replica('master', 0, 'Failed', 1), label: 'chief' };
+    expect(replicaTabLabel(chief)).toBe('chief · Failed');
+    const worker = {
+      ...replica('worker', 2, 'Running', null),
+      label: 'worker-2'
+    };
+    expect(replicaTabLabel(worker, { framework: 'tensorflow' })).toBe(
+      'worker 2 · Running'
+    );
+  });
 });

@@ -1,4 +1,5 @@
-"""`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`: one detached process per run.
+"""A run's follower: `python -m jupyter_px.backends.kubernetes.follower RUN_DIR`, one detached
+process per run, or a thread of a Jupyter server that follows its runs (`host.py`).
 
 Like the local backend's supervisor, it outlives the kernel that submitted the run, and it is
 the only writer of the run's status. It watches the run's pods (a watch on the run's label) and,
@@ -10,7 +11,10 @@ and TensorBoard work without a shared disk.
 
 Restartable and idempotent: a file lock admits one follower per run, and its starter records it
 (pid and creation time, `jupyter_px.detached`) as the run's owner before it may run; the log sink
-resumes each replica's log where the last follower left it, so no line is lost or doubled.
+resumes each replica's log where the last follower left it, so no line is lost or doubled. That
+is also how a run changes hands: asked by a Jupyter server's host (`handover.py`), a follower of
+its own closes its log sinks, records the host as the owner and exits; a host that stops sets
+`leave` on its followers and gives each run back to a follower of its own.
 
 It ends by itself: when the run finishes, when its run directory is deleted (nothing is left to
 write to; it never recreates it), and when the API server has not answered for
@@ -19,20 +23,19 @@ its state (the cluster may still be running it) with reason `LostContact` and a 
 so; a read of the run then reports "nobody is following this run", and the next explicit keeper
 (`reconcile`: the Jupyter server's keeper, `Run.wait`, `jupyter px follow`) starts a follower again.
 
-It is event-driven: a list-then-watch of the run's pods (`pod_watch.py`), a poll of the Kubeflow
-job every `JOB_POLL_S`, otherwise one wake-up per `IDLE_TICK_S` for stop requests and the above.
+It is event-driven: a list-then-watch of the run's pods (`feeds.py`: its own, or its share of a
+server's namespace watch), a poll of the Kubeflow job every `JOB_POLL_S`, otherwise one wake-up
+per `IDLE_TICK_S` for stop requests, handovers and the above.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 import time
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from .... import detached
@@ -47,20 +50,22 @@ from ....runstore import (
 )
 from ....runstore.models import Reason, RunOwner
 from ....topology import parse_topology
+from ....topology.naming import ReplicaNames
 from ...base import BackendError
 from ...outcome import run_outcome
 from ..cleanup import delete_run
-from ..client import CONNECT_TIMEOUT_S, Cluster, connect
-from ..contact import Contact
+from ..client import Cluster, connect
+from ..contact import refusal
 from ..create import delete_objects
 from ..handle import FOLLOWER_DIR, STOP_FILE, RunHandle
-from ..names import run_selector
 from ..pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
 from ..pod_state import main_ended as _main_ended
 from ..replica_pods import replica_pods
+from . import handover
+from .feeds import Feed, OwnWatch
 from .log_sink import ReplicaLog, RunGone
 from .log_streams import LogStreams
-from .pod_watch import READ_TIMEOUT_S, PodWatch, latest_warning
+from .pod_watch import latest_warning, read_job
 from .pods import ended_by_deletion, keeps_running_pods, leaders, slim
 from .terminations import Terminations
 
@@ -75,15 +80,15 @@ JOB_POLL_S = 2.0
 #: Security or webhook denial of the operator's pod creates (FailedCreate) is the reason it waits.
 EVENTS_POLL_S = 5.0
 LOG_DRAIN_S = 30.0
-#: The API server answers but refuses (401: credentials expired or revoked; 403: no permission to
-#: watch pods or read logs) for this long: the follow ends with that reason, never an endless
-#: Pending. Short, since a refusal does not fix itself; not zero, since a token may be refreshed.
-REFUSED_GIVE_UP_S = float(os.environ.get("PX_K8S_REFUSED_GIVE_UP_S") or 20.0)
-UNAUTHORIZED, FORBIDDEN, POD_DELETED = "Unauthorized", "Forbidden", Reason.POD_DELETED
+POD_DELETED = Reason.POD_DELETED
 
 
 class Follower:
-    def __init__(self, store: RunStore, run_id: str):
+    """One run's follower (see the module doc). `feed`: where its pod events come from (None: a
+    watch of its own); `owner`: whom it records as the run's owner (None: this process). A host
+    of followers ends it with `leave` (the run goes on, to another follower), then `close`s it."""
+
+    def __init__(self, store: RunStore, run_id: str, feed: Feed | None = None, owner: RunOwner | None = None):
         self.store, self.run_id = store, run_id
         self.paths = store.paths(run_id)
         self.run_dir = self.paths.root
@@ -93,8 +98,12 @@ class Follower:
         settings = load_settings(namespace=self.handle.namespace, context=self.handle.context)
         self.cluster: Cluster = connect(settings)
         self.give_up_s = float(settings.follower_give_up_s)
-        self.contact = Contact()
+        self.hosted = feed is not None
+        self.feed: Feed = feed or OwnWatch(self.cluster, self.handle.base, run_id)
+        self.contact, self.events = self.feed.contact, self.feed.events
+        self.leave = threading.Event()  # set by a host: stop following, the run unfinished
         self.topology = parse_topology(store.record(run_id).topology)
+        self.names = ReplicaNames.of(self.topology)  # how its messages call replicas (`chief`)
         self.replica_pods = replica_pods(self.handle.backend)
         self.state_dir = self.run_dir / FOLLOWER_DIR
         self.state_dir.mkdir(exist_ok=True)
@@ -114,15 +123,10 @@ class Follower:
         #: first seen (a later restart, before the pod is deleted, does not undo it)
         self.exhausted: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
         self.streams = LogStreams(self.cluster, self.logs, leaders(self.topology), self.state_dir)
-        self.events: queue.Queue = queue.Queue()
-        self.done = threading.Event()
         self.job: dict[str, Any] | None = None
         self.seen_pods: set[tuple[str, int]] = set()
         self.stopping = False  # pods deleted from now on were deleted by this run (a stop, its end)
         self.stop_requested = False  # ... on a user's request
-        self.watch = PodWatch(
-            self.cluster, run_selector(self.handle.base), self.contact, self.events, self.done, run_id
-        )
         self.last_job_poll = 0.0
         self.next_events_poll = 0.0
         self.waiting_on: tuple[str, str] | None = None  # (reason, message) of the latest Warning event
@@ -133,7 +137,7 @@ class Follower:
         #: how each replica's container last ended, from every watch event (its pod may go at once)
         self.terminations = Terminations()
         me = detached.ProcessIdentity.current()
-        self.owner = RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
+        self.owner = owner or RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
 
     # ---- watching --------------------------------------------------------------------------
 
@@ -149,27 +153,7 @@ class Follower:
         if kind is None:
             return
         self.last_job_poll = time.monotonic()
-        try:
-            self.job = kind.get(self.cluster, self.handle.base, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
-            self.contact.answered()
-        except ApiException as error:
-            self.contact.failed(error)  # an answer: contact
-            if error.status == 404:
-                self.job = {
-                    "status": {
-                        "conditions": [
-                            {
-                                "type": "Failed",
-                                "status": "True",
-                                "reason": "Deleted",
-                                "message": f"the {kind.kind} was deleted",
-                            }
-                        ]
-                    }
-                }
-        except (HTTPError, OSError) as error:
-            self.contact.failed(error)
-            log.warning("reading %s %s: %s", kind.kind, self.handle.base, error)
+        self.job = read_job(self.cluster, kind, self.handle.base, self.contact) or self.job
 
     # ---- status ----------------------------------------------------------------------------
 
@@ -282,10 +266,10 @@ class Follower:
             views[key][1] if key in views else self.gone.get(key) or ReplicaStatus(role=key[0], index=key[1])
             for key in self.logs
         ]
-        outcome = job_outcome(self.job) if self.handle.job_kind else run_outcome(replicas)
+        outcome = job_outcome(self.job) if self.handle.job_kind else run_outcome(replicas, self.names)
         if outcome is None and self.handle.job_kind:
             # the operator never hears of a lost node's pods ending: the run decides on them
-            outcome = run_outcome([r for r in replicas if r.reason == NODE_LOST])
+            outcome = run_outcome([r for r in replicas if r.reason == NODE_LOST], self.names)
         if outcome is None:
             return pods_state(replicas), None, None
         return outcome.state, outcome.reason, outcome.message
@@ -342,7 +326,7 @@ class Follower:
     def run(self) -> int:
         if (self.run_dir / STOP_FILE).exists() and self.store.status(self.run_id).state.finished:
             return 0
-        threading.Thread(target=self.watch.run, name="px-k8s-watch", daemon=True).start()
+        self.feed.start()
         try:
             return self._loop()
         except (RunGone, RunNotFound, RunDamaged, FileNotFoundError):
@@ -350,7 +334,28 @@ class Follower:
                 raise
             return self._run_gone()
         finally:
-            self.done.set()
+            self.feed.stop()
+
+    def close(self) -> None:
+        """What a host does once `run` returned: no more writes, no more connections."""
+        self.feed.stop()
+        for replica_log in self.logs.values():
+            replica_log.close()
+        self.cluster.close()
+
+    def _leave(self, to: RunOwner | None = None) -> int:
+        """Stop following, the run unfinished: its host hands it back (`leave`), or this follower
+        hands it to a host (`to`, then recorded as the run's owner: one owner at any time).
+        Nothing is written after: the next follower resumes every log where this one left it."""
+        self.feed.stop()
+        for replica_log in self.logs.values():
+            replica_log.close()  # a write under way completes first
+        if to is not None:
+            status = self.store.status(self.run_id)
+            status.owner = to
+            self.store.write_status(status)
+        log.info("run %s: handed %s", self.run_id, f"to the server {to.pid}" if to else "back")
+        return 0
 
     def _loop(self) -> int:
         last_written: Any = None
@@ -362,6 +367,10 @@ class Follower:
             if self.handle.job_kind:
                 wait = min(wait, max(0.0, next_job_poll - time.monotonic()))
             self._drain_events(wait)
+            if self.leave.is_set():
+                return self._leave()
+            if not self.hosted and (host := handover.requested(self.run_dir, self.store.home)) is not None:
+                return self._leave(to=host)
             if self.handle.job_kind and time.monotonic() >= next_job_poll:
                 self._poll_job()
                 next_job_poll = time.monotonic() + JOB_POLL_S
@@ -403,33 +412,14 @@ class Follower:
     def _refusal(self) -> tuple[str, str] | None:
         """(reason, message) once the API server has refused to let this follower watch pods or
         read logs for `REFUSED_GIVE_UP_S`; None otherwise."""
-        found: list[tuple[ApiException, float, str]] = []
-        if self.watch.refused is not None:
-            found.append((*self.watch.refused, "watch the run's pods"))
-        logs = self.streams.refused()
-        if logs is not None:
-            found.append((*logs, "read the run's pod logs"))
-        for error, since, what in found:
-            if time.monotonic() - since < REFUSED_GIVE_UP_S:
-                continue
-            from ..client import api_reason
-
-            if error.status == 401:
-                return UNAUTHORIZED, (
-                    f"the Kubernetes API at {self.cluster.host} no longer accepts this follower's credentials "
-                    f"({api_reason(error)}): they may have expired. Log in again (refresh the kubeconfig); a keeper "
-                    "(the Jupyter server's, Run.wait(), jupyter px follow) then follows the run again"
-                )
-            return FORBIDDEN, (
-                f"no permission to {what} in namespace {self.cluster.namespace} ({api_reason(error)}); "
-                "the follower needs get, list and watch on pods and get on pods/log"
-            )
-        return None
+        tried = ((self.feed.refused, "watch the run's pods"), (self.streams.refused(), "read the run's pod logs"))
+        found = [(*refused, what) for refused, what in tried if refused is not None]
+        return refusal(found, self.cluster.host, self.cluster.namespace)
 
     def _refused(self, views, state: RunState, reason: str, message: str) -> int:
         """The API server refuses this follower: end, keeping the run's state, saying why."""
         log.warning("run %s: %s", self.run_id, message)
-        self.done.set()
+        self.feed.stop()
         self._write_status(views, state, reason, message, final=False, following=False)
         return 0
 
@@ -449,7 +439,7 @@ class Follower:
             "(the Jupyter server's, Run.wait(), jupyter px follow) starts following it again"
         )
         log.warning("run %s: %s", self.run_id, message)
-        self.done.set()
+        self.feed.stop()
         self._write_status(views, state, Reason.LOST_CONTACT, message, final=False, following=False)
         return 0
 
@@ -480,13 +470,15 @@ class Follower:
             else:
                 delete_objects(self.cluster, [views[key][0] for key in doomed])
         while time.monotonic() < deadline:  # every replica's log to its end, a bounded few at a time
+            if self.leave.is_set():
+                return self._leave()
             self._drain_events(0.2)
             views = self._views()
             self.streams.update(views, final=True)
             if not self.streams.pending() and self.streams.all_read(views):
                 break
         self.streams.join(max(0.0, deadline - time.monotonic()))
-        self.done.set()
+        self.feed.stop()
         self._write_status(views, state, reason, message, final=True)
         if native and not stopped:
             self._delete_run()

@@ -56,7 +56,8 @@ Stamp = tuple[int, int]
 
 
 class RunGone(Exception):
-    """The run's directory was deleted: the follower must not write (and so recreate) it."""
+    """The run's directory was deleted (the follower must not write, and so recreate, it), or
+    this follower handed the run over: its log sinks are closed."""
 
 
 def parse_stamp(text: str) -> Stamp | None:
@@ -110,6 +111,7 @@ class ReplicaLog:
         self.journal_path = state_dir / f"{role}-{index}.pos"
         self.lock = threading.Lock()
         self.events: EventsWriter | None = None
+        self.closed = False  # this follower writes no more (it handed the run over)
         try:
             saved = json.loads(self.state_path.read_text())
         except (OSError, ValueError):
@@ -141,8 +143,14 @@ class ReplicaLog:
         return self.position.stream
 
     def _require_run(self) -> None:
-        if not self.paths.record.exists():
+        if self.closed or not self.paths.record.exists():
             raise RunGone(self.paths.run_id)
+
+    def close(self) -> None:
+        """Write nothing more (a write under way completes first): the run goes to another
+        follower, which resumes from what this one committed."""
+        with self.lock:
+            self.closed = True
 
     def _save(self) -> None:
         self._require_run()  # the store's atomic write creates missing parents: not for a deleted run

@@ -1,5 +1,7 @@
-"""One run's pods as a stream of events for its follower (a list, then a watch from its version),
-and the Warning events about its objects.
+"""Pods as a stream of events (a list, then a watch from its version): one run's for its own
+follower, or every run's of a namespace for a Jupyter server's followers (`namespace_watch.py`);
+and the reads beside the watch: a run's Kubeflow job (read, not watched: its conditions change a
+few times per run) and the Warning events about a run's objects.
 
 List the pods (paginated: a 10,000-pod run is not one huge answer), then watch them from that
 list's version with bookmarks, opening the watch again from the last version seen when it times
@@ -14,10 +16,9 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
@@ -25,6 +26,7 @@ from urllib3.exceptions import HTTPError
 
 from ..client import CONNECT_TIMEOUT_S, Cluster
 from ..contact import Contact
+from ..resources import Kind
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,12 @@ READ_TIMEOUT_S = WATCH_TIMEOUT_S + 30.0
 RETRY_MAX_S = 5.0
 
 
+class EventSink(Protocol):
+    """Where a watch puts its events: a follower's queue, or a namespace watch's router."""
+
+    def put(self, item: tuple[str, Any]) -> None: ...
+
+
 class PodWatch:
     """The pods matching `selector` as ("SNAPSHOT", pods) / (ADDED|MODIFIED|DELETED, pod) events
     on `events`, until `done` is set (run it in a thread)."""
@@ -48,7 +56,7 @@ class PodWatch:
         cluster: Cluster,
         selector: str,
         contact: Contact,
-        events: queue.Queue,
+        events: EventSink,
         done: threading.Event,
         what: str,
     ):
@@ -149,3 +157,22 @@ def latest_warning(cluster: Cluster, base: str) -> tuple[str, str] | None:
         return None
     latest = max(ours, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
     return latest.get("reason") or "Warning", latest.get("message") or ""
+
+
+def read_job(cluster: Cluster, kind: Kind, base: str, contact: Contact) -> dict[str, Any] | None:
+    """The run's job as the API server has it; a job that is gone reads as Failed ("Deleted");
+    None when the server did not answer (the caller keeps what it read last)."""
+    try:
+        job = kind.get(cluster, base, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+        contact.answered()
+        return job
+    except ApiException as error:
+        contact.failed(error)  # an answer: contact
+        if error.status != 404:
+            return None
+        deleted = {"type": "Failed", "status": "True", "reason": "Deleted", "message": f"the {kind.kind} was deleted"}
+        return {"status": {"conditions": [deleted]}}
+    except (HTTPError, OSError) as error:
+        contact.failed(error)
+        log.warning("reading %s %s: %s", kind.kind, base, error)
+        return None

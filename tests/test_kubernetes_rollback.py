@@ -5,7 +5,7 @@ confirmed is kept, Failed, saying what may remain, and `stop` deletes it."""
 from __future__ import annotations
 
 import pytest
-from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
+from kubernetes_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 
 import jupyter_px
 from jupyter_px.api import Run

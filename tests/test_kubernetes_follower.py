@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
+from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     DEADLINE_S,
     kill,
     kube_fixture,

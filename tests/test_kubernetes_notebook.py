@@ -13,8 +13,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from k8s_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from kube_sim_support import wait_for
+from kubernetes_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from nbclient import NotebookClient
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "kubernetes.ipynb"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_pod_env import DUMP_ENV, lay_out, manifest_env, pod_by_name, run_entry
+from kubernetes_pod_env import DUMP_ENV, lay_out, manifest_env, pod_by_name, run_entry
 
 from jupyter_px.backends.kubernetes.cluster_file import describe, role_pattern
 from jupyter_px.backends.kubernetes.names import LABEL_RUN

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_pod_env import prepared_env
-from k8s_schemas import CRDS, crd_text, validate
+from kubernetes_pod_env import prepared_env
+from kubernetes_schemas import CRDS, crd_text, validate
 from outside_data import shared_folder
 
 from jupyter_px.backends.base import BackendError

@@ -16,7 +16,8 @@ import shutil
 import signal
 
 import pytest
-from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
+from kube_sim import Cluster
+from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     DEADLINE_S,
     kube_fixture,
     started_followers,
@@ -24,11 +25,10 @@ from k8s_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     wait_for_file,
     wait_gone,
 )
-from kube_sim import Cluster
 
 import jupyter_px
 from jupyter_px.backends.base import BackendError
-from jupyter_px.backends.kubernetes.backend import follower_alive
+from jupyter_px.backends.followed import owner_alive as follower_alive
 from jupyter_px.backends.kubernetes.client import connect
 from jupyter_px.backends.kubernetes.contact import Contact
 from jupyter_px.backends.kubernetes.settings import load_settings

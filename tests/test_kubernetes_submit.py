@@ -4,8 +4,8 @@ cluster (tests/kube_sim): its API server's rules, its garbage collector, its kub
 from __future__ import annotations
 
 import pytest
-from k8s_support import DEADLINE_S, kube_fixture, use_cluster  # noqa: F401 (kube_fixture: the `kube` fixture)
 from kube_sim import Cluster
+from kubernetes_support import DEADLINE_S, kube_fixture, use_cluster  # noqa: F401 (kube_fixture: the `kube` fixture)
 
 import jupyter_px
 from jupyter_px.backends import get_backend
@@ -70,7 +70,7 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
     import os
 
     import kubernetes
-    from k8s_support import wait_for
+    from kubernetes_support import wait_for
 
     code = "import os, time\nprint('before the delete', flush=True)\ntime.sleep(600)\n"
     run = jupyter_px.submit(code, TORCH)

@@ -1,7 +1,7 @@
 """Kubernetes backends at scale: `jupyter px render` as a whole process, the largest pod, and
 creating a run against the simulated API server.
 
-    python benchmarks/bench_k8s.py [--rounds 3] [--latency-ms 5] [--create-workers 1000 10000]
+    python benchmarks/bench_kubernetes.py [--rounds 3] [--latency-ms 5] [--create-workers 1000 10000]
                                    [--old-commit 5536807 | --no-old]
 
 Render: `jupyter px render train.py -f topology.yaml --backend native` run as a user runs it
