@@ -136,21 +136,8 @@ def cells_from_file(path: Path, current_cell: str) -> list[str] | None:
     The current cell is recognised by its text, so a notebook with unsaved edits to it is not
     mistaken for the running one (the caller then falls back to the history).
     """
-    try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    cells: list[str] = []
-    wanted = current_cell.strip()
-    for cell in notebook.get("cells", []):
-        if cell.get("cell_type") != "code":
-            continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        if source.strip() == wanted:
-            return cells
-        cells.append(source)
-    return None
+    placed = cells_with_places(path, current_cell)
+    return None if placed is None else [source for source, _ in placed]
 
 
 def cells_with_places(path: Path, current_cell: str) -> list[tuple[str, dict[str, Any]]] | None:

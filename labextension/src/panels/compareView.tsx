@@ -11,6 +11,7 @@ import {
   XKind
 } from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
+import { XKindPicker } from '../plotting/xKindPicker';
 import type { IComparison, ICompareRequest } from '../types';
 import {
   cellValue,
@@ -247,18 +248,7 @@ function CompareContent(props: {
                 ))}
               </select>
             </label>
-            <label>
-              x{' '}
-              <select
-                className="jp-mod-styled jp-px-x-select"
-                value={xKind}
-                onChange={event => setXKind(event.target.value as XKind)}
-              >
-                <option value="step">step</option>
-                <option value="relative">relative time</option>
-                <option value="wall">wall time</option>
-              </select>
-            </label>
+            <XKindPicker value={xKind} onChange={setXKind} />
             <label title="Exponential moving average, as TensorBoard's">
               Smoothing{' '}
               <input

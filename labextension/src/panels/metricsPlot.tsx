@@ -3,6 +3,7 @@ import * as React from 'react';
 
 import { ILine, lineFigure, suggestLog, XKind } from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
+import { XKindPicker } from '../plotting/xKindPicker';
 import type { ISeries } from '../types';
 import type { MetricsModel } from './metricsModel';
 
@@ -83,18 +84,7 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                   ))}
                 </select>
               </label>
-              <label>
-                x{' '}
-                <select
-                  className="jp-mod-styled jp-px-x-select"
-                  value={xKind}
-                  onChange={event => setXKind(event.target.value as XKind)}
-                >
-                  <option value="step">step</option>
-                  <option value="relative">relative time</option>
-                  <option value="wall">wall time</option>
-                </select>
-              </label>
+              <XKindPicker value={xKind} onChange={setXKind} />
               <label className="jp-px-log-scale" title="Logarithmic y axis">
                 <input
                   type="checkbox"
