@@ -2,9 +2,11 @@
 1,000-runs responsiveness test and the runs-list tests, and print how many runs the store holds
 then (these and any others), which the runs list must count.
 
-Usage: python make_runs.py N PREFIX [output]
+Usage: python make_runs.py N PREFIX [output] [recent]
 With `output`, each replica also gets a log (200 numbered lines) and a `loss` falling over four
-decades in 60 steps, for the Logs and Metrics panels' tests."""
+decades in 60 steps, for the Logs and Metrics panels' tests. With `recent`, the runs are the
+store's newest (made in the last N seconds), so they lead the runs list whatever other tests left
+there; by default they were made about three hours ago."""
 
 import json
 import sys
@@ -13,9 +15,11 @@ import time
 from jupyter_px.runstore import ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
 
 count, prefix = int(sys.argv[1]), sys.argv[2]
-with_output = sys.argv[3:] == ["output"]
-store = RunStore()
+flags = set(sys.argv[3:])
+with_output = "output" in flags
 now = time.time()
+first_created = now - (count if "recent" in flags else 10_000)
+store = RunStore()
 replica_keys = (("master", 0), ("worker", 0), ("worker", 1))
 for number in range(count):
     run_id = f"{prefix}-{number:04d}"
@@ -24,7 +28,7 @@ for number in range(count):
             run_id=run_id,
             name=f"{prefix} {number}",
             topology={"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}},
-            created_at=now - 10_000 + number,
+            created_at=first_created + number,
             submitted_from="cli",
         ),
         {"main.py": "pass\n"},
@@ -42,8 +46,8 @@ for number in range(count):
         RunStatus(
             run_id=run_id,
             state=RunState.SUCCEEDED,
-            started_at=now - 10_000 + number,
-            finished_at=now - 9_000 + number,
+            started_at=first_created + number,
+            finished_at=min(now, first_created + number + 1_000),
             replicas=replicas,
         )
     )

@@ -16,7 +16,12 @@ import { notebook, setTheme, shot, sidebar } from './helpers';
 function makeRuns(count: number, prefix: string): void {
   execFileSync(
     process.env.PX_PYTHON || 'python',
-    [path.join(__dirname, '..', 'make_runs.py'), String(count), prefix],
+    [
+      path.join(__dirname, '..', 'make_runs.py'),
+      String(count),
+      prefix,
+      'recent'
+    ],
     { env: { ...process.env, PX_HOME: path.join(__dirname, '..', '.px_home') } }
   );
 }
