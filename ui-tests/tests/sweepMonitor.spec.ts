@@ -27,7 +27,7 @@ import time
 from jupyter_px import tracking
 for step in range(12):
     tracking.log_metrics(step=step, loss=lr * (12 - step))
-    time.sleep(0.25 if lr < 0.25 else 1.5)  # the last two trials run on after the first end
+    time.sleep(0.25 if lr < 0.25 else 4)  # the last two trials run on after the first end
 `
 ];
 
@@ -72,7 +72,7 @@ for (const theme of ['light', 'dark'] as const) {
 
     // Live: the view draws the trials that have reported while the sweep runs, and the
     // parallel coordinates once a trial is complete (two at a time: the first two end in 3 s,
-    // the last two take 18 s).
+    // the last two take 48 s, room for a loaded machine to draw while the sweep still runs).
     const view = sweepView(page, 2);
     await expect(view).toBeVisible({ timeout: 60000 });
     await expect(
