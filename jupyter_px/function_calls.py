@@ -278,7 +278,8 @@ def read_results(
     A process whose replica `succeeded(key)` but kept no outcome ended through `sys.exit(0)` or
     `os._exit(0)` before its last expression gave a value (a script pasted into a cell often ends
     with `sys.exit(main())`): its result is None, as a cell without a value shows none."""
-    values, missing = [], []
+    values: list[Any] = []
+    missing: list[str] = []
     for role, index, key in processes:
         path = run_dir / RESULTS_DIR / f"{key}.pkl"
         data = path.read_bytes() if path.is_file() else _from_log(run_dir / "logs" / f"{role}-{index}.log", key)
