@@ -271,11 +271,20 @@ def keep(
 
 
 def _failure(error: BaseException, traceback_text: str) -> dict[str, Any]:
+    """A failed outcome: the exception pickled by itself (`error`: its class may not rebuild in
+    the submitter, whose unpickling then fails alone) and what shows it when it does not: its
+    class's qualified name and module, its message, the replica's traceback."""
+    kind = type(error)
+    try:
+        pickled: bytes | None = _dumps(error)
+    except Exception:
+        pickled = None
     return {
         "ok": False,
-        "error": error,
+        "error": pickled,
         "traceback": traceback_text,
-        "type": type(error).__qualname__,
+        "type": kind.__qualname__,
+        "module": kind.__module__,
         "message": _message(error),
     }
 
@@ -299,6 +308,31 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return self.text
+
+
+class RemoteError(RuntimeError):
+    """A replica's exception whose class cannot be rebuilt here (its `__init__` takes other
+    arguments than its `args`, or its module is not importable): its class and message."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(f"{type_name}: {message}" if message else type_name)
+        self.type_name = type_name
+        self.message = message
+
+
+def _rebuilt(outcome: Mapping[str, Any]) -> BaseException:
+    """The replica's exception, else a RemoteError naming its class and message."""
+    error: Any = outcome.get("error")
+    if isinstance(error, bytes):
+        try:
+            error = pickle.loads(error)
+        except Exception:
+            error = None
+    if isinstance(error, BaseException):
+        return error
+    module, name = outcome.get("module"), outcome.get("type") or "Exception"
+    qualified = name if module in (None, "builtins", "__main__") else f"{module}.{name}"
+    return RemoteError(qualified, outcome.get("message") or "")
 
 
 class ResultMissing(RuntimeError):
@@ -381,9 +415,7 @@ def read_results(
         if outcome["ok"]:
             values.append(outcome["value"])
             continue
-        error = outcome.get("error")
-        if not isinstance(error, BaseException):
-            error = RuntimeError(f"{outcome.get('type')}: {outcome.get('message') or 'failed'}")
+        error = _rebuilt(outcome)
         if outcome.get("traceback"):
             error.__cause__ = RemoteTraceback("\n" + outcome["traceback"])
         error.add_note(f"raised in {key} of the run (its traceback is the cause above)")

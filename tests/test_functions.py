@@ -206,6 +206,26 @@ def test_a_forged_result_line_is_neither_returned_nor_unpickled(px_home, tmp_pat
     assert not planted.exists()
 
 
+@pytest.mark.jobs
+def test_an_exception_that_cannot_be_rebuilt_comes_back_with_its_class_message_and_traceback(px_home, launch):
+    from jupyter_px.api import submit
+    from jupyter_px.function_calls import RemoteError, RemoteTraceback
+
+    def fails():
+        class DiskFull(Exception):
+            def __init__(self, code, detail):
+                super().__init__(f"error {code}: {detail}")
+
+        raise DiskFull(28, "no space left on /data")
+
+    run = submit(fails, {"framework": "pytorch"})
+    with pytest.raises(RemoteError, match=r"DiskFull: error 28: no space left on /data") as caught:
+        run.results(timeout=300)
+    assert isinstance(caught.value.__cause__, RemoteTraceback)
+    assert 'raise DiskFull(28, "no space left on /data")' in str(caught.value.__cause__)
+    assert caught.value.type_name.endswith("DiskFull")
+
+
 def test_kwargs_without_a_function_are_refused(px_home):
     from jupyter_px.api import submit
 
