@@ -14,8 +14,11 @@ process started cold):
 * **Environment, working directory, argv, umask.** Replaced wholesale: `os.environ` cleared
   and filled (which also sets the C-level environment), `sys.argv` and `sys.path[0]` as `-m`
   sets them.
-* **Random state.** `random` reseeds itself after a fork; NumPy's global generator does not
-  (every replica of every run would draw the same numbers), so it is reseeded from the OS.
+* **Random state.** A fresh interpreter seeds every generator from the OS. `random` reseeds
+  itself after a fork; NumPy's legacy global generator and torch's CPU generator do not (every
+  replica of every run would draw the same numbers, `torch.initial_seed()` the template's), so
+  they are reseeded from the OS, and torch's CUDA generators get the same fresh seed when CUDA
+  is initialised later (`torch.seed()` queues it; nothing initialises CUDA here).
 * **Thread pools.** OpenMP read OMP_NUM_THREADS and the CPU affinity when the template loaded
   it; torch's intra-op pool is sized again from the child's own (`torch.set_num_threads`).
   No pool has threads yet: the template never runs an operation.
@@ -33,6 +36,7 @@ import gc
 import importlib
 import logging
 import os
+import random
 import signal
 import sys
 import time
@@ -171,8 +175,9 @@ def replace_environment(env: Mapping[str, str], cwd: str, argv0: str, args: list
 
 
 def refresh_libraries() -> None:
-    """Reseed NumPy's global generator; size torch's thread pool for this process; forget the
-    import system's cached directory listings."""
+    """Every generator reseeded from the OS, as at a fresh start; torch's thread pool sized for
+    this process; the import system's cached directory listings forgotten."""
+    random.seed()
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         try:
@@ -181,6 +186,10 @@ def refresh_libraries() -> None:
             pass
     torch = sys.modules.get("torch")
     if torch is not None:
+        try:
+            torch.seed()  # the CPU generator now; CUDA's, lazily, when it is initialised
+        except Exception:
+            pass
         try:
             wanted = os.environ.get("OMP_NUM_THREADS", "")
             threads = int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(os.sched_getaffinity(0))
