@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 
@@ -65,8 +66,23 @@ def test_a_warm_replica_inherits_what_a_cold_one_does(px_home, tmp_path, monkeyp
     assert runs["cold"][1].startswith("cold") and runs["warm"][1].startswith("warm"), runs
     assert runs["warm again"][1].startswith("warm"), runs
     seen = {mode: _seen(run_id) for mode, (run_id, _) in runs.items()}
+    shares = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    expected = {
+        "tzname": ["JST", "JST"],
+        "utc_offset": "+0900",
+        "nice": 5,
+        "nofile": [512, hard],
+        "umask": 0o027,
+        "lc_ctype": "C",
+        "omp": shares,
+        "mkl": shares,
+        "torch_threads": int(shares),
+    }
     for mode, replicas in seen.items():
         assert set(replicas) == {"master-0", "worker-0"}, (mode, replicas)
+        for key, record in replicas.items():
+            assert {name: record[name] for name in expected} == expected, (mode, key)
     # every process drew its own numbers, as fresh interpreters do
     for generator in ("torch_seed", "torch_draw", "numpy_draw", "random_draw"):
         draws = [json.dumps(record[generator]) for replicas in seen.values() for record in replicas.values()]

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import detached
-from . import wire
+from . import fresh, wire
 
 #: Seconds to wait for the template to hand a start over (it forks a standby if it had none).
 START_TIMEOUT_S = 30.0
@@ -101,8 +101,7 @@ def start(
     stderr appended to `log_path`. `reimport` ({"vars": [...], "modules": [prefixes]}): modules
     the standby imported ahead of need that read those variables at import, imported again
     where `env` gives them other values. TemplateUnavailable when that cannot be done."""
-    umask = os.umask(0)
-    os.umask(umask)
+    attributes = fresh.process_attributes()  # the owner's niceness, limits and umask: the caller's
     request = {
         "op": "start",
         "entry": entry,
@@ -111,7 +110,8 @@ def start(
         "log": str(log_path),
         "cwd": str(cwd),
         "env": dict(env),
-        "umask": umask,
+        "umask": attributes["umask"],
+        "attributes": attributes,
         "fingerprint": fingerprint,
         "reimport": {key: list(values) for key, values in (reimport or {}).items()},
     }

@@ -195,6 +195,7 @@ class Template:
         fresh.redirect_stdio(request.get("log"))
         keep = {conn_fd, owner_end.fileno(), *self.library_fds}
         fresh.close_fds(keep)
+        fresh.take_on(request.get("attributes") or {})  # the caller's niceness and limits (after close_fds)
         os.set_inheritable(conn_fd, False)
         os.set_inheritable(owner_end.fileno(), False)
         fresh.forget_logging(LOGGERS)
