@@ -23,7 +23,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from .layout import RECORD_FILE, RESULT_KEY_FILE, RUN_ID_PATTERN, InvalidRunId, RunPaths, px_home, runs_root, validate_run_id
+from .layout import (
+    RECORD_FILE,
+    RESULT_KEY_FILE,
+    RUN_ID_PATTERN,
+    InvalidRunId,
+    RunPaths,
+    px_home,
+    runs_root,
+    validate_run_id,
+)
 from .models import RunRecord, RunStatus
 from .run_files import PlantedLink, open_run_file
 

@@ -90,7 +90,10 @@ class TrialRow(BaseModel):
     def _null_points(cls, value: Any) -> Any:
         """Status files written before non-finite values were kept hold null for them: NaN."""
         if isinstance(value, list):
-            return [[p[0], math.nan if p[1] is None else p[1]] if isinstance(p, list | tuple) and len(p) == 2 else p for p in value]
+            return [
+                [p[0], math.nan if p[1] is None else p[1]] if isinstance(p, list | tuple) and len(p) == 2 else p
+                for p in value
+            ]
         return value
 
     @field_validator("values", mode="before")
