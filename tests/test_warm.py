@@ -318,6 +318,31 @@ def test_a_template_that_cannot_start_means_cold_starts_said_once(px_home, own_w
 
 
 @pytest.mark.jobs
+def test_a_hung_template_is_replaced_and_the_run_starts_cold_at_once(px_home, own_warm_dir):
+    """A template stopped with SIGSTOP: the submit does not wait for it (the launch says it did
+    not answer within the bound), the run starts cold, and a new template serves the next run."""
+    from jupyter_px.api import submit as api_submit
+
+    key = warm.template_key(None)
+    hung = warm.start(None, template_env(), load_settings(), timeout=120)
+    os.kill(hung["pid"], signal.SIGSTOP)
+    try:
+        run = api_submit("print('started cold')\n", {})
+    finally:
+        if psutil.pid_exists(hung["pid"]):
+            os.kill(hung["pid"], signal.SIGCONT)
+    launch = run.status().launch
+    assert launch.startswith(f"cold: the template (pid {hung['pid']}) hung (the template did not answer within 2 s)")
+    assert wait(run).state.value == "Succeeded", describe(run)
+    wait_for(lambda: not psutil.pid_exists(hung["pid"]) or psutil.Process(hung["pid"]).status() == "zombie")
+    new = wait_for(lambda: (s := warm.read_state(key)) and s["state"] == "ready" and s, timeout=120, what="a new one")
+    assert new["pid"] != hung["pid"]
+    following = api_submit("print('started warm')\n", {})
+    assert following.status().launch == f"warm (template pid {new['pid']})"
+    assert wait(following).state.value == "Succeeded", describe(following)
+
+
+@pytest.mark.jobs
 def test_jupyter_px_warm_start_status_and_stop(px_home, own_warm_dir):
     cli = [sys.executable, "-m", "jupyter_px.cli", "warm"]
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))

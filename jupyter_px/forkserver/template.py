@@ -259,6 +259,11 @@ class Template:
             self._reply(conn, {"error": "the environment changed since this template started (fingerprint)"})
             self.stop_reason = "the environment's fingerprint changed"
             return
+        try:
+            wire.send(conn, {"accepted": True})  # the caller bounds its wait for this (client.py)
+        except OSError:
+            conn.close()
+            return
         if self.standby is None:
             self.fork_standby()
         standby = self.standby
