@@ -15,7 +15,7 @@ its status says why, `RunStatus.launch`):
 * `processes_per_replica > 1`: each replica starts its own ranks.
 * a run submitted from inside a replica of another run (its template would be that run's to kill).
 
-**One template per interpreter + framework** (`key`), checked against the **environment
+**One template per environment (`sys.prefix`) + framework** (`key`), checked against the **environment
 fingerprint** at every submit: the interpreter, the framework's preload, the mtime of every
 site-packages directory (any install or removal changes it), this package's own files, and the
 variables read when an interpreter or a framework starts (PYTHON*, LD_*, OMP_*, MKL_*, TORCH_*...).
@@ -104,9 +104,11 @@ def warm_dir() -> Path:
 
 
 def template_key(framework: str | None) -> str:
-    """`pytorch-1a2b3c4d5e`: the framework and this interpreter."""
-    interpreter = hashlib.sha256(os.path.realpath(sys.executable).encode()).hexdigest()[:10]
-    return f"{framework or 'python'}-{interpreter}"
+    """`pytorch-1a2b3c4d5e`: the framework and this environment (`sys.prefix`: two virtual
+    environments made from one base interpreter share its real path, and would take turns
+    stopping each other's template) and interpreter."""
+    where = f"{os.path.realpath(sys.prefix)}\0{os.path.realpath(sys.executable)}"
+    return f"{framework or 'python'}-{hashlib.sha256(where.encode()).hexdigest()[:10]}"
 
 
 def preload(framework: str | None) -> list[str]:
