@@ -17,11 +17,21 @@ expression runs by `run_keeping_last_expression`, whose value is the replica's r
 
 **Results.** `keep` writes each process's outcome, `results/<role>-<index>[.rank<k>].pkl`: the
 value, or the exception with its formatted traceback. Where the run directory is not writable
-(a Kubernetes pod), the outcome is one `@px-result <base64>` line in the replica's log, which
-the backend streams into the store; `read_results` finds it there. `read_results` returns the
-values in rank order (replicas in the topology's order, each replica's processes by rank), or
-re-raises the first replica's exception, its remote traceback as the `__cause__` (as
-`concurrent.futures` does) and a note naming the replica.
+(a Kubernetes pod), the outcome is one `@px-result <key> <tag> <base64>` line at the start of a
+line of the replica's log, which the backend streams into the store; `read_results` finds it
+there. `read_results` returns the values in rank order (replicas in the topology's order, each
+replica's processes by rank), or re-raises the first replica's exception, its remote traceback
+as the `__cause__` (as `concurrent.futures` does) and a note naming the replica.
+
+**Authenticated.** An outcome is a pickle, and unpickling runs code, so none is read that the
+runner did not write. Each run has a secret (`result.key` in its directory, 0600, shipped in
+the Kubernetes ConfigMap); the runner reads it before the user's code runs and keeps it out of
+the environment. Every outcome carries `tag` = HMAC-SHA256(secret, process key + newline +
+pickle), in the file's first line and in the log line; the submitter checks it in constant time
+before unpickling, and a line or file that does not verify is not a result (a dataset's text or
+a library's output that contains the marker is only a log line). The user's own code runs in
+the same process as the runner, so this guards against text that looks like a result, not
+against code that sets out to read the secret.
 
 The replica side (`call`, `keep`, `run_keeping_last_expression`) is standard library only: the
 runner imports it in every replica.
@@ -31,6 +41,8 @@ from __future__ import annotations
 
 import ast
 import base64
+import hashlib
+import hmac
 import os
 import pickle
 import sys
@@ -39,12 +51,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .runstore.layout import RESULT_KEY_FILE
+
 #: The pickled call in the run's code directory.
 FUNCTION_FILE = "function.pkl"
 #: A result that could not be written to the store travels in the log after this marker.
 RESULT_LOG_PREFIX = "@px-result "
 #: Where each process's outcome is kept, under the run directory.
 RESULTS_DIR = "results"
+#: The first bytes of a signed outcome file (then the tag in hex and a newline, then the pickle).
+SIGNED_HEADER = b"px-result-v1 "
 
 
 # ---- the submitter ---------------------------------------------------------------------------------
@@ -192,7 +208,7 @@ def _process_key(environ: Mapping[str, str]) -> str:
     return key if process in ("", "0") else f"{key}.rank{process}"
 
 
-def _dumps(outcome: dict[str, Any]) -> bytes:
+def _dumps(outcome: Any) -> bytes:
     """With cloudpickle where the replica has it (values of classes defined in the notebook)."""
     try:
         import cloudpickle
@@ -202,12 +218,33 @@ def _dumps(outcome: dict[str, Any]) -> bytes:
         return pickle.dumps(outcome)
 
 
-def keep(run_dir: Path, *, value: Any = None, error: BaseException | None = None, traceback_text: str = "") -> None:
-    """Keep this process's outcome where the submitter reads it (see the module doc)."""
+def read_key(run_dir: Path) -> bytes | None:
+    """The run's result secret (None: a run made before results were signed)."""
+    try:
+        return (run_dir / RESULT_KEY_FILE).read_bytes().strip() or None
+    except OSError:
+        return None
+
+
+def sign(key: bytes, process: str, data: bytes) -> str:
+    """The tag that authenticates `data` as the outcome of `process` of the run keyed `key`."""
+    return hmac.new(key, process.encode() + b"\n" + data, hashlib.sha256).hexdigest()
+
+
+def keep(
+    run_dir: Path,
+    *,
+    value: Any = None,
+    error: BaseException | None = None,
+    traceback_text: str = "",
+    key: bytes | None = None,
+) -> None:
+    """Keep this process's outcome where the submitter reads it, signed with the run's secret
+    `key` (see the module doc)."""
     if error is None:
         outcome: dict[str, Any] = {"ok": True, "value": value}
     else:
-        outcome = {"ok": False, "error": error, "traceback": traceback_text, "type": type(error).__qualname__}
+        outcome = _failure(error, traceback_text)
     try:
         data = _dumps(outcome)
     except Exception as problem:  # a value (or an exception) that does not pickle: say so, as the outcome
@@ -215,19 +252,48 @@ def keep(run_dir: Path, *, value: Any = None, error: BaseException | None = None
             outcome = {"ok": False, "error": None, "type": "TypeError", "traceback": ""}
             outcome["message"] = f"the return value ({type(value).__name__}) cannot be pickled: {problem}"
         else:
-            outcome = {"ok": False, "error": None, "type": type(error).__qualname__, "traceback": traceback_text}
-            outcome["message"] = str(error)
+            outcome = {**outcome, "error": None}
         data = pickle.dumps(outcome)
-    key = _process_key(os.environ)
-    target = run_dir / RESULTS_DIR / f"{key}.pkl"
+    process = _process_key(os.environ)
+    tag = sign(key, process, data) if key else "-"
+    target = run_dir / RESULTS_DIR / f"{process}.pkl"
     try:
         if not target.parent.is_dir():
             target.parent.mkdir()
         tmp = target.with_name(f".{target.name}.{os.getpid()}")
-        tmp.write_bytes(data)
+        tmp.write_bytes((SIGNED_HEADER + tag.encode() + b"\n" if key else b"") + data)
         os.replace(tmp, target)
     except OSError:
-        print(f"{RESULT_LOG_PREFIX}{key} {base64.b64encode(data).decode()}", flush=True)
+        line = f"{RESULT_LOG_PREFIX}{process} {tag} {base64.b64encode(data).decode()}\n"
+        # at the start of a line, whatever the user's code left unfinished on stdout
+        sys.stdout.flush()
+        os.write(sys.stdout.fileno(), b"\n" + line.encode())
+
+
+def _failure(error: BaseException, traceback_text: str) -> dict[str, Any]:
+    """A failed outcome: the exception pickled by itself (`error`: its class may not rebuild in
+    the submitter, whose unpickling then fails alone) and what shows it when it does not: its
+    class's qualified name and module, its message, the replica's traceback."""
+    kind = type(error)
+    try:
+        pickled: bytes | None = _dumps(error)
+    except Exception:
+        pickled = None
+    return {
+        "ok": False,
+        "error": pickled,
+        "traceback": traceback_text,
+        "type": kind.__qualname__,
+        "module": kind.__module__,
+        "message": _message(error),
+    }
+
+
+def _message(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:
+        return repr(error.args)
 
 
 # ---- the submitter, afterwards -----------------------------------------------------------------------
@@ -244,22 +310,76 @@ class RemoteTraceback(Exception):
         return self.text
 
 
+class RemoteError(RuntimeError):
+    """A replica's exception whose class cannot be rebuilt here (its `__init__` takes other
+    arguments than its `args`, or its module is not importable): its class and message."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(f"{type_name}: {message}" if message else type_name)
+        self.type_name = type_name
+        self.message = message
+
+
+def _rebuilt(outcome: Mapping[str, Any]) -> BaseException:
+    """The replica's exception, else a RemoteError naming its class and message."""
+    error: Any = outcome.get("error")
+    if isinstance(error, bytes):
+        try:
+            error = pickle.loads(error)
+        except Exception:
+            error = None
+    if isinstance(error, BaseException):
+        return error
+    module, name = outcome.get("module"), outcome.get("type") or "Exception"
+    qualified = name if module in (None, "builtins", "__main__") else f"{module}.{name}"
+    return RemoteError(qualified, outcome.get("message") or "")
+
+
 class ResultMissing(RuntimeError):
     """A replica that kept no result (it was killed, or the run was not a function's)."""
 
 
-def _from_log(log: Path, key: str) -> bytes | None:
-    marker = f"{RESULT_LOG_PREFIX}{key} "
+class ResultForged(RuntimeError):
+    """An outcome that does not carry the run's signature: never unpickled."""
+
+
+def _verified(key: bytes | None, process: str, tag: str, data: bytes) -> bool:
+    return key is not None and hmac.compare_digest(tag, sign(key, process, data))
+
+
+def _from_file(path: Path, key: bytes | None, process: str) -> bytes:
+    raw = path.read_bytes()
+    if key is None:  # a run made before results were signed: its own file, in the user's store
+        return raw
+    head, newline, data = raw.partition(b"\n")
+    if raw.startswith(SIGNED_HEADER) and newline:
+        tag = head[len(SIGNED_HEADER) :].decode("ascii", "replace")
+        if _verified(key, process, tag, data):
+            return data
+    raise ResultForged(f"{process}'s result file is not signed with the run's secret: it was not kept by the runner")
+
+
+def _from_log(log: Path, key: bytes | None, process: str) -> bytes | None:
+    """The last outcome line of `process` in its replica's log whose tag verifies (None: none does)."""
+    if key is None:
+        return None  # unsigned log lines are never results
+    marker = f"{RESULT_LOG_PREFIX}{process} "
     found = None
     try:
         with open(log, encoding="utf-8", errors="replace") as handle:
             for line in handle:
-                at = line.find(marker)
-                if at >= 0:
-                    found = line[at + len(marker) :].strip()
+                if not line.startswith(marker):
+                    continue
+                tag, _, text = line[len(marker) :].strip().partition(" ")
+                try:
+                    data = base64.b64decode(text, validate=True)
+                except ValueError:
+                    continue
+                if _verified(key, process, tag, data):
+                    found = data
     except OSError:
         return None
-    return base64.b64decode(found) if found else None
+    return found
 
 
 def read_results(
@@ -280,9 +400,11 @@ def read_results(
     with `sys.exit(main())`): its result is None, as a cell without a value shows none."""
     values: list[Any] = []
     missing: list[str] = []
+    secret = read_key(run_dir)
     for role, index, key in processes:
         path = run_dir / RESULTS_DIR / f"{key}.pkl"
-        data = path.read_bytes() if path.is_file() else _from_log(run_dir / "logs" / f"{role}-{index}.log", key)
+        log = run_dir / "logs" / f"{role}-{index}.log"
+        data = _from_file(path, secret, key) if path.is_file() else _from_log(log, secret, key)
         if data is None:
             if succeeded(key):
                 values.append(None)
@@ -293,9 +415,7 @@ def read_results(
         if outcome["ok"]:
             values.append(outcome["value"])
             continue
-        error = outcome.get("error")
-        if not isinstance(error, BaseException):
-            error = RuntimeError(f"{outcome.get('type')}: {outcome.get('message') or 'failed'}")
+        error = _rebuilt(outcome)
         if outcome.get("traceback"):
             error.__cause__ = RemoteTraceback("\n" + outcome["traceback"])
         error.add_note(f"raised in {key} of the run (its traceback is the cause above)")

@@ -49,12 +49,25 @@ from typing import Any, NoReturn
 
 USAGE = "usage: python -m jupyter_px.runner [--mpi-host] RUN_DIR"
 
+#: The run's result secret, read before the user's code runs (`function_calls`: results are signed).
+_RESULT_KEY: bytes | None = None
+
 
 def _read_record(run_dir: Path) -> dict[str, Any]:
     try:
         return json.loads((run_dir / "record.json").read_text())
     except (OSError, ValueError) as error:
         _die(f"cannot read the run record in {run_dir}: {error}", 2)
+
+
+def _read_result_key(run_dir: Path) -> bytes | None:
+    """The secret that signs this run's results (`jupyter_px.function_calls`); None for a run
+    made before results were signed."""
+    try:
+        with open(run_dir / "result.key", "rb") as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None
 
 
 def _die(message: str, code: int) -> NoReturn:
@@ -234,7 +247,7 @@ def _run_python(entrypoint: str, init_globals: dict[str, Any], run_dir: Path, re
             from jupyter_px import function_calls
 
             value = function_calls.run_keeping_last_expression(entrypoint, init_globals)
-            function_calls.keep(run_dir, value=value)
+            function_calls.keep(run_dir, value=value, key=_RESULT_KEY)
         else:
             runpy.run_path(entrypoint, init_globals=init_globals, run_name="__main__")
 
@@ -252,7 +265,7 @@ def _run_function(run_dir: Path) -> int:
         return tb or first
 
     def run() -> None:
-        function_calls.keep(run_dir, value=function_calls.call(run_dir / "code"))
+        function_calls.keep(run_dir, value=function_calls.call(run_dir / "code"), key=_RESULT_KEY)
 
     return _exit_status(run, run_dir, keep=True, frames=ours)
 
@@ -290,7 +303,7 @@ def _report(error: BaseException, tb: Any, run_dir: Path, *, keep: bool = False,
     if keep:
         from jupyter_px import function_calls
 
-        function_calls.keep(run_dir, error=error, traceback_text=text)
+        function_calls.keep(run_dir, error=error, traceback_text=text, key=_RESULT_KEY)
 
 
 def _run_ipython(entrypoint: str, init_globals: dict[str, Any], run_dir: Path) -> int:
@@ -389,6 +402,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     _restore_spilled_env()
     run_dir = Path(args[0]).resolve()
     record = _read_record(run_dir)
+    global _RESULT_KEY
+    _RESULT_KEY = _read_result_key(run_dir)
     _adopt_mpi_rank(run_dir)
 
     topology = record.get("topology") or {}

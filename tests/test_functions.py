@@ -147,6 +147,85 @@ def test_results_of_a_replica_that_was_killed_say_so(px_home, launch):
         unpicklable.results(timeout=300)
 
 
+class _Plants:
+    """A pickle that makes a folder when it is loaded: what a forged result could run."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+
+    def __reduce__(self):
+        return (os.mkdir, (self.folder,))
+
+
+def forged_outcome(folder: Path) -> bytes:
+    """An outcome as the runner pickled them before results were signed, carrying `_Plants`."""
+    import pickle
+
+    return pickle.dumps({"ok": True, "value": [_Plants(str(folder)), "forged"]})
+
+
+def forged_line(process: str, folder: Path) -> str:
+    """A `@px-result` line as the runner wrote them before results were signed."""
+    import base64
+
+    return f"@px-result {process} {base64.b64encode(forged_outcome(folder)).decode()}"
+
+
+@pytest.mark.jobs
+def test_a_forged_result_line_is_neither_returned_nor_unpickled(px_home, tmp_path, launch):
+    from jupyter_px.api import submit
+
+    def prints_forgeries(lines: list[str], leave_early: bool):
+        """A replica whose output holds forged result lines (one glued mid-line, one at the start of a
+        line, one after the runner kept the real result); `leave_early`: it ends before keeping one."""
+        import atexit
+        import os
+        import sys
+
+        print("a dataset's text: " + lines[0], flush=True)
+        print(lines[1], flush=True)
+        atexit.register(print, lines[2], flush=True)
+        if leave_early:
+            sys.stdout.flush()
+            os._exit(0)
+        return "genuine"
+
+    planted = tmp_path / "planted"
+    lines = [forged_line("master-0", planted)] * 3
+    run = submit(prints_forgeries, {"framework": "pytorch"}, args=(lines, False))
+    assert run.results(timeout=300) == ["genuine"]
+    # a replica that kept nothing (it left through os._exit(0)): its log's lines are not results
+    early = submit(prints_forgeries, {"framework": "pytorch"}, args=(lines, True))
+    assert early.results(timeout=300) == [None]
+    assert "@px-result master-0" in early.logs("master", 0)
+    assert not planted.exists()
+    # a results file that the runner did not sign is not read either
+    (run.paths.root / "results" / "master-0.pkl").write_bytes(forged_outcome(planted))
+    with pytest.raises(RuntimeError, match="not signed with the run's secret"):
+        run.results(timeout=300)
+    assert not planted.exists()
+
+
+@pytest.mark.jobs
+def test_an_exception_that_cannot_be_rebuilt_comes_back_with_its_class_message_and_traceback(px_home, launch):
+    from jupyter_px.api import submit
+    from jupyter_px.function_calls import RemoteError, RemoteTraceback
+
+    def fails():
+        class DiskFull(Exception):
+            def __init__(self, code, detail):
+                super().__init__(f"error {code}: {detail}")
+
+        raise DiskFull(28, "no space left on /data")
+
+    run = submit(fails, {"framework": "pytorch"})
+    with pytest.raises(RemoteError, match=r"DiskFull: error 28: no space left on /data") as caught:
+        run.results(timeout=300)
+    assert isinstance(caught.value.__cause__, RemoteTraceback)
+    assert 'raise DiskFull(28, "no space left on /data")' in str(caught.value.__cause__)
+    assert caught.value.type_name.endswith("DiskFull")
+
+
 def test_kwargs_without_a_function_are_refused(px_home):
     from jupyter_px.api import submit
 

@@ -62,6 +62,33 @@ def test_trial_values_fill_script_arguments(px_home, tmp_path):
     assert {t["params"]["x"]: t["value"] for t in status["trials"]} == {1: 4.0, 2: 1.0, 3: 0.0, 4: 1.0}
 
 
+def test_a_diverged_trial_is_kept_and_shown_as_such(px_home, tmp_path):
+    """A trial whose loss became infinite (or NaN) ends its sweep like any other: `sweep run
+    --wait` and `sweep status` show it, its value survives the status file (not as null)."""
+    topology = tmp_path / "sweep.yaml"
+    topology.write_text(TOPOLOGY)
+    done = px("sweep", "run", str(JOBS / "sweep_diverges.py"), "-f", str(topology), "--wait")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and re.search(r"best: trial \d: loss 0.333333", done.stdout), done.stdout
+    shown = px("sweep", "status", "last")
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line for line in shown.stdout.splitlines() if line[:1].isdigit()}
+    assert len(rows) == 4 and sum("inf (diverged)" in row for row in rows.values()) == 1, shown.stdout
+    status = json.loads(px("sweep", "status", "last", "--json").stdout)
+    by_x = {t["params"]["x"]: t for t in status["trials"]}
+    nonfinite = {"value": "Infinity", "values.loss": "Infinity"}
+    nonfinite.update({"intermediate.1": "Infinity", "intermediate.2": "Infinity"})
+    assert by_x[2]["value"] is None and by_x[2]["nonfinite"] == nonfinite
+    assert by_x[2]["intermediate"] == [[1, 10.0], [2, None], [3, None]]
+    assert by_x[3]["value"] == pytest.approx(1 / 3) and "nonfinite" not in by_x[3]
+    from jupyter_px.sweeps.store import SweepStore
+
+    store = SweepStore()
+    (sweep_id,) = store.sweep_ids()
+    (diverged,) = [t for t in store.status(sweep_id).trials if t.params["x"] == 2]
+    assert diverged.value == float("inf") and diverged.intermediate[1] == (2, float("inf"))
+
+
 def test_bad_input_is_one_message(px_home, tmp_path):
     plain = tmp_path / "plain.yaml"
     plain.write_text("framework: pytorch\n")

@@ -60,3 +60,42 @@ async def test_a_bad_trials_argument_is_named(jp_fetch, sweep_id):
         await jp_fetch("px/api/sweeps", params={"trials": "yes"})
     assert caught.value.code == 400
     assert "trials: 'yes' is not true or false" in caught.value.response.body.decode()
+
+
+async def test_a_diverged_trial_is_served_with_its_values_named(jp_fetch, px_home):
+    """A trial whose loss became infinite: stored as such, served as null + `nonfinite` (JSON has
+    no Infinity), never a 500."""
+    import math
+
+    from jupyter_px.runstore.models import CodeSpec
+    from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialRow, TrialState
+
+    store = SweepStore()
+    sweep_id = store.new_id("diverges")
+    trials = [
+        TrialRow(number=0, state=TrialState.COMPLETE, params={"lr": 0.1}, value=0.5, intermediate=[(1, 0.5)]),
+        TrialRow(
+            number=1,
+            state=TrialState.COMPLETE,
+            params={"lr": 10.0},
+            value=math.inf,
+            values={"loss": math.inf},
+            intermediate=[(1, 3.0), (2, math.inf), (3, math.nan)],
+        ),
+    ]
+    record = SweepRecord(sweep_id=sweep_id, topology={"framework": "pytorch"}, code=CodeSpec(), workdir=".")
+    status = SweepStatus(sweep_id=sweep_id, state=SweepState.SUCCEEDED, n_trials=2, objective="loss", trials=trials)
+    store.create(record, {"main.py": "pass\n"}, status)
+    assert store.status(sweep_id).trials[1].value == math.inf  # it round-trips through status.json
+    detail = await get_json(jp_fetch, "px/api/sweeps", sweep_id)
+    models.Sweep.model_validate(detail)
+    diverged = detail["trials"][1]
+    assert diverged["value"] is None and diverged["values"] == {"loss": None}
+    assert diverged["intermediate"] == [[1, 3.0], [2, None], [3, None]]
+    assert diverged["nonfinite"] == {
+        "value": "Infinity",
+        "values.loss": "Infinity",
+        "intermediate.1": "Infinity",
+        "intermediate.2": "NaN",
+    }
+    assert "nonfinite" not in detail["trials"][0]

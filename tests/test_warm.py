@@ -318,6 +318,31 @@ def test_a_template_that_cannot_start_means_cold_starts_said_once(px_home, own_w
 
 
 @pytest.mark.jobs
+def test_a_hung_template_is_replaced_and_the_run_starts_cold_at_once(px_home, own_warm_dir):
+    """A template stopped with SIGSTOP: the submit does not wait for it (the launch says it did
+    not answer within the bound), the run starts cold, and a new template serves the next run."""
+    from jupyter_px.api import submit as api_submit
+
+    key = warm.template_key(None)
+    hung = warm.start(None, template_env(), load_settings(), timeout=120)
+    os.kill(hung["pid"], signal.SIGSTOP)
+    try:
+        run = api_submit("print('started cold')\n", {})
+    finally:
+        if psutil.pid_exists(hung["pid"]):
+            os.kill(hung["pid"], signal.SIGCONT)
+    launch = run.status().launch
+    assert launch.startswith(f"cold: the template (pid {hung['pid']}) hung (the template did not answer within 2 s)")
+    assert wait(run).state.value == "Succeeded", describe(run)
+    wait_for(lambda: not psutil.pid_exists(hung["pid"]) or psutil.Process(hung["pid"]).status() == "zombie")
+    new = wait_for(lambda: (s := warm.read_state(key)) and s["state"] == "ready" and s, timeout=120, what="a new one")
+    assert new["pid"] != hung["pid"]
+    following = api_submit("print('started warm')\n", {})
+    assert following.status().launch == f"warm (template pid {new['pid']})"
+    assert wait(following).state.value == "Succeeded", describe(following)
+
+
+@pytest.mark.jobs
 def test_jupyter_px_warm_start_status_and_stop(px_home, own_warm_dir):
     cli = [sys.executable, "-m", "jupyter_px.cli", "warm"]
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
@@ -336,6 +361,51 @@ def test_jupyter_px_warm_start_status_and_stop(px_home, own_warm_dir):
     assert stopped.returncode == 0 and key in stopped.stdout, stopped.stderr
     assert warm.read_state(key)["stop_reason"] == "stopped on request (jupyter px warm stop)"
     assert not psutil.pid_exists(state["pid"]) or psutil.Process(state["pid"]).status() == "zombie"
+
+
+def _venv_with_this_package(folder: Path) -> Path:
+    """A virtual environment of the base interpreter that sees this one's packages and this
+    checkout (a .pth file): a second environment on the same interpreter, as users make them."""
+    import site
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(folder)
+    python = folder / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True
+    ).stdout.strip()
+    ours = [*site.getsitepackages(), str(Path(__file__).resolve().parents[1])]
+    Path(purelib, "this_checkout.pth").write_text("\n".join(ours) + "\n")
+    return python
+
+
+def test_two_virtual_environments_on_one_interpreter_keep_a_template_each(px_home, own_warm_dir, tmp_path):
+    """Two environments made from one base interpreter (one PX_HOME): each has its own template,
+    keyed by its `sys.prefix`, and each submit finds its own ready, not the other's to replace."""
+    code = (
+        "import sys\n"
+        "from jupyter_px.backends.local import warm\n"
+        "from jupyter_px.backends.local.settings import load_settings\n"
+        "from jupyter_px.runstore import RunRecord\n"
+        "from jupyter_px.topology import parse_topology\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from warm_support import template_env\n"
+        "state = warm.start(None, template_env(), load_settings(), timeout=120)\n"
+        "record, topology = RunRecord(run_id='x', topology={}), parse_topology({})\n"
+        "print(state['key'], state['pid'], warm.plan(record, topology, template_env(), load_settings()).launch)\n"
+    )
+    pythons = [_venv_with_this_package(tmp_path / name) for name in ("one", "two")]
+    env = dict(os.environ, JUPYTER_PX_WARM="1")
+    env.pop("PYTHONPATH", None)
+    said = []
+    for python in [*pythons, *pythons]:  # each twice: the second round finds both still there
+        done = subprocess.run([python, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        said.append(done.stdout.split(maxsplit=2))
+    keys = [key for key, _, _ in said]
+    assert keys[0] != keys[1] and keys[:2] == keys[2:], said
+    assert [pid for _, pid, _ in said[:2]] == [pid for _, pid, _ in said[2:]], said  # nobody was replaced
+    assert all(launch.startswith("warm (template pid") for _, _, launch in said), said
 
 
 def test_two_submits_at_once_start_one_template(px_home, own_warm_dir):

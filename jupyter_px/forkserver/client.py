@@ -14,14 +14,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import detached
-from . import wire
+from . import fresh, wire
 
 #: Seconds to wait for the template to hand a start over (it forks a standby if it had none).
 START_TIMEOUT_S = 30.0
+#: Seconds a template has to take a start (connect, and its "accepted"): one that does not (it
+#: was stopped with SIGSTOP, or hangs) is replaced, and the run starts cold at once.
+ANSWER_TIMEOUT_S = 2.0
 
 
 class TemplateUnavailable(OSError):
     """The template cannot be reached, or refused: the caller starts cold instead."""
+
+
+class TemplateHung(TemplateUnavailable):
+    """The template did not take the start within ANSWER_TIMEOUT_S: it is replaced."""
 
 
 def _connect(socket_path: str, timeout: float) -> socket.socket:
@@ -29,6 +36,9 @@ def _connect(socket_path: str, timeout: float) -> socket.socket:
     sock.settimeout(timeout)
     try:
         sock.connect(socket_path)
+    except TimeoutError:
+        sock.close()
+        raise TemplateHung(f"the template at {socket_path} did not take the connection within {timeout:g} s") from None
     except OSError as error:
         sock.close()
         raise TemplateUnavailable(f"cannot connect to the template at {socket_path}: {error.strerror or error}")
@@ -100,9 +110,9 @@ def start(
     `python -m <argv0's module> ARGS` would be, in `cwd` with exactly `env`, its stdout and
     stderr appended to `log_path`. `reimport` ({"vars": [...], "modules": [prefixes]}): modules
     the standby imported ahead of need that read those variables at import, imported again
-    where `env` gives them other values. TemplateUnavailable when that cannot be done."""
-    umask = os.umask(0)
-    os.umask(umask)
+    where `env` gives them other values. TemplateUnavailable when that cannot be done
+    (TemplateHung: the template did not take it within ANSWER_TIMEOUT_S)."""
+    attributes = fresh.process_attributes()  # the owner's niceness, limits and umask: the caller's
     request = {
         "op": "start",
         "entry": entry,
@@ -111,17 +121,28 @@ def start(
         "log": str(log_path),
         "cwd": str(cwd),
         "env": dict(env),
-        "umask": umask,
+        "umask": attributes["umask"],
+        "attributes": attributes,
         "fingerprint": fingerprint,
         "reimport": {key: list(values) for key, values in (reimport or {}).items()},
     }
-    sock = _connect(socket_path, timeout)
+    sock = _connect(socket_path, min(timeout, ANSWER_TIMEOUT_S))
     try:
         wire.send(sock, request)
-        reply, _ = wire.receive(sock)
+        reply, _ = wire.receive(sock)  # "accepted" (or why not), within ANSWER_TIMEOUT_S
+    except TimeoutError:
+        sock.close()
+        raise TemplateHung(f"the template did not answer within {ANSWER_TIMEOUT_S:g} s") from None
     except OSError as error:
         sock.close()
         raise TemplateUnavailable(f"the template did not start the process: {error}") from None
+    if reply.get("accepted"):
+        sock.settimeout(timeout)
+        try:
+            reply, _ = wire.receive(sock)  # the owner's pid, from the standby
+        except OSError as error:
+            sock.close()
+            raise TemplateUnavailable(f"the template did not start the process: {error}") from None
     if "pid" not in reply:
         sock.close()
         raise TemplateUnavailable(str(reply.get("error") or f"unexpected answer {reply!r}"))

@@ -14,8 +14,18 @@ process started cold):
 * **Environment, working directory, argv, umask.** Replaced wholesale: `os.environ` cleared
   and filled (which also sets the C-level environment), `sys.argv` and `sys.path[0]` as `-m`
   sets them.
-* **Random state.** `random` reseeds itself after a fork; NumPy's global generator does not
-  (every replica of every run would draw the same numbers), so it is reseeded from the OS.
+* **Process attributes.** A cold process inherits its starter's niceness, resource limits
+  (`ulimit`) and umask through fork and exec; a forked one has the template's. The starter's are
+  sent with each request (`process_attributes`) and taken on (`take_on`): the supervisor takes
+  the submitter's, and each replica its supervisor's.
+* **Time zone and locale.** Both are read from the environment when an interpreter starts:
+  after the environment is replaced, `time.tzset()` reads TZ again and LC_CTYPE is set from
+  LC_ALL/LC_CTYPE/LANG as Python's start-up does (the other categories stay "C", as there).
+* **Random state.** A fresh interpreter seeds every generator from the OS. `random` reseeds
+  itself after a fork; NumPy's legacy global generator and torch's CPU generator do not (every
+  replica of every run would draw the same numbers, `torch.initial_seed()` the template's), so
+  they are reseeded from the OS, and torch's CUDA generators get the same fresh seed when CUDA
+  is initialised later (`torch.seed()` queues it; nothing initialises CUDA here).
 * **Thread pools.** OpenMP read OMP_NUM_THREADS and the CPU affinity when the template loaded
   it; torch's intra-op pool is sized again from the child's own (`torch.set_num_threads`).
   No pool has threads yet: the template never runs an operation.
@@ -31,8 +41,11 @@ from __future__ import annotations
 
 import gc
 import importlib
+import locale
 import logging
 import os
+import random
+import resource
 import signal
 import sys
 import time
@@ -170,9 +183,59 @@ def replace_environment(env: Mapping[str, str], cwd: str, argv0: str, args: list
         sys.path[0] = os.getcwd()  # `python -m` puts the working directory first
 
 
+#: The resource limits a process passes to what it starts (`ulimit -a`), by name.
+_RLIMITS = {name: getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}
+
+
+def process_attributes() -> dict[str, Any]:
+    """This process's niceness, resource limits and umask: what a process it exec'd would have."""
+    umask = os.umask(0)
+    os.umask(umask)
+    limits = {}
+    for name, which in _RLIMITS.items():
+        try:
+            limits[name] = list(resource.getrlimit(which))
+        except (OSError, ValueError):
+            continue
+    return {"nice": os.getpriority(os.PRIO_PROCESS, 0), "rlimits": limits, "umask": umask}
+
+
+def take_on(attributes: Mapping[str, Any]) -> None:
+    """Take on another process's `process_attributes()`, as far as this process may: a limit's
+    hard value above this one's, or a lower niceness, needs a privilege it may not have (then the
+    soft limit is set up to this process's hard one, and the niceness stays)."""
+    if "umask" in attributes:
+        os.umask(int(attributes["umask"]))
+    for name, (soft, hard) in (attributes.get("rlimits") or {}).items():
+        which = _RLIMITS.get(name)
+        if which is None:
+            continue
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (OSError, ValueError):
+            try:
+                current = resource.getrlimit(which)[1]
+                capped = soft if current == resource.RLIM_INFINITY or 0 <= soft <= current else current
+                resource.setrlimit(which, (capped, current))
+            except (OSError, ValueError):
+                pass
+    if "nice" in attributes:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, int(attributes["nice"]))
+        except OSError:
+            pass
+
+
 def refresh_libraries() -> None:
-    """Reseed NumPy's global generator; size torch's thread pool for this process; forget the
-    import system's cached directory listings."""
+    """What an interpreter reads from its environment at start, read again (TZ, the locale);
+    every generator reseeded from the OS, as at a fresh start; torch's thread pool sized for this
+    process; the import system's cached directory listings forgotten."""
+    time.tzset()
+    try:
+        locale.setlocale(locale.LC_CTYPE, "")
+    except locale.Error:
+        pass
+    random.seed()
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
         try:
@@ -181,6 +244,10 @@ def refresh_libraries() -> None:
             pass
     torch = sys.modules.get("torch")
     if torch is not None:
+        try:
+            torch.seed()  # the CPU generator now; CUDA's, lazily, when it is initialised
+        except Exception:
+            pass
         try:
             wanted = os.environ.get("OMP_NUM_THREADS", "")
             threads = int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(os.sched_getaffinity(0))

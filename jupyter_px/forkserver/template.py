@@ -195,6 +195,7 @@ class Template:
         fresh.redirect_stdio(request.get("log"))
         keep = {conn_fd, owner_end.fileno(), *self.library_fds}
         fresh.close_fds(keep)
+        fresh.take_on(request.get("attributes") or {})  # the caller's niceness and limits (after close_fds)
         os.set_inheritable(conn_fd, False)
         os.set_inheritable(owner_end.fileno(), False)
         fresh.forget_logging(LOGGERS)
@@ -257,6 +258,11 @@ class Template:
         if request.get("fingerprint") != self.args.fingerprint:
             self._reply(conn, {"error": "the environment changed since this template started (fingerprint)"})
             self.stop_reason = "the environment's fingerprint changed"
+            return
+        try:
+            wire.send(conn, {"accepted": True})  # the caller bounds its wait for this (client.py)
+        except OSError:
+            conn.close()
             return
         if self.standby is None:
             self.fork_standby()

@@ -81,8 +81,10 @@ class Zygote:
     ) -> dict[str, Any]:
         """One child to fork: run `entry(args)` as `python -m <argv0's module> ARGS` would, in
         `cwd` with exactly `env`, its output appended to `log_path`, pinned to `cpus`, inside the
-        cgroup whose `cgroup.procs` is given, its parent-death signal armed against the caller."""
+        cgroup whose `cgroup.procs` is given, its parent-death signal armed against the caller,
+        with the caller's niceness, resource limits and umask (as an exec'd child inherits them)."""
         return {
+            "attributes": fresh.process_attributes(),
             "entry": entry,
             "args": list(args),
             "argv0": argv0,
@@ -245,6 +247,7 @@ def _become_child(
         sock.close()
         fresh.redirect_stdio(request["log"])
         fresh.close_fds(library_fds)
+        fresh.take_on(request.get("attributes") or {})  # after close_fds, which reads the open-files limit
         fresh.forget_logging(loggers)
         fresh.replace_environment(request["env"], request["cwd"], request["argv0"], list(request["args"]))
         fresh.refresh_libraries()

@@ -6,6 +6,7 @@ REST API, CLI) agree on paths without importing each other.
 
     $PX_HOME/runs/<run-id>/
         record.json                 what was submitted: topology, code, backend, who/when, versions
+        result.key                  the secret that authenticates the replicas' results (0600)
         status.json                 overall state + one entry per replica
         code/                       the code that every replica runs
         logs/<role>-<index>.log     stdout+stderr of a replica, appended across restarts
@@ -50,6 +51,10 @@ PARAMS_LOG_PREFIX = "@px-params "
 
 #: A run's record: written once, at creation; its mtime orders runs (`RunStore.run_ids`).
 RECORD_FILE = "record.json"
+
+#: The run's secret (64 hex digits, mode 0600), written at creation: the replicas' runner signs
+#: every result it keeps with it and the submitter verifies them (`jupyter_px.function_calls`).
+RESULT_KEY_FILE = "result.key"
 
 #: `worker-0.rank1.jsonl`: the infix of a replica's process k > 0 in metrics and params names.
 PROCESS_INFIX = ".rank"
@@ -114,6 +119,7 @@ class RunPaths:
         self.root = runs_root(home) / run_id
 
     record = _InRun(RECORD_FILE)
+    result_key = _InRun(RESULT_KEY_FILE)
     status = _InRun("status.json")
     code_dir = _InRun("code")
     logs_dir = _InRun("logs")

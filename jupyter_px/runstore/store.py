@@ -23,7 +23,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from .layout import RECORD_FILE, RUN_ID_PATTERN, InvalidRunId, RunPaths, px_home, runs_root, validate_run_id
+from .layout import (
+    RECORD_FILE,
+    RESULT_KEY_FILE,
+    RUN_ID_PATTERN,
+    InvalidRunId,
+    RunPaths,
+    px_home,
+    runs_root,
+    validate_run_id,
+)
 from .models import RunRecord, RunStatus
 from .run_files import PlantedLink, open_run_file
 
@@ -149,6 +158,8 @@ class RunStore:
                 target.write_bytes(content.encode() if isinstance(content, str) else content)
             for name, content in (extra_files or {}).items():
                 atomic_write_bytes(staged.root / name, content)
+            # mkstemp's 0600: only this user reads the secret the replicas sign their results with
+            atomic_write_bytes(staged.root / RESULT_KEY_FILE, secrets.token_hex(32).encode())
             atomic_write_json(staged.record, record.model_dump(mode="json"))
             atomic_write_json(staged.status, RunStatus(run_id=record.run_id).model_dump(mode="json"))
             published_ns = time.time_ns()  # the listing order: finer than the file system's own clock

@@ -12,6 +12,7 @@ Readers read `status.json` only (reads never act); the controller is its one wri
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -20,7 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..runstore import RunNotFound
 from ..runstore.layout import RUN_ID_PATTERN, px_home
@@ -59,10 +60,15 @@ class TrialState(str, Enum):
     STOPPED = "Stopped"
 
 
+#: A diverged trial's loss is infinite or NaN: status.json keeps it as "Infinity"/"NaN" text
+#: (JSON has no such number, and pydantic would write null, which a float field then refuses).
+NONFINITE_AS_TEXT = ConfigDict(extra="ignore", ser_json_inf_nan="strings")
+
+
 class TrialRow(BaseModel):
     """One trial as the controller last saw it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = NONFINITE_AS_TEXT
 
     number: int
     state: TrialState
@@ -78,6 +84,24 @@ class TrialRow(BaseModel):
     started_at: float | None = None
     finished_at: float | None = None
     runs: list[str] = Field(default_factory=list, description="a promoted trial's runs, a rung each")
+
+    @field_validator("intermediate", mode="before")
+    @classmethod
+    def _null_points(cls, value: Any) -> Any:
+        """Status files written before non-finite values were kept hold null for them: NaN."""
+        if isinstance(value, list):
+            return [
+                [p[0], math.nan if p[1] is None else p[1]] if isinstance(p, list | tuple) and len(p) == 2 else p
+                for p in value
+            ]
+        return value
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _null_values(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {name: math.nan if v is None else v for name, v in value.items()}
+        return value
 
 
 class ObjectiveRow(BaseModel):
@@ -100,7 +124,7 @@ class SweepRecord(BaseModel):
 
 
 class SweepStatus(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = NONFINITE_AS_TEXT
 
     sweep_id: str
     state: SweepState = SweepState.PENDING

@@ -3,6 +3,7 @@ its trials table (the CLI, `%px_sweeps`, the monitor). No display code: surfaces
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .service import SweepView
@@ -12,8 +13,14 @@ TRIAL_HEADERS = ("TRIAL", "STATE", "VALUE", "STEP", "PARAMS", "RUN", "REASON")
 SWEEPS_HEADERS = ("SWEEP", "NAME", "STATE", "TRIALS", "BEST", "MESSAGE")
 
 
+#: How JSON, which has no such numbers, names a non-finite value (`nonfinite` beside the null).
+NONFINITE_NAMES = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def _number(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
+    if value is None:
+        return "-"
+    return f"{value:.6g}" if math.isfinite(value) else f"{value} (diverged)"
 
 
 def params_text(params: dict[str, Any]) -> str:
@@ -78,7 +85,24 @@ def sweep_rows(views: list[SweepView]) -> list[tuple[str, ...]]:
 
 
 def trial_json(trial: TrialRow) -> dict[str, Any]:
-    return trial.model_dump(mode="json")
+    """A trial as JSON: a non-finite value (a diverged loss) is null, and `nonfinite` (only present
+    then) names it by where it was: `value`, `values.<objective>`, `intermediate.<position>`."""
+    out = trial.model_dump(mode="json")
+    nonfinite: dict[str, str] = {}
+
+    def finite(where: str, value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            nonfinite[where] = NONFINITE_NAMES[repr(value)]
+            return None
+        return value
+
+    out["value"] = finite("value", out["value"])
+    if out.get("values"):
+        out["values"] = {name: finite(f"values.{name}", v) for name, v in out["values"].items()}
+    out["intermediate"] = [[step, finite(f"intermediate.{i}", v)] for i, (step, v) in enumerate(out["intermediate"])]
+    if nonfinite:
+        out["nonfinite"] = nonfinite
+    return out
 
 
 def sweep_json(view: SweepView, trials: bool = True) -> dict[str, Any]:

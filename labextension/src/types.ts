@@ -282,14 +282,16 @@ export interface ISweepTrial {
   value: number | null;
   step: number | null;
   /** [step, value] pairs reported. */
-  intermediate: number[][];
+  intermediate: (number | null)[][];
   reason: string | null;
   started_at: number | null;
   finished_at: number | null;
   /** Each objective's final value. */
-  values?: { [name: string]: number } | null;
+  values?: { [name: string]: number | null } | null;
   /** A promoted Hyperband trial's runs, a rung each. */
   runs?: string[];
+  /** A diverged trial's values that JSON cannot hold (null in their place), by where they were. */
+  nonfinite?: { [where: string]: 'NaN' | 'Infinity' | '-Infinity' } | null;
 }
 
 /** models.SweepObjective */

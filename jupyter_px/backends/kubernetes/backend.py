@@ -87,9 +87,10 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
         files: dict[str, bytes],
         namespace: str,
         settings: KubernetesSettings | None = None,
+        result_key: str | None = None,
     ) -> list:
         settings = settings or self.settings
-        return run_objects(self.flavour, topology, run_id, code, files, settings, namespace)
+        return run_objects(self.flavour, topology, run_id, code, files, settings, namespace, result_key)
 
     def check(self, topology: Topology) -> None:
         """What can be known before the run exists: the manifests render, the cluster takes them."""
@@ -120,6 +121,7 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
                 read_code_dir(paths.code_dir),
                 cluster.namespace,
                 self._cluster_settings(cluster, topology),
+                _result_key(paths.result_key),
             )
             preflight(cluster, objects, self.name, self._runtime(topology))
             job = next((o for o in objects if not KINDS[o["kind"]].core), None)
@@ -251,3 +253,11 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
 LEFT_BEHIND_FILE = "left-behind.json"
 #: The reason of such a run (a string reason: statuses keep reasons the enum does not list).
 ROLLBACK_UNCONFIRMED = "RollbackUnconfirmed"
+
+
+def _result_key(path: Path) -> str | None:
+    """The run's result secret, for the pods' runner (a run made before results were signed has none)."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        return None

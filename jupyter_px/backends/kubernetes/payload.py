@@ -4,6 +4,8 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
 
     /px/app/run/record.json        the record as the pod sees it (workdir: /px/work)
     /px/app/run/cluster.json       every replica's address, by pattern (`cluster_file.py`)
+    /px/app/run/result.key         the run's secret: the runner signs the `@px-result` lines it writes
+                                   with it (`function_calls.py`)
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod/entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
@@ -88,9 +90,12 @@ def _shipped_sources() -> dict[str, tuple[str, str]]:
     return {key: (path, source.read_text()) for key, (path, source) in _SHIPPED.items()}
 
 
-def build_payload(record_json: str, code_files: dict[str, bytes], cluster_json: str | None = None) -> Payload:
+def build_payload(
+    record_json: str, code_files: dict[str, bytes], cluster_json: str | None = None, result_key: str | None = None
+) -> Payload:
     """The ConfigMap contents for one run. `code_files` maps a file name under code/ to bytes;
-    `cluster_json`: the run's cluster description (`cluster_file.py`)."""
+    `cluster_json`: the run's cluster description (`cluster_file.py`); `result_key`: the run's
+    result secret."""
     import base64
 
     payload = Payload()
@@ -107,6 +112,8 @@ def build_payload(record_json: str, code_files: dict[str, bytes], cluster_json: 
     add("run.record.json", "run/record.json", record_json.encode())
     if cluster_json is not None:
         add("run.cluster.json", "run/cluster.json", cluster_json.encode())
+    if result_key is not None:
+        add("run.result.key", "run/result.key", result_key.encode())
     for name, content in sorted(code_files.items()):
         key = "code." + name.replace("/", ".")
         if not _KEY.match(key) or ".." in name or name.startswith("/"):

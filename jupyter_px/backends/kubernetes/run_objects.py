@@ -47,15 +47,17 @@ def run_objects(
     code_files: dict[str, bytes],
     settings: KubernetesSettings,
     namespace: str | None = None,
+    result_key: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every object of the run as `flavour` renders it, the ConfigMap (the owner) first."""
+    """Every object of the run as `flavour` renders it, the ConfigMap (the owner) first.
+    `result_key`: the run's result secret (`run/result.key` in the pods), none when rendering."""
     base = base_name(run_id)
     namespace = namespace or settings.namespace or "default"
     # every replica's address, once, in the ConfigMap (`cluster_file.py`): the pods build their
     # environment from it, so no pod carries the others' addresses
     addresses, contract = flavour.cluster(topology, base, namespace)
     description = cluster_json(describe(topology, run_id, addresses, contract))
-    payload = build_payload(pod_record_json(run_id, topology, code), code_files, description)
+    payload = build_payload(pod_record_json(run_id, topology, code), code_files, description, result_key)
     ctx = RenderContext(
         run_id=run_id,
         base=base,

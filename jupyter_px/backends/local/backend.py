@@ -84,13 +84,14 @@ class LocalBackend(Backend):
         run_dir = paths.root.resolve()
         env = {**clean_environ(self.store.home), "PYTHONUNBUFFERED": "1"}
         topology = parse_topology(record.topology)
-        chosen = warm.plan(record, topology, env, load_settings())
+        settings = load_settings()
+        chosen = warm.plan(record, topology, env, settings)
         supervisor: detached.Started | StartedOwner | None = None
         if chosen.warm:
             try:
                 supervisor = warm.start_supervisor(chosen, run_dir, env)
             except TemplateUnavailable as error:
-                chosen = warm.fell_back(chosen, error)
+                chosen = warm.fell_back(chosen, error, env, settings)
         if supervisor is None:
             supervisor = detached.start(
                 SUPERVISOR_MODULE, [str(run_dir)], log_path=run_dir / "supervisor.log", cwd=run_dir, env=env

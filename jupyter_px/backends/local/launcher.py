@@ -118,9 +118,7 @@ class LaunchPlan:
         contract = self.contract_env(spec)
         placement = self.placements[(spec.role, spec.index)]
         env = {**self.base_env, **contract, "CUDA_VISIBLE_DEVICES": placement.cuda_visible_devices}
-        cpus = self.affinity(spec)
-        if cpus and "OMP_NUM_THREADS" not in env:  # thread pools sized to the cores it may use
-            env["OMP_NUM_THREADS"] = str(len(cpus))
+        env.update(self.thread_pools(env, self.affinity(spec)))
         runner = [sys.executable, "-m", RUNNER_MODULE]
         if self.topology.is_mpi:
             if spec.role == "master":
@@ -128,6 +126,24 @@ class LaunchPlan:
                 return Launch(self._mpirun_argv(contract, env), env, self.cwd)
             return Launch([*runner, "--mpi-host", self.run_dir], env, self.cwd)
         return Launch([*runner, self.run_dir], env, self.cwd)
+
+    def thread_pools(self, env: Mapping[str, str], cpus: tuple[int, ...] | None) -> dict[str, str]:
+        """OMP_NUM_THREADS and MKL_NUM_THREADS for a replica's process, unless the user set them
+        (in the environment or the topology): its share of the cores it may use, so the run's
+        processes together have a thread per core. torchrun sets OMP_NUM_THREADS=1 when it
+        starts more than one process (torch/distributed/run.py, 2.13: "to avoid your system being
+        overloaded"); one per core each, four ranks on two cores trained about 6x slower. A
+        process pinned to cores (`cpu` resources) shares those among its replica's processes."""
+        if "OMP_NUM_THREADS" in env:
+            return {}
+        per_replica = self.topology.environment.processes_per_replica if self.topology.framework == "pytorch" else 1
+        if cpus:
+            threads = len(cpus) // per_replica
+        else:
+            processes = sum(self.topology.counts().values()) * per_replica
+            threads = len(os.sched_getaffinity(0)) // max(1, processes)
+        count = str(max(1, threads))
+        return {"OMP_NUM_THREADS": count} | ({} if "MKL_NUM_THREADS" in env else {"MKL_NUM_THREADS": count})
 
     def affinity(self, spec: ReplicaSpec) -> tuple[int, ...] | None:
         """Cores to pin a replica's process to; the MPI launcher gets its workers' cores."""

@@ -15,7 +15,7 @@ its status says why, `RunStatus.launch`):
 * `processes_per_replica > 1`: each replica starts its own ranks.
 * a run submitted from inside a replica of another run (its template would be that run's to kill).
 
-**One template per interpreter + framework** (`key`), checked against the **environment
+**One template per environment (`sys.prefix`) + framework** (`key`), checked against the **environment
 fingerprint** at every submit: the interpreter, the framework's preload, the mtime of every
 site-packages directory (any install or removal changes it), this package's own files, and the
 variables read when an interpreter or a framework starts (PYTHON*, LD_*, OMP_*, MKL_*, TORCH_*...).
@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import detached
-from ...forkserver.client import StartedOwner, TemplateUnavailable, ask
+from ...forkserver.client import StartedOwner, TemplateHung, TemplateUnavailable, ask
 from ...forkserver.client import start as start_through_template
 from ...runstore import RunRecord, px_home
 from ...topology import Topology
@@ -104,9 +104,11 @@ def warm_dir() -> Path:
 
 
 def template_key(framework: str | None) -> str:
-    """`pytorch-1a2b3c4d5e`: the framework and this interpreter."""
-    interpreter = hashlib.sha256(os.path.realpath(sys.executable).encode()).hexdigest()[:10]
-    return f"{framework or 'python'}-{interpreter}"
+    """`pytorch-1a2b3c4d5e`: the framework and this environment (`sys.prefix`: two virtual
+    environments made from one base interpreter share its real path, and would take turns
+    stopping each other's template) and interpreter."""
+    where = f"{os.path.realpath(sys.prefix)}\0{os.path.realpath(sys.executable)}"
+    return f"{framework or 'python'}-{hashlib.sha256(where.encode()).hexdigest()[:10]}"
 
 
 def preload(framework: str | None) -> list[str]:
@@ -285,17 +287,42 @@ def start_supervisor(chosen: Plan, run_dir: Path, env: Mapping[str, str]) -> Sta
     )
 
 
-def fell_back(chosen: Plan, error: TemplateUnavailable) -> Plan:
-    """A warm start that failed: the template is recorded failed (a later submit or `jupyter px
-    warm start` starts another), said once; the run starts cold."""
-    assert chosen.key is not None
+def fell_back(chosen: Plan, error: TemplateUnavailable, env: Mapping[str, str], settings: LocalSettings) -> Plan:
+    """A warm start that failed: the run starts cold. A template that did not answer in time
+    (stopped, hung) is killed and a new one started at once, so the next run is warm again;
+    one that refused is recorded failed (a later submit or `jupyter px warm start` starts
+    another), said once."""
+    assert chosen.key is not None and chosen.state is not None
     reason = str(error)
+    if isinstance(error, TemplateHung):
+        return _replace_hung(chosen.key, chosen.state, reason, env, settings)
     if chosen.state is not None and _identity(chosen.state).alive():
         stop_template(chosen.key, f"a start through it failed: {reason}")
     with contextlib.suppress(OSError):
         _update_state(chosen.key, state="failed", error=reason, stopped_at=time.time())
     _say_once(chosen.key, f"warm start failed, starting cold: {reason}")
     return Plan(f"cold: the warm start failed: {reason}", chosen.key)
+
+
+def _replace_hung(
+    key: str, state: Mapping[str, Any], reason: str, env: Mapping[str, str], settings: LocalSettings
+) -> Plan:
+    """Kill the template that did not answer (SIGKILL: a stopped process handles no SIGTERM; its
+    standby and zygote end with it by their parent-death signal) and start another."""
+    identity = _identity(state)
+    if identity.alive():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(identity.pid, 9)
+    with _locked(key):
+        current = read_state(key)
+        if current is not None and current.get("pid") == state.get("pid"):
+            _update_state(key, state="stopped", stopped_at=time.time(), stop_reason=f"it hung: {reason}")
+            framework = state.get("framework")
+            _start_template(key, framework, env, fingerprint(framework, env), settings)
+    log.warning(
+        "jupyter_px: the %s template (pid %s) hung (%s): replaced; this run starts cold", key, state.get("pid"), reason
+    )
+    return Plan(f"cold: the template (pid {state.get('pid')}) hung ({reason}); a new one is starting", key)
 
 
 def _owner() -> detached.ProcessIdentity | None:

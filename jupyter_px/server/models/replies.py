@@ -350,12 +350,17 @@ class SweepTrial(Reply):
     params: dict[str, Any]
     value: float | None
     step: int | None
-    intermediate: list[list[float]] = Field(description="[step, value] pairs reported")
+    intermediate: list[list[float | None]] = Field(description="[step, value] pairs reported")
     reason: str | None
     started_at: float | None
     finished_at: float | None
-    values: dict[str, float] | None = Field(default=None, description="each objective's final value")
+    values: dict[str, float | None] | None = Field(default=None, description="each objective's final value")
     runs: list[str] = Field(default_factory=list, description="a promoted Hyperband trial's runs, a rung each")
+    nonfinite: dict[str, Literal["NaN", "Infinity", "-Infinity"]] | None = Field(
+        default=None,
+        description="a diverged trial's values that JSON cannot hold (null in their place), by where they were: "
+        "value, values.<objective>, intermediate.<position>",
+    )
 
 
 class SweepObjective(Reply):

@@ -64,7 +64,7 @@ export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
   for (const trial of [...(sweep.trials ?? [])].sort(
     (a, b) => a.number - b.number
   )) {
-    const points: number[][] = trial.intermediate.length
+    const points: (number | null)[][] = trial.intermediate.length
       ? trial.intermediate
       : trial.value !== null
         ? [[trial.step ?? 0, trial.value]]
@@ -76,7 +76,7 @@ export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
     lines.push({
       name: `trial ${trial.number}${best ? ' ★' : ''}`,
       id: trial.run_id ?? String(trial.number),
-      x: points.map(p => p[0]),
+      x: points.map(p => p[0] ?? 0),
       y: points.map(p => p[1]),
       color: theme.series[trial.number % theme.series.length],
       width: best ? 3.5 : 1.5,
