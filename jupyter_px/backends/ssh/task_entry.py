@@ -14,8 +14,11 @@ backend's replica runs it. The ssh channel is its whole conversation with the ru
 4. Then stdin carries the follower's requests: `term` (SIGTERM to the group: tracking flushes
    what it accepted), `kill` (SIGKILL). End of file means the follower or its connection is
    gone: SIGTERM, the grace, SIGKILL. Nothing of a run outlives its follower on any host.
-5. When the replica has exited, whatever is left of its group is killed, and the last line is
-   `@px-ssh-exit {"code": C, "signal": S}`; the entry exits with the replica's code.
+5. When the replica has exited, whatever is left of it is killed: its process group, and every
+   process of this user whose environment names this run and replica (`PX_RUN_ID`,
+   `PX_TASK_TYPE`, `PX_TASK_INDEX`: what a child that started a session of its own still
+   carries; read from /proc, Linux's). The last line is `@px-ssh-exit {"code": C, "signal": S}`;
+   the entry exits with the replica's code.
 """
 
 from __future__ import annotations
@@ -121,6 +124,7 @@ class Replica:
             os.killpg(pid, signal.SIGKILL)  # what the replica left in its group goes with it
         except (ProcessLookupError, PermissionError):
             pass
+        kill_leftovers(env)
         self.pid = None
         name: str | None = None
         if os.WIFSIGNALED(status):
@@ -130,6 +134,31 @@ class Replica:
         sys.stderr.flush()
         say(EXIT, {"code": code, "signal": name})
         return code
+
+
+def kill_leftovers(env: dict[str, str]) -> None:
+    """SIGKILL every process of this user that carries this replica's identity in its environment
+    (`PX_RUN_ID`, `PX_TASK_TYPE`, `PX_TASK_INDEX`), such as a child that left the replica's
+    process group with a session of its own."""
+    marks = [f"{name}={env.get(name, '')}".encode() for name in ("PX_RUN_ID", "PX_TASK_TYPE", "PX_TASK_INDEX")]
+    if not env.get("PX_RUN_ID") or not os.path.isdir("/proc"):
+        return
+    me, uid = os.getpid(), os.getuid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                entries = set(handle.read().split(b"\0"))
+        except OSError:
+            continue
+        if all(mark in entries for mark in marks):
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _become_runner(run_dir: str, env: dict[str, str]) -> None:
