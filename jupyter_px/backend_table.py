@@ -53,6 +53,9 @@ class BackendEntry:
     #: Whether a run's outputs are on this machine's disk, where the next trial of a sweep
     #: reads its checkpoint (hyperband's resume).
     outputs_here: bool = False
+    #: Whether its replicas run in this machine's Python environment (a polyaxonfile's
+    #: `build_steps` of pip installs are checked against it; elsewhere an image is built).
+    runs_here: bool = False
     #: Whether its replicas run a container image (the server's configured image fills it in).
     uses_image: bool = False
     #: The module of its warm templates (`templates`, `start`, `stop`, `directory`,
@@ -93,6 +96,7 @@ BACKENDS: tuple[BackendEntry, ...] = (
         settings_prefix="PX_LOCAL_",
         tunables=("PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S", "PX_MASTER_HEAD_START_S"),
         outputs_here=True,
+        runs_here=True,
         warm="jupyter_px.backends.local.templates",
     ),
     _kubernetes(
@@ -164,6 +168,15 @@ def canonical(name: str | None) -> str:
 def family_names(family: Family) -> tuple[str, ...]:
     """The canonical names of one family's backends (`--backend` choices of a family's commands)."""
     return tuple(e.name for e in BACKENDS if e.family == family)
+
+
+def runs_here(name: object) -> bool:
+    """Whether backend `name` runs replicas in this machine's Python environment (an unknown
+    name: no; the topology's own check names it)."""
+    if name is not None and not isinstance(name, str):
+        return False
+    found = _BY_NAME.get(name or DEFAULT_BACKEND)
+    return found is not None and found.runs_here
 
 
 def pools() -> dict[str, int]:

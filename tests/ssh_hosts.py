@@ -138,9 +138,10 @@ def start_hosts(count: int = 2) -> SshHosts:
             )
             + "\n"
         )
-        host.process = subprocess.Popen(
-            [SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=open(folder / f"{name}.log", "wb")
-        )
+        with open(folder / f"{name}.log", "wb") as log:  # sshd keeps its own copy of the descriptor
+            host.process = subprocess.Popen(
+                [SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=log
+            )
         hosts.hosts.append(host)
         client += [f"Host {name}", "  HostName 127.0.0.1", f"  Port {host.port}", f"  HostKeyAlias {name}"]
     hosts.config.write_text("\n".join(client) + "\n")
@@ -228,4 +229,3 @@ def processes_of_home(home: Path) -> list[psutil.Process]:
             if process.environ().get("PX_HOME") == str(home) or any(str(home) in part for part in process.cmdline()):
                 found.append(process)
     return found
-

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from ssh_hosts import processes_of, ssh_hosts_fixture, use_ssh_fixture  # noqa: F401 (fixtures)
 from waiting import wait_for
 
