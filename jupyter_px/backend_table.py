@@ -179,6 +179,12 @@ def runs_here(name: object) -> bool:
     return found is not None and found.runs_here
 
 
+def choices_text() -> str:
+    """Every backend's name for a help text: `local, native, ... or ssh`."""
+    names = [e.name for e in BACKENDS]
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 def pools() -> dict[str, int]:
     """Each family's thread pool and its size (the Jupyter server's submits and stops)."""
     return {e.pool: e.pool_threads for e in BACKENDS}
