@@ -93,7 +93,7 @@ def test_the_forms_offer_every_backend_of_the_table_ssh_too():
     from jupyter_px.topology import json_schema
     from jupyter_px.widgets.form_parts import BACKENDS
 
-    assert BACKENDS == [e.name for e in backend_table.BACKENDS]  # the widget's choices
+    assert [e.name for e in backend_table.BACKENDS] == BACKENDS  # the widget's choices
     node = json_schema()["properties"]["backend"]  # what the sidebar's form is built from
     enum = node.get("enum") or next(o["enum"] for o in node.get("anyOf", []) if "enum" in o)
     assert "ssh" in enum

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from ssh_hosts import processes_of, ssh_hosts_fixture, use_ssh_fixture  # noqa: F401 (fixtures)
 from waiting import wait_for
 
@@ -12,6 +13,8 @@ from jupyter_px.service import RunService, ScriptFile, Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+pytestmark = pytest.mark.ssh
+
 FAULTS = Path(__file__).parent / "jobs" / "faults.py"
 DEADLINE_S = 240.0
 
@@ -104,3 +107,34 @@ def test_stop_leaves_no_process_on_any_host(use_ssh, px_home):
     for host in use_ssh.names():  # nothing of the run in any host's sessions either
         done = use_ssh.ssh(host, "pgrep", "-f", f"[{run_id[0]}]{run_id[1:]}")  # not pgrep's own shell
         assert done.returncode == 1, (host, done.stdout)
+
+
+def test_a_host_that_does_not_answer_is_refused_before_anything_is_recorded(use_ssh, px_home, monkeypatch):
+    from jupyter_px.service import BackendError
+
+    monkeypatch.setenv("PX_SSH_HOSTS", "host-a slots=1,host-nowhere slots=2")
+    service = RunService()
+    with pytest.raises(BackendError) as refused:
+        service.submit(Submission(ScriptFile(FAULTS), small(), args=("env",), name="nowhere"))
+    message = str(refused.value)
+    assert message.startswith("host host-nowhere: ssh failed: ") and "\n" not in message, message
+    assert "host-nowhere" in message.split("ssh failed: ", 1)[1]  # in ssh's own words
+    assert service.store.run_ids() == []
+
+
+def test_a_follower_killed_takes_its_replicas_with_it_and_a_keeper_says_so(use_ssh, px_home):
+    import os
+    import signal
+
+    service = RunService()
+    run_id = service.submit(Submission(ScriptFile(FAULTS), small(), args=("sleep",), name="orphan"))
+    outputs = px_home / "runs" / run_id / "outputs"
+    wait_for(lambda: all((outputs / f"{k}.json").exists() for k in ("master-0", "worker-0", "worker-1")), "a start")
+    owner = service.status(run_id).owner
+    assert owner is not None and owner.kind == "follower"
+    os.kill(owner.pid, signal.SIGKILL)  # its ssh sessions close: each entry stops its replica
+    wait_for(lambda: not processes_of(run_id), "the replicas to go with their follower", timeout=60)
+    assert service.observe(run_id).owner_problem == "nobody is following this run"
+    status = service.backend_of(run_id).reconcile(run_id)  # a keeper: a new follower finds the sessions gone
+    status = service.wait(run_id, timeout=60)
+    assert status.state.value == "Lost" and "its follower was gone" in (status.message or ""), status
