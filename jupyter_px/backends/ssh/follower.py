@@ -205,6 +205,9 @@ class Follower:
             else:
                 code, signal, said = channel.outcome()
                 replica.exit_code, replica.signal, replica.finished_at = code, signal, channel.finished_at
+                told = channel.exit or {}
+                replica.points_lost = int(told.get("points_lost") or 0)
+                replica.points_dropped = int(told.get("points_dropped") or 0)
                 if code == 0:
                     replica.state, replica.reason, replica.message = ReplicaState.SUCCEEDED, Reason.COMPLETED, None
                 elif by_us and self.term_sent_at is not None and (channel.finished_at or 0) >= self.term_sent_at:
@@ -222,6 +225,10 @@ class Follower:
                     replica.message = (
                         said or (f"killed by {signal}" if signal else f"exited with code {code}")
                     ) + where
+            notice = (channel.exit or {}).get("notice")
+            if notice:  # "master-0: 1,204 metric points not written: killed before they were flushed"
+                lost_words = str(notice).split(": ", 1)[-1]
+                replica.message = f"{replica.message}; {lost_words}" if replica.message else lost_words
             out.append(replica)
         return out
 

@@ -132,8 +132,29 @@ class Replica:
         else:
             code = os.waitstatus_to_exitcode(status)
         sys.stderr.flush()
-        say(EXIT, {"code": code, "signal": name})
+        say(EXIT, {"code": code, "signal": name, **settle(env)})
         return code
+
+
+def settle(env: dict[str, str]) -> dict[str, Any]:
+    """Where the replica wrote the run store itself (a shared filesystem: `PX_METRICS_PATH` set),
+    settle its metrics here, on its host, where its pids mean something
+    (`jupyter_px.runstore.settle`: the points tracking accepted but never wrote, counted)."""
+    if not env.get("PX_METRICS_PATH") or not env.get("PX_HOME"):
+        return {}
+    try:
+        from pathlib import Path
+
+        from jupyter_px.runstore.layout import RunPaths
+        from jupyter_px.runstore.settle import settle_replica
+
+        key = f"{env['PX_TASK_TYPE']}-{env['PX_TASK_INDEX']}"
+        paths = RunPaths(env["PX_RUN_ID"], Path(env["PX_HOME"]))
+        settled = settle_replica(paths, env["PX_TASK_TYPE"], int(env["PX_TASK_INDEX"]))
+    except Exception as error:  # the exit record matters more: say it, go on
+        print(f"jupyter-px (ssh replica): cannot settle the metrics: {error!r}", file=sys.stderr)
+        return {}
+    return {"points_lost": settled.lost, "points_dropped": settled.dropped, "notice": settled.notice(key)}
 
 
 def kill_leftovers(env: dict[str, str]) -> None:
