@@ -75,12 +75,12 @@ def _kubernetes(name: str, aliases: tuple[str, ...], implementation: str, summar
         aliases,
         "kubernetes",
         f"jupyter_px.backends.kubernetes.{implementation}",
-        render="jupyter_px.backends.kubernetes.dry_run:rendered",
+        render="jupyter_px.backends.kubernetes.shared.dry_run:rendered",
         summary=summary,
         settings_prefix="PX_K8S_",
         pool="kubernetes",
         pool_threads=8,
-        server_settings="jupyter_px.backends.kubernetes.settings:load_settings",
+        server_settings="jupyter_px.backends.kubernetes.shared.settings:load_settings",
         uses_image=True,
     )
 

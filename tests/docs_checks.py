@@ -216,7 +216,7 @@ def _environment(**values: str) -> Iterator[None]:
 def settings_problem(text: str, backend: str = "kubernetes") -> str | None:
     """What the settings loader of the Kubernetes (or Slurm, or local) backends says of a settings file."""
     from jupyter_px.backends.base import BackendError
-    from jupyter_px.backends.kubernetes.settings import load_settings as kubernetes_settings
+    from jupyter_px.backends.kubernetes.shared.settings import load_settings as kubernetes_settings
     from jupyter_px.backends.local.settings import load_settings as local_settings
     from jupyter_px.backends.slurm.settings import load_settings as slurm_settings
     from jupyter_px.backends.ssh.settings import load_settings as ssh_settings

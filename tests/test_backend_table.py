@@ -78,7 +78,7 @@ def test_a_sweeps_controller_keeps_every_backends_settings_and_tunables():
 
 
 def test_the_kubernetes_alias_is_mapped_in_the_table_only():
-    from jupyter_px.backends.kubernetes.replica_pods import replica_pods
+    from jupyter_px.backends.kubernetes.shared.replica_pods import replica_pods
 
     assert backend_table.canonical("kubernetes") == "native"
     assert replica_pods("kubernetes").backend == "native"

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ... import backend_table
-from ...topology import Topology
+from .... import backend_table
+from ....topology import Topology
 from .names import LABEL_INDEX, LABEL_ROLE
 
 #: The replica index the Kubeflow training operator puts on each pod of a replica spec.

@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ... import backend_table
-from ...runstore import atomic_write_json
-from ..followed import FollowerSpec
+from .... import backend_table
+from ....runstore import atomic_write_json
+from ...followed import FollowerSpec
 from .resources import Kind, kind_of
 
 HANDLE_FILE = "kubernetes.json"

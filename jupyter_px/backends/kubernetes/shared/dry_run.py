@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...topology import Topology
-from ..base import BackendError, Rendered
+from ....topology import Topology
+from ...base import BackendError, Rendered
 from .names import base_name
 from .render import BACKEND_NAMES, apply_warnings, render_manifests, to_yaml
 from .settings import load_settings
