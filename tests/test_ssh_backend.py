@@ -138,3 +138,15 @@ def test_a_follower_killed_takes_its_replicas_with_it_and_a_keeper_says_so(use_s
     status = service.backend_of(run_id).reconcile(run_id)  # a keeper: a new follower finds the sessions gone
     status = service.wait(run_id, timeout=60)
     assert status.state.value == "Lost" and "its follower was gone" in (status.message or ""), status
+
+
+def test_a_replica_that_cannot_start_on_its_host_fails_the_run_naming_it(use_ssh, px_home, monkeypatch):
+    monkeypatch.setenv("PX_SSH_PYTHON", "/nonexistent/bin/python3")
+    service = RunService()
+    run_id = service.submit(Submission(ScriptFile(FAULTS), small(workers=1), args=("env",), name="nopython"))
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Failed" and status.reason == "StartFailed", status
+    message = status.message or ""
+    assert message.startswith("master-0 on host-a did not start: ") and "/nonexistent/bin/python3" in message, message
+    assert "\n" not in message
+    assert not processes_of(run_id)
