@@ -6,7 +6,7 @@ when it is first used (a local run never imports the Kubernetes client).
 
 Beside the folders, what backends share: `base.py` (the interface), `outcome.py` (how replicas
 decide a run), and for the backends whose runs are owned by a detached follower (Kubernetes,
-Slurm; a fifth such as PBS or a cloud batch service would be one too) `followed.py` (owner,
+Slurm, SSH; another such as PBS or a cloud batch service would be one too) `followed.py` (owner,
 observe, reconcile, the stop request), `follower_process.py` (the follower's life as a process)
 and `settings_file.py` (a family's settings from a YAML file, then `PX_<FAMILY>_*` variables).
 """
