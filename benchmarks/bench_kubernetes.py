@@ -43,8 +43,8 @@ SCRIPT = "import jupyter_px.tracking as t\nt.log_metrics(step=0, loss=1.0)\n"
 #: Renders in the process given by PYTHONPATH (this tree or an old one): objects as JSON on stdout.
 RENDER_OBJECTS = """
 import json, sys
-from jupyter_px.backends.kubernetes.render import render_manifests
-from jupyter_px.backends.kubernetes.settings import KubernetesSettings
+from jupyter_px.backends.kubernetes.shared.render import render_manifests
+from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 from jupyter_px.topology import parse_topology
 topology = parse_topology(json.loads(sys.argv[1]))
 code = {"entrypoint": "train.py", "language": "python", "args": []}
@@ -107,9 +107,9 @@ def create(objects: list[dict[str, Any]], latency: float) -> float:
     """Seconds for `create_all` of every object against the simulated API server (no kubelet)."""
     from kube_sim import Cluster
 
-    from jupyter_px.backends.kubernetes.client import connect
-    from jupyter_px.backends.kubernetes.create import create_all
-    from jupyter_px.backends.kubernetes.settings import KubernetesSettings
+    from jupyter_px.backends.kubernetes.shared.client import connect
+    from jupyter_px.backends.kubernetes.shared.create import create_all
+    from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 
     pods = sum(o["kind"] == "Pod" for o in objects)
     with Cluster(controllers=()) as sim, tempfile.TemporaryDirectory() as tmp:

@@ -20,7 +20,7 @@ SLURM_ENVIRONMENT = ("SLURM_", "PX_SLURM_")
 
 #: The slow lanes (markers in pyproject.toml). A test in one of them is also `slow`; a test that
 #: uses the `kube` fixture (tests/kubernetes_support.py) is in the `kube` lane without saying so.
-SLOW_LANES = ("jobs", "kube", "browser", "tensorboard", "slurm")
+SLOW_LANES = ("jobs", "kube", "browser", "tensorboard", "slurm", "ssh")
 
 
 #: Modules whose real jobs (`jobs`) run twice, cold and warm (`launch`): the local backend's
@@ -95,6 +95,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.kube)
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slurm)
+        if "ssh_hosts" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ssh)
         if any(item.get_closest_marker(lane) for lane in SLOW_LANES):
             item.add_marker(pytest.mark.slow)
 
@@ -119,6 +121,10 @@ def _no_outside_cluster(tmp_path_factory) -> Iterator[None]:
                 patch.delenv(name)
         patch.setenv("SLURM_CONF", str(nowhere / "slurm.conf"))
         patch.setenv("PX_SLURM_CONFIG", str(nowhere / "slurm.yaml"))
+        for name in list(os.environ):  # and for the SSH backend's hosts: the tests start their own
+            if name.startswith("PX_SSH_"):
+                patch.delenv(name)
+        patch.setenv("PX_SSH_CONFIG", str(nowhere / "ssh.yaml"))
         yield
 
 

@@ -64,6 +64,7 @@ TOPOLOGY_CELL = "%%px_topology"
 SETTINGS_FILE_LINE = "# ~/.jupyter_px/kubernetes.yaml"
 SLURM_SETTINGS_FILE_LINE = "# ~/.jupyter_px/slurm.yaml"
 LOCAL_SETTINGS_FILE_LINE = "# ~/.jupyter_px/local.yaml"
+SSH_SETTINGS_FILE_LINE = "# ~/.jupyter_px/ssh.yaml"
 SERVER_CONFIG_LINE = "# jupyter_server_config.py"
 #: Commands from `.ci/run` checked by running them there (a docs line identical to one is checked).
 CI_RUN = ROOT / ".ci" / "run"
@@ -203,7 +204,7 @@ def topology_problem(text: str) -> str | None:
 def _environment(**values: str) -> Iterator[None]:
     saved = dict(os.environ)
     try:
-        for name in [n for n in os.environ if n.startswith(("PX_K8S_", "PX_SLURM_"))]:
+        for name in [n for n in os.environ if n.startswith(("PX_K8S_", "PX_SLURM_", "PX_SSH_"))]:
             del os.environ[name]
         os.environ.update(values)
         yield
@@ -215,15 +216,18 @@ def _environment(**values: str) -> Iterator[None]:
 def settings_problem(text: str, backend: str = "kubernetes") -> str | None:
     """What the settings loader of the Kubernetes (or Slurm, or local) backends says of a settings file."""
     from jupyter_px.backends.base import BackendError
-    from jupyter_px.backends.kubernetes.settings import load_settings as kubernetes_settings
+    from jupyter_px.backends.kubernetes.shared.settings import load_settings as kubernetes_settings
     from jupyter_px.backends.local.settings import load_settings as local_settings
     from jupyter_px.backends.slurm.settings import load_settings as slurm_settings
+    from jupyter_px.backends.ssh.settings import load_settings as ssh_settings
 
-    load_settings = {"slurm": slurm_settings, "local": local_settings}.get(backend, kubernetes_settings)
+    loaders = {"slurm": slurm_settings, "local": local_settings, "ssh": ssh_settings}
+    load_settings = loaders.get(backend, kubernetes_settings)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{backend}.yaml"
         path.write_text(text)
-        variable = {"slurm": "PX_SLURM_CONFIG", "local": "PX_LOCAL_CONFIG"}.get(backend, "PX_K8S_CONFIG")
+        variables = {"slurm": "PX_SLURM_CONFIG", "local": "PX_LOCAL_CONFIG", "ssh": "PX_SSH_CONFIG"}
+        variable = variables.get(backend, "PX_K8S_CONFIG")
         with _environment(**{variable: str(path)}):
             try:
                 load_settings()
@@ -437,6 +441,9 @@ def check_yaml(block: Block, previous: Block | None = None) -> list[str]:
     if first == SLURM_SETTINGS_FILE_LINE:
         problem = settings_problem(text, "slurm")
         return [f"{where}: Slurm settings: {problem}"] if problem else []
+    if first == SSH_SETTINGS_FILE_LINE:
+        problem = settings_problem(text, "ssh")
+        return [f"{where}: SSH settings: {problem}"] if problem else []
     if first == LOCAL_SETTINGS_FILE_LINE:
         problem = settings_problem(text, "local")
         return [f"{where}: local backend settings: {problem}"] if problem else []

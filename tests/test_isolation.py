@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_px.backends import BackendError
-from jupyter_px.backends.kubernetes.client import connect
-from jupyter_px.backends.kubernetes.settings import load_settings
+from jupyter_px.backends.kubernetes.shared.client import connect
+from jupyter_px.backends.kubernetes.shared.settings import load_settings
 
 
 def test_no_test_can_reach_a_users_cluster(monkeypatch, tmp_path):

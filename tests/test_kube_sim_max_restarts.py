@@ -10,7 +10,7 @@ from kube_sim_support import backend_cluster, wait_for
 from kubernetes_support import DEADLINE_S, running, terminated, waiting
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.pod_state import failed_starts, restarts_exhausted
+from jupyter_px.backends.kubernetes.shared.pod_state import failed_starts, restarts_exhausted
 from jupyter_px.runstore import RunStore
 
 pytestmark = pytest.mark.kube

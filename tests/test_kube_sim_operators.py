@@ -9,7 +9,7 @@ from kubernetes_support import DEADLINE_S
 from test_kube_sim_backends import DDP
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.handle import RunHandle
+from jupyter_px.backends.kubernetes.shared.handle import RunHandle
 
 pytestmark = pytest.mark.kube
 

@@ -15,8 +15,8 @@ from kube_sim_support import backend_cluster, wait_for
 from mpi_standins import install_mpirun, sshd_waits
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.render import render_manifests
-from jupyter_px.backends.kubernetes.settings import KubernetesSettings
+from jupyter_px.backends.kubernetes.shared.render import render_manifests
+from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 from jupyter_px.runstore.metrics import MetricsReader
 from jupyter_px.topology import parse_topology
 
@@ -137,7 +137,7 @@ def test_an_mpi_run_on_kubeflow_trainer_stores_every_ranks_output_and_metrics(tm
 def test_mpi_node_pods_are_the_workers_in_the_hostfiles_order():
     """v2.3's runtime lists the `node` job first (its pods are workers 0..), v2.1's the launcher
     first (it hosts worker 0, the node pods workers 1..): the node Job's global index says which."""
-    from jupyter_px.backends.kubernetes.replica_pods import replica_pods
+    from jupyter_px.backends.kubernetes.shared.replica_pods import replica_pods
 
     topology = parse_topology(TOPOLOGY)
     mapping = replica_pods("kubeflow-trainer")

@@ -26,7 +26,7 @@ from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture
 )
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.pod_state import pod_replica
+from jupyter_px.backends.kubernetes.shared.pod_state import pod_replica
 from jupyter_px.runstore import ReplicaState
 from jupyter_px.runstore.metrics import MetricsReader
 

@@ -29,9 +29,9 @@ from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture
 import jupyter_px
 from jupyter_px.backends.base import BackendError
 from jupyter_px.backends.followed import owner_alive as follower_alive
-from jupyter_px.backends.kubernetes.client import connect
-from jupyter_px.backends.kubernetes.contact import Contact
-from jupyter_px.backends.kubernetes.settings import load_settings
+from jupyter_px.backends.kubernetes.shared.client import connect
+from jupyter_px.backends.kubernetes.shared.contact import Contact
+from jupyter_px.backends.kubernetes.shared.settings import load_settings
 
 TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 1}}}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_px.backends.base import BackendError
-from jupyter_px.backends.kubernetes.settings import DEFAULT_IMAGES, GPU_IMAGES, KubernetesSettings, load_settings
+from jupyter_px.backends.kubernetes.shared.settings import DEFAULT_IMAGES, GPU_IMAGES, KubernetesSettings, load_settings
 
 
 @pytest.fixture(autouse=True)

@@ -4,14 +4,14 @@ operator or JobSet creates the pods, its labels are added as it adds them."""
 
 from __future__ import annotations
 
-from jupyter_px.backends.kubernetes.render import render_manifests
-from jupyter_px.backends.kubernetes.replica_pods import (
+from jupyter_px.backends.kubernetes.shared.render import render_manifests
+from jupyter_px.backends.kubernetes.shared.replica_pods import (
     COMPLETION_INDEX_LABEL,
     REPLICA_INDEX_LABEL,
     REPLICATED_JOB_LABEL,
     replica_pods,
 )
-from jupyter_px.backends.kubernetes.settings import KubernetesSettings
+from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 from jupyter_px.topology import parse_topology
 
 CODE = {"entrypoint": "train.py", "language": "python", "args": []}

@@ -10,7 +10,7 @@ from kubernetes_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 import jupyter_px
 from jupyter_px.api import Run
 from jupyter_px.backends import BackendError
-from jupyter_px.backends.kubernetes.create import CREATE_ATTEMPTS
+from jupyter_px.backends.kubernetes.shared.create import CREATE_ATTEMPTS
 from jupyter_px.runstore import RunStore
 
 TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 2}}}
@@ -20,7 +20,7 @@ EVERY_TRY = 100 * CREATE_ATTEMPTS
 
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch):
-    monkeypatch.setattr("jupyter_px.backends.kubernetes.create.BACKOFF_START_S", 0.01)
+    monkeypatch.setattr("jupyter_px.backends.kubernetes.shared.create.BACKOFF_START_S", 0.01)
 
 
 def everything(kube) -> list[str]:

@@ -10,7 +10,7 @@ from kubernetes_support import DEADLINE_S, kube_fixture, use_cluster  # noqa: F4
 import jupyter_px
 from jupyter_px.backends import get_backend
 from jupyter_px.backends.base import BackendError
-from jupyter_px.backends.kubernetes.names import LABEL_RUN
+from jupyter_px.backends.kubernetes.shared.names import LABEL_RUN
 from jupyter_px.runstore import RunStore
 
 TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 2}}}
@@ -127,7 +127,7 @@ def test_kubeflow_submit_creates_the_job_owned_by_the_configmap(kube, px_home):
 
 @pytest.mark.pods_stay_pending
 def test_trainer_backend_submits_a_trainjob(kube, px_home, monkeypatch):
-    import jupyter_px.backends.kubernetes.preflight as preflight_module
+    import jupyter_px.backends.kubernetes.shared.preflight as preflight_module
 
     monkeypatch.setattr(preflight_module, "check_runtime", lambda cluster, name: None)  # runtimes: cluster-scoped
     from jupyter_px.runstore import RunRecord

@@ -112,7 +112,7 @@ def test_a_tensorflow_runs_outcome_and_failure_text_call_its_master_chief():
 def test_a_kubeflow_jobs_conditions_are_the_same_outcome():
     """Kubeflow's operators apply the success policy themselves; their terminal condition reads as
     the Outcome the shared rule gives, the operator's reason kept, a missing one filled in."""
-    from jupyter_px.backends.kubernetes.pod_state import job_outcome
+    from jupyter_px.backends.kubernetes.shared.pod_state import job_outcome
 
     def job(*conditions: dict) -> dict:
         return {"status": {"conditions": list(conditions)}}

@@ -146,7 +146,7 @@ async def test_render_shows_the_manifests_of_the_notebook_for_each_backend(jp_fe
 async def test_render_refuses_what_a_backend_cannot_express(jp_fetch):
     local = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
     code, message = await error_of(jp_fetch, "px/api/topology/render", **post({"topology": local}))
-    assert code == 400 and "'local' creates no Kubernetes objects" in message
+    assert code == 400 and "'local' renders nothing" in message
     overridden = {
         "framework": "pytorch",
         "environment": {"replicas": {"n_workers": 2, "worker": [{"index": 1, "resources": {"cpu": 4}}]}},

@@ -19,7 +19,7 @@ from kubernetes_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from tornado.httpclient import HTTPClientError
 from waiting import until
 
-from jupyter_px.backends.kubernetes import client as kube_client
+from jupyter_px.backends.kubernetes.shared import client as kube_client
 from jupyter_px.runstore import RunStore
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]

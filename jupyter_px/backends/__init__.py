@@ -6,7 +6,7 @@ when it is first used (a local run never imports the Kubernetes client).
 
 Beside the folders, what backends share: `base.py` (the interface), `outcome.py` (how replicas
 decide a run), and for the backends whose runs are owned by a detached follower (Kubernetes,
-Slurm; a fifth such as PBS or a cloud batch service would be one too) `followed.py` (owner,
+Slurm, SSH; another such as PBS or a cloud batch service would be one too) `followed.py` (owner,
 observe, reconcile, the stop request), `follower_process.py` (the follower's life as a process)
 and `settings_file.py` (a family's settings from a YAML file, then `PX_<FAMILY>_*` variables).
 """
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import backend_table
 from ..runstore import RunStore
-from .base import Backend, BackendError, Observation, ResourceUnavailable, RunLeftBehind, SubmitHandle
+from .base import Backend, BackendError, Observation, Rendered, ResourceUnavailable, RunLeftBehind, SubmitHandle
 
 if TYPE_CHECKING:
     from .kubernetes.follower.host import FollowerHost
@@ -40,24 +40,43 @@ def host_followers(store: RunStore) -> FollowerHost | None:
     return FollowerHost.open(store)
 
 
+def named(path: str) -> Any:
+    """What a backend row's `module:name` names, imported now."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def row(name: str | None) -> backend_table.BackendEntry:
+    """The backend table's row of `name` (an alias included); BackendError for an unknown name."""
+    try:
+        return backend_table.entry(name)
+    except backend_table.UnknownBackend as error:
+        raise BackendError(str(error)) from None
+
+
 def get_backend(
     name: str | None, store: RunStore | None = None, kubernetes: Mapping[str, Any] | None = None
 ) -> Backend:
     """The backend called `name` (or one of its aliases); BackendError for an unknown name.
 
-    `kubernetes`: settings that win over the Kubernetes settings file and `PX_K8S_*` for the
-    backends of the Kubernetes family (e.g. the namespace a Jupyter server is configured with)."""
-    try:
-        entry = backend_table.entry(name)
-    except backend_table.UnknownBackend as error:
-        raise BackendError(str(error)) from None
-    module, _, cls_name = entry.implementation.partition(":")
-    cls = getattr(importlib.import_module(module), cls_name)
-    if entry.family == "kubernetes":
-        from .kubernetes.settings import load_settings
-
-        return cls(store, settings=load_settings(**kubernetes) if kubernetes else None)
+    `kubernetes`: a Jupyter server's overrides (its configured namespace and image), which win
+    over the settings file and variables of a backend whose row takes them (`server_settings`)."""
+    entry = row(name)
+    cls = named(entry.implementation)
+    if entry.server_settings and kubernetes:
+        return cls(store, settings=named(entry.server_settings)(**kubernetes))
     return cls(store)
+
+
+def render(topology: Any, code: Any, *, name: str, backend: str | None, **options: Any) -> Rendered:
+    """What a submit of `code` (a loaded code source, or None) would create on `backend` (else
+    the topology's), by that backend's row (`render`). Pure: nothing is
+    contacted or written. BackendError when the backend renders nothing or cannot express it."""
+    entry = row(backend or topology.backend_kind)
+    if entry.render is None:
+        renderers = ", ".join(e.name for e in backend_table.BACKENDS if e.renders)
+        raise BackendError(f"backend {entry.name!r} renders nothing: choose one of {renderers}")
+    return named(entry.render)(topology, code, name=name, backend=entry.name, **options)
 
 
 __all__ = [
@@ -65,9 +84,13 @@ __all__ = [
     "BackendError",
     "RunLeftBehind",
     "Observation",
+    "Rendered",
     "ResourceUnavailable",
     "SubmitHandle",
     "backend_name",
     "get_backend",
     "host_followers",
+    "named",
+    "render",
+    "row",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..runstore import RunStatus, RunStore
 from ..topology import Topology
@@ -55,6 +56,18 @@ class SubmitHandle:
     run_id: str
     backend: str
     detail: dict
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What a submit would create (a dry run, from the backend row's `render`): for which backend,
+    the objects (Kubernetes manifests; none for a backend of scripts), the text to read (YAML, a
+    batch script, the ssh commands), and what applying them needs told."""
+
+    backend: str
+    objects: list[dict[str, Any]]
+    yaml: str
+    warnings: list[str]
 
 
 class Backend(ABC):

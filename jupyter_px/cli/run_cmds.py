@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from .. import backend_table
 from .common import CliError, RunParser, guarded, load_topology
 
 # ---- shared helpers ----------------------------------------------------------------------------
@@ -339,7 +340,7 @@ def register(commands) -> None:
     run.add_argument("--ps", type=_count, metavar="N", help="number of parameter servers")
     run.add_argument(
         "--backend",
-        help="where to run: local, native, kubeflow, kubeflow-trainer or slurm (default: the topology's, else local)",
+        help=f"where to run: {backend_table.choices_text()} (default: the topology's, else local)",
     )
     run.add_argument("--name", help="a name for the run (its id starts with it)")
     run.add_argument("--workdir", metavar="DIR", help="working directory of the replicas (default: here)")

@@ -10,6 +10,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from .. import backend_table
 from ..presentation.text import topology_problems
 from ..sweeps.spec import parse_polyaxonfile, read_sweep
 from ..topology import Topology, TopologyError, apply_overrides
@@ -39,7 +40,7 @@ class SubmitMagics(Magics):
     @argument("--framework", help="override: tensorflow, pytorch, mxnet, horovod or mpi")
     @argument("--workers", type=int, metavar="N", help="override: number of workers")
     @argument("--ps", type=int, metavar="N", help="override: number of parameter servers")
-    @argument("--backend", help="override: local, native, kubeflow, kubeflow-trainer or slurm")
+    @argument("--backend", help=f"override: {backend_table.choices_text()}")
     @argument("--name", metavar="RUN", help="a name for the run (its id starts with it; magics accept it)")
     @wait_args
     @argument("--notebook", action="store_true", help="ship the notebook's code cells up to this one, then this cell")

@@ -3,7 +3,7 @@
 Two writers of the same points use it: `jupyter_px.tracking` inside a replica that shares a disk
 with the run store, and the Kubernetes follower, for metrics parsed back from a replica's log
 (`backends/kubernetes/tensorboard_events.py`). It is shipped to pods beside `tracking/`
-(`backends/kubernetes/payload.py`), so it imports only the standard library and `.layout` at
+(`backends/kubernetes/shared/payload.py`), so it imports only the standard library and `.layout` at
 import time, and TensorBoard when a writer is made.
 
 Records are framed by TensorBoard's own `RecordWriter` (what `EventFileWriter` uses) and the

@@ -15,27 +15,33 @@ reader reports as such.)
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 from .. import backend_table
 from ..daemon_pool import DaemonThreadPool
 
 #: Threads per kind of blocking work: reads (the store), submits and stops per backend family
-#: (`backend_table`: a local one starts processes; a Kubernetes one waits on the API server; a
-#: Slurm one on slurmctld), TensorBoard starts. A kind whose threads are all busy queues its own
-#: calls only.
-POOL_THREADS: dict[str, int] = {"read": 8, "local": 4, "kubernetes": 8, "slurm": 4, "tensorboard": 2}
+#: (each row of `backend_table` names its pool and size: a local one starts processes; a
+#: Kubernetes one waits on the API server; a Slurm one on slurmctld), TensorBoard starts. A kind
+#: whose threads are all busy queues its own calls only.
+POOL_THREADS: dict[str, int] = {"read": 8, **backend_table.pools(), "tensorboard": 2}
 
-Kind = Literal["read", "local", "kubernetes", "slurm", "tensorboard"]
+#: A pool's name: "read", "tensorboard" or a backend row's `pool`.
+Kind = str
 
 
 def change_kind(backend: str) -> Kind:
-    """The pool of a submit or stop on `backend` (any of its names): its family's. An unknown
-    name gets the local pool, where the submit is refused at once."""
+    """The pool of a submit or stop on `backend` (any of its names): its row's. An unknown name
+    gets the default backend's pool, where the submit is refused at once."""
     try:
-        return backend_table.entry(backend).family
+        return backend_table.entry(backend).pool
     except backend_table.UnknownBackend:
-        return "local"
+        return backend_table.entry(None).pool
+
+
+#: Work that starts or stops processes on this machine (a sweep's controller, the warm
+#: templates): the default backend's pool.
+HERE: Kind = change_kind(backend_table.DEFAULT_BACKEND)
 
 
 class Pools:

@@ -75,8 +75,7 @@ class RunsHandler(PxHandler):
         except TopologyError as error:
             self.send(ErrorReply, problems_of(error), status=400)
             return
-        if topo.backend_kind != "local":
-            topo = self.px.settings.with_image(topo)
+        topo = self.px.settings.with_image(topo)
         code = await self.read_code(code_request)
         try:
             submission = Submission(code.source, topo, name=name or None, workdir=code.workdir, origin="sidebar")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import backend_table
 from ..topology import Topology
 
 
@@ -25,8 +26,11 @@ class PxSettings:
 
     def with_image(self, topology: Topology) -> Topology:
         """`topology` with the configured image as its environment's image when it names none (as
-        the sidebar's image setting fills it in), so the run's record says which image it ran."""
+        the sidebar's image setting fills it in), so the run's record says which image it ran;
+        only for a backend whose replicas run an image (its row's `uses_image`: not Slurm's)."""
         if not self.kubernetes_image or topology.environment.image:
+            return topology
+        if not backend_table.entry(topology.backend_kind).uses_image:
             return topology
         environment = topology.environment.model_copy(update={"image": self.kubernetes_image})
         return topology.model_copy(update={"environment": environment})

@@ -20,6 +20,7 @@ from ..sweeps.store import SweepNotFound
 from ..sweeps.view import sweep_json
 from .base import PxHandler
 from .models import Sweep, SweepsPage
+from .pools import HERE
 
 
 class SweepsHandler(PxHandler):
@@ -63,7 +64,7 @@ class SweepHandler(PxHandler):
     @authorized("write")
     async def delete(self, ref: str) -> None:
         sweep_id = await self._resolve(ref)
-        await self.blocking(self.px.sweeps.stop, sweep_id, kind="local")
+        await self.blocking(self.px.sweeps.stop, sweep_id, kind=HERE)
         self.send(Sweep, await self._sweep_detail(sweep_id))
 
 

@@ -75,7 +75,7 @@ class TopologyRenderHandler(PxHandler):
                 namespace=self.px.settings.kubernetes_namespace,
             )
         except (BackendError, ValueError) as error:
-            raise web.HTTPError(400, f"cannot render for Kubernetes: {error}") from None
+            raise web.HTTPError(400, f"cannot render: {error}") from None
         self.send(
             Rendered,
             {

@@ -19,6 +19,7 @@ from tornado import web
 from ..service import warm
 from .base import PxHandler
 from .models import WarmTemplates
+from .pools import HERE
 
 
 def _memory(entry: dict[str, Any] | None) -> dict[str, float] | None:
@@ -57,5 +58,5 @@ class WarmHandler(PxHandler):
     @web.authenticated
     @authorized("write")
     async def delete(self) -> None:
-        await self.blocking(warm.stop, "stopped from the sidebar", kind="local")
+        await self.blocking(warm.stop, "stopped from the sidebar", kind=HERE)
         self.send(WarmTemplates, await self.blocking(_templates))

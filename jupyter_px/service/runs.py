@@ -25,7 +25,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..backends import Backend, BackendError, Observation, RunLeftBehind, get_backend, host_followers
+from ..backends import Backend, BackendError, Observation, Rendered, RunLeftBehind, get_backend, host_followers
+from ..backends import render as render_dry_run
 from ..runstore import RunDamaged, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from ..topology.values import declared_run
@@ -66,17 +67,6 @@ class RunView:
     record: RunRecord
     status: RunStatus
     owner_problem: str | None = None
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """The Kubernetes manifests a run would create: for which backend, the objects, as YAML,
-    and what applying them needs told (an object too large for client-side apply)."""
-
-    backend: str
-    objects: list[dict[str, Any]]
-    yaml: str
-    warnings: list[str]
 
 
 def run_replicas(record: RunRecord, status: RunStatus | None = None) -> list[tuple[str, int]]:
@@ -217,29 +207,13 @@ class RunService:
     def render(
         self, topology: Topology, source: CodeSource | None, *, backend: str | None, name: str, **options: Any
     ) -> Rendered:
-        """The manifests a Kubernetes backend would create for `source` (an empty `main.py`
-        without one): what `jupyter px render` prints and the sidebar shows. Pure: nothing is
-        contacted or written. BackendError/ValueError when the backend cannot express it. For
-        `slurm`: the batch script, in `yaml` (no objects)."""
-        if (backend or topology.backend_kind) == "slurm":
-            from ..backends.slurm.render import dry_run as slurm_dry_run
-
-            return Rendered("slurm", [], slurm_dry_run(topology, name), [])
-        from ..backends.kubernetes.dry_run import dry_run, dry_run_backend
-        from ..backends.kubernetes.render import apply_warnings, to_yaml
-
+        """What `topology`'s backend (or `backend`) would create for `source` (an empty
+        `main.py` without one), by the backend's row: the Kubernetes manifests, the Slurm batch
+        script, the ssh commands. What `jupyter px render` prints and the sidebar shows. Pure:
+        nothing is contacted or written. BackendError/ValueError when the backend cannot express
+        it or renders nothing."""
         code = load_code(source) if source is not None else None
-        chosen = dry_run_backend(topology, backend)
-        objects = dry_run(
-            topology,
-            name=name,
-            entrypoint=code.entrypoint if code else "main.py",
-            code=(code.text if code else "").encode(),
-            backend=chosen,
-            language=code.language if code else "python",
-            **options,
-        )
-        return Rendered(chosen, objects, to_yaml(objects), apply_warnings(objects))
+        return render_dry_run(topology, code, name=name, backend=backend, **options)
 
     # ---- reads: they never act ---------------------------------------------------------------
     def status(self, run_id: str) -> RunStatus:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import detached
+from .. import backend_table, detached
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
 from ..service import RunService, ScriptFile, Submission, load_code, pickle_pushed
@@ -71,7 +71,7 @@ class SweepService:
             raise NoSweep("this topology has no sweep: add an hptuning: (Polyaxon v0) or matrix: (v1) section")
         check_engine(spec)
         trial = topo.without_sweep()
-        if spec.promote and trial.backend_kind != "local":
+        if spec.promote and not backend_table.entry(trial.backend_kind).outputs_here:
             raise ValueError(
                 f"{spec.form}: hyperband's resume: true continues a trial from the checkpoint its last run left in "
                 f"its outputs, which runs on {trial.backend_kind} do not share here: use resume: false there"
@@ -239,10 +239,9 @@ class SweepService:
 
 def _kept(name: str) -> bool:
     """What the controller inherits: everything but a run's own variables (a sweep started from
-    inside a replica is not that replica's); Kubernetes and Slurm settings and tunables stay."""
-    from ..backends.local.config import TUNABLES
-
-    kept = name.startswith(("PX_K8S_", "PX_SLURM_")) or name in TUNABLES or name == "PX_HOME"
+    inside a replica is not that replica's); every backend's settings and tunables stay (their
+    rows in the backend table name them)."""
+    kept = name.startswith(backend_table.settings_prefixes()) or name in backend_table.tunables() or name == "PX_HOME"
     return kept or not name.startswith("PX_")
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from .. import backend_table
 from .errors import Problem, show_value
 from .kubernetes_syntax import check_env_name
 
@@ -167,7 +168,7 @@ def _build(out: V0Sections, raw: Any, backend: Any) -> None:
 
 def _step_problem(step: Any, backend: Any) -> str | None:
     """Why a build step cannot be honoured here, or None when what it installs is installed."""
-    if backend not in (None, "local"):
+    if not backend_table.runs_here(backend):
         return (
             f"images are not built here: build one with {show_value(step)} and give it as build.image "
             "(or environment.image)"

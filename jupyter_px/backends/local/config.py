@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from ... import backend_table
+
 SUPERVISOR_MODULE = "jupyter_px.backends.local.supervisor"
 
 #: A file in the run directory whose presence asks the supervisor to stop the run.
@@ -55,4 +57,5 @@ FINAL_WRITE_PATIENCE_S = 3600.0
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 143})
 
 #: The environment variables above: passed on to the supervisor (other PX_* variables are not).
-TUNABLES = ("PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S", "PX_MASTER_HEAD_START_S")
+#: Named in the backend table's row, where a sweep's controller reads them too.
+TUNABLES = backend_table.entry("local").tunables

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ....runstore import RunNotFound, RunStore
 from ... import follower_process
-from ..handle import FOLLOWER
+from ..shared.handle import FOLLOWER
 from .follower import Follower
 from .log_sink import RunGone
 

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
-from ..client import Cluster
-from ..contact import Contact
-from ..names import run_selector
+from ..shared.client import Cluster
+from ..shared.contact import Contact
+from ..shared.names import run_selector
 from .pod_watch import PodWatch
 
 

@@ -53,14 +53,14 @@ from ....topology import parse_topology
 from ....topology.naming import ReplicaNames
 from ...base import BackendError
 from ...outcome import run_outcome
-from ..cleanup import delete_run
-from ..client import Cluster, connect
-from ..contact import refusal
-from ..create import delete_objects
-from ..handle import FOLLOWER_DIR, STOP_FILE, RunHandle
-from ..pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
-from ..pod_state import main_ended as _main_ended
-from ..replica_pods import replica_pods
+from ..shared.cleanup import delete_run
+from ..shared.client import Cluster, connect
+from ..shared.contact import refusal
+from ..shared.create import delete_objects
+from ..shared.handle import FOLLOWER_DIR, STOP_FILE, RunHandle
+from ..shared.pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
+from ..shared.pod_state import main_ended as _main_ended
+from ..shared.replica_pods import replica_pods
 from . import handover
 from .feeds import Feed, OwnWatch
 from .log_sink import ReplicaLog, RunGone
@@ -93,7 +93,7 @@ class Follower:
         self.paths = store.paths(run_id)
         self.run_dir = self.paths.root
         self.handle = RunHandle.load(self.run_dir)
-        from ..settings import load_settings
+        from ..shared.settings import load_settings
 
         settings = load_settings(namespace=self.handle.namespace, context=self.handle.context)
         self.cluster: Cluster = connect(settings)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ....runstore import atomic_write_json
 from ....runstore.models import RunOwner
 from ...followed import owner_is_alive
-from ..handle import FOLLOWER_DIR
+from ..shared.handle import FOLLOWER_DIR
 
 HANDOVER_FILE = f"{FOLLOWER_DIR}/handover.json"
 

@@ -39,9 +39,9 @@ from .... import detached
 from ....runstore import RunNotFound, RunStore, atomic_write_json
 from ....runstore.models import RunOwner
 from ...followed import HOSTS_DIR, host_file, owner_alive, start_follower_process, starting
-from ..client import connect
-from ..handle import FOLLOWER, RunHandle
-from ..settings import load_settings
+from ..shared.client import connect
+from ..shared.handle import FOLLOWER, RunHandle
+from ..shared.settings import load_settings
 from . import handover
 from .follower import Follower
 from .namespace_watch import NamespaceWatch

@@ -39,7 +39,7 @@ from urllib3.exceptions import HTTPError
 from ....runstore import atomic_write_bytes, atomic_write_json
 from ....runstore.layout import RunPaths
 from ....runstore.log_metrics import ingest_log_lines
-from ..client import Cluster, raw_get
+from ..shared.client import Cluster, raw_get
 from .tensorboard_events import EventsWriter
 
 log = logging.getLogger(__name__)

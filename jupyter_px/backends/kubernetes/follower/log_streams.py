@@ -31,8 +31,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from ....runstore import ReplicaState, ReplicaStatus
-from ..client import Cluster
-from ..pod_state import container_started, main_container_name
+from ..shared.client import Cluster
+from ..shared.pod_state import container_started, main_container_name
 from .log_sink import ReplicaLog, stream_pod_log
 
 log = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from ..client import Cluster
-from ..contact import Contact
-from ..names import LABEL_RUN
+from ..shared.client import Cluster
+from ..shared.contact import Contact
+from ..shared.names import LABEL_RUN
 from .pod_watch import PodWatch
 from .pods import slim
 

@@ -24,9 +24,9 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ..client import CONNECT_TIMEOUT_S, Cluster
-from ..contact import Contact
-from ..resources import Kind
+from ..shared.client import CONNECT_TIMEOUT_S, Cluster
+from ..shared.contact import Contact
+from ..shared.resources import Kind
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....runstore import ReplicaState, ReplicaStatus
-from ..replica_pods import COMPLETION_INDEX_LABEL
+from ..shared.replica_pods import COMPLETION_INDEX_LABEL
 from .log_sink import parse_stamp
 
 #: Exit codes of a container killed by its pod's deletion (SIGTERM, then SIGKILL after the grace).

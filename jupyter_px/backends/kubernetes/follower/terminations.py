@@ -18,7 +18,7 @@ from typing import Any
 
 from ....runstore import ReplicaState, ReplicaStatus
 from ....runstore.models import Reason
-from ..pod_state import failed_starts, parse_time, pod_replica
+from ..shared.pod_state import failed_starts, parse_time, pod_replica
 
 Replica = tuple[str, int]
 

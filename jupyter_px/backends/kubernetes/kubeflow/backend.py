@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ....topology import Topology
-from ..backend import KubernetesBackend
-from ..client import Cluster
-from ..preflight import mpijob_version
-from ..settings import KubernetesSettings
+from ..shared.backend import KubernetesBackend
+from ..shared.client import Cluster
+from ..shared.preflight import mpijob_version
+from ..shared.settings import KubernetesSettings
 from .manifests import FLAVOUR
 
 

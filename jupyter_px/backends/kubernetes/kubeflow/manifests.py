@@ -17,8 +17,8 @@ from typing import Any
 from ....cluster import KUBERNETES_PORTS, mpi_world_size
 from ....topology import ReplicaSpec, Topology
 from ...base import BackendError
-from ..payload import ENTRY, RUN_DIR
-from ..podspec import (
+from ..shared.payload import ENTRY, RUN_DIR
+from ..shared.podspec import (
     SHARED_DIR_ENV,
     UNIFORM_FIELDS,
     RenderContext,
@@ -28,8 +28,8 @@ from ..podspec import (
     pod_spec,
     shared_run_dir,
 )
-from ..replica_pods import REPLICA_INDEX_LABEL, replica_pods
-from ..run_objects import Flavour
+from ..shared.replica_pods import REPLICA_INDEX_LABEL, replica_pods
+from ..shared.run_objects import Flavour
 
 API_VERSION = "kubeflow.org/v1"
 #: mpi-operator's MPIJob (v0.4 and later; kubeflow/mpi-operator v0.6.0 pkg/apis/kubeflow/v2beta1)

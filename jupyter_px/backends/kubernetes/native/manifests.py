@@ -20,11 +20,11 @@ from typing import Any
 from ....cluster import KUBERNETES_PORTS, kubernetes_dns_addresses
 from ....topology import Topology
 from ...base import BackendError
-from ..names import LABEL_RUN, replica_name
-from ..podspec import RenderContext, configmap, container, env_list, pod_spec
-from ..replica_pods import replica_pods
-from ..run_objects import Flavour
-from ..security import restrict
+from ..shared.names import LABEL_RUN, replica_name
+from ..shared.podspec import RenderContext, configmap, container, env_list, pod_spec
+from ..shared.replica_pods import replica_pods
+from ..shared.run_objects import Flavour
+from ..shared.security import restrict
 
 #: Restart policies a bare Pod has (ExitCode is a Kubeflow job policy).
 _POD_RESTART = {"Never": "Never", "OnFailure": "OnFailure", "Always": "Always"}

@@ -25,8 +25,8 @@ from typing import Any
 from ....cluster import KUBERNETES_PORTS, mpi_world_size
 from ....topology import ReplicaSpec, Topology
 from ...base import BackendError
-from ..payload import ENTRY, RUN_DIR
-from ..podspec import (
+from ..shared.payload import ENTRY, RUN_DIR
+from ..shared.podspec import (
     SHARED_DIR_ENV,
     UNIFORM_FIELDS,
     RenderContext,
@@ -38,8 +38,8 @@ from ..podspec import (
     shared_run_dir,
     volume_mounts,
 )
-from ..replica_pods import replica_pods
-from ..run_objects import Flavour
+from ..shared.replica_pods import replica_pods
+from ..shared.run_objects import Flavour
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 #: Who owns the runtime patch. Trainer's webhook wants a domain-prefixed path here (kubeflow/trainer

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base import BackendError
-from ..settings_file import (
+from ...base import BackendError
+from ...settings_file import (
     SettingsFile,
     check_bool,
     check_choice,

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...topology import Topology
+from .... import backend_table
+from ....topology import Topology
 from .names import LABEL_INDEX, LABEL_ROLE
 
 #: The replica index the Kubeflow training operator puts on each pod of a replica spec.
@@ -57,7 +58,7 @@ class ReplicaPods:
         labels = {LABEL_ROLE: role}
         if index_offset:
             labels[INDEX_OFFSET_LABEL] = str(index_offset)
-        if index is not None and self.backend in ("kubernetes", "native"):
+        if index is not None and self.backend == "native":
             labels[LABEL_INDEX] = str(index)
         return labels
 
@@ -101,6 +102,7 @@ class ReplicaPods:
 
 def replica_pods(backend: str) -> ReplicaPods:
     """The mapping of a backend by its stored or rendered name (`kubernetes` is `native`)."""
-    if backend not in ("kubernetes", "native", "kubeflow", "kubeflow-trainer"):
+    name = backend_table.canonical(backend)
+    if name not in backend_table.family_names("kubernetes"):
         raise ValueError(f"no pod mapping for backend {backend!r}")
-    return ReplicaPods(backend)
+    return ReplicaPods(name)

@@ -12,8 +12,9 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ...runstore import atomic_write_json
-from ..followed import FollowerSpec
+from .... import backend_table
+from ....runstore import atomic_write_json
+from ...followed import FollowerSpec
 from .resources import Kind, kind_of
 
 HANDLE_FILE = "kubernetes.json"
@@ -55,6 +56,5 @@ class RunHandle:
     @classmethod
     def load(cls, run_dir: Path) -> RunHandle:
         fields = json.loads((run_dir / HANDLE_FILE).read_text())
-        if fields.get("backend") == "kubernetes":  # what older versions called native
-            fields["backend"] = "native"
+        fields["backend"] = backend_table.canonical(fields.get("backend"))  # `kubernetes`: older versions' native
         return cls(**fields)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...topology import Topology, to_dict
+from ....topology import Topology, to_dict
 from .cluster_file import cluster_json, describe
 from .names import base_name
 from .payload import WORK_DIR, build_payload

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...topology import Topology
-from ..base import BackendError
+from ....topology import Topology
+from ...base import BackendError, Rendered
 from .names import base_name
-from .render import BACKEND_NAMES, render_manifests
+from .render import BACKEND_NAMES, apply_warnings, render_manifests, to_yaml
 from .settings import load_settings
 
 
@@ -44,3 +44,19 @@ def dry_run(
         {entrypoint: code},
         load_settings(namespace=namespace),
     )
+
+
+def rendered(topology: Topology, code: Any, *, name: str, backend: str | None = None, **options: Any) -> Rendered:
+    """The backend row's `render`: the objects for `code` (a loaded code source: its entrypoint,
+    text and language; None: an empty `main.py`), as YAML, with what applying them needs told."""
+    chosen = dry_run_backend(topology, backend)
+    objects = dry_run(
+        topology,
+        name=name,
+        entrypoint=code.entrypoint if code else "main.py",
+        code=(code.text if code else "").encode(),
+        backend=chosen,
+        language=code.language if code else "python",
+        **options,
+    )
+    return Rendered(chosen, objects, to_yaml(objects), apply_warnings(objects))

@@ -30,7 +30,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 from urllib3.exceptions import TimeoutError as RequestTimedOut
 
-from ..base import BackendError
+from ...base import BackendError
 from .client import Cluster, api_reason
 from .names import LABEL_RUN, run_selector
 from .resources import KINDS, kind_of

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kubernetes.client.exceptions import ApiException
 
-from ..base import BackendError
+from ...base import BackendError
 from .client import Cluster, api_reason
 from .create import delete_objects
 from .handle import RunHandle

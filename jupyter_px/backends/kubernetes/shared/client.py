@@ -25,7 +25,7 @@ from kubernetes import client, config
 from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
-from ..base import BackendError
+from ...base import BackendError
 from .settings import KubernetesSettings
 
 #: Seconds to wait for the API server to accept a connection (watches, log streams, polls).

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...topology import ReplicaSpec, Resources, Topology
+from ....topology import ReplicaSpec, Resources, Topology
 from .names import run_labels
 from .payload import APP_DIR, ENTRY, RUN_DIR, WORK_DIR, Payload
 from .settings import KubernetesSettings

@@ -14,14 +14,14 @@ from typing import Any
 
 import yaml
 
-from ...topology import Topology
-from ..base import BackendError
-from .kubeflow.manifests import FLAVOUR as KUBEFLOW
+from ....topology import Topology
+from ...base import BackendError
+from ..kubeflow.manifests import FLAVOUR as KUBEFLOW
+from ..native.manifests import FLAVOUR as NATIVE
+from ..trainer.manifests import FLAVOUR as TRAINER
 from .names import LABEL_RUN
-from .native.manifests import FLAVOUR as NATIVE
 from .run_objects import Flavour, run_objects
 from .settings import KubernetesSettings
-from .trainer.manifests import FLAVOUR as TRAINER
 
 #: Backend name -> its flavour's render functions.
 FLAVOURS: dict[str, Flavour] = {f.name: f for f in (NATIVE, KUBEFLOW, TRAINER)}

@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ..base import BackendError
+from ...base import BackendError
 from .client import Cluster, api_reason
 from .create import BACKOFF_MAX_S, BACKOFF_START_S, retry_after
 from .resources import KINDS, Kind, kind_of

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...topology import Topology
+from ....topology import Topology
 
 #: "full": the pod builds the whole contract (native); "px": only PX_CLUSTER (the operators set
 #: TF_CONFIG, MASTER_ADDR, DMLC_* themselves).

@@ -20,9 +20,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ...runstore import ReplicaState, ReplicaStatus, RunState
-from ...runstore.models import Reason
-from ..outcome import Outcome
+from ....runstore import ReplicaState, ReplicaStatus, RunState
+from ....runstore.models import Reason
+from ...outcome import Outcome
 
 #: Waiting reasons that will not fix themselves: shown as the replica's reason while Pending.
 STUCK_REASONS = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError"}

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import BackendError
+from ...base import BackendError
 
 #: Where the payload is mounted in every pod, and the writable working directory.
 APP_DIR = "/px/app"
@@ -36,10 +36,10 @@ WORK_DIR = "/px/work"
 CONFIGMAP_LIMIT = 1024 * 1024 - 16 * 1024
 
 _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_PACKAGE = Path(__file__).resolve().parents[2]  # jupyter_px/
+_PACKAGE = Path(__file__).resolve().parents[3]  # jupyter_px/
 _TRACKING = _PACKAGE / "tracking"  # what the training code imports; standard library only
 _SHIPPED = {
-    "lib.px_entry.py": ("lib/px_entry.py", Path(__file__).parent / "pod" / "entry.py"),
+    "lib.px_entry.py": ("lib/px_entry.py", Path(__file__).parents[1] / "pod" / "entry.py"),
     "lib.jupyter_px.__init__.py": ("lib/jupyter_px/__init__.py", _PACKAGE / "__init__.py"),
     "lib.jupyter_px.runner.py": ("lib/jupyter_px/runner.py", _PACKAGE / "runner.py"),
     # what the runner imports for a shipped function and for tracebacks that name notebook cells
