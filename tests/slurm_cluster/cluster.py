@@ -1,6 +1,6 @@
 """`SlurmCluster`: munged, slurmctld and N slurmd nodes on this machine, in a folder of their own.
 
-    with SlurmCluster(nodes=3) as cluster:
+    with SlurmCluster(nodes=3, site="own") as cluster:   # or site="accounting-enforced" (config.Site)
         cluster.env            # {"SLURM_CONF": ...}: what a Slurm client needs to talk to it
         cluster.nodes          # node names (unique per cluster, so concurrent clusters' cgroups differ)
         cluster.run(["sinfo"]) # a client command against it
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .accounting import Accounting
-from .config import ClusterLayout, NodeSpec, cgroup_conf, slurm_conf
+from .config import OWN, SITES, ClusterLayout, NodeSpec, Site, cgroup_conf, slurm_conf
 from .daemons import (
     SlurmUnavailable,
     alive,
@@ -68,13 +68,15 @@ class SlurmCluster:
         cpus: int = 4,
         memory_mib: int = 4000,
         *,
+        site: Site | str = OWN,
         accounting: bool = False,
         cgroups: bool | None = None,
         min_job_age_s: int = 60,
         ready_timeout: float = 60.0,
     ):
         self.node_count, self.cpus, self.memory_mib = nodes, cpus, memory_mib
-        self.accounting = accounting
+        self.site = SITES[site] if isinstance(site, str) else site
+        self.accounting = accounting or self.site.accounting
         self.cgroups = cgroups
         self.min_job_age_s = min_job_age_s
         self.ready_timeout = ready_timeout
@@ -122,7 +124,7 @@ class SlurmCluster:
         if problem:
             raise SlurmUnavailable(problem)
         cgroup_problem = cgroups_v1_usable()
-        use_cgroups = self.cgroups if self.cgroups is not None else cgroup_problem is None
+        use_cgroups = self.cgroups if self.cgroups is not None else self.site.uses_cgroups(cgroup_problem is None)
         if use_cgroups and cgroup_problem:
             raise SlurmUnavailable(f"cgroups asked for, but {cgroup_problem}")
         # munged refuses a socket whose folders others cannot traverse: /tmp, 0711 (not pytest's 0700 folders)
@@ -157,6 +159,7 @@ class SlurmCluster:
             cgroups=use_cgroups,
             min_job_age_s=self.min_job_age_s,
             accounting_port=ports[2] if self.accounting else None,
+            site=self.site,
         )
         self.conf.write_text(slurm_conf(self.layout))
         (root / "cgroup.conf").write_text(cgroup_conf())

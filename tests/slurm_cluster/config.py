@@ -20,12 +20,46 @@ mattered, and why:
   `jobacct_gather/linux` with `OverMemoryKill` kills an over-limit step within a few seconds.
 * `AuthInfo=socket=<private munged socket>`: the cluster's own munged, so nothing of the host's
   (or of another test's cluster) is used or disturbed.
+
+Which way memory is enforced is the site's choice (`Site`): the project's own cluster constrains
+each step with cgroups (where cgroup v1 is usable here); `ACCOUNTING_ENFORCED` is the other common
+site, one without cgroups, where slurmstepd samples every task's resident memory
+(`jobacct_gather/linux`) and kills a step whose sum passes its limit (`OverMemoryKill`), with
+slurmdbd keeping accounting so `sacct` answers. Both give a job that declares no memory
+`DefMemPerCPU=256` MiB per CPU, as many sites do.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Site:
+    """A site's configuration: how it enforces memory, whether it keeps accounting (slurmdbd, so
+    `sacct` answers) and the memory a job gets when it declares none."""
+
+    name: str
+    #: "cgroup": `proctrack/cgroup` + `task/cgroup` with RAM constrained (the kernel's OOM killer
+    #: ends the task over its step's limit); "jobacct": `proctrack/linuxproc` +
+    #: `jobacct_gather/linux` with `OverMemoryKill` (slurmstepd kills the step whose tasks' summed
+    #: RSS passes its limit); None: cgroup where cgroup v1 is usable here, else jobacct
+    enforcement: str | None = None
+    accounting: bool = False
+    def_mem_per_cpu_mib: int = 256
+    #: seconds between jobacct_gather's samples (how soon an over-limit step is seen)
+    gather_frequency_s: int = 1
+
+    def uses_cgroups(self, cgroups_usable: bool) -> bool:
+        return self.enforcement == "cgroup" or (self.enforcement is None and cgroups_usable)
+
+
+#: The project's own cluster: cgroups where they work here, no accounting.
+OWN = Site("own")
+#: A site without cgroups: job accounting enforces memory (`OverMemoryKill`), slurmdbd keeps it.
+ACCOUNTING_ENFORCED = Site("accounting-enforced", enforcement="jobacct", accounting=True)
+SITES = {site.name: site for site in (OWN, ACCOUNTING_ENFORCED)}
 
 
 @dataclass(frozen=True)
@@ -51,6 +85,7 @@ class ClusterLayout:
     cgroups: bool = True
     min_job_age_s: int = 60
     accounting_port: int | None = None  # slurmdbd's port; None: no accounting
+    site: Site = OWN
     extra: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -79,7 +114,7 @@ def slurm_conf(layout: ClusterLayout) -> str:
         "SlurmdParameters=config_overrides",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
-        "DefMemPerCPU=256",
+        f"DefMemPerCPU={layout.site.def_mem_per_cpu_mib}",
         "SchedulerType=sched/backfill",
         "SchedulerParameters=defer_batch=0,bf_interval=1",
         "MpiDefault=none",
@@ -97,7 +132,7 @@ def slurm_conf(layout: ClusterLayout) -> str:
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "JobAcctGatherType=jobacct_gather/linux",
-            "JobAcctGatherFrequency=1",
+            f"JobAcctGatherFrequency={layout.site.gather_frequency_s}",
             "JobAcctGatherParams=OverMemoryKill",
         ]
     if layout.accounting_port is not None:

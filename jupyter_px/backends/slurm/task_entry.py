@@ -23,11 +23,14 @@ node names need not resolve) into `slurm/job-<id>/nodes.json`.
    RANK, WORLD_SIZE, DMLC_*, PX_*), as on every backend; then the runner every local replica runs
    (`jupyter_px.runner.main(RUN_DIR)`, in a forked child: no second interpreter start),
    SIGTERM/SIGINT forwarded to it (a stop's `scancel --signal=TERM`, so tracking flushes).
-5. Its end in `exit-<procid>.json`: exit code, signal, whether the node's memory cgroup recorded
-   an OOM kill, and the replica's metrics settled here, on its node (the points tracking accepted
-   but never wrote, `jupyter_px.runstore.settle`). Slurm's own accounting may be off: these
-   records are how the backend knows every replica's outcome without `sacct`. The task exits with
-   the runner's code.
+5. Its end in `exit-<procid>.json`: exit code, signal, when the replica died (before anything
+   else: the order of deaths names a run's culprit), whether the node's memory cgroup recorded
+   an OOM kill (then the cgroup's limit and the peak the kernel measured), and the replica's
+   metrics settled here, on its node (the points tracking accepted but never wrote,
+   `jupyter_px.runstore.settle`). Slurm's own accounting may be off: these records are how the
+   backend knows every replica's outcome without `sacct`. The task exits with the runner's code.
+   A task Slurm kills whole (job accounting's `OverMemoryKill` kills every process of the step on
+   its node, this entry included) writes no record: `kills.py` reads what Slurm said instead.
 """
 
 from __future__ import annotations
@@ -160,30 +163,64 @@ def check_components(plan: dict[str, Any], env: dict[str, str]) -> None:
         die(f"this step has {total} tasks, the plan {sum(sizes)}")
 
 
-def oom_kills() -> int:
-    """OOM kills recorded by the memory cgroups this process is in (its task's, the step's, the
-    job's): cgroup v1 `memory.oom_control`, v2 `memory.events`. 0 where there are none to read."""
-    total = 0
+def memory_cgroups() -> list[tuple[str, str]]:
+    """The memory cgroups this process is in, from its own up to Slurm's job's (task, step, job):
+    (folder, "v1"|"v2"). Empty where there are none to read."""
     try:
         with open("/proc/self/cgroup", encoding="utf-8") as handle:
             lines = handle.read().splitlines()
     except OSError:
-        return 0
+        return []
+    out = []
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if controllers == "memory":
-            base, name = "/sys/fs/cgroup/memory", "memory.oom_control"
+            base, version = "/sys/fs/cgroup/memory", "v1"
         elif controllers == "":
-            base, name = "/sys/fs/cgroup", "memory.events"
+            base, version = "/sys/fs/cgroup", "v2"
         else:
             continue
         parts = [part for part in path.split("/") if part]
         while parts and not parts[-1].startswith(("job_", "slurm")):
-            total += _oom_count(os.path.join(base, *parts, name))
+            out.append((os.path.join(base, *parts), version))
             parts.pop()
         if parts:
-            total += _oom_count(os.path.join(base, *parts, name))
+            out.append((os.path.join(base, *parts), version))
+    return out
+
+
+def oom_kills() -> int:
+    """OOM kills recorded by the memory cgroups this process is in (its task's, the step's, the
+    job's): cgroup v1 `memory.oom_control`, v2 `memory.events`. 0 where there are none to read."""
+    total = 0
+    for folder, version in memory_cgroups():
+        total += _oom_count(os.path.join(folder, "memory.oom_control" if version == "v1" else "memory.events"))
     return total
+
+
+def memory_limit() -> dict[str, int]:
+    """The tightest memory limit among this process's cgroups and the peak usage the kernel
+    measured there (`memory.limit_in_bytes` / `memory.max_usage_in_bytes` in v1, `memory.max` /
+    `memory.peak` in v2): what Slurm's cgroup held the task's step to, for its exit record."""
+    best: dict[str, int] = {}
+    for folder, version in memory_cgroups():
+        names = (
+            ("memory.limit_in_bytes", "memory.max_usage_in_bytes") if version == "v1" else ("memory.max", "memory.peak")
+        )
+        limit, peak = (_read_int(os.path.join(folder, name)) for name in names)
+        if limit is not None and limit < 1 << 60 and ("limit_bytes" not in best or limit < best["limit_bytes"]):
+            best = {"limit_bytes": limit}
+            if peak is not None:
+                best["peak_bytes"] = peak
+    return best
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def _oom_count(path: str) -> int:
@@ -227,6 +264,7 @@ class Task:
         oom: bool,
         message: str | None = None,
         settled: dict[str, Any] | None = None,
+        finished_at: float | None = None,
     ) -> None:
         write_json(
             os.path.join(self.folder, f"exit-{self.procid}.json"),
@@ -236,7 +274,7 @@ class Task:
                 "code": code,
                 "signal": signal_name,
                 "oom": oom,
-                "finished_at": time.time(),
+                "finished_at": finished_at or time.time(),
                 "message": message,
                 **(settled or {}),
             },
@@ -317,13 +355,15 @@ class Task:
                 break
             except InterruptedError:
                 continue
+        died_at = time.time()  # before settling: the order of deaths is what names a run's culprit
         signal_name = None
         if os.WIFSIGNALED(wait_status):
             signal_name, code = signal.Signals(os.WTERMSIG(wait_status)).name, 128 + os.WTERMSIG(wait_status)
         else:
             code = os.waitstatus_to_exitcode(wait_status)
         oom = signal_name == "SIGKILL" and oom_kills() > before
-        self.record_exit(code, signal_name, oom, settled=self.settle())
+        settled = {**(memory_limit() if oom else {}), **self.settle()}
+        self.record_exit(code, signal_name, oom, settled=settled, finished_at=died_at)
         return code
 
     def settle(self) -> dict[str, Any]:
