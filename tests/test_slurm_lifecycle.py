@@ -1,5 +1,5 @@
 """How a Slurm run lives and ends, on a real cluster (tests/slurm_cluster): a failing rank, a
-replica over its memory, a request no node can meet, a job that waits in the queue, a stop
+request no node can meet, a job that waits in the queue, a stop
 mid-run, and one `squeue` for every followed run."""
 
 from __future__ import annotations
@@ -46,19 +46,6 @@ def test_a_failing_rank_fails_the_run_with_its_exit_code_and_log(use_slurm, px_h
     # the follower writes the run's end, then sees the job out of the queue (cancelling it if it lingers)
     job = job_id(px_home, run_id)
     wait_for(lambda: not queued(use_slurm, job), "the job to leave the queue", timeout=30)
-
-
-def test_a_replica_over_its_memory_limit_is_oom_killed(use_slurm, px_home):
-    service = RunService()
-    run_id = service.submit(
-        Submission(ScriptFile(FAULTS), topology_of(memory=300), args=("oom", "worker-0"), name="oom")
-    )
-    status = service.wait(run_id, timeout=DEADLINE_S)
-    replicas = {r.key: r for r in status.replicas}
-    assert status.state.value == "Failed" and "worker-0 failed (OOMKilled)" in status.message, status
-    assert replicas["worker-0"].reason == "OOMKilled" and replicas["worker-0"].exit_code == 137, replicas["worker-0"]
-    assert "300 MiB" in replicas["worker-0"].message
-    assert replicas["master-0"].reason == "StoppedByRun"
 
 
 def test_a_request_larger_than_any_node_is_refused_before_anything_is_queued(use_slurm, px_home):

@@ -51,6 +51,8 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
 
     name = "slurm"
     follower = FOLLOWER
+    #: MiB per CPU a replica that declares no memory gets, as the last check read it
+    _default_mem_per_cpu: float | None = None
 
     def _load_settings(self) -> SlurmSettings:
         return load_settings()
@@ -59,7 +61,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         return Path(self.settings.shared_dir) if self.settings.shared_dir else self.store.home
 
     def check(self, topology: Topology) -> None:
-        preflight.check(topology, self.settings, SlurmCommands(), self._store_root())
+        _, self._default_mem_per_cpu = preflight.check(topology, self.settings, SlurmCommands(), self._store_root())
 
     def submit(self, run_id: str) -> SubmitHandle:
         record = self.store.record(run_id)
@@ -91,6 +93,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
                 tasks=list(plan.tasks),
                 components=[len(c.replicas) for c in plan.components],
                 shared_run_dir=str(shared) if shared else None,
+                default_mem_per_cpu_mib=self._default_mem_per_cpu,
             )
             with self.starting(run_dir):  # a keeper that sees the handle waits for the owner
                 handle.save(run_dir)

@@ -97,6 +97,7 @@ class Follower:
         self.reader = RecordReader(self.records_dir, self.work / BATCH_OUTPUT)
         self.memory = {(s.role, s.index): _memory_limit(s) for s in self.topology.replicas()}
         self.names = ReplicaNames.of(self.topology)
+        self.limits = _memory_limits(self.topology, self.memory, self.handle.default_mem_per_cpu_mib)
         self.component_ids: dict[int, int] | None = None  # component job id -> index, from the queue
         self.kill_seen: dict[int, float] = {}  # procid -> when Slurm's kill of its task was first read
         self.failed_since: dict[int, float] = {}
@@ -144,7 +145,7 @@ class Follower:
         others = self.ending.others if self.ending else None
         kills = self._kills(records)
         for procid, (role, index) in enumerate(self.handle.tasks):
-            replica = ReplicaStatus(role=role, index=index)
+            replica = ReplicaStatus(role=role, index=index, memory_limit_mib=self.limits.get((role, index)))
             start = records.starts.get(procid)
             if start is not None:
                 replica.started_at = start.get("started_at")
@@ -432,6 +433,22 @@ class Follower:
         self.store.write_status(status)
         log.warning("run %s: %s", self.run_id, status.message)
         return 0
+
+
+def _memory_limits(
+    topology: Any, declared: dict[tuple[str, int], float | None], default_per_cpu: float | None
+) -> dict[tuple[str, int], float]:
+    """Each replica's memory limit: what it declared, else the partition's default for its CPUs."""
+    from .plan import shape_of
+
+    out = {}
+    for spec in topology.replicas():
+        mib = declared.get((spec.role, spec.index))
+        if mib is None and default_per_cpu is not None:
+            mib = default_per_cpu * shape_of(spec.resources).cpus
+        if mib is not None:
+            out[(spec.role, spec.index)] = float(mib)
+    return out
 
 
 def _memory_limit(spec: Any) -> float | None:
