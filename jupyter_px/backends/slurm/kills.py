@@ -197,8 +197,9 @@ def killed_tasks(says: BatchSays, layout: JobLayout) -> dict[int, SlurmKill]:
             continue  # another job's line (a step started by the user's own srun inside the job)
         if kill.cause == Reason.OOM_KILLED and kill.mechanism == "cgroup":
             continue  # the OOM killer picked tasks: their records, and srun's lines below, say which
-        node = kill.node if kill.cause != TIMEOUT else None  # a time limit ends every task
-        for procid in layout.on_node(node, component):
+        if kill.cause in (TIMEOUT, PREEMPTED):
+            continue  # the whole job's end: its state says it, with the limit (`states.slurm_end`)
+        for procid in layout.on_node(kill.node, component):
             hit.setdefault(procid, kill)
     for node in says.node_failures:
         for procid in layout.on_node(node, None):
