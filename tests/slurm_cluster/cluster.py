@@ -15,6 +15,7 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .accounting import Accounting
-from .config import OWN, SITES, ClusterLayout, NodeSpec, Site, cgroup_conf, slurm_conf
+from .config import OWN, SITES, ClusterLayout, NodeSpec, Site, cgroup_conf, gres_conf, slurm_conf
 from .daemons import (
     SlurmUnavailable,
     alive,
@@ -71,6 +72,7 @@ class SlurmCluster:
         site: Site | str = OWN,
         accounting: bool = False,
         cgroups: bool | None = None,
+        gpus: int = 0,
         min_job_age_s: int = 60,
         ready_timeout: float = 60.0,
     ):
@@ -78,6 +80,7 @@ class SlurmCluster:
         self.site = SITES[site] if isinstance(site, str) else site
         self.accounting = accounting or self.site.accounting
         self.cgroups = cgroups
+        self.gpus = gpus  # fake GPUs per node (config.gres_conf)
         self.min_job_age_s = min_job_age_s
         self.ready_timeout = ready_timeout
         self.root: Path | None = None
@@ -146,7 +149,8 @@ class SlurmCluster:
         token = secrets.token_hex(2)
         ports = free_ports(self.node_count + 4)
         nodes = tuple(
-            NodeSpec(f"px{token}n{i + 1}", ports[4 + i], self.cpus, self.memory_mib) for i in range(self.node_count)
+            NodeSpec(f"px{token}n{i + 1}", ports[4 + i], self.cpus, self.memory_mib, self.gpus)
+            for i in range(self.node_count)
         )
         self.layout = ClusterLayout(
             root=root,
@@ -163,6 +167,12 @@ class SlurmCluster:
         )
         self.conf.write_text(slurm_conf(self.layout))
         (root / "cgroup.conf").write_text(cgroup_conf())
+        if self.gpus:
+            (root / "gpus").mkdir()
+            for node in nodes:
+                for index in range(self.gpus):  # character devices, as slurmd demands: /dev/null's numbers
+                    os.mknod(root / "gpus" / f"{node.name}-{index}", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            (root / "gres.conf").write_text(gres_conf(self.layout))
         env = self.client_env()
         self._start_munged(env)
         if self.accounting:

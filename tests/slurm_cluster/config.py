@@ -68,6 +68,7 @@ class NodeSpec:
     port: int
     cpus: int
     memory_mib: int
+    gpus: int = 0  # fake GPUs (gres.conf), see `gres_conf`
 
 
 @dataclass(frozen=True)
@@ -150,13 +151,36 @@ def slurm_conf(layout: ClusterLayout) -> str:
             f"JobCompLoc={root / 'log' / 'jobcomp.txt'}",
         ]
     lines += list(layout.extra)
+    if any(node.gpus for node in layout.nodes):
+        lines.append("GresTypes=gpu")
     for node in layout.nodes:
+        gres = f" Gres=gpu:{FAKE_GPU_TYPE}:{node.gpus}" if node.gpus else ""
         lines.append(
             f"NodeName={node.name} NodeHostname={layout.host} NodeAddr=127.0.0.1 Port={node.port} "
-            f"CPUs={node.cpus} RealMemory={node.memory_mib} State=UNKNOWN"
+            f"CPUs={node.cpus} RealMemory={node.memory_mib}{gres} State=UNKNOWN"
         )
     names = ",".join(node.name for node in layout.nodes)
     lines.append(f"PartitionName={layout.partition} Nodes={names} Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+#: The type the fake GPUs are given (`--gpus-per-task=fake:1`, `--gres=gpu:fake:1`).
+FAKE_GPU_TYPE = "fake"
+
+
+def gres_conf(layout: ClusterLayout) -> str:
+    """Fake GPUs, as Slurm's own test suite declares them where no GPU exists: `gres.conf` lines
+    whose `File=` are character devices with /dev/null's numbers (one per GPU and node, made in
+    the cluster's folder; slurmd refuses plain files). slurmd takes them as GPUs: the scheduler
+    counts them, `--gpus-per-task`/`--gres` allocate them and each task gets
+    `CUDA_VISIBLE_DEVICES` (and `SLURM_STEP_GPUS`) for the ones it was given. What it does not
+    cover: no device is there to open, and with `ConstrainDevices=no` (this cluster) nothing
+    stops a task from using another task's GPU."""
+    lines = []
+    for node in layout.nodes:
+        if node.gpus:
+            files = f"{layout.root / 'gpus' / node.name}-[0-{node.gpus - 1}]"
+            lines.append(f"NodeName={node.name} Name=gpu Type={FAKE_GPU_TYPE} File={files}")
     return "\n".join(lines) + "\n"
 
 

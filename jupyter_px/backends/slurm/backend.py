@@ -34,7 +34,20 @@ from .states import ACTIVE, base_state
 STOP_MARGIN_S = 30.0
 #: Variables of this process the job does not inherit: a run's own (when submitted from inside
 #: a replica) and the contract of another run. PX_HOME and the settings stay.
-_DROPPED = ("PX_", "TF_CONFIG", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "DMLC_")
+#: The GPUs of this machine are not the tasks': Slurm sets CUDA_VISIBLE_DEVICES for those it gives.
+_DROPPED = (
+    "PX_",
+    "TF_CONFIG",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "DMLC_",
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+)
 _KEPT = ("PX_HOME", "PX_SLURM_", "PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S")
 
 

@@ -36,13 +36,26 @@ def job_name(run_id: str) -> str:
     return f"px-{run_id}"
 
 
+def per_task_gpus(settings: SlurmSettings) -> bool:
+    """GPUs asked per task (`--gpus-per-task`), which needs the GRES to be named `gpu`."""
+    return settings.gpu_option == "gpus-per-task" and settings.gres_name.split(":")[0] == "gpu"
+
+
+def gpu_options(gpus: int, settings: SlurmSettings) -> list[str]:
+    """A task's GPUs as the site spells them (the `gpu_option` and `gres_name` settings)."""
+    name, _, kind = settings.gres_name.partition(":")
+    if per_task_gpus(settings):
+        return [f"--gpus-per-task={kind + ':' if kind else ''}{gpus}"]
+    return [f"--gres={settings.gres_name}:{gpus}", "--ntasks-per-node=1"]  # --gres counts per node
+
+
 def _component_options(component: Component, settings: SlurmSettings) -> list[str]:
     shape = component.shape
     options = [f"--ntasks={len(component.replicas)}", f"--cpus-per-task={shape.cpus}"]
     if shape.mem_per_cpu_mib is not None:
         options.append(f"--mem-per-cpu={shape.mem_per_cpu_mib}M")
     if shape.gpus:
-        options.append(f"--gres={settings.gres_name}:{shape.gpus}")
+        options += gpu_options(shape.gpus, settings)
     for flag, value in (
         ("--partition", settings.partition),
         ("--account", settings.account),
@@ -79,9 +92,14 @@ def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmS
     steps = []
     for k, component in enumerate(plan.components):
         group = [f"--het-group={k}"] if plan.heterogeneous else []
+        # each task its own GPUs, CUDA_VISIBLE_DEVICES naming them: 22.05 binds a typed request
+        # (`--gpus-per-task=a100:1`) to no GPU unless the step says so
+        bind = (
+            [f"--gpu-bind=per_task:{component.shape.gpus}"] if component.shape.gpus and per_task_gpus(settings) else []
+        )
         steps.append(
             " ".join(
-                [*group, f"--ntasks={len(component.replicas)}", f"--cpus-per-task={component.shape.cpus}"]
+                [*group, f"--ntasks={len(component.replicas)}", f"--cpus-per-task={component.shape.cpus}", *bind]
                 + ['bash "$RUN_DIR/' + TASK_SCRIPT + '"']
             )
         )
