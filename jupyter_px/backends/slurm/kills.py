@@ -135,7 +135,9 @@ def parse(lines: Iterable[str]) -> BatchSays:
             )
         elif m := _CGROUP_OOM.search(line):
             kills.append(SlurmKill(Reason.OOM_KILLED, m["node"], int(m["job"]), mechanism="cgroup", line=line))
-        elif (m := _CANCELLED.search(line)) and m["due"]:
+        elif (m := _CANCELLED.search(line)) and m["due"] and m["due"] != "NODE FAILURE":
+            # (a node failure cancels the steps on every node of the job, each line naming its own
+            # node, not the one that failed: srun's "Node failure on <nodes>" names that one)
             job = int(m["job"]) if m["what"] == "STEP" else None
             kills.append(SlurmKill(_DUE[m["due"]], m["on"], job, line=line))
         elif m := _TASKS.search(line):
