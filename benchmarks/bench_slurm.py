@@ -92,7 +92,7 @@ def measure(command: list[str], stamps: Path, replicas: int, env: dict[str, str]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--replicas", type=int, nargs="*", default=[4, 16])
+    parser.add_argument("--replicas", type=int, nargs="*", default=[4, 16, 32])
     parser.add_argument("--no-submitit", action="store_true")
     args = parser.parse_args(argv)
     from slurm_cluster import SlurmCluster

@@ -21,6 +21,8 @@ from slurm_cluster import SlurmCluster
 from slurm_support import DEADLINE_S, job_id, queued, started_cluster, use_slurm_fixture, wait_for  # noqa: F401
 
 from jupyter_px.backends.slurm.default_memory import SlurmMemoryWarning
+from jupyter_px.presentation.run_view import RunViewSource
+from jupyter_px.presentation.text import status_rows
 from jupyter_px.service import RunService, SourceText, Submission
 
 pytestmark = pytest.mark.slurm
@@ -75,6 +77,10 @@ def test_the_quickstart_as_written(use_slurm, px_home):
         # the cgroup charges the three PyTorch processes' shared pages once: 768 MiB is enough
         assert status.state.value == "Succeeded", (status.message, logs)
         assert all("sum of ranks = 3" in log for log in logs.values()), logs
+        # what %px_status and the run view show of each replica's limit
+        assert {row[-1] for row in status_rows(status)} == {"memory limit 256 MiB"}
+        view = RunViewSource(service, run_id).view()
+        assert {row.resources for row in view.replicas} == {"cpu 0.5–1, mem 256 MiB (default)"}
     else:
         # job accounting sums each process's resident memory (shared libraries counted three
         # times): over 768 MiB, slurmstepd kills the step on the node, every task of it

@@ -106,7 +106,6 @@ class Follower:
         #: the tasks that had ended by themselves when the ending was decided: never "stopped by us"
         self.ended_before: set[int] = set()
         self.killed_at: float | None = None
-        self.foreign_since: dict[int, float] = {}
         self.lost_since: float | None = None
         self.job: JobView | None = None
         self.last_state: str | None = None  # the job's state when last seen in a snapshot
@@ -218,7 +217,7 @@ class Follower:
             return
         now = time.time()
         job_state = self.job.state if self.job else None
-        killed = {p: self.kill_seen[p] for p in self.kill_seen}
+        killed = self.kill_seen
         ended = [
             records.exits[p].get("finished_at") or 0 if p in records.exits else killed[p]
             for p in records.starts
