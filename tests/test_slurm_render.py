@@ -285,3 +285,31 @@ def test_what_slurm_says_it_killed_is_read_from_the_batch_output():
     no_node_failure = parse(BATCH_OUT.splitlines()[:-1])
     assert {p: k.cause for p, k in killed_tasks(no_node_failure, layout).items()} == {2: "OOMKilled"}
     assert {p: k.cause for p, k in killed_tasks(says, layout).items()} == {2: "NodeFail", 3: "NodeFail"}
+
+
+def test_slurm_s_kill_is_the_cause_before_the_peers_it_took_down():
+    from jupyter_px.backends.slurm.culprit import blame, mark_consequences
+    from jupyter_px.runstore import ReplicaStatus
+    from jupyter_px.topology.naming import ReplicaNames
+
+    def replicas(master_failed_at: float):
+        return [
+            ReplicaStatus(
+                role="master", index=0, state="Failed", reason="Error", exit_code=1, finished_at=master_failed_at
+            ),
+            ReplicaStatus(role="worker", index=0, state="Failed", reason="OOMKilled", finished_at=100.3),
+            ReplicaStatus(role="worker", index=1, state="Running"),
+        ]
+
+    # the master's gloo error was read first, but the worker's kill is the cause (read 0.3 s later)
+    seen = replicas(master_failed_at=100.0)
+    decided = blame(seen, ReplicaNames())
+    assert decided is not None and decided.outcome.cause == "worker-0"
+    assert decided.outcome.message == "worker-0 failed (OOMKilled)"
+    assert decided.consequence == "stopped because worker-0 was OOMKilled"
+    mark_consequences(seen, decided.consequence)
+    assert (seen[0].state.value, seen[0].reason, seen[0].exit_code) == ("Stopped", "StoppedByRun", 1)
+    assert seen[2].state.value == "Running"  # still running: the run's stop takes it
+    # a master that failed by itself well before the kill is still the cause
+    decided = blame(replicas(master_failed_at=90.0), ReplicaNames())
+    assert decided is not None and decided.outcome.cause == "master-0" and decided.consequence is None

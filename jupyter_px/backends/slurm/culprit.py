@@ -8,7 +8,8 @@ whole step, and a cgroup-killed replica's record is written after its metrics ar
 replica Slurm killed is the cause, whatever was read first; the others that failed with it are
 its consequences: Stopped, "stopped because worker-0 was OOMKilled" (their exit codes kept).
 Among several replicas Slurm killed (a step killed whole on a node), the first to die, then the
-first in task order, is named.
+first in task order, is named. A replica that failed by itself clearly before (`SLACK_S`) is still
+the cause: Slurm's kill then came after the run had already failed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ SLURM_CAUSES = {
 }
 
 
+#: How much earlier than Slurm's kill (as its task's record or the batch output's line was read)
+#: a replica's own failure must be to be the cause instead: a kill read from the batch output is
+#: read up to a poll after it happened, and the peers it takes down fail at once.
+SLACK_S = 1.0
+
+
 @dataclass(frozen=True)
 class Blame:
     """The run's outcome and, when Slurm's kill decided it, what its peers read."""
@@ -51,6 +58,10 @@ def blame(replicas: Sequence[ReplicaStatus], names: ReplicaNames) -> Blame | Non
         return Blame(outcome) if outcome is not None else None
     order = {id(r): n for n, r in enumerate(replicas)}
     first = min(hit, key=lambda r: (r.finished_at or float("inf"), order[id(r)]))
+    own = [r.finished_at for r in replicas if r.state == ReplicaState.FAILED and not slurm_killed(r) and r.finished_at]
+    if own and first.finished_at and min(own) < first.finished_at - SLACK_S:
+        outcome = run_outcome(replicas, names)  # a replica failed by itself well before: it is the cause
+        return Blame(outcome) if outcome is not None else None
     label = names.label(first.role, first.index)
     reason = str(first.reason)
     message = f"{label} failed ({reason})" + (f": {first.message}" if first.message else "")
