@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 from slurm_cluster import SlurmCluster
-from slurm_support import DEADLINE_S, job_id, queued, started_cluster, use_slurm_fixture  # noqa: F401 (fixtures)
+from slurm_support import DEADLINE_S, job_id, queued, started_cluster, use_slurm_fixture, wait_for  # noqa: F401
 
 from jupyter_px.runstore import RunStore
 from jupyter_px.service import ResourceUnavailable, RunService, SourceText, Submission
@@ -75,7 +75,7 @@ def test_each_replica_sees_the_gpus_slurm_gave_its_task(use_slurm, px_home, tmp_
     assert all(s["CUDA_VISIBLE_DEVICES"] == s["SLURM_STEP_GPUS"] for s in seen.values()), seen  # Slurm's own
     if "gres" in asked:  # --gres counts per node: each replica alone on its node
         assert len({node for node, _ in placed}) == 2, seen
-    assert not queued(use_slurm, job_id(px_home, run_id))
+    wait_for(lambda: not queued(use_slurm, job_id(px_home, run_id)), "the job to leave the queue", timeout=30)
 
 
 def test_a_gpu_request_no_node_has_is_refused_before_anything_is_queued(use_slurm, px_home):
