@@ -5,6 +5,7 @@ errors, Slurm's words for a job's states, and `backend: slurm` in the topology t
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 from local_support import CLI, ROOT
@@ -46,6 +47,20 @@ def test_one_component_per_shape_in_the_order_shapes_first_appear():
     assert plan.heterogeneous
 
 
+def test_without_gpus_one_task_per_node_forks_the_node_s_replicas():
+    from jupyter_px.backends.slurm.script import job_script, rendered_text
+
+    plan = job_plan(parse_topology(TF_PS.replace(", gpu: 1", "")))
+    srun = next(line for line in job_script("r", "/r", plan, load_settings()).splitlines() if line.startswith("srun "))
+    assert srun.count(" : ") == 2  # without GPUs, three shapes (worker-2's memory, the parameter server's)
+    assert (
+        '--het-group=0 --nodes="$SLURM_JOB_NUM_NODES_HET_GROUP_0" --ntasks="$SLURM_JOB_NUM_NODES_HET_GROUP_0" '
+        '--ntasks-per-node=1 --whole --mem=0 bash "$RUN_DIR/slurm/node.sh" 0'
+    ) in srun
+    text = rendered_text("r", "/r", plan, load_settings(), "")
+    assert "# exec " + sys.executable + ' "$RUN_DIR/slurm/node.py" "$RUN_DIR" "$1"' in text.splitlines()
+
+
 def test_one_shape_makes_a_homogeneous_job():
     topology = parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": 3}}})
     plan = job_plan(topology)
@@ -82,7 +97,7 @@ def test_render_prints_the_batch_script(tmp_path, monkeypatch):
     assert lines.count("#SBATCH --time=02:00:00") == 4
     assert lines.count("#SBATCH --gpus-per-task=a100:1") == 2  # per task; the site's type named
     assert "#SBATCH --mem-per-cpu=1024M" in lines and "#SBATCH --mem-per-cpu=4096M" in lines
-    assert not any("--mem=" in line for line in lines)  # per CPU only: Slurm refuses a mix
+    assert not any(line.startswith("#SBATCH --mem=") for line in lines)  # per CPU only: Slurm refuses a mix
     srun = next(line for line in lines if line.startswith("srun "))
     assert srun.count(" : ") == 3 and "--het-group=3 --ntasks=1 --cpus-per-task=1" in srun
     # Slurm 22.05 binds a typed per-task request to no GPU (CUDA_VISIBLE_DEVICES empty) unless the step says so

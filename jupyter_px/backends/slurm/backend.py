@@ -24,9 +24,9 @@ from ..base import BackendError, SubmitHandle
 from ..followed import FollowedBackend, mark_stopped
 from . import mirror, preflight
 from .commands import SlurmCommandError, SlurmCommands
-from .handle import ENTRY, FOLLOWER, JOB_SCRIPT, PLAN_FILE, TASK_SCRIPT, JobHandle
+from .handle import ENTRY, FOLLOWER, JOB_SCRIPT, NODE_ENTRY, NODE_SCRIPT, PLAN_FILE, TASK_SCRIPT, JobHandle
 from .plan import job_plan, plan_document
-from .script import job_name, job_script, task_script
+from .script import job_name, job_script, node_script, task_script
 from .settings import SlurmSettings, load_settings
 from .states import ACTIVE, base_state
 
@@ -94,7 +94,9 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         atomic_write_json(work / PLAN_FILE, document)
         (work / JOB_SCRIPT).write_text(job_script(run_id, work, plan, settings, headline(topology)))
         (work / TASK_SCRIPT).write_text(task_script(work, plan, settings))
+        (work / NODE_SCRIPT).write_text(node_script(work, settings))
         shutil.copyfile(Path(__file__).with_name("task_entry.py"), work / ENTRY)
+        shutil.copyfile(Path(__file__).with_name("node_entry.py"), work / NODE_ENTRY)
         commands = SlurmCommands(env=job_environ(self.store.home))
         job_id = commands.sbatch(work / JOB_SCRIPT, cwd=str(work))
         try:

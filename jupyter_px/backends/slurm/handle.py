@@ -19,6 +19,8 @@ from ..followed import FollowerSpec
 #: What a run directory holds for its job: the entry every task and the batch script run (copied
 #: in), the scripts, the plan, the batch script's output.
 ENTRY = "slurm/entry.py"
+NODE_ENTRY = "slurm/node.py"
+NODE_SCRIPT = "slurm/node.sh"
 JOB_SCRIPT = "slurm/job.sh"
 TASK_SCRIPT = "slurm/task.sh"
 PLAN_FILE = "slurm/plan.json"

@@ -95,22 +95,66 @@ def prepare(run_dir: str, env: dict[str, str]) -> None:
     import subprocess  # here only: a task does not need it (its import costs each task)
 
     try:
-        write_json(os.path.join(folder, "nodes.json"), node_addresses(env))
-    except (OSError, subprocess.CalledProcessError) as error:
+        plan = read_json(os.path.join(run_dir, "slurm", "plan.json"))
+        write_json(os.path.join(folder, "layout.json"), layout(plan, env))
+        write_json(os.path.join(folder, "nodes.json"), node_addresses(node_names(env)))
+    except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as error:
         said = getattr(error, "stderr", None) or str(error)
         write_json(os.path.join(folder, "nodes-failed.json"), {"error": str(said).strip()[-500:]})
         raise
 
 
-def node_addresses(env: dict[str, str]) -> dict[str, str]:
-    """{node name: NodeAddr} of every node of the job (all its components)."""
+def hostnames(expression: str) -> list[str]:
+    """`scontrol show hostnames n[1-3]` -> n1, n2, n3."""
     import subprocess
 
+    out = subprocess.run(["scontrol", "show", "hostnames", expression], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def node_names(env: dict[str, str]) -> list[str]:
+    """Every node of the job (all its components), in Slurm's order."""
     expressions = [value for key, value in env.items() if key.startswith("SLURM_JOB_NODELIST") and value]
     names: list[str] = []
     for expression in dict.fromkeys(expressions):
-        out = subprocess.run(["scontrol", "show", "hostnames", expression], capture_output=True, text=True, check=True)
-        names += [name for name in out.stdout.split() if name not in names]
+        names += [name for name in hostnames(expression) if name not in names]
+    return names
+
+
+def _counts(text: str) -> list[int]:
+    """SLURM_TASKS_PER_NODE `4(x2),2` -> [4, 4, 2]."""
+    out: list[int] = []
+    for part in text.split(","):
+        count, _, times = part.partition("(x")
+        out += [int(count)] * (int(times.rstrip(")")) if times else 1)
+    return out
+
+
+def layout(plan: dict[str, Any], env: dict[str, str]) -> dict[str, dict[str, list[int]]]:
+    """{component: {node: its procids}}: each component's tasks given to its nodes in order, as
+    many to each as Slurm allotted (`SLURM_TASKS_PER_NODE`), the way srun's block distribution
+    places them; what the node launchers (`node.py`) read."""
+    sizes, het = plan["components"], len(plan["components"]) > 1
+    out: dict[str, dict[str, list[int]]] = {}
+    offset = 0
+    for k, size in enumerate(sizes):
+        suffix = f"_HET_GROUP_{k}" if het else ""
+        nodes = hostnames(env[f"SLURM_JOB_NODELIST{suffix}"])
+        counts = _counts(env[f"SLURM_TASKS_PER_NODE{suffix}"])
+        if sum(counts) != size or len(counts) != len(nodes):
+            raise ValueError(f"component {k}: Slurm allotted {counts} tasks on {nodes}, the plan has {size}")
+        placed: dict[str, list[int]] = {}
+        for node, count in zip(nodes, counts, strict=True):
+            placed[node] = list(range(offset, offset + count))
+            offset += count
+        out[str(k)] = placed
+    return out
+
+
+def node_addresses(names: list[str]) -> dict[str, str]:
+    """{node name: NodeAddr} of the job's nodes."""
+    import subprocess
+
     shown = subprocess.run(
         ["scontrol", "show", "node", "--oneliner", ",".join(names)], capture_output=True, text=True, check=True
     )
@@ -236,8 +280,9 @@ def _oom_count(path: str) -> int:
 
 
 class Task:
-    def __init__(self, run_dir: str, env: dict[str, str]):
+    def __init__(self, run_dir: str, env: dict[str, str], launched_by_node: bool = False):
         self.run_dir, self.env = run_dir, env
+        self.launched_by_node = launched_by_node  # forked by node.py: srun counted nodes, not tasks
         self.plan = read_json(os.path.join(run_dir, "slurm", "plan.json"))
         self.procid = int(env["SLURM_PROCID"])
         tasks = self.plan["tasks"]
@@ -333,7 +378,8 @@ class Task:
     def run(self) -> int:
         for signum in HANDLED_SIGNALS:
             signal.signal(signum, self._on_signal)
-        check_components(self.plan, self.env)
+        if not self.launched_by_node:
+            check_components(self.plan, self.env)
         import jupyter_px.cluster  # imported now, while the other tasks start
         import jupyter_px.runner  # noqa: F401  (for the forked replica)
 
