@@ -5,6 +5,7 @@ errors, Slurm's words for a job's states, and `backend: slurm` in the topology t
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 from local_support import CLI, ROOT
@@ -46,6 +47,20 @@ def test_one_component_per_shape_in_the_order_shapes_first_appear():
     assert plan.heterogeneous
 
 
+def test_without_gpus_one_task_per_node_forks_the_node_s_replicas():
+    from jupyter_px.backends.slurm.script import job_script, rendered_text
+
+    plan = job_plan(parse_topology(TF_PS.replace(", gpu: 1", "")))
+    srun = next(line for line in job_script("r", "/r", plan, load_settings()).splitlines() if line.startswith("srun "))
+    assert srun.count(" : ") == 2  # without GPUs, three shapes (worker-2's memory, the parameter server's)
+    assert (
+        '--het-group=0 --nodes="$SLURM_JOB_NUM_NODES_HET_GROUP_0" --ntasks="$SLURM_JOB_NUM_NODES_HET_GROUP_0" '
+        '--ntasks-per-node=1 --whole --mem=0 bash "$RUN_DIR/slurm/node.sh" 0'
+    ) in srun
+    text = rendered_text("r", "/r", plan, load_settings(), "")
+    assert "# exec " + sys.executable + ' "$RUN_DIR/slurm/node.py" "$RUN_DIR" "$1"' in text.splitlines()
+
+
 def test_one_shape_makes_a_homogeneous_job():
     topology = parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": 3}}})
     plan = job_plan(topology)
@@ -55,7 +70,7 @@ def test_one_shape_makes_a_homogeneous_job():
 def test_render_prints_the_batch_script(tmp_path, monkeypatch):
     settings = tmp_path / "slurm.yaml"
     settings.write_text(
-        "partition: gpu\naccount: ml-lab\ntime_limit: '02:00:00'\ngres_name: a100\n"
+        "partition: gpu\naccount: ml-lab\ntime_limit: '02:00:00'\ngres_name: gpu:a100\n"
         "setup: ['module load cuda/12', 'source /opt/venv/bin/activate']\nsbatch_lines: ['--exclusive']\n"
     )
     topology = tmp_path / "tf.yaml"
@@ -80,14 +95,31 @@ def test_render_prints_the_batch_script(tmp_path, monkeypatch):
     assert lines.count("#SBATCH hetjob") == 3
     assert lines.count("#SBATCH --partition=gpu") == 4 and lines.count("#SBATCH --account=ml-lab") == 4
     assert lines.count("#SBATCH --time=02:00:00") == 4
-    assert lines.count("#SBATCH --gres=a100:1") == 2
+    assert lines.count("#SBATCH --gpus-per-task=a100:1") == 2  # per task; the site's type named
     assert "#SBATCH --mem-per-cpu=1024M" in lines and "#SBATCH --mem-per-cpu=4096M" in lines
-    assert not any("--mem=" in line for line in lines)  # per CPU only: Slurm refuses a mix
+    assert not any(line.startswith("#SBATCH --mem=") for line in lines)  # per CPU only: Slurm refuses a mix
     srun = next(line for line in lines if line.startswith("srun "))
     assert srun.count(" : ") == 3 and "--het-group=3 --ntasks=1 --cpus-per-task=1" in srun
+    # Slurm 22.05 binds a typed per-task request to no GPU (CUDA_VISIBLE_DEVICES empty) unless the step says so
+    assert "--het-group=1 --ntasks=2 --cpus-per-task=2 --gpu-bind=per_task:1" in srun
     assert lines.index("module load cuda/12") < lines.index(srun)
     assert "# keys=(master-0 worker-0 worker-1 worker-2 ps-0)" in lines  # the per-task script, commented
     assert "# module load cuda/12" in lines
+
+
+def test_gpus_as_the_site_spells_them():
+    from jupyter_px.backends.slurm.script import gpu_options
+
+    assert gpu_options(2, load_settings()) == ["--gpus-per-task=2"]
+    assert gpu_options(1, load_settings(gres_name="gpu:a100")) == ["--gpus-per-task=a100:1"]
+    # --gres counts per node: each replica gets its node alone
+    assert gpu_options(1, load_settings(gpu_option="gres", gres_name="gpu:a100")) == [
+        "--gres=gpu:a100:1",
+        "--ntasks-per-node=1",
+    ]
+    assert gpu_options(4, load_settings(gres_name="mygpu")) == ["--gres=mygpu:4", "--ntasks-per-node=1"]
+    with pytest.raises(BackendError, match="gpu_option: 'gpus' is not one of gpus-per-task, gres"):
+        load_settings(gpu_option="gpus")
 
 
 def test_render_refuses_what_it_cannot_run(tmp_path):
@@ -220,3 +252,79 @@ def test_queue_position_counts_the_jobs_slurm_considers_first():
 def test_the_form_offers_slurm():
     assert "slurm" in json_schema()["properties"]["backend"]["enum"]  # the sidebar's form is made from it
     assert parse_topology({"backend": "slurm"}).backend_kind == "slurm"
+
+
+#: Lines Slurm 22.05.8 wrote into the batch output of this project's test cluster: a
+#: heterogeneous job (leader 4; its workers' component is job 5) whose workers' step job
+#: accounting killed on node n2, the master then failing in gloo; and what cgroups, a time limit
+#: and a node failure write (src/plugins/task/cgroup/task_cgroup_memory.c,
+#: src/slurmd/slurmstepd/req.c, src/api/step_launch.c at slurm-22-05-8-1).
+BATCH_OUT = """\
+slurmstepd-n2: error: StepId=5.0 exceeded memory limit (630796288 > 629145600), being killed
+srun: Job step aborted: Waiting up to 7 seconds for job step to finish.
+slurmstepd-n2: error: *** STEP 5.0 ON n2 CANCELLED AT 2026-11-28T21:47:55 ***
+srun: error: n2: tasks 0-1: Killed
+srun: error: n1: task 0: Exited with exit code 1
+slurmstepd-n3: error: Detected 1 oom-kill event(s) in StepId=7.0. Some of your processes may have been killed by \
+the cgroup out-of-memory handler.
+srun: error: n3: task 2: Out Of Memory
+slurmstepd-n1: error: *** JOB 9 ON n1 CANCELLED AT 2026-11-28T22:01:00 DUE TO TIME LIMIT ***
+srun: error: Node failure on n[3-4]
+"""
+
+
+def test_what_slurm_says_it_killed_is_read_from_the_batch_output():
+    from jupyter_px.backends.slurm.kills import JobLayout, killed_tasks, mib, parse
+
+    says = parse(BATCH_OUT.splitlines())
+    memory = says.kills[0]
+    assert (memory.cause, memory.node, memory.job_id) == ("OOMKilled", "n2", 5)
+    assert (mib(memory.used_bytes), mib(memory.limit_bytes)) == ("601.6 MiB", "600 MiB")
+    assert memory.mechanism == "job accounting, OverMemoryKill"
+    assert [(k.cause, k.node, k.mechanism) for k in says.kills[1:]] == [
+        ("OOMKilled", "n3", "cgroup"),
+        ("Timeout", "n1", ""),
+    ]
+    assert [(t.node, t.tasks, t.what) for t in says.tasks] == [
+        ("n2", (0, 1), "Killed"),
+        ("n1", (0,), "Exited with exit code 1"),
+        ("n3", (2,), "Out Of Memory"),
+    ]
+    assert says.node_failures == ("n3", "n4")
+    # the job: master-0 alone in component 0 (job 4) on n1; worker-0, worker-1 in component 1 (job 5) on n2
+    starts = {0: {"node": "n1"}, 1: {"node": "n2"}, 2: {"node": "n2"}}
+    hit = killed_tasks(parse(BATCH_OUT.splitlines()[:5]), JobLayout.of(4, [1, 2], starts, None))
+    assert sorted(hit) == [1, 2] and {k.cause for k in hit.values()} == {"OOMKilled"}  # never the master
+    # srun numbers tasks within their component: "n3: task 2" is the procid whose component task 2 is on n3
+    layout = JobLayout.of(7, [4], {0: {"node": "n1"}, 1: {"node": "n1"}, 2: {"node": "n3"}, 3: {"node": "n4"}}, None)
+    no_node_failure = parse(BATCH_OUT.splitlines()[:-1])
+    assert {p: k.cause for p, k in killed_tasks(no_node_failure, layout).items()} == {2: "OOMKilled"}
+    assert {p: k.cause for p, k in killed_tasks(says, layout).items()} == {2: "NodeFail", 3: "NodeFail"}
+
+
+def test_slurm_s_kill_is_the_cause_before_the_peers_it_took_down():
+    from jupyter_px.backends.slurm.culprit import blame, mark_consequences
+    from jupyter_px.runstore import ReplicaStatus
+    from jupyter_px.topology.naming import ReplicaNames
+
+    def replicas(master_failed_at: float):
+        return [
+            ReplicaStatus(
+                role="master", index=0, state="Failed", reason="Error", exit_code=1, finished_at=master_failed_at
+            ),
+            ReplicaStatus(role="worker", index=0, state="Failed", reason="OOMKilled", finished_at=100.3),
+            ReplicaStatus(role="worker", index=1, state="Running"),
+        ]
+
+    # the master's gloo error was read first, but the worker's kill is the cause (read 0.3 s later)
+    seen = replicas(master_failed_at=100.0)
+    decided = blame(seen, ReplicaNames())
+    assert decided is not None and decided.outcome.cause == "worker-0"
+    assert decided.outcome.message == "worker-0 failed (OOMKilled)"
+    assert decided.consequence == "stopped because worker-0 was OOMKilled"
+    mark_consequences(seen, decided.consequence)
+    assert (seen[0].state.value, seen[0].reason, seen[0].exit_code) == ("Stopped", "StoppedByRun", 1)
+    assert seen[2].state.value == "Running"  # still running: the run's stop takes it
+    # a master that failed by itself well before the kill is still the cause
+    decided = blame(replicas(master_failed_at=90.0), ReplicaNames())
+    assert decided is not None and decided.outcome.cause == "master-0" and decided.consequence is None

@@ -38,7 +38,7 @@ def test_a_job_past_its_time_limit_ends_timeout_with_the_limit(use_slurm, px_hom
     assert status.state.value == "Failed" and status.reason == "Timeout", status
     assert status.message == f"Slurm job {job_id(px_home, run_id)} reached its time limit (00:01:00): TIMEOUT"
     assert {r.reason for r in status.replicas} == {"Timeout"}
-    assert {r.message for r in status.replicas} == {"stopped by Slurm at the job's time limit"}
+    assert {r.message for r in status.replicas} == {"stopped by Slurm at the job's time limit (00:01:00)"}
     for role, index in service.replicas(run_id):  # its logs and metrics stay
         assert "logged 50 steps" in service.log_tail(run_id, role, index)
     assert not queued(use_slurm, job_id(px_home, run_id))

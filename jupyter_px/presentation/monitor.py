@@ -106,6 +106,15 @@ def phase_of(replica: ReplicaStatus | None, has_output: bool, has_metrics: bool)
     return replica.state.value
 
 
+def _with_limit(resources: str, replica: ReplicaStatus | None) -> str:
+    """The topology's resources, and the memory limit the backend found where the topology
+    declares none (a Slurm partition's default): `cpu 0.5–1, mem 256 MiB (default)`."""
+    limit = replica.memory_limit_mib if replica is not None else None
+    if not limit or "mem" in resources:
+        return resources
+    return ("" if resources == "-" else f"{resources}, ") + f"mem {limit:g} MiB (default)"
+
+
 def replica_rows(
     keys: Sequence[tuple[str, int]],
     status: RunStatus,
@@ -134,7 +143,7 @@ def replica_rows(
                 phase=phase_of(replica, bool(last), key in progress),
                 restarts=replica.restarts if replica else 0,
                 exit_code=exit_code,
-                resources=resources.get(key, "-"),
+                resources=_with_limit(resources.get(key, "-"), replica),
                 step=progress.get(key, ""),
                 reason=reason_text(replica),
                 last_line=last,

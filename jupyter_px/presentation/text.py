@@ -151,7 +151,7 @@ def status_rows(status: RunStatus, tf_chief: bool = False) -> list[tuple[str, ..
             str(r.restarts),
             r.address or "-",
             r.reason or "-",
-            r.message or "",
+            r.message or (f"memory limit {r.memory_limit_mib:g} MiB" if r.memory_limit_mib else ""),
         )
         for r in status.replicas
     ]

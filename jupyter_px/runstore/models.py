@@ -177,6 +177,9 @@ class ReplicaStatus(BaseModel):
     )
     points_dropped: int = Field(default=0, description="metric points log_metrics refused: its queue was full")
     failure: ReplicaFailure | None = Field(default=None, description="where its code raised, when it did")
+    memory_limit_mib: float | None = Field(
+        default=None, description="the memory it may use, where the backend knows (declared, or a scheduler's default)"
+    )
 
     @field_validator("reason", mode="before")
     @classmethod

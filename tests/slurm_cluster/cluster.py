@@ -1,6 +1,6 @@
 """`SlurmCluster`: munged, slurmctld and N slurmd nodes on this machine, in a folder of their own.
 
-    with SlurmCluster(nodes=3) as cluster:
+    with SlurmCluster(nodes=3, site="own") as cluster:   # or site="accounting-enforced" (config.Site)
         cluster.env            # {"SLURM_CONF": ...}: what a Slurm client needs to talk to it
         cluster.nodes          # node names (unique per cluster, so concurrent clusters' cgroups differ)
         cluster.run(["sinfo"]) # a client command against it
@@ -15,6 +15,7 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .accounting import Accounting
-from .config import ClusterLayout, NodeSpec, cgroup_conf, slurm_conf
+from .config import OWN, SITES, ClusterLayout, NodeSpec, Site, cgroup_conf, gres_conf, slurm_conf
 from .daemons import (
     SlurmUnavailable,
     alive,
@@ -68,14 +69,18 @@ class SlurmCluster:
         cpus: int = 4,
         memory_mib: int = 4000,
         *,
+        site: Site | str = OWN,
         accounting: bool = False,
         cgroups: bool | None = None,
+        gpus: int = 0,
         min_job_age_s: int = 60,
         ready_timeout: float = 60.0,
     ):
         self.node_count, self.cpus, self.memory_mib = nodes, cpus, memory_mib
-        self.accounting = accounting
+        self.site = SITES[site] if isinstance(site, str) else site
+        self.accounting = accounting or self.site.accounting
         self.cgroups = cgroups
+        self.gpus = gpus  # fake GPUs per node (config.gres_conf)
         self.min_job_age_s = min_job_age_s
         self.ready_timeout = ready_timeout
         self.root: Path | None = None
@@ -122,7 +127,7 @@ class SlurmCluster:
         if problem:
             raise SlurmUnavailable(problem)
         cgroup_problem = cgroups_v1_usable()
-        use_cgroups = self.cgroups if self.cgroups is not None else cgroup_problem is None
+        use_cgroups = self.cgroups if self.cgroups is not None else self.site.uses_cgroups(cgroup_problem is None)
         if use_cgroups and cgroup_problem:
             raise SlurmUnavailable(f"cgroups asked for, but {cgroup_problem}")
         # munged refuses a socket whose folders others cannot traverse: /tmp, 0711 (not pytest's 0700 folders)
@@ -144,7 +149,8 @@ class SlurmCluster:
         token = secrets.token_hex(2)
         ports = free_ports(self.node_count + 4)
         nodes = tuple(
-            NodeSpec(f"px{token}n{i + 1}", ports[4 + i], self.cpus, self.memory_mib) for i in range(self.node_count)
+            NodeSpec(f"px{token}n{i + 1}", ports[4 + i], self.cpus, self.memory_mib, self.gpus)
+            for i in range(self.node_count)
         )
         self.layout = ClusterLayout(
             root=root,
@@ -157,9 +163,16 @@ class SlurmCluster:
             cgroups=use_cgroups,
             min_job_age_s=self.min_job_age_s,
             accounting_port=ports[2] if self.accounting else None,
+            site=self.site,
         )
         self.conf.write_text(slurm_conf(self.layout))
         (root / "cgroup.conf").write_text(cgroup_conf())
+        if self.gpus:
+            (root / "gpus").mkdir()
+            for node in nodes:
+                for index in range(self.gpus):  # character devices, as slurmd demands: /dev/null's numbers
+                    os.mknod(root / "gpus" / f"{node.name}-{index}", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            (root / "gres.conf").write_text(gres_conf(self.layout))
         env = self.client_env()
         self._start_munged(env)
         if self.accounting:

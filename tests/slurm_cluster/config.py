@@ -20,6 +20,13 @@ mattered, and why:
   `jobacct_gather/linux` with `OverMemoryKill` kills an over-limit step within a few seconds.
 * `AuthInfo=socket=<private munged socket>`: the cluster's own munged, so nothing of the host's
   (or of another test's cluster) is used or disturbed.
+
+Which way memory is enforced is the site's choice (`Site`): the project's own cluster constrains
+each step with cgroups (where cgroup v1 is usable here); `ACCOUNTING_ENFORCED` is the other common
+site, one without cgroups, where slurmstepd samples every task's resident memory
+(`jobacct_gather/linux`) and kills a step whose sum passes its limit (`OverMemoryKill`), with
+slurmdbd keeping accounting so `sacct` answers. Both give a job that declares no memory
+`DefMemPerCPU=256` MiB per CPU, as many sites do.
 """
 
 from __future__ import annotations
@@ -29,11 +36,39 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
+class Site:
+    """A site's configuration: how it enforces memory, whether it keeps accounting (slurmdbd, so
+    `sacct` answers) and the memory a job gets when it declares none."""
+
+    name: str
+    #: "cgroup": `proctrack/cgroup` + `task/cgroup` with RAM constrained (the kernel's OOM killer
+    #: ends the task over its step's limit); "jobacct": `proctrack/linuxproc` +
+    #: `jobacct_gather/linux` with `OverMemoryKill` (slurmstepd kills the step whose tasks' summed
+    #: RSS passes its limit); None: cgroup where cgroup v1 is usable here, else jobacct
+    enforcement: str | None = None
+    accounting: bool = False
+    def_mem_per_cpu_mib: int = 256
+    #: seconds between jobacct_gather's samples (how soon an over-limit step is seen)
+    gather_frequency_s: int = 1
+
+    def uses_cgroups(self, cgroups_usable: bool) -> bool:
+        return self.enforcement == "cgroup" or (self.enforcement is None and cgroups_usable)
+
+
+#: The project's own cluster: cgroups where they work here, no accounting.
+OWN = Site("own")
+#: A site without cgroups: job accounting enforces memory (`OverMemoryKill`), slurmdbd keeps it.
+ACCOUNTING_ENFORCED = Site("accounting-enforced", enforcement="jobacct", accounting=True)
+SITES = {site.name: site for site in (OWN, ACCOUNTING_ENFORCED)}
+
+
+@dataclass(frozen=True)
 class NodeSpec:
     name: str
     port: int
     cpus: int
     memory_mib: int
+    gpus: int = 0  # fake GPUs (gres.conf), see `gres_conf`
 
 
 @dataclass(frozen=True)
@@ -51,6 +86,7 @@ class ClusterLayout:
     cgroups: bool = True
     min_job_age_s: int = 60
     accounting_port: int | None = None  # slurmdbd's port; None: no accounting
+    site: Site = OWN
     extra: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -79,7 +115,7 @@ def slurm_conf(layout: ClusterLayout) -> str:
         "SlurmdParameters=config_overrides",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
-        "DefMemPerCPU=256",
+        f"DefMemPerCPU={layout.site.def_mem_per_cpu_mib}",
         "SchedulerType=sched/backfill",
         "SchedulerParameters=defer_batch=0,bf_interval=1",
         "MpiDefault=none",
@@ -97,7 +133,7 @@ def slurm_conf(layout: ClusterLayout) -> str:
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "JobAcctGatherType=jobacct_gather/linux",
-            "JobAcctGatherFrequency=1",
+            f"JobAcctGatherFrequency={layout.site.gather_frequency_s}",
             "JobAcctGatherParams=OverMemoryKill",
         ]
     if layout.accounting_port is not None:
@@ -115,13 +151,36 @@ def slurm_conf(layout: ClusterLayout) -> str:
             f"JobCompLoc={root / 'log' / 'jobcomp.txt'}",
         ]
     lines += list(layout.extra)
+    if any(node.gpus for node in layout.nodes):
+        lines.append("GresTypes=gpu")
     for node in layout.nodes:
+        gres = f" Gres=gpu:{FAKE_GPU_TYPE}:{node.gpus}" if node.gpus else ""
         lines.append(
             f"NodeName={node.name} NodeHostname={layout.host} NodeAddr=127.0.0.1 Port={node.port} "
-            f"CPUs={node.cpus} RealMemory={node.memory_mib} State=UNKNOWN"
+            f"CPUs={node.cpus} RealMemory={node.memory_mib}{gres} State=UNKNOWN"
         )
     names = ",".join(node.name for node in layout.nodes)
     lines.append(f"PartitionName={layout.partition} Nodes={names} Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+#: The type the fake GPUs are given (`--gpus-per-task=fake:1`, `--gres=gpu:fake:1`).
+FAKE_GPU_TYPE = "fake"
+
+
+def gres_conf(layout: ClusterLayout) -> str:
+    """Fake GPUs, as Slurm's own test suite declares them where no GPU exists: `gres.conf` lines
+    whose `File=` are character devices with /dev/null's numbers (one per GPU and node, made in
+    the cluster's folder; slurmd refuses plain files). slurmd takes them as GPUs: the scheduler
+    counts them, `--gpus-per-task`/`--gres` allocate them and each task gets
+    `CUDA_VISIBLE_DEVICES` (and `SLURM_STEP_GPUS`) for the ones it was given. What it does not
+    cover: no device is there to open, and with `ConstrainDevices=no` (this cluster) nothing
+    stops a task from using another task's GPU."""
+    lines = []
+    for node in layout.nodes:
+        if node.gpus:
+            files = f"{layout.root / 'gpus' / node.name}-[0-{node.gpus - 1}]"
+            lines.append(f"NodeName={node.name} Name=gpu Type={FAKE_GPU_TYPE} File={files}")
     return "\n".join(lines) + "\n"
 
 

@@ -12,10 +12,14 @@ every family's (`../settings_file.py`). Modules, one job each:
 * `script`     - the batch script and the per-task script (`jupyter px render --backend slurm`).
 * `task_entry` - what runs on the nodes: the nodes' addresses, each task's replica, the
                  rendezvous, the environment contract, the runner, the exit record.
+* `node_entry` - one task per node that forks the node's replicas (each as `task_entry`'s task).
 * `preflight`  - `sbatch --test-only` and the shared-filesystem probe, before anything is queued.
+* `default_memory` - what Slurm gives replicas that declare no memory, against what they need.
 * `queue`      - one `squeue` for every followed run: the shared snapshot, queue positions.
 * `states`     - Slurm's job states and reasons in the run store's words.
 * `replicas`   - each replica's state from its task's records and the job's state.
+* `kills`      - what Slurm says it killed (memory, node failure), from the batch output.
+* `culprit`    - which replica's end decided the run: Slurm's kills before the peers they took down.
 * `follower`   - the per-run detached owner: states, the success policy, stopping the job.
 * `mirror`     - copying a run's files back from `shared_dir` when the run store is not shared.
 * `handle`     - what a run directory keeps about its job (`slurm.json`, the scripts, the follower's files).

@@ -24,9 +24,9 @@ from ..base import BackendError, SubmitHandle
 from ..followed import FollowedBackend, mark_stopped
 from . import mirror, preflight
 from .commands import SlurmCommandError, SlurmCommands
-from .handle import ENTRY, FOLLOWER, JOB_SCRIPT, PLAN_FILE, TASK_SCRIPT, JobHandle
+from .handle import ENTRY, FOLLOWER, JOB_SCRIPT, NODE_ENTRY, NODE_SCRIPT, PLAN_FILE, TASK_SCRIPT, JobHandle
 from .plan import job_plan, plan_document
-from .script import job_name, job_script, task_script
+from .script import job_name, job_script, node_script, task_script
 from .settings import SlurmSettings, load_settings
 from .states import ACTIVE, base_state
 
@@ -34,7 +34,20 @@ from .states import ACTIVE, base_state
 STOP_MARGIN_S = 30.0
 #: Variables of this process the job does not inherit: a run's own (when submitted from inside
 #: a replica) and the contract of another run. PX_HOME and the settings stay.
-_DROPPED = ("PX_", "TF_CONFIG", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "DMLC_")
+#: The GPUs of this machine are not the tasks': Slurm sets CUDA_VISIBLE_DEVICES for those it gives.
+_DROPPED = (
+    "PX_",
+    "TF_CONFIG",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "DMLC_",
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+)
 _KEPT = ("PX_HOME", "PX_SLURM_", "PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S")
 
 
@@ -51,6 +64,8 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
 
     name = "slurm"
     follower = FOLLOWER
+    #: MiB per CPU a replica that declares no memory gets, as the last check read it
+    _default_mem_per_cpu: float | None = None
 
     def _load_settings(self) -> SlurmSettings:
         return load_settings()
@@ -59,7 +74,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         return Path(self.settings.shared_dir) if self.settings.shared_dir else self.store.home
 
     def check(self, topology: Topology) -> None:
-        preflight.check(topology, self.settings, SlurmCommands(), self._store_root())
+        _, self._default_mem_per_cpu = preflight.check(topology, self.settings, SlurmCommands(), self._store_root())
 
     def submit(self, run_id: str) -> SubmitHandle:
         record = self.store.record(run_id)
@@ -79,7 +94,9 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         atomic_write_json(work / PLAN_FILE, document)
         (work / JOB_SCRIPT).write_text(job_script(run_id, work, plan, settings, headline(topology)))
         (work / TASK_SCRIPT).write_text(task_script(work, plan, settings))
+        (work / NODE_SCRIPT).write_text(node_script(work, settings))
         shutil.copyfile(Path(__file__).with_name("task_entry.py"), work / ENTRY)
+        shutil.copyfile(Path(__file__).with_name("node_entry.py"), work / NODE_ENTRY)
         commands = SlurmCommands(env=job_environ(self.store.home))
         job_id = commands.sbatch(work / JOB_SCRIPT, cwd=str(work))
         try:
@@ -91,6 +108,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
                 tasks=list(plan.tasks),
                 components=[len(c.replicas) for c in plan.components],
                 shared_run_dir=str(shared) if shared else None,
+                default_mem_per_cpu_mib=self._default_mem_per_cpu,
             )
             with self.starting(run_dir):  # a keeper that sees the handle waits for the owner
                 handle.save(run_dir)

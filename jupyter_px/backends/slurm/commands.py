@@ -204,6 +204,30 @@ class SlurmCommands:
             )
         return out
 
+    def memory_default(self, partition: str | None) -> MemoryDefault:
+        """The memory Slurm gives a job that declares none, in `partition` (None: the default
+        partition): the partition's `DefMemPerCPU` / `DefMemPerNode` (`scontrol show partition`),
+        else the cluster's (`scontrol show config`). Neither set: a whole node's memory."""
+        argv = ["scontrol", "show", "partition", "--oneliner"] + ([partition] if partition else [])
+        records = [parse_record(line) for line in self.run(argv).stdout.splitlines() if line.strip()]
+        chosen = next((r for r in records if not partition and r.get("Default") == "YES"), None)
+        record = chosen or (records[0] if records else {})
+        name = record.get("PartitionName") or partition or ""
+        for key, per in (("DefMemPerCPU", "cpu"), ("DefMemPerNode", "node")):
+            value = _mib(record.get(key))
+            if value is not None:
+                return MemoryDefault(value, per, f"partition {name}'s {key}={record[key]}")
+        config: dict[str, str] = {}
+        for line in self.run(["scontrol", "show", "config"]).stdout.splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                config[key.strip()] = value.strip()
+        for key, per in (("DefMemPerCPU", "cpu"), ("DefMemPerNode", "node")):
+            value = _mib(config.get(key))
+            if value is not None:
+                return MemoryDefault(value, per, f"the cluster's {key}={config[key]}")
+        return MemoryDefault(None, "node", "no DefMemPerCPU or DefMemPerNode: a whole node's memory")
+
     def sacct_state(self, job_id: int) -> str | None:
         """The job's state as accounting has it (`CANCELLED by 1000`), None when the cluster keeps
         no accounting or has no record of the job. `--parsable2`, not `--json`: 22.05's JSON
@@ -223,6 +247,27 @@ class SlurmCommands:
         if partition:
             options.append(f"--partition={partition}")
         return self.run([*options, *argv], check=False)
+
+
+@dataclass(frozen=True)
+class MemoryDefault:
+    """What a job that declares no memory gets: `mib` per CPU or per node (None: unlimited, a
+    whole node's), and where Slurm's configuration says so."""
+
+    mib: int | None
+    per: str  # "cpu" | "node"
+    source: str
+
+
+def _mib(value: str | None) -> int | None:
+    """`256`, `4G`, `2048M` -> MiB; UNLIMITED, 0, missing -> None."""
+    if not value:
+        return None
+    m = re.match(r"^(\d+)([KMGT]?)$", value.strip().upper())
+    if not m or int(m.group(1)) == 0:
+        return None
+    scale = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[m.group(2)]
+    return int(int(m.group(1)) * scale)
 
 
 def parse_record(line: str) -> dict[str, str]:

@@ -37,14 +37,15 @@ from ...runstore.models import Reason
 from ...topology import parse_topology
 from ...topology.naming import ReplicaNames
 from .. import follower_process
-from ..outcome import run_outcome
 from . import mirror
 from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
+from .culprit import blame, mark_consequences, slurm_killed
 from .handle import BATCH_OUTPUT, FOLLOWER, STOP_FILE, JobHandle
+from .kills import JobLayout, SlurmKill, killed_tasks
 from .queue import JobView, QueueWatch, Snapshot
-from .replicas import Ending, RecordReader, Records, ended_replica, unrecorded_end
+from .replicas import Ending, Hit, RecordReader, Records, ended_replica, killed_replica, unrecorded_end
 from .settings import load_settings
-from .states import ACTIVE, STARTED, base_state, pending_message, running_message, slurm_end
+from .states import ACTIVE, STARTED, base_state, minutes_text, pending_message, running_message, slurm_end
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,10 @@ COMPLETION_GRACE_S = float(os.environ.get("PX_COMPLETION_GRACE_S") or 5.0)
 #: A task that ended by a signal this follower did not send is acted on only after this long:
 #: Slurm's own TERM (time limit, scancel by someone) shows in the job's state a poll later.
 FOREIGN_SIGNAL_WAIT_S = 3.0
+#: A replica that failed by itself is held this long before it decides the run: when Slurm
+#: killed a peer (its memory, its node), the peer's failure reaches the batch output or its
+#: record a moment after this one's (gloo notices a dead peer at once), and the peer is the cause.
+CAUSE_WAIT_S = 5.0
 #: At the end, how long to wait for the records of tasks that have started (a shared filesystem
 #: may show a file written on a node a moment later).
 RECORDS_WAIT_S = 5.0
@@ -73,6 +78,8 @@ class RunEnding:
     message: str
     others: Ending
     term_at: float  # time.time() when the tasks get SIGTERM
+    #: what the replicas that failed beside a Slurm kill read ("stopped because worker-0 was OOMKilled")
+    consequence: str | None = None
 
 
 class Follower:
@@ -89,12 +96,16 @@ class Follower:
         self.records_dir = self.handle.records_dir(self.run_dir)
         self.reader = RecordReader(self.records_dir, self.work / BATCH_OUTPUT)
         self.memory = {(s.role, s.index): _memory_limit(s) for s in self.topology.replicas()}
+        self.names = ReplicaNames.of(self.topology)
+        self.limits = _memory_limits(self.topology, self.memory, self.handle.default_mem_per_cpu_mib)
+        self.component_ids: dict[int, int] | None = None  # component job id -> index, from the queue
+        self.kill_seen: dict[int, float] = {}  # procid -> when Slurm's kill of its task was first read
+        self.failed_since: dict[int, float] = {}
         self.ending: RunEnding | None = None
         self.term_sent_at: float | None = None
         #: the tasks that had ended by themselves when the ending was decided: never "stopped by us"
         self.ended_before: set[int] = set()
         self.killed_at: float | None = None
-        self.foreign_since: dict[int, float] = {}
         self.lost_since: float | None = None
         self.job: JobView | None = None
         self.last_state: str | None = None  # the job's state when last seen in a snapshot
@@ -106,29 +117,47 @@ class Follower:
     def _records(self) -> Records:
         return self.reader.read()
 
+    def _kills(self, records: Records) -> dict[int, SlurmKill]:
+        """The tasks Slurm says it killed (the batch output), by procid."""
+        components = self.handle.components or [len(self.handle.tasks)]
+        layout = JobLayout.of(self.handle.job_id, components, records.starts, self.component_ids)
+        kills = killed_tasks(records.says, layout)
+        for procid in kills:
+            self.kill_seen.setdefault(procid, time.time())
+        return kills
+
+    def _hit(self, procid: int, records: Records, kills: dict[int, SlurmKill]) -> Hit:
+        role, index = self.handle.tasks[procid]
+        kill = kills.get(procid)
+        node = (records.starts.get(procid) or {}).get("node")
+        together = tuple(
+            f"{self.handle.tasks[p][0]}-{self.handle.tasks[p][1]}"
+            for p, other in sorted(kills.items())
+            if other == kill
+        )
+        limit = minutes_text(self.job.time_limit_min) if self.job else None
+        return Hit(kill, node or (kill.node if kill else None), together, self.memory.get((role, index)), limit)
+
     def _replicas(self, records: Records, final: bool, slurm_state: str | None) -> list[ReplicaStatus]:
         out = []
         job = self.job
         others = self.ending.others if self.ending else None
+        kills = self._kills(records)
         for procid, (role, index) in enumerate(self.handle.tasks):
-            replica = ReplicaStatus(role=role, index=index)
+            replica = ReplicaStatus(role=role, index=index, memory_limit_mib=self.limits.get((role, index)))
             start = records.starts.get(procid)
             if start is not None:
                 replica.started_at = start.get("started_at")
                 replica.address = f"{start.get('node')}:{start.get('port')}"
             end = records.exits.get(procid)
+            hit = self._hit(procid, records, kills)
             if end is not None:
                 by_us = others if self.ending is not None and procid not in self.ended_before else None
-                ended_replica(
-                    replica,
-                    end,
-                    oom_seen=procid in records.oom_tasks,
-                    stopped_by_us=by_us,
-                    slurm_state=slurm_state,
-                    memory_mib=self.memory.get((role, index)),
-                )
+                ended_replica(replica, end, hit=hit, stopped_by_us=by_us, slurm_state=slurm_state)
+            elif hit.kill is not None:
+                killed_replica(replica, hit, self.kill_seen[procid])
             elif final:
-                unrecorded_end(replica, start is not None, others, slurm_state)
+                unrecorded_end(replica, start is not None, others, slurm_state, hit)
                 replica.finished_at = time.time()
             elif start is not None:
                 replica.state = ReplicaState.RUNNING
@@ -137,13 +166,15 @@ class Follower:
             elif job is not None and job.state in STARTED:
                 replica.reason, replica.message = "Starting", "the job runs; its task has not started yet"
             out.append(replica)
+        if self.ending is not None and self.ending.consequence:
+            mark_consequences(out, self.ending.consequence)
         return out
 
     # ---- deciding and acting -------------------------------------------------------------------
     def _decide(self, replicas: list[ReplicaStatus], records: Records, stop: bool) -> None:
         if self.ending is not None:
             return
-        self.ended_before = set(records.exits)
+        self.ended_before = set(records.exits) | set(self.kill_seen)
         now = time.time()
         if stop:
             words = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request")
@@ -151,19 +182,27 @@ class Follower:
             return
         # a task killed by a signal nobody here sent (Slurm's time limit, someone's scancel): wait
         # for the job's state to say which before deciding on it
+        # and a replica that failed by itself: wait a moment for Slurm to say it killed a peer first
         waiting = False
-        for procid, end in records.exits.items():
-            if end.get("signal") and not end.get("oom") and procid not in records.oom_tasks:
-                first = self.foreign_since.setdefault(procid, time.monotonic())
-                waiting = waiting or time.monotonic() - first < FOREIGN_SIGNAL_WAIT_S + self.settings.poll_interval_s
+        slurm_hit = any(slurm_killed(r) for r in replicas)
+        for procid, replica in enumerate(replicas):
+            if replica.state != ReplicaState.FAILED or slurm_hit:
+                continue
+            first = self.failed_since.setdefault(procid, time.monotonic())
+            wait = CAUSE_WAIT_S
+            if replica.signal and replica.reason != Reason.OOM_KILLED:
+                wait = max(wait, FOREIGN_SIGNAL_WAIT_S + self.settings.poll_interval_s)
+            waiting = waiting or time.monotonic() - first < wait
         if waiting:
             return
-        outcome = run_outcome(replicas, ReplicaNames.of(self.topology))
-        if outcome is None:
+        decided = blame(replicas, self.names)
+        if decided is None:
             return
+        outcome = decided.outcome
         if outcome.state == RunState.FAILED:
-            others = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, f"stopped because {outcome.cause} failed")
-            self.ending = RunEnding(outcome.state, outcome.reason, outcome.message, others, now)
+            said = decided.consequence or f"stopped because {outcome.cause} failed"
+            others = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, said)
+            self.ending = RunEnding(outcome.state, outcome.reason, outcome.message, others, now, decided.consequence)
             return
         running = [r for r in replicas if r.state in (ReplicaState.RUNNING, ReplicaState.PENDING)]
         workers_running = any(r.role not in SERVERS for r in running)
@@ -178,7 +217,12 @@ class Follower:
             return
         now = time.time()
         job_state = self.job.state if self.job else None
-        ended = [records.exits[p].get("finished_at") or 0 for p in records.starts if p in records.exits]
+        killed = self.kill_seen
+        ended = [
+            records.exits[p].get("finished_at") or 0 if p in records.exits else killed[p]
+            for p in records.starts
+            if p in records.exits or p in killed
+        ]
         all_ended = len(ended) == len(records.starts)
         if self.term_sent_at is None:
             if now < self.ending.term_at and not all_ended:
@@ -252,7 +296,8 @@ class Follower:
             if self.handle.shared_run_dir:
                 mirror.sync(self.work, self.run_dir)
             records = self._records()
-            if all(p in records.exits for p in records.starts) or time.monotonic() > deadline:
+            ended = set(records.exits) | set(self._kills(records))
+            if all(p in ended for p in records.starts) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         slurm_state = final_state if self.ending is None else None
@@ -262,12 +307,15 @@ class Follower:
         slurm = slurm_end(self.handle.job_id, slurm_state, time_limit, who) if slurm_state else None
         replicas = self._replicas(records, final=True, slurm_state=slurm_state)
         status = self._base_status()
+        decided = blame(replicas, self.names) if self.ending is None and slurm is None else None
         if self.ending is not None:
             state, reason, message = self.ending.state, self.ending.reason, self.ending.message
         elif slurm is not None:
             state, reason, message = slurm.state, slurm.reason, slurm.message
         else:
-            outcome = run_outcome(replicas, ReplicaNames.of(self.topology))
+            outcome = decided.outcome if decided is not None else None
+            if decided is not None and decided.consequence:
+                mark_consequences(replicas, decided.consequence)
             if outcome is not None:
                 state, reason, message = outcome.state, outcome.reason, outcome.message
             if outcome is None or not records.starts:
@@ -348,6 +396,7 @@ class Follower:
             else:
                 self.lost_since = None
                 self.job = snapshot.job(self.handle.job_id)
+                self.component_ids = snapshot.component_ids(self.handle.job_id) or self.component_ids
             if self.handle.shared_run_dir:
                 mirror.sync(self.work, self.run_dir)
             records = self._records()
@@ -357,7 +406,7 @@ class Follower:
                 self._act(records)
             except SlurmUnreachable as error:
                 log.warning("run %s: %s", self.run_id, error)
-            if self.ending is not None and records.all_ended(tasks):
+            if self.ending is not None and records.all_ended(tasks, self.kill_seen):
                 return self._finish(None)
             if not snapshot.error and snapshot.taken_at != self.last_snapshot:
                 self.last_snapshot = snapshot.taken_at
@@ -383,6 +432,22 @@ class Follower:
         self.store.write_status(status)
         log.warning("run %s: %s", self.run_id, status.message)
         return 0
+
+
+def _memory_limits(
+    topology: Any, declared: dict[tuple[str, int], float | None], default_per_cpu: float | None
+) -> dict[tuple[str, int], float]:
+    """Each replica's memory limit: what it declared, else the partition's default for its CPUs."""
+    from .plan import shape_of
+
+    out = {}
+    for spec in topology.replicas():
+        mib = declared.get((spec.role, spec.index))
+        if mib is None and default_per_cpu is not None:
+            mib = default_per_cpu * shape_of(spec.resources).cpus
+        if mib is not None:
+            out[(spec.role, spec.index)] = float(mib)
+    return out
 
 
 def _memory_limit(spec: Any) -> float | None:

@@ -19,6 +19,8 @@ from ..followed import FollowerSpec
 #: What a run directory holds for its job: the entry every task and the batch script run (copied
 #: in), the scripts, the plan, the batch script's output.
 ENTRY = "slurm/entry.py"
+NODE_ENTRY = "slurm/node.py"
+NODE_SCRIPT = "slurm/node.sh"
 JOB_SCRIPT = "slurm/job.sh"
 TASK_SCRIPT = "slurm/task.sh"
 PLAN_FILE = "slurm/plan.json"
@@ -48,6 +50,9 @@ class JobHandle:
     #: where the tasks run and write when the run store is not on the nodes' filesystem (the
     #: `shared_dir` setting): their files are copied back into the run directory
     shared_run_dir: str | None = None
+    #: MiB per CPU Slurm gives a replica that declares no memory (the partition's DefMemPerCPU),
+    #: as the preflight read it; None: unknown or a whole node's
+    default_mem_per_cpu_mib: float | None = None
 
     def save(self, run_dir: Path) -> None:
         atomic_write_json(run_dir / HANDLE_FILE, asdict(self))
@@ -56,7 +61,8 @@ class JobHandle:
     def load(cls, run_dir: Path) -> JobHandle:
         fields = json.loads((run_dir / HANDLE_FILE).read_text())
         fields["tasks"] = [(str(role), int(index)) for role, index in fields.get("tasks") or []]
-        return cls(**fields)
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in fields.items() if k in known})
 
     def work_dir(self, run_dir: Path) -> Path:
         """The directory the tasks use: the run's own, or its copy under `shared_dir`."""

@@ -4,6 +4,9 @@
   satisfy (a task larger than any node, a GRES no node has, an unknown partition, account or QOS)
   is refused here with Slurm's own reason, and the largest node of the partition named beside it
   (from `sinfo --json`), so the user sees what to change.
+* Replicas that declare no memory get the partition's default (`DefMemPerCPU`): where it is
+  below what their framework keeps resident, one line says so, naming the setting to change
+  (`default_memory.py`); the run is still submitted.
 * A one-task probe (`srun --immediate`): a file written here must be readable on a compute node,
   or the tasks could neither read their code nor write their logs. Proven once an hour per run
   store and cluster (`$PX_HOME/slurm/shared-ok-<cluster>.json`); when the cluster has no free CPU
@@ -22,6 +25,7 @@ from pathlib import Path
 from ...runstore import atomic_write_json
 from ...topology import Topology
 from ..base import BackendError, ResourceUnavailable
+from . import default_memory
 from .commands import SlurmCommandError, SlurmCommands
 from .plan import JobPlan, job_plan, unsupported
 from .script import job_script
@@ -33,8 +37,13 @@ log = logging.getLogger(__name__)
 PROBE_VALID_S = 3600.0
 
 
-def check(topology: Topology, settings: SlurmSettings, commands: SlurmCommands, store_root: Path) -> JobPlan:
-    """Raise BackendError / ResourceUnavailable (one line) unless Slurm would take `topology`."""
+def check(
+    topology: Topology, settings: SlurmSettings, commands: SlurmCommands, store_root: Path
+) -> tuple[JobPlan, float | None]:
+    """Raise BackendError / ResourceUnavailable (one line) unless Slurm would take `topology`;
+    warn (`default_memory.SlurmMemoryWarning`, one line) when replicas that declare no memory
+    would get less than their framework keeps resident. Returns the plan and the MiB per CPU
+    Slurm gives a replica that declares no memory (None: unknown or a whole node's)."""
     problem = unsupported(topology)
     if problem:
         raise BackendError(problem)
@@ -46,9 +55,12 @@ def check(topology: Topology, settings: SlurmSettings, commands: SlurmCommands, 
     if reason:
         why = _largest(plan, settings, commands)
         raise ResourceUnavailable(f"Slurm refuses this job (sbatch --test-only): {reason}{why}")
+    short, default_per_cpu = default_memory.undeclared(topology, plan, settings, commands)
+    if short:
+        default_memory.warn(short)
     if settings.probe_shared:
         probe_shared(store_root, settings, commands)
-    return plan
+    return plan, default_per_cpu
 
 
 def _largest(plan: JobPlan, settings: SlurmSettings, commands: SlurmCommands) -> str:

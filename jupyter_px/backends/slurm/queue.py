@@ -115,6 +115,15 @@ class Snapshot:
             pending_in_partition=total,
         )
 
+    def component_ids(self, job_id: int) -> dict[int, int] | None:
+        """{component job id: its offset} of heterogeneous job `job_id` (None: not one, or not seen)."""
+        parts = {
+            int(j["job_id"]): int(j.get("het_job_offset") or 0)
+            for j in self.jobs.values()
+            if (j.get("het_job_id") or 0) == job_id and j.get("job_id")
+        }
+        return parts or None
+
     def position(self, job_id: int, partition: str, priority: int) -> tuple[int | None, int | None]:
         """(1-based place of the job among its partition's pending jobs, how many wait there)."""
         first = partition.split(",")[0]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from .handle import BATCH_OUTPUT, ENTRY, TASK_SCRIPT
+from .handle import BATCH_OUTPUT, ENTRY, NODE_ENTRY, NODE_SCRIPT, TASK_SCRIPT
 from .plan import Component, JobPlan
 from .settings import SlurmSettings
 
@@ -36,13 +36,26 @@ def job_name(run_id: str) -> str:
     return f"px-{run_id}"
 
 
+def per_task_gpus(settings: SlurmSettings) -> bool:
+    """GPUs asked per task (`--gpus-per-task`), which needs the GRES to be named `gpu`."""
+    return settings.gpu_option == "gpus-per-task" and settings.gres_name.split(":")[0] == "gpu"
+
+
+def gpu_options(gpus: int, settings: SlurmSettings) -> list[str]:
+    """A task's GPUs as the site spells them (the `gpu_option` and `gres_name` settings)."""
+    name, _, kind = settings.gres_name.partition(":")
+    if per_task_gpus(settings):
+        return [f"--gpus-per-task={kind + ':' if kind else ''}{gpus}"]
+    return [f"--gres={settings.gres_name}:{gpus}", "--ntasks-per-node=1"]  # --gres counts per node
+
+
 def _component_options(component: Component, settings: SlurmSettings) -> list[str]:
     shape = component.shape
     options = [f"--ntasks={len(component.replicas)}", f"--cpus-per-task={shape.cpus}"]
     if shape.mem_per_cpu_mib is not None:
         options.append(f"--mem-per-cpu={shape.mem_per_cpu_mib}M")
     if shape.gpus:
-        options.append(f"--gres={settings.gres_name}:{shape.gpus}")
+        options += gpu_options(shape.gpus, settings)
     for flag, value in (
         ("--partition", settings.partition),
         ("--account", settings.account),
@@ -77,11 +90,20 @@ def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmS
     # the nodes' addresses are looked up while srun starts the tasks (they wait for them)
     lines += ["", *settings.setup, f"RUN_DIR={quoted}", f'{python} "$RUN_DIR/{ENTRY}" prepare "$RUN_DIR" &']
     steps = []
+    per_node = node_launched(plan)
     for k, component in enumerate(plan.components):
         group = [f"--het-group={k}"] if plan.heterogeneous else []
+        if per_node:  # one task per node, forking the node's replicas (node_entry.py)
+            nodes = f'"$SLURM_JOB_NUM_NODES{f"_HET_GROUP_{k}" if plan.heterogeneous else ""}"'
+            one = [f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", "--whole", "--mem=0"]
+            steps.append(" ".join([*group, *one, f'bash "$RUN_DIR/{NODE_SCRIPT}" {k}']))
+            continue
+        # each task its own GPUs, CUDA_VISIBLE_DEVICES naming them: 22.05 binds a typed request
+        # (`--gpus-per-task=a100:1`) to no GPU unless the step says so
+        bind = [f"--gpu-bind=per_task:{component.shape.gpus}"] if per_task_gpus(settings) else []
         steps.append(
             " ".join(
-                [*group, f"--ntasks={len(component.replicas)}", f"--cpus-per-task={component.shape.cpus}"]
+                [*group, f"--ntasks={len(component.replicas)}", f"--cpus-per-task={component.shape.cpus}", *bind]
                 + ['bash "$RUN_DIR/' + TASK_SCRIPT + '"']
             )
         )
@@ -106,13 +128,39 @@ def task_script(run_dir: Path | str, plan: JobPlan, settings: SlurmSettings) -> 
     return "\n".join(lines) + "\n"
 
 
+def node_launched(plan: JobPlan) -> bool:
+    """One task per node forking its replicas (`node_entry.py`), unless a replica has GPUs: then
+    a task per replica, whose GPUs Slurm binds (and one way for the whole step: srun numbers a
+    heterogeneous step's tasks across its components, which the task script relies on)."""
+    return not any(component.shape.gpus for component in plan.components)
+
+
+def node_script(run_dir: Path | str, settings: SlurmSettings) -> str:
+    """What srun runs once per node of a component without GPUs: the setup, then the launcher
+    that forks the node's replicas (each writes its own log; this script's output is the batch
+    output's)."""
+    lines = [
+        "#!/bin/bash",
+        "# one task per node: it forks the node's replicas (slurm/node.py); $1 is the job's component",
+        f"RUN_DIR={shlex.quote(str(run_dir))}",
+        *settings.setup,
+        f'exec {shlex.quote(settings.interpreter)} "$RUN_DIR/{NODE_ENTRY}" "$RUN_DIR" "$1"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def rendered_text(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmSettings, summary: str) -> str:
     """What `jupyter px render --backend slurm` prints: the batch script, then `task.sh` as
     comments (so the whole text is still the script sbatch would take)."""
-    task = task_script(run_dir, plan, settings)
-    commented = "".join(f"# {line}\n" if line else "#\n" for line in task.splitlines())
-    return (
-        job_script(run_id, run_dir, plan, settings, summary)
-        + f"\n# ---- {Path(str(run_dir)) / TASK_SCRIPT}: what srun runs for each task ----\n"
-        + commented
-    )
+
+    def commented(text: str) -> str:
+        return "".join(f"# {line}\n" if line else "#\n" for line in text.splitlines())
+
+    text = job_script(run_id, run_dir, plan, settings, summary)
+    if node_launched(plan):
+        text += f"\n# ---- {Path(str(run_dir)) / NODE_SCRIPT}: what srun runs on each node ----\n"
+        text += commented(node_script(run_dir, settings))
+    else:
+        text += f"\n# ---- {Path(str(run_dir)) / TASK_SCRIPT}: what srun runs for each task ----\n"
+        text += commented(task_script(run_dir, plan, settings))
+    return text

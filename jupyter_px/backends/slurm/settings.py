@@ -45,8 +45,12 @@ class SlurmSettings:
     time_limit: str | None = None
     constraint: str | None = None
     reservation: str | None = None
-    #: the GRES name GPUs are requested by (`--gres=<name>:<count>`)
+    #: the GRES GPUs are requested by: `gpu`, or `gpu:<type>` for one model (`gpu:a100`)
     gres_name: str = "gpu"
+    #: how a replica's GPUs are asked for: `gpus-per-task` (`--gpus-per-task=[<type>:]<n>`, select/
+    #: cons_tres) or `gres` (`--gres=<gres_name>:<n>` per node, each such replica alone on its node,
+    #: for sites without cons_tres or whose GRES is not named `gpu`)
+    gpu_option: str = "gpus-per-task"
     #: shell lines run before each replica (and before the job's first step): module loads, venv activation
     setup: list[str] = field(default_factory=list)
     #: more `#SBATCH` options, one per line (`--exclusive`, `--mail-type=END`); they apply to the whole job
@@ -82,6 +86,7 @@ def _stop_grace() -> float:
     return value
 
 
+GPU_OPTIONS = ("gpus-per-task", "gres")
 _LISTS = {"setup", "sbatch_lines"}
 _FLOATS = {"poll_interval_s", "rendezvous_timeout_s", "follower_give_up_s"}
 _BOOLS = {"probe_shared"}
@@ -119,6 +124,8 @@ def _check(name: str, value: Any, where: str) -> Any:
         raise BackendError(f"{where}: {name}: {text!r} is not a Slurm name (letters, digits, _ . + -)")
     if name == "gres_name" and not _GRES.match(text):
         raise BackendError(f"{where}: gres_name: {text!r} is not a GRES name (like gpu, or gpu:a100)")
+    if name == "gpu_option" and text not in GPU_OPTIONS:
+        raise BackendError(f"{where}: gpu_option: {text!r} is not one of {', '.join(GPU_OPTIONS)}")
     if name == "time_limit" and text.upper() not in ("UNLIMITED", "INFINITE") and not _TIME.match(text):
         raise BackendError(
             f"{where}: time_limit: {text!r} is not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)"

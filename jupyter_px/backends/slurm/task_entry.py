@@ -23,11 +23,14 @@ node names need not resolve) into `slurm/job-<id>/nodes.json`.
    RANK, WORLD_SIZE, DMLC_*, PX_*), as on every backend; then the runner every local replica runs
    (`jupyter_px.runner.main(RUN_DIR)`, in a forked child: no second interpreter start),
    SIGTERM/SIGINT forwarded to it (a stop's `scancel --signal=TERM`, so tracking flushes).
-5. Its end in `exit-<procid>.json`: exit code, signal, whether the node's memory cgroup recorded
-   an OOM kill, and the replica's metrics settled here, on its node (the points tracking accepted
-   but never wrote, `jupyter_px.runstore.settle`). Slurm's own accounting may be off: these
-   records are how the backend knows every replica's outcome without `sacct`. The task exits with
-   the runner's code.
+5. Its end in `exit-<procid>.json`: exit code, signal, when the replica died (before anything
+   else: the order of deaths names a run's culprit), whether the node's memory cgroup recorded
+   an OOM kill (then the cgroup's limit and the peak the kernel measured), and the replica's
+   metrics settled here, on its node (the points tracking accepted but never wrote,
+   `jupyter_px.runstore.settle`). Slurm's own accounting may be off: these records are how the
+   backend knows every replica's outcome without `sacct`. The task exits with the runner's code.
+   A task Slurm kills whole (job accounting's `OverMemoryKill` kills every process of the step on
+   its node, this entry included) writes no record: `kills.py` reads what Slurm said instead.
 """
 
 from __future__ import annotations
@@ -92,22 +95,66 @@ def prepare(run_dir: str, env: dict[str, str]) -> None:
     import subprocess  # here only: a task does not need it (its import costs each task)
 
     try:
-        write_json(os.path.join(folder, "nodes.json"), node_addresses(env))
-    except (OSError, subprocess.CalledProcessError) as error:
+        plan = read_json(os.path.join(run_dir, "slurm", "plan.json"))
+        write_json(os.path.join(folder, "layout.json"), layout(plan, env))
+        write_json(os.path.join(folder, "nodes.json"), node_addresses(node_names(env)))
+    except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as error:
         said = getattr(error, "stderr", None) or str(error)
         write_json(os.path.join(folder, "nodes-failed.json"), {"error": str(said).strip()[-500:]})
         raise
 
 
-def node_addresses(env: dict[str, str]) -> dict[str, str]:
-    """{node name: NodeAddr} of every node of the job (all its components)."""
+def hostnames(expression: str) -> list[str]:
+    """`scontrol show hostnames n[1-3]` -> n1, n2, n3."""
     import subprocess
 
+    out = subprocess.run(["scontrol", "show", "hostnames", expression], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def node_names(env: dict[str, str]) -> list[str]:
+    """Every node of the job (all its components), in Slurm's order."""
     expressions = [value for key, value in env.items() if key.startswith("SLURM_JOB_NODELIST") and value]
     names: list[str] = []
     for expression in dict.fromkeys(expressions):
-        out = subprocess.run(["scontrol", "show", "hostnames", expression], capture_output=True, text=True, check=True)
-        names += [name for name in out.stdout.split() if name not in names]
+        names += [name for name in hostnames(expression) if name not in names]
+    return names
+
+
+def _counts(text: str) -> list[int]:
+    """SLURM_TASKS_PER_NODE `4(x2),2` -> [4, 4, 2]."""
+    out: list[int] = []
+    for part in text.split(","):
+        count, _, times = part.partition("(x")
+        out += [int(count)] * (int(times.rstrip(")")) if times else 1)
+    return out
+
+
+def layout(plan: dict[str, Any], env: dict[str, str]) -> dict[str, dict[str, list[int]]]:
+    """{component: {node: its procids}}: each component's tasks given to its nodes in order, as
+    many to each as Slurm allotted (`SLURM_TASKS_PER_NODE`), the way srun's block distribution
+    places them; what the node launchers (`node.py`) read."""
+    sizes, het = plan["components"], len(plan["components"]) > 1
+    out: dict[str, dict[str, list[int]]] = {}
+    offset = 0
+    for k, size in enumerate(sizes):
+        suffix = f"_HET_GROUP_{k}" if het else ""
+        nodes = hostnames(env[f"SLURM_JOB_NODELIST{suffix}"])
+        counts = _counts(env[f"SLURM_TASKS_PER_NODE{suffix}"])
+        if sum(counts) != size or len(counts) != len(nodes):
+            raise ValueError(f"component {k}: Slurm allotted {counts} tasks on {nodes}, the plan has {size}")
+        placed: dict[str, list[int]] = {}
+        for node, count in zip(nodes, counts, strict=True):
+            placed[node] = list(range(offset, offset + count))
+            offset += count
+        out[str(k)] = placed
+    return out
+
+
+def node_addresses(names: list[str]) -> dict[str, str]:
+    """{node name: NodeAddr} of the job's nodes."""
+    import subprocess
+
     shown = subprocess.run(
         ["scontrol", "show", "node", "--oneliner", ",".join(names)], capture_output=True, text=True, check=True
     )
@@ -160,30 +207,64 @@ def check_components(plan: dict[str, Any], env: dict[str, str]) -> None:
         die(f"this step has {total} tasks, the plan {sum(sizes)}")
 
 
-def oom_kills() -> int:
-    """OOM kills recorded by the memory cgroups this process is in (its task's, the step's, the
-    job's): cgroup v1 `memory.oom_control`, v2 `memory.events`. 0 where there are none to read."""
-    total = 0
+def memory_cgroups() -> list[tuple[str, str]]:
+    """The memory cgroups this process is in, from its own up to Slurm's job's (task, step, job):
+    (folder, "v1"|"v2"). Empty where there are none to read."""
     try:
         with open("/proc/self/cgroup", encoding="utf-8") as handle:
             lines = handle.read().splitlines()
     except OSError:
-        return 0
+        return []
+    out = []
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if controllers == "memory":
-            base, name = "/sys/fs/cgroup/memory", "memory.oom_control"
+            base, version = "/sys/fs/cgroup/memory", "v1"
         elif controllers == "":
-            base, name = "/sys/fs/cgroup", "memory.events"
+            base, version = "/sys/fs/cgroup", "v2"
         else:
             continue
         parts = [part for part in path.split("/") if part]
         while parts and not parts[-1].startswith(("job_", "slurm")):
-            total += _oom_count(os.path.join(base, *parts, name))
+            out.append((os.path.join(base, *parts), version))
             parts.pop()
         if parts:
-            total += _oom_count(os.path.join(base, *parts, name))
+            out.append((os.path.join(base, *parts), version))
+    return out
+
+
+def oom_kills() -> int:
+    """OOM kills recorded by the memory cgroups this process is in (its task's, the step's, the
+    job's): cgroup v1 `memory.oom_control`, v2 `memory.events`. 0 where there are none to read."""
+    total = 0
+    for folder, version in memory_cgroups():
+        total += _oom_count(os.path.join(folder, "memory.oom_control" if version == "v1" else "memory.events"))
     return total
+
+
+def memory_limit() -> dict[str, int]:
+    """The tightest memory limit among this process's cgroups and the peak usage the kernel
+    measured there (`memory.limit_in_bytes` / `memory.max_usage_in_bytes` in v1, `memory.max` /
+    `memory.peak` in v2): what Slurm's cgroup held the task's step to, for its exit record."""
+    best: dict[str, int] = {}
+    for folder, version in memory_cgroups():
+        names = (
+            ("memory.limit_in_bytes", "memory.max_usage_in_bytes") if version == "v1" else ("memory.max", "memory.peak")
+        )
+        limit, peak = (_read_int(os.path.join(folder, name)) for name in names)
+        if limit is not None and limit < 1 << 60 and ("limit_bytes" not in best or limit < best["limit_bytes"]):
+            best = {"limit_bytes": limit}
+            if peak is not None:
+                best["peak_bytes"] = peak
+    return best
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def _oom_count(path: str) -> int:
@@ -199,8 +280,9 @@ def _oom_count(path: str) -> int:
 
 
 class Task:
-    def __init__(self, run_dir: str, env: dict[str, str]):
+    def __init__(self, run_dir: str, env: dict[str, str], launched_by_node: bool = False):
         self.run_dir, self.env = run_dir, env
+        self.launched_by_node = launched_by_node  # forked by node.py: srun counted nodes, not tasks
         self.plan = read_json(os.path.join(run_dir, "slurm", "plan.json"))
         self.procid = int(env["SLURM_PROCID"])
         tasks = self.plan["tasks"]
@@ -227,6 +309,7 @@ class Task:
         oom: bool,
         message: str | None = None,
         settled: dict[str, Any] | None = None,
+        finished_at: float | None = None,
     ) -> None:
         write_json(
             os.path.join(self.folder, f"exit-{self.procid}.json"),
@@ -236,7 +319,7 @@ class Task:
                 "code": code,
                 "signal": signal_name,
                 "oom": oom,
-                "finished_at": time.time(),
+                "finished_at": finished_at or time.time(),
                 "message": message,
                 **(settled or {}),
             },
@@ -295,7 +378,8 @@ class Task:
     def run(self) -> int:
         for signum in HANDLED_SIGNALS:
             signal.signal(signum, self._on_signal)
-        check_components(self.plan, self.env)
+        if not self.launched_by_node:
+            check_components(self.plan, self.env)
         import jupyter_px.cluster  # imported now, while the other tasks start
         import jupyter_px.runner  # noqa: F401  (for the forked replica)
 
@@ -317,13 +401,15 @@ class Task:
                 break
             except InterruptedError:
                 continue
+        died_at = time.time()  # before settling: the order of deaths is what names a run's culprit
         signal_name = None
         if os.WIFSIGNALED(wait_status):
             signal_name, code = signal.Signals(os.WTERMSIG(wait_status)).name, 128 + os.WTERMSIG(wait_status)
         else:
             code = os.waitstatus_to_exitcode(wait_status)
         oom = signal_name == "SIGKILL" and oom_kills() > before
-        self.record_exit(code, signal_name, oom, settled=self.settle())
+        settled = {**(memory_limit() if oom else {}), **self.settle()}
+        self.record_exit(code, signal_name, oom, settled=settled, finished_at=died_at)
         return code
 
     def settle(self) -> dict[str, Any]:
