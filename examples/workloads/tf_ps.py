@@ -32,8 +32,9 @@ import tf_keras as keras
 from jupyter_px import tracking
 
 SIZES = {
-    "tiny": {"train": 1024, "eval": 256, "features": 16, "hidden": 32, "steps": 12, "batch": 32},
-    "real": {"train": 65536, "eval": 4096, "features": 64, "hidden": 512, "steps": 400, "batch": 256},
+    # steps per epoch: Keras calls a callback at an epoch's end only, on parameter servers
+    "tiny": {"train": 1024, "eval": 256, "features": 16, "hidden": 32, "steps": 12, "batch": 32, "per_epoch": 1},
+    "real": {"train": 65536, "eval": 4096, "features": 64, "hidden": 512, "steps": 400, "batch": 256, "per_epoch": 10},
 }
 CLASSES = 4
 
@@ -56,28 +57,28 @@ def make_points(n: int, features: int, seed: int, split: int) -> tuple[tf.Tensor
 
 
 class Track(keras.callbacks.Callback):
-    """Every step into jupyter_px.tracking; the model's checkpoint every `every` steps."""
+    """Every epoch's end into jupyter_px.tracking (batch-level callbacks do not run on parameter
+    servers: the steps run on the workers); the model's checkpoint every `every` steps."""
 
-    def __init__(self, total: int, every: int, folder: str, batch: int):
+    def __init__(self, total: int, per_epoch: int, every: int, folder: str, batch: int):
         super().__init__()
-        self.total, self.every, self.folder, self.batch = total, every, folder, batch
-        self.step = 0
+        self.total, self.per_epoch, self.every, self.folder, self.batch = total, per_epoch, every, folder, batch
         self.started = time.perf_counter()
 
-    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        self.step += 1
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        step = (epoch + 1) * self.per_epoch
         logs = logs or {}
         elapsed = time.perf_counter() - self.started
         tracking.log_metrics(
-            step=self.step,
+            step=step,
             total_steps=self.total,
             loss=float(logs["loss"]),
             accuracy=float(logs["accuracy"]),
-            samples_per_s=self.batch / elapsed,
+            samples_per_s=self.batch * self.per_epoch / elapsed,
         )
         self.started = time.perf_counter()
-        if self.step % self.every == 0 or self.step == self.total:
-            self.model.save_weights(os.path.join(self.folder, f"step-{self.step:06d}", "weights"))
+        if step % self.every == 0 or step == self.total:
+            self.model.save_weights(os.path.join(self.folder, f"step-{step:06d}", "weights"))
 
 
 def serve(resolver: tf.distribute.cluster_resolver.TFConfigClusterResolver) -> None:
@@ -129,11 +130,12 @@ def main() -> None:
     folder = os.path.join(tracking.get_outputs_path(), "checkpoints", "chief-0")
     tracking.log_params(size=args.size, seed=args.seed, workers=strategy.extended._num_workers)
     callbacks = [
-        keras.callbacks.TensorBoard(log_dir=tracking.get_tensorboard_path(), update_freq=1),
-        Track(steps, args.checkpoint_every, folder, size["batch"]),
+        keras.callbacks.TensorBoard(log_dir=tracking.get_tensorboard_path()),
+        Track(steps, size["per_epoch"], args.checkpoint_every, folder, size["batch"]),
     ]
     train = keras.utils.experimental.DatasetCreator(dataset_fn)
-    model.fit(train, epochs=1, steps_per_epoch=steps, callbacks=callbacks, verbose=0)
+    epochs = max(1, steps // size["per_epoch"])
+    model.fit(train, epochs=epochs, steps_per_epoch=size["per_epoch"], callbacks=callbacks, verbose=0)
 
     ex, ey = make_points(size["eval"], size["features"], args.seed, split=1)
     logits = model(ex, training=False)  # on the chief, with the variables from the parameter servers
