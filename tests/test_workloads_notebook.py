@@ -41,7 +41,7 @@ def test_the_workloads_notebook_runs(px_home, tmp_path):
     client.execute(env={**os.environ, "PX_HOME": str(px_home)})
 
     service = RunService()
-    runs = {service.record(view.run_id).name: view.run_id for view in service.list_runs()}
+    runs = {view.record.name: view.record.run_id for view in service.list_runs()}
     assert set(runs) == {name.replace("_", "-") for name in WORKLOADS}, runs
     for name in WORKLOADS:
         check_run(service, runs[name.replace("_", "-")], name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -133,6 +134,22 @@ def main() -> None:
     tracking.log_metrics(step=steps, eval_loss=eval_loss, eval_accuracy=eval_accuracy)
     result = {"task": task, "replicas": world, "steps": steps, "eval_loss": eval_loss, "eval_accuracy": eval_accuracy}
     print("RESULT " + json.dumps(result), flush=True)
+    if resolver.task_type != "chief":
+        outlive_the_chief(resolver)
+
+
+def outlive_the_chief(resolver: tf.distribute.cluster_resolver.ClusterResolver, limit_s: float = 60.0) -> None:
+    """A worker that exits right after the last collective can fail the chief, still reading
+    from it (RecvBuf: "Connection reset by peer"), and nothing in the strategy holds it back: it
+    stays until the chief's server is gone."""
+    host, port = resolver.cluster_spec().task_address("chief", 0).rsplit(":", 1)
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+        except OSError:
+            return
+        time.sleep(0.1)
 
 
 if __name__ == "__main__":
