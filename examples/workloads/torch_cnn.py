@@ -13,7 +13,9 @@ of every rank every `--checkpoint-every` steps.
 
 The run is a function of `--seed` and the world size only: one thread per rank (as torchrun
 gives), fixed data and shuffling, so the same seed gives the same final loss on every backend.
-The last line each rank prints is `RESULT {json}`: its final losses, which the tests compare.
+The last line each rank prints is `RESULT {json}`: its final losses, which the tests compare, and
+its pace (the first step's seconds, steps per second after it, peak memory), which
+benchmarks/bench_workloads.py compares.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import contextlib
 import json
 import math
 import os
+import resource
 import time
 
 import torch
@@ -157,7 +160,8 @@ def main() -> None:
 
     step, epoch, micro = 0, 0, 0
     seen, correct, loss_sum = 0, 0, 0.0
-    started = time.perf_counter()
+    started = loop_started = time.perf_counter()
+    first_step_done = loop_started
     while step < steps:
         sampler.set_epoch(epoch)
         for images, labels in loader:
@@ -190,14 +194,27 @@ def main() -> None:
             if step % args.checkpoint_every == 0 or step == steps:
                 state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
                 torch.save(state, os.path.join(outputs, f"step-{step:06d}.pt"))
+            if step == 1:
+                first_step_done = time.perf_counter()
             if step == steps:
                 break
             seen, correct, loss_sum, started = 0, 0, 0.0, time.perf_counter()
         epoch += 1
 
+    loop_done = time.perf_counter()
     eval_loss, eval_accuracy = evaluate(model, eval_loader)
     tracking.log_metrics(step=steps, eval_loss=eval_loss, eval_accuracy=eval_accuracy)
-    final = {"rank": rank, "world_size": world, "steps": step, "eval_loss": eval_loss, "eval_accuracy": eval_accuracy}
+    final = {
+        "rank": rank,
+        "world_size": world,
+        "steps": step,
+        "eval_loss": eval_loss,
+        "eval_accuracy": eval_accuracy,
+        # the first step (which starts the DataLoader's workers), then the pace of the others
+        "first_step_s": first_step_done - loop_started,
+        "steps_per_s": (steps - 1) / (loop_done - first_step_done) if steps > 1 else None,
+        "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
     print("RESULT " + json.dumps(final), flush=True)
     if distributed:
         dist.destroy_process_group()
