@@ -217,6 +217,9 @@ def main() -> None:
     }
     print("RESULT " + json.dumps(final), flush=True)
     if distributed:
+        # the DDP model first: freed after, its Reducer would drop the process group's last
+        # reference holding the GIL, while a gloo thread may still need it (a deadlock)
+        del model
         dist.destroy_process_group()
 
 

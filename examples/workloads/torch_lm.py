@@ -177,6 +177,9 @@ def main() -> None:
     result = {"rank": rank, "world_size": world, "steps": steps, "eval_loss": eval_loss}
     print("RESULT " + json.dumps(result), flush=True)
     if distributed:
+        # the DDP model first: freed after, its Reducer would drop the process group's last
+        # reference holding the GIL, while a gloo thread may still need it (a deadlock)
+        del model, forward
         dist.destroy_process_group()
 
 
