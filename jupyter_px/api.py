@@ -188,8 +188,9 @@ class Run:
         """What each replica returned, in rank order (master first, then workers by index; each
         replica's processes by rank), once the run has finished (it is waited for, kept as
         `wait` keeps it). A replica's exception is raised again, its traceback attached as the
-        cause; a replica that returned nothing (killed, stopped) raises ResultMissing. For runs
-        of a function (`submit(fn, ...)`) or of a cell that ends with an expression."""
+        cause; a replica that returned nothing (killed, stopped) raises ResultMissing, and one that
+        succeeded through `sys.exit(0)` or `os._exit(0)` before giving a value gives None. For
+        runs of a function (`submit(fn, ...)`) or of a cell that ends with an expression."""
         from .function_calls import read_results
 
         status = self.wait(timeout=timeout)
@@ -211,7 +212,11 @@ class Run:
             replica = by_key.get(key.split(".rank")[0])
             return 1 if replica is None or replica.state == ReplicaState.STOPPED else 0
 
-        return read_results(self.paths.root, processes, why_missing, blame)
+        def succeeded(key: str) -> bool:  # it ended through sys.exit(0) / os._exit(0): no value, no error
+            replica = by_key.get(key.split(".rank")[0])
+            return replica is not None and replica.state == ReplicaState.SUCCEEDED
+
+        return read_results(self.paths.root, processes, why_missing, blame, succeeded)
 
     def tensorboard(self, **kwargs):
         """Start (or reuse) a TensorBoard for this run; returns the typed start result."""

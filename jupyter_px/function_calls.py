@@ -267,18 +267,27 @@ def read_results(
     processes: Iterable[tuple[str, int, str]],
     why_missing: Callable[[str], str],
     blame: Callable[[str], int] = lambda key: 0,
+    succeeded: Callable[[str], bool] = lambda key: False,
 ) -> list:
     """Every process's value in rank order (`processes`: (role, index, key) in that order), or
     the first exception re-raised; else ResultMissing naming a process without one
     (`why_missing(key)` says what became of it). Of several without one, the first by
     `blame(key)` (lowest first): a replica killed outright is named before the ones stopped
-    because of it, whichever ended first."""
-    values, missing = [], []
+    because of it, whichever ended first.
+
+    A process whose replica `succeeded(key)` but kept no outcome ended through `sys.exit(0)` or
+    `os._exit(0)` before its last expression gave a value (a script pasted into a cell often ends
+    with `sys.exit(main())`): its result is None, as a cell without a value shows none."""
+    values: list[Any] = []
+    missing: list[str] = []
     for role, index, key in processes:
         path = run_dir / RESULTS_DIR / f"{key}.pkl"
         data = path.read_bytes() if path.is_file() else _from_log(run_dir / "logs" / f"{role}-{index}.log", key)
         if data is None:
-            missing.append(key)
+            if succeeded(key):
+                values.append(None)
+            else:
+                missing.append(key)
             continue
         outcome = pickle.loads(data)
         if outcome["ok"]:

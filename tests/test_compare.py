@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 from compare_support import make_run
+from plot_config_support import assert_private
 
 from jupyter_px.compare.comparison import compare_runs
 from jupyter_px.compare.digest import DigestCache
@@ -287,6 +288,11 @@ def test_parallel_coordinates_put_numeric_params_against_the_best_value(store):
     assert list(dimensions[0].values) == [0.001, 0.1, 0.01]
     assert parallel_coordinates(compare_runs(store, [*ids, "text"])) is None  # lr is not a number everywhere
     assert parallel_coordinates(compare_runs(store, ids[:1])) is None
+    from jupyter_px.compare.render import parallel_bundle
+
+    bundle = parallel_bundle(compare_runs(store, ids))
+    assert bundle is not None
+    assert_private(bundle["application/vnd.plotly.v1+json"]["config"])
 
 
 def test_the_notebook_outputs_are_plotly_and_a_table_marking_the_best_run(store):
@@ -297,6 +303,7 @@ def test_the_notebook_outputs_are_plotly_and_a_table_marking_the_best_run(store)
     comparison = compare_runs(store, three_runs(store))
     curves = figure_bundle(comparison)
     assert set(curves) == {"application/vnd.plotly.v1+json", "text/plain"}
+    assert_private(curves["application/vnd.plotly.v1+json"]["config"])  # no "Share chart..."
     table = table_bundle(comparison)["text/html"]
     assert "<svg" not in table and table.count("data-best='true'") == 2
     text = table_bundle(comparison)["text/plain"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from magics_support import magic_shell, run, usage_error
+from plot_config_support import assert_private, assert_private_html
 
 from jupyter_px.topology.registry import topologies
 
@@ -357,6 +358,8 @@ def test_plot_metrics(ip, synthetic_run):
     assert all(trace["x"] == list(range(25)) for trace in figure["data"])
     assert figure["data"][0]["y"][0] == 1.0
     assert "75 points" in bundle["text/plain"] and "plotly" in bundle["text/html"].lower()
+    assert_private(figure["config"])  # nothing sends the curves to plotly's cloud
+    assert_private_html(bundle["text/html"])
     assert (
         usage_error(ip, "%px_plot metrics-1 accuracy") == "run metrics-1 has no metric 'accuracy' (it has: acc, loss)"
     )
@@ -511,6 +514,39 @@ def _monitor_states(client) -> list[dict[str, str]]:
         if isinstance(value, str) and "class='px-replicas'" in value:
             found.append(dict(re.findall(r"data-replica='([^']+)' data-state='([^']+)'", value)))
     return found
+
+
+def test_cells_that_end_through_sys_exit_or_without_a_value_show_no_result_and_raise_nothing(px_home, tmp_path):
+    """Scripts pasted into a cell end with `sys.exit(...)` or a call that returns None: once
+    cells gained results, `sys.exit(0)` made a successful `--wait` cell raise ResultMissing.
+    Only an expression that produced a value is a result; a failing exit still fails the cell."""
+    cells = [
+        "%load_ext jupyter_px",
+        "%%px_topology pair\nframework: pytorch\nenvironment:\n  replicas:\n    n_workers: 1\n",
+        "%%px_distributed --wait\nimport os, sys\nok = os.environ['WORLD_SIZE'] == '2'\nprint('trained')\n"
+        "sys.exit(0 if ok else 7)",
+        "%%px_distributed --wait\nimport os\nprint('bye', flush=True)\nos._exit(0)",
+        "%%px_distributed --wait\nprint('the last line is a call that returns None')",
+        "%%px_distributed --wait\n6 * 7",
+        "%%px_distributed --wait --name seven\nimport sys\nsys.exit(7)",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client, env = _client(nb, px_home, tmp_path)
+    with client.setup_kernel(env=env):
+        for index, cell in enumerate(nb.cells[:-1]):
+            client.execute_cell(cell, index)
+        from nbclient.exceptions import CellExecutionError
+
+        with pytest.raises(CellExecutionError) as failed:
+            client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+    for cell in nb.cells[2:5]:
+        kinds = [output["output_type"] for output in cell.outputs]
+        assert "error" not in kinds and "execute_result" not in kinds, _outputs_text(cell)
+        assert re.search(r"run \S+ Succeeded|Succeeded", _outputs_text(cell) + str(cell.outputs)), cell.outputs
+    results = [output for output in nb.cells[5].outputs if output["output_type"] == "execute_result"]
+    assert [r["data"]["text/plain"] for r in results] == ["42"]
+    assert "UsageError" in str(failed.value) and "exit code 7" in str(failed.value)
+    assert "ResultMissing" not in str(failed.value)
 
 
 def test_attach_after_kernel_restart_loses_no_metric(px_home, tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import yaml
+from plot_config_support import assert_private
 
 from jupyter_px.runstore.models import CodeSpec
 from jupyter_px.sweeps.engine import open_study
@@ -84,6 +85,8 @@ def test_a_sweeps_views_draw_its_trials(px_home):
     monitor = monitor_of(sweep_id)
     plots = monitor.view_plots
     values = [result for _, _, result in told]
+    for plot in [monitor.objective_plot, *plots.values()]:  # what the browser gets: no cloud link
+        assert_private(plot.get_state()["_config"])
 
     # History: each trial's loss, and the best so far.
     points, best = plots["history"]._widget_data

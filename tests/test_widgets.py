@@ -8,6 +8,7 @@ import re
 
 import pytest
 from conftest import write_metrics
+from plot_config_support import assert_private
 
 from jupyter_px.presentation.colors import STATE_COLORS
 from jupyter_px.topology.registry import topologies
@@ -89,6 +90,7 @@ def test_monitor_final_refresh_keeps_final_state_in_widget_state(synthetic_run, 
     assert "px-state-Succeeded" in monitor.get_state()["_dom_classes"]
     saved = monitor.plot.figure.get_state()["_widget_data"]
     assert sum(len(trace["x"]) for trace in saved) == 18  # 5 + 5 + 8 points, plain lists
+    assert_private(monitor.plot.figure.get_state()["_config"])  # what the browser gets: no cloud link
     # each replica's log is in its tab after the end
     assert all("line 9" in view.value for view in monitor.logs.views)
 

@@ -13,10 +13,10 @@ are the monitor's (`presentation.series.PALETTE`, `presentation.plot_theme`), so
 from __future__ import annotations
 
 import html
-import json
 import secrets
 from typing import Any
 
+from ..presentation.plot_theme import plotly_json
 from ..presentation.series import PALETTE
 from .comparison import Comparison
 
@@ -154,7 +154,7 @@ def parallel_bundle(comparison: Comparison) -> dict[str, Any] | None:
         return None
     names = [dimension["label"] for dimension in figure.data[0].dimensions]
     return {
-        "application/vnd.plotly.v1+json": json.loads(figure.to_json()),
+        "application/vnd.plotly.v1+json": plotly_json(figure),
         "text/plain": f"parallel coordinates of {len(comparison.runs)} runs: {', '.join(names)}",
     }
 
@@ -254,7 +254,7 @@ def figure_bundle(comparison: Comparison) -> dict[str, Any]:
     )
     bundle: dict[str, Any] = {"text/plain": text}
     if comparison.metrics:
-        bundle["application/vnd.plotly.v1+json"] = json.loads(figure(comparison).to_json())
+        bundle["application/vnd.plotly.v1+json"] = plotly_json(figure(comparison))
     return bundle
 
 

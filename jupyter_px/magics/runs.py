@@ -49,11 +49,11 @@ def _figure_bundle(figure: Any, text: str) -> dict[str, Any]:
     """A plotly figure as an output bundle: JupyterLab renders the plotly JSON, exports (nbconvert,
     GitHub) use the HTML, a terminal prints the text. Not `display(figure)`, whose renderer
     depends on guessing the environment (and opens a browser from a terminal)."""
-    import json
+    from ..presentation.plot_theme import plotly_html, plotly_json
 
     return {
-        "application/vnd.plotly.v1+json": json.loads(figure.to_json()),
-        "text/html": figure.to_html(include_plotlyjs="cdn", full_html=False),
+        "application/vnd.plotly.v1+json": plotly_json(figure),
+        "text/html": plotly_html(figure),
         "text/plain": text,
     }
 

@@ -10,6 +10,9 @@ background, and text, axes, grid and plotly's toolbar in a grey that reads on wh
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 GREY = "#8c8c8c"  # about 3.4:1 on white and 5:1 on JupyterLab Dark's #111
 GRID = "rgba(140,140,140,0.25)"
 AXIS = {"gridcolor": GRID, "zerolinecolor": GRID, "linecolor": GRID, "color": GREY}
@@ -26,3 +29,38 @@ THEME_NEUTRAL: dict = {
     "legend": {"bgcolor": "rgba(0,0,0,0)", "orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"},
     "modebar": {"bgcolor": "rgba(0,0,0,0)", "color": GREY, "activecolor": "#1f77b4"},
 }
+
+#: The plotly.js config of every figure the notebook shows (the extension's `CONFIG` in
+#: `labextension/src/plotting/figures.ts` is the same): no plotly logo, and nothing that sends a
+#: figure off this machine. plotly.js 4 shows "Share chart..." by default, which posts the figure's
+#: data (a user's training curves) to plotly's cloud after one confirmation (plotly.js 4 dropped
+#: the older "Edit in Chart Studio" and `showLink`). It is off, its button removed and plotly's
+#: server URL empty, in the notebook's outputs, its widgets and the HTML a saved notebook keeps.
+PLOT_CONFIG: dict = {
+    "displaylogo": False,
+    "showSendToCloud": False,
+    "plotlyServerURL": "",
+    "modeBarButtonsToRemove": ["sendChartToCloud", "lasso2d", "select2d", "autoScale2d"],
+}
+
+
+def plotly_json(figure: Any) -> dict:
+    """A figure as plotly's mimetype (`application/vnd.plotly.v1+json`) carries it: its data and
+    layout, with PLOT_CONFIG (JupyterLab's plotly renderer hands `config` to plotly.js)."""
+    import json
+
+    return {**json.loads(figure.to_json()), "config": copy.deepcopy(PLOT_CONFIG)}
+
+
+def plotly_html(figure: Any) -> str:
+    """A figure as HTML for exports (nbconvert, GitHub), with PLOT_CONFIG."""
+    return figure.to_html(include_plotlyjs="cdn", full_html=False, config=copy.deepcopy(PLOT_CONFIG))
+
+
+def private_figure_widget(**kwargs: Any) -> Any:
+    """A plotly `FigureWidget` (the ipywidgets monitors' plots) with PLOT_CONFIG."""
+    import plotly.graph_objects as go
+
+    widget = go.FigureWidget(**kwargs)
+    widget._config = copy.deepcopy(PLOT_CONFIG)
+    return widget

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..presentation.plot_theme import AXIS as _AXIS
 from ..presentation.plot_theme import GREY as _GREY
-from ..presentation.plot_theme import THEME_NEUTRAL
+from ..presentation.plot_theme import THEME_NEUTRAL, private_figure_widget
 from ..presentation.series import MAX_POINTS, PALETTE, MetricData, xy  # noqa: F401 (re-exported)
 
 
@@ -98,7 +98,7 @@ class LivePlot:
 
         self._go = go
         self.selector = widgets.Dropdown(description="metric", options=[], layout=widgets.Layout(width="320px"))
-        self.figure = go.FigureWidget(
+        self.figure = private_figure_widget(
             layout={
                 **THEME_NEUTRAL,
                 "height": 320,

@@ -18,6 +18,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..presentation.plot_theme import private_figure_widget
 from ..presentation.sweep_figures import VIEWS, view_figures
 from ..sweeps.store import SweepStatus, TrialState
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
@@ -127,7 +128,6 @@ class SweepMonitor(widgets.VBox):
     """Live view of one sweep; `refresh()` reads its status once, `start()` keeps it updating."""
 
     def __init__(self, sweep: Any, *, interval: float = 1.0, autostart: bool = True, **kwargs: Any):
-        import plotly.graph_objects as go
 
         self.sweep = sweep
         self.sweep_id = sweep.sweep_id
@@ -141,11 +141,11 @@ class SweepMonitor(widgets.VBox):
         self.table = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop sweep", button_style="danger", icon="stop")
         self.stop_button.on_click(lambda _: self._stop_sweep())
-        self.objective_plot = go.FigureWidget()
+        self.objective_plot = private_figure_widget()
         self.objective_plot.add_class("px-sweep-objective")
         # A view each: its plot (in a box, hidden while the view is missing) and the model's
         # reason when it is. plotly's FigureWidget has its own `layout`: the box is what hides.
-        self.view_plots = {name: go.FigureWidget() for name in VIEWS}
+        self.view_plots = {name: private_figure_widget() for name in VIEWS}
         self.view_boxes = {name: widgets.VBox([plot]) for name, plot in self.view_plots.items()}
         self.view_reasons = {name: widgets.HTML() for name in VIEWS}
         self.view_sections = {name: widgets.VBox([self.view_reasons[name], self.view_boxes[name]]) for name in VIEWS}

@@ -126,6 +126,14 @@ for (const theme of ['light', 'dark'] as const) {
     );
     await page.mouse.move(area.x + area.width / 2, area.y + area.height / 2);
     await expect(plot.locator('.hoverlayer .legend')).toContainText('master-0');
+    // The mode bar (shown on hover) keeps the download, but nothing that sends the figure's data
+    // off this machine: plotly.js 4 adds "Share chart..." unless told not to.
+    await expect(plot.locator('.modebar-btn').first()).toBeAttached();
+    await expect(
+      plot.locator(
+        '.modebar-btn[data-title*="Share"], .modebar-btn[data-title*="Chart Studio"], .modebar-btn[data-attr="sendChartToCloud"]'
+      )
+    ).toHaveCount(0);
     await shot('03-metrics-hover');
     await metrics.locator('.jp-px-log-scale input').uncheck();
     await expect(plot).toHaveAttribute('aria-label', 'loss by step');

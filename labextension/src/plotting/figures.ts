@@ -156,11 +156,24 @@ export function baseLayout(
   };
 }
 
-/** The config of every plot: responsive, the mode bar on hover, no plotly logo. */
+/**
+ * The config of every plot: responsive, the mode bar on hover, no plotly logo, and nothing that
+ * sends a figure off this machine: plotly.js 4 shows "Share chart..." (`sendChartToCloud`, on by
+ * default), which posts the figure's data to plotly's cloud. A user's training data never leaves
+ * from a monitor: it is off, its button removed and plotly's server URL empty. The notebook's
+ * figures take the same flags (`jupyter_px/presentation/plot_theme.py`, `PLOT_CONFIG`).
+ */
 export const CONFIG = {
   responsive: true,
   displaylogo: false,
-  modeBarButtonsToRemove: ['lasso2d', 'select2d', 'autoScale2d'],
+  showSendToCloud: false,
+  plotlyServerURL: '',
+  modeBarButtonsToRemove: [
+    'sendChartToCloud',
+    'lasso2d',
+    'select2d',
+    'autoScale2d'
+  ],
   toImageButtonOptions: { format: 'png', scale: 2 }
 };
 
