@@ -35,6 +35,7 @@ LAUNCH_MODULES = (
     "test_cli_runs",
     "test_warm",
     "test_functions",
+    "test_workloads",
 )
 
 

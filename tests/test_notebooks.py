@@ -26,9 +26,12 @@ from nbclient import NotebookClient
 from server_support import free_port, stop_process, wait_until_serving, write_server_config
 
 #: kubernetes.ipynb needs a (fake) cluster: tests/test_kubernetes_notebook.py runs it; sweep.ipynb (trials pruned
-#: on purpose) has its own checks in tests/test_sweep_notebook.py.
+#: on purpose) has its own checks in tests/test_sweep_notebook.py, workloads.ipynb (what each job computed) in
+#: tests/test_workloads_notebook.py.
 NOTEBOOKS = sorted(
-    p for p in (Path(__file__).parent.parent / "notebooks").glob("*.ipynb") if p.stem not in ("kubernetes", "sweep")
+    p
+    for p in (Path(__file__).parent.parent / "notebooks").glob("*.ipynb")
+    if p.stem not in ("kubernetes", "sweep", "workloads")
 )
 BASE_URL = "/px-test/"
 

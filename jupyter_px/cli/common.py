@@ -47,10 +47,12 @@ def load_topology(path: str | None):
 
 def guarded(handler):
     """Turn CliError (bad input) and RunDamaged (a run directory that cannot be read) into one
-    message and exit code 2."""
-    from ..service import RunDamaged
+    message and exit code 2. The run service is imported when the command runs, not when the
+    parser is built (which every command does)."""
 
     def run(args: argparse.Namespace) -> int:
+        from ..service import RunDamaged
+
         try:
             return handler(args)
         except (CliError, RunDamaged) as error:

@@ -12,17 +12,22 @@ import json
 import sys
 import time
 
-from .. import tensorboard
-from ..presentation.text import duration, table, timestamp
+from ..tensorboard import config as tensorboard_config
+
+# The rest of `jupyter_px.tensorboard` and `presentation.text` are imported by the commands that
+# use them: the parser is built for every `jupyter px` command (tests/test_cli_imports.py).
 
 LIST_HEADERS = ("KEY", "PID", "PORT", "STARTED", "IDLE", "STOPS WHEN IDLE FOR", "URL", "LOGDIRS")
 
 
-def _logdirs(info: tensorboard.ServerInfo) -> str:
+def _logdirs(info) -> str:
     return ", ".join(f"{name}={path}" if name else path for name, path in sorted(info.logdirs.items()))
 
 
 def _list(args: argparse.Namespace) -> int:
+    from .. import tensorboard
+    from ..presentation.text import duration, table, timestamp
+
     servers = tensorboard.list_servers()
     now = time.time()
     if args.json:
@@ -67,6 +72,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
+    from .. import tensorboard
+
     servers = tensorboard.list_servers()
     if args.all:
         chosen = servers
@@ -102,8 +109,8 @@ def register(commands) -> None:
         help="list or stop the TensorBoard servers jupyter-px started",
         description="TensorBoard servers started by %%px_tensorboard, the monitor's button or the API. "
         f"Each stops itself when the Jupyter server proxying it exits, or after "
-        f"${tensorboard.IDLE_TIMEOUT_ENV} seconds without use (default "
-        f"{tensorboard.DEFAULT_IDLE_TIMEOUT_S:g}; 0: never).",
+        f"${tensorboard_config.IDLE_TIMEOUT_ENV} seconds without use (default "
+        f"{tensorboard_config.DEFAULT_IDLE_TIMEOUT_S:g}; 0: never).",
     )
     actions = group.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="the servers still running")

@@ -5,20 +5,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from ..cluster import ReplicaPaths, local_addresses, replica_env
-from ..sweeps.spec import parse_polyaxonfile, read_sweep
-from ..topology import Topology, TopologyError, json_schema, summary_text, to_dict
-from ..topology.files import read_topology_text
+# The topology model, the sweep spec and the environment contract are imported by the commands
+# that use them: the parser is built for every `jupyter px` command (tests/test_cli_imports.py).
+if TYPE_CHECKING:
+    from ..topology import Topology, TopologyError
 
 
 def read_topology_file(path: str) -> Topology:
     """Parse FILE (or `-` for standard input); TopologyError on bad content, OSError (one line
     in `strerror`) for a file that cannot be read as text: missing, too large, not UTF-8."""
+    from ..sweeps.spec import parse_polyaxonfile
+    from ..topology.files import read_topology_text
+
     return parse_polyaxonfile(read_topology_text(path))
 
 
 def _load_or_report(args: argparse.Namespace) -> Topology | None:
+    from ..topology import TopologyError
+
     path, as_json = args.file, args.json
     try:
         return read_topology_file(path)
@@ -52,6 +58,9 @@ def _report(error: TopologyError) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ..sweeps.spec import read_sweep
+    from ..topology import summary_text, to_dict
+
     topology = _load_or_report(args)
     if topology is None:
         return 2
@@ -95,6 +104,8 @@ def sequential_ports(topology: Topology, first: int = 29500) -> dict[str, list[i
 
 
 def cmd_env(args: argparse.Namespace) -> int:
+    from ..cluster import ReplicaPaths, local_addresses, replica_env
+
     topology = _load_or_report(args)
     if topology is None:
         return 2
@@ -124,6 +135,8 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    from ..topology import json_schema
+
     print(json.dumps(json_schema(), indent=1))
     return 0
 

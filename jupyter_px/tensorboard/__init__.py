@@ -27,6 +27,9 @@ Display (HTML, text) is `jupyter_px.presentation.tensorboard`, a layer above thi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_attributes
 from .config import (
     DEFAULT_IDLE_TIMEOUT_S,
     HOST,
@@ -35,10 +38,28 @@ from .config import (
     WATCH_INTERVAL_S,
     idle_timeout_setting,
 )
-from .launch import Failed, Launched, Reused, StartResult, start, stop
-from .registry import ServerInfo, last_active, list_servers, server_for_port, touch
-from .targets import Target
-from .urls import BASE_URL_ENV, PROXY_ROUTE, PROXY_URL_ENV, jupyter_base_url, proxy_url
+
+#: Imported on first use (PEP 562): `jupyter px` builds its parser from this package's settings
+#: (`config.py`) on every command, and the launcher's imports (the run store, pydantic) cost a
+#: quarter of a second that only the TensorBoard commands need.
+_LAZY = {
+    **dict.fromkeys(("Failed", "Launched", "Reused", "StartResult", "start", "stop"), "jupyter_px.tensorboard.launch"),
+    **dict.fromkeys(
+        ("ServerInfo", "last_active", "list_servers", "server_for_port", "touch"), "jupyter_px.tensorboard.registry"
+    ),
+    "Target": "jupyter_px.tensorboard.targets",
+    **dict.fromkeys(
+        ("BASE_URL_ENV", "PROXY_ROUTE", "PROXY_URL_ENV", "jupyter_base_url", "proxy_url"), "jupyter_px.tensorboard.urls"
+    ),
+}
+
+if TYPE_CHECKING:
+    from .launch import Failed, Launched, Reused, StartResult, start, stop
+    from .registry import ServerInfo, last_active, list_servers, server_for_port, touch
+    from .targets import Target
+    from .urls import BASE_URL_ENV, PROXY_ROUTE, PROXY_URL_ENV, jupyter_base_url, proxy_url
+else:
+    __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
 
 __all__ = [
     "BASE_URL_ENV",

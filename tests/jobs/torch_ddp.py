@@ -32,6 +32,9 @@ def main() -> None:
         losses.append(loss.item())
     weights = [p.detach().flatten().tolist() for p in model.parameters()]
     dist.barrier()
+    # the DDP model before the group: freed after it (when main() returns), its Reducer drops the
+    # group's last reference holding the GIL, which a gloo thread may still need (docs/warm.md)
+    del model
     dist.destroy_process_group()
 
     out = {

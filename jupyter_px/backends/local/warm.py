@@ -67,14 +67,27 @@ SERVER_PID_ENV = "JUPYTER_PX_SERVER_PID"
 #: What every template imports: the replica runner and what a replica's code imports of ours.
 BASE_PRELOAD = ("jupyter_px.runner", "jupyter_px.tracking", "cloudpickle")
 #: The framework's modules, per framework that can start warm (None: no framework). For torch,
-#: also the heavy pure-Python part of what DistributedDataParallel imports on first use (sympy,
-#: torch.fx). Not torch._dynamo itself (835 modules, the rest of DDP's first-use cost): with it
-#: imported in the template, 1 run in 5 of tests/jobs/torch_ddp.py hung here, a replica's gloo
-#: process group deadlocking in its destructor when `main()` returned (0 in 20 without it,
-#: 0 in 8 cold).
+#: what a training script imports on first use, measured (docs/warm.md): DistributedDataParallel
+#: and an optimizer's constructor (sympy, torch.fx, torch._dynamo), a DataLoader with worker
+#: processes (multiprocessing's queues and locks), torch.save. A replica's first training step
+#: imports 3 modules instead of 369 (0.7 s instead of 4.4-7.8 s on a loaded core). The gloo hang
+#: once put down to torch._dynamo here is a race of torch's own (a Reducer freeing the process
+#: group with the GIL held), whatever the template imports: docs/warm.md has its stacks.
 FRAMEWORK_PRELOAD: dict[str | None, tuple[str, ...]] = {
     None: (),
-    "pytorch": ("torch", "torch.distributed", "torch.nn.parallel", "sympy", "torch.fx"),
+    "pytorch": (
+        "torch",
+        "torch.distributed",
+        "torch.nn.parallel",
+        "sympy",
+        "torch.fx",
+        "torch._dynamo",
+        "torch.utils.data",
+        "torch.utils.serialization",
+        "multiprocessing.queues",
+        "multiprocessing.synchronize",
+        "multiprocessing.popen_fork",
+    ),
 }
 #: Why a framework's runs start cold.
 COLD_FRAMEWORKS = {

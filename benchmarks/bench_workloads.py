@@ -1,0 +1,222 @@
+"""A real training script, four ranks: `examples/workloads/torch_cnn.py --size tiny`, four ways, rounds
+interleaved.
+
+    python benchmarks/bench_workloads.py              # 5 rounds; --rounds N, --size real
+
+* `torchrun --standalone --nproc_per_node=4 torch_cnn.py` (the peer a user would otherwise run);
+* `jupyter px run torch_cnn.py -f torch.yaml --wait --cold` (every replica a fresh interpreter);
+* `jupyter px run torch_cnn.py -f torch.yaml --wait`, warm (forked from the template, which
+  `jupyter px warm start` started before the first round);
+* `%%px_distributed -t torch --wait` over the script's text, warm, in one kernel driven by
+  nbclient (the wall time of the cell, as the notebook user waits for it).
+
+The script is what a researcher runs: a ResNet-style CNN under DistributedDataParallel, a
+DataLoader with two worker processes per rank, AdamW, autocast, gradient accumulation,
+checkpoints, an evaluation pass, metrics every step. Each command is a whole process, timed from
+start to exit. Besides the wall time, every rank reports its pace in its `RESULT` line: the first
+training step (it starts the DataLoader's workers), then steps per second, and its peak memory.
+Reported: medians; warm / torchrun (goal at most 0.2), the magic's / torchrun (goal 0.15), the
+training pace under each launcher / under torchrun (goal at least 0.99), the first step warm /
+cold (goal at most 1). It exits 1 if a run failed; the goals are reported, not enforced (the
+figures in BENCHMARKS.md say which are met and what is left).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = ROOT / "examples" / "workloads"
+GOALS = {"warm": 0.2, "magic": 0.15, "pace": 0.99}
+TOPOLOGY = "framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 3\n"
+
+
+def _bin(name: str) -> str:
+    here = Path(sys.executable).parent / name
+    return str(here) if here.exists() else (shutil.which(name) or name)
+
+
+def results(text: str) -> list[dict]:
+    """Every `RESULT {json}` line in a command's output (torchrun's ranks, or `--wait`'s streamed logs)."""
+    return [json.loads(line.split("RESULT ", 1)[1]) for line in text.splitlines() if "RESULT {" in line]
+
+
+class Bench:
+    def __init__(self, work: Path, size: str):
+        self.work, self.size = work, size
+        shutil.copy(WORKLOADS / "torch_cnn.py", work / "torch_cnn.py")
+        (work / "four.yaml").write_text(TOPOLOGY)
+        self.env = dict(
+            os.environ,
+            PX_HOME=str(work / "px_home"),
+            JUPYTER_PX_WARM_DIR=str(work / "warm"),
+            PYTHONWARNINGS="ignore",
+            PYTHONPATH=os.pathsep.join(
+                [str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
+            ),
+        )
+        self.env.pop("JUPYTER_PX_WARM", None)
+        self.kernel = None
+
+    def command(self, argv: list[str]) -> tuple[float, bool, list[dict], str]:
+        start = time.perf_counter()
+        out = subprocess.run(argv, env=self.env, cwd=self.work, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - start
+        text = out.stdout + out.stderr
+        found = results(text)
+        return seconds, out.returncode == 0 and len(found) == 4, found, text[-1500:]
+
+    def torchrun(self):
+        return self.command(
+            [_bin("torchrun"), "--standalone", "--nproc_per_node=4", "torch_cnn.py", "--size", self.size]
+        )
+
+    def cold(self):
+        argv = [_bin("jupyter"), "px", "run", "torch_cnn.py", "-f", "four.yaml", "--wait", "--cold"]
+        return self.command([*argv, "--", "--size", self.size])
+
+    def warm(self):
+        argv = [_bin("jupyter"), "px", "run", "torch_cnn.py", "-f", "four.yaml", "--wait"]
+        seconds, ok, found, tail = self.command([*argv, "--", "--size", self.size])
+        launch = self._last_launch()
+        return seconds, ok and launch.startswith("warm"), found, tail + f"\nlaunch: {launch}"
+
+    def _last_run(self) -> Path:
+        return sorted((self.work / "px_home" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)[-1]
+
+    def _last_launch(self) -> str:
+        return json.loads((self._last_run() / "status.json").read_text()).get("launch") or ""
+
+    def start_kernel(self) -> None:
+        import nbformat
+        from nbclient import NotebookClient
+
+        script = (self.work / "torch_cnn.py").read_text()
+        if self.size != "tiny":
+            script = script.replace('default="tiny"', f'default="{self.size}"')
+        self.notebook = nbformat.v4.new_notebook(
+            cells=[
+                nbformat.v4.new_code_cell("%load_ext jupyter_px"),
+                nbformat.v4.new_code_cell(f"%%px_distributed -f {self.work / 'four.yaml'} --wait\n{script}"),
+            ]
+        )
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(self.env)
+        try:
+            self.client = NotebookClient(
+                self.notebook, timeout=1200, kernel_name="python3", resources={"metadata": {"path": str(self.work)}}
+            )
+            self.kernel = self.client.setup_kernel()
+            self.kernel.__enter__()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        self.client.execute_cell(self.notebook.cells[0], 0)
+
+    def magic(self):
+        cell = self.notebook.cells[1]
+        start = time.perf_counter()
+        try:
+            self.client.execute_cell(cell, 1)
+            ok = True
+        except Exception as error:  # CellExecutionError: the run did not succeed
+            ok, cell.outputs = False, [{"output_type": "stream", "name": "stderr", "text": str(error)}]
+        seconds = time.perf_counter() - start
+        run = self._last_run()
+        found = results("\n".join((run / "logs" / log).read_text() for log in os.listdir(run / "logs")))
+        launch = self._last_launch()
+        return seconds, ok and launch.startswith("warm") and len(found) == 4, found, f"launch: {launch}"
+
+    def close(self) -> None:
+        if self.kernel is not None:
+            self.kernel.__exit__(None, None, None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--size", choices=("tiny", "real"), default="tiny")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="px-bench-workloads-"))
+    bench = Bench(work, args.size)
+    variants = {
+        "torchrun --standalone": bench.torchrun,
+        "jupyter px run --wait --cold": bench.cold,
+        "jupyter px run --wait (warm)": bench.warm,
+        "%%px_distributed --wait (warm, nbclient)": bench.magic,
+    }
+    wall: dict[str, list[float]] = {name: [] for name in variants}
+    ranks: dict[str, list[dict]] = {name: [] for name in variants}
+    failures = dict.fromkeys(variants, 0)
+    try:
+        print(f"work dir {work}; {os.cpu_count()} cores; load average {os.getloadavg()}", flush=True)
+        started = subprocess.run(
+            [_bin("jupyter"), "px", "warm", "start"], env=bench.env, capture_output=True, text=True, check=False
+        )
+        print(started.stdout.strip() or started.stderr.strip(), flush=True)
+        bench.start_kernel()
+        names = list(variants)
+        for round_no in range(args.rounds):
+            for name in names[round_no % len(names) :] + names[: round_no % len(names)]:
+                seconds, ok, found, tail = variants[name]()
+                wall[name].append(seconds)
+                ranks[name].extend(found)
+                failures[name] += not ok
+                print(
+                    f"  round {round_no + 1}: {name}: {seconds:.2f} s" + ("" if ok else f" FAILED\n{tail}"), flush=True
+                )
+        print(f"load average after: {os.getloadavg()}")
+    finally:
+        bench.close()
+        subprocess.run([_bin("jupyter"), "px", "warm", "stop"], env=bench.env, capture_output=True, check=False)
+    report(args, wall, ranks, failures)
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if not any(failures.values()) else 1
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def report(args, wall, ranks, failures) -> None:
+    torchrun = "torchrun --standalone"
+    medians = {name: _median(values) for name, values in wall.items()}
+    pace = {name: _median([r["steps_per_s"] for r in found if r.get("steps_per_s")]) for name, found in ranks.items()}
+    first = {name: _median([r["first_step_s"] for r in found]) for name, found in ranks.items()}
+    rss = {name: _median([r["max_rss_mib"] for r in found]) for name, found in ranks.items()}
+    print()
+    print(
+        f"| torch_cnn.py --size {args.size}, 4 ranks, {args.rounds} rounds interleaved | wall median (s) | min | max "
+        "| / torchrun | steps/s per rank | / torchrun | first step (s) | peak RSS per rank (MiB) | succeeded |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, values in wall.items():
+        print(
+            f"| {name} | {medians[name]:.2f} | {min(values):.2f} | {max(values):.2f} | "
+            f"{medians[name] / medians[torchrun]:.2f} | {pace[name]:.2f} | {pace[name] / pace[torchrun]:.2f} | "
+            f"{first[name]:.2f} | {rss[name]:.0f} | {len(values) - failures[name]}/{len(values)} |"
+        )
+    warm, magic = medians["jupyter px run --wait (warm)"], medians["%%px_distributed --wait (warm, nbclient)"]
+    print()
+    print(f"warm run / torchrun: {warm / medians[torchrun]:.3f} (goal at most {GOALS['warm']})")
+    print(f"%%px_distributed / torchrun: {magic / medians[torchrun]:.3f} (goal at most {GOALS['magic']})")
+    for name in wall:
+        if name != torchrun:
+            ratio = pace[name] / pace[torchrun]
+            print(f"training pace under {name} / torchrun: {ratio:.3f} (goal at least {GOALS['pace']})")
+    cold_first = first["jupyter px run --wait --cold"]
+    print(f"first step warm / cold: {first['jupyter px run --wait (warm)'] / cold_first:.2f} (goal at most 1)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

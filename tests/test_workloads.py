@@ -1,0 +1,52 @@
+"""The reference workloads (examples/workloads/) on the local backend, cold and warm (the `launch`
+fixture), at their tiny size: what each job computed, not only that it ended. The same seed gives
+the same final loss as `torchrun --standalone` of the same script (PyTorch; within 1e-6 on the
+CPU), every replica's metrics and tracking's TensorBoard events have every step, every training
+replica's checkpoints are on disk. A warm round forks the replicas, and their DataLoader workers
+fork again inside them (persistent workers), from a template that has imported what an
+optimizer, DDP and autocast import on first use.
+
+The Kubernetes backends: tests/test_workloads_kube.py; Slurm: tests/test_workloads_slurm.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from workloads_support import DEADLINE_S, check_run, local_loss, reference_loss, submit
+
+from jupyter_px.service import RunService
+
+pytestmark = pytest.mark.jobs
+
+
+@pytest.fixture
+def shared(tmp_path_factory):
+    """Where the reference losses are kept for the whole test session (every xdist worker)."""
+    return tmp_path_factory.getbasetemp().parent / "workload-references"
+
+
+@pytest.mark.parametrize("name", ["torch_cnn", "torch_lm"])
+def test_a_pytorch_workload_ends_with_torchruns_loss(name, launch, px_home, shared):
+    expected = reference_loss(name, 1, shared)
+    service = RunService()
+    run_id = submit(service, name, "local", workers=1)
+    service.wait(run_id, timeout=DEADLINE_S)
+    check_run(service, run_id, name, expected=expected)
+
+
+@pytest.mark.cold_only  # TensorFlow starts cold in a warm round too: one round is enough
+def test_keras_on_multi_worker_mirrored_strategy(launch, px_home, shared):
+    """Every replica ends with the same loss; the run is the session's reference for the other
+    backends' tests (tests/test_workloads_kube.py, tests/test_workloads_slurm.py)."""
+    assert local_loss("tf_mwms", 1, shared) > 0
+
+
+@pytest.mark.cold_only
+def test_keras_on_parameter_servers_trains_through_the_chief(launch, px_home):
+    """Chief, a worker and a parameter server: the chief's model.fit ran every step (metrics and
+    TensorBoard), checkpointed, and the loss fell below chance (ln 4) on held-out points."""
+    service = RunService()
+    run_id = submit(service, "tf_ps", "local", workers=1)
+    service.wait(run_id, timeout=DEADLINE_S)
+    loss = check_run(service, run_id, "tf_ps")
+    assert loss < 1.0, loss
