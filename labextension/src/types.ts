@@ -230,7 +230,7 @@ export interface IComparedMetric {
   name: string;
   optimization: 'min' | 'max';
   best_run: string | null;
-  /** What "best" meant: "lowest among the 3 runs that succeeded". */
+  /** What "best" meant: "lowest final value among the 3 runs that succeeded". */
   best_rule: string;
   common_step: number | null;
   curves: ICompareCurve[];
