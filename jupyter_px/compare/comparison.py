@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from ..runstore import RunStore
+from ..sweeps.importance import ParamImportance, param_importance
 from .digest import Curve, DigestCache, RunDigest
 from .downsample import DEFAULT_POINTS, check_points
-from .importance import ParamImportance, param_importance
 from .params import differing
 from .values import Optimization, check_optimizations, optimization_for
 
@@ -253,8 +253,10 @@ def compare_runs(
     importance: list[ParamImportance] = []
     first = primary_metric(compared, directions)
     if first is not None:
+        # each run's final value: what a sweep's trial reports as its objective, so the sweep's
+        # importance view and this one agree on the same runs
         values = [
-            (curve.summary.best(first.optimization)[0] if curve is not None else None)
+            (curve.summary.final if curve is not None else None)
             for curve in (first.curves.get(run.run_id) for run in runs)
         ]
         importance = param_importance([run.params for run in runs], values, differ)

@@ -4,7 +4,7 @@ same model, the same views and the same choices as the extension's `plotting/swe
 
 * history: each complete trial's objective (points) and the best so far (a step line), a
   panel per objective;
-* importance: each parameter's share (PED-ANOVA), largest on top, a panel per objective;
+* importance: each parameter's eta squared (the comparison's calculation), largest on top, a panel per objective;
 * parallel coordinates: an axis per parameter (categories as ticks, a log one as log10) and
   objective, a line per trial colored by the first objective, the better end for the better;
 * contour: the objective interpolated over the two most important parameters, the trials on it;
@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..sweeps.importance import importance_label
 from ..sweeps.view_model import (
     Contour,
     History,
@@ -108,7 +109,7 @@ def importance_figure(importances: list[Importance] | None) -> Any:
             col=col,
         )
         figure.update_xaxes(
-            AXIS, range=[0, 1], title_text=f"importance for {importance.objective} ({importance.evaluator})", col=col
+            AXIS, range=[0, 1], title_text=importance_label(importance.objective), col=col
         )
         figure.update_yaxes(AXIS, col=col)
     figure.update_layout(

@@ -8,9 +8,9 @@ sweep's record; reads never act), typed by the pydantic models below and served 
 `GET px/api/sweeps/<ref>/view` and `Sweep.view_model()`.
 
 * History: the complete trials in trial order, each objective's value and the best so far.
-* Importance: Optuna's PED-ANOVA evaluator (`PedAnovaImportanceEvaluator`, no extra
-  dependency) over the complete trials, each parameter's share, per objective; None below
-  `MIN_TRIALS_FOR_IMPORTANCE` complete trials or without two parameters that vary.
+* Importance: the comparison's calculation (`importance.py`: eta squared, the share of the
+  objective's variance each parameter alone explains), over the complete trials, per objective;
+  None below `MIN_TRIALS_FOR_IMPORTANCE` complete trials or without a parameter that varies.
 * Parallel coordinates: an axis per parameter (numeric, or categorical with its categories)
   and per objective; a line per complete trial.
 * Slices: per parameter, each complete trial's value of it against the (first) objective.
@@ -23,16 +23,16 @@ sweep's record; reads never act), typed by the pydantic models below and served 
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .importance import EVALUATOR, MIN_RUNS, param_importance
 from .spec import SweepSpec
 from .store import SweepStatus, TrialRow, TrialState
 
-#: Complete trials below which no importance is computed (PED-ANOVA compares quantiles).
-MIN_TRIALS_FOR_IMPORTANCE = 4
+#: Complete trials below which no importance is computed (the comparison's threshold).
+MIN_TRIALS_FOR_IMPORTANCE = MIN_RUNS
 #: Cells per side of the contour's interpolated grid.
 GRID = 24
 #: The parameter kinds searched on a log scale (their axes are drawn log).
@@ -70,8 +70,11 @@ class History(_View):
 
 class Importance(_View):
     objective: str
-    evaluator: str = "ped-anova"
-    params: dict[str, float] = Field(description="each parameter's share of the importance, most important first")
+    evaluator: str = EVALUATOR
+    params: dict[str, float] = Field(
+        description="each parameter's eta squared (0..1, most important first): the share of the objective's "
+        "variance its values alone explain; read each on its own, they need not add up to 1"
+    )
 
 
 class Axis(_View):
@@ -238,47 +241,18 @@ def _importance(
     objectives: list[ObjectiveView],
     missing: dict[ViewName, str],
 ) -> list[Importance] | None:
-    if len(trials) < MIN_TRIALS_FOR_IMPORTANCE or len(params) < 2:
+    """The comparison's calculation (`importance.param_importance`), per objective."""
+    if len(trials) < MIN_TRIALS_FOR_IMPORTANCE or not params:
         missing["importance"] = (
-            f"parameter importance needs {MIN_TRIALS_FOR_IMPORTANCE} complete trials and two parameters that vary "
+            f"parameter importance needs {MIN_TRIALS_FOR_IMPORTANCE} complete trials and a parameter that varies "
             f"(here {len(trials)} and {len(params)})"
         )
         return None
-    import optuna
-    from optuna.distributions import CategoricalDistribution, FloatDistribution
-    from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
-
-    distributions: dict[str, Any] = {}
-    for name, categories in params.items():
-        if categories is not None:
-            distributions[name] = CategoricalDistribution(categories)
-        else:
-            values = [float(t.params[name]) for t in trials]
-            distributions[name] = FloatDistribution(min(values), max(values))
-    study = optuna.create_study(directions=[o.direction for o in objectives])
-    study.add_trials(
-        [
-            optuna.trial.create_trial(
-                params={n: (str(t.params[n]) if c is not None else float(t.params[n])) for n, c in params.items()},
-                distributions=distributions,
-                values=[(t.values or {})[o.name] for o in objectives],
-            )
-            for t in trials
-        ]
-    )
     out = []
-    for index, objective in enumerate(objectives):
-        sign = -1.0 if objective.direction == "maximize" else 1.0  # PED-ANOVA takes lower as better
-
-        def target(frozen: Any, i: int = index, s: float = sign) -> float:
-            return s * frozen.values[i]
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "lower target values are better": as meant, by the sign
-            shares = get_param_importances(
-                study, evaluator=PedAnovaImportanceEvaluator(), target=target, normalize=True
-            )
-        out.append(Importance(objective=objective.name, params={k: float(v) for k, v in shares.items()}))
+    for objective in objectives:
+        values = [(t.values or {}).get(objective.name) for t in trials]
+        found = param_importance([t.params for t in trials], values, list(params))
+        out.append(Importance(objective=objective.name, params={i.param: i.importance for i in found}))
     return out
 
 

@@ -43,7 +43,7 @@ function model(): ISweepViewModel {
     importance: [
       {
         objective: 'loss',
-        evaluator: 'ped-anova',
+        evaluator: 'eta-squared',
         params: { lr: 0.8, act: 0.2 }
       }
     ],
@@ -147,7 +147,7 @@ describe("a sweep's tuning views", () => {
     expect(figure.data[0].y).toEqual(['act', 'lr']);
     expect(figure.data[0].x).toEqual([0.2, 0.8]);
     expect(figure.layout.xaxis.title.text).toBe(
-      'importance for loss (ped-anova)'
+      "share of loss's variance each param alone explains (η²)"
     );
   });
 

@@ -5,7 +5,7 @@
  * ipywidgets monitor draws the same views from the same model (`widgets/sweep_figures.py`).
  *
  * - history: each complete trial's objective (points) and the best so far (a step line);
- * - importance: each parameter's share (PED-ANOVA), a bar each, largest on top;
+ * - importance: each parameter's eta squared (the comparison's calculation), a bar each, largest on top;
  * - parallel coordinates: an axis per parameter and objective, a line per trial;
  * - contour: the objective over the two most important parameters, the trials on top;
  * - slices: each parameter against the objective, side by side;
@@ -94,7 +94,12 @@ export function historyFigure(
   };
 }
 
-/** Each parameter's share of the objective's importance, largest on top. */
+/** The axis title of importance bars, in the sweep view and the comparison alike. */
+export function importanceLabel(metric: string): string {
+  return `share of ${metric}'s variance each param alone explains (η²)`;
+}
+
+/** Each parameter's eta squared for the objective (the comparison's calculation), largest on top. */
 export function importanceFigure(
   importance: ISweepImportance,
   theme: IPlotTheme
@@ -103,7 +108,7 @@ export function importanceFigure(
   return barFigure({
     labels: names,
     values: names.map(name => importance.params[name]),
-    title: `importance for ${importance.objective} (${importance.evaluator})`,
+    title: importanceLabel(importance.objective),
     theme
   });
 }
