@@ -108,9 +108,7 @@ def importance_figure(importances: list[Importance] | None) -> Any:
             row=1,
             col=col,
         )
-        figure.update_xaxes(
-            AXIS, range=[0, 1], title_text=importance_label(importance.objective), col=col
-        )
+        figure.update_xaxes(AXIS, range=[0, 1], title_text=importance_label(importance.objective), col=col)
         figure.update_yaxes(AXIS, col=col)
     figure.update_layout(
         **_layout(max(160, 36 * len(importances[0].params) + 90), title="Parameter importance", showlegend=False)

@@ -37,6 +37,7 @@ def importance_label(metric: str) -> str:
     """The axis title of importance bars, wherever they are drawn."""
     return f"share of {metric}'s variance each param alone explains (η²)"
 
+
 #: Runs with a value needed before anything is said.
 MIN_RUNS = 3
 #: Distinct numeric values above which they are grouped by quantile.
