@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import yaml
 from plot_config_support import assert_private
 
@@ -101,12 +102,15 @@ def test_a_sweeps_views_draw_its_trials(px_home):
     assert sorted(bars["y"]) == ["act", "lr"] and all(0 <= x <= 1 for x in bars["x"])
     assert bars["y"][-1] == "lr"  # the learning rate matters most: on top
 
-    # Parallel coordinates: lr on a log10 axis, the activation by category, the loss; 8 lines.
+    # Parallel coordinates: lr on a log axis labelled in its own units, the activation by category,
+    # the loss; 8 lines.
     (lines,) = plots["parallel"]._widget_data
     labels = [d["label"] for d in lines["dimensions"]]
-    assert sorted(labels) == ["act", "loss", "lr (log10)"]
-    lr = next(d for d in lines["dimensions"] if d["label"] == "lr (log10)")
+    assert sorted(labels) == ["act", "loss", "lr (log scale)"]
+    lr = next(d for d in lines["dimensions"] if d["label"] == "lr (log scale)")
     assert lr["values"] == [math.log10(v["lr"]) for _, v, _ in told]
+    assert [float(text) for text in lr["ticktext"]] == pytest.approx([10**t for t in lr["tickvals"]], rel=1e-2)
+    assert all(float(text) > 0 for text in lr["ticktext"])  # real learning rates, not their log10
     assert all(len(d["values"]) == 8 for d in lines["dimensions"]) and lines["line"]["color"] == values
 
     # Contour: lr (numeric first) against the activation, the interpolated grid and the 8 trials.

@@ -5,7 +5,7 @@ same model, the same views and the same choices as the extension's `plotting/swe
 * history: each complete trial's objective (points) and the best so far (a step line), a
   panel per objective;
 * importance: each parameter's eta squared (the comparison's calculation), largest on top, a panel per objective;
-* parallel coordinates: an axis per parameter (categories as ticks, a log one as log10) and
+* parallel coordinates: an axis per parameter (categories as ticks, a log one at log10 with ticks in real units) and
   objective, a line per trial colored by the first objective, the better end for the better;
 * contour: the objective interpolated over the two most important parameters, the trials on it;
 * slices: each parameter against the objective, side by side;
@@ -116,6 +116,15 @@ def importance_figure(importances: list[Importance] | None) -> Any:
     return figure
 
 
+def log_ticks(positions: list[float]) -> tuple[list[float], list[str]]:
+    """Ticks of an axis drawn at log10 of its values, labelled in the values' own units (0.001,
+    not -3): a tick per decade within the range, or its ends and middle when it spans less."""
+    low, high = min(positions), max(positions)
+    decades = list(range(math.ceil(low), math.floor(high) + 1))
+    ticks = [float(t) for t in decades] if len(decades) >= 2 else [low, (low + high) / 2, high]
+    return ticks, [f"{10**t:.3g}" for t in ticks]
+
+
 def parallel_figure(parallel: ParallelCoordinates | None, objectives: list[ObjectiveView]) -> Any:
     import plotly.graph_objects as go
 
@@ -134,7 +143,11 @@ def parallel_figure(parallel: ParallelCoordinates | None, objectives: list[Objec
                 }
             )
         elif axis.log:
-            dimensions.append({"label": f"{axis.name} (log10)", "values": [math.log10(v) for v in axis.values]})
+            positions = [math.log10(v) for v in axis.values]
+            tickvals, ticktext = log_ticks(positions)
+            dimensions.append(
+                {"label": f"{axis.name} (log scale)", "values": positions, "tickvals": tickvals, "ticktext": ticktext}
+            )
         else:
             dimensions.append({"label": axis.name, "values": axis.values})
     color = next(a.values for a in parallel.axes if a.role == "objective" and a.name == parallel.color)

@@ -1,7 +1,7 @@
 /**
  * What the sweep's tuning views draw from its view-model (`plotting/sweepFigures.ts`): the
  * history's points and best-so-far line, the importance bars in order, the parallel coordinates'
- * axes (categorical ticks, log axes as log10), the contour's grid and trial points, a slice per
+ * axes (categorical ticks, log axes at log10 with ticks in real units), the contour's grid and trial points, a slice per
  * parameter on its own x axis, and the Pareto plot's front apart from the other trials.
  */
 import {
@@ -161,11 +161,14 @@ describe("a sweep's tuning views", () => {
     const [trace] = figure.data;
     expect(trace.type).toBe('parcoords');
     expect(trace.dimensions.map((d: any) => d.label)).toEqual([
-      'lr (log10)',
+      'lr (log scale)',
       'act',
       'loss'
     ]);
     expect(trace.dimensions[0].values).toEqual([-3, -2, -1, 0]);
+    // labelled in lr's own units, never its raw log10 (-0.4763)
+    expect(trace.dimensions[0].tickvals).toEqual([-3, -2, -1, 0]);
+    expect(trace.dimensions[0].ticktext).toEqual(['0.001', '0.01', '0.1', '1']);
     expect(trace.dimensions[1].ticktext).toEqual(['relu', 'tanh']);
     expect(trace.line.color).toEqual([3, 4, 1, 2]);
     expect(trace.line.reversescale).toBe(true); // lower loss, the better end

@@ -49,6 +49,28 @@ function paramAxis(
   };
 }
 
+/**
+ * Ticks of an axis drawn at log10 of its values, labelled in the values' own units (0.001, not
+ * -3): a tick per decade within the range, or its ends and middle when it spans less.
+ */
+export function logTicks(positions: number[]): {
+  tickvals: number[];
+  ticktext: string[];
+} {
+  const low = Math.min(...positions);
+  const high = Math.max(...positions);
+  const decades: number[] = [];
+  for (let t = Math.ceil(low); t <= Math.floor(high); t++) {
+    decades.push(t);
+  }
+  const tickvals =
+    decades.length >= 2 ? decades : [low, (low + high) / 2, high];
+  return {
+    tickvals,
+    ticktext: tickvals.map(t => String(Number(Math.pow(10, t).toPrecision(3))))
+  };
+}
+
 /** The optimization history of one objective: each trial's value and the best so far. */
 export function historyFigure(
   history: ISweepHistory,
@@ -134,9 +156,11 @@ export function sweepParallelFigure(
       };
     }
     if (a.log) {
+      const positions = a.values.map(v => Math.log10(v));
       return {
-        label: `${a.name} (log10)`,
-        values: a.values.map(v => Math.log10(v))
+        label: `${a.name} (log scale)`,
+        values: positions,
+        ...logTicks(positions)
       };
     }
     return { label: a.name, values: a.values };
