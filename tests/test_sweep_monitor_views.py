@@ -163,3 +163,23 @@ def test_a_two_objective_sweeps_pareto_plot_marks_its_front(px_home):
     assert layout["yaxis"]["title"]["text"] == "throughput (max)"
     assert shown(monitor, "pareto")
     assert len(monitor.view_plots["history"]._widget_data) == 4  # points and best, per objective
+
+
+def test_a_trial_that_succeeded_reads_succeeded_as_its_run_does():
+    """One word per state everywhere: the sweep's table and counts say Succeeded (as the runs list
+    says of the trial's run), not Optuna's "Complete", which stays the data's word."""
+    from jupyter_px.sweeps.store import SweepStatus, TrialRow, TrialState
+    from jupyter_px.sweeps.view import counts_text, trial_rows
+    from jupyter_px.widgets.sweep_monitor import trials_table_html
+
+    status = SweepStatus(
+        sweep_id="s",
+        n_trials=2,
+        trials=[
+            TrialRow(number=0, state=TrialState.COMPLETE, value=0.5),
+            TrialRow(number=1, state=TrialState.PRUNED, value=0.9),
+        ],
+    )
+    assert [row[1] for row in trial_rows(status)] == ["Succeeded", "Pruned"]
+    assert counts_text(status) == "2/2 done, 1 succeeded, 1 pruned"
+    assert "Complete" not in trials_table_html(status) and status.counts() == {"Complete": 1, "Pruned": 1}

@@ -42,7 +42,9 @@ class Sweep:
 
     def __repr__(self) -> str:
         view = self.service.view(self.sweep_id)
-        counts = ", ".join(f"{n} {s.lower()}" for s, n in view.status.counts().items())
+        from .view import state_word
+
+        counts = ", ".join(f"{n} {state_word(s).lower()}" for s, n in view.status.counts().items())
         problem = f"; {view.owner_problem}" if view.owner_problem else ""
         return f"<Sweep {self.sweep_id} {view.status.state.value} ({counts or 'no trials yet'}){problem}>"
 

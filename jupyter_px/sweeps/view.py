@@ -8,6 +8,15 @@ from typing import Any
 from .service import SweepView
 from .store import SweepStatus, TrialRow
 
+#: A trial's state as every table says it: a trial that succeeded reads as its run does in the
+#: runs list (Optuna's "Complete" stays the data's word, in JSON and `counts`).
+STATE_WORDS = {"Complete": "Succeeded"}
+
+
+def state_word(state: str) -> str:
+    return STATE_WORDS.get(state, state)
+
+
 TRIAL_HEADERS = ("TRIAL", "STATE", "VALUE", "STEP", "PARAMS", "RUN", "REASON")
 SWEEPS_HEADERS = ("SWEEP", "NAME", "STATE", "TRIALS", "BEST", "MESSAGE")
 
@@ -33,7 +42,7 @@ def trial_rows(status: SweepStatus) -> list[tuple[str, ...]]:
     return [
         (
             f"{t.number}{' *' if t.number in marked else ''}",
-            t.state.value,
+            state_word(t.state.value),
             _value_text(status, t),
             "-" if t.step is None else str(t.step),
             params_text(t.params),
@@ -47,7 +56,7 @@ def trial_rows(status: SweepStatus) -> list[tuple[str, ...]]:
 def counts_text(status: SweepStatus) -> str:
     counts = status.counts()
     done = sum(n for state, n in counts.items() if state not in ("Pending", "Running"))
-    parts = [f"{done}/{status.n_trials} done"] + [f"{n} {s.lower()}" for s, n in counts.items()]
+    parts = [f"{done}/{status.n_trials} done"] + [f"{n} {state_word(s).lower()}" for s, n in counts.items()]
     return ", ".join(parts)
 
 

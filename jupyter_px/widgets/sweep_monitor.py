@@ -20,7 +20,7 @@ import ipywidgets as widgets
 
 from ..presentation.sweep_figures import VIEWS, view_figures
 from ..sweeps.store import SweepStatus, TrialState
-from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
+from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, state_word, trial_rows
 from ..sweeps.view_model import SweepViewModel
 from .plots import THEME_NEUTRAL
 from .run_mime import SWEEP_MIMETYPE, sweep_payload
@@ -93,7 +93,7 @@ def objective_figure(status: SweepStatus) -> Any:
             x=list(steps),
             y=list(values),
             mode="lines+markers",
-            name=f"trial {trial.number} ({trial.state.value.lower()})",
+            name=f"trial {trial.number} ({state_word(trial.state.value).lower()})",
             line={"width": 4 if best else 1.5, "dash": "dot" if trial.state == TrialState.PRUNED else "solid"},
         )
     figure.update_layout(

@@ -12,7 +12,13 @@ import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import type { IPlotTheme } from '../plotting/theme';
 import { viewPoll } from '../polling';
 import { formatAge, stateBadge } from '../runs';
-import { bestText, paramsText, trialRunIds, trialsText } from '../sweepGroups';
+import {
+  bestText,
+  paramsText,
+  trialRunIds,
+  trialStateWord,
+  trialsText
+} from '../sweepGroups';
 import type { ISweep, ISweepViewModel } from '../types';
 import { useNow } from '../useNow';
 import { SweepViews } from './sweepViews';
@@ -297,7 +303,7 @@ export function SweepView(props: {
                         <span
                           className={`jp-px-trial-state jp-px-trial-${trial.state.toLowerCase()}`}
                         >
-                          {trial.state}
+                          {trialStateWord(trial.state)}
                         </span>
                       </td>
                       <td>
