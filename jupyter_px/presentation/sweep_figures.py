@@ -280,6 +280,33 @@ def pareto_figure(pareto: ParetoFront | None) -> Any:
     return figure
 
 
+def metrics_figure(model: SweepViewModel) -> Any:
+    """A sweep without an objective: every metric its trials logged, a panel each, a line per
+    trial by step (None before a trial logged one)."""
+    from plotly.subplots import make_subplots
+
+    if not model.metrics:
+        return None
+    figure = make_subplots(rows=len(model.metrics), cols=1, vertical_spacing=0.08)
+    for row, metric in enumerate(model.metrics, start=1):
+        for curve in metric.trials:
+            figure.add_scatter(
+                x=curve.steps,
+                y=curve.values,
+                mode="lines+markers",
+                name=f"trial {curve.trial}",
+                legendgroup=str(curve.trial),
+                showlegend=row == 1,
+                line={"color": PALETTE[curve.trial % len(PALETTE)], "width": 1.5},
+                row=row,
+                col=1,
+            )
+        figure.update_yaxes(AXIS, title_text=metric.name, row=row, col=1)
+        figure.update_xaxes(AXIS, title_text="step", row=row, col=1)
+    figure.update_layout(**_layout(220 * len(model.metrics) + 60, title="Every logged metric, per trial"))
+    return figure
+
+
 #: The views in the order the monitor shows them: name -> the figure from a model (None: missing).
 VIEWS: dict[ViewName, Any] = {
     "pareto": lambda m: pareto_figure(m.pareto),
@@ -294,4 +321,6 @@ VIEWS: dict[ViewName, Any] = {
 def view_figures(model: SweepViewModel) -> dict[ViewName, Any]:
     """Every view's figure (None where the model has nothing to draw; `model.missing` says why),
     the Pareto plot only for a multi-objective sweep."""
+    if not model.objectives:  # none of them without an objective (`metrics_figure` draws the sweep)
+        return {}
     return {name: build(model) for name, build in VIEWS.items() if name != "pareto" or len(model.objectives) > 1}

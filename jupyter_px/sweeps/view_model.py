@@ -135,6 +135,29 @@ class ParetoFront(_View):
     points: list[ParetoPoint] = Field(description="every complete trial")
 
 
+class TrialCurve(_View):
+    trial: int
+    steps: list[float]
+    values: list[float]
+
+
+class MetricCurves(_View):
+    """One metric the trials logged: a line per trial by step (the chief's points)."""
+
+    name: str
+    trials: list[TrialCurve]
+
+
+#: Said once by a sweep without an objective, in place of every view that needs one.
+NO_OBJECTIVE = (
+    "this sweep has no objective, so no trial is better than another: every logged metric is drawn per trial; "
+    "declare one to get the best trial, history, importance and the rest "
+    "(hptuning: metric: {name: loss, optimization: minimize}, or v1's matrix: metric: {name: loss, goal: minimize})"
+)
+#: The most points a trial's line keeps in `metrics` (evenly strided, the last always kept).
+METRIC_POINTS = 200
+
+
 class SweepViewModel(_View):
     """Everything a sweep's tuning views draw, in one answer."""
 
@@ -156,9 +179,21 @@ class SweepViewModel(_View):
     missing: dict[ViewName, str] = Field(
         description="why a view is missing or empty (too few trials, one parameter), by the view's name"
     )
+    note: str | None = Field(description="said once above the views: how to declare an objective when there is none")
+    metrics: list[MetricCurves] = Field(
+        description="without an objective: every metric the trials logged, a line per trial; else []"
+    )
 
 
-def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec: SweepSpec) -> SweepViewModel:
+def build_view_model(
+    sweep_id: str,
+    name: str | None,
+    status: SweepStatus,
+    spec: SweepSpec,
+    logged: dict[int, dict[str, tuple[list[float], list[float]]]] | None = None,
+) -> SweepViewModel:
+    """The views from one read of the sweep; `logged` (a sweep without an objective): each
+    trial's metrics as (steps, values), drawn per metric instead of the views an objective needs."""
     objectives = [ObjectiveView(name=o.name, direction=o.direction) for o in spec.objectives]
     complete = [
         t
@@ -167,9 +202,7 @@ def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec:
     ]
     missing: dict[ViewName, str] = {}
     unmade: tuple[ViewName, ...] = ()
-    if not objectives:
-        unmade, why = ("history", "importance", "parallel", "slices", "contour"), "the sweep has no objective"
-    elif not complete:
+    if not complete and objectives:
         unmade, why = ("history", "parallel", "slices", *(("pareto",) if len(objectives) > 1 else ())), NO_TRIAL
     for view in unmade:
         missing[view] = why
@@ -195,7 +228,47 @@ def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec:
         contour=_contour(complete, order, params, objectives, spec, missing) if objectives else None,
         pareto=_pareto(complete, objectives, status) if len(objectives) > 1 else None,
         missing=missing,
+        note=None if objectives else NO_OBJECTIVE,
+        metrics=[] if objectives else _metric_curves(logged or {}),
     )
+
+
+def _metric_curves(logged: dict[int, dict[str, tuple[list[float], list[float]]]]) -> list[MetricCurves]:
+    names = sorted({name for metrics in logged.values() for name in metrics})
+    out = []
+    for name in names:
+        curves = []
+        for trial in sorted(logged):
+            if name not in logged[trial]:
+                continue
+            steps, values = logged[trial][name]
+            keep = [i for i, v in enumerate(values) if math.isfinite(v)]
+            stride = max(1, math.ceil(len(keep) / METRIC_POINTS))
+            chosen = keep[::stride] + ([keep[-1]] if keep and (len(keep) - 1) % stride else [])
+            curves.append(TrialCurve(trial=trial, steps=[steps[i] for i in chosen], values=[values[i] for i in chosen]))
+        out.append(MetricCurves(name=name, trials=curves))
+    return out
+
+
+def trials_logged(status: SweepStatus, metrics_of: Any) -> dict[int, dict[str, tuple[list[float], list[float]]]]:
+    """Each trial's metrics as (steps, values) of its chief (`metrics_of(run_id)`: the run
+    service's {replica: {metric: Series}}); a step-less point is at its position."""
+    out: dict[int, dict[str, tuple[list[float], list[float]]]] = {}
+    for trial in status.trials:
+        if not trial.run_id:
+            continue
+        try:
+            data = metrics_of(trial.run_id)
+        except (OSError, ValueError):
+            continue
+        merged: dict[str, tuple[list[float], list[float]]] = {}
+        for replica in sorted(data, key=lambda key: (not key.startswith(("master", "chief")), key)):
+            for metric, series in data[replica].items():
+                if metric not in merged:
+                    steps = [float(i if step is None else step) for i, step in enumerate(series.steps)]
+                    merged[metric] = (steps, [float(v) for v in series.values])
+        out[trial.number] = merged
+    return out
 
 
 def _history(trials: list[TrialRow], objective: ObjectiveView) -> History:

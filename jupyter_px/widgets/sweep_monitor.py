@@ -18,7 +18,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..presentation.sweep_figures import VIEWS, view_figures
+from ..presentation.sweep_figures import VIEWS, metrics_figure, view_figures
 from ..sweeps.store import SweepStatus, TrialState
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, state_word, trial_rows
 from ..sweeps.view_model import SweepViewModel
@@ -190,7 +190,8 @@ class SweepMonitor(widgets.VBox):
         for name, section in self.view_sections.items():
             section.add_class(f"px-sweep-view-{name}")  # where a page (and a browser test) finds it
         self.parallel_plot = self.view_plots["parallel"]
-        self.plots.children = (self.objective_plot, *self.view_sections.values())
+        self.charts_note.value = ""
+        self.plots.children = (self.charts_note, self.objective_plot, *self.view_sections.values())
 
     def _refresh_text(self) -> tuple[Any, SweepStatus]:
         """The header, the table and the button from one read; no plot."""
@@ -209,15 +210,24 @@ class SweepMonitor(widgets.VBox):
     def refresh(self) -> SweepStatus:
         with self._lock:
             _, status = self._refresh_text()
-            reported = any(t.intermediate or t.value is not None for t in status.trials)
+            objective = bool(status.objectives) or status.objective is not None
+            ended = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAILED, TrialState.STOPPED)
+            reported = any(t.intermediate or t.value is not None or t.state in ended for t in status.trials)
             if not reported and not status.state.finished:
                 return status  # nothing to draw yet: no chart of invented axes
             self._build_plots()
             points = tuple((t.number, t.state.value, len(t.intermediate), t.value) for t in status.trials)
             if points != self._shown_points or self.last_view is None:  # redraw only when a trial moved
                 self._shown_points = points
-                _redraw(self.objective_plot, objective_figure(status))
-                self._draw_views(self.sweep.service.view_model(self.sweep_id))
+                model = self.sweep.service.view_model(self.sweep_id)
+                if objective:
+                    _redraw(self.objective_plot, objective_figure(status))
+                else:  # no objective: every logged metric per trial, and once how to declare one
+                    self.charts_note.value = f"<div class='px-sweep-note'>{html.escape(model.note or '')}</div>"
+                    figure = metrics_figure(model)
+                    if figure is not None:
+                        _redraw(self.objective_plot, figure)
+                self._draw_views(model)
             return status
 
     def _draw_views(self, model: SweepViewModel) -> None:

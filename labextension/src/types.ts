@@ -553,4 +553,21 @@ export interface ISweepViewModel {
   pareto: ISweepParetoFront | null;
   /** Why a view is missing or empty, by the view's name. */
   missing: { [view: string]: string };
+  /** Said once above the views: how to declare an objective when there is none. */
+  note: string | null;
+  /** Without an objective: every metric the trials logged, a line per trial; else []. */
+  metrics: ISweepMetricCurves[];
+}
+
+/** view_model.MetricCurves: one metric the trials logged, a line per trial by step. */
+export interface ISweepMetricCurves {
+  name: string;
+  trials: ISweepTrialCurve[];
+}
+
+/** view_model.TrialCurve: one trial's points of a metric. */
+export interface ISweepTrialCurve {
+  trial: number;
+  steps: number[];
+  values: number[];
 }
