@@ -13,6 +13,7 @@ import {
   sweepParallelFigure
 } from '../plotting/sweepFigures';
 import { plotTheme } from '../plotting/theme';
+import { metricFigures, spansDecades } from '../output/sweepViews';
 import type { ISweepViewModel } from '../types';
 
 const theme = () => plotTheme();
@@ -122,7 +123,9 @@ function model(): ISweepViewModel {
       ]
     },
     pareto: null,
-    missing: {}
+    missing: {},
+    note: null,
+    metrics: []
   };
 }
 
@@ -226,5 +229,40 @@ describe("a sweep's tuning views", () => {
     expect(front.y).toEqual([4, 9]);
     expect(figure.layout.xaxis.title.text).toBe('loss (min)');
     expect(figure.layout.yaxis.title.text).toBe('throughput (max)');
+  });
+});
+
+describe('a sweep without an objective', () => {
+  it('draws every logged metric, a line per trial, on a log axis when asked', () => {
+    const view: ISweepViewModel = {
+      ...model(),
+      objectives: [],
+      history: [],
+      importance: null,
+      parallel: null,
+      slices: [],
+      contour: null,
+      best: null,
+      note: 'this sweep has no objective',
+      metrics: [
+        {
+          name: 'loss',
+          trials: [
+            { trial: 0, steps: [0, 1], values: [1, 1e-8] },
+            { trial: 1, steps: [0, 1], values: [2, 0.5] }
+          ]
+        }
+      ]
+    };
+    const [loss] = metricFigures(view, theme(), true);
+    expect(loss.name).toBe('loss');
+    expect(loss.figure.data.map((trace: any) => trace.name)).toEqual([
+      'trial 0',
+      'trial 1'
+    ]);
+    expect(loss.figure.layout.yaxis.type).toBe('log');
+    expect(spansDecades([1, 1e-8, 2, 0.5])).toBe(true); // 8 decades: log by itself
+    expect(spansDecades([1, 0.5, 2])).toBe(false);
+    expect(spansDecades([1, -1e-8])).toBe(false); // a log axis cannot draw it
   });
 });
