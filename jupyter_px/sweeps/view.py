@@ -6,16 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .service import SweepView
-from .store import SweepStatus, TrialRow
-
-#: A trial's state as every table says it: a trial that succeeded reads as its run does in the
-#: runs list (Optuna's "Complete" stays the data's word, in JSON and `counts`).
-STATE_WORDS = {"Complete": "Succeeded"}
-
-
-def state_word(state: str) -> str:
-    return STATE_WORDS.get(state, state)
-
+from .store import SweepStatus, TrialRow, state_word
 
 TRIAL_HEADERS = ("TRIAL", "STATE", "VALUE", "STEP", "PARAMS", "RUN", "REASON")
 SWEEPS_HEADERS = ("SWEEP", "NAME", "STATE", "TRIALS", "BEST", "MESSAGE")

@@ -19,8 +19,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..presentation.sweep_figures import VIEWS, metrics_figure, view_figures
-from ..sweeps.store import SweepStatus, TrialState
-from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, state_word, trial_rows
+from ..sweeps.store import SweepStatus, TrialState, state_word
+from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from ..sweeps.view_model import SweepViewModel
 from .plots import THEME_NEUTRAL
 from .run_mime import SWEEP_MIMETYPE, sweep_payload
