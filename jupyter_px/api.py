@@ -83,6 +83,10 @@ def submit(
     elif kwargs:
         raise TypeError("kwargs are a function's keyword arguments: submit a function to use them")
     overrides = Overrides(framework=framework, workers=workers, ps=ps, backend=backend)
+    if topology is None:  # the notebook's, as %%px_distributed uses; else the overrides alone, else say so
+        topology = _current_topology()
+        if topology is None and not overrides.any:
+            raise NoTopology(NO_TOPOLOGY)
     submission = Submission.of_code(
         code,
         topology,
@@ -98,6 +102,25 @@ def submit(
     )
     service = RunService(store)
     return Run(service.submit(submission), service=service)
+
+
+class NoTopology(ValueError):
+    """`submit` without a topology where the notebook has none either."""
+
+
+#: What `submit` says when it has no topology to run: what it needs and the ways to give one.
+NO_TOPOLOGY = (
+    "jupyter_px.submit: no topology: pass one (submit(fn, topology) with a Topology, its YAML text or "
+    "a dict), or define the notebook's with a %%px_topology cell first, as %%px_distributed uses"
+)
+
+
+def _current_topology() -> Topology | None:
+    """The notebook's current topology (the last `%%px_topology` or form save in this kernel):
+    what `submit` uses when given none, as `%%px_distributed` does."""
+    from .topology.registry import topologies
+
+    return topologies.current
 
 
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:

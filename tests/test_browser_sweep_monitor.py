@@ -65,7 +65,7 @@ def test_the_sweep_monitor(lab):
         parallel.wait_for(timeout=60_000)
         text = header.inner_text()
         assert f"sweep {sweep_id}: Succeeded" in text
-        assert "trials: 4/4 done, 4 complete; best: trial 3: loss 0.25" in text
+        assert "trials: 4/4 done, 4 succeeded; best: trial 3: loss 0.25" in text
 
         rows = output.locator("table tbody tr")
         assert rows.count() == 4

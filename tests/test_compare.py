@@ -257,7 +257,7 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     first = DigestCache(store)
     before = compare_runs(store, [*ids, "live"], cache=first)
     assert first.reads == 4
-    assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.v2.pickle" for i in ids)
+    assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.v3.pickle" for i in ids)
 
     later = DigestCache(store)  # a new server: nothing in memory
     again = compare_runs(store, [*ids, "live"], cache=later)
@@ -267,7 +267,7 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     path = store.paths("lr-1").metrics("master", 0)
     with open(path, "a") as handle:
         handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.00001}}\n')
-    (first.folder / "lr-2.500.v2.pickle").write_bytes(b"cut sh")  # a damaged file is read past
+    (first.folder / "lr-2.500.v3.pickle").write_bytes(b"cut sh")  # a damaged file is read past
     third = DigestCache(store)
     changed = compare_runs(store, [*ids, "live"], cache=third)
     assert third.reads == 3  # lr-1 changed, lr-2's file is damaged, live runs
@@ -320,14 +320,33 @@ def test_best_is_defined_among_the_runs_that_succeeded_or_at_the_common_step(sto
     make_run(store, "short", curves={"loss": lambda k: 0.6 - k / 100}, steps=21, state="Stopped")  # 0.4 at 20
     default = compare_runs(store, ["long-a", "long-b", "short"]).metric("loss")
     assert default.best_run == "long-a"
-    assert default.best_rule == "lowest among the 2 runs that succeeded"
+    assert default.best_rule == "lowest final value among the 2 runs that succeeded"
     everything = compare_runs(store, ["long-a", "long-b", "short"], best="all").metric("loss")
-    assert everything.best_run == "short" and everything.best_rule == "lowest of all runs"
+    assert everything.best_run == "short" and everything.best_rule == "lowest value of all runs, at any step"
     common = compare_runs(store, ["long-a", "long-b", "short"], best="common_step").metric("loss")
     assert common.common_step == 20 and common.best_run == "short"
     assert common.best_rule == "lowest at step 20, the last step every run reached"
     with pytest.raises(ValueError, match="best: 'median' is not one of succeeded, common_step, all"):
         compare_runs(store, ["long-a"], best="median")
+
+
+def test_a_diverged_or_nan_run_is_never_best_and_the_rule_says_so(store):
+    """A run whose loss dipped to 1.77 and then blew up to 43.8 (above where it began) is not the
+    best of runs that ended lower (17.4), nor is one whose last value is NaN, under any rule."""
+    make_run(store, "diverged", curves={"loss": lambda k: 30 - k * 28.23 / 28 if k <= 28 else 1.77 + (k - 28) * 2})
+    make_run(store, "steady", curves={"loss": lambda k: 40 - k * 22.6 / 99})  # ends at 17.4
+    make_run(store, "nan", curves={"loss": lambda k: 20 - k * 0.19})  # 1.19 at its last finite step
+    with open(store.paths("nan").metrics("master", 0), "a") as handle:
+        handle.write('{"step":100,"time":1.0,"metrics":{"loss":NaN}}\n')
+    ids = ["diverged", "steady", "nan"]
+    default = compare_runs(store, ids).metric("loss")
+    assert default.best_run == "steady", default.best_rule
+    assert default.best_rule == (
+        "lowest final value among the 1 run that succeeded; "
+        "diverged (NaN, or ended worse than it began), never best: diverged, nan"
+    )
+    assert compare_runs(store, ids, best="all").metric("loss").best_run == "steady"
+    assert compare_runs(store, ids, best="common_step").metric("loss").best_run == "steady"
 
 
 def test_a_trials_values_are_columns_of_their_own_and_matter_for_the_objective(store):

@@ -140,3 +140,27 @@ async def test_a_failed_run_says_its_exception_line(jp_fetch, px_home, tmp_path)
     assert view["failure"]["line"] == "ValueError: bad lr: -1"
     assert view["failure"]["replica"] == "master-0"
     assert view["failure"]["cell_id"] is None  # where a "Go to cell" button gets its cell
+
+
+async def test_a_failed_cell_runs_view_says_which_cell_and_line_go_to_cell_opens(jp_fetch, px_home, tmp_path):
+    """The failure record has the notebook cell's id and the line in it: the run's view carries
+    both, or "Go to cell" is never drawn."""
+    import nbformat
+
+    from jupyter_px import submit
+
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("import os\nvalue = 3"),
+            nbformat.v4.new_code_cell(
+                "%%px_distributed\nx = 1\nif os.environ['PX_TASK_TYPE'] == 'master':\n    value = value / 0"
+            ),
+        ]
+    )
+    path = tmp_path / "train.ipynb"
+    nbformat.write(notebook, path)
+    run = submit(path, TWO_WORKERS, name="cell-fails")
+    run.wait(timeout=120)
+    view = await view_of(jp_fetch, run.run_id)
+    assert view["state"] == "Failed" and view["failure"]["line"] == "ZeroDivisionError: division by zero"
+    assert (view["failure"]["cell_id"], view["failure"]["cell_line"]) == (notebook.cells[1].id, 4)

@@ -178,9 +178,9 @@ async def test_the_keeper_digests_finished_runs_for_the_first_comparison(jp_serv
     make_run(store, "ended-1", curves={"loss": lambda k: 1 / (k + 1)})
     make_run(store, "going-1", curves={"loss": lambda k: 1 / (k + 1)}, state="Running")
     await jp_serverapp.extension_manager.start_all_extensions()
-    kept = DigestCache(store).folder / "ended-1.500.v2.pickle"
+    kept = DigestCache(store).folder / "ended-1.500.v3.pickle"
     await until(kept.exists, what="the keeper to digest the finished run")
-    assert not (kept.parent / "going-1.500.v2.pickle").exists()
+    assert not (kept.parent / "going-1.500.v3.pickle").exists()
     later = DigestCache(store)  # e.g. the comparison route of a server started later
     assert later.digest("ended-1", 500).curves["loss"].total == 100 and later.reads == 0
 

@@ -42,7 +42,7 @@ def test_px_distributed_starts_a_sweep(ip):
     text = listed.outputs[0].data["text/plain"]
     assert sweep.sweep_id in text and "2/2 done" in text
     _, attached = run(ip, "%px_attach mg")
-    assert f"<Sweep {sweep.sweep_id} Succeeded (2 complete)>" in attached.stdout
+    assert f"<Sweep {sweep.sweep_id} Succeeded (2 succeeded)>" in attached.stdout
     _, stopped = run(ip, "%px_sweep_stop mg")
     assert stopped.stdout.strip() == f"sweep {sweep.sweep_id}: Succeeded"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import yaml
 from plot_config_support import assert_private
 
@@ -96,17 +97,20 @@ def test_a_sweeps_views_draw_its_trials(px_home):
     layout = plots["history"]._widget_layout
     assert layout["xaxis"]["title"]["text"] == "trial" and layout["yaxis"]["title"]["text"] == "loss (minimize)"
 
-    # Importance: a bar per parameter, the shares of the whole.
+    # Importance: a bar per parameter, each its share of the loss's variance (the comparison's numbers).
     (bars,) = plots["importance"]._widget_data
-    assert sorted(bars["y"]) == ["act", "lr"] and math.isclose(sum(bars["x"]), 1.0)
+    assert sorted(bars["y"]) == ["act", "lr"] and all(0 <= x <= 1 for x in bars["x"])
     assert bars["y"][-1] == "lr"  # the learning rate matters most: on top
 
-    # Parallel coordinates: lr on a log10 axis, the activation by category, the loss; 8 lines.
+    # Parallel coordinates: lr on a log axis labelled in its own units, the activation by category,
+    # the loss; 8 lines.
     (lines,) = plots["parallel"]._widget_data
     labels = [d["label"] for d in lines["dimensions"]]
-    assert sorted(labels) == ["act", "loss", "lr (log10)"]
-    lr = next(d for d in lines["dimensions"] if d["label"] == "lr (log10)")
+    assert sorted(labels) == ["act", "loss", "lr (log scale)"]
+    lr = next(d for d in lines["dimensions"] if d["label"] == "lr (log scale)")
     assert lr["values"] == [math.log10(v["lr"]) for _, v, _ in told]
+    assert [float(text) for text in lr["ticktext"]] == pytest.approx([10**t for t in lr["tickvals"]], rel=1e-2)
+    assert all(float(text) > 0 for text in lr["ticktext"])  # real learning rates, not their log10
     assert all(len(d["values"]) == 8 for d in lines["dimensions"]) and lines["line"]["color"] == values
 
     # Contour: lr (numeric first) against the activation, the interpolated grid and the 8 trials.
@@ -132,7 +136,7 @@ def test_a_missing_view_shows_the_models_reason(px_home):
     for name in ("importance", "contour"):
         assert not shown(monitor, name), name
         assert monitor.last_view.missing[name] in monitor.view_reasons[name].value
-    assert "parameter importance needs 4 complete trials" in monitor.view_reasons["importance"].value
+    assert "parameter importance needs 3 complete trials" in monitor.view_reasons["importance"].value
     assert "a contour needs three complete trials and two parameters" in monitor.view_reasons["contour"].value
     assert shown(monitor, "history") and len(monitor.view_plots["history"]._widget_data[0]["x"]) == 2
 
@@ -159,3 +163,23 @@ def test_a_two_objective_sweeps_pareto_plot_marks_its_front(px_home):
     assert layout["yaxis"]["title"]["text"] == "throughput (max)"
     assert shown(monitor, "pareto")
     assert len(monitor.view_plots["history"]._widget_data) == 4  # points and best, per objective
+
+
+def test_a_trial_that_succeeded_reads_succeeded_as_its_run_does():
+    """One word per state everywhere: the sweep's table and counts say Succeeded (as the runs list
+    says of the trial's run), not Optuna's "Complete", which stays the data's word."""
+    from jupyter_px.sweeps.store import SweepStatus, TrialRow, TrialState
+    from jupyter_px.sweeps.view import counts_text, trial_rows
+    from jupyter_px.widgets.sweep_monitor import trials_table_html
+
+    status = SweepStatus(
+        sweep_id="s",
+        n_trials=2,
+        trials=[
+            TrialRow(number=0, state=TrialState.COMPLETE, value=0.5),
+            TrialRow(number=1, state=TrialState.PRUNED, value=0.9),
+        ],
+    )
+    assert [row[1] for row in trial_rows(status)] == ["Succeeded", "Pruned"]
+    assert counts_text(status) == "2/2 done, 1 succeeded, 1 pruned"
+    assert "Complete" not in trials_table_html(status) and status.counts() == {"Complete": 1, "Pruned": 1}

@@ -65,7 +65,7 @@ def test_a_single_objective_sweeps_views(tmp_path):
     assert model.best == min(told, key=lambda t: t[2])[0]
     (importance,) = model.importance
     assert list(importance.params)[0] == "lr" and importance.params["lr"] > importance.params["dropout"]
-    assert sum(importance.params.values()) == pytest.approx(1.0)
+    assert all(0 <= share <= 1 for share in importance.params.values()) and importance.evaluator == "eta-squared"
     axes = {axis.name: axis for axis in model.parallel.axes}
     assert list(axes) == ["lr", "dropout", "act", "loss"] and axes["lr"].log and not axes["dropout"].log
     assert axes["act"].categorical and axes["act"].categories == ["gelu", "relu", "tanh"]
@@ -113,7 +113,7 @@ def test_too_few_trials_say_why_a_view_is_missing(tmp_path):
     assert model.importance is None and model.contour is None
     assert set(model.missing) == {"importance", "contour"}
     assert model.missing["importance"].startswith(
-        "parameter importance needs 4 complete trials and two parameters that vary (here 2"
+        "parameter importance needs 3 complete trials and a parameter that varies (here 2"
     )
     assert model.missing["contour"].startswith(
         "a contour needs three complete trials and two parameters that vary (here 2 and"
@@ -132,3 +132,31 @@ def test_a_sweep_without_a_complete_trial_says_so_for_each_view(tmp_path):
         model.missing["history"] == model.missing["parallel"] == model.missing["pareto"] == "no trial has completed yet"
     )
     assert set(model.missing) == {"history", "importance", "parallel", "slices", "contour", "pareto"}
+
+
+def test_the_sweep_view_and_the_comparison_compute_one_importance(capfd):
+    """The sweep view's importance is the comparison's calculation over the same values (eta
+    squared of each trial's objective), labelled as what it is; building it prints nothing (Optuna's
+    "A new study created in memory" showed as red stderr in the cell)."""
+    from jupyter_px.sweeps.importance import param_importance
+    from jupyter_px.sweeps.store import TrialRow, TrialState
+
+    spec = read_sweep(
+        parse_polyaxonfile(
+            "hptuning:\n  seed: 3\n  random_search: {n_experiments: 12}\n"
+            "  metric: {name: loss, optimization: minimize}\n" + MATRIX
+        )
+    )
+    params = [{"lr": 10 ** -(1 + i % 4), "dropout": 0.1 * (i % 3), "act": ["relu", "tanh"][i % 2]} for i in range(12)]
+    trials = [
+        TrialRow(number=i, state=TrialState.COMPLETE, params=p, value=loss(p), values={"loss": loss(p)})
+        for i, p in enumerate(params)
+    ]
+    capfd.readouterr()
+    model = build_view_model("sweep-1", "vm", SweepStatus(sweep_id="sweep-1", trials=trials), spec)
+    (importance,) = model.importance
+    expected = param_importance(params, [loss(p) for p in params], ["lr", "dropout", "act"])
+    assert importance.params == {i.param: i.importance for i in expected}
+    assert importance.evaluator == "eta-squared" and list(importance.params)[0] == "lr"
+    captured = capfd.readouterr()
+    assert "A new study created" not in captured.err + captured.out

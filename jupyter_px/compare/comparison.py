@@ -4,10 +4,12 @@ view-model of a comparison: the REST answer the JupyterLab panel draws (`server.
 and the notebook's plotly figure for other front-ends.
 
 **Best** is defined, and said (`MetricComparison.best_rule`), because runs of different lengths
-are not alike: by default among the runs that succeeded (a run stopped at step 20 is not the best
-of runs that trained 400 steps because its loss was lowest there; with none succeeded, among all);
+are not alike: by default the best final value among the runs that succeeded (a run stopped at
+step 20 is not the best of runs that trained 400 steps because its loss was lowest there, nor is
+one whose loss dipped once and then blew up; with none succeeded, among all);
 `best="common_step"` compares every run at the last step all of them reached; `best="all"` takes
-each run's best point whatever its state or length.
+each run's best point whatever its state or length. Under every rule a diverged run (its last
+point NaN or infinite, or its final value worse than its first) never wins, and the rule says so.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from ..runstore import RunStore
+from ..sweeps.importance import ParamImportance, param_importance
 from .digest import Curve, DigestCache, RunDigest
 from .downsample import DEFAULT_POINTS, check_points
-from .importance import ParamImportance, param_importance
 from .params import differing
 from .values import Optimization, check_optimizations, optimization_for
 
@@ -158,29 +160,51 @@ def _at_step(curve: Curve, step: float) -> float | None:
     return float(curve.values[at]) if at >= 0 else None
 
 
+def diverged(curve: Curve, optimization: Optimization) -> bool:
+    """The run went the wrong way: its last point is NaN or infinite, or its final value is
+    worse than its first (a loss that ends above where it started). It never wins "best"
+    (unless every run went that way, when only the NaN ends are left out)."""
+    if curve.ends_non_finite:
+        return True
+    if not len(curve.values):
+        return False
+    first, final = float(curve.values[0]), float(curve.values[-1])  # the chosen points are finite
+    return final > first if optimization == "min" else final < first
+
+
 def _best_run(
     curves: Mapping[str, Curve], optimization: Optimization, states: Mapping[str, str], rule: str
 ) -> tuple[str | None, str, float | None]:
     """(the best run, what "best" meant, the step compared at) by `rule` (`BEST_RULES`)."""
     word = "lowest" if optimization == "min" else "highest"
     common = None
-    candidates = dict(curves)
+    gone = sorted(run_id for run_id, curve in curves.items() if diverged(curve, optimization))
+    if len(gone) == len(curves):  # every run went that way (a metric that is meant to): only NaN ends are out
+        gone = sorted(run_id for run_id, curve in curves.items() if curve.ends_non_finite)
+    candidates = {run_id: curve for run_id, curve in curves.items() if run_id not in gone}
     if rule == "common_step":
         ends = [float(curve.steps[-1]) for curve in curves.values() if len(curve.steps)]
         common = min(ends) if ends else None
         meaning = f"{word} at step {common:g}, the last step every run reached" if common is not None else ""
     elif rule == "succeeded":
-        succeeded = {run_id: c for run_id, c in curves.items() if states.get(run_id) == "Succeeded"}
+        succeeded = {run_id: c for run_id, c in candidates.items() if states.get(run_id) == "Succeeded"}
         if succeeded:
             candidates = succeeded
-            meaning = f"{word} among the {len(succeeded)} run{'s' * (len(succeeded) != 1)} that succeeded"
+            meaning = f"{word} final value among the {len(succeeded)} run{'s' * (len(succeeded) != 1)} that succeeded"
         else:
-            meaning = f"{word} of all runs (none succeeded)"
+            meaning = f"{word} final value of all runs (none succeeded)"
     else:
-        meaning = f"{word} of all runs"
+        meaning = f"{word} value of all runs, at any step"
+    if gone:
+        meaning += f"; diverged (NaN, or ended worse than it began), never best: {', '.join(gone)}"
     best: tuple[float, str] | None = None
     for run_id, curve in candidates.items():
-        value = _at_step(curve, common) if common is not None else curve.summary.best(optimization)[0]
+        if common is not None:
+            value = _at_step(curve, common)
+        elif rule == "all":
+            value = curve.summary.best(optimization)[0]
+        else:
+            value = curve.summary.final
         if value is None or not np.isfinite(value):
             continue
         key = value if optimization == "min" else -value
@@ -229,8 +253,10 @@ def compare_runs(
     importance: list[ParamImportance] = []
     first = primary_metric(compared, directions)
     if first is not None:
+        # each run's final value: what a sweep's trial reports as its objective, so the sweep's
+        # importance view and this one agree on the same runs
         values = [
-            (curve.summary.best(first.optimization)[0] if curve is not None else None)
+            (curve.summary.final if curve is not None else None)
             for curve in (first.curves.get(run.run_id) for run in runs)
         ]
         importance = param_importance([run.params for run in runs], values, differ)

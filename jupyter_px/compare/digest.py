@@ -42,8 +42,8 @@ __all__ = ["Curve", "RunDigest", "DigestCache", "encode_points", "read_digest", 
 
 log = logging.getLogger(__name__)
 
-#: The kept digests' format (in their file names): 2 added each curve's wall times.
-DIGEST_FORMAT = 2
+#: The kept digests' format (in their file names): 2 added each curve's wall times, 3 whether it ends in NaN.
+DIGEST_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,8 @@ class Curve:
     values_json: str = "[]"
     times: np.ndarray = field(default_factory=lambda: np.empty(0))  # wall time of each chosen point
     times_json: str = "[]"
+    #: The series' last point is NaN or infinite (the chosen points are finite: this says it ended so).
+    ends_non_finite: bool = False
 
 
 def encode_points(steps: np.ndarray, values: np.ndarray) -> tuple[str, str]:
@@ -161,6 +163,7 @@ def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
             *encode_points(steps, values),
             times=times,
             times_json=encode_times(times),
+            ends_non_finite=bool(len(y)) and not bool(np.isfinite(y[-1])),
         )
     params = run_params(logged_params, record.topology, record.backend, record.sweep.params if record.sweep else None)
     return RunDigest(

@@ -180,7 +180,13 @@ class RunViewSource:
         except (OSError, ValueError):
             text = ""
         line = exception_line(text) or first.message or (first.reason or "failed")
-        failure = Failure(replica=replica_label(first.role, first.index, self.tf_chief), line=line)
+        place = first.failure  # the runner's record: the notebook cell and line the code raised in
+        failure = Failure(
+            replica=replica_label(first.role, first.index, self.tf_chief),
+            line=line,
+            cell_id=place.cell_id if place else None,
+            cell_line=place.line if place and place.cell_id else None,
+        )
         if status.state.finished:
             self._failure = failure  # read once: the log of a finished run does not change
         return failure

@@ -4,8 +4,8 @@ same model, the same views and the same choices as the extension's `plotting/swe
 
 * history: each complete trial's objective (points) and the best so far (a step line), a
   panel per objective;
-* importance: each parameter's share (PED-ANOVA), largest on top, a panel per objective;
-* parallel coordinates: an axis per parameter (categories as ticks, a log one as log10) and
+* importance: each parameter's eta squared (the comparison's calculation), largest on top, a panel per objective;
+* parallel coordinates: an axis per parameter (categories as ticks, a log one at log10 with ticks in real units) and
   objective, a line per trial colored by the first objective, the better end for the better;
 * contour: the objective interpolated over the two most important parameters, the trials on it;
 * slices: each parameter against the objective, side by side;
@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..sweeps.importance import importance_label
 from ..sweeps.view_model import (
     Contour,
     History,
@@ -107,14 +108,21 @@ def importance_figure(importances: list[Importance] | None) -> Any:
             row=1,
             col=col,
         )
-        figure.update_xaxes(
-            AXIS, range=[0, 1], title_text=f"importance for {importance.objective} ({importance.evaluator})", col=col
-        )
+        figure.update_xaxes(AXIS, range=[0, 1], title_text=importance_label(importance.objective), col=col)
         figure.update_yaxes(AXIS, col=col)
     figure.update_layout(
         **_layout(max(160, 36 * len(importances[0].params) + 90), title="Parameter importance", showlegend=False)
     )
     return figure
+
+
+def log_ticks(positions: list[float]) -> tuple[list[float], list[str]]:
+    """Ticks of an axis drawn at log10 of its values, labelled in the values' own units (0.001,
+    not -3): a tick per decade within the range, or its ends and middle when it spans less."""
+    low, high = min(positions), max(positions)
+    decades = list(range(math.ceil(low), math.floor(high) + 1))
+    ticks = [float(t) for t in decades] if len(decades) >= 2 else [low, (low + high) / 2, high]
+    return ticks, [f"{10**t:.3g}" for t in ticks]
 
 
 def parallel_figure(parallel: ParallelCoordinates | None, objectives: list[ObjectiveView]) -> Any:
@@ -135,7 +143,11 @@ def parallel_figure(parallel: ParallelCoordinates | None, objectives: list[Objec
                 }
             )
         elif axis.log:
-            dimensions.append({"label": f"{axis.name} (log10)", "values": [math.log10(v) for v in axis.values]})
+            positions = [math.log10(v) for v in axis.values]
+            tickvals, ticktext = log_ticks(positions)
+            dimensions.append(
+                {"label": f"{axis.name} (log scale)", "values": positions, "tickvals": tickvals, "ticktext": ticktext}
+            )
         else:
             dimensions.append({"label": axis.name, "values": axis.values})
     color = next(a.values for a in parallel.axes if a.role == "objective" and a.name == parallel.color)
@@ -268,6 +280,33 @@ def pareto_figure(pareto: ParetoFront | None) -> Any:
     return figure
 
 
+def metrics_figure(model: SweepViewModel) -> Any:
+    """A sweep without an objective: every metric its trials logged, a panel each, a line per
+    trial by step (None before a trial logged one)."""
+    from plotly.subplots import make_subplots
+
+    if not model.metrics:
+        return None
+    figure = make_subplots(rows=len(model.metrics), cols=1, vertical_spacing=0.08)
+    for row, metric in enumerate(model.metrics, start=1):
+        for curve in metric.trials:
+            figure.add_scatter(
+                x=curve.steps,
+                y=curve.values,
+                mode="lines+markers",
+                name=f"trial {curve.trial}",
+                legendgroup=str(curve.trial),
+                showlegend=row == 1,
+                line={"color": PALETTE[curve.trial % len(PALETTE)], "width": 1.5},
+                row=row,
+                col=1,
+            )
+        figure.update_yaxes(AXIS, title_text=metric.name, row=row, col=1)
+        figure.update_xaxes(AXIS, title_text="step", row=row, col=1)
+    figure.update_layout(**_layout(220 * len(model.metrics) + 60, title="Every logged metric, per trial"))
+    return figure
+
+
 #: The views in the order the monitor shows them: name -> the figure from a model (None: missing).
 VIEWS: dict[ViewName, Any] = {
     "pareto": lambda m: pareto_figure(m.pareto),
@@ -282,4 +321,6 @@ VIEWS: dict[ViewName, Any] = {
 def view_figures(model: SweepViewModel) -> dict[ViewName, Any]:
     """Every view's figure (None where the model has nothing to draw; `model.missing` says why),
     the Pareto plot only for a multi-objective sweep."""
+    if not model.objectives:  # none of them without an objective (`metrics_figure` draws the sweep)
+        return {}
     return {name: build(model) for name, build in VIEWS.items() if name != "pareto" or len(model.objectives) > 1}

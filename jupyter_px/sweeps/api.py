@@ -11,7 +11,7 @@ from ..service import CodeOptions, CodeSource, Submission
 from ..topology import Topology, parse_topology
 from .service import SweepService
 from .spec import SweepSpec, read_sweep
-from .store import SweepStatus, TrialRow
+from .store import SweepStatus, TrialRow, state_word
 from .view_model import SweepViewModel
 
 
@@ -42,7 +42,7 @@ class Sweep:
 
     def __repr__(self) -> str:
         view = self.service.view(self.sweep_id)
-        counts = ", ".join(f"{n} {s.lower()}" for s, n in view.status.counts().items())
+        counts = ", ".join(f"{n} {state_word(s).lower()}" for s, n in view.status.counts().items())
         problem = f"; {view.owner_problem}" if view.owner_problem else ""
         return f"<Sweep {self.sweep_id} {view.status.state.value} ({counts or 'no trials yet'}){problem}>"
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .spec import SweepSpec
-from .store import SweepState, SweepStatus, TrialState
+from .store import SweepState, SweepStatus, TrialState, state_word
 
 #: Trials failed the same way, with none succeeding, before the sweep stops and says why.
 SAME_FAILURES = 3
@@ -58,8 +58,8 @@ def outcome(status: SweepStatus, spec: SweepSpec) -> tuple[SweepState, str]:
 
 
 def summary(status: SweepStatus, spec: SweepSpec) -> str:
-    """`6 complete, 2 pruned; best: trial 3 loss 0.12` (or the Pareto front's trials)."""
-    text = ", ".join(f"{n} {state.lower()}" for state, n in status.counts().items())
+    """`6 succeeded, 2 pruned; best: trial 3 loss 0.12` (or the Pareto front's trials)."""
+    text = ", ".join(f"{n} {state_word(state).lower()}" for state, n in status.counts().items())
     best = status.best_trial()
     if best is not None and best.value is not None and spec.objective:
         text += f"; best: trial {best.number} {spec.objective.name} {best.value:g}"

@@ -27,7 +27,7 @@ from .engine import check_engine
 from .spec import parse_polyaxonfile, read_sweep
 from .spec.polyaxonfile import value_names
 from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
-from .view_model import SweepViewModel, build_view_model
+from .view_model import SweepViewModel, build_view_model, trials_logged
 
 CONTROLLER_MODULE = "jupyter_px.sweeps.controller"
 #: How long `stop` waits for the controller to stop the trials and itself.
@@ -142,7 +142,10 @@ class SweepService:
         view = self.view(ref)
         spec = read_sweep(parse_polyaxonfile(view.record.topology))
         assert spec is not None
-        return build_view_model(view.sweep_id, view.record.name, view.status, spec)
+        logged = (
+            None if spec.objectives else trials_logged(view.status, self.runs.metrics)
+        )  # no objective: every metric
+        return build_view_model(view.sweep_id, view.record.name, view.status, spec, logged)
 
     def _owner_problem(self, status: SweepStatus) -> str | None:
         if status.state.finished:

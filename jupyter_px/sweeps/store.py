@@ -65,6 +65,15 @@ class TrialState(str, Enum):
 NONFINITE_AS_TEXT = ConfigDict(extra="ignore", ser_json_inf_nan="strings")
 
 
+#: A trial's state as every text says it: a trial that succeeded reads as its run does in the
+#: runs list (Optuna's "Complete" stays the data's word, in JSON and `counts`).
+STATE_WORDS = {"Complete": "Succeeded"}
+
+
+def state_word(state: str) -> str:
+    return STATE_WORDS.get(state, state)
+
+
 class TrialRow(BaseModel):
     """One trial as the controller last saw it."""
 

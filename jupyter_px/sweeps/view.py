@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from .service import SweepView
-from .store import SweepStatus, TrialRow
+from .store import SweepStatus, TrialRow, state_word
 
 TRIAL_HEADERS = ("TRIAL", "STATE", "VALUE", "STEP", "PARAMS", "RUN", "REASON")
 SWEEPS_HEADERS = ("SWEEP", "NAME", "STATE", "TRIALS", "BEST", "MESSAGE")
@@ -40,7 +40,7 @@ def trial_rows(status: SweepStatus) -> list[tuple[str, ...]]:
     return [
         (
             f"{t.number}{' *' if t.number in marked else ''}",
-            t.state.value,
+            state_word(t.state.value),
             _value_text(status, t),
             "-" if t.step is None else str(t.step),
             params_text(t.params),
@@ -54,7 +54,7 @@ def trial_rows(status: SweepStatus) -> list[tuple[str, ...]]:
 def counts_text(status: SweepStatus) -> str:
     counts = status.counts()
     done = sum(n for state, n in counts.items() if state not in ("Pending", "Running"))
-    parts = [f"{done}/{status.n_trials} done"] + [f"{n} {s.lower()}" for s, n in counts.items()]
+    parts = [f"{done}/{status.n_trials} done"] + [f"{n} {state_word(s).lower()}" for s, n in counts.items()]
     return ", ".join(parts)
 
 

@@ -8,9 +8,9 @@ sweep's record; reads never act), typed by the pydantic models below and served 
 `GET px/api/sweeps/<ref>/view` and `Sweep.view_model()`.
 
 * History: the complete trials in trial order, each objective's value and the best so far.
-* Importance: Optuna's PED-ANOVA evaluator (`PedAnovaImportanceEvaluator`, no extra
-  dependency) over the complete trials, each parameter's share, per objective; None below
-  `MIN_TRIALS_FOR_IMPORTANCE` complete trials or without two parameters that vary.
+* Importance: the comparison's calculation (`importance.py`: eta squared, the share of the
+  objective's variance each parameter alone explains), over the complete trials, per objective;
+  None below `MIN_TRIALS_FOR_IMPORTANCE` complete trials or without a parameter that varies.
 * Parallel coordinates: an axis per parameter (numeric, or categorical with its categories)
   and per objective; a line per complete trial.
 * Slices: per parameter, each complete trial's value of it against the (first) objective.
@@ -23,16 +23,16 @@ sweep's record; reads never act), typed by the pydantic models below and served 
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .importance import EVALUATOR, MIN_RUNS, param_importance
 from .spec import SweepSpec
 from .store import SweepStatus, TrialRow, TrialState
 
-#: Complete trials below which no importance is computed (PED-ANOVA compares quantiles).
-MIN_TRIALS_FOR_IMPORTANCE = 4
+#: Complete trials below which no importance is computed (the comparison's threshold).
+MIN_TRIALS_FOR_IMPORTANCE = MIN_RUNS
 #: Cells per side of the contour's interpolated grid.
 GRID = 24
 #: The parameter kinds searched on a log scale (their axes are drawn log).
@@ -70,8 +70,11 @@ class History(_View):
 
 class Importance(_View):
     objective: str
-    evaluator: str = "ped-anova"
-    params: dict[str, float] = Field(description="each parameter's share of the importance, most important first")
+    evaluator: str = EVALUATOR
+    params: dict[str, float] = Field(
+        description="each parameter's eta squared (0..1, most important first): the share of the objective's "
+        "variance its values alone explain; read each on its own, they need not add up to 1"
+    )
 
 
 class Axis(_View):
@@ -132,6 +135,29 @@ class ParetoFront(_View):
     points: list[ParetoPoint] = Field(description="every complete trial")
 
 
+class TrialCurve(_View):
+    trial: int
+    steps: list[float]
+    values: list[float]
+
+
+class MetricCurves(_View):
+    """One metric the trials logged: a line per trial by step (the chief's points)."""
+
+    name: str
+    trials: list[TrialCurve]
+
+
+#: Said once by a sweep without an objective, in place of every view that needs one.
+NO_OBJECTIVE = (
+    "this sweep has no objective, so no trial is better than another: every logged metric is drawn per trial; "
+    "declare one to get the best trial, history, importance and the rest "
+    "(hptuning: metric: {name: loss, optimization: minimize}, or v1's matrix: metric: {name: loss, goal: minimize})"
+)
+#: The most points a trial's line keeps in `metrics` (evenly strided, the last always kept).
+METRIC_POINTS = 200
+
+
 class SweepViewModel(_View):
     """Everything a sweep's tuning views draw, in one answer."""
 
@@ -153,9 +179,21 @@ class SweepViewModel(_View):
     missing: dict[ViewName, str] = Field(
         description="why a view is missing or empty (too few trials, one parameter), by the view's name"
     )
+    note: str | None = Field(description="said once above the views: how to declare an objective when there is none")
+    metrics: list[MetricCurves] = Field(
+        description="without an objective: every metric the trials logged, a line per trial; else []"
+    )
 
 
-def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec: SweepSpec) -> SweepViewModel:
+def build_view_model(
+    sweep_id: str,
+    name: str | None,
+    status: SweepStatus,
+    spec: SweepSpec,
+    logged: dict[int, dict[str, tuple[list[float], list[float]]]] | None = None,
+) -> SweepViewModel:
+    """The views from one read of the sweep; `logged` (a sweep without an objective): each
+    trial's metrics as (steps, values), drawn per metric instead of the views an objective needs."""
     objectives = [ObjectiveView(name=o.name, direction=o.direction) for o in spec.objectives]
     complete = [
         t
@@ -164,9 +202,7 @@ def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec:
     ]
     missing: dict[ViewName, str] = {}
     unmade: tuple[ViewName, ...] = ()
-    if not objectives:
-        unmade, why = ("history", "importance", "parallel", "slices", "contour"), "the sweep has no objective"
-    elif not complete:
+    if not complete and objectives:
         unmade, why = ("history", "parallel", "slices", *(("pareto",) if len(objectives) > 1 else ())), NO_TRIAL
     for view in unmade:
         missing[view] = why
@@ -192,7 +228,47 @@ def build_view_model(sweep_id: str, name: str | None, status: SweepStatus, spec:
         contour=_contour(complete, order, params, objectives, spec, missing) if objectives else None,
         pareto=_pareto(complete, objectives, status) if len(objectives) > 1 else None,
         missing=missing,
+        note=None if objectives else NO_OBJECTIVE,
+        metrics=[] if objectives else _metric_curves(logged or {}),
     )
+
+
+def _metric_curves(logged: dict[int, dict[str, tuple[list[float], list[float]]]]) -> list[MetricCurves]:
+    names = sorted({name for metrics in logged.values() for name in metrics})
+    out = []
+    for name in names:
+        curves = []
+        for trial in sorted(logged):
+            if name not in logged[trial]:
+                continue
+            steps, values = logged[trial][name]
+            keep = [i for i, v in enumerate(values) if math.isfinite(v)]
+            stride = max(1, math.ceil(len(keep) / METRIC_POINTS))
+            chosen = keep[::stride] + ([keep[-1]] if keep and (len(keep) - 1) % stride else [])
+            curves.append(TrialCurve(trial=trial, steps=[steps[i] for i in chosen], values=[values[i] for i in chosen]))
+        out.append(MetricCurves(name=name, trials=curves))
+    return out
+
+
+def trials_logged(status: SweepStatus, metrics_of: Any) -> dict[int, dict[str, tuple[list[float], list[float]]]]:
+    """Each trial's metrics as (steps, values) of its chief (`metrics_of(run_id)`: the run
+    service's {replica: {metric: Series}}); a step-less point is at its position."""
+    out: dict[int, dict[str, tuple[list[float], list[float]]]] = {}
+    for trial in status.trials:
+        if not trial.run_id:
+            continue
+        try:
+            data = metrics_of(trial.run_id)
+        except (OSError, ValueError):
+            continue
+        merged: dict[str, tuple[list[float], list[float]]] = {}
+        for replica in sorted(data, key=lambda key: (not key.startswith(("master", "chief")), key)):
+            for metric, series in data[replica].items():
+                if metric not in merged:
+                    steps = [float(i if step is None else step) for i, step in enumerate(series.steps)]
+                    merged[metric] = (steps, [float(v) for v in series.values])
+        out[trial.number] = merged
+    return out
 
 
 def _history(trials: list[TrialRow], objective: ObjectiveView) -> History:
@@ -238,47 +314,18 @@ def _importance(
     objectives: list[ObjectiveView],
     missing: dict[ViewName, str],
 ) -> list[Importance] | None:
-    if len(trials) < MIN_TRIALS_FOR_IMPORTANCE or len(params) < 2:
+    """The comparison's calculation (`importance.param_importance`), per objective."""
+    if len(trials) < MIN_TRIALS_FOR_IMPORTANCE or not params:
         missing["importance"] = (
-            f"parameter importance needs {MIN_TRIALS_FOR_IMPORTANCE} complete trials and two parameters that vary "
+            f"parameter importance needs {MIN_TRIALS_FOR_IMPORTANCE} complete trials and a parameter that varies "
             f"(here {len(trials)} and {len(params)})"
         )
         return None
-    import optuna
-    from optuna.distributions import CategoricalDistribution, FloatDistribution
-    from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
-
-    distributions: dict[str, Any] = {}
-    for name, categories in params.items():
-        if categories is not None:
-            distributions[name] = CategoricalDistribution(categories)
-        else:
-            values = [float(t.params[name]) for t in trials]
-            distributions[name] = FloatDistribution(min(values), max(values))
-    study = optuna.create_study(directions=[o.direction for o in objectives])
-    study.add_trials(
-        [
-            optuna.trial.create_trial(
-                params={n: (str(t.params[n]) if c is not None else float(t.params[n])) for n, c in params.items()},
-                distributions=distributions,
-                values=[(t.values or {})[o.name] for o in objectives],
-            )
-            for t in trials
-        ]
-    )
     out = []
-    for index, objective in enumerate(objectives):
-        sign = -1.0 if objective.direction == "maximize" else 1.0  # PED-ANOVA takes lower as better
-
-        def target(frozen: Any, i: int = index, s: float = sign) -> float:
-            return s * frozen.values[i]
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "lower target values are better": as meant, by the sign
-            shares = get_param_importances(
-                study, evaluator=PedAnovaImportanceEvaluator(), target=target, normalize=True
-            )
-        out.append(Importance(objective=objective.name, params={k: float(v) for k, v in shares.items()}))
+    for objective in objectives:
+        values = [(t.values or {}).get(objective.name) for t in trials]
+        found = param_importance([t.params for t in trials], values, list(params))
+        out.append(Importance(objective=objective.name, params={i.param: i.importance for i in found}))
     return out
 
 

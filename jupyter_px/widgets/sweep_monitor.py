@@ -18,9 +18,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..presentation.plot_theme import private_figure_widget
-from ..presentation.sweep_figures import VIEWS, view_figures
-from ..sweeps.store import SweepStatus, TrialState
+from ..presentation.sweep_figures import VIEWS, metrics_figure, view_figures
+from ..sweeps.store import SweepStatus, TrialState, state_word
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from ..sweeps.view_model import SweepViewModel
 from .plots import THEME_NEUTRAL
@@ -35,6 +34,9 @@ VIEW_TITLES = {
     "contour": "Contour",
     "slices": "Slices",
 }
+
+#: What stands where the charts will be, until a trial has reported something to draw.
+CHARTS_WAITING = "charts: waiting for the first trial to report"
 
 #: Colors of trial states in the table (the run monitor's palette: done, stopped early, failed).
 STATE_COLORS = {
@@ -91,7 +93,7 @@ def objective_figure(status: SweepStatus) -> Any:
             x=list(steps),
             y=list(values),
             mode="lines+markers",
-            name=f"trial {trial.number} ({trial.state.value.lower()})",
+            name=f"trial {trial.number} ({state_word(trial.state.value).lower()})",
             line={"width": 4 if best else 1.5, "dash": "dot" if trial.state == TrialState.PRUNED else "solid"},
         )
     figure.update_layout(
@@ -125,7 +127,14 @@ def _redraw(widget: Any, figure: Any) -> None:
 
 
 class SweepMonitor(widgets.VBox):
-    """Live view of one sweep; `refresh()` reads its status once, `start()` keeps it updating."""
+    """Live view of one sweep; `refresh()` reads its status once, `start()` keeps it updating.
+
+    Shown at once: the constructor draws only the header, the Stop button and the trials table
+    (one read of `status.json`, no plotting library), so a sweep cell returns as soon as its
+    sweep is recorded, whatever its size. The plots (plotly figure widgets, seconds to build on
+    a loaded machine) are built by the first full `refresh()`: the updating thread's first step
+    (autostart), or the constructor itself when the monitor does not update on its own, once a
+    trial has reported something to draw (until then a line says the charts are waiting)."""
 
     def __init__(self, sweep: Any, *, interval: float = 1.0, autostart: bool = True, **kwargs: Any):
 
@@ -141,10 +150,39 @@ class SweepMonitor(widgets.VBox):
         self.table = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop sweep", button_style="danger", icon="stop")
         self.stop_button.on_click(lambda _: self._stop_sweep())
+        self.charts_note = widgets.HTML(f"<div class='px-sweep-charts-note'>{CHARTS_WAITING}</div>")
+        self.plots = widgets.VBox([self.charts_note])
+        self.view_plots: dict[str, Any] = {}
+        self.view_boxes: dict[str, Any] = {}
+        self.view_reasons: dict[str, Any] = {}
+        self.view_sections: dict[str, Any] = {}
+        self.objective_plot: Any = None
+        self.parallel_plot: Any = None
+        self.last_view: SweepViewModel | None = None
+        self._shown_points: tuple = ()
+        super().__init__([self.header, self.stop_button, self.table, self.plots], **kwargs)
+        if autostart:
+            self._refresh_text()
+            if not self.finished:
+                self.start()  # its first step draws the plots, off the cell's thread
+                return
+        self.refresh()
+
+    def __repr__(self) -> str:
+        status = self.last_status
+        state = status.state.value if status else "?"
+        return f"<SweepMonitor {self.sweep_id}: {state}>"
+
+    def _build_plots(self) -> None:
+        """The plot widgets, once: the objective per trial and a section per view (its plot, in
+        a box hidden while the view is missing, and the model's reason when it is)."""
+        if self.objective_plot is not None:
+            return
+        from ..presentation.plot_theme import private_figure_widget
+
         self.objective_plot = private_figure_widget()
         self.objective_plot.add_class("px-sweep-objective")
-        # A view each: its plot (in a box, hidden while the view is missing) and the model's
-        # reason when it is. plotly's FigureWidget has its own `layout`: the box is what hides.
+        # plotly's FigureWidget has its own `layout`: the box is what hides.
         self.view_plots = {name: private_figure_widget() for name in VIEWS}
         self.view_boxes = {name: widgets.VBox([plot]) for name, plot in self.view_plots.items()}
         self.view_reasons = {name: widgets.HTML() for name in VIEWS}
@@ -152,36 +190,44 @@ class SweepMonitor(widgets.VBox):
         for name, section in self.view_sections.items():
             section.add_class(f"px-sweep-view-{name}")  # where a page (and a browser test) finds it
         self.parallel_plot = self.view_plots["parallel"]
-        self.last_view: SweepViewModel | None = None
-        self._shown_points: tuple = ()
-        super().__init__(
-            [self.header, self.stop_button, self.table, self.objective_plot, *self.view_sections.values()], **kwargs
-        )
-        self.refresh()
-        if autostart and not self.finished:
-            self.start()
+        self.charts_note.value = ""
+        self.plots.children = (self.charts_note, self.objective_plot, *self.view_sections.values())
 
-    def __repr__(self) -> str:
-        status = self.last_status
-        state = status.state.value if status else "?"
-        return f"<SweepMonitor {self.sweep_id}: {state}>"
-
-    def refresh(self) -> SweepStatus:
+    def _refresh_text(self) -> tuple[Any, SweepStatus]:
+        """The header, the table and the button from one read; no plot."""
         with self._lock:
             view = self.sweep.service.view(self.sweep_id)
             status = view.status
             self.last_status = status
             self.header.value = header_html(self.sweep_id, status, view.owner_problem)
             self.table.value = trials_table_html(status)
-            points = tuple((t.number, t.state.value, len(t.intermediate), t.value) for t in status.trials)
-            if points != self._shown_points:  # redraw the plots only when a trial moved
-                self._shown_points = points
-                _redraw(self.objective_plot, objective_figure(status))
-                self._draw_views(self.sweep.service.view_model(self.sweep_id))
             self.finished = status.state.finished
             self.stop_button.disabled = self.finished
             # A finished sweep has nothing to stop: a neutral, disabled button, not a red one.
             self.stop_button.button_style = "" if self.finished else "danger"
+            return view, status
+
+    def refresh(self) -> SweepStatus:
+        with self._lock:
+            _, status = self._refresh_text()
+            objective = bool(status.objectives) or status.objective is not None
+            ended = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAILED, TrialState.STOPPED)
+            reported = any(t.intermediate or t.value is not None or t.state in ended for t in status.trials)
+            if not reported and not status.state.finished:
+                return status  # nothing to draw yet: no chart of invented axes
+            self._build_plots()
+            points = tuple((t.number, t.state.value, len(t.intermediate), t.value) for t in status.trials)
+            if points != self._shown_points or self.last_view is None:  # redraw only when a trial moved
+                self._shown_points = points
+                model = self.sweep.service.view_model(self.sweep_id)
+                if objective:
+                    _redraw(self.objective_plot, objective_figure(status))
+                else:  # no objective: every logged metric per trial, and once how to declare one
+                    self.charts_note.value = f"<div class='px-sweep-note'>{html.escape(model.note or '')}</div>"
+                    figure = metrics_figure(model)
+                    if figure is not None:
+                        _redraw(self.objective_plot, figure)
+                self._draw_views(model)
             return status
 
     def _draw_views(self, model: SweepViewModel) -> None:
@@ -221,6 +267,12 @@ class SweepMonitor(widgets.VBox):
         return self._thread is not None and self._thread.is_alive()
 
     def _loop(self) -> None:
+        try:
+            self.refresh()  # at once: the plots' first draw
+        except (OSError, ValueError):
+            pass
+        if self.finished:
+            return
         while not self._stop.wait(self.interval):
             try:
                 self.refresh()

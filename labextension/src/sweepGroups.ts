@@ -114,6 +114,14 @@ export function trialText(
 }
 
 /** "3/8 done": trials finished of those the sweep runs. */
+/**
+ * A trial's state as every table says it: one that succeeded reads Succeeded, as its run does in
+ * the runs list (Optuna's "Complete" stays the data's word).
+ */
+export function trialStateWord(state: string): string {
+  return state === 'Complete' ? 'Succeeded' : state;
+}
+
 export function trialsText(sweep: ISweep): string {
   const running = sweep.counts['Running'] ?? 0;
   const done = Object.values(sweep.counts).reduce((a, b) => a + b, 0) - running;

@@ -230,7 +230,7 @@ export interface IComparedMetric {
   name: string;
   optimization: 'min' | 'max';
   best_run: string | null;
-  /** What "best" meant: "lowest among the 3 runs that succeeded". */
+  /** What "best" meant: "lowest final value among the 3 runs that succeeded". */
   best_rule: string;
   common_step: number | null;
   curves: ICompareCurve[];
@@ -555,4 +555,21 @@ export interface ISweepViewModel {
   pareto: ISweepParetoFront | null;
   /** Why a view is missing or empty, by the view's name. */
   missing: { [view: string]: string };
+  /** Said once above the views: how to declare an objective when there is none. */
+  note: string | null;
+  /** Without an objective: every metric the trials logged, a line per trial; else []. */
+  metrics: ISweepMetricCurves[];
+}
+
+/** view_model.MetricCurves: one metric the trials logged, a line per trial by step. */
+export interface ISweepMetricCurves {
+  name: string;
+  trials: ISweepTrialCurve[];
+}
+
+/** view_model.TrialCurve: one trial's points of a metric. */
+export interface ISweepTrialCurve {
+  trial: number;
+  steps: number[];
+  values: number[];
 }

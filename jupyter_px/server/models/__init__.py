@@ -30,12 +30,14 @@ from ...sweeps.view_model import (
     History,
     HistoryPoint,
     Importance,
+    MetricCurves,
     ObjectiveView,
     ParallelCoordinates,
     ParetoFront,
     ParetoPoint,
     Slice,
     SweepViewModel,
+    TrialCurve,
 )
 from .replies import (
     NONFINITE_NAMES,
@@ -211,4 +213,6 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     Contour: "ISweepContour",
     ParetoFront: "ISweepParetoFront",
     ParetoPoint: "ISweepParetoPoint",
+    MetricCurves: "ISweepMetricCurves",
+    TrialCurve: "ISweepTrialCurve",
 }

@@ -27,7 +27,7 @@ const comparison: IComparison = {
       name: 'loss',
       optimization: 'min',
       best_run: 'sw-t0-aaaa',
-      best_rule: 'lowest among the 2 runs that succeeded',
+      best_rule: 'lowest final value among the 2 runs that succeeded',
       common_step: null,
       curves: [
         {

@@ -2,7 +2,7 @@ import * as React from 'react';
 
 import * as api from '../api';
 import { MetricsModel } from '../panels/metricsModel';
-import { MetricsPlot } from '../panels/metricsPlot';
+import { MetricsPlot, noMetricsText, QUIET_S } from '../panels/metricsPlot';
 import { mount } from './render';
 
 // The server's answer is the boundary: one page of two replicas' loss.
@@ -106,5 +106,33 @@ describe('MetricsPlot', () => {
     );
     React.act(() => widget.dispose());
     model.dispose();
+  });
+});
+
+describe('before the first metric', () => {
+  it('a live run waits for it, and only asks about the code after a quiet minute', async () => {
+    readMetrics.mockReset();
+    readMetrics.mockResolvedValue({
+      run_id: 'run-2',
+      finished: false,
+      cursor: 'c0',
+      progress: {},
+      history_pending: false,
+      series: {}
+    });
+    const model = new MetricsModel('run-2', 60, () => true);
+    const widget = mount(<MetricsPlot model={model} />);
+    await settle(() => readMetrics.mock.calls.length > 0);
+    const note = () =>
+      widget.node.querySelector('.jp-px-no-metrics')?.textContent ?? '';
+    await settle(() => note().length > 0);
+    expect(note()).toBe('Waiting for the first metric…'); // its code may still be importing
+    expect(note()).not.toContain('log_metrics');
+    expect(noMetricsText(false, QUIET_S + 5)).toBe(
+      'Waiting for the first metric: none in 65 s. Does the training code call jupyter_px.tracking.log_metrics(step=..., loss=...)?'
+    );
+    expect(noMetricsText(true, 5)).toContain('This run logged no metrics');
+    model.dispose();
+    widget.dispose();
   });
 });

@@ -1,7 +1,7 @@
 /**
  * What the sweep's tuning views draw from its view-model (`plotting/sweepFigures.ts`): the
  * history's points and best-so-far line, the importance bars in order, the parallel coordinates'
- * axes (categorical ticks, log axes as log10), the contour's grid and trial points, a slice per
+ * axes (categorical ticks, log axes at log10 with ticks in real units), the contour's grid and trial points, a slice per
  * parameter on its own x axis, and the Pareto plot's front apart from the other trials.
  */
 import {
@@ -13,6 +13,7 @@ import {
   sweepParallelFigure
 } from '../plotting/sweepFigures';
 import { plotTheme } from '../plotting/theme';
+import { metricFigures, spansDecades } from '../output/sweepViews';
 import type { ISweepViewModel } from '../types';
 
 const theme = () => plotTheme();
@@ -43,7 +44,7 @@ function model(): ISweepViewModel {
     importance: [
       {
         objective: 'loss',
-        evaluator: 'ped-anova',
+        evaluator: 'eta-squared',
         params: { lr: 0.8, act: 0.2 }
       }
     ],
@@ -122,7 +123,9 @@ function model(): ISweepViewModel {
       ]
     },
     pareto: null,
-    missing: {}
+    missing: {},
+    note: null,
+    metrics: []
   };
 }
 
@@ -147,7 +150,7 @@ describe("a sweep's tuning views", () => {
     expect(figure.data[0].y).toEqual(['act', 'lr']);
     expect(figure.data[0].x).toEqual([0.2, 0.8]);
     expect(figure.layout.xaxis.title.text).toBe(
-      'importance for loss (ped-anova)'
+      "share of loss's variance each param alone explains (η²)"
     );
   });
 
@@ -161,11 +164,14 @@ describe("a sweep's tuning views", () => {
     const [trace] = figure.data;
     expect(trace.type).toBe('parcoords');
     expect(trace.dimensions.map((d: any) => d.label)).toEqual([
-      'lr (log10)',
+      'lr (log scale)',
       'act',
       'loss'
     ]);
     expect(trace.dimensions[0].values).toEqual([-3, -2, -1, 0]);
+    // labelled in lr's own units, never its raw log10 (-0.4763)
+    expect(trace.dimensions[0].tickvals).toEqual([-3, -2, -1, 0]);
+    expect(trace.dimensions[0].ticktext).toEqual(['0.001', '0.01', '0.1', '1']);
     expect(trace.dimensions[1].ticktext).toEqual(['relu', 'tanh']);
     expect(trace.line.color).toEqual([3, 4, 1, 2]);
     expect(trace.line.reversescale).toBe(true); // lower loss, the better end
@@ -223,5 +229,40 @@ describe("a sweep's tuning views", () => {
     expect(front.y).toEqual([4, 9]);
     expect(figure.layout.xaxis.title.text).toBe('loss (min)');
     expect(figure.layout.yaxis.title.text).toBe('throughput (max)');
+  });
+});
+
+describe('a sweep without an objective', () => {
+  it('draws every logged metric, a line per trial, on a log axis when asked', () => {
+    const view: ISweepViewModel = {
+      ...model(),
+      objectives: [],
+      history: [],
+      importance: null,
+      parallel: null,
+      slices: [],
+      contour: null,
+      best: null,
+      note: 'this sweep has no objective',
+      metrics: [
+        {
+          name: 'loss',
+          trials: [
+            { trial: 0, steps: [0, 1], values: [1, 1e-8] },
+            { trial: 1, steps: [0, 1], values: [2, 0.5] }
+          ]
+        }
+      ]
+    };
+    const [loss] = metricFigures(view, theme(), true);
+    expect(loss.name).toBe('loss');
+    expect(loss.figure.data.map((trace: any) => trace.name)).toEqual([
+      'trial 0',
+      'trial 1'
+    ]);
+    expect(loss.figure.layout.yaxis.type).toBe('log');
+    expect(spansDecades([1, 1e-8, 2, 0.5])).toBe(true); // 8 decades: log by itself
+    expect(spansDecades([1, 0.5, 2])).toBe(false);
+    expect(spansDecades([1, -1e-8])).toBe(false); // a log axis cannot draw it
   });
 });

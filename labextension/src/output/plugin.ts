@@ -10,15 +10,40 @@ import { runOutputFactory } from './runOutput';
 import { RUN_MIME_RANK } from './runMime';
 import { sweepOutputFactory } from './sweepOutput';
 
-/** Make the notebook's cell `cellId` active and bring it into view (a failure's "Go to cell"). */
-export function goToCell(panel: NotebookPanel, cellId: string): boolean {
+/**
+ * Make the notebook's cell `cellId` active, bring it into view and, given the failing `line`
+ * (from 1, in the cell as written), put the cursor on that line and scroll it into view (a
+ * failure's "Go to cell").
+ */
+export async function goToCell(
+  panel: NotebookPanel,
+  cellId: string,
+  line: number | null = null
+): Promise<boolean> {
   const notebook = panel.content;
   const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
   if (index < 0) {
     return false;
   }
   notebook.activeCellIndex = index;
-  void notebook.scrollToItem(index);
+  notebook.mode = 'command';
+  await notebook.scrollToItem(index, 'start');
+  const cell = notebook.widgets[index];
+  if (line !== null && line > 0) {
+    await cell.ready;
+    const editor = cell.editor;
+    if (editor) {
+      const position = {
+        line: Math.min(line, editor.lineCount) - 1,
+        column: 0
+      };
+      editor.setCursorPosition(position);
+      editor.revealPosition(position);
+      // the line itself, not only its cell: a long cell's line may be below the fold
+      const lines = cell.node.querySelectorAll('.cm-line');
+      lines[position.line]?.scrollIntoView({ block: 'center' });
+    }
+  }
   return true;
 }
 
@@ -47,7 +72,7 @@ export function addRunOutputs(
           stopRun: async runId => {
             await api.stopRun(runId);
           },
-          goToCell: cellId => void goToCell(panel, cellId)
+          goToCell: (cellId, line) => void goToCell(panel, cellId, line)
         },
         createHtmlRenderer: () =>
           rendermime.getFactory('text/html')

@@ -12,10 +12,16 @@ import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import type { IPlotTheme } from '../plotting/theme';
 import { viewPoll } from '../polling';
 import { formatAge, stateBadge } from '../runs';
-import { bestText, paramsText, trialRunIds, trialsText } from '../sweepGroups';
+import {
+  bestText,
+  paramsText,
+  trialRunIds,
+  trialStateWord,
+  trialsText
+} from '../sweepGroups';
 import type { ISweep, ISweepViewModel } from '../types';
 import { useNow } from '../useNow';
-import { SweepViews } from './sweepViews';
+import { spansDecades, SweepViews } from './sweepViews';
 
 /** The sweep's mimetype (`jupyter_px/widgets/run_mime.py`): every output of the sweep monitor. */
 export const SWEEP_MIMETYPE = 'application/vnd.jupyter-px.sweep+json';
@@ -59,7 +65,11 @@ export function readSweepPayload(data: unknown): ISweepPayload | string {
  * thick, a pruned one dotted. A trial that reported no step yet but has a value is a point at
  * its last step, so a sweep never draws bare axes once a trial has a value.
  */
-export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
+export function objectiveFigure(
+  sweep: ISweep,
+  theme: IPlotTheme,
+  log = false
+): IFigure {
   const lines: ILine[] = [];
   for (const trial of [...(sweep.trials ?? [])].sort(
     (a, b) => a.number - b.number
@@ -87,7 +97,8 @@ export function objectiveFigure(sweep: ISweep, theme: IPlotTheme): IFigure {
     lines,
     theme,
     yTitle: sweep.objective ?? 'value',
-    height: 300
+    height: 300,
+    log
   });
   for (const trace of figure.data) {
     trace.mode = trace.x.length === 1 ? 'markers' : 'lines+markers';
@@ -163,6 +174,8 @@ export function SweepView(props: {
   const { model, actions } = props;
   const theme = usePlotTheme();
   const now = useNow();
+  // null: the axis follows the values (log once they span more than three decades)
+  const [logChoice, setLogChoice] = React.useState<boolean | null>(null);
   return (
     <UseSignal signal={model.changed}>
       {() => {
@@ -192,6 +205,18 @@ export function SweepView(props: {
           sweep.state
         );
         const badge = stateBadge(sweep.state);
+        const values = (sweep.trials ?? []).flatMap(trial =>
+          trial.intermediate.length
+            ? trial.intermediate.map(point => point[1])
+            : trial.value !== null
+              ? [trial.value]
+              : []
+        );
+        const logged = (model.view?.metrics ?? []).flatMap(metric =>
+          metric.trials.flatMap(curve => curve.values)
+        );
+        const log =
+          logChoice ?? spansDecades(sweep.objective ? values : logged);
         const best = bestText(sweep);
         const runIds = trialRunIds(sweep);
         const stop = async () => {
@@ -243,6 +268,17 @@ export function SweepView(props: {
                   Stop sweep
                 </button>
               )}
+              <label
+                className="jp-px-sweep-log"
+                title="A log y axis on the per-trial charts: values that span decades stay apart"
+              >
+                <input
+                  type="checkbox"
+                  checked={log}
+                  onChange={event => setLogChoice(event.target.checked)}
+                />{' '}
+                log scale
+              </label>
               <button
                 className="jp-mod-styled jp-px-sweep-compare"
                 disabled={runIds.length < 1}
@@ -252,25 +288,29 @@ export function SweepView(props: {
                 Compare trials
               </button>
             </div>
-            <div className="jp-px-sweep-plots">
-              <PlotlyFigure
-                className="jp-px-sweep-objective"
-                label={`${sweep.objective ?? 'objective'} per trial by step`}
-                figure={objectiveFigure(sweep, theme)}
-              />
-            </div>
+            {sweep.objective !== null && (
+              <div className="jp-px-sweep-plots">
+                <PlotlyFigure
+                  className="jp-px-sweep-objective"
+                  label={`${sweep.objective} per trial by step`}
+                  figure={objectiveFigure(sweep, theme, log)}
+                />
+              </div>
+            )}
             {model.viewError && (
               <div className="jp-px-error">
                 the sweep&apos;s views could not be read: {model.viewError}
               </div>
             )}
-            {model.view && <SweepViews view={model.view} theme={theme} />}
+            {model.view && (
+              <SweepViews view={model.view} theme={theme} log={log} />
+            )}
             <table className="jp-px-sweep-trials">
               <thead>
                 <tr>
                   <th>trial</th>
                   <th>state</th>
-                  <th>{sweep.objective ?? 'value'}</th>
+                  {sweep.objective !== null && <th>{sweep.objective}</th>}
                   <th>step</th>
                   <th>params</th>
                   <th>reason</th>
@@ -297,14 +337,16 @@ export function SweepView(props: {
                         <span
                           className={`jp-px-trial-state jp-px-trial-${trial.state.toLowerCase()}`}
                         >
-                          {trial.state}
+                          {trialStateWord(trial.state)}
                         </span>
                       </td>
-                      <td>
-                        {trial.value === null
-                          ? '–'
-                          : Number(trial.value.toPrecision(4))}
-                      </td>
+                      {sweep.objective !== null && (
+                        <td>
+                          {trial.value === null
+                            ? '–'
+                            : Number(trial.value.toPrecision(4))}
+                        </td>
+                      )}
                       <td>{trial.step ?? '–'}</td>
                       <td>{paramsText(trial.params)}</td>
                       <td>{trial.reason ?? ''}</td>

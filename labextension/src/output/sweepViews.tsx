@@ -3,10 +3,13 @@
  * optimization history, parameter importance, parallel coordinates, the contour of the two most
  * important parameters and the slices, and a multi-objective sweep's Pareto plot. A view the
  * model says is missing (too few trials, one parameter) shows the model's reason in its place,
- * never an empty box. Shown by the sweep's notebook output and its panel from the sidebar.
+ * never an empty box. A sweep without an objective says once how to declare one and draws every
+ * metric its trials logged, a line per trial. Shown by the sweep's notebook output and its panel
+ * from the sidebar.
  */
 import * as React from 'react';
 
+import { IFigure, ILine, lineFigure } from '../plotting/figures';
 import { PlotlyFigure } from '../plotting/plotlyFigure';
 import {
   contourFigure,
@@ -38,9 +41,63 @@ function View(props: {
   );
 }
 
+/** Whether positive values span more than three decades: a log axis reads them, a linear one draws the smallest as 0. */
+export function spansDecades(values: number[]): boolean {
+  const positive = values.filter(v => Number.isFinite(v) && v > 0);
+  if (positive.length < 2 || positive.length < values.length) {
+    return false;
+  }
+  return Math.max(...positive) / Math.min(...positive) > 1000;
+}
+
+/** The figure with its y axis log (the sweep's "log scale" choice), else as it is. */
+function withLogY(figure: IFigure, log: boolean): IFigure {
+  if (!log) {
+    return figure;
+  }
+  return {
+    ...figure,
+    layout: {
+      ...figure.layout,
+      yaxis: { ...(figure.layout.yaxis ?? {}), type: 'log' }
+    }
+  };
+}
+
+/**
+ * A sweep without an objective: every metric its trials logged, a line per trial by step (no
+ * trial is better than another, so none is starred).
+ */
+export function metricFigures(
+  view: ISweepViewModel,
+  theme: IPlotTheme,
+  log: boolean
+): { name: string; figure: IFigure }[] {
+  return view.metrics.map(metric => {
+    const lines: ILine[] = metric.trials.map(curve => ({
+      name: `trial ${curve.trial}`,
+      id: String(curve.trial),
+      x: curve.steps,
+      y: curve.values,
+      color: theme.series[curve.trial % theme.series.length]
+    }));
+    return {
+      name: metric.name,
+      figure: lineFigure({
+        lines,
+        theme,
+        yTitle: metric.name,
+        log,
+        height: 260
+      })
+    };
+  });
+}
+
 export function SweepViews(props: {
   view: ISweepViewModel;
   theme: IPlotTheme;
+  log?: boolean;
 }): JSX.Element {
   const { view, theme } = props;
   const missing = view.missing;
@@ -51,7 +108,7 @@ export function SweepViews(props: {
         .filter(h => h.points.length)
         .map(h => ({
           objective: h.objective,
-          figure: historyFigure(h, theme)
+          figure: withLogY(historyFigure(h, theme), props.log ?? false)
         })),
       importance: (view.importance ?? []).map(i => ({
         objective: i.objective,
@@ -67,8 +124,34 @@ export function SweepViews(props: {
       slices: view.slices.length ? slicesFigure(view.slices, theme) : null,
       pareto: view.pareto ? paretoFigure(view.pareto, theme) : null
     }),
-    [view, theme]
+    [view, theme, props.log]
   );
+  if (!view.objectives.length) {
+    const metricPlots = metricFigures(view, theme, props.log ?? false);
+    return (
+      <div className="jp-px-sweep-views">
+        {view.note && (
+          <div className="jp-px-note jp-px-sweep-note">{view.note}</div>
+        )}
+        <View
+          name="metrics"
+          title="Every logged metric, per trial"
+          missing="no trial has logged a metric yet"
+        >
+          {metricPlots.length
+            ? metricPlots.map(m => (
+                <PlotlyFigure
+                  key={m.name}
+                  className="jp-px-sweep-metric-plot"
+                  label={`${m.name} per trial by step`}
+                  figure={m.figure}
+                />
+              ))
+            : undefined}
+        </View>
+      </div>
+    );
+  }
   return (
     <div className="jp-px-sweep-views">
       {view.pareto !== null || missing.pareto ? (

@@ -12,6 +12,7 @@ import {
 } from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import { XKindPicker } from '../plotting/xKindPicker';
+import { importanceLabel } from '../plotting/sweepFigures';
 import type { IComparison, ICompareRequest } from '../types';
 import {
   cellValue,
@@ -338,9 +339,11 @@ function CompareContent(props: {
           {comparison.importance.length > 0 && (
             <>
               <div className="jp-px-note">
-                Which params matter for {comparison.objective} (the share of its
-                variance across {plural(comparison.importance[0].runs, 'run')};
-                the correlation says which way)
+                Which params matter for {comparison.objective}: the share of its
+                final values&apos; variance each param alone explains, across{' '}
+                {plural(comparison.importance[0].runs, 'run')} (the sweep view
+                reads it the same way; each on its own, so they need not add up
+                to 1; the correlation says which way)
               </div>
               <PlotlyFigure
                 className="jp-px-compare-importance"
@@ -351,7 +354,7 @@ function CompareContent(props: {
                       `${item.param}${item.correlation === null ? '' : ` (r ${item.correlation >= 0 ? '+' : ''}${item.correlation.toFixed(2)})`}`
                   ),
                   values: comparison.importance.map(item => item.importance),
-                  title: 'importance',
+                  title: importanceLabel(comparison.objective ?? 'the metric'),
                   theme,
                   colors: comparison.importance.map(item =>
                     item.correlation === null

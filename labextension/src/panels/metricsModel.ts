@@ -26,6 +26,8 @@ export class MetricsModel {
   }
 
   readonly poll: Poll;
+  /** When this view began to wait for the run's metrics (seconds since the epoch). */
+  readonly watchingSince = Date.now() / 1000;
   data: { [replica: string]: { [metric: string]: ISeries } } = {};
   metric: string | null = null;
   error: string | null = null;

@@ -5,6 +5,7 @@ import { ILine, lineFigure, suggestLog, XKind } from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import { XKindPicker } from '../plotting/xKindPicker';
 import type { ISeries } from '../types';
+import { useNow } from '../useNow';
 import type { MetricsModel } from './metricsModel';
 
 /** x of each point: its step (its position when logged without one), or its time. */
@@ -41,6 +42,25 @@ export function replicaLines(
     });
 }
 
+/** How long a live run may log nothing before the view asks whether its code logs at all. */
+export const QUIET_S = 60;
+
+/**
+ * What the plot's place says before a metric: a live run is waiting for its first (its code may
+ * be importing, loading data, compiling), and only after `QUIET_S` of nothing does the view ask
+ * whether the code logs; a finished run that logged none says how to log.
+ */
+export function noMetricsText(finished: boolean, waitedS: number): string {
+  const how = 'jupyter_px.tracking.log_metrics(step=..., loss=...)';
+  if (finished) {
+    return `This run logged no metrics; the training code logs them with ${how}.`;
+  }
+  if (waitedS < QUIET_S) {
+    return 'Waiting for the first metric…';
+  }
+  return `Waiting for the first metric: none in ${Math.floor(waitedS)} s. Does the training code call ${how}?`;
+}
+
 /**
  * A run's metrics: the metric picker, the x axis (step or time), a log scale (on by default where
  * the curves are positive and span two decades), and the plot (plotly.js, a line per replica,
@@ -52,6 +72,7 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
   const theme = usePlotTheme();
   const [log, setLog] = React.useState<boolean | null>(null);
   const [xKind, setXKind] = React.useState<XKind>('step');
+  const now = useNow();
   return (
     <UseSignal signal={model.changed}>
       {() => {
@@ -107,9 +128,8 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
             </div>
             {model.error && <div className="jp-px-error">{model.error}</div>}
             {names.length === 0 ? (
-              <div className="jp-px-note">
-                No metrics yet: call jupyter_px.tracking.log_metrics(step=...,
-                loss=...).
+              <div className="jp-px-note jp-px-no-metrics">
+                {noMetricsText(model.finished, now - model.watchingSince)}
               </div>
             ) : (
               <PlotlyFigure

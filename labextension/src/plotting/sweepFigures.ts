@@ -5,7 +5,7 @@
  * ipywidgets monitor draws the same views from the same model (`widgets/sweep_figures.py`).
  *
  * - history: each complete trial's objective (points) and the best so far (a step line);
- * - importance: each parameter's share (PED-ANOVA), a bar each, largest on top;
+ * - importance: each parameter's eta squared (the comparison's calculation), a bar each, largest on top;
  * - parallel coordinates: an axis per parameter and objective, a line per trial;
  * - contour: the objective over the two most important parameters, the trials on top;
  * - slices: each parameter against the objective, side by side;
@@ -46,6 +46,28 @@ function paramAxis(
         }
       : {}),
     exponentformat: 'power'
+  };
+}
+
+/**
+ * Ticks of an axis drawn at log10 of its values, labelled in the values' own units (0.001, not
+ * -3): a tick per decade within the range, or its ends and middle when it spans less.
+ */
+export function logTicks(positions: number[]): {
+  tickvals: number[];
+  ticktext: string[];
+} {
+  const low = Math.min(...positions);
+  const high = Math.max(...positions);
+  const decades: number[] = [];
+  for (let t = Math.ceil(low); t <= Math.floor(high); t++) {
+    decades.push(t);
+  }
+  const tickvals =
+    decades.length >= 2 ? decades : [low, (low + high) / 2, high];
+  return {
+    tickvals,
+    ticktext: tickvals.map(t => String(Number(Math.pow(10, t).toPrecision(3))))
   };
 }
 
@@ -94,7 +116,12 @@ export function historyFigure(
   };
 }
 
-/** Each parameter's share of the objective's importance, largest on top. */
+/** The axis title of importance bars, in the sweep view and the comparison alike. */
+export function importanceLabel(metric: string): string {
+  return `share of ${metric}'s variance each param alone explains (η²)`;
+}
+
+/** Each parameter's eta squared for the objective (the comparison's calculation), largest on top. */
 export function importanceFigure(
   importance: ISweepImportance,
   theme: IPlotTheme
@@ -103,7 +130,7 @@ export function importanceFigure(
   return barFigure({
     labels: names,
     values: names.map(name => importance.params[name]),
-    title: `importance for ${importance.objective} (${importance.evaluator})`,
+    title: importanceLabel(importance.objective),
     theme
   });
 }
@@ -129,9 +156,11 @@ export function sweepParallelFigure(
       };
     }
     if (a.log) {
+      const positions = a.values.map(v => Math.log10(v));
       return {
-        label: `${a.name} (log10)`,
-        values: a.values.map(v => Math.log10(v))
+        label: `${a.name} (log scale)`,
+        values: positions,
+        ...logTicks(positions)
       };
     }
     return { label: a.name, values: a.values };

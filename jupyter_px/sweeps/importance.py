@@ -1,4 +1,6 @@
-"""Which params matter for a metric, across the compared runs: importance and correlation.
+"""Which params matter for a metric: importance and correlation, one calculation for the
+comparison of runs (`compare`) and a sweep's importance view (`sweeps.view_model`), so the two
+never disagree about the same runs.
 
 What W&B's parameter-importance panel shows (an importance and a correlation per param), from the
 runs at hand and no model to train: for each param whose value differs between runs,
@@ -12,7 +14,9 @@ runs at hand and no model to train: for each param whose value differs between r
 
 Runs without a value of the metric are left out; fewer than `MIN_RUNS` runs say nothing. These
 are descriptive statistics of a handful of runs, not a fitted model (Optuna's fANOVA needs
-scikit-learn and many trials): the panel says how many runs they come from.
+scikit-learn and many trials): the panel says how many runs they come from. Each param's
+importance is read on its own, so they need not add up to 1: every view labels them as what they
+are, the share of the metric's variance the param alone explains (eta squared).
 """
 
 from __future__ import annotations
@@ -23,7 +27,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_RUNS", "ParamImportance", "param_importance"]
+__all__ = ["EVALUATOR", "MIN_RUNS", "importance_label", "ParamImportance", "param_importance"]
+
+#: What the numbers are, as every view names them.
+EVALUATOR = "eta-squared"
+
+
+def importance_label(metric: str) -> str:
+    """The axis title of importance bars, wherever they are drawn."""
+    return f"share of {metric}'s variance each param alone explains (η²)"
+
 
 #: Runs with a value needed before anything is said.
 MIN_RUNS = 3
