@@ -43,7 +43,7 @@ SCRIPT = "import jupyter_px.tracking as t\nt.log_metrics(step=0, loss=1.0)\n"
 #: Renders in the process given by PYTHONPATH (this tree or an old one): objects as JSON on stdout.
 RENDER_OBJECTS = """
 import json, sys
-from jupyter_px.backends.kubernetes.shared.render import render_manifests
+from jupyter_px.backends.kubernetes.render import render_manifests
 from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 from jupyter_px.topology import parse_topology
 topology = parse_topology(json.loads(sys.argv[1]))

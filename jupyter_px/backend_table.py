@@ -75,7 +75,7 @@ def _kubernetes(name: str, aliases: tuple[str, ...], implementation: str, summar
         aliases,
         "kubernetes",
         f"jupyter_px.backends.kubernetes.{implementation}",
-        render="jupyter_px.backends.kubernetes.shared.dry_run:rendered",
+        render="jupyter_px.backends.kubernetes.dry_run:rendered",
         summary=summary,
         settings_prefix="PX_K8S_",
         pool="kubernetes",

@@ -343,7 +343,7 @@ def test_a_restart_policy_mpi_operator_refuses_is_refused_before_anything_is_cre
 def test_the_launcher_forwards_the_shared_run_directory_to_the_ranks():
     """Ranks started over ssh (mpi-operator's workers) have only what `-x` forwards: the shared
     volume's run directory too, or their metrics would go to the log instead of the volume."""
-    from jupyter_px.backends.kubernetes.shared.render import render_manifests
+    from jupyter_px.backends.kubernetes.render import render_manifests
     from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
     from jupyter_px.topology import parse_topology
 

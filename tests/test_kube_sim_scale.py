@@ -14,7 +14,7 @@ from kube_sim import Cluster
 from kube_sim_support import core_api, wait_for
 from kubernetes import client
 
-from jupyter_px.backends.kubernetes.shared.render import render_manifests
+from jupyter_px.backends.kubernetes.render import render_manifests
 from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 from jupyter_px.cluster import ClusterEnv, kubernetes_dns_addresses
 from jupyter_px.topology import parse_topology

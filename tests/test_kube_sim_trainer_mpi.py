@@ -15,7 +15,7 @@ from kube_sim_support import backend_cluster, wait_for
 from mpi_standins import install_mpirun, sshd_waits
 
 import jupyter_px
-from jupyter_px.backends.kubernetes.shared.render import render_manifests
+from jupyter_px.backends.kubernetes.render import render_manifests
 from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 from jupyter_px.runstore.metrics import MetricsReader
 from jupyter_px.topology import parse_topology

@@ -18,9 +18,9 @@ from kubernetes_schemas import CRDS, crd_text, validate
 from outside_data import shared_folder
 
 from jupyter_px.backends.base import BackendError
+from jupyter_px.backends.kubernetes.render import render_manifests, to_yaml
 from jupyter_px.backends.kubernetes.shared.names import base_name, replica_name
 from jupyter_px.backends.kubernetes.shared.payload import PayloadTooLarge
-from jupyter_px.backends.kubernetes.shared.render import render_manifests, to_yaml
 from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings, load_settings
 from jupyter_px.topology import parse_topology
 

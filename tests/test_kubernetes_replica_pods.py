@@ -4,7 +4,7 @@ operator or JobSet creates the pods, its labels are added as it adds them."""
 
 from __future__ import annotations
 
-from jupyter_px.backends.kubernetes.shared.render import render_manifests
+from jupyter_px.backends.kubernetes.render import render_manifests
 from jupyter_px.backends.kubernetes.shared.replica_pods import (
     COMPLETION_INDEX_LABEL,
     REPLICA_INDEX_LABEL,

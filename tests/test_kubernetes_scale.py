@@ -15,15 +15,15 @@ import yaml
 from kubernetes_pod_env import DUMP_ENV, lay_out, manifest_env, pod_by_name, run_entry
 
 from jupyter_px.backends.kubernetes.pod import entry as pod_entry
-from jupyter_px.backends.kubernetes.shared.cluster_file import describe, role_pattern
-from jupyter_px.backends.kubernetes.shared.names import LABEL_RUN
-from jupyter_px.backends.kubernetes.shared.podspec import SHARED_DIR_ENV
-from jupyter_px.backends.kubernetes.shared.render import (
+from jupyter_px.backends.kubernetes.render import (
     LAST_APPLIED_LIMIT,
     apply_warnings,
     render_manifests,
     to_yaml,
 )
+from jupyter_px.backends.kubernetes.shared.cluster_file import describe, role_pattern
+from jupyter_px.backends.kubernetes.shared.names import LABEL_RUN
+from jupyter_px.backends.kubernetes.shared.podspec import SHARED_DIR_ENV
 from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 from jupyter_px.cluster import ClusterEnv, kubernetes_dns_addresses
 from jupyter_px.topology import parse_topology

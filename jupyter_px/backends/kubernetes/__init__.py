@@ -6,11 +6,13 @@ its `Flavour`; `backend.py`: its backend class), over what they share:
 - `shared/`: names (DNS-1035 names, labels), settings (namespace, image, ... from a file and
   PX_K8S_* variables), payload (the ConfigMap with code and runner), cluster_file (every
   replica's address, once), podspec + security (pod template pieces), run_objects (a flavour's
-  objects), render (a flavour by name, YAML), dry_run, client (kubeconfig / in-cluster),
-  preflight, resources (per-kind API calls), create (all or nothing), cleanup (delete a run),
-  handle (where a run's objects are, the follower's files), replica_pods (which pod is which
-  replica), pod_state (pod -> replica state), contact, and backend (`KubernetesBackend`, the base
-  of the three, a `FollowedBackend` as the Slurm backend is: `backends/followed.py`);
+  objects), client (kubeconfig / in-cluster), preflight, resources (per-kind API calls), create
+  (all or nothing), cleanup (delete a run), handle (where a run's objects are, the follower's
+  files), replica_pods (which pod is which replica), pod_state (pod -> replica state), contact;
+  none of it imports a backend's folder;
+- beside it, what ties the folders together: render (a flavour by name, YAML) and dry_run, and
+  backend (`KubernetesBackend`, the base of the three, a `FollowedBackend` as the Slurm backend
+  is: `backends/followed.py`, which starts the follower);
 - `native/`, `kubeflow/`, `trainer/`: the three backends;
 - `follower/`: what writes a run's status, logs and metrics into the store: a process per run
   (`python -m jupyter_px.backends.kubernetes.follower RUN_DIR`), or a Jupyter server's followers
@@ -26,7 +28,7 @@ from __future__ import annotations
 from ...lazy import lazy_attributes
 
 _LAZY = {
-    "KubernetesBackend": f"{__name__}.shared.backend",
+    "KubernetesBackend": f"{__name__}.backend",
     "NativeBackend": f"{__name__}.native.backend",
     "KubeflowBackend": f"{__name__}.kubeflow.backend",
     "KubeflowTrainerBackend": f"{__name__}.trainer.backend",

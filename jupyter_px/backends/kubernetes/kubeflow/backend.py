@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ....topology import Topology
-from ..shared.backend import KubernetesBackend
+from ..backend import KubernetesBackend
 from ..shared.client import Cluster
 from ..shared.preflight import mpijob_version
 from ..shared.settings import KubernetesSettings

@@ -3,7 +3,7 @@ run's follower, which also enforces `max_restarts` (the kubelet restarts a pod w
 
 from __future__ import annotations
 
-from ..shared.backend import KubernetesBackend
+from ..backend import KubernetesBackend
 from .manifests import FLAVOUR
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ....topology import Topology
-from ..shared.backend import KubernetesBackend
+from ..backend import KubernetesBackend
 from ..shared.client import Cluster
 from ..shared.preflight import trainer_version
 from ..shared.settings import KubernetesSettings

@@ -23,21 +23,21 @@ from pathlib import Path
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ....runstore import RunState, RunStatus, atomic_write_json
-from ....topology import Topology
-from ...base import BackendError, RunLeftBehind, SubmitHandle
-from ...followed import FollowedBackend, mark_stopped
-from ..follower.host import active_host
-from .cleanup import delete_run, remove_run
-from .client import Cluster, connect
-from .create import CreateFailed, create_all, roll_back
-from .handle import FOLLOWER, HANDLE_FILE, RunHandle
-from .names import LABEL_RUN, base_name
-from .payload import read_code_dir
-from .preflight import preflight
-from .resources import KINDS
-from .run_objects import Flavour, run_objects
-from .settings import KubernetesSettings, load_settings
+from ...runstore import RunState, RunStatus, atomic_write_json
+from ...topology import Topology
+from ..base import BackendError, RunLeftBehind, SubmitHandle
+from ..followed import FollowedBackend, mark_stopped
+from .follower.host import active_host
+from .shared.cleanup import delete_run, remove_run
+from .shared.client import Cluster, connect
+from .shared.create import CreateFailed, create_all, roll_back
+from .shared.handle import FOLLOWER, HANDLE_FILE, RunHandle
+from .shared.names import LABEL_RUN, base_name
+from .shared.payload import read_code_dir
+from .shared.preflight import preflight
+from .shared.resources import KINDS
+from .shared.run_objects import Flavour, run_objects
+from .shared.settings import KubernetesSettings, load_settings
 
 STOP_WAIT_S = 30.0
 
@@ -108,7 +108,7 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
     def submit(self, run_id: str) -> SubmitHandle:
         record = self.store.record(run_id)
         paths = self.store.paths(run_id)
-        from ....topology import parse_topology
+        from ...topology import parse_topology
 
         topology = parse_topology(record.topology)
         code = record.code.model_dump(mode="json", include={"entrypoint", "language", "args"})

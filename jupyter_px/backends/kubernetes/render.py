@@ -14,14 +14,14 @@ from typing import Any
 
 import yaml
 
-from ....topology import Topology
-from ...base import BackendError
-from ..kubeflow.manifests import FLAVOUR as KUBEFLOW
-from ..native.manifests import FLAVOUR as NATIVE
-from ..trainer.manifests import FLAVOUR as TRAINER
-from .names import LABEL_RUN
-from .run_objects import Flavour, run_objects
-from .settings import KubernetesSettings
+from ...topology import Topology
+from ..base import BackendError
+from .kubeflow.manifests import FLAVOUR as KUBEFLOW
+from .native.manifests import FLAVOUR as NATIVE
+from .shared.names import LABEL_RUN
+from .shared.run_objects import Flavour, run_objects
+from .shared.settings import KubernetesSettings
+from .trainer.manifests import FLAVOUR as TRAINER
 
 #: Backend name -> its flavour's render functions.
 FLAVOURS: dict[str, Flavour] = {f.name: f for f in (NATIVE, KUBEFLOW, TRAINER)}

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....topology import Topology
-from ...base import BackendError, Rendered
-from .names import base_name
+from ...topology import Topology
+from ..base import BackendError, Rendered
 from .render import BACKEND_NAMES, apply_warnings, render_manifests, to_yaml
-from .settings import load_settings
+from .shared.names import base_name
+from .shared.settings import load_settings
 
 
 def dry_run_backend(topology: Topology, backend: str | None) -> str:
