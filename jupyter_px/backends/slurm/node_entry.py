@@ -94,7 +94,8 @@ class Launcher:
             except ChildProcessError:
                 break
             if self.children.pop(pid, None) is not None:
-                code = code or os.waitstatus_to_exitcode(status) & 0xFF
+                ended = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                code = code or ended
         return code
 
     def _become_task(self, plan: dict, procid: int, local: int) -> None:
