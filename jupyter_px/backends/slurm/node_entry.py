@@ -51,7 +51,10 @@ def my_procids(run_dir: str, env: dict[str, str], component: int) -> list[int]:
         time.sleep(entry.RENDEZVOUS_POLL_S)
     layout = entry.read_json(path)
     node = env.get("SLURMD_NODENAME") or ""
-    return [int(p) for p in layout[str(component)].get(node, [])]
+    mine = [int(p) for p in layout[str(component)].get(node, [])]
+    if not mine:  # srun put a node's task where the allocation has none of this component's
+        entry.die(f"component {component} has no task on node {node!r} in the job's layout {layout}")
+    return mine
 
 
 class Launcher:
