@@ -1,6 +1,6 @@
 """The Slurm backend against the same job written by hand, and against submitit, on a real cluster.
 
-    python benchmarks/bench_slurm.py [--rounds 5] [--replicas 4 16 32] [--no-submitit]
+    python benchmarks/bench_slurm.py [--rounds 5] [--replicas 4 16 32] [--no-submitit] [--per-task]
 
 Starts a Slurm cluster on this machine (`tests/slurm_cluster`: 4 slurmd nodes of 8 CPUs, with
 accounting, which submitit's job watcher reads through `sacct`), then, rounds interleaved, for N
@@ -8,6 +8,8 @@ replicas of one CPU and 100 MiB each, measures each way as a whole process, the 
 
 * jupyter-px: `jupyter px run task.py -f topology.yaml --backend slurm --wait` (PyTorch topology,
   master + N-1 workers: the environment contract, a port and a rendezvous per task, the runner);
+* with `--per-task`, the same with a task per replica (`launcher: task`: each its own
+  interpreter), as before the node launcher;
 * by hand: `sbatch --wait job.sh`, the script holding `#SBATCH --ntasks=N --cpus-per-task=1
   --mem-per-cpu=100M` and `srun python task.py`;
 * submitit (when it is installed: `pip install submitit`): a Python process that submits a
@@ -36,6 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 GOAL = 1.2
+#: jupyter-px with a task (and an interpreter) per replica, as before the node launcher
+PER_TASK = "jupyter-px, a task per replica"
+WAY_ENV = {PER_TASK: {"PX_SLURM_LAUNCHER": "task"}}
 TASK = textwrap.dedent("""\
     import os, time
     started = time.time()
@@ -95,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--replicas", type=int, nargs="*", default=[4, 16, 32])
     parser.add_argument("--no-submitit", action="store_true")
+    parser.add_argument(
+        "--per-task", action="store_true", help="also jupyter-px with a task per replica (launcher: task)"
+    )
     args = parser.parse_args(argv)
     from slurm_cluster import SlurmCluster
 
@@ -123,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         jupyter = str(Path(sys.executable).with_name("jupyter"))
         ways: dict[str, dict[int, list[str]]] = {"jupyter-px": {}, "by hand": {}}
+        if args.per_task:
+            ways[PER_TASK] = {}
         for n in args.replicas:
             (folder / f"topology-{n}.yaml").write_text(topology(n))
             (folder / f"job-{n}.sh").write_text(by_hand(n, folder))
@@ -138,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"b{n}",
             ]
             ways["by hand"][n] = ["sbatch", "--wait", "--quiet", f"job-{n}.sh"]
+            if args.per_task:
+                ways[PER_TASK][n] = ways["jupyter-px"][n][:-1] + [f"t{n}"]
         if with_submitit:
             ways["submitit"] = {
                 n: [sys.executable, "submitit_job.py", str(folder / "submitit"), str(min(n, 8)), str(-(-n // 8))]
@@ -147,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         for round_ in range(args.rounds + 1):
             for n in args.replicas:
                 for way, commands in ways.items():
-                    timing = measure(commands[n], stamps, n, env, folder)
+                    timing = measure(commands[n], stamps, n, {**env, **WAY_ENV.get(way, {})}, folder)
                     if round_:  # round 0 warms up
                         results.setdefault((way, n), []).append(timing)
             print(f"round {round_} done (load {os.getloadavg()[0]:.1f})", flush=True)
@@ -163,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             if way == "jupyter-px":
                 ratios = ("", "")
             print(f"| {n} | {way} | {running:.2f}{ratios[0]} | {done:.2f}{ratios[1]} |")
-            if way == "by hand" and px_done / done > GOAL:
+            if way == "by hand" and px_done / done > GOAL:  # the default launcher's
                 failed.append(f"{n} replicas: submit -> finished {px_done / done:.2f}x by hand (goal {GOAL}x)")
     for problem in failed:
         print(f"FAIL: {problem}")

@@ -59,6 +59,12 @@ def test_without_gpus_one_task_per_node_forks_the_node_s_replicas():
     ) in srun
     text = rendered_text("r", "/r", plan, load_settings(), "")
     assert "# exec " + sys.executable + ' "$RUN_DIR/slurm/node.py" "$RUN_DIR" "$1"' in text.splitlines()
+    # `launcher: task`: a task (an interpreter) per replica, as with GPUs
+    script = job_script("r", "/r", plan, load_settings(launcher="task"))
+    srun = next(line for line in script.splitlines() if line.startswith("srun "))
+    assert '--het-group=0 --ntasks=3 --cpus-per-task=2 bash "$RUN_DIR/slurm/task.sh"' in srun, srun
+    with pytest.raises(BackendError, match="launcher: 'forks' is not one of node, task"):
+        load_settings(launcher="forks")
 
 
 def test_one_shape_makes_a_homogeneous_job():

@@ -51,7 +51,10 @@ def my_procids(run_dir: str, env: dict[str, str], component: int) -> list[int]:
         time.sleep(entry.RENDEZVOUS_POLL_S)
     layout = entry.read_json(path)
     node = env.get("SLURMD_NODENAME") or ""
-    return [int(p) for p in layout[str(component)].get(node, [])]
+    mine = [int(p) for p in layout[str(component)].get(node, [])]
+    if not mine:  # srun put a node's task where the allocation has none of this component's
+        entry.die(f"component {component} has no task on node {node!r} in the job's layout {layout}")
+    return mine
 
 
 class Launcher:
@@ -94,7 +97,8 @@ class Launcher:
             except ChildProcessError:
                 break
             if self.children.pop(pid, None) is not None:
-                code = code or os.waitstatus_to_exitcode(status) & 0xFF
+                ended = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                code = code or ended
         return code
 
     def _become_task(self, plan: dict, procid: int, local: int) -> None:

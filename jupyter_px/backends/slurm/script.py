@@ -90,7 +90,7 @@ def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmS
     # the nodes' addresses are looked up while srun starts the tasks (they wait for them)
     lines += ["", *settings.setup, f"RUN_DIR={quoted}", f'{python} "$RUN_DIR/{ENTRY}" prepare "$RUN_DIR" &']
     steps = []
-    per_node = node_launched(plan)
+    per_node = node_launched(plan, settings)
     for k, component in enumerate(plan.components):
         group = [f"--het-group={k}"] if plan.heterogeneous else []
         if per_node:  # one task per node, forking the node's replicas (node_entry.py)
@@ -100,7 +100,8 @@ def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmS
             continue
         # each task its own GPUs, CUDA_VISIBLE_DEVICES naming them: 22.05 binds a typed request
         # (`--gpus-per-task=a100:1`) to no GPU unless the step says so
-        bind = [f"--gpu-bind=per_task:{component.shape.gpus}"] if per_task_gpus(settings) else []
+        gpus = component.shape.gpus
+        bind = [f"--gpu-bind=per_task:{gpus}"] if gpus and per_task_gpus(settings) else []
         steps.append(
             " ".join(
                 [*group, f"--ntasks={len(component.replicas)}", f"--cpus-per-task={component.shape.cpus}", *bind]
@@ -128,11 +129,12 @@ def task_script(run_dir: Path | str, plan: JobPlan, settings: SlurmSettings) -> 
     return "\n".join(lines) + "\n"
 
 
-def node_launched(plan: JobPlan) -> bool:
+def node_launched(plan: JobPlan, settings: SlurmSettings) -> bool:
     """One task per node forking its replicas (`node_entry.py`), unless a replica has GPUs: then
     a task per replica, whose GPUs Slurm binds (and one way for the whole step: srun numbers a
-    heterogeneous step's tasks across its components, which the task script relies on)."""
-    return not any(component.shape.gpus for component in plan.components)
+    heterogeneous step's tasks across its components, which the task script relies on); or the
+    `launcher` setting says `task`."""
+    return settings.launcher == "node" and not any(component.shape.gpus for component in plan.components)
 
 
 def node_script(run_dir: Path | str, settings: SlurmSettings) -> str:
@@ -157,7 +159,7 @@ def rendered_text(run_id: str, run_dir: Path | str, plan: JobPlan, settings: Slu
         return "".join(f"# {line}\n" if line else "#\n" for line in text.splitlines())
 
     text = job_script(run_id, run_dir, plan, settings, summary)
-    if node_launched(plan):
+    if node_launched(plan, settings):
         text += f"\n# ---- {Path(str(run_dir)) / NODE_SCRIPT}: what srun runs on each node ----\n"
         text += commented(node_script(run_dir, settings))
     else:

@@ -51,6 +51,9 @@ class SlurmSettings:
     #: cons_tres) or `gres` (`--gres=<gres_name>:<n>` per node, each such replica alone on its node,
     #: for sites without cons_tres or whose GRES is not named `gpu`)
     gpu_option: str = "gpus-per-task"
+    #: how replicas without GPUs start: `node` (one task per node forks the node's replicas: one
+    #: interpreter per node) or `task` (a task per replica, each its own interpreter)
+    launcher: str = "node"
     #: shell lines run before each replica (and before the job's first step): module loads, venv activation
     setup: list[str] = field(default_factory=list)
     #: more `#SBATCH` options, one per line (`--exclusive`, `--mail-type=END`); they apply to the whole job
@@ -87,6 +90,7 @@ def _stop_grace() -> float:
 
 
 GPU_OPTIONS = ("gpus-per-task", "gres")
+LAUNCHERS = ("node", "task")
 _LISTS = {"setup", "sbatch_lines"}
 _FLOATS = {"poll_interval_s", "rendezvous_timeout_s", "follower_give_up_s"}
 _BOOLS = {"probe_shared"}
@@ -124,6 +128,8 @@ def _check(name: str, value: Any, where: str) -> Any:
         raise BackendError(f"{where}: {name}: {text!r} is not a Slurm name (letters, digits, _ . + -)")
     if name == "gres_name" and not _GRES.match(text):
         raise BackendError(f"{where}: gres_name: {text!r} is not a GRES name (like gpu, or gpu:a100)")
+    if name == "launcher" and text not in LAUNCHERS:
+        raise BackendError(f"{where}: launcher: {text!r} is not one of {', '.join(LAUNCHERS)}")
     if name == "gpu_option" and text not in GPU_OPTIONS:
         raise BackendError(f"{where}: gpu_option: {text!r} is not one of {', '.join(GPU_OPTIONS)}")
     if name == "time_limit" and text.upper() not in ("UNLIMITED", "INFINITE") and not _TIME.match(text):
