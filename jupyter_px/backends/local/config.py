@@ -55,4 +55,4 @@ FINAL_WRITE_PATIENCE_S = 3600.0
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 143})
 
 #: The environment variables above: passed on to the supervisor (other PX_* variables are not).
-TUNABLES = ("PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S", "PX_MASTER_HEAD_START_S")
+TUNABLES = ("PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S", "PX_MASTER_HEAD_START_S", "PX_RUN_CGROUPS")
