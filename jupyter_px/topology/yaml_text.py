@@ -70,10 +70,13 @@ def check_document_size(data: Any) -> None:
         size = len(data)
     else:
         size = 0
-        for chunk in json.JSONEncoder(ensure_ascii=False, default=str).iterencode(data):
-            size += len(chunk)
-            if size > MAX_DOCUMENT_CHARS:
-                break
+        try:
+            for chunk in json.JSONEncoder(ensure_ascii=False, default=str).iterencode(data):
+                size += len(chunk)
+                if size > MAX_DOCUMENT_CHARS:
+                    break
+        except (ValueError, RecursionError):  # an int past Python's 4,300 digits: the fields' checks name it
+            return
     if size > MAX_DOCUMENT_CHARS:
         written = "the text" if isinstance(data, str) else "the topology, written as JSON,"
         more = f"{size:,} characters long" if isinstance(data, str) else f"over {MAX_DOCUMENT_CHARS:,} characters"
