@@ -89,7 +89,7 @@ def submit(
             raise NoTopology(NO_TOPOLOGY)
     submission = Submission.of_code(
         code,
-        topology,
+        topology_source(topology),
         overrides,
         name=name,
         workdir=workdir,
@@ -121,6 +121,27 @@ def _current_topology() -> Topology | None:
     from .topology.registry import topologies
 
     return topologies.current
+
+
+#: How a topology file's name ends (a one-line string ending so is a path, not YAML).
+TOPOLOGY_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def topology_source(topology: Topology | str | os.PathLike | dict | None) -> Topology | str | dict | None:
+    """The topology `submit` was given, with a path read as its file: a `Path`, or a one-line
+    string that names an existing file (relative to the working directory, or absolute) or ends
+    in .yaml/.yml/.json; other text is YAML. FileNotFoundError names a topology file that is not there."""
+    from .topology.files import read_topology_text
+
+    if isinstance(topology, os.PathLike):
+        return read_topology_text(topology)
+    if isinstance(topology, str) and topology.strip() and "\n" not in topology.strip():
+        path = os.path.expanduser(topology.strip())
+        if os.path.isfile(path):
+            return read_topology_text(path)
+        if path.endswith(TOPOLOGY_SUFFIXES):
+            raise FileNotFoundError(f"topology file {topology!r} does not exist (in {os.getcwd()})")
+    return topology
 
 
 def runs(store: RunStore | None = None, limit: int | None = None) -> list[Run]:

@@ -413,3 +413,20 @@ def test_mpi_job_three_ranks(px_home):
     assert "allreduce of ranks = 3" in run.logs("master", 0)  # ranks' output: the launcher's log
     for key in ("worker-0", "worker-1", "worker-2"):
         assert replica(status, key).state.value == "Succeeded"
+
+
+@pytest.mark.jobs
+def test_an_environment_value_over_128_kib_reaches_the_replica(px_home):
+    """Linux refuses an exec whose one environment string is over 128 KiB (E2BIG): a topology's
+    `env` may hold one (it is under the 2 MiB a topology may be). It reaches the replica whole."""
+    from jupyter_px.api import submit as api_submit
+
+    big = "0123456789abcdef" * (200 * 1024 // 16)
+    code = (
+        "import os, pathlib\n"
+        "out = pathlib.Path(os.environ['PX_OUTPUTS_PATH'], 'big.json')\n"
+        "out.write_text(str([len(os.environ['BIG'])]))\n"
+    )
+    run = api_submit(code, {"framework": "pytorch", "environment": {"env": {"BIG": big}}})
+    assert wait(run).state.value == "Succeeded", describe(run)
+    assert outputs(run)["big"] == [len(big)]

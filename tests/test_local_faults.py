@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any
 
 import psutil
@@ -22,6 +23,8 @@ from local_support import (
     wait,
     wait_for,
 )
+
+from jupyter_px.backends.local.watchdog import SCAN_S
 
 #: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
 pytestmark = [pytest.mark.jobs, pytest.mark.usefixtures("launch")]
@@ -312,17 +315,50 @@ def _why_no_cgroups() -> str | None:
     return None
 
 
-def test_a_daemon_with_an_emptied_environment_dies_with_a_sigkilled_supervisor(px_home):
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("cgroups", ["cgroups", "no cgroups"])
+def test_a_grandchild_in_its_own_session_counts_against_its_replicas_memory_limit(
+    px_home, launch, cgroups, monkeypatch
+):
+    """A double-forked grandchild (setsid: another session and group) holding 700 MiB under a
+    300 MiB limit fails its replica as OOMKilled and is killed, warm and cold."""
+    if cgroups == "no cgroups":
+        monkeypatch.setenv("PX_RUN_CGROUPS", "0")
+    run = submit("faults.py", _topology(1, resources={"memory": {"limits": 300}}), args=["hog", "worker-0"])
+    hog = wait_for(lambda: outputs(run).get("escaped", {}).get("pid"), what="the grandchild to start")
+    try:
+        status = run.wait(timeout=300, poll=0.1)
+        assert status.state.value == "Failed", describe(run)
+        worker = replica(status, "worker-0")
+        assert (worker.state.value, worker.reason) == ("Failed", "OOMKilled"), describe(run)
+        assert "limit of 300 MiB" in worker.message
+        assert _gone(hog), f"the grandchild {hog} outlived its run"
+    finally:
+        if not _gone(hog):
+            os.kill(hog, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("cgroups", ["cgroups", "no cgroups"])
+def test_a_daemon_with_an_emptied_environment_dies_with_a_sigkilled_supervisor(px_home, cgroups, monkeypatch):
     """setsid + double fork + execve(env={}) while the run goes on, then the supervisor is
-    SIGKILLed: the daemon has no PX_RUN_ID and its adopter is gone, so only the run's cgroup
-    finds it. Where the machine gives no cgroup, this cannot hold, and the test says so."""
-    reason = _why_no_cgroups()
-    if reason is not None:
-        pytest.skip(f"run cgroups are not available here ({reason}); the PX_RUN_ID scan is all there is")
+    SIGKILLed: the daemon has no PX_RUN_ID and its adopter is gone. The run's cgroup finds it;
+    without one (PX_RUN_CGROUPS=0, as where cgroup v2 is not writable), the watchdog's record of
+    the supervisor's descendants does (its replica, a child subreaper, held it in the tree)."""
+    if cgroups == "cgroups" and (reason := _why_no_cgroups()) is not None:
+        pytest.skip(f"run cgroups are not available here ({reason})")
+    if cgroups == "no cgroups":
+        monkeypatch.setenv("PX_RUN_CGROUPS", "0")
     run = submit("faults.py", _topology(1), args=["escape", "worker-0"])
     daemon = wait_for(lambda: outputs(run).get("escaped", {}).get("pid"), what="the daemon to start")
     proc = psutil.Process(daemon)
     assert proc.environ() == {} and proc.name() == "sleep"
+    time.sleep(4 * SCAN_S)  # the watchdog has looked at the supervisor's descendants since
     supervisor, _ = supervisor_and_watchdog(run)
     os.kill(supervisor.pid, signal.SIGKILL)
     try:

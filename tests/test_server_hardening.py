@@ -125,6 +125,41 @@ async def test_a_body_nested_a_thousand_deep_is_a_400(jp_fetch, px_home, route):
     assert (code, message) == (400, "the request body nests arrays or objects too deeply (at most 64)")
 
 
+@pytest.mark.parametrize(
+    "route",
+    [("topology", "validate"), ("topology", "render"), ("runs",)],
+    ids=["validate", "render", "submit"],
+)
+async def test_a_topology_object_over_2_mib_is_a_400_with_a_short_answer(jp_fetch, px_home, route):
+    """The 2 MiB limit on a topology's text holds for a JSON object too (a 10 MB one was
+    accepted and answered with 21 MB)."""
+    big = {"framework": "pytorch", "environment": {"env": {f"V{i}": "x" * 1000 for i in range(10_000)}}}
+    body = json.dumps({"topology": big, "notebook": "n.ipynb"} if route == ("runs",) else {"topology": big})
+    code, message = await error_of(jp_fetch, "px", "api", *route, method="POST", body=body)
+    assert code == 400 and len(message) < 300, message
+    assert message == (
+        "topology: the topology, written as JSON, is over 2,097,152 characters; the limit is 2,097,152 (2 MiB)"
+    )
+
+
+async def test_compare_with_20000_ids_says_how_many_and_the_first_few(jp_fetch, px_home):
+    runs = [f"run-{i:05d}" for i in range(20_000)]
+    code, message = await error_of(jp_fetch, "px", "api", "compare", method="POST", body=json.dumps({"runs": runs}))
+    assert code == 400 and len(message) < 300, message
+    assert message.startswith("runs: a list of 20,000 items (['run-00000', 'run-00001', 'run-00002', ...])")
+    assert "at most 1000" in message
+
+
+def test_a_topology_dict_over_2_mib_is_refused_by_every_entry(px_home):
+    from jupyter_px.api import submit
+    from jupyter_px.topology import TopologyError, parse_topology
+
+    big = {"framework": "pytorch", "environment": {"env": {"BIG": "x" * (3 * 2**20)}}}
+    for attempt in (lambda: parse_topology(big), lambda: submit("print(1)\n", big)):
+        with pytest.raises(TopologyError, match=r"written as JSON, is over 2,097,152 characters"):
+            attempt()
+
+
 async def test_a_log_offset_past_any_file_is_a_400(jp_fetch, px_home):
     make_synthetic_run(px_home, "logged-1", TOPOLOGY, state="Running")
     code, message = await error_of(jp_fetch, "px", "api", "runs", "logged-1", "logs", params={"offset": str(2**63)})

@@ -19,6 +19,7 @@ from the parsers below) and what a valid value is (`check`).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, fields, replace
@@ -99,6 +100,8 @@ class SettingsFile(Generic[Settings]):
         return loaded
 
     def _checked(self, name: str, value: Any, where: str) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):  # YAML's .nan and .inf, float("inf")
+            raise BackendError(f"{where}: {name}: {value!r} is not a finite number")
         return None if value is None else self.check(name, value, where)
 
 
@@ -149,10 +152,14 @@ def env_int(text: str, where: str) -> int:
 
 
 def env_seconds(text: str, where: str) -> float:
+    """A number of seconds: finite (`nan`, `inf` are refused)."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise BackendError(f"{where}: {text!r} is not a number of seconds") from None
+    if not math.isfinite(value):
+        raise BackendError(f"{where}: {text!r} is not a finite number of seconds")
+    return value
 
 
 def check_bool(name: str, value: Any, where: str) -> bool:

@@ -78,11 +78,13 @@ class Zygote:
         cpus: Sequence[int] | None = None,
         cgroup_procs: str | None = None,
         parent_death_signal: int = signal.SIGKILL,
+        subreaper: bool = False,
     ) -> dict[str, Any]:
         """One child to fork: run `entry(args)` as `python -m <argv0's module> ARGS` would, in
         `cwd` with exactly `env`, its output appended to `log_path`, pinned to `cpus`, inside the
         cgroup whose `cgroup.procs` is given, its parent-death signal armed against the caller,
-        with the caller's niceness, resource limits and umask (as an exec'd child inherits them)."""
+        a child subreaper if asked (its orphaned descendants stay in its tree), with the caller's
+        niceness, resource limits and umask (as an exec'd child inherits them)."""
         return {
             "attributes": fresh.process_attributes(),
             "entry": entry,
@@ -94,6 +96,7 @@ class Zygote:
             "cpus": list(cpus) if cpus else None,
             "cgroup_procs": cgroup_procs,
             "parent_death_signal": int(parent_death_signal),
+            "subreaper": subreaper,
             "owner": os.getpid(),
         }
 
@@ -230,6 +233,8 @@ def _become_child(
             os._exit(1)
         fresh.restore_signals(dispositions)
         fresh.prctl(fresh.PR_SET_PDEATHSIG, int(request.get("parent_death_signal") or signal.SIGKILL))
+        if request.get("subreaper"):  # as a cold start's pre-exec hook makes it (local/process.py)
+            fresh.prctl(fresh.PR_SET_CHILD_SUBREAPER, 1)
         if os.getppid() != owner:  # the owner died before the signal was armed
             os._exit(1)
         cpus = request.get("cpus")

@@ -3,6 +3,7 @@ which imports nothing else of it)."""
 
 from __future__ import annotations
 
+import math
 import os
 
 HOST = "127.0.0.1"
@@ -27,6 +28,8 @@ def idle_timeout_setting() -> float:
         value = float(text)
     except ValueError:
         raise ValueError(f"{IDLE_TIMEOUT_ENV}: {text!r} is not a number of seconds") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{IDLE_TIMEOUT_ENV}: {text!r} is not a finite number of seconds (0 means never)")
     if value < 0:
         raise ValueError(f"{IDLE_TIMEOUT_ENV}: {text!r} is negative (0 means never)")
     return value

@@ -11,7 +11,7 @@ from .errors import Problem, TopologyError, problems_from_validation, show_value
 from .models import SECTIONS_KEPT_AS_WRITTEN, Topology
 from .rules import check
 from .v0_sections import read_v0_sections
-from .yaml_text import load_yaml
+from .yaml_text import check_document_size, load_yaml
 
 
 def parse_topology(source: str | dict | Topology | None) -> Topology:
@@ -21,6 +21,8 @@ def parse_topology(source: str | dict | Topology | None) -> Topology:
     """
     if isinstance(source, Topology):
         return source
+    if isinstance(source, dict):
+        check_document_size(source)  # text is held to it by load_yaml
     data = load_yaml(source) if isinstance(source, str) else source
     if data is None:
         data = {}

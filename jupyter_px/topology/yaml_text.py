@@ -11,6 +11,7 @@ anything is built, and each refusal is one problem with the line and column it h
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -59,6 +60,33 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _WordyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 _WordyLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+
+
+def check_document_size(data: Any) -> None:
+    """A topology in any form holds at most MAX_DOCUMENT_CHARS characters: YAML text as written,
+    a mapping (a JSON body, a dict given to `submit`) as JSON. TopologyError when it is larger;
+    the encoding stops at the limit, so a huge mapping costs no more than that to refuse."""
+    if isinstance(data, str):
+        size = len(data)
+    else:
+        size = 0
+        try:
+            for chunk in json.JSONEncoder(ensure_ascii=False, default=str).iterencode(data):
+                size += len(chunk)
+                if size > MAX_DOCUMENT_CHARS:
+                    break
+        except (ValueError, RecursionError):  # an int past Python's 4,300 digits: the fields' checks name it
+            return
+    if size > MAX_DOCUMENT_CHARS:
+        written = "the text" if isinstance(data, str) else "the topology, written as JSON,"
+        more = f"{size:,} characters long" if isinstance(data, str) else f"over {MAX_DOCUMENT_CHARS:,} characters"
+        raise TopologyError(
+            [
+                Problem(
+                    "", f"{written} is {more}; the limit is {MAX_DOCUMENT_CHARS:,} ({MAX_DOCUMENT_CHARS / 2**20:g} MiB)"
+                )
+            ]
+        )
 
 
 def load_yaml(text: str) -> Any:

@@ -18,6 +18,11 @@ ACTION:
   escape        the target starts a daemon that leaves everything behind: setsid, a second fork,
                 then execve of /bin/sleep with an empty environment (no PX_RUN_ID); it records the
                 daemon's pid and exits 0
+  daemon        the target starts a daemon the way a forked Python server does (setsid, a second
+                fork, no exec: a warm replica's daemon shows the template's environ) that ignores
+                SIGTERM; it records the daemon's pid and exits 0
+  hog           the target double-forks a grandchild (setsid: its own session and group) that
+                holds 700 MiB, records its pid, and waits to be stopped
   fail-when F   the target waits until file F exists, then exits 1 without writing anything
   env           record the environment contract, cwd, sys.path, argv, CPU affinity
 """
@@ -107,6 +112,32 @@ if ACTION == "escape":
     os.close(write_end)
     daemon = int(os.read(read_end, 32))
     record("escaped", {"pid": daemon})
+    sys.exit(0)
+
+if ACTION in ("daemon", "hog"):
+    if ME != TARGET:
+        wait_to_be_stopped()
+        sys.exit(0)
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:  # the child: a new session, then the daemon, then go
+        os.setsid()
+        if os.fork() == 0:
+            os.close(read_end)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.write(write_end, str(os.getpid()).encode())
+            os.close(write_end)
+            if ACTION == "hog":
+                time.sleep(1)  # its pid recorded first
+                held = bytearray(700 * 2**20)
+                held[::4096] = b"x" * len(held[::4096])  # touched: resident
+            time.sleep(300)
+            os._exit(0)
+        os._exit(0)
+    os.close(write_end)
+    daemon = int(os.read(read_end, 32))
+    record("escaped", {"pid": daemon})
+    if ACTION == "hog":
+        wait_to_be_stopped()
     sys.exit(0)
 
 if ACTION == "fail-when":

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 #: Name of a run's cgroup: PREFIX + run id.
 PREFIX = "jupyter-px-"
+#: `PX_RUN_CGROUPS=0` makes no cgroup for a run, as on a host where cgroup v2 is not writable.
+CGROUPS_ENV = "PX_RUN_CGROUPS"
 #: The file in a run directory that records the run's cgroup path.
 CGROUP_FILE = "cgroup"
 _PROC_CGROUP = "/proc/self/cgroup"
@@ -70,6 +72,11 @@ class RunCgroup:
     def create(cls, run_id: str, run_dir: Path) -> RunCgroup | None:
         """The run's cgroup, made under this process's own (leaving another run's first); None
         where cgroups cannot be used (the reason is logged; the PX_RUN_ID scan remains)."""
+        if os.environ.get(CGROUPS_ENV, "").strip() == "0":
+            log.info(
+                "run %s: run cgroups are off (%s=0); the subreaper and the PX_RUN_ID scan remain", run_id, CGROUPS_ENV
+            )
+            return None
         mount, own = _unified_mount(), _own_cgroup()
         if mount is None or own is None:
             log.info("run %s: no cgroup v2 hierarchy; its processes are found by PX_RUN_ID", run_id)

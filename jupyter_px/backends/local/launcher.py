@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...cluster import ClusterEnv, ReplicaPaths, mpi_hostfile, mpi_world_size
+from ...runner import SPILL_ABOVE, SPILLED_ENV
 from ...runstore import RunPaths, RunRecord, atomic_write_bytes
 from ...topology import ReplicaSpec, Topology
 from .config import TUNABLES
@@ -119,6 +120,7 @@ class LaunchPlan:
         placement = self.placements[(spec.role, spec.index)]
         env = {**self.base_env, **contract, "CUDA_VISIBLE_DEVICES": placement.cuda_visible_devices}
         env.update(self.thread_pools(env, self.affinity(spec)))
+        self._spill_large_values(spec, env)
         runner = [sys.executable, "-m", RUNNER_MODULE]
         if self.topology.is_mpi:
             if spec.role == "master":
@@ -126,6 +128,19 @@ class LaunchPlan:
                 return Launch(self._mpirun_argv(contract, env), env, self.cwd)
             return Launch([*runner, "--mpi-host", self.run_dir], env, self.cwd)
         return Launch([*runner, self.run_dir], env, self.cwd)
+
+    def _spill_large_values(self, spec: ReplicaSpec, env: dict[str, str]) -> None:
+        """Values too large for an exec (Linux refuses one environment string over 128 KiB,
+        E2BIG: a topology's `env` may hold one) reach the replica through a private file in the
+        run directory instead, which the runner reads back before any user code runs."""
+        large = {name: value for name, value in env.items() if len(name) + len(value) + 1 > SPILL_ABOVE}
+        if not large:
+            return
+        path = self.paths.root / "spilled-env" / f"{spec.role}-{spec.index}.json"
+        atomic_write_bytes(path, json.dumps(large).encode())  # 0600, as every atomic write
+        for name in large:
+            del env[name]
+        env[SPILLED_ENV] = str(path)
 
     def thread_pools(self, env: Mapping[str, str], cpus: tuple[int, ...] | None) -> dict[str, str]:
         """OMP_NUM_THREADS and MKL_NUM_THREADS for a replica's process, unless the user set them

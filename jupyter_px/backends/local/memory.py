@@ -80,6 +80,16 @@ class ProcessTable:
                 if len(fields) > 21:
                     self._add(int(entry.name), int(fields[1]), int(fields[21]) * page)  # ppid, rss (pages)
 
+    def descendants(self, pid: int) -> list[int]:
+        """Every process below `pid` (a replica is a child subreaper: what it started, whatever
+        session or group it took, is below it while it runs)."""
+        found, stack = [], list(self.children.get(pid, ()))
+        while stack:
+            current = stack.pop()
+            found.append(current)
+            stack.extend(self.children.get(current, ()))
+        return found
+
     def tree_rss_mib(self, pid: int, exclude: set[int] | frozenset[int] = frozenset()) -> float:
         """RSS of `pid` and its descendants, leaving out the subtrees rooted at `exclude`."""
         total, stack = 0, [pid]

@@ -14,7 +14,7 @@ import os
 import signal
 import time
 
-from .memory import MemoryGuard, Overuse
+from .memory import MemoryGuard, Overuse, ProcessTable
 from .process import kill_group
 from .replica import Ending, Replica
 
@@ -49,5 +49,11 @@ def _oom_kill(overuse: Overuse, replicas: list[Replica]) -> None:
         return
     log.info("%s: %s; killing it", replica.key, overuse.message)
     replica.ending = Ending.oom(overuse.message)
+    below = ProcessTable().descendants(replica.popen.pid) if replica.popen is not None else []
     if replica.pgid:
         kill_group(replica.pgid, signal.SIGKILL)
+    for pid in below:  # what left its group and session: a cgroup's OOM kill takes it too
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -5,8 +5,13 @@ set to SIGTERM (`prctl(PR_SET_PDEATHSIG)`), so killing the supervisor, even with
 the replica too: SIGTERM first, so that it writes the metric points it holds, then the
 supervisor's watchdog kills what is left once the replicas are done or the stop's grace is up.
 Whatever a replica starts stays in its group (unless it leaves on purpose), so a signal to the
-group reaches it; anything that escapes is in the run's cgroup where the machine has one
-(`cgroups.py`), and otherwise found by its `PX_RUN_ID`.
+group reaches it. What leaves its group and session (setsid, a double fork) cannot leave its
+replica's process tree: each replica is a child subreaper (`PR_SET_CHILD_SUBREAPER`, kept through
+exec), so an orphaned descendant is handed to the replica, not to init, and is counted against
+the replica's memory limit and killed with it (`memory.py`, `oom_kills.py`); once the replica is
+gone they go to the supervisor, the next subreaper, which kills them. Anything that escapes even
+that is in the run's cgroup where the machine has one (`cgroups.py`), and otherwise found by its
+`PX_RUN_ID`.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class _ChildSetup:
             signal.signal(signum, signal.SIG_DFL)  # ignored signals would stay ignored through exec
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         set_parent_death_signal(signal.SIGTERM)
+        become_subreaper()  # what the replica starts stays in its tree, whatever session it takes
         if os.getppid() != self.parent:  # the supervisor died before the signal was armed
             os._exit(1)
         if self.cpus and hasattr(os, "sched_setaffinity"):

@@ -20,6 +20,7 @@ field and the value (a typo must not silently fall back to a default).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,8 +68,8 @@ def _seconds(value: object, where: str) -> float:
         seconds = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise BackendError(f"{where}: {value!r} is not a number of seconds") from None
-    if seconds < 0 or seconds != seconds:
-        raise BackendError(f"{where}: {value!r} is not a number of seconds (0 or more)")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise BackendError(f"{where}: {value!r} is not a finite number of seconds (0 or more)")
     return seconds
 
 

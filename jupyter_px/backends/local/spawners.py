@@ -131,6 +131,7 @@ class Spawner:
             cpus=list(cpus) if cpus else None,
             cgroup_procs=cgroup_procs,
             parent_death_signal=PARENT_DEATH_SIGNAL,
+            subreaper=True,  # as process._ChildSetup makes a cold one
         )
 
     def close(self) -> int:

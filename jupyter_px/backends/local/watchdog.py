@@ -8,9 +8,10 @@ reaches end-of-file without `done` (the kernel closes it when the supervisor die
 dies), the watchdog first lets the replicas write the metric points they hold (they had SIGTERM
 as their parent-death signal; their groups get it too, and up to the stop's grace to end:
 `flushing.let_flush`), then SIGKILLs the run's cgroup (`cgroups.py`: every process the run
-started, whatever its session or environment), the groups it knows and every process whose
-environment carries the run's PX_RUN_ID (the fallback where there is no cgroup), then marks the
-run Lost with the reason and any metric points that were lost all the same, and exits.
+started, whatever its session or environment), the groups it knows, every process whose
+environment carries the run's PX_RUN_ID, and every process it saw below the supervisor while it
+lived (`Descendants`: the fallback where there is no cgroup), then marks the run Lost with the
+reason and any metric points that were lost all the same, and exits.
 
 `mark_lost` is also what the backend's `reconcile()` uses when it finds the supervisor gone and
 the run not finished (say both processes were killed). A Lost status that cannot be written (a
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import time
 from collections.abc import Callable
@@ -125,6 +127,49 @@ def end_without_supervisor(store: RunStore, run_id: str, run: Ending, replicas: 
     return mark_ended(store, run_id, run, replicas)
 
 
+#: Seconds between the watchdog's looks at the supervisor's descendants.
+SCAN_S = 0.5
+
+
+class Descendants:
+    """Every process below the supervisor, remembered by identity (pid and creation time) from
+    the moment the watchdog first sees it. Replicas are child subreapers (`process.py`), so
+    nothing a replica starts leaves the supervisor's tree while the supervisor lives, whatever
+    session, group or environment it takes; when the supervisor dies they are reparented out
+    of reach, and this record is what finds them (the fallback where no cgroup holds the run, and
+    for a warm replica's forks, whose /proc environ is the template's: no PX_RUN_ID scan sees them)."""
+
+    def __init__(self, supervisor: int):
+        self.supervisor = supervisor
+        self.seen: dict[int, float] = {}
+
+    def scan(self) -> None:
+        from .memory import ProcessTable
+
+        below = set(ProcessTable().descendants(self.supervisor)) - {os.getpid()}
+        for pid in below - set(self.seen):
+            try:
+                self.seen[pid] = psutil.Process(pid).create_time()
+            except psutil.Error:
+                continue
+        for pid in set(self.seen) - below:  # gone, or no longer below it (reparented: keep)
+            if not psutil.pid_exists(pid):
+                del self.seen[pid]
+
+    def kill(self, spare: Callable[[int], bool] | None = None) -> int:
+        killed = 0
+        for pid, started in self.seen.items():
+            try:
+                process = psutil.Process(pid)
+                if process.create_time() != started or (spare is not None and spare(pid)):
+                    continue
+                process.kill()
+                killed += 1
+            except psutil.Error:
+                continue
+        return killed
+
+
 class Watchdog:
     """The supervisor's end of the pipe."""
 
@@ -184,9 +229,13 @@ def _watch(
     os.closerange(3, read_fd)
     os.closerange(read_fd + 1, 1024)
     groups: set[int] = set()
+    descendants = Descendants(supervisor)
     buffer = b""
     clean = False
     while True:
+        if not select.select([read_fd], [], [], SCAN_S)[0]:
+            descendants.scan()
+            continue
         try:
             chunk = os.read(read_fd, 4096)
         except InterruptedError:
@@ -208,6 +257,7 @@ def _watch(
     flushing.let_flush(store.paths(run_id), groups, STOP_GRACE_S)
     killed = cgroup.kill(spare=spare) if cgroup is not None else 0  # everything the run started, however it left
     killed += kill_run_processes(run_id, groups)
+    killed += descendants.kill(spare)  # what no cgroup holds and no PX_RUN_ID names
     if cgroup is not None:
         cgroup.remove()
     log.warning(

@@ -14,6 +14,8 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from ...service import RUN_ID_PATTERN
+from ...topology import TopologyError
+from ...topology.yaml_text import check_document_size
 
 #: The cell tag whose cells a notebook submission ships with `cells: "tagged"`.
 DEFAULT_TAG = "px"
@@ -43,6 +45,10 @@ def _topology_value(value: Any) -> Any:
         raise PydanticCustomError(
             "px_value", "expected an object or YAML text, got {kind}", {"kind": _a_type_name(value)}
         )
+    try:
+        check_document_size(value)  # the 2 MiB every form of a topology is held to
+    except TopologyError as error:
+        raise PydanticCustomError("px_value", "{problem}", {"problem": error.problems[0].message}) from None
     return value
 
 
@@ -194,7 +200,21 @@ def _message(error: Any, model: type[BaseModel]) -> str:
         return error["msg"]
     if kind == "px_value":
         return f"{field}: {error['msg']}"
-    return f"{field}: {error['input']!r} is not valid ({error['msg']})"
+    return f"{field}: {shown(error['input'])} is not valid ({error['msg']})"
+
+
+#: Items of a list, and characters of other values, that an error message repeats.
+SHOWN_ITEMS, SHOWN_CHARS = 3, 80
+
+
+def shown(value: Any) -> str:
+    """A value as an error message shows it: a list as its length and its first few items
+    (a 20,000-id list must not come back whole), anything else cut at SHOWN_CHARS."""
+    if isinstance(value, list | tuple) and len(value) > SHOWN_ITEMS:
+        first = ", ".join(shown(item) for item in value[:SHOWN_ITEMS])
+        return f"a list of {len(value):,} items ([{first}, ...])"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 3]}..."
 
 
 def _order(error: Any) -> int:

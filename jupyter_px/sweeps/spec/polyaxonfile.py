@@ -14,6 +14,7 @@ from typing import Any
 
 from ...topology import Problem, Topology, TopologyError, load_yaml, parse_topology
 from ...topology.values import command, missing_names, no_value_problem
+from ...topology.yaml_text import check_document_size
 from .models import SweepSpec
 from .sections import SWEEP_KEYS, parse_sweep
 
@@ -23,6 +24,8 @@ def parse_polyaxonfile(source: str | dict | Topology | None) -> Topology:
     if isinstance(source, Topology):
         read_sweep(source)
         return source
+    if isinstance(source, dict):
+        check_document_size(source)
     data = load_yaml(source) if isinstance(source, str) else source
     problems = sweep_problems(data) if isinstance(data, dict) else []
     try:
