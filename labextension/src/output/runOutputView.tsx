@@ -196,6 +196,12 @@ export function RunOutputView(props: {
               <span className={badge.className}>{badge.label}</span>
               <span className="jp-px-note jp-px-run-output-meta">
                 {payload.backend} · {total} replica{total === 1 ? '' : 's'}
+                {view?.launch && (
+                  <span className="jp-px-launch" title={view.launch}>
+                    {' '}
+                    · {view.launch}
+                  </span>
+                )}
                 {ended
                   ? ` · ended ${formatAge(ended, now)} ago`
                   : started
