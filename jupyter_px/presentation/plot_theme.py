@@ -33,17 +33,14 @@ THEME_NEUTRAL: dict = {
 #: The plotly.js config of every figure the notebook shows (the extension's `CONFIG` in
 #: `labextension/src/plotting/figures.ts` is the same): no plotly logo, and nothing that sends a
 #: figure off this machine. plotly.js 4 shows "Share chart..." by default, which posts the figure's
-#: data (a user's training curves) to plotly's cloud after one confirmation; "Edit in Chart Studio"
-#: and the link to plotly's server do the same. All are off, in the notebook's outputs, its widgets
-#: and the HTML a saved notebook keeps.
+#: data (a user's training curves) to plotly's cloud after one confirmation (plotly.js 4 dropped
+#: the older "Edit in Chart Studio" and `showLink`). It is off, its button removed and plotly's
+#: server URL empty, in the notebook's outputs, its widgets and the HTML a saved notebook keeps.
 PLOT_CONFIG: dict = {
     "displaylogo": False,
     "showSendToCloud": False,
-    "showEditInChartStudio": False,
-    "showLink": False,
-    "sendData": False,
     "plotlyServerURL": "",
-    "modeBarButtonsToRemove": ["sendChartToCloud", "editInChartStudio", "lasso2d", "select2d", "autoScale2d"],
+    "modeBarButtonsToRemove": ["sendChartToCloud", "lasso2d", "select2d", "autoScale2d"],
 }
 
 

@@ -158,23 +158,18 @@ export function baseLayout(
 
 /**
  * The config of every plot: responsive, the mode bar on hover, no plotly logo, and nothing that
- * sends a figure off this machine. plotly.js 4 shows "Share chart..." (`sendChartToCloud`, on by
- * default: it posts the figure's data to plotly's cloud) and can show "Edit in Chart Studio" and a
- * link to plotly's server; a user's training data never leaves from a monitor, so all are off and
- * the server's URL is empty. The notebook's figures take the same flags
- * (`jupyter_px/presentation/plot_theme.py`, `PLOT_CONFIG`).
+ * sends a figure off this machine: plotly.js 4 shows "Share chart..." (`sendChartToCloud`, on by
+ * default), which posts the figure's data to plotly's cloud. A user's training data never leaves
+ * from a monitor: it is off, its button removed and plotly's server URL empty. The notebook's
+ * figures take the same flags (`jupyter_px/presentation/plot_theme.py`, `PLOT_CONFIG`).
  */
 export const CONFIG = {
   responsive: true,
   displaylogo: false,
   showSendToCloud: false,
-  showEditInChartStudio: false,
-  showLink: false,
-  sendData: false,
   plotlyServerURL: '',
   modeBarButtonsToRemove: [
     'sendChartToCloud',
-    'editInChartStudio',
     'lasso2d',
     'select2d',
     'autoScale2d'
