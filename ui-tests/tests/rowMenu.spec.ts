@@ -1,7 +1,7 @@
 /**
  * A run row's "⋯" menu stays inside the window, Light and Dark: opened from a row of the
  * sidebar at its default width, every entry is whole (it was cut at the sidebar's edge: "Cop",
- * "Del"). Screenshots: ui-tests/screenshots/rowmenu-{light,dark}.png.
+ * "Del"); nothing in the sidebar is cut without a tooltip. Screenshots: ui-tests/screenshots/rowmenu-{light,dark}.png.
  */
 import { expect, galata, test } from '@jupyterlab/galata';
 import { execFileSync } from 'child_process';
@@ -62,6 +62,24 @@ for (const theme of ['light', 'dark'] as const) {
       expect(whole, detail).toBe(true);
     }
     await shot(page, `rowmenu-${theme}`);
+    // Nothing in the sidebar is cut without a tooltip that says it whole.
+    const cut = await sidebar(page).evaluate(root =>
+      Array.from(root.querySelectorAll<HTMLElement>('*'))
+        .filter(node => {
+          const style = getComputedStyle(node);
+          const clipped =
+            node.scrollWidth > node.clientWidth + 1 &&
+            (style.textOverflow === 'ellipsis' ||
+              node instanceof HTMLInputElement);
+          return (
+            clipped &&
+            node.offsetParent !== null &&
+            !node.closest('[title]:not([title=""])')
+          );
+        })
+        .map(node => `${node.tagName}.${node.className}`)
+    );
+    expect(cut).toEqual([]);
     await page.keyboard.press('Escape');
     await expect(menu).toHaveCount(0);
   });
