@@ -164,3 +164,7 @@ async def test_a_failed_cell_runs_view_says_which_cell_and_line_go_to_cell_opens
     view = await view_of(jp_fetch, run.run_id)
     assert view["state"] == "Failed" and view["failure"]["line"] == "ZeroDivisionError: division by zero"
     assert (view["failure"]["cell_id"], view["failure"]["cell_line"]) == (notebook.cells[1].id, 4)
+    # how its replicas started, and why cold, in the view and in the runs list's row
+    assert view["launch"] == run.status().launch and view["launch"].startswith(("warm", "cold"))
+    rows = json.loads((await jp_fetch("px", "api", "runs")).body)["runs"]
+    assert [row["launch"] for row in rows if row["run_id"] == run.run_id] == [view["launch"]]

@@ -120,6 +120,7 @@ class RunViewSource:
                 ],
                 straggler=straggler_line(paces, labels),
                 failure=self._failure_of(status),
+                launch=status.launch,
                 changes=self._cell_changes(status.state.finished),
             )
 

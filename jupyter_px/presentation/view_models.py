@@ -108,3 +108,6 @@ class RunViewModel(_Model):
     straggler: str | None = Field(description="`worker-3 is 1.8x slower than the median rank`, or None")
     failure: Failure | None
     changes: CellChanges | None
+    launch: str | None = Field(
+        default=None, description='how the replicas started: "warm (template pid N)", or "cold: <why>"'
+    )

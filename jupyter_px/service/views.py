@@ -34,6 +34,7 @@ def run_summary(record: RunRecord, status: RunStatus, owner_problem: str | None 
         "replicas_total": len(status.replicas),
         "replica_counts": status.counts(),
         "owner_problem": owner_problem,
+        "launch": status.launch,
     }
 
 
@@ -63,7 +64,6 @@ def run_detail(record: RunRecord, status: RunStatus, owner_problem: str | None =
     return {
         **run_summary(record, status, owner_problem),
         "replicas": [replica_json(replica, ReplicaNames.of(record.topology)) for replica in status.replicas],
-        "launch": status.launch,
         "topology": record.topology,
         "code": record.code.model_dump(mode="json"),
         "workdir": record.workdir,

@@ -122,3 +122,16 @@ export function filterRuns(
     return run.state === filter.state;
   });
 }
+
+/**
+ * How a run's replicas started, in one word for a row or a header ("warm" or "cold"), with the
+ * whole of it (which template, or why cold) for its tooltip; null when the backend does not say.
+ */
+export function launchWord(
+  launch: string | null | undefined
+): { word: 'warm' | 'cold'; why: string } | null {
+  if (!launch) {
+    return null;
+  }
+  return { word: launch.startsWith('warm') ? 'warm' : 'cold', why: launch };
+}

@@ -27,6 +27,8 @@ export interface IRunSummary {
   replica_counts: { [state: string]: number };
   /** What a read found wrong with the run's owner; the keeper repairs it. */
   owner_problem?: string | null;
+  /** How the replicas started: "warm (template pid N)" or "cold: <why>" (local backend). */
+  launch?: string | null;
 }
 
 export type RunState =
@@ -77,8 +79,6 @@ export interface ICode {
 /** models.RunDetail */
 export interface IRunDetail extends IRunSummary {
   replicas: IReplica[];
-  /** How the replicas started: "warm (template pid N)" or "cold: <why>" (local backend). */
-  launch?: string | null;
   topology: { [key: string]: any };
   code: ICode;
   workdir: string | null;
@@ -415,6 +415,8 @@ export interface IRunViewModel {
   straggler: string | null;
   failure: IFailure | null;
   changes: ICellChanges | null;
+  /** How the replicas started: "warm (template pid N)" or "cold: <why>". */
+  launch?: string | null;
 }
 
 /** models.WarmMemory: a process's memory in MiB (resident, its own, proportional). */

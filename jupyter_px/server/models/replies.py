@@ -88,6 +88,8 @@ class RunSummary(Reply):
     #: What a read found wrong with the run's owner ("the supervisor (pid 123) is gone"): reported,
     #: not repaired (the keeper does that). Absent or null when nothing is.
     owner_problem: str | None = None
+    #: How the replicas started: "warm (template pid N)", or "cold: <why>" (local backend).
+    launch: str | None = None
 
 
 class ReplicaFailure(Reply):
@@ -139,8 +141,6 @@ class RunDetail(RunSummary):
     """`GET runs/<ref>`, and the answer to a submission or a stop."""
 
     replicas: list[Replica]
-    #: How the replicas started: "warm (template pid N)", or "cold: <why>" (local backend).
-    launch: str | None = None
     topology: dict[str, Any]
     code: Code
     workdir: str | None

@@ -186,6 +186,27 @@ describe('the run in a notebook output', () => {
     expect(node().querySelector('.jp-px-output-stop')).not.toBeNull();
   });
 
+  it('names an unnamed run by its id once, a named one by name and id, and says how it started', async () => {
+    getRunView.mockResolvedValue(
+      view({ name: null, launch: 'cold: no warm template for torch yet' })
+    );
+    await React.act(() =>
+      output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload({ name: null }) }))
+    );
+    await React.act(
+      () => new Promise<void>(resolve => setTimeout(resolve, 20))
+    );
+    const head = () => node().querySelector('.jp-px-run-output-head')!;
+    expect(head().querySelector('.jp-px-run-output-name')!.textContent).toBe(
+      'quick-1'
+    );
+    expect(head().querySelector('.jp-px-run-output-id')).toBeNull();
+    expect(head().textContent!.split('quick-1').length - 1).toBe(1);
+    expect(head().querySelector('.jp-px-launch')!.textContent).toContain(
+      'cold: no warm template for torch yet'
+    );
+  });
+
   it('ticks the age between reads', async () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
     try {

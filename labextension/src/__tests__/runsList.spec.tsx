@@ -92,6 +92,28 @@ describe('RunsList', () => {
     model.dispose();
   });
 
+  it('says whether each run started warm or cold, and why, in its row', () => {
+    const model = listModel();
+    model.runs = [
+      summary({ run_id: 'w', launch: 'warm (template pid 4242)' }),
+      summary({
+        run_id: 'c',
+        launch: 'cold: no warm template for torch 2.13 yet (one is starting)'
+      }),
+      summary({ run_id: 'k', launch: null })
+    ];
+    const widget = mount(<RunsList model={model} actions={actions()} />);
+    const chips = Array.from(
+      widget.node.querySelectorAll<HTMLElement>('.jp-px-launch')
+    );
+    expect(chips.map(c => c.textContent)).toEqual(['warm', 'cold']);
+    expect(chips[1].title).toBe(
+      'replicas started cold: no warm template for torch 2.13 yet (one is starting)'
+    );
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+
   it('filters by name and by state', () => {
     const model = listModel();
     const widget = mount(<RunsList model={model} actions={actions()} />);

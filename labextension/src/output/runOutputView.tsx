@@ -190,12 +190,20 @@ export function RunOutputView(props: {
               <span className="jp-px-run-output-name">
                 {payload.name || payload.run_id}
               </span>
-              <code className="jp-px-run-output-id" title={payload.run_id}>
-                {payload.run_id}
-              </code>
+              {payload.name && (
+                <code className="jp-px-run-output-id" title={payload.run_id}>
+                  {payload.run_id}
+                </code>
+              )}
               <span className={badge.className}>{badge.label}</span>
               <span className="jp-px-note jp-px-run-output-meta">
                 {payload.backend} · {total} replica{total === 1 ? '' : 's'}
+                {view?.launch && (
+                  <span className="jp-px-launch" title={view.launch}>
+                    {' '}
+                    · {view.launch}
+                  </span>
+                )}
                 {ended
                   ? ` · ended ${formatAge(ended, now)} ago`
                   : started

@@ -42,7 +42,10 @@ export function RunBar(props: {
               <div className="jp-px-run-bar jp-px-section-submit">
                 <div className="jp-px-run-what">
                   <span className="jp-px-run-what-label">Run</span>
-                  <code className="jp-px-notebook" title={notebook ?? ''}>
+                  <code
+                    className="jp-px-notebook"
+                    title={notebook ?? 'no notebook open'}
+                  >
                     {notebook ? notebook.split('/').pop() : 'no notebook open'}
                   </code>
                   <select
@@ -64,6 +67,12 @@ export function RunBar(props: {
                     className="jp-mod-styled jp-px-run-name-input"
                     aria-label="Run name"
                     value={submit.name}
+                    title={
+                      submit.name ||
+                      (notebook
+                        ? `the run's name (default: ${notebookRunName(notebook)})`
+                        : "the run's name")
+                    }
                     placeholder={
                       notebook
                         ? `name: ${notebookRunName(notebook)}`

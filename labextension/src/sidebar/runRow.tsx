@@ -3,6 +3,7 @@ import * as React from 'react';
 
 import {
   formatAge,
+  launchWord,
   ownerNote,
   replicaText,
   runLabel,
@@ -115,6 +116,14 @@ export function RunRow(props: {
         </span>
         {run.submitted_from && (
           <span className="jp-px-from">{run.submitted_from}</span>
+        )}
+        {launchWord(run.launch) && (
+          <span
+            className={`jp-px-launch jp-px-launch-${launchWord(run.launch)!.word}`}
+            title={`replicas started ${launchWord(run.launch)!.why}`}
+          >
+            {launchWord(run.launch)!.word}
+          </span>
         )}
         {run.name && (
           <code className="jp-px-run-short-id" title={run.run_id}>

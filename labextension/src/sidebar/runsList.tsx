@@ -85,6 +85,7 @@ export function RunsList(props: {
                     className="jp-mod-styled jp-px-filter-text"
                     type="search"
                     placeholder="Filter by name or id"
+                    title="Filter by name or id"
                     aria-label="Filter runs by name or id"
                     value={filter.text}
                     onChange={event =>
