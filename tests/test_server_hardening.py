@@ -198,3 +198,22 @@ def test_every_json_answer_is_written_without_nan():
     data = {"a": [1.0, math.nan, {"b": math.inf}], "c": (-math.inf, "NaN"), "d": 2}
     assert finite_json(data) == {"a": [1.0, None, {"b": None}], "c": [None, "NaN"], "d": 2}
     json.dumps(finite_json(data), allow_nan=False)
+
+
+async def test_a_diverged_run_compares_with_its_params_and_curves_as_parseable_json(jp_fetch, px_home):
+    """A run whose learning rate was logged as infinite and whose loss diverged: POST compare
+    answers in JSON a browser parses, the infinite param shown as such."""
+    now = time.time()
+    for run_id, lr, losses in (("div-1", math.inf, [1.0, math.inf, math.nan]), ("ok-1", 0.1, [1.0, 0.5, 0.25])):
+        run_dir = make_synthetic_run(px_home, run_id, TOPOLOGY, state="Succeeded", metric_points=0)
+        (run_dir / "params").mkdir(exist_ok=True)
+        (run_dir / "params" / "master-0.json").write_text(json.dumps({"lr": lr}))
+        with open(run_dir / "metrics" / "master-0.jsonl", "w") as out:
+            for step, value in enumerate(losses):
+                out.write(json.dumps({"step": step, "time": now + step, "metrics": {"loss": value}}) + "\n")
+    response = await jp_fetch("px", "api", "compare", method="POST", body=json.dumps({"runs": ["div-1", "ok-1"]}))
+    answer = strict_json(response.body)
+    assert isinstance(answer, dict)
+    rows = {row["run_id"]: row for row in answer["rows"]}
+    assert rows["ok-1"]["final"]["loss"] == 0.25
+    assert rows["div-1"]["params"]["lr"] == "inf"  # as logged, not null (never logged)

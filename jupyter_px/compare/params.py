@@ -13,6 +13,7 @@ are the same in every run are hidden unless asked for (`all_params=True`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -46,6 +47,10 @@ TRIAL_ENV = "PX_PARAMS"
 
 
 def _plain(value: Any) -> Any:
+    """A param as the table shows it; a non-finite number as its text (`inf`, `nan`: JSON has no
+    such number, and null would say it was never logged)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
     return value if isinstance(value, (str, int, float, bool, type(None))) else json.dumps(value, sort_keys=True)
 
 
