@@ -12,7 +12,7 @@ The Kubernetes backends: tests/test_workloads_kube.py; Slurm: tests/test_workloa
 from __future__ import annotations
 
 import pytest
-from workloads_support import DEADLINE_S, check_run, local_loss, reference_loss, submit
+from workloads_support import DEADLINE_S, SAME_LOSS, check_run, record_local_loss, reference_loss, shared_folder, submit
 
 from jupyter_px.service import RunService
 
@@ -21,8 +21,7 @@ pytestmark = pytest.mark.jobs
 
 @pytest.fixture
 def shared(tmp_path_factory):
-    """Where the reference losses are kept for the whole test session (every xdist worker)."""
-    return tmp_path_factory.getbasetemp().parent / "workload-references"
+    return shared_folder(tmp_path_factory)
 
 
 @pytest.mark.parametrize("name", ["torch_cnn", "torch_lm"])
@@ -37,8 +36,13 @@ def test_a_pytorch_workload_ends_with_torchruns_loss(name, launch, px_home, shar
 @pytest.mark.cold_only  # TensorFlow starts cold in a warm round too: one round is enough
 def test_keras_on_multi_worker_mirrored_strategy(launch, px_home, shared):
     """Every replica ends with the same loss; the run is the session's reference for the other
-    backends' tests (tests/test_workloads_kube.py, tests/test_workloads_slurm.py)."""
-    assert local_loss("tf_mwms", 1, shared) > 0
+    backends' tests (tests/test_workloads_kube.py, tests/test_workloads_slurm.py), or equals
+    the reference one of them made first."""
+    service = RunService()
+    run_id = submit(service, "tf_mwms", "local", workers=1)
+    service.wait(run_id, timeout=DEADLINE_S)
+    loss = check_run(service, run_id, "tf_mwms")
+    assert abs(record_local_loss("tf_mwms", 1, shared, loss) - loss) <= SAME_LOSS
 
 
 @pytest.mark.cold_only

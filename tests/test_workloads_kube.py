@@ -19,7 +19,7 @@ import pytest
 from kube_sim import Cluster
 from kube_sim.kubelet_network import PodNetworkUnavailable
 from kubernetes_support import stop_followers, use_cluster
-from workloads_support import DEADLINE_S, check_run, reference_loss, submit
+from workloads_support import DEADLINE_S, check_run, reference_loss, shared_folder, submit
 
 from jupyter_px.service import RunService
 
@@ -49,7 +49,7 @@ def sim(cluster, tmp_path, monkeypatch, px_home):
 
 @pytest.fixture
 def shared(tmp_path_factory):
-    return tmp_path_factory.getbasetemp().parent / "workload-references"
+    return shared_folder(tmp_path_factory)
 
 
 @pytest.mark.parametrize(

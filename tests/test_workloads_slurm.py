@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from slurm_support import slurm_cluster_fixture, use_slurm_fixture  # noqa: F401 (fixtures)
-from workloads_support import DEADLINE_S, check_run, reference_loss, submit
+from workloads_support import DEADLINE_S, check_run, reference_loss, shared_folder, submit
 
 from jupyter_px.service import RunService
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slurm
 
 @pytest.fixture
 def shared(tmp_path_factory):
-    return tmp_path_factory.getbasetemp().parent / "workload-references"
+    return shared_folder(tmp_path_factory)
 
 
 @pytest.mark.parametrize("name", ["torch_cnn", "tf_mwms"])

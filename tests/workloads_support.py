@@ -209,6 +209,20 @@ def local_loss(name: str, workers: int, shared: Path, seed: int = SEED) -> float
     return _cached(shared, _key(name, "local", workers, seed), compute)
 
 
+def shared_folder(tmp_path_factory: Any) -> Path:
+    """This test session's folder for the references: under xdist, the parent of the worker's
+    base temp (one per session, every worker sees it); without, the base temp itself (its parent
+    outlives the session)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "workload-references"
+
+
+def record_local_loss(name: str, workers: int, shared: Path, loss: float, seed: int = SEED) -> float:
+    """`loss` of a local run of `name` kept as the session's reference, or the reference another
+    test kept first (which `loss` must equal)."""
+    return _cached(shared, _key(name, "local", workers, seed), lambda: loss)
+
+
 def reference_loss(name: str, workers: int, shared: Path) -> float:
     """What every backend's run of `name` (seed SEED, `workers` workers) must end with."""
     if name.startswith("torch"):
