@@ -50,7 +50,12 @@ export class CompareView extends ReactWidget {
     readonly options: Pick<
       ICompareRequest,
       'metrics' | 'optimization' | 'all_params'
-    > = {}
+    > = {},
+    /**
+     * Opens one TensorBoard over these runs in a panel beside this one, as the sidebar's
+     * TensorBoard does (a new browser tab after the server started is what a popup blocker stops).
+     */
+    private openTensorBoardPanel: ((runIds: string[]) => void) | null = null
   ) {
     super();
     this.addClass('jp-px-compare');
@@ -97,6 +102,11 @@ export class CompareView extends ReactWidget {
   }
 
   async openTensorBoard(): Promise<void> {
+    if (this.openTensorBoardPanel) {
+      this.openTensorBoardPanel(this.runIds); // embedded: its panel shows the start and the board
+      return;
+    }
+    // no workspace to add a panel to: the server starts it, its page in a tab
     const answer = await api.startCompareTensorBoard({ runs: this.runIds });
     window.open(answer.url, '_blank');
   }
