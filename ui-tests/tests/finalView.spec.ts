@@ -217,7 +217,7 @@ time.sleep(30)
     await expect(host.locator('.px-run-final')).toHaveCount(0);
     const logs = host.locator('.jp-px-run-output-logs');
     await expect(logs.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
-      'worker 0 · Failed'
+      'worker-0 · Failed'
     );
     await expect(
       logs.locator('.jp-px-log[data-replica="worker-0"] pre')
@@ -229,7 +229,7 @@ time.sleep(30)
     await view.locator('.jp-px-output-logs').click();
     const panel = page.locator('.jp-px-panel-logs').last();
     await expect(panel.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
-      'worker 0 · Failed'
+      'worker-0 · Failed'
     );
     await expect(
       panel.locator('.jp-px-log[data-replica="worker-0"] pre')

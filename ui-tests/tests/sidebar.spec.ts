@@ -186,10 +186,10 @@ test.describe('jupyter-px sidebar', () => {
     const logs = page.locator('.jp-px-panel-logs');
     await expect(logs.locator('.lm-TabBar-tab')).toHaveCount(4);
     await expect(logs.locator('.lm-TabBar-tab')).toHaveText([
-      'master 0 · Succeeded',
-      'worker 0 · Succeeded',
-      'worker 1 · Succeeded',
-      'worker 2 · Succeeded'
+      'master-0 · Succeeded',
+      'worker-0 · Succeeded',
+      'worker-1 · Succeeded',
+      'worker-2 · Succeeded'
     ]);
     await logs.locator('.lm-TabBar-tab', { hasText: 'worker 2' }).click();
     await expect(
