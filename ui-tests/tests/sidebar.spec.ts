@@ -191,7 +191,7 @@ test.describe('jupyter-px sidebar', () => {
       'worker-1 · Succeeded',
       'worker-2 · Succeeded'
     ]);
-    await logs.locator('.lm-TabBar-tab', { hasText: 'worker 2' }).click();
+    await logs.locator('.lm-TabBar-tab', { hasText: 'worker-2' }).click();
     await expect(
       logs.locator('.jp-px-log[data-replica="worker-2"] pre')
     ).toContainText('done on worker 2');
