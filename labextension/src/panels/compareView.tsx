@@ -21,6 +21,7 @@ import {
   defaultSort,
   formatValue,
   paramAxes,
+  runColorSlots,
   runLabels,
   sortRows,
   type ICompareColumn
@@ -181,7 +182,10 @@ function CompareContent(props: {
     comparison.metrics.find(m => m.name === comparison.objective) ??
     comparison.metrics[0];
   const labels = runLabels(comparison);
-  const position = new Map(comparison.runs.map((run, i) => [run.run_id, i]));
+  const position = runColorSlots(
+    comparison.runs.map(run => run.run_id),
+    theme.series.length
+  );
   const columns = compareColumns(comparison);
   const order = sort ?? defaultSort(comparison);
   const rows = order
