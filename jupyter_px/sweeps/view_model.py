@@ -118,7 +118,9 @@ class Contour(_View):
     x: list[Number]
     y: list[Number]
     z: list[float]
-    grid_x: list[float] = Field(description=f"{GRID} positions along x (log-spaced on a log axis)")
+    grid_x: list[float] = Field(
+        description=f"{GRID} positions along x (log-spaced on a log axis); a categorical axis: its categories' indices"
+    )
     grid_y: list[float]
     grid_z: list[list[float]] = Field(description="the objective interpolated at (grid_x[j], grid_y[i]): z[i][j]")
 
@@ -388,7 +390,10 @@ def _contour(
     y = [_coordinate(t.params[y_name], params[y_name]) for t in trials]
     z = [(t.values or {})[objective] for t in trials]
     x_log, y_log = _log(x_name, spec, trials), _log(y_name, spec, trials)
-    grid_x, grid_y = _axis(x, x_log), _axis(y, y_log)
+    x_cats, y_cats = params[x_name], params[y_name]
+    # a categorical axis' grid is its categories: nothing lies between two of them
+    grid_x = [float(i) for i in range(len(x_cats))] if x_cats else _axis(x, x_log)
+    grid_y = [float(i) for i in range(len(y_cats))] if y_cats else _axis(y, y_log)
     return Contour(
         x_param=x_name,
         y_param=y_name,
@@ -403,7 +408,7 @@ def _contour(
         z=z,
         grid_x=grid_x,
         grid_y=grid_y,
-        grid_z=_interpolate(x, y, z, grid_x, grid_y, x_log, y_log),
+        grid_z=_interpolate(x, y, z, grid_x, grid_y, x_log, y_log, x_cats is not None, y_cats is not None),
     )
 
 
@@ -416,10 +421,20 @@ def _axis(values: list[Number], log: bool) -> list[float]:
 
 
 def _interpolate(
-    x: list[Number], y: list[Number], z: list[float], grid_x: list[float], grid_y: list[float], x_log: bool, y_log: bool
+    x: list[Number],
+    y: list[Number],
+    z: list[float],
+    grid_x: list[float],
+    grid_y: list[float],
+    x_log: bool,
+    y_log: bool,
+    x_categorical: bool = False,
+    y_categorical: bool = False,
 ) -> list[list[float]]:
     """Inverse-distance-weighted z at each grid point, distances on the axes as drawn (scaled
-    to [0, 1], log where the axis is); a trial's own point gets its own value."""
+    to [0, 1], log where the axis is); a trial's own point gets its own value. Along a
+    categorical axis nothing is interpolated: a grid point weighs only the trials of its own
+    category (no value lies between `relu` and `tanh`)."""
     import numpy as np
 
     def scaled(values: list[float], log: bool, low: float, high: float) -> Any:
@@ -436,6 +451,13 @@ def _interpolate(
     values = np.asarray(z, dtype=float)
     distance = np.hypot(gx[None, :, None] - px[None, None, :], gy[:, None, None] - py[None, None, :])
     weights = 1.0 / np.maximum(distance, 1e-12) ** 2
+    same = np.ones_like(weights, dtype=bool)
+    if x_categorical:
+        same &= np.asarray(grid_x)[None, :, None] == np.asarray(x, dtype=float)[None, None, :]
+    if y_categorical:
+        same &= np.asarray(grid_y)[:, None, None] == np.asarray(y, dtype=float)[None, None, :]
+    has = same.any(axis=2, keepdims=True)  # a cell of two categories no trial tried: every trial
+    weights = np.where(same | ~has, weights, 0.0)
     grid = (weights * values).sum(axis=2) / weights.sum(axis=2)
     return [[float(v) for v in row] for row in grid]
 
