@@ -208,7 +208,7 @@ def build_view_model(
         unmade, why = ("history", "parallel", "slices", *(("pareto",) if len(objectives) > 1 else ())), NO_TRIAL
     for view in unmade:
         missing[view] = why
-    params = _params(complete)
+    params = _params(complete, spec)
     if objectives and complete and not params:
         missing["slices"] = "no parameter varies among the complete trials"
     importance = _importance(complete, params, objectives, missing) if objectives else None
@@ -287,15 +287,28 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _params(trials: list[TrialRow]) -> dict[str, list[str] | None]:
-    """The parameters that vary among the trials: name -> its categories (None when numeric)."""
+#: The kinds whose values are a list to choose from: categories, even when they are numbers.
+CHOICE_KINDS = ("values", "pvalues")
+
+
+def _params(trials: list[TrialRow], spec: SweepSpec | None = None) -> dict[str, list[str] | None]:
+    """The parameters that vary among the trials: name -> its categories (None when numeric).
+    A choice (`values: [0.0, 0.9]`) is categorical whatever its values: nothing lies between
+    two of them; numbers among its categories are in numeric order."""
     out: dict[str, list[str] | None] = {}
     names = list(dict.fromkeys(name for t in trials for name in t.params))
     for name in names:
         values = [t.params.get(name) for t in trials]
         if len({repr(v) for v in values}) < 2:
             continue
-        out[name] = None if all(_is_number(v) for v in values) else sorted({str(v) for v in values})
+        param = spec.params.get(name) if spec is not None else None
+        numeric = all(_is_number(v) for v in values)
+        if numeric and not (param is not None and param.kind in CHOICE_KINDS):
+            out[name] = None
+        elif numeric:
+            out[name] = [str(v) for v in sorted({v for v in values if v is not None}, key=lambda v: float(v))]
+        else:
+            out[name] = sorted({str(v) for v in values})
     return out
 
 
