@@ -208,10 +208,12 @@ time.sleep(30)
     await expect(view).toHaveAttribute('data-state', 'Failed', {
       timeout: 180000
     });
-    await expect(view.locator('.jp-px-run-failure')).toHaveText(
+    await expect(view.locator('.jp-px-run-failure > span')).toHaveText(
       'worker-0: ValueError: bad shard 7',
       { timeout: 30000 }
     );
+    // the cell's code raised: the failure offers the cell it came from
+    await expect(view.locator('.jp-px-go-to-cell')).toBeVisible();
     // The error once (no second header or saved tables under the card), and the Logs tab open
     // on the failing replica's log.
     await expect(host.locator('.px-run-final')).toHaveCount(0);
