@@ -113,9 +113,14 @@ def test_a_sweeps_views_draw_its_trials(px_home):
     assert all(float(text) > 0 for text in lr["ticktext"])  # real learning rates, not their log10
     assert all(len(d["values"]) == 8 for d in lines["dimensions"]) and lines["line"]["color"] == values
 
-    # Contour: lr (numeric first) against the activation, the interpolated grid and the 8 trials.
+    # Contour: lr (numeric first) against the activation, the interpolated grid and the 8 trials;
+    # a row per activation, each interpolated from its own trials only (nothing between relu and tanh).
     grid, trials = plots["contour"]._widget_data
-    assert len(grid["z"]) == 24 and len(grid["z"][0]) == 24 and len(trials["x"]) == 8
+    assert len(grid["z"]) == 3 and len(grid["z"][0]) == 24 and len(trials["x"]) == 8
+    for row, act in zip(grid["z"], ["gelu", "relu", "tanh"], strict=True):
+        own = [value for (_, v, value) in told if v["act"] == act]
+        if own:
+            assert min(own) - 1e-9 <= min(row) and max(row) <= max(own) + 1e-9, act
     layout = plots["contour"]._widget_layout
     assert layout["xaxis"]["title"]["text"] == "lr" and layout["xaxis"]["type"] == "log"
     assert layout["yaxis"]["title"]["text"] == "act" and list(layout["yaxis"]["ticktext"]) == ["gelu", "relu", "tanh"]

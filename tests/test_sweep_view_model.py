@@ -160,3 +160,31 @@ def test_the_sweep_view_and_the_comparison_compute_one_importance(capfd):
     assert importance.evaluator == "eta-squared" and list(importance.params)[0] == "lr"
     captured = capfd.readouterr()
     assert "A new study created" not in captured.err + captured.out
+
+
+def test_a_choice_of_numbers_is_categorical_in_every_view():
+    """`momentum: {values: [0.0, 0.9]}` is two categories, not a continuous axis from 0 to 0.9:
+    the parallel coordinates tick it at its two values, the slices place each trial on one."""
+    from jupyter_px.sweeps.store import TrialRow, TrialState
+
+    spec = read_sweep(
+        parse_polyaxonfile(
+            "hptuning:\n  grid_search: {n_experiments: 6}\n  metric: {name: loss, optimization: minimize}\n"
+            "  matrix:\n    lr: {values: [0.1, 0.01, 0.001]}\n    momentum: {values: [0.0, 0.9]}\n"
+            "    act: {values: [relu, tanh]}\n"
+        )
+    )
+    params = [{"lr": lr, "momentum": m, "act": a} for lr in (0.1, 0.01, 0.001) for m in (0.0, 0.9) for a in ("relu",)]
+    trials = [
+        TrialRow(number=i, state=TrialState.COMPLETE, params=p, value=p["lr"] + p["momentum"], values={"loss": 1.0})
+        for i, p in enumerate(params)
+    ]
+    for i, t in enumerate(trials):
+        t.values = {"loss": params[i]["lr"] * (1 + params[i]["momentum"])}
+    model = build_view_model("s", None, SweepStatus(sweep_id="s", trials=trials), spec)
+    axes = {axis.name: axis for axis in model.parallel.axes}
+    assert axes["momentum"].categorical and axes["momentum"].categories == ["0.0", "0.9"]
+    assert axes["lr"].categorical and axes["lr"].categories == ["0.001", "0.01", "0.1"]  # in numeric order
+    assert axes["momentum"].values == [0, 1, 0, 1, 0, 1]
+    momentum = next(s for s in model.slices if s.param == "momentum")
+    assert momentum.categorical and momentum.categories == ["0.0", "0.9"]

@@ -118,7 +118,9 @@ class Contour(_View):
     x: list[Number]
     y: list[Number]
     z: list[float]
-    grid_x: list[float] = Field(description=f"{GRID} positions along x (log-spaced on a log axis)")
+    grid_x: list[float] = Field(
+        description=f"{GRID} positions along x (log-spaced on a log axis); a categorical axis: its categories' indices"
+    )
     grid_y: list[float]
     grid_z: list[list[float]] = Field(description="the objective interpolated at (grid_x[j], grid_y[i]): z[i][j]")
 
@@ -206,7 +208,7 @@ def build_view_model(
         unmade, why = ("history", "parallel", "slices", *(("pareto",) if len(objectives) > 1 else ())), NO_TRIAL
     for view in unmade:
         missing[view] = why
-    params = _params(complete)
+    params = _params(complete, spec)
     if objectives and complete and not params:
         missing["slices"] = "no parameter varies among the complete trials"
     importance = _importance(complete, params, objectives, missing) if objectives else None
@@ -285,15 +287,28 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _params(trials: list[TrialRow]) -> dict[str, list[str] | None]:
-    """The parameters that vary among the trials: name -> its categories (None when numeric)."""
+#: The kinds whose values are a list to choose from: categories, even when they are numbers.
+CHOICE_KINDS = ("values", "pvalues")
+
+
+def _params(trials: list[TrialRow], spec: SweepSpec | None = None) -> dict[str, list[str] | None]:
+    """The parameters that vary among the trials: name -> its categories (None when numeric).
+    A choice (`values: [0.0, 0.9]`) is categorical whatever its values: nothing lies between
+    two of them; numbers among its categories are in numeric order."""
     out: dict[str, list[str] | None] = {}
     names = list(dict.fromkeys(name for t in trials for name in t.params))
     for name in names:
         values = [t.params.get(name) for t in trials]
         if len({repr(v) for v in values}) < 2:
             continue
-        out[name] = None if all(_is_number(v) for v in values) else sorted({str(v) for v in values})
+        param = spec.params.get(name) if spec is not None else None
+        numeric = all(_is_number(v) for v in values)
+        if numeric and not (param is not None and param.kind in CHOICE_KINDS):
+            out[name] = None
+        elif numeric:
+            out[name] = [str(v) for v in sorted({v for v in values if v is not None}, key=lambda v: float(v))]
+        else:
+            out[name] = sorted({str(v) for v in values})
     return out
 
 
@@ -388,7 +403,10 @@ def _contour(
     y = [_coordinate(t.params[y_name], params[y_name]) for t in trials]
     z = [(t.values or {})[objective] for t in trials]
     x_log, y_log = _log(x_name, spec, trials), _log(y_name, spec, trials)
-    grid_x, grid_y = _axis(x, x_log), _axis(y, y_log)
+    x_cats, y_cats = params[x_name], params[y_name]
+    # a categorical axis' grid is its categories: nothing lies between two of them
+    grid_x = [float(i) for i in range(len(x_cats))] if x_cats else _axis(x, x_log)
+    grid_y = [float(i) for i in range(len(y_cats))] if y_cats else _axis(y, y_log)
     return Contour(
         x_param=x_name,
         y_param=y_name,
@@ -403,7 +421,7 @@ def _contour(
         z=z,
         grid_x=grid_x,
         grid_y=grid_y,
-        grid_z=_interpolate(x, y, z, grid_x, grid_y, x_log, y_log),
+        grid_z=_interpolate(x, y, z, grid_x, grid_y, x_log, y_log, x_cats is not None, y_cats is not None),
     )
 
 
@@ -416,10 +434,20 @@ def _axis(values: list[Number], log: bool) -> list[float]:
 
 
 def _interpolate(
-    x: list[Number], y: list[Number], z: list[float], grid_x: list[float], grid_y: list[float], x_log: bool, y_log: bool
+    x: list[Number],
+    y: list[Number],
+    z: list[float],
+    grid_x: list[float],
+    grid_y: list[float],
+    x_log: bool,
+    y_log: bool,
+    x_categorical: bool = False,
+    y_categorical: bool = False,
 ) -> list[list[float]]:
     """Inverse-distance-weighted z at each grid point, distances on the axes as drawn (scaled
-    to [0, 1], log where the axis is); a trial's own point gets its own value."""
+    to [0, 1], log where the axis is); a trial's own point gets its own value. Along a
+    categorical axis nothing is interpolated: a grid point weighs only the trials of its own
+    category (no value lies between `relu` and `tanh`)."""
     import numpy as np
 
     def scaled(values: list[float], log: bool, low: float, high: float) -> Any:
@@ -436,6 +464,13 @@ def _interpolate(
     values = np.asarray(z, dtype=float)
     distance = np.hypot(gx[None, :, None] - px[None, None, :], gy[:, None, None] - py[None, None, :])
     weights = 1.0 / np.maximum(distance, 1e-12) ** 2
+    same = np.ones_like(weights, dtype=bool)
+    if x_categorical:
+        same &= np.asarray(grid_x)[None, :, None] == np.asarray(x, dtype=float)[None, None, :]
+    if y_categorical:
+        same &= np.asarray(grid_y)[:, None, None] == np.asarray(y, dtype=float)[None, None, :]
+    has = same.any(axis=2, keepdims=True)  # a cell of two categories no trial tried: every trial
+    weights = np.where(same | ~has, weights, 0.0)
     grid = (weights * values).sum(axis=2) / weights.sum(axis=2)
     return [[float(v) for v in row] for row in grid]
 

@@ -6,21 +6,22 @@ import type { IReplica } from './types';
 const FAILED = new Set(['Failed', 'Lost']);
 
 /**
- * A replica as the job calls it, for people: "worker 1", "chief". The server's `label` when it
- * sent one (the CLI and the notebook say the same), else the rule from the topology (`master` is
- * "chief" in a TensorFlow job unless its topology asks for `master`).
+ * A replica as the job calls it, one name everywhere: "worker-1", "chief" (the CLI, the
+ * notebook, the run view, the logs' tabs and the failure line alike; never also "worker 1").
+ * The server's `label` when it sent one, else the rule from the topology (`master` is "chief"
+ * in a TensorFlow job unless its topology asks for `master`).
  */
 export function replicaName(
   replica: IReplica,
   topology: { [key: string]: any } = {}
 ): string {
   if (replica.label) {
-    return replica.label.replace(/-(\d+)$/, ' $1');
+    return replica.label;
   }
   if (replica.role === 'master' && masterName(topology) === 'chief') {
-    return replica.index === 0 ? 'chief' : `chief ${replica.index}`;
+    return replica.index === 0 ? 'chief' : `chief-${replica.index}`;
   }
-  return `${replica.role} ${replica.index}`;
+  return `${replica.role}-${replica.index}`;
 }
 
 /** A replica's tab label: "worker 1 · Failed", "chief · Running". */

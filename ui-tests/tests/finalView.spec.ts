@@ -208,16 +208,18 @@ time.sleep(30)
     await expect(view).toHaveAttribute('data-state', 'Failed', {
       timeout: 180000
     });
-    await expect(view.locator('.jp-px-run-failure')).toHaveText(
+    await expect(view.locator('.jp-px-run-failure > span')).toHaveText(
       'worker-0: ValueError: bad shard 7',
       { timeout: 30000 }
     );
+    // the cell's code raised: the failure offers the cell it came from
+    await expect(view.locator('.jp-px-go-to-cell')).toBeVisible();
     // The error once (no second header or saved tables under the card), and the Logs tab open
     // on the failing replica's log.
     await expect(host.locator('.px-run-final')).toHaveCount(0);
     const logs = host.locator('.jp-px-run-output-logs');
     await expect(logs.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
-      'worker 0 · Failed'
+      'worker-0 · Failed'
     );
     await expect(
       logs.locator('.jp-px-log[data-replica="worker-0"] pre')
@@ -229,7 +231,7 @@ time.sleep(30)
     await view.locator('.jp-px-output-logs').click();
     const panel = page.locator('.jp-px-panel-logs').last();
     await expect(panel.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
-      'worker 0 · Failed'
+      'worker-0 · Failed'
     );
     await expect(
       panel.locator('.jp-px-log[data-replica="worker-0"] pre')

@@ -118,14 +118,14 @@ for (const theme of ['light', 'dark'] as const) {
       timeout: 120000
     });
     await expect(row.locator('.jp-px-run-failure')).toHaveText(
-      'worker 0: ValueError: bad shard 7', // the sidebar card's own line
+      'worker-0: ValueError: bad shard 7', // the sidebar card's own line
       { timeout: 30000 }
     );
     await shot(page, `${theme}-04-failed-run-card`);
     await row.locator('.jp-px-action-logs').click();
     const logs = page.locator('.jp-px-panel-logs').last();
     await expect(logs.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
-      'worker 0 · Failed'
+      'worker-0 · Failed'
     );
     await expect(
       logs.locator('.jp-px-log[data-replica="worker-0"] pre')

@@ -186,12 +186,12 @@ test.describe('jupyter-px sidebar', () => {
     const logs = page.locator('.jp-px-panel-logs');
     await expect(logs.locator('.lm-TabBar-tab')).toHaveCount(4);
     await expect(logs.locator('.lm-TabBar-tab')).toHaveText([
-      'master 0 · Succeeded',
-      'worker 0 · Succeeded',
-      'worker 1 · Succeeded',
-      'worker 2 · Succeeded'
+      'master-0 · Succeeded',
+      'worker-0 · Succeeded',
+      'worker-1 · Succeeded',
+      'worker-2 · Succeeded'
     ]);
-    await logs.locator('.lm-TabBar-tab', { hasText: 'worker 2' }).click();
+    await logs.locator('.lm-TabBar-tab', { hasText: 'worker-2' }).click();
     await expect(
       logs.locator('.jp-px-log[data-replica="worker-2"] pre')
     ).toContainText('done on worker 2');

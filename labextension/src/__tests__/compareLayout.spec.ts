@@ -7,6 +7,7 @@
 import {
   compareColumns,
   compareLines,
+  runColorSlots,
   defaultSort,
   formatValue,
   paramAxes,
@@ -114,11 +115,15 @@ describe('comparison panel', () => {
     ]);
     expect(drawn[2].width).toBeGreaterThan(drawn[0].width!);
     expect(drawn[2].name).toMatch(/★$/);
-    expect(drawn.map(line => line.color)).toEqual([
-      SERIES[1],
-      SERIES[2],
-      SERIES[0]
-    ]);
+    // each run's own color (a slot from its id), distinct within the comparison
+    const slots = runColorSlots(
+      ['sw-t0-aaaa', 'b', 'sw-t2-cccc'],
+      SERIES.length
+    );
+    expect(drawn.map(line => line.color)).toEqual(
+      drawn.map(line => SERIES[slots.get(line.id)!])
+    );
+    expect(new Set(drawn.map(line => line.color)).size).toBe(3);
   });
 
   it('puts a run under the pointer on top and fades the others', () => {
@@ -188,5 +193,19 @@ describe('comparison panel', () => {
     expect(formatValue(0.5)).toBe('0.5');
     expect(formatValue('x')).toBe('x');
     expect(formatValue([1, 2])).toBe('[1,2]');
+  });
+});
+
+describe('a run keeps its color across comparisons', () => {
+  it('takes a slot from its id, whatever else is compared, and never shares one', () => {
+    const alone = runColorSlots(['lr-0.1-a1', 'lr-0.01-b2'], 10);
+    const more = runColorSlots(['x-9', 'lr-0.01-b2', 'y-3', 'lr-0.1-a1'], 10);
+    expect(more.get('lr-0.1-a1')).toBe(alone.get('lr-0.1-a1'));
+    expect(more.get('lr-0.01-b2')).toBe(alone.get('lr-0.01-b2'));
+    const many = runColorSlots(
+      Array.from({ length: 10 }, (_, i) => `run-${i}`),
+      10
+    );
+    expect(new Set(many.values()).size).toBe(10); // distinct while there are colors
   });
 });

@@ -94,7 +94,7 @@ describe('RunRow of a failed run', () => {
     });
     expect(readLog).toHaveBeenCalledWith('run-f', 'worker', 1, 0);
     expect(widget.node.querySelector('.jp-px-run-failure')?.textContent).toBe(
-      'worker 1: ZeroDivisionError: division by zero'
+      'worker-1: ZeroDivisionError: division by zero'
     );
     React.act(() => widget.dispose());
   });

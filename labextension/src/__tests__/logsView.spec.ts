@@ -82,9 +82,9 @@ describe('LogsView', () => {
     Widget.attach(view, document.body);
     await view.ready;
     expect(view.widgets.map(w => w.title.label)).toEqual([
-      'master 0 · Stopped',
-      'worker 0 · Succeeded',
-      'worker 1 · Failed'
+      'master-0 · Stopped',
+      'worker-0 · Succeeded',
+      'worker-1 · Failed'
     ]);
     expect(view.currentIndex).toBe(2);
     expect(view.currentWidget!.title.className).toBe('jp-px-tab-failed');
@@ -112,7 +112,7 @@ describe('ReplicaLog', () => {
     const log = new ReplicaLog('run-1', 'worker', 0, 1);
     await log.fetch();
     expect(log.node.querySelector('.jp-px-log-scroller')!.textContent).toBe(
-      'worker 0 wrote nothing to its log.'
+      'worker-0 wrote nothing to its log.'
     );
     log.dispose();
   });
@@ -231,7 +231,7 @@ describe('replica tab labels', () => {
   it('name the master as the job does: chief in a TensorFlow job', () => {
     const master = replica('master', 0, 'Running', null);
     expect(replicaTabLabel(master, { framework: 'pytorch' })).toBe(
-      'master 0 · Running'
+      'master-0 · Running'
     );
     expect(replicaTabLabel(master, { framework: 'tensorflow' })).toBe(
       'chief · Running'
@@ -241,12 +241,12 @@ describe('replica tab labels', () => {
         framework: 'tensorflow',
         environment: { tf_master_type: 'master' }
       })
-    ).toBe('master 0 · Running');
+    ).toBe('master-0 · Running');
     expect(
       replicaTabLabel(replica('worker', 1, 'Failed', 1), {
         framework: 'tensorflow'
       })
-    ).toBe('worker 1 · Failed');
+    ).toBe('worker-1 · Failed');
   });
 
   it("take the server's label when it sent one", () => {
@@ -257,7 +257,7 @@ describe('replica tab labels', () => {
       label: 'worker-2'
     };
     expect(replicaTabLabel(worker, { framework: 'tensorflow' })).toBe(
-      'worker 2 · Running'
+      'worker-2 · Running'
     );
   });
 });

@@ -109,6 +109,33 @@ describe('the topology card', () => {
     expect(more.textContent).not.toContain('Per-parameter-server overrides');
   });
 
+  it('keeps "abc" typed in Workers as typed, and outlines what the server refused', () => {
+    widget = mount(<TopologyForm model={model} actions={actions()} />);
+    const workers = () =>
+      host().querySelector<HTMLInputElement>(
+        '#root_environment_replicas_n_workers'
+      )!;
+    setValue(workers(), 'abc');
+    // kept as typed, for the server to refuse (a number field emptied itself: 0 workers, valid)
+    expect(model.formData.environment.replicas.n_workers).toBe('abc');
+    expect(workers().value).toBe('abc');
+    React.act(() => {
+      model.errorSchema = {
+        environment: {
+          replicas: {
+            n_workers: { __errors: ["'abc' is not a whole number"] }
+          }
+        }
+      } as any;
+      model.setFormData({ ...model.formData });
+    });
+    expect(workers().classList.contains('jp-px-invalid')).toBe(true);
+    expect(
+      host().querySelector('#root_environment_replicas_n_workers__error')!
+        .textContent
+    ).toBe("'abc' is not a whole number");
+  });
+
   it('edits the counts and the role resources into the topology', () => {
     widget = mount(<TopologyForm model={model} actions={actions()} />);
     setValue(

@@ -24,7 +24,10 @@ export interface IComparePayload {
  * other front-ends show) render nothing here, since the panel holds them.
  */
 export class CompareOutput extends Widget implements IRenderMime.IRenderer {
-  constructor() {
+  constructor(
+    /** Opens one TensorBoard over the runs in a panel, as the sidebar's TensorBoard does. */
+    private openTensorBoard: ((runIds: string[]) => void) | null = null
+  ) {
     super();
     this.layout = new PanelLayout();
     this.addClass('jp-px-compare-output');
@@ -52,21 +55,28 @@ export class CompareOutput extends Widget implements IRenderMime.IRenderer {
     }
     this.node.dataset.part = 'main';
     layout.addWidget(
-      new CompareView(runs, COMPARE_POINTS, {
-        metrics: payload.metrics,
-        optimization: payload.optimization ?? payload.optimisation,
-        all_params: payload.all_params
-      })
+      new CompareView(
+        runs,
+        COMPARE_POINTS,
+        {
+          metrics: payload.metrics,
+          optimization: payload.optimization ?? payload.optimisation,
+          all_params: payload.all_params
+        },
+        this.openTensorBoard
+      )
     );
   }
 
   private _key = '';
 }
 
-export function compareOutputFactory(): IRenderMime.IRendererFactory {
+export function compareOutputFactory(
+  openTensorBoard: ((runIds: string[]) => void) | null = null
+): IRenderMime.IRendererFactory {
   return {
     safe: true,
     mimeTypes: [COMPARE_MIMETYPE],
-    createRenderer: () => new CompareOutput()
+    createRenderer: () => new CompareOutput(openTensorBoard)
   };
 }

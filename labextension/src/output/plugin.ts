@@ -5,6 +5,7 @@ import * as api from '../api';
 import { CommandIDs } from '../commands/ids';
 import type { ISettings } from '../settings';
 import { COMPARE_RUNS } from '../panels/compareCommand';
+import { tensorBoardKey } from '../panels/tensorBoardView';
 import { compareOutputFactory } from './compareOutput';
 import { runOutputFactory } from './runOutput';
 import { RUN_MIME_RANK } from './runMime';
@@ -94,7 +95,15 @@ export function addRunOutputs(
       }),
       RUN_MIME_RANK
     );
-    rendermime.addFactory(compareOutputFactory(), RUN_MIME_RANK);
+    rendermime.addFactory(
+      compareOutputFactory(
+        runIds =>
+          void app.commands.execute(CommandIDs.openTensorBoard, {
+            runId: tensorBoardKey(runIds)
+          })
+      ),
+      RUN_MIME_RANK
+    );
   };
   notebooks.forEach(register);
   notebooks.widgetAdded.connect((_, panel) => register(panel));

@@ -2,7 +2,9 @@ import type { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
 import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 
 import { pxIcon } from '../icons';
+import { CommandIDs } from '../commands/ids';
 import { CompareView } from './compareView';
+import { tensorBoardKey } from './tensorBoardView';
 
 /**
  * Opens the comparison of runs: `execute(COMPARE_RUNS, { runIds: [...] })`; `points` (optional)
@@ -14,9 +16,12 @@ export const COMPARE_RUNS = 'jupyter-px:compare-runs';
 export class ComparePanel extends MainAreaWidget<CompareView> {
   constructor(
     readonly runIds: string[],
-    points?: number
+    points?: number,
+    openTensorBoard: ((runIds: string[]) => void) | null = null
   ) {
-    super({ content: new CompareView(runIds, points) });
+    super({
+      content: new CompareView(runIds, points, {}, openTensorBoard)
+    });
     this.id = `jupyter-px-compare-${hash(runIds.join(' '))}`;
     this.title.label =
       runIds.length <= 3
@@ -60,7 +65,14 @@ export function addCompareCommand(
         return existing;
       }
       existing?.dispose();
-      const panel = new ComparePanel(runIds, points);
+      const panel = new ComparePanel(
+        runIds,
+        points,
+        ids =>
+          void app.commands.execute(CommandIDs.openTensorBoard, {
+            runId: tensorBoardKey(ids)
+          })
+      );
       void tracker.add(panel);
       app.shell.add(panel, 'main');
       app.shell.activateById(panel.id);

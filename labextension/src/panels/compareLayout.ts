@@ -32,7 +32,33 @@ export function runLabels(comparison: IComparison): Map<string, string> {
 }
 
 /**
- * Every run's line of one metric: its color by its position in the comparison; the best run's
+ * Each run's color slot among `n`, the same for a run in every comparison: a slot from its id
+ * (a stable hash), so a run keeps its color from one comparison to the next; where two runs of
+ * one comparison land on the same slot, the one whose id sorts later takes the next free one.
+ */
+export function runColorSlots(
+  runIds: string[],
+  n: number
+): Map<string, number> {
+  const slots = new Map<string, number>();
+  const taken = new Set<number>();
+  for (const runId of [...new Set(runIds)].sort()) {
+    let h = 5381;
+    for (let i = 0; i < runId.length; i++) {
+      h = ((h * 33) ^ runId.charCodeAt(i)) >>> 0;
+    }
+    let slot = h % n;
+    while (taken.has(slot) && taken.size < n) {
+      slot = (slot + 1) % n;
+    }
+    taken.add(slot);
+    slots.set(runId, slot);
+  }
+  return slots;
+}
+
+/**
+ * Every run's line of one metric: its color its own in every comparison (`runColorSlots`); the best run's
  * line thick; with a highlighted run (the pointer on its row or line), the others faded. With
  * smoothing, the raw values stay behind as a faint line of the same color (as TensorBoard).
  */
@@ -46,7 +72,10 @@ export function compareLines(options: {
 }): ILine[] {
   const { comparison, metric, colors, xKind, smoothing, highlight } = options;
   const labels = runLabels(comparison);
-  const position = new Map(comparison.runs.map((run, i) => [run.run_id, i]));
+  const position = runColorSlots(
+    comparison.runs.map(run => run.run_id),
+    colors.length
+  );
   const lines: ILine[] = [];
   const curves = [...metric.curves].sort(
     (a, b) =>

@@ -21,6 +21,7 @@ import {
   defaultSort,
   formatValue,
   paramAxes,
+  runColorSlots,
   runLabels,
   sortRows,
   type ICompareColumn
@@ -50,7 +51,12 @@ export class CompareView extends ReactWidget {
     readonly options: Pick<
       ICompareRequest,
       'metrics' | 'optimization' | 'all_params'
-    > = {}
+    > = {},
+    /**
+     * Opens one TensorBoard over these runs in a panel beside this one, as the sidebar's
+     * TensorBoard does (a new browser tab after the server started is what a popup blocker stops).
+     */
+    private openTensorBoardPanel: ((runIds: string[]) => void) | null = null
   ) {
     super();
     this.addClass('jp-px-compare');
@@ -97,6 +103,11 @@ export class CompareView extends ReactWidget {
   }
 
   async openTensorBoard(): Promise<void> {
+    if (this.openTensorBoardPanel) {
+      this.openTensorBoardPanel(this.runIds); // embedded: its panel shows the start and the board
+      return;
+    }
+    // no workspace to add a panel to: the server starts it, its page in a tab
     const answer = await api.startCompareTensorBoard({ runs: this.runIds });
     window.open(answer.url, '_blank');
   }
@@ -171,7 +182,10 @@ function CompareContent(props: {
     comparison.metrics.find(m => m.name === comparison.objective) ??
     comparison.metrics[0];
   const labels = runLabels(comparison);
-  const position = new Map(comparison.runs.map((run, i) => [run.run_id, i]));
+  const position = runColorSlots(
+    comparison.runs.map(run => run.run_id),
+    theme.series.length
+  );
   const columns = compareColumns(comparison);
   const order = sort ?? defaultSort(comparison);
   const rows = order

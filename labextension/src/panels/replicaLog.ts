@@ -95,7 +95,7 @@ export class ReplicaLog extends Widget {
       if (!more) {
         if (chunk.finished) {
           if (!this._pre.textContent) {
-            this._empty.textContent = `${this.role} ${this.index} wrote nothing to its log.`;
+            this._empty.textContent = `${this.role}-${this.index} wrote nothing to its log.`;
           }
           this.node.dataset.complete = 'true';
           this.poll.stop();

@@ -13,6 +13,18 @@ export function tensorBoardPage(url: string, dark: boolean): string {
   return dark ? `${url}${url.includes('?') ? '&' : '?'}darkMode=true` : url;
 }
 
+/**
+ * What the panel says while the server starts TensorBoard (one request, answered once its page
+ * answers): what is happening and for how long, so a wait of 10-20 s never reads as stuck.
+ */
+export function startingText(runs: number, seconds: number): string {
+  const what = runs === 1 ? 'the run' : `${runs} runs`;
+  return (
+    `Starting TensorBoard over ${what}: its server starts, reads the event files and ` +
+    `answers, then its page shows here (${Math.floor(seconds)} s)`
+  );
+}
+
 /** Joins run ids in a panel's key ('+' is never in a run id), so a restored panel reopens all. */
 const SEPARATOR = '+';
 
@@ -30,13 +42,30 @@ export class TensorBoardView extends Widget {
     super();
     this.addClass('jp-px-tensorboard');
     this._status = document.createElement('div');
-    this._status.className = 'jp-px-note';
-    this._status.textContent = 'Starting TensorBoard…';
+    this._status.className = 'jp-px-note jp-px-tensorboard-starting';
     this.node.appendChild(this._status);
+    const runs = runId.split(SEPARATOR).length;
+    const began = Date.now();
+    const say = () => {
+      this._status.textContent = startingText(
+        runs,
+        (Date.now() - began) / 1000
+      );
+    };
+    say();
+    this._ticker = window.setInterval(say, 1000);
     void this.start();
   }
 
   private async start(): Promise<void> {
+    try {
+      await this._start();
+    } finally {
+      window.clearInterval(this._ticker);
+    }
+  }
+
+  private async _start(): Promise<void> {
     try {
       const [first, ...also] = this.runId.split(SEPARATOR);
       const answer = await api.startTensorBoard(
@@ -79,12 +108,14 @@ export class TensorBoardView extends Widget {
   }
 
   dispose(): void {
+    window.clearInterval(this._ticker);
     themeChanged().disconnect(this._follow, this);
     this._frame?.dispose();
     super.dispose();
   }
 
   private _status: HTMLDivElement;
+  private _ticker = 0;
   private _frame: IFrame | null = null;
   private _url: string | null = null;
 }

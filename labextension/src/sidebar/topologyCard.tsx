@@ -143,9 +143,17 @@ export function TopologyCard(props: { model: TopologyModel }): JSX.Element {
             <span>{count.label}</span>
             <input
               id={`root_environment_replicas_${count.key}`}
-              className="jp-mod-styled"
-              type="number"
-              min={0}
+              // text, not number: a number field empties itself on "abc" (read as 0 workers and
+              // a green check); the text stays as typed and the server says what is wrong
+              className={
+                'jp-mod-styled' +
+                (errorsAt(errors, [...REPLICAS, count.key])
+                  ? ' jp-px-invalid'
+                  : '')
+              }
+              type="text"
+              inputMode="numeric"
+              aria-invalid={!!errorsAt(errors, [...REPLICAS, count.key])}
               value={getIn(data, [...REPLICAS, count.key]) ?? ''}
               onChange={event =>
                 change([...REPLICAS, count.key], number(event.target.value))
@@ -198,7 +206,14 @@ export function TopologyCard(props: { model: TopologyModel }): JSX.Element {
                     <td key={bound}>
                       <input
                         id={id}
-                        className="jp-mod-styled"
+                        className={
+                          'jp-mod-styled' +
+                          (errorsAt(errors, path) ||
+                          errorsAt(errors, [...resourcePath, kind])
+                            ? ' jp-px-invalid'
+                            : '')
+                        }
+                        aria-invalid={!!errorsAt(errors, path)}
                         aria-label={`${shownRole} ${kind} ${bound}`}
                         // Empty is "not set": the example only shows in the tooltip, never as
                         // grey text that reads as a value already there.
