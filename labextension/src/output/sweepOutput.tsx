@@ -207,7 +207,9 @@ export function SweepView(props: {
         const badge = stateBadge(sweep.state);
         const values = (sweep.trials ?? []).flatMap(trial =>
           trial.intermediate.length
-            ? trial.intermediate.map(point => point[1])
+            ? trial.intermediate
+                .map(point => point[1])
+                .filter((value): value is number => value !== null)
             : trial.value !== null
               ? [trial.value]
               : []
