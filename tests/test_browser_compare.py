@@ -64,7 +64,7 @@ def test_the_comparison_panel(lab):
         assert widths[-1] >= 3 and all(width < 2 for width in widths[:-1])
         panel.locator(".jp-px-compare-metric-select").select_option("acc")
         best = panel.locator(".jp-px-compare-best-line").inner_text()
-        assert "best acc: lr-0.1 ★" in best and "highest among the 3 runs that succeeded" in best
+        assert "best acc: lr-0.1 ★" in best and "highest final value among the 3 runs that succeeded" in best
 
         def order() -> list[str]:
             return panel.locator("table.jp-px-compare-table tbody tr").evaluate_all(
