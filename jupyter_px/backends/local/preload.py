@@ -5,28 +5,16 @@ from __future__ import annotations
 
 #: What every template imports: the replica runner and what a replica's code imports of ours.
 BASE_PRELOAD = ("jupyter_px.runner", "jupyter_px.tracking", "cloudpickle")
-#: The framework's modules, per framework that can start warm (None: no framework). For torch,
-#: what a training script imports on first use, measured (docs/warm.md): DistributedDataParallel
-#: and an optimizer's constructor (sympy, torch.fx, torch._dynamo), a DataLoader with worker
-#: processes (multiprocessing's queues and locks), torch.save. A replica's first training step
-#: imports 3 modules instead of 369 (0.7 s instead of 4.4-7.8 s on a loaded core). The gloo hang
-#: once put down to torch._dynamo here is a race of torch's own (a Reducer freeing the process
-#: group with the GIL held), whatever the template imports: docs/warm.md has its stacks.
+#: The framework's modules, per framework that can start warm (None: no framework). For torch:
+#: torch, torch.distributed, DDP, sympy and torch.fx. Not `torch._dynamo` (an optimizer's and DDP's
+#: first use imports it: 369 modules, 4.4-7.8 s on a loaded core): with it in the template, a
+#: replica that keeps its DDP model alive past `destroy_process_group()` hangs in gloo's destructor
+#: (a Reducer freeing the group with the GIL held while a gloo thread waits for the GIL,
+#: pytorch/pytorch#56297): 2 of 60 warm runs, and the quickstart notebook in a browser test. It
+#: comes back with a fix on our side (docs/warm.md).
 FRAMEWORK_PRELOAD: dict[str | None, tuple[str, ...]] = {
     None: (),
-    "pytorch": (
-        "torch",
-        "torch.distributed",
-        "torch.nn.parallel",
-        "sympy",
-        "torch.fx",
-        "torch._dynamo",
-        "torch.utils.data",
-        "torch.utils.serialization",
-        "multiprocessing.queues",
-        "multiprocessing.synchronize",
-        "multiprocessing.popen_fork",
-    ),
+    "pytorch": ("torch", "torch.distributed", "torch.nn.parallel", "sympy", "torch.fx"),
 }
 #: Why a framework's runs start cold.
 COLD_FRAMEWORKS = {
