@@ -35,8 +35,6 @@ def _result(log: str) -> dict:
 
 @pytest.mark.parametrize(("script", "topology", "steps", "synchronous"), CASES, ids=[c[0][:-3] for c in CASES])
 def test_a_workload_at_its_tiny_size_runs_across_the_hosts(use_ssh, px_home, script, topology, steps, synchronous):
-    if not (WORKLOADS / script).exists():
-        pytest.skip(f"examples/workloads/{script} is not in this tree")
     spec = yaml.safe_load((WORKLOADS / topology).read_text())
     spec["backend"] = "ssh"
     service = RunService()
