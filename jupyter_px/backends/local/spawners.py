@@ -81,9 +81,10 @@ class Spawner:
 
     def spawn_all(self, starts: Sequence[Start], between: Callable[[], None] = lambda: None) -> list[Spawned]:
         """Start each (launch, log, cores, cgroup): the runner's forked from the zygote, requested
-        FORK_BATCH at a time before any is waited for, `between()` after each batch (the
-        supervisor's heartbeat: a wide run takes a while); the rest (or all, without a zygote)
-        exec'd."""
+        FORK_BATCH at a time before any is waited for; the rest (or all, without a zygote)
+        exec'd. `between()` runs after each batch of forks and after each exec (the supervisor's
+        heartbeat: 256 cold starts on a loaded machine took over 30 s, and a supervisor silent
+        that long is judged hung)."""
         runner = [sys.executable, "-m", RUNNER_MODULE]
         forkable = [i for i, start in enumerate(starts) if self.zygote is not None and start[0].argv[:3] == runner]
         spawned: dict[int, Spawned] = {}
@@ -103,6 +104,7 @@ class Spawner:
         for i, (launch, log_path, cpus, cgroup_procs) in enumerate(starts):
             if i not in spawned:
                 spawned[i] = Spawned(spawn(launch.argv, launch.env, launch.cwd, log_path, cpus, cgroup_procs))
+                between()
         return [spawned[i] for i in range(len(starts))]
 
     def start(
