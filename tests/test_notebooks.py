@@ -9,6 +9,7 @@ the monitor's saved widget state (every replica Succeeded, the final plot has po
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -180,7 +181,7 @@ def _check_notebook(path, px_home, tmp_path, jupyter_server):
         expected_runs = {"master-0", "worker-0", "worker-1"}
 
         wait_for(
-            lambda: _runs_shown(jupyter_server, url, expected_runs) == expected_runs,  # noqa: B023 (called at once)
+            functools.partial(_shows_runs, jupyter_server, url, expected_runs),
             what=f"TensorBoard showing {expected_runs}",
             timeout=60,
         )
@@ -188,11 +189,12 @@ def _check_notebook(path, px_home, tmp_path, jupyter_server):
         assert status in (302, 403)  # the proxy is behind the server's authentication
 
 
-def _runs_shown(jupyter_server, url: str, expected: set[str]) -> set[str]:
-    """Which of `expected` the TensorBoard at `url` lists (it finds runs on its reload cycle)."""
+def _shows_runs(jupyter_server, url: str, expected: set[str]) -> bool:
+    """Whether the TensorBoard at `url` lists every run of `expected` (it finds runs on its
+    reload cycle)."""
     status, body = jupyter_server.get(f"{url}data/runs")
     assert status in (200, 503), body[:500]  # 503 (Retry-After): it is starting
-    return expected & set(json.loads(body)) if status == 200 else set()
+    return status == 200 and expected <= set(json.loads(body))
 
 
 def test_server_extension_tells_kernels_the_base_url(tmp_path):
