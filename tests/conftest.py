@@ -108,6 +108,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.ssh)
         if any(item.get_closest_marker(lane) for lane in SLOW_LANES):
             item.add_marker(pytest.mark.slow)
+    items[:] = _heaviest_modules_first(items)
+
+
+#: About how long one test of each slow lane takes on a loaded two-core machine (seconds).
+LANE_SECONDS = {"browser": 30.0, "kube": 20.0, "slurm": 20.0, "ssh": 20.0, "jobs": 10.0, "tensorboard": 10.0}
+
+
+def _heaviest_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The test modules in order of their estimated time, longest first (each module's tests
+    together and in their own order): xdist's `loadfile` hands out modules in collection order,
+    and with the slow ones last (alphabetically: sweeps, warm, workloads) one worker ran them
+    alone for the last minutes while the other had nothing left."""
+    weight: dict[str, float] = {}
+    for item in items:
+        lanes = [LANE_SECONDS[lane] for lane in LANE_SECONDS if item.get_closest_marker(lane)]
+        weight[item.nodeid.split("::")[0]] = weight.get(item.nodeid.split("::")[0], 0.0) + max(lanes, default=0.05)
+    return sorted(items, key=lambda item: -weight[item.nodeid.split("::")[0]])
 
 
 @pytest.fixture(autouse=True, scope="session")
