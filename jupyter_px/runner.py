@@ -405,6 +405,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     global _RESULT_KEY
     _RESULT_KEY = _read_result_key(run_dir)
     _adopt_mpi_rank(run_dir)
+    from jupyter_px import stack_signal
+
+    stack_signal.install(run_dir)  # its stacks on request, even from native code (`jupyter px stacks`)
 
     topology = record.get("topology") or {}
     nproc = int((topology.get("environment") or {}).get("processes_per_replica") or 1)

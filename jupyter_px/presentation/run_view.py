@@ -195,7 +195,7 @@ class RunViewSource:
 
 def _phases(rows: list[Any]) -> list[PhaseCount]:
     """Replicas per phase, in the order people read a run's progress (done, going, waiting, bad)."""
-    order = ["Succeeded", "Running", "starting", "Pending", "Restarting", "Stopped", "Failed", "Lost"]
+    order = ["Succeeded", "Running", "stalled", "starting", "Pending", "Restarting", "Stopped", "Failed", "Lost"]
     counts: dict[str, tuple[str, int]] = {}
     for row in rows:
         phase = "Succeeded" if row.phase.startswith("stopped when") else row.phase

@@ -1,0 +1,93 @@
+"""Taking a stacks snapshot: signal each live replica, collect what it wrote, keep the result.
+
+Each replica's runner armed `stack_signal.STACKS_SIGNAL` to append a faulthandler dump to its own
+file (`stacks/dumps/<key>.txt`). The taker notes each file's size, signals every replica at once,
+then waits (at most `wait_s`) until each file has grown and stopped growing, and reads only what
+was added. One taker at a time per run (a lock file), so the supervisor's automatic snapshot on a
+stall and a user's request do not read each other's dumps. A replica that does not answer (gone
+meanwhile, or started before its runner armed the signal) is listed with why, never waited for
+longer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..cell_sources import SourceMap
+from ..stack_signal import STACKS_DIR, STACKS_SIGNAL, dump_path
+from . import dumps, snapshots
+
+#: How long a taker waits for the replicas' dumps (a dump takes milliseconds; a loaded machine more).
+WAIT_S = 5.0
+_POLL_S = 0.05
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _collect(run_dir: Path, targets: Mapping[str, int], send: Callable[[int, int], None], wait_s: float) -> tuple[dict[str, str], dict[str, str]]:
+    """(the new dump text of each replica that answered, why each other one did not)."""
+    offsets = {key: _size(dump_path(run_dir, key)) for key in targets}
+    errors: dict[str, str] = {}
+    for key, pid in targets.items():
+        try:
+            send(pid, STACKS_SIGNAL)
+        except ProcessLookupError:
+            errors[key] = "no stack: its process has ended"
+        except PermissionError as error:
+            errors[key] = f"no stack: cannot signal pid {pid}: {error.strerror}"
+    pending = {key: -1 for key in targets if key not in errors}
+    texts: dict[str, str] = {}
+    deadline = time.monotonic() + wait_s
+    while pending and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        for key, seen in list(pending.items()):
+            size = _size(dump_path(run_dir, key))
+            if size > offsets[key] and size == seen:  # grown, and still for one poll: written
+                with open(dump_path(run_dir, key), encoding="utf-8", errors="replace") as handle:
+                    handle.seek(offsets[key])
+                    texts[key] = handle.read(size - offsets[key])
+                del pending[key]
+            else:
+                pending[key] = size
+    for key in pending:
+        errors[key] = f"no stack within {wait_s:g} s (still starting, or its run directory is not writable)"
+    return texts, errors
+
+
+def take(
+    run_dir: Path,
+    run_id: str,
+    targets: Mapping[str, int],
+    *,
+    why: str = "on request",
+    send: Callable[[int, int], None] = os.kill,
+    wait_s: float = WAIT_S,
+) -> dict[str, Any]:
+    """Signal `targets` (replica key -> pid), build the snapshot (`snapshots.build`), keep it in
+    the run directory and return it."""
+    run_dir = run_dir.resolve()  # the runner resolves it: the frames' file names start so
+    (run_dir / STACKS_DIR).mkdir(parents=True, exist_ok=True)
+    with open(run_dir / STACKS_DIR / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        taken_at = time.time()
+        texts, errors = _collect(run_dir, targets, send, wait_s)
+    source_map = SourceMap.load(run_dir / "code")
+    replicas = []
+    for key in sorted(targets):
+        if key in texts:
+            replicas.append(snapshots.replica_entry(key, targets[key], dumps.parse(texts[key]), source_map))
+        else:
+            replicas.append(snapshots.replica_entry(key, targets[key], None, source_map, errors[key]))
+    snapshot = snapshots.build(run_id, why, replicas, taken_at)
+    snapshots.keep(run_dir, snapshot)
+    return snapshot
