@@ -11,6 +11,9 @@ still be readable after the run has been stopped.
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import nbformat
 import pytest
 from local_support import RUN_TIMEOUT_S, describe, wait
@@ -18,6 +21,8 @@ from waiting import wait_for
 
 from jupyter_px.cli import main as cli_main
 from jupyter_px.diagnostics import snapshots
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 #: Cell [4] as the notebook shows it; line 1 is the magic, so `dist.all_reduce` is line 5 and
 #: rank 2's sleep line 11.
@@ -59,12 +64,34 @@ def _groups(snapshot) -> dict[str, list[str]]:
     return {group["summary"]: group["replicas"] for group in snapshot["groups"]}
 
 
+@pytest.fixture
+def jp_server_config(px_home):
+    """The server with our extension; `px_home` first, so the extension's store is the test's."""
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_px": True}}}
+
+
+async def _stacks_route(jp_fetch, run_id: str, method: str) -> dict:
+    response = await jp_fetch(
+        "px", "api", "runs", run_id, "stacks", method=method, **({"body": ""} if method == "POST" else {})
+    )
+    assert response.code == 200
+    return json.loads(response.body)
+
+
+def _cli(capsys, *args: str) -> str:
+    assert cli_main(["stacks", *args]) == 0
+    return capsys.readouterr().out
+
+
 @pytest.mark.jobs
-def test_a_rank_asleep_before_all_reduce_is_stalled_and_its_stack_stands_apart(px_home, tmp_path, monkeypatch, capsys):
+async def test_a_rank_asleep_before_all_reduce_is_stalled_and_its_stack_stands_apart(
+    px_home, tmp_path, monkeypatch, capsys, jp_fetch
+):
     monkeypatch.setenv("PX_STALL_AFTER_S", "5")
-    run = _hung_run(tmp_path)
+    run = await asyncio.to_thread(_hung_run, tmp_path)
     try:
-        status = wait_for(
+        status = await asyncio.to_thread(
+            wait_for,
             lambda: (s := run.status()).replicas and all(r.stalled_since is not None for r in s.replicas) and s,
             "every replica marked Stalled",
             timeout=RUN_TIMEOUT_S,
@@ -73,31 +100,40 @@ def test_a_rank_asleep_before_all_reduce_is_stalled_and_its_stack_stands_apart(p
         assert status.state.value == "Running", describe(run)  # a mark, not a state
         for replica in status.replicas:
             assert replica.state.value == "Running" and replica.stall_after_s == pytest.approx(5.0), replica
+        code, listed = response_json(await jp_fetch("px", "api", "runs", run.run_id))
+        assert all(r["stalled_since"] for r in listed["replicas"]), listed
 
         # taken once by the supervisor when the stall began, kept in the run
-        auto = wait_for(lambda: snapshots.latest(run.paths.root), "the stacks taken on the stall", timeout=60)
+        auto = await asyncio.to_thread(
+            wait_for, lambda: snapshots.latest(run.paths.root), "the stacks taken on the stall", timeout=60
+        )
         assert auto["why"].startswith("stalled: "), auto["why"]
         assert _groups(auto) == {IN_ALL_REDUCE: ["master-0", "worker-0"], ASLEEP: ["worker-1"]}, auto["text"]
         assert len(snapshots.kept(run.paths.root)) == 1  # once per stall, not once per replica
 
-        # on request, from the command line
-        assert cli_main(["stacks", run.run_id]) == 0
-        out = capsys.readouterr().out
-        assert "(on request)" in out and f"2 replicas (master-0, worker-0): {IN_ALL_REDUCE}" in out, out
-        assert f"worker-1: {ASLEEP}" in out, out
-        taken = snapshots.latest(run.paths.root)
+        # on request, through the REST API and from the command line
+        taken = await _stacks_route(jp_fetch, run.run_id, "POST")
+        assert taken["why"] == "on request" and _groups(taken) == _groups(auto), taken["text"]
         worker = next(r for r in taken["replicas"] if r["key"] == "worker-1")
         main_thread = next(t for t in worker["threads"] if t["main"])
-        assert main_thread["frames"][0]["cell"] == "cell [4]" and main_thread["frames"][0]["cell_line"] == 11
+        assert (main_thread["frames"][0]["cell"], main_thread["frames"][0]["cell_line"]) == ("cell [4]", 11)
         assert len(worker["threads"]) >= 2  # tracking's delivery thread too: every thread is shown
+        out = await asyncio.to_thread(_cli, capsys, run.run_id)
+        assert "(on request)" in out and f"2 replicas (master-0, worker-0): {IN_ALL_REDUCE}" in out, out
+        assert f"worker-1: {ASLEEP}" in out, out
     finally:
-        run.stop()
-    wait(run)
+        await asyncio.to_thread(run.stop)
+    await asyncio.to_thread(wait, run)
 
     # after the run: the kept stacks are still there to read
-    assert cli_main(["stacks", run.run_id, "--all"]) == 0
-    out = capsys.readouterr().out
-    assert "(on request)" in out and f"worker-1: {ASLEEP}" in out and "thread" in out, out
+    kept = await _stacks_route(jp_fetch, run.run_id, "GET")
+    assert kept["why"] == "on request" and _groups(kept) == _groups(auto), kept
+    out = await asyncio.to_thread(_cli, capsys, run.run_id, "--all")
+    assert f"worker-1: {ASLEEP}" in out and "thread" in out and "cell [4], line 11, in <module>" in out, out
+
+
+def response_json(response) -> tuple[int, dict]:
+    return response.code, json.loads(response.body)
 
 
 def test_stacks_of_a_run_that_never_had_any_say_so_in_one_line(px_home, capsys):

@@ -17,7 +17,9 @@ from .common import CliError, guarded
 
 
 def _frame_line(frame: dict[str, Any]) -> str:
-    where = f"{frame['cell']}, line {frame['cell_line']}" if frame.get("cell") else f"{frame['file']}, line {frame['line']}"
+    where = (
+        f"{frame['cell']}, line {frame['cell_line']}" if frame.get("cell") else f"{frame['file']}, line {frame['line']}"
+    )
     text = f"    {where}, in {frame['function']}"
     return f"{text}\n      {frame['code']}" if frame.get("code") else text
 
@@ -29,7 +31,9 @@ def render(snapshot: dict[str, Any], every_thread: bool = False) -> str:
     lines = [f"stacks of run {snapshot['run_id']} taken at {taken} ({snapshot['why']})", snapshot["text"]]
     if every_thread:
         for replica in snapshot["replicas"]:
-            lines.append(f"\n{replica['key']} (pid {replica['pid']}){': ' + replica['error'] if replica['error'] else ''}")
+            lines.append(
+                f"\n{replica['key']} (pid {replica['pid']}){': ' + replica['error'] if replica['error'] else ''}"
+            )
             for thread in replica["threads"]:
                 lines.append(f"  thread {thread['ident']}{' (main)' if thread['main'] else ''}:")
                 lines.extend(_frame_line(frame) for frame in thread["frames"])
@@ -61,7 +65,9 @@ def register(commands: Any) -> None:
         "kept one is shown.",
     )
     stacks.add_argument("run", metavar="RUN", help="a run id, a run name (its newest run) or `last`")
-    stacks.add_argument("--last", action="store_true", help="show the newest snapshot kept, without asking the replicas")
+    stacks.add_argument(
+        "--last", action="store_true", help="show the newest snapshot kept, without asking the replicas"
+    )
     stacks.add_argument("--all", action="store_true", help="every replica's threads in full, after the groups")
     stacks.add_argument("--json", action="store_true", help="the snapshot as JSON")
     stacks.set_defaults(handler=guarded(cmd_stacks))

@@ -31,6 +31,7 @@ from ..cell_sources import SourceMap
 from ..stack_signal import STACKS_DIR
 from .dumps import Frame, Thread
 
+
 class NoStacks(LookupError):
     """A run of which no stacks were taken (and that cannot be asked now: it has ended)."""
 
@@ -70,14 +71,20 @@ def summary(frames: list[dict[str, Any]]) -> str:
     user = next((f for f in frames if f["user"]), None)
     if user is None:
         return f"{frames[0]['function']} ({os.path.basename(frames[0]['file'])}, line {frames[0]['line']})"
-    where = f"{user['cell']} line {user['cell_line']}" if user["cell"] else f"{os.path.basename(user['file'])} line {user['line']}"
+    where = (
+        f"{user['cell']} line {user['cell_line']}"
+        if user["cell"]
+        else f"{os.path.basename(user['file'])} line {user['line']}"
+    )
     said = f"{user['function']}, {where}"
     if user is frames[0]:
         return f"{said}: {user['code']}" if user["code"] else said
     return f"{frames[0]['function']} <- {said}"
 
 
-def replica_entry(key: str, pid: int | None, threads: list[Thread] | None, source_map: SourceMap, error: str | None = None) -> dict[str, Any]:
+def replica_entry(
+    key: str, pid: int | None, threads: list[Thread] | None, source_map: SourceMap, error: str | None = None
+) -> dict[str, Any]:
     shown = []
     for position, thread in enumerate(threads or []):
         shown.append(

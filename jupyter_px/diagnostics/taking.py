@@ -34,7 +34,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _collect(run_dir: Path, targets: Mapping[str, int], send: Callable[[int, int], None], wait_s: float) -> tuple[dict[str, str], dict[str, str]]:
+def _collect(
+    run_dir: Path, targets: Mapping[str, int], send: Callable[[int, int], None], wait_s: float
+) -> tuple[dict[str, str], dict[str, str]]:
     """(the new dump text of each replica that answered, why each other one did not)."""
     offsets = {key: _size(dump_path(run_dir, key)) for key in targets}
     errors: dict[str, str] = {}

@@ -173,7 +173,8 @@ def _phase_html(row: ReplicaRow | ReplicaRowView) -> str:
         return f"<span style='color:{STATE_COLORS['Pending']};font-weight:600'>starting</span>"
     if row.phase == STALLED:  # still Running: the warning's color, and what to run next
         hint = "no step logged for a while: `jupyter px stacks RUN` shows where each rank is"
-        return f"<span class='px-stalled' title='{hint}' style='color:{STATE_COLORS['Restarting']};font-weight:600'>stalled</span>"
+        color = STATE_COLORS["Restarting"]
+        return f"<span class='px-stalled' title='{hint}' style='color:{color};font-weight:600'>stalled</span>"
     return state_badge(row.phase)
 
 

@@ -26,6 +26,7 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ... import detached
 from ...forkserver.client import StartedOwner, TemplateUnavailable

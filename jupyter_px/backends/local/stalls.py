@@ -101,7 +101,9 @@ class StallWatch:
             stalled = replica.running and steps.last_time is not None and wall - steps.last_time > limit
             if stalled and st.stalled_since is None:
                 st.stalled_since, st.stall_after_s = steps.last_time, limit
-                began.append(f"{replica.key}: no step logged for {wall - (steps.last_time or wall):.0f} s (limit {limit:.0f} s)")
+                began.append(
+                    f"{replica.key}: no step logged for {wall - (steps.last_time or wall):.0f} s (limit {limit:.0f} s)"
+                )
                 changed = True
             elif not stalled and st.stalled_since is not None:
                 st.stalled_since = st.stall_after_s = None

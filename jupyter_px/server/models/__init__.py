@@ -64,6 +64,11 @@ from .replies import (
     RunStateName,
     RunSummary,
     Series,
+    StackFrame,
+    StacksGroup,
+    StacksReplica,
+    StacksSnapshot,
+    StacksThread,
     Sweep,
     SweepObjective,
     SweepsPage,
@@ -76,11 +81,6 @@ from .replies import (
     WarmTemplate,
     WarmTemplates,
     dump,
-    StackFrame,
-    StacksGroup,
-    StacksReplica,
-    StacksSnapshot,
-    StacksThread,
 )
 from .requests import (
     DEFAULT_TAG,
