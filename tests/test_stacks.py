@@ -41,6 +41,7 @@ step(torch.ones(1))
 """
 IN_ALL_REDUCE = "all_reduce <- step, cell [4] line 5"
 ASLEEP = "<module>, cell [4] line 11: time.sleep(900)"
+KEYS = ("master-0", "worker-0", "worker-1")
 
 
 def _hung_run(tmp_path):
@@ -102,6 +103,11 @@ async def test_a_rank_asleep_before_all_reduce_is_stalled_and_its_stack_stands_a
             assert replica.state.value == "Running" and replica.stall_after_s == pytest.approx(5.0), replica
         code, listed = response_json(await jp_fetch("px", "api", "runs", run.run_id))
         assert all(r["stalled_since"] for r in listed["replicas"]), listed
+        code, view = response_json(await jp_fetch("px", "api", "runs", run.run_id, "view"))
+        assert {r["key"]: r["phase"] for r in view["replicas"]} == dict.fromkeys(KEYS, "stalled"), view["replicas"]
+        assert await asyncio.to_thread(cli_main, ["status", run.run_id]) == 0
+        said = capsys.readouterr().out
+        assert said.count("Stalled: no step for") == 3 and "(limit 5 s)" in said, said
 
         # taken once by the supervisor when the stall began, kept in the run
         auto = await asyncio.to_thread(
