@@ -53,6 +53,15 @@ def dump_path(run_dir: Path, key: str) -> Path:
     return run_dir / STACKS_DIR / DUMPS_DIR / f"{key}.txt"
 
 
+def _disarm_in_child() -> None:
+    """A process forked from a replica (a DataLoader worker) must not dump into the replica's file
+    (a Slurm step's signal reaches every process of it): it is unarmed until it installs its own."""
+    global _dump_file
+    if _dump_file is not None:
+        faulthandler.unregister(STACKS_SIGNAL)
+        _dump_file = None  # (its copy of the file descriptor closes here; the parent keeps its own)
+
+
 def install(run_dir: Path) -> Path | None:
     """Arm `STACKS_SIGNAL` in this process; its path, or None where the run directory cannot be
     written (then the replica simply has no stacks to give)."""
@@ -66,5 +75,7 @@ def install(run_dir: Path) -> Path | None:
         return None
     if _dump_file is not None:
         _dump_file.close()
+    else:
+        os.register_at_fork(after_in_child=_disarm_in_child)
     _dump_file = dump_file
     return path

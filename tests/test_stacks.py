@@ -44,9 +44,8 @@ ASLEEP = "<module>, cell [4] line 11: time.sleep(900)"
 KEYS = ("master-0", "worker-0", "worker-1")
 
 
-def _hung_run(tmp_path):
-    from jupyter_px.api import submit
-
+def hang_notebook(tmp_path):
+    """The notebook whose cell [4] hangs (`HANG`); its path."""
     notebook = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_code_cell(
@@ -58,7 +57,13 @@ def _hung_run(tmp_path):
     )
     path = tmp_path / "hang.ipynb"
     nbformat.write(notebook, path)
-    return submit(path, {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}})
+    return path
+
+
+def _hung_run(tmp_path):
+    from jupyter_px.api import submit
+
+    return submit(hang_notebook(tmp_path), {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}})
 
 
 def _groups(snapshot) -> dict[str, list[str]]:

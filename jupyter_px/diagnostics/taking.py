@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..cell_sources import SourceMap
 from ..stack_signal import STACKS_DIR, STACKS_SIGNAL, dump_path
@@ -35,18 +35,21 @@ def _size(path: Path) -> int:
 
 
 def _collect(
-    run_dir: Path, targets: Mapping[str, int], send: Callable[[int, int], None], wait_s: float
+    run_dir: Path, targets: Mapping[str, int | None], send: Sender, wait_s: float
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(the new dump text of each replica that answered, why each other one did not)."""
     offsets = {key: _size(dump_path(run_dir, key)) for key in targets}
     errors: dict[str, str] = {}
-    for key, pid in targets.items():
-        try:
-            send(pid, STACKS_SIGNAL)
-        except ProcessLookupError:
-            errors[key] = "no stack: its process has ended"
-        except PermissionError as error:
-            errors[key] = f"no stack: cannot signal pid {pid}: {error.strerror}"
+    if callable(send):
+        for key, pid in targets.items():
+            try:
+                send(pid or 0, STACKS_SIGNAL)
+            except ProcessLookupError:
+                errors[key] = "no stack: its process has ended"
+            except PermissionError as error:
+                errors[key] = f"no stack: cannot signal pid {pid}: {error.strerror}"
+    else:
+        send.signal_all()
     pending = {key: -1 for key in targets if key not in errors}
     texts: dict[str, str] = {}
     deadline = time.monotonic() + wait_s
@@ -66,24 +69,38 @@ def _collect(
     return texts, errors
 
 
+class SignalAll(Protocol):
+    """Where the taker cannot signal each pid itself (a Slurm job's tasks run on other nodes):
+    one call that makes every replica of the run get `STACKS_SIGNAL`."""
+
+    def signal_all(self) -> None: ...
+
+
+#: `os.kill`-like (each target's pid), or one call for all of them.
+Sender = Callable[[int, int], None] | SignalAll
+
+
 def take(
     run_dir: Path,
     run_id: str,
-    targets: Mapping[str, int],
+    targets: Mapping[str, int | None],
     *,
     why: str = "on request",
-    send: Callable[[int, int], None] = os.kill,
+    send: Sender = os.kill,
     wait_s: float = WAIT_S,
+    work_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Signal `targets` (replica key -> pid), build the snapshot (`snapshots.build`), keep it in
-    the run directory and return it."""
+    the run directory and return it. `work_dir`: where the replicas run and write their dumps,
+    when that is not the run directory (a Slurm run's copy on the nodes' shared filesystem)."""
     run_dir = run_dir.resolve()  # the runner resolves it: the frames' file names start so
-    (run_dir / STACKS_DIR).mkdir(parents=True, exist_ok=True)
-    with open(run_dir / STACKS_DIR / ".lock", "a") as lock:
+    work = (work_dir or run_dir).resolve()
+    (work / STACKS_DIR).mkdir(parents=True, exist_ok=True)
+    with open(work / STACKS_DIR / ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         taken_at = time.time()
-        texts, errors = _collect(run_dir, targets, send, wait_s)
-    source_map = SourceMap.load(run_dir / "code")
+        texts, errors = _collect(work, targets, send, wait_s)
+    source_map = SourceMap.load(work / "code")
     replicas = []
     for key in sorted(targets):
         if key in texts:
