@@ -126,7 +126,9 @@ class Backend(ABC):
     def stacks(self, run_id: str) -> dict[str, Any]:
         """Take every live replica's Python stacks now (`jupyter_px.diagnostics`), keep the
         snapshot in the run and return it. Default: this backend cannot yet."""
-        raise BackendError(f"taking the stacks of a running {self.name} run is not supported yet (local and Slurm runs only)")
+        raise BackendError(
+            f"taking the stacks of a running {self.name} run is not supported yet (local and Slurm runs only)"
+        )
 
     @abstractmethod
     def stop(self, run_id: str) -> None:
