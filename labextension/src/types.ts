@@ -461,6 +461,8 @@ export interface IRunViewModel {
   progress_fraction: number | null;
   rates: IRankRate[];
   straggler: string | null;
+  /** Replicas that log steps and have logged none for a while, and what shows where each rank is. */
+  stalled?: string | null;
   failure: IFailure | null;
   changes: ICellChanges | null;
   /** How the replicas started: "warm (template pid N)" or "cold: <why>". */
