@@ -148,11 +148,13 @@ class RunViewSource:
         return f"step {last + 1}/{total}{slowest}", fraction
 
     def _clocks(self) -> dict[str, tuple[list[int | None], Any]]:
-        """Each replica's (steps, times) of the metric it logged most often."""
+        """Each replica's (steps, times) of the metric it logged most often (its own: not the
+        `system/` metrics its owner samples)."""
         clocks = {}
         for replica, metrics in self.reader.data.items():
-            if metrics:
-                series = max(metrics.values(), key=len)
+            logged = [series for name, series in metrics.items() if not name.startswith("system/")]
+            if logged:
+                series = max(logged, key=len)
                 clocks[replica] = (series.steps, series.times)
         return clocks
 

@@ -14,7 +14,7 @@ What it does, in order:
    process group, with the parent-death signal armed, stdout+stderr appended to its log.
 2. Waits for events: SIGCHLD and SIGTERM wake it through a signal wakeup fd (`wakeup.py`); a
    timeout covers memory polls (`memory.MemoryGuard`), kill deadlines, restarts and the
-   heartbeat, and the stall checks (`stalls.py`). No busy loop.
+   heartbeat, and the replicas' watch (`replica_watch.py`). No busy loop.
 3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy
    allows, decides the run, and stops the replicas still running once it is decided (SIGTERM to
    the group, SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`).
@@ -47,7 +47,7 @@ from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import ReplicaNames, Topology, parse_topology
 from ..outcome import Outcome, run_outcome
-from . import flushing, oom_kills, policy, stalls
+from . import flushing, oom_kills, policy, replica_watch
 from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
@@ -100,7 +100,7 @@ class Supervisor:
         self.spawner = Spawner.for_this_process()  # warm when forked from a template, with its zygote
         #: "master-0: 1,204 metric points not written: ..." lines, added to the run's message.
         self.metric_notices: list[str] = []
-        self.stalls = stalls.StallWatch(self.paths)  # Stalled replicas, their stacks taken once
+        self.watch = replica_watch.ReplicaWatch(self.paths)  # their system metrics; stalls, and then their stacks
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -423,7 +423,7 @@ class Supervisor:
             self._check_stop_request()
             if self.outcome is None:
                 oom_kills.enforce(self.memory, self.replicas)
-                self.writer.dirty |= self.stalls.check(self.replicas)
+                self.writer.dirty |= self.watch.turn(self.replicas)
             self._escalate()
             self._restart_due()
             self._decide()
