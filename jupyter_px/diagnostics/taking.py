@@ -11,13 +11,13 @@ longer.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import file_lock
 from ..cell_sources import SourceMap
 from ..stack_signal import STACKS_DIR, STACKS_SIGNAL, dump_path
 from . import dumps, snapshots
@@ -95,9 +95,7 @@ def take(
     when that is not the run directory (a Slurm run's copy on the nodes' shared filesystem)."""
     run_dir = run_dir.resolve()  # the runner resolves it: the frames' file names start so
     work = (work_dir or run_dir).resolve()
-    (work / STACKS_DIR).mkdir(parents=True, exist_ok=True)
-    with open(work / STACKS_DIR / ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with file_lock.locked(work / STACKS_DIR / ".lock"):
         taken_at = time.time()
         texts, errors = _collect(work, targets, send, wait_s)
     source_map = SourceMap.load(work / "code")
