@@ -91,7 +91,7 @@ def _cli(capsys, *args: str) -> str:
 
 @pytest.mark.jobs
 async def test_a_rank_asleep_before_all_reduce_is_stalled_and_its_stack_stands_apart(
-    px_home, tmp_path, monkeypatch, capsys, jp_fetch
+    px_home, tmp_path, monkeypatch, capsys, jp_fetch, launch
 ):
     monkeypatch.setenv("PX_STALL_AFTER_S", "5")
     run = await asyncio.to_thread(_hung_run, tmp_path)

@@ -30,7 +30,7 @@ SPIN_AND_SLEEP = textwrap.dedent("""\
 
 
 @pytest.mark.jobs
-def test_a_spinning_master_and_a_sleeping_worker_show_apart_in_system_metrics(px_home):
+def test_a_spinning_master_and_a_sleeping_worker_show_apart_in_system_metrics(px_home, launch):
     service = RunService()
     run_id = service.submit(
         Submission(SourceText(SPIN_AND_SLEEP), {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}})
@@ -49,7 +49,7 @@ def test_a_spinning_master_and_a_sleeping_worker_show_apart_in_system_metrics(px
     assert sum(cpu["master-0"]) > 3 * sum(cpu["worker-0"]) and max(cpu["master-0"]) > 15, cpu
     assert statistics.median(cpu["worker-0"]) < 5, cpu
     assert max(rss["master-0"]) > max(rss["worker-0"]) + 40, rss
-    assert min(min(values) for values in rss.values()) > 5, rss
+    assert all(values[-1] > 20 for values in rss.values()), rss  # an interpreter with its code loaded
     # what the code logged is untouched: its step progress, its own series
     assert reader.progress("master-0")[0] == 2 and reader.series("master-0", "loss").steps == [0, 1, 2]
     assert all(step is None for step in reader.series("master-0", "system/rss_mib").steps)
