@@ -155,3 +155,36 @@ def test_stacks_of_a_run_that_never_had_any_say_so_in_one_line(px_home, capsys):
     make_synthetic_run(px_home, "quiet-run", {"framework": "pytorch"}, state="Succeeded")
     assert cli_main(["stacks", "quiet-run"]) == 2
     assert "no stacks were taken of run quiet-run while it ran" in capsys.readouterr().err
+
+
+@pytest.mark.jobs
+def test_a_replica_of_several_processes_answers_for_each_of_them(px_home, tmp_path, launch):
+    """With `processes_per_replica: 2` the replica's first process only starts its ranks: it passes
+    the signal on, and each rank's stack is shown under its own name."""
+    from jupyter_px.api import submit
+
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("%%px_distributed\nimport time\ntime.sleep(600)", execution_count=7)]
+    )
+    path = tmp_path / "ranks.ipynb"
+    nbformat.write(notebook, path)
+    topology = {"framework": "pytorch", "environment": {"processes_per_replica": 2, "replicas": {"n_workers": 1}}}
+    run = submit(path, topology)
+    everyone = ["master-0", "master-0.rank1", "worker-0", "worker-0.rank1"]
+    asleep = "<module>, cell [7] line 3: time.sleep(600)"
+
+    def all_asleep():
+        snapshot = run.stacks()
+        return snapshot if _groups(snapshot) == {asleep: everyone} else None
+
+    try:
+        taken = wait_for(
+            all_asleep,
+            "every rank asleep in its stacks",
+            timeout=RUN_TIMEOUT_S,
+            poll=1,
+        )
+        assert taken["text"] == f"4 replicas ({', '.join(everyone)}): {asleep}"
+    finally:
+        run.stop()
+    wait(run)

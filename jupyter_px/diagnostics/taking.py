@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from .. import file_lock
 from ..cell_sources import SourceMap
+from ..runstore.layout import PROCESS_INFIX
 from ..stack_signal import STACKS_DIR, STACKS_SIGNAL, dump_path
 from . import dumps, snapshots
 
@@ -37,8 +38,15 @@ def _size(path: Path) -> int:
 def _collect(
     run_dir: Path, targets: Mapping[str, int | None], send: Sender, wait_s: float
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """(the new dump text of each replica that answered, why each other one did not)."""
+    """(the new dump text of each replica that answered, why each other one did not). A
+    replica's other processes (`processes_per_replica`: its first one is asked, and passes the
+    signal on) are in the texts too, as `<key>.rank<N>`, when their files grew meanwhile."""
     offsets = {key: _size(dump_path(run_dir, key)) for key in targets}
+    ranks = {
+        path.stem: _size(path)
+        for key in targets
+        for path in dump_path(run_dir, key).parent.glob(f"{key}{PROCESS_INFIX}*.txt")
+    }
     errors: dict[str, str] = {}
     if callable(send):
         for key, pid in targets.items():
@@ -66,6 +74,13 @@ def _collect(
                 pending[key] = size
     for key in pending:
         errors[key] = f"no stack within {wait_s:g} s (still starting, or its run directory is not writable)"
+    if ranks:
+        time.sleep(_POLL_S * 4)  # they were signalled after the replica's first process
+    for key, offset in ranks.items():
+        if _size(dump_path(run_dir, key)) > offset:
+            with open(dump_path(run_dir, key), encoding="utf-8", errors="replace") as handle:
+                handle.seek(offset)
+                texts[key] = handle.read()
     return texts, errors
 
 
@@ -100,11 +115,12 @@ def take(
         texts, errors = _collect(work, targets, send, wait_s)
     source_map = SourceMap.load(work / "code")
     replicas = []
-    for key in sorted(targets):
+    for key in sorted({*targets, *texts}):
+        pid = targets.get(key)
         if key in texts:
-            replicas.append(snapshots.replica_entry(key, targets[key], dumps.parse(texts[key]), source_map))
+            replicas.append(snapshots.replica_entry(key, pid, dumps.parse(texts[key]), source_map))
         else:
-            replicas.append(snapshots.replica_entry(key, targets[key], None, source_map, errors[key]))
+            replicas.append(snapshots.replica_entry(key, pid, None, source_map, errors[key]))
     snapshot = snapshots.build(run_id, why, replicas, taken_at)
     snapshots.keep(run_dir, snapshot)
     return snapshot
