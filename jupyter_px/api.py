@@ -228,6 +228,12 @@ class Run:
     def stop(self) -> RunStatus:
         return self.service.stop(self.run_id)
 
+    def stacks(self, take: bool = True) -> dict[str, Any]:
+        """Every replica's Python stacks, grouped by identical stack, your code's frames named by
+        notebook cell (`text` says it in a line per group): asked now while the run runs (`take`),
+        else the newest snapshot kept in the run. As `jupyter px stacks RUN`."""
+        return self.service.stacks(self.run_id, take=take)
+
     def results(self, timeout: float | None = None) -> list[Any]:
         """What each replica returned, in rank order (master first, then workers by index; each
         replica's processes by rank), once the run has finished (it is waited for, kept as

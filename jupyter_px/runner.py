@@ -187,6 +187,7 @@ def _run_local_group(run_dir: Path, nproc: int) -> int:
                 p.send_signal(signum)
 
     signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGURG, forward)  # a request for stacks (`stack_signal`): the ranks answer
     code = 0
     while any(p.poll() is None for p in procs):
         failed = [p for p in procs if p.returncode not in (None, 0)]
@@ -410,6 +411,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     nproc = int((topology.get("environment") or {}).get("processes_per_replica") or 1)
     if topology.get("framework") == "pytorch" and nproc > 1 and "LOCAL_RANK" not in os.environ:
         _finish(_run_local_group(run_dir, nproc))
+    from jupyter_px import stack_signal
+
+    stack_signal.install(run_dir)  # its stacks on request, even from native code (`jupyter px stacks`)
 
     code_spec = record.get("code") or {}
     code_dir = run_dir / "code"

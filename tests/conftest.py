@@ -44,6 +44,8 @@ LAUNCH_MODULES = (
     "test_warm",
     "test_functions",
     "test_workloads",
+    "test_stacks",
+    "test_system_metrics",
 )
 
 

@@ -661,7 +661,7 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) == 16
+    assert len(routes) == len(ROUTES) == 17
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -676,9 +676,9 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
     # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, directory DELETE, logs,
-    # metrics, tensorboard, view; sweeps GET, sweep GET+DELETE, sweep view GET; compare POST,
-    # compare/tensorboard POST; warm GET+DELETE
-    assert tried == 20
+    # metrics, tensorboard, view, stacks GET+POST; sweeps GET, sweep GET+DELETE, sweep view GET;
+    # compare POST, compare/tensorboard POST; warm GET+DELETE
+    assert tried == 22
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 
@@ -725,6 +725,7 @@ async def test_an_authorizer_can_restrict_px(jp_fetch, jp_serverapp, px_home, jp
         (("px/api/runs/authz-1",), {"method": "DELETE"}),
         (("px/api/runs/authz-1/directory",), {"method": "DELETE"}),
         (("px/api/runs/authz-1/tensorboard",), post({})),
+        (("px/api/runs/authz-1/stacks",), post("")),  # signals the replicas: not a read
     ]:
         code, _ = await error_of(jp_fetch, *parts, **kwargs)
         assert code == 403

@@ -123,6 +123,13 @@ class Backend(ABC):
         self.stop(run_id)
         return self.store.status(run_id)
 
+    def stacks(self, run_id: str) -> dict[str, Any]:
+        """Take every live replica's Python stacks now (`jupyter_px.diagnostics`), keep the
+        snapshot in the run and return it. Default: this backend cannot yet."""
+        raise BackendError(
+            f"taking the stacks of a running {self.name} run is not supported yet (local and Slurm runs only)"
+        )
+
     @abstractmethod
     def stop(self, run_id: str) -> None:
         """Stop every replica; the run ends as Stopped (unless it had already finished)."""

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from . import render_cmds, run_cmds, sweep_cmds, tensorboard_cmds, topology_cmds, warm_cmds
+from . import render_cmds, run_cmds, stacks_cmds, sweep_cmds, tensorboard_cmds, topology_cmds, warm_cmds
 
 #: The exit status of a command whose output pipe closed (128 + SIGPIPE, as `cat` would give).
 CLOSED_PIPE_EXIT = 141
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     topology_cmds.register(commands)
     run_cmds.register(commands)
+    stacks_cmds.register(commands)
     render_cmds.register(commands)
     tensorboard_cmds.register(commands)
     sweep_cmds.register(commands)

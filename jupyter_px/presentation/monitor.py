@@ -57,6 +57,8 @@ REASON_WORDS: dict[str, str] = {
 SELF_EXPLAINED = (Reason.STOPPED_BY_RUN, Reason.STOPPED_BY_USER)
 STOPPED_WHEN_SUCCEEDED = "stopped when the run succeeded"
 STARTING = "starting"
+#: A Running replica that logs steps and has logged none for a while (`stalled_since`): a badge, not a state.
+STALLED = "stalled"
 
 _ERROR_LINE = re.compile(
     r"^(Traceback \(most recent call last\):|\s*File \".*\", line \d+|[\w.]*(Error|Exception|Exit|Interrupt)\b.*:"
@@ -101,6 +103,8 @@ def phase_of(replica: ReplicaStatus | None, has_output: bool, has_metrics: bool)
         return "Pending"
     if stopped_when_succeeded(replica):
         return STOPPED_WHEN_SUCCEEDED
+    if replica.state == ReplicaState.RUNNING and replica.stalled_since is not None:
+        return STALLED
     if replica.state == ReplicaState.RUNNING and not has_output and not has_metrics:
         return STARTING
     return replica.state.value
@@ -167,6 +171,10 @@ def _phase_html(row: ReplicaRow | ReplicaRowView) -> str:
         return f"<span style='color:{STATE_COLORS['Succeeded']}'>{STOPPED_WHEN_SUCCEEDED}</span>"
     if row.phase == STARTING:  # waiting for its first output: the waiting color, not a link's blue
         return f"<span style='color:{STATE_COLORS['Pending']};font-weight:600'>starting</span>"
+    if row.phase == STALLED:  # still Running: the warning's color, and what to run next
+        hint = "no step logged for a while: `jupyter px stacks RUN` shows where each rank is"
+        color = STATE_COLORS["Restarting"]
+        return f"<span class='px-stalled' title='{hint}' style='color:{color};font-weight:600'>stalled</span>"
     return state_badge(row.phase)
 
 

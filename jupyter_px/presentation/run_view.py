@@ -13,6 +13,7 @@ gives (the comparison layer computes it), so this module stays below the compari
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -119,6 +120,7 @@ class RunViewSource:
                     for p in paces
                 ],
                 straggler=straggler_line(paces, labels),
+                stalled=stalled_line(status, labels),
                 failure=self._failure_of(status),
                 launch=status.launch,
                 changes=self._cell_changes(status.state.finished),
@@ -146,11 +148,13 @@ class RunViewSource:
         return f"step {last + 1}/{total}{slowest}", fraction
 
     def _clocks(self) -> dict[str, tuple[list[int | None], Any]]:
-        """Each replica's (steps, times) of the metric it logged most often."""
+        """Each replica's (steps, times) of the metric it logged most often (its own: not the
+        `system/` metrics its owner samples)."""
         clocks = {}
         for replica, metrics in self.reader.data.items():
-            if metrics:
-                series = max(metrics.values(), key=len)
+            logged = [series for name, series in metrics.items() if not name.startswith("system/")]
+            if logged:
+                series = max(logged, key=len)
                 clocks[replica] = (series.steps, series.times)
         return clocks
 
@@ -195,7 +199,7 @@ class RunViewSource:
 
 def _phases(rows: list[Any]) -> list[PhaseCount]:
     """Replicas per phase, in the order people read a run's progress (done, going, waiting, bad)."""
-    order = ["Succeeded", "Running", "starting", "Pending", "Restarting", "Stopped", "Failed", "Lost"]
+    order = ["Succeeded", "Running", "stalled", "starting", "Pending", "Restarting", "Stopped", "Failed", "Lost"]
     counts: dict[str, tuple[str, int]] = {}
     for row in rows:
         phase = "Succeeded" if row.phase.startswith("stopped when") else row.phase
@@ -203,3 +207,17 @@ def _phases(rows: list[Any]) -> list[PhaseCount]:
         counts[phase] = (state, counts.get(phase, (state, 0))[1] + 1)
     ranked = sorted(counts.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
     return [PhaseCount(phase=phase, state=state, count=count) for phase, (state, count) in ranked]
+
+
+def stalled_line(status: Any, labels: Mapping[str, str]) -> str | None:
+    """`Stalled: worker-1 (no step for 75 s), master-0 (...): jupyter px stacks RUN shows where each
+    rank is`, for the Running replicas the run's owner marked stalled; None when there are none."""
+    now = time.time()
+    stalled = [
+        f"{labels.get(r.key, r.key)} (no step for {now - r.stalled_since:.0f} s)"
+        for r in status.replicas
+        if r.stalled_since is not None and r.state.value == "Running"
+    ]
+    if not stalled:
+        return None
+    return f"Stalled: {', '.join(stalled)}: `jupyter px stacks {status.run_id}` shows where each rank is"

@@ -151,10 +151,18 @@ def status_rows(status: RunStatus, tf_chief: bool = False) -> list[tuple[str, ..
             str(r.restarts),
             r.address or "-",
             r.reason or "-",
-            r.message or (f"memory limit {r.memory_limit_mib:g} MiB" if r.memory_limit_mib else ""),
+            stall_text(r) or r.message or (f"memory limit {r.memory_limit_mib:g} MiB" if r.memory_limit_mib else ""),
         )
         for r in status.replicas
     ]
+
+
+def stall_text(replica: Any, now: float | None = None) -> str:
+    """`Stalled: no step for 75 s (limit 60 s)` for a Running replica marked stalled, else ''."""
+    if replica.stalled_since is None or replica.state.value != "Running":
+        return ""
+    quiet = (time.time() if now is None else now) - replica.stalled_since
+    return f"Stalled: no step for {quiet:.0f} s (limit {replica.stall_after_s or 0:.0f} s)"
 
 
 def replica_states(status: RunStatus, many: int = 8, tf_chief: bool = False) -> str:

@@ -106,6 +106,11 @@ class RunViewModel(_Model):
     progress_fraction: float | None
     rates: list[RankRate]
     straggler: str | None = Field(description="`worker-3 is 1.8x slower than the median rank`, or None")
+    stalled: str | None = Field(
+        default=None,
+        description="`Stalled: worker-1 (no step for 75 s) ...`: replicas that log steps and have logged none for "
+        "a while, and what shows where each rank is; or None",
+    )
     failure: Failure | None
     changes: CellChanges | None
     launch: str | None = Field(

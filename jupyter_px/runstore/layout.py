@@ -58,6 +58,16 @@ RESULT_KEY_FILE = "result.key"
 
 #: `worker-0.rank1.jsonl`: the infix of a replica's process k > 0 in metrics and params names.
 PROCESS_INFIX = ".rank"
+#: `worker-0.system.jsonl`: the replica's system metrics (`system/...`), written by whoever owns the
+#: replica (the local supervisor), beside the file its own tracking writes; read as the same replica.
+SYSTEM_INFIX = ".system"
+
+
+def metrics_series_key(file_name: str) -> str:
+    """The series key of a metrics file: `worker-0.rank1` for `worker-0.rank1.jsonl`, and the
+    replica's own key for its system metrics (`worker-0.system.jsonl` -> `worker-0`)."""
+    stem = file_name[: -len(".jsonl")] if file_name.endswith(".jsonl") else file_name
+    return stem.removesuffix(SYSTEM_INFIX)
 
 
 class InvalidRunId(ValueError):

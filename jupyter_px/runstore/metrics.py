@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 from .event_records import read_scalar_events
 from .jsonl_records import MAX_LINE_BYTES, LinesRead, decode_lines, line_start_after, read_lines
-from .layout import EVENTS_FILE_SUFFIX, RunPaths
+from .layout import EVENTS_FILE_SUFFIX, RunPaths, metrics_series_key
 from .run_files import Listing, PlantedLink, list_run_dir, open_run_file
 from .series import Series
 from .store import RunDamaged
@@ -127,7 +127,7 @@ class MetricsReader:
         older history); return only the points added, by (replica, metric)."""
         starts: dict[tuple[str, str], int] = {}
         files = [
-            (name[: -len(".jsonl")], str(self.paths.metrics_dir / name))
+            (metrics_series_key(name), str(self.paths.metrics_dir / name))
             for name in self._list(str(self.paths.metrics_dir), want_dirs=False).files
             if name.endswith(".jsonl")
         ]
@@ -165,7 +165,7 @@ class MetricsReader:
                 (replica, path)
                 for path, state in self._files.items()
                 if state.history_end
-                for replica in [os.path.basename(path)[: -len(".jsonl")]]
+                for replica in [metrics_series_key(os.path.basename(path))]
             ]
             return self._read_history(files, limit=None)
         finally:

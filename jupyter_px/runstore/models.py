@@ -180,6 +180,12 @@ class ReplicaStatus(BaseModel):
     memory_limit_mib: float | None = Field(
         default=None, description="the memory it may use, where the backend knows (declared, or a scheduler's default)"
     )
+    stalled_since: float | None = Field(
+        default=None,
+        description="while it is shown Stalled (still Running, but it logs steps and has logged none for "
+        "max(60 s, 10x its median step time)): when it logged its last step",
+    )
+    stall_after_s: float | None = Field(default=None, description="while Stalled: the quiet time it passed, in s")
 
     @field_validator("reason", mode="before")
     @classmethod

@@ -16,6 +16,7 @@ from .run_handlers import (
     RunLogsHandler,
     RunMetricsHandler,
     RunsHandler,
+    RunStacksHandler,
     RunTensorBoardHandler,
     RunViewHandler,
 )
@@ -40,6 +41,7 @@ ROUTES: list[tuple[str, type[PxHandler]]] = [
     (f"px/api/runs/{REF}/metrics", RunMetricsHandler),
     (f"px/api/runs/{REF}/tensorboard", RunTensorBoardHandler),
     (f"px/api/runs/{REF}/view", RunViewHandler),
+    (f"px/api/runs/{REF}/stacks", RunStacksHandler),
     ("px/api/compare", CompareHandler),
     ("px/api/compare/tensorboard", CompareTensorBoardHandler),
     ("px/api/sweeps", SweepsHandler),

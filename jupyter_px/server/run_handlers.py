@@ -10,6 +10,8 @@ TensorBoard.
     GET    px/api/runs/<ref>/metrics    the points since a cursor
     POST   px/api/runs/<ref>/tensorboard  TensorBoard for the run (and others)
     GET    px/api/runs/<ref>/view       the run's view-model (`RunViewModel`), as every view shows it
+    GET    px/api/runs/<ref>/stacks     the newest stacks snapshot kept in the run
+    POST   px/api/runs/<ref>/stacks     every live replica's stacks, taken now (and kept)
 """
 
 from __future__ import annotations
@@ -17,7 +19,16 @@ from __future__ import annotations
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..service import ROLE_PATTERN, RUN_ID_PATTERN, BackendError, RunActive, RunDamaged, RunNotFound, Submission
+from ..service import (
+    ROLE_PATTERN,
+    RUN_ID_PATTERN,
+    BackendError,
+    NoStacks,
+    RunActive,
+    RunDamaged,
+    RunNotFound,
+    Submission,
+)
 from ..topology import TopologyError, parse_topology
 from .base import MAX_LOG_CHUNK, PxHandler, problems_of
 from .models import (
@@ -27,6 +38,7 @@ from .models import (
     RunDeleted,
     RunDetail,
     RunsPage,
+    StacksSnapshot,
     SubmitRequest,
     TensorBoardRequest,
 )
@@ -214,3 +226,34 @@ class RunViewHandler(PxHandler):
             self.px.run_views.forget(run_id)
             raise web.HTTPError(404, str(error)) from None
         self.write_json(view)  # built as a RunViewModel: checked when it was made
+
+
+class RunStacksHandler(PxHandler):
+    """`POST px/api/runs/<ref>/stacks`: every live replica's Python stacks, taken now, grouped by
+    identical stack with the frames of the run's code named by notebook cell (a finished run
+    answers its newest kept snapshot); `GET`: the newest snapshot kept in the run (taken on request
+    or when a stall was noticed), without asking the replicas. 404 when there is none; 409 when
+    the run's backend cannot take them."""
+
+    @web.authenticated
+    @authorized("read")
+    async def get(self, ref: str) -> None:
+        await self._answer(ref, take=False)
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self, ref: str) -> None:
+        await self._answer(ref, take=True)
+
+    async def _answer(self, ref: str, take: bool) -> None:
+        run_id = await self.resolve(ref)
+        kind = "read"
+        if take:  # the backend's pool: it signals the replicas and waits for their answers
+            kind = change_kind((await self.blocking(self.px.service.record, run_id)).backend)
+        try:
+            snapshot = await self.blocking(self.px.service.stacks, run_id, take, kind=kind)
+        except NoStacks as error:
+            raise web.HTTPError(404, str(error)) from None
+        except BackendError as error:
+            raise web.HTTPError(409, str(error)) from None
+        self.send(StacksSnapshot, snapshot)

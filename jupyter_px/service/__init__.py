@@ -14,6 +14,7 @@ names a surface needs (states, errors, the run id pattern) are re-exported here.
 from __future__ import annotations
 
 from ..backends import Backend, BackendError, Observation, ResourceUnavailable
+from ..diagnostics.snapshots import NoStacks
 from ..runstore import (
     ReplicaState,
     ReplicaStatus,
@@ -47,6 +48,7 @@ __all__ = [
     "ROLE_PATTERN",
     "RUN_ID_PATTERN",
     "MetricsCursorError",
+    "NoStacks",
     "ReplicaState",
     "ReplicaStatus",
     "RunDamaged",

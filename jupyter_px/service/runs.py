@@ -416,6 +416,20 @@ class RunService:
         backend.stop(run_id)
         return self.store.status(run_id)
 
+    def stacks(self, run_id: str, take: bool = True) -> dict[str, Any]:
+        """Every replica's Python stacks, grouped by identical stack, frames named by notebook cell
+        (`jupyter_px.diagnostics`): taken now from a running run (`take`), else the newest snapshot
+        kept in the run (taken on request, or when a stall was noticed). NoStacks when there is none;
+        BackendError when the run's backend cannot take them."""
+        from ..diagnostics import snapshots
+
+        if take and not self.store.status(run_id).state.finished:
+            return self.backend_of(run_id).stacks(run_id)
+        kept = snapshots.latest(self.store.paths(run_id).root)
+        if kept is None:
+            raise snapshots.NoStacks(f"no stacks were taken of run {run_id} while it ran")
+        return kept
+
     def clean(self, run_id: str) -> list[str]:
         """Remove what a finished run left outside the store (e.g. the pods and job a Kubernetes
         operator keeps) and say what (`Backend.clean`); the run itself stays. RunActive for a run

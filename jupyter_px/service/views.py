@@ -56,6 +56,8 @@ def replica_json(replica: ReplicaStatus, names: ReplicaNames | None = None) -> d
         "finished_at": replica.finished_at,
         "address": replica.address,
         "failure": replica.failure.model_dump(mode="json") if replica.failure else None,
+        "stalled_since": replica.stalled_since,
+        "stall_after_s": replica.stall_after_s,
     }
 
 

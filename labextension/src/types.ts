@@ -52,6 +52,10 @@ export interface IReplica {
   address: string | null;
   /** Where its code raised (models.ReplicaFailure): what "Go to cell" opens. */
   failure?: IReplicaFailure | null;
+  /** While it is shown Stalled (still Running, no step logged for a while): its last step's time. */
+  stalled_since?: number | null;
+  /** While Stalled: the quiet time (s) it passed, max(60 s, 10x its median step time). */
+  stall_after_s?: number | null;
 }
 
 /** models.ReplicaFailure: the exception, and the notebook cell and line it was raised at. */
@@ -158,6 +162,50 @@ export interface IRunDeleted {
   run_id: string;
   deleted: boolean;
   removed?: string[];
+}
+
+/** models.StacksSnapshot: every replica's Python stacks, grouped by identical main-thread stack. */
+export interface IStacksSnapshot {
+  run_id: string;
+  taken_at: number;
+  why: string;
+  replicas: IStacksReplica[];
+  groups: IStacksGroup[];
+  text: string;
+}
+
+/** models.StacksReplica: one replica's threads (or why it gave none). */
+export interface IStacksReplica {
+  key: string;
+  pid: number | null;
+  error: string | null;
+  threads: IStacksThread[];
+}
+
+/** models.StacksThread: one thread's frames, innermost first. */
+export interface IStacksThread {
+  ident: string;
+  main: boolean;
+  current: boolean;
+  truncated: boolean;
+  frames: IStackFrame[];
+}
+
+/** models.StackFrame: a frame, named by its notebook cell where the run's source map knows it. */
+export interface IStackFrame {
+  file: string;
+  line: number | null;
+  function: string;
+  cell: string | null;
+  cell_line: number | null;
+  user: boolean;
+  code: string | null;
+}
+
+/** models.StacksGroup: replicas with the same stack, and that stack in one line. */
+export interface IStacksGroup {
+  replicas: string[];
+  summary: string;
 }
 
 /** models.SubmitRequest: the topology and one of notebook or script. */
@@ -413,6 +461,8 @@ export interface IRunViewModel {
   progress_fraction: number | null;
   rates: IRankRate[];
   straggler: string | null;
+  /** Replicas that log steps and have logged none for a while, and what shows where each rank is. */
+  stalled?: string | null;
   failure: IFailure | null;
   changes: ICellChanges | null;
   /** How the replicas started: "warm (template pid N)" or "cold: <why>". */

@@ -26,6 +26,7 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ... import detached
 from ...forkserver.client import StartedOwner, TemplateUnavailable
@@ -212,6 +213,12 @@ class LocalBackend(Backend):
             Ending(RunState.STOPPED, Reason.STOPPED_BY_USER, f"stopped without its supervisor{why}"),
             ReplicaEnding(ReplicaState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"),
         )
+
+    def stacks(self, run_id: str) -> dict[str, Any]:
+        """Every live replica's stacks, taken now (`stacks.py`)."""
+        from . import stacks
+
+        return stacks.take(self.store, run_id)
 
     def stop(self, run_id: str, timeout: float | None = None) -> None:
         """Ask the supervisor to stop the run and wait until every process of it is gone (a hung

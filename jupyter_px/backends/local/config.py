@@ -68,6 +68,10 @@ IDLE_POLL_S = 1.0
 #: disk): the true outcome is kept until space returns, rather than the run reading Lost.
 FINAL_WRITE_PATIENCE_S = 3600.0
 
+#: A replica that logs steps is shown Stalled once it has logged none for max(this, 10x its median
+#: step time) (PX_STALL_AFTER_S overrides the floor; `stalls.py`).
+STALL_AFTER_S = _seconds("PX_STALL_AFTER_S", "60")
+
 #: Exit codes Kubeflow's ExitCode restart policy treats as retryable (SIGINT, SIGKILL, SIGTERM).
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 143})
 

@@ -14,7 +14,7 @@ What it does, in order:
    process group, with the parent-death signal armed, stdout+stderr appended to its log.
 2. Waits for events: SIGCHLD and SIGTERM wake it through a signal wakeup fd (`wakeup.py`); a
    timeout covers memory polls (`memory.MemoryGuard`), kill deadlines, restarts and the
-   heartbeat. No busy loop.
+   heartbeat, and the replicas' watch (`replica_watch.py`). No busy loop.
 3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy
    allows, decides the run, and stops the replicas still running once it is decided (SIGTERM to
    the group, SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`).
@@ -27,8 +27,7 @@ What it does, in order:
    run is left running. A status write that fails (a full disk) does not end the run; the final
    one is retried until it succeeds, so the true outcome is what the store ends up with.
 
-Diagnostics go through `logging` to the run's supervisor.log. Exit codes are recorded as a shell
-reports them: 128+N for a process killed by signal N, with the signal's name alongside.
+Diagnostics go to supervisor.log (`logging`); exit codes read as a shell's (128+N: killed by signal N).
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import ReplicaNames, Topology, parse_topology
 from ..outcome import Outcome, run_outcome
-from . import flushing, oom_kills, policy
+from . import flushing, oom_kills, policy, replica_watch
 from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
@@ -101,6 +100,7 @@ class Supervisor:
         self.spawner = Spawner.for_this_process()  # warm when forked from a template, with its zygote
         #: "master-0: 1,204 metric points not written: ..." lines, added to the run's message.
         self.metric_notices: list[str] = []
+        self.watch = replica_watch.ReplicaWatch(self.paths)  # their system metrics; stalls, and then their stacks
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -315,8 +315,7 @@ class Supervisor:
                 replica.kill_at = replica.term_at = None
 
     def _settle_metrics(self, replica: Replica) -> None:
-        """After an exit: what its processes accepted but never wrote (or dropped) goes into the
-        run's message too (`flushing.settle_exit`)."""
+        """After an exit: points its processes never wrote go into the run's message (`flushing.settle_exit`)."""
         notice = flushing.settle_exit(self.paths, replica)
         if notice:
             self.metric_notices.append(notice)
@@ -424,6 +423,7 @@ class Supervisor:
             self._check_stop_request()
             if self.outcome is None:
                 oom_kills.enforce(self.memory, self.replicas)
+                self.writer.dirty |= self.watch.turn(self.replicas)
             self._escalate()
             self._restart_due()
             self._decide()

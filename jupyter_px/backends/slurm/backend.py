@@ -15,9 +15,11 @@ import contextlib
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from ... import detached
 from ...runstore import RunStatus, atomic_write_json
+from ...stack_signal import STACKS_SIGNAL
 from ...topology import Topology, parse_topology
 from ...topology.export import headline
 from ..base import BackendError, SubmitHandle
@@ -121,6 +123,28 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
                 commands.scancel(job_id)
             raise
         return SubmitHandle(run_id, self.name, {"job_id": job_id, "follower_pid": pid})
+
+    def stacks(self, run_id: str) -> dict[str, Any]:
+        """Every running replica's stacks (`jupyter_px.diagnostics`): `scancel --signal=URG` reaches
+        every process of the job's steps on every node (slurmstepd signals its whole process
+        container), the runners armed on it write to the run's directory the nodes share."""
+        from ...diagnostics import taking
+        from ...runstore import ReplicaState
+
+        root = self.store.paths(run_id).root
+        try:
+            handle = JobHandle.load(root)
+        except (OSError, ValueError) as error:
+            raise BackendError(f"run {run_id} has no Slurm job to ask: {error}") from None
+        status = self.store.status(run_id)
+        targets = {r.key: r.pid for r in status.replicas if r.state == ReplicaState.RUNNING}
+        commands = SlurmCommands(handle.slurm_conf)
+
+        class _Job:
+            def signal_all(self) -> None:
+                commands.scancel(handle.job_id, signal=str(int(STACKS_SIGNAL)))
+
+        return taking.take(root, run_id, targets, send=_Job(), work_dir=handle.work_dir(root))
 
     def stop(self, run_id: str, timeout: float | None = None) -> None:
         """Stop the run's job (SIGTERM to its tasks, the grace, then scancel) and wait until

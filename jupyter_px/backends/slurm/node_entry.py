@@ -65,6 +65,9 @@ class Launcher:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.stop_signal = signum
+        self._pass_on(signum, _frame)
+
+    def _pass_on(self, signum: int, _frame: object) -> None:
         for pid in list(self.children):
             try:
                 os.kill(pid, signum)
@@ -74,6 +77,8 @@ class Launcher:
     def run(self) -> int:
         for signum in entry.HANDLED_SIGNALS:
             signal.signal(signum, self._on_signal)
+        for signum in entry.PASSED_ON:
+            signal.signal(signum, self._pass_on)
         import jupyter_px.cluster  # once for the node: every child inherits it
         import jupyter_px.runner  # noqa: F401
 
@@ -105,7 +110,7 @@ class Launcher:
         """In the forked child: the replica's task, as if srun had started it."""
         code = 1
         try:
-            for signum in entry.HANDLED_SIGNALS:
+            for signum in (*entry.HANDLED_SIGNALS, *entry.PASSED_ON):
                 signal.signal(signum, signal.SIG_DFL)
             role, index = plan["tasks"][procid]
             log = os.open(

@@ -47,6 +47,9 @@ from typing import Any
 RENDEZVOUS_POLL_S = 0.02
 #: Signals a task passes on to its replica (a stop's SIGTERM, an interactive srun's SIGINT).
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+#: Signals a task only passes on, which stop nothing: SIGURG asks the replica for its stacks
+#: (`jupyter_px.stack_signal`; `scancel --signal` reaches the step's tasks, not their children).
+PASSED_ON = (signal.SIGURG,)
 
 
 def job_dir(run_dir: str, job_id: str) -> str:
@@ -296,6 +299,9 @@ class Task:
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.stop_signal = signum
+        self._pass_on(signum, _frame)
+
+    def _pass_on(self, signum: int, _frame: Any) -> None:
         if self.child_pid is not None:
             try:
                 os.kill(self.child_pid, signum)
@@ -378,6 +384,8 @@ class Task:
     def run(self) -> int:
         for signum in HANDLED_SIGNALS:
             signal.signal(signum, self._on_signal)
+        for signum in PASSED_ON:
+            signal.signal(signum, self._pass_on)
         if not self.launched_by_node:
             check_components(self.plan, self.env)
         import jupyter_px.cluster  # imported now, while the other tasks start
@@ -435,7 +443,7 @@ def _become_runner(run_dir: str, env: dict[str, str]) -> None:
     (which ends the process itself). A fork, not a new interpreter: the runner is imported
     before the rendezvous, so the replica starts in milliseconds."""
     try:
-        for signum in HANDLED_SIGNALS:
+        for signum in (*HANDLED_SIGNALS, *PASSED_ON):
             signal.signal(signum, signal.SIG_DFL)
         os.environ.clear()
         os.environ.update(env)

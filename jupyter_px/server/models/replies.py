@@ -123,6 +123,10 @@ class Replica(Reply):
     finished_at: float | None
     address: str | None
     failure: ReplicaFailure | None = None
+    #: while it is shown Stalled (a badge, not a state): when it logged its last step
+    stalled_since: float | None = None
+    #: while Stalled: the quiet time it passed (max(60 s, 10x its median step time))
+    stall_after_s: float | None = None
 
 
 class Code(Reply):
@@ -231,6 +235,58 @@ class TensorBoardStarted(Reply):
     url: str
     port: int
     key: str
+
+
+class StackFrame(Reply):
+    """One frame of a replica's thread (`jupyter_px.diagnostics.snapshots`), innermost first."""
+
+    file: str
+    line: int | None
+    function: str
+    #: the notebook cell it came from (`cell [4]`) and the line in that cell, where the source map knows
+    cell: str | None
+    cell_line: int | None
+    #: whether it is the run's own code (shipped), and then its line's source
+    user: bool
+    code: str | None
+
+
+class StacksThread(Reply):
+    ident: str
+    #: the interpreter's main thread (the one training runs in)
+    main: bool
+    #: the thread the signal was delivered to
+    current: bool
+    truncated: bool
+    frames: list[StackFrame]
+
+
+class StacksReplica(Reply):
+    key: str
+    pid: int | None
+    #: why it gave no stacks (gone, or no answer in time)
+    error: str | None
+    threads: list[StacksThread]
+
+
+class StacksGroup(Reply):
+    """Replicas whose main threads have the same stack, and that stack in one line."""
+
+    replicas: list[str]
+    summary: str
+
+
+class StacksSnapshot(Reply):
+    """`POST runs/<ref>/stacks` (taken now) and `GET runs/<ref>/stacks` (the newest kept)."""
+
+    run_id: str
+    taken_at: float
+    #: `on request`, or the stall that made the supervisor take it
+    why: str
+    replicas: list[StacksReplica]
+    groups: list[StacksGroup]
+    #: the groups as text, one line each
+    text: str
 
 
 class RunDeleted(Reply):

@@ -85,6 +85,8 @@ function view(overrides: Partial<IRunViewModel> = {}): IRunViewModel {
     progress_fraction: 0.3,
     rates: [],
     straggler: 'worker-0 is 1.8x slower than the median rank',
+    stalled:
+      'Stalled: worker-0 (no step for 75 s): `jupyter px stacks quick-1` shows where each rank is',
     failure: null,
     changes: null,
     ...overrides
@@ -181,6 +183,9 @@ describe('the run in a notebook output', () => {
     ).toBe('step 12/40 (slowest: worker-0)');
     expect(node().querySelector('.jp-px-straggler')!.textContent).toBe(
       'worker-0 is 1.8x slower than the median rank'
+    );
+    expect(node().querySelector('.jp-px-stalled')!.textContent).toBe(
+      'Stalled: worker-0 (no step for 75 s): `jupyter px stacks quick-1` shows where each rank is'
     );
     // A Stop that works without the kernel (through the server), asking first.
     expect(node().querySelector('.jp-px-output-stop')).not.toBeNull();

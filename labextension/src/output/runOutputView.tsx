@@ -278,6 +278,11 @@ export function RunOutputView(props: {
                     {view.straggler}
                   </div>
                 )}
+                {view?.stalled && (
+                  <div className="jp-px-run-message jp-px-stalled">
+                    {view.stalled}
+                  </div>
+                )}
                 {view?.changes && <CellChangesView changes={view.changes} />}
                 <div className="jp-px-toolbar jp-px-run-output-actions">
                   {!model.finished && actions.stopRun && (

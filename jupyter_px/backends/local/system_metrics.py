@@ -1,0 +1,133 @@
+"""Each replica's CPU and memory, sampled by the supervisor: `system/cpu_percent`, `system/rss_mib`.
+
+A rank at 100% CPU beside ranks at 3% (a DataLoader bound rank, a rank spinning in a busy wait),
+or a rank whose memory climbs step after step, is visible without a profiler. Every `SAMPLE_EVERY_S`
+the supervisor reads, for each running replica, its process and every descendant (a DataLoader's
+workers, the ranks of `processes_per_replica`) straight from /proc: the tree from
+`/proc/<pid>/task/<tid>/children`, CPU time from `/proc/<pid>/stat` (utime + stime), resident
+memory from `/proc/<pid>/statm`. No scan of every process on the machine: a few small reads per
+process of the run, well under 1% of a core per replica.
+
+The points go to `metrics/<role>-<index>.system.jsonl` (`runstore.layout.SYSTEM_INFIX`), one JSON
+line each in the format tracking writes, step-less, so the metrics reader shows them as the
+replica's own `system/...` series (same cursors, plots and comparison) while the file the
+replica's tracking writes (and its ledger) stays the replica's alone. CPU % is of one core (a
+replica using two cores shows 200), over the interval since the previous sample of the same
+process; a descendant that ended in between takes its CPU time with it, which only lowers a sample.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable
+
+from ...runstore import RunPaths
+from ...runstore.layout import SYSTEM_INFIX, replica_key
+from .replica import Replica
+
+log = logging.getLogger(__name__)
+
+#: How often each replica is sampled.
+SAMPLE_EVERY_S = 2.0
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and all its descendants that are alive now."""
+    tree, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        tree.append(current)
+        pending.extend(_children(current))
+    return tree
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        fields = handle.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15 of stat(5))
+
+
+def _rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/statm", "rb") as handle:
+        return int(handle.read().split()[1]) * _PAGE
+
+
+def tree_usage(pid: int) -> tuple[float, int]:
+    """(CPU seconds used so far, resident bytes now) of `pid`'s tree (0, 0 when it is gone)."""
+    cpu, rss = 0.0, 0
+    for member in process_tree(pid):
+        try:
+            cpu += _cpu_seconds(member)
+            rss += _rss_bytes(member)
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+    return cpu, rss
+
+
+class SystemSampler:
+    """The supervisor's sampling: `sample(replicas)` on each turn of its loop (it acts every
+    `SAMPLE_EVERY_S`)."""
+
+    def __init__(self, paths: RunPaths, every_s: float = SAMPLE_EVERY_S):
+        self.paths = paths
+        self.every_s = every_s
+        self.next_at = 0.0
+        #: replica key -> (pid, monotonic time, CPU seconds) of its previous sample
+        self.previous: dict[str, tuple[int, float, float]] = {}
+        self.failing = False
+
+    def sample(self, replicas: Iterable[Replica]) -> None:
+        now = time.monotonic()
+        if now < self.next_at:
+            return
+        self.next_at = now + self.every_s
+        wall = time.time()
+        for replica in replicas:
+            if replica.popen is None:
+                continue
+            pid = replica.popen.pid
+            cpu, rss = tree_usage(pid)
+            if not rss:
+                continue
+            values = {"system/rss_mib": round(rss / 2**20, 2)}
+            before = self.previous.get(replica.key)
+            if before is not None and before[0] == pid and now > before[1]:
+                values["system/cpu_percent"] = round(max(0.0, cpu - before[2]) / (now - before[1]) * 100, 1)
+            self.previous[replica.key] = (pid, now, cpu)
+            self._write(replica, {"step": None, "time": wall, "metrics": values})
+
+    def _write(self, replica: Replica, point: dict) -> None:
+        key = replica_key(replica.spec.role, replica.spec.index)
+        path = self.paths.metrics_dir / f"{key}{SYSTEM_INFIX}.jsonl"
+        try:
+            path.parent.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                os.write(fd, (json.dumps(point, separators=(",", ":")) + "\n").encode())
+            finally:
+                os.close(fd)
+            self.failing = False
+        except OSError as error:  # a full disk must not stop the run
+            if not self.failing:
+                log.warning("cannot write system metrics (%s); retrying every %g s", error, self.every_s)
+            self.failing = True
