@@ -214,6 +214,8 @@ API_CALLS = {
     "startCompareTensorBoard": (models.TensorBoardStarted, models.CompareTensorBoardRequest),
     "listSweeps": (models.SweepsPage, None),
     "getRunView": (models.RunViewModel, None),
+    "getStacks": (models.StacksSnapshot, None),
+    "takeStacks": (models.StacksSnapshot, None),
     "getSweep": (models.Sweep, None),
     "stopSweep": (models.Sweep, None),
     "getSweepView": (models.SweepViewModel, None),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import nbformat
 import pytest
@@ -110,6 +111,8 @@ async def test_a_rank_asleep_before_all_reduce_is_stalled_and_its_stack_stands_a
         assert all(r["stalled_since"] for r in listed["replicas"]), listed
         code, view = response_json(await jp_fetch("px", "api", "runs", run.run_id, "view"))
         assert {r["key"]: r["phase"] for r in view["replicas"]} == dict.fromkeys(KEYS, "stalled"), view["replicas"]
+        for row in view["replicas"]:  # the run view's Stalled badge says since when, and the limit
+            assert row["stall_after_s"] == pytest.approx(5.0) and row["stalled_since"] <= time.time(), row
         assert view["stalled"].startswith("Stalled: master-0 (no step for "), view["stalled"]
         assert view["stalled"].endswith(f"`jupyter px stacks {run.run_id}` shows where each rank is"), view["stalled"]
         assert await asyncio.to_thread(cli_main, ["status", run.run_id]) == 0

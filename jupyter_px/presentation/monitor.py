@@ -96,6 +96,8 @@ class ReplicaRow:
     step: str
     reason: str
     last_line: str
+    stalled_since: float | None = None  # while marked stalled: its last step's time (the badge's "since")
+    stall_after_s: float | None = None  # while marked stalled: the quiet time it passed
 
 
 def phase_of(replica: ReplicaStatus | None, has_output: bool, has_metrics: bool) -> str:
@@ -117,6 +119,14 @@ def _with_limit(resources: str, replica: ReplicaStatus | None) -> str:
     if not limit or "mem" in resources:
         return resources
     return ("" if resources == "-" else f"{resources}, ") + f"mem {limit:g} MiB (default)"
+
+
+def _stalled(replica: ReplicaStatus | None, field: str) -> float | None:
+    """The replica's stall field while it is a Running replica marked stalled, else None."""
+    if replica is None or replica.state != ReplicaState.RUNNING or replica.stalled_since is None:
+        return None
+    value = getattr(replica, field)
+    return None if value is None else float(value)
 
 
 def replica_rows(
@@ -151,6 +161,8 @@ def replica_rows(
                 step=progress.get(key, ""),
                 reason=reason_text(replica),
                 last_line=last,
+                stalled_since=_stalled(replica, "stalled_since"),
+                stall_after_s=_stalled(replica, "stall_after_s"),
             )
         )
     return rows

@@ -29,6 +29,12 @@ class ReplicaRowView(_Model):
     step: str = Field(description="`12/400` or `step 12`; empty before the first metric")
     reason: str
     last_line: str
+    stalled_since: float | None = Field(
+        default=None, description="while shown stalled: when it logged its last step (seconds since the epoch)"
+    )
+    stall_after_s: float | None = Field(
+        default=None, description="while shown stalled: the quiet time it passed, max(60 s, 10x its median step)"
+    )
 
 
 class PhaseCount(_Model):

@@ -11,6 +11,7 @@ import type {
   IRunDetail,
   IRunsPage,
   IRunViewModel,
+  IStacksSnapshot,
   ISubmission,
   ISweep,
   ISweepsPage,
@@ -78,6 +79,18 @@ export async function getRun(runId: string): Promise<IRunDetail> {
 /** The run as every view shows it: states, replicas, progress, pace, failure, changes. */
 export async function getRunView(runId: string): Promise<IRunViewModel> {
   return (await requestAPI<IRunViewModel>(run(runId, 'view'))).data!;
+}
+
+/** The newest stacks snapshot kept in the run (taken on request or on a stall); 404 when none. */
+export async function getStacks(runId: string): Promise<IStacksSnapshot> {
+  return (await requestAPI<IStacksSnapshot>(run(runId, 'stacks'))).data!;
+}
+
+/** Every live replica's stacks, taken now and kept (a finished run answers its newest kept). */
+export async function takeStacks(runId: string): Promise<IStacksSnapshot> {
+  return (
+    await requestAPI<IStacksSnapshot>(run(runId, 'stacks'), { method: 'POST' })
+  ).data!;
 }
 
 export async function stopRun(runId: string): Promise<IRunDetail> {

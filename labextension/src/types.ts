@@ -388,6 +388,10 @@ export interface IReplicaRowView {
   step: string;
   reason: string;
   last_line: string;
+  /** While shown stalled: when it logged its last step (seconds since the epoch). */
+  stalled_since?: number | null;
+  /** While shown stalled: the quiet time (s) it passed, max(60 s, 10x its median step). */
+  stall_after_s?: number | null;
 }
 
 /** view_models.PhaseCount: a segment of the replicas bar. */

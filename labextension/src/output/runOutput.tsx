@@ -15,6 +15,7 @@ import {
   RunOutputView
 } from './runOutputView';
 import { IRunPayload, readPayload, RUN_MIMETYPE } from './runMime';
+import { SystemStrip } from './systemStrip';
 
 /** What the renderer needs from the notebook it is in. */
 export interface IRunOutputOptions {
@@ -137,6 +138,10 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
         />
       )
     );
+    // Each replica's CPU and memory, always in sight (a busy rank beside idle ones), above the tabs.
+    const strip = ReactWidget.create(<SystemStrip metrics={metrics} />);
+    strip.addClass('jp-px-run-output-system');
+    layout.addWidget(strip);
     const body = (this._body = new Panel());
     body.addClass('jp-px-run-output-body');
     const plot = ReactWidget.create(

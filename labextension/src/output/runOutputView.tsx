@@ -6,6 +6,8 @@ import { formatAge, stateBadge } from '../runs';
 import type { ICellChanges, IRunViewModel } from '../types';
 import { useNow } from '../useNow';
 import type { RunOutputModel } from './runOutputModel';
+import { StalledBadge } from './stalledBadge';
+import { StacksButton, StacksResult, useStacks } from './stacksView';
 
 /** What the output's buttons do: the sidebar's panels and commands. */
 export interface IRunOutputActions {
@@ -155,6 +157,8 @@ export function RunOutputView(props: {
 }): JSX.Element {
   const { model, actions, tab, onTab } = props;
   const now = useNow();
+  const finished = React.useCallback(() => model.finished, [model]);
+  const stacks = useStacks(model.runId, finished);
   return (
     <UseSignal signal={model.changed}>
       {() => {
@@ -308,6 +312,7 @@ export function RunOutputView(props: {
                   >
                     Logs panel
                   </button>
+                  <StacksButton stacks={stacks} finished={model.finished} />
                   <div className="jp-px-tabs" role="tablist">
                     {(Object.keys(TABS) as RunOutputTab[]).map(name => (
                       <button
@@ -322,6 +327,7 @@ export function RunOutputView(props: {
                     ))}
                   </div>
                 </div>
+                <StacksResult stacks={stacks} />
               </>
             )}
           </div>
@@ -333,6 +339,7 @@ export function RunOutputView(props: {
 
 /** The replicas' table of the Replicas tab, from the same view-model. */
 export function ReplicaTable(props: { model: RunOutputModel }): JSX.Element {
+  const now = useNow();
   return (
     <UseSignal signal={props.model.changed}>
       {() => {
@@ -359,19 +366,34 @@ export function ReplicaTable(props: { model: RunOutputModel }): JSX.Element {
             <tbody>
               {view.replicas.map(row => {
                 const rate = rates.get(row.key);
+                // Stalled is a mark on a Running replica: its state word stays, the badge says why.
+                const stalled =
+                  row.stalled_since !== null && row.stalled_since !== undefined;
+                const phase = stalled ? row.state : row.phase;
                 return (
                   <tr
                     key={row.key}
                     data-replica={row.key}
                     data-state={row.state}
+                    data-stalled={stalled ? 'true' : undefined}
                   >
                     <td>{row.label}</td>
                     <td>
                       <span
-                        className={`jp-px-phase-word jp-px-phase-word-${row.phase === 'starting' ? 'pending' : row.state.toLowerCase()}`}
+                        className={`jp-px-phase-word jp-px-phase-word-${phase === 'starting' ? 'pending' : row.state.toLowerCase()}`}
                       >
-                        {row.phase}
+                        {phase}
                       </span>
+                      {stalled && (
+                        <>
+                          {' '}
+                          <StalledBadge
+                            since={row.stalled_since!}
+                            after={row.stall_after_s}
+                            now={now}
+                          />
+                        </>
+                      )}
                     </td>
                     <td>{row.step}</td>
                     <td>
