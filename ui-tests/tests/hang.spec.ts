@@ -118,17 +118,17 @@ for (const theme of ['light', 'dark'] as const) {
     const apart = stacks.locator(
       '.jp-px-stacks-group[data-replicas="worker-1"]'
     );
-    await expect(together.locator('summary')).toHaveText(
+    await expect(together.locator(':scope > summary')).toHaveText(
       /^2 replicas \(master-0, worker-0\): all_reduce <- step, cell \[\d+\] line 9$/
     );
-    await expect(apart.locator('summary')).toHaveText(
+    await expect(apart.locator(':scope > summary')).toHaveText(
       /^worker-1: <module>, cell \[\d+\] line 15: time\.sleep\(900\)$/
     );
     await expect(stacks.locator('.jp-px-stacks-group')).toHaveCount(2);
     // A group's frames, folded until opened: innermost first, the user's own in bold.
     const frames = together.locator(':scope > .jp-px-stack-frames > li');
     await expect(frames.first()).toBeHidden();
-    await together.locator('summary').click();
+    await together.locator(':scope > summary').click();
     await expect(frames.first()).toContainText('all_reduce');
     await expect(
       together.locator('.jp-px-stack-frame-user').first()
