@@ -120,7 +120,9 @@ const IN_ALL_REDUCE = [
     cell_line: 8,
     user: true,
     code: null
-  })
+  }),
+  frame({ file: '/px/runner.py', line: 250, function: 'run' }),
+  frame({ file: '/px/runner.py', line: 438, function: 'main' })
 ];
 const ASLEEP = [
   frame({
@@ -332,6 +334,16 @@ describe('a hung run in its notebook output', () => {
     expect(bars).toEqual(['3.2%', '2.9%', '99.6%']);
   });
 
+  it('hides the strip of a run deleted since', async () => {
+    getRunView.mockRejectedValue(new ApiError('no run', 404));
+    await React.act(() =>
+      output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
+    );
+    await settle(() => node().querySelector('.jp-px-run-gone') !== null);
+    const strip = node().querySelector('.jp-px-run-output-system')!;
+    expect(strip.classList.contains('lm-mod-hidden')).toBe(true);
+  });
+
   it('draws no strip for a run whose owner samples nothing', async () => {
     readMetrics.mockResolvedValue({
       run_id: 'hang-1',
@@ -378,6 +390,16 @@ describe('a hung run in its notebook output', () => {
     expect(
       frames.map(li => li.classList.contains('jp-px-stack-frame-user'))
     ).toEqual([false, true, true]);
+    // The frames around the run's code (its runner) folded apart, outermost last.
+    const outer = groups[0].querySelector(':scope > .jp-px-stack-outer')!;
+    expect(outer.querySelector('summary')!.textContent).toBe(
+      "2 frames around the run's code"
+    );
+    expect([...outer.querySelectorAll('li')].map(li => li.textContent)).toEqual(
+      ['run, runner.py line 250', 'main, runner.py line 438']
+    );
+    // A stack wholly the run's own has no such fold.
+    expect(groups[1].querySelector(':scope > .jp-px-stack-outer')).toBeNull();
     expect(
       groups[1].querySelector('.jp-px-stack-threads summary')!.textContent
     ).toBe('1 other thread of worker-1');

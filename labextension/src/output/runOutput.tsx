@@ -139,7 +139,9 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
       )
     );
     // Each replica's CPU and memory, always in sight (a busy rank beside idle ones), above the tabs.
-    const strip = ReactWidget.create(<SystemStrip metrics={metrics} />);
+    const strip = (this._strip = ReactWidget.create(
+      <SystemStrip metrics={metrics} />
+    ));
     strip.addClass('jp-px-run-output-system');
     layout.addWidget(strip);
     const body = (this._body = new Panel());
@@ -178,6 +180,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
         this._board?.dispose();
         this._board = null;
         this._body?.hide();
+        this._strip?.hide(); // the samples of a run that no longer exists
         this._showSaved();
       }
     });
@@ -233,6 +236,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
     this._metrics = null;
     this._board = null;
     this._body = null;
+    this._strip = null;
     this._tabs = {};
     this._savedShown = false;
     this.shows = null;
@@ -246,6 +250,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
   private _metrics: MetricsModel | null = null;
   private _board: TensorBoardView | null = null;
   private _body: Panel | null = null;
+  private _strip: Widget | null = null;
   private _tabs: { [tab in RunOutputTab]?: Widget } = {};
   private _tab: RunOutputTab = 'metrics';
   private _mime: IRenderMime.IMimeModel | null = null;

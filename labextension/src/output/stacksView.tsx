@@ -80,7 +80,7 @@ export function StacksButton(props: {
   );
 }
 
-function Frames(props: { frames: IStackFrame[] }): JSX.Element {
+function FrameList(props: { frames: IStackFrame[] }): JSX.Element {
   return (
     <ol className="jp-px-stack-frames">
       {props.frames.map((frame, i) => (
@@ -93,6 +93,35 @@ function Frames(props: { frames: IStackFrame[] }): JSX.Element {
         </li>
       ))}
     </ol>
+  );
+}
+
+/**
+ * A thread's frames, innermost first, down to the outermost frame of the run's code; the frames
+ * outside it (the replica's runner, the process that started it) under a fold of their own.
+ */
+function Frames(props: { frames: IStackFrame[] }): JSX.Element {
+  const { frames } = props;
+  let outermost = -1;
+  frames.forEach((frame, i) => {
+    if (frame.user) {
+      outermost = i;
+    }
+  });
+  if (outermost < 0 || outermost === frames.length - 1) {
+    return <FrameList frames={frames} />;
+  }
+  const rest = frames.length - outermost - 1;
+  return (
+    <>
+      <FrameList frames={frames.slice(0, outermost + 1)} />
+      <details className="jp-px-stack-outer">
+        <summary>
+          {rest} frame{rest === 1 ? '' : 's'} around the run&apos;s code
+        </summary>
+        <FrameList frames={frames.slice(outermost + 1)} />
+      </details>
+    </>
   );
 }
 
