@@ -9,7 +9,8 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod/entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
-                                   `function_calls.py`, `cell_sources.py` (what the runner imports),
+                                   `function_calls.py`, `cell_sources.py`, `stack_signal.py` (what
+                                   the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,ledger,event_writer}.py` (standard library only;
                                    the event writer imports TensorBoard when the replica writes events)
@@ -45,6 +46,8 @@ _SHIPPED = {
     # what the runner imports for a shipped function and for tracebacks that name notebook cells
     "lib.jupyter_px.function_calls.py": ("lib/jupyter_px/function_calls.py", _PACKAGE / "function_calls.py"),
     "lib.jupyter_px.cell_sources.py": ("lib/jupyter_px/cell_sources.py", _PACKAGE / "cell_sources.py"),
+    # a replica's stacks on request (`jupyter px stacks`): the runner arms it before the user's code
+    "lib.jupyter_px.stack_signal.py": ("lib/jupyter_px/stack_signal.py", _PACKAGE / "stack_signal.py"),
     "lib.jupyter_px.tracking.__init__.py": ("lib/jupyter_px/tracking/__init__.py", _TRACKING / "__init__.py"),
     "lib.jupyter_px.tracking.values.py": ("lib/jupyter_px/tracking/values.py", _TRACKING / "values.py"),
     "lib.jupyter_px.tracking.lines.py": ("lib/jupyter_px/tracking/lines.py", _TRACKING / "lines.py"),
