@@ -191,6 +191,41 @@ class ReplicaStatus(BaseModel):
         return f"{self.role}-{self.index}"
 
 
+class AttemptRecord(BaseModel):
+    """One attempt of a run that is started again as a whole (`termination.max_retries`): when
+    it ran, from which checkpoint, which replica's failure ended it and why, how far it got, and
+    where each replica's log of it begins (every attempt appends to the same log, after a marked
+    line). Listed once a first attempt failed; the last one is the attempt running (or that ended the run)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    attempt: int
+    started_at: float | None = None
+    finished_at: float | None = None
+    failed: str | None = Field(default=None, description="the replica whose failure ended it (worker-1)")
+    reason: str | None = Field(default=None, description="its reason (Signaled, OOMKilled, Error)")
+    exit_code: int | None = None
+    signal: str | None = None
+    message: str | None = None
+    step: int | None = Field(default=None, description="the last step the run logged before it failed")
+    resumed_from: int | None = Field(
+        default=None, description="the checkpoint step it resumed from (the newest every replica had saved)"
+    )
+    retried: bool = Field(default=False, description="whether a next attempt followed")
+    log_offsets: dict[str, int] = Field(default_factory=dict, description="replica -> byte its log of it starts at")
+
+
+class CheckpointInfo(BaseModel):
+    """A complete checkpoint in the run's outputs (`tracking.save_checkpoint`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    scope: str = Field(description="the replica that saved it (worker-1), or 'shared'")
+    step: int
+    time: float
+    size: int
+
+
 class RunOwner(BaseModel):
     """The process that owns a run's lifecycle and writes its status: the local supervisor, the
     run's own follower (Kubernetes, Slurm), or a Jupyter server following the run on its shared
@@ -235,6 +270,10 @@ class RunStatus(BaseModel):
         default=None,
         description="how the replicas start: 'warm (template pid N)', or 'cold: <why>' (local backend)",
     )
+    attempt: int = Field(default=1, description="which attempt runs (or ran last): 2 after one gang restart")
+    max_attempts: int = Field(default=1, description="1 + termination.max_retries")
+    attempts: list[AttemptRecord] = Field(default_factory=list, description="every attempt, once one failed")
+    checkpoints: list[CheckpointInfo] = Field(default_factory=list, description="complete checkpoints, by scope")
 
     @field_validator("reason", mode="before")
     @classmethod
