@@ -87,3 +87,27 @@ class Termination(BaseModel):
         if self.retry_on == "OnFailure":
             return "every failure retries"
         return f"exit codes {', '.join(map(str, self.retry_on))} retry"
+
+
+#: Frameworks whose replicas meet in collectives: a lone restarted replica cannot rejoin them.
+_COLLECTIVE = ("pytorch", "horovod", "mpi")
+
+
+def lone_restart_warnings(topology: Any) -> list[str]:
+    """What `jupyter px topology validate` warns of: a replica's own restart (`restart_policy`
+    other than Never, with restarts allowed) in a job whose replicas meet in collectives (PyTorch
+    DDP, Horovod/MPI; TensorFlow without parameter servers), where the restarted process cannot
+    rejoin the group its peers are still in. The run-level retry restarts the whole gang instead."""
+    collective = topology.framework in _COLLECTIVE or (
+        topology.framework == "tensorflow" and "ps" not in topology.counts()
+    )
+    if not collective or topology.total_replicas() < 2:
+        return []
+    lone = [s.key for s in topology.replicas() if s.restart_policy != "Never" and s.max_restarts > 0]
+    if not lone:
+        return []
+    shown = ", ".join(lone[:4]) + (f" and {len(lone) - 4} more" if len(lone) > 4 else "")
+    return [
+        f"restart_policy restarts {shown} alone, which cannot rejoin the {topology.framework} process group its "
+        "peers are in; to start the whole run again from its checkpoints, set termination: {maxRetries: N}"
+    ]

@@ -4,7 +4,8 @@ Every replica loads its newest checkpoint (`tracking.load_checkpoint()`: None on
 and goes on from the step after it; every `--every` steps each rank saves its model and
 optimizer (`tracking.save_checkpoint`). Each step's batch is a function of (seed, step, rank)
 only, so a run killed and resumed computes exactly what a run without failures computes:
-the final model is the same, bit for bit (CPU, gloo, one thread per rank).
+the final model is the same, bit for bit (CPU, gloo, one thread per rank, DDP's bucket layout
+fixed: see below).
 
 `--step-sleep` slows each step, so a test can kill a rank in the middle. `--fail-at STEP`
 makes worker-0 exit 1 at that step (a bug, which a retry would not fix). At the end the master
@@ -37,7 +38,13 @@ torch.set_num_threads(1)
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(args.seed)
-model = DistributedDataParallel(nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4)))
+# DDP rebuilds its gradient buckets after its first iteration (the reducer's `rebuild_buckets`,
+# unless find_unused_parameters), so an attempt that resumes mid-run would reduce its first step
+# in another layout and end 4e-8 away from a run without failures. Without the rebuild the
+# layout is the same in every attempt, and the model the same to the bit.
+model = DistributedDataParallel(
+    nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4)), find_unused_parameters=True
+)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
 checkpoint = tracking.load_checkpoint()

@@ -110,6 +110,9 @@ class Attempts:
             return
         record, self.pending = self.pending, None
         status = sup.status
+        flushed = last_step(sup)  # what its replicas flushed as they were stopped counts too
+        if flushed is not None and (record.step is None or flushed > record.step):
+            record.step = flushed
         status.attempt += 1
         step = newest_step(self.outputs)
         resumed = f"from step {step:,}" if step is not None else "from the start"
