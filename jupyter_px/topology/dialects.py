@@ -49,7 +49,7 @@ REPLICAS_KEYS = {
     "default_ps_resources",
 }
 AZURE_KEYS = {"node_count", "process_count_per_node", "worker_count", "parameter_server_count", "distributed_backend"}
-TOP_LEVEL_KEYS = {"version", "kind", "name", "description", "tags", "framework", "backend", "environment", "termination"}
+TOP_LEVEL_KEYS = {"version", "kind", "name", "description", "tags", "framework", "backend", "environment"}
 
 
 @dataclass

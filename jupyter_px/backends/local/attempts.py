@@ -33,18 +33,20 @@ import json
 import logging
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ...runstore import ReplicaState
+from ...runstore import ReplicaState, RunPaths, RunStatus
 from ...runstore.checkpoints import all_checkpoints, newest_step
 from ...runstore.models import AttemptRecord, CheckpointInfo
+from ...topology import Topology
 from ...topology.termination import Termination
 from ...tracking.checkpoints import RESUME_AT_ENV
 from ..outcome import Outcome
-from .replica import Ending
-
-if TYPE_CHECKING:
-    from .supervisor import Supervisor
+from .launcher import LaunchPlan
+from .ports import PortReservation
+from .replica import Ending, Replica
+from .spawners import Spawner
+from .status_writer import StatusWriter
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,27 @@ ATTEMPT_ENV = "PX_ATTEMPT"
 
 #: Bytes read from the end of a metrics file for the last step it logged.
 _TAIL_BYTES = 8192
+
+
+class Supervisor(Protocol):
+    """What of the run's supervisor (`supervisor.Supervisor`) an attempt uses: its state, its
+    preparation and its start-up, so an attempt starts exactly like the first."""
+
+    topology: Topology
+    paths: RunPaths
+    status: RunStatus
+    replicas: list[Replica]
+    outcome: Outcome | None
+    writer: StatusWriter
+    ports: PortReservation | None
+    plan: LaunchPlan | None
+    spawner: Spawner
+
+    def _prepare(self) -> None: ...
+    def _spawn(self, *replicas: Replica) -> None: ...
+    def _start_order(self) -> list[Replica]: ...
+    def _head_start(self) -> None: ...
+    def _stop_replica(self, replica: Replica, ending: Ending) -> None: ...
 
 
 class Attempts:
@@ -81,7 +104,8 @@ class Attempts:
             status.attempts.append(AttemptRecord(attempt=1, started_at=status.started_at))
         record = status.attempts[-1]
         record.finished_at, record.failed, record.reason = time.time(), culprit.key, st.reason
-        record.exit_code, record.signal, record.message, record.step = st.exit_code, st.signal, st.message, last_step(sup)
+        record.exit_code, record.signal, record.message = st.exit_code, st.signal, st.message
+        record.step = last_step(sup)
         sup.writer.dirty = True
         if not retryable:
             why = f"not retried: exit code {st.exit_code} of {culprit.key} is permanent ({self.termination.rule()})"
