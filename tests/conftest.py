@@ -36,6 +36,7 @@ LAUNCH_MODULES = (
     "test_warm",
     "test_functions",
     "test_workloads",
+    "test_resume",
 )
 
 

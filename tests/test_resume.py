@@ -8,6 +8,7 @@ checkpoint ends with a model bitwise equal to that of a run without failures (sa
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
@@ -21,8 +22,13 @@ from waiting import wait_for
 
 from jupyter_px.runstore import RunState
 from jupyter_px.runstore.checkpoints import all_checkpoints, newest_step
+from jupyter_px.server.models import RunDetail
 from jupyter_px.topology import TopologyError, parse_topology
 from jupyter_px.topology.termination import lone_restart_warnings
+
+#: Each real job runs twice, cold and warm (`launch`, tests/conftest.py): an attempt is forked
+#: from the template's zygote again, as the first was.
+pytestmark = [pytest.mark.usefixtures("launch")]
 
 
 def _tracking_env(monkeypatch, outputs, role="worker", index=1):
@@ -236,6 +242,13 @@ def test_a_killed_rank_restarts_the_gang_which_resumes_and_ends_with_the_same_mo
     assert "attempt 1 rank 2 starts after step 0" in log  # the first attempt's log is kept
     assert f"attempt 2 rank 2 starts after step {second.resumed_from}" in log[second.log_offsets["worker-1"] :]
     assert {(c.scope, c.step) for c in status.checkpoints} >= {("master-0", STEPS), ("worker-1", STEPS)}
+    shown = subprocess.run([*CLI, "status", run.run_id], capture_output=True, text=True, check=True).stdout
+    assert f"attempt 2 of 3, from step {second.resumed_from:,}" in shown
+    assert f"  attempt 1: worker-1 killed by SIGKILL at step {first.step:,}; started again" in shown
+    detail = json.loads(subprocess.run([*CLI, "status", run.run_id, "--json"], capture_output=True, check=True).stdout)
+    sent = RunDetail.model_validate(detail)  # what GET px/api/runs/<ref> sends
+    assert (sent.attempt, sent.max_attempts, sent.attempts[0].failed) == (2, 3, "worker-1")
+    assert ("worker-1", STEPS) in {(c.scope, c.step) for c in sent.checkpoints}
     got, want = _final_model(run), _final_model(reference)
     assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
 

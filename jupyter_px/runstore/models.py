@@ -214,6 +214,18 @@ class AttemptRecord(BaseModel):
     retried: bool = Field(default=False, description="whether a next attempt followed")
     log_offsets: dict[str, int] = Field(default_factory=dict, description="replica -> byte its log of it starts at")
 
+    def describe(self) -> str:
+        """How it ended: `worker-1 killed by SIGKILL at step 1,287` ("" while it runs)."""
+        if self.failed is None:
+            return ""
+        if self.reason == Reason.OOM_KILLED:
+            what = "OOMKilled"
+        elif self.signal:
+            what = f"killed by {self.signal}"
+        else:
+            what = f"exited with code {self.exit_code}"
+        return f"{self.failed} {what}" + (f" at step {self.step:,}" if self.step is not None else "")
+
 
 class CheckpointInfo(BaseModel):
     """A complete checkpoint in the run's outputs (`tracking.save_checkpoint`)."""

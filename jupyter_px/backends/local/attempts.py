@@ -123,7 +123,7 @@ class Attempts:
         ending = Ending.by_run(ReplicaState.STOPPED, f"stopped to start the run again (attempt {nxt})")
         for replica in sup.replicas:
             sup._stop_replica(replica, ending)
-        status.message = f"attempt {status.attempt} failed: {describe(record)}; starting attempt {nxt}"
+        status.message = f"attempt {status.attempt} failed: {record.describe()}; starting attempt {nxt}"
         return None
 
     # ---- every turn of the supervisor's loop --------------------------------------------------
@@ -140,7 +140,7 @@ class Attempts:
         status.attempt += 1
         step = newest_step(self.outputs)
         resumed = f"from step {step:,}" if step is not None else "from the start"
-        offsets = _mark_logs(sup, f"--- attempt {status.attempt} ({resumed}): {describe(record)} ---\n")
+        offsets = _mark_logs(sup, f"--- attempt {status.attempt} ({resumed}): {record.describe()} ---\n")
         status.attempts.append(
             AttemptRecord(attempt=status.attempt, started_at=time.time(), resumed_from=step, log_offsets=offsets)
         )
@@ -159,7 +159,7 @@ class Attempts:
             sup.plan.base_env[RESUME_AT_ENV] = str(step)
         log.info("attempt %d of %d starts %s", status.attempt, status.max_attempts, resumed)
         start_gang(sup)
-        status.message = f"attempt {status.attempt} of {status.max_attempts}, {resumed}: {describe(record)}"
+        status.message = f"attempt {status.attempt} of {status.max_attempts}, {resumed}: {record.describe()}"
         sup.writer.write(force=True)
 
     def _list_checkpoints(self, sup: Supervisor) -> None:
@@ -188,18 +188,6 @@ def start_gang(sup: Supervisor) -> None:
         sup._spawn(replica)
         if replica.spec.role == "master" and len(sup.replicas) > 1:
             sup._head_start()
-
-
-def describe(record: AttemptRecord) -> str:
-    """`worker-1 killed by SIGKILL at step 1,287` (or its reason and exit code)."""
-    if record.reason == "OOMKilled":
-        what = "OOMKilled"
-    elif record.signal:
-        what = f"killed by {record.signal}"
-    else:
-        what = f"exited with code {record.exit_code}"
-    at = f" at step {record.step:,}" if record.step is not None else ""
-    return f"{record.failed} {what}{at}"
 
 
 def _mark_logs(sup: Supervisor, line: str) -> dict[str, int]:
