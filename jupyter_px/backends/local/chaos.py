@@ -2,8 +2,10 @@
 
 The signal goes to the replica's process group (each replica leads one, `process.spawn`), so
 its whole tree goes as it would on a lost node. The pid comes from the run's status and is
-checked first: it must still be alive and carry the run's `PX_RUN_ID` (a pid the kernel has
-since given to another process is never signalled). The supervisor notices the exit like any
+checked first: it must still be a child of the run's supervisor, itself checked by its identity
+(pid and creation time), so a pid the kernel has since given to another process is never
+signalled. (Not by the `PX_RUN_ID` in its environment: a replica forked warm from a zygote
+carries the zygote's in /proc, its own being set after the fork.) The supervisor notices the exit like any
 other and applies the run's policies (`attempts.py`: the gang restarts when retries are left).
 """
 
@@ -14,6 +16,7 @@ import signal
 
 import psutil
 
+from ... import detached
 from ...runstore import ReplicaState, RunStatus
 from ..base import BackendError
 
@@ -29,14 +32,14 @@ def kill_replica(status: RunStatus, role: str, index: int, signum: int) -> str:
         raise BackendError(f"run {status.run_id} has finished ({status.state.value}): nothing to kill")
     if replica.state != ReplicaState.RUNNING or not replica.pid:
         raise BackendError(f"{replica.key} of run {status.run_id} is {replica.state.value}, not running")
-    pid = replica.pid
+    pid, owner = replica.pid, status.owner
+    if owner is None or not detached.ProcessIdentity(owner.pid, owner.started_at).alive():
+        raise BackendError(f"the supervisor of run {status.run_id} is gone: see jupyter px status {status.run_id}")
     try:
-        carries = psutil.Process(pid).environ().get("PX_RUN_ID")
+        parent = psutil.Process(pid).ppid()
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         raise BackendError(f"{replica.key} (pid {pid}) has just ended") from None
-    except psutil.AccessDenied:
-        raise BackendError(f"{replica.key} (pid {pid}) is not yours to signal") from None
-    if carries != status.run_id:
+    if parent != owner.pid:
         raise BackendError(f"pid {pid} is no longer {replica.key} of run {status.run_id}")
     try:
         os.killpg(pid, signum)
