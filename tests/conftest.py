@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
+
+# Bytecode caches on, for this process and every one the tests start: with
+# PYTHONDONTWRITEBYTECODE set (as on some CI images) the editable package and the tests were
+# compiled again by every replica, supervisor, CLI call and kernel (1.3 s more per process
+# that imports the supervisor), and each xdist worker rewrote every test module again.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
 
 #: What points a Kubernetes client at a cluster (or at our settings for one). A test that needs a
 #: cluster starts its own (`tests/kubernetes_support.py`) and sets these itself.

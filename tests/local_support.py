@@ -4,7 +4,6 @@ finished run left no process behind."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import psutil
@@ -13,8 +12,6 @@ from waiting import wait_for
 from jupyter_px.detached import ProcessIdentity
 
 JOBS = Path(__file__).parent / "jobs"
-ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "jupyter_px.cli"]
 
 #: Generous: two cores, and other test suites may share them.
 RUN_TIMEOUT_S = 240

@@ -8,20 +8,14 @@ import subprocess
 import sys
 
 import pytest
-from local_support import CLI, JOBS, ROOT, assert_nothing_left, wait_for
+from local_support import JOBS, assert_nothing_left, wait_for
+from px_cli import CLI, ROOT, px
 
 #: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
 pytestmark = [pytest.mark.usefixtures("launch")]
 
 FAULTS = str(JOBS / "faults.py")
 TOPOLOGY = "framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2\n"
-
-
-def px(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    result = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
-    assert "Traceback" not in result.stderr, result.stderr  # errors are one readable message
-    return result
 
 
 @pytest.fixture

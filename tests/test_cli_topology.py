@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import px_cli
 import pytest
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
@@ -27,18 +28,7 @@ def px(
     *args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess:
     """`jupyter px ARGS` in a child process under a memory limit (hostile input must not exhaust it)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "jupyter_px.cli", *args],
-        input=stdin.encode() if isinstance(stdin, str) else stdin,
-        capture_output=True,
-        timeout=120,
-        preexec_fn=_limit_memory,
-        env=env,
-        cwd=cwd,
-    )
-    return subprocess.CompletedProcess(
-        done.args, done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
-    )
+    return px_cli.px(*args, stdin=stdin, env=env, cwd=cwd, timeout=120, preexec_fn=_limit_memory, readable=False)
 
 
 def test_validate_prints_a_table_of_replicas():

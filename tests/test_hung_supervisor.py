@@ -12,7 +12,8 @@ import subprocess
 import time
 
 import pytest
-from local_support import CLI, describe, outputs, submit, wait, wait_for
+from local_support import describe, outputs, submit, wait, wait_for
+from px_cli import CLI
 
 pytestmark = pytest.mark.jobs
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 
+import px_cli
 import pytest
 from kubernetes_support import DEADLINE_S, kube_fixture  # noqa: F401 (kube_fixture: the `kube` fixture)
-from local_support import CLI, ROOT
 from magics_support import magic_shell, run
+from px_cli import CLI
 
 import jupyter_px
 
@@ -37,11 +37,9 @@ def ip(px_home):
 
 
 def px(*args: str) -> str:
-    result = subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=240, env=dict(os.environ, PYTHONPATH=str(ROOT))
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    done = px_cli.px(*args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 async def test_status_logs_magics_and_the_rest_detail_call_a_tensorflow_master_chief(kube, px_home, jp_fetch, ip):

@@ -14,7 +14,8 @@ import textwrap
 import time
 
 import pytest
-from local_support import JOBS, ROOT, describe, outputs, replica, submit, wait
+from local_support import JOBS, describe, outputs, replica, submit, wait
+from px_cli import ROOT
 
 from jupyter_px.backends import ResourceUnavailable
 from jupyter_px.backends.local import resources

@@ -9,13 +9,13 @@ the monitor's saved widget state (every replica Succeeded, the final plot has po
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import secrets
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,6 +24,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from server_support import free_port, stop_process, wait_until_serving, write_server_config
+from waiting import wait_for
 
 #: kubernetes.ipynb needs a (fake) cluster: tests/test_kubernetes_notebook.py runs it; sweep.ipynb (trials pruned
 #: on purpose) has its own checks in tests/test_sweep_notebook.py, workloads.ipynb (what each job computed) in
@@ -178,16 +179,22 @@ def _check_notebook(path, px_home, tmp_path, jupyter_server):
         url = re.match(r"TensorBoard: (\S+)$", text).group(1)
         assert url.startswith(f"{BASE_URL}px/tensorboard/") and f"data-url='{url}'" in output["data"]["text/html"]
         expected_runs = {"master-0", "worker-0", "worker-1"}
-        deadline = time.monotonic() + 60  # TensorBoard finds runs on its reload cycle: poll
-        while True:
-            status, body = jupyter_server.get(f"{url}data/runs")
-            assert status == 200, body[:500]
-            if expected_runs <= set(json.loads(body)) or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-        assert expected_runs <= set(json.loads(body))
+
+        wait_for(
+            functools.partial(_shows_runs, jupyter_server, url, expected_runs),
+            what=f"TensorBoard showing {expected_runs}",
+            timeout=60,
+        )
         status, _ = jupyter_server.get(f"{url}data/runs", token=False)
         assert status in (302, 403)  # the proxy is behind the server's authentication
+
+
+def _shows_runs(jupyter_server, url: str, expected: set[str]) -> bool:
+    """Whether the TensorBoard at `url` lists every run of `expected` (it finds runs on its
+    reload cycle)."""
+    status, body = jupyter_server.get(f"{url}data/runs")
+    assert status in (200, 503), body[:500]  # 503 (Retry-After): it is starting
+    return status == 200 and expected <= set(json.loads(body))
 
 
 def test_server_extension_tells_kernels_the_base_url(tmp_path):

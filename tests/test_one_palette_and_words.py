@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
-from local_support import CLI, ROOT
+from px_cli import ROOT, px, px_environ
 
 from jupyter_px.presentation import colors
 from jupyter_px.presentation.colors import REPLICA_COLORS, STATE_COLORS
@@ -38,11 +37,6 @@ def _stop(run_id: str) -> None:
     status.state = RunState.STOPPED
     status.finished_at = status.started_at + 5
     store.write_status(status)
-
-
-def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=environ)
 
 
 def test_stopped_has_one_color_in_the_monitor_and_its_final_view(synthetic_run):
@@ -96,7 +90,7 @@ def test_resources_read_the_same_in_the_notebook_and_the_cli(synthetic_run, tmp_
     import yaml
 
     path.write_text(yaml.safe_dump(PYTORCH))
-    shown = _cli("validate", str(path))
+    shown = px("validate", str(path), timeout=120, readable=False)
     assert shown.returncode == 0, shown.stderr
     assert "0.5\u20131" in shown.stdout and " / " not in shown.stdout
 
@@ -108,7 +102,7 @@ def test_tensorflow_chief_is_called_chief_in_status_outputs(synthetic_run, px_ho
     status = RunStore().status("pal-4")
     assert [row[0] for row in status_rows(status, tf_chief=True)] == ["chief", "worker-0", "ps-0"]
     assert replica_states(status, tf_chief=True).startswith("chief Running")
-    shown = _cli("status", "pal-4", PX_HOME=str(px_home))
+    shown = px("status", "pal-4", env=px_environ(PX_HOME=str(px_home)), timeout=120, readable=False)
     assert shown.returncode == 0, shown.stderr
     assert re.search(r"^chief\s+Running", shown.stdout, re.MULTILINE) and "master-0" not in shown.stdout
     assert "\x1b[" not in shown.stdout  # not a terminal: no color codes

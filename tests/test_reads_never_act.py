@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import psutil
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from local_support import CLI, ROOT, describe, outputs, run_processes, submit, supervisor_and_watchdog, wait_for
+from local_support import describe, outputs, run_processes, submit, supervisor_and_watchdog, wait_for
+from px_cli import px
 from tornado.httpclient import HTTPClientError
 
 #: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
@@ -57,13 +57,6 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    result = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=240, env=env)
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
 
 
 def _magic(shell: InteractiveShell, line: str) -> str:
@@ -110,11 +103,11 @@ async def test_no_read_surface_writes_a_file_or_touches_a_process(jp_fetch, px_h
     assert metrics["run_id"] == run.run_id and not metrics["finished"]
 
     # The CLI's reads.
-    runs_json = json.loads(_cli("runs", "--json").stdout)
+    runs_json = json.loads(px("runs", "--json").stdout)
     assert (runs_json[0]["state"], runs_json[0]["owner_problem"]) == ("Running", problem)
-    shown = _cli("status", run.run_id)
+    shown = px("status", run.run_id)
     assert shown.stdout.startswith(f"run {run.run_id}: Running") and problem in shown.stderr
-    printed = _cli("logs", run.run_id)
+    printed = px("logs", run.run_id)
     assert "[master.0] master-0: waiting" in printed.stdout
 
     # The magics' reads.

@@ -162,7 +162,7 @@ class TestDiskFull:
         assert json.loads(response.body).get("owner_problem") is None
 
     def test_the_cli_says_the_disk_is_full_in_one_line(self, small_home, tmp_path):
-        from local_support import CLI, ROOT
+        from px_cli import CLI, ROOT
 
         (small_home / "runs").mkdir(mode=0o700)
         fill(small_home)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from local_support import ROOT
+from px_cli import ROOT
 
 from jupyter_px.backends import BackendError
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from local_support import CLI, ROOT
+from px_cli import CLI, ROOT
 
 from jupyter_px.backends import BackendError
 from jupyter_px.backends.slurm.plan import job_plan, unsupported

@@ -11,7 +11,7 @@ import time
 
 import psutil
 import pytest
-from local_support import CLI, ROOT
+from px_cli import CLI, ROOT
 
 from jupyter_px.runstore import RunStore
 from jupyter_px.runstore.models import RunOwner

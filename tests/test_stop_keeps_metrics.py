@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from local_support import CLI, describe, outputs, submit, wait, wait_for
+from local_support import describe, outputs, submit, wait, wait_for
+from px_cli import CLI
 
 pytestmark = pytest.mark.jobs
 

@@ -8,8 +8,10 @@ import re
 import subprocess
 import sys
 
+import px_cli
 import pytest
-from local_support import CLI, JOBS, ROOT
+from local_support import JOBS
+from px_cli import ROOT
 
 pytestmark = pytest.mark.jobs
 
@@ -23,8 +25,9 @@ hptuning:
 """
 
 
-def px(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+def px(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`jupyter px` from the checkout's root (the trials' paths are relative to it)."""
+    return px_cli.px(*args, timeout=timeout, cwd=ROOT)
 
 
 def test_sweep_run_status_list_and_runs(px_home, tmp_path):

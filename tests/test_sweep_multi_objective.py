@@ -8,7 +8,8 @@ import json
 import subprocess
 
 import pytest
-from local_support import CLI, JOBS, ROOT
+from local_support import JOBS
+from px_cli import CLI, ROOT
 
 import jupyter_px
 from jupyter_px.sweeps.store import SweepState, TrialState

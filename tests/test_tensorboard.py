@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import time
 import urllib.request
 
@@ -15,10 +17,13 @@ import pytest
 # plugin: a plugin's autouse fixtures (an event loop and a ServerApp clean-up around every test)
 # would apply to the whole test session, this way they stay in this module.
 from pytest_jupyter.jupyter_server import *  # noqa: F403  (first: the names below win)
+from waiting import wait_for
 
 from jupyter_px import tensorboard
+from jupyter_px.detached import ProcessIdentity
 from jupyter_px.presentation.tensorboard import embed
 from jupyter_px.runstore.layout import RunPaths
+from jupyter_px.tensorboard import registry
 
 pytestmark = pytest.mark.tensorboard
 
@@ -243,6 +248,37 @@ def test_served_through_the_servers_tensorboard_route(
         other.bind(("127.0.0.1", 0))
         other.listen()
         assert fetch(str(other.getsockname()[1]), "data", "runs").code == 404
+
+    # a TensorBoard of ours that does not accept connections yet (starting, or busy on a loaded
+    # machine) is a 503 with Retry-After, which a client retries, not the proxy's 500
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: its connections are refused
+        starting_port = closed.getsockname()[1]
+        starting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        try:
+            identity = ProcessIdentity.of(starting.pid)
+            registry.write_record(
+                registry.servers_dir(px_home),
+                tensorboard.ServerInfo(
+                    key="starting",
+                    pid=starting.pid,
+                    port=starting_port,
+                    logdirs={},
+                    logdir_spec="",
+                    started=time.time(),
+                    create_time=identity.started_at or 0.0,
+                ),
+            )
+            answer = wait_for(  # the port index re-reads the records once their directory changed
+                lambda: (found := fetch(str(starting_port), "data", "runs")).code != 404 and found,
+                what="the starting TensorBoard's record",
+                timeout=30,
+            )
+        finally:
+            starting.kill()
+            starting.wait()
+    assert answer.code == 503 and answer.headers["Retry-After"] == "1", (answer.code, answer.body)
+    assert "is starting" in json.loads(answer.body)["message"]
 
     # Without the Jupyter token the route is refused (login redirect or 403).
     anonymous = jp_asyncio_loop.run_until_complete(

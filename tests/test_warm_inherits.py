@@ -16,7 +16,8 @@ import subprocess
 import sys
 
 import pytest
-from local_support import JOBS, ROOT
+from local_support import JOBS
+from px_cli import ROOT
 from warm_support import ensure_templates
 
 from jupyter_px.runstore import RunStore

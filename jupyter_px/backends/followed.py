@@ -30,7 +30,6 @@ under the store's `hosts/`; a host that stops hands its runs back to followers o
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import time
 from abc import abstractmethod
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
-from .. import detached
+from .. import detached, file_lock
 from ..runstore import ReplicaState, RunState, RunStatus, RunStore, atomic_write_json
 from ..runstore.models import Reason, RunOwner
 from .base import Backend, Observation
@@ -105,10 +104,7 @@ def host_registered(home: Path, host: str) -> bool:
 def starting(run_dir: Path, spec: FollowerSpec) -> Iterator[None]:
     """One starter of a run's follower at a time (two keepers looking at once start one); a
     submit holds it from writing the run's handle until its owner is recorded."""
-    path = run_dir / spec.start_lock
-    path.parent.mkdir(exist_ok=True)
-    with open(path, "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with file_lock.locked(run_dir / spec.start_lock):
         yield
 
 

@@ -14,13 +14,12 @@ follows: what the Kubernetes and Slurm followers share (`followed.py` is the sta
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import detached
+from .. import detached, file_lock
 from ..runstore import RunStore
 from ..runstore.layout import runs_root
 from .followed import FollowerSpec
@@ -55,12 +54,8 @@ def main(
         if not store.paths(run_id).record.exists():
             log.warning("%s is gone: nothing to follow", run_dir)
             return 0
-        lock_path = run_dir / spec.lock
-        lock_path.parent.mkdir(exist_ok=True)
-        with open(lock_path, "a+") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with file_lock.locked(run_dir / spec.lock, timeout=0) as held:
+            if not held:
                 log.info("another follower already follows %s", run_id)
                 return 0
             if store.status(run_id).state.finished:

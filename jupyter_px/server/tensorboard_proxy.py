@@ -15,6 +15,9 @@ Why a route of our own rather than jupyter-server-proxy's generic `<base_url>pro
   proxied: a policy that denies `px` denies its TensorBoards' data too.
 * **Use is recorded** (`tensorboard.touch`, at most every `WATCH_INTERVAL_S` per server): what
   the idle timeout of an unused TensorBoard counts from.
+* **Starting is not failing.** A recorded TensorBoard that does not accept connections yet
+  (it is starting, or busy loading on a loaded machine) is a 503 with `Retry-After`, which a
+  client retries, never the proxy's 500.
 * **No file work on the event loop, little of it at all.** A TensorBoard page makes dozens of
   requests a second; the port -> server lookup (`TensorBoardPorts`) re-reads the records only
   when their directory changed (a start writes a record, a stop or an idle end removes files,
@@ -27,6 +30,7 @@ Built on jupyter-server-proxy's `LocalProxyHandler` (websockets, headers, stream
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import threading
@@ -51,6 +55,8 @@ _REWRITTEN_TYPES = ("text/html", "text/css")
 #: starting one is `execute` there, reading what it serves is `read`).
 AUTH_RESOURCE = "px"
 AUTH_ACTION = "read"
+#: Seconds a client is asked to wait (`Retry-After`) while a recorded TensorBoard does not answer yet.
+RETRY_AFTER_S = 1
 #: The servers directory inside a run store's home (`tensorboard.ServerInfo` records live there).
 SERVERS_DIR = "tensorboard"
 
@@ -175,4 +181,25 @@ class TensorBoardProxyHandler(LocalProxyHandler):
                 response.body = rewrite_asset_urls(response.body, prefix)
 
         self.rewrite_response = [rewrite]
-        return await super(LocalProxyHandler, self).proxy(tensorboard.HOST, port, proxied_path)
+        try:
+            return await super(LocalProxyHandler, self).proxy(tensorboard.HOST, port, proxied_path)
+        except (ConnectionError, web.HTTPError) as error:  # refused: raised, or as jupyter-server-proxy's 500
+            if getattr(error, "status_code", 500) != 500 or await _accepts(tensorboard.HOST, int(port)):
+                raise
+        # written here, not raised: an HTTPError's error page clears the headers, Retry-After too
+        self.set_status(503)
+        self.set_header("Retry-After", str(RETRY_AFTER_S))
+        self.set_header("Content-Type", "application/json")
+        starting = f"TensorBoard on port {port} is starting: it does not accept connections yet"
+        self.finish(json.dumps({"message": starting}))
+        return None
+
+
+async def _accepts(host: str, port: int) -> bool:
+    """Whether something accepts a TCP connection on host:port now."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=2)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    return True

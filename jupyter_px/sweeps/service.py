@@ -9,14 +9,13 @@ again when an unfinished sweep has none, which resumes it; `stop` stops it and i
 from __future__ import annotations
 
 import builtins
-import fcntl
 import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import backend_table, detached
+from .. import backend_table, detached, file_lock
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
 from ..service import RunService, ScriptFile, Submission, load_code, pickle_pushed
@@ -108,8 +107,7 @@ class SweepService:
 
     @contextmanager
     def _owner_lock(self, sweep_id: str):
-        with open(self.store.paths(sweep_id).root / ".owner.lock", "w") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        with file_lock.locked(self.store.paths(sweep_id).root / ".owner.lock"):
             yield
 
     def _start_controller(self, sweep_id: str) -> bool:

@@ -9,12 +9,12 @@ process that got the same pid is never taken for it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import file_lock
 from ..detached import ProcessIdentity
 from ..runstore.layout import px_home
 from ..runstore.store import atomic_write_json
@@ -79,13 +79,8 @@ def alive(info: ServerInfo) -> bool:
 
 @contextlib.contextmanager
 def locked(directory: Path, key: str) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with file_lock.locked(directory / f"{key}.lock"):
+        yield
 
 
 def list_servers(home: Path | None = None) -> list[ServerInfo]:

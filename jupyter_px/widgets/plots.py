@@ -168,11 +168,17 @@ class LivePlot:
         """Put the complete figure into the synced state, so a saved notebook (nbclient's widget
         state, JupyterLab's "save widget state") shows the final plot; plotly's own updates are
         transient messages that the saved state does not keep."""
-        self.figure._widget_layout = deepcopy(self.figure._layout_obj._props)
-        self.figure._widget_data = _plain(deepcopy(self.figure._data))
+        keep_in_saved_state(self.figure)
 
     def point_count(self) -> int:
         return sum(len(trace.x) for trace in self.figure.data if trace.x is not None)
+
+
+def keep_in_saved_state(figure) -> None:
+    """Copy a FigureWidget's figure into its synced `_widget_data` / `_widget_layout`, which a
+    saved notebook keeps (plotly's own edits are transient messages it does not)."""
+    figure._widget_layout = deepcopy(figure._layout_obj._props)
+    figure._widget_data = _plain(deepcopy(figure._data))
 
 
 def _plain(value):

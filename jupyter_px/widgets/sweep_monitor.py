@@ -113,17 +113,14 @@ def _redraw(widget: Any, figure: Any) -> None:
     One widget for the monitor's life, edited in place: widgets replaced from the update thread
     left the front end with empty plots (`data` []). plotly's own edits are transient messages a
     saved notebook does not keep, so the synced `_widget_data` / `_widget_layout` are set too
-    (as `plots.LivePlot.finalize` does)."""
-    from copy import deepcopy
-
-    from .plots import _plain
+    (`plots.keep_in_saved_state`, as `plots.LivePlot.finalize` does)."""
+    from .plots import keep_in_saved_state
 
     with widget.batch_update():
         widget.data = ()
         widget.add_traces(list(figure.data))
         widget.layout = figure.layout
-    widget._widget_layout = deepcopy(widget._layout_obj._props)
-    widget._widget_data = _plain(deepcopy(widget._data))
+    keep_in_saved_state(widget)
 
 
 class SweepMonitor(widgets.VBox):

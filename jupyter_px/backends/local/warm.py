@@ -37,7 +37,6 @@ and `noticed` in the state file, so each failure is reported by the first proces
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -49,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import detached
+from ... import detached, file_lock
 from ...forkserver.client import StartedOwner, TemplateHung, TemplateUnavailable, ask
 from ...forkserver.client import start as start_through_template
 from ...runstore import RunRecord, px_home
@@ -154,12 +153,8 @@ def _locked(key: str) -> Iterator[None]:
     """One process at a time decides about a template (two submits must not start two)."""
     directory = warm_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(directory / f"{key}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock.locked(directory / f"{key}.lock"):
+        yield
 
 
 def _say_once(key: str, text: str) -> None:

@@ -18,7 +18,6 @@ both.
 
 from __future__ import annotations
 
-import fcntl
 import getpass
 import hashlib
 import json
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ... import file_lock
 from ...runstore import atomic_write_json
 from .commands import SlurmCommandError, SlurmCommands
 from .states import base_state
@@ -183,17 +183,10 @@ class QueueWatch:
         reader gets there first)."""
         data = self._load()
         if not self._fresh(data, newer_than):
-            with open(self.lock_path, "a+") as lock:
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    data = self._load()
-                    if not self._fresh(data, newer_than):
-                        data = self._poll(data)
-                except BlockingIOError:
-                    fcntl.flock(lock, fcntl.LOCK_EX)  # another reader polls now: wait, then read what it wrote
-                    data = self._load()
-                    if not self._fresh(data, newer_than):
-                        data = self._poll(data)
+            with file_lock.locked(self.lock_path):  # one reader polls; the others then read what it wrote
+                data = self._load()
+                if not self._fresh(data, newer_than):
+                    data = self._poll(data)
         assert data is not None
         return Snapshot(
             taken_at=float(data.get("taken_at") or 0),

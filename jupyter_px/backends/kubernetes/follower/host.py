@@ -24,7 +24,6 @@ meanwhile exits at once. Reads never act: nothing here runs on a read.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -35,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .... import detached
+from .... import detached, file_lock
 from ....runstore import RunNotFound, RunStore, atomic_write_json
 from ....runstore.models import RunOwner
 from ...followed import HOSTS_DIR, host_file, owner_alive, start_follower_process, starting
@@ -122,7 +121,7 @@ class FollowerHost:
         root = self.store.paths(run_id).root
         if self._closed or self.follows(run_id):
             return not self._closed
-        lock = _lock_within(root / FOLLOWER.lock, LOCK_WAIT_S)
+        lock = file_lock.acquire(root / FOLLOWER.lock, LOCK_WAIT_S)
         if lock is None:
             log.info("run %s: another follower holds it; not taken", run_id)
             return False
@@ -264,19 +263,3 @@ def _forget_dead_hosts(home: Path) -> None:
             alive = False
         if not alive:
             path.unlink(missing_ok=True)
-
-
-def _lock_within(path: Path, timeout: float) -> IO[str] | None:
-    """The follower lock at `path`, taken within `timeout` seconds (its holder may be exiting)."""
-    path.parent.mkdir(exist_ok=True)
-    handle = open(path, "a+")  # noqa: SIM115 (held until the follower ends)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return handle
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                handle.close()
-                return None
-            time.sleep(0.05)
