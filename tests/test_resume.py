@@ -17,7 +17,8 @@ import sys
 import time
 
 import pytest
-from local_support import CLI, describe, replica, submit, wait
+from local_support import describe, replica, submit, wait
+from px_cli import px
 from waiting import wait_for
 
 from jupyter_px.runstore import RunState
@@ -176,7 +177,7 @@ def test_topology_validate_prints_the_warning(tmp_path):
         "framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 1\n"
         "    default_worker: {restart_policy: OnFailure, max_restarts: 3}\n"
     )
-    done = subprocess.run([*CLI, "validate", str(path)], capture_output=True, text=True)
+    done = px("validate", str(path))
     assert done.returncode == 0, done.stderr
     assert "warning: restart_policy restarts worker-0 alone" in done.stderr
 
@@ -194,7 +195,7 @@ def _topology(max_retries: int | None, workers: int = 2) -> dict:
 
 
 def _kill(run, key: str, signame: str = "KILL") -> str:
-    done = subprocess.run([*CLI, "kill", run.run_id, key, "--signal", signame], capture_output=True, text=True)
+    done = px("kill", run.run_id, key, "--signal", signame)
     assert done.returncode == 0, done.stderr + describe(run)
     return done.stdout
 
@@ -242,10 +243,10 @@ def test_a_killed_rank_restarts_the_gang_which_resumes_and_ends_with_the_same_mo
     assert "attempt 1 rank 2 starts after step 0" in log  # the first attempt's log is kept
     assert f"attempt 2 rank 2 starts after step {second.resumed_from}" in log[second.log_offsets["worker-1"] :]
     assert {(c.scope, c.step) for c in status.checkpoints} >= {("master-0", STEPS), ("worker-1", STEPS)}
-    shown = subprocess.run([*CLI, "status", run.run_id], capture_output=True, text=True, check=True).stdout
+    shown = px("status", run.run_id).stdout
     assert f"attempt 2 of 3, from step {second.resumed_from:,}" in shown
     assert f"  attempt 1: worker-1 killed by SIGKILL at step {first.step:,}; started again" in shown
-    detail = json.loads(subprocess.run([*CLI, "status", run.run_id, "--json"], capture_output=True, check=True).stdout)
+    detail = json.loads(px("status", run.run_id, "--json").stdout)
     sent = RunDetail.model_validate(detail)  # what GET px/api/runs/<ref> sends
     assert (sent.attempt, sent.max_attempts, sent.attempts[0].failed) == (2, 3, "worker-1")
     assert ("worker-1", STEPS) in {(c.scope, c.step) for c in sent.checkpoints}
@@ -282,7 +283,7 @@ def test_a_run_out_of_retries_fails_and_says_so(px_home):
 def test_kill_names_a_replica_that_is_not_there(px_home):
     run = submit("ddp_resume.py", _topology(None, workers=1), args=["--steps", "2"])
     wait(run)
-    done = subprocess.run([*CLI, "kill", run.run_id, "worker-0"], capture_output=True, text=True)
+    done = px("kill", run.run_id, "worker-0")
     assert done.returncode == 1 and "has finished (Succeeded): nothing to kill" in done.stderr
-    done = subprocess.run([*CLI, "kill", run.run_id, "worker-0", "--signal", "NOPE"], capture_output=True, text=True)
+    done = px("kill", run.run_id, "worker-0", "--signal", "NOPE")
     assert done.returncode == 2 and "--signal NOPE: not a signal name" in done.stderr
