@@ -285,7 +285,9 @@ class RunStatus(BaseModel):
     attempt: int = Field(default=1, description="which attempt runs (or ran last): 2 after one gang restart")
     max_attempts: int = Field(default=1, description="1 + termination.max_retries")
     attempts: list[AttemptRecord] = Field(default_factory=list, description="every attempt, once one failed")
-    checkpoints: list[CheckpointInfo] = Field(default_factory=list, description="complete checkpoints, by scope")
+    checkpoints: list[CheckpointInfo] = Field(
+        default_factory=list, description="the newest complete checkpoint of each replica (and the shared one)"
+    )
 
     @field_validator("reason", mode="before")
     @classmethod

@@ -163,7 +163,8 @@ class Attempts:
         sup.writer.write(force=True)
 
     def _list_checkpoints(self, sup: Supervisor) -> None:
-        """The status's checkpoint list, read again when a scope's folder changed."""
+        """The status's checkpoints, read again when a scope's folder changed: the newest of each
+        replica (and the shared one), so a wide run's status stays small."""
         root = os.path.join(self.outputs, "checkpoints")
         try:
             seen = tuple((e.name, e.stat().st_mtime) for e in os.scandir(root) if e.is_dir())
@@ -172,8 +173,9 @@ class Attempts:
         if seen == self._checkpoints_seen:
             return
         self._checkpoints_seen = seen
+        newest = {c.scope: c for c in all_checkpoints(self.outputs)}  # by step: the last of a scope is its newest
         sup.status.checkpoints = [
-            CheckpointInfo(scope=c.scope, step=c.step, time=c.time, size=c.size) for c in all_checkpoints(self.outputs)
+            CheckpointInfo(scope=c.scope, step=c.step, time=c.time, size=c.size) for c in newest.values()
         ]
         sup.writer.dirty = True
 
