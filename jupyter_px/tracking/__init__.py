@@ -43,8 +43,9 @@ Why it is built this way:
 
 This package holds the public API and its knobs; `values.py` checks what a call passes,
 `lines.py` encodes a point as its JSON line, `delivery.py` queues, writes and flushes (the
-thread and the exit, signal and fork hooks) through `fd_writes.py`, and `notices.py` says what
-happened on stderr or as a warning. All of it is standard library only.
+thread and the exit, signal and fork hooks) through `fd_writes.py`, `notices.py` says what
+happened on stderr or as a warning, and `checkpoints.py` saves and loads checkpoints (the
+convention a run resumes by, after a gang restart or in a continued sweep trial). All of it is standard library only.
 """
 
 from __future__ import annotations
