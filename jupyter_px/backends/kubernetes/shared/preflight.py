@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import HTTPError, ProtocolError
 
 from ...base import BackendError
 from .client import Cluster, api_reason
@@ -28,8 +28,17 @@ class PreflightError(BackendError):
 
 
 def _call(cluster: Cluster, what: str, fn, *args: Any, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)`, its failure said in one line. Every preflight call only reads (an
+    access review stores nothing), so a pooled connection reset on reuse (the server or a proxy
+    between closed it while idle) is asked again once, on a fresh connection, as client-go's
+    transport retries a request on a reused connection that broke before any answer."""
     try:
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except ProtocolError as error:
+            if not any(isinstance(part, ConnectionResetError) for part in (*error.args, error.__context__)):
+                raise
+            return fn(*args, **kwargs)
     except ApiException as error:
         if error.status in (0, None) or error.status >= 500 and error.status != 501:
             raise PreflightError(f"the Kubernetes API at {cluster.host} failed {what}: {api_reason(error)}") from None
