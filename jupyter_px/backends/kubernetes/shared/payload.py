@@ -12,8 +12,9 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
                                    `function_calls.py`, `cell_sources.py`, `stack_signal.py` (what
                                    the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
-                                   `runstore/{__init__,layout,ledger,event_writer}.py` (standard library only;
-                                   the event writer imports TensorBoard when the replica writes events)
+                                   `runstore/{__init__,layout,ledger,event_writer,checkpoints}.py`
+                                   (standard library only; the event writer imports TensorBoard
+                                   when the replica writes events)
 
 A ConfigMap holds at most 1 MiB (etcd's limit on one object); code above that is refused with
 what to do instead, before anything is created.
@@ -54,6 +55,7 @@ _SHIPPED = {
     "lib.jupyter_px.tracking.delivery.py": ("lib/jupyter_px/tracking/delivery.py", _TRACKING / "delivery.py"),
     "lib.jupyter_px.tracking.fd_writes.py": ("lib/jupyter_px/tracking/fd_writes.py", _TRACKING / "fd_writes.py"),
     "lib.jupyter_px.tracking.notices.py": ("lib/jupyter_px/tracking/notices.py", _TRACKING / "notices.py"),
+    "lib.jupyter_px.tracking.checkpoints.py": ("lib/jupyter_px/tracking/checkpoints.py", _TRACKING / "checkpoints.py"),
     "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
     "lib.jupyter_px._version.py": ("lib/jupyter_px/_version.py", _PACKAGE / "_version.py"),
     # the environment contract, built inside the pod from run/cluster.json (pod/entry.py)
@@ -65,6 +67,11 @@ _SHIPPED = {
         _PACKAGE / "runstore" / "__init__.py",
     ),
     "lib.jupyter_px.runstore.layout.py": ("lib/jupyter_px/runstore/layout.py", _PACKAGE / "runstore" / "layout.py"),
+    # where tracking's checkpoints lie in the outputs
+    "lib.jupyter_px.runstore.checkpoints.py": (
+        "lib/jupyter_px/runstore/checkpoints.py",
+        _PACKAGE / "runstore" / "checkpoints.py",
+    ),
     # tracking counts what it accepted and wrote in a ledger (a process-local one in a pod)
     "lib.jupyter_px.runstore.ledger.py": ("lib/jupyter_px/runstore/ledger.py", _PACKAGE / "runstore" / "ledger.py"),
     # tracking's TensorBoard event writer (shared with the follower, which may not import tracking)
