@@ -86,7 +86,7 @@ describe('the topology form says each problem once', () => {
     model.dispose();
   });
 
-  it("prints a resource problem once, under the grid, naming its role when another is shown", () => {
+  it('prints a resource problem once, under the grid, naming its role when another is shown', () => {
     const problem = {
       path: 'environment.resources.memory.requests',
       message: "'lots' is not a quantity"

@@ -12,7 +12,9 @@ export function SubmitOutcome(props: { submit: SubmitState }): JSX.Element {
         const { error, done } = submit.outcome();
         return (
           <>
-            {error && <pre className="jp-px-error jp-px-submit-error">{error}</pre>}
+            {error && (
+              <pre className="jp-px-error jp-px-submit-error">{error}</pre>
+            )}
             {done && <div className="jp-px-note">{done}</div>}
           </>
         );
