@@ -400,16 +400,16 @@ def test_the_notebook_figure_gives_a_run_its_own_color_as_the_sidebar_does(store
     assert run_color_slots(sidebar["run_ids"]) == sidebar["slots"]
 
     ids = three_runs(store)
-    for run_id in ["b-0", "zz-late"]:
+    for run_id in ["c-0", "zz-late"]:
         make_run(store, run_id, curves={"loss": lambda k: 1 / (1 + k)}, steps=50, params={"lr": 0.5})
 
     def colors(selection: list[str]) -> dict[str, str]:
         drawn = figure(compare_runs(store, selection)).data
         return {trace.meta["run_id"]: trace.line.color for trace in drawn}
 
-    wide = colors([*ids, "b-0", "zz-late"])
+    wide = colors([*ids, "c-0", "zz-late"])
     narrow = colors(["zz-late", ids[2]])
     assert narrow == {run_id: wide[run_id] for run_id in narrow}  # kept across comparisons
-    slots = run_color_slots([*ids, "b-0", "zz-late"])
+    slots = run_color_slots([*ids, "c-0", "zz-late"])
     assert wide == {run_id: REPLICA_COLORS[slot] for run_id, slot in slots.items()}
     assert len(set(wide.values())) == 5
