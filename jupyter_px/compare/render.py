@@ -17,8 +17,8 @@ import html
 import secrets
 from typing import Any
 
-from ..presentation.plot_theme import plotly_json
 from ..presentation.colors import objective_colorscale, run_colors
+from ..presentation.plot_theme import plotly_json
 from .comparison import Comparison
 
 __all__ = [
