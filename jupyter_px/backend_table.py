@@ -58,6 +58,9 @@ class BackendEntry:
     runs_here: bool = False
     #: Whether its replicas run a container image (the server's configured image fills it in).
     uses_image: bool = False
+    #: Whether its runs are started again as a whole after a replica fails (`termination:
+    #: {maxRetries: N}`); a topology that asks for it elsewhere is refused, never left unread.
+    retries_runs: bool = False
     #: The module of its warm templates (`templates`, `start`, `stop`, `directory`,
     #: `FRAMEWORKS`: `jupyter px warm`, px/api/warm), None: it keeps none.
     warm: str | None = None
@@ -103,6 +106,7 @@ BACKENDS: tuple[BackendEntry, ...] = (
         ),
         outputs_here=True,
         runs_here=True,
+        retries_runs=True,
         warm="jupyter_px.backends.local.templates",
     ),
     _kubernetes(

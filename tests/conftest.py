@@ -46,6 +46,7 @@ LAUNCH_MODULES = (
     "test_workloads",
     "test_stacks",
     "test_system_metrics",
+    "test_resume",
 )
 
 

@@ -5,12 +5,11 @@ cluster they fail (the expected failures are listed in tests/kube_sim/README.md)
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from kube_sim import Cluster
 from kube_sim_support import live_pods
 from kubernetes_support import DEADLINE_S, stop_followers, use_cluster
+from waiting import wait_for
 
 import jupyter_px
 
@@ -100,10 +99,7 @@ def test_stopping_a_native_run_is_stopped_not_failed_143(sim, px_home):
         {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 1}}},
     )
 
-    deadline = time.monotonic() + DEADLINE_S
-    while "up" not in run.logs("master", 0):
-        assert time.monotonic() < deadline, "the run never started"
-        time.sleep(0.2)
+    wait_for(lambda: "up" in run.logs("master", 0), "the run to start", timeout=DEADLINE_S, poll=0.2)
     status = run.stop()
     assert status.state.value == "Stopped", status
 
@@ -130,10 +126,7 @@ def test_a_log_rotated_by_the_kubelet_is_kept_whole(sim, px_home):
     run = jupyter_px.submit(
         code, {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 0}}}
     )
-    deadline = time.monotonic() + DEADLINE_S
-    while "ready" not in run.logs("master", 0):
-        assert time.monotonic() < deadline, "the follower never streamed the log"
-        time.sleep(0.05)
+    wait_for(lambda: "ready" in run.logs("master", 0), "the follower to stream the log", timeout=DEADLINE_S)
     (pod,) = sim.list("pods")
     (sim.kubelet.root / "pods" / pod["metadata"]["uid"] / "volumes" / "px-work" / "go").write_text("go")
     assert run.wait(timeout=DEADLINE_S).state.value == "Succeeded"

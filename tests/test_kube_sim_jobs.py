@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from kube_sim import ApiError, Cluster
 from kube_sim.job_controller import JobController
 from kube_sim_support import DEADLINE_S
+from waiting import wait_for
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
 
@@ -56,13 +55,11 @@ def test_an_indexed_job_runs_to_complete_and_its_pods_see_their_index():
         sim.api.create(
             jobs, indexed_job("train", code="import os; print('index', os.environ['JOB_COMPLETION_INDEX'])"), "default"
         )
-        deadline = time.monotonic() + DEADLINE_S
-        while True:
-            status = sim.api.get(jobs, "default", "train").get("status") or {}
-            if any(c["type"] == "Complete" for c in status.get("conditions") or []):
-                break
-            assert time.monotonic() < deadline, status
-            time.sleep(0.1)
+        status = wait_for(
+            lambda: _status_with(sim, jobs, lambda s: any(c["type"] == "Complete" for c in s.get("conditions") or [])),
+            "the Job to complete",
+            timeout=DEADLINE_S,
+        )
         assert [c["type"] for c in status["conditions"]] == ["SuccessCriteriaMet", "Complete"]
         assert status["completedIndexes"] == "0-1" and status["succeeded"] == 2
         logs = sorted(b"".join(sim.kubelet.logs(p, "main", {})).decode() for p in sim.list("pods"))
@@ -76,13 +73,12 @@ def test_failures_beyond_the_backoff_limit_fail_the_job():
         body = indexed_job("train", completions=1, code="raise SystemExit(1)")
         body["spec"]["backoffLimit"] = 1
         sim.api.create(jobs, body, "default")
-        deadline = time.monotonic() + DEADLINE_S
-        while True:
-            conditions = (sim.api.get(jobs, "default", "train").get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Failed" for c in conditions):
-                break
-            assert time.monotonic() < deadline, conditions
-            time.sleep(0.05)
+        status = wait_for(
+            lambda: _status_with(sim, jobs, lambda s: any(c["type"] == "Failed" for c in s.get("conditions") or [])),
+            "the Job to fail",
+            timeout=DEADLINE_S,
+        )
+        conditions = status["conditions"]
         assert [(c["type"], c["reason"]) for c in conditions] == [
             ("FailureTarget", "BackoffLimitExceeded"),
             ("Failed", "BackoffLimitExceeded"),
@@ -138,14 +134,18 @@ def test_a_jobset_runs_and_its_pods_answer_by_their_dns_names():
         from kube_sim.jobset_controller import RESOURCE
 
         sim.api.create(RESOURCE, jobset("train", code=code), "default")
-        deadline = time.monotonic() + DEADLINE_S
-        while True:
-            status = sim.api.get(RESOURCE, "default", "train").get("status") or {}
-            if status.get("terminalState"):
-                break
-            assert time.monotonic() < deadline, status
-            time.sleep(0.1)
+        status = wait_for(
+            lambda: _status_with(sim, RESOURCE, lambda s: s.get("terminalState")),
+            "the JobSet to end",
+            timeout=DEADLINE_S,
+        )
         assert status["terminalState"] == "Completed"
         assert status["conditions"][-1]["reason"] == "AllJobsCompleted"
         logs = sorted(b"".join(sim.kubelet.logs(p, "node", {})).decode() for p in sim.list("pods"))
         assert logs == ["train-node-0-0 True\n", "train-node-0-1 True\n"]
+
+
+def _status_with(sim, resource, holds) -> dict | None:
+    """The `train` object's status once `holds(status)` is true, else None."""
+    status = sim.api.get(resource, "default", "train").get("status") or {}
+    return status if holds(status) else None

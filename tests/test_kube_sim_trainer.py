@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from kube_sim import Cluster
 from kube_sim.jobset_controller import RESOURCE as JOBSETS
 from kube_sim.trainer_controller import TrainerController
 from kube_sim_support import DEADLINE_S
+from waiting import wait_for
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
 
@@ -86,13 +85,11 @@ def test_a_torch_trainjob_runs_its_nodes_to_complete():
             pytest.skip(f"pods cannot resolve each other's names here: {sim.kubelet.not_isolated_because}")
         trainjobs = sim.api.resource("trainer.kubeflow.org", "v1alpha1", "trainjobs")
         sim.api.create(trainjobs, trainjob("tj", command=["python", "-c", code]), "default")
-        deadline = time.monotonic() + DEADLINE_S
-        while True:
-            conditions = (sim.api.get(trainjobs, "default", "tj").get("status") or {}).get("conditions") or []
-            if conditions:
-                break
-            assert time.monotonic() < deadline, "the TrainJob never finished"
-            time.sleep(0.1)
+        conditions = wait_for(
+            lambda: (sim.api.get(trainjobs, "default", "tj").get("status") or {}).get("conditions"),
+            "the TrainJob to finish",
+            timeout=DEADLINE_S,
+        )
         assert [(c["type"], c["reason"]) for c in conditions] == [("Complete", "AllJobsCompleted")]
         logs = sorted(b"".join(sim.kubelet.logs(p, "node", {})).decode() for p in sim.list("pods"))
         assert logs == ["master got node 1\n", "sent\n"]

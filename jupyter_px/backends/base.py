@@ -134,6 +134,12 @@ class Backend(ABC):
     def stop(self, run_id: str) -> None:
         """Stop every replica; the run ends as Stopped (unless it had already finished)."""
 
+    def kill(self, run_id: str, role: str, index: int, signum: int) -> str:
+        """Chaos on purpose (`jupyter px kill`): send `signum` to one running replica, as a crash
+        or a lost node would end it, and say what was signalled; the run's owner then does what
+        its policies say (a gang restart, a failed run). Default: this backend cannot."""
+        raise BackendError(f"the {self.name or 'this'} backend cannot kill one replica (local runs can)")
+
     def clean(self, run_id: str) -> list[str]:
         """Remove what a finished run left outside the run store (its objects on a cluster: the
         finished pods and job an operator keeps) and say what, one entry per kind ("3 Pods").

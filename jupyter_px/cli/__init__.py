@@ -11,7 +11,16 @@ import argparse
 import os
 import sys
 
-from . import render_cmds, run_cmds, stacks_cmds, sweep_cmds, tensorboard_cmds, topology_cmds, warm_cmds
+from . import (
+    chaos_cmds,
+    render_cmds,
+    run_cmds,
+    stacks_cmds,
+    sweep_cmds,
+    tensorboard_cmds,
+    topology_cmds,
+    warm_cmds,
+)
 
 #: The exit status of a command whose output pipe closed (128 + SIGPIPE, as `cat` would give).
 CLOSED_PIPE_EXIT = 141
@@ -30,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     tensorboard_cmds.register(commands)
     sweep_cmds.register(commands)
     warm_cmds.register(commands)
+    chaos_cmds.register(commands)
     return parser
 
 

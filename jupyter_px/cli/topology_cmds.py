@@ -60,10 +60,12 @@ def _report(error: TopologyError) -> None:
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..sweeps.spec import read_sweep
     from ..topology import summary_text, to_dict
+    from ..topology.termination import lone_restart_warnings
 
     topology = _load_or_report(args)
     if topology is None:
         return 2
+    warnings = lone_restart_warnings(topology)
     if args.json:
         replicas = [
             {
@@ -77,12 +79,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
         ]
         print(
             json.dumps(
-                {"valid": True, "topology": to_dict(topology), "counts": topology.counts(), "replicas": replicas},
+                {
+                    "valid": True,
+                    "topology": to_dict(topology),
+                    "counts": topology.counts(),
+                    "replicas": replicas,
+                    "warnings": warnings,
+                },
                 indent=1,
             )
         )
     else:
         print(summary_text(topology))
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         spec = read_sweep(topology)
         if spec is not None:  # as `polyaxon check --definition` shows a group
             from ..presentation.text import table

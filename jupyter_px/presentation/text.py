@@ -134,8 +134,23 @@ def status_heading(status: RunStatus) -> str:
     if message:
         head += f" - {printable(message, LAST_CELL_WIDTH)}"
     when = f"started {timestamp(status.started_at)}, duration {elapsed(status.started_at, status.finished_at)}"
-    lines = [head, when + (f"; replicas {status.launch}" if status.launch else "")]
+    lines = [head, when + (f"; replicas {status.launch}" if status.launch else ""), *attempt_lines(status)]
     return "\n".join(lines + [printable(line) for line in metric_losses(status)])
+
+
+def attempt_lines(status: RunStatus) -> list[str]:
+    """`attempt 2 of 3, from step 1,200` and a line per attempt that failed, for a run with a
+    run-level retry (`termination`) once an attempt failed."""
+    if not status.attempts:
+        return []
+    current = status.attempts[-1]
+    since = f", from step {current.resumed_from:,}" if current.resumed_from is not None else ""
+    lines = [f"attempt {status.attempt} of {status.max_attempts}{since}"]
+    for attempt in status.attempts:
+        if attempt.failed is not None:
+            then = "; started again" if attempt.retried else ""
+            lines.append(f"  attempt {attempt.attempt}: {printable(attempt.describe())}{then}")
+    return lines
 
 
 def status_rows(status: RunStatus, tf_chief: bool = False) -> list[tuple[str, ...]]:

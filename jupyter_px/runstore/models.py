@@ -197,6 +197,53 @@ class ReplicaStatus(BaseModel):
         return f"{self.role}-{self.index}"
 
 
+class AttemptRecord(BaseModel):
+    """One attempt of a run that is started again as a whole (`termination.max_retries`): when
+    it ran, from which checkpoint, which replica's failure ended it and why, how far it got, and
+    where each replica's log of it begins (every attempt appends to the same log, after a marked
+    line). Listed once a first attempt failed; the last one is the attempt running (or that ended the run)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    attempt: int
+    started_at: float | None = None
+    finished_at: float | None = None
+    failed: str | None = Field(default=None, description="the replica whose failure ended it (worker-1)")
+    reason: str | None = Field(default=None, description="its reason (Signaled, OOMKilled, Error)")
+    exit_code: int | None = None
+    signal: str | None = None
+    message: str | None = None
+    step: int | None = Field(default=None, description="the last step the run logged before it failed")
+    resumed_from: int | None = Field(
+        default=None, description="the checkpoint step it resumed from (the newest every replica had saved)"
+    )
+    retried: bool = Field(default=False, description="whether a next attempt followed")
+    log_offsets: dict[str, int] = Field(default_factory=dict, description="replica -> byte its log of it starts at")
+
+    def describe(self) -> str:
+        """How it ended: `worker-1 killed by SIGKILL at step 1,287` ("" while it runs)."""
+        if self.failed is None:
+            return ""
+        if self.reason == Reason.OOM_KILLED:
+            what = "OOMKilled"
+        elif self.signal:
+            what = f"killed by {self.signal}"
+        else:
+            what = f"exited with code {self.exit_code}"
+        return f"{self.failed} {what}" + (f" at step {self.step:,}" if self.step is not None else "")
+
+
+class CheckpointInfo(BaseModel):
+    """A complete checkpoint in the run's outputs (`tracking.save_checkpoint`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    scope: str = Field(description="the replica that saved it (worker-1), or 'shared'")
+    step: int
+    time: float
+    size: int
+
+
 class RunOwner(BaseModel):
     """The process that owns a run's lifecycle and writes its status: the local supervisor, the
     run's own follower (Kubernetes, Slurm), or a Jupyter server following the run on its shared
@@ -240,6 +287,12 @@ class RunStatus(BaseModel):
     launch: str | None = Field(
         default=None,
         description="how the replicas start: 'warm (template pid N)', or 'cold: <why>' (local backend)",
+    )
+    attempt: int = Field(default=1, description="which attempt runs (or ran last): 2 after one gang restart")
+    max_attempts: int = Field(default=1, description="1 + termination.max_retries")
+    attempts: list[AttemptRecord] = Field(default_factory=list, description="every attempt, once one failed")
+    checkpoints: list[CheckpointInfo] = Field(
+        default_factory=list, description="the newest complete checkpoint of each replica (and the shared one)"
     )
 
     @field_validator("reason", mode="before")

@@ -430,6 +430,11 @@ class RunService:
             raise snapshots.NoStacks(f"no stacks were taken of run {run_id} while it ran")
         return kept
 
+    def kill(self, run_id: str, role: str, index: int, signum: int) -> str:
+        """Send `signum` to one running replica of the run (to see recovery work: a gang restart
+        with `termination.max_retries`); what was signalled. BackendError when it cannot be."""
+        return self.backend_of(run_id).kill(run_id, role, index, signum)
+
     def clean(self, run_id: str) -> list[str]:
         """Remove what a finished run left outside the store (e.g. the pods and job a Kubernetes
         operator keeps) and say what (`Backend.clean`); the run itself stays. RunActive for a run

@@ -70,4 +70,8 @@ def run_detail(record: RunRecord, status: RunStatus, owner_problem: str | None =
         "code": record.code.model_dump(mode="json"),
         "workdir": record.workdir,
         "host": record.host,
+        "attempt": status.attempt,
+        "max_attempts": status.max_attempts,
+        "attempts": [attempt.model_dump(mode="json") for attempt in status.attempts],
+        "checkpoints": [checkpoint.model_dump(mode="json") for checkpoint in status.checkpoints],
     }

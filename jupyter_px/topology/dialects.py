@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import Problem, clip, show_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE
+from .termination import CAMEL_CASE as TERMINATION_CAMEL_CASE
 
 #: `environment.<framework>: {...}`, the older polyaxonfile form.
 LEGACY_FRAMEWORK_KEYS = ("tensorflow", "pytorch", "mxnet", "horovod", "mpi")
@@ -77,6 +78,7 @@ def normalize(data: Any) -> Normalized:
         return _from_azure(data, result)
     if "environment" not in data and data and data.keys() <= (ENVIRONMENT_KEYS | REPLICAS_KEYS):
         data = _wrap_fragment(data, result)
+    _termination_spelling(data, result)
     env = data.get("environment")
     if isinstance(env, dict):
         env = dict(env)
@@ -87,6 +89,23 @@ def normalize(data: Any) -> Normalized:
             env["replicas"] = _legacy_resource_lists(replicas, result)
     result.data = data
     return result
+
+
+def _termination_spelling(data: dict, result: Normalized) -> None:
+    """Polyaxon v1's `termination: {maxRetries: 3}` -> `max_retries` (errors name what was written)."""
+    section = data.get("termination")
+    if not isinstance(section, dict):
+        return
+    section = dict(section)
+    for camel, snake in TERMINATION_CAMEL_CASE.items():
+        if camel not in section:
+            continue
+        if snake in section:
+            result.problems.append(Problem(f"termination.{camel}", f"give either {camel} or {snake}, not both"))
+            continue
+        section[snake] = section.pop(camel)
+        result.renames.append((f"termination.{snake}", f"termination.{camel}"))
+    data["termination"] = section
 
 
 def _wrap_fragment(data: dict, result: Normalized) -> dict:

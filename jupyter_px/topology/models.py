@@ -30,6 +30,7 @@ from .. import backend_table
 from .kubernetes_syntax import check_env_name, check_env_value, check_label_key, check_label_value
 from .limits import MAX_PROCESSES_PER_REPLICA, MAX_REPLICAS_PER_ROLE, MAX_TOTAL_REPLICAS
 from .quantities import parse_cpu, parse_gpu, parse_memory_mib
+from .termination import Termination
 
 Framework = Literal["tensorflow", "pytorch", "mxnet", "horovod", "mpi"]
 if TYPE_CHECKING:
@@ -229,6 +230,9 @@ class Topology(_Strict):
     framework: Framework | None = None
     backend: BackendName = "local"
     environment: Environment = Field(default_factory=Environment)
+    termination: Termination | None = Field(
+        default=None, description="The run-level retry: the whole run starts again after a replica fails."
+    )
     # The sweep section as written (Polyaxon v0 `hptuning`, v1 `matrix`), kept as written so the
     # YAML round-trips; `jupyter_px.sweeps.spec` reads and validates it (`read_sweep`). Not in the
     # JSON schema: the sidebar's form edits one job's shape.

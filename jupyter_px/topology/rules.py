@@ -6,6 +6,7 @@ run once the structure is valid and report every violation, each with its path a
 
 from __future__ import annotations
 
+from .. import backend_table
 from .errors import Problem
 from .limits import MAX_TOTAL_REPLICAS
 from .models import FRAMEWORK_ROLES, MASTER_REQUIRED, Topology
@@ -52,6 +53,16 @@ def check(topology: Topology) -> list[Problem]:
         counts = ", ".join(f"{role} {n}" for role, n in topology.counts().items())
         problems.append(
             Problem(prefix, f"{total} replicas in all ({counts}) is above the maximum ({MAX_TOTAL_REPLICAS})")
+        )
+    termination = topology.termination
+    if termination is not None and termination.max_retries and not backend_table.entry(topology.backend).retries_runs:
+        able = ", ".join(e.name for e in backend_table.BACKENDS if e.retries_runs)
+        problems.append(
+            Problem(
+                "termination.max_retries",
+                f"{termination.max_retries}: the {topology.backend_kind} backend does not start a run again yet "
+                f"(backends that do: {able})",
+            )
         )
     processes = topology.environment.processes_per_replica
     if processes > 1 and framework in ("tensorflow", "mxnet"):

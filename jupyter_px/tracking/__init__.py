@@ -4,7 +4,8 @@
     tracking.log_metrics(step=i, total_steps=n, loss=loss.item(), acc=acc)
     tracking.log_params(lr=1e-3, batch_size=64)
     ckpt_dir = tracking.get_outputs_path()
-    start = tracking.get_resume_step()        # a promoted Hyperband trial: the step its checkpoint is at
+    tracking.save_checkpoint(state, step)    # atomic, per rank, the last 3 kept
+    ckpt = tracking.load_checkpoint()        # the newest (after a restart, a promoted trial), or None
     info = tracking.get_task_info()          # run_id, role, index, is_master, cluster
 
 Why it is built this way:
@@ -42,8 +43,9 @@ Why it is built this way:
 
 This package holds the public API and its knobs; `values.py` checks what a call passes,
 `lines.py` encodes a point as its JSON line, `delivery.py` queues, writes and flushes (the
-thread and the exit, signal and fork hooks) through `fd_writes.py`, and `notices.py` says what
-happened on stderr or as a warning. All of it is standard library only.
+thread and the exit, signal and fork hooks) through `fd_writes.py`, `notices.py` says what
+happened on stderr or as a warning, and `checkpoints.py` saves and loads checkpoints (the
+convention a run resumes by, after a gang restart or in a continued sweep trial). All of it is standard library only.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from typing import Any, cast
 from ..runstore.layout import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
 from ..runstore.ledger import ACCEPTED as _ACCEPTED
 from . import delivery as _delivery
+from .checkpoints import Checkpoint, get_attempt, load_checkpoint, save_checkpoint
 from .fd_writes import print_line as _print_line
 from .notices import warn_once as _warn_once
 from .notices import warn_outside_run as _warn_outside_run
@@ -77,6 +80,10 @@ __all__ = [
     "log_params",
     "get_outputs_path",
     "get_resume_step",
+    "save_checkpoint",
+    "load_checkpoint",
+    "Checkpoint",
+    "get_attempt",
     "get_tensorboard_path",
     "get_task_info",
     "get_params",
@@ -235,14 +242,13 @@ def get_outputs_path() -> str:
 def get_resume_step() -> int | float | None:
     """Where this run starts from: None for a fresh run; in a run that continues a sweep trial
     (Hyperband with `resume: true`, a trial kept for its next rung with more resource), the
-    resource the trial's last run reached, its checkpoint's step. The convention:
+    resource the trial's last run reached, its checkpoint's step. The convention is the one of
+    every resumed run (`load_checkpoint` finds the last run's checkpoint, copied here):
 
-        outputs = tracking.get_outputs_path()              # the last run's files are copied here
-        start = tracking.get_resume_step() or 0
-        if start:
-            state = load(os.path.join(outputs, "checkpoint"))  # saved at step `start`
+        ckpt = tracking.load_checkpoint()                  # saved at step `start`, or None
+        start = ckpt.step if ckpt else 0
         for step in range(start + 1, num_steps + 1): ...   # num_steps: this rung's resource
-        save(os.path.join(outputs, "checkpoint"))          # at step num_steps, for the next rung
+        tracking.save_checkpoint(state, num_steps)         # for the next rung
     """
     raw = os.environ.get("PX_RESUME_STEP")
     if not raw:

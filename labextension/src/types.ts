@@ -80,6 +80,30 @@ export interface ICode {
   returns?: boolean;
 }
 
+/** One attempt of a run started again as a whole (models.Attempt). */
+export interface IAttempt {
+  attempt: number;
+  started_at?: number | null;
+  finished_at?: number | null;
+  failed?: string | null;
+  reason?: string | null;
+  exit_code?: number | null;
+  signal?: string | null;
+  message?: string | null;
+  step?: number | null;
+  resumed_from?: number | null;
+  retried?: boolean;
+  log_offsets?: { [replica: string]: number };
+}
+
+/** A complete checkpoint in the run's outputs (models.Checkpoint). */
+export interface ICheckpoint {
+  scope: string;
+  step: number;
+  time: number;
+  size: number;
+}
+
 /** models.RunDetail */
 export interface IRunDetail extends IRunSummary {
   replicas: IReplica[];
@@ -87,6 +111,10 @@ export interface IRunDetail extends IRunSummary {
   code: ICode;
   workdir: string | null;
   host: string | null;
+  attempt?: number;
+  max_attempts?: number;
+  attempts?: IAttempt[];
+  checkpoints?: ICheckpoint[];
 }
 
 /** models.Progress */

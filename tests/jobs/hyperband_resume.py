@@ -1,12 +1,14 @@
 """A trial of a Hyperband sweep with `resume: true`, following the checkpoint convention as a
-DDP job does: every replica loads the checkpoint the trial's last run left in
-`tracking.get_outputs_path()` when `tracking.get_resume_step()` says there is one, trains up to
-`num_steps`, and the chief saves the checkpoint there at the end. Barriers keep a fast replica
+DDP job does: every replica loads the newest checkpoint (`tracking.load_checkpoint`, the run's
+one shared checkpoint: the trial's last run left it in its outputs, which the kept trial's next
+run gets a copy of), trains up to `num_steps`, and the chief saves the checkpoint at the end
+(`tracking.save_checkpoint(..., shared=True)`). Barriers keep a fast replica
 from saving before a slow one has loaded, as DDP's collectives do; here files in the shared
 outputs stand in for them, so the trial starts without importing torch.
 
-Every replica writes `resumed-<role>-<index>.json`: the step it resumed from, the step its
-checkpoint said (they must agree), and the steps it ran. The chief logs `loss` each step: the
+Every replica writes `resumed-<role>-<index>.json`: the step the sweep said it resumes from
+(`tracking.get_resume_step()`), the step of the checkpoint it loaded (they must agree), and the
+steps it ran. The chief logs `loss` each step: the
 distance of `lr` from 0.3 sets how low it goes, so the better trials are the ones kept.
 `HYPERBAND_STEP_SLEEP` slows each step (for a test that kills the controller mid-sweep).
 """
@@ -33,12 +35,9 @@ def barrier(name: str) -> None:
 params = tracking.get_params()
 num_steps, lr = int(params["num_steps"]), float(params["lr"])
 outputs = tracking.get_outputs_path()
-checkpoint = os.path.join(outputs, "checkpoint.json")
+saved = tracking.load_checkpoint(shared=True)
 start = tracking.get_resume_step() or 0
-state = {"step": 0, "loss": 10.0}
-if start:
-    with open(checkpoint) as handle:
-        state = json.load(handle)
+state = {"step": 0, "loss": 10.0} if saved is None else {"step": saved.step, **saved.state}
 role, index = os.environ["PX_TASK_TYPE"], int(os.environ["PX_TASK_INDEX"])
 steps = list(range(start + 1, num_steps + 1))
 with open(os.path.join(outputs, f"resumed-{role}-{index}.json"), "w") as handle:
@@ -52,6 +51,4 @@ for step in steps:
     time.sleep(float(os.environ.get("HYPERBAND_STEP_SLEEP", "0")))
 barrier("trained")
 if info.is_master:
-    with open(checkpoint + ".tmp", "w") as handle:
-        json.dump({"step": num_steps, "loss": loss}, handle)
-    os.replace(checkpoint + ".tmp", checkpoint)
+    tracking.save_checkpoint({"loss": loss}, num_steps, shared=True)

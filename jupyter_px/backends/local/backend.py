@@ -220,6 +220,11 @@ class LocalBackend(Backend):
 
         return stacks.take(self.store, run_id)
 
+    def kill(self, run_id: str, role: str, index: int, signum: int) -> str:
+        from .chaos import kill_replica
+
+        return kill_replica(self.store.status(run_id), role, index, signum)
+
     def stop(self, run_id: str, timeout: float | None = None) -> None:
         """Ask the supervisor to stop the run and wait until every process of it is gone (a hung
         supervisor is not asked: `force_stop`)."""

@@ -17,15 +17,15 @@ What it does, in order:
    heartbeat, and the replicas' watch (`replica_watch.py`). No busy loop.
 3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy
    allows, decides the run, and stops the replicas still running once it is decided (SIGTERM to
-   the group, SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`).
+   the group, SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`);
+   or, when a replica failed and the run has retries left, starts the whole gang again (`attempts.py`).
 4. A stop request (the `stop` file, plus SIGTERM to wake it) stops everything: the run ends Stopped.
-5. Writes status.json atomically on every change and at least every `HEARTBEAT_S`
-   (`status_writer.py`). The final state is written only once every process of the run is gone
-   (`leftovers.py`): replicas reaped, their groups killed, every process it adopted as the
-   child subreaper killed (a daemon that left its replica's session, whatever its environment),
-   anything else carrying the run's PX_RUN_ID killed. So a finished status means nothing of the
-   run is left running. A status write that fails (a full disk) does not end the run; the final
-   one is retried until it succeeds, so the true outcome is what the store ends up with.
+5. Writes status.json atomically on every change and at least every `HEARTBEAT_S` (`status_writer.py`).
+   The final state is written only once every process of the run is gone (`leftovers.py`): replicas
+   reaped, their groups killed, every process it adopted as the child subreaper killed (a daemon that
+   left its replica's session, whatever its environment), anything else carrying the run's PX_RUN_ID
+   killed. So a finished status means nothing of the run is left running. A status write that fails
+   (a full disk) does not end the run; the final one is retried until it succeeds.
 
 Diagnostics go to supervisor.log (`logging`); exit codes read as a shell's (128+N: killed by signal N).
 """
@@ -48,6 +48,7 @@ from ...runstore.models import Reason, RunOwner
 from ...topology import ReplicaNames, Topology, parse_topology
 from ..outcome import Outcome, run_outcome
 from . import flushing, oom_kills, policy, replica_watch
+from .attempts import Attempts, start_gang
 from .cgroups import RunCgroup
 from .config import (
     COMPLETION_GRACE_S,
@@ -101,6 +102,7 @@ class Supervisor:
         #: "master-0: 1,204 metric points not written: ..." lines, added to the run's message.
         self.metric_notices: list[str] = []
         self.watch = replica_watch.ReplicaWatch(self.paths)  # their system metrics; stalls, and then their stacks
+        self.attempts = Attempts(self)  # the run-level retry (termination.max_retries): a gang restart
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -254,12 +256,11 @@ class Supervisor:
                 r.status.state == ReplicaState.SUCCEEDED for r in others if r.spec.role == "worker"
             ),
         )
-        restarts, exit_code = replica.status.restarts, info.exit_code
         return policy.should_restart(
             spec.restart_policy,
             failed=failed,
-            exit_code=exit_code,
-            restarts=restarts,
+            exit_code=info.exit_code,
+            restarts=replica.status.restarts,
             max_restarts=spec.max_restarts,
             decides_run=decides,
         )
@@ -347,6 +348,9 @@ class Supervisor:
         if outcome is None:
             return
         if outcome.state == RunState.FAILED:
+            outcome = self.attempts.on_failure(self, outcome)  # None: the whole gang starts again
+            if outcome is None:
+                return
             others = Ending.by_run(ReplicaState.STOPPED, f"stopped because {outcome.cause} failed")
             self._decide_outcome(outcome, others)
             return
@@ -390,13 +394,7 @@ class Supervisor:
             self._prepare()
             self._check_stop_request()
             if self.outcome is None:
-                if self.spawner.warm:  # forked together: nothing to import, no head start to give
-                    self._spawn(*self._start_order())
-                else:
-                    for replica in self._start_order():
-                        self._spawn(replica)
-                        if replica.spec.role == "master" and len(self.replicas) > 1:
-                            self._head_start()
+                start_gang(self)
                 self.status.state = RunState.RUNNING
                 self.status.started_at = time.time()
                 self.writer.write(force=True)
@@ -427,6 +425,7 @@ class Supervisor:
             self._escalate()
             self._restart_due()
             self._decide()
+            self.attempts.tick(self)
             if self.outcome is not None and not any(r.running for r in self.replicas):
                 return
             self.writer.write()

@@ -41,6 +41,8 @@ from ...sweeps.view_model import (
 )
 from .replies import (
     NONFINITE_NAMES,
+    Attempt,
+    Checkpoint,
     Code,
     CompareCurve,
     ComparedMetric,
@@ -110,6 +112,8 @@ __all__ = [
     "BodyError",
     "CellTag",
     "Cells",
+    "Attempt",
+    "Checkpoint",
     "Code",
     "CodeRequest",
     "CompareCurve",
@@ -180,6 +184,8 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     Replica: "IReplica",
     ReplicaFailure: "IReplicaFailure",
     Code: "ICode",
+    Attempt: "IAttempt",
+    Checkpoint: "ICheckpoint",
     RunDetail: "IRunDetail",
     Progress: "IProgress",
     RunsPage: "IRunsPage",

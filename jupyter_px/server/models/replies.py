@@ -141,6 +141,32 @@ class Code(Reply):
     returns: bool = False
 
 
+class Attempt(Reply):
+    """One attempt of a run started again as a whole (`termination`): see runstore's AttemptRecord."""
+
+    attempt: int
+    started_at: float | None = None
+    finished_at: float | None = None
+    failed: str | None = None
+    reason: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    message: str | None = None
+    step: int | None = None
+    resumed_from: int | None = None
+    retried: bool = False
+    log_offsets: dict[str, int] = {}
+
+
+class Checkpoint(Reply):
+    """A complete checkpoint in the run's outputs (`tracking.save_checkpoint`)."""
+
+    scope: str
+    step: int
+    time: float
+    size: int
+
+
 class RunDetail(RunSummary):
     """`GET runs/<ref>`, and the answer to a submission or a stop."""
 
@@ -149,6 +175,12 @@ class RunDetail(RunSummary):
     code: Code
     workdir: str | None
     host: str | None
+    #: which attempt runs (or ran last), of how many (`termination.max_retries` + 1)
+    attempt: int = 1
+    max_attempts: int = 1
+    #: every attempt, once one failed
+    attempts: list[Attempt] = []
+    checkpoints: list[Checkpoint] = []
 
 
 class Progress(Reply):

@@ -9,10 +9,12 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod/entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
-                                   `function_calls.py`, `cell_sources.py` (what the runner imports),
+                                   `function_calls.py`, `cell_sources.py`, `stack_signal.py` (what
+                                   the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
-                                   `runstore/{__init__,layout,ledger,event_writer}.py` (standard library only;
-                                   the event writer imports TensorBoard when the replica writes events)
+                                   `runstore/{__init__,layout,ledger,event_writer,checkpoints}.py`
+                                   (standard library only; the event writer imports TensorBoard
+                                   when the replica writes events)
 
 A ConfigMap holds at most 1 MiB (etcd's limit on one object); code above that is refused with
 what to do instead, before anything is created.
@@ -45,12 +47,15 @@ _SHIPPED = {
     # what the runner imports for a shipped function and for tracebacks that name notebook cells
     "lib.jupyter_px.function_calls.py": ("lib/jupyter_px/function_calls.py", _PACKAGE / "function_calls.py"),
     "lib.jupyter_px.cell_sources.py": ("lib/jupyter_px/cell_sources.py", _PACKAGE / "cell_sources.py"),
+    # a replica's stacks on request (`jupyter px stacks`): the runner arms it before the user's code
+    "lib.jupyter_px.stack_signal.py": ("lib/jupyter_px/stack_signal.py", _PACKAGE / "stack_signal.py"),
     "lib.jupyter_px.tracking.__init__.py": ("lib/jupyter_px/tracking/__init__.py", _TRACKING / "__init__.py"),
     "lib.jupyter_px.tracking.values.py": ("lib/jupyter_px/tracking/values.py", _TRACKING / "values.py"),
     "lib.jupyter_px.tracking.lines.py": ("lib/jupyter_px/tracking/lines.py", _TRACKING / "lines.py"),
     "lib.jupyter_px.tracking.delivery.py": ("lib/jupyter_px/tracking/delivery.py", _TRACKING / "delivery.py"),
     "lib.jupyter_px.tracking.fd_writes.py": ("lib/jupyter_px/tracking/fd_writes.py", _TRACKING / "fd_writes.py"),
     "lib.jupyter_px.tracking.notices.py": ("lib/jupyter_px/tracking/notices.py", _TRACKING / "notices.py"),
+    "lib.jupyter_px.tracking.checkpoints.py": ("lib/jupyter_px/tracking/checkpoints.py", _TRACKING / "checkpoints.py"),
     "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
     "lib.jupyter_px._version.py": ("lib/jupyter_px/_version.py", _PACKAGE / "_version.py"),
     # the environment contract, built inside the pod from run/cluster.json (pod/entry.py)
@@ -62,6 +67,11 @@ _SHIPPED = {
         _PACKAGE / "runstore" / "__init__.py",
     ),
     "lib.jupyter_px.runstore.layout.py": ("lib/jupyter_px/runstore/layout.py", _PACKAGE / "runstore" / "layout.py"),
+    # where tracking's checkpoints lie in the outputs
+    "lib.jupyter_px.runstore.checkpoints.py": (
+        "lib/jupyter_px/runstore/checkpoints.py",
+        _PACKAGE / "runstore" / "checkpoints.py",
+    ),
     # tracking counts what it accepted and wrote in a ledger (a process-local one in a pod)
     "lib.jupyter_px.runstore.ledger.py": ("lib/jupyter_px/runstore/ledger.py", _PACKAGE / "runstore" / "ledger.py"),
     # tracking's TensorBoard event writer (shared with the follower, which may not import tracking)

@@ -1,0 +1,241 @@
+"""The run-level retry of a local run (`termination.max_retries`): a gang restart.
+
+A DDP rank that dies cannot be replaced on its own: its peers are inside a collective with it
+and a new process cannot join the old process group. So when a replica fails and the run has
+retries left, the supervisor stops every replica of the run (as it does when a run fails),
+waits until every process is gone, and starts the whole gang again as the next attempt: fresh
+ports (a new rendezvous: a new MASTER_PORT, TF_CONFIG, ...), `PX_ATTEMPT` in each replica's
+environment, the same outputs, so each replica's `tracking.load_checkpoint()` returns its newest
+complete checkpoint. torchrun's elastic agent does the same for its workers (`--max-restarts`,
+torch/distributed/elastic/agent/server/api.py `_invoke_run`: any failed worker restarts the whole
+worker group), and JobSet's `failurePolicy.maxRestarts` for a job's pods.
+
+Which failures are retried is `Termination.retries` (Kubeflow's ExitCode policy by default). A
+rank killed by a signal usually takes its peers down with it (gloo and NCCL raise in the
+collective: exit 1), and their exits may be reaped in the same turn as its own; so the
+attempt is retried when any failure seen together with the first is retryable.
+
+Logs: every attempt appends to the replica's one log after a marked line (`--- attempt 2 ...`),
+as restarts of one replica already do, so a follower reading by offset goes on without a gap;
+each attempt's record keeps the byte where each replica's log of it begins (`log_offsets`), so
+a view can show one attempt's log alone. The status carries the attempt, the most attempts, the
+history of failed attempts (which replica, why, at which step, resumed from which checkpoint)
+and the checkpoints listed from the outputs.
+
+Kept out of `supervisor.py` (its hooks are `on_failure` and `tick`); what it calls there is the
+supervisor's own preparation and start-up, so an attempt starts exactly like the first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from typing import Protocol
+
+from ...runstore import ReplicaState, RunPaths, RunStatus
+from ...runstore.checkpoints import all_checkpoints, newest_step
+from ...runstore.models import AttemptRecord, CheckpointInfo
+from ...topology import Topology
+from ...topology.termination import Termination
+from ...tracking.checkpoints import RESUME_AT_ENV
+from ..outcome import Outcome
+from .launcher import LaunchPlan
+from .ports import PortReservation
+from .replica import Ending, Replica
+from .spawners import Spawner
+from .status_writer import StatusWriter
+
+log = logging.getLogger(__name__)
+
+#: The environment variable that tells each replica which attempt it is (1, 2, ...).
+ATTEMPT_ENV = "PX_ATTEMPT"
+
+#: Bytes read from the end of a metrics file for the last step it logged.
+_TAIL_BYTES = 8192
+
+
+class Supervisor(Protocol):
+    """What of the run's supervisor (`supervisor.Supervisor`) an attempt uses: its state, its
+    preparation and its start-up, so an attempt starts exactly like the first."""
+
+    topology: Topology
+    paths: RunPaths
+    status: RunStatus
+    replicas: list[Replica]
+    outcome: Outcome | None
+    writer: StatusWriter
+    ports: PortReservation | None
+    plan: LaunchPlan | None
+    spawner: Spawner
+
+    def _prepare(self) -> None: ...
+    def _spawn(self, *replicas: Replica) -> None: ...
+    def _start_order(self) -> list[Replica]: ...
+    def _head_start(self) -> None: ...
+    def _stop_replica(self, replica: Replica, ending: Ending) -> None: ...
+
+
+class Attempts:
+    """The supervisor's attempts: decides a retry on a failure and starts the next attempt."""
+
+    def __init__(self, supervisor: Supervisor):
+        self.termination = supervisor.topology.termination or Termination()
+        self.outputs = str(supervisor.paths.outputs_dir)
+        supervisor.status.max_attempts = 1 + self.termination.max_retries
+        self.pending: AttemptRecord | None = None  # a failed attempt whose gang is being stopped
+        self._checkpoints_seen: tuple[tuple[str, float], ...] | None = None
+
+    # ---- a replica failed --------------------------------------------------------------------
+    def on_failure(self, sup: Supervisor, outcome: Outcome) -> Outcome | None:
+        """The run would fail with `outcome`: None when the whole gang starts again instead
+        (or is already being stopped to), else the outcome, saying why it was not retried."""
+        if self.pending is not None:
+            return None
+        if self.termination.max_retries == 0:
+            return outcome
+        failed = [r for r in sup.replicas if r.status.state == ReplicaState.FAILED]
+        retryable = [r for r in failed if self.termination.retries(r.status.exit_code)]
+        culprit = (retryable or sorted(failed, key=lambda r: r.status.finished_at or 0))[0]
+        st, status = culprit.status, sup.status
+        if not status.attempts:  # the first attempt's record, made when it fails
+            status.attempts.append(AttemptRecord(attempt=1, started_at=status.started_at))
+        record = status.attempts[-1]
+        record.finished_at, record.failed, record.reason = time.time(), culprit.key, st.reason
+        record.exit_code, record.signal, record.message = st.exit_code, st.signal, st.message
+        record.step = last_step(sup)
+        sup.writer.dirty = True
+        if not retryable:
+            why = f"not retried: exit code {st.exit_code} of {culprit.key} is permanent ({self.termination.rule()})"
+            return dataclasses.replace(outcome, message=f"{outcome.message}; {why}")
+        if status.attempt >= status.max_attempts:
+            why = (
+                f"out of retries: attempt {status.attempt} of {status.max_attempts} failed "
+                f"(termination.max_retries: {self.termination.max_retries})"
+            )
+            return dataclasses.replace(outcome, message=f"{outcome.message}; {why}")
+        record.retried = True
+        self.pending = record
+        nxt = status.attempt + 1
+        log.info("attempt %d failed (%s); stopping every replica to start attempt %d", status.attempt, culprit.key, nxt)
+        ending = Ending.by_run(ReplicaState.STOPPED, f"stopped to start the run again (attempt {nxt})")
+        for replica in sup.replicas:
+            sup._stop_replica(replica, ending)
+        status.message = f"attempt {status.attempt} failed: {record.describe()}; starting attempt {nxt}"
+        return None
+
+    # ---- every turn of the supervisor's loop --------------------------------------------------
+    def tick(self, sup: Supervisor) -> None:
+        """Start the next attempt once the failed one's processes are all gone; list new checkpoints."""
+        self._list_checkpoints(sup)
+        if self.pending is None or sup.outcome is not None or any(r.running for r in sup.replicas):
+            return
+        record, self.pending = self.pending, None
+        status = sup.status
+        flushed = last_step(sup)  # what its replicas flushed as they were stopped counts too
+        if flushed is not None and (record.step is None or flushed > record.step):
+            record.step = flushed
+        status.attempt += 1
+        step = newest_step(self.outputs)
+        resumed = f"from step {step:,}" if step is not None else "from the start"
+        offsets = _mark_logs(sup, f"--- attempt {status.attempt} ({resumed}): {record.describe()} ---\n")
+        status.attempts.append(
+            AttemptRecord(attempt=status.attempt, started_at=time.time(), resumed_from=step, log_offsets=offsets)
+        )
+        for replica in sup.replicas:
+            st = replica.status
+            st.state, st.pid, st.started_at, st.finished_at = ReplicaState.PENDING, None, None, None
+            st.exit_code = st.signal = st.failure = st.reason = st.message = None
+            replica.ending = replica.last_exit = None
+            replica.restart_at = replica.kill_at = replica.term_at = replica.finish_by = None
+        if sup.ports is not None:
+            sup.ports.close()  # a new rendezvous: fresh ports for every replica
+        sup._prepare()
+        assert sup.plan is not None
+        sup.plan.base_env[ATTEMPT_ENV] = str(status.attempt)
+        if step is not None:  # every replica resumes at the same step
+            sup.plan.base_env[RESUME_AT_ENV] = str(step)
+        log.info("attempt %d of %d starts %s", status.attempt, status.max_attempts, resumed)
+        start_gang(sup)
+        status.message = f"attempt {status.attempt} of {status.max_attempts}, {resumed}: {record.describe()}"
+        sup.writer.write(force=True)
+
+    def _list_checkpoints(self, sup: Supervisor) -> None:
+        """The status's checkpoints, read again when a scope's folder changed: the newest of each
+        replica (and the shared one), so a wide run's status stays small."""
+        root = os.path.join(self.outputs, "checkpoints")
+        try:
+            seen = tuple((e.name, e.stat().st_mtime) for e in os.scandir(root) if e.is_dir())
+        except OSError:
+            return
+        if seen == self._checkpoints_seen:
+            return
+        self._checkpoints_seen = seen
+        newest = {c.scope: c for c in all_checkpoints(self.outputs)}  # by step: the last of a scope is its newest
+        sup.status.checkpoints = [
+            CheckpointInfo(scope=c.scope, step=c.step, time=c.time, size=c.size) for c in newest.values()
+        ]
+        sup.writer.dirty = True
+
+
+def start_gang(sup: Supervisor) -> None:
+    """Start every replica of the run: forked together when warm (nothing to import, no head
+    start to give), else one by one with the master's head start (`policy.head_start`)."""
+    if sup.spawner.warm:
+        sup._spawn(*sup._start_order())
+        return
+    for replica in sup._start_order():
+        sup._spawn(replica)
+        if replica.spec.role == "master" and len(sup.replicas) > 1:
+            sup._head_start()
+
+
+def _mark_logs(sup: Supervisor, line: str) -> dict[str, int]:
+    """Append the attempt's boundary to every replica's log; where each log of it begins."""
+    offsets = {}
+    for replica in sup.replicas:
+        path = sup.paths.log(replica.spec.role, replica.spec.index)
+        try:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+                offsets[replica.key] = handle.tell()
+        except OSError as error:  # a full disk must not stop the attempt
+            log.warning("%s: cannot mark the attempt in its log: %s", replica.key, error)
+    return offsets
+
+
+def last_step(sup: Supervisor) -> int | None:
+    """The last step any replica of the run logged (the tail of its metrics files)."""
+    steps = []
+    for replica in sup.replicas:
+        path = sup.paths.metrics(replica.spec.role, replica.spec.index)
+        folder, name = path.parent, path.name.split(".")[0]
+        try:
+            files = [folder / f for f in os.listdir(folder) if f.split(".")[0] == name]
+        except OSError:
+            continue
+        for file in files:
+            step = _tail_step(file)
+            if step is not None:
+                steps.append(step)
+    return max(steps) if steps else None
+
+
+def _tail_step(path: os.PathLike[str]) -> int | None:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - _TAIL_BYTES))
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for raw in reversed(lines):
+        try:
+            step = json.loads(raw).get("step")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(step, int):
+            return step
+    return None
