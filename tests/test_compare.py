@@ -383,3 +383,33 @@ def test_a_trials_values_are_columns_of_their_own_and_matter_for_the_objective(s
     # Each curve carries its points' wall times (x as time in the panel).
     curve = comparison.metric("loss").curves["trial-0"]
     assert len(curve.times) == len(curve.steps) and curve.times[-1] > curve.times[0]
+
+
+def test_the_notebook_figure_gives_a_run_its_own_color_as_the_sidebar_does(store):
+    """A run's color comes from its id, not its place in the list: the same run is drawn in the
+    same color in two comparisons that list it differently, and in the color the sidebar's
+    comparison gives it (the slots its `runColorSlots` gives, kept in a file jest checks too)."""
+    import json
+    from pathlib import Path
+
+    from jupyter_px.compare.render import figure
+    from jupyter_px.presentation.colors import REPLICA_COLORS, run_color_slots
+
+    shared = Path(__file__).parents[1] / "labextension" / "src" / "__tests__" / "runColorSlots.json"
+    sidebar = json.loads(shared.read_text(encoding="utf-8"))
+    assert run_color_slots(sidebar["run_ids"]) == sidebar["slots"]
+
+    ids = three_runs(store)
+    for run_id in ["c-0", "zz-late"]:
+        make_run(store, run_id, curves={"loss": lambda k: 1 / (1 + k)}, steps=50, params={"lr": 0.5})
+
+    def colors(selection: list[str]) -> dict[str, str]:
+        drawn = figure(compare_runs(store, selection)).data
+        return {trace.meta["run_id"]: trace.line.color for trace in drawn}
+
+    wide = colors([*ids, "c-0", "zz-late"])
+    narrow = colors(["zz-late", ids[2]])
+    assert narrow == {run_id: wide[run_id] for run_id in narrow}  # kept across comparisons
+    slots = run_color_slots([*ids, "c-0", "zz-late"])
+    assert wide == {run_id: REPLICA_COLORS[slot] for run_id, slot in slots.items()}
+    assert len(set(wide.values())) == 5

@@ -11,7 +11,7 @@ from pathlib import Path
 from px_cli import ROOT, px, px_environ
 
 from jupyter_px.presentation import colors
-from jupyter_px.presentation.colors import REPLICA_COLORS, STATE_COLORS
+from jupyter_px.presentation.colors import OBJECTIVE_SCALE, REPLICA_COLORS, STATE_COLORS
 from jupyter_px.runstore import RunState, RunStore
 
 PYTORCH = {
@@ -144,4 +144,5 @@ def test_the_sidebar_stylesheet_holds_the_same_colors():
     declared = {name: value.lower() for name, value in re.findall(r"--px-([a-z]+-[a-z0-9]+):\s*(#[0-9a-fA-F]+);", css)}
     expected = {f"state-{state.lower()}": color.lower() for state, color in STATE_COLORS.items()}
     expected |= {f"replica-{i}": color.lower() for i, color in enumerate(REPLICA_COLORS)}
+    expected |= {f"objective-{i}": color.lower() for i, color in enumerate(OBJECTIVE_SCALE)}
     assert declared == expected

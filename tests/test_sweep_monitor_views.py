@@ -188,3 +188,48 @@ def test_a_trial_that_succeeded_reads_succeeded_as_its_run_does():
     assert [row[1] for row in trial_rows(status)] == ["Succeeded", "Pruned"]
     assert counts_text(status) == "2/2 done, 1 succeeded, 1 pruned"
     assert "Complete" not in trials_table_html(status) and status.counts() == {"Complete": 1, "Pruned": 1}
+
+
+def _luminance(hex_color: str) -> float:
+    channels = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(color: str, ground: str) -> float:
+    high, low = sorted((_luminance(color), _luminance(ground)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _drawn_color(line: dict, value: float) -> str:
+    """The color plotly draws `value` in: its place between the color values' ends on the
+    colorscale (reversed where `reversescale`), interpolated in RGB between the two stops."""
+    low, high = min(line["color"]), max(line["color"])
+    t = (value - low) / (high - low)
+    scale = [(float(at), str(color)) for at, color in line["colorscale"]]
+    if line.get("reversescale"):
+        scale = [(1 - at, color) for at, color in reversed(scale)]
+    for (a, left), (b, right) in zip(scale, scale[1:], strict=False):
+        if a <= t <= b:
+            f = 0 if b == a else (t - a) / (b - a)
+            rgb = [round(int(left[i : i + 2], 16) * (1 - f) + int(right[i : i + 2], 16) * f) for i in (1, 3, 5)]
+            return "#" + "".join(f"{c:02x}" for c in rgb)
+    raise AssertionError((t, scale))
+
+
+def test_the_worst_and_the_best_trials_lines_read_in_light_and_dark(px_home):
+    """Parallel coordinates color each trial's line by its objective: the worst trial's line was
+    Viridis's near-black purple (1.2:1 on Dark's ground, nearly invisible) and the best one's its
+    pale yellow (1.3:1 on Light's). Every trial's line, worst and best included, reads on both."""
+    sweep_id, told = stored_sweep(px_home, SINGLE, loss, 8)
+    (lines,) = monitor_of(sweep_id).view_plots["parallel"]._widget_data
+    line = lines["line"]
+    values = [result for _, _, result in told]
+    worst, best = max(values), min(values)  # loss: minimize
+    assert line["reversescale"] is True
+    for value in values:
+        color = _drawn_color(line, value)
+        for ground in ("#FFFFFF", "#111111"):  # JupyterLab Light's and Dark's backgrounds
+            assert _contrast(color, ground) >= 3.0, (value, color, ground, value in (worst, best))
+    # the scale still tells the two ends apart
+    assert _drawn_color(line, worst) != _drawn_color(line, best)

@@ -7,7 +7,8 @@ carries it). Every plot is plotly's, as everywhere in jupyter-px: the figure goe
 own mimetype, and a saved notebook viewed where no plotly renderer runs (GitHub) shows the
 table, which holds the values. The table is HTML; clicking a header sorts it where the output
 may run scripts; elsewhere it stays sorted by the first metric's best value. Colors and greys
-are the monitor's (`presentation.series.PALETTE`, `presentation.plot_theme`), so both themes read.
+are the monitor's (`presentation.colors`, `presentation.plot_theme`), so both themes read; a run's
+color is its own (`run_colors`, from its id), the same as in the sidebar's comparison.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import html
 import secrets
 from typing import Any
 
+from ..presentation.colors import objective_colorscale, run_colors
 from ..presentation.plot_theme import plotly_json
-from ..presentation.series import PALETTE
 from .comparison import Comparison
 
 __all__ = [
@@ -33,10 +34,6 @@ __all__ = [
 
 #: Panels drawn at most (one per metric); the table still lists every metric.
 MAX_PANELS = 12
-
-
-def _color(position: int) -> str:
-    return PALETTE[position % len(PALETTE)]
 
 
 def _label(comparison: Comparison, run_id: str) -> str:
@@ -67,8 +64,9 @@ def figure(comparison: Comparison) -> Any:
     ]
     rows = max(1, len(metrics))
     fig = make_subplots(rows=rows, cols=1, subplot_titles=titles, vertical_spacing=0.3 / rows if rows > 1 else 0.0)
+    colors = run_colors(list(comparison.run_ids))  # a run's own, as in the sidebar's comparison
     for row, metric in enumerate(metrics, start=1):
-        for position, run_id in enumerate(comparison.run_ids):
+        for run_id in comparison.run_ids:
             curve = metric.curves.get(run_id)
             if curve is None:
                 continue
@@ -82,7 +80,7 @@ def figure(comparison: Comparison) -> Any:
                     legendgroup=run_id,
                     showlegend=row == 1,
                     opacity=1.0 if best or metric.best_run is None else 0.45,
-                    line={"color": _color(position), "width": 3.5 if best else 1.2},
+                    line={"color": colors[run_id], "width": 3.5 if best else 1.2},
                     meta={"run_id": run_id, "best": best},
                 ),
                 row=row,
@@ -131,7 +129,7 @@ def parallel_coordinates(comparison: Comparison) -> Any | None:
         go.Parcoords(
             line={
                 "color": best,
-                "colorscale": "Viridis",
+                "colorscale": objective_colorscale(),
                 "reversescale": first.optimization == "min",
                 "showscale": True,
             },

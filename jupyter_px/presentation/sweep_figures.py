@@ -32,6 +32,7 @@ from ..sweeps.view_model import (
     SweepViewModel,
     ViewName,
 )
+from .colors import objective_colorscale
 from .plot_theme import AXIS, GREY, THEME_NEUTRAL
 from .series import PALETTE
 
@@ -156,7 +157,7 @@ def parallel_figure(parallel: ParallelCoordinates | None, objectives: list[Objec
         go.Parcoords(
             line={
                 "color": color,
-                "colorscale": "Viridis",
+                "colorscale": objective_colorscale(),
                 "showscale": True,
                 "reversescale": direction != "maximize",
                 "colorbar": {"title": {"text": parallel.color}, "thickness": 12},
@@ -189,7 +190,7 @@ def contour_figure(contour: Contour | None, direction: str) -> Any:
         y=contour.grid_y,
         z=contour.grid_z,
         name=contour.objective,
-        colorscale="Viridis",
+        colorscale=objective_colorscale(),
         reversescale=direction != "maximize",
         contours={"coloring": "heatmap"},
         colorbar={"title": {"text": contour.objective}, "thickness": 12},

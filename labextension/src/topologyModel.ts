@@ -173,7 +173,7 @@ export class TopologyModel {
       if (saved && typeof saved === 'object') {
         this._edited = true;
         this.loadedFrom = `your edits for ${baseName(path)}`;
-        this.setFormData(saved as JSONObject);
+        await this.replaceForm(saved as JSONObject);
         return;
       }
     }
@@ -190,7 +190,7 @@ export class TopologyModel {
       }
       if (answer.valid && answer.topology) {
         this.loadedFrom = loadedFromLine(path, declared);
-        this.setFormData(fromTopology(answer.topology));
+        await this.replaceForm(fromTopology(answer.topology));
         return;
       }
       const problems = (answer.problems ?? [])
@@ -201,6 +201,22 @@ export class TopologyModel {
         `(${problems || answer.message}); the form is unchanged`;
     }
     this._changed.emit();
+  }
+
+  /**
+   * Another notebook's form: the verdict on the previous form is dropped at once (it showed its
+   * problems beside the new notebook's fields until the debounced check answered) and the new
+   * form is checked without waiting.
+   */
+  private async replaceForm(data: JSONObject): Promise<void> {
+    window.clearTimeout(this._timer);
+    this._timer = 0;
+    this._ticket++; // an answer still on its way is about the previous form
+    this.formData = data;
+    this.validation = null;
+    this.errorSchema = {};
+    this._changed.emit();
+    await this.validate();
   }
 
   /** Replace the form with a topology in any accepted form (YAML text or an object). */

@@ -4,6 +4,9 @@
  * others faded), labels that tell runs of one name apart, one column per param, the sort, and
  * the parallel-coordinates axes of the params.
  */
+import { readFileSync } from 'fs';
+import { join } from 'path';
+
 import {
   compareColumns,
   compareLines,
@@ -124,6 +127,17 @@ describe('comparison panel', () => {
       drawn.map(line => SERIES[slots.get(line.id)!])
     );
     expect(new Set(drawn.map(line => line.color)).size).toBe(3);
+  });
+
+  it("gives each run the slot the notebook's figure gives it (one color in both)", () => {
+    // the slots pytest checks the notebook's figure against (run_color_slots)
+    const shared = JSON.parse(
+      readFileSync(join(__dirname, 'runColorSlots.json'), 'utf-8')
+    ) as { run_ids: string[]; slots: { [id: string]: number } };
+    expect(SERIES.length).toBe(10);
+    expect(
+      Object.fromEntries(runColorSlots(shared.run_ids, SERIES.length))
+    ).toEqual(shared.slots);
   });
 
   it('puts a run under the pointer on top and fades the others', () => {

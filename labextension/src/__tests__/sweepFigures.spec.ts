@@ -177,6 +177,41 @@ describe("a sweep's tuning views", () => {
     expect(trace.line.reversescale).toBe(true); // lower loss, the better end
   });
 
+  it("draws the worst trial's line, and the best one's, legible in Dark and Light", () => {
+    const contrast = (color: string, ground: string): number => {
+      const luminance = (hex: string) => {
+        const [r, g, b] = [1, 3, 5].map(i => {
+          const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+          return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+        });
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+      };
+      const [high, low] = [luminance(color), luminance(ground)].sort(
+        (a, b) => b - a
+      );
+      return (high + 0.05) / (low + 0.05);
+    };
+    for (const light of ['false', 'true']) {
+      document.body.dataset.jpThemeLight = light;
+      const view = model();
+      const [trace] = sweepParallelFigure(
+        view.parallel!,
+        view.objectives,
+        theme()
+      ).data;
+      const stops: [number, string][] = trace.line.colorscale;
+      expect(stops[0][0]).toBe(0);
+      expect(stops[stops.length - 1][0]).toBe(1);
+      // both ends (the worst trial at one, the best at the other) and every stop between
+      for (const [, color] of stops) {
+        for (const ground of ['#ffffff', '#111111']) {
+          expect(contrast(color, ground)).toBeGreaterThanOrEqual(3);
+        }
+      }
+    }
+    delete document.body.dataset.jpThemeLight;
+  });
+
   it('draws the contour grid and the trials on it', () => {
     const figure = contourFigure(model().contour!, 'minimize', theme());
     const [contour, points] = figure.data;

@@ -290,7 +290,7 @@ export function parallelFigure(options: {
         type: 'parcoords',
         line: {
           color: color,
-          colorscale: 'Viridis',
+          colorscale: theme.objectiveScale,
           reversescale: options.minimize,
           showscale: true,
           colorbar: {

@@ -176,7 +176,7 @@ export function sweepParallelFigure(
         type: 'parcoords',
         line: {
           color: colorAxis?.values ?? [],
-          colorscale: 'Viridis',
+          colorscale: theme.objectiveScale,
           reversescale: direction !== 'maximize',
           showscale: true,
           colorbar: {
@@ -213,7 +213,7 @@ export function contourFigure(
         x: contour.grid_x,
         y: contour.grid_y,
         z: contour.grid_z,
-        colorscale: 'Viridis',
+        colorscale: theme.objectiveScale,
         reversescale: direction !== 'maximize',
         contours: { coloring: 'heatmap' },
         line: { width: 0.5, color: theme.grid },

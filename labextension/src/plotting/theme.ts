@@ -18,6 +18,8 @@ export interface IPlotTheme {
   fontSize: number;
   /** One color per replica or run, in order (`--px-replica-N`, the notebook's palette). */
   series: string[];
+  /** The objective's color scale, low values first, as plotly takes it (`--px-objective-N`). */
+  objectiveScale: [number, string][];
   dark: boolean;
 }
 
@@ -33,6 +35,19 @@ export const SERIES = [
   '#ff9da7',
   '#9c755f',
   '#bab0ac'
+];
+
+/**
+ * The objective's colors, worse to better, where the stylesheet is not loaded: mid-tones of
+ * Viridis's hues, each at least 3:1 on Light's white and Dark's near-black (Viridis ends in a
+ * near-black purple, the worst trial's line invisible on Dark, and a pale yellow on Light).
+ */
+export const OBJECTIVE_SCALE = [
+  '#8f63e0',
+  '#4c7be0',
+  '#1496a8',
+  '#25a05a',
+  '#b58a00'
 ];
 
 function cssVariable(
@@ -81,6 +96,10 @@ export function plotTheme(): IPlotTheme {
     series: SERIES.map((fallback, i) =>
       cssVariable(style, `--px-replica-${i}`, fallback)
     ),
+    objectiveScale: OBJECTIVE_SCALE.map((fallback, i) => [
+      i / (OBJECTIVE_SCALE.length - 1),
+      cssVariable(style, `--px-objective-${i}`, fallback)
+    ]),
     dark
   };
 }

@@ -12,6 +12,7 @@ import { RunsList } from './runsList';
 import { SubmitOutcome } from './submitForm';
 import { SubmitState } from './submitState';
 import { RunButton, TopologyForm } from './topologyForm';
+import { TopologyVerdict } from './topologyVerdict';
 
 /**
  * What runs and the Run button, together and always in view: the notebook, which cells, the
@@ -139,8 +140,22 @@ function SidebarBody(props: {
         onForm={setFormOpen}
       />
       {formOpen && (
+        // The verdict sits above the form's scrolling section, drawn whole: a long problem
+        // list was clipped inside that nested scroll.
+        <div className="jp-px-section-verdict">
+          <UseSignal signal={topology.changed}>
+            {() => <TopologyVerdict model={topology} />}
+          </UseSignal>
+        </div>
+      )}
+      {formOpen && (
         <div className="jp-px-section-topology">
-          <TopologyForm model={topology} actions={actions} submit={submit} />
+          <TopologyForm
+            model={topology}
+            actions={actions}
+            submit={submit}
+            verdict={false}
+          />
         </div>
       )}
       <div className="jp-px-section-runs">

@@ -3,19 +3,22 @@ import * as React from 'react';
 
 import type { SubmitState } from './submitState';
 
-/** The outcome of the last Run, under the button. */
+/** The outcome of the last Run, under the button, while its notebook is the active one. */
 export function SubmitOutcome(props: { submit: SubmitState }): JSX.Element {
   const { submit } = props;
   return (
     <UseSignal signal={submit.changed}>
-      {() => (
-        <>
-          {submit.error && (
-            <pre className="jp-px-error jp-px-submit-error">{submit.error}</pre>
-          )}
-          {submit.done && <div className="jp-px-note">{submit.done}</div>}
-        </>
-      )}
+      {() => {
+        const { error, done } = submit.outcome();
+        return (
+          <>
+            {error && (
+              <pre className="jp-px-error jp-px-submit-error">{error}</pre>
+            )}
+            {done && <div className="jp-px-note">{done}</div>}
+          </>
+        );
+      }}
     </UseSignal>
   );
 }

@@ -14,6 +14,15 @@ export class SubmitState {
   busy = false;
   error: string | null = null;
   done: string | null = null;
+  /** The notebook the outcome is about: another notebook active does not show it. */
+  outcomeFor: string | null = null;
+
+  /** The last outcome, when it is about the notebook active now (else nothing: it would be stale). */
+  outcome(): { error: string | null; done: string | null } {
+    return this.outcomeFor === this.actions.activeNotebook()
+      ? { error: this.error, done: this.done }
+      : { error: null, done: null };
+  }
 
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -32,6 +41,7 @@ export class SubmitState {
     this.busy = true;
     this.error = null;
     this.done = null;
+    this.outcomeFor = this.actions.activeNotebook();
     this._changed.emit();
     try {
       await this.actions.submitActive({ name: this.name, cells: this.cells });

@@ -20,6 +20,50 @@ function errorsAt(errors: JSONObject, path: string[]): string {
   return (node?.__errors ?? []).join('; ');
 }
 
+/** The counts the card draws for a framework, in its order (the master is a checkbox). */
+function countKeys(data: JSONObject): string[] {
+  const roles = frameworkRoles(data);
+  return [
+    'n_workers',
+    ...(roles.ps ? ['n_ps'] : []),
+    ...(roles.evaluator ? ['n_evaluators'] : [])
+  ];
+}
+
+/** Every path of a role's requests/limits grid a problem can sit at. */
+function resourcePaths(role: string): string[][] {
+  const base = ROLE_RESOURCES[role];
+  return [
+    base,
+    ...RESOURCE_KINDS.flatMap(({ kind }) => [
+      [...base, kind],
+      [...base, kind, 'requests'],
+      [...base, kind, 'limits']
+    ])
+  ];
+}
+
+/**
+ * The error-schema paths whose problems the card prints beside its fields (the framework, the
+ * replica counts, every role's resources): the verdict leaves these out, so a problem is said
+ * once, where it is.
+ */
+export function cardErrorPaths(data: JSONObject): string[][] {
+  return [
+    ['framework'],
+    ...['n_masters', ...countKeys(data)].map(key => [...REPLICAS, key]),
+    ...frameworkRoles(data).resources.flatMap(({ role }) => resourcePaths(role))
+  ];
+}
+
+/** A role's resource problems, joined (the grid shows one role; the others are named). */
+function resourceErrors(errors: JSONObject, role: string): string {
+  return resourcePaths(role)
+    .map(path => errorsAt(errors, path))
+    .filter(Boolean)
+    .join('; ');
+}
+
 /** A field's problems under it, with the id the form's fields use (`<id>__error`). */
 function FieldError(props: { id: string; text: string }): JSX.Element | null {
   return props.text ? (
@@ -238,14 +282,11 @@ export function TopologyCard(props: { model: TopologyModel }): JSX.Element {
         </table>
         <FieldError
           id={`px_card_${shownRole}_resources`}
-          text={[
-            errorsAt(errors, resourcePath),
-            ...RESOURCE_KINDS.flatMap(({ kind }) => [
-              errorsAt(errors, [...resourcePath, kind]),
-              errorsAt(errors, [...resourcePath, kind, 'requests']),
-              errorsAt(errors, [...resourcePath, kind, 'limits'])
-            ])
-          ]
+          text={roles.resources
+            .map(({ role: name, label }) => {
+              const text = resourceErrors(errors, name);
+              return text && name !== shownRole ? `${label}: ${text}` : text;
+            })
             .filter(Boolean)
             .join('; ')}
         />

@@ -79,12 +79,19 @@ export function TopologyForm(props: {
   actions: ISidebarActions;
   /** The run bar's state (the run's name and cells): Enter in a field of a valid form runs. */
   submit?: SubmitState;
+  /** Draw the verdict inside the form (false: the sidebar draws it above the form's scroll). */
+  verdict?: boolean;
 }): JSX.Element {
-  const { model, actions, submit } = props;
+  const { model, actions, submit, verdict = true } = props;
   const [named, setNamed] = React.useState<{ [name: string]: any } | null>(
     null
   );
-  const [note, setNote] = React.useState<string>('');
+  // A note is about the notebook it was said for: another notebook active does not show it.
+  const [said, setSaid] = React.useState<{
+    text: string;
+    notebook: string | null;
+  }>({ text: '', notebook: null });
+  const setNote = (text: string) => setSaid({ text, notebook: model.notebook });
 
   const exportYaml = async () => {
     const answer = await model.validate();
@@ -188,7 +195,7 @@ export function TopologyForm(props: {
             </div>
           )}
           {model.schema && <TopologyCard model={model} />}
-          <TopologyVerdict model={model} />
+          {verdict && <TopologyVerdict model={model} />}
           <div className="jp-px-toolbar">
             <Button
               small
@@ -237,7 +244,9 @@ export function TopologyForm(props: {
               ))}
             </div>
           )}
-          {note && <div className="jp-px-note">{note}</div>}
+          {said.text && said.notebook === model.notebook && (
+            <div className="jp-px-note">{said.text}</div>
+          )}
           {model.loadError && (
             <div className="jp-px-error">{model.loadError}</div>
           )}
