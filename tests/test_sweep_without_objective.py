@@ -47,3 +47,26 @@ def test_a_sweep_without_an_objective_draws_every_logged_metric_per_trial(px_hom
     assert len(traces) == 6  # a line per trial in each metric's panel
     assert NO_OBJECTIVE.split(":")[0] in monitor.charts_note.value
     assert all(section.layout.display == "none" for section in monitor.view_sections.values())
+
+
+def test_every_logged_metric_is_the_codes_own_not_the_system_metrics_sampled_beside_it():
+    """The supervisor samples `system/cpu_percent` and `system/rss_mib` of every replica; a trial
+    that ran long enough has them beside its own metrics. "Every logged metric" is the code's:
+    the sweep's per-trial charts and the live plot draw those (the `system/` ones when named)."""
+    from jupyter_px.runstore.series import Series
+    from jupyter_px.sweeps.store import SweepStatus, TrialRow, TrialState
+    from jupyter_px.sweeps.view_model import trials_logged
+    from jupyter_px.widgets.plots import static_figure
+
+    data = {
+        "master-0": {
+            "loss": Series([0, 1], [1.0, 0.5], [0.0, 1.0]),
+            "system/cpu_percent": Series([None, None], [99.0, 98.0], [0.0, 2.0]),
+            "system/rss_mib": Series([None], [300.0], [0.0]),
+        }
+    }
+    status = SweepStatus(sweep_id="s", trials=[TrialRow(number=0, state=TrialState.COMPLETE, run_id="run-1")])
+    assert list(trials_logged(status, lambda run_id: data)[0]) == ["loss"]
+    assert [trace.name for trace in static_figure(data).data] == ["master-0"]  # one panel: loss
+    asked = static_figure(data, ["loss", "system/cpu_percent"])
+    assert len(asked.data) == 2  # named, a system metric is drawn

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..presentation.view_models import CellChanges, MetricChange, ParamChange
 from ..runstore import RunDamaged, RunNotFound, RunRecord
+from ..runstore.layout import logged_by_the_code
 from ..service import RunService
 from .digest import DigestCache
 from .params import canonical, chief_first, run_params
@@ -88,7 +89,7 @@ def cell_changes(
         if canonical(old) != canonical(new):
             params.append(ParamChange(name=name, before=_shown(old), after=_shown(new)))
     metrics = []
-    for name in sorted(set(latest) | set(before.curves)):
+    for name in sorted(name for name in set(latest) | set(before.curves) if logged_by_the_code(name)):
         curve = before.curves.get(name)
         old = curve.summary.final if curve is not None else None
         new = latest.get(name)

@@ -24,7 +24,7 @@ from ..presentation import html as as_html
 from ..presentation import text as as_text
 from ..presentation.follow import LogPrinter, follow_run
 from ..presentation.labels import ReplicaNames, is_tf_chief
-from ..service import BackendError
+from ..service import BackendError, logged_by_the_code
 from .args import check_output, check_wait, output_arg, run_arg, wait_args
 from .common import in_kernel, open_run, run_service, shell_of, show_run, wait_for_run
 
@@ -212,6 +212,8 @@ class RunMagics(Magics):
         run = open_run(args.run)
         reader = run.service.metrics_reader(run.run_id)
         names = reader.metric_names()
+        if not args.metrics:  # the code's own metrics; the `system/` ones when named
+            names = [name for name in names if logged_by_the_code(name)]
         if not names:
             print(
                 f"run {run.run_id} has no metrics yet (the training code logs them with "

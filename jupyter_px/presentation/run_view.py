@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..runstore.layout import logged_by_the_code
 from .labels import is_tf_chief, replica_label
 from .monitor import exception_line, last_line, phase_counts, replica_rows
 from .rates import rank_paces, straggler_line
@@ -152,7 +153,7 @@ class RunViewSource:
         `system/` metrics its owner samples)."""
         clocks = {}
         for replica, metrics in self.reader.data.items():
-            logged = [series for name, series in metrics.items() if not name.startswith("system/")]
+            logged = [series for name, series in metrics.items() if logged_by_the_code(name)]
             if logged:
                 series = max(logged, key=len)
                 clocks[replica] = (series.steps, series.times)

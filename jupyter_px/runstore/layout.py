@@ -61,6 +61,15 @@ PROCESS_INFIX = ".rank"
 #: `worker-0.system.jsonl`: the replica's system metrics (`system/...`), written by whoever owns the
 #: replica (the local supervisor), beside the file its own tracking writes; read as the same replica.
 SYSTEM_INFIX = ".system"
+#: The names of those metrics begin so: sampled by the replica's owner, not logged by its code.
+SYSTEM_METRICS = "system/"
+
+
+def logged_by_the_code(metric: str) -> bool:
+    """Whether the training code logged `metric` (not one of the `system/` metrics its owner
+    samples): what "every metric" means where a user's metrics are drawn (a sweep's per-trial
+    charts, the live plot, `%px_plot`, a cell's changes) and what a replica's pace is read from."""
+    return not metric.startswith(SYSTEM_METRICS)
 
 
 def metrics_series_key(file_name: str) -> str:

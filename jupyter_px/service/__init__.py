@@ -26,7 +26,7 @@ from ..runstore import (
     StoreUnusable,
     px_home,
 )
-from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN
+from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN, logged_by_the_code
 from ..runstore.metrics_cursor import MetricsCursorError
 from .runs import LOGS_TAIL_BYTES, PushError, Rendered, RunActive, RunService, RunView, pickle_pushed, run_replicas
 from .sources import (
@@ -58,6 +58,7 @@ __all__ = [
     "RunStatus",
     "StoreUnusable",
     "px_home",
+    "logged_by_the_code",
     "CodeOptions",
     "Origin",
     "Overrides",

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..runstore.layout import logged_by_the_code
 from .importance import EVALUATOR, MIN_RUNS, param_importance
 from .spec import SweepSpec
 from .store import SweepStatus, TrialRow, TrialState
@@ -266,7 +267,7 @@ def trials_logged(status: SweepStatus, metrics_of: Any) -> dict[int, dict[str, t
         merged: dict[str, tuple[list[float], list[float]]] = {}
         for replica in sorted(data, key=lambda key: (not key.startswith(("master", "chief")), key)):
             for metric, series in data[replica].items():
-                if metric not in merged:
+                if metric not in merged and logged_by_the_code(metric):
                     steps = [float(i if step is None else step) for i, step in enumerate(series.steps)]
                     merged[metric] = (steps, [float(v) for v in series.values])
         out[trial.number] = merged

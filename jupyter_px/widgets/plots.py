@@ -24,12 +24,15 @@ from ..presentation.plot_theme import AXIS as _AXIS
 from ..presentation.plot_theme import GREY as _GREY
 from ..presentation.plot_theme import THEME_NEUTRAL, private_figure_widget
 from ..presentation.series import MAX_POINTS, PALETTE, MetricData, xy  # noqa: F401 (re-exported)
+from ..service import logged_by_the_code
 
 
 def _metric_names(data: MetricData, wanted: Sequence[str] | None) -> list[str]:
+    """The metrics `wanted` that were logged, or else every one the code logged (the `system/`
+    metrics only when asked for by name)."""
     names = sorted({name for metrics in data.values() for name in metrics})
     if not wanted:
-        return names
+        return [name for name in names if logged_by_the_code(name)]
     return [name for name in wanted if name in names]
 
 
