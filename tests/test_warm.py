@@ -96,7 +96,8 @@ def _compare_cold_and_warm(tmp_path: Path) -> None:
             assert {fd: _shape(t, run) for fd, t in w["fds"].items()} == {
                 fd: _shape(t, cold_run) for fd, t in c["fds"].items()
             }
-            assert sorted(w["fds"]) == ["0", "1", "2"]
+            # ...and the file its stacks are dumped into on request (`stack_signal`), kept open
+            assert sorted(w["fds"]) == ["0", "1", "2", "3"] and _shape(w["fds"]["3"], run).startswith("<run>/stacks/")
             # signals: a fresh interpreter's dispositions, nothing blocked, the same parent-death signal
             assert w["handlers"] == c["handlers"] and w["handlers"]["SIGUSR1"] == str(signal.SIG_DFL)
             assert (w["blocked"], w["ignored"]) == (c["blocked"], c["ignored"])

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..runstore import RunStore
+from ..runstore.layout import logged_by_the_code
 from ..sweeps.importance import ParamImportance, param_importance
 from .digest import Curve, DigestCache, RunDigest
 from .downsample import DEFAULT_POINTS, check_points
@@ -238,8 +239,11 @@ def compare_runs(
     if metrics:
         unknown = [name for name in metrics if name not in names]
         if unknown:
-            raise ValueError(f"metrics: no run has {unknown[0]!r} (they have: {', '.join(names) or 'no metrics'})")
+            own = [name for name in names if logged_by_the_code(name)]  # the sampled system/ ones aside
+            raise ValueError(f"metrics: no run has {unknown[0]!r} (they have: {', '.join(own) or 'no metrics'})")
         names = list(dict.fromkeys(metrics))
+    else:  # the code's own metrics; the `system/` ones its owner sampled when named
+        names = [name for name in names if logged_by_the_code(name)]
     states = {run.run_id: run.state for run in runs}
     compared = []
     for name in names:

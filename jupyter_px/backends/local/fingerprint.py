@@ -2,10 +2,11 @@
 a run, so that a run never forks from a template whose imports a fresh interpreter would not
 make the same way.
 
-The facts: the interpreter (its path and version), the modules it preloads, the mtime of every
-site-packages directory and of each `PYTHONPATH` entry (an install or removal changes a
-directory's mtime), this package's own newest file where it is a source checkout (an installed
-one changes with its site-packages), and the variables read when an interpreter or a framework
+The facts: the interpreter (its path and version), the modules it preloads, every
+site-packages directory's and `PYTHONPATH` entry's count of entries and newest entry's mtime
+(`__pycache__` aside: an install or removal changes them, a compiled module does not), this
+package's own newest file where it is a source checkout (an installed one changes with its
+site-packages), and the variables read when an interpreter or a framework
 starts (PYTHON*, LD_*, OMP_*, MKL_*, TORCH_*...). The template's state keeps the facts, so a
 restart can say what changed ("env OMP_NUM_THREADS").
 """
@@ -30,6 +31,19 @@ def _mtime(path: str | Path) -> int:
         return os.stat(path).st_mtime_ns
     except OSError:
         return 0
+
+
+def _directory_facts(path: str) -> list[int]:
+    """How many entries a directory holds and the newest one's mtime, `__pycache__` aside: an
+    install adds entries with new mtimes, a removal lowers the count, but Python writing its
+    bytecode cache (`__pycache__` created by the first import from a PYTHONPATH entry) changes
+    the directory's own mtime without changing what can be imported."""
+    try:
+        with os.scandir(path) as entries:
+            kept = [entry for entry in entries if entry.name != "__pycache__"]
+            return [len(kept), max((entry.stat(follow_symlinks=False).st_mtime_ns for entry in kept), default=0)]
+    except OSError:
+        return [0, 0]
 
 
 def _own_files_mtime() -> int:
@@ -77,7 +91,7 @@ def environment_facts(preload: list[str], env: Mapping[str, str]) -> dict[str, A
         "python": os.path.realpath(sys.executable),
         "version": sys.version,
         "preload": list(preload),
-        "sites": [[s, _mtime(s)] for s in sites],
+        "sites": [[s, _directory_facts(s)] for s in sites],
         "package": None if installed else _own_files_mtime(),
         "env": sorted([k, v] for k, v in env.items() if k.startswith(_STARTUP_PREFIXES) and k != "PYTHONPATH"),
     }
