@@ -189,7 +189,10 @@ def torchrun_loss(name: str, world: int, shared: Path, seed: int = SEED) -> floa
             timeout=DEADLINE_S,
         )
         assert out.returncode == 0, out.stderr[-3000:]
-        found = [json.loads(line.split("RESULT ", 1)[1]) for line in out.stdout.splitlines() if "RESULT {" in line]
+        # torchrun's ranks share one stdout: another rank's output may follow a RESULT on its line
+        decoder = json.JSONDecoder()
+        lines = [line.split("RESULT ", 1)[1] for line in out.stdout.splitlines() if "RESULT {" in line]
+        found = [decoder.raw_decode(text)[0] for text in lines]
         assert len(found) == world and len({r["eval_loss"] for r in found}) == 1, found
         return found[0]["eval_loss"]
 
