@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -189,10 +190,10 @@ def torchrun_loss(name: str, world: int, shared: Path, seed: int = SEED) -> floa
             timeout=DEADLINE_S,
         )
         assert out.returncode == 0, out.stderr[-3000:]
-        # torchrun's ranks share one stdout: another rank's output may follow a RESULT on its line
+        # torchrun's ranks share one stdout, and print() writes its text and its newline apart
+        # (PYTHONUNBUFFERED): two ranks' RESULTs may share a line, so each is read where it starts
         decoder = json.JSONDecoder()
-        lines = [line.split("RESULT ", 1)[1] for line in out.stdout.splitlines() if "RESULT {" in line]
-        found = [decoder.raw_decode(text)[0] for text in lines]
+        found = [decoder.raw_decode(out.stdout, m.end())[0] for m in re.finditer(r"RESULT (?=\{)", out.stdout)]
         assert len(found) == world and len({r["eval_loss"] for r in found}) == 1, found
         return found[0]["eval_loss"]
 

@@ -16,8 +16,8 @@ ACTION:
                 hold it until N replicas (of any run) have checked in under DIR: a barrier that
                 proves the runs sharing DIR really ran at the same time
   escape        the target starts a daemon that leaves everything behind: setsid, a second fork,
-                then execve of /bin/sleep with an empty environment (no PX_RUN_ID); it records the
-                daemon's pid and exits 0
+                then execve of /bin/sleep with an empty environment (no PX_RUN_ID); once the exec is
+                done it records the daemon's pid and exits 0
   daemon        the target starts a daemon the way a forked Python server does (setsid, a second
                 fork, no exec: a warm replica's daemon shows the template's environ) that ignores
                 SIGTERM; it records the daemon's pid and exits 0
@@ -110,7 +110,8 @@ if ACTION == "escape":
             os.execve("/bin/sleep", ["sleep", "300"], {})
         os._exit(0)
     os.close(write_end)
-    daemon = int(os.read(read_end, 32))
+    with os.fdopen(read_end, "rb") as pipe:  # EOF once execve closed its (non-inheritable) end
+        daemon = int(pipe.read())
     record("escaped", {"pid": daemon})
     sys.exit(0)
 
@@ -134,7 +135,8 @@ if ACTION in ("daemon", "hog"):
             os._exit(0)
         os._exit(0)
     os.close(write_end)
-    daemon = int(os.read(read_end, 32))
+    with os.fdopen(read_end, "rb") as pipe:  # EOF once execve closed its (non-inheritable) end
+        daemon = int(pipe.read())
     record("escaped", {"pid": daemon})
     if ACTION == "hog":
         wait_to_be_stopped()

@@ -136,3 +136,69 @@ describe('before the first metric', () => {
     widget.dispose();
   });
 });
+
+describe('the system samples that come before the code logs', () => {
+  const page = (series: { [metric: string]: number[] }) => ({
+    run_id: 'run-3',
+    finished: false,
+    cursor: 'c',
+    progress: {},
+    history_pending: false,
+    series: {
+      'worker-0': Object.fromEntries(
+        Object.entries(series).map(([name, values]) => [
+          name,
+          {
+            steps: values.map(() => null),
+            values,
+            times: values.map((_, i) => 5 + i)
+          }
+        ])
+      )
+    }
+  });
+
+  it('are never the metric chosen for the user; the code metric is, once it comes', async () => {
+    readMetrics.mockReset();
+    readMetrics.mockResolvedValueOnce(
+      page({ 'system/cpu_percent': [99], 'system/rss_mib': [300] })
+    );
+    const model = new MetricsModel('run-3', 60, () => true);
+    const widget = mount(<MetricsPlot model={model} />);
+    const select = () =>
+      widget.node.querySelector('.jp-px-metric-select') as HTMLSelectElement;
+    const note = () =>
+      widget.node.querySelector('.jp-px-no-metrics')?.textContent ?? '';
+    await settle(() => note().length > 0);
+    // Only the owner's samples so far: the plot still waits for the code's first metric.
+    expect(note()).toBe('Waiting for the first metric…');
+    expect(figure(widget.node)).toBeUndefined();
+
+    readMetrics.mockResolvedValueOnce(
+      page({ accuracy: [0.5], loss: [2.5], 'system/rss_mib': [310] })
+    );
+    await React.act(() => model.fetch());
+    await settle(() => figure(widget.node) !== undefined);
+    expect(select().value).toBe('loss');
+    expect([...select().options].map(option => option.value)).toEqual([
+      'accuracy',
+      'loss',
+      'system/cpu_percent',
+      'system/rss_mib'
+    ]);
+    expect(figure(widget.node).data[0].y).toEqual([2.5]);
+
+    // A system series the user picks stays picked when more points come.
+    React.act(() => {
+      select().value = 'system/rss_mib';
+      select().dispatchEvent(new Event('change', { bubbles: true }));
+    });
+    readMetrics.mockResolvedValueOnce(page({ loss: [2.1] }));
+    await React.act(() => model.fetch());
+    await settle(() => figure(widget.node).data[0].y.length === 2);
+    expect(select().value).toBe('system/rss_mib');
+    expect(figure(widget.node).data[0].y).toEqual([300, 310]);
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+});

@@ -150,7 +150,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
       <UseSignal signal={metrics.changed}>
         {() =>
           // A finished run that logged nothing: a line, not an empty plot.
-          metrics.finished && metrics.metrics().length === 0 ? (
+          metrics.finished && metrics.loggedByTheCode().length === 0 ? (
             <div className="jp-px-note jp-px-run-output-no-metrics">
               no metrics were logged (jupyter_px.tracking.log_metrics)
             </div>

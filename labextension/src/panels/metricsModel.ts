@@ -7,6 +7,11 @@ import { mergeSeries } from '../series';
 import { viewPoll } from '../polling';
 import type { ISeries } from '../types';
 
+/** A series the run's owner samples (`system/cpu_percent`, ...), not one the code logged. */
+export function isSystemMetric(name: string): boolean {
+  return name.startsWith('system/');
+}
+
 /**
  * A run's metrics as the panel holds them: every replica's series, merged as they arrive from the
  * server's cursor (opaque: each answer's `cursor` goes back as `since`), and the chosen metric.
@@ -37,12 +42,22 @@ export class MetricsModel {
     return this._changed;
   }
 
+  /** Every metric, the code's own first, then the `system/` ones the run's owner samples. */
   metrics(): string[] {
     const names = new Set<string>();
     for (const metrics of Object.values(this.data)) {
       Object.keys(metrics).forEach(name => names.add(name));
     }
-    return [...names].sort();
+    const sorted = [...names].sort();
+    return [
+      ...sorted.filter(name => !isSystemMetric(name)),
+      ...sorted.filter(isSystemMetric)
+    ];
+  }
+
+  /** The metrics the training code logged (what "no metrics were logged" is about). */
+  loggedByTheCode(): string[] {
+    return this.metrics().filter(name => !isSystemMetric(name));
   }
 
   async fetch(): Promise<void> {
@@ -57,8 +72,11 @@ export class MetricsModel {
       }
       this._cursor = update.cursor;
       this.finished = update.finished;
-      if (!this.metric) {
-        const names = this.metrics();
+      if (!this._chosen) {
+        // Until the user picks one: `loss`, else the code's first. The system samples come
+        // every 2 s from the start, long before the code's first metric, and are never chosen
+        // for the user: the strip above the plot shows them.
+        const names = this.loggedByTheCode();
         this.metric = names.includes('loss') ? 'loss' : (names[0] ?? null);
       }
       this._changed.emit();
@@ -85,6 +103,7 @@ export class MetricsModel {
 
   select(metric: string): void {
     this.metric = metric;
+    this._chosen = true;
     this._changed.emit();
   }
 
@@ -93,5 +112,6 @@ export class MetricsModel {
   }
 
   private _cursor: string | null = null;
+  private _chosen = false;
   private _changed = new Signal<this, void>(this);
 }

@@ -98,6 +98,7 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                   value={metric ?? ''}
                   onChange={event => model.select(event.target.value)}
                 >
+                  {metric === null && <option value="">—</option>}
                   {names.map(name => (
                     <option key={name} value={name}>
                       {name}
@@ -127,7 +128,7 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
               )}
             </div>
             {model.error && <div className="jp-px-error">{model.error}</div>}
-            {names.length === 0 ? (
+            {metric === null ? (
               <div className="jp-px-note jp-px-no-metrics">
                 {noMetricsText(model.finished, now - model.watchingSince)}
               </div>
