@@ -289,7 +289,8 @@ export function problemsToErrorSchema(
   return errors;
 }
 
-function shownPrefix(schema: JSONObject, parts: string[]): string[] {
+/** The longest start of `parts` that is a field of `schema`: where the form shows its problem. */
+export function shownPrefix(schema: JSONObject, parts: string[]): string[] {
   const out: string[] = [];
   let node: JSONObject | undefined = schema;
   for (const part of parts) {

@@ -43,6 +43,11 @@ export class TopologyModel {
   notebook: string | null = null;
   /** Where the form's topology came from, for the line above the form (null: nothing to say). */
   loadedFrom: string | null = null;
+  /**
+   * Whether the "Overrides, images, processes" section is open: its fields print their problems
+   * only then, so only then does the verdict leave them out of its list.
+   */
+  advancedOpen = false;
 
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -87,6 +92,13 @@ export class TopologyModel {
 
   get edited(): boolean {
     return this._edited;
+  }
+
+  setAdvancedOpen(open: boolean): void {
+    if (open !== this.advancedOpen) {
+      this.advancedOpen = open;
+      this._changed.emit();
+    }
   }
 
   setFormData(data: JSONObject): void {

@@ -1,8 +1,9 @@
 /**
  * The topology form's problems as drawn, Light and Dark, at 1400x950: the verdict with a long
  * problem list is whole in the sidebar, in no scroll of its own or of the form; a problem under a
- * card field (Workers "abc") is shown once; another notebook made active shows its own verdict at
- * once, no field error of the previous form. Screenshots: ui-tests/screenshots/form-problems-*.png.
+ * card field (Workers "abc") or a field of the opened overrides section is shown once; another
+ * notebook made active shows its own verdict at once, no field error of the previous form.
+ * Screenshots: ui-tests/screenshots/form-problems-*.png.
  */
 import { expect, test } from '@jupyterlab/galata';
 
@@ -51,6 +52,19 @@ for (const theme of ['light', 'dark'] as const) {
         .fill(String(90 + i));
     }
     const verdict = sidebar(page).locator('.jp-px-verdict');
+    // The open section prints each under its index field: the verdict only counts them.
+    await expect(verdict).toHaveText('4 problems, under their fields');
+    const indexError = sidebar(page).locator(
+      '#root_environment_replicas_worker_0_index__error'
+    );
+    await expect(indexError).toBeVisible();
+    const overrideSaid = (await indexError.textContent())!;
+    expect(overrideSaid.length).toBeGreaterThan(0);
+    expect(
+      (await sidebar(page).innerText()).split(overrideSaid).length - 1
+    ).toBe(1);
+    // Closed, the section hides them: the verdict lists them.
+    await sidebar(page).locator('.jp-px-more-settings > summary').click();
     await expect(verdict).toContainText('4 problems:');
     await expect(verdict.locator('li')).toHaveCount(4);
 

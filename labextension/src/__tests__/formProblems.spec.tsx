@@ -86,6 +86,40 @@ describe('the topology form says each problem once', () => {
     model.dispose();
   });
 
+  it('leaves out of its list what the opened overrides section prints under its field', () => {
+    const model = badModel([WORKERS_PROBLEM, OVERRIDE_PROBLEM]);
+    const widget = mount(<TopologyForm model={model} actions={actions()} />);
+    const verdict = () => widget.node.querySelector('.jp-px-verdict')!;
+    const section = widget.node.querySelector(
+      '.jp-px-more-settings'
+    ) as HTMLDetailsElement;
+    const toggle = (open: boolean) =>
+      React.act(() => {
+        section.open = open;
+        section.dispatchEvent(new Event('toggle'));
+      });
+    // Closed, the section hides its field's line: the verdict says it.
+    expect(section.open).toBe(false);
+    expect(verdict().querySelectorAll('li').length).toBe(1);
+    toggle(true);
+    expect(model.advancedOpen).toBe(true);
+    expect(verdict().textContent).toBe('2 problems, under their fields');
+    expect(
+      widget.node.querySelector(
+        '#root_environment_replicas_worker_0_index__error'
+      )!.textContent
+    ).toContain('1 is not below n_workers (1)');
+    expect(count(widget.node.textContent ?? '', 'is not below n_workers')).toBe(
+      1
+    );
+    toggle(false);
+    expect(verdict().firstChild!.textContent).toBe(
+      '2 problems (1 under its field):'
+    );
+    React.act(() => widget.dispose());
+    model.dispose();
+  });
+
   it('prints a resource problem once, under the grid, naming its role when another is shown', () => {
     const problem = {
       path: 'environment.resources.memory.requests',

@@ -284,7 +284,15 @@ export function TopologyForm(props: {
             </details>
           )}
           {model.schema && (
-            <details className="jp-px-more-settings">
+            <details
+              className="jp-px-more-settings"
+              open={model.advancedOpen}
+              onToggle={event =>
+                model.setAdvancedOpen(
+                  (event.currentTarget as HTMLDetailsElement).open
+                )
+              }
+            >
               <summary>Overrides, images, processes</summary>
               <div
                 className="jp-px-form"

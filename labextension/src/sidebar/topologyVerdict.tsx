@@ -2,17 +2,33 @@ import * as React from 'react';
 
 import { problemLines } from '../problemText';
 import type { IProblem } from '../request';
-import { getIn } from '../roles';
-import { problemsToErrorSchema } from '../topology';
+import { advancedSchema, getIn } from '../roles';
+import { parsePath, problemsToErrorSchema, shownPrefix } from '../topology';
 import type { TopologyModel } from '../topologyModel';
 import { cardErrorPaths } from './topologyCard';
 
-/** Whether the card prints this problem under one of its fields (framework, counts, resources). */
-function printedAtCard(problem: IProblem, model: TopologyModel): boolean {
+/**
+ * Whether a field prints this problem under itself: one of the card's (framework, counts,
+ * resources), or, while the "Overrides, images, processes" section is open, one of its form's
+ * (any field of that form's schema the problem's path reaches).
+ */
+function printedAtField(problem: IProblem, model: TopologyModel): boolean {
   const errors = problemsToErrorSchema([problem], model.schema ?? undefined);
-  return cardErrorPaths(model.formData).some(
-    path => (getIn(errors, path)?.__errors ?? []).length > 0
-  );
+  if (
+    cardErrorPaths(model.formData).some(
+      path => (getIn(errors, path)?.__errors ?? []).length > 0
+    )
+  ) {
+    return true;
+  }
+  if (!model.advancedOpen || !model.schema || !problem.path) {
+    return false;
+  }
+  // Where the form's errors put it (its shown ancestor in the whole form), if that field is
+  // one the section's form draws.
+  const at = shownPrefix(model.schema, parsePath(problem.path));
+  const advanced = advancedSchema(model.schema, model.formData);
+  return at.length > 0 && shownPrefix(advanced, at).length === at.length;
 }
 
 /**
@@ -41,7 +57,7 @@ export function TopologyVerdict(props: {
     );
   }
   const rest = problemLines(
-    problems.filter(problem => !printedAtCard(problem, model)),
+    problems.filter(problem => !printedAtField(problem, model)),
     model.formData
   );
   const atFields = all.length - rest.length;
