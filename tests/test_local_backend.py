@@ -316,6 +316,7 @@ def test_environment_contract_affinity_and_status_right_after_submit(px_home, tm
 
 
 @pytest.mark.jobs
+@pytest.mark.cold_only  # processes_per_replica > 1: a warm round starts it cold too (test_warm checks the reason)
 def test_processes_per_replica_start_torchrun_style_ranks(px_home):
     topology = {"framework": "pytorch", "environment": {"processes_per_replica": 2, "replicas": {"n_workers": 1}}}
     status = wait(run := submit("faults.py", topology, args=["env"]))
@@ -371,6 +372,7 @@ def test_pytorch_gloo_allreduce_and_ddp(px_home):
 
 
 @pytest.mark.jobs
+@pytest.mark.cold_only  # TensorFlow: a warm round starts it cold too (test_warm checks the reason)
 def test_tensorflow_multi_worker_mirrored_custom_loop(px_home):
     run = submit("tf_mwms.py", {"framework": "tensorflow", "environment": {"replicas": {"n_workers": 1}}})
     status = wait(run)
@@ -385,6 +387,7 @@ def test_tensorflow_multi_worker_mirrored_custom_loop(px_home):
 
 
 @pytest.mark.jobs
+@pytest.mark.cold_only  # TensorFlow: a warm round starts it cold too (test_warm checks the reason)
 def test_tensorflow_parameter_server_strategy(px_home):
     topology = {"framework": "tensorflow", "environment": {"replicas": {"n_workers": 2, "n_ps": 1}}}
     run = submit("tf_ps.py", topology)
@@ -399,6 +402,7 @@ def test_tensorflow_parameter_server_strategy(px_home):
 
 
 @pytest.mark.jobs
+@pytest.mark.cold_only  # mpirun: a warm round starts it cold too (test_warm checks the reason)
 def test_mpi_job_three_ranks(px_home):
     run = submit("mpi_allreduce.py", {"framework": "mpi", "environment": {"replicas": {"n_workers": 3}}})
     status = wait(run)

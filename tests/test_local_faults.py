@@ -261,6 +261,7 @@ def test_workers_only_run_succeeds_when_every_worker_does(px_home):
     assert outputs(run)["worker-0"]["env"]["RANK"] == "0"  # no master: worker 0 is rank 0
 
 
+@pytest.mark.cold_only  # mpirun: a warm round starts it cold too (test_warm checks the reason)
 def test_mpi_rank_over_its_workers_memory_limit_fails_that_worker(px_home):
     topology = {
         "framework": "mpi",

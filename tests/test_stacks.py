@@ -161,6 +161,7 @@ def test_stacks_of_a_run_that_never_had_any_say_so_in_one_line(px_home, capsys):
 
 
 @pytest.mark.jobs
+@pytest.mark.cold_only  # processes_per_replica > 1: a warm round starts it cold too (test_warm checks the reason)
 def test_a_replica_of_several_processes_answers_for_each_of_them(px_home, tmp_path, launch):
     """With `processes_per_replica: 2` the replica's first process only starts its ranks: it passes
     the signal on, and each rank's stack is shown under its own name."""
