@@ -44,20 +44,14 @@ def backend_cluster(tmp_path: Path, monkeypatch, px_home: Path, **options: Any) 
     PX_K8S_* from the caller's environment (but `python:3.11-slim` as the image), and every
     follower of `px_home` ended afterwards. Skips where pods cannot have their own names."""
     import pytest
-    from kubernetes_support import stop_followers
+    from kubernetes_support import stop_followers, use_cluster
 
     options.setdefault("namespaces", ("default", "ml"))
     options.setdefault("kubelet", {"backoff_base": 0.5})
     with Cluster(**options) as cluster:
         if not cluster.kubelet.isolated:
             pytest.skip(f"pods cannot have their own names and addresses here: {cluster.kubelet.not_isolated_because}")
-        monkeypatch.setenv("KUBECONFIG", cluster.kubeconfig(tmp_path / "kubeconfig"))
-        monkeypatch.setenv("PX_K8S_CONFIG", str(tmp_path / "no-settings.yaml"))
-        monkeypatch.setenv("PX_K8S_IMAGE", "python:3.11-slim")
-        for name in list(os.environ):
-            if name.startswith("PX_K8S_") and name not in ("PX_K8S_CONFIG", "PX_K8S_IMAGE"):
-                monkeypatch.delenv(name)
-        monkeypatch.setenv("PX_K8S_FOLLOWER_GIVE_UP_S", "60")
+        use_cluster(cluster, tmp_path, monkeypatch)
         try:
             yield cluster
         finally:
