@@ -51,6 +51,7 @@ from browser_support import (
     wait_network_quiet,
 )
 from final_state_support import record_latency
+from waiting import wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -355,11 +356,16 @@ def test_tensorboard_stops_with_the_jupyter_server(tmp_path):
         assert (server.port, server.owner_pid) == (port, lab.process.pid)
 
         lab.stop()
-        deadline = time.monotonic() + 30
-        while (_serving(port) or _alive(server.pid)) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not _serving(port), "TensorBoard still answers after its Jupyter server stopped"
-        assert not _alive(server.pid), f"TensorBoard (pid {server.pid}) outlived its Jupyter server"
+        wait_for(
+            lambda: not _serving(port),
+            what="TensorBoard to stop answering after its Jupyter server stopped",
+            timeout=30,
+        )
+        wait_for(
+            lambda: not _alive(server.pid),
+            what=f"TensorBoard (pid {server.pid}) to end with its Jupyter server",
+            timeout=30,
+        )
         assert tensorboard.list_servers(home=lab.px_home) == []
     finally:
         lab.stop()

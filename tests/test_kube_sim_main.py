@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from kubernetes import client, config
+from waiting import wait_for
 
 pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controllers, processes
 
@@ -48,10 +48,8 @@ def test_the_simulation_starts_serves_and_stops_on_interrupt(tmp_path):
             "kubeflow.org", "v1", "default", "pytorchjobs", body
         )
         core = client.CoreV1Api(api_client)
-        deadline = time.monotonic() + 60
-        while not core.list_namespaced_pod("default").items:  # the operator acts in the started simulation
-            assert time.monotonic() < deadline, "no pod from the operator"
-            time.sleep(0.1)
+        # the operator acts in the started simulation
+        wait_for(lambda: core.list_namespaced_pod("default").items, what="a pod from the operator", timeout=60)
         assert core.list_namespaced_pod("default").items[0].metadata.name == "job-master-0"
         api_client.close()
     finally:

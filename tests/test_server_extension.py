@@ -8,6 +8,7 @@ keeper can notice); the server records it Lost with no request made.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ import pytest
 import yaml
 from conftest import make_synthetic_run
 from local_support import outputs, run_processes, submit, wait
-from waiting import until
+from waiting import until, wait_for
 
 from jupyter_px import tensorboard
 from jupyter_px.runstore import RunStore
@@ -224,14 +225,14 @@ def stand_in(px_home):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while True:  # listening yet?
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline, "the stand-in did not start"
-            time.sleep(0.05)
+
+    def listening() -> bool:
+        assert process.poll() is None, "the stand-in exited"
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+        return False
+
+    wait_for(listening, what="the stand-in to listen", timeout=60)
     info = tensorboard.ServerInfo(
         key="standin1",
         pid=process.pid,
