@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import errors
+from .query_params import query_flag
 
 #: The user named by the simulated cluster's kubeconfig (its token authenticates as this user).
 USER = "tester"
@@ -72,7 +73,7 @@ def request_attributes(
 ) -> Attributes:
     """requestinfo.go: the verb of an HTTP request on a resource."""
     if method == "GET":
-        verb = "get" if name else ("watch" if query.get("watch") in ("true", "1") else "list")
+        verb = "get" if name else ("watch" if query_flag(query.get("watch")) else "list")
     elif method == "DELETE":
         verb = "delete" if name else "deletecollection"
     else:

@@ -24,6 +24,7 @@ from typing import Any
 from . import errors
 from .apiserver import ApiError, ApiServer, now
 from .kubelet_logs import parse_stamp, stamp
+from .query_params import query_flag
 
 
 @dataclass(frozen=True)
@@ -216,15 +217,15 @@ class HollowKubelet:
         name = pod["metadata"]["name"]
         if hollow is None:
             raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
-        if query.get("previous") in ("true", "1"):
+        if query_flag(query.get("previous")):
             raise errors.bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
         since = None
         if query.get("sinceSeconds"):
             since = time.time() - int(query["sinceSeconds"])
         elif query.get("sinceTime"):
             since = parse_stamp(query["sinceTime"])
-        timestamps = query.get("timestamps") in ("true", "1")
-        follow = query.get("follow") in ("true", "1")
+        timestamps = query_flag(query.get("timestamps"))
+        follow = query_flag(query.get("follow"))
         tail = int(query["tailLines"]) if query.get("tailLines") not in (None, "") else None
 
         def generate() -> Iterator[bytes]:

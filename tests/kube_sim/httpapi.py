@@ -28,6 +28,7 @@ from .apiserver import ApiServer, Fault
 from .authorization import request_attributes
 from .errors import ApiError
 from .kubelet_streams import StreamError
+from .query_params import query_flag
 from .tables import table, wants_table
 
 log = logging.getLogger(__name__)
@@ -329,7 +330,7 @@ class _Handler(BaseHTTPRequestHandler):
         dry_run = "dryRun" in query
         if name is None:
             if method == "GET":
-                if query.get("watch") in ("true", "1"):
+                if query_flag(query.get("watch")):
                     return self._watch(resource, namespace, query)
                 listed = api.list(
                     resource,
@@ -394,7 +395,7 @@ class _Handler(BaseHTTPRequestHandler):
                     raise errors.bad_request(
                         "PATCH requests of type application/apply-patch+yaml must have a fieldManager"
                     )
-                force = query.get("force") in ("true", "1")
+                force = query_flag(query.get("force"))
                 existed = api.try_get(resource, namespace, name) is not None
                 applied = api.apply(resource, namespace, name, body, manager, force, dry_run)
                 return self._send(200 if existed else 201, applied)
@@ -446,7 +447,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             )
         container = (lists.get("container") or [""])[-1]
-        options = {k: (lists.get(k) or ["false"])[-1] in ("true", "1") for k in ("stdin", "stdout", "stderr", "tty")}
+        options = {k: query_flag((lists.get(k) or [None])[-1]) for k in ("stdin", "stdout", "stderr", "tty")}
         if sub != "portforward":
             try:
                 kubelet._running(namespace, name, container)
@@ -592,7 +593,7 @@ class _Handler(BaseHTTPRequestHandler):
             query.get("labelSelector"),
             query.get("fieldSelector"),
             float(query.get("timeoutSeconds") or 1800),
-            query.get("allowWatchBookmarks") in ("true", "1"),
+            query_flag(query.get("allowWatchBookmarks")),
         )
         self._stream_start()  # the headers at once, as the real server flushes them
         for event in events:

@@ -16,6 +16,7 @@ from typing import Any
 from . import errors
 from .kubelet_parts import KubeletPart
 from .kubelet_pods import Instance
+from .query_params import query_flag
 
 
 def stamp(at: float | None = None) -> str:
@@ -73,7 +74,7 @@ class ContainerLogs(KubeletPart):
             raise errors.bad_request(
                 f'container "{container_name}" in pod "{name}" is waiting to start: {reason or "ContainerCreating"}'
             )
-        previous = query.get("previous") in ("true", "1")
+        previous = query_flag(query.get("previous"))
         instance = container.current
         if previous:
             current = container.current
@@ -84,7 +85,7 @@ class ContainerLogs(KubeletPart):
             if not candidates:
                 raise errors.bad_request(f'previous terminated container "{container_name}" in pod "{name}" not found')
             instance = candidates[-1]
-        follow = query.get("follow") in ("true", "1") and not previous
+        follow = query_flag(query.get("follow")) and not previous
         return self._read(instance, query, follow)
 
     def _read(self, instance: Instance, query: dict[str, str], follow: bool) -> Iterator[bytes]:
@@ -93,7 +94,7 @@ class ContainerLogs(KubeletPart):
             since = time.time() - int(query["sinceSeconds"])
         elif query.get("sinceTime"):
             since = parse_stamp(query["sinceTime"])
-        timestamps = query.get("timestamps") in ("true", "1")
+        timestamps = query_flag(query.get("timestamps"))
         tail = int(query["tailLines"]) if query.get("tailLines") not in (None, "") else None
         limit = int(query["limitBytes"]) if query.get("limitBytes") else None
         sent = 0
