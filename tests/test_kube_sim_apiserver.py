@@ -322,6 +322,24 @@ def test_a_watch_without_a_version_starts_with_the_current_objects(core, ns):
     assert seen == [("ADDED", "cm")]
 
 
+@pytest.mark.parametrize(
+    ("flag", "is_watch"),
+    [("true", True), ("True", True), ("1", True), ("", True), ("False", False), ("0", False)],
+)
+def test_watch_is_read_as_the_api_server_reads_a_boolean(cluster, core, ns, flag, is_watch):
+    """`watch=True` (what the official client before 37 sends for a Python bool) is a watch, as
+    `true` is: apimachinery reads every value but absent, `0` and `false` as true."""
+    start = core.list_namespaced_config_map(ns).metadata.resource_version
+    core.create_namespaced_config_map(ns, {"metadata": {"name": "cm"}})
+    query = f"watch={flag}&resourceVersion={start}&timeoutSeconds=1"
+    with urllib.request.urlopen(f"{cluster.url}/api/v1/namespaces/{ns}/configmaps?{query}", timeout=30) as answer:
+        lines = [json.loads(line) for line in answer.read().splitlines() if line.strip()]
+    if is_watch:
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in lines] == [("ADDED", "cm")]
+    else:
+        assert len(lines) == 1 and lines[0]["kind"] == "ConfigMapList"
+
+
 def test_a_watch_from_a_compacted_version_gets_an_error_event_410(cluster, core, ns):
     old = core.list_namespaced_config_map(ns).metadata.resource_version
     core.create_namespaced_config_map(ns, {"metadata": {"name": "cm"}})
