@@ -10,6 +10,7 @@ import math
 import os
 
 from ... import backend_table
+from ...diagnostics import stalls
 
 SUPERVISOR_MODULE = "jupyter_px.backends.local.supervisor"
 
@@ -69,8 +70,8 @@ IDLE_POLL_S = 1.0
 FINAL_WRITE_PATIENCE_S = 3600.0
 
 #: A replica that logs steps is shown Stalled once it has logged none for max(this, 10x its median
-#: step time) (PX_STALL_AFTER_S overrides the floor; `stalls.py`).
-STALL_AFTER_S = _seconds("PX_STALL_AFTER_S", "60")
+#: step time) (PX_STALL_AFTER_S overrides the floor; `diagnostics/stalls.py`).
+STALL_AFTER_S = stalls.floor_s()
 
 #: Exit codes Kubeflow's ExitCode restart policy treats as retryable (SIGINT, SIGKILL, SIGTERM).
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 143})
