@@ -35,6 +35,10 @@ class ReplicaRowView(_Model):
     stall_after_s: float | None = Field(
         default=None, description="while shown stalled: the quiet time it passed, max(60 s, 10x its median step)"
     )
+    memory_limit_mib: float | None = Field(
+        default=None,
+        description="the memory limit its backend enforces (declared, or a Slurm partition's default), MiB",
+    )
 
 
 class PhaseCount(_Model):

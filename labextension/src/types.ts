@@ -420,6 +420,8 @@ export interface IReplicaRowView {
   stalled_since?: number | null;
   /** While shown stalled: the quiet time (s) it passed, max(60 s, 10x its median step). */
   stall_after_s?: number | null;
+  /** The memory limit its backend enforces (declared, or a Slurm partition's default), MiB. */
+  memory_limit_mib?: number | null;
 }
 
 /** view_models.PhaseCount: a segment of the replicas bar. */

@@ -140,7 +140,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
     );
     // Each replica's CPU and memory, always in sight (a busy rank beside idle ones), above the tabs.
     const strip = (this._strip = ReactWidget.create(
-      <SystemStrip metrics={metrics} />
+      <SystemStrip metrics={metrics} run={model} />
     ));
     strip.addClass('jp-px-run-output-system');
     layout.addWidget(strip);
