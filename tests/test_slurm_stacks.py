@@ -85,3 +85,33 @@ def test_the_follower_marks_a_hung_slurm_job_stalled_and_takes_its_stacks(use_sl
     finally:
         run.stop()
     assert len(snapshots.kept(run.paths.root)) == 1  # once per stall
+
+
+HOLD = """\
+import os, time
+from jupyter_px import tracking
+
+tracking.log_metrics(step=0, loss=1.0)
+held = bytearray(200 * 2**20) if os.environ["PX_TASK_TYPE"] == "worker" and os.environ["PX_TASK_INDEX"] == "1" else b""
+time.sleep(8)
+"""
+
+
+def test_each_slurm_replicas_cpu_and_memory_are_sampled_beside_its_limit(use_slurm, px_home):
+    """The node launcher samples each replica's process tree as the local supervisor does: every
+    replica has its `system/` series, the one holding 200 MiB shows it, and the run view puts
+    each replica's usage beside the 900 MiB its resources declare."""
+    from jupyter_px.presentation.run_view import RunViewSource
+    from jupyter_px.service import RunService, SourceText, Submission
+
+    service = RunService()
+    run_id = service.submit(Submission(SourceText(HOLD), TOPOLOGY))
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    reader = service.metrics_reader(run_id)
+    rss = {key: reader.series(key, "system/rss_mib").values for key in ("master-0", "worker-0", "worker-1")}
+    assert all(len(values) >= 2 for values in rss.values()), rss  # every 2 s over 8 s
+    assert max(rss["worker-1"]) > max(rss["worker-0"]) + 150, rss
+    assert list(reader.series("worker-1", "loss").values) == [1.0]  # the code's own series, untouched
+    rows = {row.key: row.memory_limit_mib for row in RunViewSource(service, run_id).view().replicas}
+    assert rows == dict.fromkeys(("master-0", "worker-0", "worker-1"), 900), rows
