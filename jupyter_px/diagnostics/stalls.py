@@ -14,8 +14,6 @@ replica's stacks, once) is its own: only it knows how to reach its processes.
 from __future__ import annotations
 
 import json
-import math
-import os
 import statistics
 import time
 from collections import deque
@@ -23,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..env_seconds import seconds_from_env
 from ..runstore import ReplicaStatus
 
 #: How often the metrics files are read for new steps.
@@ -36,16 +35,8 @@ DEFAULT_FLOOR_S = 60.0
 
 
 def floor_s() -> float:
-    """The shortest silence that counts as a stall: PX_STALL_AFTER_S, else `DEFAULT_FLOOR_S`;
-    ValueError naming the variable for anything but a finite number of seconds (0 or more)."""
-    text = os.environ.get("PX_STALL_AFTER_S") or str(DEFAULT_FLOOR_S)
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"PX_STALL_AFTER_S: {text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"PX_STALL_AFTER_S: {text!r} is not a finite number of seconds (0 or more)")
-    return value
+    """The shortest silence that counts as a stall: PX_STALL_AFTER_S, else `DEFAULT_FLOOR_S`."""
+    return seconds_from_env("PX_STALL_AFTER_S", str(DEFAULT_FLOOR_S))
 
 
 class StepTimes:
