@@ -155,7 +155,10 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
               no metrics were logged (jupyter_px.tracking.log_metrics)
             </div>
           ) : (
-            <MetricsPlot model={metrics} />
+            <MetricsPlot
+              model={metrics}
+              attempts={() => model.view?.attempts ?? []}
+            />
           )
         }
       </UseSignal>
