@@ -21,7 +21,7 @@ import time
 
 import psutil
 
-from jupyter_px.backends.local.system_metrics import SAMPLE_EVERY_S, tree_usage
+from jupyter_px.diagnostics.system_metrics import SAMPLE_EVERY_S, tree_usage
 
 REPLICAS, ROUNDS = 8, 200
 CHILD = (

@@ -118,11 +118,14 @@ def stop_tensorboards(px_home):
         tensorboard.stop(info, home=px_home)
 
 
-def _execute(path: Path, px_home: Path, workdir: Path) -> nbformat.NotebookNode:
+def _execute(path: Path, px_home: Path, workdir: Path, server_pid: int | None = None) -> nbformat.NotebookNode:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(workdir)}})
-    # what our server extension gives the kernels of a server with this base_url
+    # what our server extension gives the kernels of a server with this base_url: a TensorBoard
+    # the notebook starts ends with that server, not with the kernel (which ends with `execute`)
     env = {**os.environ, "PX_HOME": str(px_home), "JUPYTER_PX_BASE_URL": BASE_URL}
+    if server_pid is not None:
+        env["JUPYTER_PX_SERVER_PID"] = str(server_pid)
     env.pop("TENSORBOARD_PROXY_URL", None)
     client.execute(env=env)
     return nb
@@ -151,7 +154,7 @@ def test_notebook_runs(path, px_home, tmp_path, stop_tensorboards):
 def _check_notebook(path, px_home, tmp_path, jupyter_server):
     workdir = tmp_path / "work"
     workdir.mkdir()
-    nb = _execute(path, px_home, workdir)
+    nb = _execute(path, px_home, workdir, server_pid=jupyter_server.process.pid)
     states = _widget_states(nb)
 
     # the run succeeded, and the monitor's saved state shows every replica's final state

@@ -21,9 +21,11 @@ from local_support import describe, replica, submit, wait
 from px_cli import px
 from waiting import wait_for
 
+from jupyter_px.presentation.run_view import RunViewSource
 from jupyter_px.runstore import RunState
 from jupyter_px.runstore.checkpoints import all_checkpoints, newest_step
 from jupyter_px.server.models import RunDetail
+from jupyter_px.service import RunService
 from jupyter_px.topology import TopologyError, parse_topology
 from jupyter_px.topology.termination import lone_restart_warnings
 
@@ -258,6 +260,11 @@ def test_a_killed_rank_restarts_the_gang_which_resumes_and_ends_with_the_same_mo
     sent = RunDetail.model_validate(detail)  # what GET px/api/runs/<ref> sends
     assert (sent.attempt, sent.max_attempts, sent.attempts[0].failed) == (2, 3, "worker-1")
     assert ("worker-1", STEPS) in {(c.scope, c.step) for c in sent.checkpoints}
+    # the run view (notebook output, sidebar): the attempt line and where attempt 2 began
+    shown_view = RunViewSource(RunService(), run.run_id).view()
+    assert shown_view.attempt == f"attempt 2 of 3, from step {second.resumed_from:,}"
+    marks = [(a.attempt, a.resumed_from, a.ended) for a in shown_view.attempts]
+    assert marks == [(1, None, f"worker-1 killed by SIGKILL at step {first.step:,}"), (2, second.resumed_from, "")]
     got, want = _final_model(run), _final_model(reference)
     assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
 

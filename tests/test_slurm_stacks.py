@@ -1,6 +1,7 @@
 """Every rank's stack on a real Slurm cluster (tests/slurm_cluster): the same hang as the local
 test (tests/test_stacks.py), each replica on its own node; `jupyter px stacks` reaches them through
-`scancel --signal` and reads their dumps from the run directory the nodes share."""
+`scancel --signal` and reads their dumps from the run directory the nodes share; the follower
+marks the hung replicas Stalled and takes their stacks itself when the stall begins."""
 
 from __future__ import annotations
 
@@ -14,19 +15,21 @@ from jupyter_px.diagnostics import snapshots
 pytestmark = pytest.mark.slurm
 
 
+RESOURCES = {"cpu": 3, "memory": 900}  # one replica per node
+TOPOLOGY = {
+    "framework": "pytorch",
+    "backend": "slurm",
+    "environment": {
+        "resources": RESOURCES,
+        "replicas": {"n_workers": 2, "default_worker": {"resources": RESOURCES}},
+    },
+}
+
+
 def test_the_stacks_of_a_hung_slurm_job_show_the_sleeping_rank_apart(use_slurm, px_home, tmp_path, capsys):
     from jupyter_px.api import submit
 
-    resources = {"cpu": 3, "memory": 900}  # one replica per node
-    topology = {
-        "framework": "pytorch",
-        "backend": "slurm",
-        "environment": {
-            "resources": resources,
-            "replicas": {"n_workers": 2, "default_worker": {"resources": resources}},
-        },
-    }
-    run = submit(hang_notebook(tmp_path), topology)
+    run = submit(hang_notebook(tmp_path), TOPOLOGY)
     try:
         # every replica running and past its steps (each logged its last one)
         wait_for(
@@ -55,3 +58,60 @@ def _all_logged(run) -> bool:
         except OSError:
             return False
     return True
+
+
+def test_the_follower_marks_a_hung_slurm_job_stalled_and_takes_its_stacks(use_slurm, px_home, tmp_path, monkeypatch):
+    """Each replica logged its 30 steps and then waits (two in all_reduce, one asleep): past the
+    floor (PX_STALL_AFTER_S, which the follower reads), every one is marked Stalled while still
+    Running, and the follower has taken the stacks once, with the stall as the reason."""
+    from jupyter_px.api import submit
+
+    monkeypatch.setenv("PX_STALL_AFTER_S", "4")
+    run = submit(hang_notebook(tmp_path), TOPOLOGY)
+    try:
+        status = wait_for(
+            lambda: (s := run.status()).replicas and all(r.stalled_since is not None for r in s.replicas) and s,
+            "every replica marked Stalled",
+            timeout=DEADLINE_S,
+            poll=0.5,
+        )
+        assert status.state.value == "Running", status  # a mark, not a state
+        for replica in status.replicas:
+            assert replica.state.value == "Running" and replica.stall_after_s == pytest.approx(4.0), replica
+        auto = wait_for(lambda: snapshots.latest(run.paths.root), "the stacks taken on the stall", timeout=60)
+        assert auto["why"].startswith("stalled: "), auto["why"]
+        groups = {g["summary"]: g["replicas"] for g in auto["groups"]}
+        assert groups == {IN_ALL_REDUCE: ["master-0", "worker-0"], ASLEEP: ["worker-1"]}, auto["text"]
+    finally:
+        run.stop()
+    assert len(snapshots.kept(run.paths.root)) == 1  # once per stall
+
+
+HOLD = """\
+import os, time
+from jupyter_px import tracking
+
+tracking.log_metrics(step=0, loss=1.0)
+held = bytearray(200 * 2**20) if os.environ["PX_TASK_TYPE"] == "worker" and os.environ["PX_TASK_INDEX"] == "1" else b""
+time.sleep(8)
+"""
+
+
+def test_each_slurm_replicas_cpu_and_memory_are_sampled_beside_its_limit(use_slurm, px_home):
+    """The node launcher samples each replica's process tree as the local supervisor does: every
+    replica has its `system/` series, the one holding 200 MiB shows it, and the run view puts
+    each replica's usage beside the 900 MiB its resources declare."""
+    from jupyter_px.presentation.run_view import RunViewSource
+    from jupyter_px.service import RunService, SourceText, Submission
+
+    service = RunService()
+    run_id = service.submit(Submission(SourceText(HOLD), TOPOLOGY))
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    reader = service.metrics_reader(run_id)
+    rss = {key: reader.series(key, "system/rss_mib").values for key in ("master-0", "worker-0", "worker-1")}
+    assert all(len(values) >= 2 for values in rss.values()), rss  # every 2 s over 8 s
+    assert max(rss["worker-1"]) > max(rss["worker-0"]) + 150, rss
+    assert list(reader.series("worker-1", "loss").values) == [1.0]  # the code's own series, untouched
+    rows = {row.key: row.memory_limit_mib for row in RunViewSource(service, run_id).view().replicas}
+    assert rows == dict.fromkeys(("master-0", "worker-0", "worker-1"), 900), rows

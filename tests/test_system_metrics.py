@@ -11,6 +11,7 @@ import textwrap
 import pytest
 from local_support import describe, wait
 
+from jupyter_px.presentation.run_view import RunViewSource
 from jupyter_px.service import RunService, SourceText, Submission
 
 SPIN_AND_SLEEP = textwrap.dedent("""\
@@ -33,7 +34,13 @@ SPIN_AND_SLEEP = textwrap.dedent("""\
 def test_a_spinning_master_and_a_sleeping_worker_show_apart_in_system_metrics(px_home, launch):
     service = RunService()
     run_id = service.submit(
-        Submission(SourceText(SPIN_AND_SLEEP), {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}})
+        Submission(
+            SourceText(SPIN_AND_SLEEP),
+            {
+                "framework": "pytorch",
+                "environment": {"resources": {"memory": {"limits": 900}}, "replicas": {"n_workers": 1}},
+            },
+        )
     )
     from jupyter_px.api import Run
 
@@ -53,3 +60,6 @@ def test_a_spinning_master_and_a_sleeping_worker_show_apart_in_system_metrics(px
     # what the code logged is untouched: its step progress, its own series
     assert reader.progress("master-0")[0] == 2 and reader.series("master-0", "loss").steps == [0, 1, 2]
     assert all(step is None for step in reader.series("master-0", "system/rss_mib").steps)
+    # the run view puts each replica's limit beside its usage: the master's 900 MiB, none for the worker
+    rows = {row.key: row.memory_limit_mib for row in RunViewSource(service, run_id).view().replicas}
+    assert rows == {"master-0": 900, "worker-0": None}, rows

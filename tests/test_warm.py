@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -272,6 +273,27 @@ def test_a_changed_environment_restarts_the_template(px_home, own_warm_dir, monk
     new = warm.start(None, changed, load_settings(), timeout=120)
     assert new["pid"] != first["pid"] and new["fingerprint"] == warm.fingerprint(None, changed)
     assert old is not None
+
+
+def test_a_file_written_beside_the_modules_on_pythonpath_keeps_the_template(tmp_path):
+    """A PYTHONPATH folder also holds what its code writes (logs, checkpoints, CSVs): those keep
+    the fingerprint; a new module, package or `.pth` there changes it (an import may differ)."""
+    folder = tmp_path / "code"
+    folder.mkdir()
+    (folder / "model.py").write_text("x = 1\n")
+    env = {**template_env(), "PYTHONPATH": str(folder)}
+    before = warm.fingerprint(None, env)
+    time.sleep(0.01)  # a new mtime for whatever is written next
+    for name in ("train.log", "metrics.csv", "ckpt.pt"):
+        (folder / name).write_text("written by the run\n")
+    (folder / "__pycache__").mkdir()
+    (folder / "outputs-2").mkdir()  # not a name an import can take
+    assert warm.fingerprint(None, env) == before
+    (folder / "helpers.py").write_text("y = 2\n")
+    assert warm.fingerprint(None, env) != before
+    after_module = warm.fingerprint(None, env)
+    (folder / "pkg").mkdir()
+    assert warm.fingerprint(None, env) != after_module
 
 
 def test_a_template_owned_by_a_jupyter_server_ends_with_it(px_home, own_warm_dir, monkeypatch):

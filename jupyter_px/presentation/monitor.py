@@ -98,6 +98,7 @@ class ReplicaRow:
     last_line: str
     stalled_since: float | None = None  # while marked stalled: its last step's time (the badge's "since")
     stall_after_s: float | None = None  # while marked stalled: the quiet time it passed
+    memory_limit_mib: float | None = None  # the limit its backend enforces (declared, or a partition's default)
 
 
 def phase_of(replica: ReplicaStatus | None, has_output: bool, has_metrics: bool) -> str:
@@ -163,6 +164,7 @@ def replica_rows(
                 last_line=last,
                 stalled_since=_stalled(replica, "stalled_since"),
                 stall_after_s=_stalled(replica, "stall_after_s"),
+                memory_limit_mib=replica.memory_limit_mib if replica is not None else None,
             )
         )
     return rows

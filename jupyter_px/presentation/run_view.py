@@ -21,8 +21,8 @@ from ..runstore.layout import logged_by_the_code
 from .labels import is_tf_chief, replica_label
 from .monitor import exception_line, last_line, phase_counts, replica_rows
 from .rates import rank_paces, straggler_line
-from .text import resources_text
-from .view_models import CellChanges, Failure, PhaseCount, RankRate, ReplicaRowView, RunViewModel
+from .text import attempt_lines, resources_text
+from .view_models import AttemptMark, CellChanges, Failure, PhaseCount, RankRate, ReplicaRowView, RunViewModel
 
 #: Metric bytes read when a view starts on a long run (the newest steps; older ones are not shown).
 HISTORY_BUDGET_BYTES = 1 << 20
@@ -125,6 +125,13 @@ class RunViewSource:
                 failure=self._failure_of(status),
                 launch=status.launch,
                 changes=self._cell_changes(status.state.finished),
+                attempt=next(iter(attempt_lines(status)), None),
+                attempts=[
+                    AttemptMark(
+                        attempt=a.attempt, started_at=a.started_at, resumed_from=a.resumed_from, ended=a.describe()
+                    )
+                    for a in status.attempts
+                ],
             )
 
     # ---- parts -------------------------------------------------------------------------------

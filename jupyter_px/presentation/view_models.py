@@ -35,6 +35,10 @@ class ReplicaRowView(_Model):
     stall_after_s: float | None = Field(
         default=None, description="while shown stalled: the quiet time it passed, max(60 s, 10x its median step)"
     )
+    memory_limit_mib: float | None = Field(
+        default=None,
+        description="the memory limit its backend enforces (declared, or a Slurm partition's default), MiB",
+    )
 
 
 class PhaseCount(_Model):
@@ -89,6 +93,15 @@ class CellChanges(_Model):
     metrics: list[MetricChange]
 
 
+class AttemptMark(_Model):
+    """An attempt of a run started again as a whole (`termination`), where the plot marks it."""
+
+    attempt: int
+    started_at: float | None = Field(description="when it started (seconds since the epoch)")
+    resumed_from: int | None = Field(description="the checkpoint step it resumed from; None: from the start")
+    ended: str = Field(description="how it ended: `worker-1 killed by SIGKILL at step 1,287`; empty while it runs")
+
+
 class RunViewModel(_Model):
     """One run as every front-end shows it (see the module docstring)."""
 
@@ -122,3 +135,8 @@ class RunViewModel(_Model):
     launch: str | None = Field(
         default=None, description='how the replicas started: "warm (template pid N)", or "cold: <why>"'
     )
+    attempt: str | None = Field(
+        default=None,
+        description="for a run started again as a whole once an attempt failed: `attempt 2 of 3, from step 1,200`",
+    )
+    attempts: list[AttemptMark] = Field(default_factory=list, description="every attempt, once one failed")

@@ -420,6 +420,8 @@ export interface IReplicaRowView {
   stalled_since?: number | null;
   /** While shown stalled: the quiet time (s) it passed, max(60 s, 10x its median step). */
   stall_after_s?: number | null;
+  /** The memory limit its backend enforces (declared, or a Slurm partition's default), MiB. */
+  memory_limit_mib?: number | null;
 }
 
 /** view_models.PhaseCount: a segment of the replicas bar. */
@@ -499,6 +501,21 @@ export interface IRunViewModel {
   changes: ICellChanges | null;
   /** How the replicas started: "warm (template pid N)" or "cold: <why>". */
   launch?: string | null;
+  /** Once an attempt of a run started again as a whole failed: `attempt 2 of 3, from step 1,200`. */
+  attempt?: string | null;
+  /** Every attempt, once one failed (the plot marks where each began). */
+  attempts?: IAttemptMark[];
+}
+
+/** view_models.AttemptMark: an attempt of a run started again as a whole. */
+export interface IAttemptMark {
+  attempt: number;
+  /** When it started (seconds since the epoch). */
+  started_at: number | null;
+  /** The checkpoint step it resumed from; null: from the start. */
+  resumed_from: number | null;
+  /** How it ended (`worker-1 killed by SIGKILL at step 1,287`); empty while it runs. */
+  ended: string;
 }
 
 /** models.WarmMemory: a process's memory in MiB (resident, its own, proportional). */

@@ -6,10 +6,11 @@ is run with `python -m` (importing it first would make runpy warn).
 
 from __future__ import annotations
 
-import math
 import os
 
 from ... import backend_table
+from ...diagnostics import stalls
+from ...env_seconds import seconds_from_env
 
 SUPERVISOR_MODULE = "jupyter_px.backends.local.supervisor"
 
@@ -17,24 +18,11 @@ SUPERVISOR_MODULE = "jupyter_px.backends.local.supervisor"
 STOP_FILE = "stop"
 
 
-def _seconds(name: str, default: str) -> float:
-    """A tunable number of seconds from the environment: finite and 0 or more, else ValueError
-    naming the variable (`PX_STOP_GRACE_S=nan` would make every stop wait forever)."""
-    text = os.environ.get(name) or default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{name}: {text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name}: {text!r} is not a finite number of seconds (0 or more)")
-    return value
-
-
 #: Longest time between SIGTERM and SIGKILL when stopping a replica (PX_STOP_GRACE_S overrides),
 #: as Kubernetes' terminationGracePeriodSeconds: a replica gets it to write the metric points it
 #: holds (and to run a SIGTERM handler of its own). Most are gone within milliseconds; the grace
 #: ends early for one that has written everything and still runs (see DRAINED_KILL_AFTER_S).
-STOP_GRACE_S = _seconds("PX_STOP_GRACE_S", "30")
+STOP_GRACE_S = seconds_from_env("PX_STOP_GRACE_S", "30")
 
 #: A replica whose tracking has written every point it accepted and whose SIGTERM handler is
 #: tracking's own (flush, then die) but that still runs this long after SIGTERM is stuck in a
@@ -48,12 +36,12 @@ LEDGER_POLL_S = 0.1
 #: After the run succeeds, seconds a worker still running gets to finish on its own before it is
 #: stopped (servers - ps, evaluator, TF workers next to parameter servers, MPI hosts - are
 #: stopped at once: they never finish by themselves). PX_COMPLETION_GRACE_S overrides.
-COMPLETION_GRACE_S = _seconds("PX_COMPLETION_GRACE_S", "5.0")
+COMPLETION_GRACE_S = seconds_from_env("PX_COMPLETION_GRACE_S", "5.0")
 
 #: Seconds a PyTorch master is started ahead of its workers (see Supervisor._head_start);
 #: None: 0.3 s when the run has more processes than cores, else none. PX_MASTER_HEAD_START_S overrides.
 _head_start = os.environ.get("PX_MASTER_HEAD_START_S")
-MASTER_HEAD_START_S: float | None = _seconds("PX_MASTER_HEAD_START_S", _head_start) if _head_start else None
+MASTER_HEAD_START_S: float | None = seconds_from_env("PX_MASTER_HEAD_START_S", _head_start) if _head_start else None
 
 #: Seconds between memory polls while a replica with a memory limit runs.
 MEMORY_POLL_S = 0.1
@@ -69,8 +57,8 @@ IDLE_POLL_S = 1.0
 FINAL_WRITE_PATIENCE_S = 3600.0
 
 #: A replica that logs steps is shown Stalled once it has logged none for max(this, 10x its median
-#: step time) (PX_STALL_AFTER_S overrides the floor; `stalls.py`).
-STALL_AFTER_S = _seconds("PX_STALL_AFTER_S", "60")
+#: step time) (PX_STALL_AFTER_S overrides the floor; `diagnostics/stalls.py`).
+STALL_AFTER_S = stalls.floor_s()
 
 #: Exit codes Kubeflow's ExitCode restart policy treats as retryable (SIGINT, SIGKILL, SIGTERM).
 RETRYABLE_EXIT_CODES = frozenset({130, 137, 143})

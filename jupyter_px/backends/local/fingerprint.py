@@ -33,14 +33,33 @@ def _mtime(path: str | Path) -> int:
         return 0
 
 
+#: Files an import can load, or that say what is installed (`.pth` lines run at start-up).
+_IMPORTABLE_SUFFIXES = (".py", ".pth", ".so", ".pyd", ".zip", ".egg", ".egg-link")
+
+
+def _importable(entry: os.DirEntry) -> bool:
+    """Whether an entry of a path directory can change what an import finds: a package (or
+    namespace) directory or an install's metadata directory, a module, a `.pth` file. A log, a
+    checkpoint or a CSV the user's code writes beside its modules cannot; `__pycache__` (Python
+    writes it at the first import) neither."""
+    name = entry.name
+    if name == "__pycache__":
+        return False
+    try:
+        if entry.is_dir():
+            return name.isidentifier() or name.endswith((".dist-info", ".egg-info", ".libs"))
+    except OSError:
+        return False
+    return name.endswith(_IMPORTABLE_SUFFIXES)
+
+
 def _directory_facts(path: str) -> list[int]:
-    """How many entries a directory holds and the newest one's mtime, `__pycache__` aside: an
-    install adds entries with new mtimes, a removal lowers the count, but Python writing its
-    bytecode cache (`__pycache__` created by the first import from a PYTHONPATH entry) changes
-    the directory's own mtime without changing what can be imported."""
+    """How many importable entries (`_importable`) a directory holds and the newest one's
+    mtime: an install adds entries with new mtimes, a removal lowers the count; a file written
+    beside the modules (a run's log, a notebook's output) changes neither."""
     try:
         with os.scandir(path) as entries:
-            kept = [entry for entry in entries if entry.name != "__pycache__"]
+            kept = [entry for entry in entries if _importable(entry)]
             return [len(kept), max((entry.stat(follow_symlinks=False).st_mtime_ns for entry in kept), default=0)]
     except OSError:
         return [0, 0]

@@ -132,6 +132,7 @@ class Supervisor:
         addresses = local_addresses(self.topology, by_role)
         for replica in self.replicas:
             replica.status.address = addresses[replica.spec.role][replica.spec.index]
+            replica.status.memory_limit_mib = placements[(replica.spec.role, replica.spec.index)].memory_limit_mib
         self.plan = LaunchPlan(
             self.record, self.topology, self.paths, addresses, placements, clean_environ(self.store.home)
         )

@@ -19,7 +19,6 @@ from typing import Any
 
 from ... import detached
 from ...runstore import RunStatus, atomic_write_json
-from ...stack_signal import STACKS_SIGNAL
 from ...topology import Topology, parse_topology
 from ...topology.export import headline
 from ..base import BackendError, SubmitHandle
@@ -30,6 +29,7 @@ from .handle import ENTRY, FOLLOWER, JOB_SCRIPT, NODE_ENTRY, NODE_SCRIPT, PLAN_F
 from .plan import job_plan, plan_document
 from .script import job_name, job_script, node_script, task_script
 from .settings import SlurmSettings, load_settings
+from .stacks import take_stacks
 from .states import ACTIVE, base_state
 
 #: Beyond the stop grace, how long `stop` waits for the job to leave the queue.
@@ -125,10 +125,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         return SubmitHandle(run_id, self.name, {"job_id": job_id, "follower_pid": pid})
 
     def stacks(self, run_id: str) -> dict[str, Any]:
-        """Every running replica's stacks (`jupyter_px.diagnostics`): `scancel --signal=URG` reaches
-        every process of the job's steps on every node (slurmstepd signals its whole process
-        container), the runners armed on it write to the run's directory the nodes share."""
-        from ...diagnostics import taking
+        """Every running replica's stacks (`stacks.take_stacks`)."""
         from ...runstore import ReplicaState
 
         root = self.store.paths(run_id).root
@@ -138,13 +135,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
             raise BackendError(f"run {run_id} has no Slurm job to ask: {error}") from None
         status = self.store.status(run_id)
         targets = {r.key: r.pid for r in status.replicas if r.state == ReplicaState.RUNNING}
-        commands = SlurmCommands(handle.slurm_conf)
-
-        class _Job:
-            def signal_all(self) -> None:
-                commands.scancel(handle.job_id, signal=str(int(STACKS_SIGNAL)))
-
-        return taking.take(root, run_id, targets, send=_Job(), work_dir=handle.work_dir(root))
+        return take_stacks(root, run_id, handle, targets)
 
     def stop(self, run_id: str, timeout: float | None = None) -> None:
         """Stop the run's job (SIGTERM to its tasks, the grace, then scancel) and wait until

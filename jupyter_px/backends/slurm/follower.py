@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from ...diagnostics.stalls import StallJudge
 from ...runstore import ReplicaState, ReplicaStatus, RunState, RunStatus, RunStore, read_tail
 from ...runstore.models import Reason
 from ...topology import parse_topology
@@ -45,6 +47,7 @@ from .kills import JobLayout, SlurmKill, killed_tasks
 from .queue import JobView, QueueWatch, Snapshot
 from .replicas import Ending, Hit, RecordReader, Records, ended_replica, killed_replica, unrecorded_end
 from .settings import load_settings
+from .stacks import take_stacks
 from .states import ACTIVE, STARTED, base_state, minutes_text, pending_message, running_message, slurm_end
 
 log = logging.getLogger(__name__)
@@ -112,6 +115,8 @@ class Follower:
         self.last_snapshot = 0.0  # when the snapshot last looked at was taken
         recorded = store.status(run_id)
         self.owner, self.started_at = recorded.owner, recorded.started_at
+        self.stalls = StallJudge(self.paths.metrics)
+        self.stall_stacks: threading.Thread | None = None
 
     # ---- reading -----------------------------------------------------------------------------
     def _records(self) -> Records:
@@ -414,12 +419,35 @@ class Follower:
                 if final is not None:
                     return self._finish(final)
             status = self._status(self._replicas(records, final=False, slurm_state=None))
-            replicas_key = [(r.state, r.reason, r.exit_code) for r in status.replicas]
+            self._mark_stalls(status.replicas)
+            replicas_key = [(r.state, r.reason, r.exit_code, r.stalled_since) for r in status.replicas]
             key = (status.state, status.reason, status.message, replicas_key)
             if key != last:
                 self.store.write_status(status)
                 last = key
             time.sleep(TICK_S)
+
+    def _mark_stalls(self, replicas: list[ReplicaStatus]) -> None:
+        """Mark the running replicas that stopped logging steps (`diagnostics.stalls`, read from
+        their metrics files in the run directory); when a stall begins, take every running
+        replica's stacks once, in a thread, as `jupyter px stacks` would."""
+        running = self.ending is None
+        was_stalled = self.stalls.any_stalled
+        began = self.stalls.mark((r, running and r.state == ReplicaState.RUNNING) for r in replicas)
+        for notice in began:
+            log.warning("run %s stalled: %s", self.run_id, notice)
+        if began and not was_stalled and not (self.stall_stacks and self.stall_stacks.is_alive()):
+            why = "stalled: " + "; ".join(began)
+            targets = {r.key: r.pid for r in replicas if r.state == ReplicaState.RUNNING}
+            self.stall_stacks = threading.Thread(target=self._take_stacks, args=(targets, why), daemon=True)
+            self.stall_stacks.start()
+
+    def _take_stacks(self, targets: dict[str, int | None], why: str) -> None:
+        try:
+            snapshot = take_stacks(self.run_dir, self.run_id, self.handle, targets, why)
+            log.info("run %s: stacks taken (%s):\n%s", self.run_id, why, snapshot["text"])
+        except Exception:
+            log.exception("run %s: cannot take the replicas' stacks", self.run_id)
 
     def _give_up(self, error: str) -> int:
         status = self.store.status(self.run_id)

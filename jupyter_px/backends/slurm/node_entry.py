@@ -18,7 +18,10 @@ Components with GPUs keep a task per replica (Slurm binds each task's GPUs,
 `CUDA_VISIBLE_DEVICES`).
 
 Signals the launcher gets (a stop's `scancel --signal=TERM`) are passed on to every child, which
-passes them to its replica. It exits with the first non-zero code of its children.
+passes them to its replica. It exits with the first non-zero code of its children. While they run
+it samples each child's process tree every 2 s (`jupyter_px.diagnostics.system_metrics`: the
+replica's `system/cpu_percent` and `system/rss_mib`, as the local supervisor does), into the run's
+metrics directory here.
 
 Copied into each run's directory beside `entry.py` (which it imports: the same folder is first
 on `sys.path`); standard library only, plus what `entry.py` imports.
@@ -30,11 +33,14 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import entry  # the run's slurm/entry.py (backends/slurm/task_entry.py)
 
 #: How long the launcher waits for the batch script's layout of the job before giving up.
 LAYOUT_TIMEOUT_S = 120.0
+#: How often the launcher looks for its children's ends (it samples them in between).
+WAIT_POLL_S = 0.2
 
 
 def my_procids(run_dir: str, env: dict[str, str], component: int) -> list[int]:
@@ -81,6 +87,7 @@ class Launcher:
             signal.signal(signum, self._pass_on)
         import jupyter_px.cluster  # once for the node: every child inherits it
         import jupyter_px.runner  # noqa: F401
+        from jupyter_px.diagnostics.system_metrics import SystemSampler, children
 
         plan = entry.read_json(os.path.join(self.run_dir, "slurm", "plan.json"))
         procids = my_procids(self.run_dir, self.env, self.component)
@@ -93,14 +100,21 @@ class Launcher:
             if pid == 0:
                 self._become_task(plan, procid, local)
             self.children[pid] = procid
+        keys = {procid: "-".join(map(str, plan["tasks"][procid])) for procid in procids}
+        sampler = SystemSampler(Path(self.run_dir) / "metrics")
         code = 0
         while self.children:
             try:
-                pid, status = os.wait()
+                pid, status = os.waitpid(-1, os.WNOHANG)
             except InterruptedError:
                 continue
             except ChildProcessError:
                 break
+            if pid == 0:  # none ended: sample what runs (each task's replica), look again soon
+                tops = {keys[procid]: (children(task) or [task])[0] for task, procid in self.children.items()}
+                sampler.sample(tops)
+                time.sleep(WAIT_POLL_S)
+                continue
             if self.children.pop(pid, None) is not None:
                 ended = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                 code = code or ended

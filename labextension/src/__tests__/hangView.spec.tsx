@@ -334,6 +334,36 @@ describe('a hung run in its notebook output', () => {
     expect(bars).toEqual(['3.2%', '2.9%', '99.6%']);
   });
 
+  it("draws each replica's memory beside its limit, marked once it is near", async () => {
+    const limited = view();
+    limited.replicas = [
+      { ...row('master-0', false), memory_limit_mib: 900 },
+      { ...row('worker-0', false), memory_limit_mib: null },
+      { ...row('worker-1', false), memory_limit_mib: 1600 }
+    ];
+    getRunView.mockResolvedValue(limited);
+    await show();
+    await settle(
+      () =>
+        node().querySelector('.jp-px-system-cell .jp-px-system-mem')
+          ?.textContent === '412 MiB of 900 MiB'
+    );
+    const cells = [...node().querySelectorAll('.jp-px-system-cell')];
+    expect(
+      cells.map(cell => [
+        cell.querySelector('.jp-px-system-mem')!.textContent,
+        cell.classList.contains('jp-px-system-near-limit')
+      ])
+    ).toEqual([
+      ['412 MiB of 900 MiB', false],
+      ['408 MiB', false], // no limit: its usage alone
+      ['1.5 GiB of 1.6 GiB', true] // 1,536 of 1,600 MiB: past 90%
+    ]);
+    expect(cells[2].getAttribute('title')).toContain(
+      '1.5 GiB resident of its 1.6 GiB limit'
+    );
+  });
+
   it('hides the strip of a run deleted since', async () => {
     getRunView.mockRejectedValue(new ApiError('no run', 404));
     await React.act(() =>

@@ -212,6 +212,47 @@ describe('the run in a notebook output', () => {
     );
   });
 
+  it('says which attempt runs and how each earlier one ended, and marks where each began on the plot', async () => {
+    getRunView.mockResolvedValue(
+      view({
+        attempt: 'attempt 2 of 3, from step 1',
+        attempts: [
+          {
+            attempt: 1,
+            started_at: 100,
+            resumed_from: null,
+            ended: 'worker-0 killed by SIGKILL at step 2'
+          },
+          { attempt: 2, started_at: 101.5, resumed_from: 1, ended: '' }
+        ]
+      })
+    );
+    await React.act(() =>
+      output.renderModel(mimeModel({ [RUN_MIMETYPE]: payload() }))
+    );
+    await settle(() => node().querySelector('.jp-px-attempts') !== null);
+    const attempts = node().querySelector('.jp-px-attempts')!;
+    expect(attempts.querySelector('.jp-px-attempt-now')!.textContent).toBe(
+      'attempt 2 of 3, from step 1'
+    );
+    expect(
+      [...attempts.querySelectorAll('.jp-px-attempt-ended')].map(
+        line => line.textContent
+      )
+    ).toEqual(['attempt 1: worker-0 killed by SIGKILL at step 2']);
+    // The plot: a dashed line where attempt 2 resumed (step 1), labelled.
+    const figure = () =>
+      (node().querySelector('.jp-px-plotly-target') as any)?.__figure;
+    await React.act(() => output['_metrics']!.fetch());
+    await settle(() => (figure()?.layout.shapes ?? []).length === 1);
+    expect(figure().layout.shapes[0]).toMatchObject({
+      x0: 1,
+      x1: 1,
+      line: { dash: 'dash' }
+    });
+    expect(figure().layout.annotations[0].text).toBe('attempt 2');
+  });
+
   it('ticks the age between reads', async () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate'] });
     try {

@@ -140,7 +140,7 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
     );
     // Each replica's CPU and memory, always in sight (a busy rank beside idle ones), above the tabs.
     const strip = (this._strip = ReactWidget.create(
-      <SystemStrip metrics={metrics} />
+      <SystemStrip metrics={metrics} run={model} />
     ));
     strip.addClass('jp-px-run-output-system');
     layout.addWidget(strip);
@@ -155,7 +155,10 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
               no metrics were logged (jupyter_px.tracking.log_metrics)
             </div>
           ) : (
-            <MetricsPlot model={metrics} />
+            <MetricsPlot
+              model={metrics}
+              attempts={() => model.view?.attempts ?? []}
+            />
           )
         }
       </UseSignal>

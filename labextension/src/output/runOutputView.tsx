@@ -287,6 +287,22 @@ export function RunOutputView(props: {
                     {view.stalled}
                   </div>
                 )}
+                {view?.attempt && (
+                  <div className="jp-px-run-message jp-px-attempts">
+                    <span className="jp-px-attempt-now">{view.attempt}</span>
+                    {(view.attempts ?? [])
+                      .filter(attempt => attempt.ended)
+                      .map(attempt => (
+                        <div
+                          key={attempt.attempt}
+                          className="jp-px-attempt-ended"
+                          data-attempt={attempt.attempt}
+                        >
+                          attempt {attempt.attempt}: {attempt.ended}
+                        </div>
+                      ))}
+                  </div>
+                )}
                 {view?.changes && <CellChangesView changes={view.changes} />}
                 <div className="jp-px-toolbar jp-px-run-output-actions">
                   {!model.finished && actions.stopRun && (

@@ -1,10 +1,16 @@
 import { UseSignal } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { ILine, lineFigure, suggestLog, XKind } from '../plotting/figures';
+import {
+  ILine,
+  IMark,
+  lineFigure,
+  suggestLog,
+  XKind
+} from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import { XKindPicker } from '../plotting/xKindPicker';
-import type { ISeries } from '../types';
+import type { IAttemptMark, ISeries } from '../types';
 import { useNow } from '../useNow';
 import type { MetricsModel } from './metricsModel';
 
@@ -42,6 +48,43 @@ export function replicaLines(
     });
 }
 
+/**
+ * Where each attempt after the first began, in the plot's x: the checkpoint step it resumed from
+ * (0: from the start), or the time it started (wall, or since the run's first point).
+ */
+export function attemptMarks(
+  attempts: IAttemptMark[],
+  xKind: XKind,
+  model: Pick<MetricsModel, 'data'>
+): IMark[] {
+  const later = attempts.filter(attempt => attempt.attempt > 1);
+  const firstTime = Math.min(
+    ...Object.values(model.data).flatMap(metrics =>
+      Object.values(metrics).map(series => series.times[0] ?? Infinity)
+    )
+  );
+  return later.flatMap((attempt): IMark[] => {
+    const label = `attempt ${attempt.attempt}`;
+    if (xKind === 'step') {
+      return [{ x: attempt.resumed_from ?? 0, label }];
+    }
+    if (attempt.started_at === null) {
+      return [];
+    }
+    if (xKind === 'wall') {
+      return [{ x: new Date(attempt.started_at * 1000).toISOString(), label }];
+    }
+    return Number.isFinite(firstTime)
+      ? [
+          {
+            x: Math.round((attempt.started_at - firstTime) * 1000) / 1000,
+            label
+          }
+        ]
+      : [];
+  });
+}
+
 /** How long a live run may log nothing before the view asks whether its code logs at all. */
 export const QUIET_S = 60;
 
@@ -67,7 +110,11 @@ export function noMetricsText(finished: boolean, waitedS: number): string {
  * broken where a value is not finite, every replica's value under the pointer), filling the
  * width it is given, the legend under it.
  */
-export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
+export function MetricsPlot(props: {
+  model: MetricsModel;
+  /** The run's attempts, once one failed: where each later one began is marked. */
+  attempts?: () => IAttemptMark[];
+}): JSX.Element {
   const { model } = props;
   const theme = usePlotTheme();
   const [log, setLog] = React.useState<boolean | null>(null);
@@ -142,7 +189,8 @@ export function MetricsPlot(props: { model: MetricsModel }): JSX.Element {
                   yTitle: metric ?? '',
                   xKind,
                   log: logScale,
-                  legend: lines.length > 1
+                  legend: lines.length > 1,
+                  marks: attemptMarks(props.attempts?.() ?? [], xKind, model)
                 })}
               />
             )}

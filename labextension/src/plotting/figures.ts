@@ -189,6 +189,8 @@ export function lineFigure(options: {
   log?: boolean;
   height?: number;
   legend?: boolean;
+  /** Vertical lines across the plot, each labelled at its top (where an attempt began). */
+  marks?: IMark[];
 }): IFigure {
   const { lines, theme } = options;
   const xKind = options.xKind ?? 'step';
@@ -241,8 +243,46 @@ export function lineFigure(options: {
         exponentformat: 'power',
         // A log axis over a decade or two: a few labelled ticks, not one per digit.
         ...(options.log ? { nticks: 6, tickformat: '~g' } : {})
-      }
+      },
+      ...markLayout(options.marks ?? [], theme)
     }
+  };
+}
+
+/** A vertical line at `x` (in the plot's x units) with its label. */
+export interface IMark {
+  x: number | string;
+  label: string;
+}
+
+function markLayout(
+  marks: IMark[],
+  theme: IPlotTheme
+): { shapes?: any[]; annotations?: any[] } {
+  if (marks.length === 0) {
+    return {};
+  }
+  return {
+    shapes: marks.map(mark => ({
+      type: 'line',
+      xref: 'x',
+      yref: 'paper',
+      x0: mark.x,
+      x1: mark.x,
+      y0: 0,
+      y1: 1,
+      line: { color: theme.muted, width: 1, dash: 'dash' }
+    })),
+    annotations: marks.map(mark => ({
+      xref: 'x',
+      yref: 'paper',
+      x: mark.x,
+      y: 1,
+      yanchor: 'bottom',
+      text: escapeText(mark.label),
+      showarrow: false,
+      font: { size: 10, color: theme.muted }
+    }))
   };
 }
 

@@ -39,6 +39,7 @@ from typing import Any
 from urllib3.exceptions import HTTPError
 
 from .... import detached
+from ....diagnostics.stalls import StallJudge
 from ....runstore import (
     ReplicaState,
     ReplicaStatus,
@@ -98,6 +99,7 @@ class Follower:
         settings = load_settings(namespace=self.handle.namespace, context=self.handle.context)
         self.cluster: Cluster = connect(settings)
         self.give_up_s = float(settings.follower_give_up_s)
+        self.stalls = StallJudge(self.paths.metrics)  # from the metrics the logs' lines became
         self.hosted = feed is not None
         self.feed: Feed = feed or OwnWatch(self.cluster, self.handle.base, run_id)
         self.contact, self.events = self.feed.contact, self.feed.events
@@ -395,7 +397,12 @@ class Follower:
             refusal = self._refusal()
             if refusal is not None:
                 return self._refused(views, state, *refusal)
-            snapshot = (state, reason, [(k, v.state, v.reason, v.restarts) for k, (_, v) in sorted(views.items())])
+            self.stalls.mark((view, view.state == ReplicaState.RUNNING) for _, view in views.values())
+            snapshot = (
+                state,
+                reason,
+                [(k, v.state, v.reason, v.restarts, v.stalled_since) for k, (_, v) in sorted(views.items())],
+            )
             if snapshot != last_written:
                 self._write_status(views, state, reason, message, final=False)
                 last_written = snapshot

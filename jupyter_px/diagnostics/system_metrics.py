@@ -1,8 +1,9 @@
-"""Each replica's CPU and memory, sampled by the supervisor: `system/cpu_percent`, `system/rss_mib`.
+"""Each replica's CPU and memory, sampled where it runs: `system/cpu_percent`, `system/rss_mib`.
 
 A rank at 100% CPU beside ranks at 3% (a DataLoader bound rank, a rank spinning in a busy wait),
 or a rank whose memory climbs step after step, is visible without a profiler. Every `SAMPLE_EVERY_S`
-the supervisor reads, for each running replica, its process and every descendant (a DataLoader's
+the sampler (the local supervisor; on Slurm the launcher of a node's replicas) reads, for each
+running replica, its process and every descendant (a DataLoader's
 workers, the ranks of `processes_per_replica`) straight from /proc: the tree from
 `/proc/<pid>/task/<tid>/children`, CPU time from `/proc/<pid>/stat` (utime + stime), resident
 memory from `/proc/<pid>/statm`. No scan of every process on the machine: a few small reads per
@@ -22,11 +23,10 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Mapping
+from pathlib import Path
 
-from ...runstore import RunPaths
-from ...runstore.layout import SYSTEM_INFIX, replica_key
-from .replica import Replica
+from ..runstore.layout import SYSTEM_INFIX
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,8 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """`pid`'s child processes now (none when it is gone)."""
     found: list[int] = []
     try:
         tids = os.listdir(f"/proc/{pid}/task")
@@ -57,7 +58,7 @@ def process_tree(pid: int) -> list[int]:
     while pending:
         current = pending.pop()
         tree.append(current)
-        pending.extend(_children(current))
+        pending.extend(children(current))
     return tree
 
 
@@ -85,40 +86,40 @@ def tree_usage(pid: int) -> tuple[float, int]:
 
 
 class SystemSampler:
-    """The supervisor's sampling: `sample(replicas)` on each turn of its loop (it acts every
-    `SAMPLE_EVERY_S`)."""
+    """Sampling on each turn of its owner's loop: `sample(pids)` (it acts every `SAMPLE_EVERY_S`),
+    each replica's points written to `metrics_dir`."""
 
-    def __init__(self, paths: RunPaths, every_s: float = SAMPLE_EVERY_S):
-        self.paths = paths
+    def __init__(self, metrics_dir: Path, every_s: float = SAMPLE_EVERY_S):
+        self.metrics_dir = metrics_dir
         self.every_s = every_s
         self.next_at = 0.0
         #: replica key -> (pid, monotonic time, CPU seconds) of its previous sample
         self.previous: dict[str, tuple[int, float, float]] = {}
         self.failing = False
 
-    def sample(self, replicas: Iterable[Replica]) -> None:
+    def sample(self, pids: Mapping[str, int | None]) -> None:
+        """`pids`: each replica's key (`worker-1`) and the pid at the top of its tree, None when
+        it runs no process now."""
         now = time.monotonic()
         if now < self.next_at:
             return
         self.next_at = now + self.every_s
         wall = time.time()
-        for replica in replicas:
-            if replica.popen is None:
+        for key, pid in pids.items():
+            if pid is None:
                 continue
-            pid = replica.popen.pid
             cpu, rss = tree_usage(pid)
             if not rss:
                 continue
             values = {"system/rss_mib": round(rss / 2**20, 2)}
-            before = self.previous.get(replica.key)
+            before = self.previous.get(key)
             if before is not None and before[0] == pid and now > before[1]:
                 values["system/cpu_percent"] = round(max(0.0, cpu - before[2]) / (now - before[1]) * 100, 1)
-            self.previous[replica.key] = (pid, now, cpu)
-            self._write(replica, {"step": None, "time": wall, "metrics": values})
+            self.previous[key] = (pid, now, cpu)
+            self._write(key, {"step": None, "time": wall, "metrics": values})
 
-    def _write(self, replica: Replica, point: dict) -> None:
-        key = replica_key(replica.spec.role, replica.spec.index)
-        path = self.paths.metrics_dir / f"{key}{SYSTEM_INFIX}.jsonl"
+    def _write(self, key: str, point: dict) -> None:
+        path = self.metrics_dir / f"{key}{SYSTEM_INFIX}.jsonl"
         try:
             path.parent.mkdir(exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
