@@ -15,6 +15,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ...presentation.view_models import (
+    AttemptMark,
     CellChanges,
     Failure,
     MetricChange,
@@ -210,6 +211,7 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     ParamImportance: "IParamImportance",
     RunViewModel: "IRunViewModel",
     ReplicaRowView: "IReplicaRowView",
+    AttemptMark: "IAttemptMark",
     PhaseCount: "IPhaseCount",
     RankRate: "IRankRate",
     Failure: "IFailure",
