@@ -52,20 +52,28 @@ def _shape(value: str, run) -> str:
 
 
 @pytest.mark.jobs
+@pytest.mark.parametrize("submitter", ["plain", "ignoring SIGINT and SIGHUP"])
 def test_a_warm_replica_is_the_process_a_cold_start_makes_and_nothing_of_an_earlier_run_leaks(
-    px_home, tmp_path, monkeypatch
+    px_home, tmp_path, monkeypatch, submitter
 ):
+    """`ignoring SIGINT and SIGHUP`: the submitter is a background job under `nohup` (as `nohup
+    jupyter lab &` starts a server): its cold replicas get the default dispositions back before
+    their exec, and its template's forks must get them too (they kept the template's ignored ones)."""
     # a template of this test's own, started with a variable the runs do not have: not theirs either
     monkeypatch.setenv("JUPYTER_PX_WARM_DIR", str(tmp_path / "warm"))
     monkeypatch.setenv("JUPYTER_PX_WARM", "1")
     monkeypatch.setenv("PROBE_TEMPLATE_ONLY", "the template's")
+    ignored = (signal.SIGINT, signal.SIGHUP) if submitter != "plain" else ()
+    before = {signum: signal.signal(signum, signal.SIG_IGN) for signum in ignored}
     try:
-        ensure_templates()
-    finally:
-        monkeypatch.delenv("PROBE_TEMPLATE_ONLY")
-    try:
+        try:
+            ensure_templates()
+        finally:
+            monkeypatch.delenv("PROBE_TEMPLATE_ONLY")
         _compare_cold_and_warm(tmp_path)
     finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
         warm.stop_all("the test ended")
 
 

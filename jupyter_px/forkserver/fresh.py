@@ -97,14 +97,25 @@ def set_process_name(name: str) -> None:
         pass
 
 
+#: What a cold start sets back to the default just before its exec (an ignored signal would stay
+#: ignored through exec: a submitter under `nohup`, or a background job of a shell, ignores
+#: SIGHUP or SIGINT, and its replicas must not).
+RESET_BEFORE_EXEC = (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE)
+
+
 def initial_dispositions() -> dict[int, Any]:
-    """The signal dispositions of this interpreter now: call it first thing, before any handler."""
+    """The signal dispositions a cold replica starts with: this interpreter's now (call it first
+    thing, before any handler), with `RESET_BEFORE_EXEC` as an exec after that reset leaves them
+    and Python's start-up then sets them (SIGINT raises KeyboardInterrupt, SIGPIPE ignored)."""
     found: dict[int, Any] = {}
     for signum in _SIGNALS:
         try:
             found[signum] = signal.getsignal(signum)
         except (OSError, ValueError):
             continue
+    found.update(dict.fromkeys(RESET_BEFORE_EXEC, signal.SIG_DFL))
+    found[signal.SIGINT] = signal.default_int_handler
+    found[signal.SIGPIPE] = signal.SIG_IGN
     return found
 
 

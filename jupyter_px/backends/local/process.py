@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from ...forkserver.fresh import RESET_BEFORE_EXEC
 from .cgroups import join
 
 PR_SET_PDEATHSIG = 1
@@ -74,7 +75,7 @@ class _ChildSetup:
         self.cgroup_procs = cgroup_procs
 
     def __call__(self) -> None:
-        for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+        for signum in RESET_BEFORE_EXEC:
             signal.signal(signum, signal.SIG_DFL)  # ignored signals would stay ignored through exec
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         set_parent_death_signal(signal.SIGTERM)
