@@ -88,6 +88,13 @@ def queued(cluster: SlurmCluster, job_id: int | None = None) -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
+def gone(cluster: SlurmCluster, job: int) -> None:
+    """A run that ended by itself leaves nothing queued: its tasks recorded their ends, which
+    decides the run; the batch script then ends with its srun (a second or two, more under load),
+    or the follower cancels the job after `JOB_END_WAIT_S`."""
+    wait_for(lambda: not queued(cluster, job), "the job to leave the queue", timeout=30)
+
+
 def follower_pids(home: Path) -> list[int]:
     from jupyter_px.runstore import RunStore
 

@@ -9,7 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from slurm_support import DEADLINE_S, job_id, queued, slurm_cluster_fixture, use_slurm_fixture  # noqa: F401 (fixtures)
+from slurm_support import (  # noqa: F401 (fixtures)
+    DEADLINE_S,
+    gone,
+    job_id,
+    slurm_cluster_fixture,
+    use_slurm_fixture,
+)
 
 from jupyter_px.runstore import RunStore
 from jupyter_px.service import RunService, ScriptFile, SourceText, Submission
@@ -45,7 +51,7 @@ def test_pytorch_ddp_all_reduces_across_the_three_nodes(use_slurm, px_home):
     nodes = {replica.address.split(":")[0] for replica in status.replicas}
     assert nodes == set(use_slurm.nodes), status.replicas  # one replica on each node
     assert {r.exit_code for r in status.replicas} == {0}
-    assert not queued(use_slurm, job_id(px_home, run_id))
+    gone(use_slurm, job_id(px_home, run_id))
 
 
 def _recording_env(source: str) -> str:
@@ -117,4 +123,4 @@ def test_tensorflow_parameter_server_as_a_heterogeneous_job(use_slurm, px_home):
     assert by_key["master-0"].reason == "Completed" and by_key["master-0"].exit_code == 0
     for key in ("worker-0", "worker-1", "ps-0"):  # servers never end by themselves: the run stopped them
         assert by_key[key].state.value == "Succeeded" and by_key[key].reason == "StoppedByRun", by_key[key]
-    assert not queued(use_slurm, job)
+    gone(use_slurm, job)

@@ -15,6 +15,7 @@ from slurm_cluster import SlurmUnavailable
 from slurm_support import (  # noqa: F401 (fixtures)
     DEADLINE_S,
     STOPPABLE,
+    gone,
     job_id,
     queued,
     slurm_cluster_fixture,
@@ -193,7 +194,7 @@ def test_a_burst_stopped_at_once_keeps_every_point(use_slurm, px_home, monkeypat
         assert len(accumulator.Scalars("loss")) == BURST, replica.key
         assert replica.points_lost == 0 and "not written" not in (replica.message or ""), replica
     assert not list(paths.metrics_dir.glob(".*.ledger"))  # each task settled its replica's ledgers
-    assert not queued(use_slurm, job_id(px_home, run_id))
+    gone(use_slurm, job_id(px_home, run_id))
 
 
 # last in this module: the node may hold the failed job's CPUs a while after it is back

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from slurm_cluster import SlurmCluster
-from slurm_support import DEADLINE_S, job_id, queued, started_cluster, use_slurm_fixture, wait_for  # noqa: F401
+from slurm_support import DEADLINE_S, gone, job_id, queued, started_cluster, use_slurm_fixture, wait_for  # noqa: F401
 
 from jupyter_px.backends.slurm.default_memory import SlurmMemoryWarning
 from jupyter_px.presentation.run_view import RunViewSource
@@ -41,11 +41,6 @@ def cgroups(cluster: SlurmCluster) -> bool:
     """Whether this cluster enforces memory with cgroups (else job accounting's OverMemoryKill)."""
     assert cluster.layout is not None
     return cluster.layout.cgroups
-
-
-def gone(cluster: SlurmCluster, job: int) -> None:
-    """The run has ended: its job leaves the queue (a step Slurm killed takes srun a few seconds)."""
-    wait_for(lambda: not queued(cluster, job), "the job to leave the queue", timeout=30)
 
 
 def quickstart() -> tuple[str, dict]:
