@@ -14,6 +14,7 @@ from slurm_support import (  # noqa: F401 (fixtures)
     gone,
     job_id,
     slurm_cluster_fixture,
+    topology_of,
     use_slurm_fixture,
 )
 
@@ -27,15 +28,7 @@ JOBS = Path(__file__).parent / "jobs"
 
 def test_pytorch_ddp_all_reduces_across_the_three_nodes(use_slurm, px_home):
     # 3 of a node's 4 CPUs per replica: Slurm can place only one replica per node
-    resources = {"cpu": 3, "memory": 900}
-    topology = {
-        "framework": "pytorch",
-        "backend": "slurm",
-        "environment": {
-            "resources": resources,
-            "replicas": {"n_workers": 2, "default_worker": {"resources": resources}},
-        },
-    }
+    topology = topology_of(cpu=3, memory=900)
     service = RunService()
     run_id = service.submit(Submission(ScriptFile(JOBS / "torch_ddp.py"), topology, name="ddp"))
     status = service.wait(run_id, timeout=DEADLINE_S)

@@ -6,7 +6,7 @@ marks the hung replicas Stalled and takes their stacks itself when the stall beg
 from __future__ import annotations
 
 import pytest
-from slurm_support import DEADLINE_S, slurm_cluster_fixture, use_slurm_fixture, wait_for  # noqa: F401
+from slurm_support import DEADLINE_S, slurm_cluster_fixture, topology_of, use_slurm_fixture, wait_for  # noqa: F401
 from test_stacks import ASLEEP, IN_ALL_REDUCE, hang_notebook
 
 from jupyter_px.cli import main as cli_main
@@ -15,15 +15,7 @@ from jupyter_px.diagnostics import snapshots
 pytestmark = pytest.mark.slurm
 
 
-RESOURCES = {"cpu": 3, "memory": 900}  # one replica per node
-TOPOLOGY = {
-    "framework": "pytorch",
-    "backend": "slurm",
-    "environment": {
-        "resources": RESOURCES,
-        "replicas": {"n_workers": 2, "default_worker": {"resources": RESOURCES}},
-    },
-}
+TOPOLOGY = topology_of(cpu=3, memory=900)  # one replica per node
 
 
 def test_the_stacks_of_a_hung_slurm_job_show_the_sleeping_rank_apart(use_slurm, px_home, tmp_path, capsys):
