@@ -134,6 +134,7 @@ BACKENDS: tuple[BackendEntry, ...] = (
         settings_prefix="PX_SLURM_",
         tunables=("PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S"),
         pool="slurm",
+        retries_runs=True,
     ),
     BackendEntry(
         "ssh",

@@ -84,10 +84,15 @@ def all_checkpoints(outputs: str) -> list[CheckpointFile]:
 
 
 def newest_step(outputs: str) -> int | None:
-    """The step of the newest complete checkpoint the whole run can resume from: the lowest of
-    the scopes' newest steps (a replica resumes from its own newest; a gang is only as far as the
-    slowest of them), or None when there is none."""
-    newest: dict[str, int] = {}
+    """The step of the newest complete checkpoint the whole run can resume from: the newest step
+    every scope has a checkpoint of (a gang is only as far as the slowest of its replicas, and
+    each must load the same step), or None when there is none.
+
+    Replicas asked to checkpoint now (`tracking.checkpoint_requested`, a Slurm job before its
+    time limit) may save at steps one apart, as the request reaches each between two of its
+    steps: then their common periodic step is the one they resume from."""
+    steps: dict[str, set[int]] = {}
     for checkpoint in all_checkpoints(outputs):
-        newest[checkpoint.scope] = max(newest.get(checkpoint.scope, -1), checkpoint.step)
-    return min(newest.values()) if newest else None
+        steps.setdefault(checkpoint.scope, set()).add(checkpoint.step)
+    common = set.intersection(*steps.values()) if steps else set()
+    return max(common) if common else None

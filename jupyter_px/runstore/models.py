@@ -221,13 +221,16 @@ class AttemptRecord(BaseModel):
     log_offsets: dict[str, int] = Field(default_factory=dict, description="replica -> byte its log of it starts at")
 
     def describe(self) -> str:
-        """How it ended: `worker-1 killed by SIGKILL at step 1,287` ("" while it runs)."""
+        """How it ended: `worker-1 killed by SIGKILL at step 1,287`, `Slurm job 5 requeued
+        (TimeLimit) at step 1,287` ("" while it runs)."""
         if self.failed is None:
             return ""
         if self.reason == Reason.OOM_KILLED:
             what = "OOMKilled"
         elif self.signal:
             what = f"killed by {self.signal}"
+        elif self.exit_code is None and self.message:  # not a process's end: a Slurm requeue (TimeLimit)
+            what = self.message
         else:
             what = f"exited with code {self.exit_code}"
         return f"{self.failed} {what}" + (f" at step {self.step:,}" if self.step is not None else "")

@@ -66,7 +66,7 @@ from typing import Any, cast
 from ..runstore.layout import EVENTS_FILE_SUFFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
 from ..runstore.ledger import ACCEPTED as _ACCEPTED
 from . import delivery as _delivery
-from .checkpoints import Checkpoint, get_attempt, load_checkpoint, save_checkpoint
+from .checkpoints import Checkpoint, checkpoint_requested, get_attempt, load_checkpoint, save_checkpoint
 from .fd_writes import print_line as _print_line
 from .notices import warn_once as _warn_once
 from .notices import warn_outside_run as _warn_outside_run
@@ -82,6 +82,7 @@ __all__ = [
     "get_resume_step",
     "save_checkpoint",
     "load_checkpoint",
+    "checkpoint_requested",
     "Checkpoint",
     "get_attempt",
     "get_tensorboard_path",

@@ -28,6 +28,10 @@ Why it is built this way:
   state, tensors, RNG states), else with pickle; both read back with `load_checkpoint`. PyTorch's
   `torch.distributed.checkpoint` (sharded, asynchronous saves) is not used yet: each rank writes
   its whole state, synchronously.
+* A replica may be asked to checkpoint now (`checkpoint_requested()`): Slurm signals a job before
+  its time limit (`sbatch --signal`), and the Slurm backend passes SIGUSR1 (as submitit and
+  Lightning use it) to every replica, then requeues the job once they have saved. The runner
+  arms it (`jupyter_px.checkpoint_signal`); the next `save_checkpoint` answers the request.
 
 Standard library only (torch is used only when the training code has imported it already).
 """
@@ -40,6 +44,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from .. import checkpoint_signal
 from ..runstore.checkpoints import SHARED_SCOPE, file_name, in_scope, scope_dir
 from .delivery import process_index
 
@@ -106,7 +111,19 @@ def save_checkpoint(state: Any, step: int, *, shared: bool = False, keep: int | 
             pass
         raise
     _prune(folder, kept, final)
+    checkpoint_signal.clear()  # the request, if there was one, is answered
     return final
+
+
+def checkpoint_requested() -> bool:
+    """Whether this replica was asked to save a checkpoint now (a Slurm job near its time limit,
+    about to be requeued): read it at a step boundary and save when it says so.
+
+        if step % 50 == 0 or tracking.checkpoint_requested():
+            tracking.save_checkpoint(state, step)
+
+    True from the request (SIGUSR1, `jupyter_px.checkpoint_signal`) until the next save."""
+    return checkpoint_signal.requested()
 
 
 def _prune(folder: str, kept: int, newest: str) -> None:

@@ -92,7 +92,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         plan = job_plan(topology)
         (work / "slurm").mkdir(exist_ok=True)
         (run_dir / "slurm").mkdir(exist_ok=True)
-        document = plan_document(topology, run_id, plan, settings.rendezvous_timeout_s)
+        document = plan_document(topology, run_id, plan, settings.rendezvous_timeout_s, settings.checkpoint_grace_s)
         atomic_write_json(work / PLAN_FILE, document)
         (work / JOB_SCRIPT).write_text(job_script(run_id, work, plan, settings, headline(topology)))
         (work / TASK_SCRIPT).write_text(task_script(work, plan, settings))

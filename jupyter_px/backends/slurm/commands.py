@@ -144,6 +144,17 @@ class SlurmCommands:
         if done.returncode != 0 and not re.search(r"already completing|already finished|Invalid job id", done.stderr):
             raise SlurmCommandError(f"scancel {job_id}: {_first_line(done.stderr)}", done.returncode, done.stderr)
 
+    def requeue(self, job_id: int) -> None:
+        """Put the job back in the queue (`scontrol requeue`, scontrol(1): "Requeue a running,
+        suspended or finished Slurm batch job into pending state"); Slurm runs its batch script
+        again, under the same id, once the job credential's lifetime has passed (slurm.conf(5)
+        AuthInfo cred_expire: "how long a requeued job must wait before starting again", 120 s)."""
+        done = self.run(["scontrol", "requeue", str(job_id)], check=False)
+        if done.returncode != 0:
+            raise SlurmCommandError(
+                f"scontrol requeue {job_id}: {_first_line(done.stderr)}", done.returncode, done.stderr
+            )
+
     # ---- reading -----------------------------------------------------------------------------------
     def squeue(self) -> list[dict[str, Any]]:
         """Every job slurmctld knows (`squeue --json`; Slurm 22.05 applies no filter to its JSON, so

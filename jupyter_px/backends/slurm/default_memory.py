@@ -23,10 +23,11 @@ after a few training steps, `jupyter_px.tracking` imported):
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from ...topology import Topology
 from .commands import MemoryDefault, SlurmCommandError, SlurmCommands
-from .plan import JobPlan
+from .plan import JobPlan, shape_of
 from .settings import SlurmSettings
 
 #: MiB a replica of the framework keeps resident once it trains (see the module's docstring).
@@ -86,3 +87,24 @@ def undeclared(
 
 def warn(line: str) -> None:
     warnings.warn(line, SlurmMemoryWarning, stacklevel=4)
+
+
+def memory_limits(
+    topology: Any, declared: dict[tuple[str, int], float | None], default_per_cpu: float | None
+) -> dict[tuple[str, int], float]:
+    """Each replica's memory limit: what it declared, else the partition's default for its CPUs."""
+    out = {}
+    for spec in topology.replicas():
+        mib = declared.get((spec.role, spec.index))
+        if mib is None and default_per_cpu is not None:
+            mib = default_per_cpu * shape_of(spec.resources).cpus
+        if mib is not None:
+            out[(spec.role, spec.index)] = float(mib)
+    return out
+
+
+def memory_limit(spec: Any) -> float | None:
+    memory = spec.resources.memory
+    if memory is None:
+        return None
+    return memory.limits if memory.limits is not None else memory.requests

@@ -26,6 +26,7 @@ into the run store (`mirror.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -42,10 +43,12 @@ from .. import follower_process
 from . import mirror
 from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
 from .culprit import blame, mark_consequences, slurm_killed
+from .default_memory import memory_limit, memory_limits
 from .handle import BATCH_OUTPUT, FOLLOWER, STOP_FILE, JobHandle
 from .kills import JobLayout, SlurmKill, killed_tasks
 from .queue import JobView, QueueWatch, Snapshot
 from .replicas import Ending, Hit, RecordReader, Records, ended_replica, killed_replica, unrecorded_end
+from .requeues import Requeues
 from .settings import load_settings
 from .stacks import take_stacks
 from .states import ACTIVE, STARTED, base_state, minutes_text, pending_message, running_message, slurm_end
@@ -96,11 +99,12 @@ class Follower:
         self.queue = QueueWatch(store.home, self.commands, self.settings.poll_interval_s, reader=run_id)
         self.topology = parse_topology(store.record(run_id).topology)
         self.work = self.handle.work_dir(self.run_dir)
-        self.records_dir = self.handle.records_dir(self.run_dir)
-        self.reader = RecordReader(self.records_dir, self.work / BATCH_OUTPUT)
-        self.memory = {(s.role, s.index): _memory_limit(s) for s in self.topology.replicas()}
+        recorded = store.status(run_id)
+        self.attempts = Requeues(self.run_dir, self.handle, self.commands, self.topology, recorded)
+        self.reader = RecordReader(self.attempts.folder(), self.work / BATCH_OUTPUT)
+        self.memory = {(s.role, s.index): memory_limit(s) for s in self.topology.replicas()}
         self.names = ReplicaNames.of(self.topology)
-        self.limits = _memory_limits(self.topology, self.memory, self.handle.default_mem_per_cpu_mib)
+        self.limits = memory_limits(self.topology, self.memory, self.handle.default_mem_per_cpu_mib)
         self.component_ids: dict[int, int] | None = None  # component job id -> index, from the queue
         self.kill_seen: dict[int, float] = {}  # procid -> when Slurm's kill of its task was first read
         self.failed_since: dict[int, float] = {}
@@ -113,7 +117,6 @@ class Follower:
         self.job: JobView | None = None
         self.last_state: str | None = None  # the job's state when last seen in a snapshot
         self.last_snapshot = 0.0  # when the snapshot last looked at was taken
-        recorded = store.status(run_id)
         self.owner, self.started_at = recorded.owner, recorded.started_at
         self.stalls = StallJudge(self.paths.metrics)
         self.stall_stacks: threading.Thread | None = None
@@ -185,6 +188,8 @@ class Follower:
             words = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request")
             self.ending = RunEnding(RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request", words, now)
             return
+        if self.attempts.under_way():  # what the requeue stops is not a failure of the run
+            return
         # a task killed by a signal nobody here sent (Slurm's time limit, someone's scancel): wait
         # for the job's state to say which before deciding on it
         # and a replica that failed by itself: wait a moment for Slurm to say it killed a peer first
@@ -205,6 +210,10 @@ class Follower:
             return
         outcome = decided.outcome
         if outcome.state == RunState.FAILED:
+            retried = self.attempts.retry(outcome, replicas, self.job.restarts if self.job else None)
+            if retried is None:  # the job is requeued: the next attempt begins when Slurm restarts it
+                return
+            outcome = dataclasses.replace(outcome, message=outcome.message + retried)
             said = decided.consequence or f"stopped because {outcome.cause} failed"
             others = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, said)
             self.ending = RunEnding(outcome.state, outcome.reason, outcome.message, others, now, decided.consequence)
@@ -360,6 +369,7 @@ class Follower:
         status = RunStatus(run_id=self.run_id, owner=self.owner, started_at=self.started_at)
         if self.job is not None and self.job.start_time and status.started_at is None:
             status.started_at = self.started_at = self.job.start_time
+        self.attempts.stamp(status, self.job.start_time if self.job else None)
         return status
 
     def _status(self, replicas: list[ReplicaStatus]) -> RunStatus:
@@ -380,6 +390,8 @@ class Follower:
             status.message = running_message(job.job_id, job.nodes, job.time_limit_min, job.start_time, time.time())
         if self.ending is not None and status.state == RunState.RUNNING:
             status.message = f"stopping: {self.ending.message}"
+        elif self.attempts.restarts:
+            status.message = self.attempts.headline() + (status.message or "")
         return status
 
     # ---- the loop -----------------------------------------------------------------------------
@@ -402,6 +414,8 @@ class Follower:
                 self.lost_since = None
                 self.job = snapshot.job(self.handle.job_id)
                 self.component_ids = snapshot.component_ids(self.handle.job_id) or self.component_ids
+                if self.job is not None and self.job.restarts > self.attempts.restarts:
+                    self._next_attempt(self.job.restarts)
             if self.handle.shared_run_dir:
                 mirror.sync(self.work, self.run_dir)
             records = self._records()
@@ -426,6 +440,17 @@ class Follower:
                 self.store.write_status(status)
                 last = key
             time.sleep(TICK_S)
+
+    def _next_attempt(self, restarts: int) -> None:
+        """Slurm restarted the job (`requeues.py`): the next attempt read from its own records and
+        the batch output's new lines; beyond the run's retries, the job is cancelled (`_act`)."""
+        offset = os.stat(self.work / BATCH_OUTPUT).st_size if (self.work / BATCH_OUTPUT).exists() else 0
+        if not self.attempts.begin(restarts, self._replicas(self._records(), final=False, slurm_state=None)):
+            reason, message = self.attempts.ran_out()
+            words = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, message)
+            self.ending = RunEnding(RunState.FAILED, reason, message, words, time.time())
+        self.reader = RecordReader(self.attempts.folder(), self.work / BATCH_OUTPUT, offset=offset)
+        self.kill_seen, self.failed_since, self.ended_before = {}, {}, set()
 
     def _mark_stalls(self, replicas: list[ReplicaStatus]) -> None:
         """Mark the running replicas that stopped logging steps (`diagnostics.stalls`, read from
@@ -460,29 +485,6 @@ class Follower:
         self.store.write_status(status)
         log.warning("run %s: %s", self.run_id, status.message)
         return 0
-
-
-def _memory_limits(
-    topology: Any, declared: dict[tuple[str, int], float | None], default_per_cpu: float | None
-) -> dict[tuple[str, int], float]:
-    """Each replica's memory limit: what it declared, else the partition's default for its CPUs."""
-    from .plan import shape_of
-
-    out = {}
-    for spec in topology.replicas():
-        mib = declared.get((spec.role, spec.index))
-        if mib is None and default_per_cpu is not None:
-            mib = default_per_cpu * shape_of(spec.resources).cpus
-        if mib is not None:
-            out[(spec.role, spec.index)] = float(mib)
-    return out
-
-
-def _memory_limit(spec: Any) -> float | None:
-    memory = spec.resources.memory
-    if memory is None:
-        return None
-    return memory.limits if memory.limits is not None else memory.requests
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,5 +68,7 @@ class JobHandle:
         """The directory the tasks use: the run's own, or its copy under `shared_dir`."""
         return Path(self.shared_run_dir) if self.shared_run_dir else run_dir
 
-    def records_dir(self, run_dir: Path) -> Path:
-        return self.work_dir(run_dir) / "slurm" / f"job-{self.job_id}"
+    def records_dir(self, run_dir: Path, restarts: int = 0) -> Path:
+        """Where the tasks of the job's attempt write their records: `slurm/job-<id>`, then
+        `slurm/job-<id>.<n>` once Slurm restarted it n times (a requeue keeps the job's id)."""
+        return self.work_dir(run_dir) / "slurm" / (f"job-{self.job_id}" + (f".{restarts}" if restarts else ""))

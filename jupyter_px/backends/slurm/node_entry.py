@@ -17,8 +17,8 @@ the replicas are given to the nodes in that order, as srun's block distribution 
 Components with GPUs keep a task per replica (Slurm binds each task's GPUs,
 `CUDA_VISIBLE_DEVICES`).
 
-Signals the launcher gets (a stop's `scancel --signal=TERM`) are passed on to every child, which
-passes them to its replica. It exits with the first non-zero code of its children. While they run
+Signals the launcher gets (a stop's `scancel --signal=TERM`, a checkpoint's USR1) are passed on
+to every child, which passes them to its replica. It exits with the first non-zero code of its children. While they run
 it samples each child's process tree every 2 s (`jupyter_px.diagnostics.system_metrics`: the
 replica's `system/cpu_percent` and `system/rss_mib`, as the local supervisor does), into the run's
 metrics directory here.
@@ -45,7 +45,7 @@ WAIT_POLL_S = 0.2
 
 def my_procids(run_dir: str, env: dict[str, str], component: int) -> list[int]:
     """The procids of `component` that Slurm allotted to this node, in task order."""
-    folder = entry.job_dir(run_dir, entry.leader_job_id(env))
+    folder = entry.attempt_dir(run_dir, env)
     path = os.path.join(folder, "layout.json")
     deadline = time.monotonic() + LAYOUT_TIMEOUT_S
     while not os.path.exists(path):
@@ -124,8 +124,10 @@ class Launcher:
         """In the forked child: the replica's task, as if srun had started it."""
         code = 1
         try:
-            for signum in (*entry.HANDLED_SIGNALS, *entry.PASSED_ON):
+            for signum in entry.HANDLED_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
+            for signum in entry.PASSED_ON:  # the task passes them on once it runs
+                signal.signal(signum, signal.SIG_IGN)
             role, index = plan["tasks"][procid]
             log = os.open(
                 os.path.join(self.run_dir, "logs", f"{role}-{index}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644

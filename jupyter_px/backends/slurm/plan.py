@@ -59,6 +59,8 @@ class Component:
 class JobPlan:
     components: tuple[Component, ...]
     tasks: tuple[tuple[str, int], ...] = field(default=())
+    #: the run-level retry (`termination.max_retries`): times the job may be requeued
+    max_retries: int = 0
 
     @property
     def heterogeneous(self) -> bool:
@@ -90,7 +92,8 @@ def job_plan(topology: Topology) -> JobPlan:
         components.append(Component(shape, tuple(replicas), offset))
         offset += len(replicas)
     tasks = tuple(replica for component in components for replica in component.replicas)
-    return JobPlan(tuple(components), tasks)
+    retries = topology.termination.max_retries if topology.termination else 0
+    return JobPlan(tuple(components), tasks, retries)
 
 
 def unsupported(topology: Topology) -> str | None:
@@ -113,7 +116,9 @@ def unsupported(topology: Topology) -> str | None:
     return None
 
 
-def plan_document(topology: Topology, run_id: str, plan: JobPlan, rendezvous_timeout_s: float) -> dict[str, Any]:
+def plan_document(
+    topology: Topology, run_id: str, plan: JobPlan, rendezvous_timeout_s: float, checkpoint_grace_s: float = 90.0
+) -> dict[str, Any]:
     """What every task reads (`plan.json`): the cluster's shape for `jupyter_px.cluster`, the
     task order, each replica's own environment, and the components' sizes (checked against
     Slurm's `SLURM_NTASKS_HET_GROUP_<k>`)."""
@@ -129,4 +134,7 @@ def plan_document(topology: Topology, run_id: str, plan: JobPlan, rendezvous_tim
         "components": [len(component.replicas) for component in plan.components],
         "env": env,
         "rendezvous_timeout_s": rendezvous_timeout_s,
+        # the run-level retry: how often the job may be requeued (`requeue.py`)
+        "max_retries": plan.max_retries,
+        "checkpoint_grace_s": checkpoint_grace_s,
     }

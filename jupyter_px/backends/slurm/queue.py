@@ -55,6 +55,7 @@ KEPT = (
     "derived_exit_code",
     "name",
     "batch_host",
+    "restart_cnt",
 )
 
 
@@ -80,6 +81,8 @@ class JobView:
     exit_code: int | None
     position: int | None
     pending_in_partition: int | None
+    #: how often Slurm restarted (requeued) the job: its attempt is this + 1 (`requeues.py`)
+    restarts: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class Snapshot:
             exit_code=leader.get("exit_code") if isinstance(leader.get("exit_code"), int) else None,
             position=position,
             pending_in_partition=total,
+            restarts=int(leader.get("restart_cnt") or 0),
         )
 
     def component_ids(self, job_id: int) -> dict[int, int] | None:

@@ -41,11 +41,13 @@ class RecordReader:
     is written once (a rename makes it whole), so a file is parsed once; a poll lists the folder
     and reads only what is new, and only the batch output's bytes added since the last read."""
 
-    def __init__(self, folder: Path, batch_output: Path | None = None):
+    def __init__(self, folder: Path, batch_output: Path | None = None, offset: int = 0):
         self.folder, self.batch_output = folder, batch_output
         self.starts: dict[int, dict[str, Any]] = {}
         self.exits: dict[int, dict[str, Any]] = {}
-        self._offset = 0
+        #: where this reader's part of the batch output begins (a requeued job's next attempt
+        #: appends to the same file, `requeues.py`)
+        self._offset = offset
         self._partial = ""
         self._lines: list[str] = []
         self._says = BatchSays()
@@ -75,6 +77,8 @@ class RecordReader:
             return
         try:
             with open(self.batch_output, "rb") as handle:
+                if os.fstat(handle.fileno()).st_size < self._offset:  # written again from its start
+                    self._offset, self._partial = 0, ""
                 handle.seek(self._offset)
                 added = handle.read(1 << 20)
         except OSError:

@@ -75,7 +75,7 @@ def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmS
     lines += [
         f"#SBATCH --job-name={job_name(run_id)}",
         f"#SBATCH --output={shlex.quote(str(Path(root) / BATCH_OUTPUT))}",
-        "#SBATCH --no-requeue",
+        *requeue_options(plan, settings),
     ]
     lines += [f"#SBATCH {option}" for option in settings.sbatch_lines]
     for k, component in enumerate(plan.components):
@@ -108,9 +108,34 @@ def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmS
                 + ['bash "$RUN_DIR/' + TASK_SCRIPT + '"']
             )
         )
-    lines.append("srun --kill-on-bad-exit=0 --wait=0 " + " : ".join(steps))
-    lines.append("exit $?")
+    srun = "srun --kill-on-bad-exit=0 --wait=0 " + " : ".join(steps)
+    if not plan.max_retries:
+        lines += [srun, "exit $?"]
+        return "\n".join(lines) + "\n"
+    # Slurm's signal before the time limit (B: the batch shell alone): the replicas checkpoint,
+    # then the job is requeued (entry.py requeue); srun runs in the background so that the trap
+    # runs at once (bash runs a trap only between commands, and `wait` returns for it)
+    lines += [
+        f'checkpoint_and_requeue() {{ {python} "$RUN_DIR/{ENTRY}" requeue "$RUN_DIR"; }}',
+        "trap checkpoint_and_requeue USR1",
+        f"{srun} &",
+        "srun_pid=$!",
+        'while :; do wait "$srun_pid"; code=$?; kill -0 "$srun_pid" 2>/dev/null || break; done',
+        "exit $code",
+    ]
     return "\n".join(lines) + "\n"
+
+
+def requeue_options(plan: JobPlan, settings: SlurmSettings) -> list[str]:
+    """`--no-requeue` for a run without retries: Slurm's default (`JobRequeue=1`, slurm.conf(5))
+    would requeue it after a node failure or a preemption and run its script again. With retries
+    (`termination.max_retries`): `--requeue` (sbatch(1): "eligible for requeuing ... after node
+    failure, or upon preemption"), and `--signal=B:USR1@<checkpoint_grace_s>` (sbatch(1): "When a
+    job is within sig_time seconds of its end time, send it the signal"; B: "signal only the batch
+    shell"; "the signal may be sent up to 60 seconds earlier than specified"), Slurm 22.05.8."""
+    if not plan.max_retries:
+        return ["#SBATCH --no-requeue"]
+    return ["#SBATCH --requeue", f"#SBATCH --signal=B:USR1@{max(1, int(settings.checkpoint_grace_s))}"]
 
 
 def task_script(run_dir: Path | str, plan: JobPlan, settings: SlurmSettings) -> str:

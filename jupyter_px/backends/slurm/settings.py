@@ -72,6 +72,9 @@ class SlurmSettings:
     #: seconds the follower keeps going while the Slurm commands fail (slurmctld down) before it
     #: ends, keeping the run's state (reason LostContact); the next keeper follows it again
     follower_give_up_s: float = 180.0
+    #: for a run with retries (`termination`): seconds before the job's time limit Slurm signals
+    #: it (`sbatch --signal=B:USR1@<s>`), for its replicas to checkpoint before the job is requeued
+    checkpoint_grace_s: float = 90.0
     stop_grace_s: float = field(default_factory=lambda: _stop_grace())
 
     @property
@@ -92,7 +95,7 @@ def _stop_grace() -> float:
 GPU_OPTIONS = ("gpus-per-task", "gres")
 LAUNCHERS = ("node", "task")
 _LISTS = {"setup", "sbatch_lines"}
-_FLOATS = {"poll_interval_s", "rendezvous_timeout_s", "follower_give_up_s"}
+_FLOATS = {"poll_interval_s", "rendezvous_timeout_s", "follower_give_up_s", "checkpoint_grace_s"}
 _BOOLS = {"probe_shared"}
 _NAMES = {"partition", "account", "qos", "reservation"}
 #: Settings not read from files or PX_SLURM_* (they have their own variable).
