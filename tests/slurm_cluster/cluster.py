@@ -75,6 +75,7 @@ class SlurmCluster:
         gpus: int = 0,
         min_job_age_s: int = 60,
         ready_timeout: float = 60.0,
+        cred_expire_s: int | None = None,
     ):
         self.node_count, self.cpus, self.memory_mib = nodes, cpus, memory_mib
         self.site = SITES[site] if isinstance(site, str) else site
@@ -82,6 +83,7 @@ class SlurmCluster:
         self.cgroups = cgroups
         self.gpus = gpus  # fake GPUs per node (config.gres_conf)
         self.min_job_age_s = min_job_age_s
+        self.cred_expire_s = cred_expire_s  # config.ClusterLayout.cred_expire_s
         self.ready_timeout = ready_timeout
         self.root: Path | None = None
         self.layout: ClusterLayout | None = None
@@ -164,6 +166,7 @@ class SlurmCluster:
             min_job_age_s=self.min_job_age_s,
             accounting_port=ports[2] if self.accounting else None,
             site=self.site,
+            cred_expire_s=self.cred_expire_s,
         )
         self.conf.write_text(slurm_conf(self.layout))
         (root / "cgroup.conf").write_text(cgroup_conf())

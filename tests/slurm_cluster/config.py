@@ -88,6 +88,9 @@ class ClusterLayout:
     accounting_port: int | None = None  # slurmdbd's port; None: no accounting
     site: Site = OWN
     extra: tuple[str, ...] = field(default_factory=tuple)
+    #: AuthInfo cred_expire: the job credential's lifetime, which is also how long a requeued
+    #: job waits before it may start again (slurm.conf(5); None: Slurm's 120 s)
+    cred_expire_s: int | None = None
 
     @property
     def conf(self) -> Path:
@@ -105,7 +108,8 @@ def slurm_conf(layout: ClusterLayout) -> str:
         "SlurmdUser=root",
         "AuthType=auth/munge",
         "CredType=cred/munge",
-        f"AuthInfo=socket={layout.munge_socket}",
+        f"AuthInfo=socket={layout.munge_socket}"
+        + (f",cred_expire={layout.cred_expire_s}" if layout.cred_expire_s else ""),
         f"StateSaveLocation={root / 'state'}",
         f"SlurmdSpoolDir={root / 'spool' / '%n'}",
         f"SlurmctldPidFile={root / 'run' / 'slurmctld.pid'}",

@@ -1,0 +1,197 @@
+"""Resumable runs on a real Slurm cluster (tests/slurm_cluster): a run with `termination:
+{maxRetries: N}` is requeued, and goes on from its checkpoints as its next attempt, when its job
+nears its time limit (Slurm's `--signal=B:USR1@<grace>`: the replicas checkpoint, then `scontrol
+requeue`) and when a node of it is lost (Slurm requeues a `--requeue` job after a node failure).
+
+This module's cluster gives the job credential a 15 s lifetime (`AuthInfo cred_expire`), which is
+also how long Slurm holds a requeued job back (120 s by default, slurm.conf(5)); the time-limit test
+uses Slurm's shortest limit (1 minute) and a 30 s grace: about 75 s in all here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from slurm_cluster.daemons import cgroup_pids, node_cgroups, read_pid, wait_for_pid_file
+from slurm_support import (  # noqa: F401 (fixtures)
+    DEADLINE_S,
+    gone,
+    job_id,
+    started_cluster,
+    topology_of,
+    use_slurm_fixture,
+    wait_for,
+)
+
+from jupyter_px.presentation.text import status_heading
+from jupyter_px.runstore import RunStore
+from jupyter_px.service import RunService, ScriptFile, Submission
+
+pytestmark = pytest.mark.slurm
+
+TRAIN = Path(__file__).parent / "jobs" / "requeue_train.py"
+FAULTS = Path(__file__).parent / "jobs" / "faults.py"
+
+
+@pytest.fixture(scope="module", name="slurm_cluster")
+def requeue_cluster_fixture() -> Iterator:
+    """Three nodes; a requeued job may start again 15 s after its requeue (Slurm's default: 120 s)."""
+    with started_cluster(cred_expire_s=15) as cluster:
+        yield cluster
+
+
+def _reference(steps: int) -> dict[int, dict]:
+    """What an uninterrupted run computes, rank by rank (the script's own `train`)."""
+    spec = importlib.util.spec_from_file_location("requeue_train", TRAIN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {rank: module.train(rank, steps) for rank in (0, 1)}
+
+
+def _finals(run_id: str) -> dict[int, dict]:
+    outputs = RunStore().paths(run_id).outputs_dir
+    return {rank: json.loads((outputs / f"final-{rank}.json").read_text()) for rank in (0, 1)}
+
+
+def test_a_job_at_its_time_limit_checkpoints_is_requeued_and_ends_as_attempt_2(
+    use_slurm, px_home, tmp_path, monkeypatch
+):
+    settings = tmp_path / "slurm.yaml"
+    settings.write_text("time_limit: '1'\ncheckpoint_grace_s: 30\n")  # Slurm's shortest limit
+    monkeypatch.setenv("PX_SLURM_CONFIG", str(settings))
+    topology = {**topology_of(workers=1, memory=700), "termination": {"maxRetries": 2}}
+    service = RunService()
+    steps = 400
+    run_id = service.submit(Submission(ScriptFile(TRAIN), topology, args=(str(steps), "0.1"), name="timelimit"))
+    job = job_id(px_home, run_id)
+    script = (RunStore().paths(run_id).root / "slurm" / "job.sh").read_text()
+    assert "#SBATCH --requeue\n#SBATCH --signal=B:USR1@30\n" in script
+
+    def requeued():
+        status = service.status(run_id)
+        return status if status.attempt == 2 and (status.message or "").startswith("Requeued") else None
+
+    during = wait_for(requeued, "the run to say it was requeued", timeout=DEADLINE_S)
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    assert status.attempt == 2 and status.max_attempts == 3, status
+    first, second = status.attempts
+    assert (first.attempt, first.failed, first.reason, first.retried) == (1, f"Slurm job {job}", "TimeLimit", True)
+    resumed = second.resumed_from
+    assert resumed is not None and 0 < resumed < steps, status.attempts
+    assert during.message.startswith(f"Requeued (TimeLimit), attempt 2 of 3, resumed at step {resumed:,}: ")
+    assert first.describe() == f"Slurm job {job} requeued (TimeLimit) at step {first.step:,}"
+    heading = status_heading(status).splitlines()  # `jupyter px status`, the run view's attempt line
+    assert f"attempt 2 of 3, from step {resumed:,}" in heading
+    assert f"  attempt 1: Slurm job {job} requeued (TimeLimit) at step {first.step:,}; started again" in heading
+    # the replicas saved when asked, at one step, and resumed there: the newest common checkpoint
+    logs = {role: service.log_tail(run_id, role, 0, tail=None) for role in ("master", "worker")}
+    for text in logs.values():
+        assert f"attempt 2, from step {resumed}" in text, text[-2000:]
+        assert f"--- attempt 2 (from step {resumed:,}): Slurm job {job} requeued (TimeLimit)" in text
+        assert "attempt 1, from step 0" in text  # the first attempt's log kept
+    assert any(f"checkpoint at step {resumed}, as asked" in text for text in logs.values()), logs
+    batch = (RunStore().paths(run_id).root / "slurm" / "batch.out").read_text()
+    assert "near its time limit: asking the replicas for a checkpoint" in batch
+    assert f"requeueing Slurm job {job} (scontrol requeue)" in batch
+    # what an uninterrupted run computes, to the bit
+    assert _finals(run_id) == _reference(steps)
+    gone(use_slurm, job)
+
+
+def _stop_node(cluster, node: str) -> None:
+    """The node is lost: its slurmd and every process of its jobs killed (as a power cut would),
+    then marked DOWN, as slurmctld does itself once the node has not answered for SlurmdTimeout
+    (60 s here)."""
+    root = Path(cluster.conf).parent
+    os.kill(read_pid(root / "run" / f"slurmd-{node}.pid") or 0, signal.SIGKILL)
+    for folder in node_cgroups(node):
+        for pid in cgroup_pids(folder):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    cluster.run(["scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=lost"])
+
+
+def _start_node(cluster, node: str) -> None:
+    root = Path(cluster.conf).parent
+    (root / "run" / f"slurmd-{node}.pid").unlink(missing_ok=True)
+    subprocess.run(["slurmd", "-N", node], env=cluster.client_env(), check=True, capture_output=True)
+    wait_for_pid_file(root / "run" / f"slurmd-{node}.pid", f"slurmd {node}", None)
+
+    def back() -> bool:
+        state = cluster.run(["sinfo", "--noheader", "--Node", "--format=%t", "-n", node]).strip()
+        if state.startswith(("down", "drain")):
+            subprocess.run(
+                ["scontrol", "update", f"NodeName={node}", "State=RESUME"], env=cluster.client_env(), check=False
+            )
+        return state in ("idle", "mix")
+
+    wait_for(back, f"{node} to take jobs again", timeout=60)
+
+
+def test_a_node_lost_mid_run_requeues_the_job_which_resumes_from_its_checkpoints(use_slurm, px_home):
+    topology = {**topology_of(workers=1, cpu=3, memory=700), "termination": {"maxRetries": 1}}  # a node each
+    service = RunService()
+    steps = 250
+    run_id = service.submit(Submission(ScriptFile(TRAIN), topology, args=(str(steps), "0.1"), name="nodelost"))
+    job = job_id(px_home, run_id)
+    root = RunStore().paths(run_id).root
+    checkpoints = root / "outputs" / "checkpoints"
+    wait_for(
+        lambda: all((checkpoints / key / "step-000000000050.pt").exists() for key in ("master-0", "worker-0")),
+        "both replicas' checkpoint at step 50",
+        timeout=DEADLINE_S,
+    )
+    node = json.loads((root / "slurm" / f"job-{job}" / "task-1.json").read_text())["node"]  # worker-0's
+    _stop_node(use_slurm, node)
+    try:
+        status = service.wait(run_id, timeout=DEADLINE_S)
+    finally:
+        _start_node(use_slurm, node)
+    assert status.state.value == "Succeeded", status
+    assert status.attempt == 2, status
+    first, second = status.attempts
+    assert first.retried and first.reason in ("NodeFail", "Requeued"), first
+    assert second.resumed_from is not None and second.resumed_from >= 50, second
+    assert (root / "slurm" / f"job-{job}.1" / "attempt.json").exists()  # the second attempt's own records
+    for role in ("master", "worker"):
+        assert f"attempt 2, from step {second.resumed_from}" in service.log_tail(run_id, role, 0, tail=None)
+    assert _finals(run_id) == _reference(steps)
+    gone(use_slurm, job)
+
+
+def test_a_replica_killed_by_a_signal_requeues_the_job_until_the_retries_run_out(use_slurm, px_home):
+    """The follower's own requeue: worker-1 dies by SIGKILL (retried, Kubeflow's ExitCode policy),
+    the job is requeued as attempt 2, where it dies again: out of retries, and the run says so."""
+    topology = {**topology_of(workers=2), "termination": {"maxRetries": 1}}
+    service = RunService()
+    run_id = service.submit(Submission(ScriptFile(FAULTS), topology, args=("sigkill", "worker-1"), name="outofretries"))
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Failed", status
+    assert status.attempt == 2 and [a.attempt for a in status.attempts] == [1, 2], status
+    assert status.message.endswith("; out of retries: attempt 2 of 2 failed (termination.max_retries: 1)"), status
+    first = status.attempts[0]
+    assert (first.failed, first.signal, first.retried) == ("worker-1", "SIGKILL", True), first
+    log = service.log_tail(run_id, "master", 0, tail=None)
+    assert "--- attempt 2 (from the start): worker-1 killed by SIGKILL ---" in log
+    gone(use_slurm, job_id(px_home, run_id))
+
+
+def test_a_permanent_failure_is_not_requeued(use_slurm, px_home):
+    topology = {**topology_of(workers=2), "termination": {"maxRetries": 2}}
+    service = RunService()
+    run_id = service.submit(Submission(ScriptFile(FAULTS), topology, args=("exit", "worker-1", "3"), name="permanent"))
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Failed" and status.attempt == 1, status
+    assert "; not retried: exit code 3 of worker-1 is permanent (Kubeflow's ExitCode policy" in status.message
+    gone(use_slurm, job_id(px_home, run_id))
