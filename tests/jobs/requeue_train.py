@@ -1,11 +1,13 @@
 """A small deterministic training loop that resumes from its checkpoints and checkpoints when
 asked (`tracking.checkpoint_requested()`: a Slurm job before its time limit); its ranks meet in a
-gloo all-reduce every step. `python requeue_train.py [STEPS] [SLEEP_S]`.
+gloo all-reduce every step. `python requeue_train.py [STEPS] [SLEEP_S] [HOLD_AT]`.
 
 Each rank trains its own linear model on batches drawn from a generator seeded with the step and
 the rank, so a run resumed from any checkpoint computes what an uninterrupted run computes:
 `train(rank, steps)` is that run, in one process, for the test to compare with. The checkpoint
-request is reduced with the step's all-reduce, so every rank saves at the same step.
+request is reduced with the step's all-reduce, so every rank saves at the same step. HOLD_AT: in
+the first attempt, the ranks wait at that step until they are asked for a checkpoint (a run longer
+than its job's time limit, on a machine of any speed); nothing it computes changes.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def main() -> None:
 
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else STEPS
     pause = float(sys.argv[2]) if len(sys.argv) > 2 else 0.1
+    hold = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -67,6 +70,10 @@ def main() -> None:
     loss = float("nan")
     for step in range(start + 1, steps + 1):
         loss = step_loss(model, optimizer, step, rank)
+        if step == hold and tracking.get_attempt() == 1:
+            deadline = time.monotonic() + 300
+            while not tracking.checkpoint_requested() and time.monotonic() < deadline:
+                time.sleep(0.1)
         shared = torch.tensor([loss, float(tracking.checkpoint_requested())])
         dist.all_reduce(shared)  # the mean loss, and whether any rank was asked for a checkpoint
         tracking.log_metrics(step=step, loss=loss, mean_loss=shared[0].item() / dist.get_world_size())

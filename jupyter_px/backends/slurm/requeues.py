@@ -168,7 +168,9 @@ class Requeues:
         record.step = last_step(self.work / "metrics")
         if not self.records:
             self.records.append(AttemptRecord(attempt=1))
-        self.records[-1] = record.model_copy(update={"started_at": self.records[-1].started_at})
+        ran = self.records[-1]  # when it started, from which step, where its logs begin
+        kept = {"started_at": ran.started_at, "resumed_from": ran.resumed_from, "log_offsets": ran.log_offsets}
+        self.records[-1] = record.model_copy(update=kept)
         self.restarts, self.asked_at, self.cause = restarts, None, None
         if self.attempt > self.max_attempts:
             self.records[-1].retried = False
@@ -214,6 +216,8 @@ class Requeues:
     def stamp(self, status: RunStatus, job_start: float | None) -> None:
         """The attempt, its records and the newest checkpoints, into a status being written."""
         status.attempt, status.max_attempts = self.attempt, self.max_attempts
+        if self.records and self.records[0].started_at is None:
+            self.records[0].started_at = status.started_at
         if self.records:
             current = self.records[-1]
             if current.attempt == self.attempt and current.started_at is None and job_start and self.restarts:

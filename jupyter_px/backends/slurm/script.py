@@ -132,10 +132,13 @@ def requeue_options(plan: JobPlan, settings: SlurmSettings) -> list[str]:
     (`termination.max_retries`): `--requeue` (sbatch(1): "eligible for requeuing ... after node
     failure, or upon preemption"), and `--signal=B:USR1@<checkpoint_grace_s>` (sbatch(1): "When a
     job is within sig_time seconds of its end time, send it the signal"; B: "signal only the batch
-    shell"; "the signal may be sent up to 60 seconds earlier than specified"), Slurm 22.05.8."""
+    shell"; "the signal may be sent up to 60 seconds earlier than specified"), Slurm 22.05.8; and
+    `--open-mode=append`: a requeued job's batch output would otherwise be truncated when its
+    script runs again (seen on 22.05.8), losing what Slurm said of the attempt before."""
     if not plan.max_retries:
         return ["#SBATCH --no-requeue"]
-    return ["#SBATCH --requeue", f"#SBATCH --signal=B:USR1@{max(1, int(settings.checkpoint_grace_s))}"]
+    grace = max(1, int(settings.checkpoint_grace_s))
+    return ["#SBATCH --requeue", f"#SBATCH --signal=B:USR1@{grace}", "#SBATCH --open-mode=append"]
 
 
 def task_script(run_dir: Path | str, plan: JobPlan, settings: SlurmSettings) -> str:
