@@ -1,4 +1,4 @@
-"""The signal that asks a replica for a checkpoint now, armed by the runner.
+"""The signal that asks a replica for a checkpoint now, armed in each replica of a Slurm run.
 
 A Slurm job is signalled before its time limit (`sbatch --signal=B:USR1@<grace>`); the Slurm
 backend then sends `CHECKPOINT_SIGNAL` to every replica, waits for their checkpoints and requeues
@@ -8,8 +8,9 @@ PyTorch Lightning use it on Slurm, so code written for them reads it too.
 The handler only raises a flag: saving inside a signal handler would interrupt the very step
 whose state it saves. The training loop reads the flag at a step boundary
 (`jupyter_px.tracking.checkpoint_requested()`) and saves (`tracking.save_checkpoint`, which
-lowers it). Kept out of `jupyter_px.tracking` so the runner can arm it in every replica without
-importing tracking (a third of a second each on a loaded machine); standard library only.
+lowers it). The Slurm task entry arms it in the replica's process before the runner starts;
+elsewhere SIGUSR1 keeps its default. Kept out of `jupyter_px.tracking`, so arming it does not
+import tracking (a third of a second per replica on a loaded machine); standard library only.
 """
 
 from __future__ import annotations

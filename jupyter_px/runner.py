@@ -414,9 +414,6 @@ def main(argv: list[str] | None = None) -> NoReturn:
     from jupyter_px import stack_signal
 
     stack_signal.install(run_dir)  # its stacks on request, even from native code (`jupyter px stacks`)
-    from jupyter_px import checkpoint_signal
-
-    checkpoint_signal.arm()  # SIGUSR1 asks for a checkpoint (`tracking.checkpoint_requested`)
 
     code_spec = record.get("code") or {}
     code_dir = run_dir / "code"

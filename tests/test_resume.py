@@ -164,9 +164,9 @@ def test_a_bad_termination_names_the_field_and_value(termination, says):
 
 def test_a_backend_that_does_not_retry_refuses_max_retries_rather_than_drop_it():
     with pytest.raises(TopologyError) as error:
-        parse_topology({"framework": "pytorch", "backend": "slurm", "termination": {"maxRetries": 2}})
-    assert "termination.maxRetries: 2: the slurm backend does not start a run again yet" in str(error.value)
-    assert parse_topology({"framework": "pytorch", "backend": "slurm", "termination": {"maxRetries": 0}})
+        parse_topology({"framework": "pytorch", "backend": "ssh", "termination": {"maxRetries": 2}})
+    assert "termination.maxRetries: 2: the ssh backend does not start a run again yet" in str(error.value)
+    assert parse_topology({"framework": "pytorch", "backend": "ssh", "termination": {"maxRetries": 0}})
 
 
 def test_a_lone_ddp_restart_is_warned_of_and_points_at_the_run_level_retry():

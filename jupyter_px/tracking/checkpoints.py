@@ -30,8 +30,8 @@ Why it is built this way:
   its whole state, synchronously.
 * A replica may be asked to checkpoint now (`checkpoint_requested()`): Slurm signals a job before
   its time limit (`sbatch --signal`), and the Slurm backend passes SIGUSR1 (as submitit and
-  Lightning use it) to every replica, then requeues the job once they have saved. The runner
-  arms it (`jupyter_px.checkpoint_signal`); the next `save_checkpoint` answers the request.
+  Lightning use it) to every replica, then requeues the job once they have saved
+  (`jupyter_px.checkpoint_signal`); the next `save_checkpoint` answers the request.
 
 Standard library only (torch is used only when the training code has imported it already).
 """

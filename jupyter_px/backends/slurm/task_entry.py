@@ -514,10 +514,11 @@ def _become_runner(run_dir: str, env: dict[str, str]) -> None:
     (which ends the process itself). A fork, not a new interpreter: the runner is imported
     before the rendezvous, so the replica starts in milliseconds."""
     try:
-        for signum in HANDLED_SIGNALS:
+        for signum in (*HANDLED_SIGNALS, *PASSED_ON):
             signal.signal(signum, signal.SIG_DFL)
-        for signum in PASSED_ON:  # until the runner arms them: SIGUSR1 would end the replica
-            signal.signal(signum, signal.SIG_IGN)
+        from jupyter_px import checkpoint_signal
+
+        checkpoint_signal.arm()  # SIGUSR1 asks for a checkpoint (`tracking.checkpoint_requested`)
         os.environ.clear()
         os.environ.update(env)
         sys.argv = ["-m jupyter_px.runner", run_dir]
