@@ -21,6 +21,7 @@ every family's (`../settings_file.py`). Modules, one job each:
 * `kills`      - what Slurm says it killed (memory, node failure), from the batch output.
 * `culprit`    - which replica's end decided the run: Slurm's kills before the peers they took down.
 * `follower`   - the per-run detached owner: states, the success policy, stopping the job.
+* `requeues`   - the run-level retry: each restart (requeue) of the job as the run's next attempt.
 * `mirror`     - copying a run's files back from `shared_dir` when the run store is not shared.
 * `handle`     - what a run directory keeps about its job (`slurm.json`, the scripts, the follower's files).
 * `render`     - the dry run: the script a topology would submit, nothing contacted.
