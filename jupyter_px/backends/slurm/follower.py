@@ -325,7 +325,7 @@ class Follower:
         if self.ending is not None:
             state, reason, message = self.ending.state, self.ending.reason, self.ending.message
         elif slurm is not None:
-            state, reason, message = slurm.state, slurm.reason, slurm.message
+            state, reason, message = slurm.state, slurm.reason, slurm.message + self.attempts.ran_out_note()
         else:
             outcome = decided.outcome if decided is not None else None
             if decided is not None and decided.consequence:

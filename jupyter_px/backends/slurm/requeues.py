@@ -141,6 +141,12 @@ class Requeues:
         failed = self.records[-1]
         return str(failed.reason or "Requeued"), f"{failed.describe()}; {self.out_of_retries(failed.attempt)}"
 
+    def ran_out_note(self) -> str:
+        """What a run Slurm ended (a TIMEOUT not requeued) adds when its retries were spent."""
+        if not self.termination.max_retries or self.attempt < self.max_attempts:
+            return ""
+        return "; " + self.out_of_retries()
+
     def out_of_retries(self, attempt: int | None = None) -> str:
         return (
             f"out of retries: attempt {attempt or self.attempt} of {self.max_attempts} failed "
