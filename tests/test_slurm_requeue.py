@@ -161,7 +161,8 @@ def test_a_node_lost_mid_run_requeues_the_job_which_resumes_from_its_checkpoints
     assert status.state.value == "Succeeded", status
     assert status.attempt == 2, status
     first, second = status.attempts
-    assert first.retried and first.reason in ("NodeFail", "Requeued"), first
+    assert (first.failed, first.reason, first.retried) == ("worker-0", "NodeFail", True), first
+    assert first.describe().startswith(f"worker-0 requeued (NodeFail: its node {node} failed) at step ")
     assert second.resumed_from is not None and second.resumed_from >= 50, second
     assert (root / "slurm" / f"job-{job}.1" / "attempt.json").exists()  # the second attempt's own records
     for role in ("master", "worker"):

@@ -369,7 +369,7 @@ class Follower:
         status = RunStatus(run_id=self.run_id, owner=self.owner, started_at=self.started_at)
         if self.job is not None and self.job.start_time and status.started_at is None:
             status.started_at = self.started_at = self.job.start_time
-        self.attempts.stamp(status, self.job.start_time if self.job else None)
+        self.attempts.stamp(status, self.job.start_time if self.job and self.job.state == "RUNNING" else None)
         return status
 
     def _status(self, replicas: list[ReplicaStatus]) -> RunStatus:
