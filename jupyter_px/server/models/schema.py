@@ -16,10 +16,11 @@ The document is pydantic's JSON Schema of each model with four changes:
   descriptions stay, as the TypeScript's comments;
 * it is written in draft 7, the dialect json-schema-to-typescript reads: `definitions` for `$defs`,
   and a tuple's `prefixItems` as `items`;
-* a dict is written as every pydantic the package admits writes it: pydantic 2.8 leaves the
+* it is the same from every pydantic the package admits: pydantic 2.8 leaves the
   `additionalProperties: true` of a `dict[str, Any]` unsaid and writes no `propertyNames` for a
-  dict keyed by a literal, later ones write both; the document says the first, not the second
-  (TypeScript's index signature takes any string key either way).
+  dict keyed by a literal, later ones write both, in another order; the document says the first,
+  not the second (TypeScript's index signature takes any string key either way), and each
+  schema's keywords in sorted order (the fields stay in the model's order).
 
 A request is described as the API reads it (validation), an answer as it is sent (serialization:
 a field with a default may be absent, as `replies.dump` leaves it out when unset).
@@ -63,14 +64,15 @@ def _for_typescript(value: Any, names: dict[str, str], aliases: dict[str, dict[s
         return [_for_typescript(item, names, aliases) for item in value]
     if not isinstance(value, dict):
         return value
-    out = {
+    out: dict[str, Any] = {
         key: {name: _for_typescript(field, names, aliases) for name, field in item.items()}
         if key == "properties"  # the fields, in the model's order
         else _for_typescript(item, names, aliases)
         for key, item in value.items()
     }
-    if isinstance(out.get("$ref"), str):
-        out["$ref"] = DEFINITIONS + names[out["$ref"].rsplit("/", 1)[-1]]
+    ref = out.get("$ref")
+    if isinstance(ref, str):
+        out["$ref"] = DEFINITIONS + names[ref.rsplit("/", 1)[-1]]
     if "prefixItems" in out:
         out["items"] = out.pop("prefixItems")
     if out.get("type") == "object" and "properties" not in out:  # a dict: the same from every pydantic
