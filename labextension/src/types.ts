@@ -180,11 +180,11 @@ export interface IRunSummary {
     [k: string]: number;
   };
   /**
-   * what a read found wrong with the run's owner ("the supervisor (pid 123) is gone"): reported, not repaired (the keeper does that); absent or null when nothing is
+   * what a read found wrong with the run's owner; the keeper, not the read, repairs it
    */
   owner_problem?: string | null;
   /**
-   * how the replicas started: "warm (template pid N)", or "cold: <why>" (local backend)
+   * how the replicas started: "warm (template pid N)" or "cold: <why>" (local backend)
    */
   launch?: string | null;
 }
@@ -252,7 +252,7 @@ export interface ICode {
   source: string | null;
   pushed: string[];
   /**
-   * the code's last expression is each replica's result (`run.results()`)
+   * its last expression is each replica's result (`run.results()`)
    */
   returns?: boolean;
 }
@@ -313,11 +313,11 @@ export interface IRunDetail {
     [k: string]: number;
   };
   /**
-   * what a read found wrong with the run's owner ("the supervisor (pid 123) is gone"): reported, not repaired (the keeper does that); absent or null when nothing is
+   * what a read found wrong with the run's owner; the keeper, not the read, repairs it
    */
   owner_problem?: string | null;
   /**
-   * how the replicas started: "warm (template pid N)", or "cold: <why>" (local backend)
+   * how the replicas started: "warm (template pid N)" or "cold: <why>" (local backend)
    */
   launch?: string | null;
   replicas: IReplica[];
@@ -342,6 +342,8 @@ export interface IRunDetail {
   checkpoints?: ICheckpoint[];
 }
 /**
+ * How far training is: the last step logged, of how many (when the code logs `total_steps`).
+ *
  * `jupyter_px.server.models.replies.Progress`
  */
 export interface IProgress {
@@ -465,6 +467,8 @@ export interface IStacksSnapshot {
   text: string;
 }
 /**
+ * One replica's threads, or why it gave none.
+ *
  * `jupyter_px.server.models.replies.StacksReplica`
  */
 export interface IStacksReplica {
@@ -477,6 +481,8 @@ export interface IStacksReplica {
   threads: IStacksThread[];
 }
 /**
+ * One thread of a replica: its frames, innermost first.
+ *
  * `jupyter_px.server.models.replies.StacksThread`
  */
 export interface IStacksThread {
@@ -595,6 +601,8 @@ export interface ICompareCurve {
   total: number;
 }
 /**
+ * One metric of a comparison: each run's curve, and which run is best and by what rule.
+ *
  * `jupyter_px.server.models.replies.ComparedMetric`
  */
 export interface IComparedMetric {

@@ -86,12 +86,10 @@ class RunSummary(Reply):
     replicas_total: int
     replica_counts: dict[str, int]
     owner_problem: str | None = Field(
-        default=None,
-        description='what a read found wrong with the run\'s owner ("the supervisor (pid 123) is gone"): reported, '
-        "not repaired (the keeper does that); absent or null when nothing is",
+        default=None, description="what a read found wrong with the run's owner; the keeper, not the read, repairs it"
     )
     launch: str | None = Field(
-        default=None, description='how the replicas started: "warm (template pid N)", or "cold: <why>" (local backend)'
+        default=None, description='how the replicas started: "warm (template pid N)" or "cold: <why>" (local backend)'
     )
 
 
@@ -143,9 +141,7 @@ class Code(Reply):
     args: list[str]
     source: str | None
     pushed: list[str]
-    returns: bool = Field(
-        default=False, description="the code's last expression is each replica's result (`run.results()`)"
-    )
+    returns: bool = Field(default=False, description="its last expression is each replica's result (`run.results()`)")
 
 
 class Attempt(Reply):
@@ -189,6 +185,8 @@ class RunDetail(RunSummary):
 
 
 class Progress(Reply):
+    """How far training is: the last step logged, of how many (when the code logs `total_steps`)."""
+
     step: int | None
     total_steps: int | None
 
@@ -287,6 +285,8 @@ class StackFrame(Reply):
 
 
 class StacksThread(Reply):
+    """One thread of a replica: its frames, innermost first."""
+
     ident: str
     main: bool = Field(description="the interpreter's main thread (the one training runs in)")
     current: bool = Field(description="the thread the signal was delivered to")
@@ -295,6 +295,8 @@ class StacksThread(Reply):
 
 
 class StacksReplica(Reply):
+    """One replica's threads, or why it gave none."""
+
     key: str
     pid: int | None
     error: str | None = Field(description="why it gave no stacks (gone, or no answer in time)")
@@ -381,6 +383,8 @@ class CompareCurve(Reply):
 
 
 class ComparedMetric(Reply):
+    """One metric of a comparison: each run's curve, and which run is best and by what rule."""
+
     name: str
     optimization: Literal["min", "max"]
     best_run: str | None
