@@ -29,7 +29,7 @@ def sweep_trials(runs: RunService, sweep: str) -> list[str]:
     from ..sweeps.service import SweepService
 
     try:
-        return list(SweepService(runs.home).trial_runs(sweep))
+        return list(SweepService(runs=runs).trial_runs(sweep))
     except (LookupError, ValueError, OSError) as error:
         raise SelectionError(f"sweep: {sweep!r}: {error}") from None
 
@@ -42,9 +42,9 @@ def sweep_objective(runs: RunService, sweep: str | None, given: Mapping[str, str
         return chosen or None
     from ..sweeps.service import SweepService
 
-    sweeps = SweepService(runs.home)
+    sweeps = SweepService(runs=runs)
     try:
-        status = sweeps.store.status(sweeps.resolve(sweep))
+        status = sweeps.view(sweep).status
     except (LookupError, ValueError, OSError):
         return chosen or None  # select_runs says what is wrong with the reference
     if status.objective and status.direction:
