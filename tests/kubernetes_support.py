@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kube_sim import Cluster
-from waiting import wait_for  # noqa: F401 (the suite's one wait, re-exported for these tests)
+from waiting import wait_for  # (the suite's one wait, re-exported for these tests too)
 
 from jupyter_px import detached
 
@@ -108,11 +107,7 @@ def wait_gone(pid: int, timeout: float = DEADLINE_S) -> int | None:
             return started.wait(timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"process {pid} still runs after {timeout} s") from None
-    deadline = time.monotonic() + timeout
-    while _alive(pid):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"process {pid} still runs after {timeout} s")
-        time.sleep(0.1)
+    wait_for(lambda: not _alive(pid), f"process {pid} to end", timeout, poll=0.1)
     return None
 
 

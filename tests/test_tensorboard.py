@@ -296,12 +296,7 @@ def _gone(pid: int) -> bool:
 
 
 def _wait_gone(pid: int, timeout: float = 60) -> bool:
-    deadline = time.monotonic() + timeout
-    while not _gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
+    return wait_for(lambda: _gone(pid), f"process {pid} to end", timeout, poll=0.2)
 
 
 def test_idle_server_stops_itself_and_use_keeps_it(px_home, monkeypatch):
