@@ -1048,6 +1048,8 @@ export interface ISweepViewModel {
   metrics: ISweepMetricCurves[];
 }
 /**
+ * An objective of the sweep and which way is better.
+ *
  * `jupyter_px.sweeps.view_model.ObjectiveView`
  */
 export interface ISweepObjectiveView {
@@ -1055,6 +1057,8 @@ export interface ISweepObjectiveView {
   direction: 'minimize' | 'maximize';
 }
 /**
+ * The optimization history: each complete trial's value and the running best (Optuna's plot).
+ *
  * `jupyter_px.sweeps.view_model.History`
  */
 export interface ISweepHistory {
@@ -1063,6 +1067,8 @@ export interface ISweepHistory {
   points: ISweepHistoryPoint[];
 }
 /**
+ * One complete trial's objective value, in trial order, with the best so far.
+ *
  * `jupyter_px.sweeps.view_model.HistoryPoint`
  */
 export interface ISweepHistoryPoint {
@@ -1074,6 +1080,8 @@ export interface ISweepHistoryPoint {
   best: number;
 }
 /**
+ * How much each parameter matters to one objective (eta squared of its final values).
+ *
  * `jupyter_px.sweeps.view_model.Importance`
  */
 export interface ISweepImportance {
@@ -1087,6 +1095,8 @@ export interface ISweepImportance {
   };
 }
 /**
+ * A line per complete trial across its parameters and the objective (the axes below).
+ *
  * `jupyter_px.sweeps.view_model.ParallelCoordinates`
  */
 export interface ISweepParallel {
@@ -1118,6 +1128,8 @@ export interface ISweepAxis {
   range: [number, number] | null;
 }
 /**
+ * One parameter against the objective: a point per complete trial.
+ *
  * `jupyter_px.sweeps.view_model.Slice`
  */
 export interface ISweepSlice {
@@ -1137,6 +1149,8 @@ export interface ISweepSlice {
   y: number[];
 }
 /**
+ * Two parameters against the objective: the trials as points and the objective interpolated on a grid.
+ *
  * `jupyter_px.sweeps.view_model.Contour`
  */
 export interface ISweepContour {
@@ -1162,6 +1176,8 @@ export interface ISweepContour {
   grid_z: number[][];
 }
 /**
+ * The trials no other trial beats on every objective, among all complete ones.
+ *
  * `jupyter_px.sweeps.view_model.ParetoFront`
  */
 export interface ISweepParetoFront {
@@ -1176,6 +1192,8 @@ export interface ISweepParetoFront {
   points: ISweepParetoPoint[];
 }
 /**
+ * One complete trial of a sweep with several objectives, and whether nothing beats it on all.
+ *
  * `jupyter_px.sweeps.view_model.ParetoPoint`
  */
 export interface ISweepParetoPoint {
@@ -1196,6 +1214,8 @@ export interface ISweepMetricCurves {
   trials: ISweepTrialCurve[];
 }
 /**
+ * One trial's points of a metric, by step (its chief's).
+ *
  * `jupyter_px.sweeps.view_model.TrialCurve`
  */
 export interface ISweepTrialCurve {
