@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cell_sources import SourceMap
+from ..code.source_map import SourceMap
 from ..stack_signal import STACKS_DIR
 from .dumps import Frame, Thread
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .. import file_lock
-from ..cell_sources import SourceMap
+from ..code.source_map import SourceMap
 from ..runstore.layout import PROCESS_INFIX
 from ..stack_signal import STACKS_DIR, STACKS_SIGNAL, dump_path
 from . import dumps, snapshots

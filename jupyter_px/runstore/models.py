@@ -142,7 +142,7 @@ class RunRecord(BaseModel):
 
 
 class ReplicaFailure(BaseModel):
-    """Where a replica's code raised (the runner's record, `cell_sources`): the exception and,
+    """Where a replica's code raised (the runner's record, `code.source_map`): the exception and,
     for code shipped from a notebook, the cell and the line in it (what "Go to cell" needs)."""
 
     model_config = ConfigDict(extra="ignore")

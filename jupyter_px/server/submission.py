@@ -6,7 +6,7 @@ through the server's contents manager, which resolves API paths inside the root 
 refuses `../` tricks, hidden files and anything outside the root (404), exactly as it does for
 the file browser. A notebook's code is the same as `%%px_distributed --notebook` ships: code
 cells (all of them, or those tagged `px`), a `%%px_distributed` cell as its body, other px magic
-cells and lines dropped, IPython syntax rewritten (`service.sources.notebook_code`).
+cells and lines dropped, IPython syntax rewritten (`jupyter_px.code.notebook`).
 """
 
 from __future__ import annotations

@@ -27,12 +27,13 @@ from typing import Any, TypeVar
 
 from ..backends import Backend, BackendError, Observation, Rendered, RunLeftBehind, get_backend, host_followers
 from ..backends import render as render_dry_run
+from ..code.loading import load_code
+from ..code.sources import CodeSource, ScriptFile
 from ..runstore import RunDamaged, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
 from ..topology.values import declared_run
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex, RunsPage
-from .sources import CodeSource, ScriptFile, load_code
 from .submission import Submission
 
 log = logging.getLogger(__name__)

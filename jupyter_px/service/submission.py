@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Unpack, get_args
 
+from ..code.sources import CodeSource, code_source
 from ..runstore.models import TrialOf
 from ..topology import Topology
-from .sources import CodeSource, code_source
 
 #: Where a run was submitted from, as its record says (`RunRecord.submitted_from`).
 Origin = Literal["api", "cli", "magic", "sidebar", "sweep"]
