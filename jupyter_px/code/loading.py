@@ -14,7 +14,7 @@ import json
 import re
 import tokenize
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,17 @@ class LoadedCode:
     #: Other files of the code directory (a function's pickled call, the source map).
     files: Mapping[str, bytes | str] = field(default_factory=dict)
     returns: bool = False
+    #: A script's own file: a polyaxonfile's `run.cmd` may name it (`topology.values.declared_run`).
+    from_script: bool = False
+
+    @classmethod
+    def kept(cls, spec: CodeSpec, text: str) -> LoadedCode:
+        """The code a sweep recorded (`spec` and its entrypoint's `text`), loaded already: each
+        trial submits it as it is."""
+        if spec.entrypoint == "main.py":
+            return cls(text, "main.py", spec.language, spec.source or "sweep")
+        text = text if text.endswith("\n") else text + "\n"
+        return cls(text, spec.entrypoint, spec.language, spec.source or f"script:{spec.entrypoint}", from_script=True)
 
     def spec(self, args: Sequence[str], push: Mapping[str, Any] | None) -> CodeSpec:
         """How a run (or every trial of a sweep) records this code: with its arguments and the
@@ -48,8 +59,14 @@ class LoadedCode:
         )
 
 
-def load_code(source: CodeSource, language: str | None = None) -> LoadedCode:
-    """The text a source ships; `language` ("python" / "ipython") overrides the source's."""
+def load_code(source: CodeSource | LoadedCode, language: str | None = None) -> LoadedCode:
+    """The text a source ships; `language` ("python" / "ipython") overrides the source's. Code
+    loaded already (where a surface needed it first: the server, to refuse a notebook without
+    code; a sweep's trials) is not loaded again."""
+    if isinstance(source, LoadedCode):
+        if language is None or language == source.language:
+            return source
+        return replace(source, language=language, returns=source.returns and language == "python")
     if isinstance(source, ScriptFile):
         if source.text is not None:
             text, name = source.text, Path(source.path).name
@@ -58,7 +75,7 @@ def load_code(source: CodeSource, language: str | None = None) -> LoadedCode:
         else:
             text, name, origin = read_script(Path(source.path))
             origin = source.origin or origin
-        return LoadedCode(text, name, language or "python", origin)
+        return LoadedCode(text, name, language or "python", origin, from_script=True)
     if isinstance(source, SourceText):
         if not isinstance(source.text, str):
             raise TypeError(f"code text must be a str, got {type(source.text).__name__}")
