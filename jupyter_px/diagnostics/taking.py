@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import file_lock
 from ..code.source_map import SourceMap
+from ..processes import file_lock
 from ..runstore.layout import PROCESS_INFIX
 from ..stack_signal import STACKS_DIR, STACKS_SIGNAL, dump_path
 from . import dumps, snapshots

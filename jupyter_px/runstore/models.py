@@ -248,7 +248,7 @@ class RunOwner(BaseModel):
     """The process that owns a run's lifecycle and writes its status: the local supervisor, the
     run's own follower (Kubernetes, Slurm), or a Jupyter server following the run on its shared
     watch. A pid alone may name a later, unrelated process, so the owner is recorded with its
-    process creation time (`jupyter_px.detached.ProcessIdentity`); a server also names the host
+    process creation time (`jupyter_px.processes.detached.ProcessIdentity`); a server also names the host
     of followers it runs, which it unregisters when it stops (handing its runs back)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)

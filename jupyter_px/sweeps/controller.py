@@ -1,6 +1,6 @@
 """The sweep controller: `python -m jupyter_px.sweeps.controller SWEEP_DIR`, one per sweep.
 
-Started detached like the local supervisor (`jupyter_px.detached`: a go-pipe, its identity by
+Started detached like the local supervisor (`jupyter_px.processes.detached`: a go-pipe, its identity by
 pid and creation time recorded as the sweep's owner before it may run), so it outlives the
 kernel, the CLI and the Jupyter server. It is the sweep's one owner and the only writer of its
 `status.json`. Each pass it:
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import detached
+from ..processes import detached
 from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
 from ..service import LoadedCode, ResourceUnavailable, RunService, Submission

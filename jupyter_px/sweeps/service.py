@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import backend_table, detached, file_lock
+from .. import backend_table
+from ..processes import detached, file_lock
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
 from ..service import RunService, Submission, load_code, pickle_pushed
