@@ -10,6 +10,8 @@ for what no process can produce here (an image the node cannot pull), uses the k
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
@@ -232,3 +234,21 @@ def test_stop_keeps_the_logs(kube, px_home):
     assert {r.state.value for r in status.replicas} == {"Stopped"}
     assert not kube.list("pods") and not kube.list("configmaps")
     assert run.logs("master", 0) == "before stop\n"
+
+
+def test_the_follower_process_declines_the_manifest_validator_the_client_would_import():
+    """kubernetes-validate is installed here (the simulated API server uses it); the client's
+    package imports it (and jsonschema with it) whenever it is, for a `validate` no follower calls:
+    the follower's entry declines it, and still has the client (`__main__.py`'s docstring)."""
+    probe = (
+        "import sys\n"
+        "from jupyter_px.backends.kubernetes.follower.__main__ import main\n"
+        "assert main(['not-a-run-directory']) == 2\n"
+        "from kubernetes.dynamic import client\n"
+        "print(sorted(m for m in ('kubernetes', 'kubernetes_validate', 'jsonschema') if sys.modules.get(m)),"
+        " client.HAS_KUBERNETES_VALIDATE)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['kubernetes']", "False"], done.stdout
+    __import__("kubernetes_validate")  # installed: the decline, not its absence, did it
