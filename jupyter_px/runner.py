@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     nproc = int((topology.get("environment") or {}).get("processes_per_replica") or 1)
     if topology.get("framework") == "pytorch" and nproc > 1 and "LOCAL_RANK" not in os.environ:
         _finish(_run_local_group(run_dir, nproc))
-    from jupyter_px import stack_signal
+    from jupyter_px.diagnostics import stack_signal
 
     stack_signal.install(run_dir)  # its stacks on request, even from native code (`jupyter px stacks`)
 

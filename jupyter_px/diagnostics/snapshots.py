@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..code.source_map import SourceMap
-from ..stack_signal import STACKS_DIR
 from .dumps import Frame, Thread
+from .stack_signal import STACKS_DIR
 
 
 class NoStacks(LookupError):

@@ -9,7 +9,8 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod/entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
-                                   `code/{__init__,function_calls,source_map}.py`, `stack_signal.py` (what
+                                   `code/{__init__,function_calls,source_map}.py`,
+                                   `diagnostics/{__init__,stack_signal}.py` (what
                                    the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,ledger,event_writer,checkpoints}.py`
@@ -50,7 +51,14 @@ _SHIPPED = {
     "lib.jupyter_px.code.function_calls.py": ("lib/jupyter_px/code/function_calls.py", _CODE / "function_calls.py"),
     "lib.jupyter_px.code.source_map.py": ("lib/jupyter_px/code/source_map.py", _CODE / "source_map.py"),
     # a replica's stacks on request (`jupyter px stacks`): the runner arms it before the user's code
-    "lib.jupyter_px.stack_signal.py": ("lib/jupyter_px/stack_signal.py", _PACKAGE / "stack_signal.py"),
+    "lib.jupyter_px.diagnostics.__init__.py": (
+        "lib/jupyter_px/diagnostics/__init__.py",
+        _PACKAGE / "diagnostics" / "__init__.py",
+    ),
+    "lib.jupyter_px.diagnostics.stack_signal.py": (
+        "lib/jupyter_px/diagnostics/stack_signal.py",
+        _PACKAGE / "diagnostics" / "stack_signal.py",
+    ),
     "lib.jupyter_px.tracking.__init__.py": ("lib/jupyter_px/tracking/__init__.py", _TRACKING / "__init__.py"),
     "lib.jupyter_px.tracking.values.py": ("lib/jupyter_px/tracking/values.py", _TRACKING / "values.py"),
     "lib.jupyter_px.tracking.lines.py": ("lib/jupyter_px/tracking/lines.py", _TRACKING / "lines.py"),
