@@ -59,6 +59,7 @@ def transform(source: str) -> Transformed:
 
 
 def is_px_cell(source: str) -> bool:
+    """Does the cell run one of our cell magics (a topology, not training code)?"""
     return bool(_PX_CELL.match(_first_code_line(source)))
 
 

@@ -137,6 +137,7 @@ class SubmitMagics(Magics):
             raise UsageError(topology_problems(error, options=options)) from None
 
     def _code_for(self, args: Any, cell: str) -> Any:
+        """The cell's code as the kernel ships it (`code.kernel.cell_code`); a bad cell is one line."""
         from ..code.kernel import CellCodeError, cell_code
 
         shell = shell_of(self)
