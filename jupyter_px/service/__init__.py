@@ -31,8 +31,9 @@ from ..runstore import (
 )
 from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN, logged_by_the_code
 from ..runstore.metrics_cursor import MetricsCursorError
-from .runs import LOGS_TAIL_BYTES, PushError, Rendered, RunActive, RunService, RunView, pickle_pushed, run_replicas
-from .submission import CodeOptions, Origin, Overrides, Submission, check_run_name
+from .runs import LOGS_TAIL_BYTES, Rendered, RunActive, RunService
+from .submission import CodeOptions, Origin, Overrides, PushError, Submission, check_run_name, pickle_pushed
+from .views import RunView, run_replicas
 
 __all__ = [
     "ROLE_PATTERN",
