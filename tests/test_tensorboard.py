@@ -20,8 +20,8 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403  (first: the names bel
 from waiting import wait_for
 
 from jupyter_px import tensorboard
-from jupyter_px.detached import ProcessIdentity
 from jupyter_px.presentation.tensorboard import embed
+from jupyter_px.processes.detached import ProcessIdentity
 from jupyter_px.runstore.layout import RunPaths
 from jupyter_px.tensorboard import registry
 
@@ -396,7 +396,7 @@ def test_the_watchdog_entry_point_refuses_bad_arguments_and_an_abandoned_start(t
     import subprocess
     import sys
 
-    from jupyter_px import detached
+    from jupyter_px.processes import detached
 
     bad = subprocess.run(
         [sys.executable, "-m", "jupyter_px.tensorboard.watchdog", "only-one"], capture_output=True, text=True

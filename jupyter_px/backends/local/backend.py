@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import detached
 from ...forkserver.client import StartedOwner, TemplateUnavailable
+from ...processes import detached
 from ...runstore import ReplicaState, RunState, RunStatus, atomic_write_json, read_tail
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology

@@ -41,8 +41,8 @@ import time
 import types
 from pathlib import Path
 
-from ... import detached
 from ...cluster import local_addresses
+from ...processes import detached
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import ReplicaNames, Topology, parse_topology

@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import detached, file_lock
 from ...forkserver.client import StartedOwner, TemplateHung, TemplateUnavailable, ask
 from ...forkserver.client import start as start_through_template
+from ...processes import detached, file_lock
 from ...runstore import RunRecord, px_home
 from ...topology import Topology
 from .config import SUPERVISOR_MODULE, TUNABLES
