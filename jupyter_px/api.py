@@ -76,7 +76,7 @@ def submit(
     (cloudpickle), and `run.results()` gives what each replica returned.
     """
     if callable(code) and not isinstance(code, (str, os.PathLike, ScriptFile, SourceText, NotebookCells, FunctionCall)):
-        from .notebook_code import function_cells
+        from .code.kernel import function_cells
 
         code = FunctionCall(code, tuple(args), dict(kwargs or {}), function_cells(code))
         args = ()
@@ -159,7 +159,6 @@ class Run:
 
     def __init__(self, ref: str, store: RunStore | None = None, *, service: RunService | None = None):
         self.service = service or RunService(store)
-        self.store = self.service.store
         self.run_id = self.service.resolve(ref)
         self.record = self.service.record(self.run_id)
 
@@ -172,7 +171,7 @@ class Run:
 
     @property
     def paths(self):
-        return self.store.paths(self.run_id)
+        return self.service.paths(self.run_id)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -241,7 +240,7 @@ class Run:
         cause; a replica that returned nothing (killed, stopped) raises ResultMissing, and one that
         succeeded through `sys.exit(0)` or `os._exit(0)` before giving a value gives None. For
         runs of a function (`submit(fn, ...)`) or of a cell that ends with an expression."""
-        from .function_calls import read_results
+        from .code.function_calls import read_results
 
         status = self.wait(timeout=timeout)
         by_key = {replica.key: replica for replica in status.replicas}

@@ -34,7 +34,8 @@ def test_sigusr1_is_a_checkpoint_request_until_the_next_save(tmp_path):
     code = textwrap.dedent(
         """
         import os, signal
-        from jupyter_px import checkpoint_signal, tracking
+        from jupyter_px import tracking
+        from jupyter_px.processes import checkpoint_signal
         checkpoint_signal.arm()
         before = tracking.checkpoint_requested()
         os.kill(os.getpid(), signal.SIGUSR1)

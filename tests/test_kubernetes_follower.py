@@ -37,7 +37,7 @@ TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas"
 
 def replica(run, key):
     role, _, index = key.rpartition("-")
-    return run.store.status(run.run_id).replica(role, int(index))
+    return run.status().replica(role, int(index))
 
 
 def wait_replica(run, key, state, reason=None, timeout=DEADLINE_S):
@@ -141,7 +141,7 @@ def test_follower_writes_states_logs_and_metrics(kube, px_home, tmp_path):
     wait_for(lambda: replica(run, "worker-0").restarts == 2, what="the third start recorded")
     wait_for(lambda: len((run.metrics().get("master-0") or {}).get("loss", ())) == 2, what="metrics stored")
     assert list(run.metrics()["master-0"]["loss"].values) == [1.0, 0.5]
-    wait_for(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
+    wait_for(lambda: run.status().state.value == "Running", what="run Running")
     finish.touch()
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
@@ -186,7 +186,7 @@ def test_killed_follower_resumes_without_lost_or_doubled_lines(kube, px_home, tm
     )
     run = jupyter_px.submit(code, {**TORCH, "environment": {"replicas": {"n_workers": 0}}})
     wait_for(lambda: run.logs("master", 0).count("\n") == 51, what="first lines")
-    kill(run.store.status(run.run_id).owner.pid)  # returns once the process is gone
+    kill(run.status().owner.pid)  # returns once the process is gone
     assert started_followers() == []
     go.touch()  # printed while nobody follows
     wait_for(lambda: "line 79" in kube_log(kube, run), what="the pod to print the rest")
@@ -219,7 +219,7 @@ def test_kubeflow_job_conditions_decide_the_run(kube, px_home, tmp_path):
     wait_replica(run, "worker-0", "Succeeded")  # the follower has seen the pod end...
     (job,) = kube.list("tfjobs")
     assert not any(c["type"] == "Succeeded" for c in job["status"].get("conditions") or [])
-    assert run.store.status(run.run_id).state.value == "Running"  # ...but the job, not a pod, decides
+    assert run.status().state.value == "Running"  # ...but the job, not a pod, decides
     finish.touch()
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded" and status.reason == "TFJobSucceeded"

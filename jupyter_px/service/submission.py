@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Unpack, get_args
 
+from ..code.loading import LoadedCode
+from ..code.sources import CodeSource, code_source
 from ..runstore.models import TrialOf
 from ..topology import Topology
-from .sources import CodeSource, code_source
 
 #: Where a run was submitted from, as its record says (`RunRecord.submitted_from`).
 Origin = Literal["api", "cli", "magic", "sidebar", "sweep"]
@@ -66,13 +68,14 @@ class Overrides:
 class Submission:
     """A run (or a sweep: a topology with a sweep section) to start.
 
-    `source`: the code (`ScriptFile`, `SourceText`, `NotebookCells`); `topology`: a parsed one,
+    `source`: the code (`ScriptFile`, `SourceText`, `NotebookCells`, `FunctionCall`, or a
+    `LoadedCode` where the surface loaded it already); `topology`: a parsed one,
     polyaxonfile YAML or its dict (None: only `overrides`); `language` ("python", or "ipython"
     for %magics and !commands) overrides the source's; `push`: notebook values shipped to every
     replica (pickled); `origin`: which surface submitted it; `trial`: the sweep trial it is.
     A field that cannot be used is a ValueError naming it, when the submission is made."""
 
-    source: CodeSource
+    source: CodeSource | LoadedCode
     topology: Topology | str | dict[str, Any] | None = None
     overrides: Overrides = field(default_factory=Overrides)
     name: str | None = None
@@ -134,3 +137,17 @@ class CodeOptions(TypedDict, total=False):
     submitted_from: str
     source: str | None
     cold: bool
+
+
+class PushError(ValueError):
+    """A value named in --push cannot be shipped to the replicas."""
+
+
+def pickle_pushed(values: Mapping[str, Any]) -> bytes:
+    """Values shipped with --push, pickled; PushError naming the first that cannot be."""
+    for name, value in values.items():
+        try:
+            pickle.dumps(value)
+        except Exception as error:  # pickle raises many types (TypeError, PicklingError, AttributeError...)
+            raise PushError(f"cannot ship {name!r} ({type(value).__name__}) to the replicas: {error}") from None
+    return pickle.dumps(dict(values))

@@ -31,7 +31,7 @@ Why it is built this way:
 * A replica may be asked to checkpoint now (`checkpoint_requested()`): Slurm signals a job before
   its time limit (`sbatch --signal`), and the Slurm backend passes SIGUSR1 (as submitit and
   Lightning use it) to every replica, then requeues the job once they have saved
-  (`jupyter_px.checkpoint_signal`); the next `save_checkpoint` answers the request.
+  (`jupyter_px.processes.checkpoint_signal`); the next `save_checkpoint` answers the request.
 
 Standard library only (torch is used only when the training code has imported it already).
 """
@@ -44,7 +44,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from .. import checkpoint_signal
+from ..processes import checkpoint_signal
 from ..runstore.checkpoints import SHARED_SCOPE, file_name, in_scope, scope_dir
 from .delivery import process_index
 
@@ -122,7 +122,7 @@ def checkpoint_requested() -> bool:
         if step % 50 == 0 or tracking.checkpoint_requested():
             tracking.save_checkpoint(state, step)
 
-    True from the request (SIGUSR1, `jupyter_px.checkpoint_signal`) until the next save."""
+    True from the request (SIGUSR1, `jupyter_px.processes.checkpoint_signal`) until the next save."""
     return checkpoint_signal.requested()
 
 

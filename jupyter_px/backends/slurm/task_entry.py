@@ -53,8 +53,8 @@ RENDEZVOUS_POLL_S = 0.02
 #: Signals a task passes on to its replica (a stop's SIGTERM, an interactive srun's SIGINT).
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
 #: Signals a task only passes on, which stop nothing: SIGURG asks the replica for its stacks
-#: (`jupyter_px.stack_signal`; `scancel --signal` reaches the step's tasks, not their children),
-#: SIGUSR1 for a checkpoint before the job is requeued (`tracking.checkpoint_requested`).
+#: (`jupyter_px.diagnostics.stack_signal`; `scancel --signal` reaches the step's tasks, not their
+#: children), SIGUSR1 for a checkpoint before the job is requeued (`tracking.checkpoint_requested`).
 PASSED_ON = (signal.SIGURG, signal.SIGUSR1)
 #: Seconds before the end of the checkpoint grace the batch script stops waiting for the
 #: replicas' checkpoints and requeues the job (the signal may come up to 60 s early, sbatch(1)).
@@ -516,7 +516,7 @@ def _become_runner(run_dir: str, env: dict[str, str]) -> None:
     try:
         for signum in (*HANDLED_SIGNALS, *PASSED_ON):
             signal.signal(signum, signal.SIG_DFL)
-        from jupyter_px import checkpoint_signal
+        from jupyter_px.processes import checkpoint_signal
 
         checkpoint_signal.arm()  # SIGUSR1 asks for a checkpoint (`tracking.checkpoint_requested`)
         os.environ.clear()
