@@ -169,7 +169,8 @@ class Requeues:
         """The job was restarted (`restarts` times): record how the last attempt ended and begin
         the next (its boundary marked in every replica's log). False when that is beyond the
         run's retries: the job is then to be cancelled."""
-        record = self.cause or self._slurm_cause(replicas)
+        said = self._said() is not None  # the batch script's word (TimeLimit, Preempted) first
+        record = self._slurm_cause(replicas) if said else (self.cause or self._slurm_cause(replicas))
         record.attempt, record.finished_at, record.retried = self.attempt, time.time(), True
         record.step = last_step(self.work / "metrics")
         if not self.records:

@@ -153,12 +153,20 @@ def requeue(run_dir: str, env: dict[str, str]) -> None:
     folder, job = attempt_dir(run_dir, env), leader_job_id(env)
     os.makedirs(folder, exist_ok=True)
     asked = time.time()
-    again = restarts(env) < int(plan.get("max_retries") or 0)
-    write_json(os.path.join(folder, "requeue.json"), {"reason": "TimeLimit", "asked_at": asked, "requeue": again})
-    print(f"jupyter-px: Slurm job {job} is near its time limit: asking the replicas for a checkpoint", flush=True)
+    grace = float(plan.get("checkpoint_grace_s") or 90)
+    left = _seconds_left(job)
+    # the signal comes at most 60 s before `grace` (sbatch(1)); much earlier, it is a preemption
+    # (slurm.conf(5) SlurmctldParameters=preempt_send_user_signal), which Slurm's PreemptMode
+    # requeues (or not) itself: only the checkpoint is ours then
+    preempted = left is not None and left > grace + 60 + REQUEUE_MARGIN_S
+    reason = "Preempted" if preempted else "TimeLimit"
+    again = not preempted and restarts(env) < int(plan.get("max_retries") or 0)
+    write_json(os.path.join(folder, "requeue.json"), {"reason": reason, "asked_at": asked, "requeue": again})
+    near = "is being preempted" if preempted else "is near its time limit"
+    print(f"jupyter-px: Slurm job {job} {near}: asking the replicas for a checkpoint", flush=True)
     subprocess.run(["scancel", "--signal=USR1", job], check=False)
     outputs = os.path.join(run_dir, "outputs")
-    deadline = asked + max(5.0, float(plan.get("checkpoint_grace_s") or 90) - REQUEUE_MARGIN_S)
+    deadline = asked + max(5.0, grace - REQUEUE_MARGIN_S)
     while time.time() < deadline:
         newest: dict[str, float] = {}
         for checkpoint in all_checkpoints(outputs):
@@ -167,11 +175,26 @@ def requeue(run_dir: str, env: dict[str, str]) -> None:
         if (newest and min(newest.values()) >= asked) or len(exits) >= len(plan["tasks"]):
             break
         time.sleep(0.2)
+    if preempted:
+        return
     if not again:
         print(f"jupyter-px: no retries left (termination.max_retries: {plan.get('max_retries')}); not requeued")
         return
     print(f"jupyter-px: requeueing Slurm job {job} (scontrol requeue)", flush=True)
     subprocess.run(["scontrol", "requeue", job], check=False)
+
+
+def _seconds_left(job: str) -> float | None:
+    """Seconds until the job's end time (`scontrol show job`'s EndTime, local time), None when
+    it cannot be read."""
+    import subprocess
+
+    shown = subprocess.run(["scontrol", "show", "job", "--oneliner", job], capture_output=True, text=True, check=False)
+    end = _parse_record(shown.stdout.splitlines()[0] if shown.stdout else "").get("EndTime", "")
+    try:
+        return time.mktime(time.strptime(end, "%Y-%m-%dT%H:%M:%S")) - time.time()
+    except ValueError:
+        return None
 
 
 def hostnames(expression: str) -> list[str]:
