@@ -33,6 +33,7 @@ from slurm_support import (  # noqa: F401 (fixtures)
 from jupyter_px.presentation.text import status_heading
 from jupyter_px.runstore import RunStore
 from jupyter_px.service import RunService, ScriptFile, Submission
+from jupyter_px.service.views import run_detail
 
 pytestmark = pytest.mark.slurm
 
@@ -90,6 +91,13 @@ def test_a_job_at_its_time_limit_checkpoints_is_requeued_and_ends_as_attempt_2(
     assert resumed == hold, status.attempts  # the checkpoint saved when asked, by both ranks
     assert during.message.startswith(f"Requeued (TimeLimit), attempt 2 of 3, resumed at step {resumed:,}: ")
     assert first.describe() == f"Slurm job {job} requeued (TimeLimit) at step {first.step:,}"
+    view = service.view(run_id)  # what REST (px/api/runs/<id>) and `jupyter px status --json` answer
+    detail = run_detail(view.record, view.status, view.owner_problem)
+    assert (detail["attempt"], detail["max_attempts"]) == (2, 3)
+    assert [(a["attempt"], a["reason"], a["resumed_from"]) for a in detail["attempts"]] == [
+        (1, "TimeLimit", None),
+        (2, None, hold),
+    ]
     heading = status_heading(status).splitlines()  # `jupyter px status`, the run view's attempt line
     assert f"attempt 2 of 3, from step {resumed:,}" in heading
     assert f"  attempt 1: Slurm job {job} requeued (TimeLimit) at step {first.step:,}; started again" in heading
