@@ -13,6 +13,7 @@ every family's (`../settings_file.py`). Modules, one job each:
 * `task_entry` - what runs on the nodes: the nodes' addresses, each task's replica, the
                  rendezvous, the environment contract, the runner, the exit record.
 * `node_entry` - one task per node that forks the node's replicas (each as `task_entry`'s task).
+* `requeue_entry` - the batch shell's trap before the time limit: checkpoints, then `scontrol requeue`.
 * `preflight`  - `sbatch --test-only` and the shared-filesystem probe, before anything is queued.
 * `default_memory` - what Slurm gives replicas that declare no memory, against what they need.
 * `queue`      - one `squeue` for every followed run: the shared snapshot, queue positions.

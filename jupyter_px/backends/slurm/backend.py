@@ -25,7 +25,17 @@ from ..base import BackendError, SubmitHandle
 from ..followed import FollowedBackend, mark_stopped
 from . import mirror, preflight
 from .commands import SlurmCommandError, SlurmCommands
-from .handle import ENTRY, FOLLOWER, JOB_SCRIPT, NODE_ENTRY, NODE_SCRIPT, PLAN_FILE, TASK_SCRIPT, JobHandle
+from .handle import (
+    ENTRY,
+    FOLLOWER,
+    JOB_SCRIPT,
+    NODE_ENTRY,
+    NODE_SCRIPT,
+    PLAN_FILE,
+    REQUEUE_ENTRY,
+    TASK_SCRIPT,
+    JobHandle,
+)
 from .plan import job_plan, plan_document
 from .script import job_name, job_script, node_script, task_script
 from .settings import SlurmSettings, load_settings
@@ -99,6 +109,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         (work / NODE_SCRIPT).write_text(node_script(work, settings))
         shutil.copyfile(Path(__file__).with_name("task_entry.py"), work / ENTRY)
         shutil.copyfile(Path(__file__).with_name("node_entry.py"), work / NODE_ENTRY)
+        shutil.copyfile(Path(__file__).with_name("requeue_entry.py"), work / REQUEUE_ENTRY)
         commands = SlurmCommands(env=job_environ(self.store.home))
         job_id = commands.sbatch(work / JOB_SCRIPT, cwd=str(work))
         try:

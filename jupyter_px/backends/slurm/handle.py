@@ -20,6 +20,7 @@ from ..followed import FollowerSpec
 #: in), the scripts, the plan, the batch script's output.
 ENTRY = "slurm/entry.py"
 NODE_ENTRY = "slurm/node.py"
+REQUEUE_ENTRY = "slurm/requeue.py"
 NODE_SCRIPT = "slurm/node.sh"
 JOB_SCRIPT = "slurm/job.sh"
 TASK_SCRIPT = "slurm/task.sh"

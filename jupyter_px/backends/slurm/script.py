@@ -27,7 +27,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from .handle import BATCH_OUTPUT, ENTRY, NODE_ENTRY, NODE_SCRIPT, TASK_SCRIPT
+from .handle import BATCH_OUTPUT, ENTRY, NODE_ENTRY, NODE_SCRIPT, REQUEUE_ENTRY, TASK_SCRIPT
 from .plan import Component, JobPlan
 from .settings import SlurmSettings
 
@@ -113,10 +113,10 @@ def job_script(run_id: str, run_dir: Path | str, plan: JobPlan, settings: SlurmS
         lines += [srun, "exit $?"]
         return "\n".join(lines) + "\n"
     # Slurm's signal before the time limit (B: the batch shell alone): the replicas checkpoint,
-    # then the job is requeued (entry.py requeue); srun runs in the background so that the trap
+    # then the job is requeued (requeue_entry.py); srun runs in the background so that the trap
     # runs at once (bash runs a trap only between commands, and `wait` returns for it)
     lines += [
-        f'checkpoint_and_requeue() {{ {python} "$RUN_DIR/{ENTRY}" requeue "$RUN_DIR"; }}',
+        f'checkpoint_and_requeue() {{ {python} "$RUN_DIR/{REQUEUE_ENTRY}" "$RUN_DIR"; }}',
         "trap checkpoint_and_requeue USR1",
         f"{srun} &",
         "srun_pid=$!",

@@ -1,4 +1,4 @@
-"""What runs on the compute nodes: `python <run>/slurm/entry.py prepare|run|requeue RUN_DIR`.
+"""What runs on the compute nodes: `python <run>/slurm/entry.py prepare|run RUN_DIR`.
 
 Copied into each run's directory at submit (as the Kubernetes backends ship their pod entry), so
 a task starts it by path: importing it as `jupyter_px.backends.slurm...` would first import the
@@ -7,12 +7,9 @@ Standard library only, plus `jupyter_px.cluster`, the one builder of the environ
 
 `prepare` (the batch script, once, before `srun`): the job's nodes (`SLURM_JOB_NODELIST` of every
 component, expanded by `scontrol show hostnames`) and their `NodeAddr` (`scontrol show node`:
-node names need not resolve) into `slurm/job-<id>/nodes.json`, and which attempt this is
-(`attempt.json`: 1 + the job's restarts, the checkpoint step every replica resumes from). A
-requeued job keeps its id: its next attempt writes under `slurm/job-<id>.<restarts>/`.
-
-`requeue` (the batch shell's trap for Slurm's signal before the time limit, a run with retries):
-every replica asked for a checkpoint, then `scontrol requeue` (see `requeue`).
+node names need not resolve) into `slurm/job-<id>/nodes.json`, and the attempt (`attempt.json`:
+1 + the job's restarts, the step every replica resumes from); a requeued job keeps its id, so
+attempt n+1 writes under `slurm/job-<id>.<n>/` (the trap before a time limit: `requeue_entry.py`).
 
 `run` (every task; `slurm/task.sh` has already sent its output to the replica's log):
 
@@ -53,12 +50,8 @@ RENDEZVOUS_POLL_S = 0.02
 #: Signals a task passes on to its replica (a stop's SIGTERM, an interactive srun's SIGINT).
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR2)
 #: Signals a task only passes on, which stop nothing: SIGURG asks the replica for its stacks
-#: (`jupyter_px.diagnostics.stack_signal`; `scancel --signal` reaches the step's tasks, not their
-#: children), SIGUSR1 for a checkpoint before the job is requeued (`tracking.checkpoint_requested`).
+#: (`diagnostics.stack_signal`), SIGUSR1 for a checkpoint (`tracking.checkpoint_requested`).
 PASSED_ON = (signal.SIGURG, signal.SIGUSR1)
-#: Seconds before the end of the checkpoint grace the batch script stops waiting for the
-#: replicas' checkpoints and requeues the job (the signal may come up to 60 s early, sbatch(1)).
-REQUEUE_MARGIN_S = 15.0
 
 
 def job_dir(run_dir: str, job_id: str) -> str:
@@ -66,15 +59,13 @@ def job_dir(run_dir: str, job_id: str) -> str:
 
 
 def restarts(env: dict[str, str]) -> int:
-    """How often Slurm restarted the job (requeued it): `SLURM_RESTART_COUNT`, sbatch(1)."""
-    count = env.get("SLURM_RESTART_COUNT") or "0"
-    return int(count) if count.isdigit() else 0
+    """How often Slurm restarted (requeued) the job: `SLURM_RESTART_COUNT`, sbatch(1)."""
+    return int(env.get("SLURM_RESTART_COUNT") or 0)
 
 
 def attempt_dir(run_dir: str, env: dict[str, str]) -> str:
-    """This attempt's records (`handle.JobHandle.records_dir`): `job-<id>`, `job-<id>.<restarts>`."""
-    count = restarts(env)
-    return job_dir(run_dir, leader_job_id(env)) + (f".{count}" if count else "")
+    """This attempt's records (`JobHandle.records_dir`): `job-<id>`, then `job-<id>.<restarts>`."""
+    return job_dir(run_dir, leader_job_id(env)) + (f".{restarts(env)}" if restarts(env) else "")
 
 
 def leader_job_id(env: dict[str, str]) -> str:
@@ -130,71 +121,12 @@ def prepare(run_dir: str, env: dict[str, str]) -> None:
 
 
 def attempt_of(run_dir: str, env: dict[str, str]) -> dict[str, Any]:
-    """Which attempt this is (1 + the job's restarts) and the checkpoint step every replica
-    resumes from (`runstore.checkpoints.newest_step`): decided once, so all agree."""
+    """The attempt (1 + restarts), the step all resume from, PX_ATTEMPT/PX_CHECKPOINT_STEP as locally."""
     from jupyter_px.runstore.checkpoints import newest_step
 
-    count = restarts(env)
-    step = newest_step(os.path.join(run_dir, "outputs")) if count else None
-    return {"attempt": count + 1, "resume_at": step, "started_at": time.time()}
-
-
-def requeue(run_dir: str, env: dict[str, str]) -> None:
-    """The batch shell's trap for Slurm's signal before the time limit (`--signal=B:USR1@<grace>`):
-    ask every replica for a checkpoint (SIGUSR1, `tracking.checkpoint_requested`), wait until each
-    scope of checkpoints has one saved since (or the grace nearly ran out), then requeue the job
-    (`scontrol requeue`) while the run has retries left. `requeue.json` tells the follower first,
-    so the replicas the requeue stops are not taken for failures."""
-    import subprocess
-
-    from jupyter_px.runstore.checkpoints import all_checkpoints
-
-    plan = read_json(os.path.join(run_dir, "slurm", "plan.json"))
-    folder, job = attempt_dir(run_dir, env), leader_job_id(env)
-    os.makedirs(folder, exist_ok=True)
-    asked = time.time()
-    grace = float(plan.get("checkpoint_grace_s") or 90)
-    left = _seconds_left(job)
-    # the signal comes at most 60 s before `grace` (sbatch(1)); much earlier, it is a preemption
-    # (slurm.conf(5) SlurmctldParameters=preempt_send_user_signal), which Slurm's PreemptMode
-    # requeues (or not) itself: only the checkpoint is ours then
-    preempted = left is not None and left > grace + 60 + REQUEUE_MARGIN_S
-    reason = "Preempted" if preempted else "TimeLimit"
-    again = not preempted and restarts(env) < int(plan.get("max_retries") or 0)
-    write_json(os.path.join(folder, "requeue.json"), {"reason": reason, "asked_at": asked, "requeue": again})
-    near = "is being preempted" if preempted else "is near its time limit"
-    print(f"jupyter-px: Slurm job {job} {near}: asking the replicas for a checkpoint", flush=True)
-    subprocess.run(["scancel", "--signal=USR1", job], check=False)
-    outputs = os.path.join(run_dir, "outputs")
-    deadline = asked + max(5.0, grace - REQUEUE_MARGIN_S)
-    while time.time() < deadline:
-        newest: dict[str, float] = {}
-        for checkpoint in all_checkpoints(outputs):
-            newest[checkpoint.scope] = max(newest.get(checkpoint.scope, 0.0), checkpoint.time)
-        exits = [name for name in os.listdir(folder) if name.startswith("exit-")]
-        if (newest and min(newest.values()) >= asked) or len(exits) >= len(plan["tasks"]):
-            break
-        time.sleep(0.2)
-    if preempted:
-        return
-    if not again:
-        print(f"jupyter-px: no retries left (termination.max_retries: {plan.get('max_retries')}); not requeued")
-        return
-    print(f"jupyter-px: requeueing Slurm job {job} (scontrol requeue)", flush=True)
-    subprocess.run(["scontrol", "requeue", job], check=False)
-
-
-def _seconds_left(job: str) -> float | None:
-    """Seconds until the job's end time (`scontrol show job`'s EndTime, local time), None when
-    it cannot be read."""
-    import subprocess
-
-    shown = subprocess.run(["scontrol", "show", "job", "--oneliner", job], capture_output=True, text=True, check=False)
-    end = _parse_record(shown.stdout.splitlines()[0] if shown.stdout else "").get("EndTime", "")
-    try:
-        return time.mktime(time.strptime(end, "%Y-%m-%dT%H:%M:%S")) - time.time()
-    except ValueError:
-        return None
+    step = newest_step(os.path.join(run_dir, "outputs")) if restarts(env) else None
+    again = {"PX_ATTEMPT": str(restarts(env) + 1), **({"PX_CHECKPOINT_STEP": str(step)} if step is not None else {})}
+    return {"attempt": restarts(env) + 1, "resume_at": step, "env": again if restarts(env) else {}}
 
 
 def hostnames(expression: str) -> list[str]:
@@ -469,11 +401,7 @@ class Task:
         )
         shape: Any = _Shape(self.plan)
         contract = ClusterEnv(shape, self.plan["run_id"], addresses).for_replica(self.role, self.index, paths)
-        attempt = read_json(os.path.join(self.folder, "attempt.json"))
-        resume = {"PX_ATTEMPT": str(attempt["attempt"])}  # as the local backend's gang restart sets them
-        if attempt.get("resume_at") is not None:
-            resume["PX_CHECKPOINT_STEP"] = str(attempt["resume_at"])
-        return {**self.env, **contract, **resume}
+        return {**self.env, **contract, **read_json(os.path.join(self.folder, "attempt.json"))["env"]}
 
     def run(self) -> int:
         for signum in HANDLED_SIGNALS:
@@ -539,9 +467,9 @@ def _become_runner(run_dir: str, env: dict[str, str]) -> None:
     try:
         for signum in (*HANDLED_SIGNALS, *PASSED_ON):
             signal.signal(signum, signal.SIG_DFL)
-        from jupyter_px.processes import checkpoint_signal
+        from jupyter_px.processes import checkpoint_signal  # SIGUSR1: `tracking.checkpoint_requested`
 
-        checkpoint_signal.arm()  # SIGUSR1 asks for a checkpoint (`tracking.checkpoint_requested`)
+        checkpoint_signal.arm()
         os.environ.clear()
         os.environ.update(env)
         sys.argv = ["-m jupyter_px.runner", run_dir]
@@ -554,15 +482,12 @@ def _become_runner(run_dir: str, env: dict[str, str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2 or args[0] not in ("prepare", "run", "requeue"):
-        die("usage: entry.py prepare|run|requeue RUN_DIR")
+    if len(args) != 2 or args[0] not in ("prepare", "run"):
+        die("usage: entry.py prepare|run RUN_DIR")
     mode, run_dir = args[0], os.path.abspath(args[1])
     env = dict(os.environ)
     if mode == "prepare":
         prepare(run_dir, env)
-        return
-    if mode == "requeue":
-        requeue(run_dir, env)
         return
     task = Task(run_dir, env)
     code = task.run()
