@@ -5,7 +5,7 @@ requeue`) and when a node of it is lost (Slurm requeues a `--requeue` job after 
 
 This module's cluster gives the job credential a 15 s lifetime (`AuthInfo cred_expire`), which is
 also how long Slurm holds a requeued job back (120 s by default, slurm.conf(5)); the time-limit test
-uses Slurm's shortest limit (1 minute) and a 20 s grace: about 75 s in all here.
+uses Slurm's shortest limit (1 minute) and a 10 s grace: about 90 s in all here.
 """
 
 from __future__ import annotations
@@ -66,16 +66,17 @@ def test_a_job_at_its_time_limit_checkpoints_is_requeued_and_ends_as_attempt_2(
     use_slurm, px_home, tmp_path, monkeypatch
 ):
     settings = tmp_path / "slurm.yaml"
-    settings.write_text("time_limit: '1'\ncheckpoint_grace_s: 20\n")  # Slurm's shortest limit
+    settings.write_text("time_limit: '1'\ncheckpoint_grace_s: 10\n")  # Slurm's shortest limit
     monkeypatch.setenv("PX_SLURM_CONFIG", str(settings))
-    topology = {**topology_of(workers=1, memory=700), "termination": {"maxRetries": 2}}
+    # one retry: the second attempt, which Slurm may signal too, is not requeued again
+    topology = {**topology_of(workers=1, memory=700), "termination": {"maxRetries": 1}}
     service = RunService()
-    steps, hold = 120, 37  # the first attempt waits at step 37 for Slurm's signal (about 40 s in)
+    steps, hold = 80, 37  # the first attempt waits at step 37 for Slurm's signal
     args = (str(steps), "0.1", str(hold))
     run_id = service.submit(Submission(ScriptFile(TRAIN), topology, args=args, name="timelimit"))
     job = job_id(px_home, run_id)
     script = (RunStore().paths(run_id).root / "slurm" / "job.sh").read_text()
-    assert "#SBATCH --requeue\n#SBATCH --signal=B:USR1@20\n#SBATCH --open-mode=append\n" in script
+    assert "#SBATCH --requeue\n#SBATCH --signal=B:USR1@10\n#SBATCH --open-mode=append\n" in script
 
     def requeued():
         status = service.status(run_id)
@@ -84,22 +85,24 @@ def test_a_job_at_its_time_limit_checkpoints_is_requeued_and_ends_as_attempt_2(
     during = wait_for(requeued, "the run to say it was requeued", timeout=DEADLINE_S)
     status = service.wait(run_id, timeout=DEADLINE_S)
     assert status.state.value == "Succeeded", status
-    assert status.attempt == 2 and status.max_attempts == 3, status
+    assert status.attempt == 2 and status.max_attempts == 2, status
     first, second = status.attempts
     assert (first.attempt, first.failed, first.reason, first.retried) == (1, f"Slurm job {job}", "TimeLimit", True)
+    # the checkpoint both ranks saved when asked (at step 37, or before it when Slurm's signal, which
+    # "may be sent up to 60 seconds earlier than specified", came sooner)
     resumed = second.resumed_from
-    assert resumed == hold, status.attempts  # the checkpoint saved when asked, by both ranks
-    assert during.message.startswith(f"Requeued (TimeLimit), attempt 2 of 3, resumed at step {resumed:,}: ")
+    assert resumed is not None and 0 < resumed <= hold, status.attempts
+    assert during.message.startswith(f"Requeued (TimeLimit), attempt 2 of 2, resumed at step {resumed:,}: ")
     assert first.describe() == f"Slurm job {job} requeued (TimeLimit) at step {first.step:,}"
     view = service.view(run_id)  # what REST (px/api/runs/<id>) and `jupyter px status --json` answer
     detail = run_detail(view.record, view.status, view.owner_problem)
-    assert (detail["attempt"], detail["max_attempts"]) == (2, 3)
+    assert (detail["attempt"], detail["max_attempts"]) == (2, 2)
     assert [(a["attempt"], a["reason"], a["resumed_from"]) for a in detail["attempts"]] == [
         (1, "TimeLimit", None),
-        (2, None, hold),
+        (2, None, resumed),
     ]
     heading = status_heading(status).splitlines()  # `jupyter px status`, the run view's attempt line
-    assert f"attempt 2 of 3, from step {resumed:,}" in heading
+    assert f"attempt 2 of 2, from step {resumed:,}" in heading
     assert f"  attempt 1: Slurm job {job} requeued (TimeLimit) at step {first.step:,}; started again" in heading
     logs = {role: service.log_tail(run_id, role, 0, tail=None) for role in ("master", "worker")}
     for text in logs.values():
