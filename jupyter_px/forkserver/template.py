@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import detached
-from . import fresh, wire, zygote
+from . import fresh, pool, wire, zygote
 
 log = logging.getLogger("jupyter_px.forkserver")
 LOGGERS = ("jupyter_px.forkserver",)
@@ -78,6 +78,8 @@ class Template:
         self.stop_reason: str | None = None
         self.wake_r, self.wake_w = os.pipe()
         self.owner_fd: int | None = None
+        #: What the next standby's spawn-ahead pool is made of (`pool`), when this template has one.
+        self.pool_hint: dict[str, Any] = {}
 
     # ---- start-up --------------------------------------------------------------------------
     def listen(self) -> None:
@@ -127,6 +129,9 @@ class Template:
 
     # ---- the standby owner ------------------------------------------------------------------
     def fork_standby(self) -> None:
+        if self.args.pool_imports:
+            self.pool_hint = pool.read_hint(self.args.pool_hint)
+            write_state(self.state, pool={**self.pool_hint, "imports": self.pool_imports()})
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         template = os.getpid()
         pid = os.fork()
@@ -154,6 +159,12 @@ class Template:
         if os.getppid() != template:
             os._exit(0)
         os.setsid()  # the owner's session, which its zygote and replicas share (as a detached start's)
+        if self.args.pool_imports:  # a framework a fork cannot carry: interpreters spawned ahead instead
+            members = pool.spawn(
+                self.pool_hint, self.pool_imports(), dict(os.environ), self.args.pool_log, pool.reads_at_import
+            )
+            handover = {pool.POOL_ENV: pool.describe(members)}
+            self._await_start(ctl, None, handover, pool.fds(members))
         owner_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         standby = os.getpid()
         zygote_pid = os.fork()
@@ -165,6 +176,19 @@ class Template:
                 os._exit(0)
             zygote.serve(zygote_end, self.dispositions, self.library_fds, LOGGERS)
         zygote_end.close()
+        handover = {zygote.ZYGOTE_FD_ENV: f"{zygote_pid}:{owner_end.fileno()}"}
+        self._await_start(ctl, zygote_pid, handover, {owner_end.fileno()})
+
+    def pool_imports(self) -> list[str]:
+        """What each pool member imports: the template's own preload, the framework, and the
+        optional modules the last run's code imported (`hint["imports"]`)."""
+        extra = [name for name in self.pool_hint.get("imports") or [] if name not in self.args.pool_imports]
+        return [*self.args.preload, *self.args.pool_imports, *extra]
+
+    def _await_start(
+        self, ctl: socket.socket, zygote_pid: int | None, handover: dict[str, str], keep: set[int]
+    ) -> None:
+        """The standby, ready: import the owner's modules ahead of need, wait for a start."""
         for name in self.args.standby_import:  # the owner's own modules, imported ahead of need
             try:
                 importlib.import_module(name)
@@ -177,9 +201,11 @@ class Template:
         if len(fds) != 1:
             os._exit(1)
         ctl.close()
-        self._become_owner(request, fds[0], zygote_pid, owner_end)
+        self._become_owner(request, fds[0], zygote_pid, handover, keep)
 
-    def _become_owner(self, request: dict[str, Any], conn_fd: int, zygote_pid: int, owner_end: socket.socket) -> None:
+    def _become_owner(
+        self, request: dict[str, Any], conn_fd: int, zygote_pid: int | None, handover: dict[str, str], keep: set[int]
+    ) -> None:
         """The standby takes the start: its own session, the caller's environment, directory,
         log and argv; it tells the caller its pid; the entry point then waits for "go" on the
         same connection (`detached.await_go`), as a detached start's does on its go-pipe."""
@@ -193,16 +219,15 @@ class Template:
         conn.detach()  # the fd is the go-pipe from here on (closed by await_go)
         os.umask(int(request.get("umask", 0o022)))
         fresh.redirect_stdio(request.get("log"))
-        keep = {conn_fd, owner_end.fileno(), *self.library_fds}
-        fresh.close_fds(keep)
+        fresh.close_fds({conn_fd, *keep, *self.library_fds})
         fresh.take_on(request.get("attributes") or {})  # the caller's niceness and limits (after close_fds)
-        os.set_inheritable(conn_fd, False)
-        os.set_inheritable(owner_end.fileno(), False)
+        for fd in (conn_fd, *keep):
+            os.set_inheritable(fd, False)
         fresh.forget_logging(LOGGERS)
         env = dict(request["env"])
         stale = _modules_read_at_import(request, env)
         env[detached.GO_FD_ENV] = str(conn_fd)
-        env[zygote.ZYGOTE_FD_ENV] = f"{zygote_pid}:{owner_end.detach()}"
+        env.update(handover)
         fresh.replace_environment(env, request["cwd"], request.get("argv0") or "-", list(request.get("args") or []))
         fresh.refresh_libraries()
         for name in stale:  # imported ahead of need with other values of variables they read: again
@@ -229,6 +254,8 @@ class Template:
             self._start(conn, request)
         elif op == "status":
             self._reply(conn, self.describe())
+        elif op == "hint":
+            self._reply(conn, {"replaced": self._take_hint()})
         elif op == "stop":
             self.stop_reason = str(request.get("reason") or "stopped on request")
             self._reply(conn, {"stopping": True})
@@ -242,6 +269,21 @@ class Template:
             pass
         conn.close()
 
+    def _take_hint(self) -> bool:
+        """A run said what its replicas imported with (`--pool-hint`): a standby whose pool was
+        spawned for something else is replaced (its members end with it)."""
+        if not self.args.pool_imports or pool.read_hint(self.args.pool_hint) == self.pool_hint or self.standby is None:
+            return False
+        log.info("the pool's hint changed: replacing standby %d and its pool", self.standby.pid)
+        try:
+            os.kill(self.standby.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.standby.ctl.close()
+        self.standby = None
+        self.fork_standby()
+        return True
+
     def describe(self) -> dict[str, Any]:
         standby = self.standby
         return {
@@ -252,6 +294,7 @@ class Template:
             "idle_s": self.args.idle,
             "fingerprint": self.args.fingerprint,
             "preloaded": len(sys.modules),
+            "pool": {**self.pool_hint, "imports": self.pool_imports()} if self.args.pool_imports else None,
         }
 
     def _start(self, conn: socket.socket, request: dict[str, Any]) -> None:
@@ -388,7 +431,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--owner-started", type=float, default=None)
     parser.add_argument("--preload", default="", help="modules to import up front, comma-separated")
     parser.add_argument("--standby-import", default="", help="modules the standby owner imports ahead of need")
+    parser.add_argument("--pool-imports", default="", help="a spawn-ahead pool's framework modules (no zygote then)")
+    parser.add_argument("--pool-hint", default="", help="the JSON file saying what the next pool is made of")
+    parser.add_argument("--pool-log", default=os.devnull, help="where the pool's interpreters write until they serve")
     args = parser.parse_args(argv)
+    args.pool_imports = [name for name in args.pool_imports.split(",") if name]
     args.preload = [name for name in args.preload.split(",") if name]
     args.standby_import = [name for name in args.standby_import.split(",") if name]
     return args
