@@ -226,17 +226,21 @@ def test_cold_flag_settings_and_frameworks_that_start_cold_say_why(px_home, warm
         assert wait(run).state.value == "Succeeded", describe(run)
 
 
-def test_tensorflow_and_mpi_runs_start_cold_with_the_reason(monkeypatch):
+def test_mxnet_and_mpi_runs_start_cold_with_the_reason_and_tensorflow_has_a_template(monkeypatch):
+    """TensorFlow's runs start warm from a spawn-ahead pool (tests/test_warm_pool.py), never forked."""
     from jupyter_px.runstore import RunRecord
 
     monkeypatch.setenv("JUPYTER_PX_WARM", "1")
     from jupyter_px.topology import parse_topology
 
     settings = load_settings()
-    for framework, says in (("tensorflow", "not fork-safe"), ("mxnet", "engine"), ("mpi", "mpirun")):
+    for framework, says in (("mxnet", "engine"), ("mpi", "mpirun")):
         topology = parse_topology({"framework": framework})
         reason = warm.cold_reason(RunRecord(run_id="x", topology={}), topology, settings)
         assert reason is not None and says in reason
+    tensorflow = parse_topology({"framework": "tensorflow"})
+    assert warm.cold_reason(RunRecord(run_id="x", topology={}), tensorflow, settings) is None
+    assert not {"tensorflow", "tf_keras"} & set(warm.preload("tensorflow"))  # nothing of it is forked
 
 
 # ---- the template's lifecycle ----------------------------------------------------------------------
