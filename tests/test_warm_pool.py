@@ -20,7 +20,7 @@ from warm_support import template_env
 from workloads_support import DEADLINE_S, check_run
 from workloads_support import submit as submit_workload
 
-from jupyter_px.backends.local import warm
+from jupyter_px.backends.local import templates, warm
 from jupyter_px.backends.local.settings import load_settings
 from jupyter_px.runstore import RunRecord
 from jupyter_px.service import RunService
@@ -42,7 +42,7 @@ def tf_template(px_home, tmp_path, monkeypatch):
 
 
 def _pool() -> dict:
-    (entry,) = [e for e in warm.templates() if e["key"] == warm.template_key("tensorflow") and e["running"]]
+    (entry,) = [e for e in templates.templates() if e["key"] == warm.template_key("tensorflow") and e["running"]]
     return entry["pool"]
 
 

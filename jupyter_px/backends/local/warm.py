@@ -111,7 +111,7 @@ def fingerprint_facts(framework: str | None, env: Mapping[str, str]) -> dict[str
 
 def pool_hint_path(key: str) -> Path:
     """What the next spawn-ahead pool of template `key` is made of (`spawn_ahead.py` writes it)."""
-    return warm_dir() / f"{key}.pool.json"
+    return warm_dir() / f"{key}.pool-hint"  # not `.json`: that names a template's state
 
 
 def socket_path(directory: Path, key: str) -> str:
@@ -454,7 +454,7 @@ def templates() -> list[dict[str, Any]]:
     directory = warm_dir()
     for path in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime if p.exists() else 0.0, reverse=True):
         state = read_state(path.stem)
-        if state is None:
+        if state is None or "key" not in state:
             continue
         running = alive(state)
         entry = {**{k: v for k, v in state.items() if k != "preloaded"}, "running": running}
@@ -469,10 +469,8 @@ def templates() -> list[dict[str, Any]]:
             entry["standby_pid"] = standby
             entry["active_owners"] = live.get("owners", [])
             entry["standby_memory"] = _memory(standby)
-            if live.get("pool") is not None:  # a spawn-ahead pool: its interpreters, beside the standby
-                from .spawn_ahead import members
-
-                entry["pool"] = {**live["pool"], "interpreters": members(standby)}
+            if live.get("pool") is not None:  # a spawn-ahead pool's hint (`templates.py` adds its interpreters)
+                entry["pool"] = live["pool"]
             if state.get("state") == "ready" and state.get("idle_s"):
                 used = float(live.get("last_used") or state.get("last_used") or state.get("ready_at") or time.time())
                 entry["stops_in_s"] = max(0.0, float(state["idle_s"]) - (time.time() - used))
