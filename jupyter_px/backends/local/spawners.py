@@ -78,6 +78,7 @@ class Spawner:
         #: Each runner replica's environment at import, in start order (the next pool's hint).
         self.wanted: list[dict[str, str]] = []
         self.pool_served = 0
+        self.reported = False
         self.pool_refused: list[str] = []
 
     @classmethod
@@ -161,8 +162,9 @@ class Spawner:
     def finish_gang(self, framework: str | None) -> str | None:
         """After the gang's first start: kill what the pool still holds, leave the next pool's
         hint; what to add to the run's `launch` (None without a pool)."""
-        if self.facts is not None:
+        if self.facts is not None and not self.reported:  # the first start's gang (an attempt restarts it)
             spawn_ahead.report(framework, self.wanted, self.facts[0])
+            self.reported = True
         if self.pool is None:
             return None
         left = self.pool.release()
