@@ -159,7 +159,6 @@ class Run:
 
     def __init__(self, ref: str, store: RunStore | None = None, *, service: RunService | None = None):
         self.service = service or RunService(store)
-        self.store = self.service.store
         self.run_id = self.service.resolve(ref)
         self.record = self.service.record(self.run_id)
 
@@ -172,7 +171,7 @@ class Run:
 
     @property
     def paths(self):
-        return self.store.paths(self.run_id)
+        return self.service.paths(self.run_id)
 
     @property
     def params(self) -> dict[str, Any]:

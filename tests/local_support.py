@@ -46,7 +46,7 @@ def run_processes(run_id: str) -> list[psutil.Process]:
 def assert_nothing_left(run, timeout: float = 20) -> None:
     """No recorded pid of the run and no process carrying its PX_RUN_ID is alive; the
     supervisor has exited."""
-    status = run.store.status(run.run_id)
+    status = run.status()
     recorded = [r.pid for r in status.replicas if r.pid]
 
     def supervisor_gone() -> bool:
@@ -88,7 +88,7 @@ def replica(status, key: str):
 
 def describe(run) -> str:
     """Status, supervisor log and replica logs, for assertion messages."""
-    parts = [run.store.status(run.run_id).model_dump_json(indent=1)]
+    parts = [run.status().model_dump_json(indent=1)]
     sup = run.paths.root / "supervisor.log"
     if sup.exists():
         parts.append("supervisor.log:\n" + sup.read_text()[-3000:])

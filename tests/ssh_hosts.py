@@ -203,7 +203,7 @@ def use_ssh_fixture(ssh_hosts: SshHosts, px_home: Path, tmp_path: Path, monkeypa
     from jupyter_px.service import RunService
 
     service = RunService()
-    for run_id in service.store.run_ids():  # a test that failed midway: its runs go too
+    for run_id in service.run_ids():  # a test that failed midway: its runs go too
         if not service.status(run_id).state.finished:
             service.stop(run_id)
     wait_for(lambda: not processes_of_home(px_home), "no process of the test's runs left", timeout=60)

@@ -30,5 +30,5 @@ def test_tail_larger_than_one_read_starts_at_a_character(px_home):
 
 def test_backend_logs_stream_the_whole_log(px_home):
     run = _run_with_log(px_home)
-    chunks = list(LocalBackend(run.store).logs(run.run_id, "master", 0))
+    chunks = list(LocalBackend(RunStore(px_home)).logs(run.run_id, "master", 0))
     assert len(chunks) > 1 and "".join(chunks) == TEXT

@@ -19,6 +19,7 @@ from jupyter_px.compare.params import differing, flatten, run_params
 from jupyter_px.compare.selection import SelectionError, select_runs, sweep_objective
 from jupyter_px.compare.values import check_optimizations, optimization_for, series_values
 from jupyter_px.runstore import RunStore
+from jupyter_px.service import RunService
 
 
 @pytest.fixture
@@ -49,10 +50,10 @@ def three_runs(store: RunStore, steps: int = 300) -> list[str]:
 def test_selection_by_reference_pattern_and_order(store):
     three_runs(store)
     make_run(store, "other", name="baseline", curves={"loss": float})
-    assert select_runs(store, ["lr-2", "baseline", "lr-2"]) == ["lr-2", "other"]  # names resolve; once each
-    assert sorted(select_runs(store, pattern="sweep-lr-*")) == ["lr-0", "lr-1", "lr-2"]
-    assert select_runs(store, ["other"], pattern="lr-1") == ["other", "lr-1"]  # ids match the glob too
-    assert select_runs(store, ["last"]) == ["other"]
+    assert select_runs(RunService(store), ["lr-2", "baseline", "lr-2"]) == ["lr-2", "other"]  # names resolve; once each
+    assert sorted(select_runs(RunService(store), pattern="sweep-lr-*")) == ["lr-0", "lr-1", "lr-2"]
+    assert select_runs(RunService(store), ["other"], pattern="lr-1") == ["other", "lr-1"]  # ids match the glob too
+    assert select_runs(RunService(store), ["last"]) == ["other"]
 
 
 @pytest.mark.parametrize(
@@ -67,7 +68,7 @@ def test_selection_by_reference_pattern_and_order(store):
 def test_selection_refusals_name_what_is_wrong(store, refs, pattern, message):
     three_runs(store)
     with pytest.raises(SelectionError, match=re.escape(message)):
-        select_runs(store, refs, pattern=pattern)
+        select_runs(RunService(store), refs, pattern=pattern)
 
 
 def finished_sweep(store: RunStore, trials: dict[int, str], direction: str) -> str:
@@ -100,14 +101,17 @@ def finished_sweep(store: RunStore, trials: dict[int, str], direction: str) -> s
 def test_a_sweep_selects_its_trials_and_its_objective_says_which_is_best(store, direction):
     three_runs(store)
     sweep_id = finished_sweep(store, {1: "lr-2", 0: "lr-0"}, direction)
-    assert select_runs(store, sweep="lr-sweep") == ["lr-0", "lr-2"]  # trial order
-    assert select_runs(store, sweep=sweep_id) == ["lr-0", "lr-2"]
+    assert select_runs(RunService(store), sweep="lr-sweep") == ["lr-0", "lr-2"]  # trial order
+    assert select_runs(RunService(store), sweep=sweep_id) == ["lr-0", "lr-2"]
     with pytest.raises(SelectionError, match="sweep: 'nope': "):
-        select_runs(store, sweep="nope")
-    best = sweep_objective(store, "lr-sweep", None)
+        select_runs(RunService(store), sweep="nope")
+    best = sweep_objective(RunService(store), "lr-sweep", None)
     assert best == {"loss": "min" if direction == "minimize" else "max"}
-    assert sweep_objective(store, "lr-sweep", {"loss": "max", "acc": "max"}) == {"loss": "max", "acc": "max"}
-    loss = compare_runs(store, ["lr-0", "lr-2"], optimization=best).metric("loss")
+    assert sweep_objective(RunService(store), "lr-sweep", {"loss": "max", "acc": "max"}) == {
+        "loss": "max",
+        "acc": "max",
+    }
+    loss = compare_runs(RunService(store), ["lr-0", "lr-2"], optimization=best).metric("loss")
     assert loss.best_run == ("lr-2" if direction == "minimize" else "lr-0")  # lr 0.01 learns faster
 
 
@@ -117,10 +121,10 @@ def test_a_sweep_selects_its_trials_and_its_objective_says_which_is_best(store, 
 def test_only_params_that_differ_are_shown_by_default(store):
     ids = three_runs(store)
     make_run(store, "wide", curves={"loss": float}, params={"lr": 0.1, "batch": 32}, workers=3)
-    comparison = compare_runs(store, [*ids, "wide"])
+    comparison = compare_runs(RunService(store), [*ids, "wide"])
     assert comparison.params == ["lr", "topology.environment.replicas.n_workers"]
     assert comparison.hidden_params > 0
-    every = compare_runs(store, [*ids, "wide"], all_params=True)
+    every = compare_runs(RunService(store), [*ids, "wide"], all_params=True)
     assert {"batch", "backend", "lr"} <= set(every.params) and every.hidden_params == 0
 
 
@@ -142,7 +146,7 @@ def test_the_chiefs_logged_params_win():
 
 def test_final_and_best_values_follow_the_named_optimization(store):
     ids = three_runs(store)
-    comparison = compare_runs(store, ids)
+    comparison = compare_runs(RunService(store), ids)
     loss, acc = comparison.metric("loss"), comparison.metric("val_acc")
     assert (loss.optimization, acc.optimization) == ("min", "max")
     assert loss.best_run == "lr-1" and acc.best_run == "lr-1"
@@ -150,7 +154,7 @@ def test_final_and_best_values_follow_the_named_optimization(store):
     assert row["final"]["loss"] == pytest.approx(1 / (1 + 299 * 0.001))
     assert row["best"]["loss"] == row["final"]["loss"] and row["best_step"]["loss"] == 299
     # Saying the other way round moves the best run.
-    flipped = compare_runs(store, ids, optimization={"loss": "max"})
+    flipped = compare_runs(RunService(store), ids, optimization={"loss": "max"})
     assert flipped.metric("loss").best_run in ids and flipped.metric("loss").optimization == "max"
     assert next(r for r in flipped.rows() if r["run_id"] == "lr-0")["best"]["loss"] == 1.0
 
@@ -181,7 +185,7 @@ def test_bad_optimization_names_the_metric():
 def test_an_unknown_metric_is_refused_with_the_known_ones(store):
     ids = three_runs(store)
     with pytest.raises(ValueError, match=r"metrics: no run has 'acc' \(they have: loss, val_acc\)"):
-        compare_runs(store, ids, metrics=["acc"])
+        compare_runs(RunService(store), ids, metrics=["acc"])
 
 
 # ---- downsampling -----------------------------------------------------------------------------
@@ -218,7 +222,7 @@ def test_a_bad_bound_is_refused_with_its_value(points):
 
 def test_curves_of_long_runs_are_bounded_and_the_values_are_of_the_whole_series(store):
     make_run(store, "long", curves={"loss": lambda k: 1 / (1 + k)}, steps=50_000)
-    comparison = compare_runs(store, ["long"], points=200)
+    comparison = compare_runs(RunService(store), ["long"], points=200)
     curve = comparison.metric("loss").curves["long"]
     assert curve.total == 50_000 and len(curve.values) <= 200 and curve.replica == "master-0"
     assert curve.summary.final == pytest.approx(1 / 50_000) and curve.steps[-1] == 49_999
@@ -226,7 +230,7 @@ def test_curves_of_long_runs_are_bounded_and_the_values_are_of_the_whole_series(
 
 def test_a_run_without_master_metrics_uses_worker_0(store):
     make_run(store, "w", workers=2, worker_curves={"loss": lambda k: k})
-    curve = compare_runs(store, ["w"]).metric("loss").curves["w"]
+    curve = compare_runs(RunService(store), ["w"]).metric("loss").curves["w"]
     assert curve.replica == "worker-0"
 
 
@@ -235,15 +239,15 @@ def test_a_run_without_master_metrics_uses_worker_0(store):
 
 def test_a_digest_is_read_once_until_the_run_changes(store):
     ids = three_runs(store)
-    cache = DigestCache(store)
-    compare_runs(store, ids, cache=cache)
-    compare_runs(store, ids, cache=cache)
+    cache = DigestCache(RunService(store))
+    compare_runs(RunService(store), ids, cache=cache)
+    compare_runs(RunService(store), ids, cache=cache)
     assert cache.reads == 3
     path = store.paths("lr-0").metrics("master", 0)
     with open(path, "a") as handle:
         handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.0001,"val_acc":0.5}}\n')
     os.utime(path, ns=(1, 1))  # a size change alone must do too
-    again = compare_runs(store, ids, cache=cache)
+    again = compare_runs(RunService(store), ids, cache=cache)
     assert cache.reads == 4
     assert again.metric("loss").curves["lr-0"].summary.final == 0.0001
     assert again.metric("loss").best_run == "lr-0"
@@ -254,13 +258,13 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     a run that changed since, or one still running, is read."""
     ids = three_runs(store)
     make_run(store, "live", curves={"loss": lambda k: 1 / (k + 1)}, state="Running")
-    first = DigestCache(store)
-    before = compare_runs(store, [*ids, "live"], cache=first)
+    first = DigestCache(RunService(store))
+    before = compare_runs(RunService(store), [*ids, "live"], cache=first)
     assert first.reads == 4
     assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.v3.pickle" for i in ids)
 
-    later = DigestCache(store)  # a new server: nothing in memory
-    again = compare_runs(store, [*ids, "live"], cache=later)
+    later = DigestCache(RunService(store))  # a new server: nothing in memory
+    again = compare_runs(RunService(store), [*ids, "live"], cache=later)
     assert later.reads == 1  # only the running run
     assert again.to_json(arrays=False) == before.to_json(arrays=False)
 
@@ -268,8 +272,8 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     with open(path, "a") as handle:
         handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.00001}}\n')
     (first.folder / "lr-2.500.v3.pickle").write_bytes(b"cut sh")  # a damaged file is read past
-    third = DigestCache(store)
-    changed = compare_runs(store, [*ids, "live"], cache=third)
+    third = DigestCache(RunService(store))
+    changed = compare_runs(RunService(store), [*ids, "live"], cache=third)
     assert third.reads == 3  # lr-1 changed, lr-2's file is damaged, live runs
     assert changed.metric("loss").curves["lr-1"].summary.final == 0.00001
 
@@ -282,15 +286,17 @@ def test_parallel_coordinates_put_numeric_params_against_the_best_value(store):
     make_run(store, "text", curves={"loss": lambda k: 1.0}, params={"lr": "auto", "batch": 32})
     from jupyter_px.compare.render import parallel_coordinates
 
-    figure = parallel_coordinates(compare_runs(store, ids))
+    figure = parallel_coordinates(compare_runs(RunService(store), ids))
     dimensions = figure.data[0].dimensions
     assert [d.label for d in dimensions] == ["lr", "loss best (min)"]  # the first metric (by name)
     assert list(dimensions[0].values) == [0.001, 0.1, 0.01]
-    assert parallel_coordinates(compare_runs(store, [*ids, "text"])) is None  # lr is not a number everywhere
-    assert parallel_coordinates(compare_runs(store, ids[:1])) is None
+    assert (
+        parallel_coordinates(compare_runs(RunService(store), [*ids, "text"])) is None
+    )  # lr is not a number everywhere
+    assert parallel_coordinates(compare_runs(RunService(store), ids[:1])) is None
     from jupyter_px.compare.render import parallel_bundle
 
-    bundle = parallel_bundle(compare_runs(store, ids))
+    bundle = parallel_bundle(compare_runs(RunService(store), ids))
     assert bundle is not None
     assert_private(bundle["application/vnd.plotly.v1+json"]["config"])
 
@@ -300,7 +306,7 @@ def test_the_notebook_outputs_are_plotly_and_a_table_marking_the_best_run(store)
     notebook on GitHub) the table holds the values, the best marked."""
     from jupyter_px.compare.render import figure_bundle, table_bundle
 
-    comparison = compare_runs(store, three_runs(store))
+    comparison = compare_runs(RunService(store), three_runs(store))
     curves = figure_bundle(comparison)
     assert set(curves) == {"application/vnd.plotly.v1+json", "text/plain"}
     assert_private(curves["application/vnd.plotly.v1+json"]["config"])  # no "Share chart..."
@@ -318,16 +324,16 @@ def test_best_is_defined_among_the_runs_that_succeeded_or_at_the_common_step(sto
     make_run(store, "long-a", curves={"loss": lambda k: 1.0 - k / 200}, steps=100)  # ends at 0.505
     make_run(store, "long-b", curves={"loss": lambda k: 1.2 - k / 200}, steps=100)
     make_run(store, "short", curves={"loss": lambda k: 0.6 - k / 100}, steps=21, state="Stopped")  # 0.4 at 20
-    default = compare_runs(store, ["long-a", "long-b", "short"]).metric("loss")
+    default = compare_runs(RunService(store), ["long-a", "long-b", "short"]).metric("loss")
     assert default.best_run == "long-a"
     assert default.best_rule == "lowest final value among the 2 runs that succeeded"
-    everything = compare_runs(store, ["long-a", "long-b", "short"], best="all").metric("loss")
+    everything = compare_runs(RunService(store), ["long-a", "long-b", "short"], best="all").metric("loss")
     assert everything.best_run == "short" and everything.best_rule == "lowest value of all runs, at any step"
-    common = compare_runs(store, ["long-a", "long-b", "short"], best="common_step").metric("loss")
+    common = compare_runs(RunService(store), ["long-a", "long-b", "short"], best="common_step").metric("loss")
     assert common.common_step == 20 and common.best_run == "short"
     assert common.best_rule == "lowest at step 20, the last step every run reached"
     with pytest.raises(ValueError, match="best: 'median' is not one of succeeded, common_step, all"):
-        compare_runs(store, ["long-a"], best="median")
+        compare_runs(RunService(store), ["long-a"], best="median")
 
 
 def test_a_diverged_or_nan_run_is_never_best_and_the_rule_says_so(store):
@@ -339,14 +345,14 @@ def test_a_diverged_or_nan_run_is_never_best_and_the_rule_says_so(store):
     with open(store.paths("nan").metrics("master", 0), "a") as handle:
         handle.write('{"step":100,"time":1.0,"metrics":{"loss":NaN}}\n')
     ids = ["diverged", "steady", "nan"]
-    default = compare_runs(store, ids).metric("loss")
+    default = compare_runs(RunService(store), ids).metric("loss")
     assert default.best_run == "steady", default.best_rule
     assert default.best_rule == (
         "lowest final value among the 1 run that succeeded; "
         "diverged (NaN, or ended worse than it began), never best: diverged, nan"
     )
-    assert compare_runs(store, ids, best="all").metric("loss").best_run == "steady"
-    assert compare_runs(store, ids, best="common_step").metric("loss").best_run == "steady"
+    assert compare_runs(RunService(store), ids, best="all").metric("loss").best_run == "steady"
+    assert compare_runs(RunService(store), ids, best="common_step").metric("loss").best_run == "steady"
 
 
 def test_a_trials_values_are_columns_of_their_own_and_matter_for_the_objective(store):
@@ -372,7 +378,7 @@ def test_a_trials_values_are_columns_of_their_own_and_matter_for_the_objective(s
         master = ReplicaStatus(role="master", index=0, state="Succeeded")
         store.write_status(RunStatus(run_id=run_id, state="Succeeded", finished_at=time.time(), replicas=[master]))
         ids.append(run_id)
-    comparison = compare_runs(store, ids)
+    comparison = compare_runs(RunService(store), ids)
     assert comparison.params == ["lr", "optimizer"]
     assert not any("PX_PARAMS" in name for name in comparison.params)
     assert [row["params"]["lr"] for row in comparison.rows()] == [0.1, 0.2, 0.4, 0.8]
@@ -404,7 +410,7 @@ def test_the_notebook_figure_gives_a_run_its_own_color_as_the_sidebar_does(store
         make_run(store, run_id, curves={"loss": lambda k: 1 / (1 + k)}, steps=50, params={"lr": 0.5})
 
     def colors(selection: list[str]) -> dict[str, str]:
-        drawn = figure(compare_runs(store, selection)).data
+        drawn = figure(compare_runs(RunService(store), selection)).data
         return {trace.meta["run_id"]: trace.line.color for trace in drawn}
 
     wide = colors([*ids, "c-0", "zz-late"])

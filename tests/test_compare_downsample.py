@@ -18,6 +18,7 @@ from jupyter_px.compare.comparison import compare_runs, encode
 from jupyter_px.compare.downsample import MAX_POINTS, MIN_POINTS, downsample_indices
 from jupyter_px.compare.render import figure
 from jupyter_px.runstore import RunStore
+from jupyter_px.service import RunService
 
 specials = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
@@ -100,7 +101,7 @@ def test_plot_and_table_agree_on_a_real_comparison(forty_runs, points):
     lowest and highest points the table's best either way, at the step the table names; in the
     notebook's figure and in the REST answer the sidebar draws alike."""
     store, ids = forty_runs
-    comparison = compare_runs(store, ids, points=points)
+    comparison = compare_runs(RunService(store), ids, points=points)
     rows = {row["run_id"]: row for row in comparison.rows()}
     answer = json.loads(encode(comparison.to_json(arrays=False), comparison))
     drawn_json = {(m["name"], c["run_id"]): (c["steps"], c["values"]) for m in answer["metrics"] for c in m["curves"]}

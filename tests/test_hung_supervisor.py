@@ -50,7 +50,7 @@ def test_reads_report_a_silent_supervisor_and_the_keeper_ends_the_run(px_home, t
         assert f"the supervisor (pid {pid}) has not reported for" in problem and "SIGSTOP" in problem, problem
         shown = subprocess.run([*CLI, "status", run.run_id], capture_output=True, text=True, timeout=60)
         assert "has not reported for" in shown.stdout + shown.stderr, shown
-        assert service.store.status(run.run_id).state.value == "Running"  # a read never acts
+        assert service.status(run.run_id).state.value == "Running"  # a read never acts
         status = service.keep(run.run_id)  # the keeper does
         assert status.state.value == "Lost", describe(run)
         assert "has not reported for" in status.message and "killed" in status.message, status.message
@@ -69,12 +69,12 @@ def test_stop_ends_a_run_whose_supervisor_hangs_and_keeps_what_tracking_held(px_
     try:
         stopped = subprocess.run([*CLI, "stop", "--force", run.run_id], capture_output=True, text=True, timeout=120)
         assert stopped.returncode == 0, stopped.stderr
-        status = run.store.status(run.run_id)
+        status = run.status()
         assert (status.state.value, status.reason) == ("Stopped", "StoppedByUser"), describe(run)
         assert "stopped without its supervisor" in status.message
         wait(run)
         assert not _alive(pid)
-        paths = run.store.paths(run.run_id)
+        paths = run.paths
         for key in ("master-0", "worker-0"):
             role, index = key.split("-")
             lines = paths.metrics(role, int(index)).read_text().splitlines()
@@ -91,7 +91,7 @@ def test_a_plain_stop_on_a_silent_supervisor_does_not_wait_for_it(px_home, tmp_p
         time.sleep(float(SILENT_S) + 1)
         stopped = subprocess.run([*CLI, "stop", run.run_id], capture_output=True, text=True, timeout=120)
         assert stopped.returncode == 0, stopped.stderr
-        assert run.store.status(run.run_id).state.value == "Stopped", describe(run)
+        assert run.status().state.value == "Stopped", describe(run)
         wait(run)
     finally:
         _kill(pid)

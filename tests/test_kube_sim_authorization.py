@@ -135,7 +135,7 @@ def test_a_right_taken_away_mid_run_ends_the_follow_with_the_servers_reason(tmp_
         monkeypatch.setenv("PX_K8S_REFUSED_GIVE_UP_S", "1")  # after the fixture, which clears PX_K8S_*
         run = jupyter_px.submit("import time\ntime.sleep(600)\n", TORCH)
         cluster.deny("get", "pods/log", group="")  # after the preflight, which would refuse the run
-        status = wait_for(lambda: (s := run.store.status(run.run_id)).reason == "Forbidden" and s, "Forbidden")
+        status = wait_for(lambda: (s := run.status()).reason == "Forbidden" and s, "Forbidden")
         assert 'cannot get resource "pods/log" in API group "" in the namespace "default"' in status.message
         assert "no permission to read the run's pod logs" in status.message
         run.stop()

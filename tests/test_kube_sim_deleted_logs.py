@@ -44,7 +44,7 @@ def hollow_cluster_fixture(request, tmp_path, monkeypatch, px_home):
 
 
 def assert_every_line_stored(run, hollow) -> None:
-    for r in run.store.status(run.run_id).replicas:
+    for r in run.status().replicas:
         name = next(n for n in hollow.produced if n.endswith(f"-{r.role}-{r.index}"))
         stored = [line for line in run.logs(r.role, r.index).splitlines() if line.startswith(name)]
         assert stored == [f"{name} line {n}" for n in range(hollow.produced[name])], (name, stored)

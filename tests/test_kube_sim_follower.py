@@ -74,7 +74,7 @@ def phase(sim, role: str, index: int) -> str | None:
 
 
 def replica(run, role="master", index=0):
-    return run.store.status(run.run_id).replica(role, index)
+    return run.status().replica(role, index)
 
 
 # ---- logs ------------------------------------------------------------------------------------
@@ -199,7 +199,7 @@ def test_a_stop_records_every_replica_stopped_not_failed_143(sim, px_home):
     status = run.stop()
     assert status.state.value == "Stopped", status
     status = wait_for(
-        lambda: (s := run.store.status(run.run_id)).owner is None and s,
+        lambda: (s := run.status()).owner is None and s,
         "the follower to write the final status",
     )
     for r in status.replicas:
@@ -260,7 +260,7 @@ def test_the_operators_cleanup_after_success_is_no_loss(sim, px_home, monkeypatc
     assert status.state.value == "Succeeded", status
     wait_for(lambda: not sim.list("pods"), "the operator's cleanup")
     time.sleep(1.0)
-    status = run.store.status(run.run_id)
+    status = run.status()
     assert status.state.value == "Succeeded", status
     for r in status.replicas:
         assert r.state.value in ("Succeeded", "Stopped") and r.reason != "PodDeleted", r
@@ -278,7 +278,7 @@ def test_a_persistent_refusal_ends_the_follow_with_the_reason(sim, px_home, monk
     sim.fail("GET", "pods", status, reason, f"{reason.lower()}: pods is refused", times=10**6)
     run = jupyter_px.submit(SLEEPER, native())
     final = wait_for(
-        lambda: (s := run.store.status(run.run_id)).reason == reason and s,
+        lambda: (s := run.status()).reason == reason and s,
         f"the run's reason {reason}",
     )
     assert words in final.message, final.message
@@ -340,7 +340,7 @@ def test_a_job_whose_pods_a_quota_refuses_waits_with_the_reason(sim, px_home):
     topology = {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}}
     run = jupyter_px.submit(SLEEPER, topology)
     status = wait_for(
-        lambda: (s := run.store.status(run.run_id)).reason and s.reason.startswith("FailedCreate") and s,
+        lambda: (s := run.status()).reason and s.reason.startswith("FailedCreate") and s,
         "the run's reason",
     )
     assert status.state.value == "Pending", status

@@ -57,7 +57,7 @@ def test_the_failure_after_max_restarts_fails_the_run_and_deletes_its_pods(sim, 
     }
     stored = str(RunStore(px_home).paths("run-id-here").log("worker", 0))
     run = jupyter_px.submit(FAILING.format(tries=str(tries), go=str(go), stored=stored), topology)
-    wait_for(lambda: run.store.status(run.run_id).replica("worker", 0).state.value == "Running", "worker-0 Running")
+    wait_for(lambda: run.status().replica("worker", 0).state.value == "Running", "worker-0 Running")
     go.touch()
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Failed", status

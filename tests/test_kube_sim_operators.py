@@ -89,7 +89,7 @@ def test_mpijob_on_a_cluster_whose_mpijobs_are_mpi_operators(tmp_path, monkeypat
             run.stop()
         # the follower and stop read the job at the version it was created with, not at v1's
         # (where mpi-operator serves none: the follower took the job for deleted)
-        handle = RunHandle.load(run.store.paths(run.run_id).root)
+        handle = RunHandle.load(run.paths.root)
         assert (handle.job().group, handle.job().version) == ("kubeflow.org", "v2beta1")
 
 

@@ -76,7 +76,7 @@ def test_runs_a_host_follows_share_one_watch_of_their_namespace(kube, px_home, t
         before = len(kube.watches)
         runs = [jupyter_px.submit(training_code(go), TORCH, name=f"shared-{i}") for i in range(3)]
         for run in runs:
-            owner = run.store.status(run.run_id).owner
+            owner = run.status().owner
             assert owner.kind == "server" and owner.pid == os.getpid() and owner.host == host.name
         wait_for(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
         assert all(run.observe().owner_problem is None for run in runs)
@@ -104,7 +104,7 @@ def test_a_host_that_closes_mid_run_gives_every_run_back_to_a_follower_of_its_ow
     followers = started_followers()
     assert len(followers) == 2
     for run in runs:
-        owner = run.store.status(run.run_id).owner
+        owner = run.status().owner
         assert owner.kind == "follower" and owner.pid in followers and owner.host is None
         assert run.observe().owner_problem is None
     assert not (px_home / "hosts" / f"{host.name}.json").exists()
@@ -128,7 +128,7 @@ def test_a_host_takes_each_run_over_from_its_own_follower(kube, px_home, tmp_pat
     try:
         assert service.keep_all() == 2  # the keeper's pass: each follower hands its run over
         for run in runs:
-            owner = run.store.status(run.run_id).owner
+            owner = run.status().owner
             assert owner.kind == "server" and owner.host == host.name
             assert host.follows(run.run_id)
         for pid in own:
@@ -168,7 +168,7 @@ def test_a_keeper_pass_during_a_submit_waits_for_the_run_to_have_its_owner(kube,
             submitted.set()
             passes.join()
             kube.latency = 0.0
-        owner = run.store.status(run.run_id).owner
+        owner = run.status().owner
         assert owner is not None and owner.kind == "server" and owner.host == host.name
         assert run.observe().owner_problem is None
         # both replicas running before either may end (a master that ends first ends the run)
@@ -209,7 +209,7 @@ def test_a_jupyter_server_follows_its_runs_on_one_watch_and_leaves_them_followed
                 run_ids.append(json.loads(answer.read())["run_id"])
         runs = [jupyter_px.Run(run_id) for run_id in run_ids]
         for run in runs:
-            owner = run.store.status(run.run_id).owner
+            owner = run.status().owner
             assert owner.kind == "server" and owner.pid == server.pid
         wait_for(lambda: all(halfway(run) for run in runs), what="every replica's first lines stored")
         assert follower_pids(px_home) == []  # no follower process: the server follows them
@@ -224,7 +224,7 @@ def test_a_jupyter_server_follows_its_runs_on_one_watch_and_leaves_them_followed
         stop_process(server)
     if end == "stopped":  # handed back as the server stopped: each to a follower of its own
         for run in runs:
-            owner = run.store.status(run.run_id).owner
+            owner = run.status().owner
             assert owner.kind == "follower" and run.observe().owner_problem is None
         assert len(follower_pids(px_home)) == 3
     else:  # its owner is gone: reads say so and act not

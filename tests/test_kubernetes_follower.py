@@ -10,6 +10,8 @@ for what no process can produce here (an image the node cannot pull), uses the k
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
@@ -35,7 +37,7 @@ TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas"
 
 def replica(run, key):
     role, _, index = key.rpartition("-")
-    return run.store.status(run.run_id).replica(role, int(index))
+    return run.status().replica(role, int(index))
 
 
 def wait_replica(run, key, state, reason=None, timeout=DEADLINE_S):
@@ -139,7 +141,7 @@ def test_follower_writes_states_logs_and_metrics(kube, px_home, tmp_path):
     wait_for(lambda: replica(run, "worker-0").restarts == 2, what="the third start recorded")
     wait_for(lambda: len((run.metrics().get("master-0") or {}).get("loss", ())) == 2, what="metrics stored")
     assert list(run.metrics()["master-0"]["loss"].values) == [1.0, 0.5]
-    wait_for(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
+    wait_for(lambda: run.status().state.value == "Running", what="run Running")
     finish.touch()
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
@@ -184,7 +186,7 @@ def test_killed_follower_resumes_without_lost_or_doubled_lines(kube, px_home, tm
     )
     run = jupyter_px.submit(code, {**TORCH, "environment": {"replicas": {"n_workers": 0}}})
     wait_for(lambda: run.logs("master", 0).count("\n") == 51, what="first lines")
-    kill(run.store.status(run.run_id).owner.pid)  # returns once the process is gone
+    kill(run.status().owner.pid)  # returns once the process is gone
     assert started_followers() == []
     go.touch()  # printed while nobody follows
     wait_for(lambda: "line 79" in kube_log(kube, run), what="the pod to print the rest")
@@ -217,7 +219,7 @@ def test_kubeflow_job_conditions_decide_the_run(kube, px_home, tmp_path):
     wait_replica(run, "worker-0", "Succeeded")  # the follower has seen the pod end...
     (job,) = kube.list("tfjobs")
     assert not any(c["type"] == "Succeeded" for c in job["status"].get("conditions") or [])
-    assert run.store.status(run.run_id).state.value == "Running"  # ...but the job, not a pod, decides
+    assert run.status().state.value == "Running"  # ...but the job, not a pod, decides
     finish.touch()
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded" and status.reason == "TFJobSucceeded"
@@ -232,3 +234,21 @@ def test_stop_keeps_the_logs(kube, px_home):
     assert {r.state.value for r in status.replicas} == {"Stopped"}
     assert not kube.list("pods") and not kube.list("configmaps")
     assert run.logs("master", 0) == "before stop\n"
+
+
+def test_the_follower_process_declines_the_manifest_validator_the_client_would_import():
+    """kubernetes-validate is installed here (the simulated API server uses it); the client's
+    package imports it (and jsonschema with it) whenever it is, for a `validate` no follower calls:
+    the follower's entry declines it, and still has the client (`__main__.py`'s docstring)."""
+    probe = (
+        "import sys\n"
+        "from jupyter_px.backends.kubernetes.follower.__main__ import main\n"
+        "assert main(['not-a-run-directory']) == 2\n"
+        "from kubernetes.dynamic import client\n"
+        "print(sorted(m for m in ('kubernetes', 'kubernetes_validate', 'jsonschema') if sys.modules.get(m)),"
+        " client.HAS_KUBERNETES_VALIDATE)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['kubernetes']", "False"], done.stdout
+    __import__("kubernetes_validate")  # installed: the decline, not its absence, did it

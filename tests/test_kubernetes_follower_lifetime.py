@@ -39,7 +39,7 @@ TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas"
 def follower_of(run) -> int:
     """The pid of the run's follower (its owner in status.json), once it has taken the run's lock."""
     wait_for(lambda: (run.paths.root / "follower" / ".lock").exists(), what="the follower to start")
-    return run.store.status(run.run_id).owner.pid
+    return run.status().owner.pid
 
 
 @pytest.mark.pods_stay_pending
@@ -48,7 +48,7 @@ def test_a_new_run_is_followed_once_however_often_it_is_kept(kube, px_home):
     importing, or waiting for its first status. Every keeper's look in that state must see it."""
     run = jupyter_px.submit("pass\n", TORCH)
     (started,) = started_followers()
-    assert run.store.status(run.run_id).owner.pid == started  # recorded before it could run
+    assert run.status().owner.pid == started  # recorded before it could run
     os.kill(started, signal.SIGSTOP)
     try:
         for _ in range(5):
@@ -84,12 +84,12 @@ def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_agai
         + "if os.environ['PX_TASK_TYPE'] == 'master':\n    print('after', flush=True)\n"
     )
     run = jupyter_px.submit(code, TORCH)
-    wait_for(lambda: run.store.status(run.run_id).state.value == "Running", what="run Running")
+    wait_for(lambda: run.status().state.value == "Running", what="run Running")
     wait_for(lambda: run.logs("master", 0) == "before\n", what="the log stored")
     pid = follower_of(run)
     with kube.outage():
         assert wait_gone(pid) == 0
-        status = run.store.status(run.run_id)
+        status = run.status()
         assert status.state.value == "Running" and status.reason == "LostContact"  # not Failed: it may still run
         assert status.message.startswith(f"lost contact with the Kubernetes API at {kube.url} for ")
         assert "starts following it again" in status.message
@@ -97,12 +97,12 @@ def test_follower_gives_up_without_the_api_server_and_the_next_look_follows_agai
         assert status.replica("master", 0).state.value == "Running"  # no answer is not "no pods"
         assert started_followers() == []
         assert run.backend.observe(run.run_id).owner_problem == "nobody is following this run"
-        assert started_followers() == [] and run.store.status(run.run_id) == status  # a read starts nothing
+        assert started_followers() == [] and run.status() == status  # a read starts nothing
         go.touch()  # the pods go on meanwhile: the cluster runs without its API's clients
     run.reconcile()  # the keeper's step starts a follower again
     (again,) = started_followers()
     assert again != pid
-    wait_for(lambda: run.store.status(run.run_id).reason != "LostContact", what="the new follower's status")
+    wait_for(lambda: run.status().reason != "LostContact", what="the new follower's status")
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert run.logs("master", 0) == "before\nafter\n"
@@ -146,7 +146,7 @@ def test_give_up_setting_is_checked(monkeypatch, tmp_path):
 def test_a_follower_is_known_by_pid_and_creation_time(kube, px_home):
     run = jupyter_px.submit("pass\n", TORCH)
     pid = follower_of(run)
-    status = run.store.status(run.run_id)
+    status = run.status()
     assert status.owner.kind == "follower" and follower_alive(status)
     later = status.owner.model_copy(update={"started_at": status.owner.started_at + 5})  # pid reused
     assert not follower_alive(status.model_copy(update={"owner": later}))

@@ -80,7 +80,7 @@ def test_every_object_names_the_configmap_as_owner_and_pods_deleted_with_it_read
         (reference,) = obj["metadata"]["ownerReferences"]
         assert (reference["apiVersion"], reference["kind"]) == ("v1", "ConfigMap"), obj["metadata"]["name"]
         assert (reference["name"], reference["uid"]) == (meta["name"], meta["uid"]), obj["metadata"]["name"]
-    wait_for(lambda: run.store.status(run.run_id).counts() == {"Running": 3}, what="every replica Running")
+    wait_for(lambda: run.status().counts() == {"Running": 3}, what="every replica Running")
     wait_for(lambda: run.logs("master", 0) == "before the delete\n", what="the log stored")
 
     api = kubernetes.config.new_client_from_config(config_file=os.environ["KUBECONFIG"])

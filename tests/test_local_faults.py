@@ -136,7 +136,7 @@ def test_stop_while_running(px_home):
     grandchildren = [pid for data in seen.values() for pid in data["children"]]
     first = run.status()
     assert first.state.value == "Running"
-    wait_for(lambda: run.store.status(run.run_id).updated_at > first.updated_at, timeout=10, what="a heartbeat")
+    wait_for(lambda: run.status().updated_at > first.updated_at, timeout=10, what="a heartbeat")
     status = Run(run.run_id).stop()
     assert status.state.value == "Stopped" and status.reason == "StoppedByUser", describe(run)
     for entry in status.replicas:
@@ -172,7 +172,7 @@ def test_supervisor_killed_leaves_nothing_and_run_reads_lost(px_home):
     wait_for(lambda: len(outputs(run)) == 3, what="every replica to start")
     supervisor, _ = supervisor_and_watchdog(run)
     os.kill(supervisor.pid, signal.SIGKILL)
-    status = wait_for(lambda: (s := run.store.status(run.run_id)).state.finished and s, what="the run to be marked")
+    status = wait_for(lambda: (s := run.status()).state.finished and s, what="the run to be marked")
     assert status.state.value == "Lost" and status.reason == "SupervisorLost", describe(run)
     assert f"supervisor (pid {supervisor.pid}) died" in status.message
     assert all(r.state.value == "Lost" for r in status.replicas)
@@ -206,7 +206,7 @@ def test_supervisor_and_watchdog_killed_status_reads_reconcile_writes(px_home):
 
     status = run.reconcile()
     assert status.state.value == "Lost" and "is gone" in status.message, describe(run)
-    assert run.store.status(run.run_id).state.value == "Lost"  # written
+    assert run.status().state.value == "Lost"  # written
     wait_for(lambda: not run_processes(run.run_id), timeout=20, what="every process of the run to be gone")
     wait(run)
 
@@ -363,7 +363,7 @@ def test_a_daemon_with_an_emptied_environment_dies_with_a_sigkilled_supervisor(p
     supervisor, _ = supervisor_and_watchdog(run)
     os.kill(supervisor.pid, signal.SIGKILL)
     try:
-        status = wait_for(lambda: (s := run.store.status(run.run_id)).state.finished and s, what="the run marked")
+        status = wait_for(lambda: (s := run.status()).state.finished and s, what="the run marked")
         assert status.state.value == "Lost", describe(run)
         wait_for(
             lambda: not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE,

@@ -120,7 +120,7 @@ def test_replica_failing_while_the_disk_is_full_is_recorded_failed_once_space_re
     go = tmp_path / "go"
     run = submit("faults.py", ONE_WORKER, args=["fail-when", "worker-0", str(go)])
     running = wait_for(
-        lambda: (s := run.store.status(run.run_id)).state.value == "Running" and all(r.pid for r in s.replicas) and s,
+        lambda: (s := run.status()).state.value == "Running" and all(r.pid for r in s.replicas) and s,
         what="the run to be running",
     )
     pids = [r.pid for r in running.replicas]
@@ -142,7 +142,7 @@ def test_replica_failing_while_the_disk_is_full_is_recorded_failed_once_space_re
     )
     assert psutil.Process(supervisor.pid).create_time() == pytest.approx(supervisor.started_at, abs=0.05)
     assert run.reconcile().state.value == "Running"  # the supervisor lives: not Lost, and no crash
-    assert run.store.status(run.run_id).state.value == "Running"
+    assert run.status().state.value == "Running"
     filler.unlink()
     status = wait(run)
     assert status.state.value == "Failed", describe(run)

@@ -146,7 +146,7 @@ async def test_the_keeper_records_a_run_whose_supervisor_died_as_lost_without_a_
     await jp_serverapp.extension_manager.start_all_extensions()  # what ServerApp.start does
     run = await asyncio.to_thread(submit, "faults.py", TOPOLOGY, args=["sleep"])
     await until(lambda: len(outputs(run)) == 2, what="every replica to start")
-    status = run.store.status(run.run_id)
+    status = run.status()
     assert status.state.value == "Running"
     replicas = {r.pid for r in status.replicas}
     supervisor = psutil.Process(next(iter(replicas))).parent()  # the replicas' parent, whatever the status calls it
@@ -174,15 +174,16 @@ async def test_the_keeper_digests_finished_runs_for_the_first_comparison(jp_serv
     from compare_support import make_run
 
     from jupyter_px.compare.digest import DigestCache
+    from jupyter_px.service import RunService
 
     store = RunStore(px_home)
     make_run(store, "ended-1", curves={"loss": lambda k: 1 / (k + 1)})
     make_run(store, "going-1", curves={"loss": lambda k: 1 / (k + 1)}, state="Running")
     await jp_serverapp.extension_manager.start_all_extensions()
-    kept = DigestCache(store).folder / "ended-1.500.v3.pickle"
+    kept = DigestCache(RunService(store)).folder / "ended-1.500.v3.pickle"
     await until(kept.exists, what="the keeper to digest the finished run")
     assert not (kept.parent / "going-1.500.v3.pickle").exists()
-    later = DigestCache(store)  # e.g. the comparison route of a server started later
+    later = DigestCache(RunService(store))  # e.g. the comparison route of a server started later
     assert later.digest("ended-1", 500).curves["loss"].total == 100 and later.reads == 0
 
 

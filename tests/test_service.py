@@ -111,10 +111,13 @@ class _Handle:
     """What local_support.wait needs of a run."""
 
     def __init__(self, service: RunService, run_id: str):
-        self.service, self.run_id, self.store = service, run_id, service.store
+        self.service, self.run_id = service, run_id
 
     def wait(self, timeout=None, poll=0.25):
         return self.service.wait(self.run_id, timeout=timeout, poll=poll)
+
+    def status(self):
+        return self.service.status(self.run_id)
 
 
 # ---- one replica enumeration -------------------------------------------------------------------

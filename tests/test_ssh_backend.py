@@ -119,7 +119,7 @@ def test_a_host_that_does_not_answer_is_refused_before_anything_is_recorded(use_
     message = str(refused.value)
     assert message.startswith("host host-nowhere: ssh failed: ") and "\n" not in message, message
     assert "host-nowhere" in message.split("ssh failed: ", 1)[1]  # in ssh's own words
-    assert service.store.run_ids() == []
+    assert service.run_ids() == []
 
 
 def test_a_follower_killed_takes_its_replicas_with_it_and_a_keeper_says_so(use_ssh, px_home):

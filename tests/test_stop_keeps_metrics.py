@@ -44,7 +44,7 @@ def test_a_burst_stopped_at_once_keeps_every_point_in_the_jsonl_and_tensorboard(
     took = time.monotonic() - started
     assert status.state.value == "Stopped", describe(run)
     wait(run)
-    paths = run.store.paths(run.run_id)
+    paths = run.paths
     for key in ("master-0", "worker-0"):
         role, index = key.rsplit("-", 1)
         steps = jsonl_steps(paths.metrics(role, int(index)))
@@ -57,7 +57,7 @@ def test_a_burst_stopped_at_once_keeps_every_point_in_the_jsonl_and_tensorboard(
 
 def _assert_files_agree(run, key: str) -> int:
     """The replica's JSONL and TensorBoard hold the same points, steps 0..n-1 in order; n."""
-    paths = run.store.paths(run.run_id)
+    paths = run.paths
     role, index = key.rsplit("-", 1)
     steps = jsonl_steps(paths.metrics(role, int(index)))
     assert steps == list(range(len(steps))), f"{key}: the JSONL is not steps 0..{len(steps) - 1}"
@@ -81,7 +81,7 @@ def test_a_replica_stuck_outside_python_is_stopped_once_it_has_written_everythin
         assert _assert_files_agree(run, key) == 20000
         assert status.replica(*_role_index(key)).signal == "SIGKILL", describe(run)
     assert took < 20, f"the stop took {took:.1f} s: it waited out the grace"
-    log = (run.store.paths(run.run_id).root / "supervisor.log").read_text()
+    log = (run.paths.root / "supervisor.log").read_text()
     assert "wrote every metric point but still runs" in log, log
 
 
@@ -102,7 +102,7 @@ def test_a_kill_before_the_flush_counts_the_lost_points_and_every_surface_shows_
     wait_for(lambda: len(outputs(run)) == 2, timeout=120, what="both replicas to log their burst")
     Run(run.run_id).stop()
     wait(run)
-    status = run.store.status(run.run_id)
+    status = run.status()
     shown = subprocess.run([*CLI, "status", run.run_id], capture_output=True, text=True, timeout=60).stdout
     lost_somewhere = 0
     for key in ("master-0", "worker-0"):
@@ -127,7 +127,7 @@ def test_points_in_flight_when_the_supervisor_is_killed_are_written(px_home):
     run = submit("burst.py", _topology(1), args=[str(BURST)])
     wait_for(lambda: len(outputs(run)) == 2, timeout=120, what="both replicas to log their burst")
     os.kill(run.status().owner.pid, signal.SIGKILL)
-    status = wait_for(lambda: (s := run.store.status(run.run_id)).state.finished and s, timeout=60, what="Lost")
+    status = wait_for(lambda: (s := run.status()).state.finished and s, timeout=60, what="Lost")
     assert status.state.value == "Lost", describe(run)
     wait(run)
     for key in ("master-0", "worker-0"):
@@ -143,7 +143,7 @@ def test_a_deleted_run_directory_stays_deleted(px_home):
 
     run = submit("burst.py", _topology(1), args=["100", "steady"])
     wait_for(lambda: len(outputs(run)) == 2, timeout=120, what="both replicas to log")
-    root = run.store.paths(run.run_id).root
+    root = run.paths.root
     pids = [r.pid for r in run.status().replicas] + [run.status().owner.pid]
     shutil.rmtree(root)
     wait_for(lambda: not any(_alive(pid) for pid in pids), timeout=60, what="the run's processes to end")

@@ -128,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     except OSError as error:
         if error.errno == errno.ENOSPC:  # nothing was left of the run (the store publishes whole runs)
-            raise CliError(f"no space left under PX_HOME ({service.store.home}): free some disk space") from None
+            raise CliError(f"no space left under PX_HOME ({service.home}): free some disk space") from None
         raise CliError(str(error)) from None
     except ValueError as error:
         raise CliError(str(error)) from None
@@ -163,7 +163,7 @@ def _keep_and_stream(service: Any, run_id: str) -> int:
         return 130
     except (RunNotFound, RunDamaged, FileNotFoundError):
         progress.clear()
-        if service.store.paths(run_id).record.exists():
+        if service.exists(run_id):
             raise  # damaged, not deleted: `_guarded` says how
         print(f"run {run_id} was deleted while it was followed", file=sys.stderr)
         return 1
@@ -197,7 +197,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(json.dumps(summaries, indent=1))
         return 0
     if not summaries:
-        print(f"no runs yet in {service.store.root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
+        print(f"no runs yet in {service.root} (start one with: jupyter px run SCRIPT -f TOPOLOGY)")
         return 0
     rows = group_trials(views, runs_rows(summaries))
     print(table(RUNS_HEADERS, rows, paint=state_painter(2, use_color(sys.stdout))))
@@ -264,7 +264,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except (RunNotFound, RunDamaged, FileNotFoundError):
-        if service.store.paths(run_id).record.exists():
+        if service.exists(run_id):
             raise  # damaged, not deleted: `_guarded` says how
         print(f"jupyter px logs: run {run_id} was deleted while its logs were printed", file=sys.stderr)
         return 1

@@ -112,7 +112,7 @@ def cmd_sweep_list(args: argparse.Namespace) -> int:
         print(json.dumps([sweep_json(v, trials=False) for v in views], indent=1))
         return 0
     if not views:
-        print(f"no sweeps yet in {service.store.root} (start one with: jupyter px sweep run SCRIPT -f TOPOLOGY)")
+        print(f"no sweeps yet in {service.root} (start one with: jupyter px sweep run SCRIPT -f TOPOLOGY)")
         return 0
     print(table(SWEEPS_HEADERS, sweep_rows(views)))
     return 0

@@ -120,7 +120,7 @@ class ChangesSince:
 
     def __init__(self, service: RunService, record: RunRecord, cache: DigestCache | None = None):
         self.service, self.record = service, record
-        self.cache = cache or DigestCache(service.store)
+        self.cache = cache or DigestCache(service)
         self.previous = previous_run_of_cell(service, record)
 
     def __call__(self, reader: Any) -> CellChanges | None:

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runstore import RunStore
 from ..runstore.layout import logged_by_the_code
+from ..service import RunService
 from ..sweeps.importance import ParamImportance, param_importance
 from .digest import Curve, DigestCache, RunDigest
 from .downsample import DEFAULT_POINTS, check_points
@@ -215,7 +215,7 @@ def _best_run(
 
 
 def compare_runs(
-    store: RunStore,
+    service: RunService,
     run_ids: Sequence[str],
     *,
     metrics: Sequence[str] | None = None,
@@ -233,7 +233,7 @@ def compare_runs(
         raise ValueError(f"best: {best!r} is not one of {', '.join(BEST_RULES)}")
     points = check_points(points)
     directions = check_optimizations(optimization)
-    cache = cache or DigestCache(store)
+    cache = cache or DigestCache(service)
     runs = cache.digests(run_ids, points)
     names = sorted({name for run in runs for name in run.curves})
     if metrics:

@@ -31,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..runstore import RunDamaged, RunNotFound, RunState, RunStore
+from ..runstore import RunDamaged, RunNotFound, RunState
 from ..runstore.metrics import MetricsReader
 from ..runstore.series import Series
+from ..service import RunService
 from .downsample import DEFAULT_POINTS, downsample_indices
 from .params import canonical, chief_first, run_params
 from .values import SeriesValues, series_values
@@ -109,9 +110,9 @@ def _tree_stats(root: str, out: list[tuple[str, int, int]]) -> None:
             continue
 
 
-def signature(store: RunStore, run_id: str) -> tuple:
+def signature(runs: RunService, run_id: str) -> tuple:
     """What changes when a run's points, params or state change: stats of its files."""
-    paths = store.paths(run_id)
+    paths = runs.paths(run_id)
     stats: list[tuple[str, int, int]] = []
     for directory in (paths.metrics_dir, paths.params_dir, paths.tensorboard_dir):
         _tree_stats(str(directory), stats)
@@ -138,11 +139,11 @@ def _xy(series: Series) -> tuple[np.ndarray, np.ndarray]:
     return x, values
 
 
-def read_digest(store: RunStore, run_id: str, points: int) -> RunDigest:
+def read_digest(runs: RunService, run_id: str, points: int) -> RunDigest:
     """Read one run whole and keep what a comparison shows of it."""
-    record = store.record(run_id)
-    status = store.status(run_id)
-    reader = MetricsReader(store.paths(run_id))
+    record = runs.record(run_id)
+    status = runs.status(run_id)
+    reader = MetricsReader(runs.paths(run_id))
     reader.poll()
     logged_params = reader.params()
     reader.check_planted()
@@ -182,10 +183,10 @@ class DigestCache:
     `size` kept in memory (least recently used go first), finished runs' also on disk (see the
     module docstring). Thread-safe: a server's read threads share it."""
 
-    def __init__(self, store: RunStore, size: int = 4096):
-        self.store = store
+    def __init__(self, runs: RunService, size: int = 4096):
+        self.runs = runs
         self.size = size
-        self.folder = store.home / "cache" / "compare"
+        self.folder = runs.home / "cache" / "compare"
         self._lock = threading.Lock()
         self._digests: OrderedDict[tuple[str, int], tuple[tuple, RunDigest]] = OrderedDict()
         self.reads = 0  # runs read whole (for tests and benchmarks: a warm comparison reads none)
@@ -217,7 +218,7 @@ class DigestCache:
 
     def digest(self, run_id: str, points: int) -> RunDigest:
         key = (run_id, points)
-        seen = signature(self.store, run_id)
+        seen = signature(self.runs, run_id)
         with self._lock:
             held = self._digests.get(key)
             if held is not None and held[0] == seen:
@@ -225,7 +226,7 @@ class DigestCache:
                 return held[1]
         digest = self._kept(run_id, points, seen)
         if digest is None:
-            digest = read_digest(self.store, run_id, points)
+            digest = read_digest(self.runs, run_id, points)
             with self._lock:
                 self.reads += 1
             if RunState(digest.state).finished:
@@ -243,11 +244,11 @@ class DigestCache:
         without reading every point. Returns the runs read. A run that cannot be read now is
         left for the next pass: a digest is only ever a shortcut."""
         read = []
-        for run_id in self.store.run_ids():
+        for run_id in self.runs.run_ids():
             if self._file(run_id, points).exists():
                 continue
             try:
-                if self.store.status(run_id).state.finished:
+                if self.runs.status(run_id).state.finished:
                     self.digest(run_id, points)
                     read.append(run_id)
             except (RunNotFound, RunDamaged, OSError, ValueError) as error:

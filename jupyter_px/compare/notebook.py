@@ -114,14 +114,14 @@ def compare(
     for item in runs:
         refs.extend([item] if isinstance(item, str) else list(item))
     service = RunService()
-    run_ids = select_runs(service.store, refs, pattern=pattern, sweep=sweep)
+    run_ids = select_runs(service, refs, pattern=pattern, sweep=sweep)
     comparison = compare_runs(
-        service.store,
+        service,
         run_ids,
         metrics=metrics,
         points=points,
-        optimization=sweep_objective(service.store, sweep, optimization),
+        optimization=sweep_objective(service, sweep, optimization),
         all_params=all_params,
-        cache=DigestCache(service.store),
+        cache=DigestCache(service),
     )
     return RunComparison(comparison, service)

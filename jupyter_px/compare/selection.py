@@ -11,7 +11,8 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 
-from ..runstore import RunNotFound, RunStore
+from ..runstore import RunNotFound
+from ..service import RunService
 
 __all__ = ["MAX_RUNS", "SelectionError", "select_runs", "sweep_objective", "sweep_trials"]
 
@@ -23,17 +24,17 @@ class SelectionError(ValueError):
     """A selection that names no run, or one that cannot be found; the message says which."""
 
 
-def sweep_trials(store: RunStore, sweep: str) -> list[str]:
+def sweep_trials(runs: RunService, sweep: str) -> list[str]:
     """The run ids of a sweep's trials, in trial order."""
     from ..sweeps.service import SweepService
 
     try:
-        return list(SweepService(store.home).trial_runs(sweep))
+        return list(SweepService(runs=runs).trial_runs(sweep))
     except (LookupError, ValueError, OSError) as error:
         raise SelectionError(f"sweep: {sweep!r}: {error}") from None
 
 
-def sweep_objective(store: RunStore, sweep: str | None, given: Mapping[str, str] | None) -> dict[str, str] | None:
+def sweep_objective(runs: RunService, sweep: str | None, given: Mapping[str, str] | None) -> dict[str, str] | None:
     """Which way is best, as given, with the sweep's own objective added where it has one and the
     caller named none for that metric (a sweep that minimises a loss highlights its lowest)."""
     chosen = dict(given or {})
@@ -41,9 +42,9 @@ def sweep_objective(store: RunStore, sweep: str | None, given: Mapping[str, str]
         return chosen or None
     from ..sweeps.service import SweepService
 
-    sweeps = SweepService(store.home)
+    sweeps = SweepService(runs=runs)
     try:
-        status = sweeps.store.status(sweeps.resolve(sweep))
+        status = sweeps.view(sweep).status
     except (LookupError, ValueError, OSError):
         return chosen or None  # select_runs says what is wrong with the reference
     if status.objective and status.direction:
@@ -52,25 +53,25 @@ def sweep_objective(store: RunStore, sweep: str | None, given: Mapping[str, str]
 
 
 def select_runs(
-    store: RunStore, refs: Sequence[str] = (), pattern: str | None = None, sweep: str | None = None
+    runs: RunService, refs: Sequence[str] = (), pattern: str | None = None, sweep: str | None = None
 ) -> list[str]:
     """Run ids for the references, the pattern and the sweep, in that order, each once."""
     chosen: list[str] = []
     for ref in refs:
         try:
-            chosen.append(store.resolve(ref))
+            chosen.append(runs.resolve(ref))
         except RunNotFound as error:
             raise SelectionError(str(error)) from None
     if pattern is not None:
         if not pattern:
             raise SelectionError("pattern: '' matches nothing (give a glob such as 'lr-*')")
         matched = []
-        for run_id in store.run_ids():
+        for run_id in runs.run_ids():
             if fnmatch.fnmatchcase(run_id, pattern):
                 matched.append(run_id)
                 continue
             try:
-                name = store.record(run_id).name
+                name = runs.record(run_id).name
             except (OSError, ValueError, RunNotFound):
                 continue
             if name and fnmatch.fnmatchcase(name, pattern):
@@ -79,7 +80,7 @@ def select_runs(
             raise SelectionError(f"pattern: {pattern!r} matches no run's name or id")
         chosen.extend(matched)
     if sweep is not None:
-        chosen.extend(sweep_trials(store, sweep))
+        chosen.extend(sweep_trials(runs, sweep))
     unique = list(dict.fromkeys(chosen))
     if not unique:
         raise SelectionError("no runs to compare: name runs, a pattern or a sweep")

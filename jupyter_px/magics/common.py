@@ -67,7 +67,7 @@ def open_run(ref: str) -> Any:
         return run
     except RunNotFound:
         raise UsageError(
-            f"unknown run {ref!r} (no such run id or name in {service.store.root}; %px_runs lists them)"
+            f"unknown run {ref!r} (no such run id or name in {service.root}; %px_runs lists them)"
         ) from None
     except RunDamaged as error:
         raise UsageError(str(error)) from None

@@ -252,15 +252,17 @@ class RunMagics(Magics):
 def _is_sweep(ref: str) -> bool:
     """Whether `ref` names a sweep and no run (a run wins: `%px_attach` was about runs first)."""
     from ..service import RunNotFound
-    from ..sweeps.store import SweepNotFound, SweepStore
+    from ..sweeps.service import SweepService
+    from ..sweeps.store import SweepNotFound
 
+    runs = run_service()
     try:
-        run_service().resolve(ref)
+        runs.resolve(ref)
         return False
     except RunNotFound:
         pass
     try:
-        SweepStore().resolve(ref)
+        SweepService(runs=runs).resolve(ref)
         return True
     except SweepNotFound:
         return False

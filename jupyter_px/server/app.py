@@ -141,7 +141,6 @@ class JupyterPxApp(ExtensionApp):
         from .base import PxState
 
         self.state = PxState(self.px_settings())
-        self.store = self.state.store
         self._keeper: asyncio.Task[None] | None = None
         self._keeper_executor: DaemonThreadPool | None = None
         self._followers: Any = None  # the Kubernetes runs followed here (with the keeper)
@@ -153,13 +152,13 @@ class JupyterPxApp(ExtensionApp):
         from .tensorboard_proxy import TensorBoardPorts
 
         # The kernels' TensorBoards are recorded under their $PX_HOME, the API's under `home`.
-        self.tensorboard_ports = TensorBoardPorts([self.store.home, px_home()])
+        self.tensorboard_ports = TensorBoardPorts([self.state.service.home, px_home()])
         self.handlers.extend(handlers(self.state, self.tensorboard_ports))
         assert self.serverapp is not None
         self.log.info(
             "jupyter_px: REST API at %spx/api/ over the run store %s; keeper every %g s",
             self.serverapp.base_url,
-            self.store.home,
+            self.state.service.home,
             self.keeper_interval,
         )
 

@@ -100,8 +100,7 @@ class PxState:
     def __init__(self, settings: PxSettings):
         self.settings = settings
         self.service = RunService(home=settings.home, kubernetes=settings.kubernetes_overrides())
-        self.store = self.service.store
-        self.digests = DigestCache(self.store)  # one for the server's life: a run is read whole once
+        self.digests = DigestCache(self.service)  # one for the server's life: a run is read whole once
         self.run_views = RunViews(self.service, self.digests)  # the views the extension polls
         self.pools = Pools()
         self._sweeps: SweepService | None = None

@@ -41,13 +41,13 @@ class CompareHandler(PxHandler):
     def _compare(self, body: CompareRequest) -> tuple[str, float]:
         """The answer's JSON text, and the thread's CPU time it took (ms)."""
         started = time.thread_time()
-        run_ids = select_runs(self.px.store, body.runs, pattern=body.pattern, sweep=body.sweep)
+        run_ids = select_runs(self.px.service, body.runs, pattern=body.pattern, sweep=body.sweep)
         comparison = compare_runs(
-            self.px.store,
+            self.px.service,
             run_ids,
             metrics=body.metrics,
             points=body.points,
-            optimization=sweep_objective(self.px.store, body.sweep, body.optimization),
+            optimization=sweep_objective(self.px.service, body.sweep, body.optimization),
             all_params=body.all_params,
             cache=self.px.digests,
             best=body.best,
@@ -80,7 +80,7 @@ class CompareTensorBoardHandler(PxHandler):
     async def post(self) -> None:
         body = self.body(CompareTensorBoardRequest)
         try:
-            run_ids = await self.blocking(select_runs, self.px.store, body.runs)
+            run_ids = await self.blocking(select_runs, self.px.service, body.runs)
         except SelectionError as error:
             raise web.HTTPError(400, str(error)) from None
         await self.start_tensorboard(run_ids)

@@ -206,7 +206,7 @@ class RunTensorBoardHandler(PxHandler):
         run_id = await self.resolve(ref)
         also = self.body(TensorBoardRequest).also
         for other in also:
-            if not await self.blocking(self.px.store.exists, other):
+            if not await self.blocking(self.px.service.exists, other):
                 raise web.HTTPError(404, f"also: no run {other!r}")
         run_ids = list(dict.fromkeys([run_id, *also]))  # in order, once each
         await self.start_tensorboard(run_ids)

@@ -28,7 +28,7 @@ from ..runstore import (
 )
 from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN, logged_by_the_code
 from ..runstore.metrics_cursor import MetricsCursorError
-from .runs import LOGS_TAIL_BYTES, PushError, Rendered, RunActive, RunService, RunView, pickle_pushed, run_replicas
+from .runs import LOGS_TAIL_BYTES, Rendered, RunActive, RunService
 from .sources import (
     DEFAULT_TAG,
     CodeSource,
@@ -42,7 +42,8 @@ from .sources import (
     notebook_cells,
     notebook_code,
 )
-from .submission import CodeOptions, Origin, Overrides, Submission, check_run_name
+from .submission import CodeOptions, Origin, Overrides, PushError, Submission, check_run_name, pickle_pushed
+from .views import RunView, run_replicas
 
 __all__ = [
     "ROLE_PATTERN",

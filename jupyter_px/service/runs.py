@@ -17,23 +17,22 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..backends import Backend, BackendError, Observation, Rendered, RunLeftBehind, get_backend, host_followers
 from ..backends import render as render_dry_run
-from ..runstore import RunDamaged, RunNotFound, RunRecord, RunStatus, RunStore, new_run_id
-from ..topology import Topology, TopologyError, apply_overrides, parse_topology, to_dict
+from ..runstore import RunDamaged, RunNotFound, RunPaths, RunRecord, RunStatus, RunStore, new_run_id
+from ..topology import Topology, apply_overrides, parse_topology, to_dict
 from ..topology.values import declared_run
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex, RunsPage
 from .sources import CodeSource, ScriptFile, load_code
-from .submission import Submission
+from .submission import Submission, pickle_pushed
+from .views import RunView, run_replicas
 
 log = logging.getLogger(__name__)
 
@@ -51,51 +50,8 @@ STATUS_WRITE_BYTES = 64 * 1024
 DISK_FULL_PROBLEM = "cannot record the end: disk full (no space left under PX_HOME; the status is as last written)"
 
 
-class PushError(ValueError):
-    """A value named in --push cannot be shipped to the replicas."""
-
-
 class RunActive(ValueError):
     """A run that has not finished cannot be deleted: its owner still writes into its directory."""
-
-
-@dataclass(frozen=True)
-class RunView:
-    """One run as a read sees it: what was submitted, its stored status, and what is wrong with
-    its owner (None when nothing is, or the run has finished)."""
-
-    record: RunRecord
-    status: RunStatus
-    owner_problem: str | None = None
-
-
-def run_replicas(record: RunRecord, status: RunStatus | None = None) -> list[tuple[str, int]]:
-    """The run's replicas as (role, index): the one answer to "which replicas does this run have".
-
-    The topology's, in start order (a run has them all from the moment it is submitted, before
-    any backend wrote a status); then any the status names that the topology does not (a record
-    from another version whose topology this one cannot read)."""
-    replicas: list[tuple[str, int]] = []
-    try:
-        replicas = [(spec.role, spec.index) for spec in parse_topology(record.topology).replicas()]
-    except TopologyError:
-        pass
-    known = set(replicas)
-    for replica in status.replicas if status is not None else []:
-        if (replica.role, replica.index) not in known:
-            replicas.append((replica.role, replica.index))
-            known.add((replica.role, replica.index))
-    return replicas
-
-
-def pickle_pushed(values: Mapping[str, Any]) -> bytes:
-    """Values shipped with --push, pickled; PushError naming the first that cannot be."""
-    for name, value in values.items():
-        try:
-            pickle.dumps(value)
-        except Exception as error:  # pickle raises many types (TypeError, PicklingError, AttributeError...)
-            raise PushError(f"cannot ship {name!r} ({type(value).__name__}) to the replicas: {error}") from None
-    return pickle.dumps(dict(values))
 
 
 def keep_until_finished(keep: Callable[[], _Finishing], what: str, timeout: float | None, poll: float) -> _Finishing:
@@ -125,34 +81,61 @@ class RunService:
         home: str | Path | None = None,
         kubernetes: Mapping[str, Any] | None = None,
     ):
-        self.store = store or RunStore(home)
+        self._store = store or RunStore(home)
         self.kubernetes = dict(kubernetes or {})
+
+    # ---- where the runs are ------------------------------------------------------------------
+    @property
+    def home(self) -> Path:
+        """The store's home (`PX_HOME`): its runs, sweeps and TensorBoard records are under it."""
+        return self._store.home
+
+    @property
+    def root(self) -> Path:
+        """The folder of the runs (what "no runs yet in ..." and "no space left" name)."""
+        return self._store.root
+
+    def paths(self, run_id: str) -> RunPaths:
+        """The run's files (its outputs, logs, TensorBoard events): what a user opens."""
+        return self._store.paths(run_id)
 
     # ---- finding runs ------------------------------------------------------------------------
     def resolve(self, ref: str) -> str:
         """The run id `ref` means: an id, a name (its newest run) or `last`; RunNotFound else."""
-        return self.store.resolve(ref)
+        return self._store.resolve(ref)
+
+    def exists(self, run_id: str) -> bool:
+        """Whether a run of this id has a record (a stat)."""
+        return self._store.exists(run_id)
+
+    def status_changed_at(self, run_id: str) -> float | None:
+        """When the run's status was last written (a stat, no read; None before the first
+        write): a poller reads the status again only when this changes."""
+        try:
+            return os.stat(self._store.paths(run_id).status).st_mtime
+        except OSError:
+            return None
 
     def readable(self, ref: str) -> str:
         """`resolve`, then the run's record and status read: RunDamaged (naming what) for a run
         whose files cannot be, so every surface reports a damaged run the same way."""
         run_id = self.resolve(ref)
-        self.store.record(run_id)
-        self.store.status(run_id)
+        self._store.record(run_id)
+        self._store.status(run_id)
         return run_id
 
     def record(self, run_id: str) -> RunRecord:
-        return self.store.record(run_id)
+        return self._store.record(run_id)
 
     def backend_of(self, run_id: str) -> Backend:
         """The backend that runs `run_id` (BackendError when this installation cannot use it)."""
-        return get_backend(self.store.record(run_id).backend, self.store)
+        return get_backend(self._store.record(run_id).backend, self._store)
 
     # ---- submit ------------------------------------------------------------------------------
     def check(self, topology: Topology) -> None:
         """Refuse, before anything is recorded, what the topology's backend cannot run (its
         resource check): BackendError/ResourceUnavailable say why. For a sweep's trials too."""
-        get_backend(topology.backend_kind, self.store, self.kubernetes).check(topology)
+        get_backend(topology.backend_kind, self._store, self.kubernetes).check(topology)
 
     def submit(self, submission: Submission) -> str:
         """Validate, record and start a run; returns its id at once (the run goes on).
@@ -177,7 +160,7 @@ class RunService:
             entrypoint = code.entrypoint if isinstance(submission.source, ScriptFile) else None
             declared, args, push = declared_run(topo, entrypoint, args, push)
             topo = parse_topology(declared) if declared is not None else topo
-        chosen = get_backend(topo.backend_kind, self.store, self.kubernetes)
+        chosen = get_backend(topo.backend_kind, self._store, self.kubernetes)
         chosen.check(topo)
         files: dict[str, bytes | str] = {code.entrypoint: code.text, **code.files}
         if push:
@@ -194,13 +177,13 @@ class RunService:
             sweep=submission.trial,
             cold=submission.cold,
         )
-        self.store.create(record, files)
+        self._store.create(record, files)
         try:
             chosen.submit(run_id)
         except RunLeftBehind:  # the backend kept the run, Failed, to clean what may remain
             raise
         except BaseException:
-            self.store.delete(run_id)
+            self._store.delete(run_id)
             raise
         return run_id
 
@@ -218,17 +201,17 @@ class RunService:
     # ---- reads: they never act ---------------------------------------------------------------
     def status(self, run_id: str) -> RunStatus:
         """The stored status, as its owner last wrote it. Pure."""
-        return self.store.status(run_id)
+        return self._store.status(run_id)
 
     def observe(self, run_id: str) -> Observation:
         """The stored status and a report on the run's owner (`Backend.observe`). Pure: nothing
         is written, started or killed, whatever is found."""
-        status = self.store.status(run_id)
+        status = self._store.status(run_id)
         if status.state.finished:
             return Observation(status)
-        record = self.store.record(run_id)
+        record = self._store.record(run_id)
         try:
-            observation = get_backend(record.backend, self.store).observe(run_id)
+            observation = get_backend(record.backend, self._store).observe(run_id)
         except BackendError as error:
             return Observation(status, f"its {record.backend} backend cannot be reached from here: {error}")
         if observation.owner_problem is None and not observation.status.state.finished and self._disk_full():
@@ -238,7 +221,7 @@ class RunService:
     def _disk_full(self) -> bool:
         """Whether the file system of the run store has no room left for a status write."""
         try:
-            stats = os.statvfs(self.store.root)
+            stats = os.statvfs(self._store.root)
         except OSError:
             return False
         return stats.f_bavail * stats.f_frsize < STATUS_WRITE_BYTES
@@ -246,14 +229,14 @@ class RunService:
     def view(self, run_id: str) -> RunView:
         """One run as a read sees it (`observe` with the record)."""
         observation = self.observe(run_id)
-        return RunView(self.store.record(run_id), observation.status, observation.owner_problem)
+        return RunView(self._store.record(run_id), observation.status, observation.owner_problem)
 
     def list_runs(self, limit: int | None = None, offset: int = 0) -> list[RunView]:
         """Runs newest first, `limit` of them from `offset`; each observed (pure). Damaged runs
         are skipped."""
         end = None if limit is None else offset + limit
         views = []
-        for record, status in self.store.list(limit=end)[offset:end]:
+        for record, status in self._store.list(limit=end)[offset:end]:
             problem = None
             if not status.state.finished:
                 try:
@@ -267,11 +250,11 @@ class RunService:
     # ---- cached reads: what a long-lived service (the Jupyter server's) keeps between reads -----
     @cached_property
     def _index(self) -> RunsIndex:
-        return RunsIndex(self.store, self.observe)
+        return RunsIndex(self._store, self.observe)
 
     @cached_property
     def _metric_readers(self) -> MetricsCache:
-        return MetricsCache(self.store)
+        return MetricsCache(self._store)
 
     def runs_page(self, offset: int = 0, limit: int | None = None) -> RunsPage:
         """A page of run summaries, newest first, and the ETag of the whole list: files are
@@ -293,33 +276,33 @@ class RunService:
 
     def replicas(self, run_id: str, status: RunStatus | None = None) -> list[tuple[str, int]]:
         """The run's replicas (`run_replicas`): the topology's, then any only the status names."""
-        return run_replicas(self.store.record(run_id), status if status is not None else self.store.status(run_id))
+        return run_replicas(self._store.record(run_id), status if status is not None else self._store.status(run_id))
 
     def read_log(
         self, run_id: str, role: str, index: int, offset: int = 0, limit: int | None = None
     ) -> tuple[str, int]:
         """Log text from byte `offset` (negative: the tail), bounded, and the offset to go on from."""
         if limit is None:
-            return self.store.read_log(run_id, role, index, offset)
-        return self.store.read_log(run_id, role, index, offset, limit)
+            return self._store.read_log(run_id, role, index, offset)
+        return self._store.read_log(run_id, role, index, offset, limit)
 
     def iter_log(self, run_id: str, role: str, index: int, offset: int = 0, chunk_size: int | None = None):
         """(text, next offset) chunks of a log from `offset` to its current end (bounded memory)."""
         if chunk_size is None:
-            return self.store.iter_log(run_id, role, index, offset)
-        return self.store.iter_log(run_id, role, index, offset, chunk_size)
+            return self._store.iter_log(run_id, role, index, offset)
+        return self._store.iter_log(run_id, role, index, offset, chunk_size)
 
     def log_tail(self, run_id: str, role: str, index: int, tail: int | None = LOGS_TAIL_BYTES) -> str:
         """A replica's log text: the last `tail` bytes (whole characters); `tail=None`: all of it."""
         if tail is not None and tail <= 0:
             raise ValueError(f"tail must be a positive number of bytes or None, got {tail!r}")
-        first, offset = self.store.read_log(run_id, role, index, offset=-tail if tail else 0)
-        rest = (text for text, _ in self.store.iter_log(run_id, role, index, offset=offset))
+        first, offset = self._store.read_log(run_id, role, index, offset=-tail if tail else 0)
+        rest = (text for text, _ in self._store.iter_log(run_id, role, index, offset=offset))
         return first + "".join(rest)
 
     def log_size(self, run_id: str, role: str, index: int) -> int:
         """Bytes in a replica's log so far (0 before it wrote any)."""
-        path = self.store.paths(run_id).log(role, index)
+        path = self._store.paths(run_id).log(role, index)
         return path.lstat().st_size if path.exists() else 0
 
     def metrics(self, run_id: str) -> Any:
@@ -331,7 +314,7 @@ class RunService:
         `polled=False` (poll it again for what was appended since)."""
         from ..runstore.metrics import MetricsReader
 
-        reader = MetricsReader(self.store.paths(run_id), **options)
+        reader = MetricsReader(self._store.paths(run_id), **options)
         if polled:
             reader.poll()
             reader.check_planted()
@@ -341,29 +324,33 @@ class RunService:
         """A `LogEnds` over these replicas' logs: each poll, the end of every log that grew."""
         from ..runstore.log_readers import LogEnds
 
-        return LogEnds(self.store, run_id, list(replicas))
+        return LogEnds(self._store, run_id, list(replicas))
 
     def log_follower(self, run_id: str, role: str, index: int, **options: Any) -> Any:
         """A `LogTail` of one replica's log (`options` go to it): each poll reads what was appended."""
         from ..runstore.log_readers import LogTail
 
-        return LogTail(self.store, run_id, role, index, **options)
+        return LogTail(self._store, run_id, role, index, **options)
+
+    def run_ids(self) -> list[str]:
+        """Every run id, newest first (one stat per run, no read)."""
+        return self._store.run_ids()
 
     def records(self) -> list[RunRecord]:
         """Every run's record (what was submitted; no status read), damaged ones skipped."""
         found = []
-        for run_id in self.store.run_ids():
+        for run_id in self._store.run_ids():
             try:
-                found.append(self.store.record(run_id))
+                found.append(self._store.record(run_id))
             except (RunNotFound, RunDamaged, OSError, ValueError):  # deleted or damaged meanwhile
                 continue
         return found
 
     def code_text(self, run_id: str) -> str:
         """The code the run shipped (its entry point's text); "" when it cannot be read."""
-        record = self.store.record(run_id)
+        record = self._store.record(run_id)
         try:
-            return (self.store.paths(run_id).code_dir / record.code.entrypoint).read_text(encoding="utf-8")
+            return (self._store.paths(run_id).code_dir / record.code.entrypoint).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return ""
 
@@ -377,23 +364,23 @@ class RunService:
         try:
             return self.backend_of(run_id).reconcile(run_id)
         except (BackendError, OSError):
-            return self.store.status(run_id)
+            return self._store.status(run_id)
 
     def host_followers(self) -> Any:
         """Follow this store's Kubernetes runs in this process, on one watch per namespace, from
         now until `close()` on what it returns (which hands them back to followers of their own):
         a Jupyter server does, so that its keeper's passes (`keep_all`) hand it the runs. None
         when this process does already."""
-        return host_followers(self.store)
+        return host_followers(self._store)
 
     def keep_all(self) -> int:
         """One pass of the keeper over the store: `keep` every unfinished run. The Jupyter
         server extension calls it periodically, so runs are settled whether or not anyone looks.
         Returns how many runs were unfinished."""
         unfinished = 0
-        for run_id in self.store.run_ids():  # statuses only: a finished run costs one small read
+        for run_id in self._store.run_ids():  # statuses only: a finished run costs one small read
             try:
-                if self.store.status(run_id).state.finished:
+                if self._store.status(run_id).state.finished:
                     continue
                 unfinished += 1
                 self.keep(run_id)
@@ -414,7 +401,7 @@ class RunService:
         if force:
             return backend.force_stop(run_id)
         backend.stop(run_id)
-        return self.store.status(run_id)
+        return self._store.status(run_id)
 
     def stacks(self, run_id: str, take: bool = True) -> dict[str, Any]:
         """Every replica's Python stacks, grouped by identical stack, frames named by notebook cell
@@ -423,9 +410,9 @@ class RunService:
         BackendError when the run's backend cannot take them."""
         from ..diagnostics import snapshots
 
-        if take and not self.store.status(run_id).state.finished:
+        if take and not self._store.status(run_id).state.finished:
             return self.backend_of(run_id).stacks(run_id)
-        kept = snapshots.latest(self.store.paths(run_id).root)
+        kept = snapshots.latest(self._store.paths(run_id).root)
         if kept is None:
             raise snapshots.NoStacks(f"no stacks were taken of run {run_id} while it ran")
         return kept
@@ -439,7 +426,7 @@ class RunService:
         """Remove what a finished run left outside the store (e.g. the pods and job a Kubernetes
         operator keeps) and say what (`Backend.clean`); the run itself stays. RunActive for a run
         that has not finished (`stop` it); BackendError when the backend cannot remove it."""
-        status = self.store.status(run_id)
+        status = self._store.status(run_id)
         if not status.state.finished:
             raise RunActive(f"run {run_id} is {status.state.value}: stop it first")
         return self.backend_of(run_id).clean(run_id)
@@ -454,7 +441,7 @@ class RunService:
         it finished; with no record to name its backend, nothing outside the store is removed.
         BackendError when what it left cannot be removed: the run is kept (its directory is how
         its objects are found), so a later delete tries again."""
-        status = self.store.status(run_id, without_record=True)
+        status = self._store.status(run_id, without_record=True)
         if not status.state.finished:
             raise RunActive(f"run {run_id} is {status.state.value}: stop it before deleting it")
         try:
@@ -462,7 +449,7 @@ class RunService:
         except RunDamaged:
             backend = None
         removed = backend.clean(run_id) if backend is not None else []
-        self.store.delete(run_id)
+        self._store.delete(run_id)
         return removed
 
     def tensorboard(self, run_ids: Sequence[str], **options: Any) -> Any:
@@ -470,5 +457,5 @@ class RunService:
         Reused or Failed). Blocks for seconds: call it off an event loop."""
         from .. import tensorboard
 
-        options.setdefault("home", self.store.home)
+        options.setdefault("home", self._store.home)
         return tensorboard.start(list(run_ids), **options)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Unpack, get_args
@@ -134,3 +135,17 @@ class CodeOptions(TypedDict, total=False):
     submitted_from: str
     source: str | None
     cold: bool
+
+
+class PushError(ValueError):
+    """A value named in --push cannot be shipped to the replicas."""
+
+
+def pickle_pushed(values: Mapping[str, Any]) -> bytes:
+    """Values shipped with --push, pickled; PushError naming the first that cannot be."""
+    for name, value in values.items():
+        try:
+            pickle.dumps(value)
+        except Exception as error:  # pickle raises many types (TypeError, PicklingError, AttributeError...)
+            raise PushError(f"cannot ship {name!r} ({type(value).__name__}) to the replicas: {error}") from None
+    return pickle.dumps(dict(values))

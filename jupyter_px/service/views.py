@@ -7,9 +7,11 @@ the detail adds what one run's page shows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..runstore import ReplicaStatus, RunRecord, RunStatus
+from ..topology import TopologyError, parse_topology
 from ..topology.naming import ReplicaNames
 
 
@@ -75,3 +77,32 @@ def run_detail(record: RunRecord, status: RunStatus, owner_problem: str | None =
         "attempts": [attempt.model_dump(mode="json") for attempt in status.attempts],
         "checkpoints": [checkpoint.model_dump(mode="json") for checkpoint in status.checkpoints],
     }
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as a read sees it: what was submitted, its stored status, and what is wrong with
+    its owner (None when nothing is, or the run has finished)."""
+
+    record: RunRecord
+    status: RunStatus
+    owner_problem: str | None = None
+
+
+def run_replicas(record: RunRecord, status: RunStatus | None = None) -> list[tuple[str, int]]:
+    """The run's replicas as (role, index): the one answer to "which replicas does this run have".
+
+    The topology's, in start order (a run has them all from the moment it is submitted, before
+    any backend wrote a status); then any the status names that the topology does not (a record
+    from another version whose topology this one cannot read)."""
+    replicas: list[tuple[str, int]] = []
+    try:
+        replicas = [(spec.role, spec.index) for spec in parse_topology(record.topology).replicas()]
+    except TopologyError:
+        pass
+    known = set(replicas)
+    for replica in status.replicas if status is not None else []:
+        if (replica.role, replica.index) not in known:
+            replicas.append((replica.role, replica.index))
+            known.add((replica.role, replica.index))
+    return replicas

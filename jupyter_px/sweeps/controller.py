@@ -192,7 +192,7 @@ class Controller(PromotingController):
         trial's newest run not yet recorded)."""
         frozen = self.study.get_trials(deepcopy=False)[number]
         known = {rung.get("run_id") for rung in frozen.user_attrs.get("rungs") or []}
-        for record, _ in self.service.store.list():  # newest first
+        for record in self.service.records():  # newest first
             link = record.sweep
             if link is not None and link.sweep_id == self.sweep_id and link.trial == number:
                 return record.run_id if record.run_id not in known else None

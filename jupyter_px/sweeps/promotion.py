@@ -246,7 +246,7 @@ class PromotingController:
         rung = frozen.user_attrs["rung"]
         previous = frozen.user_attrs["rungs"][-1]["run_id"]
         resume = {
-            "PX_RESUME_FROM": str(self.service.store.paths(previous).outputs_dir),
+            "PX_RESUME_FROM": str(self.service.paths(previous).outputs_dir),
             "PX_RESUME_STEP": str(plan.resource_at(value, rung - 1)),
         }
         params = {**frozen.user_attrs["params"], resource.name: plan.resource_at(value, rung)}

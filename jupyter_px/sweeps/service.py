@@ -53,7 +53,7 @@ class SweepView:
 class SweepService:
     def __init__(self, home: Path | str | None = None, *, runs: RunService | None = None):
         self.runs = runs or RunService(RunStore(home))
-        self.store = SweepStore(self.runs.store.home)
+        self.store = SweepStore(self.runs.home)
 
     def resolve(self, ref: str) -> str:
         return self.store.resolve(ref)

@@ -26,7 +26,7 @@ class MonitorOutput:
     # Set by the monitor.
     run: Any
     run_id: str
-    store: Any
+    service: Any
     finished: bool
     final_shown: bool
     last_status: Any
@@ -83,7 +83,7 @@ class MonitorOutput:
             return
         if not self.finished:
             try:  # the stored status only (a read of status.json): a cell's end stays cheap
-                ended = self.store.status(self.run_id).state.finished
+                ended = self.service.status(self.run_id).state.finished
             except Exception:
                 return
             if not ended:

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import contextvars
 import html
-import os
 import threading
 from typing import Any
 
@@ -91,7 +90,7 @@ class RunMonitor(MonitorOutput, widgets.VBox):
 
     def __init__(self, run: Any, *, interval: float = 1.0, autostart: bool = True, **kwargs: Any):
         self.run = run
-        self.store = run.store
+        self.service = run.service
         self.run_id = run.run_id
         self.interval = interval
         self.finished = False
@@ -262,9 +261,8 @@ class RunMonitor(MonitorOutput, widgets.VBox):
         super().close()
 
     def _status_changed(self) -> bool:
-        try:
-            mtime = os.stat(self.store.paths(self.run_id).status).st_mtime
-        except OSError:
+        mtime = self.service.status_changed_at(self.run_id)
+        if mtime is None:
             return False
         changed, self._status_mtime = mtime != self._status_mtime, mtime
         return changed
