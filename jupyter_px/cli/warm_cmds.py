@@ -57,6 +57,8 @@ def _pool(pool: dict[str, Any] | None) -> list[str]:
     members = pool.get("interpreters") or []
     if not pool.get("members"):
         return ["  spawn-ahead pool: empty until a run says its size (the next run starts its replicas cold)"]
+    if not pool.get("spawned"):
+        return [f"  spawn-ahead pool of {len(pool['members'])}: spawned once the runs this template started have ended"]
     lines = [
         f"  spawn-ahead pool: {len(members)} of {len(pool['members'])} interpreters (the last run's replicas), "
         f"importing {', '.join(pool.get('imports') or [])}"

@@ -18,12 +18,13 @@ Standard library only: this runs in the template's standby.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,12 +83,10 @@ class Member:
     sock: socket.socket | None = field(default=None, repr=False)
 
 
-def spawn(
-    hint: Mapping[str, Any], imports: Sequence[str], base_env: Mapping[str, str], log_path: str, reads_at_import: Any
-) -> list[Member]:
+def spawn(hint: Mapping[str, Any], imports: Sequence[str], base_env: Mapping[str, str], log_path: str) -> list[Member]:
     """Start the pool the hint describes (`{"members": [env read at import, ...]}`): each member's
-    environment is `base_env` with the variables read at import (`reads_at_import(name)`)
-    replaced by that member's. Members that cannot be started are left out."""
+    environment is `base_env` with the variables read at import (`reads_at_import`) replaced by
+    that member's. Members that cannot be started are left out."""
     members = []
     for wanted in list(hint.get("members") or [])[:MAX_MEMBERS]:
         env = {k: v for k, v in base_env.items() if not reads_at_import(k)}
@@ -124,6 +123,57 @@ def _spawn_one(env: dict[str, str], imports: Sequence[str], log_path: str, wante
         os.close(devnull)
     os.set_inheritable(mine.fileno(), False)
     return Member(pid, wanted, mine)
+
+
+class PoolPlan:
+    """The template's side: what its next standby's pool is made of (the hint file a run leaves,
+    read again when a run says it changed it), and the standby's part: spawning it when told."""
+
+    def __init__(self, preload: Sequence[str], framework: Sequence[str], hint_path: str, log_path: str):
+        self.preload, self.framework = list(preload), list(framework)
+        self.hint_path, self.log_path = hint_path, log_path
+        self.hint: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> PoolPlan | None:
+        """The template's pool, from its command line (`add_arguments`); None without one."""
+        framework = [name for name in args.pool_imports.split(",") if name]
+        return cls(args.preload, framework, args.pool_hint, args.pool_log) if framework else None
+
+    def refresh(self) -> bool:
+        """Read the hint again; whether it changed."""
+        hint = read_hint(self.hint_path)
+        changed, self.hint = hint != self.hint, hint
+        return changed
+
+    def imports(self) -> list[str]:
+        """What each member imports: the template's own preload, the framework, and the optional
+        modules the last run's code imported (`hint["imports"]`)."""
+        extra = [name for name in self.hint.get("imports") or [] if name not in self.framework]
+        return [*self.preload, *self.framework, *extra]
+
+    def describe(self, spawned: bool) -> dict[str, Any]:
+        return {**self.hint, "imports": self.imports(), "spawned": spawned}
+
+    def standby_side(self) -> tuple[dict[str, str], set[int], Callable[[], None]]:
+        """In the standby: what it hands its owner-to-be (`POOL_ENV`), the descriptors to keep
+        open, both filled by the returned `spawn()`, called when the template says so."""
+        members: list[Member] = []
+        handover, keep = {POOL_ENV: "[]"}, set()
+
+        def spawn_now() -> None:
+            members.extend(spawn(self.hint, self.imports(), dict(os.environ), self.log_path))
+            handover[POOL_ENV] = describe(members)
+            keep.update(fds(members))
+
+        return handover, keep, spawn_now
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The template's options for a pool (`PoolPlan.of`)."""
+    parser.add_argument("--pool-imports", default="", help="a spawn-ahead pool's framework modules (no zygote then)")
+    parser.add_argument("--pool-hint", default="", help="the JSON file saying what the next pool is made of")
+    parser.add_argument("--pool-log", default=os.devnull, help="where the pool's interpreters write until they serve")
 
 
 def describe(members: Sequence[Member]) -> str:

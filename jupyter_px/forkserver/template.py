@@ -9,9 +9,9 @@ see `jupyter_px.backends.local.warm` for when and why. It:
    initialised refuses to serve);
 2. listens on a Unix socket (mode 0600 in a 0700 directory; a peer of another user is
    refused), writes `ready` into its state file (JSON) and freezes its heap (`gc.freeze`);
-3. keeps one **standby owner** ready: a fork that forked its zygote first (`zygote`), then
-   imported the owner's modules (the run supervisor's), and waits; a `start` request is handed
-   to it with the caller's connection (SCM_RIGHTS), and a new standby is forked;
+3. keeps one **standby owner** ready: a fork that forked its zygote first (`zygote`; TensorFlow's:
+   a spawn-ahead `pool`, once no run it started still goes), imported the supervisor's modules,
+   and waits; a `start` is handed to it with the caller's connection (SCM_RIGHTS), a new forked;
 4. answers `status` and `stop`; a `start` whose environment fingerprint is not its own is
    refused and the template stops (the caller starts a new one);
 5. exits when nobody started anything for IDLE seconds, when its owner (the Jupyter server)
@@ -22,6 +22,7 @@ see `jupyter_px.backends.local.warm` for when and why. It:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import logging
@@ -31,6 +32,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,7 @@ class Standby:
         self.pid = pid
         self.ctl = ctl
         self.zygote_pid: int | None = None
+        self.pool_asked = False  # its spawn-ahead pool asked for (`spawn_pool`)
 
 
 class Template:
@@ -78,8 +81,8 @@ class Template:
         self.stop_reason: str | None = None
         self.wake_r, self.wake_w = os.pipe()
         self.owner_fd: int | None = None
-        #: What the next standby's spawn-ahead pool is made of (`pool`), when this template has one.
-        self.pool_hint: dict[str, Any] = {}
+        #: What the next standby's spawn-ahead pool is made of, when this template has one.
+        self.pool = pool.PoolPlan.of(args)
 
     # ---- start-up --------------------------------------------------------------------------
     def listen(self) -> None:
@@ -129,9 +132,9 @@ class Template:
 
     # ---- the standby owner ------------------------------------------------------------------
     def fork_standby(self) -> None:
-        if self.args.pool_imports:
-            self.pool_hint = pool.read_hint(self.args.pool_hint)
-            write_state(self.state, pool={**self.pool_hint, "imports": self.pool_imports()})
+        if self.pool is not None:
+            self.pool.refresh()
+            write_state(self.state, pool=self.pool.describe(spawned=False))
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         template = os.getpid()
         pid = os.fork()
@@ -159,12 +162,9 @@ class Template:
         if os.getppid() != template:
             os._exit(0)
         os.setsid()  # the owner's session, which its zygote and replicas share (as a detached start's)
-        if self.args.pool_imports:  # a framework a fork cannot carry: interpreters spawned ahead instead
-            members = pool.spawn(
-                self.pool_hint, self.pool_imports(), dict(os.environ), self.args.pool_log, pool.reads_at_import
-            )
-            handover = {pool.POOL_ENV: pool.describe(members)}
-            self._await_start(ctl, None, handover, pool.fds(members))
+        if self.pool is not None:  # a framework a fork cannot carry: interpreters spawned ahead instead
+            handover, keep, spawn = self.pool.standby_side()
+            self._await_start(ctl, None, handover, keep, spawn)
         owner_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         standby = os.getpid()
         zygote_pid = os.fork()
@@ -179,25 +179,30 @@ class Template:
         handover = {zygote.ZYGOTE_FD_ENV: f"{zygote_pid}:{owner_end.fileno()}"}
         self._await_start(ctl, zygote_pid, handover, {owner_end.fileno()})
 
-    def pool_imports(self) -> list[str]:
-        """What each pool member imports: the template's own preload, the framework, and the
-        optional modules the last run's code imported (`hint["imports"]`)."""
-        extra = [name for name in self.pool_hint.get("imports") or [] if name not in self.args.pool_imports]
-        return [*self.args.preload, *self.args.pool_imports, *extra]
-
     def _await_start(
-        self, ctl: socket.socket, zygote_pid: int | None, handover: dict[str, str], keep: set[int]
+        self,
+        ctl: socket.socket,
+        zygote_pid: int | None,
+        handover: dict[str, str],
+        keep: set[int],
+        spawn: Callable[[], None] | None = None,
     ) -> None:
-        """The standby, ready: import the owner's modules ahead of need, wait for a start."""
+        """The standby, ready: import the owner's modules ahead of need, wait for a start (and,
+        with a pool, for the template's word to spawn it: `spawn_pool`)."""
         for name in self.args.standby_import:  # the owner's own modules, imported ahead of need
             try:
                 importlib.import_module(name)
             except Exception as error:
                 log.warning("standby: cannot import %s ahead of time: %r", name, error)
-        try:
-            request, fds = wire.receive(ctl)
-        except OSError:
-            os._exit(0)  # the template went away
+        while True:
+            try:
+                request, fds = wire.receive(ctl)
+            except OSError:
+                os._exit(0)  # the template went away
+            if request.get("op") != "spawn" or spawn is None:
+                break
+            spawn()
+            spawn = None
         if len(fds) != 1:
             os._exit(1)
         ctl.close()
@@ -233,6 +238,16 @@ class Template:
         for name in stale:  # imported ahead of need with other values of variables they read: again
             del sys.modules[name]
         fresh.call_entry(request["entry"], list(request.get("args") or []))
+
+    def spawn_pool(self) -> None:
+        """Have the standby spawn its pool once no run this template started is still going: the
+        pool's imports (seconds of every core) must not slow the run that just started."""
+        standby = self.standby
+        if standby is None or standby.pool_asked or self.owners or self.pool is None:
+            return
+        standby.pool_asked = True
+        with contextlib.suppress(OSError):  # it is gone: reaped, and another forked
+            wire.send(standby.ctl, {"op": "spawn"})
 
     # ---- requests ----------------------------------------------------------------------------
     def handle(self, conn: socket.socket) -> None:
@@ -270,18 +285,14 @@ class Template:
         conn.close()
 
     def _take_hint(self) -> bool:
-        """A run said what its replicas imported with (`--pool-hint`): a standby whose pool was
-        spawned for something else is replaced (its members end with it)."""
-        if not self.args.pool_imports or pool.read_hint(self.args.pool_hint) == self.pool_hint or self.standby is None:
+        """A run said what its replicas imported with: a standby made for another hint is replaced
+        (the loop forks the next; its pool ends with it, by the members' parent-death signal)."""
+        if self.pool is None or not self.pool.refresh() or self.standby is None:
             return False
-        log.info("the pool's hint changed: replacing standby %d and its pool", self.standby.pid)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.standby.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.standby.ctl.close()
         self.standby = None
-        self.fork_standby()
         return True
 
     def describe(self) -> dict[str, Any]:
@@ -294,7 +305,7 @@ class Template:
             "idle_s": self.args.idle,
             "fingerprint": self.args.fingerprint,
             "preloaded": len(sys.modules),
-            "pool": {**self.pool_hint, "imports": self.pool_imports()} if self.args.pool_imports else None,
+            "pool": self.pool.describe(bool(standby and standby.pool_asked)) if self.pool else None,
         }
 
     def _start(self, conn: socket.socket, request: dict[str, Any]) -> None:
@@ -371,6 +382,7 @@ class Template:
                 self.handle(conn)
             if self.standby is None and self.stop_reason is None:
                 self.fork_standby()
+            self.spawn_pool()
         return self.shutdown()
 
     def _owner_exited(self, readable: list[Any]) -> bool:
@@ -431,11 +443,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--owner-started", type=float, default=None)
     parser.add_argument("--preload", default="", help="modules to import up front, comma-separated")
     parser.add_argument("--standby-import", default="", help="modules the standby owner imports ahead of need")
-    parser.add_argument("--pool-imports", default="", help="a spawn-ahead pool's framework modules (no zygote then)")
-    parser.add_argument("--pool-hint", default="", help="the JSON file saying what the next pool is made of")
-    parser.add_argument("--pool-log", default=os.devnull, help="where the pool's interpreters write until they serve")
+    pool.add_arguments(parser)
     args = parser.parse_args(argv)
-    args.pool_imports = [name for name in args.pool_imports.split(",") if name]
     args.preload = [name for name in args.preload.split(",") if name]
     args.standby_import = [name for name in args.standby_import.split(",") if name]
     return args
