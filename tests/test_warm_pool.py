@@ -144,3 +144,5 @@ def test_stop_kills_a_pool_served_replica_and_a_changed_environment_is_not_serve
     assert not chosen.warm and chosen.launch.startswith("cold: the environment changed since the template started")
     assert f"packages in {extra}" in chosen.launch
     wait_for(lambda: all(_gone(pid) for pid in [tf_template["pid"], *replaced]), timeout=60, what="the old pool gone")
+    new = warm.start("tensorflow", changed, load_settings(), timeout=300)  # the one that serves it
+    assert new["pid"] != tf_template["pid"] and new["fingerprint"] == warm.fingerprint("tensorflow", changed)
