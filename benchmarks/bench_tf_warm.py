@@ -1,13 +1,17 @@
 """TensorFlow warm, without fork: `examples/workloads/tf_mwms.py --size tiny` on three replicas
 (a chief and two workers, MultiWorkerMirroredStrategy), cold against warm, rounds interleaved.
 
-    python benchmarks/bench_tf_warm.py              # 3 rounds; --rounds N
+    python benchmarks/bench_tf_warm.py              # 3 rounds, 3 pairs; --rounds N --pairs N
 
 * `jupyter px run tf_mwms.py -f tf_mwms.yaml --wait --cold` (every replica a fresh interpreter
   importing TensorFlow and tf_keras);
 * `jupyter px run tf_mwms.py -f tf_mwms.yaml --wait`, warm: the supervisor forked from the
   TensorFlow template, every replica handed to an interpreter of its spawn-ahead pool (which a
   first, unmeasured run sized: three interpreters, each with its replica's environment).
+
+Then, as a user meets it (`--pairs`): in a fresh warm directory each time, the first run (cold:
+it starts the template, and its supervisor sizes the pool, which imports beside it) and right
+after it the second (warm, from that pool): second / first.
 
 Each command is a whole process, timed from start to exit. Before each command the benchmark
 waits until the pool's interpreters have imported (`jupyter px warm --json`: every one
@@ -90,6 +94,18 @@ class Bench:
             "tail": (out.stdout + out.stderr)[-1500:],
         }
 
+    def pair(self, n: int) -> tuple[float, float, dict]:
+        """A first and a second run in a warm directory of their own, back to back."""
+        self.env["JUPYTER_PX_WARM_DIR"] = str(self.work / f"warm-pair-{n}")
+        try:
+            first, said_first = self.run()
+            second, said = self.run()
+        finally:
+            subprocess.run([_bin("jupyter"), "px", "warm", "stop"], env=self.env, capture_output=True, check=False)
+            self.env["JUPYTER_PX_WARM_DIR"] = str(self.work / "warm")
+        said["ok"] = said["ok"] and said_first["ok"]
+        return first, second, said
+
     def pool(self) -> dict:
         out = subprocess.run(
             [_bin("jupyter"), "px", "warm", "--json"], env=self.env, capture_output=True, text=True, check=False
@@ -111,11 +127,13 @@ class Bench:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=3)
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="px-bench-tf-warm-"))
     bench = Bench(work)
     wall: dict[str, list[float]] = {"cold": [], "warm": []}
     ready_after: list[float] = []
+    pairs: list[tuple[float, float]] = []
     failures = 0
     losses: set[float] = set()
     try:
@@ -138,8 +156,17 @@ def main(argv: list[str] | None = None) -> int:
                 waited = bench.wait_for_pool()
                 if name == "warm":
                     ready_after.append(waited + seconds)
-        print(f"load average after: {os.getloadavg()}")
         pool = bench.pool()
+        subprocess.run([_bin("jupyter"), "px", "warm", "stop"], env=bench.env, capture_output=True, check=False)
+        for n in range(args.pairs):
+            first, second, said = bench.pair(n)
+            served = all(str(r).startswith("spawn-ahead") for r in said["replicas"])
+            failures += not (said["ok"] and served)
+            losses |= said["losses"]
+            pairs.append((first, second))
+            note = "" if said["ok"] and served else f" NOT SERVED: {said['launch']} {said['replicas']}"
+            print(f"  pair {n + 1}: first {first:.2f} s, second {second:.2f} s: {second / first:.2f}{note}", flush=True)
+        print(f"load average after: {os.getloadavg()}")
     finally:
         subprocess.run([_bin("jupyter"), "px", "warm", "stop"], env=bench.env, capture_output=True, check=False)
     cold, warm = statistics.median(wall["cold"]), statistics.median(wall["warm"])
@@ -151,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| `jupyter px run --wait` {name} | {median:.2f} | {min(values):.2f} | {max(values):.2f} |")
     print()
     print(f"warm / cold: {warm / cold:.3f} (goal at most {GOAL})")
+    if pairs:
+        ratio = statistics.median(second / first for first, second in pairs)
+        print(f"second run / first run (fresh template each pair): median {ratio:.3f} (goal at most {GOAL})")
     print(f"the pool ready again after a run started: median {statistics.median(ready_after):.1f} s")
     interpreters = pool.get("interpreters") or []
     if interpreters:
