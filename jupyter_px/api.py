@@ -76,7 +76,7 @@ def submit(
     (cloudpickle), and `run.results()` gives what each replica returned.
     """
     if callable(code) and not isinstance(code, (str, os.PathLike, ScriptFile, SourceText, NotebookCells, FunctionCall)):
-        from .notebook_code import function_cells
+        from .code.kernel import function_cells
 
         code = FunctionCall(code, tuple(args), dict(kwargs or {}), function_cells(code))
         args = ()
@@ -240,7 +240,7 @@ class Run:
         cause; a replica that returned nothing (killed, stopped) raises ResultMissing, and one that
         succeeded through `sys.exit(0)` or `os._exit(0)` before giving a value gives None. For
         runs of a function (`submit(fn, ...)`) or of a cell that ends with an expression."""
-        from .function_calls import read_results
+        from .code.function_calls import read_results
 
         status = self.wait(timeout=timeout)
         by_key = {replica.key: replica for replica in status.replicas}

@@ -61,7 +61,7 @@ def _read_record(run_dir: Path) -> dict[str, Any]:
 
 
 def _read_result_key(run_dir: Path) -> bytes | None:
-    """The secret that signs this run's results (`jupyter_px.function_calls`); None for a run
+    """The secret that signs this run's results (`jupyter_px.code.function_calls`); None for a run
     made before results were signed."""
     try:
         with open(run_dir / "result.key", "rb") as handle:
@@ -245,7 +245,7 @@ def _run_python(entrypoint: str, init_globals: dict[str, Any], run_dir: Path, re
 
     def run() -> None:
         if returns:  # a notebook cell's code: its last expression is this replica's result
-            from jupyter_px import function_calls
+            from jupyter_px.code import function_calls
 
             value = function_calls.run_keeping_last_expression(entrypoint, init_globals)
             function_calls.keep(run_dir, value=value, key=_RESULT_KEY)
@@ -257,7 +257,7 @@ def _run_python(entrypoint: str, init_globals: dict[str, Any], run_dir: Path, re
 
 def _run_function(run_dir: Path) -> int:
     """Call the function shipped by `jupyter_px.submit(fn, ...)` and keep what it returned."""
-    from jupyter_px import function_calls
+    from jupyter_px.code import function_calls
 
     def ours(tb: Any) -> Any:  # the frames of this module and function_calls are not the user's
         first = tb
@@ -291,18 +291,18 @@ def _report(error: BaseException, tb: Any, run_dir: Path, *, keep: bool = False,
     """Print the traceback with shipped code named by its notebook cell ("cell [5], line 8"), and
     keep the failure record the supervisor puts in the replica's status (and, for a function's
     or a cell's result, the exception as the outcome)."""
-    from jupyter_px import cell_sources
+    from jupyter_px.code.source_map import SourceMap, alias_shipped_lines, keep_failure
 
-    source_map = cell_sources.SourceMap.load(run_dir / "code")
+    source_map = SourceMap.load(run_dir / "code")
     source_map.install()
     if aliases:
-        cell_sources.alias_shipped_lines(source_map, run_dir / "code" / "main.py", aliases)
+        alias_shipped_lines(source_map, run_dir / "code" / "main.py", aliases)
     text = source_map.format_exception(error, tb)
     sys.stderr.write(text)
     sys.stderr.flush()
-    cell_sources.keep_failure(run_dir, source_map.failure_record(error, tb))
+    keep_failure(run_dir, source_map.failure_record(error, tb))
     if keep:
-        from jupyter_px import function_calls
+        from jupyter_px.code import function_calls
 
         function_calls.keep(run_dir, error=error, traceback_text=text, key=_RESULT_KEY)
 
@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     nproc = int((topology.get("environment") or {}).get("processes_per_replica") or 1)
     if topology.get("framework") == "pytorch" and nproc > 1 and "LOCAL_RANK" not in os.environ:
         _finish(_run_local_group(run_dir, nproc))
-    from jupyter_px import stack_signal
+    from jupyter_px.diagnostics import stack_signal
 
     stack_signal.install(run_dir)  # its stacks on request, even from native code (`jupyter px stacks`)
 

@@ -1,5 +1,5 @@
 """A child for tests/test_detached.py: `python -m detached_child ACTION [ARG]`, started by
-`jupyter_px.detached.start`."""
+`jupyter_px.processes.detached.start`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 
-from jupyter_px import detached
+from jupyter_px.processes import detached
 
 
 def main(argv: list[str]) -> int:

@@ -12,15 +12,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kube_sim import Cluster
-from waiting import wait_for  # noqa: F401 (the suite's one wait, re-exported for these tests)
+from waiting import wait_for  # (the suite's one wait, re-exported for these tests too)
 
-from jupyter_px import detached
+from jupyter_px.processes import detached
 
 NOW = "2026-11-23T10:00:00Z"
 DEADLINE_S = 180.0
@@ -94,25 +93,21 @@ def follower_pids(home: Path) -> list[int]:
 
 
 def started_followers() -> list[int]:
-    """Live followers this test process started (through `jupyter_px.detached`), by identity:
+    """Live followers this test process started (through `jupyter_px.processes.detached`), by identity:
     one forked a moment ago, still in exec, is counted too (its command line is not read)."""
     return [c.pid for c in detached.children() if FOLLOWER_MODULE.decode() in c.popen.args and c.identity.alive()]
 
 
 def wait_gone(pid: int, timeout: float = DEADLINE_S) -> int | None:
     """Wait until process `pid` has ended; its exit code when this process started it (through
-    `jupyter_px.detached`, whose reaper collects it), else None."""
+    `jupyter_px.processes.detached`, whose reaper collects it), else None."""
     started = next((c for c in reversed(detached.children()) if c.pid == pid), None)
     if started is not None:
         try:
             return started.wait(timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"process {pid} still runs after {timeout} s") from None
-    deadline = time.monotonic() + timeout
-    while _alive(pid):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"process {pid} still runs after {timeout} s")
-        time.sleep(0.1)
+    wait_for(lambda: not _alive(pid), f"process {pid} to end", timeout, poll=0.1)
     return None
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 from waiting import wait_for
 
-from jupyter_px.detached import ProcessIdentity
+from jupyter_px.processes.detached import ProcessIdentity
 
 JOBS = Path(__file__).parent / "jobs"
 

@@ -1,4 +1,4 @@
-"""jupyter_px.detached: the one way helper processes are started and found again, with real
+"""jupyter_px.processes.detached: the one way helper processes are started and found again, with real
 processes (the child module is `tests/detached_child.py`)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import psutil
 import pytest
 from waiting import wait_for
 
-from jupyter_px import detached
-from jupyter_px.detached import ProcessIdentity
+from jupyter_px.processes import detached
+from jupyter_px.processes.detached import ProcessIdentity
 
 TESTS = Path(__file__).resolve().parent
 CHILD = "detached_child"

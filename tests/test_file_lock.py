@@ -7,12 +7,12 @@ import sys
 
 from waiting import wait_for
 
-from jupyter_px import file_lock
+from jupyter_px.processes import file_lock
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from jupyter_px import file_lock
+from jupyter_px.processes import file_lock
 handle = file_lock.acquire(Path(sys.argv[1]))
 print("held", flush=True)
 time.sleep(600)

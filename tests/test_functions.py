@@ -14,9 +14,9 @@ import pytest
 from local_support import describe, wait
 from nbclient import NotebookClient
 
-from jupyter_px.cell_sources import SourceMap, source_map, span
-from jupyter_px.function_calls import ResultMissing
-from jupyter_px.notebook_code import source_spans
+from jupyter_px.code.function_calls import ResultMissing
+from jupyter_px.code.notebook import source_spans
+from jupyter_px.code.source_map import SourceMap, source_map, span
 
 THREE = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}}
 
@@ -209,7 +209,7 @@ def test_a_forged_result_line_is_neither_returned_nor_unpickled(px_home, tmp_pat
 @pytest.mark.jobs
 def test_an_exception_that_cannot_be_rebuilt_comes_back_with_its_class_message_and_traceback(px_home, launch):
     from jupyter_px.api import submit
-    from jupyter_px.function_calls import RemoteError, RemoteTraceback
+    from jupyter_px.code.function_calls import RemoteError, RemoteTraceback
 
     def fails():
         class DiskFull(Exception):
@@ -239,7 +239,7 @@ def test_kwargs_without_a_function_are_refused(px_home):
 def test_spans_follow_cells_their_magic_lines_and_blanked_px_lines(tmp_path):
     previous = [("import os\n%px_status last\nx = 1\n", 0, {"execution_count": 2}), ("%%px_topology t\na: 1", 0, {})]
     current = ("y = x\nraise ValueError(y)\n", 1, {"execution_count": 5, "cell_id": "c5"})
-    from jupyter_px.notebook_code import notebook_source
+    from jupyter_px.code.notebook import notebook_source
 
     shipped = notebook_source([p[0] for p in previous], current[0])
     assert shipped == "import os\n\nx = 1\n\ny = x\nraise ValueError(y)\n"  # the %px line is blank, not gone

@@ -33,7 +33,7 @@ from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture
 from server_support import free_port, stop_process, wait_until_serving, write_server_config
 
 import jupyter_px
-from jupyter_px import detached
+from jupyter_px.processes import detached
 from jupyter_px.service import RunService
 
 TORCH = {"framework": "pytorch", "backend": "native", "environment": {"replicas": {"n_workers": 1}}}

@@ -6,7 +6,7 @@ still run it) and saying how to follow it again; a read then reports that nobody
 and the next keeper (`reconcile`) follows it again. HTTP errors are answers and do not count toward
 giving up. However often a new run is kept while its follower is still starting, no second
 follower is started. The followers are this test process's children (started by
-`jupyter_px.detached`), so every exit code is known: each is asserted, never "0 or unknown".
+`jupyter_px.processes.detached`), so every exit code is known: each is asserted, never "0 or unknown".
 """
 
 from __future__ import annotations

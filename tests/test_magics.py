@@ -653,7 +653,7 @@ def test_notebook_flag_prefers_the_notebook_file(px_home, tmp_path):
 
 
 def test_free_names_sees_every_scope_and_ignores_what_the_code_binds():
-    from jupyter_px.notebook_code import free_names
+    from jupyter_px.code.checks import free_names
 
     code = textwrap.dedent("""\
         import os
@@ -688,7 +688,7 @@ def test_local_references_finds_notebook_functions_and_classes(monkeypatch):
     import sys
     import types
 
-    from jupyter_px.notebook_code import local_references
+    from jupyter_px.code.checks import local_references
 
     main = types.ModuleType("__main__")  # what a kernel's user namespace is
     monkeypatch.setitem(sys.modules, "__main__", main)
@@ -699,7 +699,7 @@ def test_local_references_finds_notebook_functions_and_classes(monkeypatch):
 
 
 def test_transform_marks_ipython_code():
-    from jupyter_px.notebook_code import transform
+    from jupyter_px.code.notebook import transform
 
     shipped = transform("!nvidia-smi\n%time x = 1\nprint(x)\n")
     assert shipped.language == "ipython" and "get_ipython().system('nvidia-smi')" in shipped.source

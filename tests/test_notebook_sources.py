@@ -1,5 +1,5 @@
 """What a notebook submitted as a whole ships: `%%px_distributed` cells as their bodies, the
-topology and px line magics left out (`service.sources.NotebookCells`)."""
+topology and px line magics left out (`jupyter_px.code.sources.NotebookCells`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyter_px.notebook_code import distributed_body, notebook_source
+from jupyter_px.code.notebook import distributed_body, notebook_source
 from jupyter_px.service import NotebookCells, load_code
 
 QUICKSTART = Path(__file__).parent.parent / "notebooks" / "quickstart.ipynb"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from local_support import JOBS, wait
 
-from jupyter_px.detached import ProcessIdentity
+from jupyter_px.processes.detached import ProcessIdentity
 from jupyter_px.runstore import ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
 from jupyter_px.runstore.models import RunOwner
 from jupyter_px.service import (

@@ -12,7 +12,7 @@ import pytest
 from local_support import JOBS, wait_for
 
 import jupyter_px
-from jupyter_px.detached import ProcessIdentity
+from jupyter_px.processes.detached import ProcessIdentity
 from jupyter_px.sweeps.promotion import brackets
 from jupyter_px.sweeps.store import SweepState, TrialState
 

@@ -12,7 +12,7 @@ import pytest
 from local_support import JOBS, assert_nothing_left, wait_for
 
 import jupyter_px
-from jupyter_px.detached import ProcessIdentity
+from jupyter_px.processes.detached import ProcessIdentity
 from jupyter_px.runstore import RunState
 from jupyter_px.sweeps.store import SweepState, TrialState
 

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from jupyter_server.auth import Authorizer
 from local_support import JOBS
 from tornado.httpclient import HTTPClientError
+from waiting import wait_for
 
 import jupyter_px
 
@@ -41,9 +41,7 @@ async def test_list_show_and_stop(jp_fetch, px_home, tmp_path):
     slow_script = tmp_path / "slow.py"
     slow_script.write_text("import time\ntime.sleep(120)\n")
     slow = jupyter_px.sweep(slow_script, QUICK, name="slow")
-    deadline = time.monotonic() + 60
-    while len(slow.trials()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: len(slow.trials()) >= 2, "the slow sweep's second trial", 60, poll=0.2)
 
     listing = await get_json(jp_fetch, "px/api/sweeps")
     assert [s["name"] for s in listing["sweeps"]] == ["slow", "quick"]

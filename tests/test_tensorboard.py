@@ -20,8 +20,8 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403  (first: the names bel
 from waiting import wait_for
 
 from jupyter_px import tensorboard
-from jupyter_px.detached import ProcessIdentity
 from jupyter_px.presentation.tensorboard import embed
+from jupyter_px.processes.detached import ProcessIdentity
 from jupyter_px.runstore.layout import RunPaths
 from jupyter_px.tensorboard import registry
 
@@ -296,12 +296,7 @@ def _gone(pid: int) -> bool:
 
 
 def _wait_gone(pid: int, timeout: float = 60) -> bool:
-    deadline = time.monotonic() + timeout
-    while not _gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
+    return wait_for(lambda: _gone(pid), f"process {pid} to end", timeout, poll=0.2)
 
 
 def test_idle_server_stops_itself_and_use_keeps_it(px_home, monkeypatch):
@@ -401,7 +396,7 @@ def test_the_watchdog_entry_point_refuses_bad_arguments_and_an_abandoned_start(t
     import subprocess
     import sys
 
-    from jupyter_px import detached
+    from jupyter_px.processes import detached
 
     bad = subprocess.run(
         [sys.executable, "-m", "jupyter_px.tensorboard.watchdog", "only-one"], capture_output=True, text=True

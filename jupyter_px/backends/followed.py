@@ -2,7 +2,7 @@
 
 Such a backend hands a run to something that outlives this process (pods and a job on a cluster,
 a job in Slurm's queue) and starts, per run, a follower (`python -m <backend>.follower RUN_DIR`,
-`follower_process.py`), detached (`jupyter_px.detached`) so that it outlives the kernel and the
+`follower_process.py`), detached (`jupyter_px.processes.detached`) so that it outlives the kernel and the
 Jupyter server as the job does. From its start on, the follower is the only writer of the run's
 status. The verbs are the same whatever the backend:
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
-from .. import detached, file_lock
+from ..processes import detached, file_lock
 from ..runstore import ReplicaState, RunState, RunStatus, RunStore, atomic_write_json
 from ..runstore.models import Reason, RunOwner
 from .base import Backend, Observation

@@ -2,7 +2,7 @@
 follows: what the Kubernetes and Slurm followers share (`followed.py` is the starting side).
 
 1. its argument is a run directory of a run store (`<home>/runs/<id>`), or it refuses (exit 2);
-2. it waits for its starter's "go" (`jupyter_px.detached`): the starter records it as the run's
+2. it waits for its starter's "go" (`jupyter_px.processes.detached`): the starter records it as the run's
    owner first, and an abandoned start follows nothing;
 3. a run whose directory is gone, or that has finished, is not followed;
 4. the follower lock (`FollowerSpec.lock`) admits one follower per run: a second one exits 0;
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import detached, file_lock
+from ..processes import detached, file_lock
 from ..runstore import RunStore
 from ..runstore.layout import runs_root
 from .followed import FollowerSpec

@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cell_sources import SourceMap
-from ..stack_signal import STACKS_DIR
+from ..code.source_map import SourceMap
 from .dumps import Frame, Thread
+from .stack_signal import STACKS_DIR
 
 
 class NoStacks(LookupError):

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import file_lock
-from ..cell_sources import SourceMap
+from ..code.source_map import SourceMap
+from ..processes import file_lock
 from ..runstore.layout import PROCESS_INFIX
-from ..stack_signal import STACKS_DIR, STACKS_SIGNAL, dump_path
 from . import dumps, snapshots
+from .stack_signal import STACKS_DIR, STACKS_SIGNAL, dump_path
 
 #: How long a taker waits for the replicas' dumps (a dump takes milliseconds; a loaded machine more).
 WAIT_S = 5.0

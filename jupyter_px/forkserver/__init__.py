@@ -14,9 +14,9 @@ argv, open files, signal dispositions, random state) before the module's entry p
   a true child of the owner.
 * `fresh`    - what a forked child does to become a fresh process.
 * `client`   - what a starter calls: start an owner through the template (go-pipe semantics as
-  `jupyter_px.detached`), ask its status, stop it.
+  `jupyter_px.processes.detached`), ask its status, stop it.
 * `wire`     - length-prefixed JSON frames over the Unix socket, with file descriptors passed.
 
-Standard library only (plus `jupyter_px.detached`): everything imported here ends up in the
+Standard library only (plus `jupyter_px.processes.detached`): everything imported here ends up in the
 template and so in every forked replica.
 """

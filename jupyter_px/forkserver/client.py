@@ -1,6 +1,6 @@
 """The starter's side of the template: start an owner through it, ask its status, stop it.
 
-`start(...)` behaves as `jupyter_px.detached.start` does, so a caller can use either: the owner
+`start(...)` behaves as `jupyter_px.processes.detached.start` does, so a caller can use either: the owner
 is running (forked from the standby) but waits for `go()`; leaving the `with` block without
 `go()` abandons it (it exits having done nothing); its identity (pid and creation time) is
 known before `go()`, to be recorded where others look for it.
@@ -13,7 +13,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import detached
+from ..processes import detached
 from . import fresh, wire
 
 #: Seconds to wait for the template to hand a start over (it forks a standby if it had none).

@@ -1,6 +1,6 @@
 """`python -m jupyter_px.forkserver.template STATE SOCKET ...`: the template process.
 
-Started by `jupyter_px.detached` (its own session, behind a go-pipe) by whoever first needs it;
+Started by `jupyter_px.processes.detached` (its own session, behind a go-pipe) by whoever first needs it;
 see `jupyter_px.backends.local.warm` for when and why. It:
 
 1. records the signal dispositions of a fresh interpreter, then imports the preload list (the
@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import detached
+from ..processes import detached
 from . import fresh, pool, wire, zygote
 
 log = logging.getLogger("jupyter_px.forkserver")

@@ -14,7 +14,7 @@ arguments through `magic_arguments` (so `%px_logs?` shows the help; shared optio
 traceback, and a notebook run by nbclient or "Run all" still stops at it.
 
 The magics are thin: topologies are parsed by `jupyter_px.topology`, runs are submitted and read
-through `jupyter_px.api`, code is found and checked by `jupyter_px.notebook_code`, and what is
+through `jupyter_px.api`, code is found and checked by `jupyter_px.code`, and what is
 shown is rendered by `jupyter_px.presentation` (the live monitor by `jupyter_px.widgets`).
 """
 

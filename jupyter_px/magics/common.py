@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -73,25 +73,13 @@ def open_run(ref: str) -> Any:
         raise UsageError(str(error)) from None
 
 
-def cell_submission(
-    shipped: Any,
-    topology: Any,
-    name: str | None,
-    push: dict[str, Any],
-    *,
-    cells: Sequence[dict[str, Any]] = (),
-    returns: bool = False,
-    cold: bool = False,
-) -> Any:
-    """What `%%px_distributed` submits, a run or a sweep: the cell's code as shipped (its source,
-    where it came from, its language; `cells`: where its lines came from, for tracebacks;
-    `returns`: its last expression is each replica's result), run in the kernel's working
+def cell_submission(source: Any, topology: Any, name: str | None, push: dict[str, Any], *, cold: bool = False) -> Any:
+    """What `%%px_distributed` submits, a run or a sweep: the cell's code as the kernel ships it
+    (`code.kernel.cell_code`: its text, where it came from, its language, where its lines came
+    from, whether its last expression is each replica's result), run in the kernel's working
     directory (`cold`: every replica started afresh)."""
-    from ..service import SourceText, Submission
+    from ..service import Submission
 
-    source = SourceText(
-        shipped.source, origin=shipped.origin, language=shipped.language, cells=tuple(cells), returns=returns
-    )
     return Submission(source, topology, name=name, push=push or None, origin="magic", workdir=os.getcwd(), cold=cold)
 
 

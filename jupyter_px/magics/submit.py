@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -76,21 +75,21 @@ class SubmitMagics(Magics):
         check_output(args)
         check_wait(args)
         topology = self._topology_for(args)
-        shipped, spans = self._code_for(args, cell)
+        source = self._code_for(args, cell)
         push = self._pushed_values(args.push)
-        from ..notebook_code import missing_names
+        from ..code.checks import missing_names
 
         spec = read_sweep(topology)  # a sweep's values and the declarations are globals in every run
         known = {**push, **dict.fromkeys(spec.params if spec else ()), **dict.fromkeys(_resource(spec))}
         known.update(dict.fromkeys(topology.declarations or ()))
-        missing = missing_names(shipped.source, shell_of(self).user_ns, shell_of(self).user_ns_hidden, known)
+        missing = missing_names(source.text, shell_of(self).user_ns, shell_of(self).user_ns_hidden, known)
         if missing:
             raise UsageError(f"not submitted: {missing.message()}")
         if spec is not None:
             from .sweeps import start_sweep
 
-            return start_sweep(self, topology, shipped, args, push)
-        run = self._submit(topology, shipped, args, push, spans)
+            return start_sweep(self, topology, source, args, push)
+        run = self._submit(topology, source, args, push)
         if args.output:
             shell_of(self).user_ns[args.output] = run
         line = (
@@ -137,55 +136,20 @@ class SubmitMagics(Magics):
         except TopologyError as error:
             raise UsageError(topology_problems(error, options=options)) from None
 
-    def _code_for(self, args: Any, cell: str):
-        from .. import notebook_code
+    def _code_for(self, args: Any, cell: str) -> Any:
+        """The cell's code as the kernel ships it (`code.kernel.cell_code`); a bad cell is one line."""
+        from ..code.kernel import CellCodeError, cell_code
 
         shell = shell_of(self)
-        cell_key = cell_id(shell)
-        origin = f"cell:{cell_key}" if cell_key else "cell"  # the previous run of this cell is compared
-        history = shell.history_manager
-        raw = list(history.input_hist_raw) if history is not None else []
-        number = len(raw) - 1 if raw else shell.execution_count  # this cell's [n]: its place in the history
-        here = {"execution_count": number, "cell_id": cell_key}
-        source = notebook_code.strip_px_lines(cell)
-        previous_places: list[tuple[str, int, dict[str, Any]]] = []
-        if args.notebook:
-            current = raw[-1] if raw else ""
-            path = notebook_code.notebook_path(shell.user_ns)
-            placed = notebook_code.cells_with_places(path, current) if path is not None else None
-            if placed is not None:
-                origin = f"notebook:{path}"
-                previous = [text for text, _ in placed]
-                previous_places = [(text, 0, place) for text, place in placed]
-            else:
-                if path is not None:
-                    print(
-                        f"{path.name}: this cell is not in the saved file (unsaved changes?); "
-                        "shipping the cells this kernel ran instead",
-                        file=sys.stderr,
-                    )
-                previous = notebook_code.cells_from_history(raw)
-                previous_places = [(raw[n], 0, {"execution_count": n}) for n in range(1, len(raw) - 1) if raw[n]]
-                origin = "notebook:history"
-            source = notebook_code.notebook_source(previous, cell)
-        if not source.strip():
-            raise UsageError("the cell is empty: write the training code below the %%px_distributed line")
-        shipped = notebook_code.transform(source)
         try:
-            compile(shipped.source, "<px_distributed>", "exec")
-        except SyntaxError as error:
-            raise UsageError(
-                f"the code does not compile: line {error.lineno}: {error.msg}"
-                + (f": {error.text.strip()}" if error.text else "")
-            ) from None
-        # the magic's line is the cell's first: the shipped body starts at the cell's line 2
-        spans = notebook_code.source_spans(previous_places, (cell, 1, here), shipped.source)
-        return notebook_code.ShippedCode(shipped.source, shipped.language, origin), spans
+            return cell_code(shell, cell, with_notebook=args.notebook, cell_key=cell_id(shell))
+        except CellCodeError as error:
+            raise UsageError(str(error)) from None
 
     def _pushed_values(self, names_text: str | None) -> dict[str, Any]:
         if not names_text:
             return {}
-        from ..notebook_code import local_references
+        from ..code.checks import local_references
 
         values = {}
         for name in (part.strip() for part in names_text.split(",")):
@@ -205,15 +169,11 @@ class SubmitMagics(Magics):
             values[name] = value
         return values
 
-    def _submit(self, topology: Topology, shipped: Any, args: Any, push: dict[str, Any], spans: list[Any]):
+    def _submit(self, topology: Topology, source: Any, args: Any, push: dict[str, Any]):
         from ..api import Run
-        from ..notebook_code import ends_with_expression
         from ..service import RunService
 
         service = RunService()
-        returns = shipped.language == "python" and ends_with_expression(shipped.source)
         with submit_errors():
-            run_id = service.submit(
-                cell_submission(shipped, topology, args.name, push, cells=spans, returns=returns, cold=args.cold)
-            )
+            run_id = service.submit(cell_submission(source, topology, args.name, push, cold=args.cold))
         return Run(run_id, service=service)

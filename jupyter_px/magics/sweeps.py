@@ -8,6 +8,7 @@ again (after a kernel restart: sweeps go on without the kernel).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -64,14 +65,16 @@ def wait_for_sweep(sweep: Any, monitor: Any, timeout: float | None) -> None:
         print(f"sweep {sweep.sweep_id} {status.state.value}: {status.message}")
 
 
-def start_sweep(magics: Magics, topology: Any, shipped: Any, args: Any, push: dict[str, Any]) -> None:
+def start_sweep(magics: Magics, topology: Any, source: Any, args: Any, push: dict[str, Any]) -> None:
     """`%%px_distributed` on a topology with a sweep: start it, show its monitor."""
     from ..sweeps.api import Sweep
     from ..sweeps.service import SweepService
 
     service = SweepService()
     with submit_errors():
-        sweep_id = service.start(cell_submission(shipped, topology, args.name, push))
+        # a sweep keeps the code's text only: no source map, and its trials keep no results
+        trial_code = dataclasses.replace(source, cells=(), returns=False)
+        sweep_id = service.start(cell_submission(trial_code, topology, args.name, push))
     sweep = Sweep(sweep_id, service=service)
     shell = shell_of(magics)
     if args.output:

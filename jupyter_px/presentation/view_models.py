@@ -1,8 +1,8 @@
 """The run's view-model: what every front-end shows of one run, as one typed JSON shape.
 
 One shape, produced once in Python (`run_view.RunViewSource`): the JupyterLab extension renders
-it (`GET px/api/runs/<ref>/view`, its `IRunView` in `labextension/src/types.ts`, checked against
-these models by `tests/test_rest_models.py`), the ipywidgets monitor of other front-ends (VS Code,
+it (`GET px/api/runs/<ref>/view`, its `IRunView` in `labextension/src/types.ts`, generated from
+these models' JSON Schema: `server/models/schema.py`), the ipywidgets monitor of other front-ends (VS Code,
 the classic Notebook) draws its header and table from it, and a saved notebook's static HTML is
 written from it. Words are decided here (`phase`, `counts`, `straggler`), not in each front-end.
 """

@@ -53,7 +53,7 @@ PARAMS_LOG_PREFIX = "@px-params "
 RECORD_FILE = "record.json"
 
 #: The run's secret (64 hex digits, mode 0600), written at creation: the replicas' runner signs
-#: every result it keeps with it and the submitter verifies them (`jupyter_px.function_calls`).
+#: every result it keeps with it and the submitter verifies them (`jupyter_px.code.function_calls`).
 RESULT_KEY_FILE = "result.key"
 
 #: `worker-0.rank1.jsonl`: the infix of a replica's process k > 0 in metrics and params names.

@@ -142,7 +142,7 @@ class RunRecord(BaseModel):
 
 
 class ReplicaFailure(BaseModel):
-    """Where a replica's code raised (the runner's record, `cell_sources`): the exception and,
+    """Where a replica's code raised (the runner's record, `code.source_map`): the exception and,
     for code shipped from a notebook, the cell and the line in it (what "Go to cell" needs)."""
 
     model_config = ConfigDict(extra="ignore")
@@ -253,7 +253,7 @@ class RunOwner(BaseModel):
     """The process that owns a run's lifecycle and writes its status: the local supervisor, the
     run's own follower (Kubernetes, Slurm), or a Jupyter server following the run on its shared
     watch. A pid alone may name a later, unrelated process, so the owner is recorded with its
-    process creation time (`jupyter_px.detached.ProcessIdentity`); a server also names the host
+    process creation time (`jupyter_px.processes.detached.ProcessIdentity`); a server also names the host
     of followers it runs, which it unregisters when it stops (handing its runs back)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)

@@ -56,7 +56,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, TraitError, Unicode, default, validate
 
 from .. import tensorboard
-from ..daemon_pool import DaemonThreadPool
+from ..processes.daemon_pool import DaemonThreadPool
 from ..service import px_home
 from .settings import PxSettings
 

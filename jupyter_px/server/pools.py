@@ -5,7 +5,7 @@ cores + 4) threads), and six submits blocked on a hung Kubernetes API server onc
 for `GET runs`. Here a submit can only wait behind other submits and stops to the same backend
 family.
 
-Why daemon threads (`jupyter_px.daemon_pool`): a Jupyter server given SIGTERM while six submits
+Why daemon threads (`jupyter_px.processes.daemon_pool`): a Jupyter server given SIGTERM while six submits
 hung on an API server stayed up until each request timed out. The work a pool's thread does at
 shutdown is a request the client has stopped waiting for: the server must not wait for it
 either. (A submit cut short there leaves at most a run recorded but never started, which every
@@ -18,7 +18,7 @@ import asyncio
 from typing import Any
 
 from .. import backend_table
-from ..daemon_pool import DaemonThreadPool
+from ..processes.daemon_pool import DaemonThreadPool
 
 #: Threads per kind of blocking work: reads (the store), submits and stops per backend family
 #: (each row of `backend_table` names its pool and size: a local one starts processes; a

@@ -1,12 +1,12 @@
 """What the sidebar submits: code read server-side from a notebook or a script in the server's root,
-handed to the run service as a typed code source.
+loaded here (once: the run service does not load it again) and handed to the run service.
 
 The browser sends a path, never code or a filesystem path of its own choosing: the file is read
 through the server's contents manager, which resolves API paths inside the root directory and
 refuses `../` tricks, hidden files and anything outside the root (404), exactly as it does for
 the file browser. A notebook's code is the same as `%%px_distributed --notebook` ships: code
 cells (all of them, or those tagged `px`), a `%%px_distributed` cell as its body, other px magic
-cells and lines dropped, IPython syntax rewritten (`service.sources.notebook_code`).
+cells and lines dropped, IPython syntax rewritten (`jupyter_px.code.notebook`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from typing import Any
 from jupyter_server.utils import ensure_async
 from tornado import web
 
-from ..service import DEFAULT_TAG, CodeSource, NotebookCells, ScriptFile, load_code
+from ..service import DEFAULT_TAG, LoadedCode, NotebookCells, ScriptFile, load_code
 
 
 @dataclass(frozen=True)
 class SubmittedCode:
-    """Code to submit: the typed source (its content read through the contents manager) and
-    the directory the replicas run in."""
+    """Code to submit: loaded from what the contents manager read, and the directory the
+    replicas run in."""
 
-    source: CodeSource
+    source: LoadedCode
     workdir: str | None  # the file's directory on disk, when the contents manager is file-based
 
 
@@ -64,7 +64,7 @@ async def code_from_notebook(contents_manager: Any, path: Any, tag: str | None) 
         origin=f"notebook:{path}",
     )
     try:
-        load_code(source)  # a notebook without code is a 400 here, not a failed submission
+        code = load_code(source)  # a notebook without code is a 400 here, not a failed submission
     except ValueError:
         which = f"cells tagged {tag!r}" if tag else "code cells"
         raise web.HTTPError(
@@ -73,7 +73,7 @@ async def code_from_notebook(contents_manager: Any, path: Any, tag: str | None) 
             # no percent signs: the error path doubles them (tornado's log formatting)
             "(the body of a px_distributed cell is shipped; px_topology cells and px line magics are not code)",
         ) from None
-    return SubmittedCode(source, _workdir(contents_manager, path))
+    return SubmittedCode(code, _workdir(contents_manager, path))
 
 
 async def code_from_script(contents_manager: Any, path: Any) -> SubmittedCode:
@@ -81,5 +81,5 @@ async def code_from_script(contents_manager: Any, path: Any) -> SubmittedCode:
     if not path.endswith(".py"):
         raise web.HTTPError(400, f"script: {path!r} is not a Python script (.py)")
     model = await ensure_async(contents_manager.get(path, content=True, type="file", format="text"))
-    source = ScriptFile(path, text=model["content"], origin=f"script:{path}")
-    return SubmittedCode(source, _workdir(contents_manager, path))
+    code = load_code(ScriptFile(path, text=model["content"], origin=f"script:{path}"))
+    return SubmittedCode(code, _workdir(contents_manager, path))

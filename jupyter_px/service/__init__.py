@@ -8,12 +8,15 @@ widgets, the public Python API) and the backends and run store below them.
 
 Surfaces (magics, CLI, server, widgets) import from here, never from `jupyter_px.backends` or
 `jupyter_px.runstore` (an import-linter contract): the backends' errors and the run store's
-names a surface needs (states, errors, the run id pattern) are re-exported here.
+names a surface needs (states, errors, the run id pattern) are re-exported here, as are the code
+sources every surface builds (`jupyter_px.code`: `ScriptFile`, `SourceText`, `NotebookCells`).
 """
 
 from __future__ import annotations
 
 from ..backends import Backend, BackendError, Observation, ResourceUnavailable
+from ..code.loading import LoadedCode, load_code
+from ..code.sources import DEFAULT_TAG, CodeSource, FunctionCall, NotebookCells, ScriptFile, SourceText, code_source
 from ..diagnostics.snapshots import NoStacks
 from ..runstore import (
     ReplicaState,
@@ -29,19 +32,6 @@ from ..runstore import (
 from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN, logged_by_the_code
 from ..runstore.metrics_cursor import MetricsCursorError
 from .runs import LOGS_TAIL_BYTES, Rendered, RunActive, RunService
-from .sources import (
-    DEFAULT_TAG,
-    CodeSource,
-    FunctionCall,
-    LoadedCode,
-    NotebookCells,
-    ScriptFile,
-    SourceText,
-    code_source,
-    load_code,
-    notebook_cells,
-    notebook_code,
-)
 from .submission import CodeOptions, Origin, Overrides, PushError, Submission, check_run_name, pickle_pushed
 from .views import RunView, run_replicas
 
@@ -84,8 +74,6 @@ __all__ = [
     "SourceText",
     "code_source",
     "load_code",
-    "notebook_cells",
-    "notebook_code",
     "pickle_pushed",
     "run_replicas",
 ]

@@ -25,12 +25,13 @@ from typing import Any, TypeVar
 
 from ..backends import Backend, BackendError, Observation, Rendered, RunLeftBehind, get_backend, host_followers
 from ..backends import render as render_dry_run
+from ..code.loading import LoadedCode, load_code
+from ..code.sources import CodeSource
 from ..runstore import RunDamaged, RunNotFound, RunPaths, RunRecord, RunStatus, RunStore, new_run_id
 from ..topology import Topology, apply_overrides, parse_topology, to_dict
 from ..topology.values import declared_run
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex, RunsPage
-from .sources import CodeSource, ScriptFile, load_code
 from .submission import Submission, pickle_pushed
 from .views import RunView, run_replicas
 
@@ -157,7 +158,7 @@ class RunService:
         code = load_code(submission.source, submission.language)
         args, push = list(submission.args), submission.push
         if submission.trial is None:  # a polyaxonfile's declarations and run.cmd (a trial comes with its own)
-            entrypoint = code.entrypoint if isinstance(submission.source, ScriptFile) else None
+            entrypoint = code.entrypoint if code.from_script else None
             declared, args, push = declared_run(topo, entrypoint, args, push)
             topo = parse_topology(declared) if declared is not None else topo
         chosen = get_backend(topo.backend_kind, self._store, self.kubernetes)
@@ -188,7 +189,13 @@ class RunService:
         return run_id
 
     def render(
-        self, topology: Topology, source: CodeSource | None, *, backend: str | None, name: str, **options: Any
+        self,
+        topology: Topology,
+        source: CodeSource | LoadedCode | None,
+        *,
+        backend: str | None,
+        name: str,
+        **options: Any,
     ) -> Rendered:
         """What `topology`'s backend (or `backend`) would create for `source` (an empty
         `main.py` without one), by the backend's row: the Kubernetes manifests, the Slurm batch

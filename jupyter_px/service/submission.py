@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Unpack, get_args
 
+from ..code.loading import LoadedCode
+from ..code.sources import CodeSource, code_source
 from ..runstore.models import TrialOf
 from ..topology import Topology
-from .sources import CodeSource, code_source
 
 #: Where a run was submitted from, as its record says (`RunRecord.submitted_from`).
 Origin = Literal["api", "cli", "magic", "sidebar", "sweep"]
@@ -67,13 +68,14 @@ class Overrides:
 class Submission:
     """A run (or a sweep: a topology with a sweep section) to start.
 
-    `source`: the code (`ScriptFile`, `SourceText`, `NotebookCells`); `topology`: a parsed one,
+    `source`: the code (`ScriptFile`, `SourceText`, `NotebookCells`, `FunctionCall`, or a
+    `LoadedCode` where the surface loaded it already); `topology`: a parsed one,
     polyaxonfile YAML or its dict (None: only `overrides`); `language` ("python", or "ipython"
     for %magics and !commands) overrides the source's; `push`: notebook values shipped to every
     replica (pickled); `origin`: which surface submitted it; `trial`: the sweep trial it is.
     A field that cannot be used is a ValueError naming it, when the submission is made."""
 
-    source: CodeSource
+    source: CodeSource | LoadedCode
     topology: Topology | str | dict[str, Any] | None = None
     overrides: Overrides = field(default_factory=Overrides)
     name: str | None = None

@@ -1,6 +1,6 @@
 """The sweep controller: `python -m jupyter_px.sweeps.controller SWEEP_DIR`, one per sweep.
 
-Started detached like the local supervisor (`jupyter_px.detached`: a go-pipe, its identity by
+Started detached like the local supervisor (`jupyter_px.processes.detached`: a go-pipe, its identity by
 pid and creation time recorded as the sweep's owner before it may run), so it outlives the
 kernel, the CLI and the Jupyter server. It is the sweep's one owner and the only writer of its
 `status.json`. Each pass it:
@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import detached
+from ..processes import detached
 from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
-from ..service import ResourceUnavailable, RunService, ScriptFile, SourceText, Submission
+from ..service import LoadedCode, ResourceUnavailable, RunService, Submission
 from ..topology import Topology, TopologyError, parse_topology, to_dict
 from ..topology.values import fill_args, with_values
 from .ending import early_end, outcome
@@ -260,15 +260,11 @@ class Controller(PromotingController):
 
     def submit(self, number: int, params: dict[str, Any], resume: dict[str, str] | None = None) -> str:
         code = self.record.code
-        if code.entrypoint == "main.py":
-            source: Any = SourceText(self.code, origin=code.source or "sweep", language=code.language)
-        else:
-            source = ScriptFile(code.entrypoint, text=self.code, origin=code.source)
         name = f"{self.record.name or self.sweep_id}-t{number}"
         values = {**self.declared, **params}
         return self.service.submit(
             Submission(
-                source,
+                LoadedCode.kept(code, self.code),
                 with_values(self.trial_topology, values, resume),
                 name=name[:60],
                 workdir=self.record.workdir,

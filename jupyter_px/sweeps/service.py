@@ -15,10 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import backend_table, detached, file_lock
+from .. import backend_table
+from ..processes import detached, file_lock
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
-from ..service import RunService, ScriptFile, Submission, load_code, pickle_pushed
+from ..service import RunService, Submission, load_code, pickle_pushed
 from ..service.runs import keep_until_finished
 from ..topology import TopologyError, to_dict
 from ..topology.values import missing_names, no_value_problem, script_args
@@ -77,7 +78,7 @@ class SweepService:
             )
         self.runs.check(trial)
         code = load_code(submission.source, submission.language)
-        entrypoint = code.entrypoint if isinstance(submission.source, ScriptFile) else None
+        entrypoint = code.entrypoint if code.from_script else None
         args = script_args(topo, entrypoint, submission.args)
         missing = missing_names(args, value_names(topo, spec))
         if missing:

@@ -47,29 +47,37 @@ NO_TRIAL = "no trial has completed yet"
 
 class _View(BaseModel):
     """A part of the view-model: every field is always sent (the JSON schema says so too, and the
-    front-ends' types mirror it: `tests/test_rest_models.py`)."""
+    front-end's types are generated from it: `server/models/schema.py`)."""
 
     model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
 
 class ObjectiveView(_View):
+    """An objective of the sweep and which way is better."""
+
     name: str
     direction: Literal["minimize", "maximize"]
 
 
 class HistoryPoint(_View):
+    """One complete trial's objective value, in trial order, with the best so far."""
+
     trial: int
     value: float
     best: float = Field(description="the best value of this objective among the trials so far")
 
 
 class History(_View):
+    """The optimization history: each complete trial's value and the running best (Optuna's plot)."""
+
     objective: str
     direction: Literal["minimize", "maximize"]
     points: list[HistoryPoint]
 
 
 class Importance(_View):
+    """How much each parameter matters to one objective (eta squared of its final values)."""
+
     objective: str
     evaluator: str = EVALUATOR
     params: dict[str, float] = Field(
@@ -91,12 +99,16 @@ class Axis(_View):
 
 
 class ParallelCoordinates(_View):
+    """A line per complete trial across its parameters and the objective (the axes below)."""
+
     trials: list[int]
     axes: list[Axis]
     color: str = Field(description="the objective the lines are colored by")
 
 
 class Slice(_View):
+    """One parameter against the objective: a point per complete trial."""
+
     param: str
     objective: str
     categorical: bool = False
@@ -108,6 +120,8 @@ class Slice(_View):
 
 
 class Contour(_View):
+    """Two parameters against the objective: the trials as points and the objective interpolated on a grid."""
+
     x_param: str
     y_param: str
     objective: str
@@ -127,18 +141,24 @@ class Contour(_View):
 
 
 class ParetoPoint(_View):
+    """One complete trial of a sweep with several objectives, and whether nothing beats it on all."""
+
     trial: int
     values: list[float] = Field(description="one per objective, in the order of `objectives`")
     on_front: bool
 
 
 class ParetoFront(_View):
+    """The trials no other trial beats on every objective, among all complete ones."""
+
     objectives: list[ObjectiveView]
     front: list[int] = Field(description="the trials on the front")
     points: list[ParetoPoint] = Field(description="every complete trial")
 
 
 class TrialCurve(_View):
+    """One trial's points of a metric, by step (its chief's)."""
+
     trial: int
     steps: list[float]
     values: list[float]

@@ -11,7 +11,7 @@ returns typed results, the notebook module renders them and imports the manager,
   `$PX_HOME/tensorboard/<key>.json` and reused while that process lives (`registry.py`), so
   re-running a cell, another kernel, the monitor's button and the API all land on the same server.
   A file lock makes two concurrent `start`s for the same set launch once.
-* The server is started detached (`launch.py`, with `jupyter_px.detached`) so it outlives the
+* The server is started detached (`launch.py`, with `jupyter_px.processes.detached`) so it outlives the
   kernel that asked for it; `stop(key)` ends it. It binds 127.0.0.1 only; browsers reach it
   through the Jupyter server's authenticated route `<base_url>px/tensorboard/<port>/` (`urls.py`;
   our server extension, built on jupyter-server-proxy, serves only TensorBoards recorded here).

@@ -1,7 +1,7 @@
 """Start, reuse and stop TensorBoard servers: results are data (`Launched`, `Reused`, `Failed`),
 shown by `jupyter_px.presentation.tensorboard`.
 
-A server is `python -m jupyter_px.tensorboard.watchdog ...` started with `jupyter_px.detached`
+A server is `python -m jupyter_px.tensorboard.watchdog ...` started with `jupyter_px.processes.detached`
 (its own session, so it outlives the kernel that asked for it while the Jupyter server lives):
 the watchdog, and under it TensorBoard (`python -m tensorboard.main`) of the kernel's environment
 (an argument list, never a shell string), reloading every second so that live runs show up quickly. Readiness is an
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-from .. import detached
+from ..processes import detached
 from ..runstore.store import read_tail
 from . import registry
 from .config import HOST, SERVER_PID_ENV, WATCHDOG_MODULE, idle_timeout_setting

@@ -2,7 +2,7 @@
 key (two concurrent `start`s for the same set launch once), and when each was last used (the mtime
 of `<key>.active`, what its idle timeout counts from).
 
-A record names its process by identity (pid and creation time, `jupyter_px.detached`), so a later
+A record names its process by identity (pid and creation time, `jupyter_px.processes.detached`), so a later
 process that got the same pid is never taken for it.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .. import file_lock
-from ..detached import ProcessIdentity
+from ..processes import file_lock
+from ..processes.detached import ProcessIdentity
 from ..runstore.layout import px_home
 from ..runstore.store import atomic_write_json
 from .config import HOST

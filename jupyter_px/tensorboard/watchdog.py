@@ -33,7 +33,7 @@ from pathlib import Path
 
 import psutil
 
-from ..detached import ProcessIdentity, await_go
+from ..processes.detached import ProcessIdentity, await_go
 from .config import IDLE_TIMEOUT_ENV, WATCH_INTERVAL_S
 
 #: Seconds TensorBoard gets to exit on SIGTERM before the rest of its group is killed.

@@ -1,6 +1,8 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { IProblem } from './types';
+
 /**
  * A failed call to the jupyter-px REST API: the HTTP status, the server's one-line reason and,
  * for an invalid topology, every problem with its field path.
@@ -20,11 +22,9 @@ export class ApiError extends Error {
   }
 }
 
-/** One thing wrong with a topology: the dotted field path (`a.b[2].c`) and what. */
-export interface IProblem {
-  path: string;
-  message: string;
-}
+// One thing wrong with a topology (models.Problem, generated in types.ts); exported here too, where
+// ApiError carries it.
+export type { IProblem };
 
 export interface IApiResponse<T> {
   status: number;

@@ -1,7 +1,7 @@
 """`LocalBackend`: runs every replica as a process on this machine, owned by a per-run supervisor.
 
 The backend itself keeps no state and no processes. `submit` starts a supervisor
-(`supervisor.py`) with `jupyter_px.detached` (its own session, behind a go-pipe), records its
+(`supervisor.py`) with `jupyter_px.processes.detached` (its own session, behind a go-pipe), records its
 identity (pid and process creation time) as the run's owner in status.json, says "go" and returns
 at once: it does not wait for the supervisor's interpreter to start (most of a submit's time
 otherwise). A caller polling right after `submit` sees Pending with the supervisor as owner.
@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import detached
 from ...forkserver.client import StartedOwner, TemplateUnavailable
+from ...processes import detached
 from ...runstore import ReplicaState, RunState, RunStatus, atomic_write_json, read_tail
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology

@@ -16,7 +16,7 @@ import signal
 
 import psutil
 
-from ... import detached
+from ...processes import detached
 from ...runstore import ReplicaState, RunStatus
 from ..base import BackendError
 

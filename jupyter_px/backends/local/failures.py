@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...cell_sources import read_failure
+from ...code.source_map import read_failure
 from ...runstore.models import ReplicaFailure
 from ...topology import ReplicaSpec
 

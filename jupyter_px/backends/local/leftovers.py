@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from ... import detached
+from ...processes import detached
 from ...runstore import RunStatus
 from .process import run_processes
 

@@ -2,7 +2,7 @@
 
 One small detached process per run owns the replica processes, so a run outlives the terminal,
 the kernel and the Jupyter server that started it. `LocalBackend.submit` starts it with
-`jupyter_px.detached` (a session of its own), records its identity as the run's owner in
+`jupyter_px.processes.detached` (a session of its own), records its identity as the run's owner in
 status.json and returns at once; the supervisor waits for the submitter's "go" on the go-pipe (so
 it never runs for a submission that was abandoned halfway), then works on its own. A run it
 cannot start is recorded Failed with the reason.
@@ -41,8 +41,8 @@ import time
 import types
 from pathlib import Path
 
-from ... import detached
 from ...cluster import local_addresses
+from ...processes import detached
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import ReplicaNames, Topology, parse_topology

@@ -21,7 +21,7 @@ site-packages directory (any install or removal changes it), this package's own 
 variables read when an interpreter or a framework starts (PYTHON*, LD_*, OMP_*, MKL_*, TORCH_*...).
 A template whose fingerprint differs is stopped and a new one started.
 
-**Lifecycle.** The first run that can use one starts the template (`jupyter_px.detached`, its
+**Lifecycle.** The first run that can use one starts the template (`jupyter_px.processes.detached`, its
 own session) and itself starts cold; later runs are warm once it is ready (`jupyter px warm
 start` starts one and waits). The template belongs to the Jupyter server that the starting
 process belongs to (`$JUPYTER_PX_SERVER_PID`, set for its kernels) and ends with it; otherwise it
@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import detached, file_lock
 from ...forkserver.client import StartedOwner, TemplateHung, TemplateUnavailable, ask
 from ...forkserver.client import start as start_through_template
+from ...processes import detached, file_lock
 from ...runstore import RunRecord, px_home
 from ...topology import Topology
 from .config import SUPERVISOR_MODULE, TUNABLES

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import detached
+from ...processes import detached
 from ...runstore import RunStatus, atomic_write_json
 from ...topology import Topology, parse_topology
 from ...topology.export import headline

@@ -1,6 +1,6 @@
 """`python -m jupyter_px.backends.slurm.follower RUN_DIR`: the lifecycle owner of one Slurm run.
 
-Started detached by submit (`jupyter_px.detached`: its identity is recorded as the run's owner
+Started detached by submit (`jupyter_px.processes.detached`: its identity is recorded as the run's owner
 before it may run), it outlives the kernel and the Jupyter server, as the job does, and it is the
 only writer of the run's status. Every poll it reads the shared queue snapshot (`queue.py`: one
 `squeue` for all followed runs) and the tasks' records, and writes:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import file_lock
+from ...processes import file_lock
 from ...runstore import atomic_write_json
 from .commands import SlurmCommandError, SlurmCommands
 from .states import base_state

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...diagnostics import taking
-from ...stack_signal import STACKS_SIGNAL
+from ...diagnostics.stack_signal import STACKS_SIGNAL
 from .commands import SlurmCommands
 from .handle import JobHandle
 

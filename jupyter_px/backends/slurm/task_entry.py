@@ -48,7 +48,7 @@ RENDEZVOUS_POLL_S = 0.02
 #: Signals a task passes on to its replica (a stop's SIGTERM, an interactive srun's SIGINT).
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 #: Signals a task only passes on, which stop nothing: SIGURG asks the replica for its stacks
-#: (`jupyter_px.stack_signal`; `scancel --signal` reaches the step's tasks, not their children).
+#: (`jupyter_px.diagnostics.stack_signal`; `scancel --signal` reaches the step's tasks, not their children).
 PASSED_ON = (signal.SIGURG,)
 
 

@@ -3,14 +3,19 @@
 Handlers parse every request body with these (`requests.parse_body`), so a bad body is a 400
 that names the field and the value (`cells: 'some' is not 'all' or 'tagged'`), and build every
 answer with them (`replies.dump`), so what is sent is what is declared here. The sidebar's TypeScript types
-(`labextension/src/types.ts`, used by `api.ts`) mirror these models; `tests/test_rest_models.py`
-compares the two by field name, optionality and primitive type, so they cannot drift apart.
+(`labextension/src/types.ts`, used by `api.ts`) are generated from these models' JSON Schema
+(`schema`), and `tests/test_rest_models.py` generates them again and compares, so the two cannot
+drift apart.
 
 * `requests` - the bodies the API receives, and `parse_body`;
-* `replies`  - the bodies it sends, and `dump`.
+* `replies`  - the bodies it sends, and `dump`;
+* `schema`   - every body as one JSON Schema document under its TypeScript name
+  (`python -m jupyter_px.server.models.schema`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -153,6 +158,7 @@ __all__ = [
     "SweepStateName",
     "SweepTrial",
     "SweepsPage",
+    "TYPESCRIPT_ALIASES",
     "TYPESCRIPT_NAMES",
     "TensorBoardRequest",
     "TensorBoardStarted",
@@ -173,7 +179,9 @@ __all__ = [
     "parse_body",
 ]
 
-#: Every body the API sends or receives, for the TypeScript check (model -> TS interface name).
+#: Every body the API sends or receives, under its TypeScript name (model -> TS interface name):
+#: `schema.py` writes them as one JSON Schema document, which `labextension/src/types.ts` is
+#: generated from.
 TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     SubmitRequest: "ISubmission",
     RenderRequest: "IRenderRequest",
@@ -238,4 +246,12 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     ParetoPoint: "ISweepParetoPoint",
     MetricCurves: "ISweepMetricCurves",
     TrialCurve: "ISweepTrialCurve",
+}
+
+#: The literals the TypeScript names as types of their own (TS name -> the literal): where a field of
+#: a model above has exactly one of these, types.ts says `RunState`, not the union of its values.
+TYPESCRIPT_ALIASES: dict[str, Any] = {
+    "RunState": RunStateName,
+    "SweepState": SweepStateName,
+    "TrialState": TrialStateName,
 }

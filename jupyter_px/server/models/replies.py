@@ -85,11 +85,12 @@ class RunSummary(Reply):
     updated_at: float
     replicas_total: int
     replica_counts: dict[str, int]
-    #: What a read found wrong with the run's owner ("the supervisor (pid 123) is gone"): reported,
-    #: not repaired (the keeper does that). Absent or null when nothing is.
-    owner_problem: str | None = None
-    #: How the replicas started: "warm (template pid N)", or "cold: <why>" (local backend).
-    launch: str | None = None
+    owner_problem: str | None = Field(
+        default=None, description="what a read found wrong with the run's owner; the keeper, not the read, repairs it"
+    )
+    launch: str | None = Field(
+        default=None, description='how the replicas started: "warm (template pid N)" or "cold: <why>" (local backend)'
+    )
 
 
 class ReplicaFailure(Reply):
@@ -107,10 +108,10 @@ class ReplicaFailure(Reply):
 
 
 class Replica(Reply):
-    #: the store's key (`master-0`: its log and metrics are named by it)
-    key: str
-    #: what the job calls it (`chief` for a TensorFlow master; else the key); always sent
-    label: str | None = None
+    key: str = Field(description="the store's key (`master-0`: its log and metrics are named by it)")
+    label: str | None = Field(
+        default=None, description="what the job calls it (`chief` for a TensorFlow master; else the key); always sent"
+    )
     role: str
     index: int
     state: str
@@ -122,11 +123,14 @@ class Replica(Reply):
     started_at: float | None
     finished_at: float | None
     address: str | None
-    failure: ReplicaFailure | None = None
-    #: while it is shown Stalled (a badge, not a state): when it logged its last step
-    stalled_since: float | None = None
-    #: while Stalled: the quiet time it passed (max(60 s, 10x its median step time))
-    stall_after_s: float | None = None
+    failure: ReplicaFailure | None = Field(default=None, description='where its code raised: what "Go to cell" opens')
+    stalled_since: float | None = Field(
+        default=None,
+        description="while it is shown Stalled (a badge, not a state; still Running): when it logged its last step",
+    )
+    stall_after_s: float | None = Field(
+        default=None, description="while Stalled: the quiet time (s) it passed, max(60 s, 10x its median step time)"
+    )
 
 
 class Code(Reply):
@@ -137,8 +141,7 @@ class Code(Reply):
     args: list[str]
     source: str | None
     pushed: list[str]
-    #: The code's last expression is each replica's result (`run.results()`).
-    returns: bool = False
+    returns: bool = Field(default=False, description="its last expression is each replica's result (`run.results()`)")
 
 
 class Attempt(Reply):
@@ -175,15 +178,15 @@ class RunDetail(RunSummary):
     code: Code
     workdir: str | None
     host: str | None
-    #: which attempt runs (or ran last), of how many (`termination.max_retries` + 1)
-    attempt: int = 1
-    max_attempts: int = 1
-    #: every attempt, once one failed
-    attempts: list[Attempt] = []
+    attempt: int = Field(default=1, description="which attempt runs (or ran last), from 1")
+    max_attempts: int = Field(default=1, description="how many attempts it may take (`termination.max_retries` + 1)")
+    attempts: list[Attempt] = Field(default_factory=list, description="every attempt, once one failed")
     checkpoints: list[Checkpoint] = []
 
 
 class Progress(Reply):
+    """How far training is: the last step logged, of how many (when the code logs `total_steps`)."""
+
     step: int | None
     total_steps: int | None
 
@@ -275,29 +278,28 @@ class StackFrame(Reply):
     file: str
     line: int | None
     function: str
-    #: the notebook cell it came from (`cell [4]`) and the line in that cell, where the source map knows
-    cell: str | None
-    cell_line: int | None
-    #: whether it is the run's own code (shipped), and then its line's source
-    user: bool
-    code: str | None
+    cell: str | None = Field(description="the notebook cell it came from (`cell [4]`), where the source map knows")
+    cell_line: int | None = Field(description="its line in that cell")
+    user: bool = Field(description="whether it is the run's own code (shipped)")
+    code: str | None = Field(description="then its line's source")
 
 
 class StacksThread(Reply):
+    """One thread of a replica: its frames, innermost first."""
+
     ident: str
-    #: the interpreter's main thread (the one training runs in)
-    main: bool
-    #: the thread the signal was delivered to
-    current: bool
+    main: bool = Field(description="the interpreter's main thread (the one training runs in)")
+    current: bool = Field(description="the thread the signal was delivered to")
     truncated: bool
     frames: list[StackFrame]
 
 
 class StacksReplica(Reply):
+    """One replica's threads, or why it gave none."""
+
     key: str
     pid: int | None
-    #: why it gave no stacks (gone, or no answer in time)
-    error: str | None
+    error: str | None = Field(description="why it gave no stacks (gone, or no answer in time)")
     threads: list[StacksThread]
 
 
@@ -313,12 +315,10 @@ class StacksSnapshot(Reply):
 
     run_id: str
     taken_at: float
-    #: `on request`, or the stall that made the supervisor take it
-    why: str
+    why: str = Field(description="`on request`, or the stall that made the supervisor take it")
     replicas: list[StacksReplica]
     groups: list[StacksGroup]
-    #: the groups as text, one line each
-    text: str
+    text: str = Field(description="the groups as text, one line each")
 
 
 class RunDeleted(Reply):
@@ -383,6 +383,8 @@ class CompareCurve(Reply):
 
 
 class ComparedMetric(Reply):
+    """One metric of a comparison: each run's curve, and which run is best and by what rule."""
+
     name: str
     optimization: Literal["min", "max"]
     best_run: str | None

@@ -162,12 +162,16 @@ class CompareRequest(Body):
     sweep: AString | None = None
     metrics: list[AString] | None = None
     points: Annotated[int, BeforeValidator(_points)] = 500
-    #: `optimisation`, the spelling this field had first, is still read.
     optimization: dict[str, Literal["min", "max"]] | None = Field(
-        default=None, validation_alias=AliasChoices("optimization", "optimisation")
+        default=None,
+        validation_alias=AliasChoices("optimization", "optimisation"),
+        description="which way is better, per metric (`optimisation`, its first spelling, is still read)",
     )
-    all_params: bool = False
-    best: Literal["succeeded", "common_step", "all"] = "succeeded"
+    all_params: bool = Field(default=False, description="every param a column, not only those that differ")
+    best: Literal["succeeded", "common_step", "all"] = Field(
+        default="succeeded",
+        description="how the best run is chosen: among those that succeeded, at a common step, or among all",
+    )
 
 
 class CompareTensorBoardRequest(Body):

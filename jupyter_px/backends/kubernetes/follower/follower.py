@@ -10,7 +10,7 @@ replica's log into the store as it comes (`log_sink.py`), so logs survive pod cl
 and TensorBoard work without a shared disk.
 
 Restartable and idempotent: a file lock admits one follower per run, and its starter records it
-(pid and creation time, `jupyter_px.detached`) as the run's owner before it may run; the log sink
+(pid and creation time, `jupyter_px.processes.detached`) as the run's owner before it may run; the log sink
 resumes each replica's log where the last follower left it, so no line is lost or doubled. That
 is also how a run changes hands: asked by a Jupyter server's host (`handover.py`), a follower of
 its own closes its log sinks, records the host as the owner and exits; a host that stops sets
@@ -38,8 +38,8 @@ from typing import Any
 
 from urllib3.exceptions import HTTPError
 
-from .... import detached
 from ....diagnostics.stalls import StallJudge
+from ....processes import detached
 from ....runstore import (
     ReplicaState,
     ReplicaStatus,

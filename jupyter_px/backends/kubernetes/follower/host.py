@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .... import detached, file_lock
+from ....processes import detached, file_lock
 from ....runstore import RunNotFound, RunStore, atomic_write_json
 from ....runstore.models import RunOwner
 from ...followed import HOSTS_DIR, host_file, owner_alive, start_follower_process, starting

@@ -5,11 +5,12 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/run/record.json        the record as the pod sees it (workdir: /px/work)
     /px/app/run/cluster.json       every replica's address, by pattern (`cluster_file.py`)
     /px/app/run/result.key         the run's secret: the runner signs the `@px-result` lines it writes
-                                   with it (`function_calls.py`)
+                                   with it (`code/function_calls.py`)
     /px/app/run/code/<file>        the submitted code (and pushed.pkl, as binaryData)
     /px/app/lib/px_entry.py        `pod/entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
-                                   `function_calls.py`, `cell_sources.py`, `stack_signal.py` (what
+                                   `code/{__init__,function_calls,source_map}.py`,
+                                   `diagnostics/{__init__,stack_signal}.py` (what
                                    the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,ledger,event_writer,checkpoints}.py`
@@ -40,15 +41,24 @@ CONFIGMAP_LIMIT = 1024 * 1024 - 16 * 1024
 _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _PACKAGE = Path(__file__).resolve().parents[3]  # jupyter_px/
 _TRACKING = _PACKAGE / "tracking"  # what the training code imports; standard library only
+_CODE = _PACKAGE / "code"  # the replica side of the shipped code; standard library only
 _SHIPPED = {
     "lib.px_entry.py": ("lib/px_entry.py", Path(__file__).parents[1] / "pod" / "entry.py"),
     "lib.jupyter_px.__init__.py": ("lib/jupyter_px/__init__.py", _PACKAGE / "__init__.py"),
     "lib.jupyter_px.runner.py": ("lib/jupyter_px/runner.py", _PACKAGE / "runner.py"),
     # what the runner imports for a shipped function and for tracebacks that name notebook cells
-    "lib.jupyter_px.function_calls.py": ("lib/jupyter_px/function_calls.py", _PACKAGE / "function_calls.py"),
-    "lib.jupyter_px.cell_sources.py": ("lib/jupyter_px/cell_sources.py", _PACKAGE / "cell_sources.py"),
+    "lib.jupyter_px.code.__init__.py": ("lib/jupyter_px/code/__init__.py", _CODE / "__init__.py"),
+    "lib.jupyter_px.code.function_calls.py": ("lib/jupyter_px/code/function_calls.py", _CODE / "function_calls.py"),
+    "lib.jupyter_px.code.source_map.py": ("lib/jupyter_px/code/source_map.py", _CODE / "source_map.py"),
     # a replica's stacks on request (`jupyter px stacks`): the runner arms it before the user's code
-    "lib.jupyter_px.stack_signal.py": ("lib/jupyter_px/stack_signal.py", _PACKAGE / "stack_signal.py"),
+    "lib.jupyter_px.diagnostics.__init__.py": (
+        "lib/jupyter_px/diagnostics/__init__.py",
+        _PACKAGE / "diagnostics" / "__init__.py",
+    ),
+    "lib.jupyter_px.diagnostics.stack_signal.py": (
+        "lib/jupyter_px/diagnostics/stack_signal.py",
+        _PACKAGE / "diagnostics" / "stack_signal.py",
+    ),
     "lib.jupyter_px.tracking.__init__.py": ("lib/jupyter_px/tracking/__init__.py", _TRACKING / "__init__.py"),
     "lib.jupyter_px.tracking.values.py": ("lib/jupyter_px/tracking/values.py", _TRACKING / "values.py"),
     "lib.jupyter_px.tracking.lines.py": ("lib/jupyter_px/tracking/lines.py", _TRACKING / "lines.py"),

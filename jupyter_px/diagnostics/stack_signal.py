@@ -42,7 +42,7 @@ _dump_file: IO[str] | None = None
 
 def process_key(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
     """`worker-1`, or `worker-1.rank2` for process 2 of a replica that starts several (as
-    `cell_sources.keep_failure` names this process's failure record)."""
+    `code.source_map.keep_failure` names this process's failure record)."""
     env = os.environ if environ is None else environ
     key = f"{env.get('PX_TASK_TYPE', 'master')}-{env.get('PX_TASK_INDEX', '0')}"
     process = env.get("LOCAL_RANK") or "0"

@@ -3,7 +3,7 @@
 Two submits deciding about one warm template, two keepers starting one run's follower, two
 readers polling one Slurm queue: each is "one process at a time" on one machine's (or one
 shared filesystem's) file, and the lock goes with the process, so one that dies holding it
-never leaves it taken. Standard library only: replicas import it through `tracking`.
+never leaves it taken. Standard library only.
 """
 
 from __future__ import annotations

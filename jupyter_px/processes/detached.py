@@ -242,7 +242,7 @@ def importable_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     from any directory: a source checkout's parent is added to PYTHONPATH (an installed package
     needs nothing)."""
     env = dict(os.environ if base is None else base)
-    package_parent = str(Path(__file__).resolve().parents[1])
+    package_parent = str(Path(__file__).resolve().parents[2])  # jupyter_px/processes/detached.py -> the checkout
     site_dirs = {str(Path(p).resolve()) for p in [*site.getsitepackages(), site.getusersitepackages()]}
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if package_parent not in site_dirs and package_parent not in parts:

@@ -9,7 +9,7 @@ importable anywhere else; the Kubeflow SDK's `CustomTrainer(func)` ships source 
 which loses closures and globals). cloudpickle's own source goes along (`cloudpickle/` in the
 code directory), so a replica whose image lacks it can still load the call: every backend runs
 the same thing. The cells the function was compiled from go into the source map
-(`cell_sources`), so its tracebacks name them.
+(`source_map`), so its tracebacks name them.
 
 **Calling (the replica runner).** `call` loads and calls it with the run's environment (the
 contract is in `os.environ` already). The code of a `%%px_distributed` cell that ends with an
@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .runstore.layout import RESULT_KEY_FILE
+from ..runstore.layout import RESULT_KEY_FILE
 
 #: The pickled call in the run's code directory.
 FUNCTION_FILE = "function.pkl"
@@ -140,7 +140,7 @@ def _code_key(code: types.CodeType) -> str:
 
 
 def cells_of(fn: Callable[..., Any], cell_of: Callable[[str], dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
-    """The source-map `code` entries (`cell_sources`) of the files every code object `fn`
+    """The source-map `code` entries (`source_map`) of the files every code object `fn`
     reaches was compiled from, by `cell_of(filename)` (None: not a cell)."""
     found: dict[str, dict[str, Any]] = {}
     for code in _codes(fn):

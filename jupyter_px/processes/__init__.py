@@ -1,0 +1,10 @@
+"""How jupyter_px's own processes and threads behave, one helper each, used by every layer above:
+
+* `detached.py`: the one way helpers that outlive whoever started them (the local supervisor, the
+  followers, TensorBoard, the sweep controller, the warm templates) are started and found again.
+* `daemon_pool.py`: a thread pool whose blocked work never holds up an exit (the server's pools).
+* `file_lock.py`: one process at a time on a store's file (flock): templates, followers, queues.
+
+Standard library (and psutil) only, and this `__init__` imports nothing: a helper process that
+needs one of them imports only that one.
+"""
