@@ -226,17 +226,21 @@ def test_cold_flag_settings_and_frameworks_that_start_cold_say_why(px_home, warm
         assert wait(run).state.value == "Succeeded", describe(run)
 
 
-def test_tensorflow_and_mpi_runs_start_cold_with_the_reason(monkeypatch):
+def test_mxnet_and_mpi_runs_start_cold_with_the_reason_and_tensorflow_has_a_template(monkeypatch):
+    """TensorFlow's runs start warm from a spawn-ahead pool (tests/test_warm_pool.py), never forked."""
     from jupyter_px.runstore import RunRecord
 
     monkeypatch.setenv("JUPYTER_PX_WARM", "1")
     from jupyter_px.topology import parse_topology
 
     settings = load_settings()
-    for framework, says in (("tensorflow", "not fork-safe"), ("mxnet", "engine"), ("mpi", "mpirun")):
+    for framework, says in (("mxnet", "engine"), ("mpi", "mpirun")):
         topology = parse_topology({"framework": framework})
         reason = warm.cold_reason(RunRecord(run_id="x", topology={}), topology, settings)
         assert reason is not None and says in reason
+    tensorflow = parse_topology({"framework": "tensorflow"})
+    assert warm.cold_reason(RunRecord(run_id="x", topology={}), tensorflow, settings) is None
+    assert not {"tensorflow", "tf_keras"} & set(warm.preload("tensorflow"))  # nothing of it is forked
 
 
 # ---- the template's lifecycle ----------------------------------------------------------------------
@@ -464,3 +468,29 @@ def test_two_submits_at_once_start_one_template(px_home, own_warm_dir):
     mine = {p.pid for p in running if str(own_warm_dir) in " ".join(p.info["cmdline"] or [])}
     templates = {pid for pid in mine if psutil.Process(pid).ppid() not in mine}  # not its standby or zygote
     assert len(templates) == 1, mine
+
+
+def test_what_a_tensorflow_script_sets_before_its_import_is_what_a_pool_interpreter_imports_with(tmp_path):
+    """`spawn_ahead.script_facts` reads (never runs) the entry point: literal `os.environ` settings
+    at its top level before its first `import tensorflow` are applied before a pool interpreter's
+    import; anything after it, or not literal, is the script's own business at run time."""
+    from jupyter_px.backends.local import spawn_ahead
+
+    root = Path(__file__).resolve().parents[1]
+    imports, presets = spawn_ahead.script_facts(root / "examples" / "workloads" / "tf_mwms.py", "tensorflow")
+    assert (imports, presets) == (["tf_keras"], [("setdefault", "TF_CPP_MIN_LOG_LEVEL", "2")])
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, sys\n"
+        "os.environ['TF_ENABLE_ONEDNN_OPTS'] = '0'\n"
+        "os.environ.setdefault('OMP_NUM_THREADS', sys.argv[1])\n"  # not a literal: unknown before it runs
+        "from tensorflow import keras\n"
+        "os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')\n"  # after the import: too late for any process
+    )
+    imports, presets = spawn_ahead.script_facts(script, "tensorflow")
+    assert (imports, presets) == ([], [("set", "TF_ENABLE_ONEDNN_OPTS", "0")])
+    env = {"OMP_NUM_THREADS": "2", "TF_CONFIG": "{}", "TF_ENABLE_ONEDNN_OPTS": "1", "HOME": "/home/me"}
+    assert spawn_ahead.wanted_env(env, presets) == {"OMP_NUM_THREADS": "2", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    tf_mwms = [("setdefault", "TF_CPP_MIN_LOG_LEVEL", "2")]
+    assert spawn_ahead.wanted_env({"TF_CPP_MIN_LOG_LEVEL": "1"}, tf_mwms) == {"TF_CPP_MIN_LOG_LEVEL": "1"}
+    assert spawn_ahead.wanted_env({}, tf_mwms) == {"TF_CPP_MIN_LOG_LEVEL": "2"}

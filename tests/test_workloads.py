@@ -33,7 +33,7 @@ def test_a_pytorch_workload_ends_with_torchruns_loss(name, launch, px_home, shar
     check_run(service, run_id, name, expected=expected)
 
 
-@pytest.mark.cold_only  # TensorFlow starts cold in a warm round too: one round is enough
+@pytest.mark.cold_only  # warm, from the spawn-ahead pool a first run sizes: tests/test_warm_pool.py
 def test_keras_on_multi_worker_mirrored_strategy(launch, px_home, shared):
     """Every replica ends with the same loss; the run is the session's reference for the other
     backends' tests (tests/test_workloads_kube.py, tests/test_workloads_slurm.py), or equals

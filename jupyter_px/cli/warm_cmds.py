@@ -1,7 +1,8 @@
 """`jupyter px warm [status|start|stop]`: the local backend's warm templates.
 
 A template has imported a framework (torch) and the replica runner, so a run's replicas are
-forked from it instead of started (see `jupyter_px.backends.local.warm`). `status` (the default)
+forked from it instead of started (see `jupyter_px.backends.local.warm`); TensorFlow's template
+keeps a spawn-ahead pool of interpreters that have imported it instead, shown with their memory. `status` (the default)
 lists every template with its memory; `start` starts one (or keeps the one running) and waits
 until it is ready; `stop` stops them all (runs already started are not touched).
 """
@@ -39,12 +40,33 @@ def _describe(entry: dict[str, Any]) -> list[str]:
         lines.append(f"  owned by {ends}; {idle}; {going} run(s) it started still going")
         preload = ", ".join(entry.get("preload") or [])
         lines.append(f"  preloaded: {preload} ({entry.get('preloaded_count', 0):,} modules)")
+        lines += _pool(entry.get("pool"))
     elif entry.get("error"):
         lines.append(f"  failed: {entry['error']}")
     elif entry.get("stop_reason"):
         stopped = entry.get("stopped_at")
         when = time.strftime("%Y-%m-%d %H:%M:%S ", time.localtime(stopped)) if stopped else ""
         lines.append(f"  stopped {when}: {entry['stop_reason']}")
+    return lines
+
+
+def _pool(pool: dict[str, Any] | None) -> list[str]:
+    """A spawn-ahead pool's lines: its size (the last run's), what it imports, each interpreter."""
+    if pool is None:
+        return []
+    members = pool.get("interpreters") or []
+    if not pool.get("members"):
+        return ["  spawn-ahead pool: empty until a run says its size (the next run starts its replicas cold)"]
+    if not pool.get("spawned"):
+        return [f"  spawn-ahead pool of {len(pool['members'])}: spawned once the runs this template started have ended"]
+    lines = [
+        f"  spawn-ahead pool: {len(members)} of {len(pool['members'])} interpreters (the last run's replicas), "
+        f"importing {', '.join(pool.get('imports') or [])}"
+    ]
+    lines += [f"    pid {m['pid']} {m['state']}: {_mib(m.get('memory'))}" for m in members]
+    if members:
+        total = {k: sum(m["memory"][k] for m in members if m.get("memory")) for k in ("rss_mib", "uss_mib", "pss_mib")}
+        lines.append(f"    together: {_mib(total)}")
     return lines
 
 
@@ -103,7 +125,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     status.add_argument("--json", action="store_true", help="as JSON")
     status.set_defaults(handler=cmd_status)
     start = actions.add_parser("start", help="start a template and wait until it is ready")
-    start.add_argument("--framework", choices=("pytorch", "none"), default="pytorch", help="default: pytorch")
+    frameworks = ("pytorch", "tensorflow", "none")
+    start.add_argument("--framework", choices=frameworks, default="pytorch", help="default: pytorch")
     start.set_defaults(handler=cmd_start)
     stop = actions.add_parser("stop", help="stop every template (runs already started go on)")
     stop.set_defaults(handler=cmd_stop)

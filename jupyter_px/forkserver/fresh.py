@@ -237,11 +237,32 @@ def take_on(attributes: Mapping[str, Any]) -> None:
             pass
 
 
+def pin_threads(cpus: Collection[int] | None) -> None:
+    """Pin this process to `cpus`: every thread it has (a spawn-ahead interpreter may have
+    started some while importing, OpenBLAS's), as the new ones inherit the caller's."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:
+            continue
+    os.sched_setaffinity(0, cpus)
+
+
 def refresh_libraries() -> None:
-    """What an interpreter reads from its environment at start, read again (TZ, the locale);
-    every generator reseeded from the OS, as at a fresh start; torch's thread pool sized for this
-    process; the import system's cached directory listings forgotten."""
+    """What an interpreter reads from its environment at start, read again (TZ, the locale, the
+    temporary directory `tempfile` caches); every generator reseeded from the OS, as at a fresh
+    start; torch's thread pool sized for this process; the import system's cached directory
+    listings forgotten."""
     time.tzset()
+    tempfile: Any = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None  # found again from TMPDIR, TEMP, TMP on first use, as in a fresh process
     try:
         locale.setlocale(locale.LC_CTYPE, "")
     except locale.Error:

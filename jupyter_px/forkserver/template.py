@@ -9,9 +9,9 @@ see `jupyter_px.backends.local.warm` for when and why. It:
    initialised refuses to serve);
 2. listens on a Unix socket (mode 0600 in a 0700 directory; a peer of another user is
    refused), writes `ready` into its state file (JSON) and freezes its heap (`gc.freeze`);
-3. keeps one **standby owner** ready: a fork that forked its zygote first (`zygote`), then
-   imported the owner's modules (the run supervisor's), and waits; a `start` request is handed
-   to it with the caller's connection (SCM_RIGHTS), and a new standby is forked;
+3. keeps one **standby owner** ready: a fork that forked its zygote first (`zygote`; TensorFlow's:
+   a spawn-ahead `pool`, once no run it started still goes), imported the supervisor's modules,
+   and waits; a `start` is handed to it with the caller's connection (SCM_RIGHTS), a new forked;
 4. answers `status` and `stop`; a `start` whose environment fingerprint is not its own is
    refused and the template stops (the caller starts a new one);
 5. exits when nobody started anything for IDLE seconds, when its owner (the Jupyter server)
@@ -22,6 +22,7 @@ see `jupyter_px.backends.local.warm` for when and why. It:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import logging
@@ -31,11 +32,12 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..processes import detached
-from . import fresh, wire, zygote
+from . import fresh, pool, wire, zygote
 
 log = logging.getLogger("jupyter_px.forkserver")
 LOGGERS = ("jupyter_px.forkserver",)
@@ -63,6 +65,7 @@ class Standby:
         self.pid = pid
         self.ctl = ctl
         self.zygote_pid: int | None = None
+        self.pool_asked = False  # its spawn-ahead pool asked for (`spawn_pool`)
 
 
 class Template:
@@ -78,6 +81,8 @@ class Template:
         self.stop_reason: str | None = None
         self.wake_r, self.wake_w = os.pipe()
         self.owner_fd: int | None = None
+        #: What the next standby's spawn-ahead pool is made of, when this template has one.
+        self.pool = pool.PoolPlan.of(args)
 
     # ---- start-up --------------------------------------------------------------------------
     def listen(self) -> None:
@@ -127,6 +132,9 @@ class Template:
 
     # ---- the standby owner ------------------------------------------------------------------
     def fork_standby(self) -> None:
+        if self.pool is not None:
+            self.pool.refresh()
+            write_state(self.state, pool=self.pool.describe(spawned=False))
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         template = os.getpid()
         pid = os.fork()
@@ -154,6 +162,9 @@ class Template:
         if os.getppid() != template:
             os._exit(0)
         os.setsid()  # the owner's session, which its zygote and replicas share (as a detached start's)
+        if self.pool is not None:  # a framework a fork cannot carry: interpreters spawned ahead instead
+            handover, keep, spawn = self.pool.standby_side()
+            self._await_start(ctl, None, handover, keep, spawn)
         owner_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         standby = os.getpid()
         zygote_pid = os.fork()
@@ -165,21 +176,41 @@ class Template:
                 os._exit(0)
             zygote.serve(zygote_end, self.dispositions, self.library_fds, LOGGERS)
         zygote_end.close()
+        handover = {zygote.ZYGOTE_FD_ENV: f"{zygote_pid}:{owner_end.fileno()}"}
+        self._await_start(ctl, zygote_pid, handover, {owner_end.fileno()})
+
+    def _await_start(
+        self,
+        ctl: socket.socket,
+        zygote_pid: int | None,
+        handover: dict[str, str],
+        keep: set[int],
+        spawn: Callable[[], None] | None = None,
+    ) -> None:
+        """The standby, ready: import the owner's modules ahead of need, wait for a start (and,
+        with a pool, for the template's word to spawn it: `spawn_pool`)."""
         for name in self.args.standby_import:  # the owner's own modules, imported ahead of need
             try:
                 importlib.import_module(name)
             except Exception as error:
                 log.warning("standby: cannot import %s ahead of time: %r", name, error)
-        try:
-            request, fds = wire.receive(ctl)
-        except OSError:
-            os._exit(0)  # the template went away
+        while True:
+            try:
+                request, fds = wire.receive(ctl)
+            except OSError:
+                os._exit(0)  # the template went away
+            if request.get("op") != "spawn" or spawn is None:
+                break
+            spawn()
+            spawn = None
         if len(fds) != 1:
             os._exit(1)
         ctl.close()
-        self._become_owner(request, fds[0], zygote_pid, owner_end)
+        self._become_owner(request, fds[0], zygote_pid, handover, keep)
 
-    def _become_owner(self, request: dict[str, Any], conn_fd: int, zygote_pid: int, owner_end: socket.socket) -> None:
+    def _become_owner(
+        self, request: dict[str, Any], conn_fd: int, zygote_pid: int | None, handover: dict[str, str], keep: set[int]
+    ) -> None:
         """The standby takes the start: its own session, the caller's environment, directory,
         log and argv; it tells the caller its pid; the entry point then waits for "go" on the
         same connection (`detached.await_go`), as a detached start's does on its go-pipe."""
@@ -193,21 +224,30 @@ class Template:
         conn.detach()  # the fd is the go-pipe from here on (closed by await_go)
         os.umask(int(request.get("umask", 0o022)))
         fresh.redirect_stdio(request.get("log"))
-        keep = {conn_fd, owner_end.fileno(), *self.library_fds}
-        fresh.close_fds(keep)
+        fresh.close_fds({conn_fd, *keep, *self.library_fds})
         fresh.take_on(request.get("attributes") or {})  # the caller's niceness and limits (after close_fds)
-        os.set_inheritable(conn_fd, False)
-        os.set_inheritable(owner_end.fileno(), False)
+        for fd in (conn_fd, *keep):
+            os.set_inheritable(fd, False)
         fresh.forget_logging(LOGGERS)
         env = dict(request["env"])
         stale = _modules_read_at_import(request, env)
         env[detached.GO_FD_ENV] = str(conn_fd)
-        env[zygote.ZYGOTE_FD_ENV] = f"{zygote_pid}:{owner_end.detach()}"
+        env.update(handover)
         fresh.replace_environment(env, request["cwd"], request.get("argv0") or "-", list(request.get("args") or []))
         fresh.refresh_libraries()
         for name in stale:  # imported ahead of need with other values of variables they read: again
             del sys.modules[name]
         fresh.call_entry(request["entry"], list(request.get("args") or []))
+
+    def spawn_pool(self) -> None:
+        """Have the standby spawn its pool once no run this template started is still going: the
+        pool's imports (seconds of every core) must not slow the run that just started."""
+        standby = self.standby
+        if standby is None or standby.pool_asked or self.owners or self.pool is None:
+            return
+        standby.pool_asked = True
+        with contextlib.suppress(OSError):  # it is gone: reaped, and another forked
+            wire.send(standby.ctl, {"op": "spawn"})
 
     # ---- requests ----------------------------------------------------------------------------
     def handle(self, conn: socket.socket) -> None:
@@ -229,6 +269,8 @@ class Template:
             self._start(conn, request)
         elif op == "status":
             self._reply(conn, self.describe())
+        elif op == "hint":
+            self._reply(conn, {"replaced": self._take_hint()})
         elif op == "stop":
             self.stop_reason = str(request.get("reason") or "stopped on request")
             self._reply(conn, {"stopping": True})
@@ -242,6 +284,17 @@ class Template:
             pass
         conn.close()
 
+    def _take_hint(self) -> bool:
+        """A run said what its replicas imported with: a standby made for another hint is replaced
+        (the loop forks the next; its pool ends with it, by the members' parent-death signal)."""
+        if self.pool is None or not self.pool.refresh() or self.standby is None:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.standby.pid, signal.SIGKILL)
+        self.standby.ctl.close()
+        self.standby = None
+        return True
+
     def describe(self) -> dict[str, Any]:
         standby = self.standby
         return {
@@ -252,6 +305,7 @@ class Template:
             "idle_s": self.args.idle,
             "fingerprint": self.args.fingerprint,
             "preloaded": len(sys.modules),
+            "pool": self.pool.describe(bool(standby and standby.pool_asked)) if self.pool else None,
         }
 
     def _start(self, conn: socket.socket, request: dict[str, Any]) -> None:
@@ -328,6 +382,7 @@ class Template:
                 self.handle(conn)
             if self.standby is None and self.stop_reason is None:
                 self.fork_standby()
+            self.spawn_pool()
         return self.shutdown()
 
     def _owner_exited(self, readable: list[Any]) -> bool:
@@ -388,6 +443,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--owner-started", type=float, default=None)
     parser.add_argument("--preload", default="", help="modules to import up front, comma-separated")
     parser.add_argument("--standby-import", default="", help="modules the standby owner imports ahead of need")
+    pool.add_arguments(parser)
     args = parser.parse_args(argv)
     args.preload = [name for name in args.preload.split(",") if name]
     args.standby_import = [name for name in args.standby_import.split(",") if name]

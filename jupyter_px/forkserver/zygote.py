@@ -186,7 +186,7 @@ def _fork_intermediate(
             if child == 0:
                 os.close(write_end)
                 fresh.set_process_name(name)
-                _become_child(sock, request, dispositions, library_fds, loggers)
+                become_child(sock, request, dispositions, library_fds, loggers)
             try:
                 os.setpgid(child, child)  # also done by the child: whichever runs first
             except OSError:
@@ -213,7 +213,7 @@ def _child_of(middle: int, read_end: int) -> int:
     return int(data)
 
 
-def _become_child(
+def become_child(
     sock: socket.socket,
     request: Mapping[str, Any],
     dispositions: Mapping[int, Any],
@@ -222,7 +222,8 @@ def _become_child(
 ) -> NoReturn:
     """In the child: what a cold start's pre-exec hook does (`backends/local/process.py`
     `_ChildSetup`: own group, signals, parent-death signal, affinity, cgroup), then what exec
-    would give (`fresh`), then the entry point."""
+    would give (`fresh`), then the entry point. A spawn-ahead pool's interpreter
+    (`pool_member`) becomes its replica the same way, without the fork."""
     try:
         try:
             os.setpgid(0, 0)
@@ -237,9 +238,7 @@ def _become_child(
             fresh.prctl(fresh.PR_SET_CHILD_SUBREAPER, 1)
         if os.getppid() != owner:  # the owner died before the signal was armed
             os._exit(1)
-        cpus = request.get("cpus")
-        if cpus and hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, cpus)
+        fresh.pin_threads(request.get("cpus"))
         if request.get("cgroup_procs"):  # before anything runs: all it starts is in the run's cgroup
             try:
                 fd = os.open(request["cgroup_procs"], os.O_WRONLY)

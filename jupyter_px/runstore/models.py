@@ -186,6 +186,11 @@ class ReplicaStatus(BaseModel):
         "max(60 s, 10x its median step time)): when it logged its last step",
     )
     stall_after_s: float | None = Field(default=None, description="while Stalled: the quiet time it passed, in s")
+    launch: str | None = Field(
+        default=None,
+        description="how its process started (local backend): 'cold', 'forked (zygote pid N)', "
+        "'spawn-ahead (pool interpreter pid N)', or 'cold: <why not from the pool>'",
+    )
 
     @field_validator("reason", mode="before")
     @classmethod

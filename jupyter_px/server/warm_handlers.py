@@ -1,5 +1,6 @@
 """The warm templates' REST route, under `<base_url>px/api/warm`: what the sidebar shows of them
-(state, memory, when an unused one stops) and its Stop. Authenticated and authorized against
+(state, memory, when an unused one stops; a spawn-ahead pool's interpreters counted with the
+standby, as what the next run takes) and its Stop. Authenticated and authorized against
 the `px` resource like every route of the extension; the work in `jupyter_px.service.warm`
 (what `jupyter px warm` calls).
 
@@ -26,6 +27,16 @@ def _memory(entry: dict[str, Any] | None) -> dict[str, float] | None:
     return {k: float(entry[k]) for k in ("rss_mib", "uss_mib", "pss_mib")} if entry else None
 
 
+def _next_run(entry: dict[str, Any]) -> dict[str, float] | None:
+    """What the next run takes: the standby owner, and the interpreters of its spawn-ahead pool
+    (TensorFlow's template) counted with it."""
+    parts = [entry.get("standby_memory")] + [
+        m.get("memory") for m in (entry.get("pool") or {}).get("interpreters") or []
+    ]
+    found = [part for part in parts if part]
+    return {k: float(sum(part[k] for part in found)) for k in ("rss_mib", "uss_mib", "pss_mib")} if found else None
+
+
 def _template(entry: dict[str, Any]) -> dict[str, Any]:
     return {
         "key": entry["key"],
@@ -36,7 +47,7 @@ def _template(entry: dict[str, Any]) -> dict[str, Any]:
         "python": entry.get("python"),
         "owner": (entry.get("owner") or {}).get("kind") or "detached",
         "memory": _memory(entry.get("memory")),
-        "standby_memory": _memory(entry.get("standby_memory")),
+        "standby_memory": _next_run(entry),
         "idle_s": entry.get("idle_s"),
         "stops_in_s": entry.get("stops_in_s"),
         "preload": list(entry.get("preload") or []),

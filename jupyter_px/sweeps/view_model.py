@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runstore.layout import logged_by_the_code
+from .contour_grid import grid_axis, interpolate
 from .importance import EVALUATOR, MIN_RUNS, param_importance
 from .spec import SweepSpec
 from .store import SweepStatus, TrialRow, TrialState
@@ -426,8 +427,8 @@ def _contour(
     x_log, y_log = _log(x_name, spec, trials), _log(y_name, spec, trials)
     x_cats, y_cats = params[x_name], params[y_name]
     # a categorical axis' grid is its categories: nothing lies between two of them
-    grid_x = [float(i) for i in range(len(x_cats))] if x_cats else _axis(x, x_log)
-    grid_y = [float(i) for i in range(len(y_cats))] if y_cats else _axis(y, y_log)
+    grid_x = [float(i) for i in range(len(x_cats))] if x_cats else grid_axis(x, x_log, GRID)
+    grid_y = [float(i) for i in range(len(y_cats))] if y_cats else grid_axis(y, y_log, GRID)
     return Contour(
         x_param=x_name,
         y_param=y_name,
@@ -442,58 +443,8 @@ def _contour(
         z=z,
         grid_x=grid_x,
         grid_y=grid_y,
-        grid_z=_interpolate(x, y, z, grid_x, grid_y, x_log, y_log, x_cats is not None, y_cats is not None),
+        grid_z=interpolate(x, y, z, grid_x, grid_y, x_log, y_log, x_cats is not None, y_cats is not None),
     )
-
-
-def _axis(values: list[Number], log: bool) -> list[float]:
-    low, high = float(min(values)), float(max(values))
-    if log:
-        low, high = math.log10(low), math.log10(high)
-    positions = [low + (high - low) * i / (GRID - 1) for i in range(GRID)]
-    return [10**p for p in positions] if log else positions
-
-
-def _interpolate(
-    x: list[Number],
-    y: list[Number],
-    z: list[float],
-    grid_x: list[float],
-    grid_y: list[float],
-    x_log: bool,
-    y_log: bool,
-    x_categorical: bool = False,
-    y_categorical: bool = False,
-) -> list[list[float]]:
-    """Inverse-distance-weighted z at each grid point, distances on the axes as drawn (scaled
-    to [0, 1], log where the axis is); a trial's own point gets its own value. Along a
-    categorical axis nothing is interpolated: a grid point weighs only the trials of its own
-    category (no value lies between `relu` and `tanh`)."""
-    import numpy as np
-
-    def scaled(values: list[float], log: bool, low: float, high: float) -> Any:
-        array = np.log10(np.asarray(values, dtype=float)) if log else np.asarray(values, dtype=float)
-        return (array - low) / ((high - low) or 1.0)
-
-    def bounds(values: list[float], log: bool) -> tuple[float, float]:
-        array = np.log10(np.asarray(values, dtype=float)) if log else np.asarray(values, dtype=float)
-        return float(array.min()), float(array.max())
-
-    bx, by = bounds([float(v) for v in x], x_log), bounds([float(v) for v in y], y_log)
-    px, py = scaled([float(v) for v in x], x_log, *bx), scaled([float(v) for v in y], y_log, *by)
-    gx, gy = scaled(grid_x, x_log, *bx), scaled(grid_y, y_log, *by)
-    values = np.asarray(z, dtype=float)
-    distance = np.hypot(gx[None, :, None] - px[None, None, :], gy[:, None, None] - py[None, None, :])
-    weights = 1.0 / np.maximum(distance, 1e-12) ** 2
-    same = np.ones_like(weights, dtype=bool)
-    if x_categorical:
-        same &= np.asarray(grid_x)[None, :, None] == np.asarray(x, dtype=float)[None, None, :]
-    if y_categorical:
-        same &= np.asarray(grid_y)[:, None, None] == np.asarray(y, dtype=float)[None, None, :]
-    has = same.any(axis=2, keepdims=True)  # a cell of two categories no trial tried: every trial
-    weights = np.where(same | ~has, weights, 0.0)
-    grid = (weights * values).sum(axis=2) / weights.sum(axis=2)
-    return [[float(v) for v in row] for row in grid]
 
 
 def _pareto(trials: list[TrialRow], objectives: list[ObjectiveView], status: SweepStatus) -> ParetoFront:

@@ -181,15 +181,20 @@ class Attempts:
 
 
 def start_gang(sup: Supervisor) -> None:
-    """Start every replica of the run: forked together when warm (nothing to import, no head
-    start to give), else one by one with the master's head start (`policy.head_start`)."""
+    """Start every replica of the run: forked (or handed to a spawn-ahead pool) together when
+    warm (nothing to import, no head start to give), else one by one with the master's head
+    start (`policy.head_start`). Then the pool, once used, is let go, and the run's `launch` says
+    how many replicas it served (`Spawner.finish_gang`)."""
     if sup.spawner.warm:
         sup._spawn(*sup._start_order())
-        return
-    for replica in sup._start_order():
-        sup._spawn(replica)
-        if replica.spec.role == "master" and len(sup.replicas) > 1:
-            sup._head_start()
+    else:
+        for replica in sup._start_order():
+            sup._spawn(replica)
+            if replica.spec.role == "master" and len(sup.replicas) > 1:
+                sup._head_start()
+    said = sup.spawner.finish_gang(sup.topology.framework)
+    if said:
+        sup.status.launch = f"{sup.status.launch or 'warm'}; {said}"
 
 
 def _mark_logs(sup: Supervisor, line: str) -> dict[str, int]:

@@ -7,8 +7,8 @@ site-packages directory's and `PYTHONPATH` entry's count of entries and newest e
 (`__pycache__` aside: an install or removal changes them, a compiled module does not), this
 package's own newest file where it is a source checkout (an installed one changes with its
 site-packages), and the variables read when an interpreter or a framework
-starts (PYTHON*, LD_*, OMP_*, MKL_*, TORCH_*...). The template's state keeps the facts, so a
-restart can say what changed ("env OMP_NUM_THREADS").
+starts or imports (PYTHON*, LD_*, OMP_*, MKL_*, TORCH_*, TF_*...: `forkserver.pool.READ_AT_IMPORT`).
+The template's state keeps the facts, so a restart can say what changed ("env OMP_NUM_THREADS").
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-#: Variables read when an interpreter or a framework starts: part of the fingerprint.
-_STARTUP_PREFIXES = ("PYTHON", "LD_", "OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS", "TORCH", "PYTORCH", "CUBLAS")
+from ...forkserver.pool import reads_at_import
 
 
 def _mtime(path: str | Path) -> int:
@@ -112,6 +111,6 @@ def environment_facts(preload: list[str], env: Mapping[str, str]) -> dict[str, A
         "preload": list(preload),
         "sites": [[s, _directory_facts(s)] for s in sites],
         "package": None if installed else _own_files_mtime(),
-        "env": sorted([k, v] for k, v in env.items() if k.startswith(_STARTUP_PREFIXES) and k != "PYTHONPATH"),
+        "env": sorted([k, v] for k, v in env.items() if reads_at_import(k) and k != "PYTHONPATH"),
     }
     return json.loads(json.dumps(facts))  # as the state file holds them (lists, not tuples)

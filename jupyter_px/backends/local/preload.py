@@ -15,11 +15,16 @@ BASE_PRELOAD = ("jupyter_px.runner", "jupyter_px.tracking", "cloudpickle")
 FRAMEWORK_PRELOAD: dict[str | None, tuple[str, ...]] = {
     None: (),
     "pytorch": ("torch", "torch.distributed", "torch.nn.parallel", "sympy", "torch.fx"),
+    "tensorflow": (),  # nothing of TensorFlow in a template: its replicas come from a spawn-ahead pool
 }
+#: Frameworks a fork cannot carry, whose replicas are taken from a spawn-ahead pool of interpreters
+#: that imported these (`jupyter_px.forkserver.pool`): TensorFlow is not fork-safe once imported
+#: (its runtime's thread pools and gRPC must start in the process that uses them).
+POOL_PRELOAD: dict[str | None, tuple[str, ...]] = {"tensorflow": ("tensorflow",)}
+#: Modules a pool's members import too when the last run's script imported them (`spawn_ahead.py`).
+POOL_OPTIONAL: dict[str | None, tuple[str, ...]] = {"tensorflow": ("tf_keras",)}
 #: Why a framework's runs start cold.
 COLD_FRAMEWORKS = {
-    "tensorflow": "TensorFlow is not fork-safe once imported (its runtime's thread pools and gRPC "
-    "must start in the process that uses them)",
     "mxnet": "MXNet's engine starts its threads when it is imported, and a fork does not copy them",
     "horovod": "the ranks are started by mpirun, which a fork cannot stand in for",
     "mpi": "the ranks are started by mpirun, which a fork cannot stand in for",

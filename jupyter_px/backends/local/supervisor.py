@@ -184,11 +184,11 @@ class Supervisor:
         self.watchdog.add(popen.pid)
         st = replica.status
         st.state, st.pid, st.started_at, st.finished_at = ReplicaState.RUNNING, popen.pid, time.time(), None
-        st.exit_code = st.signal = st.failure = None
+        st.exit_code, st.signal, st.failure, st.launch = None, None, None, spawned.how
         replica.ending = None
         replica.kill_at = replica.restart_at = replica.finish_by = None
         self.writer.dirty = True
-        log.info("%s: %s pid %d: %s", replica.key, "forked" if spawned.warm else "started", popen.pid, launch.argv)
+        log.info("%s: %s, pid %d: %s", replica.key, spawned.how, popen.pid, launch.argv)
 
     # ---- events --------------------------------------------------------------------------------
     def _reap(self) -> None:

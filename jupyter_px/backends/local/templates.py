@@ -14,14 +14,20 @@ from ...runstore import px_home
 from . import warm as _warm
 from .launcher import clean_environ
 from .settings import load_settings
+from .spawn_ahead import members
 
 #: Frameworks a template can be started for (None: runs without one).
 FRAMEWORKS: tuple[str | None, ...] = tuple(_warm.FRAMEWORK_PRELOAD)
 
 
 def templates() -> list[dict[str, Any]]:
-    """Every template of this warm directory, newest first, running or not (`warm.templates`)."""
-    return _warm.templates()
+    """Every template of this warm directory, newest first, running or not (`warm.templates`);
+    a spawn-ahead pool's interpreters with their memory and whether each has imported."""
+    entries = _warm.templates()
+    for entry in entries:
+        if entry.get("pool") is not None:
+            entry["pool"] = {**entry["pool"], "interpreters": members(entry.get("standby_pid"))}
+    return entries
 
 
 def start(framework: str | None = "pytorch") -> dict[str, Any]:

@@ -55,7 +55,7 @@ from ...runstore import RunRecord, px_home
 from ...topology import Topology
 from .config import SUPERVISOR_MODULE, TUNABLES
 from .fingerprint import changed_facts, environment_facts, environment_fingerprint
-from .preload import BASE_PRELOAD, COLD_FRAMEWORKS, FRAMEWORK_PRELOAD
+from .preload import BASE_PRELOAD, COLD_FRAMEWORKS, FRAMEWORK_PRELOAD, POOL_OPTIONAL, POOL_PRELOAD
 from .settings import LocalSettings
 
 log = logging.getLogger(__name__)
@@ -95,13 +95,23 @@ def preload(framework: str | None) -> list[str]:
     return [*BASE_PRELOAD, *FRAMEWORK_PRELOAD[framework]]
 
 
+def _imported(framework: str | None) -> list[str]:
+    """What a template and its spawn-ahead pool (`POOL_PRELOAD`) may import."""
+    return [*preload(framework), *POOL_PRELOAD.get(framework, ()), *POOL_OPTIONAL.get(framework, ())]
+
+
 def fingerprint(framework: str | None, env: Mapping[str, str]) -> str:
     """What a template must have been started with to serve a run in `env` (`fingerprint.py`)."""
-    return environment_fingerprint(preload(framework), env)
+    return environment_fingerprint(_imported(framework), env)
 
 
 def fingerprint_facts(framework: str | None, env: Mapping[str, str]) -> dict[str, Any]:
-    return environment_facts(preload(framework), env)
+    return environment_facts(_imported(framework), env)
+
+
+def pool_hint_path(key: str) -> Path:
+    """What the next spawn-ahead pool of template `key` is made of (`spawn_ahead.py` writes it)."""
+    return warm_dir() / f"{key}.pool-hint"  # not `.json`: that names a template's state
 
 
 def socket_path(directory: Path, key: str) -> str:
@@ -337,6 +347,10 @@ def _start_template(
     ]
     if owner is not None:
         args += ["--owner-pid", str(owner.pid), "--owner-started", repr(owner.started_at)]
+    if framework in POOL_PRELOAD:  # replicas from interpreters spawned ahead, not forked
+        pool_log = str(directory / f"{key}.pool.log")
+        args += ["--pool-imports", ",".join(POOL_PRELOAD[framework]), "--pool-hint", str(pool_hint_path(key))]
+        args += ["--pool-log", pool_log]
     template_env = {k: v for k, v in env.items() if k != SERVER_PID_ENV}
     log_path = directory / f"{key}.log"
     with detached.start(TEMPLATE_MODULE, args, log_path=log_path, cwd=directory, env=template_env) as child:
@@ -392,7 +406,7 @@ def start(framework: str | None, env: Mapping[str, str], settings: LocalSettings
     if framework in COLD_FRAMEWORKS:
         raise RuntimeError(f"{framework} runs start cold: {COLD_FRAMEWORKS[framework]}")
     if framework not in FRAMEWORK_PRELOAD:
-        raise RuntimeError(f"framework {framework!r} has no template (known: pytorch, or none)")
+        raise RuntimeError(f"framework {framework!r} has no template (known: pytorch, tensorflow, or none)")
     key = template_key(framework)
     wanted = fingerprint(framework, env)
     with _locked(key):
@@ -440,7 +454,7 @@ def templates() -> list[dict[str, Any]]:
     directory = warm_dir()
     for path in sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime if p.exists() else 0.0, reverse=True):
         state = read_state(path.stem)
-        if state is None:
+        if state is None or "key" not in state:
             continue
         running = alive(state)
         entry = {**{k: v for k, v in state.items() if k != "preloaded"}, "running": running}
@@ -455,6 +469,8 @@ def templates() -> list[dict[str, Any]]:
             entry["standby_pid"] = standby
             entry["active_owners"] = live.get("owners", [])
             entry["standby_memory"] = _memory(standby)
+            if live.get("pool") is not None:  # a spawn-ahead pool's hint (`templates.py` adds its interpreters)
+                entry["pool"] = live["pool"]
             if state.get("state") == "ready" and state.get("idle_s"):
                 used = float(live.get("last_used") or state.get("last_used") or state.get("ready_at") or time.time())
                 entry["stops_in_s"] = max(0.0, float(state["idle_s"]) - (time.time() - used))
