@@ -59,6 +59,15 @@ _SHIPPED = {
         "lib/jupyter_px/diagnostics/stack_signal.py",
         _PACKAGE / "diagnostics" / "stack_signal.py",
     ),
+    # what tracking's checkpoints read for a checkpoint request (armed on Slurm only)
+    "lib.jupyter_px.processes.__init__.py": (
+        "lib/jupyter_px/processes/__init__.py",
+        _PACKAGE / "processes" / "__init__.py",
+    ),
+    "lib.jupyter_px.processes.checkpoint_signal.py": (
+        "lib/jupyter_px/processes/checkpoint_signal.py",
+        _PACKAGE / "processes" / "checkpoint_signal.py",
+    ),
     "lib.jupyter_px.tracking.__init__.py": ("lib/jupyter_px/tracking/__init__.py", _TRACKING / "__init__.py"),
     "lib.jupyter_px.tracking.values.py": ("lib/jupyter_px/tracking/values.py", _TRACKING / "values.py"),
     "lib.jupyter_px.tracking.lines.py": ("lib/jupyter_px/tracking/lines.py", _TRACKING / "lines.py"),
