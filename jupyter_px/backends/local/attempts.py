@@ -29,13 +29,12 @@ supervisor's own preparation and start-up, so an attempt starts exactly like the
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import time
 from typing import Protocol
 
-from ...runstore import ReplicaState, RunPaths, RunStatus
+from ...runstore import ReplicaState, RunPaths, RunStatus, metrics_tail
 from ...runstore.checkpoints import all_checkpoints, newest_step
 from ...runstore.models import AttemptRecord, CheckpointInfo
 from ...topology import Topology
@@ -52,9 +51,6 @@ log = logging.getLogger(__name__)
 
 #: The environment variable that tells each replica which attempt it is (1, 2, ...).
 ATTEMPT_ENV = "PX_ATTEMPT"
-
-#: Bytes read from the end of a metrics file for the last step it logged.
-_TAIL_BYTES = 8192
 
 
 class Supervisor(Protocol):
@@ -213,34 +209,12 @@ def _mark_logs(sup: Supervisor, line: str) -> dict[str, int]:
 
 def last_step(sup: Supervisor) -> int | None:
     """The last step any replica of the run logged (the tail of its metrics files)."""
-    steps = []
+    files = []
     for replica in sup.replicas:
         path = sup.paths.metrics(replica.spec.role, replica.spec.index)
         folder, name = path.parent, path.name.split(".")[0]
         try:
-            files = [folder / f for f in os.listdir(folder) if f.split(".")[0] == name]
+            files += [folder / f for f in os.listdir(folder) if f.split(".")[0] == name]
         except OSError:
             continue
-        for file in files:
-            step = _tail_step(file)
-            if step is not None:
-                steps.append(step)
-    return max(steps) if steps else None
-
-
-def _tail_step(path: os.PathLike[str]) -> int | None:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - _TAIL_BYTES))
-            lines = handle.read().splitlines()
-    except OSError:
-        return None
-    for raw in reversed(lines):
-        try:
-            step = json.loads(raw).get("step")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(step, int):
-            return step
-    return None
+    return metrics_tail.last_step(files)

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...runstore import ReplicaState, ReplicaStatus, RunStatus
+from ...runstore import ReplicaState, ReplicaStatus, RunStatus, metrics_tail
 from ...runstore.checkpoints import all_checkpoints, newest_step
 from ...runstore.models import AttemptRecord, CheckpointInfo
 from ...topology import Topology
@@ -54,8 +54,6 @@ log = logging.getLogger(__name__)
 #: How long a requeue asked for (by the batch script or this follower) may take to show in the
 #: job's restart count before the failures it stopped are taken for what they are.
 REQUEUE_WAIT_S = 60.0
-#: Bytes read from the end of a metrics file for the last step it logged.
-_TAIL_BYTES = 8192
 #: Seconds between listings of the run's checkpoints for its status.
 _CHECKPOINTS_EVERY_S = 2.0
 
@@ -261,25 +259,7 @@ class Requeues:
 
 def last_step(metrics: Path) -> int | None:
     """The last step any replica logged (the tail of each metrics file)."""
-    steps = []
     try:
-        files = [metrics / name for name in os.listdir(metrics) if name.endswith(".jsonl")]
+        return metrics_tail.last_step(metrics / name for name in os.listdir(metrics) if name.endswith(".jsonl"))
     except OSError:
         return None
-    for path in files:
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, handle.tell() - _TAIL_BYTES))
-                lines = handle.read().splitlines()
-        except OSError:
-            continue
-        for raw in reversed(lines):
-            try:
-                step = json.loads(raw).get("step")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(step, int):
-                steps.append(step)
-                break
-    return max(steps) if steps else None

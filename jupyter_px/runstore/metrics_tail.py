@@ -1,0 +1,41 @@
+"""The last step a replica logged, read from the end of its metrics files: what a restarted attempt
+records as where the previous one got to (the local supervisor's gang restart, Slurm's requeue).
+
+Only the file's last `TAIL_BYTES` are read, so a run with a million points costs one seek; a
+partly written last line is skipped for the one before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+
+#: How much of a metrics file's end is read for its last step (lines are well under 1 KiB).
+TAIL_BYTES = 8192
+
+
+def last_step(files: Iterable[str | os.PathLike[str]]) -> int | None:
+    """The greatest last step among `files` (a run's or a replica's metrics JSONL); None when none
+    has a step (or none can be read)."""
+    steps = [step for step in map(tail_step, files) if step is not None]
+    return max(steps) if steps else None
+
+
+def tail_step(path: str | os.PathLike[str]) -> int | None:
+    """The step of the last complete point of one metrics file, None when it has none."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - TAIL_BYTES))
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for raw in reversed(lines):
+        try:
+            step = json.loads(raw).get("step")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(step, int):
+            return step
+    return None

@@ -1,0 +1,25 @@
+"""The last step logged, read from the end of the metrics files (what an attempt records as where
+the one before it got to, locally and on Slurm)."""
+
+from __future__ import annotations
+
+import json
+
+from jupyter_px.runstore import metrics_tail
+
+
+def test_the_greatest_last_step_of_the_files_skipping_a_partly_written_line(tmp_path):
+    first, second, empty = tmp_path / "master-0.jsonl", tmp_path / "worker-0.jsonl", tmp_path / "worker-1.jsonl"
+    first.write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(1, 41)) + '{"step": 41, "lo')
+    second.write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(1, 38)))
+    empty.write_text("")
+    assert metrics_tail.tail_step(first) == 40  # the half-written 41 is not a step yet
+    assert metrics_tail.last_step([first, second, empty, tmp_path / "gone.jsonl"]) == 40
+    assert metrics_tail.last_step([empty]) is None
+
+
+def test_a_long_files_last_step_comes_from_its_end(tmp_path):
+    long = tmp_path / "master-0.jsonl"
+    long.write_text("".join(json.dumps({"step": s, "loss": 0.5, "pad": "x" * 200}) + "\n" for s in range(5000)))
+    assert long.stat().st_size > 100 * metrics_tail.TAIL_BYTES
+    assert metrics_tail.tail_step(long) == 4999
