@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from private_home import private_environ
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "examples" / "workloads"
 GOAL = 0.35
@@ -50,16 +52,7 @@ class Bench:
         self.work = work
         for name in ("tf_mwms.py", "tf_mwms.yaml"):
             shutil.copy(WORKLOADS / name, work / name)
-        self.env = dict(
-            os.environ,
-            PX_HOME=str(work / "px_home"),
-            JUPYTER_PX_WARM_DIR=str(work / "warm"),
-            PYTHONWARNINGS="ignore",
-            PYTHONPATH=os.pathsep.join(
-                [str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
-            ),
-        )
-        self.env.pop("JUPYTER_PX_WARM", None)
+        self.env = private_environ(work, PYTHONWARNINGS="ignore")
 
     def run(self, *flags: str) -> tuple[float, dict]:
         argv = [

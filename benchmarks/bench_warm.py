@@ -34,7 +34,8 @@ import textwrap
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from private_home import private_environ
+
 TARGET_RATIO = 0.2
 TARGET_OVER_FLOOR_S = 0.3
 
@@ -97,15 +98,7 @@ class Bench:
         self.work = work
         (work / "job.py").write_text(JOB)
         (work / "four.yaml").write_text(TOPOLOGY)
-        self.env = dict(
-            os.environ,
-            PX_HOME=str(work / "px_home"),
-            JUPYTER_PX_WARM_DIR=str(work / "warm"),
-            PYTHONPATH=os.pathsep.join(
-                [str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
-            ),
-        )
-        self.env.pop("JUPYTER_PX_WARM", None)
+        self.env = private_environ(work)
         self.floor = subprocess.Popen(
             [sys.executable, "-c", FLOOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=self.env
         )

@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from private_home import private_environ
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "examples" / "workloads"
 GOALS = {"warm": 0.2, "magic": 0.15, "pace": 0.99}
@@ -55,16 +57,7 @@ class Bench:
         self.work, self.size = work, size
         shutil.copy(WORKLOADS / "torch_cnn.py", work / "torch_cnn.py")
         (work / "four.yaml").write_text(TOPOLOGY)
-        self.env = dict(
-            os.environ,
-            PX_HOME=str(work / "px_home"),
-            JUPYTER_PX_WARM_DIR=str(work / "warm"),
-            PYTHONWARNINGS="ignore",
-            PYTHONPATH=os.pathsep.join(
-                [str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
-            ),
-        )
-        self.env.pop("JUPYTER_PX_WARM", None)
+        self.env = private_environ(work, PYTHONWARNINGS="ignore")
         self.kernel = None
 
     def command(self, argv: list[str]) -> tuple[float, bool, list[dict], str]:
