@@ -154,3 +154,25 @@ def test_damaged_runs_are_reported_in_one_line_and_skipped_by_listings(store, da
     assert "\n" not in str(raised.value) and len(str(raised.value)) < 200
     assert [record.run_id for record, _ in store.list()] == ["newer", "older"]
     assert [record.run_id for record, _ in store.list(limit=2)] == ["newer", "older"]
+
+
+def test_runs_and_sweeps_are_listed_and_found_by_one_rule(tmp_path):
+    """Both stores publish whole, list newest first by publication, and find an id, a name (its
+    newest) or `last` (`runstore/published.py`); a sweep directory without its record is left out."""
+    from jupyter_px.runstore.models import CodeSpec
+    from jupyter_px.sweeps.store import SweepNotFound, SweepRecord, SweepStatus, SweepStore
+
+    sweeps = SweepStore(tmp_path)
+    made = []
+    for name in ("grid", "grid", "other"):
+        sweep_id = sweeps.new_id(name)
+        record = SweepRecord(sweep_id=sweep_id, name=name, topology={}, code=CodeSpec(), workdir=str(tmp_path))
+        sweeps.create(record, {}, SweepStatus(sweep_id=sweep_id))
+        made.append(sweep_id)
+    (sweeps.root / "sweep-261129-000000-abcdef").mkdir()  # no record: not a sweep (yet)
+    assert sweeps.sweep_ids() == made[::-1]
+    assert sweeps.resolve("grid") == made[1] and sweeps.resolve("last") == made[2]
+    with pytest.raises(SweepNotFound, match="'nope'"):
+        sweeps.resolve("nope")
+    runs = RunStore(tmp_path)
+    assert runs.run_ids() == []  # the two kinds never mix

@@ -26,7 +26,6 @@ from typing import BinaryIO, TypeVar
 from .layout import (
     RECORD_FILE,
     RESULT_KEY_FILE,
-    RUN_ID_PATTERN,
     InvalidRunId,
     RunPaths,
     px_home,
@@ -34,6 +33,7 @@ from .layout import (
     validate_run_id,
 )
 from .models import RunRecord, RunStatus
+from .published import newest_named, publish, published_ids
 from .run_files import PlantedLink, open_run_file
 
 _Model = TypeVar("_Model", RunRecord, RunStatus)
@@ -162,9 +162,7 @@ class RunStore:
             atomic_write_bytes(staged.root / RESULT_KEY_FILE, secrets.token_hex(32).encode())
             atomic_write_json(staged.record, record.model_dump(mode="json"))
             atomic_write_json(staged.status, RunStatus(run_id=record.run_id).model_dump(mode="json"))
-            published_ns = time.time_ns()  # the listing order: finer than the file system's own clock
-            os.utime(staged.record, ns=(published_ns, published_ns))
-            os.rename(staging, paths.root)
+            publish(staging, paths.root, staged.record)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -213,21 +211,7 @@ class RunStore:
         stat per run: listing 1,000 runs reads no file. A directory without a record (damaged)
         sorts by its own mtime; `list()` skips it.
         """
-        if not self.root.exists():
-            return []
-        entries = []
-        with os.scandir(self.root) as scan:
-            for entry in scan:
-                if entry.name.startswith(".") or not RUN_ID_PATTERN.match(entry.name) or not entry.is_dir():
-                    continue
-                try:
-                    created = os.stat(os.path.join(entry.path, RECORD_FILE), follow_symlinks=False).st_mtime_ns
-                except FileNotFoundError:
-                    created = entry.stat().st_mtime_ns
-                except OSError:
-                    continue
-                entries.append((created, entry.name))
-        return [name for _, name in sorted(entries, reverse=True)]
+        return published_ids(self.root, RECORD_FILE, without_record=True)
 
     def list(self, limit: int | None = None) -> list[tuple[RunRecord, RunStatus]]:
         """(record, status) pairs, newest first (`run_ids()`' order); damaged runs (a missing
@@ -264,13 +248,10 @@ class RunStore:
                 return ref
         except InvalidRunId:
             pass
-        for run_id in self.run_ids():
-            try:
-                if self.record(run_id).name == ref:
-                    return run_id
-            except (OSError, ValueError, RunNotFound):
-                continue
-        raise RunNotFound(f"no run with id or name {ref!r} in {self.root}")
+        named = newest_named(self.run_ids(), ref, lambda run_id: self.record(run_id).name)
+        if named is None:
+            raise RunNotFound(f"no run with id or name {ref!r} in {self.root}")
+        return named
 
     def iter_log(
         self, run_id: str, role: str, index: int, offset: int = 0, chunk_size: int = LOG_CHUNK_BYTES

@@ -13,7 +13,6 @@ Readers read `status.json` only (reads never act); the controller is its one wri
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import tempfile
 import time
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..runstore import RunNotFound
 from ..runstore.layout import RUN_ID_PATTERN, px_home
 from ..runstore.models import CodeSpec, RunOwner
+from ..runstore.published import newest_named, publish, published_ids
 from ..runstore.store import atomic_write_bytes, atomic_write_json, new_run_id
 
 RECORD = "sweep.json"
@@ -202,9 +202,7 @@ class SweepStore:
                 target.write_bytes(content.encode() if isinstance(content, str) else content)
             atomic_write_json(staging / RECORD, record.model_dump(mode="json"))
             atomic_write_bytes(staging / STATUS, status.model_dump_json(indent=1).encode())
-            published = time.time_ns()
-            os.utime(staging / RECORD, ns=(published, published))
-            os.rename(staging, paths.root)
+            publish(staging, paths.root, staging / RECORD)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -232,17 +230,7 @@ class SweepStore:
 
     def sweep_ids(self) -> list[str]:
         """Newest first (by the record's publication time)."""
-        if not self.root.is_dir():
-            return []
-        entries = []
-        for entry in os.scandir(self.root):
-            if entry.name.startswith(".") or not RUN_ID_PATTERN.match(entry.name):
-                continue
-            try:
-                entries.append((os.stat(os.path.join(entry.path, RECORD)).st_mtime_ns, entry.name))
-            except OSError:
-                continue
-        return [name for _, name in sorted(entries, reverse=True)]
+        return published_ids(self.root, RECORD)
 
     def resolve(self, ref: str) -> str:
         """A sweep id, a sweep name (its newest sweep) or `last`."""
@@ -253,10 +241,7 @@ class SweepStore:
             return ids[0]
         if ref in ids:
             return ref
-        for sweep_id in ids:
-            try:
-                if self.record(sweep_id).name == ref:
-                    return sweep_id
-            except (OSError, ValueError):
-                continue
-        raise SweepNotFound(f"no sweep with id or name {ref!r} in {self.root}")
+        named = newest_named(ids, ref, lambda sweep_id: self.record(sweep_id).name)
+        if named is None:
+            raise SweepNotFound(f"no sweep with id or name {ref!r} in {self.root}")
+        return named
