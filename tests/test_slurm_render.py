@@ -334,3 +334,25 @@ def test_slurm_s_kill_is_the_cause_before_the_peers_it_took_down():
     # a master that failed by itself well before the kill is still the cause
     decided = blame(replicas(master_failed_at=90.0), ReplicaNames())
     assert decided is not None and decided.outcome.cause == "master-0" and decided.consequence is None
+
+
+@pytest.mark.parametrize(
+    ("culprit_reason", "slurm_reason", "named"),
+    [("NodeFail", "NodeFail", True), ("OOMKilled", "NodeFail", False), ("NodeFail", "Timeout", False)],
+)
+def test_a_job_that_ended_node_fail_names_the_replica_on_that_node(culprit_reason, slurm_reason, named):
+    """The job may leave the queue as NODE_FAIL before the follower judged the batch output's
+    "Node failure on" line: the replica on that node is still the culprit the run names (and its
+    peers stopped because of it), not only "Slurm job N ended NODE_FAIL"."""
+    from jupyter_px.backends.slurm.culprit import blame, explained_by_its_node
+    from jupyter_px.runstore import ReplicaStatus
+    from jupyter_px.topology.naming import ReplicaNames
+
+    seen = [
+        ReplicaStatus(role="master", index=0, state="Failed", reason="Error", exit_code=1, finished_at=100.2),
+        ReplicaStatus(role="worker", index=1, state="Failed", reason=culprit_reason, finished_at=100.0),
+    ]
+    decided = blame(seen, ReplicaNames())
+    assert decided is not None and decided.outcome.cause == "worker-1"
+    assert explained_by_its_node(decided, slurm_reason) is named
+    assert explained_by_its_node(None, slurm_reason) is False

@@ -75,3 +75,12 @@ def mark_consequences(replicas: Sequence[ReplicaStatus], consequence: str) -> No
     for replica in replicas:
         if replica.state == ReplicaState.FAILED and not slurm_killed(replica):
             replica.state, replica.reason, replica.message = ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, consequence
+
+
+def explained_by_its_node(decided: Blame | None, slurm_reason: str) -> bool:
+    """Whether a job Slurm ended for a node failure is explained by the replica on that node (the
+    batch output's "Node failure on" read before the job left the queue, or after): the run then
+    names that replica, as when the follower saw the failure while the job ran, not only the job."""
+    if decided is None or decided.consequence is None or slurm_reason != NODE_FAIL:
+        return False
+    return decided.consequence.endswith(SLURM_CAUSES[NODE_FAIL])

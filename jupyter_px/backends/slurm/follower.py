@@ -42,7 +42,7 @@ from ...topology.naming import ReplicaNames
 from .. import follower_process
 from . import mirror
 from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
-from .culprit import blame, mark_consequences, slurm_killed
+from .culprit import blame, explained_by_its_node, mark_consequences, slurm_killed
 from .default_memory import memory_limit, memory_limits
 from .handle import BATCH_OUTPUT, FOLLOWER, STOP_FILE, JobHandle
 from .kills import JobLayout, SlurmKill, killed_tasks
@@ -190,9 +190,8 @@ class Follower:
             return
         if self.attempts.under_way():  # what the requeue stops is not a failure of the run
             return
-        # a task killed by a signal nobody here sent (Slurm's time limit, someone's scancel): wait
-        # for the job's state to say which before deciding on it
-        # and a replica that failed by itself: wait a moment for Slurm to say it killed a peer first
+        # a task killed by a signal nobody here sent (Slurm's time limit, someone's scancel): wait for the job's
+        # state to say which; a replica that failed by itself: wait a moment for Slurm to say it killed a peer
         waiting = False
         slurm_hit = any(slurm_killed(r) for r in replicas)
         for procid, replica in enumerate(replicas):
@@ -321,10 +320,11 @@ class Follower:
         slurm = slurm_end(self.handle.job_id, slurm_state, time_limit, who) if slurm_state else None
         replicas = self._replicas(records, final=True, slurm_state=slurm_state)
         status = self._base_status()
-        decided = blame(replicas, self.names) if self.ending is None and slurm is None else None
+        decided = blame(replicas, self.names) if self.ending is None else None
+        decided = None if slurm is not None and not explained_by_its_node(decided, slurm.reason) else decided
         if self.ending is not None:
             state, reason, message = self.ending.state, self.ending.reason, self.ending.message
-        elif slurm is not None:
+        elif slurm is not None and decided is None:
             state, reason, message = slurm.state, slurm.reason, slurm.message + self.attempts.ran_out_note()
         else:
             outcome = decided.outcome if decided is not None else None
