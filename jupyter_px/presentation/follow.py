@@ -49,7 +49,7 @@ class LogPrinter:
 
     def __init__(
         self,
-        store: Any,
+        runs: Any,
         run_id: str,
         replicas: Iterable[tuple[str, int]],
         out: TextIO,
@@ -59,7 +59,7 @@ class LogPrinter:
         before_write: Callable[[], None] | None = None,
         names: ReplicaNames | None = None,
     ):
-        self.store, self.run_id, self.out = store, run_id, out
+        self.runs, self.run_id, self.out = runs, run_id, out  # the run service
         self.names = names or ReplicaNames()
         self.before_write = before_write  # e.g. clear a progress line drawn on the same terminal
         self._writing = False
@@ -77,7 +77,7 @@ class LogPrinter:
         True if anything was written."""
         wrote = self._writing = False
         for key in self.offsets:
-            for text, offset in self.store.iter_log(self.run_id, key[0], key[1], self.offsets[key], self.chunk_size):
+            for text, offset in self.runs.iter_log(self.run_id, key[0], key[1], self.offsets[key], self.chunk_size):
                 self.offsets[key] = offset
                 wrote = self._feed(key, text) or wrote
             if final:

@@ -38,7 +38,7 @@ class Sweep:
     def __init__(self, ref: str = "last", store: RunStore | None = None, *, service: SweepService | None = None):
         self.service = service or SweepService(store.home if store else None)
         self.sweep_id = self.service.resolve(ref)
-        self.record = self.service.store.record(self.sweep_id)
+        self.record = self.service.record(self.sweep_id)
 
     def __repr__(self) -> str:
         view = self.service.view(self.sweep_id)
@@ -57,7 +57,7 @@ class Sweep:
         return spec
 
     def status(self) -> SweepStatus:
-        return self.service.store.status(self.sweep_id)
+        return self.service.status(self.sweep_id)
 
     def wait(self, timeout: float | None = None) -> SweepStatus:
         """Block until the sweep has ended (starting its controller again if it died)."""

@@ -130,6 +130,14 @@ class SweepService:
         return True
 
     # ---- reads -------------------------------------------------------------------------------
+    def record(self, sweep_id: str) -> SweepRecord:
+        """What was submitted (the sweep's record). Pure."""
+        return self.store.record(sweep_id)
+
+    def status(self, sweep_id: str) -> SweepStatus:
+        """The sweep's stored status, as its controller last wrote it. Pure."""
+        return self.store.status(sweep_id)
+
     def view(self, ref: str) -> SweepView:
         sweep_id = self.resolve(ref)
         status = self.store.status(sweep_id)
