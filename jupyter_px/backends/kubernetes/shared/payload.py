@@ -40,64 +40,48 @@ CONFIGMAP_LIMIT = 1024 * 1024 - 16 * 1024
 
 _KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _PACKAGE = Path(__file__).resolve().parents[3]  # jupyter_px/
-_TRACKING = _PACKAGE / "tracking"  # what the training code imports; standard library only
-_CODE = _PACKAGE / "code"  # the replica side of the shipped code; standard library only
+#: The package's files every pod gets beside the run's code (standard library only, so a pod needs
+#: no jupyter_px installed), as paths inside `jupyter_px/`: why each is there beside it.
+_PACKAGE_FILES = (
+    "__init__.py",
+    "runner.py",
+    # what the runner imports for a shipped function and for tracebacks that name notebook cells
+    "code/__init__.py",
+    "code/function_calls.py",
+    "code/source_map.py",
+    # a replica's stacks on request (`jupyter px stacks`): the runner arms it before the user's code
+    "diagnostics/__init__.py",
+    "diagnostics/stack_signal.py",
+    # what tracking's checkpoints read for a checkpoint request (armed on Slurm only)
+    "processes/__init__.py",
+    "processes/checkpoint_signal.py",
+    # what the training code imports
+    "tracking/__init__.py",
+    "tracking/values.py",
+    "tracking/lines.py",
+    "tracking/delivery.py",
+    "tracking/fd_writes.py",
+    "tracking/notices.py",
+    "tracking/checkpoints.py",
+    "lazy.py",
+    "_version.py",
+    # the environment contract, built inside the pod from run/cluster.json (pod/entry.py)
+    "cluster.py",
+    # tracking takes the run store's file names and log-line prefixes from the layout module;
+    # the run store's __init__ imports its submodules lazily, so these files are all it needs
+    "runstore/__init__.py",
+    "runstore/layout.py",
+    "runstore/checkpoints.py",  # where tracking's checkpoints lie in the outputs
+    "runstore/ledger.py",  # tracking counts what it accepted and wrote (a process-local ledger in a pod)
+    "runstore/event_writer.py",  # tracking's TensorBoard events (shared with the follower)
+)
+#: ConfigMap key -> (the file's path in the pod under the payload, its source on this machine).
 _SHIPPED = {
     "lib.px_entry.py": ("lib/px_entry.py", Path(__file__).parents[1] / "pod" / "entry.py"),
-    "lib.jupyter_px.__init__.py": ("lib/jupyter_px/__init__.py", _PACKAGE / "__init__.py"),
-    "lib.jupyter_px.runner.py": ("lib/jupyter_px/runner.py", _PACKAGE / "runner.py"),
-    # what the runner imports for a shipped function and for tracebacks that name notebook cells
-    "lib.jupyter_px.code.__init__.py": ("lib/jupyter_px/code/__init__.py", _CODE / "__init__.py"),
-    "lib.jupyter_px.code.function_calls.py": ("lib/jupyter_px/code/function_calls.py", _CODE / "function_calls.py"),
-    "lib.jupyter_px.code.source_map.py": ("lib/jupyter_px/code/source_map.py", _CODE / "source_map.py"),
-    # a replica's stacks on request (`jupyter px stacks`): the runner arms it before the user's code
-    "lib.jupyter_px.diagnostics.__init__.py": (
-        "lib/jupyter_px/diagnostics/__init__.py",
-        _PACKAGE / "diagnostics" / "__init__.py",
-    ),
-    "lib.jupyter_px.diagnostics.stack_signal.py": (
-        "lib/jupyter_px/diagnostics/stack_signal.py",
-        _PACKAGE / "diagnostics" / "stack_signal.py",
-    ),
-    # what tracking's checkpoints read for a checkpoint request (armed on Slurm only)
-    "lib.jupyter_px.processes.__init__.py": (
-        "lib/jupyter_px/processes/__init__.py",
-        _PACKAGE / "processes" / "__init__.py",
-    ),
-    "lib.jupyter_px.processes.checkpoint_signal.py": (
-        "lib/jupyter_px/processes/checkpoint_signal.py",
-        _PACKAGE / "processes" / "checkpoint_signal.py",
-    ),
-    "lib.jupyter_px.tracking.__init__.py": ("lib/jupyter_px/tracking/__init__.py", _TRACKING / "__init__.py"),
-    "lib.jupyter_px.tracking.values.py": ("lib/jupyter_px/tracking/values.py", _TRACKING / "values.py"),
-    "lib.jupyter_px.tracking.lines.py": ("lib/jupyter_px/tracking/lines.py", _TRACKING / "lines.py"),
-    "lib.jupyter_px.tracking.delivery.py": ("lib/jupyter_px/tracking/delivery.py", _TRACKING / "delivery.py"),
-    "lib.jupyter_px.tracking.fd_writes.py": ("lib/jupyter_px/tracking/fd_writes.py", _TRACKING / "fd_writes.py"),
-    "lib.jupyter_px.tracking.notices.py": ("lib/jupyter_px/tracking/notices.py", _TRACKING / "notices.py"),
-    "lib.jupyter_px.tracking.checkpoints.py": ("lib/jupyter_px/tracking/checkpoints.py", _TRACKING / "checkpoints.py"),
-    "lib.jupyter_px.lazy.py": ("lib/jupyter_px/lazy.py", _PACKAGE / "lazy.py"),
-    "lib.jupyter_px._version.py": ("lib/jupyter_px/_version.py", _PACKAGE / "_version.py"),
-    # the environment contract, built inside the pod from run/cluster.json (pod/entry.py)
-    "lib.jupyter_px.cluster.py": ("lib/jupyter_px/cluster.py", _PACKAGE / "cluster.py"),
-    # tracking takes the run store's file names and log-line prefixes from the layout module;
-    # the run store's __init__ imports its submodules lazily, so these files are all it needs.
-    "lib.jupyter_px.runstore.__init__.py": (
-        "lib/jupyter_px/runstore/__init__.py",
-        _PACKAGE / "runstore" / "__init__.py",
-    ),
-    "lib.jupyter_px.runstore.layout.py": ("lib/jupyter_px/runstore/layout.py", _PACKAGE / "runstore" / "layout.py"),
-    # where tracking's checkpoints lie in the outputs
-    "lib.jupyter_px.runstore.checkpoints.py": (
-        "lib/jupyter_px/runstore/checkpoints.py",
-        _PACKAGE / "runstore" / "checkpoints.py",
-    ),
-    # tracking counts what it accepted and wrote in a ledger (a process-local one in a pod)
-    "lib.jupyter_px.runstore.ledger.py": ("lib/jupyter_px/runstore/ledger.py", _PACKAGE / "runstore" / "ledger.py"),
-    # tracking's TensorBoard event writer (shared with the follower, which may not import tracking)
-    "lib.jupyter_px.runstore.event_writer.py": (
-        "lib/jupyter_px/runstore/event_writer.py",
-        _PACKAGE / "runstore" / "event_writer.py",
-    ),
+    **{
+        "lib.jupyter_px." + inside.replace("/", "."): ("lib/jupyter_px/" + inside, _PACKAGE / inside)
+        for inside in _PACKAGE_FILES
+    },
 }
 
 
