@@ -94,11 +94,16 @@ for (const theme of ['light', 'dark'] as const) {
     await expect(view.locator('.jp-px-sweep-stop')).toHaveCount(0); // nothing left to stop
     // On the theme's ground: the plot's text in the theme's color (light on Dark, dark on Light),
     // its background transparent (the notebook's own), never a white box on Dark.
+    // Polled: the view's last redraw (on the final status) replaces the tick labels, and a
+    // label read while it is being replaced has no fill yet.
     const tick = view.locator('.jp-px-sweep-objective .xtick text').first();
-    const fill = await tick.evaluate(node => getComputedStyle(node).fill);
-    const [r, g, b] = (fill.match(/\d+/g) ?? []).map(Number);
-    const brightness = (r + g + b) / 3;
-    expect(theme === 'dark' ? brightness > 128 : brightness < 128).toBe(true);
+    const textIsLight = async () => {
+      const fill = await tick.evaluate(node => getComputedStyle(node).fill);
+      const [r, g, b] = (fill.match(/\d+/g) ?? []).map(Number);
+      const brightness = (r + g + b) / 3;
+      return Number.isFinite(brightness) ? brightness > 128 : null;
+    };
+    await expect.poll(textIsLight).toBe(theme === 'dark');
     const ground = await view
       .locator('.jp-px-sweep-objective .main-svg')
       .first()
