@@ -47,6 +47,7 @@ LAUNCH_MODULES = (
     "test_stacks",
     "test_system_metrics",
     "test_resume",
+    "test_collective_timeout",
 )
 
 

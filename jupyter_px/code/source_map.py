@@ -178,8 +178,7 @@ def keep_failure(run_dir: Path, record: Mapping[str, Any]) -> None:
     text = json.dumps(dict(record))
     target = run_dir / FAILURES_DIR / f"{key}.json"
     try:
-        if not target.parent.is_dir():
-            target.parent.mkdir()
+        target.parent.mkdir(exist_ok=True)  # replicas failing together (a collective's peers) race here
         tmp = target.with_name(f".{target.name}.{os.getpid()}")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, target)

@@ -60,6 +60,7 @@ class Reason(StrEnum):
     STOPPED_BY_RUN = "StoppedByRun"  # the run ended it (another replica failed, or the run succeeded)
     STOPPED_BY_USER = "StoppedByUser"  # a user's stop (the run's reason too, on every backend)
     POD_DELETED = "PodDeleted"  # its pod was deleted by someone else (kubectl, an eviction)
+    COLLECTIVE_TIMEOUT = "CollectiveTimeout"  # it never joined a collective its peers timed out in (a run: so)
     # a replica waits (Kubernetes)
     UNSCHEDULABLE = "Unschedulable"
     CONTAINER_CREATING = "ContainerCreating"

@@ -317,7 +317,7 @@ class Topology(_Strict):
             index=index,
             resources=settings["resources"] or Resources(),
             image=settings["image"],
-            env=dict(settings["env"] or {}),
+            env=(self.termination.replica_env() if self.termination else {}) | dict(settings["env"] or {}),
             node_selector=dict(settings["node_selector"] or {}),
             restart_policy=settings["restart_policy"] or "Never",
             max_restarts=settings["max_restarts"] if settings["max_restarts"] is not None else 0,

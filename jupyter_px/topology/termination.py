@@ -13,6 +13,11 @@ process killed by a signal (SIGKILL 137, SIGTERM 143, OOMKilled 137, a segfault 
 a Python exception (exit 1, a SyntaxError) is not. `retry_on: OnFailure` retries every failure,
 and a list of exit codes retries exactly those.
 
+`collective_timeout` (seconds) bounds how long a replica's collectives wait for a rank that never
+joins them, so a hang ends as a failure that names that rank instead of half an hour of Running
+(`diagnostics/collective_timeout.py`: the product's default is 10 minutes). It reaches every
+replica as `PX_COLLECTIVE_TIMEOUT_S`, on every backend, through the replicas' own `env`.
+
 Both spellings are read: Polyaxon v1's camelCase (`maxRetries`, as users paste it) and the
 snake_case of the rest of this topology (`max_retries`); `dialects.py` renames the first.
 """
@@ -27,7 +32,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 MAX_RETRIES = 100
 
 #: Polyaxon v1's spelling -> ours.
-CAMEL_CASE = {"maxRetries": "max_retries", "retryOn": "retry_on"}
+CAMEL_CASE = {"maxRetries": "max_retries", "retryOn": "retry_on", "collectiveTimeout": "collective_timeout"}
+#: The replica variable that carries `collective_timeout` (read by the runner:
+#: `diagnostics.collective_timeout.ENV`, which cannot import this pydantic module).
+COLLECTIVE_TIMEOUT_ENV = "PX_COLLECTIVE_TIMEOUT_S"
+#: The longest collective timeout a run may set: a day.
+MAX_COLLECTIVE_TIMEOUT_S = 86_400
 
 
 def _retry_on(value: Any) -> Any:
@@ -69,6 +79,21 @@ class Termination(BaseModel):
         description="Which failures are retried: ExitCode (Kubeflow's: killed by a signal or "
         "OOMKilled, exit 128 and above), OnFailure (every failure) or a list of exit codes.",
     )
+
+    collective_timeout: Annotated[float | None, BeforeValidator(_whole)] = Field(
+        default=None,
+        gt=0,
+        le=MAX_COLLECTIVE_TIMEOUT_S,
+        description="Seconds a replica's collectives (all_reduce, barrier) wait for a rank that does not "
+        "join them before they fail and the run names that rank; default 600 (PyTorch's own: 1,800 for "
+        "gloo). Polyaxon-style: collectiveTimeout.",
+    )
+
+    def replica_env(self) -> dict[str, str]:
+        """What every replica's environment gets from this section."""
+        if self.collective_timeout is None:
+            return {}
+        return {COLLECTIVE_TIMEOUT_ENV: f"{self.collective_timeout:g}"}
 
     def retries(self, exit_code: int | None) -> bool:
         """Whether a replica that ended with `exit_code` (128+N: killed by signal N) is retried."""

@@ -23,6 +23,7 @@ class EndReason(str, Enum):
     STOPPED_BY_RUN = Reason.STOPPED_BY_RUN.value
     STOPPED_BY_USER = Reason.STOPPED_BY_USER.value
     OOM_KILLED = Reason.OOM_KILLED.value
+    COLLECTIVE_TIMEOUT = Reason.COLLECTIVE_TIMEOUT.value  # its peers timed out waiting for it
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from ..outcome import Outcome, run_outcome
 from . import flushing, oom_kills, policy, replica_watch
 from .attempts import Attempts, start_gang
 from .cgroups import RunCgroup
+from .collective_timeouts import CollectiveTimeouts
 from .config import (
     COMPLETION_GRACE_S,
     IDLE_POLL_S,
@@ -103,6 +104,7 @@ class Supervisor:
         self.metric_notices: list[str] = []
         self.watch = replica_watch.ReplicaWatch(self.paths)  # their system metrics; stalls, and then their stacks
         self.attempts = Attempts(self)  # the run-level retry (termination.max_retries): a gang restart
+        self.timeouts = CollectiveTimeouts(self.paths)  # a hang's first failure names the rank it waited for
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -349,11 +351,17 @@ class Supervisor:
         if outcome is None:
             return
         if outcome.state == RunState.FAILED:
-            outcome = self.attempts.on_failure(self, outcome)  # None: the whole gang starts again
-            if outcome is None:
+            if self.timeouts.holds(self.replicas):  # a collective timed out: whose was the fault?
                 return
-            others = Ending.by_run(ReplicaState.STOPPED, f"stopped because {outcome.cause} failed")
-            self._decide_outcome(outcome, others)
+            named = self.timeouts.name(outcome, self.replicas, ReplicaNames.of(self.topology))
+            decided = self.attempts.on_failure(self, named.outcome if named else outcome)  # None: the gang restarts
+            if decided is None:
+                return
+            for replica in self.replicas:
+                if named and replica.key in named.endings:
+                    self._stop_replica(replica, named.endings[replica.key])
+            because = named.because if named else f"{decided.cause} failed"
+            self._decide_outcome(decided, Ending.by_run(ReplicaState.STOPPED, f"stopped because {because}"))
             return
         self.outcome = outcome
         self.writer.dirty = True
@@ -379,6 +387,8 @@ class Supervisor:
                 deadlines.append(now + LEDGER_POLL_S)
         if self.memory is not None and oom_kills.watched(self.memory, self.replicas):
             deadlines.append(self.memory.next_poll)
+        if self.timeouts.taking:  # its thread does not wake the loop
+            deadlines.append(now + LEDGER_POLL_S)
         return max(0.0, min(deadlines) - now)
 
     # ---- main ----------------------------------------------------------------------------------

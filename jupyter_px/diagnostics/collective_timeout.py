@@ -1,0 +1,117 @@
+"""How long a replica's collectives wait for a missing rank: set in every replica by the runner.
+
+A rank that never reaches an `all_reduce` (stuck in a DataLoader, sleeping, skipping a barrier)
+leaves its peers waiting until the process group's timeout, which PyTorch sets to 30 minutes for
+gloo (`torch/distributed/constants.py`, `default_pg_timeout`) and 10 for NCCL. For a job started
+from a notebook, half an hour of "Running" with nothing happening is a hang, so the product gives
+every process group it does not set itself a shorter default, `DEFAULT_S` (NCCL's own 10
+minutes, for gloo too), and a run may set its own (`termination: {collectiveTimeout: 120}`, which
+reaches each replica as `PX_COLLECTIVE_TIMEOUT_S`, as a replica's `env` may set it directly).
+Before it ends, the stall check (`diagnostics/stalls.py`) has shown the run Stalled with every
+rank's stack; when it ends, the ranks that timed out say so in their tracebacks, which
+`is_timeout` recognises, and the backend names the rank they waited for.
+
+How it is applied: `init_process_group` and `new_group` called without `timeout=` read the
+module globals `default_pg_timeout` / `default_pg_nccl_timeout` of
+`torch.distributed.distributed_c10d` at call time (`_get_default_timeout`, torch 2.13), so the
+runner sets those, once that module is imported: at once where it already is (a replica forked
+from a warm template), else from an import hook, so that a replica that never imports torch pays
+nothing. A timeout the user's code passes (`timeout=timedelta(...)`) wins, as it should. NCCL's
+watchdog then aborts a timed-out collective (`TORCH_NCCL_ASYNC_ERROR_HANDLING`, on by default).
+
+Standard library only: the runner imports it in every replica.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from types import ModuleType
+from typing import Any
+
+#: The variable of the environment contract that carries a run's timeout, in seconds.
+ENV = "PX_COLLECTIVE_TIMEOUT_S"
+#: The product's default: NCCL's own 10 minutes, where gloo's is 30.
+DEFAULT_S = 600.0
+#: The module whose globals hold the defaults.
+_C10D = "torch.distributed.distributed_c10d"
+
+#: What a rank that timed out in a collective prints: gloo's transport ("Timed out waiting 10000ms
+#: for recv operation to complete", gloo/transport/tcp/unbound_buffer.cc), its context's wait
+#: ("Timed out waiting ... for"), NCCL's watchdog ("Watchdog caught collective operation timeout").
+_TIMEOUT = re.compile(
+    r"Timed out waiting \d+ ?ms for (?:recv|send)|Watchdog caught collective operation timeout"
+    r"|collective operation timeout|Timed out waiting \d+ ?ms"
+)
+
+
+def seconds(environ: Mapping[str, str]) -> float | None:
+    """The timeout this replica's collectives get: the run's, else `DEFAULT_S`; None where the
+    variable does not hold a positive number (the replica then keeps PyTorch's own)."""
+    text = environ.get(ENV)
+    if text is None:
+        return DEFAULT_S
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def _apply(module: ModuleType, value: float) -> None:
+    timeout = timedelta(seconds=value)
+    module.default_pg_timeout = timeout  # type: ignore[attr-defined]
+    if getattr(module, "default_pg_nccl_timeout", None) is not None:  # None: built without NCCL
+        module.default_pg_nccl_timeout = timeout  # type: ignore[attr-defined]
+
+
+class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Applies the timeout once `torch.distributed.distributed_c10d` is executed, then steps aside."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+        self._loader: Any = None
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != _C10D:
+            return None
+        sys.meta_path.remove(self)  # the finders after this one find the real module
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        self._loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__spec__.loader = module.__loader__ = self._loader  # type: ignore[union-attr]
+        self._loader.exec_module(module)
+        _apply(module, self.value)
+
+
+def install(environ: Mapping[str, str] | None = None) -> float | None:
+    """Give this process's collectives the run's timeout (see the module's docstring); the
+    seconds applied, or None where the replica keeps PyTorch's default."""
+    value = seconds(os.environ if environ is None else environ)
+    if value is None:
+        return None
+    module = sys.modules.get(_C10D)
+    if module is not None:
+        _apply(module, value)
+    elif not any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(value))
+    return value
+
+
+def is_timeout(text: str) -> bool:
+    """Whether a replica's error (its traceback's last lines) is a collective that timed out."""
+    return bool(_TIMEOUT.search(text))

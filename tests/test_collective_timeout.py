@@ -1,0 +1,123 @@
+"""A hang ends with its cause: the run's collective timeout reaches every replica, and when a
+collective times out the run names the rank that never joined it, not the rank that waited.
+
+The real case is a 3-replica PyTorch job on gloo where worker-0 sleeps before an `all_reduce` the
+other two wait in; with `termination: {collectiveTimeout: 5}` gloo gives up in 5 s (not its own 30
+minutes), and the first replica to fail is one that waited.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from local_support import describe, wait
+
+from jupyter_px.diagnostics import collective_timeout, missing_ranks
+from jupyter_px.topology import TopologyError, parse_topology
+
+HANG = textwrap.dedent("""\
+    import os, time
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    dist.all_reduce(torch.ones(1))  # every rank joined once
+    if os.environ["PX_TASK_TYPE"] == "worker" and os.environ["PX_TASK_INDEX"] == "0":
+        time.sleep(120)
+    dist.all_reduce(torch.ones(1))
+    """)
+
+
+def test_the_timeout_reaches_every_replica_from_the_topology_and_bad_values_are_named():
+    workers = {"replicas": {"n_workers": 2}}
+    topology = parse_topology({"framework": "pytorch", "termination": {"collectiveTimeout": 45}, "environment": workers})
+    keys = [(role, i) for role, count in topology.counts().items() for i in range(count)]
+    assert {topology.replica(role, i).env[collective_timeout.ENV] for role, i in keys} == {"45"}
+    assert parse_topology({"framework": "pytorch"}).replica("master", 0).env == {}  # the runner's default applies
+    for value, said in ((0, "0 is not > 0"), ("soon", "'soon' is not a number"), (True, "true is not")):
+        with pytest.raises(TopologyError) as error:
+            parse_topology({"framework": "pytorch", "termination": {"collectiveTimeout": value}})
+        assert f"termination.collectiveTimeout: {said}" in str(error.value)
+
+
+def test_a_replica_s_timeout_is_the_run_s_else_ten_minutes_else_pytorch_s_own():
+    assert collective_timeout.seconds({}) == collective_timeout.DEFAULT_S == 600
+    assert collective_timeout.seconds({collective_timeout.ENV: "7.5"}) == 7.5
+    assert collective_timeout.seconds({collective_timeout.ENV: "0"}) is None
+    assert collective_timeout.seconds({collective_timeout.ENV: "never"}) is None
+
+
+def test_the_runner_s_hook_sets_the_default_of_every_process_group_torch_makes():
+    """In a fresh interpreter, as a cold replica: the hook is installed before torch is imported."""
+    probe = textwrap.dedent("""\
+        from jupyter_px.diagnostics import collective_timeout
+        print(collective_timeout.install())
+        from torch.distributed import distributed_c10d as c10d
+        print(c10d._get_default_timeout(c10d.Backend("gloo")).total_seconds())
+        print(collective_timeout.install())  # again, torch imported (a warm fork): set at once
+        """)
+    env = {**os.environ, collective_timeout.ENV: "42"}
+    said = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    assert said.split() == ["42.0", "42.0", "42.0"]
+
+
+def test_the_error_of_a_timed_out_collective_is_told_from_others():
+    gloo = "RuntimeError: [.../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation"
+    nccl = "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=381, OpType=ALLREDUCE) ran for 600000 ms"
+    closed = "RuntimeError: [.../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:49576"
+    assert collective_timeout.is_timeout(gloo) and collective_timeout.is_timeout(nccl)
+    assert not collective_timeout.is_timeout(closed) and not collective_timeout.is_timeout("ValueError: bad")
+
+
+def _entry(key: str, *files: str) -> dict:
+    frames = [{"file": f, "line": 1, "function": "f", "user": False} for f in files]
+    return {"key": key, "error": None, "threads": [{"main": True, "frames": frames}]}
+
+
+def test_a_rank_in_backward_or_a_collective_waits_one_in_its_dataloader_or_own_code_does_not():
+    torch = "/venv/lib/python3.11/site-packages/torch/"
+    snapshot = {
+        "replicas": [
+            _entry("master-0", torch + "distributed/distributed_c10d.py", "/run/code/main.py"),
+            _entry("worker-0", torch + "autograd/graph.py", torch + "_tensor.py", "/run/code/main.py"),
+            _entry("worker-1", torch + "utils/data/dataloader.py", "/run/code/main.py"),
+            _entry("worker-2", "/run/code/main.py"),
+            {"key": "worker-3", "error": "no answer", "threads": []},
+        ]
+    }
+    assert missing_ranks.not_waiting(snapshot) == ["worker-1", "worker-2"]
+
+
+@pytest.mark.jobs
+def test_a_rank_that_never_joins_an_all_reduce_is_named_when_its_peers_time_out(px_home, tmp_path, launch):
+    from jupyter_px.api import submit
+
+    script = tmp_path / "hang.py"
+    script.write_text(HANG)
+    topology = {
+        "framework": "pytorch",
+        "termination": {"collectiveTimeout": 5},
+        "environment": {"replicas": {"n_workers": 2}},
+    }
+    run = submit(script, topology)
+    status = wait(run)
+    by_key = {r.key: r for r in status.replicas}
+    assert status.state.value == "Failed", describe(run)
+    assert status.reason == "CollectiveTimeout", describe(run)
+    assert status.message.startswith("worker-0 never joined the collective its peers waited in ("), status.message
+    assert "timed out after 5 s)" in status.message, status.message
+    assert status.message.endswith("; worker-0 was at <module>, hang.py line 8: time.sleep(120)"), status.message
+    sleeper = by_key["worker-0"]
+    # ended by the run, asleep (not at the end of its 120 s): Failed as the cause
+    assert sleeper.state.value == "Failed" and sleeper.reason == "CollectiveTimeout", sleeper
+    assert sleeper.message.startswith("never joined the collective its peers waited in"), sleeper
+    for key in ("master-0", "worker-1"):  # they waited: each failed in its own timeout, or was stopped for worker-0
+        waiter = by_key[key]
+        if waiter.state.value == "Failed":  # its own error, read from its failure record (written together)
+            assert "Timed out waiting 5000ms" in (waiter.message or ""), waiter
+        else:
+            assert waiter.message == "stopped because worker-0 never joined a collective", waiter
