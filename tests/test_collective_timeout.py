@@ -33,8 +33,13 @@ HANG = textwrap.dedent("""\
 
 
 def test_the_timeout_reaches_every_replica_from_the_topology_and_bad_values_are_named():
-    workers = {"replicas": {"n_workers": 2}}
-    topology = parse_topology({"framework": "pytorch", "termination": {"collectiveTimeout": 45}, "environment": workers})
+    topology = parse_topology(
+        {
+            "framework": "pytorch",
+            "termination": {"collectiveTimeout": 45},
+            "environment": {"replicas": {"n_workers": 2}},
+        }
+    )
     keys = [(role, i) for role, count in topology.counts().items() for i in range(count)]
     assert {topology.replica(role, i).env[collective_timeout.ENV] for role, i in keys} == {"45"}
     assert parse_topology({"framework": "pytorch"}).replica("master", 0).env == {}  # the runner's default applies
