@@ -41,11 +41,15 @@ from ...topology import Topology
 from ...topology.termination import Termination
 from ...tracking.checkpoints import RESUME_AT_ENV
 from ..outcome import Outcome
+from . import policy
+from .config import MASTER_HEAD_START_S
 from .launcher import LaunchPlan
 from .ports import PortReservation
 from .replica import Ending, Replica
+from .resources import Machine
 from .spawners import Spawner
 from .status_writer import StatusWriter
+from .wakeup import SignalWakeup
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +70,11 @@ class Supervisor(Protocol):
     ports: PortReservation | None
     plan: LaunchPlan | None
     spawner: Spawner
+    machine: Machine | None
+    wakeup: SignalWakeup
 
     def _prepare(self) -> None: ...
     def _spawn(self, *replicas: Replica) -> None: ...
-    def _start_order(self) -> list[Replica]: ...
-    def _head_start(self) -> None: ...
     def _stop_replica(self, replica: Replica, ending: Ending) -> None: ...
 
 
@@ -181,16 +185,27 @@ def start_gang(sup: Supervisor) -> None:
     warm (nothing to import, no head start to give), else one by one with the master's head
     start (`policy.head_start`). Then the pool, once used, is let go, and the run's `launch` says
     how many replicas it served (`Spawner.finish_gang`)."""
+    is_mpi = sup.topology.is_mpi
+    order = sorted(sup.replicas, key=lambda r: (policy.start_rank(r.spec.role, is_mpi=is_mpi), r.spec.index))
     if sup.spawner.warm:
-        sup._spawn(*sup._start_order())
+        sup._spawn(*order)
     else:
-        for replica in sup._start_order():
+        for replica in order:
             sup._spawn(replica)
             if replica.spec.role == "master" and len(sup.replicas) > 1:
-                sup._head_start()
+                _head_start(sup)
     said = sup.spawner.finish_gang(sup.topology.framework)
     if said:
         sup.status.launch = f"{sup.status.launch or 'warm'}; {said}"
+
+
+def _head_start(sup: Supervisor) -> None:
+    """Let the master get ahead before the workers compete with it for the cores (`policy.head_start`)."""
+    assert sup.machine is not None
+    processes = len(sup.replicas) * sup.topology.environment.processes_per_replica
+    delay = policy.head_start(sup.topology.framework, processes, len(sup.machine.cpus), MASTER_HEAD_START_S)
+    if delay > 0:
+        sup.wakeup.wait(delay)
 
 
 def _mark_logs(sup: Supervisor, line: str) -> dict[str, int]:

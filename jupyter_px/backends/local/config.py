@@ -38,7 +38,7 @@ LEDGER_POLL_S = 0.1
 #: stopped at once: they never finish by themselves). PX_COMPLETION_GRACE_S overrides.
 COMPLETION_GRACE_S = seconds_from_env("PX_COMPLETION_GRACE_S", "5.0")
 
-#: Seconds a PyTorch master is started ahead of its workers (see Supervisor._head_start);
+#: Seconds a PyTorch master is started ahead of its workers (see attempts._head_start);
 #: None: 0.3 s when the run has more processes than cores, else none. PX_MASTER_HEAD_START_S overrides.
 _head_start = os.environ.get("PX_MASTER_HEAD_START_S")
 MASTER_HEAD_START_S: float | None = seconds_from_env("PX_MASTER_HEAD_START_S", _head_start) if _head_start else None

@@ -8,15 +8,19 @@ restarted like any failure and it fails the run).
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import time
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 from ...runstore import ReplicaState, ReplicaStatus
 from ...runstore.models import Reason
 from ...topology import ReplicaSpec
 from .process import ExitInfo
+
+log = logging.getLogger(__name__)
 
 
 class EndReason(str, Enum):
@@ -100,3 +104,12 @@ class Replica:
             st.state = ReplicaState.STOPPED
         st.finished_at = st.finished_at or time.time()
         self.restart_at = None
+
+    def mark_restart(self, log_path: Path) -> None:
+        """Its log gets a `--- restart N ---` line before the next process's output (a full disk
+        must not stop the restart)."""
+        try:
+            with open(log_path, "a", encoding="utf-8") as handle:
+                handle.write(f"--- restart {self.status.restarts} ---\n")
+        except OSError as error:
+            log.warning("%s: cannot mark the restart in its log: %s", self.key, error)

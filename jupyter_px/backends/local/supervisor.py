@@ -16,9 +16,10 @@ What it does, in order:
    timeout covers memory polls (`memory.MemoryGuard`), kill deadlines, restarts and the
    heartbeat, and the replicas' watch (`replica_watch.py`). No busy loop.
 3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy
-   allows, decides the run, and stops the replicas still running once it is decided (SIGTERM to
-   the group, SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`);
-   or, when a replica failed and the run has retries left, starts the whole gang again (`attempts.py`).
+   allows, decides the run (a collective's timeout blames the rank that never joined it:
+   `collective_timeouts.py`), and stops the replicas still running once it is decided (SIGTERM,
+   SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`); or, when a
+   replica failed and the run has retries left, starts the whole gang again (`attempts.py`).
 4. A stop request (the `stop` file, plus SIGTERM to wake it) stops everything: the run ends Stopped.
 5. Writes status.json atomically on every change and at least every `HEARTBEAT_S` (`status_writer.py`).
    The final state is written only once every process of the run is gone (`leftovers.py`): replicas
@@ -55,7 +56,6 @@ from .config import (
     COMPLETION_GRACE_S,
     IDLE_POLL_S,
     LEDGER_POLL_S,
-    MASTER_HEAD_START_S,
     MEMORY_POLL_S,
     STOP_FILE,
     STOP_GRACE_S,
@@ -150,18 +150,6 @@ class Supervisor:
             spec = replica.spec
             log.info("%s: address %s, %s", replica.key, replica.status.address, placed)
             log.info("%s: restart %s (max %d)", replica.key, spec.restart_policy, spec.max_restarts)
-
-    def _start_order(self) -> list[Replica]:
-        is_mpi = self.topology.is_mpi
-        return sorted(self.replicas, key=lambda r: (policy.start_rank(r.spec.role, is_mpi=is_mpi), r.spec.index))
-
-    def _head_start(self) -> None:
-        """Let the master get ahead before the workers compete with it for the cores (`policy.head_start`)."""
-        assert self.machine is not None
-        processes = len(self.replicas) * self.topology.environment.processes_per_replica
-        delay = policy.head_start(self.topology.framework, processes, len(self.machine.cpus), MASTER_HEAD_START_S)
-        if delay > 0:
-            self.wakeup.wait(delay)
 
     def _is_server(self, replica: Replica) -> bool:
         return policy.is_server(
@@ -275,11 +263,7 @@ class Supervisor:
                 st = replica.status
                 st.restarts += 1
                 previous = replica.last_exit.describe() if replica.last_exit else "exited"
-                try:
-                    with open(self.paths.log(replica.spec.role, replica.spec.index), "a", encoding="utf-8") as handle:
-                        handle.write(f"--- restart {st.restarts} ---\n")
-                except OSError as error:  # a full disk must not stop the restart
-                    log.warning("%s: cannot mark the restart in its log: %s", replica.key, error)
+                replica.mark_restart(self.paths.log(replica.spec.role, replica.spec.index))
                 self._spawn(replica)
                 st.message = f"restarted {st.restarts} time{'s' if st.restarts != 1 else ''}; last attempt {previous}"
                 st.reason = None
