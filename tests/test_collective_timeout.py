@@ -79,11 +79,11 @@ def test_the_error_of_a_timed_out_collective_is_told_from_others():
 
 
 def _entry(key: str, *files: str) -> dict:
-    frames = [{"file": f, "line": 1, "function": "f", "user": False} for f in files]
+    frames = [{"file": f, "line": 1, "function": "f", "user": f.startswith("/run/code/")} for f in files]
     return {"key": key, "error": None, "threads": [{"main": True, "frames": frames}]}
 
 
-def test_a_rank_in_backward_or_a_collective_waits_one_in_its_dataloader_or_own_code_does_not():
+def test_a_rank_in_backward_or_a_collective_waits_one_in_its_dataloader_or_own_code_does_not_one_exiting_neither():
     torch = "/venv/lib/python3.11/site-packages/torch/"
     snapshot = {
         "replicas": [
@@ -92,8 +92,10 @@ def test_a_rank_in_backward_or_a_collective_waits_one_in_its_dataloader_or_own_c
             _entry("worker-1", torch + "utils/data/dataloader.py", "/run/code/main.py"),
             _entry("worker-2", "/run/code/main.py"),
             {"key": "worker-3", "error": "no answer", "threads": []},
+            _entry("worker-4", torch + "library.py", "/venv/lib/python3.11/site-packages/jupyter_px/runner.py"),
         ]
     }
+    # worker-4's code has ended (a peer exiting after its own timeout): not the one waited for
     assert missing_ranks.not_waiting(snapshot) == ["worker-1", "worker-2"]
 
 

@@ -107,3 +107,23 @@ def test_each_slurm_replicas_cpu_and_memory_are_sampled_beside_its_limit(use_slu
     assert list(reader.series("worker-1", "loss").values) == [1.0]  # the code's own series, untouched
     rows = {row.key: row.memory_limit_mib for row in RunViewSource(service, run_id).view().replicas}
     assert rows == dict.fromkeys(("master-0", "worker-0", "worker-1"), 900), rows
+
+
+def test_a_collective_timeout_on_slurm_names_the_rank_that_never_joined(use_slurm, px_home, tmp_path):
+    """The same hang with `collectiveTimeout: 5`: master-0 and worker-0 give up waiting in their
+    all_reduce after 5 s (each replica's environment carried the timeout to its runner), and the
+    follower reads the stacks of the replica still running to name it as the cause."""
+    from jupyter_px.api import submit
+
+    run = submit(hang_notebook(tmp_path), {**TOPOLOGY, "termination": {"collectiveTimeout": 5}})
+    status = run.wait(timeout=DEADLINE_S)
+    assert status.state.value == "Failed" and status.reason == "CollectiveTimeout", status
+    assert status.message.startswith("worker-1 never joined the collective its peers waited in ("), status.message
+    assert "-0 timed out after 5 s); " in status.message, status.message  # master-0's or worker-0's, first to fail
+    assert status.message.endswith(f"; worker-1 was at {ASLEEP}"), status.message
+    by_key = {r.key: r for r in status.replicas}
+    assert by_key["worker-1"].state.value == "Failed" and by_key["worker-1"].reason == "CollectiveTimeout", by_key
+    for key in ("master-0", "worker-0"):  # they waited: their own timeout, or stopped because of worker-1
+        said = by_key[key].message or ""
+        assert "Timed out waiting 5000ms" in said or said == "stopped because worker-1 never joined a collective", said
+    assert snapshots.latest(run.paths.root)["why"].endswith("'s collective timed out")

@@ -6,7 +6,9 @@ DataLoader, asleep, past a barrier it skipped). A snapshot of the ranks still al
 moment tells them apart by their main thread: a rank waiting in a collective is inside
 `torch.distributed` (`all_reduce`, `barrier`, `work.wait()`), inside DDP's own module, or inside
 autograd's `backward` (where DDP's reducer all-reduces the gradients); any other stack (user
-code, a DataLoader's `__next__`, `time.sleep`) is a rank that never joined.
+code, a DataLoader's `__next__`, `time.sleep`) is a rank that never joined, provided the user's
+code is still on it: a rank whose code has returned or raised (a peer that timed out a moment
+earlier and is now exiting: torch's own teardown) is not the one the others wait for.
 """
 
 from __future__ import annotations
@@ -34,8 +36,12 @@ def waiting(entry: dict[str, Any]) -> bool | None:
 
 
 def not_waiting(snapshot: dict[str, Any]) -> list[str]:
-    """The keys of the snapshot's replicas that gave a stack outside every collective."""
-    return [entry["key"] for entry in snapshot.get("replicas") or [] if waiting(entry) is False]
+    """The keys of the snapshot's replicas whose code is running outside every collective."""
+    return [
+        entry["key"]
+        for entry in snapshot.get("replicas") or []
+        if waiting(entry) is False and any(frame.get("user") for frame in _main_frames(entry))
+    ]
 
 
 def where(snapshot: dict[str, Any], key: str) -> str | None:

@@ -17,7 +17,7 @@ What it does, in order:
    heartbeat, and the replicas' watch (`replica_watch.py`). No busy loop.
 3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy
    allows, decides the run (a collective's timeout blames the rank that never joined it:
-   `collective_timeouts.py`), and stops the replicas still running once it is decided (SIGTERM,
+   `../collective_blame.py`), and stops the replicas still running once it is decided (SIGTERM,
    SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`); or, when a
    replica failed and the run has retries left, starts the whole gang again (`attempts.py`).
 4. A stop request (the `stop` file, plus SIGTERM to wake it) stops everything: the run ends Stopped.
@@ -43,15 +43,17 @@ import types
 from pathlib import Path
 
 from ...cluster import local_addresses
+from ...diagnostics import taking
 from ...processes import detached
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import ReplicaNames, Topology, parse_topology
+from ..collective_blame import CollectiveTimeouts
+from ..failures import code_failure
 from ..outcome import Outcome, run_outcome
 from . import flushing, oom_kills, policy, replica_watch
 from .attempts import Attempts, start_gang
 from .cgroups import RunCgroup
-from .collective_timeouts import CollectiveTimeouts
 from .config import (
     COMPLETION_GRACE_S,
     IDLE_POLL_S,
@@ -61,13 +63,12 @@ from .config import (
     STOP_GRACE_S,
     SUPERVISOR_MODULE,
 )
-from .failures import code_failure
 from .launcher import Launch, LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
 from .memory import MemoryGuard
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc
-from .replica import UNFINISHED, Ending, Replica
+from .replica import UNFINISHED, Ending, EndReason, Replica
 from .resources import Machine, place, this_machine
 from .spawners import Spawned, Spawner
 from .status_writer import StatusWriter, record_start_failure
@@ -104,7 +105,8 @@ class Supervisor:
         self.metric_notices: list[str] = []
         self.watch = replica_watch.ReplicaWatch(self.paths)  # their system metrics; stalls, and then their stacks
         self.attempts = Attempts(self)  # the run-level retry (termination.max_retries): a gang restart
-        self.timeouts = CollectiveTimeouts(self.paths)  # a hang's first failure names the rank it waited for
+        # a hang's first failure: the rank it waited for is named, from the live ranks' stacks
+        self.timeouts = CollectiveTimeouts(lambda targets, why: taking.take(self.paths.root, run_id, targets, why=why))
 
     # ---- start-up ------------------------------------------------------------------------------
     def _announce(self) -> None:
@@ -224,7 +226,8 @@ class Supervisor:
             failed, st.reason, st.message = False, Reason.COMPLETED, None
         else:
             failed, st.reason, st.message = True, Reason.SIGNALED if info.signal else Reason.ERROR, info.describe()
-            st.failure, st.message = code_failure(self.paths.root, replica.spec, st.started_at, st.message)
+            spec = replica.spec
+            st.failure, st.message = code_failure(self.paths.root, spec.role, spec.index, st.started_at, st.message)
         if self._should_restart(replica, failed, info):
             replica.restart_at = time.monotonic() + policy.restart_delay(st.restarts)
             st.state = ReplicaState.RESTARTING
@@ -335,15 +338,17 @@ class Supervisor:
         if outcome is None:
             return
         if outcome.state == RunState.FAILED:
-            if self.timeouts.holds(self.replicas):  # a collective timed out: whose was the fault?
+            statuses = [r.status for r in self.replicas]
+            if self.timeouts.holds(statuses):  # a collective timed out: whose was the fault?
                 return
-            named = self.timeouts.name(outcome, self.replicas, ReplicaNames.of(self.topology))
+            named = self.timeouts.name(outcome, statuses, ReplicaNames.of(self.topology))
             decided = self.attempts.on_failure(self, named.outcome if named else outcome)  # None: the gang restarts
             if decided is None:
                 return
             for replica in self.replicas:
-                if named and replica.key in named.endings:
-                    self._stop_replica(replica, named.endings[replica.key])
+                if named and replica.key in named.missing:
+                    told = named.missing[replica.key]
+                    self._stop_replica(replica, Ending(EndReason.COLLECTIVE_TIMEOUT, ReplicaState.FAILED, told))
             because = named.because if named else f"{decided.cause} failed"
             self._decide_outcome(decided, Ending.by_run(ReplicaState.STOPPED, f"stopped because {because}"))
             return

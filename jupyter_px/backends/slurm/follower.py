@@ -29,28 +29,27 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from ...diagnostics.stalls import StallJudge
 from ...runstore import ReplicaState, ReplicaStatus, RunState, RunStatus, RunStore, read_tail
 from ...runstore.models import Reason
 from ...topology import parse_topology
 from ...topology.naming import ReplicaNames
 from .. import follower_process
+from ..failures import code_failure
 from . import mirror
 from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
 from .culprit import blame, explained_by_its_node, mark_consequences, slurm_killed
 from .default_memory import memory_limit, memory_limits
 from .handle import BATCH_OUTPUT, FOLLOWER, STOP_FILE, JobHandle
+from .hang_watch import HangWatch
 from .kills import JobLayout, SlurmKill, killed_tasks
 from .queue import JobView, QueueWatch, Snapshot
 from .replicas import Ending, Hit, RecordReader, Records, ended_replica, killed_replica, unrecorded_end
 from .requeues import Requeues
 from .settings import load_settings
-from .stacks import take_stacks
 from .states import ACTIVE, STARTED, base_state, minutes_text, pending_message, running_message, slurm_end
 
 log = logging.getLogger(__name__)
@@ -86,6 +85,8 @@ class RunEnding:
     term_at: float  # time.time() when the tasks get SIGTERM
     #: what the replicas that failed beside a Slurm kill read ("stopped because worker-0 was OOMKilled")
     consequence: str | None = None
+    #: the replicas a collective's timeout waited for (Failed, CollectiveTimeout): key -> message
+    missing: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class Follower:
@@ -118,8 +119,7 @@ class Follower:
         self.last_state: str | None = None  # the job's state when last seen in a snapshot
         self.last_snapshot = 0.0  # when the snapshot last looked at was taken
         self.owner, self.started_at = recorded.owner, recorded.started_at
-        self.stalls = StallJudge(self.paths.metrics)
-        self.stall_stacks: threading.Thread | None = None
+        self.hangs = HangWatch(self.paths, self.handle)  # stalls; the rank a collective's timeout waited for
 
     # ---- reading -----------------------------------------------------------------------------
     def _records(self) -> Records:
@@ -162,6 +162,9 @@ class Follower:
             if end is not None:
                 by_us = others if self.ending is not None and procid not in self.ended_before else None
                 ended_replica(replica, end, hit=hit, stopped_by_us=by_us, slurm_state=slurm_state)
+                if replica.reason == Reason.ERROR:  # what its code raised, and where (as locally)
+                    said = code_failure(self.work, role, index, replica.started_at, replica.message)
+                    replica.failure, replica.message = said
             elif hit.kill is not None:
                 killed_replica(replica, hit, self.kill_seen[procid])
             elif final:
@@ -176,6 +179,10 @@ class Follower:
             out.append(replica)
         if self.ending is not None and self.ending.consequence:
             mark_consequences(out, self.ending.consequence)
+        for replica in out if self.ending is not None else ():
+            if replica.key in self.ending.missing and replica.state != ReplicaState.RUNNING:  # type: ignore[union-attr]
+                told = self.ending.missing[replica.key]  # type: ignore[union-attr]
+                replica.state, replica.reason, replica.message = ReplicaState.FAILED, Reason.COLLECTIVE_TIMEOUT, told
         return out
 
     # ---- deciding and acting -------------------------------------------------------------------
@@ -202,20 +209,27 @@ class Follower:
             if replica.signal and replica.reason != Reason.OOM_KILLED:
                 wait = max(wait, FOREIGN_SIGNAL_WAIT_S + self.settings.poll_interval_s)
             waiting = waiting or time.monotonic() - first < wait
-        if waiting:
+        if waiting or (not slurm_hit and self.hangs.timeouts.holds(replicas)):  # a collective timed out: whose fault?
             return
         decided = blame(replicas, self.names)
         if decided is None:
             return
         outcome = decided.outcome
         if outcome.state == RunState.FAILED:
+            named = None if slurm_hit else self.hangs.timeouts.name(outcome, replicas, self.names)
+            outcome = named.outcome if named else outcome
             retried = self.attempts.retry(outcome, replicas, self.job.restarts if self.job else None)
             if retried is None:  # the job is requeued: the next attempt begins when Slurm restarts it
                 return
             outcome = dataclasses.replace(outcome, message=outcome.message + retried)
-            said = decided.consequence or f"stopped because {outcome.cause} failed"
-            others = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, said)
-            self.ending = RunEnding(outcome.state, outcome.reason, outcome.message, others, now, decided.consequence)
+            said = f"stopped because {named.because}" if named else decided.consequence
+            others = Ending(
+                ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, said or f"stopped because {outcome.cause} failed"
+            )
+            missing = named.missing if named else {}
+            self.ending = RunEnding(
+                outcome.state, outcome.reason, outcome.message, others, now, decided.consequence, missing
+            )
             return
         running = [r for r in replicas if r.state in (ReplicaState.RUNNING, ReplicaState.PENDING)]
         workers_running = any(r.role not in SERVERS for r in running)
@@ -433,7 +447,7 @@ class Follower:
                 if final is not None:
                     return self._finish(final)
             status = self._status(self._replicas(records, final=False, slurm_state=None))
-            self._mark_stalls(status.replicas)
+            self.hangs.mark_stalls(status.replicas, running=self.ending is None)
             replicas_key = [(r.state, r.reason, r.exit_code, r.stalled_since) for r in status.replicas]
             key = (status.state, status.reason, status.message, replicas_key)
             if key != last:
@@ -451,28 +465,6 @@ class Follower:
             self.ending = RunEnding(RunState.FAILED, reason, message, words, time.time())
         self.reader = RecordReader(self.attempts.folder(), self.work / BATCH_OUTPUT, offset=offset)
         self.kill_seen, self.failed_since, self.ended_before = {}, {}, set()
-
-    def _mark_stalls(self, replicas: list[ReplicaStatus]) -> None:
-        """Mark the running replicas that stopped logging steps (`diagnostics.stalls`, read from
-        their metrics files in the run directory); when a stall begins, take every running
-        replica's stacks once, in a thread, as `jupyter px stacks` would."""
-        running = self.ending is None
-        was_stalled = self.stalls.any_stalled
-        began = self.stalls.mark((r, running and r.state == ReplicaState.RUNNING) for r in replicas)
-        for notice in began:
-            log.warning("run %s stalled: %s", self.run_id, notice)
-        if began and not was_stalled and not (self.stall_stacks and self.stall_stacks.is_alive()):
-            why = "stalled: " + "; ".join(began)
-            targets = {r.key: r.pid for r in replicas if r.state == ReplicaState.RUNNING}
-            self.stall_stacks = threading.Thread(target=self._take_stacks, args=(targets, why), daemon=True)
-            self.stall_stacks.start()
-
-    def _take_stacks(self, targets: dict[str, int | None], why: str) -> None:
-        try:
-            snapshot = take_stacks(self.run_dir, self.run_id, self.handle, targets, why)
-            log.info("run %s: stacks taken (%s):\n%s", self.run_id, why, snapshot["text"])
-        except Exception:
-            log.exception("run %s: cannot take the replicas' stacks", self.run_id)
 
     def _give_up(self, error: str) -> int:
         status = self.store.status(self.run_id)

@@ -1,0 +1,129 @@
+"""A run whose first failure is a collective that timed out: the rank it waited for is named.
+
+The rank that fails first in a hang is one that waited (`all_reduce` gave up after the run's
+collective timeout: `diagnostics/collective_timeout.py`); Kubeflow's rule (the first replica to
+fail fails the run: `outcome.py`) would blame it and call the rank at fault "stopped because
+master-0 failed". So a backend that can read its replicas' stacks (locally the supervisor, on Slurm
+the follower) holds the run's decision when the first failure is a collective timeout, takes the
+live replicas' stacks once, in a thread (as on a stall; a few hundred milliseconds), and names as
+the cause every replica that was not waiting in a collective (`diagnostics.missing_ranks`) or had
+already ended without failing (a rank that skipped the last barrier): "worker-1 never joined the
+collective its peers waited in (master-0 timed out after 10 s); worker-1 was at <module>, cell [1]
+line 7: time.sleep(60)". That replica is ended Failed (CollectiveTimeout); the others as usual,
+"stopped because worker-1 never joined a collective". Where no replica is found outside a
+collective (every stack in one, or none could be read), the run is decided as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..diagnostics import collective_timeout, missing_ranks
+from ..runstore import ReplicaState, ReplicaStatus
+from ..runstore.models import Reason
+from ..topology import ReplicaNames
+from .outcome import Outcome
+
+log = logging.getLogger(__name__)
+
+_MILLISECONDS = re.compile(r"Timed out waiting (\d+) ?ms")
+
+#: Takes the stacks of `targets` (replica key -> pid) and keeps them in the run; the snapshot.
+TakeStacks = Callable[[dict[str, int | None], str], dict[str, Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Named:
+    """The run's outcome with the missing replicas as its cause; what each of them is told
+    (key -> its message; it ends Failed, CollectiveTimeout); what the others are told."""
+
+    outcome: Outcome
+    missing: dict[str, str]
+    because: str
+
+
+def _first_failed(replicas: Sequence[ReplicaStatus]) -> ReplicaStatus | None:
+    failed = [r for r in replicas if r.state == ReplicaState.FAILED]
+    return min(failed, key=lambda r: r.finished_at or 0) if failed else None
+
+
+def first_timeout(replicas: Sequence[ReplicaStatus]) -> ReplicaStatus | None:
+    """The first replica to fail, where its failure is a collective that timed out."""
+    first = _first_failed(replicas)
+    return first if first is not None and collective_timeout.is_timeout(first.message or "") else None
+
+
+def _waited(message: str) -> str:
+    found = _MILLISECONDS.search(message)
+    return f" after {int(found.group(1)) / 1000:g} s" if found else ""
+
+
+def name_missing(
+    outcome: Outcome, replicas: Sequence[ReplicaStatus], snapshot: dict[str, Any], names: ReplicaNames
+) -> Named | None:
+    """The outcome that names the replicas the others waited for; None where none is found."""
+    first = first_timeout(replicas)
+    if first is None:
+        return None
+    outside = set(missing_ranks.not_waiting(snapshot))
+    # a rank seen outside every collective first, then one that had ended without failing
+    missing = [r for r in replicas if r.key in outside] + [r for r in replicas if r.state == ReplicaState.SUCCEEDED]
+    if not missing:
+        return None
+    label = {r.key: names.label(r.role, r.index) for r in replicas}
+    waited = f"{label[first.key]} timed out{_waited(first.message or '')}"
+    places = []
+    for r in missing:
+        at = missing_ranks.where(snapshot, r.key)
+        places.append(f"{label[r.key]} was at {at}" if at else f"{label[r.key]} had ended without joining it")
+    who, their = ", ".join(label[r.key] for r in missing), "its" if len(missing) == 1 else "their"
+    message = f"{who} never joined the collective {their} peers waited in ({waited}); {'; '.join(places)}"
+    told = f"never joined the collective its peers waited in ({waited}); stopped"
+    log.info("collective timeout: %s", message)
+    cause = label[missing[0].key]
+    named = Outcome(outcome.state, Reason.COLLECTIVE_TIMEOUT, message, cause=cause)
+    return Named(named, {r.key: told for r in missing if r.key in outside}, f"{cause} never joined a collective")
+
+
+class CollectiveTimeouts:
+    """`holds(replicas)` on each turn while the run would fail; then `name(...)`."""
+
+    def __init__(self, take: TakeStacks):
+        self._take = take
+        self.snapshot: dict[str, Any] | None = None
+        self._taking: threading.Thread | None = None
+
+    @property
+    def taking(self) -> bool:
+        return self._taking is not None and self._taking.is_alive()
+
+    def holds(self, replicas: Sequence[ReplicaStatus]) -> bool:
+        """Whether the run's decision waits for the stacks: True from the moment the first failure
+        is seen to be a collective timeout until the live replicas' stacks are in."""
+        if self._taking is not None:
+            return self._taking.is_alive()
+        first = first_timeout(replicas)
+        if first is None:
+            return False
+        targets = {r.key: r.pid for r in replicas if r.state == ReplicaState.RUNNING}
+        why = f"{first.key}'s collective timed out"
+
+        def take() -> None:
+            try:
+                self.snapshot = self._take(targets, why)
+            except Exception:
+                log.exception("cannot take the replicas' stacks")
+
+        self._taking = threading.Thread(target=take, name="px-timeout-stacks", daemon=True)
+        self._taking.start()
+        return True
+
+    def name(self, outcome: Outcome, replicas: Sequence[ReplicaStatus], names: ReplicaNames) -> Named | None:
+        """The outcome that names the replicas the others waited for (`name_missing`), once the
+        stacks are in; None where there are none or no replica is found outside a collective."""
+        return name_missing(outcome, replicas, self.snapshot, names) if self.snapshot is not None else None
