@@ -207,3 +207,56 @@ def test_a_permanent_failure_is_not_requeued(use_slurm, px_home):
     assert status.state.value == "Failed" and status.attempt == 1, status
     assert "; not retried: exit code 3 of worker-1 is permanent (Kubeflow's ExitCode policy" in status.message
     gone(use_slurm, job_id(px_home, run_id))
+
+
+def test_three_kills_with_jupyter_px_kill_requeue_the_job_which_ends_with_an_uninterrupted_run_s_model(
+    use_slurm, px_home, capsys
+):
+    """`jupyter px kill` on Slurm (`kill_requests.py`: the request goes through the run directory
+    the nodes share, the replica's task signals it on its node): a random rank is killed three
+    times, each time once the attempt has saved a checkpoint; each kill requeues the job, which
+    resumes from the newest checkpoint every rank has, and the final weights are bitwise those of
+    a run without failures."""
+    import random
+
+    from jupyter_px.cli import main as cli_main
+
+    topology = {**topology_of(workers=1, cpu=3, memory=700), "termination": {"maxRetries": 3}}  # a node each
+    service = RunService()
+    steps = 250
+    run_id = service.submit(Submission(ScriptFile(TRAIN), topology, args=(str(steps), "0.05"), name="killed3"))
+    checkpoints = RunStore().paths(run_id).outputs_dir / "checkpoints"
+    chosen = random.Random(7)
+    killed = []
+    for attempt in (1, 2, 3):
+        status = wait_for(
+            lambda a=attempt: (
+                (s := service.status(run_id)).attempt == a and (a == 1 or s.attempts[-1].resumed_from is not None) and s
+            ),
+            f"attempt {attempt} under way",
+            timeout=DEADLINE_S,
+        )
+        start = status.attempts[-1].resumed_from if attempt > 1 else 0
+        target = f"step-{start + 50:012d}.pt"
+        wait_for(
+            lambda t=target: all((checkpoints / key / t).exists() for key in ("master-0", "worker-0")),
+            f"attempt {attempt}'s checkpoint {target}",
+            timeout=DEADLINE_S,
+        )
+        victim = chosen.choice(["master-0", "worker-0"])
+        wait_for(lambda: all(r.state.value == "Running" for r in service.status(run_id).replicas), "running")
+        assert cli_main(["kill", run_id, victim]) == 0
+        said = capsys.readouterr().out
+        assert said.startswith(f"sent SIGKILL to {victim} of run {run_id} (on node "), said
+        killed.append(victim)
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", status
+    assert status.attempt == 4 and [a.failed for a in status.attempts[:3]] == killed, status.attempts
+    assert all(a.signal == "SIGKILL" and a.retried for a in status.attempts[:3]), status.attempts
+    assert all(a.resumed_from and a.resumed_from >= 50 for a in status.attempts[1:]), status.attempts
+    assert _finals(run_id) == _reference(steps)
+    heading = status_heading(status).splitlines()  # `jupyter px status`, the run view's attempt line
+    assert any(line.startswith("attempt 4 of 4, from step ") for line in heading), heading
+    for n, victim in enumerate(killed, start=1):
+        assert any(line.startswith(f"  attempt {n}: {victim} killed by SIGKILL") for line in heading), heading
+    gone(use_slurm, job_id(px_home, run_id))

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
 from ...processes import detached
-from ...runstore import RunStatus, atomic_write_json
+from ...runstore import ReplicaState, RunStatus, atomic_write_json
 from ...topology import Topology, parse_topology
 from ...topology.export import headline
 from ..base import BackendError, SubmitHandle
@@ -29,6 +30,7 @@ from .handle import (
     ENTRY,
     FOLLOWER,
     JOB_SCRIPT,
+    KILL_REQUESTS,
     NODE_ENTRY,
     NODE_SCRIPT,
     PLAN_FILE,
@@ -110,6 +112,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         shutil.copyfile(Path(__file__).with_name("task_entry.py"), work / ENTRY)
         shutil.copyfile(Path(__file__).with_name("node_entry.py"), work / NODE_ENTRY)
         shutil.copyfile(Path(__file__).with_name("requeue_entry.py"), work / REQUEUE_ENTRY)
+        shutil.copyfile(Path(__file__).with_name("kill_requests.py"), work / KILL_REQUESTS)
         commands = SlurmCommands(env=job_environ(self.store.home))
         job_id = commands.sbatch(work / JOB_SCRIPT, cwd=str(work))
         try:
@@ -137,8 +140,6 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
 
     def stacks(self, run_id: str) -> dict[str, Any]:
         """Every running replica's stacks (`stacks.take_stacks`)."""
-        from ...runstore import ReplicaState
-
         root = self.store.paths(run_id).root
         try:
             handle = JobHandle.load(root)
@@ -147,6 +148,32 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         status = self.store.status(run_id)
         targets = {r.key: r.pid for r in status.replicas if r.state == ReplicaState.RUNNING}
         return take_stacks(root, run_id, handle, targets)
+
+    def kill(self, run_id: str, role: str, index: int, signum: int) -> str:
+        """One running replica ended on purpose, on its node (`kill_requests.py`): its task sends it
+        `signum`; the follower then applies the run's policies (a requeue while retries are left)."""
+        from .kill_requests import answered, request
+
+        root = self.store.paths(run_id).root
+        status = self.store.status(run_id)
+        try:
+            replica = status.replica(role, index)
+        except KeyError:
+            names = ", ".join(r.key for r in status.replicas)
+            raise BackendError(f"run {run_id} has no replica {role}-{index} (it has {names})") from None
+        if status.state.finished:
+            raise BackendError(f"run {run_id} has finished ({status.state.value}): nothing to kill")
+        if replica.state != ReplicaState.RUNNING:
+            raise BackendError(f"{replica.key} of run {run_id} is {replica.state.value}, not running")
+        handle = JobHandle.load(root)
+        attempts = sorted(handle.records_dir(root).parent.glob(f"job-{handle.job_id}*"), key=_restarts)
+        if not attempts:
+            raise BackendError(f"run {run_id}: job {handle.job_id} has not started its tasks")
+        path = request(str(attempts[-1]), replica.key, signum)
+        if not answered(path):
+            raise BackendError(f"{replica.key} of run {run_id} did not take the signal: it has just ended")
+        node = (replica.address or "").split(":")[0]
+        return f"sent {signal.Signals(signum).name} to {replica.key} of run {run_id} (on node {node})"
 
     def stop(self, run_id: str, timeout: float | None = None) -> None:
         """Stop the run's job (SIGTERM to its tasks, the grace, then scancel) and wait until
@@ -180,3 +207,9 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
                 return
             time.sleep(0.2)
         raise BackendError(f"Slurm job {job_id} is still in the queue after the stop; see `squeue -j {job_id}`")
+
+
+def _restarts(folder: Path) -> int:
+    """`job-<id>.<n>` -> n (the attempt after n requeues), `job-<id>` -> 0."""
+    suffix = folder.name.rpartition(".")[2]
+    return int(suffix) if "." in folder.name and suffix.isdigit() else 0

@@ -186,7 +186,9 @@ class Follower:
         return out
 
     # ---- deciding and acting -------------------------------------------------------------------
-    def _decide(self, replicas: list[ReplicaStatus], records: Records, stop: bool) -> None:
+    def _decide(self, replicas: list[ReplicaStatus], records: Records, stop: bool, hold: bool = True) -> None:
+        """The run's ending, once its replicas decide it; `hold`: wait a moment for Slurm's word on
+        a failure (False once the job has ended: its state is that word)."""
         if self.ending is not None:
             return
         self.ended_before = set(records.exits) | set(self.kill_seen)
@@ -209,7 +211,7 @@ class Follower:
             if replica.signal and replica.reason != Reason.OOM_KILLED:
                 wait = max(wait, FOREIGN_SIGNAL_WAIT_S + self.settings.poll_interval_s)
             waiting = waiting or time.monotonic() - first < wait
-        if waiting or (not slurm_hit and self.hangs.timeouts.holds(replicas)):  # a collective timed out: whose fault?
+        if hold and (waiting or (not slurm_hit and self.hangs.timeouts.holds(replicas))):  # a collective's timeout
             return
         decided = blame(replicas, self.names)
         if decided is None:
@@ -444,6 +446,12 @@ class Follower:
             if not snapshot.error and snapshot.taken_at != self.last_snapshot:
                 self.last_snapshot = snapshot.taken_at
                 final = self._job_over(snapshot)
+                if final is not None and self.ending is None and base_state(final) == "FAILED":
+                    # its tasks ended it before the hold for Slurm's word was over: decide now, and a
+                    # run with retries left is requeued (scontrol requeue takes a finished batch job)
+                    self._decide(replicas, records, stop, hold=False)
+                    if self.ending is None and self.attempts.under_way():
+                        continue
                 if final is not None:
                     return self._finish(final)
             status = self._status(self._replicas(records, final=False, slurm_state=None))

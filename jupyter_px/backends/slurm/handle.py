@@ -21,6 +21,8 @@ from ..followed import FollowerSpec
 ENTRY = "slurm/entry.py"
 NODE_ENTRY = "slurm/node.py"
 REQUEUE_ENTRY = "slurm/requeue.py"
+#: `kill_requests.py`, which entry.py imports (beside it: first on its `sys.path`)
+KILL_REQUESTS = "slurm/px_kill_requests.py"
 NODE_SCRIPT = "slurm/node.sh"
 JOB_SCRIPT = "slurm/job.sh"
 TASK_SCRIPT = "slurm/task.sh"

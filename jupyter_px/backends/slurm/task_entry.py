@@ -419,18 +419,17 @@ class Task:
         env = self.environment(addresses)
         before = oom_kills()
         holder.close()
+        import px_kill_requests as kill_requests  # the run's slurm/px_kill_requests.py (kill_requests.py)
+
+        kill_requests.block_child_signal()  # the wait below sleeps until SIGCHLD
         pid = os.fork()
         if pid == 0:  # the replica: the runner, as `python -m jupyter_px.runner RUN_DIR` would run it
+            kill_requests.release_child_signal()
             _become_runner(self.run_dir, env)
         self.child_pid = pid
         if self.stop_signal is not None:  # arrived while starting: pass it on
             os.kill(pid, self.stop_signal)
-        while True:
-            try:
-                _, wait_status = os.waitpid(pid, 0)
-                break
-            except InterruptedError:
-                continue
+        wait_status = kill_requests.wait_for_replica(pid, self.folder, self.key)  # `jupyter px kill` meanwhile
         died_at = time.time()  # before settling: the order of deaths is what names a run's culprit
         signal_name = None
         if os.WIFSIGNALED(wait_status):
