@@ -48,8 +48,18 @@ def _bin(name: str) -> str:
 
 
 def results(text: str) -> list[dict]:
-    """Every `RESULT {json}` line in a command's output (torchrun's ranks, or `--wait`'s streamed logs)."""
-    return [json.loads(line.split("RESULT ", 1)[1]) for line in text.splitlines() if "RESULT {" in line]
+    """Every `RESULT {json}` in a command's output (torchrun's ranks, or `--wait`'s streamed logs).
+    Read as JSON values, not lines: torchrun's ranks share one stdout, and two ranks' lines can
+    land on one line."""
+    decoder, found = json.JSONDecoder(), []
+    for part in text.split("RESULT ")[1:]:
+        try:
+            value, _ = decoder.raw_decode(part)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
 
 
 class Bench:
