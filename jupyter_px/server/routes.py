@@ -11,6 +11,7 @@ from typing import Any
 from .base import PxHandler, PxState
 from .compare_handlers import CompareHandler, CompareTensorBoardHandler
 from .run_handlers import (
+    ReplicaKillHandler,
     RunDirectoryHandler,
     RunHandler,
     RunLogsHandler,
@@ -42,6 +43,7 @@ ROUTES: list[tuple[str, type[PxHandler]]] = [
     (f"px/api/runs/{REF}/tensorboard", RunTensorBoardHandler),
     (f"px/api/runs/{REF}/view", RunViewHandler),
     (f"px/api/runs/{REF}/stacks", RunStacksHandler),
+    (f"px/api/runs/{REF}/replicas/([a-z]{{1,16}})-([0-9]{{1,5}})/kill", ReplicaKillHandler),
     ("px/api/compare", CompareHandler),
     ("px/api/compare/tensorboard", CompareTensorBoardHandler),
     ("px/api/sweeps", SweepsHandler),

@@ -12,9 +12,12 @@ TensorBoard.
     GET    px/api/runs/<ref>/view       the run's view-model (`RunViewModel`), as every view shows it
     GET    px/api/runs/<ref>/stacks     the newest stacks snapshot kept in the run
     POST   px/api/runs/<ref>/stacks     every live replica's stacks, taken now (and kept)
+    POST   px/api/runs/<ref>/replicas/<key>/kill  end one running replica on purpose
 """
 
 from __future__ import annotations
+
+import signal
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
@@ -33,8 +36,10 @@ from ..topology import TopologyError, parse_topology
 from .base import MAX_LOG_CHUNK, PxHandler, problems_of
 from .models import (
     ErrorReply,
+    KillRequest,
     LogChunk,
     MetricsPage,
+    ReplicaKilled,
     RunDeleted,
     RunDetail,
     RunsPage,
@@ -257,3 +262,28 @@ class RunStacksHandler(PxHandler):
         except BackendError as error:
             raise web.HTTPError(409, str(error)) from None
         self.send(StacksSnapshot, snapshot)
+
+
+class ReplicaKillHandler(PxHandler):
+    """`POST px/api/runs/<ref>/replicas/<role>-<index>/kill` `{"signal"?: "KILL"}`: one running
+    replica ended on purpose, as a crash would (`jupyter px kill`: the run's menu of a replica);
+    the run then does what its `termination` says. 404 for a replica the run does not have; 409
+    when it is not running, or its backend cannot kill one replica."""
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self, ref: str, role: str, index: str) -> None:
+        body = self.body(KillRequest)
+        run_id = await self.resolve(ref)
+        if not ROLE_PATTERN.match(role):
+            raise web.HTTPError(400, f"replica: {role!r} is not a role name (master, worker, ps, evaluator)")
+        status = await self.blocking(self.px.service.status, run_id)
+        if (role, int(index)) not in {(r.role, r.index) for r in status.replicas}:
+            raise web.HTTPError(404, f"run {run_id} has no replica {role}-{index}")
+        kind = change_kind((await self.blocking(self.px.service.record, run_id)).backend)
+        signum = int(signal.Signals[f"SIG{body.signal}"])
+        try:
+            said = await self.blocking(self.px.service.kill, run_id, role, int(index), signum, kind=kind)
+        except BackendError as error:
+            raise web.HTTPError(409, str(error)) from None
+        self.send(ReplicaKilled, {"run_id": run_id, "replica": f"{role}-{index}", "said": said})

@@ -3,10 +3,12 @@ import type {
   ICompareRequest,
   ICompareTensorBoardRequest,
   IComparison,
+  IKillRequest,
   ILogChunk,
   IMetricsUpdate,
   IRenderRequest,
   IRendered,
+  IReplicaKilled,
   IRunDeleted,
   IRunDetail,
   IRunsPage,
@@ -90,6 +92,20 @@ export async function getStacks(runId: string): Promise<IStacksSnapshot> {
 export async function takeStacks(runId: string): Promise<IStacksSnapshot> {
   return (
     await requestAPI<IStacksSnapshot>(run(runId, 'stacks'), { method: 'POST' })
+  ).data!;
+}
+
+/** End one running replica on purpose, as a crash would (`jupyter px kill`); what was signalled. */
+export async function killReplica(
+  runId: string,
+  replica: string,
+  body: IKillRequest
+): Promise<IReplicaKilled> {
+  return (
+    await requestAPI<IReplicaKilled>(
+      run(runId, 'replicas', encodeURIComponent(replica), 'kill'),
+      json(body)
+    )
   ).data!;
 }
 

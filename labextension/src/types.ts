@@ -29,6 +29,8 @@ export type RestBody =
   | ITensorBoard
   | ITensorBoardRequest
   | IRunDeleted
+  | IKillRequest
+  | IReplicaKilled
   | IStacksSnapshot
   | IStacksReplica
   | IStacksThread
@@ -446,6 +448,29 @@ export interface IRunDeleted {
   run_id: string;
   deleted: boolean;
   removed?: string[];
+}
+/**
+ * `POST runs/<ref>/replicas/<key>/kill` `{"signal"?: "KILL"}`: end one running replica on
+ * purpose, as a crash would (`jupyter px kill`), to see the run's recovery work.
+ *
+ * `jupyter_px.server.models.requests.KillRequest`
+ */
+export interface IKillRequest {
+  /**
+   * the signal sent, by its name without SIG
+   */
+  signal?: 'KILL' | 'TERM' | 'INT' | 'SEGV' | 'ABRT';
+}
+/**
+ * `POST runs/<ref>/replicas/<key>/kill`: what was signalled, in words (`sent SIGKILL to
+ * worker-1 of run exp-1a2b (pid 4242)`).
+ *
+ * `jupyter_px.server.models.replies.ReplicaKilled`
+ */
+export interface IReplicaKilled {
+  run_id: string;
+  replica: string;
+  said: string;
 }
 /**
  * `POST runs/<ref>/stacks` (taken now) and `GET runs/<ref>/stacks` (the newest kept).

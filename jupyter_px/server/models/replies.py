@@ -321,6 +321,15 @@ class StacksSnapshot(Reply):
     text: str = Field(description="the groups as text, one line each")
 
 
+class ReplicaKilled(Reply):
+    """`POST runs/<ref>/replicas/<key>/kill`: what was signalled, in words (`sent SIGKILL to
+    worker-1 of run exp-1a2b (pid 4242)`)."""
+
+    run_id: str
+    replica: str
+    said: str
+
+
 class RunDeleted(Reply):
     """`DELETE runs/<id>/directory`: the run whose directory was removed, and what it had left
     outside the store that was removed first (a Kubernetes run's job, pods, Services, ConfigMap)."""

@@ -154,6 +154,15 @@ def _points(value: Any) -> Any:
     return value
 
 
+class KillRequest(Body):
+    """`POST runs/<ref>/replicas/<key>/kill` `{"signal"?: "KILL"}`: end one running replica on
+    purpose, as a crash would (`jupyter px kill`), to see the run's recovery work."""
+
+    signal: Literal["KILL", "TERM", "INT", "SEGV", "ABRT"] = Field(
+        default="KILL", description="the signal sent, by its name without SIG"
+    )
+
+
 class CompareRequest(Body):
     """`POST compare`: the runs to compare (references, a name glob, a sweep: any together) and how."""
 

@@ -73,6 +73,8 @@ export function addRunOutputs(
           stopRun: async runId => {
             await api.stopRun(runId);
           },
+          killReplica: async (runId, replica, signal) =>
+            (await api.killReplica(runId, replica, { signal })).said,
           goToCell: (cellId, line) => void goToCell(panel, cellId, line)
         },
         createHtmlRenderer: () =>

@@ -164,7 +164,9 @@ export class RunOutput extends Widget implements IRenderMime.IRenderer {
       </UseSignal>
     );
     plot.addClass('jp-px-run-output-metrics');
-    const replicas = ReactWidget.create(<ReplicaTable model={model} />);
+    const replicas = ReactWidget.create(
+      <ReplicaTable model={model} actions={this.options.actions} />
+    );
     replicas.addClass('jp-px-run-output-replicas');
     this._tabs = { metrics: plot, replicas };
     body.addWidget(plot);

@@ -15,6 +15,12 @@ export interface IRunOutputActions {
   openLogs(runId: string): void;
   openMetrics?(runId: string): void;
   stopRun?(runId: string): Promise<void>;
+  /** End one running replica on purpose (`jupyter px kill`); what was signalled, in words. */
+  killReplica?(
+    runId: string,
+    replica: string,
+    signal: 'KILL' | 'TERM'
+  ): Promise<string>;
   /** Open the notebook cell a failure names (when the run recorded it). */
   goToCell?(cellId: string, line: number | null): void;
 }
@@ -353,9 +359,63 @@ export function RunOutputView(props: {
   );
 }
 
+/**
+ * A running replica's Kill button: asks first (which signal), then ends it as a crash would, so
+ * the run's recovery (a gang restart, a Slurm requeue) can be seen; says what was signalled.
+ */
+function KillButton(props: {
+  model: RunOutputModel;
+  replica: string;
+  label: string;
+  kill: NonNullable<IRunOutputActions['killReplica']>;
+}): JSX.Element {
+  const { model, replica, label, kill } = props;
+  const [said, setSaid] = React.useState<string | null>(null);
+  const ask = async () => {
+    const answer = await showDialog({
+      title: `Kill ${label}?`,
+      body:
+        `End ${label} of run ${model.runId} as a crash would. The run then does what its ` +
+        'termination says: with retries left, every replica starts again from its checkpoints; ' +
+        'otherwise the run fails. SIGTERM lets it flush what it logged; SIGKILL does not.',
+      buttons: [
+        Dialog.cancelButton(),
+        Dialog.warnButton({ label: 'SIGTERM' }),
+        Dialog.warnButton({ label: 'SIGKILL' })
+      ]
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    const signal = answer.button.label === 'SIGTERM' ? 'TERM' : 'KILL';
+    try {
+      setSaid(await kill(model.runId, replica, signal));
+    } catch (error) {
+      setSaid(`cannot kill ${label}: ${(error as Error).message}`);
+    }
+    model.refresh();
+  };
+  return (
+    <>
+      <button
+        className="jp-px-replica-kill jp-mod-styled jp-mod-warn"
+        title={`End ${label} as a crash would (asks which signal first)`}
+        onClick={() => void ask()}
+      >
+        Kill…
+      </button>
+      {said && <span className="jp-px-replica-kill-said">{said}</span>}
+    </>
+  );
+}
+
 /** The replicas' table of the Replicas tab, from the same view-model. */
-export function ReplicaTable(props: { model: RunOutputModel }): JSX.Element {
+export function ReplicaTable(props: {
+  model: RunOutputModel;
+  actions?: IRunOutputActions;
+}): JSX.Element {
   const now = useNow();
+  const kill = props.actions?.killReplica;
   return (
     <UseSignal signal={props.model.changed}>
       {() => {
@@ -377,6 +437,7 @@ export function ReplicaTable(props: { model: RunOutputModel }): JSX.Element {
                 <th>resources</th>
                 <th>reason</th>
                 <th>last output</th>
+                {kill && <th aria-label="actions" />}
               </tr>
             </thead>
             <tbody>
@@ -422,6 +483,18 @@ export function ReplicaTable(props: { model: RunOutputModel }): JSX.Element {
                     <td>
                       <code>{row.last_line}</code>
                     </td>
+                    {kill && (
+                      <td>
+                        {row.state === 'Running' && !view.finished_at && (
+                          <KillButton
+                            model={props.model}
+                            replica={row.key}
+                            label={row.label}
+                            kill={kill}
+                          />
+                        )}
+                      </td>
+                    )}
                   </tr>
                 );
               })}
