@@ -7,6 +7,7 @@ import type { ICellChanges, IRunViewModel } from '../types';
 import { useNow } from '../useNow';
 import type { RunOutputModel } from './runOutputModel';
 import { StalledBadge } from './stalledBadge';
+import { KillButton } from './killButton';
 import { StacksButton, StacksResult, useStacks } from './stacksView';
 
 /** What the output's buttons do: the sidebar's panels and commands. */
@@ -356,56 +357,6 @@ export function RunOutputView(props: {
         );
       }}
     </UseSignal>
-  );
-}
-
-/**
- * A running replica's Kill button: asks first (which signal), then ends it as a crash would, so
- * the run's recovery (a gang restart, a Slurm requeue) can be seen; says what was signalled.
- */
-function KillButton(props: {
-  model: RunOutputModel;
-  replica: string;
-  label: string;
-  kill: NonNullable<IRunOutputActions['killReplica']>;
-}): JSX.Element {
-  const { model, replica, label, kill } = props;
-  const [said, setSaid] = React.useState<string | null>(null);
-  const ask = async () => {
-    const answer = await showDialog({
-      title: `Kill ${label}?`,
-      body:
-        `End ${label} of run ${model.runId} as a crash would. The run then does what its ` +
-        'termination says: with retries left, every replica starts again from its checkpoints; ' +
-        'otherwise the run fails. SIGTERM lets it flush what it logged; SIGKILL does not.',
-      buttons: [
-        Dialog.cancelButton(),
-        Dialog.warnButton({ label: 'SIGTERM' }),
-        Dialog.warnButton({ label: 'SIGKILL' })
-      ]
-    });
-    if (!answer.button.accept) {
-      return;
-    }
-    const signal = answer.button.label === 'SIGTERM' ? 'TERM' : 'KILL';
-    try {
-      setSaid(await kill(model.runId, replica, signal));
-    } catch (error) {
-      setSaid(`cannot kill ${label}: ${(error as Error).message}`);
-    }
-    model.refresh();
-  };
-  return (
-    <>
-      <button
-        className="jp-px-replica-kill jp-mod-styled jp-mod-warn"
-        title={`End ${label} as a crash would (asks which signal first)`}
-        onClick={() => void ask()}
-      >
-        Kill…
-      </button>
-      {said && <span className="jp-px-replica-kill-said">{said}</span>}
-    </>
   );
 }
 
