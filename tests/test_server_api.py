@@ -649,7 +649,9 @@ def px_routes(serverapp) -> list[tuple[str, type]]:
 
 
 def concrete(pattern: str, run_id: str) -> str:
+    """A URL the route answers: its run reference `run_id`, a replica's role and index `worker-0`."""
     path = pattern.rstrip("$").replace("/?", "")
+    path = path.replace("([a-z]{1,16})", "worker").replace("([0-9]{1,5})", "0")
     return re.sub(r"\([^)]*\)", run_id, path)
 
 
@@ -661,7 +663,7 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
     make_synthetic_run(px_home, "guarded-1", TOPOLOGY, state="Running")
     write_notebook(jp_root_dir / "a.ipynb", [("print(1)", [])])
     routes = px_routes(jp_serverapp)
-    assert len(routes) == len(ROUTES) == 17
+    assert len(routes) == len(ROUTES) == 18
     tried = 0
     for pattern, handler in routes:
         url = concrete(pattern, "guarded-1")
@@ -676,9 +678,9 @@ async def test_no_px_route_answers_without_credentials(jp_serverapp, http_server
             assert caught.value.code in (401, 403), (method, url, caught.value.code)
             tried += 1
     # schema GET, validate POST, render POST, runs GET+POST, run GET+DELETE, directory DELETE, logs,
-    # metrics, tensorboard, view, stacks GET+POST; sweeps GET, sweep GET+DELETE, sweep view GET;
-    # compare POST, compare/tensorboard POST; warm GET+DELETE
-    assert tried == 22
+    # metrics, tensorboard, view, stacks GET+POST, a replica's kill POST; sweeps GET, sweep
+    # GET+DELETE, sweep view GET; compare POST, compare/tensorboard POST; warm GET+DELETE
+    assert tried == 23
     store = RunStore(px_home)
     assert store.run_ids() == ["guarded-1"] and store.status("guarded-1").state.value == "Running"
 
