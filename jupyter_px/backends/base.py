@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..runstore import RunStatus, RunStore
+from ..runstore import ReplicaState, ReplicaStatus, RunStatus, RunStore
 from ..topology import Topology
 
 
@@ -145,3 +145,18 @@ class Backend(ABC):
         finished pods and job an operator keeps) and say what, one entry per kind ("3 Pods").
         Its status, logs and metrics stay. Default: nothing is left anywhere else."""
         return []
+
+
+def replica_to_kill(status: RunStatus, role: str, index: int) -> ReplicaStatus:
+    """The replica `Backend.kill` may signal: one the run has, running, of a run not finished;
+    BackendError saying which of these it is not."""
+    try:
+        replica = status.replica(role, index)
+    except KeyError:
+        names = ", ".join(r.key for r in status.replicas)
+        raise BackendError(f"run {status.run_id} has no replica {role}-{index} (it has {names})") from None
+    if status.state.finished:
+        raise BackendError(f"run {status.run_id} has finished ({status.state.value}): nothing to kill")
+    if replica.state != ReplicaState.RUNNING:
+        raise BackendError(f"{replica.key} of run {status.run_id} is {replica.state.value}, not running")
+    return replica

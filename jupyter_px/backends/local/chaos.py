@@ -17,21 +17,15 @@ import signal
 import psutil
 
 from ...processes import detached
-from ...runstore import ReplicaState, RunStatus
-from ..base import BackendError
+from ...runstore import RunStatus
+from ..base import BackendError, replica_to_kill
 
 
 def kill_replica(status: RunStatus, role: str, index: int, signum: int) -> str:
     """Signal one running replica's process group; what was done, in words."""
-    try:
-        replica = status.replica(role, index)
-    except KeyError:
-        names = ", ".join(r.key for r in status.replicas)
-        raise BackendError(f"run {status.run_id} has no replica {role}-{index} (it has {names})") from None
-    if status.state.finished:
-        raise BackendError(f"run {status.run_id} has finished ({status.state.value}): nothing to kill")
-    if replica.state != ReplicaState.RUNNING or not replica.pid:
-        raise BackendError(f"{replica.key} of run {status.run_id} is {replica.state.value}, not running")
+    replica = replica_to_kill(status, role, index)
+    if not replica.pid:
+        raise BackendError(f"{replica.key} of run {status.run_id} has no process yet")
     pid, owner = replica.pid, status.owner
     if owner is None or not detached.ProcessIdentity(owner.pid, owner.started_at).alive():
         raise BackendError(f"the supervisor of run {status.run_id} is gone: see jupyter px status {status.run_id}")

@@ -22,7 +22,7 @@ from ...processes import detached
 from ...runstore import ReplicaState, RunStatus, atomic_write_json
 from ...topology import Topology, parse_topology
 from ...topology.export import headline
-from ..base import BackendError, SubmitHandle
+from ..base import BackendError, SubmitHandle, replica_to_kill
 from ..followed import FollowedBackend, mark_stopped
 from . import mirror, preflight
 from .commands import SlurmCommandError, SlurmCommands
@@ -155,16 +155,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         from .kill_requests import answered, request
 
         root = self.store.paths(run_id).root
-        status = self.store.status(run_id)
-        try:
-            replica = status.replica(role, index)
-        except KeyError:
-            names = ", ".join(r.key for r in status.replicas)
-            raise BackendError(f"run {run_id} has no replica {role}-{index} (it has {names})") from None
-        if status.state.finished:
-            raise BackendError(f"run {run_id} has finished ({status.state.value}): nothing to kill")
-        if replica.state != ReplicaState.RUNNING:
-            raise BackendError(f"{replica.key} of run {run_id} is {replica.state.value}, not running")
+        replica = replica_to_kill(self.store.status(run_id), role, index)
         handle = JobHandle.load(root)
         attempts = sorted(handle.records_dir(root).parent.glob(f"job-{handle.job_id}*"), key=_restarts)
         if not attempts:
