@@ -179,9 +179,10 @@ class Follower:
             out.append(replica)
         if self.ending is not None and self.ending.consequence:
             mark_consequences(out, self.ending.consequence)
-        for replica in out if self.ending is not None else ():
-            if replica.key in self.ending.missing and replica.state != ReplicaState.RUNNING:  # type: ignore[union-attr]
-                told = self.ending.missing[replica.key]  # type: ignore[union-attr]
+        missing = self.ending.missing if self.ending is not None else {}
+        for replica in out:  # ended by us as the cause of a collective's timeout
+            if replica.key in missing and replica.state != ReplicaState.RUNNING:
+                told = missing[replica.key]
                 replica.state, replica.reason, replica.message = ReplicaState.FAILED, Reason.COLLECTIVE_TIMEOUT, told
         return out
 
@@ -224,10 +225,8 @@ class Follower:
             if retried is None:  # the job is requeued: the next attempt begins when Slurm restarts it
                 return
             outcome = dataclasses.replace(outcome, message=outcome.message + retried)
-            said = f"stopped because {named.because}" if named else decided.consequence
-            others = Ending(
-                ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, said or f"stopped because {outcome.cause} failed"
-            )
+            because = decided.consequence or f"stopped because {named.because if named else f'{outcome.cause} failed'}"
+            others = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, because)  # (named: no Slurm kill)
             missing = named.missing if named else {}
             self.ending = RunEnding(
                 outcome.state, outcome.reason, outcome.message, others, now, decided.consequence, missing
