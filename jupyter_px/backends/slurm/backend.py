@@ -42,7 +42,6 @@ from .plan import job_plan, plan_document
 from .script import job_name, job_script, node_script, task_script
 from .settings import SlurmSettings, load_settings
 from .stacks import take_stacks
-from .states import ACTIVE, base_state
 
 #: Beyond the stop grace, how long `stop` waits for the job to leave the queue.
 STOP_MARGIN_S = 30.0
@@ -192,12 +191,8 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
 
     def _wait_out_of_queue(self, commands: SlurmCommands, job_id: int, deadline: float) -> None:
         """Until `scontrol show job` no longer shows the job in an active state."""
-        while time.monotonic() < deadline + 10:
-            shown = commands.show_job(job_id)
-            if not shown or all(base_state(part.get("JobState")) not in ACTIVE for part in shown):
-                return
-            time.sleep(0.2)
-        raise BackendError(f"Slurm job {job_id} is still in the queue after the stop; see `squeue -j {job_id}`")
+        if not commands.left_queue(job_id, deadline + 10 - time.monotonic()):
+            raise BackendError(f"Slurm job {job_id} is still in the queue after the stop; see `squeue -j {job_id}`")
 
 
 def _restarts(folder: Path) -> int:

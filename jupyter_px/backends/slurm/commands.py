@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +165,20 @@ class SlurmCommands:
             return list(json.loads(done.stdout).get("jobs") or [])
         except (ValueError, AttributeError) as error:
             raise SlurmCommandError(f"squeue --json: not JSON ({error})") from None
+
+    def left_queue(self, job_id: int, wait_s: float) -> bool:
+        """Whether `scontrol show job` stops showing the job in an active state (its epilog,
+        COMPLETING, included) within `wait_s`, looking every 0.2 s."""
+        from .states import ACTIVE, base_state
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            shown = self.show_job(job_id)
+            if not shown or all(base_state(part.get("JobState")) not in ACTIVE for part in shown):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
 
     def show_job(self, job_id: int) -> list[dict[str, str]] | None:
         """`scontrol show job --oneliner`: one key=value record per component (a heterogeneous

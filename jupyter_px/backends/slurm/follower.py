@@ -355,28 +355,25 @@ class Follower:
                 message = f"Slurm job {self.handle.job_id} ended {final_state or '(no longer known)'} {when}{said}"
         status.state, status.reason, status.message = state, reason, message
         status.replicas = replicas
+        if final_state is None:  # finished means Slurm holds nothing of it (as a local run's processes)
+            self._see_job_out()
         status.finished_at = time.time()
         status.owner = None
         self.store.write_status(status)
         log.info("run %s finished: %s (%s)", self.run_id, state.value, message)
-        if final_state is None:
-            self._see_job_out()
         return 0
 
     def _see_job_out(self) -> None:
         """Every task has ended: the batch script ends with its `srun`. Wait for the job to leave
-        the queue, and cancel it if it has not soon (a setup line that hangs, say)."""
-        deadline = time.monotonic() + JOB_END_WAIT_S
-        while time.monotonic() < deadline:
-            try:
-                shown = self.commands.show_job(self.handle.job_id)
-            except SlurmCommandError:
-                return
-            if not shown or all(base_state(part.get("JobState")) not in ACTIVE for part in shown):
-                return
-            time.sleep(0.2)
-        log.info("run %s: every task ended but job %s did not; cancelling it", self.run_id, self.handle.job_id)
-        self._scancel()
+        the queue (its epilog, COMPLETING, included), and cancel it if it has not soon (a setup
+        line that hangs, say), then wait for that."""
+        try:
+            if not self.commands.left_queue(self.handle.job_id, JOB_END_WAIT_S):
+                log.info("run %s: every task ended but job %s did not; cancelling it", self.run_id, self.handle.job_id)
+                self._scancel()
+                self.commands.left_queue(self.handle.job_id, JOB_END_WAIT_S)
+        except SlurmCommandError:
+            return
 
     # ---- status -----------------------------------------------------------------------------
     def _base_status(self) -> RunStatus:
