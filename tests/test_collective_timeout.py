@@ -15,6 +15,7 @@ import textwrap
 
 import pytest
 from local_support import describe, wait
+from waiting import wait_for
 
 from jupyter_px.diagnostics import collective_timeout, missing_ranks
 from jupyter_px.topology import TopologyError, parse_topology
@@ -128,3 +129,37 @@ def test_a_rank_that_never_joins_an_all_reduce_is_named_when_its_peers_time_out(
             assert "Timed out waiting 5000ms" in (waiter.message or ""), waiter
         else:
             assert waiter.message == "stopped because worker-0 never joined a collective", waiter
+
+
+def test_each_attempt_s_timeout_is_judged_on_stacks_taken_for_it():
+    """A run started again after a timeout (termination.maxRetries) that times out again is
+    judged on stacks taken then, not on the first attempt's."""
+    from jupyter_px.backends.collective_blame import CollectiveTimeouts
+    from jupyter_px.backends.outcome import Outcome
+    from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunState
+    from jupyter_px.topology import ReplicaNames
+
+    timed_out = "exited with code 1: RuntimeError: [...] Timed out waiting 5000ms for recv operation"
+    asleep = [_entry("worker-0", "/run/code/main.py")]
+    in_collective = [_entry("worker-0", "/venv/lib/python3.11/site-packages/torch/distributed/c10d.py")]
+    snapshots = [{"replicas": asleep, "groups": []}, {"replicas": in_collective, "groups": []}]
+    taken: list[str] = []
+
+    def take(targets: dict, why: str) -> dict:
+        taken.append(why)
+        return snapshots[len(taken) - 1]
+
+    timeouts = CollectiveTimeouts(take)
+    outcome = Outcome(RunState.FAILED, "ReplicaFailed", "master-0 failed", cause="master-0")
+    for finished_at, named in ((10.0, "worker-0"), (50.0, None)):  # attempt 1, then attempt 2
+        replicas = [
+            ReplicaStatus(
+                role="master", index=0, state=ReplicaState.FAILED, message=timed_out, finished_at=finished_at
+            ),
+            ReplicaStatus(role="worker", index=0, state=ReplicaState.RUNNING, pid=4242),
+        ]
+        assert timeouts.holds(replicas)  # a new failure: its stacks are taken
+        wait_for(lambda r=replicas: not timeouts.holds(r), "the stacks taken", timeout=10, poll=0.01)
+        said = timeouts.name(outcome, replicas, ReplicaNames())
+        assert (said.outcome.cause if said else None) == named, said
+    assert taken == ["master-0's collective timed out"] * 2

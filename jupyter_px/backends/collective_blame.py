@@ -97,6 +97,9 @@ class CollectiveTimeouts:
         self._take = take
         self.snapshot: dict[str, Any] | None = None
         self._taking: threading.Thread | None = None
+        #: the failure the stacks are taken for (a run started again as its next attempt may
+        #: time out again: its own stacks are taken then)
+        self._for: tuple[str, float | None] | None = None
 
     @property
     def taking(self) -> bool:
@@ -105,19 +108,24 @@ class CollectiveTimeouts:
     def holds(self, replicas: Sequence[ReplicaStatus]) -> bool:
         """Whether the run's decision waits for the stacks: True from the moment the first failure
         is seen to be a collective timeout until the live replicas' stacks are in."""
-        if self._taking is not None:
-            return self._taking.is_alive()
         first = first_timeout(replicas)
         if first is None:
             return False
+        if self._for == (first.key, first.finished_at):
+            return self.taking
+        self._for = key = (first.key, first.finished_at)
+        self.snapshot = None
         targets = {r.key: r.pid for r in replicas if r.state == ReplicaState.RUNNING}
         why = f"{first.key}'s collective timed out"
 
         def take() -> None:
             try:
-                self.snapshot = self._take(targets, why)
+                snapshot = self._take(targets, why)
             except Exception:
                 log.exception("cannot take the replicas' stacks")
+                return
+            if self._for == key:  # not an earlier attempt's, come late
+                self.snapshot = snapshot
 
         self._taking = threading.Thread(target=take, name="px-timeout-stacks", daemon=True)
         self._taking.start()
@@ -126,4 +134,7 @@ class CollectiveTimeouts:
     def name(self, outcome: Outcome, replicas: Sequence[ReplicaStatus], names: ReplicaNames) -> Named | None:
         """The outcome that names the replicas the others waited for (`name_missing`), once the
         stacks are in; None where there are none or no replica is found outside a collective."""
-        return name_missing(outcome, replicas, self.snapshot, names) if self.snapshot is not None else None
+        first = first_timeout(replicas)
+        if self.snapshot is None or first is None or self._for != (first.key, first.finished_at):
+            return None
+        return name_missing(outcome, replicas, self.snapshot, names)
