@@ -475,7 +475,7 @@ export interface IReplicaKilled {
 /**
  * `POST runs/<ref>/stacks` (taken now) and `GET runs/<ref>/stacks` (the newest kept).
  *
- * `jupyter_px.server.models.replies.StacksSnapshot`
+ * `jupyter_px.server.models.stack_replies.StacksSnapshot`
  */
 export interface IStacksSnapshot {
   run_id: string;
@@ -494,7 +494,7 @@ export interface IStacksSnapshot {
 /**
  * One replica's threads, or why it gave none.
  *
- * `jupyter_px.server.models.replies.StacksReplica`
+ * `jupyter_px.server.models.stack_replies.StacksReplica`
  */
 export interface IStacksReplica {
   key: string;
@@ -508,7 +508,7 @@ export interface IStacksReplica {
 /**
  * One thread of a replica: its frames, innermost first.
  *
- * `jupyter_px.server.models.replies.StacksThread`
+ * `jupyter_px.server.models.stack_replies.StacksThread`
  */
 export interface IStacksThread {
   ident: string;
@@ -526,7 +526,7 @@ export interface IStacksThread {
 /**
  * One frame of a replica's thread (`jupyter_px.diagnostics.snapshots`), innermost first.
  *
- * `jupyter_px.server.models.replies.StackFrame`
+ * `jupyter_px.server.models.stack_replies.StackFrame`
  */
 export interface IStackFrame {
   file: string;
@@ -552,7 +552,7 @@ export interface IStackFrame {
 /**
  * Replicas whose main threads have the same stack, and that stack in one line.
  *
- * `jupyter_px.server.models.replies.StacksGroup`
+ * `jupyter_px.server.models.stack_replies.StacksGroup`
  */
 export interface IStacksGroup {
   replicas: string[];

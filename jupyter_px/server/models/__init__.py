@@ -73,11 +73,6 @@ from .replies import (
     RunStateName,
     RunSummary,
     Series,
-    StackFrame,
-    StacksGroup,
-    StacksReplica,
-    StacksSnapshot,
-    StacksThread,
     Sweep,
     SweepObjective,
     SweepsPage,
@@ -113,6 +108,7 @@ from .requests import (
     body_depth,
     parse_body,
 )
+from .stack_replies import StackFrame, StacksGroup, StacksReplica, StacksSnapshot, StacksThread
 
 __all__ = [
     "AString",
