@@ -195,6 +195,17 @@ def _no_server_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_monitor_outlives_its_test():
+    """A monitor a test started keeps updating until its run ends; one left polling would draw
+    into a later test's captured output (IPython's `capture_output` takes every display of the
+    process). Stopped after each test, as `%unload_ext jupyter_px` stops them."""
+    yield
+    live = sys.modules.get("jupyter_px.widgets.live_updates")
+    if live is not None:
+        live.stop_all()
+
+
 def make_replica_folders(paths, role: str, index: int) -> None:
     """The folders a run's submission and its backend make before a replica starts (tracking
     writes into them and never makes a run's folders itself): for replicas started by hand."""

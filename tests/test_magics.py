@@ -349,6 +349,19 @@ def test_unload_ext_removes_every_magic(ip):
     assert all(name in registered[kind] for kind, name in names)
 
 
+def test_unload_ext_stops_the_monitors_updates_and_leaves_their_runs(ip, synthetic_run, px_home):
+    from jupyter_px.api import Run
+    from jupyter_px.widgets.run_monitor import RunMonitor
+
+    synthetic_run("live-1", PYTORCH_2)  # Running: its monitor would poll for ever
+    monitor = RunMonitor(Run("live-1"), interval=0.1)
+    assert monitor.updating
+    ip.run_line_magic("unload_ext", "jupyter_px")
+    assert not monitor.updating
+    assert Run("live-1").status().state.value == "Running"  # only the notebook's updates stopped
+    ip.run_line_magic("load_ext", "jupyter_px")
+
+
 def test_plot_metrics(ip, synthetic_run):
     synthetic_run("metrics-1", PYTORCH_2, state="Succeeded", metric_points=25)
     _, captured = run(ip, "%px_plot metrics-1 loss")

@@ -42,7 +42,11 @@ def unload_ipython_extension(ipython: Any) -> None:
     """`%unload_ext jupyter_px`: remove every magic this extension registered.
 
     IPython has no public inverse of `register_magics`; its `MagicsManager` keeps the magics in
-    `magics[kind][name]` and the instances in `registry[class name]`, which is what is undone."""
+    `magics[kind][name]` and the instances in `registry[class name]`, which is what is undone.
+    The monitors' background updates stop too (their runs go on)."""
+    from ..widgets import live_updates
+
+    live_updates.stop_all()
     manager = ipython.magics_manager
     for magics in MAGIC_CLASSES:
         manager.registry.pop(magics.__name__, None)

@@ -67,6 +67,7 @@ from ..presentation.monitor import header_html, rows_html
 from ..presentation.run_view import RunViewSource
 from ..presentation.view_models import RunViewModel
 from ..service import ReplicaState, RunStatus
+from . import live_updates
 from .monitor_logs import MAX_LOG_TABS, LogViews  # noqa: F401 (MAX_LOG_TABS: the monitor's knob)
 from .monitor_output import MonitorOutput
 
@@ -247,6 +248,7 @@ class RunMonitor(MonitorOutput, widgets.VBox):
         ]
         for thread in self._threads:
             thread.start()
+        live_updates.started(self)
 
     def stop_updates(self) -> None:
         """Stop the background updates (the widget stays as it is)."""

@@ -22,6 +22,7 @@ from ..presentation.sweep_figures import VIEWS, metrics_figure, view_figures
 from ..sweeps.store import SweepStatus, TrialState, state_word
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from ..sweeps.view_model import SweepViewModel
+from . import live_updates
 from .plots import THEME_NEUTRAL
 from .run_mime import SWEEP_MIMETYPE, sweep_payload
 
@@ -253,6 +254,7 @@ class SweepMonitor(widgets.VBox):
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name=f"px-sweep-monitor-{self.sweep_id}", daemon=True)
         self._thread.start()
+        live_updates.started(self)
 
     def stop_updates(self) -> None:
         self._stop.set()

@@ -7,14 +7,18 @@ import type { IRunOutputActions } from './runOutputView';
 /**
  * A running replica's Kill button: asks first (which signal), then ends it as a crash would, so
  * the run's recovery (a gang restart, a Slurm requeue) can be seen; says what was signalled.
+ * It stays mounted for its row while the replica leaves Running (the kill's own effect), so what
+ * it said is still there after the button goes.
  */
 export function KillButton(props: {
   model: RunOutputModel;
   replica: string;
   label: string;
+  /** The replica runs in an unfinished run: the button is offered. */
+  killable: boolean;
   kill: NonNullable<IRunOutputActions['killReplica']>;
 }): JSX.Element {
-  const { model, replica, label, kill } = props;
+  const { model, replica, label, killable, kill } = props;
   const [said, setSaid] = React.useState<string | null>(null);
   const ask = async () => {
     const answer = await showDialog({
@@ -42,13 +46,15 @@ export function KillButton(props: {
   };
   return (
     <>
-      <button
-        className="jp-px-replica-kill jp-mod-styled jp-mod-warn"
-        title={`End ${label} as a crash would (asks which signal first)`}
-        onClick={() => void ask()}
-      >
-        Kill…
-      </button>
+      {killable && (
+        <button
+          className="jp-px-replica-kill jp-mod-styled jp-mod-warn"
+          title={`End ${label} as a crash would (asks which signal first)`}
+          onClick={() => void ask()}
+        >
+          Kill…
+        </button>
+      )}
       {said && <span className="jp-px-replica-kill-said">{said}</span>}
     </>
   );

@@ -436,14 +436,15 @@ export function ReplicaTable(props: {
                     </td>
                     {kill && (
                       <td>
-                        {row.state === 'Running' && !view.finished_at && (
-                          <KillButton
-                            model={props.model}
-                            replica={row.key}
-                            label={row.label}
-                            kill={kill}
-                          />
-                        )}
+                        <KillButton
+                          model={props.model}
+                          replica={row.key}
+                          label={row.label}
+                          killable={
+                            row.state === 'Running' && !view.finished_at
+                          }
+                          kill={kill}
+                        />
                       </td>
                     )}
                   </tr>
