@@ -61,6 +61,9 @@ class BackendEntry:
     #: Whether its runs are started again as a whole after a replica fails (`termination:
     #: {maxRetries: N}`); a topology that asks for it elsewhere is refused, never left unread.
     retries_runs: bool = False
+    #: Whether a sweep's trials of one shape go to it together, as one job array
+    #: (`Backend.submit_array`: one scheduler record, at most `concurrency` running).
+    job_arrays: bool = False
     #: The module of its warm templates (`templates`, `start`, `stop`, `directory`,
     #: `FRAMEWORKS`: `jupyter px warm`, px/api/warm), None: it keeps none.
     warm: str | None = None
@@ -135,6 +138,7 @@ BACKENDS: tuple[BackendEntry, ...] = (
         tunables=("PX_STOP_GRACE_S", "PX_COMPLETION_GRACE_S"),
         pool="slurm",
         retries_runs=True,
+        job_arrays=True,
     ),
     BackendEntry(
         "ssh",

@@ -1,11 +1,12 @@
 """A Slurm run from notebooks, and a sweep of Slurm jobs, on a real cluster (tests/slurm_cluster).
 
 The run is Slurm's: it outlives the kernel that submitted it, and `%px_attach` in a new kernel
-picks it up again (nbclient, real kernels). A sweep's trials are Slurm jobs, at most
-`concurrency` at a time."""
+picks it up again (nbclient, real kernels). A sweep's trials are one Slurm job array, at most
+`concurrency` of its tasks running at a time."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import textwrap
@@ -112,7 +113,10 @@ hptuning:
 """
 
 
-def test_a_sweep_of_four_slurm_trials_at_concurrency_two(use_slurm, px_home, tmp_path):
+def test_a_sweep_of_four_slurm_trials_is_one_job_array_run_two_at_a_time(use_slurm, px_home, tmp_path):
+    """A random search's trials are chosen up front, so they go to Slurm as one job array
+    (`--array=0-3%2`): one record in the queue, two tasks running at most, the others PENDING
+    with Slurm's reason (JobArrayTaskLimit), which their trials show."""
     script = tmp_path / "trial.py"
     script.write_text(
         "import time\nfrom jupyter_px import tracking\n"
@@ -122,13 +126,16 @@ def test_a_sweep_of_four_slurm_trials_at_concurrency_two(use_slurm, px_home, tmp
         "    time.sleep(0.5)\n"
     )
     sweep = jupyter_px.sweep(script, SWEEP, name="sl")
-    seen_jobs: set[str] = set()
-    most = 0
+    lines: set[str] = set()
+    most_running = 0
+    throttled = re.compile(r"Slurm job \d+_[0-3] is PENDING in partition debug's queue: .*\(JobArrayTaskLimit\)")
+    reasons: set[str] = set()
     deadline = time.monotonic() + DEADLINE_S * 2
     while not sweep.status().state.finished and time.monotonic() < deadline:
-        jobs = [line for line in queued(use_slurm) if line]  # what Slurm holds right now
-        seen_jobs.update(line.split()[0] for line in jobs)
-        most = max(most, len(jobs))
+        held = queued(use_slurm)  # what Slurm holds right now: "<id> <state>"
+        lines.update(held)
+        most_running = max(most_running, sum(line.endswith(" RUNNING") for line in held))
+        reasons.update(r.reason for r in sweep.rows() if r.state == TrialState.PENDING and r.reason)
         time.sleep(0.2)
     status = sweep.wait(timeout=30)
     log = (px_home / "sweeps" / sweep.sweep_id / "controller.log").read_text()
@@ -137,12 +144,61 @@ def test_a_sweep_of_four_slurm_trials_at_concurrency_two(use_slurm, px_home, tmp
     assert [r.number for r in rows] == [0, 1, 2, 3] and {r.state for r in rows} == {TrialState.COMPLETE}
     runs = {run.record.sweep.trial: run for run in sweep.trials()}
     assert {run.record.backend for run in runs.values()} == {"slurm"}
-    assert len({job_id(px_home, run.run_id) for run in runs.values()}) == 4  # each trial its own Slurm job
+    handles = {trial: json.loads((run.paths.root / "slurm.json").read_text()) for trial, run in runs.items()}
+    array = handles[0]["job_id"]
+    assert {h["job_id"] for h in handles.values()} == {array}, handles  # one sbatch for the sweep
+    assert {trial: h["array_task"] for trial, h in handles.items()} == {0: 0, 1: 1, 2: 2, 3: 3}
+    assert {line.split()[0].split("_")[0] for line in lines} == {str(array)}, lines  # one job in the queue
+    assert any(re.fullmatch(rf"{array}_\[\S+%2\] PENDING", line) for line in lines), lines  # the rest held back
+    assert 1 <= most_running <= 2, lines  # Slurm runs `concurrency` of its tasks at a time
+    assert any(throttled.fullmatch(reason) for reason in reasons), reasons  # a trial waiting says why
     assert {run.status().state for run in runs.values()} == {RunState.SUCCEEDED}
-    assert 1 <= most <= 2, most  # never more than `concurrency` jobs in Slurm's queue at once
-    assert len(seen_jobs) >= 2
     for row in rows:  # the objective each trial's replicas logged, with its own x
         assert row.value == pytest.approx((row.params["x"] - 3) ** 2 + 1 / 3)
+    for trial, run in runs.items():  # each task's records and batch output in its own run
+        assert (run.paths.root / "slurm" / f"job-{array}_{trial}").is_dir()
+        assert (run.paths.root / "slurm" / "batch.out").exists()
+
+
+def test_stopping_a_sweep_cancels_its_array_s_running_and_pending_tasks(use_slurm, px_home, tmp_path):
+    script = tmp_path / "trial.py"
+    script.write_text(
+        "import time\nfrom jupyter_px import tracking\ntracking.log_metrics(step=1, loss=1.0)\ntime.sleep(600)\n"
+    )
+    sweep = jupyter_px.sweep(script, SWEEP, name="stopped")
+
+    def two_run_two_wait():
+        states = [run.status().state for run in sweep.trials()]
+        return sorted(states) == sorted([RunState.RUNNING] * 2 + [RunState.PENDING] * 2)
+
+    wait_for(two_run_two_wait, "two tasks running, two held back")
+    status = sweep.stop()
+    assert status.state == SweepState.STOPPED
+    assert {run.status().state for run in sweep.trials()} == {RunState.STOPPED}
+    assert queued(use_slurm) == []  # no task of the array left, running or pending
+
+
+def test_with_job_arrays_off_each_trial_is_its_own_job_two_in_the_queue_at_most(
+    use_slurm, px_home, tmp_path, monkeypatch
+):
+    """`job_arrays: false` (a site that refuses arrays), or a search that learns from finished
+    trials: a job per trial, the sweep's concurrency bounding how many Slurm holds at once."""
+    monkeypatch.setenv("PX_SLURM_JOB_ARRAYS", "false")
+    script = tmp_path / "trial.py"
+    script.write_text(
+        "from jupyter_px import tracking\ntracking.log_metrics(step=1, loss=tracking.get_params()['x'])\n"
+    )
+    sweep = jupyter_px.sweep(script, SWEEP, name="one-by-one")
+    most = 0
+    deadline = time.monotonic() + DEADLINE_S * 2
+    while not sweep.status().state.finished and time.monotonic() < deadline:
+        most = max(most, len(queued(use_slurm)))
+        time.sleep(0.2)
+    status = sweep.wait(timeout=30)
+    assert status.state == SweepState.SUCCEEDED, (px_home / "sweeps" / sweep.sweep_id / "controller.log").read_text()
+    handles = [json.loads((run.paths.root / "slurm.json").read_text()) for run in sweep.trials()]
+    assert len({h["job_id"] for h in handles}) == 4 and {h["array_task"] for h in handles} == {None}
+    assert 1 <= most <= 2, most  # never more than `concurrency` jobs in Slurm's queue at once
 
 
 def test_trials_waiting_in_the_queue_are_pending_with_slurms_reason(use_slurm, px_home, tmp_path):
@@ -162,7 +218,9 @@ def test_trials_waiting_in_the_queue_are_pending_with_slurms_reason(use_slurm, p
     )
     sweep = jupyter_px.sweep(script, SWEEP.replace("n_experiments: 4", "n_experiments: 2"), name="queued")
 
-    said_why = re.compile(r"Slurm job \d+ is PENDING in partition debug's queue: \S+ of 2 \((Resources|Priority)\)")
+    said_why = re.compile(
+        r"Slurm job \d+_[01] is PENDING in partition debug's queue: \S+ of \d+ \((Resources|Priority)\)"
+    )
 
     def pending_rows():  # once Slurm said why (first "Slurm job N submitted", then no reason until scheduled)
         rows = [r for r in sweep.rows() if r.state == TrialState.PENDING and said_why.fullmatch(r.reason or "")]

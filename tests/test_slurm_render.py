@@ -11,9 +11,11 @@ import pytest
 from px_cli import CLI, ROOT
 
 from jupyter_px.backends import BackendError
+from jupyter_px.backends.slurm.arrays import ArrayRefused, array_script
 from jupyter_px.backends.slurm.plan import job_plan, unsupported
-from jupyter_px.backends.slurm.queue import Snapshot, reduce
-from jupyter_px.backends.slurm.settings import load_settings
+from jupyter_px.backends.slurm.queue import Snapshot, array_tasks, reduce, split_ref
+from jupyter_px.backends.slurm.script import job_script
+from jupyter_px.backends.slurm.settings import SlurmSettings, load_settings
 from jupyter_px.backends.slurm.states import pending_message, running_message, slurm_end
 from jupyter_px.topology import json_schema, parse_topology
 
@@ -253,6 +255,52 @@ def test_queue_position_counts_the_jobs_slurm_considers_first():
     view = snapshot.job(12)
     assert view is not None and (view.position, view.pending_in_partition) == (2, 3)  # behind 11, before 13
     assert view.reason == "Priority"
+
+
+def test_an_array_s_task_is_read_from_its_own_record_or_from_the_array_s_pending_one():
+    # as Slurm 22.05's `squeue --json` showed `--array=0-3%2` with tasks 0 and 1 running
+    base = {"user_id": 0, "partition": "debug", "priority": 5, "array_job_id": 5, "array_max_tasks": 2}
+    jobs = [
+        {**base, "job_id": 6, "array_task_id": 0, "job_state": "RUNNING", "nodes": "n1", "state_reason": "None"},
+        {**base, "job_id": 7, "array_task_id": 1, "job_state": "RUNNING", "nodes": "n2", "state_reason": "None"},
+        {**base, "job_id": 5, "array_task_id": None, "array_task_string": "2-3%2", "job_state": "PENDING"}
+        | {"state_reason": "JobArrayTaskLimit"},
+    ]
+    mine, pending = reduce(jobs, 0, "root")
+    snapshot = Snapshot(0.0, None, {int(k): v for k, v in mine.items()}, [tuple(p) for p in pending])
+    running, waiting = snapshot.job("5_1"), snapshot.job("5_3")
+    assert running is not None and (running.state, running.nodes, running.job_id) == ("RUNNING", "n2", 7)
+    assert waiting is not None and (waiting.state, waiting.reason) == ("PENDING", "JobArrayTaskLimit")
+    assert (waiting.position, waiting.pending_in_partition) == (1, 1)  # the array is one record in the queue
+    assert snapshot.job("5_4") is None and snapshot.job("6_0") is None
+    assert snapshot.component_ids("5_1") == {7: 0}  # its own job id names it in Slurm's kill lines
+    assert snapshot.component_ids("5_2") is None  # not started: no id of its own yet
+    assert array_tasks("2-3%2") == {2, 3} and array_tasks("0,4-6") == {0, 4, 5, 6} and array_tasks("0-8:4") == {0, 4, 8}
+    assert split_ref("5_3") == (5, 3) and split_ref(12) == (12, None)
+
+
+def test_runs_of_one_shape_become_one_array_script_and_others_are_refused(tmp_path):
+    settings = SlurmSettings()  # the defaults
+    works = []
+    for index, workers in enumerate((1, 1, 2)):
+        work = tmp_path / f"run-{index}"
+        (work / "slurm").mkdir(parents=True)
+        topology = parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": workers}}})
+        (work / "slurm" / "job.sh").write_text(job_script(f"run-{index}", work, job_plan(topology), settings))
+        works.append(work)
+    folder = tmp_path / "arrays" / "sweep-1"
+    script = array_script(folder, works[:2], concurrency=1, name="px-sweep-1").read_text()
+    assert "#SBATCH --array=0-1%1\n" in script and "#SBATCH --job-name=px-sweep-1\n" in script
+    assert f"#SBATCH --output={folder}/tasks/%a/slurm/batch.out\n" in script  # each run's own batch output
+    assert script.count("--job-name") == 1 and "run-0" not in script  # the runs' own options left out
+    assert "#SBATCH --ntasks=2" in script  # their shape, once
+    assert [(folder / "tasks" / str(i)).resolve() for i in (0, 1)] == [w.resolve() for w in works[:2]]
+    assert script.endswith(
+        "cd " + str(folder / "tasks") + '/"$SLURM_ARRAY_TASK_ID" || exit 1\nexec bash slurm/job.sh\n'
+    )
+    with pytest.raises(ArrayRefused, match="task 2's job differs from task 0's"):
+        array_script(tmp_path / "arrays" / "sweep-2", works, concurrency=2, name="px-sweep-2")
+    assert "--array=0-1\n" in array_script(tmp_path / "arrays" / "s3", works[:2], 2, "px-s3").read_text()  # no throttle
 
 
 def test_the_form_offers_slurm():

@@ -84,6 +84,12 @@ class Backend(ABC):
     def submit(self, run_id: str) -> SubmitHandle:
         """Start the run whose directory is already published in the store."""
 
+    def submit_array(self, run_ids: list[str], concurrency: int, label: str) -> list[SubmitHandle]:
+        """Start recorded runs of one shape together, at most `concurrency` at once, as one
+        scheduler record (its row's `job_arrays`); `label` names it. BackendError when they cannot
+        be (the caller then submits them one by one)."""
+        raise BackendError(f"the {self.name} backend has no job arrays")
+
     def status(self, run_id: str) -> RunStatus:
         """The run's status as last written by the backend. A pure read: it never writes or kills,
         so reprs, monitors and listings can call it freely."""

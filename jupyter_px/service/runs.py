@@ -145,6 +145,39 @@ class RunService:
         one). Nothing is left behind when validation, the code, the backend's resource check or
         the start fails: TopologyError, FileNotFoundError/ValueError (the code), PushError,
         BackendError/ResourceUnavailable say why."""
+        run_id, chosen = self._record(submission)
+        try:
+            chosen.submit(run_id)
+        except RunLeftBehind:  # the backend kept the run, Failed, to clean what may remain
+            raise
+        except BaseException:
+            self._store.delete(run_id)
+            raise
+        return run_id
+
+    def submit_array(self, submissions: Sequence[Submission], concurrency: int, label: str) -> list[str]:
+        """Record runs of one shape and start them together, at most `concurrency` at once, as
+        one job array of their backend (a sweep's trials); their ids. Nothing is left behind
+        when one cannot be recorded or the backend refuses (BackendError: the caller submits them
+        one by one instead)."""
+        recorded: list[str] = []
+        try:
+            backends = set()
+            for submission in submissions:
+                run_id, chosen = self._record(submission)
+                recorded.append(run_id)
+                backends.add(chosen.name)
+            if len(backends) != 1:
+                raise BackendError(f"one job array runs on one backend, not {sorted(backends)}")
+            chosen.submit_array(recorded, concurrency, label)
+        except BaseException:
+            for run_id in recorded:
+                self._store.delete(run_id)
+            raise
+        return recorded
+
+    def _record(self, submission: Submission) -> tuple[str, Backend]:
+        """Validate the submission and record its run (not started yet): its id and backend."""
         topo = parse_topology(submission.topology) if submission.topology is not None else None
         overrides = submission.overrides
         if topo is None or overrides.any:
@@ -179,14 +212,7 @@ class RunService:
             cold=submission.cold,
         )
         self._store.create(record, files)
-        try:
-            chosen.submit(run_id)
-        except RunLeftBehind:  # the backend kept the run, Failed, to clean what may remain
-            raise
-        except BaseException:
-            self._store.delete(run_id)
-            raise
-        return run_id
+        return run_id, chosen
 
     def render(
         self,

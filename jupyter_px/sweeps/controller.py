@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import backend_table
 from ..processes import detached
 from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds between passes.
 POLL_S = 0.5
+#: The searches whose trials may all be chosen before any has run: one job array can hold them.
+ARRAY_SEARCHES = frozenset({"grid", "random", "mapping", "hyperband", "asha"})
 
 
 @dataclass
@@ -121,6 +124,8 @@ class Controller(PromotingController):
         self.active: dict[int, Active] = {}
         # asked, refused for capacity for now: the trial, its values, its resume settings
         self.waiting: tuple[Any, dict[str, Any], dict[str, str] | None] | None = None
+        self.ahead: list[tuple[Any, dict[str, Any]]] = []  # asked for a job array it refused: to start
+        self.trial_backend = topology.without_sweep().backend_kind
         self.stop_requested = False
         self.status = self.store.status(self.sweep_id)
 
@@ -205,25 +210,57 @@ class Controller(PromotingController):
     def launch(self) -> None:
         """Start trials while fewer than `concurrency` run. A trial the backend's capacity check
         refuses while others run waits for one of them to end (it is admitted when it fits);
-        refused with nothing else running, it never will fit, and fails saying why."""
+        refused with nothing else running, it never will fit, and fails saying why. Where the
+        backend has job arrays and the search does not learn from results, every trial goes at
+        once, as one array its scheduler runs `concurrency` at a time (`launch_array`)."""
         if self.plan is not None:
             return self.launch_planned()
+        if self.launch_array():
+            return
         while len(self.active) < self.spec.concurrency and not self.stop_requested:
             if self.waiting is not None:
                 trial, params, _ = self.waiting
                 self.waiting = None
+            elif self.ahead:
+                trial, params = self.ahead.pop(0)
             elif self.asked() < self.spec.n_trials:
-                trial = self.study.ask()
-                if self.spec.mapping is not None:
-                    params = dict(self.spec.mapping[trial.number])
-                else:
-                    params = suggest(trial, self.spec)
-                trial.set_user_attr("params", params)
-                trial.set_user_attr("started_at", time.time())
+                trial, params = self._ask()
             else:
                 return
             if not self._start(trial, params):
                 return
+
+    def _ask(self) -> tuple[Any, dict[str, Any]]:
+        trial = self.study.ask()
+        params = dict(self.spec.mapping[trial.number]) if self.spec.mapping is not None else suggest(trial, self.spec)
+        trial.set_user_attr("params", params)
+        trial.set_user_attr("started_at", time.time())
+        return trial, params
+
+    def launch_array(self) -> bool:
+        """On the first pass of a sweep whose trials may all be chosen up front (grid, random,
+        a mapping; Hyperband's and ASHA's pruning stops runs, it chooses none) on a backend with
+        job arrays (Slurm): ask every trial and submit them together, one scheduler record
+        whose tasks run `concurrency` at a time, the others pending with the scheduler's reason.
+        Whether it did; refused (trials of different shapes), the trials asked are started one by
+        one as ever."""
+        if self.asked() or self.stop_requested or self.spec.algorithm not in ARRAY_SEARCHES:
+            return False
+        if self.spec.n_trials < 2 or not backend_table.entry(self.trial_backend).job_arrays:
+            return False
+        asked = [self._ask() for _ in range(self.spec.n_trials)]
+        try:
+            submissions = [self._submission(trial.number, params) for trial, params in asked]
+            run_ids = self.service.submit_array(submissions, self.spec.concurrency, self.sweep_id)
+        except Exception as error:
+            log.info("the trials go one by one, not as one job array: %s", error)
+            self.ahead = asked
+            return False
+        for (trial, _), run_id in zip(asked, run_ids, strict=True):
+            trial.set_user_attr("run_id", run_id)
+            self.active[trial.number] = self._active(trial, run_id)
+        log.info("%d trials submitted as one job array, %d at a time", len(run_ids), self.spec.concurrency)
+        return True
 
     def _start(self, trial: Any, params: dict[str, Any], resume: dict[str, str] | None = None) -> bool:
         """Submit the trial's run; False when it must wait for capacity."""
@@ -259,21 +296,23 @@ class Controller(PromotingController):
         log.warning("trial %s not submitted: %s", trial.number, error)
 
     def submit(self, number: int, params: dict[str, Any], resume: dict[str, str] | None = None) -> str:
+        return self.service.submit(self._submission(number, params, resume))
+
+    def _submission(self, number: int, params: dict[str, Any], resume: dict[str, str] | None = None) -> Submission:
+        """Trial `number`'s run: the sweep's code, the trial topology with its values."""
         code = self.record.code
         name = f"{self.record.name or self.sweep_id}-t{number}"
         values = {**self.declared, **params}
-        return self.service.submit(
-            Submission(
-                LoadedCode.kept(code, self.code),
-                with_values(self.trial_topology, values, resume),
-                name=name[:60],
-                workdir=self.record.workdir,
-                args=tuple(fill_args(arg, values) for arg in code.args),
-                language=code.language,
-                push={**self.pushed, **values},
-                origin="sweep",
-                trial=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
-            )
+        return Submission(
+            LoadedCode.kept(code, self.code),
+            with_values(self.trial_topology, values, resume),
+            name=name[:60],
+            workdir=self.record.workdir,
+            args=tuple(fill_args(arg, values) for arg in code.args),
+            language=code.language,
+            push={**self.pushed, **values},
+            origin="sweep",
+            trial=TrialOf(sweep_id=self.sweep_id, trial=number, params=params),
         )
 
     def read_points(self, active: Active) -> list[tuple[int, float]]:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import shutil
 import signal
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from ...topology.export import headline
 from ..base import BackendError, SubmitHandle, replica_to_kill
 from ..followed import FollowedBackend, mark_stopped
 from . import mirror, preflight
+from .arrays import ArrayRefused, array_script
 from .commands import SlurmCommandError, SlurmCommands
 from .handle import (
     ENTRY,
@@ -38,7 +41,7 @@ from .handle import (
     TASK_SCRIPT,
     JobHandle,
 )
-from .plan import job_plan, plan_document
+from .plan import JobPlan, job_plan, plan_document
 from .script import job_name, job_script, node_script, task_script
 from .settings import SlurmSettings, load_settings
 from .stacks import take_stacks
@@ -72,6 +75,17 @@ def job_environ(home: Path) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A run whose job files are written, before its job is submitted."""
+
+    run_id: str
+    run_dir: Path
+    work: Path  # where its tasks read and write: the run directory or its copy under shared_dir
+    shared: Path | None
+    plan: JobPlan
+
+
 class SlurmBackend(FollowedBackend[SlurmSettings]):
     """One Slurm job per run (the topology's `backend: slurm`)."""
 
@@ -90,6 +104,42 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         _, self._default_mem_per_cpu = preflight.check(topology, self.settings, SlurmCommands(), self._store_root())
 
     def submit(self, run_id: str) -> SubmitHandle:
+        prepared = self._prepare(run_id)
+        commands = SlurmCommands(env=job_environ(self.store.home))
+        job_id = commands.sbatch(prepared.work / JOB_SCRIPT, cwd=str(prepared.work))
+        try:
+            return self._submitted(prepared, commands, job_id)
+        except BaseException:
+            with contextlib.suppress(SlurmCommandError):
+                commands.scancel(job_id)
+            raise
+
+    def submit_array(self, run_ids: list[str], concurrency: int, label: str) -> list[SubmitHandle]:
+        """The runs as the tasks of one job array, at most `concurrency` running at once: one
+        sbatch, one line in squeue (`arrays.py`). ArrayRefused when their jobs differ in shape
+        (or one is heterogeneous): they are then submitted one by one, as ever."""
+        if not self.settings.job_arrays:
+            raise ArrayRefused("the Slurm setting job_arrays is false")
+        prepared = [self._prepare(run_id) for run_id in run_ids]
+        arrays = self._store_root() / "slurm" / "arrays"
+        arrays.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=arrays))  # the nodes read it: under the store
+        script = array_script(folder, [p.work for p in prepared], concurrency, job_name(label))
+        commands = SlurmCommands(env=job_environ(self.store.home))
+        array_id = commands.sbatch(script, cwd=str(folder))
+        handles: list[SubmitHandle] = []
+        try:
+            for task, one in enumerate(prepared):
+                handles.append(self._submitted(one, commands, array_id, task))
+        except BaseException:
+            with contextlib.suppress(SlurmCommandError):
+                commands.scancel(array_id)
+            raise
+        return handles
+
+    def _prepare(self, run_id: str) -> _Prepared:
+        """The run's job files, written where its tasks will read them (`slurm/` of the run
+        directory, or of its copy under `shared_dir`)."""
         record = self.store.record(run_id)
         topology = parse_topology(record.topology)
         if record.workdir and not Path(record.workdir).is_dir():
@@ -112,30 +162,31 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         shutil.copyfile(Path(__file__).with_name("node_entry.py"), work / NODE_ENTRY)
         shutil.copyfile(Path(__file__).with_name("requeue_entry.py"), work / REQUEUE_ENTRY)
         shutil.copyfile(Path(__file__).with_name("kill_requests.py"), work / KILL_REQUESTS)
-        commands = SlurmCommands(env=job_environ(self.store.home))
-        job_id = commands.sbatch(work / JOB_SCRIPT, cwd=str(work))
-        try:
-            handle = JobHandle(
-                job_id=job_id,
-                slurm_conf=commands.slurm_conf,
-                submitted_at=time.time(),
-                job_name=job_name(run_id),
-                tasks=list(plan.tasks),
-                components=[len(c.replicas) for c in plan.components],
-                shared_run_dir=str(shared) if shared else None,
-                default_mem_per_cpu_mib=self._default_mem_per_cpu,
-            )
-            with self.starting(run_dir):  # a keeper that sees the handle waits for the owner
-                handle.save(run_dir)
-                status = RunStatus.initial(run_id, plan.tasks)
-                status.message = f"Slurm job {job_id} submitted"
-                self.store.write_status(status)
-                pid = self.start_follower(run_dir)
-        except BaseException:
-            with contextlib.suppress(SlurmCommandError):
-                commands.scancel(job_id)
-            raise
-        return SubmitHandle(run_id, self.name, {"job_id": job_id, "follower_pid": pid})
+        return _Prepared(run_id, run_dir, work, shared, plan)
+
+    def _submitted(
+        self, prepared: _Prepared, commands: SlurmCommands, job_id: int, array_task: int | None = None
+    ) -> SubmitHandle:
+        """Record the run's job (`slurm.json`) and start its follower."""
+        plan = prepared.plan
+        handle = JobHandle(
+            job_id=job_id,
+            slurm_conf=commands.slurm_conf,
+            submitted_at=time.time(),
+            job_name=job_name(prepared.run_id),
+            tasks=list(plan.tasks),
+            components=[len(c.replicas) for c in plan.components],
+            shared_run_dir=str(prepared.shared) if prepared.shared else None,
+            default_mem_per_cpu_mib=self._default_mem_per_cpu,
+            array_task=array_task,
+        )
+        with self.starting(prepared.run_dir):  # a keeper that sees the handle waits for the owner
+            handle.save(prepared.run_dir)
+            status = RunStatus.initial(prepared.run_id, plan.tasks)
+            status.message = f"Slurm job {handle.ref} submitted"
+            self.store.write_status(status)
+            pid = self.start_follower(prepared.run_dir)
+        return SubmitHandle(prepared.run_id, self.name, {"job_id": handle.ref, "follower_pid": pid})
 
     def stacks(self, run_id: str) -> dict[str, Any]:
         """Every running replica's stacks (`stacks.take_stacks`)."""
@@ -156,9 +207,9 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         root = self.store.paths(run_id).root
         replica = replica_to_kill(self.store.status(run_id), role, index)
         handle = JobHandle.load(root)
-        attempts = sorted(handle.records_dir(root).parent.glob(f"job-{handle.job_id}*"), key=_restarts)
+        attempts = sorted(handle.records_dir(root).parent.glob(f"job-{handle.ref}*"), key=_restarts)
         if not attempts:
-            raise BackendError(f"run {run_id}: job {handle.job_id} has not started its tasks")
+            raise BackendError(f"run {run_id}: job {handle.ref} has not started its tasks")
         path = request(str(attempts[-1]), replica.key, signum)
         if not answered(path):
             raise BackendError(f"{replica.key} of run {run_id} did not take the signal: it has just ended")
@@ -184,12 +235,12 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         commands = SlurmCommands(handle.slurm_conf)
         status = self.store.status(run_id)
         if not status.state.finished:  # no follower could do it: the status is ours to finish
-            commands.scancel(handle.job_id)
+            commands.scancel(handle.ref)
             mark_stopped(status)
             self.store.write_status(status)
-        self._wait_out_of_queue(commands, handle.job_id, deadline)
+        self._wait_out_of_queue(commands, handle.ref, deadline)
 
-    def _wait_out_of_queue(self, commands: SlurmCommands, job_id: int, deadline: float) -> None:
+    def _wait_out_of_queue(self, commands: SlurmCommands, job_id: int | str, deadline: float) -> None:
         """Until `scontrol show job` no longer shows the job in an active state."""
         if not commands.left_queue(job_id, deadline + 10 - time.monotonic()):
             raise BackendError(f"Slurm job {job_id} is still in the queue after the stop; see `squeue -j {job_id}`")

@@ -135,7 +135,7 @@ class SlurmCommands:
             raise SlurmUnreachable(f"sbatch --test-only: {reasons[-1] if reasons else done.returncode}")
         return "; ".join(dict.fromkeys(reasons)) or f"sbatch --test-only exited {done.returncode}"
 
-    def scancel(self, job_id: int, *, signal: str | None = None) -> None:
+    def scancel(self, job_id: int | str, *, signal: str | None = None) -> None:
         """Cancel the job, or (`signal`) send that signal to its tasks (not the batch shell).
         A job that has already ended is not an error."""
         argv = ["scancel", "--quiet"]
@@ -145,7 +145,7 @@ class SlurmCommands:
         if done.returncode != 0 and not re.search(r"already completing|already finished|Invalid job id", done.stderr):
             raise SlurmCommandError(f"scancel {job_id}: {_first_line(done.stderr)}", done.returncode, done.stderr)
 
-    def requeue(self, job_id: int) -> None:
+    def requeue(self, job_id: int | str) -> None:
         """Put the job back in the queue (`scontrol requeue`, scontrol(1): "Requeue a running,
         suspended or finished Slurm batch job into pending state"); Slurm runs its batch script
         again, under the same id, once the job credential's lifetime has passed (slurm.conf(5)
@@ -166,7 +166,7 @@ class SlurmCommands:
         except (ValueError, AttributeError) as error:
             raise SlurmCommandError(f"squeue --json: not JSON ({error})") from None
 
-    def left_queue(self, job_id: int, wait_s: float) -> bool:
+    def left_queue(self, job_id: int | str, wait_s: float) -> bool:
         """Whether `scontrol show job` stops showing the job in an active state (its epilog,
         COMPLETING, included) within `wait_s`, looking every 0.2 s."""
         from .states import ACTIVE, base_state
@@ -180,7 +180,7 @@ class SlurmCommands:
                 return False
             time.sleep(0.2)
 
-    def show_job(self, job_id: int) -> list[dict[str, str]] | None:
+    def show_job(self, job_id: int | str) -> list[dict[str, str]] | None:
         """`scontrol show job --oneliner`: one key=value record per component (a heterogeneous
         job has several), or None when slurmctld no longer knows the job."""
         done = self.run(["scontrol", "show", "job", "--oneliner", str(job_id)], check=False)
@@ -254,7 +254,7 @@ class SlurmCommands:
                 return MemoryDefault(value, per, f"the cluster's {key}={config[key]}")
         return MemoryDefault(None, "node", "no DefMemPerCPU or DefMemPerNode: a whole node's memory")
 
-    def sacct_state(self, job_id: int) -> str | None:
+    def sacct_state(self, job_id: int | str) -> str | None:
         """The job's state as accounting has it (`CANCELLED by 1000`), None when the cluster keeps
         no accounting or has no record of the job. `--parsable2`, not `--json`: 22.05's JSON
         leaves out who cancelled a job."""

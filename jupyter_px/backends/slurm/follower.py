@@ -274,9 +274,9 @@ class Follower:
 
     def _scancel(self, signal: str | None = None) -> None:
         try:
-            self.commands.scancel(self.handle.job_id, signal=signal)
+            self.commands.scancel(self.handle.ref, signal=signal)
         except SlurmCommandError as error:
-            log.warning("run %s: scancel %s: %s", self.run_id, self.handle.job_id, error)
+            log.warning("run %s: scancel %s: %s", self.run_id, self.handle.ref, error)
 
     # ---- the job's end -------------------------------------------------------------------------
     def _job_over(self, snapshot: Snapshot) -> str | None:
@@ -287,7 +287,7 @@ class Follower:
         if snapshot.taken_at < self.handle.submitted_at + 1.0:
             return None  # taken before the job existed
         try:
-            shown = self.commands.show_job(self.handle.job_id)
+            shown = self.commands.show_job(self.handle.ref)
         except SlurmCommandError as error:
             log.info("run %s: scontrol show job: %s", self.run_id, error)
             return None
@@ -299,7 +299,7 @@ class Follower:
     def _accounted_state(self) -> str | None:
         """The job's state as `sacct` has it (`CANCELLED by 1000`), None without accounting."""
         try:
-            return self.commands.sacct_state(self.handle.job_id)
+            return self.commands.sacct_state(self.handle.ref)
         except SlurmCommandError:
             return None
 
@@ -332,7 +332,7 @@ class Follower:
         cancelled = base_state(slurm_state) == "CANCELLED"
         who = self._cancelled_by() if cancelled else None
         time_limit = self.job.time_limit_min if self.job else None
-        slurm = slurm_end(self.handle.job_id, slurm_state, time_limit, who) if slurm_state else None
+        slurm = slurm_end(self.handle.ref, slurm_state, time_limit, who) if slurm_state else None
         replicas = self._replicas(records, final=True, slurm_state=slurm_state)
         status = self._base_status()
         decided = blame(replicas, self.names) if self.ending is None else None
@@ -352,7 +352,7 @@ class Follower:
                 said = f"; slurm/batch.out ends: {tail[-1]}" if tail else ""
                 state, reason = RunState.FAILED, "JobEnded"
                 when = "before any task started" if not records.starts else "before its replicas decided the run"
-                message = f"Slurm job {self.handle.job_id} ended {final_state or '(no longer known)'} {when}{said}"
+                message = f"Slurm job {self.handle.ref} ended {final_state or '(no longer known)'} {when}{said}"
         status.state, status.reason, status.message = state, reason, message
         status.replicas = replicas
         if final_state is None:  # finished means Slurm holds nothing of it (as a local run's processes)
@@ -368,10 +368,10 @@ class Follower:
         the queue (its epilog, COMPLETING, included), and cancel it if it has not soon (a setup
         line that hangs, say), then wait for that."""
         try:
-            if not self.commands.left_queue(self.handle.job_id, JOB_END_WAIT_S):
-                log.info("run %s: every task ended but job %s did not; cancelling it", self.run_id, self.handle.job_id)
+            if not self.commands.left_queue(self.handle.ref, JOB_END_WAIT_S):
+                log.info("run %s: every task ended but job %s did not; cancelling it", self.run_id, self.handle.ref)
                 self._scancel()
-                self.commands.left_queue(self.handle.job_id, JOB_END_WAIT_S)
+                self.commands.left_queue(self.handle.ref, JOB_END_WAIT_S)
         except SlurmCommandError:
             return
 
@@ -393,13 +393,15 @@ class Follower:
             if job is not None:
                 status.reason = job.reason or None
                 status.message = pending_message(
-                    job.job_id, job.reason, job.partition, job.position, job.pending_in_partition
+                    self.handle.ref, job.reason, job.partition, job.position, job.pending_in_partition
                 )
             else:
-                status.message = f"Slurm job {self.handle.job_id} submitted"
+                status.message = f"Slurm job {self.handle.ref} submitted"
         else:
             status.state = RunState.RUNNING
-            status.message = running_message(job.job_id, job.nodes, job.time_limit_min, job.start_time, time.time())
+            status.message = running_message(
+                self.handle.ref, job.nodes, job.time_limit_min, job.start_time, time.time()
+            )
         if self.ending is not None and status.state == RunState.RUNNING:
             status.message = f"stopping: {self.ending.message}"
         elif self.attempts.restarts:
@@ -424,8 +426,8 @@ class Follower:
                     return self._give_up(snapshot.error)
             else:
                 self.lost_since = None
-                self.job = snapshot.job(self.handle.job_id)
-                self.component_ids = snapshot.component_ids(self.handle.job_id) or self.component_ids
+                self.job = snapshot.job(self.handle.ref)
+                self.component_ids = snapshot.component_ids(self.handle.ref) or self.component_ids
                 if self.job is not None and self.job.restarts > self.attempts.restarts:
                     self._next_attempt(self.job.restarts)
             if self.handle.shared_run_dir:

@@ -56,6 +56,15 @@ class JobHandle:
     #: MiB per CPU Slurm gives a replica that declares no memory (the partition's DefMemPerCPU),
     #: as the preflight read it; None: unknown or a whole node's
     default_mem_per_cpu_mib: float | None = None
+    #: the run is task `array_task` of job array `job_id` (a sweep's trials as one array,
+    #: `arrays.py`); None: a job of its own
+    array_task: int | None = None
+
+    @property
+    def ref(self) -> str:
+        """The job as Slurm's commands name it: `<id>`, or `<array id>_<task>` for an array's
+        task (squeue, scontrol, scancel and sacct take both, pending or running)."""
+        return str(self.job_id) if self.array_task is None else f"{self.job_id}_{self.array_task}"
 
     def save(self, run_dir: Path) -> None:
         atomic_write_json(run_dir / HANDLE_FILE, asdict(self))
@@ -72,6 +81,6 @@ class JobHandle:
         return Path(self.shared_run_dir) if self.shared_run_dir else run_dir
 
     def records_dir(self, run_dir: Path, restarts: int = 0) -> Path:
-        """Where the tasks of the job's attempt write their records: `slurm/job-<id>`, then
-        `slurm/job-<id>.<n>` once Slurm restarted it n times (a requeue keeps the job's id)."""
-        return self.work_dir(run_dir) / "slurm" / (f"job-{self.job_id}" + (f".{restarts}" if restarts else ""))
+        """Where the tasks of the job's attempt write their records: `slurm/job-<ref>`, then
+        `slurm/job-<ref>.<n>` once Slurm restarted it n times (a requeue keeps the job's id)."""
+        return self.work_dir(run_dir) / "slurm" / (f"job-{self.ref}" + (f".{restarts}" if restarts else ""))

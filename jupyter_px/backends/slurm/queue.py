@@ -56,6 +56,9 @@ KEPT = (
     "name",
     "batch_host",
     "restart_cnt",
+    "array_job_id",
+    "array_task_id",
+    "array_task_string",
 )
 
 
@@ -92,12 +95,32 @@ class Snapshot:
     jobs: dict[int, dict[str, Any]]
     pending: list[tuple[int, str, int]]
 
-    def job(self, job_id: int) -> JobView | None:
-        """Job `job_id` (a heterogeneous job by its leader), or None when the snapshot has no such job."""
-        parts = [j for j in self.jobs.values() if j.get("job_id") == job_id or (j.get("het_job_id") or 0) == job_id]
+    def job(self, ref: int | str) -> JobView | None:
+        """Job `ref` (a heterogeneous job by its leader, an array's task as `<array id>_<task>`),
+        or None when the snapshot has no such job."""
+        array_id, task = split_ref(ref)
+        if task is not None:
+            found = self._array_task(array_id, task)
+            return self._view(found["job_id"], found, [found]) if found is not None else None
+        parts = [j for j in self.jobs.values() if j.get("job_id") == array_id or (j.get("het_job_id") or 0) == array_id]
         if not parts:
             return None
-        leader = next((j for j in parts if j.get("job_id") == job_id), parts[0])
+        return self._view(array_id, next((j for j in parts if j.get("job_id") == array_id), parts[0]), parts)
+
+    def _array_task(self, array_id: int, task: int) -> dict[str, Any] | None:
+        """Task `task` of job array `array_id`: its own record once Slurm started it, else the
+        array's pending record while that still holds the task (`array_task_string`, "2-9%2")."""
+        pending = None
+        for job in self.jobs.values():
+            if job.get("array_job_id") != array_id:
+                continue
+            if job.get("array_task_id") == task:
+                return job
+            if job.get("array_task_id") is None and task in array_tasks(str(job.get("array_task_string") or "")):
+                pending = job
+        return pending
+
+    def _view(self, job_id: int, leader: dict[str, Any], parts: list[dict[str, Any]]) -> JobView:
         state = base_state(leader.get("job_state"))
         nodes = ",".join(dict.fromkeys(str(j.get("nodes") or "") for j in parts if j.get("nodes")))
         position = total = None
@@ -119,8 +142,14 @@ class Snapshot:
             restarts=int(leader.get("restart_cnt") or 0),
         )
 
-    def component_ids(self, job_id: int) -> dict[int, int] | None:
-        """{component job id: its offset} of heterogeneous job `job_id` (None: not one, or not seen)."""
+    def component_ids(self, ref: int | str) -> dict[int, int] | None:
+        """{component job id: its offset} of heterogeneous job `ref`; an array's task started has
+        one, under its own job id (None: neither, or not seen)."""
+        job_id, task = split_ref(ref)
+        if task is not None:
+            found = self._array_task(job_id, task)
+            started = found is not None and found.get("array_task_id") == task
+            return {int(found["job_id"]): 0} if started and found is not None else None
         parts = {
             int(j["job_id"]): int(j.get("het_job_offset") or 0)
             for j in self.jobs.values()
@@ -136,6 +165,23 @@ class Snapshot:
             return None, None
         ahead = sum(1 for p, i in same if p > priority or (p == priority and i < job_id))
         return ahead + 1, len(same)
+
+
+def split_ref(ref: int | str) -> tuple[int, int | None]:
+    """`"5_3"` -> (5, 3): an array's task; `5` or `"5"` -> (5, None)."""
+    head, _, task = str(ref).partition("_")
+    return int(head), int(task) if task else None
+
+
+def array_tasks(text: str) -> set[int]:
+    """The task ids an array's record holds: `"2-9%2"`, `"0,4-6"`, `"0-15:4"` (sbatch(1) --array)."""
+    out: set[int] = set()
+    for part in text.split("%")[0].split(","):
+        span, _, step = part.partition(":")
+        first, _, last = span.partition("-")
+        if first.strip().isdigit():
+            out.update(range(int(first), int(last or first) + 1, int(step) if step.isdigit() and int(step) else 1))
+    return out
 
 
 def _cluster_key(slurm_conf: str | None) -> str:

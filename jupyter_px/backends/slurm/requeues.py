@@ -123,15 +123,15 @@ class Requeues:
         if job_restarts is not None and job_restarts > self.restarts:
             return None  # Slurm requeued it already (its node failed)
         try:
-            self.commands.requeue(self.handle.job_id)
+            self.commands.requeue(self.handle.ref)
         except SlurmCommandError as error:
-            shown = self.commands.show_job(self.handle.job_id) or []
+            shown = self.commands.show_job(self.handle.ref) or []
             if any(int(part.get("Restarts") or 0) > self.restarts for part in shown):
                 return None  # Slurm requeued it meanwhile
             self.asked_at = None
             log.warning("run %s: %s", self.handle.job_name, error)
             return f"; not retried: {error}"
-        log.info("job %s: attempt %d failed (%s); requeued", self.handle.job_id, self.attempt, record.describe())
+        log.info("job %s: attempt %d failed (%s); requeued", self.handle.ref, self.attempt, record.describe())
         return None
 
     def ran_out(self) -> tuple[str, str]:
@@ -184,13 +184,13 @@ class Requeues:
         resumed = f"from step {step:,}" if step is not None else "from the start"
         offsets = self._mark_logs(f"--- attempt {self.attempt} ({resumed}): {record.describe()} ---\n")
         self.records.append(AttemptRecord(attempt=self.attempt, resumed_from=step, log_offsets=offsets))
-        log.info("job %s restarted: attempt %d of %d, %s", self.handle.job_id, self.attempt, self.max_attempts, resumed)
+        log.info("job %s restarted: attempt %d of %d, %s", self.handle.ref, self.attempt, self.max_attempts, resumed)
         return True
 
     def _slurm_cause(self, replicas: Sequence[ReplicaStatus]) -> AttemptRecord:
         """What ended an attempt this follower did not requeue: the batch script's trap (the time
         limit), a node failure, else Slurm's own requeue (a preemption, an administrator)."""
-        job = f"Slurm job {self.handle.job_id}"
+        job = f"Slurm job {self.handle.ref}"
         said = self._said()
         if said is not None:
             reason = str(said.get("reason") or "TimeLimit")

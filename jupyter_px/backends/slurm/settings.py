@@ -75,6 +75,9 @@ class SlurmSettings:
     #: for a run with retries (`termination`): seconds before the job's time limit Slurm signals
     #: it (`sbatch --signal=B:USR1@<s>`), for its replicas to checkpoint before the job is requeued
     checkpoint_grace_s: float = 90.0
+    #: a sweep's trials of one shape as one job array (`--array=0-<n-1>%<concurrency>`, one record
+    #: in the queue); false: a job per trial (for a site whose MaxArraySize or policy refuses arrays)
+    job_arrays: bool = True
     stop_grace_s: float = field(default_factory=lambda: _stop_grace())
 
     @property
@@ -96,7 +99,7 @@ GPU_OPTIONS = ("gpus-per-task", "gres")
 LAUNCHERS = ("node", "task")
 _LISTS = {"setup", "sbatch_lines"}
 _FLOATS = {"poll_interval_s", "rendezvous_timeout_s", "follower_give_up_s", "checkpoint_grace_s"}
-_BOOLS = {"probe_shared"}
+_BOOLS = {"probe_shared", "job_arrays"}
 _NAMES = {"partition", "account", "qos", "reservation"}
 #: Settings not read from files or PX_SLURM_* (they have their own variable).
 _NOT_SETTINGS = {"stop_grace_s"}

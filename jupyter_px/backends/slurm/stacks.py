@@ -23,6 +23,6 @@ def take_stacks(
 
     class _Job:
         def signal_all(self) -> None:
-            commands.scancel(handle.job_id, signal=str(int(STACKS_SIGNAL)))
+            commands.scancel(handle.ref, signal=str(int(STACKS_SIGNAL)))
 
     return taking.take(root, run_id, targets, why=why, send=_Job(), work_dir=handle.work_dir(root))

@@ -78,13 +78,15 @@ def minutes_text(minutes: int | None) -> str | None:
     return f"{days}-{clock}" if days else clock
 
 
-def pending_message(job_id: int, reason: str, partition: str, position: int | None, ahead_of: int | None) -> str:
+def pending_message(job_id: int | str, reason: str, partition: str, position: int | None, ahead_of: int | None) -> str:
     where = f"partition {partition}'s queue" if partition else "the queue"
     place = f": {ordinal(position)}" + (f" of {ahead_of}" if ahead_of else "") if position else ""
     return f"Slurm job {job_id} is PENDING in {where}{place}" + (f" ({reason})" if reason else "")
 
 
-def running_message(job_id: int, nodes: str, time_limit_min: int | None, started_at: float | None, now: float) -> str:
+def running_message(
+    job_id: int | str, nodes: str, time_limit_min: int | None, started_at: float | None, now: float
+) -> str:
     """`Slurm job 42 RUNNING on n[1-3]; 4 min left of 00:05:00`, the time left to the minute (so
     the status is rewritten once a minute, not on every poll)."""
     text = f"Slurm job {job_id} RUNNING" + (f" on {nodes}" if nodes else "")
@@ -115,7 +117,7 @@ class JobEnd:
     message: str
 
 
-def slurm_end(job_id: int, state: str, time_limit_min: int | None, cancelled_by: str | None) -> JobEnd | None:
+def slurm_end(job_id: int | str, state: str, time_limit_min: int | None, cancelled_by: str | None) -> JobEnd | None:
     """The run's end when Slurm (not the run's own tasks) ended the job; None for COMPLETED and
     FAILED, whose meaning comes from the tasks' exit records."""
     state = base_state(state)

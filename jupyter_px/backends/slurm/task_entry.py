@@ -69,7 +69,11 @@ def attempt_dir(run_dir: str, env: dict[str, str]) -> str:
 
 
 def leader_job_id(env: dict[str, str]) -> str:
-    """The job's id as sbatch gave it (a heterogeneous job's leader, component 0)."""
+    """The job as the run's handle names it (`JobHandle.ref`): its id as sbatch gave it (a
+    heterogeneous job's leader, component 0), or `<array id>_<task>` for a task of a job array
+    (whose own SLURM_JOB_ID is known only once it starts)."""
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
     return env.get("SLURM_JOB_ID_HET_GROUP_0") or env.get("SLURM_HET_JOB_ID") or env["SLURM_JOB_ID"]
 
 

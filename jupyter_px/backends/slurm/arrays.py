@@ -1,0 +1,73 @@
+"""Runs of one shape as the tasks of one Slurm job array: a sweep's trials in one `sbatch`.
+
+A sweep of 40 trials submitted one job each is 40 lines in everyone's `squeue` and 40 jobs for
+the scheduler to consider; sites ask for job arrays instead (sbatch(1) `--array=0-39%4`: one
+record, at most 4 tasks running, the rest PENDING with reason `JobArrayTaskLimit`). Each run
+keeps everything of its own: its run directory, its `job.sh` (written as for a job of its own),
+its follower, its records. The array's batch script only picks the run of its task:
+
+    #SBATCH --array=0-<n-1>%<concurrency>
+    #SBATCH --output=<folder>/tasks/%a/slurm/batch.out    (each run's own batch output)
+    #SBATCH <the runs' options, which must be the same>
+    cd <folder>/tasks/$SLURM_ARRAY_TASK_ID && exec bash slurm/job.sh
+
+`<folder>/tasks/<i>` is a link to task i's run directory (or its copy under `shared_dir`), so
+`%a` in `--output` reaches it. A run is then named to Slurm as `<array id>_<task>` (`JobHandle.ref`;
+squeue, scontrol, scancel and sacct take that form, pending or running), and its tasks write
+their records under `slurm/job-<array id>_<task>` (`task_entry.leader_job_id`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..base import BackendError
+from .handle import BATCH_OUTPUT, JOB_SCRIPT
+
+#: The options of a run's job.sh that are its own, not its shape's: the array sets them itself.
+_OWN = ("--job-name=", "--output=")
+
+
+class ArrayRefused(BackendError):
+    """These runs cannot be one array (their jobs differ in shape, or one is heterogeneous)."""
+
+
+def _options(job_script: str) -> list[str]:
+    return [
+        line
+        for line in job_script.splitlines()
+        if line.startswith("#SBATCH ") and not line.removeprefix("#SBATCH ").startswith(_OWN)
+    ]
+
+
+def array_script(folder: Path, works: Sequence[Path], concurrency: int, name: str) -> Path:
+    """Write `<folder>/array.sh` and the task links for the runs whose job files are in `works`
+    (in task order); its path. ArrayRefused when their options differ."""
+    if not works:
+        raise ArrayRefused("no runs to submit")
+    options = [_options((work / JOB_SCRIPT).read_text()) for work in works]
+    if any("#SBATCH hetjob" in found for found in options):
+        raise ArrayRefused("a heterogeneous job cannot be a task of a job array (sbatch(1))")
+    differ = [i for i, found in enumerate(options) if found != options[0]]
+    if differ:
+        raise ArrayRefused(f"task {differ[0]}'s job differs from task 0's in its options: not one shape")
+    tasks = folder / "tasks"
+    tasks.mkdir(parents=True, exist_ok=True)
+    for index, work in enumerate(works):
+        (tasks / str(index)).symlink_to(work, target_is_directory=True)
+    limit = f"%{concurrency}" if 0 < concurrency < len(works) else ""
+    lines = [
+        "#!/bin/bash",
+        f"# jupyter-px: {len(works)} runs as one job array ({name}); task i runs the run in tasks/i",
+        f"#SBATCH --job-name={name}",
+        f"#SBATCH --array=0-{len(works) - 1}{limit}",
+        f"#SBATCH --output={shlex.quote(str(tasks))}/%a/{BATCH_OUTPUT}",
+        *options[0],
+        f'cd {shlex.quote(str(tasks))}/"$SLURM_ARRAY_TASK_ID" || exit 1',
+        f"exec bash {JOB_SCRIPT}",
+    ]
+    script = folder / "array.sh"
+    script.write_text("\n".join(lines) + "\n")
+    return script
