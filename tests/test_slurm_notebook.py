@@ -130,12 +130,17 @@ def test_a_sweep_of_four_slurm_trials_is_one_job_array_run_two_at_a_time(use_slu
     most_running = 0
     throttled = re.compile(r"Slurm job \d+_[0-3] is PENDING in partition debug's queue: .*\(JobArrayTaskLimit\)")
     reasons: set[str] = set()
+    held_by: set[str | None] = set()
     deadline = time.monotonic() + DEADLINE_S * 2
     while not sweep.status().state.finished and time.monotonic() < deadline:
         held = queued(use_slurm)  # what Slurm holds right now: "<id> <state>"
         lines.update(held)
         most_running = max(most_running, sum(line.endswith(" RUNNING") for line in held))
         reasons.update(r.reason for r in sweep.rows() if r.state == TrialState.PENDING and r.reason)
+        for run in sweep.trials():  # a task held back has no follower yet: the controller keeps it
+            status = run.status()
+            if status.state == RunState.PENDING and "JobArrayTaskLimit" in (status.message or ""):
+                held_by.add(status.owner.kind if status.owner else None)
         time.sleep(0.2)
     status = sweep.wait(timeout=30)
     log = (px_home / "sweeps" / sweep.sweep_id / "controller.log").read_text()
@@ -152,6 +157,7 @@ def test_a_sweep_of_four_slurm_trials_is_one_job_array_run_two_at_a_time(use_slu
     assert any(re.fullmatch(rf"{array}_\[\S+%2\] PENDING", line) for line in lines), lines  # the rest held back
     assert 1 <= most_running <= 2, lines  # Slurm runs `concurrency` of its tasks at a time
     assert any(throttled.fullmatch(reason) for reason in reasons), reasons  # a trial waiting says why
+    assert "keeper" in held_by and None not in held_by, held_by  # (its follower may have started since)
     assert {run.status().state for run in runs.values()} == {RunState.SUCCEEDED}
     for row in rows:  # the objective each trial's replicas logged, with its own x
         assert row.value == pytest.approx((row.params["x"] - 3) ** 2 + 1 / 3)

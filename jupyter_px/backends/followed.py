@@ -193,7 +193,9 @@ class FollowedBackend(Backend, Generic[Settings]):
         if not (root / self.follower.handle).exists():
             return None  # it never reached its backend: nothing to follow
         with self.starting(root):
-            if self.observe(run_id).owner_problem is None:
+            observed = self.observe(run_id)
+            keeper = observed.status.owner is not None and observed.status.owner.kind == "keeper"
+            if observed.owner_problem is None and not keeper:  # a keeper holds it until it needs following
                 return None
             return self.start_follower(root)
 

@@ -262,10 +262,12 @@ class RunOwner(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    kind: Literal["supervisor", "follower", "server"] | None = Field(
-        description="supervisor (local backend), follower (the run's own follower process) or server "
-        "(a Jupyter server following it on one watch per namespace); None only in a status written "
-        "before owners were recorded (its `supervisor_pid` held either)"
+    kind: Literal["supervisor", "follower", "server", "keeper"] | None = Field(
+        description="supervisor (local backend), follower (the run's own follower process), server "
+        "(a Jupyter server following it on one watch per namespace) or keeper (a process keeping a "
+        "run that waits as a held task of a Slurm job array: the run's follower starts when Slurm "
+        "starts the task); None only in a status written before owners were recorded (its "
+        "`supervisor_pid` held either)"
     )
     pid: int
     started_at: float | None = Field(

@@ -15,6 +15,11 @@ its follower, its records. The array's batch script only picks the run of its ta
 `%a` in `--output` reaches it. A run is then named to Slurm as `<array id>_<task>` (`JobHandle.ref`;
 squeue, scontrol, scancel and sacct take that form, pending or running), and its tasks write
 their records under `slurm/job-<array id>_<task>` (`task_entry.leader_job_id`).
+
+A task Slurm holds back has no follower yet (`held_task`): its run is owned by whoever keeps it
+(the sweep's controller keeps its trials every half second), which writes what the shared queue
+snapshot says of it; the follower starts when the task does, so a sweep of 500 trials has
+`concurrency` followers, not 500.
 """
 
 from __future__ import annotations
@@ -23,8 +28,15 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...processes import detached
+from ...runstore import RunStatus, RunStore
+from ...runstore.models import RunOwner
 from ..base import BackendError
-from .handle import BATCH_OUTPUT, JOB_SCRIPT
+from ..followed import owner_alive
+from .commands import SlurmCommandError, SlurmCommands
+from .handle import BATCH_OUTPUT, JOB_SCRIPT, JobHandle
+from .queue import QueueWatch
+from .states import pending_message
 
 #: The options of a run's job.sh that are its own, not its shape's: the array sets them itself.
 _OWN = ("--job-name=", "--output=")
@@ -71,3 +83,27 @@ def array_script(folder: Path, works: Sequence[Path], concurrency: int, name: st
     script = folder / "array.sh"
     script.write_text("\n".join(lines) + "\n")
     return script
+
+
+def held_task(store: RunStore, run_id: str, handle: JobHandle, poll_s: float) -> RunStatus | None:
+    """Keep run `run_id`, task `handle.array_task` of its array, while Slurm holds it PENDING in
+    the array's queue: its status says so (Slurm's reason, its place) and this process owns it
+    (a `keeper`). None once it needs its follower: started, ended, gone from the queue, or already
+    followed. The caller holds `starting` (no follower starts meanwhile)."""
+    status = store.status(run_id)
+    followed = status.owner is not None and status.owner.kind != "keeper" and owner_alive(status, store.home)
+    if status.state.finished or followed:
+        return None
+    try:
+        job = QueueWatch(store.home, SlurmCommands(handle.slurm_conf), poll_s, reader=run_id).read().job(handle.ref)
+    except SlurmCommandError:
+        return None  # the follower knows how to wait for slurmctld
+    if job is None or job.state != "PENDING" or job.restarts:
+        return None
+    me = detached.ProcessIdentity.current()
+    owner = RunOwner(kind="keeper", pid=me.pid, started_at=me.started_at)
+    message = pending_message(handle.ref, job.reason, job.partition, job.position, job.pending_in_partition)
+    if (status.owner, status.message) != (owner, message):
+        status.owner, status.message = owner, message
+        store.write_status(status)
+    return status

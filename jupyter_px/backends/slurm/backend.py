@@ -22,12 +22,13 @@ from typing import Any
 
 from ...processes import detached
 from ...runstore import ReplicaState, RunStatus, atomic_write_json
+from ...runstore.models import RunOwner
 from ...topology import Topology, parse_topology
 from ...topology.export import headline
 from ..base import BackendError, SubmitHandle, replica_to_kill
 from ..followed import FollowedBackend, mark_stopped
 from . import mirror, preflight
-from .arrays import ArrayRefused, array_script
+from .arrays import ArrayRefused, array_script, held_task
 from .commands import SlurmCommandError, SlurmCommands
 from .handle import (
     ENTRY,
@@ -128,9 +129,9 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         commands = SlurmCommands(env=job_environ(self.store.home))
         array_id = commands.sbatch(script, cwd=str(folder))
         handles: list[SubmitHandle] = []
-        try:
+        try:  # the tasks Slurm holds back get their followers when they start (`reconcile`)
             for task, one in enumerate(prepared):
-                handles.append(self._submitted(one, commands, array_id, task))
+                handles.append(self._submitted(one, commands, array_id, task, follow=task < concurrency))
         except BaseException:
             with contextlib.suppress(SlurmCommandError):
                 commands.scancel(array_id)
@@ -165,9 +166,15 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         return _Prepared(run_id, run_dir, work, shared, plan)
 
     def _submitted(
-        self, prepared: _Prepared, commands: SlurmCommands, job_id: int, array_task: int | None = None
+        self,
+        prepared: _Prepared,
+        commands: SlurmCommands,
+        job_id: int,
+        array_task: int | None = None,
+        follow: bool = True,
     ) -> SubmitHandle:
-        """Record the run's job (`slurm.json`) and start its follower."""
+        """Record the run's job (`slurm.json`) and start its follower (not yet, `follow=False`:
+        a task the array holds back, kept by whoever keeps the run until it starts)."""
         plan = prepared.plan
         handle = JobHandle(
             job_id=job_id,
@@ -184,9 +191,26 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
             handle.save(prepared.run_dir)
             status = RunStatus.initial(prepared.run_id, plan.tasks)
             status.message = f"Slurm job {handle.ref} submitted"
+            if not follow:  # held back: kept by this process (the sweep's controller) until it starts
+                me = detached.ProcessIdentity.current()
+                status.owner = RunOwner(kind="keeper", pid=me.pid, started_at=me.started_at)
             self.store.write_status(status)
-            pid = self.start_follower(prepared.run_dir)
+            pid = self.start_follower(prepared.run_dir) if follow else None
         return SubmitHandle(prepared.run_id, self.name, {"job_id": handle.ref, "follower_pid": pid})
+
+    def reconcile(self, run_id: str) -> RunStatus:
+        """A task that its job array still holds back needs no follower (a sweep of 500 trials
+        would start 500): the keeper (the sweep's controller, every half second) writes what the
+        queue says of it and owns it meanwhile; once Slurm starts the task, its follower."""
+        root = self.store.paths(run_id).root
+        if (root / FOLLOWER.handle).exists():
+            handle = JobHandle.load(root)
+            if handle.array_task is not None:
+                with self.starting(root):
+                    held = held_task(self.store, run_id, handle, self.settings.poll_interval_s)
+                if held is not None:
+                    return held
+        return super().reconcile(run_id)
 
     def stacks(self, run_id: str) -> dict[str, Any]:
         """Every running replica's stacks (`stacks.take_stacks`)."""

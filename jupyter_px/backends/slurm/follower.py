@@ -107,7 +107,7 @@ class Follower:
         self.names = ReplicaNames.of(self.topology)
         self.limits = memory_limits(self.topology, self.memory, self.handle.default_mem_per_cpu_mib)
         self.component_ids: dict[int, int] | None = None  # component job id -> index, from the queue
-        self.kill_seen: dict[int, float] = {}  # procid -> when Slurm's kill of its task was first read
+        self.kill_seen: dict[int, float] = {}  # procid -> when the batch output saying Slurm killed it was written
         self.failed_since: dict[int, float] = {}
         self.ending: RunEnding | None = None
         self.term_sent_at: float | None = None
@@ -130,8 +130,9 @@ class Follower:
         components = self.handle.components or [len(self.handle.tasks)]
         layout = JobLayout.of(self.handle.job_id, components, records.starts, self.component_ids)
         kills = killed_tasks(records.says, layout)
-        for procid in kills:
-            self.kill_seen.setdefault(procid, time.time())
+        now = time.time()  # Slurm's kill was written no later than the batch output was: what decides
+        for procid in kills:  # the cause (`culprit.SLACK_S`) is when it happened, not when it was read
+            self.kill_seen.setdefault(procid, min(now, records.said_at or now))
         return kills
 
     def _hit(self, procid: int, records: Records, kills: dict[int, SlurmKill]) -> Hit:

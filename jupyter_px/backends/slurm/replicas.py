@@ -29,6 +29,9 @@ class Records:
     starts: dict[int, dict[str, Any]]
     exits: dict[int, dict[str, Any]]
     says: BatchSays = BatchSays()
+    #: when the batch output was last written, as of the read that brought its newest lines (a
+    #: line read late, on a loaded machine, was still written then: `follower._kills`)
+    said_at: float | None = None
 
     def all_ended(self, tasks: int, killed: Iterable[int] = ()) -> bool:
         """Every one of the job's `tasks` started and recorded its end (or Slurm killed it)."""
@@ -51,6 +54,7 @@ class RecordReader:
         self._partial = ""
         self._lines: list[str] = []
         self._says = BatchSays()
+        self._said_at: float | None = None
 
     def read(self) -> Records:
         try:
@@ -70,14 +74,15 @@ class RecordReader:
             except (OSError, ValueError):
                 continue  # not whole yet: read next time
         self._read_batch_output()
-        return Records(dict(self.starts), dict(self.exits), self._says)
+        return Records(dict(self.starts), dict(self.exits), self._says, self._said_at)
 
     def _read_batch_output(self) -> None:
         if self.batch_output is None:
             return
         try:
             with open(self.batch_output, "rb") as handle:
-                if os.fstat(handle.fileno()).st_size < self._offset:  # written again from its start
+                stat = os.fstat(handle.fileno())
+                if stat.st_size < self._offset:  # written again from its start
                     self._offset, self._partial = 0, ""
                 handle.seek(self._offset)
                 added = handle.read(1 << 20)
@@ -85,6 +90,7 @@ class RecordReader:
             return
         if not added:
             return
+        self._said_at = stat.st_mtime
         self._offset += len(added)
         text = self._partial + added.decode("utf-8", errors="replace")
         lines = text.split("\n")
