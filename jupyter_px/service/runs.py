@@ -162,22 +162,24 @@ class RunService:
         one by one instead)."""
         recorded: list[str] = []
         try:
-            backends = set()
-            for submission in submissions:
-                run_id, chosen = self._record(submission)
+            backends: list[Backend] = []
+            for submission in submissions:  # of one shape: checked once (an array refuses two shapes)
+                run_id, chosen = self._record(submission, check=not backends)
                 recorded.append(run_id)
-                backends.add(chosen.name)
-            if len(backends) != 1:
-                raise BackendError(f"one job array runs on one backend, not {sorted(backends)}")
-            chosen.submit_array(recorded, concurrency, label)
+                backends.append(chosen)
+            names = sorted({backend.name for backend in backends})
+            if len(names) != 1:
+                raise BackendError(f"one job array runs on one backend, not {names}")
+            backends[0].submit_array(recorded, concurrency, label)  # the one that checked
         except BaseException:
             for run_id in recorded:
                 self._store.delete(run_id)
             raise
         return recorded
 
-    def _record(self, submission: Submission) -> tuple[str, Backend]:
-        """Validate the submission and record its run (not started yet): its id and backend."""
+    def _record(self, submission: Submission, check: bool = True) -> tuple[str, Backend]:
+        """Validate the submission and record its run (not started yet): its id and backend.
+        `check`: ask the backend whether it can run it (its resource check)."""
         topo = parse_topology(submission.topology) if submission.topology is not None else None
         overrides = submission.overrides
         if topo is None or overrides.any:
@@ -195,7 +197,8 @@ class RunService:
             declared, args, push = declared_run(topo, entrypoint, args, push)
             topo = parse_topology(declared) if declared is not None else topo
         chosen = get_backend(topo.backend_kind, self._store, self.kubernetes)
-        chosen.check(topo)
+        if check:
+            chosen.check(topo)
         files: dict[str, bytes | str] = {code.entrypoint: code.text, **code.files}
         if push:
             files["pushed.pkl"] = pickle_pushed(push)
