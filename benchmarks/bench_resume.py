@@ -80,27 +80,37 @@ def one_round(mode: str) -> dict[str, float]:
     }
 
 
-def torchrun_round() -> dict[str, float]:
-    """The peer: the same job under torchrun's elastic agent, rank 1 killed after step 10."""
+def torchrun_round() -> dict[str, float] | str:
+    """The peer: the same job under torchrun's elastic agent, rank 1 killed after step 10; or
+    why its restart failed (the error its ranks raised)."""
     folder = Path(tempfile.mkdtemp(prefix="px-bench-resume-torchrun-"))
     steps_log = folder / "steps.jsonl"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "3"]
     command += ["--max-restarts", "2", str(PEER_JOB), *STEPS, "--checkpoint-dir", str(folder)]
     command += ["--steps-log", str(steps_log)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    agent = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    agent = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 300
     while not (folder / "rank1-step10.pt").exists():
         if time.monotonic() > deadline or agent.poll() is not None:
-            agent.kill()
+            os.killpg(agent.pid, signal.SIGKILL)
             raise SystemExit(f"torchrun: no checkpoint at step 10 ({agent.communicate()[1][-2000:]})")
         time.sleep(0.02)
     pid = int((folder / "pid-1").read_text())
     started = time.time()
     os.kill(pid, signal.SIGKILL)
-    _, errors = agent.communicate(timeout=600)
+    try:
+        _, errors = agent.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(agent.pid, signal.SIGKILL)  # its ranks too: they hold its output open
+        _, errors = agent.communicate()
+        errors += "\nthe restarted group made no progress in 120 s"
     if agent.returncode != 0:
-        raise SystemExit(f"torchrun exited {agent.returncode}: {errors[-2000:]}")
+        (folder / "torchrun.err").write_text(errors)
+        said = [line for line in errors.splitlines() if line.startswith(("RuntimeError", "the restarted"))]
+        return f"{said[0] if said else f'exit code {agent.returncode}'} ({folder / 'torchrun.err'})"
     records = [json.loads(line) for line in steps_log.read_text().splitlines()]
     failed_last = max(r["step"] for r in records if r["restart"] == 0)
     resumed = next(r for r in records if r["restart"] == 1)
@@ -118,12 +128,17 @@ def main() -> int:
     os.environ["PX_HOME"] = home
     os.environ["JUPYTER_PX_WARM_WAIT_S"] = "300"
     results: dict[str, list[dict[str, float]]] = {"cold": [], "warm": [], "torchrun": []}
+    peer_failures: list[str] = []
     loads = [os.getloadavg()[0]]
     try:
         for _ in range(args.rounds):  # interleaved, so a change of load meets every way alike
             for mode in ("cold", "warm"):
                 results[mode].append(one_round(mode))
-            results["torchrun"].append(torchrun_round())
+            peer = torchrun_round()
+            if isinstance(peer, str):
+                peer_failures.append(peer)
+            else:
+                results["torchrun"].append(peer)
             loads.append(os.getloadavg()[0])
     finally:
         from jupyter_px.backends.local import warm
@@ -131,8 +146,13 @@ def main() -> int:
         warm.stop_all("the benchmark ended")
     print(f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores; {args.rounds} rounds; medians")
     ok = True
-    peer = statistics.median(r["kill to training resumed"] for r in results["torchrun"])
+    for failure in peer_failures:
+        print(f"torchrun's restart failed: {failure}")
+    resumed = [r["kill to training resumed"] for r in results["torchrun"]]
+    peer = statistics.median(resumed) if resumed else float("nan")
     for mode, rounds in results.items():
+        if not rounds:
+            continue
         medians = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
         line = "; ".join(f"{name} {value:.2f}" for name, value in medians.items())
         if mode != "torchrun":
