@@ -125,7 +125,11 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         arrays = self._store_root() / "slurm" / "arrays"
         arrays.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=arrays))  # the nodes read it: under the store
-        script = array_script(folder, [p.work for p in prepared], concurrency, job_name(label))
+        try:
+            script = array_script(folder, [p.work for p in prepared], concurrency, job_name(label))
+        except ArrayRefused:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         commands = SlurmCommands(env=job_environ(self.store.home))
         array_id = commands.sbatch(script, cwd=str(folder))
         handles: list[SubmitHandle] = []
