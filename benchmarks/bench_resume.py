@@ -15,7 +15,9 @@ The peer, in the same rounds: the same job as a torchrun user writes it
 (benchmarks/torchrun_resume_job.py: the same model, batches and interval, `torch.save` per rank,
 resuming from the newest step every rank saved) under `torchrun --standalone --nproc-per-node 3
 --max-restarts 2` (its elastic agent notices a dead worker every 0.1 s, its default, stops the
-others and starts the group again); rank 1 is SIGKILLed once it has saved step 10.
+others and starts the group again), with `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1` (without it the
+restarted ranks connect to the killed attempt's addresses, pytorch/pytorch#135712); rank 1 is
+SIGKILLed once it has saved step 10.
 
 Targets (issue "Resumable runs"): warm, training resumed within TARGET_WARM_S of the failure;
 steps done twice at most one checkpoint interval. Exits 1 when a target is missed or a run did
@@ -88,7 +90,10 @@ def torchrun_round() -> dict[str, float] | str:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "3"]
     command += ["--max-restarts", "2", str(PEER_JOB), *STEPS, "--checkpoint-dir", str(folder)]
     command += ["--steps-log", str(steps_log)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # torchrun shares its rendezvous TCPStore with init_process_group by default, and its restarted
+    # ranks then read the killed attempt's addresses (gloo: "connectFullMesh failed ... Connection
+    # refused"; pytorch/pytorch#135712, #167288): the workaround its users are given is set
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
     agent = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
