@@ -100,7 +100,9 @@ def open_run_file(run_root: Path, path: str | os.PathLike) -> BinaryIO:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise PlantedLink("/".join(parts), "is not a regular file")
-        if info.st_nlink != 1:
+        # (0 names: replaced by an atomic write since it was opened; what was opened is the
+        # previous version, whole, and had no other name: it is read)
+        if info.st_nlink > 1:
             raise PlantedLink("/".join(parts), f"is a hard link ({info.st_nlink} names for one file)")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

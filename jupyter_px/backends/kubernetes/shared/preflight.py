@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError, ProtocolError
+from urllib3.exceptions import HTTPError, MaxRetryError, ProtocolError
 
 from ...base import BackendError
 from .client import Cluster, api_reason
@@ -27,6 +27,14 @@ class PreflightError(BackendError):
     """The cluster cannot take this run; the message says what to do."""
 
 
+def _broke_before_answer(error: HTTPError) -> bool:
+    """A connection reset (or closed: `RemoteDisconnected`) before any answer, as urllib3 raises it
+    itself or wrapped in its MaxRetryError once its own retries are spent."""
+    reason = getattr(error, "reason", None)
+    parts = (*error.args, error.__context__, reason, *(getattr(reason, "args", None) or ()))
+    return any(isinstance(part, ConnectionResetError) for part in parts)
+
+
 def _call(cluster: Cluster, what: str, fn, *args: Any, **kwargs: Any) -> Any:
     """`fn(*args, **kwargs)`, its failure said in one line. Every preflight call only reads (an
     access review stores nothing), so a pooled connection reset on reuse (the server or a proxy
@@ -35,8 +43,8 @@ def _call(cluster: Cluster, what: str, fn, *args: Any, **kwargs: Any) -> Any:
     try:
         try:
             return fn(*args, **kwargs)
-        except ProtocolError as error:
-            if not any(isinstance(part, ConnectionResetError) for part in (*error.args, error.__context__)):
+        except (ProtocolError, MaxRetryError) as error:
+            if not _broke_before_answer(error):
                 raise
             return fn(*args, **kwargs)
     except ApiException as error:
