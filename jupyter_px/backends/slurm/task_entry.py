@@ -5,11 +5,10 @@ a task starts it by path: importing it as `jupyter_px.backends.slurm...` would f
 backends package and with it pydantic and the topology model, a second per task for nothing.
 Standard library only, plus `jupyter_px.cluster`, the one builder of the environment contract.
 
-`prepare` (the batch script, once, before `srun`): the job's nodes (`SLURM_JOB_NODELIST` of every
-component, expanded by `scontrol show hostnames`) and their `NodeAddr` (`scontrol show node`:
-node names need not resolve) into `slurm/job-<id>/nodes.json`, and the attempt (`attempt.json`:
-1 + the job's restarts, the step every replica resumes from); a requeued job keeps its id, so
-attempt n+1 writes under `slurm/job-<id>.<n>/` (the trap before a time limit: `requeue_entry.py`).
+`prepare` (the batch script, once, before `srun`): the job's nodes (every component's
+`SLURM_JOB_NODELIST`, by `scontrol show hostnames`) and their `NodeAddr` into
+`slurm/job-<ref>/nodes.json`, and the attempt (`attempt.json`: 1 + the restarts, the resume
+step); a requeued job keeps its id: attempt n+1 writes under `slurm/job-<ref>.<n>/`.
 
 `run` (every task; `slurm/task.sh` has already sent its output to the replica's log):
 
@@ -31,8 +30,7 @@ attempt n+1 writes under `slurm/job-<id>.<n>/` (the trap before a time limit: `r
    metrics settled here, on its node (the points tracking accepted but never wrote,
    `jupyter_px.runstore.settle`). Slurm's own accounting may be off: these records are how the
    backend knows every replica's outcome without `sacct`. The task exits with the runner's code.
-   A task Slurm kills whole (job accounting's `OverMemoryKill` kills every process of the step on
-   its node, this entry included) writes no record: `kills.py` reads what Slurm said instead.
+   A task Slurm kills whole (`OverMemoryKill`: this entry too) writes no record (`kills.py`).
 """
 
 from __future__ import annotations
@@ -69,9 +67,8 @@ def attempt_dir(run_dir: str, env: dict[str, str]) -> str:
 
 
 def leader_job_id(env: dict[str, str]) -> str:
-    """The job as the run's handle names it (`JobHandle.ref`): its id as sbatch gave it (a
-    heterogeneous job's leader, component 0), or `<array id>_<task>` for a task of a job array
-    (whose own SLURM_JOB_ID is known only once it starts)."""
+    """The job as its handle names it (`JobHandle.ref`): sbatch's id (a heterogeneous job's
+    leader), or `<array id>_<task>` for an array's task (its own id is known only once started)."""
     if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
         return f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
     return env.get("SLURM_JOB_ID_HET_GROUP_0") or env.get("SLURM_HET_JOB_ID") or env["SLURM_JOB_ID"]
