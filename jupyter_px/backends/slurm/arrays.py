@@ -85,6 +85,12 @@ def array_script(folder: Path, works: Sequence[Path], concurrency: int, name: st
     return script
 
 
+def keeper() -> RunOwner:
+    """This process as the owner of runs it keeps while their array holds them back."""
+    me = detached.ProcessIdentity.current()
+    return RunOwner(kind="keeper", pid=me.pid, started_at=me.started_at)
+
+
 def held_task(store: RunStore, run_id: str, handle: JobHandle, poll_s: float) -> RunStatus | None:
     """Keep run `run_id`, task `handle.array_task` of its array, while Slurm holds it PENDING in
     the array's queue: its status says so (Slurm's reason, its place) and this process owns it
@@ -100,8 +106,7 @@ def held_task(store: RunStore, run_id: str, handle: JobHandle, poll_s: float) ->
         return None  # the follower knows how to wait for slurmctld
     if job is None or job.state != "PENDING" or job.restarts:
         return None
-    me = detached.ProcessIdentity.current()
-    owner = RunOwner(kind="keeper", pid=me.pid, started_at=me.started_at)
+    owner = keeper()
     message = pending_message(handle.ref, job.reason, job.partition, job.position, job.pending_in_partition)
     if (status.owner, status.message) != (owner, message):
         status.owner, status.message = owner, message

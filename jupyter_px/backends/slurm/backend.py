@@ -22,13 +22,12 @@ from typing import Any
 
 from ...processes import detached
 from ...runstore import ReplicaState, RunStatus, atomic_write_json
-from ...runstore.models import RunOwner
 from ...topology import Topology, parse_topology
 from ...topology.export import headline
 from ..base import BackendError, SubmitHandle, replica_to_kill
 from ..followed import FollowedBackend, mark_stopped
 from . import mirror, preflight
-from .arrays import ArrayRefused, array_script, held_task
+from .arrays import ArrayRefused, array_script, held_task, keeper
 from .commands import SlurmCommandError, SlurmCommands
 from .handle import (
     ENTRY,
@@ -196,8 +195,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
             status = RunStatus.initial(prepared.run_id, plan.tasks)
             status.message = f"Slurm job {handle.ref} submitted"
             if not follow:  # held back: kept by this process (the sweep's controller) until it starts
-                me = detached.ProcessIdentity.current()
-                status.owner = RunOwner(kind="keeper", pid=me.pid, started_at=me.started_at)
+                status.owner = keeper()
             self.store.write_status(status)
             pid = self.start_follower(prepared.run_dir) if follow else None
         return SubmitHandle(prepared.run_id, self.name, {"job_id": handle.ref, "follower_pid": pid})
