@@ -11,6 +11,14 @@ import pytest
 from px_cli import CLI, ROOT
 
 from jupyter_px.backends import BackendError
+from jupyter_px.backends.slurm.allocations import (
+    allocation_script,
+    not_kept,
+    run_over,
+    shape_key,
+    signal_run,
+    take_number,
+)
 from jupyter_px.backends.slurm.arrays import ArrayRefused, array_script
 from jupyter_px.backends.slurm.plan import job_plan, unsupported
 from jupyter_px.backends.slurm.queue import Snapshot, array_tasks, reduce, split_ref
@@ -159,6 +167,11 @@ def test_render_refuses_what_it_cannot_run(tmp_path):
         ),
         ("PX_SLURM_PROBE_SHARED", "maybe", "PX_SLURM_PROBE_SHARED: 'maybe' is not true or false"),
         ("PX_SLURM_PYTHON", "python3", "PX_SLURM_PYTHON: python: 'python3' is not an absolute path"),
+        (
+            "PX_SLURM_KEEP_ALLOCATION_S",
+            "-5",
+            "PX_SLURM_KEEP_ALLOCATION_S: keep_allocation_s: -5.0 is not a number of seconds (0: no allocation kept)",
+        ),
         ("PX_STOP_GRACE_S", "-1", "PX_STOP_GRACE_S: '-1' is below 0"),
     ],
 )
@@ -301,6 +314,51 @@ def test_runs_of_one_shape_become_one_array_script_and_others_are_refused(tmp_pa
     with pytest.raises(ArrayRefused, match="task 2's job differs from task 0's"):
         array_script(tmp_path / "arrays" / "sweep-2", works, concurrency=2, name="px-sweep-2")
     assert "--array=0-1\n" in array_script(tmp_path / "arrays" / "s3", works[:2], 2, "px-s3").read_text()  # no throttle
+
+
+def test_which_runs_a_kept_allocation_takes_and_what_its_script_and_claims_are(tmp_path):
+    keep = SlurmSettings(keep_allocation_s=300, setup=["module load python"])
+    plain = job_plan(parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": 2}}}))
+    assert not_kept(plain, SlurmSettings()) == "keep_allocation_s is 0"  # off unless set
+    assert not_kept(plain, keep) is None
+    assert not_kept(job_plan(parse_topology(TF_PS)), keep) == "a heterogeneous job is not kept"
+    retried = parse_topology(
+        {"framework": "pytorch", "termination": {"max_retries": 2}, "environment": {"replicas": {"n_workers": 2}}}
+    )
+    assert "retries" in not_kept(job_plan(retried), keep)
+    assert "node-launched" in not_kept(plain, SlurmSettings(keep_allocation_s=300, launcher="task"))
+
+    # one key per shape: the same options, setup, interpreter and framework; a run's own name is not its shape
+    one, two = (job_script(run, tmp_path / run, plain, keep) for run in ("run-a", "run-b"))
+    assert shape_key(one, keep, "pytorch") == shape_key(two, keep, "pytorch")
+    assert shape_key(one, keep, "pytorch") != shape_key(one, keep, "tensorflow")
+    assert shape_key(one, keep, "pytorch") != shape_key(one, SlurmSettings(keep_allocation_s=300), "pytorch")
+    bigger = job_plan(parse_topology({"framework": "pytorch", "environment": {"replicas": {"n_workers": 3}}}))
+    assert shape_key(job_script("run-c", tmp_path, bigger, keep), keep, "pytorch") != shape_key(one, keep, "pytorch")
+
+    folder = tmp_path / "allocations" / "abc-1"
+    script = allocation_script(folder, one, keep)
+    assert "#SBATCH --ntasks=3\n" in script and "run-a" not in script and "#SBATCH --job-name=px-keep\n" in script
+    assert f"#SBATCH --output={folder}/batch.out\n" in script
+    assert script.index("module load python") < script.index("srun ")  # the setup once, before the servers
+    assert "--ntasks-per-node=1 --whole --mem=0 " in script and script.rstrip().endswith('"$SLURM_TASKS_PER_NODE"')
+
+    # claims and the leader's close race for one number each; a closed allocation takes no claim
+    (folder / "claims").mkdir(parents=True)
+    assert take_number(folder, {"run_id": "r1"}) == 0 and take_number(folder, {"run_id": "r2"}) == 1
+    (folder / "claims" / "2.json").write_text('{"closed": true}')
+    assert take_number(folder, {"run_id": "r3"}) is None
+    assert sorted(p.name for p in (folder / "claims").iterdir()) == ["0.json", "1.json", "2.json"]  # nothing left over
+    signal_run(folder, 1, "TERM")
+    signal_run(folder, 1, "KILL")
+    signal_run(folder, 1, "TERM")  # a KILL asked stays asked
+    assert (folder / "claims" / "1.signal").read_text() == "KILL"
+    assert not run_over(folder, 1)  # no server has said how many they are, nor ended it
+    (folder / "servers.json").write_text('{"count": 2}')
+    (folder / "claims" / "1.done-n1").write_text("{}")
+    assert not run_over(folder, 1)
+    (folder / "claims" / "1.done-n2").write_text("{}")
+    assert run_over(folder, 1)
 
 
 def test_the_form_offers_slurm():

@@ -30,8 +30,8 @@ from typing import Any
 from ...forkserver.client import TemplateUnavailable, ask
 from ...forkserver.pool import MEMBER_MODULE, import_env
 from ...forkserver.pool_member import READY_NAME
+from ..preload import POOL_OPTIONAL, POOL_PRELOAD
 from . import warm
-from .preload import POOL_OPTIONAL, POOL_PRELOAD
 
 log = logging.getLogger(__name__)
 

@@ -53,9 +53,9 @@ from ...forkserver.client import start as start_through_template
 from ...processes import detached, file_lock
 from ...runstore import RunRecord, px_home
 from ...topology import Topology
+from ..preload import BASE_PRELOAD, COLD_FRAMEWORKS, FRAMEWORK_PRELOAD, POOL_OPTIONAL, POOL_PRELOAD
 from .config import SUPERVISOR_MODULE, TUNABLES
 from .fingerprint import changed_facts, environment_facts, environment_fingerprint
-from .preload import BASE_PRELOAD, COLD_FRAMEWORKS, FRAMEWORK_PRELOAD, POOL_OPTIONAL, POOL_PRELOAD
 from .settings import LocalSettings
 
 log = logging.getLogger(__name__)

@@ -46,7 +46,8 @@ class ArrayRefused(BackendError):
     """These runs cannot be one array (their jobs differ in shape, or one is heterogeneous)."""
 
 
-def _options(job_script: str) -> list[str]:
+def shape_options(job_script: str) -> list[str]:
+    """The `#SBATCH` lines of a run's job.sh that say its shape (all but its name and output)."""
     return [
         line
         for line in job_script.splitlines()
@@ -59,7 +60,7 @@ def array_script(folder: Path, works: Sequence[Path], concurrency: int, name: st
     (in task order); its path. ArrayRefused when their options differ."""
     if not works:
         raise ArrayRefused("no runs to submit")
-    options = [_options((work / JOB_SCRIPT).read_text()) for work in works]
+    options = [shape_options((work / JOB_SCRIPT).read_text()) for work in works]
     if any("#SBATCH hetjob" in found for found in options):
         raise ArrayRefused("a heterogeneous job cannot be a task of a job array (sbatch(1))")
     differ = [i for i, found in enumerate(options) if found != options[0]]

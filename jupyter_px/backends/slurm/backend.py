@@ -26,7 +26,7 @@ from ...topology import Topology, parse_topology
 from ...topology.export import headline
 from ..base import BackendError, SubmitHandle, replica_to_kill
 from ..followed import FollowedBackend, mark_stopped
-from . import mirror, preflight
+from . import allocations, mirror, preflight
 from .arrays import ArrayRefused, array_script, held_task, keeper
 from .commands import SlurmCommandError, SlurmCommands
 from .handle import (
@@ -41,6 +41,7 @@ from .handle import (
     TASK_SCRIPT,
     JobHandle,
 )
+from .job_control import JobControl
 from .plan import JobPlan, job_plan, plan_document
 from .script import job_name, job_script, node_script, task_script
 from .settings import SlurmSettings, load_settings
@@ -84,6 +85,7 @@ class _Prepared:
     work: Path  # where its tasks read and write: the run directory or its copy under shared_dir
     shared: Path | None
     plan: JobPlan
+    framework: str | None
 
 
 class SlurmBackend(FollowedBackend[SlurmSettings]):
@@ -106,12 +108,24 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
     def submit(self, run_id: str) -> SubmitHandle:
         prepared = self._prepare(run_id)
         commands = SlurmCommands(env=job_environ(self.store.home))
+        if allocations.not_kept(prepared.plan, self.settings) is None:
+            return self._submit_kept(prepared, commands)
         job_id = commands.sbatch(prepared.work / JOB_SCRIPT, cwd=str(prepared.work))
         try:
             return self._submitted(prepared, commands, job_id)
         except BaseException:
             with contextlib.suppress(SlurmCommandError):
                 commands.scancel(job_id)
+            raise
+
+    def _submit_kept(self, prepared: _Prepared, commands: SlurmCommands) -> SubmitHandle:
+        """The run on a kept allocation of its shape, idle, else on a new one (`allocations.py`)."""
+        kept = allocations.Allocations(self._store_root(), self.store, commands)
+        claim = kept.claim(prepared.run_id, prepared.work, self.settings, prepared.framework)
+        try:
+            return self._submitted(prepared, commands, claim.job_id, claim=claim)
+        except BaseException:
+            allocations.signal_run(claim.folder, claim.seq, "KILL")
             raise
 
     def submit_array(self, run_ids: list[str], concurrency: int, label: str) -> list[SubmitHandle]:
@@ -166,7 +180,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         shutil.copyfile(Path(__file__).with_name("node_entry.py"), work / NODE_ENTRY)
         shutil.copyfile(Path(__file__).with_name("requeue_entry.py"), work / REQUEUE_ENTRY)
         shutil.copyfile(Path(__file__).with_name("kill_requests.py"), work / KILL_REQUESTS)
-        return _Prepared(run_id, run_dir, work, shared, plan)
+        return _Prepared(run_id, run_dir, work, shared, plan, topology.framework)
 
     def _submitted(
         self,
@@ -175,9 +189,11 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         job_id: int,
         array_task: int | None = None,
         follow: bool = True,
+        claim: allocations.Claim | None = None,
     ) -> SubmitHandle:
         """Record the run's job (`slurm.json`) and start its follower (not yet, `follow=False`:
-        a task the array holds back, kept by whoever keeps the run until it starts)."""
+        a task the array holds back, kept by whoever keeps the run until it starts). `claim`: the
+        run's place on a kept allocation, whose job it shares."""
         plan = prepared.plan
         handle = JobHandle(
             job_id=job_id,
@@ -189,11 +205,19 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
             shared_run_dir=str(prepared.shared) if prepared.shared else None,
             default_mem_per_cpu_mib=self._default_mem_per_cpu,
             array_task=array_task,
+            allocation=str(claim.folder) if claim else None,
+            claim=claim.seq if claim else None,
+            batch_offset=claim.batch_offset if claim else 0,
         )
         with self.starting(prepared.run_dir):  # a keeper that sees the handle waits for the owner
             handle.save(prepared.run_dir)
             status = RunStatus.initial(prepared.run_id, plan.tasks)
             status.message = f"Slurm job {handle.ref} submitted"
+            if claim is not None:
+                kept = (
+                    "a new allocation kept for the next runs" if claim.new else "the allocation kept from a run before"
+                )
+                status.message = f"Slurm job {handle.ref} submitted ({kept})"
             if not follow:  # held back: kept by this process (the sweep's controller) until it starts
                 status.owner = keeper()
             self.store.write_status(status)
@@ -259,11 +283,16 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
         if handle is None:
             return
         commands = SlurmCommands(handle.slurm_conf)
+        control = JobControl(run_id, handle, commands, handle.work_dir(root))
         status = self.store.status(run_id)
         if not status.state.finished:  # no follower could do it: the status is ours to finish
-            commands.scancel(handle.ref)
+            control.signal()
             mark_stopped(status)
             self.store.write_status(status)
+        if control.kept is not None:  # the allocation stays: its servers end the run alone
+            while not allocations.run_over(control.kept, handle.claim or 0) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            return
         self._wait_out_of_queue(commands, handle.ref, deadline)
 
     def _wait_out_of_queue(self, commands: SlurmCommands, job_id: int | str, deadline: float) -> None:

@@ -40,17 +40,18 @@ from ...topology.naming import ReplicaNames
 from .. import follower_process
 from ..failures import code_failure
 from . import mirror
-from .commands import SlurmCommandError, SlurmCommands, SlurmUnreachable
+from .commands import SlurmCommands, SlurmUnreachable
 from .culprit import blame, explained_by_its_node, mark_consequences, slurm_killed
 from .default_memory import memory_limit, memory_limits
 from .handle import BATCH_OUTPUT, FOLLOWER, STOP_FILE, JobHandle
 from .hang_watch import HangWatch
+from .job_control import JOB_END_WAIT_S, JobControl
 from .kills import JobLayout, SlurmKill, killed_tasks
-from .queue import JobView, QueueWatch, Snapshot
+from .queue import JobView, QueueWatch
 from .replicas import Ending, Hit, RecordReader, Records, ended_replica, killed_replica, unrecorded_end
 from .requeues import Requeues
 from .settings import load_settings
-from .states import ACTIVE, STARTED, base_state, minutes_text, pending_message, running_message, slurm_end
+from .states import STARTED, base_state, minutes_text, pending_message, running_message, slurm_end
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,6 @@ CAUSE_WAIT_S = 5.0
 #: At the end, how long to wait for the records of tasks that have started (a shared filesystem
 #: may show a file written on a node a moment later).
 RECORDS_WAIT_S = 5.0
-#: Once every task has ended, how long the job gets to end by itself before it is cancelled.
-JOB_END_WAIT_S = 5.0
 #: How often the follower looks at the task records and the stop request.
 TICK_S = 0.2
 
@@ -102,7 +101,8 @@ class Follower:
         self.work = self.handle.work_dir(self.run_dir)
         recorded = store.status(run_id)
         self.attempts = Requeues(self.run_dir, self.handle, self.commands, self.topology, recorded)
-        self.reader = RecordReader(self.attempts.folder(), self.work / BATCH_OUTPUT)
+        self.control = JobControl(run_id, self.handle, self.commands, self.work)
+        self.reader = RecordReader(self.attempts.folder(), self.control.batch_output, self.control.batch_offset)
         self.memory = {(s.role, s.index): memory_limit(s) for s in self.topology.replicas()}
         self.names = ReplicaNames.of(self.topology)
         self.limits = memory_limits(self.topology, self.memory, self.handle.default_mem_per_cpu_mib)
@@ -259,10 +259,10 @@ class Follower:
             self.term_sent_at = now
             if job_state in STARTED and not all_ended:
                 log.info("run %s: %s; SIGTERM to its tasks", self.run_id, self.ending.message)
-                self._scancel(signal="TERM")
+                self.control.signal("TERM")
                 return
             if not (job_state in STARTED and records.starts):  # nothing runs (yet): cancel at once
-                self._scancel()
+                self.control.signal()
                 self.killed_at = now
                 return
         settled = all_ended and now - max(ended, default=now) >= JOB_END_WAIT_S
@@ -270,57 +270,15 @@ class Follower:
             if not all_ended:
                 waited = now - self.term_sent_at
                 log.info("run %s: tasks still running %.0f s after SIGTERM; cancelling the job", self.run_id, waited)
-            self._scancel()
+            self.control.signal()
             self.killed_at = now
-
-    def _scancel(self, signal: str | None = None) -> None:
-        try:
-            self.commands.scancel(self.handle.ref, signal=signal)
-        except SlurmCommandError as error:
-            log.warning("run %s: scancel %s: %s", self.run_id, self.handle.ref, error)
-
-    # ---- the job's end -------------------------------------------------------------------------
-    def _job_over(self, snapshot: Snapshot) -> str | None:
-        """The job's final state once it has left Slurm's active states ("" when unknown), else None."""
-        job = self.job
-        if job is not None:
-            return job.state if job.state not in ACTIVE else None
-        if snapshot.taken_at < self.handle.submitted_at + 1.0:
-            return None  # taken before the job existed
-        try:
-            shown = self.commands.show_job(self.handle.ref)
-        except SlurmCommandError as error:
-            log.info("run %s: scontrol show job: %s", self.run_id, error)
-            return None
-        if shown:
-            state = base_state(shown[0].get("JobState"))
-            return state if state not in ACTIVE else None
-        return self._accounted_state() or ""
-
-    def _accounted_state(self) -> str | None:
-        """The job's state as `sacct` has it (`CANCELLED by 1000`), None without accounting."""
-        try:
-            return self.commands.sacct_state(self.handle.ref)
-        except SlurmCommandError:
-            return None
-
-    def _cancelled_by(self) -> str | None:
-        state = self._accounted_state() or ""
-        if not state.upper().startswith("CANCELLED BY "):
-            return None
-        uid = state.split()[-1]
-        try:
-            import pwd
-
-            return f"{pwd.getpwuid(int(uid)).pw_name} (uid {uid})"
-        except (KeyError, ValueError):
-            return f"uid {uid}"
 
     def _finish(self, final_state: str | None) -> int:
         """Write the run's final status. `final_state`: the job's state once it has left Slurm's
         active states; None when every task has recorded its end and the ending is decided (the
-        job is then ending by itself: `_see_job_out` makes sure of it)."""
+        job is then ending by itself: `JobControl.see_out` makes sure of it)."""
         deadline = time.monotonic() + RECORDS_WAIT_S
+        self.control.keep_output()
         while True:
             if self.handle.shared_run_dir:
                 mirror.sync(self.work, self.run_dir)
@@ -331,7 +289,7 @@ class Follower:
             time.sleep(0.2)
         slurm_state = final_state if self.ending is None else None
         cancelled = base_state(slurm_state) == "CANCELLED"
-        who = self._cancelled_by() if cancelled else None
+        who = self.control.cancelled_by() if cancelled else None
         time_limit = self.job.time_limit_min if self.job else None
         slurm = slurm_end(self.handle.ref, slurm_state, time_limit, who) if slurm_state else None
         replicas = self._replicas(records, final=True, slurm_state=slurm_state)
@@ -357,31 +315,22 @@ class Follower:
         status.state, status.reason, status.message = state, reason, message
         status.replicas = replicas
         if final_state is None:  # finished means Slurm holds nothing of it (as a local run's processes)
-            self._see_job_out()
+            self.control.see_out()
         status.finished_at = time.time()
         status.owner = None
         self.store.write_status(status)
         log.info("run %s finished: %s (%s)", self.run_id, state.value, message)
         return 0
 
-    def _see_job_out(self) -> None:
-        """Every task has ended: the batch script ends with its `srun`. Wait for the job to leave
-        the queue (its epilog, COMPLETING, included), and cancel it if it has not soon (a setup
-        line that hangs, say), then wait for that."""
-        try:
-            if not self.commands.left_queue(self.handle.ref, JOB_END_WAIT_S):
-                log.info("run %s: every task ended but job %s did not; cancelling it", self.run_id, self.handle.ref)
-                self._scancel()
-                self.commands.left_queue(self.handle.ref, JOB_END_WAIT_S)
-        except SlurmCommandError:
-            return
-
     # ---- status -----------------------------------------------------------------------------
     def _base_status(self) -> RunStatus:
         """A status of this run with its owner (this follower, as its starter recorded it)."""
         status = RunStatus(run_id=self.run_id, owner=self.owner, started_at=self.started_at)
         if self.job is not None and self.job.start_time and status.started_at is None:
-            status.started_at = self.started_at = self.job.start_time
+            # on a kept allocation, the run starts when it is claimed (the job may have run long)
+            kept = self.control.kept is not None
+            start = max(self.job.start_time, self.handle.submitted_at) if kept else self.job.start_time
+            status.started_at = self.started_at = start
         self.attempts.stamp(status, self.job.start_time if self.job and self.job.state == "RUNNING" else None)
         return status
 
@@ -444,7 +393,7 @@ class Follower:
                 return self._finish(None)
             if not snapshot.error and snapshot.taken_at != self.last_snapshot:
                 self.last_snapshot = snapshot.taken_at
-                final = self._job_over(snapshot)
+                final = self.control.over(self.job, snapshot)
                 if final is not None and self.ending is None and base_state(final) == "FAILED":
                     # its tasks ended it before the hold for Slurm's word was over: decide now, and a
                     # run with retries left is requeued (scontrol requeue takes a finished batch job)

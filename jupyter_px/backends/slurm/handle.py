@@ -59,6 +59,11 @@ class JobHandle:
     #: the run is task `array_task` of job array `job_id` (a sweep's trials as one array,
     #: `arrays.py`); None: a job of its own
     array_task: int | None = None
+    #: the run is claim `claim` of the kept allocation in folder `allocation` (job `job_id`,
+    #: `allocations.py`), its part of that job's batch output from `batch_offset`; None: a job of its own
+    allocation: str | None = None
+    claim: int | None = None
+    batch_offset: int = 0
 
     @property
     def ref(self) -> str:

@@ -78,6 +78,10 @@ class SlurmSettings:
     #: a sweep's trials of one shape as one job array (`--array=0-<n-1>%<concurrency>`, one record
     #: in the queue); false: a job per trial (for a site whose MaxArraySize or policy refuses arrays)
     job_arrays: bool = True
+    #: seconds a run's job is kept after its run, idle, for the next run of the same shape: the
+    #: next run starts in it at once, forked on each node from a warm process (`allocations.py`,
+    #: `salloc`'s way); 0: a job per run
+    keep_allocation_s: float = 0.0
     stop_grace_s: float = field(default_factory=lambda: _stop_grace())
 
     @property
@@ -123,6 +127,10 @@ def _check(name: str, value: Any, where: str) -> Any:
         return value
     if name in _BOOLS:
         return check_bool(name, value, where)
+    if name == "keep_allocation_s":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise BackendError(f"{where}: {name}: {value!r} is not a number of seconds (0: no allocation kept)")
+        return float(value)
     if name in _FLOATS:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise BackendError(f"{where}: {name}: {value!r} is not a positive number of seconds")
@@ -156,6 +164,7 @@ _ENV_TEXT: dict[str, Callable[[str, str], Any]] = {
     **dict.fromkeys(_LISTS, env_lines),
     **dict.fromkeys(_BOOLS, env_bool),
     **dict.fromkeys(_FLOATS, env_seconds),
+    "keep_allocation_s": env_seconds,
 }
 SETTINGS_FILE = SettingsFile(
     "Slurm", SlurmSettings, ENV_PREFIX, "slurm.yaml", _check, _ENV_TEXT, not_settings=_NOT_SETTINGS

@@ -1,5 +1,6 @@
-"""What a warm template imports ahead of its replicas, per framework, and why some frameworks
-start cold: the one list `warm.py` keys templates and plans runs by."""
+"""What a warm process imports ahead of the replicas it forks, per framework, and why some
+frameworks start cold: the one list the local backend's templates (`local/warm.py`) and Slurm's
+kept allocations (`slurm/allocations.py`) preload."""
 
 from __future__ import annotations
 
