@@ -112,3 +112,17 @@ def test_a_stop_ends_the_run_and_leaves_the_allocation_to_the_next_run(keep, px_
 
     run_id, handle = _ddp(service, "after-the-stop")
     assert (handle["job_id"], handle["claim"]) == (job, 1)
+
+
+def test_a_run_stopped_while_its_new_allocation_waits_takes_the_allocation_with_it(keep, px_home, monkeypatch):
+    monkeypatch.setenv("PX_SLURM_PROBE_SHARED", "false")  # its one-task job would wait for a CPU too
+    nodes = len(keep.nodes)
+    keep.run(["sbatch", "--output=/dev/null", f"--nodes={nodes}", "--exclusive", "--wrap=sleep 300"])  # every CPU
+    service = RunService()
+    run_id = service.submit(Submission(SourceText(STOPPABLE, origin="stoppable.py"), TOPOLOGY, name="waits"))
+    job = job_id(px_home, run_id)
+    wait_for(lambda: service.status(run_id).state.value == "Pending", "the run to wait in the queue")
+    assert queued(keep, job) == [f"{job} PENDING"]
+    status = service.stop(run_id)
+    assert status.state.value == "Stopped" and status.reason == "StoppedByUser", status
+    assert not queued(keep, job)  # made for this run alone, the allocation went with it

@@ -247,6 +247,11 @@ def signal_run(folder: Path, seq: int, name: str) -> None:
     os.replace(tmp, path)
 
 
+def started(folder: Path) -> bool:
+    """Whether the allocation's servers have started (its leader wrote how many they are)."""
+    return (folder / "servers.json").exists()
+
+
 def run_over(folder: Path, seq: int) -> bool:
     """Whether every server has ended run `seq` (or skipped it, stopped before it started)."""
     servers = int(_read(folder / "servers.json").get("count") or 0)

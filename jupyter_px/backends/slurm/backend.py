@@ -290,7 +290,7 @@ class SlurmBackend(FollowedBackend[SlurmSettings]):
             mark_stopped(status)
             self.store.write_status(status)
         if control.kept is not None:  # the allocation stays: its servers end the run alone
-            while not allocations.run_over(control.kept, handle.claim or 0) and time.monotonic() < deadline:
+            while not control.ended() and time.monotonic() < deadline:
                 time.sleep(0.1)
             return
         self._wait_out_of_queue(commands, handle.ref, deadline)

@@ -45,11 +45,23 @@ class JobControl:
         kept allocation the servers' signal to this run's processes."""
         if self.kept is not None:
             allocations.signal_run(self.kept, self.handle.claim or 0, signal or "KILL")
-            return
+            if signal is not None or allocations.started(self.kept):
+                return  # (an allocation not started yet was made for this run alone: it goes with it)
         try:
             self.commands.scancel(self.handle.ref, signal=signal)
         except SlurmCommandError as error:
             log.warning("run %s: scancel %s: %s", self.run_id, self.handle.ref, error)
+
+    def ended(self) -> bool:
+        """Whether nothing of the run is left: its job has left the queue, or on a kept
+        allocation, its servers have ended the run (or the allocation has ended)."""
+        if self.kept is not None and allocations.run_over(self.kept, self.handle.claim or 0):
+            return True
+        try:
+            shown = self.commands.show_job(self.handle.ref)
+        except SlurmCommandError:
+            return False
+        return not shown or all(base_state(part.get("JobState")) not in ACTIVE for part in shown)
 
     def over(self, job: JobView | None, snapshot: Snapshot) -> str | None:
         """The job's final state once it has left Slurm's active states ("" when unknown), else
