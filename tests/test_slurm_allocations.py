@@ -114,8 +114,7 @@ def test_a_stop_ends_the_run_and_leaves_the_allocation_to_the_next_run(keep, px_
     assert (handle["job_id"], handle["claim"]) == (job, 1)
 
 
-def test_a_run_stopped_while_its_new_allocation_waits_takes_the_allocation_with_it(keep, px_home, monkeypatch):
-    monkeypatch.setenv("PX_SLURM_PROBE_SHARED", "false")  # its one-task job would wait for a CPU too
+def test_a_run_stopped_while_its_new_allocation_waits_takes_the_allocation_with_it(keep, px_home):
     nodes = len(keep.nodes)
     keep.run(["sbatch", "--output=/dev/null", f"--nodes={nodes}", "--exclusive", "--wrap=sleep 300"])  # every CPU
     service = RunService()
@@ -126,3 +125,5 @@ def test_a_run_stopped_while_its_new_allocation_waits_takes_the_allocation_with_
     status = service.stop(run_id)
     assert status.state.value == "Stopped" and status.reason == "StoppedByUser", status
     assert not queued(keep, job)  # made for this run alone, the allocation went with it
+    # the preflight's probe of the shared filesystem found no free CPU: not tried again for a while
+    assert list((px_home / "slurm").glob("shared-busy-*.json"))

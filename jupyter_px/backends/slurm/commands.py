@@ -268,8 +268,9 @@ class SlurmCommands:
     def probe(
         self, argv: Sequence[str], *, partition: str | None, extra: Sequence[str] = ()
     ) -> subprocess.CompletedProcess:
-        """A one-task job running `argv` now (`srun --immediate`: it waits for no queue)."""
-        options = ["srun", "--ntasks=1", "--nodes=1", "--immediate=30", "--quiet", "--job-name=px-probe", *extra]
+        """A one-task job running `argv` now (`srun --immediate=5`: it waits for no queue, and at most
+        5 s for a free CPU: on a full cluster, the run it checks for would wait in the queue anyway)."""
+        options = ["srun", "--ntasks=1", "--nodes=1", "--immediate=5", "--quiet", "--job-name=px-probe", *extra]
         if partition:
             options.append(f"--partition={partition}")
         return self.run([*options, *argv], check=False)

@@ -10,7 +10,8 @@
 * A one-task probe (`srun --immediate`): a file written here must be readable on a compute node,
   or the tasks could neither read their code nor write their logs. Proven once an hour per run
   store and cluster (`$PX_HOME/slurm/shared-ok-<cluster>.json`); when the cluster has no free CPU
-  right now the probe cannot run, and the job itself says so later if the store is not shared.
+  within 5 s the probe cannot run (and is not tried again for 5 minutes: each run would wait for
+  it), and the job itself says so later if the store is not shared.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: How long a successful probe of the shared filesystem is trusted.
 PROBE_VALID_S = 3600.0
+#: After a probe found no free CPU, how long the next runs go without one (each would wait for it).
+PROBE_BUSY_S = 300.0
 
 
 def check(
@@ -89,11 +92,13 @@ def probe_shared(store_root: Path, settings: SlurmSettings, commands: SlurmComma
     folder.mkdir(parents=True, exist_ok=True)
     key = (commands.slurm_conf or "default").replace("/", "_")[-80:]
     marker = folder / f"shared-ok-{key}.json"
-    try:
-        if time.time() - json.loads(marker.read_text())["checked_at"] < PROBE_VALID_S:
-            return
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    busy = folder / f"shared-busy-{key}.json"
+    for path, valid_s in ((marker, PROBE_VALID_S), (busy, PROBE_BUSY_S)):
+        try:
+            if time.time() - json.loads(path.read_text())["checked_at"] < valid_s:
+                return
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     token = folder / f"probe-{secrets.token_hex(6)}"
     token.write_text("jupyter-px probe\n")
     try:
@@ -107,6 +112,7 @@ def probe_shared(store_root: Path, settings: SlurmSettings, commands: SlurmComma
     said = (done.stderr or "").strip().splitlines()
     if any("Unable to allocate resources" in line or "Immediate" in line for line in said):
         log.info("the shared-filesystem probe could not run now (%s); the job will tell", said[-1] if said else "")
+        atomic_write_json(busy, {"checked_at": time.time(), "said": said[-1] if said else ""})
         return
     raise BackendError(
         f"the compute nodes do not see the run store {store_root} (a one-task probe could not read a file written "
