@@ -39,6 +39,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from notebook_cell import CellKernel
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 WORKLOAD = ROOT / "examples" / "workloads" / "torch_cnn.py"
@@ -92,49 +94,19 @@ def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, floa
     return max(ready) - start, took
 
 
-class Kernel:
-    """A kernel nbclient drives, with jupyter-px loaded, that runs the workload's cell."""
-
-    def __init__(self, env: dict[str, str], folder: Path, workload: list[str]):
-        import nbformat
-        from nbclient import NotebookClient
-
-        body = STAMPED.replace("sys.argv = sys.argv[1:]", f"sys.argv = {workload!r}")
-        self.notebook = nbformat.v4.new_notebook(
-            cells=[
-                nbformat.v4.new_code_cell("%load_ext jupyter_px"),
-                nbformat.v4.new_code_cell(f"%%px_distributed -f {folder / 'topology.yaml'} --wait\n{body}"),
-            ]
-        )
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(env)
-        try:
-            self.client = NotebookClient(
-                self.notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-            )
-            self.kernel = self.client.setup_kernel()
-            self.kernel.__enter__()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        self.client.execute_cell(self.notebook.cells[0], 0)
-        self.stamps = Path(env["BENCH_STAMPS"])
-
-    def run_cell(self) -> tuple[float, float]:
-        """Like `run`, for the cell: (seconds to every rank ready, seconds to the cell's end)."""
-        for old in self.stamps.iterdir():
-            old.unlink()
-        start = time.time()
-        self.client.execute_cell(self.notebook.cells[1], 1)  # raises when the run does not succeed
-        took = time.time() - start
-        ready = [float(path.name.partition("-")[2]) for path in self.stamps.iterdir()]
-        if len(ready) != RANKS:
-            raise RuntimeError(f"the cell: {len(ready)} of {RANKS} ranks ran")
-        return max(ready) - start, took
-
-    def close(self) -> None:
-        self.kernel.__exit__(None, None, None)
+def run_cell(kernel: CellKernel, stamps: Path) -> tuple[float, float]:
+    """Like `run`, for the cell: (seconds to every rank ready, seconds to the cell's end)."""
+    for old in stamps.iterdir():
+        old.unlink()
+    start = time.time()
+    _, ok, said = kernel.run()
+    took = time.time() - start
+    if not ok:
+        raise RuntimeError(f"the cell failed: {said[-800:]}")
+    ready = [float(path.name.partition("-")[2]) for path in stamps.iterdir()]
+    if len(ready) != RANKS:
+        raise RuntimeError(f"the cell: {len(ready)} of {RANKS} ranks ran")
+    return max(ready) - start, took
 
 
 def empty_queue(cluster, env: dict[str, str]) -> None:
@@ -186,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         jupyter = str(Path(sys.executable).with_name("jupyter"))
         px = [jupyter, "px", "run", "stamped.py", "-f", "topology.yaml", "--wait", "--", *workload]
         results: dict[str, list[tuple[float, float]]] = {}
-        kernel = Kernel(env, folder, workload)
+        body = STAMPED.replace("sys.argv = sys.argv[1:]", f"sys.argv = {workload!r}")
+        kernel = CellKernel(env, folder, f"%%px_distributed -f {folder / 'topology.yaml'} --wait\n{body}")
+        stamps = Path(env["BENCH_STAMPS"])
         for round_ in range(args.rounds + 1):  # round 0 warms the caches, unmeasured
             empty_queue(cluster, env)
-            times = {"the cell, first": kernel.run_cell(), "the cell, second": kernel.run_cell()}
+            times = {"the cell, first": run_cell(kernel, stamps), "the cell, second": run_cell(kernel, stamps)}
             empty_queue(cluster, env)
             times["jupyter px run, first"] = run(px, env, folder)
             times["jupyter px run, second"] = run(px, env, folder)

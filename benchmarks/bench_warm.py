@@ -34,6 +34,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from notebook_cell import CellKernel
 from private_home import private_environ
 
 TARGET_RATIO = 0.2
@@ -146,44 +147,17 @@ class Bench:
         return seconds, reply[1:] == ["0"], " ".join(reply)
 
     def start_kernel(self) -> None:
-        import nbformat
-        from nbclient import NotebookClient
-
-        self.notebook = nbformat.v4.new_notebook(
-            cells=[
-                nbformat.v4.new_code_cell("%load_ext jupyter_px"),
-                nbformat.v4.new_code_cell(f"%%px_distributed -f {self.work / 'four.yaml'} --wait\n{JOB}"),
-            ]
-        )
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(self.env)  # the kernel's environment: this benchmark's store and templates
-        try:
-            self.client = NotebookClient(
-                self.notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(self.work)}}
-            )
-            self.kernel = self.client.setup_kernel()
-            self.kernel.__enter__()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        self.client.execute_cell(self.notebook.cells[0], 0)
+        self.kernel = CellKernel(self.env, self.work, f"%%px_distributed -f {self.work / 'four.yaml'} --wait\n{JOB}")
 
     def magic(self):
-        cell = self.notebook.cells[1]
-        start = time.perf_counter()
-        try:
-            self.client.execute_cell(cell, 1)
-            ok = True
-        except Exception as error:  # CellExecutionError: the run did not succeed
-            ok, cell.outputs = False, [{"output_type": "stream", "name": "stderr", "text": str(error)}]
-        seconds = time.perf_counter() - start
+        assert self.kernel is not None
+        seconds, ok, _ = self.kernel.run()
         launch = self._last_launch()
         return seconds, ok and launch.startswith("warm"), f"launch: {launch}"
 
     def close(self) -> None:
         if self.kernel is not None:
-            self.kernel.__exit__(None, None, None)
+            self.kernel.close()
         self.floor.stdin.close()  # type: ignore[union-attr]
         self.floor.wait(timeout=30)
 

@@ -34,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from notebook_cell import CellKernel
 from private_home import private_environ
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,41 +101,15 @@ class Bench:
         return json.loads((self._last_run() / "status.json").read_text()).get("launch") or ""
 
     def start_kernel(self) -> None:
-        import nbformat
-        from nbclient import NotebookClient
-
         script = (self.work / "torch_cnn.py").read_text()
         if self.size != "tiny":
             script = script.replace('default="tiny"', f'default="{self.size}"')
-        self.notebook = nbformat.v4.new_notebook(
-            cells=[
-                nbformat.v4.new_code_cell("%load_ext jupyter_px"),
-                nbformat.v4.new_code_cell(f"%%px_distributed -f {self.work / 'four.yaml'} --wait\n{script}"),
-            ]
-        )
-        saved = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(self.env)
-        try:
-            self.client = NotebookClient(
-                self.notebook, timeout=1200, kernel_name="python3", resources={"metadata": {"path": str(self.work)}}
-            )
-            self.kernel = self.client.setup_kernel()
-            self.kernel.__enter__()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        self.client.execute_cell(self.notebook.cells[0], 0)
+        cell = f"%%px_distributed -f {self.work / 'four.yaml'} --wait\n{script}"
+        self.kernel = CellKernel(self.env, self.work, cell, timeout=1200)
 
     def magic(self):
-        cell = self.notebook.cells[1]
-        start = time.perf_counter()
-        try:
-            self.client.execute_cell(cell, 1)
-            ok = True
-        except Exception as error:  # CellExecutionError: the run did not succeed
-            ok, cell.outputs = False, [{"output_type": "stream", "name": "stderr", "text": str(error)}]
-        seconds = time.perf_counter() - start
+        assert self.kernel is not None
+        seconds, ok, _ = self.kernel.run()
         run = self._last_run()
         found = results("\n".join((run / "logs" / log).read_text() for log in os.listdir(run / "logs")))
         launch = self._last_launch()
@@ -142,7 +117,7 @@ class Bench:
 
     def close(self) -> None:
         if self.kernel is not None:
-            self.kernel.__exit__(None, None, None)
+            self.kernel.close()
 
 
 def main(argv: list[str] | None = None) -> int:
