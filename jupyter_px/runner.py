@@ -411,10 +411,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     nproc = int((topology.get("environment") or {}).get("processes_per_replica") or 1)
     if topology.get("framework") == "pytorch" and nproc > 1 and "LOCAL_RANK" not in os.environ:
         _finish(_run_local_group(run_dir, nproc))
-    from jupyter_px.diagnostics import collective_timeout, stack_signal
+    from jupyter_px.diagnostics import collective_timeout, group_teardown, stack_signal
 
     stack_signal.install(run_dir)  # its stacks on request, even from native code (`jupyter px stacks`)
     collective_timeout.install()  # a missing rank fails its peers' collectives in minutes, not half an hour
+    group_teardown.install()  # a DDP model freed after destroy_process_group() cannot hang the replica
 
     code_spec = record.get("code") or {}
     code_dir = run_dir / "code"

@@ -14,9 +14,9 @@ rank's stack; when it ends, the ranks that timed out say so in their tracebacks,
 How it is applied: `init_process_group` and `new_group` called without `timeout=` read the
 module globals `default_pg_timeout` / `default_pg_nccl_timeout` of
 `torch.distributed.distributed_c10d` at call time (`_get_default_timeout`, torch 2.13), so the
-runner sets those, once that module is imported: at once where it already is (a replica forked
-from a warm template), else from an import hook, so that a replica that never imports torch pays
-nothing. A timeout the user's code passes (`timeout=timedelta(...)`) wins, as it should. NCCL's
+runner sets those, once that module is imported (`after_import.py`: at once where it already is, in
+a replica forked from a warm template, else from an import hook, so that a replica that never
+imports torch pays nothing). A timeout the user's code passes (`timeout=timedelta(...)`) wins, as it should. NCCL's
 watchdog then aborts a timed-out collective (`TORCH_NCCL_ASYNC_ERROR_HANDLING`, on by default).
 
 Standard library only: the runner imports it in every replica.
@@ -24,15 +24,13 @@ Standard library only: the runner imports it in every replica.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import os
 import re
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import timedelta
 from types import ModuleType
-from typing import Any
+
+from .after_import import on_import
 
 #: The variable of the environment contract that carries a run's timeout, in seconds.
 ENV = "PX_COLLECTIVE_TIMEOUT_S"
@@ -70,32 +68,12 @@ def _apply(module: ModuleType, value: float) -> None:
         module.default_pg_nccl_timeout = timeout  # type: ignore[attr-defined]
 
 
-class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Applies the timeout once `torch.distributed.distributed_c10d` is executed, then steps aside."""
+#: The seconds `install` last applied (what the import hook applies).
+_installed = DEFAULT_S
 
-    def __init__(self, value: float) -> None:
-        self.value = value
-        self._loader: Any = None
 
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != _C10D:
-            return None
-        sys.meta_path.remove(self)  # the finders after this one find the real module
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None:
-            return spec
-        self._loader, spec.loader = spec.loader, self
-        return spec
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        module.__spec__.loader = module.__loader__ = self._loader  # type: ignore[union-attr]
-        self._loader.exec_module(module)
-        _apply(module, self.value)
+def _apply_installed(module: ModuleType) -> None:
+    _apply(module, _installed)
 
 
 def install(environ: Mapping[str, str] | None = None) -> float | None:
@@ -104,11 +82,9 @@ def install(environ: Mapping[str, str] | None = None) -> float | None:
     value = seconds(os.environ if environ is None else environ)
     if value is None:
         return None
-    module = sys.modules.get(_C10D)
-    if module is not None:
-        _apply(module, value)
-    elif not any(isinstance(finder, _AfterImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(value))
+    global _installed
+    _installed = value
+    on_import(_C10D, _apply_installed)
     return value
 
 
