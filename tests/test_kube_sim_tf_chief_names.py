@@ -62,7 +62,7 @@ async def test_status_logs_magics_and_the_rest_detail_call_a_tensorflow_master_c
     )
     assert refused.returncode != 0 and "(it has chief.0, worker.0)" in refused.stderr
 
-    table = magic_text(ip, f"%px_status {run.run_id}")
+    table = magic_text(ip, f"%px_status {run.run_id}", run.run_id)
     assert "chief succeeded" in table and "master-0" not in without_pod_names(table, run.run_id)
     assert [line.split()[0] for line in table.splitlines()[-2:]] == ["chief", "worker-0"], table
     assert magic_text(ip, f"%px_logs {run.run_id} --role chief") == "hello from master\n"
@@ -79,8 +79,11 @@ def without_pod_names(text: str, run_id: str) -> str:
     return text.replace(f"{run_id}-master-0", "<pod>")
 
 
-def magic_text(ip, line: str) -> str:
-    """What a line magic shows: what it prints, then the text of what it displays."""
+def magic_text(ip, line: str, run_id: str | None = None) -> str:
+    """What a line magic shows: what it prints, then the text of what it displays (with `run_id`,
+    only the displays that name it: `capture_output` also takes what another test's run monitor,
+    still updating its own display in this process, sends meanwhile)."""
     result, captured = run(ip, line)
     assert result.error_in_exec is None and result.error_before_exec is None, captured.stderr
-    return captured.stdout + "".join(str(o.data.get("text/plain", "")) for o in captured.outputs)
+    texts = [str(o.data.get("text/plain", "")) for o in captured.outputs]
+    return captured.stdout + "".join(text for text in texts if run_id is None or run_id in text)

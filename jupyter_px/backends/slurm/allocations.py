@@ -182,7 +182,8 @@ class Allocations:
         if not servers or len(beats) < servers or any(now - beat > HEARTBEAT_STALE_S for beat in beats):
             return None
         idle_s = float(_read(folder / "allocation.json").get("idle_s") or 0)
-        last = max(_mtime(_claims(folder) / f"{numbers[-1]}.json"), *self._done_times(folder, numbers[-1]))
+        # its last run's claim, or its servers' word that it ended (none yet: its follower finished first)
+        last = max([_mtime(_claims(folder) / f"{numbers[-1]}.json"), *self._done_times(folder, numbers[-1])])
         return int(job) if now - last < idle_s - CLOSING_MARGIN_S else None
 
     def _all_finished(self, folder: Path) -> bool:

@@ -10,7 +10,8 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/lib/px_entry.py        `pod/entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
                                    `code/{__init__,function_calls,source_map}.py`,
-                                   `diagnostics/{__init__,stack_signal,collective_timeout}.py`
+                                   `diagnostics/{__init__,stack_signal,after_import,`
+                                   `collective_timeout,group_teardown}.py`
                                    (what the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,ledger,event_writer,checkpoints}.py`
@@ -52,8 +53,10 @@ _PACKAGE_FILES = (
     # a replica's stacks on request (`jupyter px stacks`): the runner arms it before the user's code
     "diagnostics/__init__.py",
     "diagnostics/stack_signal.py",
-    # the run's collective timeout, applied before the user's code imports torch
+    # the run's collective timeout and the gloo teardown guard, applied once torch.distributed is imported
+    "diagnostics/after_import.py",
     "diagnostics/collective_timeout.py",
+    "diagnostics/group_teardown.py",
     # what tracking's checkpoints read for a checkpoint request (armed on Slurm only)
     "processes/__init__.py",
     "processes/checkpoint_signal.py",
