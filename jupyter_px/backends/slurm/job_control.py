@@ -58,10 +58,9 @@ class JobControl:
         if self.kept is not None and allocations.run_over(self.kept, self.handle.claim or 0):
             return True
         try:
-            shown = self.commands.show_job(self.handle.ref)
+            return self.commands.left_queue(self.handle.ref, 0)  # one look
         except SlurmCommandError:
             return False
-        return not shown or all(base_state(part.get("JobState")) not in ACTIVE for part in shown)
 
     def over(self, job: JobView | None, snapshot: Snapshot) -> str | None:
         """The job's final state once it has left Slurm's active states ("" when unknown), else
