@@ -51,7 +51,9 @@ def test_the_failing_replica_keeps_its_exit_code_and_log(case, tmp_path, monkeyp
     topology, options, failing = CASES[case]
     mpi = topology["framework"] == "horovod"
     topology = {**topology, "environment": {"replicas": {"n_workers": 2 if mpi else 1}}}
-    with backend_cluster(tmp_path, monkeypatch, px_home, **options) as sim:
+    # restarts after 0.1, 0.2, 0.4 ... s (the kubelet's back-off, 10 s doubling upstream): the
+    # TrainJob's six restarts wait 6 s in all instead of 32
+    with backend_cluster(tmp_path, monkeypatch, px_home, kubelet={"backoff_base": 0.1}, **options) as sim:
         if mpi:
             install_mpirun(sim)
             sim.api.admission.append(sshd_waits)

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,5 +55,12 @@ def test_the_simulation_starts_serves_and_stops_on_interrupt(tmp_path):
         api_client.close()
     finally:
         process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=60)
+        try:
+            out, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGUSR1)  # every thread's stack, for the failure below
+            time.sleep(2)
+            process.kill()
+            out, _ = process.communicate()
+            pytest.fail("the simulation did not stop within 60 s of SIGINT; its threads:\n" + out.decode()[-20000:])
     assert process.returncode == 0 and out.decode().rstrip().endswith("stopped")

@@ -9,6 +9,7 @@ then, in another terminal, `KUBECONFIG=/tmp/sim.kubeconfig kubectl get pods` or
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import signal
 import sys
@@ -59,7 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     controllers = tuple(c for c in CONTROLLERS if c not in args.without)
     namespaces = tuple(args.namespace or ("default",))
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Ctrl-C and SIGTERM stop it. Both set explicitly: a process started in the background by a
+    # shell without job control (a CI script's `... &`) inherits SIGINT ignored, and Python then
+    # leaves it ignored (no KeyboardInterrupt): such a simulation never stopped on SIGINT.
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    # `kill -USR1` prints every thread's stack (to stderr): what a stop that does not end waits on
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     with Cluster(
         namespaces=namespaces,
         version=args.version,
@@ -83,11 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"simulated cluster at {cluster.http.secure_url}; kubeconfig {args.kubeconfig}", flush=True)
         print(f"controllers: {', '.join(controllers)}; {isolation}; Ctrl-C to stop", flush=True)
-        try:
-            while not stop.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass
+        stop.wait()
     print("stopped", flush=True)
     return 0
 
