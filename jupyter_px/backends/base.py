@@ -133,7 +133,8 @@ class Backend(ABC):
         """Take every live replica's Python stacks now (`jupyter_px.diagnostics`), keep the
         snapshot in the run and return it. Default: this backend cannot yet."""
         raise BackendError(
-            f"taking the stacks of a running {self.name} run is not supported yet (local and Slurm runs only)"
+            f"taking the stacks of a running {self.name} run is not supported yet"
+            " (local, Kubernetes and Slurm runs only)"
         )
 
     @abstractmethod

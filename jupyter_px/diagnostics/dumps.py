@@ -17,6 +17,7 @@ than 100 frames ends with `  ...`; a thread outside any Python code shows `  <no
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -65,3 +66,16 @@ def parse(text: str) -> list[Thread]:
             threads[-1].truncated = True
     dumps.append(threads)
     return dumps[-1]
+
+
+def moved(threads: list[Thread], old: str, new: str) -> list[Thread]:
+    """`threads` with the frames under the directory `old` read as under `new` (a pod saw the
+    run's code at its mount point; the same files are in the run directory here)."""
+    prefix = old.rstrip("/") + "/"
+
+    def move(frame: Frame) -> Frame:
+        if frame.file.startswith(prefix):
+            return dataclasses.replace(frame, file=new.rstrip("/") + "/" + frame.file[len(prefix) :])
+        return frame
+
+    return [dataclasses.replace(t, frames=[move(f) for f in t.frames]) for t in threads]

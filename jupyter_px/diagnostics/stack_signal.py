@@ -36,6 +36,13 @@ STACKS_SIGNAL = signal.SIGURG
 STACKS_DIR = "stacks"
 DUMPS_DIR = "dumps"
 
+#: Where a replica writes its dumps instead of its run directory's `stacks/dumps/`, when that is
+#: read-only (a Kubernetes pod's run directory is the run's ConfigMap: `pod/entry.py` sets it).
+DUMPS_DIR_VARIABLE = "PX_STACKS_DIR"
+#: Beside each dump there, the process's pid (`<key>.pid`): how `stack_request.py` finds whom to
+#: signal in a pod, where no status lists the pids.
+PID_SUFFIX = ".pid"
+
 #: The open dump file (faulthandler keeps its file descriptor, so the file object must live on).
 _dump_file: IO[str] | None = None
 
@@ -66,9 +73,13 @@ def install(run_dir: Path) -> Path | None:
     """Arm `STACKS_SIGNAL` in this process; its path, or None where the run directory cannot be
     written (then the replica simply has no stacks to give)."""
     global _dump_file
-    path = dump_path(run_dir, process_key())
+    elsewhere = os.environ.get(DUMPS_DIR_VARIABLE)
+    key = process_key()
+    path = Path(elsewhere) / f"{key}.txt" if elsewhere else dump_path(run_dir, key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if elsewhere:
+            path.with_name(f"{key}{PID_SUFFIX}").write_text(str(os.getpid()))
         dump_file = open(path, "a", encoding="utf-8")  # noqa: SIM115 (kept open for faulthandler)
         faulthandler.register(STACKS_SIGNAL, file=dump_file, all_threads=True, chain=False)
     except (OSError, RuntimeError, ValueError):

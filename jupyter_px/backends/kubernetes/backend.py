@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ...runstore import RunState, RunStatus, atomic_write_json
+from ...runstore import ReplicaState, RunState, RunStatus, atomic_write_json
 from ...topology import Topology
 from ..base import BackendError, RunLeftBehind, SubmitHandle
 from ..followed import FollowedBackend, mark_stopped
@@ -200,6 +201,25 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
         if not status.state.finished:  # no follower (or a stuck one): the status is ours to finish
             mark_stopped(status)
             self.store.write_status(status)
+
+    def stacks(self, run_id: str) -> dict[str, Any]:
+        """Every running replica's stacks, asked for in its pod (`shared/stacks.py`)."""
+        from .shared.stacks import take_stacks
+
+        root = self.store.paths(run_id).root
+        try:
+            handle = RunHandle.load(root)
+        except (OSError, ValueError) as error:
+            raise BackendError(f"run {run_id} has no pods to ask: {error}") from None
+        status = self.store.status(run_id)
+        targets = {r.key: r.pid for r in status.replicas if r.state == ReplicaState.RUNNING}
+        cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
+        try:
+            return take_stacks(cluster, handle, root, run_id, targets)
+        except (HTTPError, OSError, ApiException) as error:
+            raise BackendError(f"run {run_id}: asking its pods for their stacks failed: {error}") from None
+        finally:
+            cluster.close()
 
     def clean(self, run_id: str) -> list[str]:
         """A finished run: delete what the operator kept (cleanPodPolicy None or Running keeps

@@ -7,9 +7,10 @@ read after the run has ended.
 from __future__ import annotations
 
 import logging
-import threading
+from typing import Any
 
 from ...diagnostics import taking
+from ...diagnostics.stall_stacks import StallStacks
 from ...diagnostics.stalls import StallJudge
 from ...runstore import RunPaths
 from .config import STALL_AFTER_S
@@ -25,30 +26,15 @@ class StallWatch:
     def __init__(self, paths: RunPaths, floor_s: float = STALL_AFTER_S):
         self.paths = paths
         self.judge = StallJudge(paths.metrics, floor_s)
-        self.taking: threading.Thread | None = None
+        self.stacks = StallStacks(self.judge, self._take, paths.run_id)
 
     def check(self, replicas: list[Replica]) -> bool:
         before = [r.status.stalled_since for r in replicas]
-        was_stalled = self.judge.any_stalled
-        began = self.judge.mark((r.status, r.running) for r in replicas)
-        for notice in began:
-            log.warning("Stalled: %s", notice)
-        if began and not was_stalled:
-            self._take_stacks(replicas, "stalled: " + "; ".join(began))
+        targets = {r.key: r.popen.pid for r in replicas if r.popen is not None}
+        self.stacks.mark(((r.status, r.running) for r in replicas), targets)
         return [r.status.stalled_since for r in replicas] != before
 
-    def _take_stacks(self, replicas: list[Replica], why: str) -> None:
-        if self.taking is not None and self.taking.is_alive():
-            return
-        targets = {r.key: r.popen.pid for r in replicas if r.popen is not None}
-        root, run_id = self.paths.root, self.paths.run_id
-
-        def take() -> None:
-            try:
-                snapshot = taking.take(root, run_id, targets, why=why)
-                log.info("stacks taken (%s):\n%s", why, snapshot["text"])
-            except Exception:
-                log.exception("cannot take the replicas' stacks")
-
-        self.taking = threading.Thread(target=take, name="px-stacks", daemon=True)
-        self.taking.start()
+    def _take(self, targets: dict[str, int | None], why: str) -> dict[str, Any]:
+        snapshot = taking.take(self.paths.root, self.paths.run_id, targets, why=why)
+        log.info("stacks taken (%s):\n%s", why, snapshot["text"])
+        return snapshot

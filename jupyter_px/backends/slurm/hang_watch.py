@@ -8,9 +8,9 @@ Stacks are taken as `jupyter px stacks` takes them (`stacks.py`), in a thread.""
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
+from ...diagnostics.stall_stacks import StallStacks
 from ...diagnostics.stalls import StallJudge
 from ...runstore import ReplicaState, ReplicaStatus, RunPaths
 from ..collective_blame import CollectiveTimeouts
@@ -23,8 +23,7 @@ log = logging.getLogger(__name__)
 class HangWatch:
     def __init__(self, paths: RunPaths, handle: JobHandle):
         self.run_dir, self.run_id, self.handle = paths.root, paths.run_id, handle
-        self.stalls = StallJudge(paths.metrics)
-        self.stall_stacks: threading.Thread | None = None
+        self.stalls = StallStacks(StallJudge(paths.metrics), self.take, self.run_id)
         self.timeouts = CollectiveTimeouts(self.take)
 
     def take(self, targets: dict[str, int | None], why: str) -> dict[str, Any]:
@@ -35,18 +34,4 @@ class HangWatch:
     def mark_stalls(self, replicas: list[ReplicaStatus], running: bool) -> None:
         """Mark the running replicas that stopped logging steps; when a stall begins, take every
         running replica's stacks once."""
-        was_stalled = self.stalls.any_stalled
-        began = self.stalls.mark((r, running and r.state == ReplicaState.RUNNING) for r in replicas)
-        for notice in began:
-            log.warning("run %s stalled: %s", self.run_id, notice)
-        if began and not was_stalled and not (self.stall_stacks and self.stall_stacks.is_alive()):
-            why = "stalled: " + "; ".join(began)
-            targets = {r.key: r.pid for r in replicas if r.state == ReplicaState.RUNNING}
-            self.stall_stacks = threading.Thread(target=self._take_quietly, args=(targets, why), daemon=True)
-            self.stall_stacks.start()
-
-    def _take_quietly(self, targets: dict[str, int | None], why: str) -> None:
-        try:
-            self.take(targets, why)
-        except Exception:
-            log.exception("run %s: cannot take the replicas' stacks", self.run_id)
+        self.stalls.mark((r, running and r.state == ReplicaState.RUNNING) for r in replicas)

@@ -38,6 +38,7 @@ from typing import Any
 
 from urllib3.exceptions import HTTPError
 
+from ....diagnostics.stall_stacks import StallStacks
 from ....diagnostics.stalls import StallJudge
 from ....processes import detached
 from ....runstore import (
@@ -62,6 +63,8 @@ from ..shared.handle import FOLLOWER_DIR, STOP_FILE, RunHandle
 from ..shared.pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
 from ..shared.pod_state import main_ended as _main_ended
 from ..shared.replica_pods import replica_pods
+from ..shared.settings import load_settings
+from ..shared.stacks import stacks_taker
 from . import handover
 from .feeds import Feed, OwnWatch
 from .log_sink import ReplicaLog, RunGone
@@ -94,12 +97,13 @@ class Follower:
         self.paths = store.paths(run_id)
         self.run_dir = self.paths.root
         self.handle = RunHandle.load(self.run_dir)
-        from ..shared.settings import load_settings
-
         settings = load_settings(namespace=self.handle.namespace, context=self.handle.context)
         self.cluster: Cluster = connect(settings)
         self.give_up_s = float(settings.follower_give_up_s)
-        self.stalls = StallJudge(self.paths.metrics)  # from the metrics the logs' lines became
+        # from the metrics the logs' lines became; the stacks asked in the pods when a stall begins
+        self.stalls = StallStacks(
+            StallJudge(self.paths.metrics), stacks_taker(self.cluster, self.handle, self.run_dir, run_id), run_id
+        )
         self.hosted = feed is not None
         self.feed: Feed = feed or OwnWatch(self.cluster, self.handle.base, run_id)
         self.contact, self.events = self.feed.contact, self.feed.events
@@ -391,11 +395,9 @@ class Follower:
                 state, reason, message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
             if state.finished:
                 return self._finish(views, state, reason, message)
-            lost_for = self.contact.unreachable_for()
-            if lost_for >= self.give_up_s:
+            if (lost_for := self.contact.unreachable_for()) >= self.give_up_s:
                 return self._give_up(views, state, lost_for)
-            refusal = self._refusal()
-            if refusal is not None:
+            if (refusal := self._refusal()) is not None:
                 return self._refused(views, state, *refusal)
             self.stalls.mark((view, view.state == ReplicaState.RUNNING) for _, view in views.values())
             snapshot = (

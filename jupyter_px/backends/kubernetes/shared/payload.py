@@ -10,7 +10,8 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
     /px/app/lib/px_entry.py        `pod/entry.py`: completes the environment, calls the runner
     /px/app/lib/jupyter_px/        `__init__.py`, `_version.py`, `lazy.py`, `runner.py`, `tracking/`,
                                    `code/{__init__,function_calls,source_map}.py`,
-                                   `diagnostics/{__init__,stack_signal,after_import,`
+                                   `diagnostics/{__init__,stack_signal,stack_request,`
+                                   `dump_collect,after_import,`
                                    `collective_timeout,group_teardown}.py`
                                    (what the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
@@ -35,6 +36,10 @@ APP_DIR = "/px/app"
 RUN_DIR = f"{APP_DIR}/run"
 ENTRY = f"{APP_DIR}/lib/px_entry.py"
 WORK_DIR = "/px/work"
+#: Where a replica writes its stack dumps (`PX_STACKS_DIR` in every container's environment:
+#: `diagnostics/stack_signal.py`): the run directory is this read-only ConfigMap, so the pod's own
+#: writable volume, where `jupyter px stacks` asks for them (`stacks.py`, an exec).
+STACKS_DIR = f"{WORK_DIR}/.px-stacks"
 
 #: The API server refuses objects above 1 MiB; keep room for metadata and the manifest itself.
 CONFIGMAP_LIMIT = 1024 * 1024 - 16 * 1024
@@ -53,6 +58,9 @@ _PACKAGE_FILES = (
     # a replica's stacks on request (`jupyter px stacks`): the runner arms it before the user's code
     "diagnostics/__init__.py",
     "diagnostics/stack_signal.py",
+    # ... and how `jupyter px stacks` asks for them in the pod (an exec: `shared/stacks.py`)
+    "diagnostics/stack_request.py",
+    "diagnostics/dump_collect.py",
     # the run's collective timeout and the gloo teardown guard, applied once torch.distributed is imported
     "diagnostics/after_import.py",
     "diagnostics/collective_timeout.py",

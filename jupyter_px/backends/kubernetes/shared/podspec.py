@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ....diagnostics.stack_signal import DUMPS_DIR_VARIABLE
 from ....topology import ReplicaSpec, Resources, Topology
 from .names import run_labels
-from .payload import APP_DIR, ENTRY, RUN_DIR, WORK_DIR, Payload
+from .payload import APP_DIR, ENTRY, RUN_DIR, STACKS_DIR, WORK_DIR, Payload
 from .settings import KubernetesSettings
 
 SHARED_DIR_ENV = "PX_SHARED_RUN_DIR"
@@ -114,6 +115,7 @@ def command() -> list[str]:
 def env_list(env: Mapping[str, str], ctx: RenderContext) -> list[dict[str, Any]]:
     shared = shared_run_dir(ctx)
     items: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in env.items()]
+    items.append({"name": DUMPS_DIR_VARIABLE, "value": STACKS_DIR})
     if shared:
         items.append({"name": SHARED_DIR_ENV, "value": shared})
     return items

@@ -1,0 +1,129 @@
+"""A Kubernetes run's stacks (`jupyter_px.diagnostics`): asked inside each running pod.
+
+A pod's replica writes its stack dumps on the pod's own volume (its run directory is the read-only
+ConfigMap; `PX_STACKS_DIR` in its environment says where: `payload.STACKS_DIR`), so they are asked
+for where they are, as `kubectl exec POD -- python .../stack_request.py DIR` would: the exec
+signals every armed process of the pod and prints what each dump added
+(`diagnostics/stack_request.py`). Every running pod of the run is asked at once (a few threads,
+each with its own API client: the official client's `stream` swaps its client's request method
+while it runs, so two streams must not share one). The answers become one snapshot, kept in the
+run directory, with the frames the pods saw under their mounted run directory read as the run's
+own code here (`taking.keep_snapshot`). Asked for by `jupyter px stacks`
+(`KubernetesBackend.stacks`) and by the follower when a stall begins.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes.stream import stream
+
+from ....diagnostics import taking
+from ....diagnostics.dump_collect import WAIT_S
+from ....diagnostics.stall_stacks import Take
+from .client import Cluster
+from .handle import RunHandle
+from .names import run_selector
+from .payload import APP_DIR, ENTRY, RUN_DIR, STACKS_DIR
+from .pod_state import main_container_name
+
+#: The asking program as shipped in the run's ConfigMap (`payload.py`).
+STACK_REQUEST = f"{APP_DIR}/lib/jupyter_px/diagnostics/stack_request.py"
+#: At most this many pods are asked at once.
+PARALLEL_EXECS = 8
+#: An exec that has not answered by then (the dumps' own wait, plus the exec's start) is given up.
+EXEC_TIMEOUT_S = WAIT_S + 20.0
+
+
+def _command(pod: dict[str, Any], container: str) -> list[str]:
+    """The exec's argv: the interpreter the replica was started with (the container's command
+    names our entry), else `python`."""
+    spec: dict[str, Any] = next((c for c in pod["spec"].get("containers") or [] if c.get("name") == container), {})
+    argv = [*(spec.get("command") or []), *(spec.get("args") or [])]
+    python = argv[0] if ENTRY in argv and argv[0] != ENTRY else "python"
+    return [python, STACK_REQUEST, STACKS_DIR]
+
+
+def _ask(configuration: client.Configuration, namespace: str, pod: dict[str, Any]) -> dict[str, Any]:
+    """One pod's answer (`stack_request.py`'s JSON), or `{"failed": why}`."""
+    name = pod["metadata"]["name"]
+    container = main_container_name(pod)
+    if container is None:
+        return {"failed": f"pod {name} has no container"}
+    api = client.ApiClient(configuration)
+    try:
+        response = stream(
+            client.CoreV1Api(api).connect_get_namespaced_pod_exec,
+            name,
+            namespace,
+            container=container,
+            command=_command(pod, container),
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+            _preload_content=False,
+        )
+        response.run_forever(timeout=EXEC_TIMEOUT_S)
+        out, err, code = response.read_stdout(), response.read_stderr(), response.returncode
+        response.close()
+    except Exception as error:  # a refusal (ApiException), a lost connection: that pod's answer
+        return {"failed": f"cannot exec in pod {name}: {str(error).strip() or type(error).__name__}"}
+    finally:
+        api.close()
+    try:
+        return json.loads(out)
+    except ValueError:
+        said = (err or out or "").strip().splitlines()
+        return {"failed": f"pod {name} gave no stacks (exit {code}): {said[-1] if said else 'no output'}"}
+
+
+def _running_pods(cluster: Cluster, handle: RunHandle) -> list[dict[str, Any]]:
+    pods = cluster.api.sanitize_for_serialization(
+        cluster.core.list_namespaced_pod(handle.namespace, label_selector=run_selector(handle.base)).items
+    )
+    return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+
+
+def take_stacks(
+    cluster: Cluster,
+    handle: RunHandle,
+    run_dir: Path,
+    run_id: str,
+    targets: Mapping[str, int | None],
+    why: str = "on request",
+) -> dict[str, Any]:
+    """Ask every running pod of the run for its replicas' stacks; the snapshot of `targets`
+    (replica key -> pid, as the status knows it), kept in the run directory."""
+    taken_at = time.time()
+    pods = _running_pods(cluster, handle)
+    texts: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    failed: list[str] = []
+    if pods:
+        with ThreadPoolExecutor(max_workers=min(PARALLEL_EXECS, len(pods))) as pool:
+            answers = list(pool.map(lambda pod: _ask(cluster.api.configuration, handle.namespace, pod), pods))
+        for answer in answers:
+            if "failed" in answer:
+                failed.append(answer["failed"])
+                continue
+            texts.update({key: entry["text"] for key, entry in (answer.get("replicas") or {}).items()})
+            errors.update(answer.get("errors") or {})
+    why_none = "; ".join(failed) or "no stack: no running pod of the run answered for it"
+    for key in targets:
+        if key not in texts:
+            errors.setdefault(key, why_none)
+    return taking.keep_snapshot(
+        run_dir.resolve(), run_id, targets, texts, errors, why=why, taken_at=taken_at, moved_from=RUN_DIR
+    )
+
+
+def stacks_taker(cluster: Cluster, handle: RunHandle, run_dir: Path, run_id: str) -> Take:
+    """`take_stacks` for this run, as its follower takes them when a stall begins."""
+    return lambda targets, why: take_stacks(cluster, handle, run_dir, run_id, targets, why)
