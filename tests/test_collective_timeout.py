@@ -9,6 +9,7 @@ minutes), and the first replica to fail is one that waited.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -69,6 +70,45 @@ def test_the_runner_s_hook_sets_the_default_of_every_process_group_torch_makes()
     env = {**os.environ, collective_timeout.ENV: "42"}
     said = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
     assert said.split() == ["42.0", "42.0", "42.0"]
+
+
+RANK = textwrap.dedent("""\
+    import sys, time
+    from jupyter_px.diagnostics import collective_timeout
+    collective_timeout.install()
+    import torch, torch.distributed as dist
+    time.sleep(float(sys.argv[1]))  # this rank's pod starts late
+    dist.init_process_group("gloo")
+    dist.all_reduce(torch.ones(1))
+    print("joined", flush=True)
+    """)
+
+
+def test_a_short_collective_timeout_leaves_the_rendezvous_time_for_a_late_rank():
+    """With `collectiveTimeout: 2`, the rank that hosts the rendezvous store starts 6 s after
+    the other (pods start apart): the early rank still meets it (the store waits as torchrun's
+    rendezvous does), and their collectives keep the 2 s timeout."""
+    env = {
+        **os.environ,
+        collective_timeout.ENV: "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "WORLD_SIZE": "2",
+    }
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, "-c", RANK, delay], env={**env, "RANK": rank}, stdout=subprocess.PIPE, text=True
+        )
+        for rank, delay in (("1", "0"), ("0", "6"))
+    ]
+    outs = [rank.communicate(timeout=120)[0] for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 0] and outs == ["joined\n", "joined\n"], outs
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def test_the_error_of_a_timed_out_collective_is_told_from_others():

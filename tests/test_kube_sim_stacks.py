@@ -76,3 +76,30 @@ def _why(path) -> str:
 
 def _groups(snapshot) -> dict[str, list[str]]:
     return {group["summary"]: group["replicas"] for group in snapshot["groups"]}
+
+
+def test_a_collective_timeout_on_kubernetes_names_the_rank_that_never_joined(tmp_path, monkeypatch, px_home):
+    """The same hang with `collectiveTimeout: 5` on plain pods: master-0 and worker-0 give up
+    waiting in their all_reduce after 5 s, and the follower, before it decides the run, asks the
+    pod still running for its stacks to name it as the cause."""
+    from jupyter_px.api import submit
+
+    with backend_cluster(tmp_path, monkeypatch, px_home):
+        topology = {
+            "framework": "pytorch",
+            "backend": "native",
+            "environment": {"replicas": {"n_workers": 2}},
+            "termination": {"collectiveTimeout": 5},
+        }
+        run = submit(hang_notebook(tmp_path), topology)
+        status = run.wait(timeout=240)
+    assert status.state.value == "Failed" and status.reason == "CollectiveTimeout", status
+    assert status.message.startswith("worker-1 never joined the collective its peers waited in ("), status.message
+    assert "-0 timed out after 5 s); " in status.message, status.message  # master-0's or worker-0's, first to fail
+    assert status.message.endswith(f"; worker-1 was at {ASLEEP}"), status.message
+    by_key = {r.key: r for r in status.replicas}
+    assert by_key["worker-1"].state.value == "Failed" and by_key["worker-1"].reason == "CollectiveTimeout", by_key
+    for key in ("master-0", "worker-0"):  # they waited: their own timeout, or stopped because of worker-1
+        said = by_key[key].message or ""
+        assert "Timed out waiting 5000ms" in said or said == "stopped because worker-1 never joined a collective", said
+    assert snapshots.latest(run.paths.root)["why"].endswith("'s collective timed out")

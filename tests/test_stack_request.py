@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jupyter_px
 from waiting import wait_for
+
+import jupyter_px
 
 REQUEST = Path(jupyter_px.__file__).parent / "diagnostics" / "stack_request.py"
 

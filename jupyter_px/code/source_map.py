@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..runstore.layout import FAILURE_LOG_PREFIX, FAILURES_DIR
+
 #: The source map's file name in a run's code directory.
 SOURCES_FILE = "sources.json"
 
@@ -160,12 +162,6 @@ class SourceMap:
                 record.update(label=os.path.basename(frame.filename), line=frame.lineno, function=frame.name)
                 break
         return record
-
-
-#: Where the runner keeps a replica's failure record, under the run directory.
-FAILURES_DIR = "failures"
-#: A failure record that could not be written to the store travels in the log after this marker.
-FAILURE_LOG_PREFIX = "@px-failure "
 
 
 def keep_failure(run_dir: Path, record: Mapping[str, Any]) -> None:

@@ -18,6 +18,8 @@ runner sets those, once that module is imported (`after_import.py`: at once wher
 a replica forked from a warm template, else from an import hook, so that a replica that never
 imports torch pays nothing). A timeout the user's code passes (`timeout=timedelta(...)`) wins, as it should. NCCL's
 watchdog then aborts a timed-out collective (`TORCH_NCCL_ASYNC_ERROR_HANDLING`, on by default).
+The rendezvous (the store the ranks meet through) keeps at least `RENDEZVOUS_S`: a short
+collective timeout must not fail a rank that started before its peers.
 
 Standard library only: the runner imports it in every replica.
 """
@@ -26,9 +28,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from types import ModuleType
+from typing import Any
 
 from .after_import import on_import
 
@@ -61,11 +64,36 @@ def seconds(environ: Mapping[str, str]) -> float | None:
     return value if value > 0 else None
 
 
+#: How long a rank waits for its peers at the rendezvous (the TCP store `init_process_group`
+#: meets them through) when the run's collective timeout is shorter: `init_process_group` gives
+#: its store the same timeout as its collectives, so with `collectiveTimeout: 5` a rank whose pod
+#: or node started first gave up on its peers after 5 s (pods start seconds to minutes apart: an
+#: image pull, a node scaled up). torchrun's rendezvous waits 600 s for its peers
+#: (`torch/distributed/elastic/rendezvous/dynamic_rendezvous.py`, RendezvousTimeout's join).
+RENDEZVOUS_S = 600.0
+
+
+def _patient(rendezvous: Callable[..., Any], collectives: timedelta) -> Callable[..., Any]:
+    """`rendezvous` whose store waits at least `RENDEZVOUS_S` when called with the collectives'
+    default timeout (a timeout the user's code passed is left as it is)."""
+
+    def rendezvous_patiently(url: str, rank: int = -1, world_size: int = -1, **kwargs: Any) -> Any:
+        if kwargs.get("timeout") == collectives and collectives < timedelta(seconds=RENDEZVOUS_S):
+            kwargs["timeout"] = timedelta(seconds=RENDEZVOUS_S)
+        return rendezvous(url, rank, world_size, **kwargs)
+
+    rendezvous_patiently.__wrapped__ = rendezvous  # type: ignore[attr-defined]
+    return rendezvous_patiently
+
+
 def _apply(module: ModuleType, value: float) -> None:
     timeout = timedelta(seconds=value)
     module.default_pg_timeout = timeout  # type: ignore[attr-defined]
     if getattr(module, "default_pg_nccl_timeout", None) is not None:  # None: built without NCCL
         module.default_pg_nccl_timeout = timeout  # type: ignore[attr-defined]
+    rendezvous = getattr(module, "rendezvous", None)
+    if rendezvous is not None:  # (init_process_group calls the name it imported into this module)
+        module.rendezvous = _patient(getattr(rendezvous, "__wrapped__", rendezvous), timeout)  # type: ignore[attr-defined]
 
 
 #: The seconds `install` last applied (what the import hook applies).

@@ -48,6 +48,12 @@ EVENTS_FILE_SUFFIX = ".px"
 #: Log-stream markers used where there is no shared disk (one JSON object after the marker).
 METRICS_LOG_PREFIX = "@px-metrics "
 PARAMS_LOG_PREFIX = "@px-params "
+#: A replica's failure records (`code/source_map.py`: what its code raised, and where), one file
+#: per process under the run directory.
+FAILURES_DIR = "failures"
+#: A failure record that could not be written to the store (a pod's read-only run directory)
+#: travels in the log after this marker.
+FAILURE_LOG_PREFIX = "@px-failure "
 
 #: A run's record: written once, at creation; its mtime orders runs (`RunStore.run_ids`).
 RECORD_FILE = "record.json"

@@ -1,8 +1,10 @@
 """Metrics that travel in a replica's log stream, for backends without a shared disk.
 
 On Kubernetes a replica cannot append to the run store's files, so `jupyter_px.tracking` prints
-each call as one `@px-metrics {json}` (or `@px-params {json}`) line. The backend that streams
-the logs passes the lines here; afterwards `MetricsReader` sees those points like any others.
+each call as one `@px-metrics {json}` (or `@px-params {json}`) line, and the runner its failure
+record as one `@px-failure {json}` line (`code/source_map.keep_failure`). The backend that
+streams the logs passes the lines here; afterwards `MetricsReader` sees those points like any
+others, and the failure record is where the run directory keeps it (`failures/`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .layout import METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, RunPaths
+from .layout import FAILURE_LOG_PREFIX, FAILURES_DIR, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, RunPaths
 from .store import atomic_write_json
 
 __all__ = ["LogMetrics", "parse_log_metrics", "ingest_log_lines"]
@@ -24,6 +26,8 @@ class LogMetrics:
 
     metrics: list[dict[str, Any]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    #: the last failure record among the lines (a replica fails once per attempt)
+    failure: dict[str, Any] | None = None
     skipped: int = 0  # marker lines whose JSON was unusable
 
 
@@ -46,7 +50,8 @@ def _metric_record(obj: Any) -> dict[str, Any] | None:
 
 
 def parse_log_metrics(lines: Iterable[str | bytes]) -> LogMetrics:
-    """Pick `@px-metrics {json}` and `@px-params {json}` lines out of a replica's log.
+    """Pick `@px-metrics {json}`, `@px-params {json}` and `@px-failure {json}` lines out of a
+    replica's log.
 
     The marker may follow other text on the line (a log timestamp, or output the training
     code printed without a newline); the JSON runs from the marker to the end of the line.
@@ -55,7 +60,7 @@ def parse_log_metrics(lines: Iterable[str | bytes]) -> LogMetrics:
     for line in lines:
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
-        for marker in (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX):
+        for marker in (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, FAILURE_LOG_PREFIX):
             at = line.find(marker)
             if at < 0:
                 continue
@@ -70,10 +75,12 @@ def parse_log_metrics(lines: Iterable[str | bytes]) -> LogMetrics:
                     found.skipped += 1
                 else:
                     found.metrics.append(record)
-            elif isinstance(obj, dict):
-                found.params.update(obj)
-            else:
+            elif not isinstance(obj, dict):
                 found.skipped += 1
+            elif marker is FAILURE_LOG_PREFIX:
+                found.failure = obj
+            else:
+                found.params.update(obj)
             break
     return found
 
@@ -100,4 +107,6 @@ def ingest_log_lines(run_paths: RunPaths, role: str, index: int, lines: Iterable
             pass
         merged.update(found.params)
         atomic_write_json(path, merged)
+    if found.failure is not None:
+        atomic_write_json(run_paths.root / FAILURES_DIR / f"{role}-{index}.json", found.failure)
     return found

@@ -66,6 +66,7 @@ from ..shared.replica_pods import replica_pods
 from ..shared.settings import load_settings
 from ..shared.stacks import stacks_taker
 from . import handover
+from .failures import Failures
 from .feeds import Feed, OwnWatch
 from .log_sink import ReplicaLog, RunGone
 from .log_streams import LogStreams
@@ -101,15 +102,15 @@ class Follower:
         self.cluster: Cluster = connect(settings)
         self.give_up_s = float(settings.follower_give_up_s)
         # from the metrics the logs' lines became; the stacks asked in the pods when a stall begins
-        self.stalls = StallStacks(
-            StallJudge(self.paths.metrics), stacks_taker(self.cluster, self.handle, self.run_dir, run_id), run_id
-        )
+        take = stacks_taker(self.cluster, self.handle, self.run_dir, run_id)
+        self.stalls = StallStacks(StallJudge(self.paths.metrics), take, run_id)
         self.hosted = feed is not None
         self.feed: Feed = feed or OwnWatch(self.cluster, self.handle.base, run_id)
         self.contact, self.events = self.feed.contact, self.feed.events
         self.leave = threading.Event()  # set by a host: stop following, the run unfinished
         self.topology = parse_topology(store.record(run_id).topology)
         self.names = ReplicaNames.of(self.topology)  # how its messages call replicas (`chief`)
+        self.failures = Failures(self.run_dir, take, self.names, decides=self.handle.backend == "native")
         self.replica_pods = replica_pods(self.handle.backend)
         self.state_dir = self.run_dir / FOLLOWER_DIR
         self.state_dir.mkdir(exist_ok=True)
@@ -170,6 +171,7 @@ class Follower:
             key = self.replica_pods.replica_of(pod, self.topology)
             if key in self.logs:
                 view = pod_replica(pod, *key)
+                self.failures.explain(view)  # what its code raised, once its log has said
                 if key in self.exhausted:
                     fail_exhausted(view, *self.exhausted[key], self.max_restarts[key])
                 if ended_by_deletion(pod, view):
@@ -197,9 +199,7 @@ class Follower:
         makes its pod again), while a job's operator decides (it may create the pod again)."""
         foreign = replica.key in self.foreign_deletions
         if not foreign and (self.stopping or self._job_ended()):
-            replica.state = ReplicaState.STOPPED
-            replica.reason = Reason.STOPPED_BY_USER if self.stop_requested else Reason.STOPPED_BY_RUN
-            replica.message = "stopped on request" if self.stop_requested else "ended with the run"
+            self.failures.stopped(replica, by_user=self.stop_requested)
         elif self.handle.job_kind:  # not final: once the job has ended, it was its cleanup
             replica.state, replica.reason = ReplicaState.LOST, POD_DELETED
             replica.message = "its pod was deleted (not by this run); the job's operator decides what follows"
@@ -246,9 +246,7 @@ class Follower:
             elif replica.state == ReplicaState.LOST and replica.reason == POD_DELETED and self._job_ended():
                 self._deleted(replica)  # the operator's cleanup after the job ended, seen first
             if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
-                replica.state = ReplicaState.STOPPED
-                replica.reason = replica.reason if run_state == RunState.STOPPED else Reason.STOPPED_BY_RUN
-                replica.finished_at = replica.finished_at or time.time()
+                self.failures.stopped(replica, by_user=run_state == RunState.STOPPED)
         # the run's times are its containers' (the kubelet's startedAt / finishedAt), not when this
         # follower noticed: a follower started late, or a run that ended before it looked, says
         # when the run really ran
@@ -386,7 +384,7 @@ class Follower:
             views = self._views()
             if self.contact.reachable:  # no point opening log streams to a server that does not answer
                 self.streams.update(views)
-            state, reason, message = self._outcome(views)
+            state, reason, message = self.failures.decide(*self._outcome(views), (v for _, v in views.values()))
             if state == RunState.PENDING and time.monotonic() >= self.next_events_poll:
                 self._poll_events()
             if state == RunState.PENDING and self.waiting_on is not None and reason is None:

@@ -1,0 +1,95 @@
+"""What a failed pod's code raised, and who a collective timeout waited for: the Kubernetes
+follower's reading of a failure, as the local supervisor and the Slurm follower read theirs.
+
+- A pod's runner cannot write its failure record into the run directory (the read-only
+  ConfigMap): it prints it as one `@px-failure` line, which the log sink keeps as the replica's
+  record (`runstore/log_metrics.py`). A failed replica's message then says what its code raised
+  and where ("exited with code 1: ValueError: boom (cell [5], line 8)": `backends/failures.py`).
+- When a run's first failure is a collective that timed out, the replica that failed is one
+  that waited; the one at fault never joined. On plain pods (`native`: the follower decides the
+  run) the decision waits a moment for the failed replica's record to arrive in its log, then,
+  if it is such a timeout, for the stacks of the pods still running (asked in the pods:
+  `shared/stacks.py`), and names the replica the others waited for
+  (`backends/collective_blame.py`): it ends Failed (CollectiveTimeout), the others "stopped
+  because worker-1 never joined a collective". A Kubeflow job's operator decides its job by
+  itself (it deletes the pods as it fails the job), so there the first failure stands.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from ....runstore import ReplicaState, ReplicaStatus, RunState
+from ....runstore.models import Reason
+from ....topology.naming import ReplicaNames
+from ...collective_blame import CollectiveTimeouts, Named, TakeStacks
+from ...failures import code_failure
+from ...outcome import Outcome
+
+#: How long the decision of a run waits for a failed replica's failure record to arrive in its log.
+RECORD_WAIT_S = 5.0
+
+
+def _record_coming(replica: ReplicaStatus) -> bool:
+    """Whether a failed replica's failure record may still be on its way: its runner exits 1
+    after it prints one (an exception; `sys.exit(3)` or a signal leaves none), and a replica
+    the kubelet restarted (`OnFailure`) is not held back, as its next start would count."""
+    return (
+        replica.state == ReplicaState.FAILED
+        and replica.failure is None
+        and replica.exit_code == 1
+        and not replica.restarts
+    )
+
+
+class Failures:
+    def __init__(self, run_dir: Path, take: TakeStacks, names: ReplicaNames, decides: bool):
+        self.run_dir, self.names, self.decides = run_dir, names, decides
+        self.timeouts = CollectiveTimeouts(take)
+        self.failed_seen: dict[str, float] = {}
+        self.named: Named | None = None
+
+    def explain(self, view: ReplicaStatus) -> None:
+        """A failed replica's failure record and message, once its log has carried the record."""
+        if view.state == ReplicaState.FAILED and view.failure is None:
+            failure, message = code_failure(self.run_dir, view.role, view.index, view.started_at, view.message)
+            if failure is not None:
+                view.failure, view.message = failure, message
+
+    def decide(
+        self, state: RunState, reason: str | None, message: str | None, replicas: Iterable[ReplicaStatus]
+    ) -> tuple[RunState, str | None, str | None]:
+        """The run's state as the follower should write it: Running while a failed run's cause
+        is still being read, the missing replica named once the stacks are in."""
+        if state != RunState.FAILED or not self.decides:
+            return state, reason, message
+        replicas = list(replicas)
+        now = time.monotonic()
+        waiting = False
+        for replica in replicas:
+            if _record_coming(replica):
+                first = self.failed_seen.setdefault(replica.key, now)
+                waiting = waiting or now - first < RECORD_WAIT_S
+        if waiting or self.timeouts.holds(replicas):
+            return RunState.RUNNING, None, None
+        outcome = Outcome(state, reason or Reason.REPLICA_FAILED, message or "")
+        self.named = self.timeouts.name(outcome, replicas, self.names)
+        if self.named is None:
+            return state, reason, message
+        return self.named.outcome.state, self.named.outcome.reason, self.named.outcome.message
+
+    def stopped(self, replica: ReplicaStatus, by_user: bool) -> None:
+        """A replica this run stopped (a stop, or the rest of a run that ended): Stopped, saying
+        why; the replica a collective timeout waited for, Failed (CollectiveTimeout)."""
+        replica.state = ReplicaState.STOPPED
+        replica.reason = Reason.STOPPED_BY_USER if by_user else Reason.STOPPED_BY_RUN
+        replica.message = "stopped on request" if by_user else "ended with the run"
+        if self.named is not None and not by_user:
+            if replica.key in self.named.missing:
+                replica.state, replica.reason = ReplicaState.FAILED, Reason.COLLECTIVE_TIMEOUT
+                replica.message = self.named.missing[replica.key]
+            else:
+                replica.message = f"stopped because {self.named.because}"
+        replica.finished_at = replica.finished_at or time.time()
