@@ -250,6 +250,20 @@ def test_ingest_log_lines_feeds_the_reader(paths):
     assert reader.params() == {"worker-3": {"lr": 0.1, "bs": 8}}
 
 
+def test_a_failure_record_in_a_pod_s_log_becomes_the_replica_s(paths):
+    """A pod's runner prints its failure record (its run directory is read-only); kept as the
+    replica's, it is what the message says the code raised, and where."""
+    from jupyter_px.backends.failures import code_failure
+
+    record = {"exception": "ValueError: boom", "label": "cell [5]", "line": 8, "function": "<module>"}
+    found = ingest_log_lines(
+        paths, "worker", 1, ["Traceback ...", "@px-failure " + json.dumps(record), "@px-failure {"]
+    )
+    assert found.failure == record and found.skipped == 1
+    failure, message = code_failure(paths.root, "worker", 1, time.time() - 5, "exited with code 1")
+    assert failure is not None and message == "exited with code 1: ValueError: boom (cell [5], line 8)", message
+
+
 def test_reads_a_real_replica_end_to_end(paths):
     script = textwrap.dedent(
         """
