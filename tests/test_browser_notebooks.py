@@ -268,6 +268,9 @@ FAILING = [
         "for step in range(12):\n"
         "    tracking.log_metrics(step=step, total_steps=20, loss=1.0 / (step + 1))\n"
         "    time.sleep(1.0)  # the cell has long returned when it fails: the live monitor shows it\n"
+        "deadline = time.monotonic() + 120  # and fails once the test has looked at the live plot\n"
+        "while not os.path.exists({go!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.1)\n"
         "print('step 12: loading the next shard', flush=True)\n"
         "if os.environ['PX_TASK_TYPE'] == 'worker':\n"
         "    raise ValueError('shard 12 is corrupt')\n"
@@ -278,9 +281,12 @@ FAILING = [
 
 @pytest.mark.parametrize("lab", ["dark"], indirect=True)  # the Dark theme is where colors go wrong
 def test_failed_run_shows_red_bar_and_the_failing_log(lab):
+    go = lab.work / "failing.go"
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        nbformat.v4.new_markdown_cell(text) if kind == "markdown" else nbformat.v4.new_code_cell(text)
+        nbformat.v4.new_markdown_cell(text)
+        if kind == "markdown"
+        else nbformat.v4.new_code_cell(text.format(go=str(go)))
         for kind, text in FAILING
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -293,6 +299,7 @@ def test_failed_run_shows_red_bar_and_the_failing_log(lab):
         page.locator(".px-run-monitor").get_by_text("Metrics", exact=True).first.click(timeout=120_000)
         page.locator(".px-run-monitor .js-plotly-plot .ytick text").first.wait_for(timeout=60_000)
         _check_plot_follows_theme(page, lab, ".px-run-monitor .js-plotly-plot", f"failed-run-{lab.theme}-1-live-plot")
+        go.touch()  # now the worker fails (before, the run could end while the live plot was read)
         page.wait_for_function("() => 'Failed' in window.__pxFinal", timeout=180_000)
         final = page.locator(".px-run-final[data-state='Failed']").first
         final.wait_for(timeout=30_000)  # the live widget became the static final view

@@ -11,7 +11,7 @@ import json
 
 import pytest
 from kube_sim_support import backend_cluster
-from test_stacks import ASLEEP, IN_ALL_REDUCE, hang_notebook
+from test_stacks import ASLEEP, IN_ALL_REDUCE, assert_worker_1_named, hang_notebook
 from waiting import wait_for
 
 from jupyter_px.cli import main as cli_main
@@ -93,13 +93,4 @@ def test_a_collective_timeout_on_kubernetes_names_the_rank_that_never_joined(tmp
         }
         run = submit(hang_notebook(tmp_path), topology)
         status = run.wait(timeout=240)
-    assert status.state.value == "Failed" and status.reason == "CollectiveTimeout", status
-    assert status.message.startswith("worker-1 never joined the collective its peers waited in ("), status.message
-    assert "-0 timed out after 5 s); " in status.message, status.message  # master-0's or worker-0's, first to fail
-    assert status.message.endswith(f"; worker-1 was at {ASLEEP}"), status.message
-    by_key = {r.key: r for r in status.replicas}
-    assert by_key["worker-1"].state.value == "Failed" and by_key["worker-1"].reason == "CollectiveTimeout", by_key
-    for key in ("master-0", "worker-0"):  # they waited: their own timeout, or stopped because of worker-1
-        said = by_key[key].message or ""
-        assert "Timed out waiting 5000ms" in said or said == "stopped because worker-1 never joined a collective", said
-    assert snapshots.latest(run.paths.root)["why"].endswith("'s collective timed out")
+    assert_worker_1_named(run, status)

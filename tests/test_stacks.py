@@ -61,6 +61,21 @@ def hang_notebook(tmp_path):
     return path
 
 
+def assert_worker_1_named(run, status) -> None:
+    """The hang with `collectiveTimeout: 5` ended naming worker-1, asleep, as the rank its peers
+    waited for (not master-0 or worker-0, which timed out waiting), from stacks kept in the run."""
+    assert status.state.value == "Failed" and status.reason == "CollectiveTimeout", status
+    assert status.message.startswith("worker-1 never joined the collective its peers waited in ("), status.message
+    assert "-0 timed out after 5 s); " in status.message, status.message  # master-0's or worker-0's, first to fail
+    assert status.message.endswith(f"; worker-1 was at {ASLEEP}"), status.message
+    by_key = {r.key: r for r in status.replicas}
+    assert by_key["worker-1"].state.value == "Failed" and by_key["worker-1"].reason == "CollectiveTimeout", by_key
+    for key in ("master-0", "worker-0"):  # they waited: their own timeout, or stopped because of worker-1
+        said = by_key[key].message or ""
+        assert "Timed out waiting 5000ms" in said or said == "stopped because worker-1 never joined a collective", said
+    assert snapshots.latest(run.paths.root)["why"].endswith("'s collective timed out")
+
+
 def _hung_run(tmp_path):
     from jupyter_px.api import submit
 

@@ -189,8 +189,11 @@ def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
         end, i = time.monotonic() + 1.3, 0
         metrics = os.environ["PX_METRICS_PATH"]
         # 1.3 s at least, and until the writer has finished a batch (on a loaded machine its
-        # thread may not have run yet): the kill must find something written to check
-        while time.monotonic() < end or (not os.path.exists(metrics) and time.monotonic() < end + 60):
+        # thread may not have run yet, or only opened the file): the kill must find something
+        # written to check
+        def written():
+            return os.path.exists(metrics) and os.path.getsize(metrics) > 0
+        while time.monotonic() < end or (not written() and time.monotonic() < end + 60):
             tracking.log_metrics(step=i, loss=float(i))
             i += 1
         print(i, flush=True)

@@ -36,3 +36,17 @@ export function actions(
     ...overrides
   };
 }
+
+/**
+ * The open dialog's text once it holds `expected` (within about 5 s). A dialog's header is a
+ * ReactWidget of its own, rendered on a later update than its body and buttons: read at once on
+ * a loaded machine, its text lacked the title.
+ */
+export async function dialogText(expected: string): Promise<string> {
+  const text = () =>
+    document.body.querySelector('.jp-Dialog')?.textContent ?? '';
+  for (let tries = 0; tries < 100 && !text().includes(expected); tries++) {
+    await new Promise(resolve => setTimeout(resolve, 50));
+  }
+  return text();
+}

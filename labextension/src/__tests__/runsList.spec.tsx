@@ -10,7 +10,7 @@ import { filterRuns } from '../runs';
 import { RunsModel } from '../runsModel';
 import { AGE_TICK_MS, RunsList } from '../sidebar/runsList';
 import { summary } from './fixtures';
-import { actions, mount } from './render';
+import { actions, dialogText, mount } from './render';
 
 const RUNS = [
   summary({
@@ -194,9 +194,7 @@ describe('RunsList housekeeping', () => {
     menuItems(widget, 'run-3');
     click(row(widget, 'run-3').querySelector('.jp-px-action-delete'));
     await waitForDialog();
-    expect(document.body.querySelector('.jp-Dialog')!.textContent).toContain(
-      'Delete run-3?'
-    );
+    expect(await dialogText('Delete run-3?')).toContain('Delete run-3?');
     await dismissDialog();
     expect(deleted).toEqual([]);
     menuItems(widget, 'run-3');
@@ -278,9 +276,7 @@ describe('RunsList housekeeping', () => {
     const widget = mount(<RunsList model={model} actions={actions()} />);
     click(widget.node.querySelector('.jp-px-clear-finished'));
     await waitForDialog();
-    expect(document.body.querySelector('.jp-Dialog')!.textContent).toContain(
-      'No finished runs'
-    );
+    expect(await dialogText('No finished runs')).toContain('No finished runs');
     await dismissDialog();
     React.act(() => widget.dispose());
     model.dispose();

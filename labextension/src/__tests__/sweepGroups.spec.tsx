@@ -13,7 +13,7 @@ import {
 } from '../sweepGroups';
 import type { ISweep, ISweepTrial } from '../types';
 import { summary } from './fixtures';
-import { actions, mount } from './render';
+import { actions, dialogText, mount } from './render';
 
 function trial(
   number: number,
@@ -256,7 +256,7 @@ describe('RunsList with sweeps', () => {
 
     click(menu()[2]);
     await waitForDialog();
-    expect(document.body.querySelector('.jp-Dialog')!.textContent).toContain(
+    expect(await dialogText('Stop lr search (lr)?')).toContain(
       'Stop lr search (lr)?'
     );
     await acceptDialog();
