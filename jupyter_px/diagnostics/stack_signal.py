@@ -37,7 +37,8 @@ STACKS_DIR = "stacks"
 DUMPS_DIR = "dumps"
 
 #: Where a replica writes its dumps instead of its run directory's `stacks/dumps/`, when that is
-#: read-only (a Kubernetes pod's run directory is the run's ConfigMap: `pod/entry.py` sets it).
+#: read-only (a Kubernetes pod's run directory is the run's ConfigMap: its container's environment
+#: names the pod's own volume, `shared/payload.STACKS_DIR`).
 DUMPS_DIR_VARIABLE = "PX_STACKS_DIR"
 #: Beside each dump there, the process's pid (`<key>.pid`): how `stack_request.py` finds whom to
 #: signal in a pod, where no status lists the pids.
