@@ -45,6 +45,10 @@ def _record_coming(replica: ReplicaStatus) -> bool:
 
 
 class Failures:
+    """One run's reading of its failures (see the module doc): `explain` each pod's replica,
+    `decide` the run's state on each turn, `stopped` each replica the run stops. `decides`: the
+    follower decides the run (native), so a timeout's cause may hold the decision."""
+
     def __init__(self, run_dir: Path, take: TakeStacks, names: ReplicaNames, decides: bool):
         self.run_dir, self.names, self.decides = run_dir, names, decides
         self.timeouts = CollectiveTimeouts(take)
