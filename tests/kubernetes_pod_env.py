@@ -63,6 +63,8 @@ def run_entry(app: Path, work: Path, env: dict[str, str]) -> dict[str, dict[str,
     work.mkdir(exist_ok=True)
     for old in work.glob("env-*.json"):
         old.unlink()
+    if "PX_STACKS_DIR" in env:  # the pod's own volume (/px/work/...): here the work directory
+        env = {**env, "PX_STACKS_DIR": str(work / ".px-stacks")}
     result = subprocess.run(
         [sys.executable, "-S", str(app / "lib" / "px_entry.py"), str(app / "run")],
         env={**env, "PATH": os.environ["PATH"]},

@@ -23,9 +23,11 @@ from jupyter_px.backends.kubernetes.render import (
 )
 from jupyter_px.backends.kubernetes.shared.cluster_file import describe, role_pattern
 from jupyter_px.backends.kubernetes.shared.names import LABEL_RUN
+from jupyter_px.backends.kubernetes.shared.payload import STACKS_DIR
 from jupyter_px.backends.kubernetes.shared.podspec import SHARED_DIR_ENV
 from jupyter_px.backends.kubernetes.shared.settings import KubernetesSettings
 from jupyter_px.cluster import ClusterEnv, kubernetes_dns_addresses
+from jupyter_px.diagnostics.stack_signal import DUMPS_DIR_VARIABLE
 from jupyter_px.topology import parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,8 +95,9 @@ def test_native_pod_process_sees_the_environment_it_saw_before(name, tmp_path):
         app, work = lay_out(configmap, tmp_path / key / "app", items), tmp_path / key / "work"
         now = run_entry(app, work, manifest_env(pod))
         # before: the old pod env, the same shipped files and paths, no cluster description
+        # (and where the stack dumps go, which every pod's environment names since)
         (app / "run" / "cluster.json").unlink()
-        old = run_entry(app, work, reference.for_replica(spec.role, spec.index))
+        old = run_entry(app, work, {**reference.for_replica(spec.role, spec.index), DUMPS_DIR_VARIABLE: STACKS_DIR})
         assert now == old, key
         for process_env in now.values():
             assert process_env["PX_CLUSTER"] == reference.px_cluster
