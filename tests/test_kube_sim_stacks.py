@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 
+import hang_kinds
 import pytest
 from kube_sim_support import backend_cluster
+from test_hang_kinds import TOPOLOGY as HANG_TOPOLOGY
+from test_hang_kinds import stall_snapshot
 from test_stacks import ASLEEP, IN_ALL_REDUCE, assert_worker_1_named, hang_notebook
 from waiting import wait_for
 
@@ -94,3 +97,28 @@ def test_a_collective_timeout_on_kubernetes_names_the_rank_that_never_joined(tmp
         run = submit(hang_notebook(tmp_path), topology)
         status = run.wait(timeout=240)
     assert_worker_1_named(run, status)
+
+
+@pytest.mark.parametrize("backend", ["native", "kubeflow"])
+def test_a_deadlocked_dataloader_and_a_skipped_barrier_are_seen_and_named_on_kubernetes(
+    backend, tmp_path, monkeypatch, px_home
+):
+    """The other two hangs (tests/hang_kinds.py), side by side, each replica in its own pod: the
+    follower's stall stacks show worker-1 apart, and the collective timeout names worker-1, on
+    plain pods (the follower decides) and on a PyTorchJob (its operator does, and the follower
+    names the cause from the pods it left running)."""
+    from jupyter_px.api import submit
+
+    monkeypatch.setenv("PX_STALL_AFTER_S", "4")
+    topology = {**HANG_TOPOLOGY, "backend": backend}
+    with backend_cluster(tmp_path, monkeypatch, px_home):
+        runs = {hang: submit(hang_kinds.notebook(tmp_path, hang), topology) for hang in hang_kinds.HANGS}
+        try:
+            for hang, run in runs.items():
+                taken = wait_for(lambda run=run: stall_snapshot(run), f"the {hang.name} stall's stacks", timeout=180)
+                assert hang_kinds.groups(taken) == hang_kinds.expected(hang), taken["text"]
+            for hang, run in runs.items():
+                hang_kinds.assert_named(run.wait(timeout=240), hang)
+        finally:
+            for run in runs.values():
+                run.stop()

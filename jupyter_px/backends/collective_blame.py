@@ -16,6 +16,7 @@ collective (every stack in one, or none could be read), the run is decided as be
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import re
@@ -73,14 +74,21 @@ def name_missing(
     outside = set(missing_ranks.not_waiting(snapshot))
     # a rank seen outside every collective first, then one that had ended without failing
     missing = [r for r in replicas if r.key in outside] + [r for r in replicas if r.state == ReplicaState.SUCCEEDED]
-    if not missing:
-        return None
     label = {r.key: names.label(r.role, r.index) for r in replicas}
-    waited = f"{label[first.key]} timed out{_waited(first.message or '')}"
     places = []
     for r in missing:
         at = missing_ranks.where(snapshot, r.key)
         places.append(f"{label[r.key]} was at {at}" if at else f"{label[r.key]} had ended without joining it")
+    if not missing:  # every rank in a collective: one in another than its peers (a skipped barrier)?
+        elsewhere = _in_another_collective(replicas, snapshot)
+        if elsewhere is None:
+            return None
+        missing, waited_at = elsewhere
+        places = [
+            f"{label[r.key]} was in another collective than its peers ({_at(r, snapshot)}; they waited at {waited_at})"
+            for r in missing
+        ]
+    waited = f"{label[first.key]} timed out{_waited(first.message or '')}"
     who, their = ", ".join(label[r.key] for r in missing), "its" if len(missing) == 1 else "their"
     message = f"{who} never joined the collective {their} peers waited in ({waited}); {'; '.join(places)}"
     told = f"never joined the collective its peers waited in ({waited}); stopped"
@@ -88,6 +96,31 @@ def name_missing(
     cause = label[missing[0].key]
     named = Outcome(outcome.state, Reason.COLLECTIVE_TIMEOUT, message, cause=cause)
     return Named(named, {r.key: told for r in missing if r.key in outside}, f"{cause} never joined a collective")
+
+
+def _at(replica: ReplicaStatus, snapshot: dict[str, Any]) -> str | None:
+    """Where a rank waited: the line of its code its failure record names (a rank whose own
+    collective timed out), else the one its stack shows (a rank still waiting)."""
+    failure = replica.failure
+    if failure is not None and failure.label and failure.line and collective_timeout.is_timeout(replica.message or ""):
+        return f"{failure.label} line {failure.line}"
+    return missing_ranks.user_line(snapshot, replica.key)
+
+
+def _in_another_collective(
+    replicas: Sequence[ReplicaStatus], snapshot: dict[str, Any]
+) -> tuple[list[ReplicaStatus], str] | None:
+    """Where every rank waited in a collective but not all at the same line of code, the ranks
+    away from the line most of them waited at (rank 2 in `all_reduce` while the others wait in
+    the `barrier` it skipped: gloo matches neither), with that line; None where the ranks agree,
+    or no line is shared by more ranks than any other."""
+    at = {r.key: _at(r, snapshot) for r in replicas if r.state != ReplicaState.SUCCEEDED}
+    counts = collections.Counter(place for place in at.values() if place is not None)
+    ranked = counts.most_common(2)
+    if len(ranked) < 2 or ranked[0][1] == ranked[1][1]:
+        return None
+    most = ranked[0][0]
+    return [r for r in replicas if at.get(r.key) not in (None, most)], most
 
 
 class CollectiveTimeouts:

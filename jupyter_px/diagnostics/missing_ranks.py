@@ -47,3 +47,15 @@ def not_waiting(snapshot: dict[str, Any]) -> list[str]:
 def where(snapshot: dict[str, Any], key: str) -> str | None:
     """The summary line of `key`'s group in the snapshot (`<module>, cell [1] line 7: time.sleep(60)`)."""
     return next((g["summary"] for g in snapshot.get("groups") or [] if key in g["replicas"]), None)
+
+
+def user_line(snapshot: dict[str, Any], key: str) -> str | None:
+    """`cell [4] line 9` (or `train.py line 9`): the innermost line of the user's code on `key`'s
+    main thread in the snapshot."""
+    entry = next((e for e in snapshot.get("replicas") or [] if e.get("key") == key), None)
+    frame = next((f for f in _main_frames(entry or {}) if f.get("user")), None)
+    if frame is None:
+        return None
+    if frame.get("cell"):
+        return f"{frame['cell']} line {frame['cell_line']}"
+    return f"{os.path.basename(frame['file'])} line {frame['line']}"

@@ -12,8 +12,9 @@ A snapshot is `stacks/<milliseconds since the epoch>.json` in the run directory:
      "text": "2 replicas (master-0, worker-0): ...\\nworker-1: ..."}
 
 Grouping is by the main thread's frames (file, line, function), which is where training runs;
-every thread is kept for whoever reads further. A summary names the innermost Python frame, then
-the innermost frame of the user's code (by cell where the source map knows it). When the user's
+every thread is kept for whoever reads further. A summary names the library call the stack waits
+in (`_called`: the innermost frame outside the standard library and private helpers), then the
+innermost frame of the user's code (by cell where the source map knows it). When the user's
 frame is the innermost one (its code is in a C function such as `time.sleep`, which faulthandler
 cannot show) the summary ends with that line's code instead.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import linecache
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -64,8 +66,26 @@ def _frame(source_map: SourceMap, frame: Frame) -> dict[str, Any]:
     }
 
 
+#: A file of Python's standard library (not a package installed beside it).
+_STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!(site|dist)-packages[/\\])")
+
+
+def _called(frames: list[dict[str, Any]], user: dict[str, Any]) -> str:
+    """The library call a stack waits in, as a reader knows it: the innermost frame that is
+    neither the standard library's (a queue's or a socket's wait) nor a library's private helper
+    (`_try_get_data`), so `__next__ (dataloader.py)` rather than `select`; a special method
+    says its file, as its name alone would not."""
+    for frame in frames[: frames.index(user)]:
+        name = frame["function"]
+        if _STDLIB.search(frame["file"]) or (name.startswith("_") and not name.startswith("__")):
+            continue
+        return f"{name} ({os.path.basename(frame['file'])})" if name.startswith("__") else name
+    return str(frames[0]["function"])
+
+
 def summary(frames: list[dict[str, Any]]) -> str:
-    """`all_reduce <- train_step, cell [4] line 42`, or `<module>, cell [4] line 3: time.sleep(60)`."""
+    """`all_reduce <- train_step, cell [4] line 42`, `__next__ (dataloader.py) <- <module>, cell
+    [4] line 17`, or `<module>, cell [4] line 3: time.sleep(60)`."""
     if not frames:
         return "no Python frame"
     user = next((f for f in frames if f["user"]), None)
@@ -79,7 +99,7 @@ def summary(frames: list[dict[str, Any]]) -> str:
     said = f"{user['function']}, {where}"
     if user is frames[0]:
         return f"{said}: {user['code']}" if user["code"] else said
-    return f"{frames[0]['function']} <- {said}"
+    return f"{_called(frames, user)} <- {said}"
 
 
 def replica_entry(

@@ -6,13 +6,16 @@ follower's reading of a failure, as the local supervisor and the Slurm follower 
   record (`runstore/log_metrics.py`). A failed replica's message then says what its code raised
   and where ("exited with code 1: ValueError: boom (cell [5], line 8)": `backends/failures.py`).
 - When a run's first failure is a collective that timed out, the replica that failed is one
-  that waited; the one at fault never joined. On plain pods (`native`: the follower decides the
-  run) the decision waits a moment for the failed replica's record to arrive in its log, then,
-  if it is such a timeout, for the stacks of the pods still running (asked in the pods:
-  `shared/stacks.py`), and names the replica the others waited for
-  (`backends/collective_blame.py`): it ends Failed (CollectiveTimeout), the others "stopped
-  because worker-1 never joined a collective". A Kubeflow job's operator decides its job by
-  itself (it deletes the pods as it fails the job), so there the first failure stands.
+  that waited; the one at fault never joined. The decision waits a moment for the failed
+  replica's record to arrive in its log, then, if it is such a timeout, for the stacks of the
+  pods still running (asked in the pods: `shared/stacks.py`), and names the replica the others
+  waited for (`backends/collective_blame.py`): it ends Failed (CollectiveTimeout), the others
+  "stopped because worker-1 never joined a collective". On plain pods the follower decides the
+  run; a Kubeflow job's or a TrainJob's operator decides its own, and the follower only holds
+  its reading of that decision for those seconds: the job's pods still run (cleanPodPolicy
+  `None`, the operators' default), and the run's message says whose fault the failure was. Where
+  the operator has deleted them already (cleanPodPolicy `Running`, a restart budget spent), no
+  stack can be read and the first failure stands.
 """
 
 from __future__ import annotations
@@ -46,11 +49,10 @@ def _record_coming(replica: ReplicaStatus) -> bool:
 
 class Failures:
     """One run's reading of its failures (see the module doc): `explain` each pod's replica,
-    `decide` the run's state on each turn, `stopped` each replica the run stops. `decides`: the
-    follower decides the run (native), so a timeout's cause may hold the decision."""
+    `decide` the run's state on each turn, `stopped` each replica the run stops."""
 
-    def __init__(self, run_dir: Path, take: TakeStacks, names: ReplicaNames, decides: bool):
-        self.run_dir, self.names, self.decides = run_dir, names, decides
+    def __init__(self, run_dir: Path, take: TakeStacks, names: ReplicaNames):
+        self.run_dir, self.names = run_dir, names
         self.timeouts = CollectiveTimeouts(take)
         self.failed_seen: dict[str, float] = {}
         self.named: Named | None = None
@@ -67,7 +69,7 @@ class Failures:
     ) -> tuple[RunState, str | None, str | None]:
         """The run's state as the follower should write it: Running while a failed run's cause
         is still being read, the missing replica named once the stacks are in."""
-        if state != RunState.FAILED or not self.decides:
+        if state != RunState.FAILED:
             return state, reason, message
         replicas = list(replicas)
         now = time.monotonic()

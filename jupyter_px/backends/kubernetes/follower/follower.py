@@ -110,7 +110,7 @@ class Follower:
         self.leave = threading.Event()  # set by a host: stop following, the run unfinished
         self.topology = parse_topology(store.record(run_id).topology)
         self.names = ReplicaNames.of(self.topology)  # how its messages call replicas (`chief`)
-        self.failures = Failures(self.run_dir, take, self.names, decides=self.handle.backend == "native")
+        self.failures = Failures(self.run_dir, take, self.names)
         self.replica_pods = replica_pods(self.handle.backend)
         self.state_dir = self.run_dir / FOLLOWER_DIR
         self.state_dir.mkdir(exist_ok=True)
