@@ -5,8 +5,11 @@ marks the hung replicas Stalled and takes their stacks itself when the stall beg
 
 from __future__ import annotations
 
+import hang_kinds
 import pytest
 from slurm_support import DEADLINE_S, slurm_cluster_fixture, topology_of, use_slurm_fixture, wait_for  # noqa: F401
+from test_hang_kinds import TOPOLOGY as HANG_TOPOLOGY
+from test_hang_kinds import stall_snapshot
 from test_stacks import ASLEEP, IN_ALL_REDUCE, assert_worker_1_named, hang_notebook
 
 from jupyter_px.cli import main as cli_main
@@ -118,3 +121,24 @@ def test_a_collective_timeout_on_slurm_names_the_rank_that_never_joined(use_slur
     run = submit(hang_notebook(tmp_path), {**TOPOLOGY, "termination": {"collectiveTimeout": 5}})
     status = run.wait(timeout=DEADLINE_S)
     assert_worker_1_named(run, status)
+
+
+def test_a_deadlocked_dataloader_and_a_skipped_barrier_are_seen_and_named_on_slurm(
+    use_slurm, px_home, tmp_path, monkeypatch
+):
+    """The other two hangs (tests/hang_kinds.py), side by side on the cluster's nodes: the
+    follower's stall stacks show worker-1 apart, and the collective timeout names worker-1."""
+    from jupyter_px.api import submit
+
+    monkeypatch.setenv("PX_STALL_AFTER_S", "4")
+    topology = {**topology_of(memory=900), "termination": HANG_TOPOLOGY["termination"]}
+    runs = {hang: submit(hang_kinds.notebook(tmp_path, hang), topology) for hang in hang_kinds.HANGS}
+    try:
+        for hang, run in runs.items():
+            taken = wait_for(lambda run=run: stall_snapshot(run), f"the {hang.name} stall's stacks", timeout=DEADLINE_S)
+            assert hang_kinds.groups(taken) == hang_kinds.expected(hang), taken["text"]
+        for hang, run in runs.items():
+            hang_kinds.assert_named(run.wait(timeout=DEADLINE_S), hang)
+    finally:
+        for run in runs.values():
+            run.stop()

@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +34,9 @@ from .outcome import Outcome
 log = logging.getLogger(__name__)
 
 _MILLISECONDS = re.compile(r"Timed out waiting (\d+) ?ms")
+
+#: How long the decision waits, after the stacks came in, for the exit of a replica that gave none.
+SETTLE_S = 3.0
 
 #: Takes the stacks of `targets` (replica key -> pid) and keeps them in the run; the snapshot.
 TakeStacks = Callable[[dict[str, int | None], str], dict[str, Any]]
@@ -100,9 +104,10 @@ def name_missing(
 
 def _at(replica: ReplicaStatus, snapshot: dict[str, Any]) -> str | None:
     """Where a rank waited: the line of its code its failure record names (a rank whose own
-    collective timed out), else the one its stack shows (a rank still waiting)."""
+    collective timed out, or that failed there when a peer that timed out closed its
+    connections), else the one its stack shows (a rank still waiting)."""
     failure = replica.failure
-    if failure is not None and failure.label and failure.line and collective_timeout.is_timeout(replica.message or ""):
+    if replica.state == ReplicaState.FAILED and failure is not None and failure.label and failure.line:
         return f"{failure.label} line {failure.line}"
     return missing_ranks.user_line(snapshot, replica.key)
 
@@ -129,6 +134,7 @@ class CollectiveTimeouts:
     def __init__(self, take: TakeStacks):
         self._take = take
         self.snapshot: dict[str, Any] | None = None
+        self._taken_at = 0.0
         self._taking: threading.Thread | None = None
         #: the failure the stacks are taken for (a run started again as its next attempt may
         #: time out again: its own stacks are taken then)
@@ -145,7 +151,7 @@ class CollectiveTimeouts:
         if first is None:
             return False
         if self._for == (first.key, first.finished_at):
-            return self.taking
+            return self.taking or self._settling(replicas)
         self._for = key = (first.key, first.finished_at)
         self.snapshot = None
         targets = {r.key: r.pid for r in replicas if r.state == ReplicaState.RUNNING}
@@ -158,16 +164,31 @@ class CollectiveTimeouts:
                 log.exception("cannot take the replicas' stacks")
                 return
             if self._for == key:  # not an earlier attempt's, come late
-                self.snapshot = snapshot
+                self.snapshot, self._taken_at = snapshot, time.monotonic()
 
         self._taking = threading.Thread(target=take, name="px-timeout-stacks", daemon=True)
         self._taking.start()
         return True
 
+    def _settling(self, replicas: Sequence[ReplicaStatus]) -> bool:
+        """Whether a replica that gave no stack (it exited as they were taken: a peer whose own
+        timeout came a moment later) is still seen running, for at most `SETTLE_S` after the
+        stacks came in: its exit, with its failure record, is what places it (where its backend
+        learns of exits by polling, as Slurm's follower does)."""
+        if self.snapshot is None or time.monotonic() - self._taken_at >= SETTLE_S:
+            return False
+        gave = {e.get("key") for e in self.snapshot.get("replicas") or [] if missing_ranks.waiting(e) is not None}
+        return any(r.state == ReplicaState.RUNNING and r.key not in gave for r in replicas)
+
     def name(self, outcome: Outcome, replicas: Sequence[ReplicaStatus], names: ReplicaNames) -> Named | None:
-        """The outcome that names the replicas the others waited for (`name_missing`), once the
-        stacks are in; None where there are none or no replica is found outside a collective."""
+        """The outcome that names the replicas the others waited for (`name_missing`), from the
+        stacks taken for this failure; where none were (every replica had ended before the
+        failure was seen: a job that ended first), from the replicas' own records alone. None
+        where no replica is found outside a collective or away from its peers."""
         first = first_timeout(replicas)
-        if self.snapshot is None or first is None or self._for != (first.key, first.finished_at):
+        if first is None:
             return None
-        return name_missing(outcome, replicas, self.snapshot, names)
+        taken = self.snapshot if self._for == (first.key, first.finished_at) else None
+        if taken is None and any(r.state == ReplicaState.RUNNING for r in replicas):
+            return None
+        return name_missing(outcome, replicas, taken or {}, names)

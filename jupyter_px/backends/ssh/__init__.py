@@ -13,6 +13,7 @@ family's (`../settings_file.py`). Modules, one job each:
 * `shipping`   - the run's files on each host: a shared filesystem proved, else copied and back.
 * `channels`   - one replica's ssh session: its output into the store, its start and stop lines.
 * `follower`   - the per-run owner: hosts ready, replicas started, states, the success policy, stop.
+* `stacks`     - every replica's stacks, asked on its host over ssh.
 * `task_entry` - what runs on a host for each replica (copied into the run: `ssh/entry.py`).
 * `handle`     - what a run directory keeps about its hosts (`ssh.json`, the follower's files).
 * `render`     - the dry run: each replica's host and ssh command, nothing contacted.

@@ -5,24 +5,27 @@ is its own: `check` reads the hosts (a hostfile or `hosts:`), places the replica
 asks each host once over ssh (it answers, the keys are accepted), before anything is recorded;
 `submit` writes the plan, the entry every replica runs and the handle (`ssh.json`: hosts,
 addresses, the settings), and starts the follower, which connects, ships and starts everything;
-`stop` asks the follower (`ssh-stop`) and waits until every replica has ended on every host.
+`stop` asks the follower (`ssh-stop`) and waits until every replica has ended on every host;
+`stacks` asks each host for its replicas' stacks (`stacks.py`).
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
-from ...runstore import RunStatus, atomic_write_json
+from ...runstore import ReplicaState, RunStatus, atomic_write_json
 from ...topology import Topology, parse_topology
 from ..base import BackendError, SubmitHandle
 from ..followed import FollowedBackend, mark_stopped
 from . import commands, shipping
-from .handle import ENTRY, FOLLOWER, PLAN_FILE, HostsHandle
+from .handle import ENTRY, FOLLOWER, PLAN_FILE, STARTED_FILE, HostsHandle
 from .plan import place, plan_document, unsupported
-from .settings import SshSettings, load_settings, to_json
+from .settings import SshSettings, from_json, load_settings, to_json
 
 #: Beyond the stop grace, how long `stop` waits for the follower to finish the run.
 STOP_MARGIN_S = 30.0
@@ -74,6 +77,23 @@ class SshBackend(FollowedBackend[SshSettings]):
             self.store.write_status(status)
             pid = self.start_follower(run_dir)
         return SubmitHandle(run_id, self.name, {"hosts": list(used), "follower_pid": pid})
+
+    def stacks(self, run_id: str) -> dict[str, Any]:
+        """Every running replica's stacks, asked on its host (`stacks.py`)."""
+        from .stacks import take_stacks
+
+        root = self.store.paths(run_id).root
+        try:
+            handle = HostsHandle.load(root)
+        except (OSError, ValueError) as error:
+            raise BackendError(f"run {run_id} has no hosts to ask: {error}") from None
+        try:
+            remote = json.loads((root / STARTED_FILE).read_text())
+        except (OSError, ValueError):
+            remote = {}  # its hosts are being prepared: each replica says it has not started
+        status = self.store.status(run_id)
+        targets = {r.key: r.pid for r in status.replicas if r.state == ReplicaState.RUNNING}
+        return take_stacks(from_json(handle.settings), handle, remote, root, run_id, targets)
 
     def stop(self, run_id: str, timeout: float | None = None) -> None:
         """Stop every replica on every host (SIGTERM, the grace, SIGKILL) and wait until the run

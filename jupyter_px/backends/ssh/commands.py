@@ -52,6 +52,15 @@ def ssh_argv(settings: SshSettings, host: str, words: Sequence[str]) -> list[str
     return [*argv, host, "--", " ".join(shlex.quote(word) for word in words)]
 
 
+def with_setup(settings: SshSettings, words: Sequence[str]) -> list[str]:
+    """`words` run after the settings' `setup` lines (a virtualenv activated, a module loaded):
+    `bash -c SETUP; exec "$@"` with `words` as its arguments, so they stay words."""
+    if not settings.setup:
+        return list(words)
+    script = "\n".join([*settings.setup, 'exec "$@"'])
+    return ["bash", "-c", script, "px-setup", *words]
+
+
 def prepare_control_dir(settings: SshSettings) -> None:
     """The folder of the shared connections' sockets, private to this user."""
     folder = os.path.dirname(settings.control_path())

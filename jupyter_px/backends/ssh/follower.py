@@ -23,6 +23,7 @@ for an unfinished run finds the run's sessions gone and ends it Lost, saying so.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -32,16 +33,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...cluster import ClusterEnv, ReplicaPaths
+from ...diagnostics.stack_signal import DUMPS_DIR_VARIABLE
+from ...diagnostics.stall_stacks import StallStacks
+from ...diagnostics.stalls import StallJudge
 from ...runstore import ReplicaState, ReplicaStatus, RunState, RunStatus, RunStore, atomic_write_json
 from ...runstore.models import Reason
 from ...topology import parse_topology
 from ...topology.naming import ReplicaNames
 from .. import follower_process
 from ..base import BackendError
+from ..collective_blame import CollectiveTimeouts
+from ..failures import code_failure
 from ..outcome import run_outcome
-from . import commands, shipping
+from . import commands, shipping, stacks
 from .channels import Channel
-from .handle import ENTRY, FOLLOWER, REPLICAS_DIR, STOP_FILE, HostsHandle, replica_file
+from .handle import ENTRY, FOLLOWER, REPLICAS_DIR, STARTED_FILE, STOP_FILE, HostsHandle, replica_file
 from .settings import from_json
 
 log = logging.getLogger(__name__)
@@ -51,7 +57,6 @@ SERVERS = ("ps", "evaluator")
 #: After the run succeeded, seconds a worker still running gets to finish by itself (as locally).
 COMPLETION_GRACE_S = float(os.environ.get("PX_COMPLETION_GRACE_S") or 5.0)
 TICK_S = 0.1
-STARTED_FILE = "ssh/started"
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ class Ending:
     others: ReplicaState
     others_reason: str
     others_message: str
+    #: the replicas a collective's timeout waited for (key -> what each is told): Failed
+    missing: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class RunFailedToStart(Exception):
@@ -86,6 +93,9 @@ class Follower:
         self.term_at: float | None = None
         self.term_sent_at: float | None = None
         self.killed = False
+        self.names = ReplicaNames.of(self.topology)
+        self.stalls = StallStacks(StallJudge(self.paths.metrics), self.take_stacks, run_id)
+        self.timeouts = CollectiveTimeouts(self.take_stacks)
 
     # ---- setting up --------------------------------------------------------------------------
     def _status(self, state: RunState, message: str, replicas: list[ReplicaStatus] | None = None) -> RunStatus:
@@ -107,11 +117,9 @@ class Follower:
         return remote
 
     def _replica_words(self, remote: str, role: str, index: int) -> list[str]:
-        entry = [self.settings.interpreter, f"{remote}/{ENTRY}", remote, role, str(index)]
-        if not self.settings.setup:
-            return entry
-        script = "\n".join([*self.settings.setup, 'exec "$@"'])
-        return ["bash", "-c", script, "px-setup", *entry]
+        return commands.with_setup(
+            self.settings, [self.settings.interpreter, f"{remote}/{ENTRY}", remote, role, str(index)]
+        )
 
     def start(self) -> None:
         """Every host ready, every replica's entry started and its port known, then the start
@@ -159,8 +167,15 @@ class Follower:
             if shared:
                 env["PX_HOME"] = str(self.store.home)
             env["PYTHONUNBUFFERED"] = "1"
+            env[DUMPS_DIR_VARIABLE] = stacks.dumps_dir(remote)  # with each process's pid: `stacks.py`
             channel.send(json.dumps({"env": env, "grace": self.settings.stop_grace_s}))
             channel.started_at = time.time()
+
+    def take_stacks(self, targets: dict[str, int | None], why: str) -> dict[str, Any]:
+        """The stacks of `targets`, asked on their hosts (`stacks.py`), kept in the run."""
+        snapshot = stacks.take_stacks(self.settings, self.handle, self.remote, self.run_dir, self.run_id, targets, why)
+        log.info("run %s: stacks taken (%s):\n%s", self.run_id, why, snapshot["text"])
+        return snapshot
 
     def _addresses(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {role: [""] * count for role, count in self.topology.counts().items()}
@@ -218,13 +233,18 @@ class Follower:
                         ending.others_reason,
                         ending.others_message,
                     )
+                    if channel.key in ending.missing:  # the rank a collective's timeout waited for
+                        replica.state, replica.reason = ReplicaState.FAILED, Reason.COLLECTIVE_TIMEOUT
+                        replica.message = ending.missing[channel.key]
                 else:
                     replica.state = ReplicaState.FAILED
                     replica.reason = Reason.SIGNALED if signal else Reason.ERROR
-                    where = f" on {channel.host}"
-                    replica.message = (
-                        said or (f"killed by {signal}" if signal else f"exited with code {code}")
-                    ) + where
+                    replica.message = said or (f"killed by {signal}" if signal else f"exited with code {code}")
+                    if replica.reason == Reason.ERROR:  # what its code raised, and where (a shared run store)
+                        replica.failure, replica.message = code_failure(
+                            self.run_dir, channel.role, channel.index, channel.started_at, replica.message
+                        )
+                    replica.message = f"{replica.message} on {channel.host}"
             notice = (channel.exit or {}).get("notice")
             if notice:  # "master-0: 1,204 metric points not written: killed before they were flushed"
                 lost_words = str(notice).split(": ", 1)[-1]
@@ -232,7 +252,9 @@ class Follower:
             out.append(replica)
         return out
 
-    def _decide(self, replicas: list[ReplicaStatus]) -> None:
+    def _decide(self, replicas: list[ReplicaStatus], hold: bool = True) -> None:
+        """The run's ending, once its replicas decide it; `hold`: a collective's timeout may wait
+        for the stacks (not once every replica has ended: there is nothing left to ask)."""
         if self.ending is not None:
             return
         now = time.time()
@@ -245,8 +267,18 @@ class Follower:
         if outcome is None:
             return
         if outcome.state == RunState.FAILED:
-            said = f"stopped because {outcome.cause} failed"
-            self.ending = Ending(*outcome_words(outcome), ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, said)
+            if hold and self.timeouts.holds(replicas):  # a collective timed out: whose was the fault?
+                return
+            named = self.timeouts.name(outcome, replicas, self.names)
+            outcome = named.outcome if named else outcome
+            said = f"stopped because {named.because if named else f'{outcome.cause} failed'}"
+            self.ending = Ending(
+                *outcome_words(outcome),
+                ReplicaState.STOPPED,
+                Reason.STOPPED_BY_RUN,
+                said,
+                named.missing if named else {},
+            )
             self.term_at = now
             return
         running = [r for r in replicas if r.state == ReplicaState.RUNNING]
@@ -285,10 +317,11 @@ class Follower:
             self._act()
             if all(c.ended for c in self.channels):
                 return self._finish()
+            self.stalls.mark((r, self.ending is None and r.state == ReplicaState.RUNNING) for r in replicas)
             status = self._status(RunState.RUNNING, self._running_message(), replicas)
             if self.ending is not None:
                 status.message = f"stopping: {self.ending.message}"
-            key = (status.state, status.message, [(r.state, r.reason, r.exit_code) for r in replicas])
+            key = (status.state, status.message, [(r.state, r.reason, r.exit_code, r.stalled_since) for r in replicas])
             if key != last:
                 self.store.write_status(status)
                 last = key
@@ -300,7 +333,7 @@ class Follower:
 
     def _finish(self) -> int:
         replicas = self._replicas()
-        self._decide(replicas)
+        self._decide(replicas, hold=False)
         replicas = self._replicas()
         notes = self._bring_back()
         status = self._status(RunState.RUNNING, "", replicas)

@@ -22,6 +22,8 @@ PLAN_FILE = "ssh/plan.json"
 REPLICAS_DIR = "ssh/replicas"
 HANDLE_FILE = "ssh.json"
 STOP_FILE = "ssh-stop"
+#: Each host's run directory (`{host: path}`), written once the follower has prepared the hosts.
+STARTED_FILE = "ssh/started"
 FOLLOWER = FollowerSpec(
     module="jupyter_px.backends.ssh.follower",
     handle=HANDLE_FILE,

@@ -32,9 +32,9 @@ def dry_run(topology: Topology, name: str) -> str:
         "# hosts: " + ", ".join(f"{h.name} slots={h.slots}" for h in hosts),
     ]
     for p in placements:
-        words = [settings.interpreter, f"{run_dir}/{ENTRY}", run_dir, p.role, str(p.index)]
-        if settings.setup:
-            words = ["bash", "-c", "\n".join([*settings.setup, 'exec "$@"']), "px-setup", *words]
+        words = commands.with_setup(
+            settings, [settings.interpreter, f"{run_dir}/{ENTRY}", run_dir, p.role, str(p.index)]
+        )
         lines += ["", f"# {p.key}: {p.host}, slot {p.slot}", shlex.join(commands.ssh_argv(settings, p.host, words))]
     return "\n".join(lines) + "\n"
 
