@@ -103,6 +103,7 @@ def assert_named(status, hang: Hang) -> None:
     """The run ended by its collective timeout, naming worker-1 as the rank its peers waited for."""
     assert status.state.value == "Failed" and status.reason == "CollectiveTimeout", status
     assert status.message.startswith("worker-1 never joined the collective its peers waited in ("), status.message
+    assert "-0 timed out after 20 s); " in status.message, status.message  # master-0 or worker-0 waited
     assert status.message.endswith(f"; {hang.named}"), status.message
     by_key = {r.key: r for r in status.replicas}
     assert by_key["worker-1"].state.value == "Failed", by_key["worker-1"]

@@ -92,7 +92,12 @@ def name_missing(
             f"{label[r.key]} was in another collective than its peers ({_at(r, snapshot)}; they waited at {waited_at})"
             for r in missing
         ]
-    waited = f"{label[first.key]} timed out{_waited(first.message or '')}"
+    # the peer that waited: the first to fail of those not named (in a skipped barrier, the rank
+    # at fault may time out first in its own collective)
+    named_keys = {r.key for r in missing}
+    waiters = [r for r in replicas if r.key not in named_keys and first_timeout([r]) is not None]
+    waiter = min(waiters, key=lambda r: r.finished_at or 0) if waiters else first
+    waited = f"{label[waiter.key]} timed out{_waited(waiter.message or '')}"
     who, their = ", ".join(label[r.key] for r in missing), "its" if len(missing) == 1 else "their"
     message = f"{who} never joined the collective {their} peers waited in ({waited}); {'; '.join(places)}"
     told = f"never joined the collective its peers waited in ({waited}); stopped"

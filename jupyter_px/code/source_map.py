@@ -166,19 +166,25 @@ class SourceMap:
 
 def keep_failure(run_dir: Path, record: Mapping[str, Any]) -> None:
     """Keep this process's failure record (`failures/<role>-<index>.json`); where the run
-    directory is not writable (a pod), print it as one `@px-failure {json}` line instead."""
+    directory is not writable (a pod) or not the run store's (a host's copy of the run: no
+    `PX_METRICS_PATH`, so metrics go through the log too), print it as one `@px-failure {json}`
+    line, which the log's reader keeps as the record."""
     key = f"{os.environ.get('PX_TASK_TYPE', 'master')}-{os.environ.get('PX_TASK_INDEX', '0')}"
     process = os.environ.get("LOCAL_RANK") or "0"
     if process != "0":
         key += f".rank{process}"
     text = json.dumps(dict(record))
     target = run_dir / FAILURES_DIR / f"{key}.json"
+    kept = False
     try:
         target.parent.mkdir(exist_ok=True)  # replicas failing together (a collective's peers) race here
         tmp = target.with_name(f".{target.name}.{os.getpid()}")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, target)
+        kept = True
     except OSError:
+        pass
+    if not kept or not os.environ.get("PX_METRICS_PATH"):
         print(f"{FAILURE_LOG_PREFIX}{text}", flush=True)
 
 

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...runstore.layout import METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, RunPaths
+from ...runstore.layout import FAILURE_LOG_PREFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, RunPaths
 from ...runstore.log_metrics import ingest_log_lines
 from .task_entry import EXIT, READY
 
-_MARKERS = (METRICS_LOG_PREFIX.encode(), PARAMS_LOG_PREFIX.encode())
+_MARKERS = (METRICS_LOG_PREFIX.encode(), PARAMS_LOG_PREFIX.encode(), FAILURE_LOG_PREFIX.encode())
 
 
 class Channel:
