@@ -203,3 +203,32 @@ def test_each_attempt_s_timeout_is_judged_on_stacks_taken_for_it():
         said = timeouts.name(outcome, replicas, ReplicaNames())
         assert (said.outcome.cause if said else None) == named, said
     assert taken == ["master-0's collective timed out"] * 2
+
+
+def test_a_rank_in_another_collective_than_most_of_its_peers_is_named_and_a_tie_names_nobody():
+    """Every rank timed out inside a collective (a skipped barrier): the rank away from the line
+    most ranks failed at is named; with one rank at each of two lines nobody can be told apart."""
+    from jupyter_px.backends.collective_blame import name_missing
+    from jupyter_px.backends.outcome import Outcome
+    from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunState
+    from jupyter_px.runstore.models import ReplicaFailure
+    from jupyter_px.topology import ReplicaNames
+
+    def failed(role: str, index: int, line: int, at: float) -> ReplicaStatus:
+        said = f"exited with code 1: RuntimeError: Timed out waiting 20000ms for recv operation (cell [4], line {line})"
+        failure = ReplicaFailure(exception="RuntimeError: Timed out waiting 20000ms", label="cell [4]", line=line)
+        return ReplicaStatus(
+            role=role, index=index, state=ReplicaState.FAILED, message=said, failure=failure, finished_at=at
+        )
+
+    outcome = Outcome(RunState.FAILED, "ReplicaFailed", "worker-1 failed", cause="worker-1")
+    # the rank at fault timed out first, in its own collective
+    three = [failed("worker", 1, 10, 1.0), failed("master", 0, 9, 1.1), failed("worker", 0, 9, 1.2)]
+    said = name_missing(outcome, three, {}, ReplicaNames())
+    assert said is not None and said.outcome.cause == "worker-1", said
+    assert said.outcome.message == (
+        "worker-1 never joined the collective its peers waited in (master-0 timed out after 20 s); "
+        "worker-1 was in another collective than its peers (cell [4] line 10; they waited at cell [4] line 9)"
+    )
+    assert name_missing(outcome, three[:2], {}, ReplicaNames()) is None
+    assert name_missing(outcome, [failed("master", 0, 9, 1.0), failed("worker", 0, 9, 1.1)], {}, ReplicaNames()) is None
