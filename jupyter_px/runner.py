@@ -300,7 +300,12 @@ def _report(error: BaseException, tb: Any, run_dir: Path, *, keep: bool = False,
     text = source_map.format_exception(error, tb)
     sys.stderr.write(text)
     sys.stderr.flush()
-    keep_failure(run_dir, source_map.failure_record(error, tb))
+    record = source_map.failure_record(error, tb)
+    from jupyter_px.diagnostics import collective_timeout, flight_recorder
+
+    if collective_timeout.is_timeout(record["exception"]):
+        record["collectives"] = flight_recorder.last_collectives()
+    keep_failure(run_dir, record)
     if keep:
         from jupyter_px.code import function_calls
 
@@ -411,10 +416,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     nproc = int((topology.get("environment") or {}).get("processes_per_replica") or 1)
     if topology.get("framework") == "pytorch" and nproc > 1 and "LOCAL_RANK" not in os.environ:
         _finish(_run_local_group(run_dir, nproc))
-    from jupyter_px.diagnostics import collective_timeout, group_teardown, stack_signal
+    from jupyter_px.diagnostics import collective_timeout, flight_recorder, group_teardown, stack_signal
 
     stack_signal.install(run_dir)  # its stacks on request, even from native code (`jupyter px stacks`)
     collective_timeout.install()  # a missing rank fails its peers' collectives in minutes, not half an hour
+    flight_recorder.install()  # which collective a timed-out rank was in, for its failure record
     group_teardown.install()  # a DDP model freed after destroy_process_group() cannot hang the replica
 
     code_spec = record.get("code") or {}

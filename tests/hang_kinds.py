@@ -27,13 +27,15 @@ for i in range(30):
 @dataclasses.dataclass(frozen=True)
 class Hang:
     """One kind of hang: its cell (after the magic and `STEPS`), how the stacks summarise the
-    ranks that wait and the rank at fault, and how the run's message places the rank at fault."""
+    ranks that wait and the rank at fault, how the run's message places the rank at fault, and
+    the collective it says its peers waited in."""
 
     name: str
     cell: str
     peers: str
     culprit: str
     named: str
+    waited_in: str
 
 
 #: A lock held when the DataLoader forked its worker stays held in the worker for ever (here the
@@ -57,6 +59,7 @@ for batch in torch.utils.data.DataLoader(Numbers(), batch_size=1, num_workers=1)
     peers="all_reduce <- <module>, cell [4] line 18",
     culprit="__next__ (dataloader.py) <- <module>, cell [4] line 17",
     named="worker-1 was at __next__ (dataloader.py) <- <module>, cell [4] line 17",
+    waited_in="all_reduce #31",  # the 30 steps' all_reduces are #1 to #30
 )
 
 #: Rank 2 skips the barrier the others wait in and calls the next collective: gloo matches
@@ -71,6 +74,7 @@ dist.all_reduce(torch.ones(1))
     peers="barrier <- <module>, cell [4] line 9",
     culprit="all_reduce <- <module>, cell [4] line 10",
     named="worker-1 was in another collective than its peers (cell [4] line 10; they waited at cell [4] line 9)",
+    waited_in="barrier #31",
 )
 
 HANGS = (DATALOADER, BARRIER)
@@ -103,7 +107,8 @@ def assert_named(status, hang: Hang) -> None:
     """The run ended by its collective timeout, naming worker-1 as the rank its peers waited for."""
     assert status.state.value == "Failed" and status.reason == "CollectiveTimeout", status
     assert status.message.startswith("worker-1 never joined the collective its peers waited in ("), status.message
-    assert "-0 timed out after 20 s); " in status.message, status.message  # master-0 or worker-0 waited
+    # master-0 or worker-0 waited, in the collective the flight recorder saw last
+    assert f"-0 timed out after 20 s in {hang.waited_in}); " in status.message, status.message
     assert status.message.endswith(f"; {hang.named}"), status.message
     by_key = {r.key: r for r in status.replicas}
     assert by_key["worker-1"].state.value == "Failed", by_key["worker-1"]

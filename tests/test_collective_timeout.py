@@ -157,8 +157,15 @@ def test_a_rank_that_never_joins_an_all_reduce_is_named_when_its_peers_time_out(
     assert status.state.value == "Failed", describe(run)
     assert status.reason == "CollectiveTimeout", describe(run)
     assert status.message.startswith("worker-0 never joined the collective its peers waited in ("), status.message
-    assert "timed out after 5 s)" in status.message, status.message
+    assert "timed out after 5 s in all_reduce #2)" in status.message, status.message  # the flight recorder's
     assert status.message.endswith("; worker-0 was at <module>, hang.py line 8: time.sleep(120)"), status.message
+    # the flight recorder's last collectives, in the waiting replicas' records and in the REST reply
+    from jupyter_px.server.models import RunDetail, dump
+    from jupyter_px.service.views import run_detail
+
+    detail = dump(RunDetail, run_detail(run.record, status))
+    collectives = [r["failure"]["collectives"] for r in detail["replicas"] if r.get("failure")]
+    assert collectives and all(c[-1]["op"] == "all_reduce" and c[-1]["seq"] == 2 for c in collectives), detail
     sleeper = by_key["worker-0"]
     # ended by the run, asleep (not at the end of its 120 s): Failed as the cause
     assert sleeper.state.value == "Failed" and sleeper.reason == "CollectiveTimeout", sleeper
@@ -232,3 +239,18 @@ def test_a_rank_in_another_collective_than_most_of_its_peers_is_named_and_a_tie_
     )
     assert name_missing(outcome, three[:2], {}, ReplicaNames()) is None
     assert name_missing(outcome, [failed("master", 0, 9, 1.0), failed("worker", 0, 9, 1.1)], {}, ReplicaNames()) is None
+
+
+def test_the_flight_recorder_is_on_unless_the_run_s_environment_says():
+    from jupyter_px.diagnostics import flight_recorder
+
+    for given, expected in (
+        ({}, "2000"),
+        ({"TORCH_FR_BUFFER_SIZE": "0"}, "0"),
+        ({"TORCH_NCCL_TRACE_BUFFER_SIZE": "50"}, None),
+    ):
+        environ = dict(given)
+        flight_recorder.install(environ)
+        assert environ.get("TORCH_FR_BUFFER_SIZE") == expected, (given, environ)
+    assert flight_recorder.describe({"op": "all_reduce", "seq": 31, "group": "default_pg"}) == "all_reduce #31"
+    assert flight_recorder.describe({"op": "barrier", "seq": 4, "group": "tp"}) == "barrier #4 of group tp"

@@ -66,7 +66,8 @@ def assert_worker_1_named(run, status) -> None:
     waited for (not master-0 or worker-0, which timed out waiting), from stacks kept in the run."""
     assert status.state.value == "Failed" and status.reason == "CollectiveTimeout", status
     assert status.message.startswith("worker-1 never joined the collective its peers waited in ("), status.message
-    assert "-0 timed out after 5 s); " in status.message, status.message  # master-0's or worker-0's, first to fail
+    # master-0's or worker-0's, first to fail, in the all_reduce after the 30 steps' (the flight recorder's)
+    assert "-0 timed out after 5 s in all_reduce #31); " in status.message, status.message
     assert status.message.endswith(f"; worker-1 was at {ASLEEP}"), status.message
     by_key = {r.key: r for r in status.replicas}
     assert by_key["worker-1"].state.value == "Failed" and by_key["worker-1"].reason == "CollectiveTimeout", by_key

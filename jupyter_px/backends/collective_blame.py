@@ -8,8 +8,9 @@ the follower) holds the run's decision when the first failure is a collective ti
 live replicas' stacks once, in a thread (as on a stall; a few hundred milliseconds), and names as
 the cause every replica that was not waiting in a collective (`diagnostics.missing_ranks`) or had
 already ended without failing (a rank that skipped the last barrier): "worker-1 never joined the
-collective its peers waited in (master-0 timed out after 10 s); worker-1 was at <module>, cell [1]
-line 7: time.sleep(60)". That replica is ended Failed (CollectiveTimeout); the others as usual,
+collective its peers waited in (master-0 timed out after 10 s in all_reduce #31); worker-1 was at
+<module>, cell [1] line 7: time.sleep(60)" (the collective from the waiting rank's failure record:
+`diagnostics/flight_recorder.py`). That replica is ended Failed (CollectiveTimeout); the others as usual,
 "stopped because worker-1 never joined a collective". Where no replica is found outside a
 collective (every stack in one, or none could be read), the run is decided as before.
 """
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..diagnostics import collective_timeout, missing_ranks
+from ..diagnostics import collective_timeout, flight_recorder, missing_ranks
 from ..runstore import ReplicaState, ReplicaStatus
 from ..runstore.models import Reason
 from ..topology import ReplicaNames
@@ -68,6 +69,13 @@ def _waited(message: str) -> str:
     return f" after {int(found.group(1)) / 1000:g} s" if found else ""
 
 
+def _in(replica: ReplicaStatus) -> str:
+    """` in all_reduce #31`: the collective the replica's failure record says it timed out in
+    (the flight recorder's newest entry), or nothing."""
+    collectives = replica.failure.collectives if replica.failure is not None else None
+    return f" in {flight_recorder.describe(collectives[-1])}" if collectives else ""
+
+
 def name_missing(
     outcome: Outcome, replicas: Sequence[ReplicaStatus], snapshot: dict[str, Any], names: ReplicaNames
 ) -> Named | None:
@@ -97,7 +105,7 @@ def name_missing(
     named_keys = {r.key for r in missing}
     waiters = [r for r in replicas if r.key not in named_keys and first_timeout([r]) is not None]
     waiter = min(waiters, key=lambda r: r.finished_at or 0) if waiters else first
-    waited = f"{label[waiter.key]} timed out{_waited(waiter.message or '')}"
+    waited = f"{label[waiter.key]} timed out{_waited(waiter.message or '')}{_in(waiter)}"
     who, their = ", ".join(label[r.key] for r in missing), "its" if len(missing) == 1 else "their"
     message = f"{who} never joined the collective {their} peers waited in ({waited}); {'; '.join(places)}"
     told = f"never joined the collective its peers waited in ({waited}); stopped"

@@ -156,6 +156,11 @@ class ReplicaFailure(BaseModel):
     execution_count: int | None = Field(default=None, description="the cell's [n] when it was shipped")
     cell_index: int | None = Field(default=None, description="the cell's position in the notebook, from 0")
     notebook: str | None = None
+    collectives: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="for a collective's timeout, the process group's last collectives (op, seq, group, state), "
+        "newest last: PyTorch's flight recorder",
+    )
 
 
 class ReplicaStatus(BaseModel):

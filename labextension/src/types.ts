@@ -17,6 +17,7 @@ export type RestBody =
   | IRunSummary
   | IReplica
   | IReplicaFailure
+  | ICollective
   | ICode
   | IAttempt
   | ICheckpoint
@@ -241,6 +242,30 @@ export interface IReplicaFailure {
   execution_count?: number | null;
   cell_index?: number | null;
   notebook?: string | null;
+  /**
+   * for a collective's timeout: its process group's last collectives, newest last
+   */
+  collectives?: ICollective[] | null;
+}
+/**
+ * One collective of a process group, as PyTorch's flight recorder saw it.
+ *
+ * `jupyter_px.server.models.replies.Collective`
+ */
+export interface ICollective {
+  /**
+   * `all_reduce`, `barrier`, ...
+   */
+  op: string;
+  /**
+   * its number in the group's sequence, from 1
+   */
+  seq?: number | null;
+  /**
+   * the process group's name (`default_pg`)
+   */
+  group?: string | null;
+  state?: string | null;
 }
 /**
  * How the run's code runs (the run record's `code`).

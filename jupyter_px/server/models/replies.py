@@ -93,6 +93,15 @@ class RunSummary(Reply):
     )
 
 
+class Collective(Reply):
+    """One collective of a process group, as PyTorch's flight recorder saw it."""
+
+    op: str = Field(description="`all_reduce`, `barrier`, ...")
+    seq: int | None = Field(default=None, description="its number in the group's sequence, from 1")
+    group: str | None = Field(default=None, description="the process group's name (`default_pg`)")
+    state: str | None = None
+
+
 class ReplicaFailure(Reply):
     """Where a replica's code raised: what "Go to cell" opens (`cell_id`, else the cell whose
     `execution_count` it is, else the `cell_index`-th cell of `notebook`), at `line`."""
@@ -105,6 +114,9 @@ class ReplicaFailure(Reply):
     execution_count: int | None = None
     cell_index: int | None = None
     notebook: str | None = None
+    collectives: list[Collective] | None = Field(
+        default=None, description="for a collective's timeout: its process group's last collectives, newest last"
+    )
 
 
 class Replica(Reply):
