@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..code.source_map import SourceMap
 from ..processes import file_lock
 from . import dumps, snapshots
 from .dump_collect import WAIT_S, Sender, collect
 from .stack_signal import DUMPS_DIR, STACKS_DIR
+
+#: Where the dumps are asked for where the replicas run (pods, hosts), at most this many at once.
+PARALLEL_ASKS = 8
+P = TypeVar("P")
 
 
 def take(
@@ -75,3 +80,28 @@ def keep_snapshot(
     snapshot = snapshots.build(run_id, why, replicas, taken_at)
     snapshots.keep(run_dir, snapshot)
     return snapshot
+
+
+def ask_all(
+    places: Sequence[P], ask: Callable[[P], dict[str, Any]], targets: Mapping[str, int | None], nobody: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Ask each place (a pod, a host) for its replicas' dumps at once, by `ask`, which returns
+    `stack_request.py`'s answer or `{"failed": why}`; what they added (key -> text) and why the
+    others gave none (key -> why): a target no answer covered is told the places' failures, or
+    `nobody`."""
+    texts: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    failed: list[str] = []
+    if places:
+        with ThreadPoolExecutor(max_workers=min(PARALLEL_ASKS, len(places))) as pool:
+            answers = list(pool.map(ask, places))
+        for answer in answers:
+            if "failed" in answer:
+                failed.append(answer["failed"])
+                continue
+            texts.update({key: entry["text"] for key, entry in (answer.get("replicas") or {}).items()})
+            errors.update(answer.get("errors") or {})
+    for key in targets:
+        if key not in texts:
+            errors.setdefault(key, "; ".join(failed) or nobody)
+    return texts, errors

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -63,24 +62,8 @@ def take_stacks(
     snapshot, kept in the run directory. `remote`: each host's run directory (the follower's)."""
     taken_at = time.time()
     hosts = sorted({host for role, index, host in handle.replicas if f"{role}-{index}" in targets and host in remote})
-    texts: dict[str, str] = {}
-    errors: dict[str, str] = {}
-    failed: list[str] = []
-    if hosts:
-        with ThreadPoolExecutor(max_workers=min(8, len(hosts))) as pool:
-            answers = list(pool.map(lambda host: _ask(settings, host, remote[host]), hosts))
-        for answer in answers:
-            if "failed" in answer:
-                failed.append(answer["failed"])
-                continue
-            texts.update({key: entry["text"] for key, entry in (answer.get("replicas") or {}).items()})
-            errors.update(answer.get("errors") or {})
-    why_none = "; ".join(failed) or (
-        "no stack: no host answered for it" if remote else "no stack: the run's hosts are still being prepared"
-    )
-    for key in targets:
-        if key not in texts:
-            errors.setdefault(key, why_none)
+    nobody = "no stack: no host answered for it" if remote else "no stack: the run's hosts are still being prepared"
+    texts, errors = taking.ask_all(hosts, lambda host: _ask(settings, host, remote[host]), targets, nobody)
     copies = {path for path in remote.values() if path != str(run_dir.resolve())}
     return taking.keep_snapshot(
         run_dir.resolve(),

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,6 @@ from .pod_state import main_container_name
 
 #: The asking program as shipped in the run's ConfigMap (`payload.py`).
 STACK_REQUEST = f"{APP_DIR}/lib/jupyter_px/diagnostics/stack_request.py"
-#: At most this many pods are asked at once.
-PARALLEL_EXECS = 8
 #: An exec that has not answered by then (the dumps' own wait, plus the exec's start) is given up.
 EXEC_TIMEOUT_S = WAIT_S + 20.0
 
@@ -102,23 +99,12 @@ def take_stacks(
     """Ask every running pod of the run for its replicas' stacks; the snapshot of `targets`
     (replica key -> pid, as the status knows it), kept in the run directory."""
     taken_at = time.time()
-    pods = _running_pods(cluster, handle)
-    texts: dict[str, str] = {}
-    errors: dict[str, str] = {}
-    failed: list[str] = []
-    if pods:
-        with ThreadPoolExecutor(max_workers=min(PARALLEL_EXECS, len(pods))) as pool:
-            answers = list(pool.map(lambda pod: _ask(cluster.api.configuration, handle.namespace, pod), pods))
-        for answer in answers:
-            if "failed" in answer:
-                failed.append(answer["failed"])
-                continue
-            texts.update({key: entry["text"] for key, entry in (answer.get("replicas") or {}).items()})
-            errors.update(answer.get("errors") or {})
-    why_none = "; ".join(failed) or "no stack: no running pod of the run answered for it"
-    for key in targets:
-        if key not in texts:
-            errors.setdefault(key, why_none)
+    texts, errors = taking.ask_all(
+        _running_pods(cluster, handle),
+        lambda pod: _ask(cluster.api.configuration, handle.namespace, pod),
+        targets,
+        "no stack: no running pod of the run answered for it",
+    )
     return taking.keep_snapshot(
         run_dir.resolve(), run_id, targets, texts, errors, why=why, taken_at=taken_at, moved_from=RUN_DIR
     )
