@@ -66,8 +66,8 @@ def _frame(source_map: SourceMap, frame: Frame) -> dict[str, Any]:
     }
 
 
-#: A file of Python's standard library (not a package installed beside it).
-_STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!(site|dist)-packages[/\\])")
+#: A file of Python's standard library (not a package installed beside it), or a frozen module of it.
+_STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!(site|dist)-packages[/\\])|^<frozen ")
 
 
 def _called(frames: list[dict[str, Any]], user: dict[str, Any]) -> str:

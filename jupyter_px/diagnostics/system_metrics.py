@@ -15,6 +15,8 @@ replica's own `system/...` series (same cursors, plots and comparison) while the
 replica's tracking writes (and its ledger) stays the replica's alone. CPU % is of one core (a
 replica using two cores shows 200), over the interval since the previous sample of the same
 process; a descendant that ended in between takes its CPU time with it, which only lowers a sample.
+On a machine with NVIDIA GPUs, each GPU the replica's processes use adds its utilisation, the
+replica's memory on it and its power (`gpu_metrics.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..runstore.layout import SYSTEM_INFIX
+from .gpu_metrics import GpuUsage
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +76,10 @@ def _rss_bytes(pid: int) -> int:
         return int(handle.read().split()[1]) * _PAGE
 
 
-def tree_usage(pid: int) -> tuple[float, int]:
+def tree_usage(pid: int, members: list[int] | None = None) -> tuple[float, int]:
     """(CPU seconds used so far, resident bytes now) of `pid`'s tree (0, 0 when it is gone)."""
     cpu, rss = 0.0, 0
-    for member in process_tree(pid):
+    for member in process_tree(pid) if members is None else members:
         try:
             cpu += _cpu_seconds(member)
             rss += _rss_bytes(member)
@@ -96,6 +99,7 @@ class SystemSampler:
         #: replica key -> (pid, monotonic time, CPU seconds) of its previous sample
         self.previous: dict[str, tuple[int, float, float]] = {}
         self.failing = False
+        self.gpus = GpuUsage()
 
     def sample(self, pids: Mapping[str, int | None]) -> None:
         """`pids`: each replica's key (`worker-1`) and the pid at the top of its tree, None when
@@ -108,10 +112,11 @@ class SystemSampler:
         for key, pid in pids.items():
             if pid is None:
                 continue
-            cpu, rss = tree_usage(pid)
+            members = process_tree(pid)
+            cpu, rss = tree_usage(pid, members)
             if not rss:
                 continue
-            values = {"system/rss_mib": round(rss / 2**20, 2)}
+            values = {"system/rss_mib": round(rss / 2**20, 2), **self.gpus.of(set(members))}
             before = self.previous.get(key)
             if before is not None and before[0] == pid and now > before[1]:
                 values["system/cpu_percent"] = round(max(0.0, cpu - before[2]) / (now - before[1]) * 100, 1)

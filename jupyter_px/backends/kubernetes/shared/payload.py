@@ -65,6 +65,8 @@ _PACKAGE_FILES = (
     "diagnostics/after_import.py",
     "diagnostics/collective_timeout.py",
     "diagnostics/group_teardown.py",
+    # the flight recorder turned on, and read into a timed-out rank's failure record
+    "diagnostics/flight_recorder.py",
     # what tracking's checkpoints read for a checkpoint request (armed on Slurm only)
     "processes/__init__.py",
     "processes/checkpoint_signal.py",
