@@ -23,13 +23,12 @@ for an unfinished run finds the run's sessions gone and ends it Lost, saying so.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...cluster import ClusterEnv, ReplicaPaths
@@ -70,7 +69,7 @@ class Ending:
     others_reason: str
     others_message: str
     #: the replicas a collective's timeout waited for (key -> what each is told): Failed
-    missing: dict[str, str] = dataclasses.field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
 
 
 class RunFailedToStart(Exception):
