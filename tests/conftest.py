@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -193,6 +194,53 @@ def _no_server_environment(monkeypatch):
     server would decide the URLs and TensorBoard owners of every later test."""
     for name in ("JUPYTER_PX_BASE_URL", "JUPYTER_PX_SERVER_PID"):
         monkeypatch.delenv(name, raising=False)
+
+
+def _reopen_closed_capture(item: pytest.Item) -> None:
+    """Where the code of `item` (or a thread it left) closed this worker's captured sys.stdout
+    or sys.stderr, start the capture again and fail `item` by name: otherwise every later test of
+    the worker fails with "I/O operation on closed file" (pytest captures a worker's output in
+    one file for the whole session), naming the wrong tests."""
+    capman = item.config.pluginmanager.getplugin("capturemanager")
+    capturing = getattr(capman, "_global_capturing", None)
+    closed = [
+        name
+        for name in ("out", "err")
+        if getattr(getattr(getattr(capturing, name, None), "tmpfile", None), "closed", False)
+    ]
+    if not closed:
+        return
+    with contextlib.suppress(Exception):
+        capturing.stop_capturing()
+    capman._global_capturing = None
+    capman.start_global_capturing()
+    pytest.fail(f"this test closed the worker's captured sys.std{'/sys.std'.join(closed)} (pytest's own file)")
+
+
+# inside pytest's capture of each phase (trylast: called after it, so run within it), so the
+# capture is whole again before pytest reads what the phase printed
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_setup(item: pytest.Item):
+    try:
+        return (yield)
+    finally:
+        _reopen_closed_capture(item)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item):
+    try:
+        return (yield)
+    finally:
+        _reopen_closed_capture(item)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item):
+    try:
+        return (yield)
+    finally:
+        _reopen_closed_capture(item)
 
 
 @pytest.fixture(autouse=True)

@@ -92,7 +92,10 @@ for (const theme of ['light', 'dark'] as const) {
     const progress = view.locator('.jp-px-training .jp-px-phase-text');
     await expect(progress).toContainText('step', { timeout: 30000 });
     const before = await progress.textContent();
-    await expect(progress).not.toHaveText(before!, { timeout: 20000 });
+    if (!before!.includes('step 60/60')) {
+      // still moving (on a loaded machine the restart can outlast the steps: then it is at its end)
+      await expect(progress).not.toHaveText(before!, { timeout: 20000 });
+    }
     await expect(view.locator('.jp-px-output-stop')).toBeVisible(); // Stop works through the server
     await expect(view.locator('.jp-px-straggler')).toContainText(
       /worker-1 is \d+(\.\d)?x slower than the median rank/,
