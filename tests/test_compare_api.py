@@ -16,6 +16,9 @@ from jupyter_px.server import models
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
+#: How long a request that starts a TensorBoard may take (its start, on a loaded machine).
+TENSORBOARD_START_S = 120
+
 
 @pytest.fixture
 def jp_server_config(px_home):
@@ -140,7 +143,10 @@ async def test_one_tensorboard_over_the_compared_runs(jp_fetch, jp_base_url, run
 
     async def start() -> dict:
         body = json.dumps({"runs": runs[:2]})
-        response = await jp_fetch("px", "api", "compare", "tensorboard", method="POST", body=body)
+        # (a TensorBoard started on a loaded machine takes longer than jp_fetch's own 20 s)
+        response = await jp_fetch(
+            "px", "api", "compare", "tensorboard", method="POST", body=body, request_timeout=TENSORBOARD_START_S
+        )
         return json.loads(response.body)
 
     try:

@@ -69,7 +69,9 @@ async def test_tensorboard_refuses_bad_or_unknown_other_runs(jp_fetch, px_home):
 async def test_one_tensorboard_serves_several_runs(jp_fetch, px_home):
     make_synthetic_run(px_home, "tb-a", TOPOLOGY, state="Succeeded")
     make_synthetic_run(px_home, "tb-b", TOPOLOGY, state="Succeeded")
-    code, started = await fetch_json(jp_fetch, "px/api/runs/tb-a/tensorboard", **post({"also": ["tb-b", "tb-a"]}))
+    code, started = await fetch_json(
+        jp_fetch, "px/api/runs/tb-a/tensorboard", request_timeout=120, **post({"also": ["tb-b", "tb-a"]})
+    )  # (a TensorBoard started on a loaded machine takes longer than jp_fetch's own 20 s)
     assert code == 200 and started["status"] == "launched"
     try:
         (server,) = tensorboard.list_servers()
@@ -80,7 +82,9 @@ async def test_one_tensorboard_serves_several_runs(jp_fetch, px_home):
             "tb-b": str(store.paths("tb-b").tensorboard_dir),
         }
         # the same set from the other run is the same server
-        code, again = await fetch_json(jp_fetch, "px/api/runs/tb-b/tensorboard", **post({"also": ["tb-a"]}))
+        code, again = await fetch_json(
+            jp_fetch, "px/api/runs/tb-b/tensorboard", request_timeout=120, **post({"also": ["tb-a"]})
+        )
         assert again["status"] == "reused" and again["port"] == started["port"]
     finally:
         tensorboard.stop(started["key"])
