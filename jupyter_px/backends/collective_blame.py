@@ -38,6 +38,9 @@ _MILLISECONDS = re.compile(r"Timed out waiting (\d+) ?ms")
 
 #: How long the decision waits, after the stacks came in, for the exit of a replica that gave none.
 SETTLE_S = 3.0
+#: How long after a first failure that is a closed connection a peer's timeout is looked for.
+CASCADE_S = 2.0
+_CLOSED_BY_PEER = re.compile(r"Connection (closed|reset) by peer")
 
 #: Takes the stacks of `targets` (replica key -> pid) and keeps them in the run; the snapshot.
 TakeStacks = Callable[[dict[str, int | None], str], dict[str, Any]]
@@ -59,9 +62,34 @@ def _first_failed(replicas: Sequence[ReplicaStatus]) -> ReplicaStatus | None:
 
 
 def first_timeout(replicas: Sequence[ReplicaStatus]) -> ReplicaStatus | None:
-    """The first replica to fail, where its failure is a collective that timed out."""
+    """The first replica to fail, where its failure is a collective that timed out; or, where the
+    first seen to fail lost its connection to a peer (gloo: "Connection closed by peer", the
+    peer being a rank whose own timeout ended it a moment earlier), the first timeout among the
+    failures of the next `CASCADE_S`."""
     first = _first_failed(replicas)
-    return first if first is not None and collective_timeout.is_timeout(first.message or "") else None
+    if first is None or collective_timeout.is_timeout(first.message or ""):
+        return first
+    if not _CLOSED_BY_PEER.search(first.message or ""):
+        return None
+    timed_out = [
+        r
+        for r in replicas
+        if r.state == ReplicaState.FAILED
+        and collective_timeout.is_timeout(r.message or "")
+        and (r.finished_at or 0) - (first.finished_at or 0) <= CASCADE_S
+    ]
+    return min(timed_out, key=lambda r: r.finished_at or 0) if timed_out else None
+
+
+def _peer_closed_lately(replicas: Sequence[ReplicaStatus]) -> bool:
+    """Whether the first failure is a peer's closed connection of less than `CASCADE_S` ago: a
+    timeout among the others may still be seen."""
+    first = _first_failed(replicas)
+    return (
+        first is not None
+        and bool(_CLOSED_BY_PEER.search(first.message or ""))
+        and time.time() - (first.finished_at or 0) < CASCADE_S
+    )
 
 
 def _waited(message: str) -> str:
@@ -162,7 +190,7 @@ class CollectiveTimeouts:
         is seen to be a collective timeout until the live replicas' stacks are in."""
         first = first_timeout(replicas)
         if first is None:
-            return False
+            return _peer_closed_lately(replicas)
         if self._for == (first.key, first.finished_at):
             return self.taking or self._settling(replicas)
         self._for = key = (first.key, first.finished_at)
