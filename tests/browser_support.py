@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -125,6 +126,9 @@ class JupyterLab:
         stop_process(self.process)
 
 
+_MSG_TYPE = re.compile(r'"msg_type"\s*:\s*"([a-z_]+)"')
+
+
 @dataclass
 class PageLog:
     """What the page reported: console errors and failed requests (a user's devtools), and which
@@ -134,6 +138,10 @@ class PageLog:
     failed_requests: list[str] = field(default_factory=list)
     in_flight: set[Any] = field(default_factory=set)
     last_activity: float = field(default_factory=time.monotonic)
+    # Per kernel socket, the debugger's requests without a reply yet: JupyterLab's debugger asks
+    # a kernel just started for its state, and a kernel shut down before it answers makes the
+    # debugger log "Could not restore the debugger state" (a test's haste, not the page's fault).
+    debug_unanswered: dict[Any, int] = field(default_factory=dict)
 
     def attach(self, page: Any) -> None:
         page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
@@ -147,6 +155,20 @@ class PageLog:
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
+        page.on("websocket", self._kernel_socket)
+
+    def _kernel_socket(self, socket: Any) -> None:
+        def count(payload: str | bytes, kind: str, step: int) -> None:
+            text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
+            # The header comes before the parent header, whose msg_type a reply repeats.
+            match = _MSG_TYPE.search(text)
+            if match and match.group(1) == kind:
+                self.debug_unanswered[socket] = max(0, self.debug_unanswered.get(socket, 0) + step)
+                self.last_activity = time.monotonic()
+
+        socket.on("framesent", lambda payload: count(payload, "debug_request", 1))
+        socket.on("framereceived", lambda payload: count(payload, "debug_reply", -1))
+        socket.on("close", lambda _: self.debug_unanswered.pop(socket, None))
 
     def _started(self, request: Any) -> None:
         # Sockets and event streams stay open by design: they are not requests to wait for.
@@ -160,12 +182,14 @@ class PageLog:
 
 
 def wait_network_quiet(page: Any, log: PageLog, quiet_s: float = 1.0, timeout_s: float = 60) -> None:
-    """Until none of the page's requests has been in flight for `quiet_s`: the cascade a load set
-    off (an iframe's app fetching its data) is over, so a late failure is in `log` by then."""
+    """Until none of the page's requests (and none of its debugger's requests to a kernel) has
+    been in flight for `quiet_s`: the cascade a load set off (an iframe's app fetching its data)
+    is over, so a late failure is in `log` by then."""
     deadline = time.monotonic() + timeout_s
-    while log.in_flight or time.monotonic() - log.last_activity < quiet_s:
+    while log.in_flight or any(log.debug_unanswered.values()) or time.monotonic() - log.last_activity < quiet_s:
         if time.monotonic() > deadline:
             pending = sorted(request.url for request in log.in_flight)
+            pending += [f"{n} debug_request(s) to {socket.url}" for socket, n in log.debug_unanswered.items() if n]
             raise AssertionError(f"the page's requests did not settle within {timeout_s:g} s; unanswered: {pending}")
         page.wait_for_timeout(100)  # lets Playwright deliver the page's events meanwhile
 
@@ -184,6 +208,14 @@ def chromium_page(width: int = 1400, height: int = 1000) -> Iterator[tuple[Any, 
             yield page, log
         finally:
             browser.close()
+
+
+def drawn(locator: Any, count: int, timeout_s: float = 60) -> None:
+    """Assert the page draws exactly `count` of `locator`, waiting up to `timeout_s` for it: plotly
+    draws a figure's traces after its element appears, later still on a loaded machine."""
+    from playwright.sync_api import expect
+
+    expect(locator).to_have_count(count, timeout=timeout_s * 1000)
 
 
 def wait_for_app(page: Any, timeout_s: float = 90) -> None:

@@ -248,10 +248,18 @@ def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool =
         assert output["data"]["text/plain"].startswith("run ") and " Succeeded" in output["data"]["text/plain"]
 
 
+# A whole notebook run, its page reloaded without a kernel: each wait is bounded on its own (the
+# run's end 240 s, the kernel 240 s, TensorBoard's frame 60 s, the reload 90 s), more than the
+# suite's 300 s together on a loaded machine.
+NOTEBOOK_TIMEOUT_S = 600
+
+
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT_S)
 def test_quickstart(lab):
     _run_notebook(lab, "notebooks/quickstart.ipynb", "quickstart")
 
 
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT_S)
 def test_topology_form(lab):
     _run_notebook(lab, "notebooks/topology_widget.ipynb", "topology-form", other_widgets=True)
 

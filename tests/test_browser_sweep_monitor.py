@@ -17,7 +17,16 @@ import sys
 
 import nbformat
 import pytest
-from browser_support import CHROMIUM, REPO, JupyterLab, artifacts_dir, chromium_page, open_notebook, run_all_cells
+from browser_support import (
+    CHROMIUM,
+    REPO,
+    JupyterLab,
+    artifacts_dir,
+    chromium_page,
+    drawn,
+    open_notebook,
+    run_all_cells,
+)
 from test_browser_notebooks import EFFECTIVE_BACKGROUND, contrast, luminance, parse_rgb
 
 pytestmark = pytest.mark.browser
@@ -74,15 +83,15 @@ def test_the_sweep_monitor(lab):
         assert output.get_by_role("button", name="Stop sweep").is_disabled()
 
         # A line per trial, on the theme's background, with ticks that read on it.
-        assert objective.locator("g.trace.scatter").count() == 4
-        assert parallel.locator(".parcoords").count() == 1
+        drawn(objective.locator("g.trace.scatter"), 4)
+        drawn(parallel.locator(".parcoords"), 1)
         # The other tuning views drawn too: the history (the trials and the best so far), the
         # importance bars, the contour, a slice per param; no reason shown in their place.
         history = output.locator(".px-sweep-view-history .js-plotly-plot").first
-        assert history.locator("g.trace.scatter").count() == 2
-        assert output.locator(".px-sweep-view-importance g.trace.bars").count() == 1
-        assert output.locator(".px-sweep-view-contour g.contour").count() == 1
-        assert output.locator(".px-sweep-view-slices g.trace.scatter").count() == 2
+        drawn(history.locator("g.trace.scatter"), 2)
+        drawn(output.locator(".px-sweep-view-importance g.trace.bars"), 1)
+        drawn(output.locator(".px-sweep-view-contour g.contour"), 1)
+        drawn(output.locator(".px-sweep-view-slices g.trace.scatter"), 2)
         assert output.locator(".px-sweep-missing").count() == 0
         objective.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts_dir() / f"sweep-monitor-{lab.theme}.png"), full_page=False)

@@ -187,9 +187,15 @@ def test_pytorch_ddp_with_gloo_gives_identical_weights(sim, px_home, backend):
 @pytest.mark.parametrize("backend", ["native", "kubeflow"])
 def test_a_runs_started_and_finished_times_are_its_containers(sim, px_home, backend):
     """`jupyter px runs` shows when a run started and how long it ran: its containers' times, as
-    the kubelet reports them (whole seconds), whenever the follower noticed."""
+    the kubelet reports them (whole seconds), whenever the follower noticed. The replicas meet
+    first: a PyTorchJob succeeds with its master, and a worker the loaded kubelet had not started
+    by then is deleted never having run (it has no start time, rightly)."""
     topology = {"framework": "pytorch", "backend": backend, "environment": {"replicas": {"n_workers": 1}}}
-    run = jupyter_px.submit("import time\ntime.sleep(5)\nprint('done', flush=True)\n", topology)
+    code = (
+        "import time\nimport torch.distributed as dist\ndist.init_process_group('gloo')\n"
+        "time.sleep(5)\ndist.barrier()\nprint('done', flush=True)\n"
+    )
+    run = jupyter_px.submit(code, topology)
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded", status
     assert status.started_at is not None and status.finished_at is not None, status

@@ -66,7 +66,10 @@ def test_a_job_at_its_time_limit_checkpoints_is_requeued_and_ends_as_attempt_2(
     use_slurm, px_home, tmp_path, monkeypatch
 ):
     settings = tmp_path / "slurm.yaml"
-    settings.write_text("time_limit: '1'\ncheckpoint_grace_s: 10\n")  # Slurm's shortest limit
+    # Two minutes: the warning signal "may be sent up to 60 seconds earlier than specified" (sbatch(1),
+    # --signal), so with one minute it could come 20 s in, before the ranks of a loaded machine had
+    # imported torch and taken a step to checkpoint; with two, 50 s in at the earliest.
+    settings.write_text("time_limit: '2'\ncheckpoint_grace_s: 10\n")
     monkeypatch.setenv("PX_SLURM_CONFIG", str(settings))
     # one retry: the second attempt, which Slurm may signal too, is not requeued again
     topology = {**topology_of(workers=1, memory=700), "termination": {"maxRetries": 1}}

@@ -18,7 +18,7 @@ from jupyter_px.sweeps.store import SweepState, TrialState
 
 pytestmark = pytest.mark.jobs
 
-SWEEP_TIMEOUT_S = 500
+SWEEP_TIMEOUT_S = 240
 
 TOPOLOGY = """
 framework: pytorch
@@ -91,6 +91,15 @@ def test_a_random_search_of_ddp_trials_runs_to_the_end(px_home):
     assert jupyter_px.Sweep("rs").sweep_id == jupyter_px.Sweep("last").sweep_id == sweep.sweep_id
 
 
+def _waited(sweep, px_home) -> str:
+    """What a test that waited too long shows: the controller's log and every trial's run."""
+    log = px_home / "sweeps" / sweep.sweep_id / "controller.log"
+    rows = "\n".join(f"  trial {r.number}: {r.state.value} run {r.run_id} {r.reason or ''}" for r in sweep.rows())
+    runs = "\n".join(f"  {run.run_id}: {run.status().state.value} {run.status().message}" for run in jupyter_px.runs())
+    return f"trials:\n{rows}\nruns:\n{runs}\ncontroller.log ends:\n{log.read_text()[-3000:] if log.exists() else ''}"
+
+
+@pytest.mark.timeout(2 * SWEEP_TIMEOUT_S + 60)
 def test_a_killed_controller_resumes_without_rerunning_finished_trials(px_home, monkeypatch):
     monkeypatch.setenv("SWEEP_TRIAL_SLEEP", "0.8")
     sweep = jupyter_px.sweep(JOBS / "sweep_trial.py", TOPOLOGY.format(n=5, steps=4), name="kill")
@@ -107,8 +116,11 @@ def test_a_killed_controller_resumes_without_rerunning_finished_trials(px_home, 
     before = {r.number: (r.run_id, r.state) for r in finished_first if r.state not in UNFINISHED}
     assert sweep.resume() is True
     assert sweep.resume() is False  # one owner: a second start finds it running
-    status = sweep.wait(timeout=SWEEP_TIMEOUT_S)
-    assert status.state == SweepState.SUCCEEDED, (px_home / "sweeps" / sweep.sweep_id / "controller.log").read_text()
+    try:
+        status = sweep.wait(timeout=SWEEP_TIMEOUT_S)
+    except TimeoutError as error:
+        raise AssertionError(f"{error}\n{_waited(sweep, px_home)}") from None
+    assert status.state == SweepState.SUCCEEDED, _waited(sweep, px_home)
     rows = {r.number: r for r in sweep.rows()}
     assert sorted(rows) == list(range(5))
     for number, (run_id, state) in before.items():
