@@ -109,6 +109,28 @@ def test_stop_leaves_no_process_on_any_host(use_ssh, px_home):
         assert done.returncode == 1, (host, done.stdout)
 
 
+def test_a_replica_killed_on_its_host_takes_its_children_and_fails_the_run_naming_it(use_ssh, px_home):
+    """`jupyter px kill` over ssh: worker-1's process group gets the signal on host-b, as on a crash."""
+    import psutil
+    from px_cli import px
+
+    service = RunService()
+    run_id = service.submit(Submission(ScriptFile(FAULTS), small(), args=("sleep",), name="killed"))
+    outputs = px_home / "runs" / run_id / "outputs"
+    keys = ("master-0", "worker-0", "worker-1")
+    wait_for(lambda: all((outputs / f"{k}.json").exists() for k in keys), "every replica to start its children")
+    children = json.loads((outputs / "worker-1.json").read_text())["children"]
+    done = px("kill", run_id, "worker-1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"sent SIGKILL to worker-1 of run {run_id} (on host host-b, pid "), done.stdout
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Failed" and status.message.startswith("worker-1 failed"), status
+    killed = status.replica("worker", 1)
+    assert (killed.exit_code, killed.signal) == (137, "SIGKILL"), killed
+    assert not [pid for pid in children if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"]
+    wait_for(lambda: not processes_of(run_id), "no process of the run on any host", timeout=30)
+
+
 def test_a_host_that_does_not_answer_is_refused_before_anything_is_recorded(use_ssh, px_home, monkeypatch):
     from jupyter_px.service import BackendError
 

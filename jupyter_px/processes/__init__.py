@@ -5,6 +5,7 @@
 * `daemon_pool.py`: a thread pool whose blocked work never holds up an exit (the server's pools).
 * `file_lock.py`: one process at a time on a store's file (flock): templates, followers, queues.
 * `checkpoint_signal.py`: SIGUSR1 as a request for a checkpoint now, in a Slurm run's replicas.
+* `replica_kill.py`: one replica signalled where it runs (a pod, an SSH host), for `jupyter px kill`.
 
 Standard library (and psutil) only, and this `__init__` imports nothing: a helper process that
 needs one of them imports only that one.

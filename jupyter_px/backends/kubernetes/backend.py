@@ -26,7 +26,7 @@ from urllib3.exceptions import HTTPError
 
 from ...runstore import ReplicaState, RunState, RunStatus, atomic_write_json
 from ...topology import Topology
-from ..base import BackendError, RunLeftBehind, SubmitHandle
+from ..base import BackendError, RunLeftBehind, SubmitHandle, replica_to_kill
 from ..followed import FollowedBackend, mark_stopped
 from .follower.host import active_host
 from .shared.cleanup import delete_run, remove_run
@@ -218,6 +218,27 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
             return take_stacks(cluster, handle, root, run_id, targets)
         except (HTTPError, OSError, ApiException) as error:
             raise BackendError(f"run {run_id}: asking its pods for their stacks failed: {error}") from None
+        finally:
+            cluster.close()
+
+    def kill(self, run_id: str, role: str, index: int, signum: int) -> str:
+        """One running replica ended on purpose in its pod (`shared/chaos.py`, an exec); the
+        follower and the operator then do what the run's policies say."""
+        from ...topology import parse_topology
+        from .shared.chaos import kill_replica
+
+        root = self.store.paths(run_id).root
+        replica_to_kill(self.store.status(run_id), role, index)
+        try:
+            handle = RunHandle.load(root)
+        except (OSError, ValueError) as error:
+            raise BackendError(f"run {run_id} has no pods to ask: {error}") from None
+        topology = parse_topology(self.store.record(run_id).topology)
+        cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
+        try:
+            return kill_replica(cluster, handle, topology, run_id, role, index, signum)
+        except (HTTPError, OSError, ApiException) as error:
+            raise BackendError(f"run {run_id}: asking its pods to kill {role}-{index} failed: {error}") from None
         finally:
             cluster.close()
 

@@ -6,7 +6,8 @@ asks each host once over ssh (it answers, the keys are accepted), before anythin
 `submit` writes the plan, the entry every replica runs and the handle (`ssh.json`: hosts,
 addresses, the settings), and starts the follower, which connects, ships and starts everything;
 `stop` asks the follower (`ssh-stop`) and waits until every replica has ended on every host;
-`stacks` asks each host for its replicas' stacks (`stacks.py`).
+`stacks` asks each host for its replicas' stacks (`stacks.py`); `kill` ends one replica on its
+host (`chaos.py`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from ...runstore import ReplicaState, RunStatus, atomic_write_json
 from ...topology import Topology, parse_topology
-from ..base import BackendError, SubmitHandle
+from ..base import BackendError, SubmitHandle, replica_to_kill
 from ..followed import FollowedBackend, mark_stopped
 from . import commands, shipping
 from .handle import ENTRY, FOLLOWER, PLAN_FILE, STARTED_FILE, HostsHandle
@@ -94,6 +95,19 @@ class SshBackend(FollowedBackend[SshSettings]):
         status = self.store.status(run_id)
         targets = {r.key: r.pid for r in status.replicas if r.state == ReplicaState.RUNNING}
         return take_stacks(from_json(handle.settings), handle, remote, root, run_id, targets)
+
+    def kill(self, run_id: str, role: str, index: int, signum: int) -> str:
+        """One running replica ended on purpose on its host (`chaos.py`)."""
+        from .chaos import kill_replica
+
+        root = self.store.paths(run_id).root
+        replica_to_kill(self.store.status(run_id), role, index)
+        try:
+            handle = HostsHandle.load(root)
+            remote = json.loads((root / STARTED_FILE).read_text())
+        except (OSError, ValueError) as error:
+            raise BackendError(f"run {run_id} has not started on its hosts: {error}") from None
+        return kill_replica(from_json(handle.settings), handle, remote, run_id, role, index, signum)
 
     def stop(self, run_id: str, timeout: float | None = None) -> None:
         """Stop every replica on every host (SIGTERM, the grace, SIGKILL) and wait until the run

@@ -17,6 +17,10 @@ It completes the environment contract, then hands over to the runner:
   environment inherits them, and Linux refuses that exec when one is over 128 KiB (PX_CLUSTER of
   a run of some 4,000 replicas): the runner's local ranks (processes_per_replica > 1) are one.
 
+Where it is its container's first process (pid 1, in every real container), it stays first and
+runs the runner as its child (`stay_first`): a first process ignores the signals it has no handler
+for when they come from inside its container, so the runner must not be it.
+
 Where the pod template cannot say it, because one template is shared by many replicas (Kubeflow
 replica specs, Trainer v2 nodes):
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -154,12 +159,44 @@ def prepare(env: dict[str, str], run_dir: str | None = None) -> dict[str, str]:
     return env
 
 
+#: What the first process of a container passes on to the runner (the kubelet's stop is SIGTERM).
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def stay_first() -> None:
+    """Where this is its container's first process (pid 1), stay so, as tini does, and return in
+    a child that goes on to run the runner. A container's first process ignores every signal it
+    has no handler for when it comes from inside the container, SIGKILL included (pid_namespaces(7)),
+    so a replica that were pid 1 could not be ended by `jupyter px kill` (an exec in the pod) nor
+    answer a SIGSEGV as a crash. The first process passes the usual signals on, reaps every orphan,
+    and ends as the runner did: its exit code, or 128 + the signal that ended it, as a shell does,
+    which the runtime reports as it would the runner's own. Elsewhere (an MPI rank, a test) this
+    does nothing."""
+    if os.getpid() != 1:
+        return
+    child = os.fork()
+    if child == 0:
+        return
+    for signum in FORWARDED:
+        signal.signal(signum, lambda s, _f: os.kill(child, s))
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(1)
+        if pid == child:
+            break
+    sys.stdout.flush()
+    os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status))
+
+
 def main() -> None:
     lib = os.path.dirname(os.path.abspath(__file__))
     if lib not in sys.path:
         sys.path.insert(0, lib)
     prepare(os.environ, sys.argv[1] if len(sys.argv) > 1 else None)  # type: ignore[arg-type]
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [lib, os.environ.get("PYTHONPATH")]))
+    stay_first()
     from jupyter_px import runner
 
     runner.main(sys.argv[1:])

@@ -12,7 +12,8 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
                                    `code/{__init__,function_calls,source_map}.py`,
                                    `diagnostics/{__init__,stack_signal,stack_request,`
                                    `dump_collect,after_import,`
-                                   `collective_timeout,group_teardown}.py`
+                                   `collective_timeout,group_teardown}.py`,
+                                   `processes/{__init__,checkpoint_signal,replica_kill}.py`
                                    (what the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,ledger,event_writer,checkpoints}.py`
@@ -70,6 +71,8 @@ _PACKAGE_FILES = (
     # what tracking's checkpoints read for a checkpoint request (armed on Slurm only)
     "processes/__init__.py",
     "processes/checkpoint_signal.py",
+    # how `jupyter px kill` ends one replica in its pod (an exec: `shared/chaos.py`)
+    "processes/replica_kill.py",
     # what the training code imports
     "tracking/__init__.py",
     "tracking/values.py",

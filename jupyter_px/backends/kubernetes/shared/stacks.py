@@ -4,9 +4,8 @@ A pod's replica writes its stack dumps on the pod's own volume (its run director
 ConfigMap; `PX_STACKS_DIR` in its environment says where: `payload.STACKS_DIR`), so they are asked
 for where they are, as `kubectl exec POD -- python .../stack_request.py DIR` would: the exec
 signals every armed process of the pod and prints what each dump added
-(`diagnostics/stack_request.py`). Every running pod of the run is asked at once (a few threads,
-each with its own API client: the official client's `stream` swaps its client's request method
-while it runs, so two streams must not share one). The answers become one snapshot, kept in the
+(`diagnostics/stack_request.py`, by `pod_exec.py`). Every running pod of the run is asked at once
+(a few threads). The answers become one snapshot, kept in the
 run directory, with the frames the pods saw under their mounted run directory read as the run's
 own code here (`taking.keep_snapshot`). Asked for by `jupyter px stacks`
 (`KubernetesBackend.stacks`) and by the follower when a stall begins.
@@ -21,71 +20,33 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client
-from kubernetes.stream import stream
 
 from ....diagnostics import taking
 from ....diagnostics.dump_collect import WAIT_S
 from ....diagnostics.stall_stacks import Take
 from .client import Cluster
 from .handle import RunHandle
-from .names import run_selector
-from .payload import APP_DIR, ENTRY, RUN_DIR, STACKS_DIR
-from .pod_state import main_container_name
+from .payload import RUN_DIR, STACKS_DIR
+from .pod_exec import ExecFailed, run_program, running_pods
 
-#: The asking program as shipped in the run's ConfigMap (`payload.py`).
-STACK_REQUEST = f"{APP_DIR}/lib/jupyter_px/diagnostics/stack_request.py"
+#: The asking program, as shipped in the run's ConfigMap (`payload.py`).
+STACK_REQUEST = "diagnostics/stack_request.py"
 #: An exec that has not answered by then (the dumps' own wait, plus the exec's start) is given up.
 EXEC_TIMEOUT_S = WAIT_S + 20.0
 
 
-def _command(pod: dict[str, Any], container: str) -> list[str]:
-    """The exec's argv: the interpreter the replica was started with (the container's command
-    names our entry), else `python`."""
-    spec: dict[str, Any] = next((c for c in pod["spec"].get("containers") or [] if c.get("name") == container), {})
-    argv = [*(spec.get("command") or []), *(spec.get("args") or [])]
-    python = argv[0] if ENTRY in argv and argv[0] != ENTRY else "python"
-    return [python, STACK_REQUEST, STACKS_DIR]
-
-
 def _ask(configuration: client.Configuration, namespace: str, pod: dict[str, Any]) -> dict[str, Any]:
     """One pod's answer (`stack_request.py`'s JSON), or `{"failed": why}`."""
-    name = pod["metadata"]["name"]
-    container = main_container_name(pod)
-    if container is None:
-        return {"failed": f"pod {name} has no container"}
-    api = client.ApiClient(configuration)
     try:
-        response = stream(
-            client.CoreV1Api(api).connect_get_namespaced_pod_exec,
-            name,
-            namespace,
-            container=container,
-            command=_command(pod, container),
-            stderr=True,
-            stdin=False,
-            stdout=True,
-            tty=False,
-            _preload_content=False,
-        )
-        response.run_forever(timeout=EXEC_TIMEOUT_S)
-        out, err, code = response.read_stdout(), response.read_stderr(), response.returncode
-        response.close()
-    except Exception as error:  # a refusal (ApiException), a lost connection: that pod's answer
-        return {"failed": f"cannot exec in pod {name}: {str(error).strip() or type(error).__name__}"}
-    finally:
-        api.close()
+        out, err, code = run_program(configuration, namespace, pod, STACK_REQUEST, STACKS_DIR, timeout=EXEC_TIMEOUT_S)
+    except ExecFailed as error:  # that pod's answer
+        return {"failed": str(error)}
     try:
         return json.loads(out)
     except ValueError:
         said = (err or out or "").strip().splitlines()
+        name = pod["metadata"]["name"]
         return {"failed": f"pod {name} gave no stacks (exit {code}): {said[-1] if said else 'no output'}"}
-
-
-def _running_pods(cluster: Cluster, handle: RunHandle) -> list[dict[str, Any]]:
-    pods = cluster.api.sanitize_for_serialization(
-        cluster.core.list_namespaced_pod(handle.namespace, label_selector=run_selector(handle.base)).items
-    )
-    return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
 
 
 def take_stacks(
@@ -100,7 +61,7 @@ def take_stacks(
     (replica key -> pid, as the status knows it), kept in the run directory."""
     taken_at = time.time()
     texts, errors = taking.ask_all(
-        _running_pods(cluster, handle),
+        running_pods(cluster, handle),
         lambda pod: _ask(cluster.api.configuration, handle.namespace, pod),
         targets,
         "no stack: no running pod of the run answered for it",
