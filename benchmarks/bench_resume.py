@@ -1,6 +1,7 @@
 """Resumable runs: from a rank killed mid-run to training going on, against torchrun's restarts.
 
     python benchmarks/bench_resume.py              # 3 rounds; --rounds N for more
+    python benchmarks/bench_resume.py --slurm      # and on a Slurm cluster started here
 
 A 3-rank gloo DDP job (tests/jobs/ddp_resume.py: a checkpoint every 5 steps, 0.1 s a step) with
 `termination: {maxRetries: 2}`; once worker-1 has saved its step-10 checkpoint, it is SIGKILLed
@@ -19,6 +20,12 @@ others and starts the group again), with `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1` 
 restarted ranks connect to the killed attempt's addresses, pytorch/pytorch#135712); rank 1 is
 SIGKILLed once it has saved step 10.
 
+With `--slurm`, the same job also runs on a real Slurm cluster this benchmark starts
+(`tests/slurm_cluster`: 4 nodes of 2 CPUs; a CPU and 700 MiB per replica), worker-1 killed
+by `jupyter px kill`'s path (the request through the shared run directory, the replica's task
+signals it on its node): the run's retry is a requeue of the whole job, which Slurm starts again
+as attempt 2 once its nodes are free.
+
 Targets (issue "Resumable runs"): warm, training resumed within TARGET_WARM_S of the failure;
 steps done twice at most one checkpoint interval. Exits 1 when a target is missed or a run did
 not succeed.
@@ -27,6 +34,7 @@ not succeed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -35,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,21 +55,37 @@ STEPS = ["--steps", "60", "--every", str(EVERY), "--step-sleep", "0.1"]
 TARGET_WARM_S = 3.0
 
 
+#: On Slurm: a CPU and 700 MiB each (the memory a user declares: torch and gloo take about 400).
+SLURM_RESOURCES = {"cpu": 1, "memory": 700}
+SLURM_TOPOLOGY = {
+    **TOPOLOGY,
+    "backend": "slurm",
+    "environment": {
+        "resources": SLURM_RESOURCES,
+        "replicas": {"n_workers": 2, "default_worker": {"resources": SLURM_RESOURCES}},
+    },
+}
+
+
 def one_round(mode: str) -> dict[str, float]:
     from jupyter_px.api import submit
     from jupyter_px.runstore.checkpoints import all_checkpoints
+    from jupyter_px.service import RunService
 
     os.environ["JUPYTER_PX_WARM"] = "1" if mode == "warm" else "0"
-    run = submit(JOB, TOPOLOGY, args=STEPS)
+    run = submit(JOB, SLURM_TOPOLOGY if mode == "slurm" else TOPOLOGY, args=STEPS)
     deadline = time.monotonic() + 300
     while not any(c.scope == "worker-1" and c.step >= 10 for c in all_checkpoints(str(run.paths.outputs_dir))):
         if time.monotonic() > deadline:
             raise SystemExit(f"{run.run_id}: no checkpoint at step 10 after 300 s")
         time.sleep(0.02)
-    pid = run.status().replica("worker", 1).pid
-    assert pid, "worker-1 has no pid"
     started = time.time()
-    os.kill(pid, signal.SIGKILL)
+    if mode == "slurm":  # its pid means something on its node only: `jupyter px kill`'s way
+        RunService().kill(run.run_id, "worker", 1, signal.SIGKILL)
+    else:
+        pid = run.status().replica("worker", 1).pid
+        assert pid, "worker-1 has no pid"
+        os.kill(pid, signal.SIGKILL)
     status = run.wait(timeout=600, poll=0.2)
     if status.state.value != "Succeeded" or len(status.attempts) != 2:
         raise SystemExit(f"{run.run_id}: {status.state.value}, {len(status.attempts)} attempts: {status.message}")
@@ -128,16 +153,39 @@ def torchrun_round() -> dict[str, float] | str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--slurm", action="store_true", help="also on a Slurm cluster started here")
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="px-bench-resume-")
     os.environ["PX_HOME"] = home
     os.environ["JUPYTER_PX_WARM_WAIT_S"] = "300"
-    results: dict[str, list[dict[str, float]]] = {"cold": [], "warm": [], "torchrun": []}
+    modes = ("cold", "warm", "slurm") if args.slurm else ("cold", "warm")
+    results: dict[str, list[dict[str, float]]] = {mode: [] for mode in (*modes, "torchrun")}
     peer_failures: list[str] = []
     loads = [os.getloadavg()[0]]
+    with contextlib.ExitStack() as stack:
+        if args.slurm:
+            stack.enter_context(_slurm_cluster(home))
+        _rounds(args.rounds, modes, results, peer_failures, loads)
+    return _report(args.rounds, results, peer_failures, loads)
+
+
+@contextlib.contextmanager
+def _slurm_cluster(home: str) -> Iterator[None]:
+    """A Slurm cluster on this machine for the `slurm` rounds, this process pointed at it."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from slurm_cluster import SlurmCluster
+
+    with SlurmCluster(nodes=4, cpus=2, memory_mib=2000) as cluster:
+        os.environ.update(cluster.env)
+        os.environ["PX_SLURM_CONFIG"] = str(Path(home) / "no-slurm-settings.yaml")
+        os.environ["PX_SLURM_POLL_INTERVAL_S"] = "0.5"
+        yield
+
+
+def _rounds(rounds: int, modes: tuple[str, ...], results, peer_failures: list[str], loads: list[float]) -> None:
     try:
-        for _ in range(args.rounds):  # interleaved, so a change of load meets every way alike
-            for mode in ("cold", "warm"):
+        for _ in range(rounds):  # interleaved, so a change of load meets every way alike
+            for mode in modes:
                 results[mode].append(one_round(mode))
             peer = torchrun_round()
             if isinstance(peer, str):
@@ -149,7 +197,10 @@ def main() -> int:
         from jupyter_px.backends.local import warm
 
         warm.stop_all("the benchmark ended")
-    print(f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores; {args.rounds} rounds; medians")
+
+
+def _report(rounds: int, results, peer_failures: list[str], loads: list[float]) -> int:
+    print(f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores; {rounds} rounds; medians")
     ok = True
     for failure in peer_failures:
         print(f"torchrun's restart failed: {failure}")

@@ -74,9 +74,15 @@ def cancel_all(cluster: SlurmCluster) -> None:
     wait_for(lambda: not queued(cluster), "the queue to empty", timeout=60)
 
 
-def queued(cluster: SlurmCluster, job_id: int | None = None) -> list[str]:
-    """The job ids `squeue` shows (its default: pending, running, completing), or of one job."""
-    argv = ["squeue", "--noheader", "--format=%i %T"]
+#: The job name of the preflight's shared-filesystem probe (`commands.SlurmCommands.probe`).
+PROBE_JOB = "px-probe"
+
+
+def queued(cluster: SlurmCluster, job_id: int | None = None, probes: bool = True) -> list[str]:
+    """The jobs `squeue` shows (its default: pending, running, completing) as "<id> <state>", or
+    one job's. `probes=False`: without the preflight's probes (one may still be COMPLETING, on a
+    loaded machine, when the run it cleared is queued)."""
+    argv = ["squeue", "--noheader", "--format=%i %T" if probes else "--format=%i %T %j"]
     if job_id is not None:
         argv += ["--jobs", str(job_id)]
     try:
@@ -85,7 +91,10 @@ def queued(cluster: SlurmCluster, job_id: int | None = None) -> list[str]:
         if "Invalid job id" in str(error):
             return []
         raise
-    return [line.strip() for line in out.splitlines() if line.strip()]
+    lines = [line.strip() for line in out.splitlines() if line.strip()]
+    if probes:
+        return lines
+    return [line.rsplit(" ", 1)[0] for line in lines if line.rsplit(" ", 1)[-1] != PROBE_JOB]
 
 
 def gone(cluster: SlurmCluster, job: int) -> None:

@@ -133,7 +133,7 @@ def test_a_sweep_of_four_slurm_trials_is_one_job_array_run_two_at_a_time(use_slu
     held_by: set[str | None] = set()
     deadline = time.monotonic() + DEADLINE_S * 2
     while not sweep.status().state.finished and time.monotonic() < deadline:
-        held = queued(use_slurm)  # what Slurm holds right now: "<id> <state>"
+        held = queued(use_slurm, probes=False)  # what Slurm holds for the sweep right now: "<id> <state>"
         lines.update(held)
         most_running = max(most_running, sum(line.endswith(" RUNNING") for line in held))
         reasons.update(r.reason for r in sweep.rows() if r.state == TrialState.PENDING and r.reason)
@@ -198,7 +198,7 @@ def test_with_job_arrays_off_each_trial_is_its_own_job_two_in_the_queue_at_most(
     most = 0
     deadline = time.monotonic() + DEADLINE_S * 2
     while not sweep.status().state.finished and time.monotonic() < deadline:
-        most = max(most, len(queued(use_slurm)))
+        most = max(most, len(queued(use_slurm, probes=False)))
         time.sleep(0.2)
     status = sweep.wait(timeout=30)
     assert status.state == SweepState.SUCCEEDED, (px_home / "sweeps" / sweep.sweep_id / "controller.log").read_text()
