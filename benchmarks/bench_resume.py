@@ -24,7 +24,8 @@ With `--slurm`, the same job also runs on a real Slurm cluster this benchmark st
 (`tests/slurm_cluster`: 4 nodes of 2 CPUs; a CPU and 700 MiB per replica), worker-1 killed
 by `jupyter px kill`'s path (the request through the shared run directory, the replica's task
 signals it on its node): the run's retry is a requeue of the whole job, which Slurm starts again
-as attempt 2 once its nodes are free.
+as attempt 2 once the job credential's lifetime has passed (slurm.conf(5) AuthInfo `cred_expire`:
+"how long a requeued job must wait before starting again", 120 s unless `--cred-expire` says).
 
 Targets (issue "Resumable runs"): warm, training resumed within TARGET_WARM_S of the failure;
 steps done twice at most one checkpoint interval. Exits 1 when a target is missed or a run did
@@ -154,6 +155,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--slurm", action="store_true", help="also on a Slurm cluster started here")
+    parser.add_argument(
+        "--cred-expire",
+        type=int,
+        default=None,
+        help="the cluster's AuthInfo cred_expire: how long Slurm holds a requeued job (default: Slurm's 120 s)",
+    )
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="px-bench-resume-")
     os.environ["PX_HOME"] = home
@@ -164,18 +171,18 @@ def main() -> int:
     loads = [os.getloadavg()[0]]
     with contextlib.ExitStack() as stack:
         if args.slurm:
-            stack.enter_context(_slurm_cluster(home))
+            stack.enter_context(_slurm_cluster(home, args.cred_expire))
         _rounds(args.rounds, modes, results, peer_failures, loads)
     return _report(args.rounds, results, peer_failures, loads)
 
 
 @contextlib.contextmanager
-def _slurm_cluster(home: str) -> Iterator[None]:
+def _slurm_cluster(home: str, cred_expire_s: int | None) -> Iterator[None]:
     """A Slurm cluster on this machine for the `slurm` rounds, this process pointed at it."""
     sys.path.insert(0, str(ROOT / "tests"))
     from slurm_cluster import SlurmCluster
 
-    with SlurmCluster(nodes=4, cpus=2, memory_mib=2000) as cluster:
+    with SlurmCluster(nodes=4, cpus=2, memory_mib=2000, cred_expire_s=cred_expire_s) as cluster:
         os.environ.update(cluster.env)
         os.environ["PX_SLURM_CONFIG"] = str(Path(home) / "no-slurm-settings.yaml")
         os.environ["PX_SLURM_POLL_INTERVAL_S"] = "0.5"
