@@ -86,16 +86,22 @@ def test_a_failing_rank_names_its_replica_and_the_others_are_stopped(use_ssh, px
     assert not processes_of(run_id)
 
 
-def test_stop_leaves_no_process_on_any_host(use_ssh, px_home):
-    service = RunService()
-    run_id = service.submit(Submission(ScriptFile(FAULTS), small(), args=("sleep",), name="sleeps"))
+def _sleeping(service: RunService, px_home: Path, name: str) -> tuple[str, dict[str, list[int]]]:
+    """A run whose three replicas each start two children and sleep, once they all have: its id,
+    and each replica's children (the replicas are forks of their entries: /proc shows the entry's
+    environment for them, so they are counted through their children)."""
+    run_id = service.submit(Submission(ScriptFile(FAULTS), small(), args=("sleep",), name=name))
     outputs = px_home / "runs" / run_id / "outputs"
     keys = ("master-0", "worker-0", "worker-1")
     wait_for(lambda: all((outputs / f"{k}.json").exists() for k in keys), "every replica to start its children")
-    children = [pid for k in keys for pid in json.loads((outputs / f"{k}.json").read_text())["children"]]
-    # each replica's two children (the replicas are forks of their entries: /proc shows the
-    # entry's environment for them, so they are counted through their children here)
-    assert len(processes_of(run_id)) == 6
+    return run_id, {k: json.loads((outputs / f"{k}.json").read_text())["children"] for k in keys}
+
+
+def test_stop_leaves_no_process_on_any_host(use_ssh, px_home):
+    service = RunService()
+    run_id, children_of = _sleeping(service, px_home, "sleeps")
+    children = [pid for pids in children_of.values() for pid in pids]
+    assert len(processes_of(run_id)) == 6  # each replica's two children
     service.stop(run_id)
     status = service.status(run_id)
     assert status.state.value == "Stopped" and status.reason == "StoppedByUser", status
@@ -115,11 +121,8 @@ def test_a_replica_killed_on_its_host_takes_its_children_and_fails_the_run_namin
     from px_cli import px
 
     service = RunService()
-    run_id = service.submit(Submission(ScriptFile(FAULTS), small(), args=("sleep",), name="killed"))
-    outputs = px_home / "runs" / run_id / "outputs"
-    keys = ("master-0", "worker-0", "worker-1")
-    wait_for(lambda: all((outputs / f"{k}.json").exists() for k in keys), "every replica to start its children")
-    children = json.loads((outputs / "worker-1.json").read_text())["children"]
+    run_id, children_of = _sleeping(service, px_home, "killed")
+    children = children_of["worker-1"]
     done = px("kill", run_id, "worker-1")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"sent SIGKILL to worker-1 of run {run_id} (on host host-b, pid "), done.stdout
