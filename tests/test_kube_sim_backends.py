@@ -185,15 +185,20 @@ def test_pytorch_ddp_with_gloo_gives_identical_weights(sim, px_home, backend):
 
 @pytest.mark.kube
 @pytest.mark.parametrize("backend", ["native", "kubeflow"])
-def test_a_runs_started_and_finished_times_are_its_containers(sim, px_home, backend):
+def test_a_runs_started_and_finished_times_are_its_containers(sim, px_home, backend, tmp_path):
     """`jupyter px runs` shows when a run started and how long it ran: its containers' times, as
     the kubelet reports them (whole seconds), whenever the follower noticed. The replicas meet
-    first: a PyTorchJob succeeds with its master, and a worker the loaded kubelet had not started
-    by then is deleted never having run (it has no start time, rightly)."""
+    first (a file each in a folder the pods share): a PyTorchJob succeeds with its master, and a
+    worker the loaded kubelet had not started by then is deleted never having run (it has no
+    start time, rightly)."""
     topology = {"framework": "pytorch", "backend": backend, "environment": {"replicas": {"n_workers": 1}}}
+    met = tmp_path / "met"
+    met.mkdir()
     code = (
-        "import time\nimport torch.distributed as dist\ndist.init_process_group('gloo')\n"
-        "time.sleep(5)\ndist.barrier()\nprint('done', flush=True)\n"
+        f"import os, time\nhere = {str(met)!r}\n"
+        "open(os.path.join(here, os.environ['PX_TASK_TYPE'] + os.environ['PX_TASK_INDEX']), 'w').close()\n"
+        "while len(os.listdir(here)) < 2:\n    time.sleep(0.05)\n"
+        "time.sleep(5)\nprint('done', flush=True)\n"
     )
     run = jupyter_px.submit(code, topology)
     status = run.wait(timeout=DEADLINE_S)
