@@ -6,7 +6,6 @@ entry its first process, the kill run inside it as an exec is (`nsenter` into th
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -46,7 +45,7 @@ def _kill_here(dumps: Path, key: str, signum: int) -> dict:
     done = subprocess.run(
         [sys.executable, str(KILL), str(dumps), key, str(signum)], capture_output=True, text=True, check=True
     )
-    return json.loads(done.stdout)
+    return replica_kill.answer_of(done.stdout)
 
 
 def test_a_replica_is_signalled_by_its_pid_file_and_a_reused_pid_is_not(tmp_path):
@@ -89,10 +88,10 @@ def _container(tmp_path: Path, first: bool) -> tuple[subprocess.Popen, int]:
 def _kill_inside(first_pid: int, dumps: Path, signum: int) -> dict:
     """`replica_kill.py` as an exec in the pod runs it: inside the container's PID namespace. When
     the kill ends the container, the kernel ends the exec with it (its namespace's first process
-    is gone): what it printed before is its answer, as the pod's exec stream gives it."""
+    is gone), maybe before it printed anything more: it says what it sends before sending it."""
     argv = ["nsenter", f"--target={first_pid}", "--pid", "--mount", sys.executable, str(KILL), str(dumps)]
     done = subprocess.run([*argv, "worker-0", str(signum)], capture_output=True, text=True, check=False)
-    return json.loads(done.stdout)
+    return replica_kill.answer_of(done.stdout)
 
 
 def test_in_a_container_the_entry_stays_first_and_the_runner_is_killed_as_a_crash_ends_it(tmp_path):
@@ -125,3 +124,12 @@ def test_a_replica_that_is_its_containers_first_process_is_refused_not_signalled
         assert runtime.poll() is None
     finally:
         runtime.kill()
+
+
+def test_the_answer_is_the_last_line_said_a_failure_after_the_signal_it_meant_to_send():
+    sent = '{"pid": 42, "signal": "SIGKILL"}\n'
+    assert replica_kill.answer_of(sent) == {"pid": 42, "signal": "SIGKILL"}
+    assert replica_kill.answer_of(sent + '{"failed": "worker-0 (pid 42) has ended"}\n') == {
+        "failed": "worker-0 (pid 42) has ended"
+    }
+    assert replica_kill.answer_of("") is None and replica_kill.answer_of("Traceback ...\n") is None

@@ -1,7 +1,9 @@
 """`python replica_kill.py DUMPS_DIR KEY SIGNUM`: end one replica on purpose where it runs (a
-Kubernetes pod, by an exec; an SSH host, over ssh), for `jupyter px kill`. Prints one JSON object:
+Kubernetes pod, by an exec; an SSH host, over ssh), for `jupyter px kill`. Prints its answer as
+a line of JSON (`answer_of` reads it back):
 
-    {"pid": 42, "signal": "SIGKILL"}       sent to the replica's process group
+    {"pid": 42, "signal": "SIGKILL"}       sent to the replica's process group (said just before,
+                                            a line saying it failed after it where it did)
     {"absent": "no worker-1 here"}          this pod or host has no such replica
     {"failed": "worker-1 (pid 42) has ..."} it has, but it cannot be signalled now
 
@@ -53,6 +55,10 @@ def kill(dumps: Path, key: str, signum: int) -> dict[str, object]:
     started = _started_at(pid)
     if started is None or started > written + 1.0:  # /proc's start time is in clock ticks
         return {"failed": f"{key} (pid {pid}) has ended"}
+    sent = {"pid": pid, "signal": signal.Signals(signum).name}
+    # Said before it is done: a signal that ends the container ends this program with it (its
+    # PID namespace goes), maybe before it could say anything after. A failure is said after.
+    said(sent)
     try:
         if os.getpgid(pid) == pid:
             os.killpg(pid, signum)
@@ -62,14 +68,32 @@ def kill(dumps: Path, key: str, signum: int) -> dict[str, object]:
         return {"failed": f"{key} (pid {pid}) has ended"}
     except PermissionError as error:
         return {"failed": f"{key} (pid {pid}) cannot be signalled: {error.strerror}"}
-    return {"pid": pid, "signal": signal.Signals(signum).name}
+    return sent
+
+
+def said(answer: dict[str, object]) -> None:
+    print(json.dumps(answer), flush=True)
+
+
+def answer_of(output: str) -> dict[str, object] | None:
+    """What the program answered: its last line that is a JSON object (None: it said nothing)."""
+    for line in reversed(output.strip().splitlines()):
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(answer, dict):
+            return answer
+    return None
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3 or not argv[2].isdigit():
         print("usage: python replica_kill.py DUMPS_DIR KEY SIGNUM", file=sys.stderr)
         return 2
-    print(json.dumps(kill(Path(argv[0]), argv[1], int(argv[2]))))
+    answer = kill(Path(argv[0]), argv[1], int(argv[2]))
+    if "pid" not in answer:  # (a signal sent was said before it was sent)
+        said(answer)
     return 0
 
 

@@ -8,9 +8,9 @@ entry reports the signal and the follower applies the run's policies: a failed r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
+from ...processes.replica_kill import answer_of
 from ..base import BackendError
 from . import commands
 from .handle import HostsHandle
@@ -38,10 +38,9 @@ def kill_replica(
         raise BackendError(f"{key} of run {run_id} has not started on its host yet")
     words = [settings.interpreter, "-m", "jupyter_px.processes.replica_kill", dumps_dir(remote[host]), key, str(signum)]
     done = commands.run(settings, host, commands.with_setup(settings, words), timeout=KILL_TIMEOUT_S)
-    try:
-        answer = json.loads(done.stdout)
-    except ValueError:
-        raise BackendError(f"{host}: the kill was not answered: {commands.said(done)}") from None
+    answer = answer_of(done.stdout.decode("utf-8", "replace"))
+    if answer is None:
+        raise BackendError(f"{host}: the kill was not answered: {commands.said(done)}")
     if "pid" in answer:
         return f"sent {answer['signal']} to {key} of run {run_id} (on host {host}, pid {answer['pid']})"
     raise BackendError(f"{answer.get('failed') or answer.get('absent')} (host {host})")

@@ -12,10 +12,9 @@ that lives elsewhere (an MPI rank on a worker pod) is found by asking the others
 
 from __future__ import annotations
 
-import json
 import signal
-from typing import Any
 
+from ....processes.replica_kill import answer_of
 from ....topology import Topology
 from ...base import BackendError
 from .client import Cluster
@@ -28,14 +27,6 @@ from .replica_pods import replica_pods
 REPLICA_KILL = "processes/replica_kill.py"
 #: An exec that has not answered by then is given up.
 EXEC_TIMEOUT_S = 30.0
-
-
-def _answer(out: str) -> dict[str, Any] | None:
-    try:
-        answer = json.loads(out.strip().splitlines()[0]) if out.strip() else None
-    except ValueError:
-        return None
-    return answer if isinstance(answer, dict) else None
 
 
 def kill_replica(
@@ -63,7 +54,7 @@ def kill_replica(
         except ExecFailed as error:
             problems.append(str(error))
             continue
-        answer = _answer(out)  # a kill that ends the container ends its exec too: what it printed first
+        answer = answer_of(out)  # a kill that ends the container may end its exec too: said before
         if answer is None:
             said = (err or out or "").strip().splitlines()
             problems.append(f"pod {name}: exit {code}: {said[-1] if said else 'no answer'}")
