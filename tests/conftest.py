@@ -222,8 +222,8 @@ def _note_closes(capturing: Any) -> None:
 
 
 def _reopen_closed_capture(item: pytest.Item) -> None:
-    """Where something closed this worker's captured sys.stdout or sys.stderr (a library's
-    thread has, 3 CI runs in 6, never on a developer's machine), start the capture again and say
+    """Where something closed this worker's captured sys.stdout or sys.stderr (something did in
+    3 CI runs of 6, never on a developer's machine), start the capture again and say
     who closed it, as a warning on the test under way: otherwise every later test of the worker
     fails with "I/O operation on closed file" (pytest captures a worker's output in one file for
     the whole session), and the test under way, which rarely is the culprit, is not failed for it."""
