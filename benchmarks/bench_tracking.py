@@ -133,6 +133,7 @@ def visibility(home: Path, run_id: str, points: int, pace: float) -> tuple[float
     paths = RunPaths(run_id, home)
     logdir = paths.tensorboard("worker", 0)
     logdir.mkdir(parents=True)
+    paths.metrics("worker", 0).parent.mkdir(parents=True)  # as the run's owner makes it, before its replicas start
     server = tensorboard.start(run_id, timeout=120, home=home)
     if isinstance(server, tensorboard.Failed):
         raise RuntimeError(f"TensorBoard did not start: {server.reason}\n{server.output}")
@@ -322,6 +323,9 @@ def main() -> int:
             PX_TENSORBOARD_PATH=str(run.tensorboard("worker", 0)),
         )
         run.root.mkdir(parents=True)
+        # as the run's owner makes them before its replicas start: tracking never makes them
+        run.metrics("worker", 0).parent.mkdir()
+        run.tensorboard("worker", 0).mkdir(parents=True)
 
         reader = bench_reader(home)  # first, while the process holds no TensorFlow or torch
         read_all = bench_read_all(home)
