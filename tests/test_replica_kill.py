@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
+from kube_sim_support import require
 from waiting import wait_for
 
 from jupyter_px.processes import replica_kill
@@ -69,8 +69,8 @@ def test_a_replica_is_signalled_by_its_pid_file_and_a_reused_pid_is_not(tmp_path
 def _container(tmp_path: Path, first: bool) -> tuple[subprocess.Popen, int]:
     """A PID namespace whose first process is the replica's entry; (the runtime's process, the
     host pid of the namespace's first process)."""
-    if shutil.which("unshare") is None or shutil.which("nsenter") is None:
-        pytest.skip("util-linux's unshare and nsenter are needed to make a PID namespace")
+    tools = bool(shutil.which("unshare") and shutil.which("nsenter"))
+    require(tools, "util-linux's unshare and nsenter make a PID namespace")
     script = REPLICA.format(repo=str(REPO), first=first, dumps=str(tmp_path))
     runtime = subprocess.Popen(
         ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", script],
@@ -80,7 +80,7 @@ def _container(tmp_path: Path, first: bool) -> tuple[subprocess.Popen, int]:
     line = runtime.stdout.readline()
     if not line.startswith("ready"):
         runtime.kill()
-        pytest.skip(f"this machine cannot make a PID namespace (unshare said {line!r}, exit {runtime.wait()})")
+        require(False, f"this machine cannot make a PID namespace (unshare said {line!r}, exit {runtime.wait()})")
     first_process = wait_for(lambda: psutil.Process(runtime.pid).children(), what="the namespace's first process")
     return runtime, first_process[0].pid
 
