@@ -7,7 +7,7 @@
  * table and thick in the plot; the params' view draws the parallel coordinates and which params
  * matter. Screenshots: ui-tests/screenshots/compare-{light,dark}-*.png.
  */
-import { expect, galata, test } from '@jupyterlab/galata';
+import { expect, galata, test } from './fixtures';
 import { execFileSync } from 'child_process';
 import * as path from 'path';
 

@@ -7,7 +7,7 @@
  * server; a failed run names its exception once and opens the failing replica's log.
  * Screenshots: ui-tests/screenshots/final-*.png.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
 import { notebook, openPath, setTheme, shot } from './helpers';
 

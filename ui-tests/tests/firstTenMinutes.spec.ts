@@ -7,7 +7,7 @@
  * ui-tests/screenshots/first-*.png. The notebook's final view (its TensorBoard, the plot) is
  * finalView.spec.ts.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from './fixtures';
 import * as fs from 'fs';
 import * as path from 'path';
 

@@ -5,7 +5,7 @@
  * notebook made active shows its own verdict at once, no field error of the previous form.
  * Screenshots: ui-tests/screenshots/form-problems-*.png.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 
 import {
   notebook,

@@ -5,7 +5,7 @@
  * cell, counted with its magic line, as the traceback's "cell [n], line 4" does).
  * Screenshots: ui-tests/screenshots/gotocell-{light,dark}-{01-failure,02-at-the-line}.png.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 
 import { notebook, setTheme, shot } from './helpers';
 

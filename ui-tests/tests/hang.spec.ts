@@ -11,7 +11,7 @@
  *  - stopped, the run's "Stacks" shows the newest snapshot it kept.
  * Screenshots: ui-tests/screenshots/hang-{light,dark}-{01-stalled,02-stacks,03-kept}.png.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
 import { notebook, setTheme, shot } from './helpers';
 

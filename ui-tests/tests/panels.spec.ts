@@ -5,12 +5,7 @@
  * finished run written into the store by make_runs.py. Screenshots go to
  * ui-tests/screenshots/panels-{light,dark}-*.png.
  */
-import {
-  expect,
-  galata,
-  IJupyterLabPageFixture,
-  test
-} from '@jupyterlab/galata';
+import { expect, galata, IJupyterLabPageFixture, test } from './fixtures';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';

@@ -6,7 +6,7 @@
  * "attempt 2 of 2" and names how attempt 1 ended. A finished run's rows offer no Kill.
  * Screenshots: ui-tests/screenshots/kill-{01-asked,02-restarted}.png.
  */
-import { expect, test } from '@jupyterlab/galata';
+import { expect, test } from './fixtures';
 
 import { notebook, shot } from './helpers';
 

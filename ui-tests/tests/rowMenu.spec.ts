@@ -3,7 +3,7 @@
  * sidebar at its default width, every entry is whole (it was cut at the sidebar's edge: "Cop",
  * "Del"); nothing in the sidebar is cut without a tooltip. Screenshots: ui-tests/screenshots/rowmenu-{light,dark}.png.
  */
-import { expect, galata, test } from '@jupyterlab/galata';
+import { expect, galata, test } from './fixtures';
 import { execFileSync } from 'child_process';
 import * as path from 'path';
 

@@ -4,12 +4,7 @@
  * Run submits under that name. The sidebar's run-name field stays inside the pane. Screenshots
  * go to ui-tests/screenshots/runfile-{light,dark}-*.png.
  */
-import {
-  expect,
-  galata,
-  IJupyterLabPageFixture,
-  test
-} from '@jupyterlab/galata';
+import { expect, galata, IJupyterLabPageFixture, test } from './fixtures';
 import * as fs from 'fs';
 import * as path from 'path';
 

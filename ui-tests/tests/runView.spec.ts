@@ -11,7 +11,7 @@
  *    previous run of the same cell (the code, the param, the loss).
  * Screenshots: ui-tests/screenshots/runview-{light,dark}-*.png.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
 import { notebook, setTheme, shot } from './helpers';
 
@@ -29,7 +29,10 @@ for step in range(60):
     print(f"step {step}", flush=True)
     tracking.log_metrics(step=step, total_steps=60, loss=lr / (step + 1))
 if os.environ["PX_TASK_TYPE"] == "master":
-    time.sleep(14)  # the run ends with its master: after the slow worker's last step
+    done = time.time()
+    while not os.path.exists("release"):  # the test lets the run end once it has seen it live
+        time.sleep(0.2)
+    time.sleep(max(0.0, done + 14 - time.time()))  # it ends with its master: after the slow worker
 `;
 
 const cells = (name: string) => [
@@ -103,6 +106,8 @@ for (const theme of ['light', 'dark'] as const) {
     );
     await view.scrollIntoViewIfNeeded();
     await shot(page, `runview-${theme}-02-after-restart`);
+    // Seen live after the restart (however long it took on a loaded machine): the run may end.
+    await page.contents.uploadContent('', 'text', `${tmpPath}/release`);
 
     // The Logs tab follows a replica's log to its last line.
     await view.locator('.jp-px-output-tab-logs').click();

@@ -7,12 +7,7 @@
  * The runs are written into the server's store by make_runs.py (finished, as a backend leaves
  * them); each test uses a prefix of its own.
  */
-import {
-  expect,
-  galata,
-  IJupyterLabPageFixture,
-  test
-} from '@jupyterlab/galata';
+import { expect, galata, IJupyterLabPageFixture, test } from './fixtures';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';

@@ -8,12 +8,7 @@
  * Each test sets up what it checks (its notebooks, its runs, its theme) and asserts only about
  * those: they share one JupyterLab and its run store, and pass in any order or alone.
  */
-import {
-  expect,
-  galata,
-  IJupyterLabPageFixture,
-  test
-} from '@jupyterlab/galata';
+import { expect, galata, IJupyterLabPageFixture, test } from './fixtures';
 import type { Locator } from '@playwright/test';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';

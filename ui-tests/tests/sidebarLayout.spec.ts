@@ -7,7 +7,7 @@
  * (its servers-info 404 on every page load): only this extension's and JupyterLab's own.
  * Screenshots: ui-tests/screenshots/sidebar-layout-{light,dark}-*.png.
  */
-import { expect, galata, test } from '@jupyterlab/galata';
+import { expect, galata, test } from './fixtures';
 import { execFileSync } from 'child_process';
 import * as path from 'path';
 

@@ -6,7 +6,7 @@
  *
  * Skipped, with the reason, where Slurm cannot be started (slurm_runs.py says why); CI installs it.
  */
-import { expect, galata, test } from '@jupyterlab/galata';
+import { expect, galata, test } from './fixtures';
 import { ChildProcessWithoutNullStreams, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';

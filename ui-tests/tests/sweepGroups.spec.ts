@@ -5,12 +5,7 @@
  * it shows each trial's run with its values; its menu compares the trials. Screenshots go to
  * ui-tests/screenshots/sweeps-{light,dark}-*.png.
  */
-import {
-  expect,
-  galata,
-  IJupyterLabPageFixture,
-  test
-} from '@jupyterlab/galata';
+import { expect, galata, IJupyterLabPageFixture, test } from './fixtures';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';

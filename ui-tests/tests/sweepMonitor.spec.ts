@@ -6,7 +6,7 @@
  * background; `%px_attach SWEEP` shows it again with both plots drawn. Screenshots:
  * ui-tests/screenshots/sweep-{light,dark}-*.png.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
 import { notebook, setTheme, shot } from './helpers';
 

@@ -7,7 +7,7 @@
  * "log scale" box turns off and on. Screenshots:
  * ui-tests/screenshots/sweep-noobjective-{light,dark}-{01-metrics,02-linear}.png.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
 import { notebook, setTheme, shot } from './helpers';
 

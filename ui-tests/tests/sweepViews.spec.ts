@@ -8,12 +8,7 @@
  * reason where importance and the contour cannot be made. The sidebar's sweep menu opens the
  * same views in a panel. Screenshots: ui-tests/screenshots/sweep-views-{light,dark}-*.png.
  */
-import {
-  expect,
-  IJupyterLabPageFixture,
-  Locator,
-  test
-} from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, Locator, test } from './fixtures';
 
 import { notebook, setTheme, shot, sidebar } from './helpers';
 
