@@ -1,0 +1,133 @@
+"""Where CI's CPU goes: samples every process once a second and sums its CPU time by kind.
+
+    python .ci/cpu_profile.py ci-cpu.txt &   # ... the tests ...; kill -INT it: it writes the table
+
+On a two-core machine the README's test command and the browser tests beside it are bound by
+the CPU (a load average of 14), so what makes CI slow is which processes use it: Chromium, the
+Jupyter servers and kernels, replicas importing torch or TensorFlow, the Slurm daemons, the
+simulated cluster. `--durations` says which tests wait longest, not who computes; this says who.
+
+Each process's `utime + stime` (from `/proc/PID/stat`) is read every `INTERVAL_S`. A process that
+started since the first scan is counted whole (its CPU when first seen, then what it adds until it
+ends); one already running then, from then on. Processes that start and end between two scans are
+missed: the table's total is a lower bound, and it says how far below the machine's own count
+(`/proc/stat`) it is. Standard library only; one scan costs a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections import defaultdict
+
+INTERVAL_S = 1.0
+TICKS = os.sysconf("SC_CLK_TCK")
+
+#: (kind, what to find in the command line), first match wins.
+KINDS = (
+    ("Chromium", ("chromium", "chrome")),
+    ("Node.js (Playwright, jest, the build)", ("node",)),
+    ("Slurm daemons and steps", ("slurmctld", "slurmd", "slurmdbd", "slurmstepd", "mariadbd", "munged")),
+    ("sshd and ssh", ("sshd", "/ssh ", "ssh ")),
+    ("Kubernetes follower", ("kubernetes.follower",)),
+    ("simulated cluster", ("kube_sim",)),
+    ("kubectl", ("kubectl",)),
+    ("TensorBoard", ("tensorboard",)),
+    ("kernels", ("ipykernel",)),
+    ("Jupyter servers", ("jupyter-lab", "jupyter_server", "jupyter lab", "jupyterlab", "ServerApp")),
+    ("warm templates and their replicas", ("jupyter_px.forkserver",)),
+    ("run supervisors", ("backends.local.supervisor", "jupyter_px.supervisor")),
+    ("replicas (cold)", ("jupyter_px.runner", "px_entry.py", "jupyter_px/runner.py")),
+    ("torchrun and mpirun", ("torchrun", "mpirun", "orted", "prterun")),
+    ("the jupyter px CLI", ("jupyter-px", "jupyter_px.cli")),
+    ("pytest workers", ("pytest", "execnet", "xdist")),
+    ("pip, uv (the floors' install)", ("pip", "/uv ")),
+    ("lint and types", ("ruff", "mypy", "lint-imports", "sphinx")),
+)
+
+
+def kind_of(cmdline: str) -> str:
+    for kind, needles in KINDS:
+        if any(needle in cmdline for needle in needles):
+            return kind
+    first = cmdline.split(" ", 1)[0]
+    return f"other: {os.path.basename(first) or '?'}"
+
+
+def cpu_ticks(pid: str) -> tuple[str, int] | None:
+    """(the process's identity: its pid and start time, its CPU ticks so far)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    # utime, stime and starttime: fields 14, 15 and 22 of proc(5)'s stat, counted from the state (3)
+    return f"{pid}@{fields[19].decode()}", int(fields[11]) + int(fields[12])
+
+
+def cmdline_of(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def machine_ticks() -> int:
+    with open("/proc/stat") as f:
+        fields = f.readline().split()[1:]
+    return sum(int(v) for v in fields[:3]) + sum(int(v) for v in fields[5:8])  # user nice system irq softirq steal
+
+
+def main(out: str) -> None:
+    seen: dict[str, tuple[str, int]] = {}  # identity -> (kind, ticks at the last sample)
+    by_kind: dict[str, int] = defaultdict(int)
+    started, machine_start = time.monotonic(), machine_ticks()
+    stop = []
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    first_scan = True
+    while not stop:
+        alive = set()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            sample = cpu_ticks(pid)
+            if sample is None:
+                continue
+            identity, ticks = sample
+            alive.add(identity)
+            if identity in seen:
+                kind, last = seen[identity]
+                by_kind[kind] += max(0, ticks - last)
+            else:
+                cmdline = cmdline_of(pid)
+                if not cmdline:  # a kernel thread
+                    continue
+                kind = kind_of(cmdline)
+                if not first_scan:  # it started since: all its CPU is this run's
+                    by_kind[kind] += ticks
+            seen[identity] = (kind, ticks)
+        for identity in set(seen) - alive:
+            del seen[identity]
+        first_scan = False
+        time.sleep(INTERVAL_S)
+    wall = time.monotonic() - started
+    machine = (machine_ticks() - machine_start) / TICKS
+    counted = sum(by_kind.values()) / TICKS
+    lines = [
+        f"CPU by kind of process over {wall / 60:.1f} min (core-minutes; the machine counted "
+        f"{machine / 60:.1f}, these samples {counted / 60:.1f})",
+    ]
+    for kind, ticks in sorted(by_kind.items(), key=lambda item: -item[1]):
+        seconds = ticks / TICKS
+        if seconds >= 1:
+            lines.append(f"{seconds / 60:7.1f} {100 * seconds / max(counted, 1e-9):5.1f} %  {kind}")
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "ci-cpu.txt")
