@@ -74,7 +74,9 @@ class BackendEntry:
         return self.render is not None
 
 
-def _kubernetes(name: str, aliases: tuple[str, ...], implementation: str, summary: str) -> BackendEntry:
+def _kubernetes(
+    name: str, aliases: tuple[str, ...], implementation: str, summary: str, retries_runs: bool = False
+) -> BackendEntry:
     """A row of the Kubernetes family: one settings file, one pool, the server's namespace and image."""
     return BackendEntry(
         name,
@@ -88,6 +90,7 @@ def _kubernetes(name: str, aliases: tuple[str, ...], implementation: str, summar
         pool_threads=8,
         server_settings="jupyter_px.backends.kubernetes.shared.settings:load_settings",
         uses_image=True,
+        retries_runs=retries_runs,
     )
 
 
@@ -113,7 +116,11 @@ BACKENDS: tuple[BackendEntry, ...] = (
         warm="jupyter_px.backends.local.templates",
     ),
     _kubernetes(
-        "native", ("kubernetes",), "native.backend:NativeBackend", "Kubernetes pods, a headless Service and a ConfigMap"
+        "native",
+        ("kubernetes",),
+        "native.backend:NativeBackend",
+        "Kubernetes pods, a headless Service and a ConfigMap",
+        retries_runs=True,
     ),
     _kubernetes(
         "kubeflow",

@@ -22,6 +22,9 @@ import re
 from dataclasses import dataclass
 
 CHECKPOINTS_DIR = "checkpoints"
+#: Set by the run's owner in an attempt after a gang restart: the newest step that every scope
+#: has a complete checkpoint of (`newest_step`); `tracking.load_checkpoint` loads that one.
+RESUME_AT_ENV = "PX_CHECKPOINT_STEP"
 SHARED_SCOPE = "shared"
 #: Formats by file suffix: `torch.save`/`torch.load`, or the standard library's pickle.
 FORMATS = ("pt", "pkl")

@@ -45,12 +45,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..processes import checkpoint_signal
-from ..runstore.checkpoints import SHARED_SCOPE, file_name, in_scope, scope_dir
+from ..runstore.checkpoints import RESUME_AT_ENV, SHARED_SCOPE, file_name, in_scope, scope_dir
 from .delivery import process_index
-
-#: Set by the run's owner in an attempt after a gang restart: the newest step that every scope
-#: has a complete checkpoint of (`runstore.checkpoints.newest_step`).
-RESUME_AT_ENV = "PX_CHECKPOINT_STEP"
 
 #: Checkpoints kept per scope after a save (the newest ones). Change it before saving, or pass
 #: `keep=` to `save_checkpoint`.

@@ -69,6 +69,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         isolate: bool | None = None,
         pod_network: bool | None = None,
         images: dict[str, Image] | None = None,
+        claims: dict[str, str] | None = None,
     ):
         permitted, why = namespaces_permitted() if isolate is not False else (False, "isolation turned off")
         self.isolated = permitted
@@ -116,6 +117,8 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         self._relay = None
         #: repository patterns -> what they are here (images.py); the given ones before the defaults
         self.images = tuple((images or {}).items()) + DEFAULT_IMAGES
+        #: PersistentVolumeClaims and the host directories their volumes are (kubelet_volumes.py)
+        self.claims = {name: str(path) for name, path in (claims or {}).items()}
         self._pods = api.resource("", "v1", "pods")
         api.log_source = self.logs
         api.streamer = self

@@ -1,8 +1,11 @@
 """The kubelet's volumes and names: ConfigMap, Secret and emptyDir volumes as directories under
 the pod's folder (kubernetes v1.33.0 pkg/volume/configmap/configmap.go: one file per key or
 `items` entry, mode `defaultMode` 0644; a missing ConfigMap keeps the pod in ContainerCreating
-with a FailedMount event), hostPath as the host's path; and each pod's generated /etc/hosts with
-the cluster DNS names it stands in for."""
+with a FailedMount event), hostPath as the host's path, a PersistentVolumeClaim as the host
+directory of the volume it is bound to (the kubelet's `claims`: a hostPath PersistentVolume per
+claim, as kind's local-path provisioner binds them; every pod of the node shares it, as a
+ReadWriteMany claim is shared); and each pod's generated /etc/hosts with the cluster DNS names it
+stands in for."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ class VolumesAndHosts(KubeletPart):
     """Materialising a pod's volumes and writing its hosts file (a Kubelet part)."""
 
     _hosts_text: dict[str, str]
+    claims: dict[str, str]
 
     def _mount_volumes(self, run: PodRun) -> bool:
         volumes_dir = run.directory / "volumes"
@@ -66,6 +70,12 @@ class VolumesAndHosts(KubeletPart):
                     out.parent.mkdir(parents=True, exist_ok=True)
                     out.write_bytes(data[key])
                     out.chmod(mode if mode is not None else default_mode)
+            elif "persistentVolumeClaim" in volume:
+                claim = volume["persistentVolumeClaim"]["claimName"]
+                if claim not in self.claims:  # upstream: the pod is not scheduled (VolumeBinding)
+                    message = f'persistentvolumeclaim "{claim}" not found'
+                    record(self.api, run.pod, "FailedMount", message, "Warning", "kubelet", self.node)
+                    return False
             elif "hostPath" in volume:
                 continue
         return True
@@ -79,6 +89,8 @@ class VolumesAndHosts(KubeletPart):
                 continue
             if "hostPath" in volume:
                 source = volume["hostPath"]["path"]
+            elif "persistentVolumeClaim" in volume:
+                source = self.claims[volume["persistentVolumeClaim"]["claimName"]]
             else:
                 source = str(run.directory / "volumes" / mount["name"])
             if mount.get("subPath"):

@@ -80,6 +80,10 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
         """The settings to render with, completed from what this cluster serves."""
         return self.settings
 
+    def _keep(self, run_dir: Path, topology: Topology, objects: list[dict[str, Any]]) -> None:
+        """What a flavour keeps of the rendered objects in the run directory before they are
+        created (native: its pods, for the run's next attempts)."""
+
     def _render(
         self,
         topology: Topology,
@@ -140,6 +144,7 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
             # rather than follow a job not yet created or have its owner overwritten by `initial`.
             with self.starting(paths.root):
                 handle.save(paths.root)  # before any create: `stop` finds the run's objects by it
+                self._keep(paths.root, topology, objects)
                 initial = RunStatus.initial(run_id, [(s.role, s.index) for s in topology.replicas()])
                 try:
                     created = create_all(cluster, objects, self.settings.create_parallelism)

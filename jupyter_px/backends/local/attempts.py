@@ -35,11 +35,11 @@ import time
 from typing import Protocol
 
 from ...runstore import ReplicaState, RunPaths, RunStatus, metrics_tail
-from ...runstore.checkpoints import all_checkpoints, newest_step
+from ...runstore.checkpoints import RESUME_AT_ENV, all_checkpoints, newest_step
 from ...runstore.models import AttemptRecord, CheckpointInfo
 from ...topology import Topology
 from ...topology.termination import Termination
-from ...tracking.checkpoints import RESUME_AT_ENV
+from ..gang_retry import judge, record_failure
 from ..outcome import Outcome
 from . import policy
 from .config import MASTER_HEAD_START_S
@@ -96,25 +96,15 @@ class Attempts:
             return None
         if self.termination.max_retries == 0:
             return outcome
-        failed = [r for r in sup.replicas if r.status.state == ReplicaState.FAILED]
-        retryable = [r for r in failed if self.termination.retries(r.status.exit_code)]
-        culprit = (retryable or sorted(failed, key=lambda r: r.status.finished_at or 0))[0]
-        st, status = culprit.status, sup.status
+        failed = [r.status for r in sup.replicas if r.status.state == ReplicaState.FAILED]
+        status = sup.status
+        culprit, why = judge(self.termination, failed, status.attempt, status.max_attempts)
         if not status.attempts:  # the first attempt's record, made when it fails
             status.attempts.append(AttemptRecord(attempt=1, started_at=status.started_at))
         record = status.attempts[-1]
-        record.finished_at, record.failed, record.reason = time.time(), culprit.key, st.reason
-        record.exit_code, record.signal, record.message = st.exit_code, st.signal, st.message
-        record.step = last_step(sup)
+        record_failure(record, culprit, last_step(sup))
         sup.writer.dirty = True
-        if not retryable:
-            why = f"not retried: exit code {st.exit_code} of {culprit.key} is permanent ({self.termination.rule()})"
-            return dataclasses.replace(outcome, message=f"{outcome.message}; {why}")
-        if status.attempt >= status.max_attempts:
-            why = (
-                f"out of retries: attempt {status.attempt} of {status.max_attempts} failed "
-                f"(termination.max_retries: {self.termination.max_retries})"
-            )
+        if why is not None:
             return dataclasses.replace(outcome, message=f"{outcome.message}; {why}")
         record.retried = True
         self.pending = record

@@ -68,6 +68,7 @@ from ..shared.stacks import stacks_taker
 from . import handover
 from .failures import Failures
 from .feeds import Feed, OwnWatch
+from .gang_restart import GangRestart
 from .log_sink import ReplicaLog, RunGone
 from .log_streams import LogStreams
 from .pod_watch import latest_warning, read_job
@@ -110,6 +111,7 @@ class Follower:
         self.leave = threading.Event()  # set by a host: stop following, the run unfinished
         self.topology = parse_topology(store.record(run_id).topology)
         self.names = ReplicaNames.of(self.topology)  # how its messages call replicas (`chief`)
+        self.take = take
         self.failures = Failures(self.run_dir, take, self.names)
         self.replica_pods = replica_pods(self.handle.backend)
         self.state_dir = self.run_dir / FOLLOWER_DIR
@@ -145,6 +147,7 @@ class Follower:
         self.terminations = Terminations()
         me = detached.ProcessIdentity.current()
         self.owner = owner or RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
+        self.gang = GangRestart(self, store.status(run_id))  # native's termination.max_retries
 
     # ---- watching --------------------------------------------------------------------------
 
@@ -261,6 +264,19 @@ class Follower:
             status.finished_at = min(time.time(), max(ends)) if ends else time.time()
             if status.started_at is not None:
                 status.finished_at = max(status.finished_at, status.started_at)
+        self.gang.apply(status)
+        self.store.write_status(status)
+
+    def new_attempt(self, message: str) -> None:
+        """The gang was made again (`gang_restart.py`): forget the failed attempt's pods, and
+        its replicas start Pending."""
+        for kept in (self.seen_pods, self.gone, self.exhausted, self.foreign_deletions):
+            kept.clear()
+        self.terminations, self.failures = Terminations(), Failures(self.run_dir, self.take, self.names)
+        status = self.store.status(self.run_id)
+        status.replicas = [ReplicaStatus(role=r.role, index=r.index) for r in status.replicas]
+        status.state, status.reason, status.message = RunState.PENDING, None, message
+        self.gang.apply(status)
         self.store.write_status(status)
 
     def _outcome(self, views) -> tuple[RunState, str | None, str | None]:
@@ -379,6 +395,10 @@ class Follower:
                 self._poll_job()
                 next_job_poll = time.monotonic() + JOB_POLL_S
             self.stopping = self.stop_requested = stopping = (self.run_dir / STOP_FILE).exists()
+            if self.gang.restarting and not stopping:  # the failed attempt's pods are going
+                if (problem := self.gang.tick()) is not None:
+                    return self._finish(self._views(), RunState.FAILED, Reason.ERROR, problem)
+                continue
             if self.handle.job_kind and not stopping and self._deletion_seen():
                 self._poll_job()  # pods going: is it the operator's cleanup of a job that ended?
             views = self._views()
@@ -391,6 +411,9 @@ class Follower:
                 reason, message = self.waiting_on
             if stopping:  # we delete the objects: their disappearance (a job's "Deleted") is the stop
                 state, reason, message = RunState.STOPPED, Reason.STOPPED_BY_USER, "stopped on request"
+            if state == RunState.FAILED and not stopping and (message := self.gang.on_failure(views, message)) is None:
+                self._write_status(views, RunState.RUNNING, None, self.gang.status_message(), final=False)
+                continue
             if state.finished:
                 return self._finish(views, state, reason, message)
             if (lost_for := self.contact.unreachable_for()) >= self.give_up_s:

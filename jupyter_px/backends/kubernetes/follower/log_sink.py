@@ -201,6 +201,18 @@ class ReplicaLog:
             self._ingest_metrics()
             self._journal()
 
+    def mark(self, line: str) -> int:
+        """Append a line of the run's own (an attempt's boundary) between two container
+        instances' lines; the byte the log continues at, committed like a batch."""
+        with self.lock:
+            self._require_run()
+            self.log_path.parent.mkdir(exist_ok=True)
+            with open(self.log_path, "ab") as f:
+                f.write(line.encode())
+                end = f.tell()
+            self._journal()
+            return end
+
     def mark_complete(self, stream: str) -> None:
         with self.lock:
             if stream == self.position.stream and not self.position.complete:
