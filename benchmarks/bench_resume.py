@@ -2,6 +2,7 @@
 
     python benchmarks/bench_resume.py              # 3 rounds; --rounds N for more
     python benchmarks/bench_resume.py --slurm      # and on a Slurm cluster started here
+    python benchmarks/bench_resume.py --kube       # and on the simulated Kubernetes cluster (native)
 
 A 3-rank gloo DDP job (tests/jobs/ddp_resume.py: a checkpoint every 5 steps, 0.1 s a step) with
 `termination: {maxRetries: 2}`; once worker-1 has saved its step-10 checkpoint, it is SIGKILLed
@@ -26,6 +27,11 @@ by `jupyter px kill`'s path (the request through the shared run directory, the r
 signals it on its node): the run's retry is a requeue of the whole job, which Slurm starts again
 as attempt 2 once the job credential's lifetime has passed (slurm.conf(5) AuthInfo `cred_expire`:
 "how long a requeued job must wait before starting again", 120 s unless `--cred-expire` says).
+
+With `--kube`, the same job also runs on the simulated Kubernetes cluster (`tests/kube_sim`: its
+kubelet runs each pod as processes of this machine) on the `native` backend, the run store on a
+claim the pods share (`shared_claim`), worker-1 killed in its pod by `jupyter px kill`'s exec: the
+run's follower deletes the attempt's pods and creates them again as attempt 2.
 
 Targets (issue "Resumable runs"): warm, training resumed within TARGET_WARM_S of the failure;
 steps done twice at most one checkpoint interval. Exits 1 when a target is missed or a run did
@@ -68,20 +74,24 @@ SLURM_TOPOLOGY = {
 }
 
 
+KUBE_TOPOLOGY = {**TOPOLOGY, "backend": "native"}
+
+
 def one_round(mode: str) -> dict[str, float]:
     from jupyter_px.api import submit
     from jupyter_px.runstore.checkpoints import all_checkpoints
     from jupyter_px.service import RunService
 
     os.environ["JUPYTER_PX_WARM"] = "1" if mode == "warm" else "0"
-    run = submit(JOB, SLURM_TOPOLOGY if mode == "slurm" else TOPOLOGY, args=STEPS)
+    topology = {"slurm": SLURM_TOPOLOGY, "native": KUBE_TOPOLOGY}.get(mode, TOPOLOGY)
+    run = submit(JOB, topology, args=STEPS)
     deadline = time.monotonic() + 300
     while not any(c.scope == "worker-1" and c.step >= 10 for c in all_checkpoints(str(run.paths.outputs_dir))):
         if time.monotonic() > deadline:
             raise SystemExit(f"{run.run_id}: no checkpoint at step 10 after 300 s")
         time.sleep(0.02)
     started = time.time()
-    if mode == "slurm":  # its pid means something on its node only: `jupyter px kill`'s way
+    if mode in ("slurm", "native"):  # its pid means something on its node only: `jupyter px kill`'s way
         RunService().kill(run.run_id, "worker", 1, signal.SIGKILL)
     else:
         pid = run.status().replica("worker", 1).pid
@@ -155,6 +165,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--slurm", action="store_true", help="also on a Slurm cluster started here")
+    parser.add_argument("--kube", action="store_true", help="also on the simulated Kubernetes cluster (native)")
     parser.add_argument(
         "--cred-expire",
         type=int,
@@ -165,13 +176,15 @@ def main() -> int:
     home = tempfile.mkdtemp(prefix="px-bench-resume-")
     os.environ["PX_HOME"] = home
     os.environ["JUPYTER_PX_WARM_WAIT_S"] = "300"
-    modes = ("cold", "warm", "slurm") if args.slurm else ("cold", "warm")
+    modes = ("cold", "warm", *(("slurm",) if args.slurm else ()), *(("native",) if args.kube else ()))
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in (*modes, "torchrun")}
     peer_failures: list[str] = []
     loads = [os.getloadavg()[0]]
     with contextlib.ExitStack() as stack:
         if args.slurm:
             stack.enter_context(_slurm_cluster(home, args.cred_expire))
+        if args.kube:
+            stack.enter_context(_kube_cluster(home))
         _rounds(args.rounds, modes, results, peer_failures, loads)
     return _report(args.rounds, results, peer_failures, loads)
 
@@ -186,6 +199,25 @@ def _slurm_cluster(home: str, cred_expire_s: int | None) -> Iterator[None]:
         os.environ.update(cluster.env)
         os.environ["PX_SLURM_CONFIG"] = str(Path(home) / "no-slurm-settings.yaml")
         os.environ["PX_SLURM_POLL_INTERVAL_S"] = "0.5"
+        yield
+
+
+@contextlib.contextmanager
+def _kube_cluster(home: str) -> Iterator[None]:
+    """The simulated cluster for the `native` rounds, the run store on a claim its pods share."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kube_sim import Cluster
+
+    with Cluster(kubelet={"backoff_base": 0.5, "claims": {"px-runs": home}}) as cluster:
+        if cluster.kubelet is None or not cluster.kubelet.isolated:
+            raise SystemExit("--kube: pods cannot have their own names here (unshare is not permitted)")
+        os.environ.update(
+            KUBECONFIG=cluster.kubeconfig(Path(home) / "kubeconfig"),
+            PX_K8S_CONFIG=str(Path(home) / "no-kubernetes-settings.yaml"),
+            PX_K8S_IMAGE="python:3.11-slim",
+            PX_K8S_SHARED_CLAIM="px-runs",
+            PX_K8S_SHARED_MOUNT_PATH=home,
+        )
         yield
 
 

@@ -57,7 +57,7 @@ from ...base import BackendError
 from ...outcome import run_outcome
 from ..shared.cleanup import delete_run
 from ..shared.client import Cluster, connect
-from ..shared.contact import refusal
+from ..shared.contact import lost_contact, refusal
 from ..shared.create import delete_objects
 from ..shared.handle import FOLLOWER_DIR, STOP_FILE, RunHandle
 from ..shared.pod_state import NODE_LOST, fail_exhausted, job_outcome, pod_replica, pods_state, restarts_exhausted
@@ -268,8 +268,7 @@ class Follower:
         self.store.write_status(status)
 
     def new_attempt(self, message: str) -> None:
-        """The gang was made again (`gang_restart.py`): forget the failed attempt's pods, and
-        its replicas start Pending."""
+        """The gang was made again (`gang_restart.py`): its replicas start Pending, anew."""
         for kept in (self.seen_pods, self.gone, self.exhausted, self.foreign_deletions):
             kept.clear()
         self.terminations, self.failures = Terminations(), Failures(self.run_dir, self.take, self.names)
@@ -308,36 +307,27 @@ class Follower:
                     self.pods = {pod["metadata"]["name"]: slim(pod) for pod in obj}
                     self.listed = True
                     for pod in obj:
-                        self._count_failures(pod)
-                        self._note_end(pod)
+                        self._seen(pod)
                 elif kind == "DELETED":
-                    self._note_end(obj)
+                    self._seen(obj)
                     self.pods.pop(obj["metadata"]["name"], None)
                 elif obj is not None:
                     self.pods[obj["metadata"]["name"]] = slim(obj)
-                    self._count_failures(obj)
-                    self._note_end(obj)
+                    self._seen(obj)
                 kind, obj = self.events.get_nowait()
         except queue.Empty:
             return True
 
-    def _note_end(self, pod: dict[str, Any]) -> None:
-        """Keep how this event's pod says its replica's container ended (`terminations.py`)."""
-        key = self.replica_pods.replica_of(pod, self.topology)
-        if key in self.logs:
-            self.terminations.seen(key, pod, ended_by_deletion(pod, pod_replica(pod, *key)))
-
-    def _count_failures(self, pod: dict[str, Any]) -> None:
-        """Native: note the replica whose pod shows its (max_restarts + 1)-th failure. Every
-        watch event is looked at (not only a tick's last one), so the failure is the one that
+    def _seen(self, pod: dict[str, Any]) -> None:
+        """What each watch event of a pod says before a later one hides it: how its replica's
+        container ended (`terminations.py`), and on native the (max_restarts + 1)-th failure that
         exhausted it, even when the kubelet restarts the container again before the next tick."""
-        if not self.max_restarts:
-            return
         key = self.replica_pods.replica_of(pod, self.topology)
-        if key not in self.max_restarts or key in self.exhausted:
+        if key not in self.logs:
             return
-        found = restarts_exhausted(pod, self.max_restarts[key])
-        if found is not None:
+        self.terminations.seen(key, pod, ended_by_deletion(pod, pod_replica(pod, *key)))
+        exhausted = key in self.max_restarts and key not in self.exhausted
+        if exhausted and (found := restarts_exhausted(pod, self.max_restarts[key])) is not None:
             self.exhausted[key] = found
 
     def _run_exists(self) -> bool:
@@ -417,9 +407,10 @@ class Follower:
             if state.finished:
                 return self._finish(views, state, reason, message)
             if (lost_for := self.contact.unreachable_for()) >= self.give_up_s:
-                return self._give_up(views, state, lost_for)
+                lost = lost_contact(self.cluster.host, lost_for, self.contact.last_error)
+                return self._stop_following(views, state, Reason.LOST_CONTACT, lost)
             if (refusal := self._refusal()) is not None:
-                return self._refused(views, state, *refusal)
+                return self._stop_following(views, state, *refusal)
             self.stalls.mark((view, view.state == ReplicaState.RUNNING) for _, view in views.values())
             snapshot = (
                 state,
@@ -446,31 +437,18 @@ class Follower:
         found = [(*refused, what) for refused, what in tried if refused is not None]
         return refusal(found, self.cluster.host, self.cluster.namespace)
 
-    def _refused(self, views, state: RunState, reason: str, message: str) -> int:
-        """The API server refuses this follower: end, keeping the run's state, saying why."""
+    def _stop_following(self, views, state: RunState, reason: str, message: str) -> int:
+        """End, keeping the run's state (the cluster may still be running it), saying why: the
+        API server refuses this follower, or has not answered for `give_up_s`."""
         log.warning("run %s: %s", self.run_id, message)
         self.feed.stop()
         self._write_status(views, state, reason, message, final=False, following=False)
         return 0
 
     def _run_gone(self) -> int:
-        """The run directory was deleted (a cleaned store, a removed temporary directory): there is
-        nothing left to write to, and the run's objects are left as they are (deleting a directory
-        is not a request to stop a cluster job)."""
+        """The run directory was deleted: nothing is left to write to, and the run's objects are
+        left as they are (deleting a directory is not a request to stop a cluster job)."""
         log.warning("run %s: its directory %s is gone; the follower ends", self.run_id, self.run_dir)
-        return 0
-
-    def _give_up(self, views, state: RunState, lost_for: float) -> int:
-        """No answer from the API server for `give_up_s`: end, keeping the run's state (the cluster
-        may still be running it) and saying how to follow it again."""
-        message = (
-            f"lost contact with the Kubernetes API at {self.cluster.host} for {lost_for:.0f} s "
-            f"({self.contact.last_error}); the run may still be running on the cluster. A keeper "
-            "(the Jupyter server's, Run.wait(), jupyter px follow) starts following it again"
-        )
-        log.warning("run %s: %s", self.run_id, message)
-        self.feed.stop()
-        self._write_status(views, state, Reason.LOST_CONTACT, message, final=False, following=False)
         return 0
 
     def _finish(self, views, state: RunState, reason: str | None, message: str | None) -> int:

@@ -94,3 +94,12 @@ def refusal(found: list[tuple[ApiException, float, str]], host: str, namespace: 
             "the follower needs get, list and watch on pods and get on pods/log"
         )
     return None
+
+
+def lost_contact(host: str, lost_for: float, last_error: str | None) -> str:
+    """What a run says when its follower stops, the API server silent for `lost_for` seconds."""
+    return (
+        f"lost contact with the Kubernetes API at {host} for {lost_for:.0f} s ({last_error}); the run may "
+        "still be running on the cluster. A keeper (the Jupyter server's, Run.wait(), jupyter px follow) "
+        "starts following it again"
+    )
