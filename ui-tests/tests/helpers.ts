@@ -1,8 +1,14 @@
 /**
  * What the browser tests about notebooks and the sidebar share: the sidebar and its rows, a
- * notebook written from cell sources, screenshots, and the theme.
+ * notebook written from cell sources, screenshots, and the theme (each theme in turn, switched
+ * live).
  */
-import { expect, galata, IJupyterLabPageFixture } from '@jupyterlab/galata';
+import {
+  expect,
+  galata,
+  IJupyterLabPageFixture,
+  Locator
+} from '@jupyterlab/galata';
 import * as fs from 'fs';
 import * as path from 'path';
 
@@ -17,15 +23,91 @@ export async function shot(
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
 }
 
+export const THEMES = ['light', 'dark'] as const;
+export type Theme = (typeof THEMES)[number];
+
 export async function setTheme(
   page: IJupyterLabPageFixture,
-  theme: 'light' | 'dark'
+  theme: Theme
 ): Promise<void> {
   if (theme === 'dark') {
     await page.theme.setDarkTheme();
   } else {
     await page.theme.setLightTheme();
   }
+}
+
+/**
+ * The plots on the page not yet drawn in the current theme (their labels): a plot's text is in
+ * the theme's `--jp-ui-font-color1` once it has redrawn for it.
+ */
+function plotsBehindTheTheme(page: IJupyterLabPageFixture): Promise<string[]> {
+  return page.evaluate(() => {
+    const text = getComputedStyle(document.body)
+      .getPropertyValue('--jp-ui-font-color1')
+      .trim();
+    return Array.from(document.querySelectorAll('.jp-px-plotly-target'))
+      .filter(
+        (gd: any) => gd._fullLayout && gd._fullLayout.font?.color !== text
+      )
+      .map(gd => gd.parentElement?.getAttribute('aria-label') ?? '(a plot)');
+  });
+}
+
+/**
+ * The page as it is, in each theme in turn (Light, then Dark), switched live as a user does from
+ * the Settings menu (no reload): `check` asserts what the theme changes and takes that theme's
+ * screenshots. Before `check` runs, the body is marked with the theme and every plot on the page
+ * has redrawn in it (the views follow a live switch). Ends in Light.
+ */
+export async function inEachTheme(
+  page: IJupyterLabPageFixture,
+  check: (theme: Theme) => Promise<void>
+): Promise<void> {
+  for (const theme of THEMES) {
+    await setTheme(page, theme);
+    await expect(page.locator('body')).toHaveAttribute(
+      'data-jp-theme-light',
+      String(theme === 'light')
+    );
+    await expect
+      .poll(() => plotsBehindTheTheme(page), {
+        message: `every plot redrawn in ${theme}`,
+        timeout: 30000
+      })
+      .toEqual([]);
+    // A frame for plotly to paint what it laid out.
+    await page.evaluate(
+      () =>
+        new Promise(resolve =>
+          requestAnimationFrame(() => requestAnimationFrame(resolve))
+        )
+    );
+    await check(theme);
+  }
+  await setTheme(page, 'light');
+}
+
+/**
+ * An iframe's page loaded from its `src` as it is now (a theme switch gives TensorBoard's frame a
+ * new one: until that page is in, the frame still shows the previous one).
+ */
+export async function expectFrameLoaded(frame: Locator): Promise<void> {
+  await expect
+    .poll(
+      () =>
+        frame.evaluate((node: HTMLIFrameElement) => {
+          const doc = node.contentDocument;
+          const href = node.contentWindow?.location.href ?? '';
+          return (
+            doc !== null &&
+            doc.readyState === 'complete' &&
+            href.split('#')[0] === node.src.split('#')[0]
+          );
+        }),
+      { message: 'the frame shows its page', timeout: 60000 }
+    )
+    .toBe(true);
 }
 
 /** A notebook of code cells (nbformat 4.5, the python3 kernel), as its file's text. */

@@ -1,6 +1,6 @@
 /**
- * The run's live view in the notebook, Light and Dark, on a real three-replica run whose worker-1
- * is three times slower:
+ * The run's live view in the notebook, on a real three-replica run whose worker-1 is three times
+ * slower, run once and shown in Light and then Dark (the theme switched live at each look):
  *  - it is the extension's view of the run on the server, so a kernel restart leaves it live (no
  *    frozen "Running" with a Stop that cannot act): the run keeps moving in it until it ends;
  *  - its age ticks ("started 3s ago" counts up, and "ended ... ago" after the end);
@@ -13,7 +13,7 @@
  */
 import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
-import { notebook, setTheme, shot } from './helpers';
+import { inEachTheme, notebook, setTheme, shot } from './helpers';
 
 const train = (
   name: string,
@@ -63,61 +63,68 @@ async function restartKernel(page: IJupyterLabPageFixture): Promise<void> {
   });
 }
 
-for (const theme of ['light', 'dark'] as const) {
-  test(`the run's view stays live, ticks, follows its logs and says what changed (${theme})`, async ({
-    page,
-    tmpPath
-  }) => {
-    await setTheme(page, theme);
-    const name = `live-${theme}-${Date.now().toString(36)}`;
-    const file = `${tmpPath}/live.ipynb`;
-    await page.contents.uploadContent(notebook(cells(name)), 'text', file);
-    await page.notebook.openByPath(file);
-    await page.notebook.run();
+test(`the run's view stays live, ticks, follows its logs and says what changed (Light, then Dark)`, async ({
+  page,
+  tmpPath
+}) => {
+  await setTheme(page, 'light');
+  const name = `live-${Date.now().toString(36)}`;
+  const file = `${tmpPath}/live.ipynb`;
+  await page.contents.uploadContent(notebook(cells(name)), 'text', file);
+  await page.notebook.openByPath(file);
+  await page.notebook.run();
 
-    const view = card(page);
-    await expect(view).toHaveAttribute('data-state', 'Running', {
-      timeout: 60000
-    });
-    await expect(host(page).locator('.px-run-monitor')).toHaveCount(0); // never the widget here
-    const meta = view.locator('.jp-px-run-output-meta');
-    await expect(meta).toContainText('started');
-    await expect(view.locator('.jp-px-phase-bar')).toBeVisible(); // the server's view is in
-    const age = async () =>
-      Number(/(\d+)s ago/.exec((await meta.textContent()) ?? '')?.[1] ?? -1);
-    const first = await age();
-    await expect.poll(age, { timeout: 10000 }).toBeGreaterThan(first); // it ticks
+  const view = card(page);
+  await expect(view).toHaveAttribute('data-state', 'Running', {
+    timeout: 60000
+  });
+  await expect(host(page).locator('.px-run-monitor')).toHaveCount(0); // never the widget here
+  const meta = view.locator('.jp-px-run-output-meta');
+  await expect(meta).toContainText('started');
+  await expect(view.locator('.jp-px-phase-bar')).toBeVisible(); // the server's view is in
+  const age = async () =>
+    Number(/(\d+)s ago/.exec((await meta.textContent()) ?? '')?.[1] ?? -1);
+  const first = await age();
+  await expect.poll(age, { timeout: 10000 }).toBeGreaterThan(first); // it ticks
+  // (The run cannot end before the test lets it: both themes' shots are of the live run.)
+  await inEachTheme(page, async theme => {
+    await expect(view).toHaveAttribute('data-state', 'Running');
     await view.scrollIntoViewIfNeeded();
     await shot(page, `runview-${theme}-01-live`);
+  });
 
-    // The kernel restarts: the view is still the run as the server has it, moving on.
-    await restartKernel(page);
-    const progress = view.locator('.jp-px-training .jp-px-phase-text');
-    await expect(progress).toContainText('step', { timeout: 30000 });
-    const before = await progress.textContent();
-    if (!before!.includes('step 60/60')) {
-      // still moving (on a loaded machine the restart can outlast the steps: then it is at its end)
-      await expect(progress).not.toHaveText(before!, { timeout: 20000 });
-    }
-    await expect(view.locator('.jp-px-output-stop')).toBeVisible(); // Stop works through the server
-    await expect(view.locator('.jp-px-straggler')).toContainText(
-      /worker-1 is \d+(\.\d)?x slower than the median rank/,
-      { timeout: 30000 }
-    );
+  // The kernel restarts: the view is still the run as the server has it, moving on.
+  await restartKernel(page);
+  const progress = view.locator('.jp-px-training .jp-px-phase-text');
+  await expect(progress).toContainText('step', { timeout: 30000 });
+  const before = await progress.textContent();
+  if (!before!.includes('step 60/60')) {
+    // still moving (on a loaded machine the restart can outlast the steps: then it is at its end)
+    await expect(progress).not.toHaveText(before!, { timeout: 20000 });
+  }
+  await expect(view.locator('.jp-px-output-stop')).toBeVisible(); // Stop works through the server
+  await expect(view.locator('.jp-px-straggler')).toContainText(
+    /worker-1 is \d+(\.\d)?x slower than the median rank/,
+    { timeout: 30000 }
+  );
+  await inEachTheme(page, async theme => {
+    await expect(view.locator('.jp-px-output-stop')).toBeVisible();
     await view.scrollIntoViewIfNeeded();
     await shot(page, `runview-${theme}-02-after-restart`);
-    // Seen live after the restart (however long it took on a loaded machine): the run may end.
-    await page.contents.uploadContent('', 'text', `${tmpPath}/release`);
+  });
+  // Seen live after the restart (however long it took on a loaded machine): the run may end.
+  await page.contents.uploadContent('', 'text', `${tmpPath}/release`);
 
-    // The Logs tab follows a replica's log to its last line.
-    await view.locator('.jp-px-output-tab-logs').click();
-    const logs = host(page).locator('.jp-px-run-output-logs');
-    await expect(logs).toBeVisible();
-    const log = logs.locator('.jp-px-log[data-replica="master-0"]');
-    await expect(log.locator('pre')).toContainText('step 59', {
-      timeout: 120000
-    });
-    const scroller = log.locator('.jp-px-log-scroller');
+  // The Logs tab follows a replica's log to its last line.
+  await view.locator('.jp-px-output-tab-logs').click();
+  const logs = host(page).locator('.jp-px-run-output-logs');
+  await expect(logs).toBeVisible();
+  const log = logs.locator('.jp-px-log[data-replica="master-0"]');
+  await expect(log.locator('pre')).toContainText('step 59', {
+    timeout: 120000
+  });
+  const scroller = log.locator('.jp-px-log-scroller');
+  await inEachTheme(page, async theme => {
     await expect
       .poll(() =>
         scroller.evaluate(
@@ -126,44 +133,45 @@ for (const theme of ['light', 'dark'] as const) {
       )
       .toBeLessThan(4);
     await shot(page, `runview-${theme}-03-logs-follow`);
+  });
 
-    // Finished: shown once, ended ... ago ticking.
-    await expect(view).toHaveAttribute('data-state', 'Succeeded', {
-      timeout: 120000
-    });
-    await expect(host(page).locator('.jp-px-run-output-head')).toHaveCount(1);
-    await expect(host(page).locator('.px-run-final')).toHaveCount(0);
-    await expect(meta).toContainText('ended');
-    const ended = await age();
-    await expect.poll(age, { timeout: 10000 }).toBeGreaterThan(ended); // no poll after the end: the clock
+  // Finished: shown once, ended ... ago ticking.
+  await expect(view).toHaveAttribute('data-state', 'Succeeded', {
+    timeout: 120000
+  });
+  await expect(host(page).locator('.jp-px-run-output-head')).toHaveCount(1);
+  await expect(host(page).locator('.px-run-final')).toHaveCount(0);
+  await expect(meta).toContainText('ended');
+  const ended = await age();
+  await expect.poll(age, { timeout: 10000 }).toBeGreaterThan(ended); // no poll after the end: the clock
 
-    // Again with another learning rate: what changed since the previous run of this cell.
-    // (The cell's text set in its model: typed into the editor, it would be auto-indented.)
-    await page.evaluate(
-      source => {
-        const panel = (window as any).jupyterapp.shell.currentWidget;
-        panel.content.widgets[2].model.sharedModel.setSource(source);
-      },
-      train(name, 0.1)
-    );
-    await page.notebook.run();
-    const changes = card(page).locator('.jp-px-changes');
-    await expect(changes).toBeVisible({ timeout: 120000 });
-    await expect(changes.locator('summary')).toContainText(
-      'Since the last run of this cell'
-    );
-    await expect(changes.locator('summary')).toContainText('lr 0.4 → 0.1');
-    await changes.locator('summary').click();
-    await expect(changes.locator('.jp-px-changes-diff')).toContainText(
-      '+lr = 0.1'
-    );
-    await expect(changes.locator('.jp-px-changes-diff')).toContainText(
-      '-lr = 0.4'
-    );
-    await expect(changes.locator('.jp-px-changes-metrics')).toContainText(
-      'loss'
-    );
+  // Again with another learning rate: what changed since the previous run of this cell.
+  // (The cell's text set in its model: typed into the editor, it would be auto-indented.)
+  await page.evaluate(
+    source => {
+      const panel = (window as any).jupyterapp.shell.currentWidget;
+      panel.content.widgets[2].model.sharedModel.setSource(source);
+    },
+    train(name, 0.1)
+  );
+  await page.notebook.run();
+  const changes = card(page).locator('.jp-px-changes');
+  await expect(changes).toBeVisible({ timeout: 120000 });
+  await expect(changes.locator('summary')).toContainText(
+    'Since the last run of this cell'
+  );
+  await expect(changes.locator('summary')).toContainText('lr 0.4 → 0.1');
+  await changes.locator('summary').click();
+  await expect(changes.locator('.jp-px-changes-diff')).toContainText(
+    '+lr = 0.1'
+  );
+  await expect(changes.locator('.jp-px-changes-diff')).toContainText(
+    '-lr = 0.4'
+  );
+  await expect(changes.locator('.jp-px-changes-metrics')).toContainText('loss');
+  await inEachTheme(page, async theme => {
+    await expect(changes.locator('.jp-px-changes-diff')).toBeVisible();
     await card(page).scrollIntoViewIfNeeded();
     await shot(page, `runview-${theme}-04-changed-since`);
   });
-}
+});

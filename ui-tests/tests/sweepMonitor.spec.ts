@@ -1,5 +1,6 @@
 /**
- * The sweep in the notebook, Light and Dark: a real four-trial grid sweep started with
+ * The sweep in the notebook, one sweep shown in Light and then Dark (the theme switched live at
+ * each look, the plots redrawn in it): a real four-trial grid sweep started with
  * `%%px_distributed -t sw` shows the sweep's view (this extension's, from the server): both plots
  * draw while it runs and after it has succeeded (the objective per trial by step, a line per
  * trial; the parallel coordinates with their color bar inside the plot), on the theme's
@@ -8,7 +9,7 @@
  */
 import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
-import { notebook, setTheme, shot } from './helpers';
+import { inEachTheme, notebook, setTheme, shot } from './helpers';
 
 const cells = (name: string) => [
   '%load_ext jupyter_px',
@@ -58,51 +59,62 @@ async function expectPlots(
   expect(bar.x + bar.width).toBeLessThanOrEqual(plotBox.x + plotBox.width + 1);
 }
 
-for (const theme of ['light', 'dark'] as const) {
-  test(`a sweep's plots draw live and after %px_attach (${theme})`, async ({
-    page,
-    tmpPath
-  }) => {
-    await setTheme(page, theme);
-    const name = `sw-${theme}-${Date.now().toString(36)}`;
-    const file = `${tmpPath}/sweep.ipynb`;
-    await page.contents.uploadContent(notebook(cells(name)), 'text', file);
-    await page.notebook.openByPath(file);
-    await page.notebook.run();
+test(`a sweep's plots draw live and after %px_attach (Light, then Dark)`, async ({
+  page,
+  tmpPath
+}) => {
+  await setTheme(page, 'light');
+  const name = `sw-${Date.now().toString(36)}`;
+  const file = `${tmpPath}/sweep.ipynb`;
+  await page.contents.uploadContent(notebook(cells(name)), 'text', file);
+  await page.notebook.openByPath(file);
+  await page.notebook.run();
 
-    // Live: the view draws the trials that have reported while the sweep runs, and the
-    // parallel coordinates once a trial is complete (two at a time: the first two end in 3 s,
-    // the last two take 48 s, room for a loaded machine to draw while the sweep still runs).
-    const view = sweepView(page, 2);
-    await expect(view).toBeVisible({ timeout: 60000 });
+  // Live: the view draws the trials that have reported while the sweep runs, and the
+  // parallel coordinates once a trial is complete (two at a time: the first two end in 3 s,
+  // the last two take 48 s, room for a loaded machine to draw and switch the theme twice while
+  // the sweep still runs).
+  const view = sweepView(page, 2);
+  await expect(view).toBeVisible({ timeout: 60000 });
+  await expect(
+    view.locator('.jp-px-sweep-objective .scatterlayer .trace').first()
+  ).toBeVisible({ timeout: 120000 });
+  await expect(view.locator('.jp-px-sweep-parallel .parcoords')).toHaveCount(
+    1,
+    { timeout: 60000 }
+  );
+  await inEachTheme(page, async theme => {
+    // redrawn in the theme, live: both plots still there, the sweep still running
     await expect(
       view.locator('.jp-px-sweep-objective .scatterlayer .trace').first()
-    ).toBeVisible({ timeout: 120000 });
+    ).toBeVisible();
     await expect(view.locator('.jp-px-sweep-parallel .parcoords')).toHaveCount(
-      1,
-      { timeout: 60000 }
+      1
     );
     await expect(view).toHaveAttribute('data-state', 'Running'); // still live when both drew
     await view.locator('.jp-px-sweep-parallel').scrollIntoViewIfNeeded();
     await shot(page, `sweep-${theme}-01-live`);
+  });
 
-    // Finished: both plots, every trial.
-    await expect(view).toHaveAttribute('data-state', 'Succeeded', {
-      timeout: 240000
-    });
+  // Finished: both plots, every trial.
+  await expect(view).toHaveAttribute('data-state', 'Succeeded', {
+    timeout: 240000
+  });
+  await expectPlots(page, 2, 4);
+  await expect(view.locator('.jp-px-sweep-stop')).toHaveCount(0); // nothing left to stop
+  const tick = view.locator('.jp-px-sweep-objective .xtick text').first();
+  const textIsLight = async () => {
+    const fill = await tick.evaluate(node => getComputedStyle(node).fill);
+    const [r, g, b] = (fill.match(/\d+/g) ?? []).map(Number);
+    const brightness = (r + g + b) / 3;
+    return Number.isFinite(brightness) ? brightness > 128 : null;
+  };
+  await inEachTheme(page, async theme => {
     await expectPlots(page, 2, 4);
-    await expect(view.locator('.jp-px-sweep-stop')).toHaveCount(0); // nothing left to stop
-    // On the theme's ground: the plot's text in the theme's color (light on Dark, dark on Light),
-    // its background transparent (the notebook's own), never a white box on Dark.
-    // Polled: the view's last redraw (on the final status) replaces the tick labels, and a
-    // label read while it is being replaced has no fill yet.
-    const tick = view.locator('.jp-px-sweep-objective .xtick text').first();
-    const textIsLight = async () => {
-      const fill = await tick.evaluate(node => getComputedStyle(node).fill);
-      const [r, g, b] = (fill.match(/\d+/g) ?? []).map(Number);
-      const brightness = (r + g + b) / 3;
-      return Number.isFinite(brightness) ? brightness > 128 : null;
-    };
+    // On the theme's ground: the plot's text in the theme's color (light on Dark, dark on
+    // Light), its background transparent (the notebook's own), never a white box on Dark.
+    // Polled: the view's last redraw (on the final status, or the theme's switch) replaces the
+    // tick labels, and a label read while it is being replaced has no fill yet.
     await expect.poll(textIsLight).toBe(theme === 'dark');
     const ground = await view
       .locator('.jp-px-sweep-objective .main-svg')
@@ -111,13 +123,16 @@ for (const theme of ['light', 'dark'] as const) {
     expect(ground).toBe('rgba(0, 0, 0, 0)');
     await view.scrollIntoViewIfNeeded();
     await shot(page, `sweep-${theme}-02-finished`);
+  });
 
-    // %px_attach: the sweep again, both plots drawn.
-    const sweepId = (await view.getAttribute('data-sweep-id'))!;
-    await page.notebook.addCell('code', `%px_attach ${sweepId}`);
-    await page.notebook.runCell(3);
+  // %px_attach: the sweep again, both plots drawn.
+  const sweepId = (await view.getAttribute('data-sweep-id'))!;
+  await page.notebook.addCell('code', `%px_attach ${sweepId}`);
+  await page.notebook.runCell(3);
+  await expectPlots(page, 3, 4);
+  await inEachTheme(page, async theme => {
     await expectPlots(page, 3, 4);
     await sweepView(page, 3).scrollIntoViewIfNeeded();
     await shot(page, `sweep-${theme}-03-attach`);
   });
-}
+});

@@ -1,5 +1,6 @@
 /**
- * What a tuner looks at, Light and Dark, from real sweeps started with `%%px_distributed -t`:
+ * What a tuner looks at, from real sweeps started with `%%px_distributed -t`, run once and shown
+ * in Light and then Dark (the theme switched live at each look, every view redrawn in it):
  * a six-trial grid of two params draws the optimization history (each trial and the best so
  * far), the importance bars, the parallel coordinates, the contour and the slices, each read
  * back from plotly's own graph div (`gd.data`, point counts, axis titles); a two-objective
@@ -10,7 +11,7 @@
  */
 import { expect, IJupyterLabPageFixture, Locator, test } from './fixtures';
 
-import { notebook, setTheme, shot, sidebar } from './helpers';
+import { inEachTheme, notebook, setTheme, shot, sidebar } from './helpers';
 
 const GRID_SWEEP = (name: string) => [
   `%%px_topology views
@@ -147,94 +148,107 @@ async function expectGridViews(root: Locator): Promise<void> {
   await expect(root.locator('.jp-px-sweep-pareto')).toHaveCount(0);
 }
 
-for (const theme of ['light', 'dark'] as const) {
-  test(`a sweep's tuning views and a Pareto front (${theme})`, async ({
-    page,
-    tmpPath
-  }) => {
-    await setTheme(page, theme);
-    const stamp = Date.now().toString(36);
-    const file = `${tmpPath}/views.ipynb`;
-    await page.contents.uploadContent(
-      notebook([
-        '%load_ext jupyter_px',
-        ...GRID_SWEEP(`views-${theme}-${stamp}`),
-        ...PARETO_SWEEP(`two-${theme}-${stamp}`)
-      ]),
-      'text',
-      file
-    );
-    await page.notebook.openByPath(file);
-    await page.notebook.run();
+test(`a sweep's tuning views and a Pareto front (Light, then Dark)`, async ({
+  page,
+  tmpPath
+}) => {
+  await setTheme(page, 'light');
+  const stamp = Date.now().toString(36);
+  const file = `${tmpPath}/views.ipynb`;
+  await page.contents.uploadContent(
+    notebook([
+      '%load_ext jupyter_px',
+      ...GRID_SWEEP(`views-${stamp}`),
+      ...PARETO_SWEEP(`two-${stamp}`)
+    ]),
+    'text',
+    file
+  );
+  await page.notebook.openByPath(file);
+  await page.notebook.run();
 
-    // The grid: six trials of two params, every view drawn once it has succeeded.
-    const grid = output(page, 2);
-    await expect(grid).toHaveAttribute('data-state', 'Succeeded', {
-      timeout: 300000
-    });
-    await expectGridViews(grid);
+  // The grid: six trials of two params, every view drawn once it has succeeded.
+  const grid = output(page, 2);
+  await expect(grid).toHaveAttribute('data-state', 'Succeeded', {
+    timeout: 300000
+  });
+  await expectGridViews(grid);
+  // (Each view's shots in both themes before the next view's: the same place in the notebook.)
+  await inEachTheme(page, async theme => {
+    await expectGridViews(grid); // redrawn in the theme, every view as it was
     await grid.locator('.jp-px-sweep-views').scrollIntoViewIfNeeded();
     await shot(page, `sweep-views-${theme}-01-grid`);
+  });
+  await inEachTheme(page, async theme => {
     await grid.locator('.jp-px-sweep-slices').scrollIntoViewIfNeeded();
     await shot(page, `sweep-views-${theme}-02-grid-contour`);
+  });
 
-    // Two objectives of one param: the Pareto plot, its front marked; the views that need two
-    // params say so, in the model's words.
-    const two = output(page, 4);
-    await expect(two).toHaveAttribute('data-state', 'Succeeded', {
-      timeout: 300000
-    });
-    const pareto = await drawn(two.locator('.jp-px-sweep-pareto'));
-    expect(pareto.traces.map(t => t.name)).toEqual(['trials', 'Pareto front']);
-    const [others, front] = pareto.traces;
-    expect(others.points + front.points).toBe(6);
-    expect(front.points).toBe(2); // x = 0.4 and 0.5
-    const at = (t: IDrawn['traces'][0]) => t.x.map((x, i) => [x, t.y[i]]);
-    const dominates = (a: number[], b: number[]) =>
-      a[0] <= b[0] && a[1] >= b[1] && (a[0] < b[0] || a[1] > b[1]);
-    for (const p of at(front)) {
-      expect([...at(front), ...at(others)].some(q => dominates(q, p))).toBe(
-        false
-      );
-    }
-    for (const p of at(others)) {
-      expect(at(front).some(q => dominates(q, p))).toBe(true);
-    }
-    expect(pareto.titles.xaxis).toBe('loss (min)');
-    expect(pareto.titles.yaxis).toBe('throughput (max)');
-    await expect(
-      two.locator('.jp-px-sweep-pareto .jp-px-sweep-view-title')
-    ).toContainText('(2 trials on it)');
-    // one param that varies is enough for each param's share of the variance: a plot per objective
-    await expect(
-      two.locator('.jp-px-sweep-importance .jp-px-sweep-missing')
-    ).toHaveCount(0);
-    await expect(
-      two.locator('.jp-px-sweep-contour .jp-px-sweep-missing')
-    ).toContainText(
-      'a contour needs three complete trials and two parameters that vary (here 6 and 1)'
+  // Two objectives of one param: the Pareto plot, its front marked; the views that need two
+  // params say so, in the model's words.
+  const two = output(page, 4);
+  await expect(two).toHaveAttribute('data-state', 'Succeeded', {
+    timeout: 300000
+  });
+  const pareto = await drawn(two.locator('.jp-px-sweep-pareto'));
+  expect(pareto.traces.map(t => t.name)).toEqual(['trials', 'Pareto front']);
+  const [others, front] = pareto.traces;
+  expect(others.points + front.points).toBe(6);
+  expect(front.points).toBe(2); // x = 0.4 and 0.5
+  const at = (t: IDrawn['traces'][0]) => t.x.map((x, i) => [x, t.y[i]]);
+  const dominates = (a: number[], b: number[]) =>
+    a[0] <= b[0] && a[1] >= b[1] && (a[0] < b[0] || a[1] > b[1]);
+  for (const p of at(front)) {
+    expect([...at(front), ...at(others)].some(q => dominates(q, p))).toBe(
+      false
     );
-    await expect(
-      two.locator('.jp-px-sweep-importance .jp-px-plotly')
-    ).toHaveCount(2);
-    const history = await drawn(two.locator('.jp-px-sweep-history'));
-    expect(history.traces.map(t => t.points)).toEqual([6, 6]);
+  }
+  for (const p of at(others)) {
+    expect(at(front).some(q => dominates(q, p))).toBe(true);
+  }
+  expect(pareto.titles.xaxis).toBe('loss (min)');
+  expect(pareto.titles.yaxis).toBe('throughput (max)');
+  await expect(
+    two.locator('.jp-px-sweep-pareto .jp-px-sweep-view-title')
+  ).toContainText('(2 trials on it)');
+  // one param that varies is enough for each param's share of the variance: a plot per objective
+  await expect(
+    two.locator('.jp-px-sweep-importance .jp-px-sweep-missing')
+  ).toHaveCount(0);
+  await expect(
+    two.locator('.jp-px-sweep-contour .jp-px-sweep-missing')
+  ).toContainText(
+    'a contour needs three complete trials and two parameters that vary (here 6 and 1)'
+  );
+  await expect(
+    two.locator('.jp-px-sweep-importance .jp-px-plotly')
+  ).toHaveCount(2);
+  const history = await drawn(two.locator('.jp-px-sweep-history'));
+  expect(history.traces.map(t => t.points)).toEqual([6, 6]);
+  await inEachTheme(page, async theme => {
+    const redrawn = await drawn(two.locator('.jp-px-sweep-pareto'));
+    expect(redrawn.traces).toEqual(pareto.traces);
     await two.locator('.jp-px-sweep-pareto').scrollIntoViewIfNeeded();
     await shot(page, `sweep-views-${theme}-03-pareto`);
+  });
+  await inEachTheme(page, async theme => {
     await two.locator('.jp-px-sweep-contour').scrollIntoViewIfNeeded();
     await shot(page, `sweep-views-${theme}-04-missing`);
+  });
 
-    // The sidebar: the grid sweep's menu opens the same views in a panel.
-    const sweepId = (await grid.getAttribute('data-sweep-id'))!;
-    await page.sidebar.openTab('jupyter-px-sidebar' as any);
-    const group = sidebar(page).locator(
-      `li.jp-px-sweep[data-sweep-id="${sweepId}"]`
-    );
-    await group.locator(':scope > .jp-px-run-head .jp-px-row-menu').click();
-    await group.locator('.jp-px-action-open-sweep').click();
-    const panel = page.locator('.jp-px-panel-sweep');
-    await expect(panel).toBeVisible({ timeout: 30000 });
+  // The sidebar: the grid sweep's menu opens the same views in a panel.
+  const sweepId = (await grid.getAttribute('data-sweep-id'))!;
+  await page.sidebar.openTab('jupyter-px-sidebar' as any);
+  const group = sidebar(page).locator(
+    `li.jp-px-sweep[data-sweep-id="${sweepId}"]`
+  );
+  await group.locator(':scope > .jp-px-run-head .jp-px-row-menu').click();
+  await group.locator('.jp-px-action-open-sweep').click();
+  const panel = page.locator('.jp-px-panel-sweep');
+  await expect(panel).toBeVisible({ timeout: 30000 });
+  await expectGridViews(panel);
+  await inEachTheme(page, async theme => {
     await expectGridViews(panel);
     await shot(page, `sweep-views-${theme}-05-panel`);
   });
-}
+});
