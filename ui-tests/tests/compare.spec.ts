@@ -146,13 +146,6 @@ test(`comparison of a sweep's trials (Light, then Dark)`, async ({ page }) => {
   // The params' view: parallel coordinates and which params matter.
   await panel.locator('.jp-px-compare-tab-params').click();
   const parallel = panel.locator('.jp-px-compare-parallel');
-  await expect(parallel.locator('.parcoords')).toHaveCount(1);
-  await expect(
-    parallel.locator('.parcoords .axis-title').first()
-  ).toBeVisible();
-  await expect(
-    panel.locator('.jp-px-compare-importance .bars .point')
-  ).not.toHaveCount(0);
   await inEachTheme(page, async theme => {
     await expect(parallel.locator('.parcoords')).toHaveCount(1);
     await expect(

@@ -11,6 +11,7 @@
 import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
 import {
+  expectFailingReplicaLog,
   expectFrameLoaded,
   inEachTheme,
   notebook,
@@ -251,12 +252,7 @@ time.sleep(30)
   // on the failing replica's log.
   await expect(host.locator('.px-run-final')).toHaveCount(0);
   const logs = host.locator('.jp-px-run-output-logs');
-  await expect(logs.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
-    'worker-0 · Failed'
-  );
-  await expect(
-    logs.locator('.jp-px-log[data-replica="worker-0"] pre')
-  ).toContainText('ValueError: bad shard 7');
+  await expectFailingReplicaLog(logs, 'worker-0', 'ValueError: bad shard 7');
   await inEachTheme(page, async theme => {
     await view.scrollIntoViewIfNeeded();
     await shot(page, `final-${theme}-07-failed-run`);
@@ -265,12 +261,7 @@ time.sleep(30)
   // Logs from the output: the sidebar's panel, on the failing replica.
   await view.locator('.jp-px-output-logs').click();
   const panel = page.locator('.jp-px-panel-logs').last();
-  await expect(panel.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
-    'worker-0 · Failed'
-  );
-  await expect(
-    panel.locator('.jp-px-log[data-replica="worker-0"] pre')
-  ).toContainText('ValueError: bad shard 7');
+  await expectFailingReplicaLog(panel, 'worker-0', 'ValueError: bad shard 7');
   await inEachTheme(page, async theme => {
     await shot(page, `final-${theme}-08-failed-run-logs`);
   });

@@ -12,6 +12,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 
 import {
+  expectFailingReplicaLog,
   notebook,
   openPath,
   openSidebar,
@@ -126,12 +127,7 @@ test(`the first ten minutes (Light, then Dark)`, async ({ page, tmpPath }) => {
   });
   await row.locator('.jp-px-action-logs').click();
   const logs = page.locator('.jp-px-panel-logs').last();
-  await expect(logs.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
-    'worker-0 · Failed'
-  );
-  await expect(
-    logs.locator('.jp-px-log[data-replica="worker-0"] pre')
-  ).toContainText('ValueError: bad shard 7');
+  await expectFailingReplicaLog(logs, 'worker-0', 'ValueError: bad shard 7');
   await inEachTheme(page, async theme => {
     await shot(page, `${theme}-05-logs-on-failing-replica`);
   });

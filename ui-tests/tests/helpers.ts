@@ -9,6 +9,7 @@ import {
   IJupyterLabPageFixture,
   Locator
 } from '@jupyterlab/galata';
+import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 
@@ -164,4 +165,40 @@ export async function openPath(
       path
     });
   }, filePath);
+}
+
+/**
+ * `count` finished runs written into the test server's store by make_runs.py (`flags`: `output`
+ * for logs and metrics, `recent` to lead the runs list); how many runs the store holds then.
+ */
+export function makeRuns(
+  count: number,
+  prefix: string,
+  ...flags: ('output' | 'recent')[]
+): number {
+  const output = execFileSync(
+    process.env.PX_PYTHON || 'python',
+    [
+      path.join(__dirname, '..', 'make_runs.py'),
+      String(count),
+      prefix,
+      ...flags
+    ],
+    { env: { ...process.env, PX_HOME: path.join(__dirname, '..', '.px_home') } }
+  );
+  return Number(output.toString().trim());
+}
+
+/** A logs view (the sidebar's panel or the run view's tab) opened on the failing replica. */
+export async function expectFailingReplicaLog(
+  logs: Locator,
+  replica: string,
+  says: string
+): Promise<void> {
+  await expect(logs.locator('.lm-TabBar-tab.lm-mod-current')).toHaveText(
+    `${replica} · Failed`
+  );
+  await expect(
+    logs.locator(`.jp-px-log[data-replica="${replica}"] pre`)
+  ).toContainText(says);
 }

@@ -7,11 +7,10 @@
  * ui-tests/screenshots/panels-{light,dark}-*.png.
  */
 import { expect, galata, IJupyterLabPageFixture, test } from './fixtures';
-import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 
-import { inEachTheme, setTheme, Theme } from './helpers';
+import { inEachTheme, makeRuns, setTheme, Theme } from './helpers';
 
 const SHOTS = path.join(__dirname, '..', 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
@@ -28,16 +27,7 @@ test(`topology card, colors, metrics and logs panels (Light, then Dark)`, async 
     });
   await setTheme(page, 'light');
   const prefix = `panels-${Date.now().toString(36)}`;
-  execFileSync(
-    process.env.PX_PYTHON || 'python',
-    [path.join(__dirname, '..', 'make_runs.py'), '1', prefix, 'output'],
-    {
-      env: {
-        ...process.env,
-        PX_HOME: path.join(__dirname, '..', '.px_home')
-      }
-    }
-  );
+  makeRuns(1, prefix, 'output');
   await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
   await sidebar(page).locator('.jp-px-topology-summary').click(); // the form, from its one line
 

@@ -5,26 +5,15 @@
  * a tooltip. Screenshots: ui-tests/screenshots/rowmenu-{light,dark}.png.
  */
 import { expect, galata, test } from './fixtures';
-import { execFileSync } from 'child_process';
-import * as path from 'path';
 
-import { inEachTheme, setTheme, shot, sidebar } from './helpers';
+import { inEachTheme, makeRuns, setTheme, shot, sidebar } from './helpers';
 
 test(`a row's menu opens whole inside the window (Light, then Dark)`, async ({
   page
 }) => {
   await setTheme(page, 'light');
   const prefix = `menu-${Date.now().toString(36)}`;
-  execFileSync(
-    process.env.PX_PYTHON || 'python',
-    [path.join(__dirname, '..', 'make_runs.py'), '3', prefix, 'recent'],
-    {
-      env: {
-        ...process.env,
-        PX_HOME: path.join(__dirname, '..', '.px_home')
-      }
-    }
-  );
+  makeRuns(3, prefix, 'recent');
   await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
   const row = sidebar(page).locator(`li.jp-px-run[data-run-id^="${prefix}"]`);
   await expect(row).toHaveCount(3, { timeout: 60000 });

@@ -9,25 +9,22 @@
  * them); each test uses a prefix of its own.
  */
 import { expect, galata, IJupyterLabPageFixture, test } from './fixtures';
-import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 
-import { expectFrameLoaded, inEachTheme, setTheme, Theme } from './helpers';
+import {
+  expectFrameLoaded,
+  inEachTheme,
+  makeRuns,
+  setTheme,
+  Theme
+} from './helpers';
 
 const SHOTS = path.join(__dirname, '..', 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
 
 const sidebar = (page: IJupyterLabPageFixture) =>
   page.locator('#jupyter-px-sidebar');
-
-function makeRuns(count: number, prefix: string): void {
-  execFileSync(
-    process.env.PX_PYTHON || 'python',
-    [path.join(__dirname, '..', 'make_runs.py'), String(count), prefix],
-    { env: { ...process.env, PX_HOME: path.join(__dirname, '..', '.px_home') } }
-  );
-}
 
 test(`runs list: menu, multi-select TensorBoard, delete, clear finished (Light, then Dark)`, async ({
   page

@@ -10,9 +10,10 @@
  */
 import { expect, galata, IJupyterLabPageFixture, test } from './fixtures';
 import type { Locator } from '@playwright/test';
-import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+
+import { makeRuns } from './helpers';
 
 const SHOTS = path.join(__dirname, '..', 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
@@ -287,16 +288,8 @@ test.describe('jupyter-px sidebar', () => {
     await page.theme.setLightTheme();
     // 1,000 finished runs into the server's store; the script answers how many runs the store
     // holds then (these and any other test's), which the list must count.
-    const python = process.env.PX_PYTHON || 'python';
     const prefix = `bulk-${Date.now().toString(36)}`;
-    const output = execFileSync(
-      python,
-      [path.join(__dirname, '..', 'make_runs.py'), '1000', prefix],
-      {
-        env: { ...process.env, PX_HOME: path.join(__dirname, '..', '.px_home') }
-      }
-    );
-    const total = Number(output.toString().trim());
+    const total = makeRuns(1000, prefix);
     expect(total).toBeGreaterThanOrEqual(1000);
     await openSidebar(page);
     const rows = sidebar(page).locator('li.jp-px-run');

@@ -9,23 +9,14 @@
  * Screenshots: ui-tests/screenshots/sidebar-layout-{light,dark}-*.png.
  */
 import { expect, galata, test } from './fixtures';
-import { execFileSync } from 'child_process';
-import * as path from 'path';
-
-import { inEachTheme, notebook, setTheme, shot, sidebar } from './helpers';
-
-function makeRuns(count: number, prefix: string): void {
-  execFileSync(
-    process.env.PX_PYTHON || 'python',
-    [
-      path.join(__dirname, '..', 'make_runs.py'),
-      String(count),
-      prefix,
-      'recent'
-    ],
-    { env: { ...process.env, PX_HOME: path.join(__dirname, '..', '.px_home') } }
-  );
-}
+import {
+  inEachTheme,
+  makeRuns,
+  notebook,
+  setTheme,
+  shot,
+  sidebar
+} from './helpers';
 
 /** Whether `inner` is wholly inside `outer`'s visible box. */
 function inside(
@@ -57,7 +48,7 @@ test(`the sidebar at 950 px: Run in view, eight runs, a sticky selection bar (Li
   await page.reload();
   await setTheme(page, 'light');
   const prefix = `lay-${Date.now().toString(36)}`;
-  makeRuns(20, prefix);
+  makeRuns(20, prefix, 'recent');
   await page.contents.uploadContent(
     notebook(['print("hello")']),
     'text',
