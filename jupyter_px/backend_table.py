@@ -61,6 +61,8 @@ class BackendEntry:
     #: Whether its runs are started again as a whole after a replica fails (`termination:
     #: {maxRetries: N}`); a topology that asks for it elsewhere is refused, never left unread.
     retries_runs: bool = False
+    #: Where a backend that does not start runs again has a way of its own, what to say of it.
+    retries_elsewhere: str = ""
     #: Whether a sweep's trials of one shape go to it together, as one job array
     #: (`Backend.submit_array`: one scheduler record, at most `concurrency` running).
     job_arrays: bool = False
@@ -75,7 +77,12 @@ class BackendEntry:
 
 
 def _kubernetes(
-    name: str, aliases: tuple[str, ...], implementation: str, summary: str, retries_runs: bool = False
+    name: str,
+    aliases: tuple[str, ...],
+    implementation: str,
+    summary: str,
+    retries_runs: bool = False,
+    retries_elsewhere: str = "",
 ) -> BackendEntry:
     """A row of the Kubernetes family: one settings file, one pool, the server's namespace and image."""
     return BackendEntry(
@@ -91,6 +98,7 @@ def _kubernetes(
         server_settings="jupyter_px.backends.kubernetes.shared.settings:load_settings",
         uses_image=True,
         retries_runs=retries_runs,
+        retries_elsewhere=retries_elsewhere,
     )
 
 
@@ -133,6 +141,8 @@ BACKENDS: tuple[BackendEntry, ...] = (
         (),
         "trainer.backend:KubeflowTrainerBackend",
         "Kubeflow Trainer v2's TrainJob on a training runtime",
+        retries_elsewhere="its runtime's failurePolicy.maxRestarts restarts the whole JobSet, and the run shows "
+        "each restart as an attempt",
     ),
     BackendEntry(
         "slurm",

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.kube
 
 #: Attempt 1 steps until the test kills worker-0 (`killed`), or worker-0 ends at once with
 #: exit code 1 (`permanent`) or by SIGKILL (`killed-each-time`: in every attempt, while the master
-#: steps on); a later attempt of `killed` takes three steps and succeeds. No process group: what
+#: steps on); a later attempt of `killed` takes three steps once the test has seen its pods
+#: (`release`), and succeeds. No process group: what
 #: is tested is the gang's restart.
 CODE = """
 import os, signal, sys, time
@@ -34,6 +35,8 @@ if worker and {mode!r} == "killed-each-time":
     time.sleep(1)
     os.kill(os.getpid(), signal.SIGKILL)
 steps = 100000 if attempt == 1 or {mode!r} == "killed-each-time" else 3
+while attempt > 1 and not os.path.exists({release!r}):  # until the test has seen the new pods
+    time.sleep(0.05)
 for step in range(steps):
     tracking.log_metrics(step=step, loss=1.0 / (step + 1))
     time.sleep(0.2)
@@ -57,14 +60,16 @@ def _attempts_of_pods(sim, run_id: str) -> set[str]:
 
 def test_a_retried_failure_makes_the_gang_again_and_the_others_fail_saying_why(tmp_path, monkeypatch, px_home):
     with backend_cluster(tmp_path, monkeypatch, px_home) as sim:
-        killed = submit(CODE.format(mode="killed"), _topology(2), name="killed")
-        permanent = submit(CODE.format(mode="permanent"), _topology(2), name="permanent")
-        each_time = submit(CODE.format(mode="killed-each-time"), _topology(1), name="each-time")
+        release = tmp_path / "release"
+        killed = submit(CODE.format(mode="killed", release=str(release)), _topology(2), name="killed")
+        permanent = submit(CODE.format(mode="permanent", release=""), _topology(2), name="permanent")
+        each_time = submit(CODE.format(mode="killed-each-time", release=""), _topology(1), name="each-time")
         try:
             wait_for(lambda: {"worker-0", "master-0"} <= set(killed.metrics()), "both replicas to step", 180)
             done = px("kill", killed.run_id, "worker-0")
             assert done.returncode == 0, done.stderr
             wait_for(lambda: _attempts_of_pods(sim, killed.run_id) == {"2"}, "the pods of attempt 2 alone", 180)
+            release.touch()
             status = killed.wait(timeout=240)
             failed_once = permanent.wait(timeout=240)
             out_of_retries = each_time.wait(timeout=240)
@@ -138,3 +143,55 @@ def test_on_a_shared_claim_the_next_attempt_resumes_at_the_newest_checkpoint(tmp
         assert f"attempt 2 starts at step {second.resumed_from + 1}" in log, log
     steps = list(run.metrics()["worker-0"]["loss"].steps)
     assert steps[-1] == second.resumed_from + 3, steps
+
+
+#: A replica's first start steps until the test kills worker-0; a start after the JobSet's
+#: restart (its marker file there: the pods share this machine's files outside their volumes)
+#: takes three steps and ends.
+RESTARTED_BY_THE_JOBSET = """
+import os, time
+from jupyter_px import tracking
+marker = os.path.join({folder!r}, os.environ["PX_TASK_TYPE"] + os.environ["PX_TASK_INDEX"])
+again = os.path.exists(marker)
+open(marker, "a").close()
+print("started again" if again else "started", flush=True)
+for step in range(3 if again else 100000):
+    tracking.log_metrics(step=step, loss=1.0 / (step + 1))
+    time.sleep(0.2)
+"""
+
+
+def test_a_trainjob_whose_jobset_restarts_it_shows_the_restart_as_attempt_2(tmp_path, monkeypatch, px_home):
+    with backend_cluster(tmp_path, monkeypatch, px_home) as sim:
+        # the platform's runtime restarts the whole JobSet once on a failed node (its Jobs give up
+        # on the first failure: backoffLimit 0), as a cluster admin would set it up for DDP
+        runtimes = sim.api.resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
+        runtime = sim.api.get(runtimes, "", "torch-distributed")
+        template = runtime["spec"]["template"]["spec"]
+        template["failurePolicy"] = {"maxRestarts": 1}
+        for replicated in template["replicatedJobs"]:
+            replicated["template"]["spec"]["backoffLimit"] = 0
+        sim.api.update(runtimes, runtime)
+        folder = tmp_path / "markers"
+        folder.mkdir()
+        topology = {
+            "framework": "pytorch",
+            "backend": "kubeflow-trainer",
+            "environment": {"replicas": {"n_workers": 1}},
+        }
+        run = submit(RESTARTED_BY_THE_JOBSET.format(folder=str(folder)), topology, name="jobset")
+        try:
+            wait_for(lambda: {"worker-0", "master-0"} <= set(run.metrics()), "both replicas to step", 180)
+            done = px("kill", run.run_id, "worker-0")
+            assert done.returncode == 0, done.stderr
+            status = run.wait(timeout=240)
+            jobsets = sim.api.resource("jobset.x-k8s.io", "v1alpha2", "jobsets")
+            jobset = sim.api.get(jobsets, "default", base_name(run.run_id))
+        finally:
+            run.stop()
+    assert jobset["status"]["restarts"] == 1, jobset["status"]  # the JobSet did restart the gang
+    assert status.state.value == "Succeeded", status
+    assert (status.attempt, status.max_attempts) == (2, 2), status
+    first, second = status.attempts
+    assert (first.failed, first.exit_code, first.retried) == ("worker-0", 137, True), first
+    assert second.attempt == 2 and second.failed is None, second

@@ -167,6 +167,9 @@ def test_a_backend_that_does_not_retry_refuses_max_retries_rather_than_drop_it()
         parse_topology({"framework": "pytorch", "backend": "ssh", "termination": {"maxRetries": 2}})
     assert "termination.maxRetries: 2: the ssh backend does not start a run again yet" in str(error.value)
     assert parse_topology({"framework": "pytorch", "backend": "ssh", "termination": {"maxRetries": 0}})
+    with pytest.raises(TopologyError) as error:  # Trainer v2's own way is named
+        parse_topology({"framework": "pytorch", "backend": "kubeflow-trainer", "termination": {"maxRetries": 2}})
+    assert "on it, its runtime's failurePolicy.maxRestarts restarts the whole JobSet" in str(error.value)
 
 
 def test_a_lone_ddp_restart_is_warned_of_and_points_at_the_run_level_retry():

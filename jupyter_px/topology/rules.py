@@ -57,11 +57,12 @@ def check(topology: Topology) -> list[Problem]:
     termination = topology.termination
     if termination is not None and termination.max_retries and not backend_table.entry(topology.backend).retries_runs:
         able = ", ".join(e.name for e in backend_table.BACKENDS if e.retries_runs)
+        elsewhere = backend_table.entry(topology.backend).retries_elsewhere
         problems.append(
             Problem(
                 "termination.max_retries",
                 f"{termination.max_retries}: the {topology.backend_kind} backend does not start a run again yet "
-                f"(backends that do: {able})",
+                f"(backends that do: {able})" + (f"; on it, {elsewhere}" if elsewhere else ""),
             )
         )
     processes = topology.environment.processes_per_replica

@@ -164,6 +164,8 @@ class Follower:
             return
         self.last_job_poll = time.monotonic()
         self.job = read_job(self.cluster, kind, self.handle.base, self.contact) or self.job
+        if self.handle.job_kind == "TrainJob":  # its JobSet may restart the gang itself
+            self.gang.observe_jobset()
 
     # ---- status ----------------------------------------------------------------------------
 
@@ -330,9 +332,6 @@ class Follower:
         if exhausted and (found := restarts_exhausted(pod, self.max_restarts[key])) is not None:
             self.exhausted[key] = found
 
-    def _run_exists(self) -> bool:
-        return self.paths.record.exists()
-
     def run(self) -> int:
         if (self.run_dir / STOP_FILE).exists() and self.store.status(self.run_id).state.finished:
             return 0
@@ -340,7 +339,7 @@ class Follower:
         try:
             return self._loop()
         except (RunGone, RunNotFound, RunDamaged, FileNotFoundError):
-            if self._run_exists():
+            if self.paths.record.exists():
                 raise
             return self._run_gone()
         finally:
@@ -371,7 +370,7 @@ class Follower:
         last_written: Any = None
         next_job_poll = 0.0
         while True:
-            if not self._run_exists():
+            if not self.paths.record.exists():
                 return self._run_gone()
             wait = IDLE_TICK_S
             if self.handle.job_kind:

@@ -18,6 +18,13 @@ here and given to the next attempt (`PX_CHECKPOINT_STEP`), and `tracking.load_ch
 returns it; without one, a pod's outputs go with it and the next attempt starts from the start
 (its status says so).
 
+Trainer v2 restarts a gang itself: where the TrainJob's runtime sets `failurePolicy.maxRestarts`,
+its JobSet answers a failed child Job by deleting every child Job and creating them again,
+counting `status.restarts` (jobset v0.8.0, pkg/controllers/jobset_controller.go; the TrainJob
+says nothing of it). The follower reads the JobSet (the TrainJob's name) with the job, and shows
+each of its restarts as the run's next attempt, naming the replica whose failure caused it (kept
+after its pod went, `terminations.py`).
+
 What the user sees is what a local run shows: the status's attempt, its most attempts, each
 failed attempt's record (which replica, why, at which step) and a marked line in every replica's
 log where the next attempt begins. A follower that takes the run over in the middle of a restart
@@ -46,14 +53,17 @@ from ..shared.client import Cluster
 from ..shared.create import create_with_retries, delete_objects, owner_reference
 from ..shared.handle import RunHandle
 from ..shared.podspec import SHARED_DIR_ENV
-from ..shared.resources import kind_of
+from ..shared.resources import Kind, kind_of
 from .log_sink import ReplicaLog
 from .log_streams import LogStreams
+from .terminations import Terminations
 
 log = logging.getLogger(__name__)
 
 #: How long the failed attempt's pods may take to go before the run fails instead.
 DELETION_WAIT_S = 300.0
+#: The JobSet a TrainJob runs as (jobset.x-k8s.io, the version Trainer v2 creates).
+JOBSET = Kind("JobSet", "jobsets", "jobset.x-k8s.io", "v1alpha2", "install JobSet")
 
 
 class Follower(Protocol):
@@ -71,6 +81,7 @@ class Follower(Protocol):
     logs: dict[tuple[str, int], ReplicaLog]
     gone: dict[tuple[str, int], ReplicaStatus]
     streams: LogStreams
+    terminations: Terminations
 
     def new_attempt(self, message: str) -> None: ...
 
@@ -81,20 +92,56 @@ class GangRestart:
     def __init__(self, follower: Follower, status: RunStatus):
         self.follower = follower
         self.termination = follower.topology.termination or Termination()
-        self.enabled = (
+        #: this follower makes the gang again (native); else the JobSet may (`observe_jobset`)
+        self.native = (
             follower.handle.backend == "native"
             and self.termination.max_retries > 0
             and (follower.run_dir / PODS_FILE).exists()
         )
+        self.enabled = self.native  # the run has attempts to show
         self.attempt = status.attempt
-        self.max_attempts = 1 + self.termination.max_retries if self.enabled else 1
+        self.max_attempts = 1 + self.termination.max_retries if self.native else status.max_attempts
         self.attempts = list(status.attempts)
         #: the failed attempt whose pods are going: set from the failure until the next attempt is created
         self.pending: AttemptRecord | None = None
         self.deleting_since: float | None = None
         last = self.attempts[-1] if self.attempts else None
-        if self.enabled and last is not None and last.retried and last.attempt == self.attempt:
+        if self.native and last is not None and last.retried and last.attempt == self.attempt:
             self.pending, self.deleting_since = last, time.monotonic()  # taken over mid-restart
+
+    # ---- Trainer v2: the JobSet's own restarts -------------------------------------------------
+    def observe_jobset(self) -> None:
+        """Read the TrainJob's JobSet: its most restarts, and each restart it made since as the
+        run's next attempt. An unanswered read changes nothing (the next one will tell)."""
+        follower = self.follower
+        try:
+            jobset = JOBSET.get(follower.cluster, follower.handle.base, timeout=(5, 10))
+        except (ApiException, HTTPError, OSError):
+            return
+        most = int(((jobset.get("spec") or {}).get("failurePolicy") or {}).get("maxRestarts") or 0)
+        restarts = int((jobset.get("status") or {}).get("restarts") or 0)
+        if most == 0 and restarts == 0:
+            return
+        self.enabled, self.max_attempts = True, 1 + most
+        while self.attempt <= restarts:  # a restart not shown yet: the attempt it ended
+            if not self.attempts:
+                started = follower.store.status(follower.run_id).started_at
+                self.attempts.append(AttemptRecord(attempt=1, started_at=started))
+            record = self.attempts[-1]
+            culprit = self._latest_failure(after=record.started_at)
+            if culprit is not None:
+                record_failure(record, culprit, self._last_step())
+            else:
+                record.finished_at, record.message = time.time(), "its JobSet restarted it"
+            record.retried = True
+            self.attempt += 1
+            self.attempts.append(AttemptRecord(attempt=self.attempt, started_at=time.time()))
+
+    def _latest_failure(self, after: float | None) -> ReplicaStatus | None:
+        """The replica that failed last (since `after`), as the watch showed it."""
+        failures = [self.follower.terminations.latest_failure(key) for key in self.follower.logs]
+        seen = [f for f in failures if f is not None and (after is None or (f.finished_at or 0) >= after)]
+        return max(seen, key=lambda f: f.finished_at or 0) if seen else None
 
     @property
     def restarting(self) -> bool:
@@ -110,7 +157,7 @@ class GangRestart:
     def on_failure(self, views: dict[Any, tuple[dict[str, Any], ReplicaStatus]], message: str | None) -> str | None:
         """The run would fail: None when the whole gang starts again instead, else the run's
         message (saying why it was not retried, where that is the termination's doing)."""
-        if not self.enabled:
+        if not self.native:
             return message
         failed = [view for _, view in views.values() if view.state == ReplicaState.FAILED]
         failed += [r for r in self.follower.gone.values() if r.state == ReplicaState.FAILED]

@@ -10,6 +10,10 @@ latest failure of each replica's container is kept (exited non-zero: Failed; or 
 restart after one), also across the pods a Job makes again for a failed one, until the replica
 succeeds. An end caused by the pod's own deletion (the kubelet's 143/137 after a delete request)
 is none. The follower reports it when the job has failed and the replica's pod was deleted.
+
+A container the kubelet restarted at once after a failure (OnFailure, a short back-off) is seen
+running again, its failure only in `lastState`: kept apart (`restarted`), since the replica is not
+failed; it is what a JobSet restart that follows names (`gang_restart.observe_jobset`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from ....runstore import ReplicaState, ReplicaStatus
 from ....runstore.models import Reason
-from ..shared.pod_state import failed_starts, parse_time, pod_replica
+from ..shared.pod_state import failed_starts, failure_restarted_after, parse_time, pod_replica
 
 Replica = tuple[str, int]
 
@@ -28,12 +32,16 @@ class Terminations:
 
     def __init__(self) -> None:
         self._failed: dict[Replica, ReplicaStatus] = {}
+        self._restarted: dict[Replica, ReplicaStatus] = {}  # failed, and running again
 
     def seen(self, key: Replica, pod: dict[str, Any], ended_by_deletion: bool) -> None:
         """Note what this event's pod says of replica `key`'s container."""
         view = pod_replica(pod, *key)
         if view.state == ReplicaState.SUCCEEDED:
             self._failed.pop(key, None)
+            self._restarted.pop(key, None)
+        elif view.state == ReplicaState.RUNNING and (last := failure_restarted_after(pod)) is not None:
+            self._restarted[key] = _ended(view, last, f"exited with code {last['exitCode']}; restarted in its pod")
         elif ended_by_deletion:
             return
         elif view.state == ReplicaState.FAILED:
@@ -41,13 +49,24 @@ class Terminations:
         elif view.state == ReplicaState.RESTARTING:
             failures, latest = failed_starts(pod)
             if latest is not None:  # failed, and waits to restart: Failed if its pod goes now
-                view.state, view.exit_code = ReplicaState.FAILED, latest.get("exitCode")
-                view.reason = latest.get("reason") or Reason.ERROR
-                view.finished_at = parse_time(latest.get("finishedAt")) or view.finished_at
-                view.message = f"exited with code {view.exit_code} (failure {failures}); its pod was then deleted"
-                self._failed[key] = view
+                message = f"exited with code {latest.get('exitCode')} (failure {failures}); its pod was then deleted"
+                self._failed[key] = _ended(view, latest, message)
 
     def failure(self, key: Replica) -> ReplicaStatus | None:
         """The replica's latest failure, if it has not succeeded since (a copy)."""
         found = self._failed.get(key)
         return found.model_copy() if found is not None else None
+
+    def latest_failure(self, key: Replica) -> ReplicaStatus | None:
+        """The replica's latest failure, a container restarted since in its pod included (a copy)."""
+        found = [f for f in (self._failed.get(key), self._restarted.get(key)) if f is not None]
+        return max(found, key=lambda f: f.finished_at or 0).model_copy() if found else None
+
+
+def _ended(view: ReplicaStatus, terminated: dict[str, Any], message: str) -> ReplicaStatus:
+    """`view` as the failure `terminated` (a container's `terminated` record) says it ended."""
+    view.state, view.exit_code = ReplicaState.FAILED, terminated.get("exitCode")
+    view.reason = terminated.get("reason") or Reason.ERROR
+    view.finished_at = parse_time(terminated.get("finishedAt")) or view.finished_at
+    view.message = message
+    return view

@@ -160,6 +160,16 @@ def failed_starts(pod: dict[str, Any]) -> tuple[int, dict[str, Any] | None]:
     return restarts, None
 
 
+def failure_restarted_after(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The `terminated` record of the failure the replica's running container was restarted
+    after (its `lastState`), or None."""
+    main = _main_container(pod)
+    if not (main.get("state") or {}).get("running"):
+        return None
+    last = (main.get("lastState") or {}).get("terminated") or {}
+    return last if last.get("exitCode") not in (0, None) else None
+
+
 def restarts_exhausted(pod: dict[str, Any], max_restarts: int) -> tuple[int, dict[str, Any]] | None:
     """Native pods: has the replica failed for the (max_restarts + 1)-th time? Then how many
     times, and the `terminated` record of that failure. The kubelet restarts an `OnFailure` /
