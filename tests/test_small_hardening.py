@@ -58,9 +58,12 @@ def test_the_runs_folder_is_private(px_home):
     assert stat.S_IMODE((px_home / "runs" / "first-1").stat().st_mode) == 0o700
 
 
-def test_logs_follow_on_a_deleted_run_ends_with_one_line(px_home):
+@pytest.mark.parametrize("deletion", ["at once", "file by file"])
+def test_logs_follow_on_a_deleted_run_ends_with_one_line(px_home, deletion):
     """The run is Running with a live owner (this test process), so `--follow` keeps reading
-    until the run directory disappears under it."""
+    until the run directory disappears under it. A deletion under way removes the files one by
+    one (`rm -rf`, `shutil.rmtree` on a loaded machine): read in between, the run has no status
+    but still its record, which must not read as a damaged run."""
     from conftest import make_synthetic_run
 
     make_synthetic_run(px_home, "doomed-1", PYTORCH, log_lines=3)
@@ -75,6 +78,9 @@ def test_logs_follow_on_a_deleted_run_ends_with_one_line(px_home):
         assert follower.stdout is not None
         assert follower.stdout.readline().startswith("[master.0] master-0 line 0")
         time.sleep(0.5)  # let it poll a few times on the live run
+        if deletion == "file by file":
+            (px_home / "runs" / "doomed-1" / "status.json").unlink()
+            time.sleep(0.5)  # the CLI reads the run here: a record, no status
         shutil.rmtree(px_home / "runs" / "doomed-1")
         _, err = follower.communicate(timeout=120)
     assert follower.returncode == 1

@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -243,6 +244,21 @@ def _select_replicas(
     return chosen
 
 
+#: How long a run directory that read as damaged may take to finish disappearing (a deletion under
+#: way removes its files one by one: read in between, the run looks damaged, not deleted).
+DELETION_SETTLE_S = 2.0
+
+
+def _going(service: Any, run_id: str) -> bool:
+    """Whether run `run_id`, which could not be read, is gone or going (deleted while it was read)."""
+    deadline = time.monotonic() + DELETION_SETTLE_S
+    while service.exists(run_id):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     """Print (or follow) logs; a run deleted meanwhile ends the command with one line."""
     from ..presentation.follow import LogPrinter, follow_run
@@ -264,7 +280,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except (RunNotFound, RunDamaged, FileNotFoundError):
-        if service.exists(run_id):
+        if not _going(service, run_id):
             raise  # damaged, not deleted: `_guarded` says how
         print(f"jupyter px logs: run {run_id} was deleted while its logs were printed", file=sys.stderr)
         return 1
