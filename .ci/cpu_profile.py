@@ -32,17 +32,20 @@ KINDS = (
     ("Slurm daemons and steps", ("slurmctld", "slurmd", "slurmdbd", "slurmstepd", "mariadbd", "munged")),
     ("sshd and ssh", ("sshd", "/ssh ", "ssh ")),
     ("Kubernetes follower", ("kubernetes.follower",)),
+    ("Slurm and SSH followers", ("slurm.follower", "ssh.follower")),
+    ("sweep controllers", ("sweeps.controller",)),
     ("simulated cluster", ("kube_sim",)),
     ("kubectl", ("kubectl",)),
     ("TensorBoard", ("tensorboard",)),
     ("kernels", ("ipykernel",)),
     ("Jupyter servers", ("jupyter-lab", "jupyter_server", "jupyter lab", "jupyterlab", "ServerApp")),
     ("warm templates and their replicas", ("jupyter_px.forkserver",)),
+    ("Slurm and SSH replicas' entries", ("task_entry", "node_entry", "requeue_entry")),
     ("run supervisors", ("backends.local.supervisor", "jupyter_px.supervisor")),
     ("replicas (cold)", ("jupyter_px.runner", "px_entry.py", "jupyter_px/runner.py")),
     ("torchrun and mpirun", ("torchrun", "mpirun", "orted", "prterun")),
     ("the jupyter px CLI", ("jupyter-px", "jupyter_px.cli")),
-    ("pytest workers", ("pytest", "execnet", "xdist")),
+    ("pytest workers", ("pytest", "execnet", "xdist", "exec(eval(sys.stdin")),
     ("pip, uv (the floors' install)", ("pip", "/uv ")),
     ("lint and types", ("ruff", "mypy", "lint-imports", "sphinx")),
 )
@@ -82,8 +85,9 @@ def machine_ticks() -> int:
 
 
 def main(out: str) -> None:
-    seen: dict[str, tuple[str, int]] = {}  # identity -> (kind, ticks at the last sample)
+    seen: dict[str, tuple[str, int, str]] = {}  # identity -> (kind, ticks at the last sample, command)
     by_kind: dict[str, int] = defaultdict(int)
+    other: dict[str, int] = defaultdict(int)  # the unclassified, by command line
     started, machine_start = time.monotonic(), machine_ticks()
     stop = []
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
@@ -100,8 +104,10 @@ def main(out: str) -> None:
             identity, ticks = sample
             alive.add(identity)
             if identity in seen:
-                kind, last = seen[identity]
+                kind, last, cmdline = seen[identity]
                 by_kind[kind] += max(0, ticks - last)
+                if kind.startswith("other"):
+                    other[cmdline[:120]] += max(0, ticks - last)
             else:
                 cmdline = cmdline_of(pid)
                 if not cmdline:  # a kernel thread
@@ -109,7 +115,9 @@ def main(out: str) -> None:
                 kind = kind_of(cmdline)
                 if not first_scan:  # it started since: all its CPU is this run's
                     by_kind[kind] += ticks
-            seen[identity] = (kind, ticks)
+                    if kind.startswith("other"):
+                        other[cmdline[:120]] += ticks
+            seen[identity] = (kind, ticks, cmdline)
         for identity in set(seen) - alive:
             del seen[identity]
         first_scan = False
@@ -125,6 +133,9 @@ def main(out: str) -> None:
         seconds = ticks / TICKS
         if seconds >= 1:
             lines.append(f"{seconds / 60:7.1f} {100 * seconds / max(counted, 1e-9):5.1f} %  {kind}")
+    lines.append("the unclassified, by command line:")
+    for cmdline, ticks in sorted(other.items(), key=lambda item: -item[1])[:8]:
+        lines.append(f"{ticks / TICKS / 60:7.2f}  {cmdline}")
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
 
