@@ -1,4 +1,5 @@
-"""The example notebooks in JupyterLab, in headless Chromium, in the Light and Dark themes.
+"""The example notebooks in JupyterLab, in headless Chromium, in the Light and Dark themes (each
+notebook run once, looked at in Light and then Dark: the theme switched live, as a user does).
 
 What a data scientist would look at, checked the way they would see it:
 
@@ -41,6 +42,7 @@ import pytest
 from browser_support import (
     CHROMIUM,
     REPO,
+    THEMES,
     JupyterLab,
     artifacts_dir,
     chromium_page,
@@ -104,14 +106,27 @@ def parse_rgb(text: str) -> tuple[int, ...]:
     return tuple(int(float(x)) for x in re.findall(r"[\d.]+", text)[:3])
 
 
-@pytest.fixture(scope="module", params=["light", "dark"])
-def lab(request, tmp_path_factory):
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
     if not CHROMIUM.exists():  # a missing test dependency fails, it does not skip
         pytest.fail("the browser tests drive Debian's Chromium: apt-get install chromium (.ci/run does)")
-    server = JupyterLab(tmp_path_factory.mktemp(f"lab-{request.param}"), theme=request.param)
-    server.theme = request.param
+    server = JupyterLab(tmp_path_factory.mktemp("lab"), theme="light")
     yield server
     server.stop()
+
+
+def _set_theme(page, theme: str) -> None:
+    """The theme switched live, as the Settings menu does (JupyterLab's own command)."""
+    command(page, "apputils:change-theme", {"theme": THEMES[theme]})
+    page.wait_for_function(f"() => document.body.dataset.jpThemeName === {THEMES[theme]!r}", timeout=30_000)
+
+
+def _in_each_theme(page, look) -> None:
+    """`look(theme)` in Light and then Dark; ends in Light (the server's setting for the next test)."""
+    for theme in ("light", "dark"):
+        _set_theme(page, theme)
+        look(theme)
+    _set_theme(page, "light")
 
 
 def _shot(page, name: str) -> None:
@@ -139,13 +154,13 @@ def _the_new_run(lab: JupyterLab, before: set[str]):
     return store.record(new[0]), store.status(new[0])
 
 
-def _check_plot_follows_theme(page, lab: JupyterLab, selector: str, name: str) -> None:
+def _check_plot_follows_theme(page, theme: str, selector: str, name: str) -> None:
     plot = page.locator(selector).last
     plot.scroll_into_view_if_needed()
     background = plot.evaluate(EFFECTIVE_BACKGROUND)
     text = plot.locator(".ytick text").first.evaluate("(el) => getComputedStyle(el).fill")
     _shot(page, name)
-    if lab.theme == "dark":
+    if theme == "dark":
         assert luminance(background) < 0.1, f"{selector}: background {background} is not dark"
     else:
         assert luminance(background) > 0.8, f"{selector}: background {background} is not light"
@@ -223,20 +238,23 @@ def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool =
         latency = shown_at - status.finished_at
         # Recorded, not asserted: a bound on a loaded machine is a flake, not a check.
         # `benchmarks/bench_final_state.py` holds these figures against FINAL_STATE_TARGET_S.
-        _record_latency(f"{name} ({lab.theme})", latency)
+        _record_latency(f"{name} (light)", latency)
 
         final = page.locator(".px-run-final").first
-        final.scroll_into_view_if_needed()
-        _shot(page, f"{name}-{lab.theme}-1-final-state")
         assert final.get_attribute("data-state") == "Succeeded"
-        _check_plot_follows_theme(page, lab, ".js-plotly-plot", f"{name}-{lab.theme}-2-px_plot")
-        if page.locator(".px-tensorboard iframe").count():
-            page.locator(".px-tensorboard iframe").last.scroll_into_view_if_needed()
-            page.frame_locator(".px-tensorboard iframe").locator("body").wait_for(timeout=60_000)
-        _settle_and_check_page_log(page, log)
-        _shot(page, f"{name}-{lab.theme}-3-end")
 
-        _save_reload_without_kernel(page, log, lab, path, f"{name}-{lab.theme}-4-reopened-without-kernel")
+        def look(theme: str) -> None:
+            final.scroll_into_view_if_needed()
+            _shot(page, f"{name}-{theme}-1-final-state")
+            _check_plot_follows_theme(page, theme, ".js-plotly-plot", f"{name}-{theme}-2-px_plot")
+            if page.locator(".px-tensorboard iframe").count():
+                page.locator(".px-tensorboard iframe").last.scroll_into_view_if_needed()
+                page.frame_locator(".px-tensorboard iframe").locator("body").wait_for(timeout=60_000)
+            _settle_and_check_page_log(page, log)
+            _shot(page, f"{name}-{theme}-3-end")
+
+        _in_each_theme(page, look)
+        _save_reload_without_kernel(page, log, lab, path, f"{name}-light-4-reopened-without-kernel")
         errors = [e for e in log.console_errors if not (other_widgets and "widget model not found" in e)]
         assert errors == [], errors
 
@@ -287,7 +305,6 @@ FAILING = [
 ]
 
 
-@pytest.mark.parametrize("lab", ["dark"], indirect=True)  # the Dark theme is where colors go wrong
 def test_failed_run_shows_red_bar_and_the_failing_log(lab):
     go = lab.work / "failing.go"
     nb = nbformat.v4.new_notebook()
@@ -301,18 +318,19 @@ def test_failed_run_shows_red_bar_and_the_failing_log(lab):
     nbformat.write(nb, lab.work / "failing.ipynb")
     with chromium_page() as (page, log):
         open_notebook(page, lab, "failing.ipynb")
+        _set_theme(page, "dark")  # the Dark theme is where colors go wrong
         page.evaluate(WATCH_FINAL_STATE)
         run_all_cells(page)
         # while it runs: the live monitor, its plot on the theme's background, a red Stop button
         page.locator(".px-run-monitor").get_by_text("Metrics", exact=True).first.click(timeout=120_000)
         page.locator(".px-run-monitor .js-plotly-plot .ytick text").first.wait_for(timeout=60_000)
-        _check_plot_follows_theme(page, lab, ".px-run-monitor .js-plotly-plot", f"failed-run-{lab.theme}-1-live-plot")
+        _check_plot_follows_theme(page, "dark", ".px-run-monitor .js-plotly-plot", "failed-run-dark-1-live-plot")
         go.touch()  # now the worker fails (before, the run could end while the live plot was read)
         page.wait_for_function("() => 'Failed' in window.__pxFinal", timeout=180_000)
         final = page.locator(".px-run-final[data-state='Failed']").first
         final.wait_for(timeout=30_000)  # the live widget became the static final view
         final.scroll_into_view_if_needed()
-        _shot(page, f"failed-run-{lab.theme}-2-final")
+        _shot(page, "failed-run-dark-2-final")
         bar = final.locator(".px-final-bar")
         color = parse_rgb(bar.evaluate("(el) => getComputedStyle(el).backgroundColor"))
         assert color[0] > 150 and color[1] < 110 and color[2] < 110, f"the bar {color} is not red"
@@ -329,6 +347,7 @@ def test_failed_run_shows_red_bar_and_the_failing_log(lab):
         error_color = error.evaluate("(el) => getComputedStyle(el).color")
         assert error_color != normal.evaluate("(el) => getComputedStyle(el).color")  # the traceback stands out
         _settle_and_check_page_log(page, log)
+        _set_theme(page, "light")  # the server's setting for the next test
 
 
 def _serving(port: int) -> bool:
