@@ -147,7 +147,7 @@ class Follower:
         self.terminations = Terminations()
         me = detached.ProcessIdentity.current()
         self.owner = owner or RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
-        self.gang = GangRestart(self, store.status(run_id))  # native's termination.max_retries
+        self.gang = GangRestart(self, store.status(run_id))  # the run's attempts (native, Trainer v2)
 
     # ---- watching --------------------------------------------------------------------------
 

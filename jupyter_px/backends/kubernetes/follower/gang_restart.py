@@ -7,7 +7,7 @@ and attempts are left, the follower does what the local backend's supervisor doe
 (`backends/local/attempts.py`) with pods: it stores what every replica has logged so far, deletes
 every pod of the attempt, waits until the API server has removed them all (a pod's name is free
 again, and no old rank can meet a new one), and creates the run's pods again from those the
-submit rendered (`native/attempts.py`), labelled with the attempt and told it (`PX_ATTEMPT`), a
+submit rendered (`shared/attempt_pods.py`), labelled with the attempt and told it (`PX_ATTEMPT`), a
 fresh rendezvous since every rank starts anew. JobSet restarts its child Jobs the same way
 (jobset v0.8.0, pkg/controllers/jobset_controller.go: delete every child Job, then create them
 again with `jobset.sigs.k8s.io/restart-attempt` one higher).
@@ -87,7 +87,8 @@ class Follower(Protocol):
 
 
 class GangRestart:
-    """One native run's attempts (see the module doc); inert for every other run."""
+    """One run's attempts (see the module doc): made by this follower on native, read from the
+    JobSet on Trainer v2; inert for every other run."""
 
     def __init__(self, follower: Follower, status: RunStatus):
         self.follower = follower
