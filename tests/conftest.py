@@ -221,6 +221,20 @@ def _note_closes(capturing: Any) -> None:
         tmpfile.close, tmpfile._px_noted = close, True
 
 
+def _absl_writes_to_the_real_stderr() -> None:
+    """absl's logging handler (imported in this process with TensorBoard) keeps the `sys.stderr`
+    of its import, which is pytest's capture file, and closes that stream whenever logging is
+    configured again (every Jupyter server's start calls `dictConfig`, which closes every handler)
+    unless it is `sys.stderr` at that moment; under `capsys`, or after a capture was started again,
+    it is not, and the worker's capture was closed (absl/logging/__init__.py, `PythonHandler.close`:
+    CI's "I/O operation on closed file"). Pointed at `sys.__stderr__`, which absl never closes and
+    pytest's fd capture still takes in (tests/test_suite_capture.py)."""
+    absl_logging = sys.modules.get("absl.logging")
+    handler = absl_logging.get_absl_handler() if absl_logging is not None else None
+    if handler is not None and handler.python_handler.stream is not sys.__stderr__:
+        handler.python_handler.stream = sys.__stderr__
+
+
 def _reopen_closed_capture(item: pytest.Item) -> None:
     """Where something closed this worker's captured sys.stdout or sys.stderr (something did in
     3 CI runs of 6, never on a developer's machine), start the capture again and say
@@ -256,6 +270,7 @@ def _reopen_closed_capture(item: pytest.Item) -> None:
 # capture is whole again before pytest reads what the phase printed
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_setup(item: pytest.Item):
+    _absl_writes_to_the_real_stderr()
     try:
         return (yield)
     finally:
@@ -267,6 +282,7 @@ def pytest_runtest_call(item: pytest.Item):
     try:
         return (yield)
     finally:
+        _absl_writes_to_the_real_stderr()  # imported by the test, before its fixtures' teardown
         _reopen_closed_capture(item)
 
 

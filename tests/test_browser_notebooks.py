@@ -84,6 +84,15 @@ EFFECTIVE_BACKGROUND = """(el) => {
 }"""
 
 
+#: The fill of the first y tick label of the last plot matching the selector, once it has one.
+TICK_FILL = """(selector) => {
+    const plots = document.querySelectorAll(selector);
+    const tick = plots.length ? plots[plots.length - 1].querySelector(".ytick text") : null;
+    const fill = tick ? getComputedStyle(tick).fill : "";
+    return /^rgba?\\(/.test(fill) ? fill : null;
+}"""
+
+
 def luminance(rgb) -> float:
     """Relative luminance (WCAG) of an (r, g, b) in 0-255."""
 
@@ -158,7 +167,8 @@ def _check_plot_follows_theme(page, theme: str, selector: str, name: str) -> Non
     plot = page.locator(selector).last
     plot.scroll_into_view_if_needed()
     background = plot.evaluate(EFFECTIVE_BACKGROUND)
-    text = plot.locator(".ytick text").first.evaluate("(el) => getComputedStyle(el).fill")
+    # a live plot redraws its ticks: one removed between finding and reading it has no style
+    text = page.wait_for_function(TICK_FILL, arg=selector, timeout=30_000).json_value()
     _shot(page, name)
     if theme == "dark":
         assert luminance(background) < 0.1, f"{selector}: background {background} is not dark"
