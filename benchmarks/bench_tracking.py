@@ -6,7 +6,8 @@ Measures, on this machine:
   1. the per-call cost of `log_metrics(step=i, loss=x)` vs tensorboardX's and torch's
      `SummaryWriter.add_scalar(tag, x, i)`, same number of calls, median over repeats; and, to
      show where the work went, the cost per point including the background serialisation
-     (calls + `flush()`) for ours and (calls + `flush()`) for theirs;
+     (calls + `flush()`) for ours and (calls + `flush()`) for theirs; and ours again with the
+     event records' checksums in TensorBoard's pure Python (without google-crc32c);
   2. how long after a replica's last call its last scalar is visible to TensorBoard (an
      EventAccumulator reloading the replica's log directory, and a real TensorBoard server's
      scalars route, reload interval 1 s): for 1000 points logged over one second (the bound
@@ -335,6 +336,13 @@ def main() -> int:
             f"{args.calls} calls, median of {args.repeats}"
         )
         ours, ours_flushed = bench_ours(args.calls, args.repeats)
+        # the same with TensorBoard's pure-Python CRC framing the event records (what tracking
+        # used before google-crc32c, and what a pod without it still uses)
+        from jupyter_px.runstore import record_crc
+
+        in_c, record_crc.masked_crc32c = record_crc.masked_crc32c, record_crc._masked_in_python
+        python_crc, python_crc_flushed = bench_ours(args.calls, args.repeats)
+        record_crc.masked_crc32c = in_c
 
         # Visibility: 1000 points logged over 1 s (a fast training loop), and a burst of --calls.
         warm_up_event_accumulator(home)
@@ -352,6 +360,7 @@ def main() -> int:
     print("| per point, µs (median)                 | call only | call + flush to disk |")
     print("|----------------------------------------|----------:|---------------------:|")
     print(f"| jupyter_px.tracking.log_metrics         | {ours:9.2f} | {ours_flushed:20.2f} |")
+    print(f"| the same, TensorBoard's Python CRC      | {python_crc:9.2f} | {python_crc_flushed:20.2f} |")
     print(f"| tensorboardX SummaryWriter.add_scalar   | {tbx:9.2f} | {tbx_flushed:20.2f} |")
     print(f"| torch.utils.tensorboard add_scalar      | {torch_:9.2f} | {torch_flushed:20.2f} |")
     print()

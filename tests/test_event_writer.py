@@ -58,3 +58,52 @@ def test_writing_never_loads_tensorflow(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_records_are_framed_byte_for_byte_as_tensorboards_record_writer(tmp_path, monkeypatch):
+    """The framing in C (google-crc32c) and the fallback to TensorBoard's pure-Python CRC (a pod
+    image without the package) both write exactly what TensorBoard's RecordWriter writes."""
+    import io
+
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    from jupyter_px.runstore import record_crc
+
+    payloads = [b"", b"x", bytes(range(256)) * 3, b"\x00" * 40]
+    expected = io.BytesIO()
+    for payload in payloads:
+        RecordWriter(expected).write(payload)
+    assert record_crc.masked_crc32c is not record_crc._masked_in_python  # the C path is what runs here
+    assert b"".join(map(record_crc.frame, payloads)) == expected.getvalue()
+    monkeypatch.setattr(record_crc, "masked_crc32c", record_crc._masked_in_python)
+    assert b"".join(map(record_crc.frame, payloads)) == expected.getvalue()
+    # and without google-crc32c at all, the C path is not taken
+    monkeypatch.setitem(sys.modules, "google_crc32c", None)
+    assert record_crc._masked_in_c() is None
+
+
+def test_a_corrupt_length_is_caught_by_the_reader(tmp_path):
+    """The reader checks each record's length against its checksum (now computed in C too)."""
+    import warnings
+
+    from jupyter_px.runstore.event_records import read_scalar_events
+
+    writer = ScalarEventWriter(tmp_path / "tb", source="test")
+    writer.write([(0, 1.0, {"loss": 1.0}), (1, 2.0, {"loss": 0.5})])
+    assert writer.path is not None
+    data = bytearray(writer.path.read_bytes())
+    got: list[tuple[str, int, float]] = []
+    read = read_scalar_events(
+        str(writer.path), 0, len(data), {}, lambda tag, step, value, _: got.append((tag, step, value))
+    )
+    assert got == [("loss", 0, 1.0), ("loss", 1, 0.5)] and not read.broken
+    first = 12 + int.from_bytes(data[:8], "little") + 4  # the version event's record
+    data[first] ^= 0xFF  # the first scalar record's length
+    writer.path.write_bytes(bytes(data))
+    got.clear()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        read = read_scalar_events(
+            str(writer.path), 0, len(data), {}, lambda tag, step, value, _: got.append((tag, step, value))
+        )
+    assert read.broken and got == []

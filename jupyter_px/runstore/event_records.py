@@ -49,12 +49,13 @@ def read_scalar_events(
     wall_time)`; with `limit`, stop after the record that reaches `start + limit` bytes.
 
     `plugins` (tag -> plugin name) is updated from events that carry metadata. The length's CRC
-    is checked, so that garbage is not taken for a length; the data CRC is not (TensorBoard's
-    pure-Python CRC over big records would cost seconds): a damaged record fails to parse as an
-    Event and is counted in `bad_records`.
+    is checked, so that garbage is not taken for a length; the data CRC is not (where the CRC is
+    TensorBoard's pure Python, it would cost seconds over big records): a damaged record fails to
+    parse as an Event and is counted in `bad_records`.
     """
     from tensorboard.compat.proto import event_pb2
-    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    from .record_crc import masked_crc32c
 
     stop = end if limit is None else min(end, start + max(1, limit))
     read = EventsRead(start)

@@ -6,10 +6,11 @@ with the run store, and the Kubernetes follower, for metrics parsed back from a 
 (`backends/kubernetes/shared/payload.py`), so it imports only the standard library and `.layout` at
 import time, and TensorBoard when a writer is made.
 
-Records are framed by TensorBoard's own `RecordWriter` (what `EventFileWriter` uses) and the
-file starts with the same version event, so TensorBoard 2.x reads it. `EventFileWriter` itself
-is not used: it resolves `tensorboard.compat.tf`, which imports all of TensorFlow where it is
-installed (2 s and a GB of memory in every replica, before the first scalar is visible).
+Records are framed as TensorBoard's own `RecordWriter` frames them (`record_crc.frame`, with the
+checksums in C: TensorBoard's pure-Python CRC was most of a point's cost) and the file starts
+with the same version event, so TensorBoard 2.x reads it. `EventFileWriter` itself is not used:
+it resolves `tensorboard.compat.tf`, which imports all of TensorFlow where it is installed (2 s
+and a GB of memory in every replica, before the first scalar is visible).
 
 Files end with `EVENTS_FILE_SUFFIX` so readers of the run store can tell them from event files
 the user's own code writes into the same directory (their points are in the metrics JSONL).
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .layout import EVENTS_FILE_SUFFIX
+from .record_crc import frame
 
 __all__ = ["ScalarEventWriter"]
 
@@ -42,16 +44,14 @@ class ScalarEventWriter:
         # Imported now, in the thread that makes the writer: a first write may come at
         # interpreter exit, when importing can fail ("can't register atexit after shutdown").
         from tensorboard.compat.proto import event_pb2, summary_pb2
-        from tensorboard.summary.writer.record_writer import RecordWriter
 
-        self._event_pb2, self._summary_pb2, self._record_writer = event_pb2, summary_pb2, RecordWriter
+        self._event_pb2, self._summary_pb2 = event_pb2, summary_pb2
         self.logdir = Path(logdir)
         #: The folder that must already exist: only the levels between it and `logdir` are
         #: made, so a deleted run directory is never made again by a late write.
         self.anchor = Path(anchor) if anchor is not None else self.logdir.parent
         self.source = source
         self._file: Any = None
-        self._records: Any = None
         #: The event file, once the first write has opened it.
         self.path: Path | None = None
         # One reusable Event per distinct tuple of metric names: filling in a template and
@@ -71,13 +71,12 @@ class ScalarEventWriter:
         # Open for the writer's lifetime (closed at exit): not a `with` block.
         self.path = self.logdir / name
         self._file = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), "ab")
-        self._records = self._record_writer(self._file)
         version = event_pb2.Event(
             wall_time=time.time(),
             file_version="brain.Event:2",
             source_metadata=event_pb2.SourceMetadata(writer=self.source),
         )
-        self._records.write(version.SerializeToString())
+        self._file.write(frame(version.SerializeToString()))
 
     def _template(self, names: tuple[str, ...]) -> tuple[Any, list[Any]]:
         if len(self._templates) > 256:
@@ -91,7 +90,7 @@ class ScalarEventWriter:
         """One scalar event per (step, wall_time, values) record, then a flush to the file."""
         if self._file is None:
             self._open()
-        templates, write = self._templates, self._records.write
+        templates, framed = self._templates, []
         for step, wall_time, values in records:
             names = tuple(values)
             event, slots = templates.get(names) or self._template(names)
@@ -99,7 +98,8 @@ class ScalarEventWriter:
             event.wall_time = wall_time
             for slot, value in zip(slots, values.values(), strict=False):
                 slot.simple_value = value
-            write(event.SerializeToString())
+            framed.append(frame(event.SerializeToString()))
+        self._file.write(b"".join(framed))
         self._file.flush()
 
     @property

@@ -16,7 +16,7 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
                                    `processes/{__init__,checkpoint_signal,replica_kill}.py`
                                    (what the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
-                                   `runstore/{__init__,layout,ledger,event_writer,checkpoints}.py`
+                                   `runstore/{__init__,layout,ledger,event_writer,record_crc,checkpoints}.py`
                                    (standard library only; the event writer imports TensorBoard
                                    when the replica writes events)
 
@@ -92,6 +92,7 @@ _PACKAGE_FILES = (
     "runstore/checkpoints.py",  # where tracking's checkpoints lie in the outputs
     "runstore/ledger.py",  # tracking counts what it accepted and wrote (a process-local ledger in a pod)
     "runstore/event_writer.py",  # tracking's TensorBoard events (shared with the follower)
+    "runstore/record_crc.py",  # their framing (google-crc32c where the image has it)
 )
 #: ConfigMap key -> (the file's path in the pod under the payload, its source on this machine).
 _SHIPPED = {
