@@ -25,7 +25,12 @@ import pytest
 from kube_sim import Cluster
 from kube_sim_support import require
 
-pytestmark = pytest.mark.kube
+#: How long one SDK script may take (the SDK itself waits up to 300 s for the job's conditions):
+#: past it, the test fails naming every pod's phase, container states and log tail.
+SCRIPT_TIMEOUT_S = 400
+#: The first test also installs the SDKs (the module's fixture, up to 600 s on a fresh clone):
+#: pytest's own timeout must come after the script's, or a slow job fails with no word of its pods.
+pytestmark = [pytest.mark.kube, pytest.mark.timeout(600 + SCRIPT_TIMEOUT_S + 60)]
 
 SDKS = ("kubeflow-training==1.9.4", "kubeflow==0.5.0")
 CHECK = "import kubeflow.training, kubeflow.trainer, jupyter_px, kubernetes; print(kubernetes.__version__)"
@@ -96,7 +101,9 @@ def run_sdk(python: str, cluster: Cluster, tmp_path: Path, script: str) -> str:
     (tmp_path / "job.py").write_text(script)
     env = {**os.environ, "KUBECONFIG": cluster.kubeconfig(tmp_path / "kubeconfig", tls=True), "HOME": str(tmp_path)}
     try:
-        done = subprocess.run([python, "job.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+        done = subprocess.run(
+            [python, "job.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired as timeout:
         raise AssertionError(f"{timeout}; the pods: {pod_states(cluster)}") from None
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:] + f"\nthe pods: {pod_states(cluster)}"
