@@ -76,3 +76,27 @@ def test_a_command_imports_what_its_work_needs_and_nothing_heavy(command, px_hom
     code, modules = _imports(*command.split(), env={**os.environ, "PX_HOME": str(px_home)})
     assert code == 0
     assert not [m for m in NEVER if m in modules], [m for m in NEVER if m in modules]
+
+
+def test_the_executable_declines_the_manifest_validator_the_client_would_import():
+    """kubernetes-validate is installed here (the simulated API server uses it), and the official
+    client's package imports it, and jsonschema, whenever it is: the `jupyter-px` executable
+    declines it (`cli.entry`), and still has the client. `main` called in-process does not."""
+    probe = (
+        "import sys\n"
+        "from jupyter_px import cli\n"
+        "sys.argv = ['jupyter-px', 'runs', '--help']\n"
+        "try:\n"
+        "    cli.entry()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "from kubernetes.dynamic import client\n"
+        "print(sorted(m for m in ('kubernetes', 'kubernetes_validate', 'jsonschema') if sys.modules.get(m)),"
+        " client.HAS_KUBERNETES_VALIDATE)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == ["['kubernetes']", "False"], done.stdout
+    __import__("kubernetes_validate")  # installed: the decline, not its absence, did it
+    scripts = (ROOT / "pyproject.toml").read_text()
+    assert 'jupyter-px = "jupyter_px.cli:entry"' in scripts  # the executable is `entry`, not `main`
