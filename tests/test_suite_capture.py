@@ -43,10 +43,9 @@ def test_absl_then_a_server_start_leaves_the_capture_open(tmp_path: Path) -> Non
             "-q",
             "-p",
             "no:cacheprovider",
-            "-p",
-            "no:randomly",
             "-W",
             "error::pytest.PytestWarning",
+            f"--basetemp={tmp_path / 'basetemp'}",  # never the machine's numbered ones (nor their clean-up)
             "test_sequence.py",
         ],
         cwd=tmp_path,
