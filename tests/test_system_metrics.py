@@ -56,7 +56,9 @@ def test_a_spinning_master_and_a_sleeping_worker_show_apart_in_system_metrics(px
     assert sum(cpu["master-0"]) > 3 * sum(cpu["worker-0"]) and max(cpu["master-0"]) > 15, cpu
     assert statistics.median(cpu["worker-0"]) < 5, cpu
     assert max(rss["master-0"]) > max(rss["worker-0"]) + 40, rss
-    assert all(values[-1] > 20 for values in rss.values()), rss  # an interpreter with its code loaded
+    # an interpreter with its code loaded: a bare one is about 10 MiB (the first samples), a cold
+    # runner with tracking 19.5-21 (20 failed CI once at 19.54), a warm one shares its template's
+    assert all(values[-1] > 15 for values in rss.values()), rss
     # what the code logged is untouched: its step progress, its own series
     assert reader.progress("master-0")[0] == 2 and reader.series("master-0", "loss").steps == [0, 1, 2]
     assert all(step is None for step in reader.series("master-0", "system/rss_mib").steps)
