@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jupyter_px.sweeps.store import SweepStore, TrialState
+from jupyter_px.sweeps.store import SweepState, SweepStore, TrialState
 
 MAKE_SWEEP = Path(__file__).resolve().parents[1] / "ui-tests" / "make_sweep.py"
 
@@ -35,7 +35,7 @@ def test_the_plots_are_edited_in_place_and_kept_in_the_saved_state(px_home):
     sweep_id = make_sweep(px_home, "lr", 4)
     store = SweepStore(px_home)
     status = store.status(sweep_id)
-    status.state = "Running"
+    status.state = SweepState.RUNNING
     for trial in status.trials[2:]:  # two trials still running, no value yet
         trial.state, trial.value, trial.values, trial.intermediate = TrialState.RUNNING, None, None, []
     store.write_status(status)
@@ -47,7 +47,7 @@ def test_the_plots_are_edited_in_place_and_kept_in_the_saved_state(px_home):
 
     # The sweep goes on: the last two trials end, one of them reported no per-step value.
     status = store.status(sweep_id)
-    status.state = "Succeeded"
+    status.state = SweepState.SUCCEEDED
     for trial in status.trials[2:]:
         trial.state, trial.value, trial.values, trial.step = TrialState.COMPLETE, 0.3, {"loss": 0.3}, 9
     status.trials[2].intermediate = [(step, 0.3) for step in range(10)]

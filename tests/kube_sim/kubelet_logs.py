@@ -40,8 +40,11 @@ def append(kubelet: ContainerLogs, instance: Instance, stream: str, data: bytes)
     if not text.endswith("\n"):
         text += "\n"
     with kubelet._log_lock:
-        with open(instance.log_path, "a") as handle:
-            handle.write(f"{stamp()} {stream} {tag} {text}")
+        try:
+            with open(instance.log_path, "a") as handle:
+                handle.write(f"{stamp()} {stream} {tag} {text}")
+        except FileNotFoundError:  # the pod was removed, its logs with it: a straggling write goes nowhere
+            return
         if instance.log_path.stat().st_size > kubelet.log_max_bytes:
             rotated = instance.log_path.with_name(
                 f"{instance.log_path.name}.{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns()}"
