@@ -17,8 +17,9 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
                                    (what the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,ledger,event_writer,record_crc,checkpoints}.py`
-                                   (standard library only; the event writer imports TensorBoard
-                                   when the replica writes events)
+                                   (standard library, and google-crc32c where the image has
+                                   it; the event writer imports TensorBoard when the replica
+                                   writes events)
 
 A ConfigMap holds at most 1 MiB (etcd's limit on one object); code above that is refused with
 what to do instead, before anything is created.
