@@ -75,6 +75,22 @@ def test_each_v0_name_gets_its_optuna_sampler_and_pruner(tmp_path, section, samp
     assert (type(study.sampler).__name__, type(study.pruner).__name__) == (sampler, pruner)
 
 
+def test_a_restart_strategy_optuna_no_longer_applies_is_said_not_passed(tmp_path):
+    """Optuna 4.4 and later run CMA-ES without restarts, and only warn when given a restart
+    strategy: the sweep says so in a note, and the sampler is made without a warning."""
+    import warnings
+
+    from jupyter_px.sweeps.spec.samplers import optuna_restarts_cma_es
+
+    spec = spec_of(HEAD + "  cmaes: {n_experiments: 9, restart_strategy: ipop}\n" + LOSS)
+    noted = [note for note in spec.notes if "restart_strategy: ipop is not applied" in note]
+    assert bool(noted) is not optuna_restarts_cma_es(), spec.notes
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        study = open_study(spec, tmp_path / "study.journal")
+    assert type(study.sampler).__name__ == "CmaEsSampler"
+
+
 @pytest.mark.parametrize(
     ("kind", "sampler"),
     [("bayes", "GPSampler"), ("bayesianoptimization", "GPSampler"), ("tpe", "TPESampler"),

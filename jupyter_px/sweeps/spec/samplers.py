@@ -9,7 +9,8 @@
   `acquisition_function: ei` and `kernel: matern` are what it does; everything else is said,
   in a note, not to be used (the sampler has no such knobs).
 * CMA-ES (Katib's `cmaes`; ours in v0): `n_experiments` / `numRuns`, `n_initial_trials`,
-  `sigma0` (Katib's `sigma`), `restart_strategy` (ipop, bipop), `popsize`: Optuna's CmaEsSampler.
+  `sigma0` (Katib's `sigma`), `restart_strategy` (ipop, bipop: applied by Optuna before 4.4,
+  said in a note after), `popsize`: Optuna's CmaEsSampler.
 * NSGA-II (ours: v0 `nsga2`, v1 `kind: nsga2`): `n_experiments` / `numRuns`,
   `population_size`; Optuna's NSGAIISampler, for two or more objectives (`metrics`).
 * TPE under Katib's names (`tpe`, `multivariate-tpe`): `numRuns`; Optuna's TPESampler.
@@ -95,6 +96,15 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
+def optuna_restarts_cma_es() -> bool:
+    """Whether the installed Optuna's CmaEsSampler still applies `restart_strategy`: 4.4
+    deprecated it, and ignores it with a FutureWarning (optuna/samplers/_cmaes.py, v4.4.0)."""
+    from importlib.metadata import version
+
+    major, minor = (int(part) for part in version("optuna").split(".")[:2])
+    return (major, minor) < (4, 4)
+
+
 def read_cmaes(fields: Fields, section: dict[str, Any], path: str, params: dict[str, Param]) -> Search | None:
     v1 = fields.v1
     options = {"n_initial_trials", "sigma0", "sigma", "restart_strategy", "popsize", "metric"}
@@ -116,7 +126,13 @@ def read_cmaes(fields: Fields, section: dict[str, Any], path: str, params: dict[
     if restart_key is not None and restart not in (None, "none", "ipop", "bipop"):
         fields.problems.append(Problem(f"{path}.{restart_key}", f"{show_value(restart)} is not none, ipop or bipop"))
     elif restart not in (None, "none"):
-        chosen["restart_strategy"] = restart
+        if optuna_restarts_cma_es():
+            chosen["restart_strategy"] = restart
+        else:  # said, not passed: Optuna would only warn that it ignores it
+            fields.notes.append(
+                f"{path}.{restart_key}: {restart} is not applied: Optuna 4.4 and later run CMA-ES "
+                "without restarts (restart strategies moved to OptunaHub)"
+            )
     if "popsize" in section:
         popsize = fields.whole(section["popsize"], f"{path}.popsize", 2, 10_000)
         if popsize is not None:
