@@ -265,3 +265,47 @@ def test_a_real_run_with_two_processes_per_replica_keeps_both_series(tmp_path, m
     }
     reader.poll()
     assert reader.progress("master-0.rank1") == (199, 200)
+
+
+def test_settling_a_batch_a_kill_cut_short_keeps_its_whole_lines_and_counts_the_rest_lost(paths):
+    """What a SIGKILL during a batch's write leaves (the kernel stops a large write at a page
+    boundary): some of the batch's lines whole, then a fragment, and a ledger that counts none of
+    the batch written. Settling keeps the whole lines as written points (TensorBoard catches up
+    with them), cuts the fragment off, and counts only the rest as lost."""
+    import mmap
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from jupyter_px.runstore import ledger as ledgers
+    from jupyter_px.runstore.settle import settle_replica
+
+    replica = start(
+        """
+        from jupyter_px import tracking
+        for i in range(5):
+            tracking.log_metrics(step=i, loss=float(i))
+        """,
+        replica_env(paths),
+    )
+    _, err = replica.communicate(timeout=60)
+    assert replica.returncode == 0, err
+    metrics = paths.metrics("worker", 0)
+    # the next batch, steps 5 to 8, accepted and cut short while it was written
+    with open(metrics, "ab") as jsonl:
+        jsonl.write(b'{"step":5,"time":5.0,"metrics":{"loss":5.0}}\n{"step":6,"time":6.0,"metrics":{"loss":6.0}}\n')
+        jsonl.write(b'{"step":7,"ti')
+    with open(ledgers.ledger_path(metrics), "r+b") as file, mmap.mmap(file.fileno(), 0) as shared:
+        counts = memoryview(shared).cast("q")
+        counts[ledgers.ACCEPTED] += 4
+        counts.release()
+
+    settled = settle_replica(paths, "worker", 0)
+
+    assert metrics.read_bytes().endswith(b"\n")  # the fragment is gone
+    assert steps_in(metrics) == list(range(7))
+    accumulator = EventAccumulator(str(paths.tensorboard("worker", 0)), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    assert sorted(event.step for event in accumulator.Scalars("loss")) == list(
+        range(7)
+    )  # 5 and 6 in a file of their own
+    assert (settled.lost, settled.repaired) == (2, 2), settled

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .layout import EVENTS_FILE_SUFFIX, PROCESS_INFIX, RunPaths
 from .ledger import Ledger, replica_ledgers
@@ -50,6 +50,10 @@ def settle_replica(paths: RunPaths, role: str, index: int) -> Settled:
     for ledger in replica_ledgers(paths.metrics_dir, key):
         if ledger.writer_running():
             continue
+        try:
+            ledger = _finish_cut_batch(ledger)
+        except OSError as error:  # the JSONL is as the kill left it; readers skip a fragment
+            log.warning("%s: cannot finish the batch a kill cut short: %r", key, error)
         if ledger.tensorboard_behind:
             try:
                 repaired += _catch_up_tensorboard(paths, key, ledger)
@@ -62,6 +66,36 @@ def settle_replica(paths: RunPaths, role: str, index: int) -> Settled:
         except OSError:
             pass
     return Settled(lost=lost, dropped=dropped, repaired=repaired)
+
+
+def _finish_cut_batch(ledger: Ledger) -> Ledger:
+    """The ledger as the JSONL really ends, after a kill cut a batch's write short.
+
+    The ledger counts a batch as written only once its one `write` returned, but the kernel
+    stops a large write to a file at a page boundary when SIGKILL arrives (Linux
+    `generic_perform_write`): the file then holds some of the batch's lines whole and a fragment
+    of the next. The whole lines are written points (TensorBoard catches up with them, and they
+    are not counted lost); the fragment, which no reader can use, is cut off. Only this process
+    wrote past `jsonl_end` (one writer per metrics file at a time, and it is gone)."""
+    path = ledger.metrics_file
+    if ledger.jsonl_end < 0 or not ledger.unwritten:
+        return ledger
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:  # the run was deleted
+        return ledger
+    try:
+        size = os.fstat(fd).st_size
+        if size <= ledger.jsonl_end:
+            return ledger
+        tail = os.pread(fd, size - ledger.jsonl_end, ledger.jsonl_end)
+        whole = tail[: tail.rfind(b"\n") + 1]
+        if len(whole) < len(tail):
+            os.ftruncate(fd, ledger.jsonl_end + len(whole))
+    finally:
+        os.close(fd)
+    lines = min(whole.count(b"\n"), ledger.unwritten)
+    return replace(ledger, written=ledger.written + lines, jsonl_end=ledger.jsonl_end + len(whole))
 
 
 def _catch_up_tensorboard(paths: RunPaths, key: str, ledger: Ledger) -> int:
