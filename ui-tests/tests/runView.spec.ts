@@ -57,8 +57,28 @@ async function restartKernel(page: IJupyterLabPageFixture): Promise<void> {
       .sessionContext;
     const before = context.session.kernel.id;
     await context.changeKernel({ name: 'python3' }); // the old kernel shut down, a new one
-    if (context.session.kernel.id === before) {
+    const kernel = context.session.kernel;
+    if (kernel.id === before) {
       throw new Error('the kernel was not replaced');
+    }
+    // jupyter_server can answer the new kernel's first websocket with a 500 (an AttributeError in
+    // its select_subprotocol, jupyter_server#1265), and JupyterLab then stays disconnected from
+    // it: reconnect, as the kernel status' "reconnect" does.
+    const connected = () => kernel.connectionStatus === 'connected';
+    const waitUpTo = async (ms: number) => {
+      for (let waited = 0; !connected() && waited < ms; waited += 500) {
+        await new Promise(resolve => setTimeout(resolve, 500));
+      }
+    };
+    await waitUpTo(30000);
+    for (let tries = 0; !connected() && tries < 5; tries++) {
+      void kernel.reconnect();
+      await waitUpTo(20000);
+    }
+    if (!connected()) {
+      throw new Error(
+        `the new kernel never connected: ${kernel.connectionStatus}`
+      );
     }
   });
 }
