@@ -63,6 +63,9 @@ class BackendEntry:
     retries_runs: bool = False
     #: Where a backend that does not start runs again has a way of its own, what to say of it.
     retries_elsewhere: str = ""
+    #: Whether it runs elastic workers (`n_workers: "MIN:MAX"`): a run that loses workers goes on
+    #: with the rest, and takes them back when they return.
+    elastic_workers: bool = False
     #: Whether a sweep's trials of one shape go to it together, as one job array
     #: (`Backend.submit_array`: one scheduler record, at most `concurrency` running).
     job_arrays: bool = False
@@ -121,6 +124,7 @@ BACKENDS: tuple[BackendEntry, ...] = (
         outputs_here=True,
         runs_here=True,
         retries_runs=True,
+        elastic_workers=True,
         warm="jupyter_px.backends.local.templates",
     ),
     _kubernetes(

@@ -79,25 +79,32 @@ def tf_config(topology: Topology, role: str, index: int, addresses: Addresses) -
     return {"cluster": cluster, "task": {"type": task_type, "index": index}, "environment": "cloud"}
 
 
-def torch_rank(topology: Topology, role: str, index: int) -> int:
-    """Node rank: 0 for the master, index+1 for workers (index for a job without a master)."""
+def torch_rank(topology: Topology, role: str, index: int, absent: frozenset[int] = frozenset()) -> int:
+    """Node rank: 0 for the master, index+1 for workers (index for a job without a master);
+    workers `absent` from this attempt (elastic workers) are skipped, so ranks stay contiguous."""
     if role == "master":
         return 0
-    return index + topology.replicas_section.n_masters
+    return index - sum(1 for gone in absent if gone < index) + topology.replicas_section.n_masters
 
 
 def torch_env(
-    topology: Topology, role: str, index: int, addresses: Addresses, local_rank: int | None = None
+    topology: Topology,
+    role: str,
+    index: int,
+    addresses: Addresses,
+    local_rank: int | None = None,
+    absent: frozenset[int] = frozenset(),
 ) -> dict[str, str]:
     """torch.distributed's env:// variables plus Kubeflow's PET_* (torchrun/elastic) names.
 
     With processes_per_replica > 1 and `local_rank` given, each process gets its global RANK,
-    LOCAL_RANK and the total WORLD_SIZE, as torchrun would give it.
+    LOCAL_RANK and the total WORLD_SIZE, as torchrun would give it. Workers `absent` from this
+    attempt of an elastic run are not counted: the world is the replicas that take part.
     """
     host, port = _split(_leader(addresses))
-    nodes = topology.total_replicas()
+    nodes = topology.total_replicas() - len(absent)
     nproc = topology.environment.processes_per_replica
-    node_rank = torch_rank(topology, role, index)
+    node_rank = torch_rank(topology, role, index, absent)
     env = {
         "MASTER_ADDR": host,
         "MASTER_PORT": port,
@@ -152,8 +159,10 @@ class ClusterEnv:
     the cluster size; a 1,100-replica job would spend most of its submit time in json.dumps.
     """
 
-    def __init__(self, topology: Topology, run_id: str, addresses: Addresses):
+    def __init__(self, topology: Topology, run_id: str, addresses: Addresses, absent: frozenset[int] = frozenset()):
         self.topology, self.run_id, self.addresses = topology, run_id, addresses
+        #: Workers not in this attempt of an elastic run (`torch_env`).
+        self.absent = absent
         self.counts = topology.counts()
         self.px_cluster = json.dumps({r: list(addresses.get(r, [])) for r in self.counts}, separators=(",", ":"))
         if topology.framework == "tensorflow":
@@ -174,7 +183,7 @@ class ClusterEnv:
                 f'{{"cluster":{self._tf_cluster},"task":{{"type":"{task_type}","index":{index}}},"environment":"cloud"}}'
             )
         elif framework == "pytorch":
-            env.update(torch_env(topology, role, index, self.addresses, local_rank))
+            env.update(torch_env(topology, role, index, self.addresses, local_rank, self.absent))
         elif framework == "mxnet":
             env.update(mxnet_env(topology, role, self.addresses))
         elif framework in ("horovod", "mpi"):

@@ -53,17 +53,24 @@ LAUNCH_MODULES = (
     "test_system_metrics",
     "test_resume",
     "test_collective_timeout",
+    "test_elastic_workers",
 )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """The `jobs` tests of LAUNCH_MODULES (which use the `launch` fixture) run cold and warm."""
+    """The `jobs` tests of LAUNCH_MODULES (which use the `launch` fixture) run cold and warm,
+    but for those marked `cold_only` or `warm_only`."""
     if "launch" not in metafunc.fixturenames or not metafunc.definition.get_closest_marker("jobs"):
         return
     if metafunc.module.__name__ not in LAUNCH_MODULES:
         return
-    cold_only = metafunc.definition.get_closest_marker("cold_only")
-    metafunc.parametrize("launch", ["cold"] if cold_only else ["cold", "warm"], indirect=True)
+    if metafunc.definition.get_closest_marker("cold_only"):
+        modes = ["cold"]
+    elif metafunc.definition.get_closest_marker("warm_only"):
+        modes = ["warm"]
+    else:
+        modes = ["cold", "warm"]
+    metafunc.parametrize("launch", modes, indirect=True)
 
 
 @pytest.fixture(autouse=True, scope="session")

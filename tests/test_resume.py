@@ -224,6 +224,7 @@ def _final_model(run) -> dict:
 
 
 @pytest.mark.jobs
+@pytest.mark.warm_only  # the module's other tests restart cold gangs: this long one runs warm
 def test_a_killed_rank_restarts_the_gang_which_resumes_and_ends_with_the_same_model(px_home):
     """worker-1 SIGKILLed mid-run: every replica is stopped and started again as attempt 2 on a
     new port, each resumes from the newest checkpoint they all have, the run succeeds, and the

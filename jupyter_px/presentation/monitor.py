@@ -52,10 +52,11 @@ REASON_WORDS: dict[str, str] = {
     Reason.SUPERVISOR_LOST.value: "lost with its supervisor",
     Reason.POD_DELETED.value: "its pod was deleted",
     Reason.COLLECTIVE_TIMEOUT.value: "its peers timed out waiting for it",
+    Reason.LEFT_RUN.value: "left the run",
     Reason.COMPLETED.value: "",
 }
 #: Reasons whose message says all there is to say ("stopped because master-0 failed").
-SELF_EXPLAINED = (Reason.STOPPED_BY_RUN, Reason.STOPPED_BY_USER, Reason.COLLECTIVE_TIMEOUT)
+SELF_EXPLAINED = (Reason.STOPPED_BY_RUN, Reason.STOPPED_BY_USER, Reason.COLLECTIVE_TIMEOUT, Reason.LEFT_RUN)
 STOPPED_WHEN_SUCCEEDED = "stopped when the run succeeded"
 STARTING = "starting"
 #: A Running replica that logs steps and has logged none for a while (`stalled_since`): a badge, not a state.

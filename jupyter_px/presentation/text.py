@@ -139,18 +139,28 @@ def status_heading(status: RunStatus) -> str:
 
 
 def attempt_lines(status: RunStatus) -> list[str]:
-    """`attempt 2 of 3, from step 1,200` and a line per attempt that failed, for a run with a
-    run-level retry (`termination`) once an attempt failed."""
+    """`attempt 2 of 3, from step 1,200` and a line per attempt that ended, for a run with a
+    run-level retry (`termination`) or elastic workers once an attempt ended (`with 2 workers`;
+    a worker that `went on without it`, one that `came back`)."""
     if not status.attempts:
         return []
     current = status.attempts[-1]
     since = f", from step {current.resumed_from:,}" if current.resumed_from is not None else ""
-    lines = [f"attempt {status.attempt} of {status.max_attempts}{since}"]
-    for attempt in status.attempts:
-        if attempt.failed is not None:
-            then = "; started again" if attempt.retried else ""
-            lines.append(f"  attempt {attempt.attempt}: {printable(attempt.describe())}{then}")
+    lines = [f"attempt {status.attempt} of {status.max_attempts}{_workers(current.workers)}{since}"]
+    for attempt, following in zip(status.attempts, [*status.attempts[1:], None], strict=True):
+        if attempt.failed is None and attempt.returned is None:
+            continue
+        then = ""
+        if attempt.retried and attempt.failed is not None:  # (a worker that came back says so itself)
+            after = following.workers if following is not None else None
+            fewer = after is not None and attempt.workers is not None and after < attempt.workers
+            then = "; went on without it" if fewer else "; started again"
+        lines.append(f"  attempt {attempt.attempt}: {printable(attempt.describe())}{then}")
     return lines
+
+
+def _workers(count: int | None) -> str:
+    return "" if count is None else f" with {count} worker{'s' if count != 1 else ''}"
 
 
 def status_rows(status: RunStatus, tf_chief: bool = False) -> list[tuple[str, ...]]:

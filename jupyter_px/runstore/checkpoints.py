@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -86,16 +87,18 @@ def all_checkpoints(outputs: str) -> list[CheckpointFile]:
     return [c for scope in scopes for c in in_scope(outputs, scope)]
 
 
-def newest_step(outputs: str) -> int | None:
+def newest_step(outputs: str, scopes: Collection[str] | None = None) -> int | None:
     """The step of the newest complete checkpoint the whole run can resume from: the newest step
     every scope has a checkpoint of (a gang is only as far as the slowest of its replicas, and
     each must load the same step), or None when there is none.
 
     Replicas asked to checkpoint now (`tracking.checkpoint_requested`, a Slurm job before its
     time limit) may save at steps one apart, as the request reaches each between two of its
-    steps: then their common periodic step is the one they resume from."""
+    steps: then their common periodic step is the one they resume from. `scopes`: only these
+    count (the replicas taking part in an attempt of elastic workers, or `shared`)."""
     steps: dict[str, set[int]] = {}
     for checkpoint in all_checkpoints(outputs):
-        steps.setdefault(checkpoint.scope, set()).add(checkpoint.step)
+        if scopes is None or checkpoint.scope in scopes:
+            steps.setdefault(checkpoint.scope, set()).add(checkpoint.step)
     common = set.intersection(*steps.values()) if steps else set()
     return max(common) if common else None

@@ -61,6 +61,7 @@ class Reason(StrEnum):
     STOPPED_BY_USER = "StoppedByUser"  # a user's stop (the run's reason too, on every backend)
     POD_DELETED = "PodDeleted"  # its pod was deleted by someone else (kubectl, an eviction)
     COLLECTIVE_TIMEOUT = "CollectiveTimeout"  # it never joined a collective its peers timed out in (a run: so)
+    LEFT_RUN = "LeftRun"  # an elastic worker lost beyond the run's retries: the run went on without it
     # a replica waits (Kubernetes)
     UNSCHEDULABLE = "Unschedulable"
     CONTAINER_CREATING = "ContainerCreating"
@@ -229,13 +230,17 @@ class AttemptRecord(BaseModel):
         default=None, description="the checkpoint step it resumed from (the newest every replica had saved)"
     )
     retried: bool = Field(default=False, description="whether a next attempt followed")
+    workers: int | None = Field(default=None, description="elastic workers: how many took part")
+    returned: str | None = Field(
+        default=None, description="elastic workers: the workers that came back, which ended it (worker-2)"
+    )
     log_offsets: dict[str, int] = Field(default_factory=dict, description="replica -> byte its log of it starts at")
 
     def describe(self) -> str:
         """How it ended: `worker-1 killed by SIGKILL at step 1,287`, `Slurm job 5 requeued
         (TimeLimit) at step 1,287` ("" while it runs)."""
         if self.failed is None:
-            return ""
+            return f"{self.returned} came back" if self.returned else ""
         if self.reason == Reason.OOM_KILLED:
             what = "OOMKilled"
         elif self.signal:

@@ -14,7 +14,11 @@ from .quantities import format_number
 
 def to_dict(topology: Topology) -> dict[str, Any]:
     """The current polyaxonfile form, with only what differs from the defaults."""
-    return _tidy(topology.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
+    out = _tidy(topology.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
+    replicas = out.get("environment", {}).get("replicas", {})
+    if "min_workers" in replicas:  # written as it is read: `n_workers: "2:4"`
+        replicas["n_workers"] = f"{replicas.pop('min_workers')}:{topology.replicas_section.n_workers}"
+    return out
 
 
 def _tidy(value: Any) -> Any:

@@ -179,7 +179,20 @@ class Replicas(_Strict):
     """`environment.replicas`: how many of each role and their settings."""
 
     n_masters: WholeNumber = Field(default=1, ge=0, le=1, description="0 for a job of workers only (no chief/master).")
-    n_workers: WholeNumber = Field(default=0, ge=0, le=MAX_REPLICAS_PER_ROLE, description=f"Workers. {_COUNT_LIMITS}")
+    n_workers: WholeNumber = Field(
+        default=0,
+        ge=0,
+        le=MAX_REPLICAS_PER_ROLE,
+        description=f"Workers; PyTorch also takes a range 'MIN:MAX' (elastic workers, torchrun's --nnodes). "
+        f"{_COUNT_LIMITS}",
+    )
+    min_workers: WholeNumber | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_REPLICAS_PER_ROLE,
+        description="Elastic workers: the fewest workers the run goes on with after losing some "
+        "(written `n_workers: 'MIN:MAX'`).",
+    )
     n_ps: WholeNumber = Field(
         default=0, ge=0, le=MAX_REPLICAS_PER_ROLE, description=f"Parameter servers. {_COUNT_LIMITS}"
     )
@@ -190,6 +203,23 @@ class Replicas(_Strict):
     worker: list[ReplicaOverride] = Field(default_factory=list)
     ps: list[ReplicaOverride] = Field(default_factory=list)
     evaluator: list[ReplicaOverride] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _worker_range(cls, data: Any) -> Any:
+        """`n_workers: "2:4"` (torchrun's `--nnodes=2:4`): at most 4 workers, at least 2."""
+        if isinstance(data, dict) and isinstance(data.get("n_workers"), str):
+            low, colon, high = data["n_workers"].partition(":")
+            if colon and low.strip().isdigit() and high.strip().isdigit():
+                if data.get("min_workers") is not None:
+                    raise ValueError(f"n_workers {data['n_workers']!r} and min_workers both give the minimum: give one")
+                data = {**data, "n_workers": int(high), "min_workers": int(low)}
+        return data
+
+    @property
+    def elastic(self) -> bool:
+        """Whether the run goes on with fewer workers after losing some (`min_workers`)."""
+        return self.min_workers is not None
 
     def count(self, role: str) -> int:
         return {"master": self.n_masters, "worker": self.n_workers, "ps": self.n_ps, "evaluator": self.n_evaluators}[

@@ -65,6 +65,7 @@ def check(topology: Topology) -> list[Problem]:
                 f"(backends that do: {able})" + (f"; on it, {elsewhere}" if elsewhere else ""),
             )
         )
+    problems += _elastic_problems(topology)
     processes = topology.environment.processes_per_replica
     if processes > 1 and framework in ("tensorflow", "mxnet"):
         problems.append(
@@ -81,3 +82,29 @@ def _role_not_allowed(count: int, role: str, framework: str | None) -> str:
         return f"{count} {role} replicas need a framework (set framework: tensorflow, pytorch, mxnet or horovod)"
     roles = ", ".join(FRAMEWORK_ROLES[framework])
     return f"{count} is not allowed: {framework} has no {role} replicas (roles: {roles})"
+
+
+def _elastic_problems(topology: Topology) -> list[Problem]:
+    """Elastic workers (`n_workers: "MIN:MAX"`): PyTorch's (torchrun `--nnodes=MIN:MAX`), with the
+    master, which holds the rendezvous, and on a backend that re-forms a run's gang."""
+    section = topology.replicas_section
+    low = section.min_workers
+    if low is None:
+        return []
+    path, shown = "environment.replicas.n_workers", f"'{low}:{section.n_workers}'"
+    if not 1 <= low <= section.n_workers:
+        return [Problem(path, f"{shown}: the minimum must be at least 1 and at most the maximum")]
+    if topology.framework != "pytorch":
+        return [Problem(path, f"{shown}: elastic workers are for PyTorch (torchrun's --nnodes=MIN:MAX)")]
+    if section.n_masters == 0:
+        return [Problem(path, f"{shown}: elastic workers need the master (n_masters: 1), which holds the rendezvous")]
+    if not backend_table.entry(topology.backend).elastic_workers:
+        able = ", ".join(e.name for e in backend_table.BACKENDS if e.elastic_workers)
+        return [
+            Problem(
+                path,
+                f"{shown}: the {topology.backend_kind} backend does not run elastic workers yet "
+                f"(backends that do: {able})",
+            )
+        ]
+    return []

@@ -128,7 +128,12 @@ def lone_restart_warnings(topology: Any) -> list[str]:
     )
     if not collective or topology.total_replicas() < 2:
         return []
-    lone = [s.key for s in topology.replicas() if s.restart_policy != "Never" and s.max_restarts > 0]
+    elastic = topology.replicas_section.elastic  # an elastic worker's restart policy is how it comes back
+    lone = [
+        s.key
+        for s in topology.replicas()
+        if s.restart_policy != "Never" and s.max_restarts > 0 and not (elastic and s.role == "worker")
+    ]
     if not lone:
         return []
     shown = ", ".join(lone[:4]) + (f" and {len(lone) - 4} more" if len(lone) > 4 else "")

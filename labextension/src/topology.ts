@@ -15,6 +15,7 @@ const SHOWN: { [definition: string]: string[] } = {
   Replicas: [
     'n_masters',
     'n_workers',
+    'min_workers',
     'n_ps',
     'n_evaluators',
     'default_worker',
@@ -41,6 +42,7 @@ const TITLES: { [name: string]: string } = {
   replicas: 'Replicas',
   n_masters: 'Masters (0 or 1)',
   n_workers: 'Workers',
+  min_workers: 'Fewest workers (elastic, PyTorch)',
   n_ps: 'Parameter servers',
   n_evaluators: 'Evaluators',
   default_worker: 'Every worker',
@@ -171,7 +173,14 @@ export function formUiSchema(): JSONObject {
     environment: {
       'ui:order': ['replicas', 'resources', '*'],
       replicas: {
-        'ui:order': ['n_masters', 'n_workers', 'n_ps', 'n_evaluators', '*'],
+        'ui:order': [
+          'n_masters',
+          'n_workers',
+          'min_workers',
+          'n_ps',
+          'n_evaluators',
+          '*'
+        ],
         worker: { items: { 'ui:order': ['index', '*'], resources } },
         ps: { items: { 'ui:order': ['index', '*'], resources } }
       }

@@ -303,6 +303,14 @@ export interface IAttempt {
   log_offsets?: {
     [k: string]: number;
   };
+  /**
+   * elastic workers: how many took part
+   */
+  workers?: number | null;
+  /**
+   * elastic workers: the workers that came back, which ended it
+   */
+  returned?: string | null;
 }
 /**
  * A complete checkpoint in the run's outputs (`tracking.save_checkpoint`).

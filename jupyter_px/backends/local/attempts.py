@@ -34,15 +34,16 @@ import os
 import time
 from typing import Protocol
 
-from ...runstore import ReplicaState, RunPaths, RunStatus, metrics_tail
-from ...runstore.checkpoints import RESUME_AT_ENV, all_checkpoints, newest_step
-from ...runstore.models import AttemptRecord, CheckpointInfo
+from ...runstore import ReplicaState, ReplicaStatus, RunPaths, RunStatus, metrics_tail
+from ...runstore.checkpoints import RESUME_AT_ENV, SHARED_SCOPE, all_checkpoints, newest_step
+from ...runstore.models import AttemptRecord, CheckpointInfo, Reason
 from ...topology import Topology
 from ...topology.termination import Termination
 from ..gang_retry import judge, record_failure
 from ..outcome import Outcome
 from . import policy
 from .config import MASTER_HEAD_START_S
+from .elastic import Membership
 from .launcher import LaunchPlan
 from .ports import PortReservation
 from .replica import Ending, Replica
@@ -72,6 +73,7 @@ class Supervisor(Protocol):
     spawner: Spawner
     machine: Machine | None
     wakeup: SignalWakeup
+    attempts: Attempts
 
     def _prepare(self) -> None: ...
     def _spawn(self, *replicas: Replica) -> None: ...
@@ -79,14 +81,33 @@ class Supervisor(Protocol):
 
 
 class Attempts:
-    """The supervisor's attempts: decides a retry on a failure and starts the next attempt."""
+    """The supervisor's attempts: decides a retry on a failure and starts the next attempt;
+    for elastic workers, re-forms the gang without a lost worker and with a returning one."""
 
     def __init__(self, supervisor: Supervisor):
         self.termination = supervisor.topology.termination or Termination()
         self.outputs = str(supervisor.paths.outputs_dir)
-        supervisor.status.max_attempts = 1 + self.termination.max_retries
+        self.allowed = 1 + self.termination.max_retries  # attempts the run's retries allow
+        self.retried = 0  # retries used (a re-forming of elastic workers uses none)
+        supervisor.status.max_attempts = self.allowed
         self.pending: AttemptRecord | None = None  # a failed attempt whose gang is being stopped
         self._checkpoints_seen: tuple[tuple[str, float], ...] | None = None
+        section = supervisor.topology.replicas_section
+        self.membership = Membership(section.min_workers, section.n_workers) if section.min_workers else None
+        self.below_minimum: ReplicaStatus | None = None  # the elastic worker whose loss ended the run
+        self.left_as: dict[int, str] = {}  # an elastic worker that left -> how (for its final message)
+
+    def absent(self) -> frozenset[int]:
+        """Workers the current attempt goes on without (elastic workers)."""
+        return frozenset(self.membership.absent) if self.membership else frozenset()
+
+    def takes_part(self, replica: Replica) -> bool:
+        members = self.membership
+        return members is None or replica.spec.role != "worker" or replica.spec.index not in members.absent
+
+    @staticmethod
+    def _worker(sup: Supervisor, index: int) -> Replica:
+        return next(r for r in sup.replicas if r.spec.role == "worker" and r.spec.index == index)
 
     # ---- a replica failed --------------------------------------------------------------------
     def on_failure(self, sup: Supervisor, outcome: Outcome) -> Outcome | None:
@@ -94,32 +115,135 @@ class Attempts:
         (or is already being stopped to), else the outcome, saying why it was not retried."""
         if self.pending is not None:
             return None
+        if self.below_minimum is not None:  # an elastic worker lost: the run cannot go on without it
+            st = self.below_minimum
+            return dataclasses.replace(outcome, message=f"{st.key} failed ({st.reason}): {st.message}", cause=st.key)
         if self.termination.max_retries == 0:
             return outcome
         failed = [r.status for r in sup.replicas if r.status.state == ReplicaState.FAILED]
-        status = sup.status
-        culprit, why = judge(self.termination, failed, status.attempt, status.max_attempts)
-        if not status.attempts:  # the first attempt's record, made when it fails
-            status.attempts.append(AttemptRecord(attempt=1, started_at=status.started_at))
-        record = status.attempts[-1]
+        culprit, why = judge(self.termination, failed, 1 + self.retried, self.allowed)
+        record = self._current(sup)
         record_failure(record, culprit, last_step(sup))
         sup.writer.dirty = True
         if why is not None:
             return dataclasses.replace(outcome, message=f"{outcome.message}; {why}")
+        self.retried += 1
+        self._stop_gang(sup, record, "failed")
+        return None
+
+    def leaves(self, sup: Supervisor, replica: Replica, info_exit_code: int) -> bool:
+        """Elastic workers: a worker that failed in a way that is retried (killed, OOMKilled),
+        when the run has no retries left, leaves it, and the gang starts again without it,
+        if at least the minimum of workers remain; else it fails the run, named as its cause.
+        True: this decided its state (Stopped, it left; or Failed, below the minimum)."""
+        members = self.membership
+        if members is None or replica.spec.role != "worker" or self.pending is not None or sup.outcome is not None:
+            return False
+        if not self.termination.retries(info_exit_code):
+            return False  # a permanent failure: the run fails
+        st, spec = replica.status, replica.spec
+        if 1 + self.retried < self.allowed:  # the whole gang starts again with it (on_failure)
+            st.state = ReplicaState.FAILED  # not alone: its restart policy is for coming back
+            return True
+        if not members.can_lose(1):  # not restarted alone either: it could not rejoin its peers
+            st.state = ReplicaState.FAILED
+            st.message = (
+                f"{st.message or 'failed'}; the run cannot go on with fewer than {members.minimum} workers "
+                f"(n_workers: '{members.minimum}:{members.maximum}')"
+            )
+            self.below_minimum = st
+            return True
+        back = policy.should_restart(
+            spec.restart_policy,
+            failed=True,
+            exit_code=info_exit_code,
+            restarts=st.restarts,
+            max_restarts=spec.max_restarts,
+            decides_run=False,
+        )
+        record = self._current(sup)  # with the workers it started with
+        members.leave(spec.index, time.monotonic() + policy.restart_delay(st.restarts) if back else None)
+        record_failure(record, st, last_step(sup))
+        st.state, st.reason = ReplicaState.STOPPED, Reason.LEFT_RUN
+        restarts = f"{st.restarts} of {spec.max_restarts} restarts"
+        comes_back = (
+            f"returns at the next checkpoint (restart {st.restarts + 1} of {spec.max_restarts})"
+            if back
+            else f"does not return (restart_policy {spec.restart_policy}, {restarts})"
+        )
+        self.left_as[spec.index] = f"{st.message or 'failed'}; left the run, which went on with {members.words()}"
+        st.message = f"{self.left_as[spec.index]}; {comes_back}"
+        log.info("%s left the run: %s", replica.key, st.message)
+        sup.status.max_attempts += 1
+        self._stop_gang(sup, record, "lost a worker")
+        return True
+
+    def _current(self, sup: Supervisor) -> AttemptRecord:
+        """The record of the attempt running (the first one's is made when it ends)."""
+        status = sup.status
+        if not status.attempts:
+            status.attempts.append(AttemptRecord(attempt=1, started_at=status.started_at, workers=self._workers()))
+        return status.attempts[-1]
+
+    def _workers(self) -> int | None:
+        """How many workers take part now (elastic workers), else None."""
+        return self.membership.present if self.membership else None
+
+    def _stop_gang(self, sup: Supervisor, record: AttemptRecord, what: str) -> None:
+        """Stop every replica of the attempt `record`; the next starts once they are gone (tick)."""
+        status = sup.status
         record.retried = True
         self.pending = record
         nxt = status.attempt + 1
-        log.info("attempt %d failed (%s); stopping every replica to start attempt %d", status.attempt, culprit.key, nxt)
+        log.info(
+            "attempt %d %s (%s); stopping its replicas to start attempt %d",
+            status.attempt,
+            what,
+            record.describe(),
+            nxt,
+        )
         ending = Ending.by_run(ReplicaState.STOPPED, f"stopped to start the run again (attempt {nxt})")
         for replica in sup.replicas:
-            sup._stop_replica(replica, ending)
-        status.message = f"attempt {status.attempt} failed: {record.describe()}; starting attempt {nxt}"
-        return None
+            if self.takes_part(replica):
+                sup._stop_replica(replica, ending)
+        status.message = f"attempt {status.attempt} {what}: {record.describe()}; starting attempt {nxt}"
+        sup.writer.dirty = True
+
+    def _return_due(self, sup: Supervisor) -> None:
+        """Elastic workers: an absent worker whose back-off is over comes back when the gang
+        has saved a checkpoint since this attempt started (or the run saves none)."""
+        members = self.membership
+        if members is None or self.pending is not None or sup.outcome is not None:
+            return
+        due = members.due()
+        if not due:
+            return
+        record = self._current(sup)
+        checkpoints = all_checkpoints(self.outputs)
+        if checkpoints and not any(c.time >= (record.started_at or 0.0) for c in checkpoints):
+            return  # nothing saved since this attempt started: re-forming now would lose its steps
+        for index in due:
+            members.rejoin(index)
+            self._worker(sup, index).status.restarts += 1
+        names = ", ".join(f"worker-{i}" for i in due)
+        record.finished_at, record.returned, record.step = time.time(), names, last_step(sup)
+        log.info("%s returned to the run", names)
+        sup.status.max_attempts += 1
+        self._stop_gang(sup, record, f"takes {names} back")
+
+    def ended(self, sup: Supervisor) -> None:
+        """The run is over: an elastic worker still waiting to come back says it did not."""
+        if self.membership is None:
+            return
+        for index in self.membership.returns:
+            self._worker(sup, index).status.message = f"{self.left_as[index]}; the run ended before it came back"
 
     # ---- every turn of the supervisor's loop --------------------------------------------------
     def tick(self, sup: Supervisor) -> None:
-        """Start the next attempt once the failed one's processes are all gone; list new checkpoints."""
+        """Start the next attempt once the ended one's processes are all gone; list new
+        checkpoints; take back an elastic worker whose return is due."""
         self._list_checkpoints(sup)
+        self._return_due(sup)
         if self.pending is None or sup.outcome is not None or any(r.running for r in sup.replicas):
             return
         record, self.pending = self.pending, None
@@ -128,13 +252,21 @@ class Attempts:
         if flushed is not None and (record.step is None or flushed > record.step):
             record.step = flushed
         status.attempt += 1
-        step = newest_step(self.outputs)
+        step = newest_step(self.outputs, self._resume_scopes(sup))
         resumed = f"from step {step:,}" if step is not None else "from the start"
         offsets = _mark_logs(sup, f"--- attempt {status.attempt} ({resumed}): {record.describe()} ---\n")
         status.attempts.append(
-            AttemptRecord(attempt=status.attempt, started_at=time.time(), resumed_from=step, log_offsets=offsets)
+            AttemptRecord(
+                attempt=status.attempt,
+                started_at=time.time(),
+                resumed_from=step,
+                log_offsets=offsets,
+                workers=self._workers(),
+            )
         )
         for replica in sup.replicas:
+            if not self.takes_part(replica):
+                continue  # an elastic worker that left keeps its status until it returns
             st = replica.status
             st.state, st.pid, st.started_at, st.finished_at = ReplicaState.PENDING, None, None, None
             st.exit_code = st.signal = st.failure = st.reason = st.message = None
@@ -149,8 +281,21 @@ class Attempts:
             sup.plan.base_env[RESUME_AT_ENV] = str(step)
         log.info("attempt %d of %d starts %s", status.attempt, status.max_attempts, resumed)
         start_gang(sup)
-        status.message = f"attempt {status.attempt} of {status.max_attempts}, {resumed}: {record.describe()}"
+        with_workers = f" with {self.membership.words()}" if self.membership else ""
+        attempt = f"attempt {status.attempt} of {status.max_attempts}{with_workers}"
+        status.message = f"{attempt}, {resumed}: {record.describe()}"
         sup.writer.write(force=True)
+
+    def _resume_scopes(self, sup: Supervisor) -> set[str] | None:
+        """Whose checkpoints set the step an attempt resumes from: every scope's, except with
+        elastic workers, where the ranks change as workers leave and come back: the run's shared
+        checkpoints when it saves any, else those of the replicas taking part."""
+        if self.membership is None:
+            return None
+        checkpoints = all_checkpoints(self.outputs)
+        if any(c.scope == SHARED_SCOPE for c in checkpoints):
+            return {SHARED_SCOPE}
+        return {r.key for r in sup.replicas if self.takes_part(r)}
 
     def _list_checkpoints(self, sup: Supervisor) -> None:
         """The status's checkpoints, read again when a scope's folder changed: the newest of each
@@ -176,7 +321,8 @@ def start_gang(sup: Supervisor) -> None:
     start (`policy.head_start`). Then the pool, once used, is let go, and the run's `launch` says
     how many replicas it served (`Spawner.finish_gang`)."""
     is_mpi = sup.topology.is_mpi
-    order = sorted(sup.replicas, key=lambda r: (policy.start_rank(r.spec.role, is_mpi=is_mpi), r.spec.index))
+    taking_part = [r for r in sup.replicas if sup.attempts.takes_part(r)]
+    order = sorted(taking_part, key=lambda r: (policy.start_rank(r.spec.role, is_mpi=is_mpi), r.spec.index))
     if sup.spawner.warm:
         sup._spawn(*order)
     else:

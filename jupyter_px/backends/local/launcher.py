@@ -92,6 +92,7 @@ class LaunchPlan:
         addresses: Mapping[str, list[str]],
         placements: Mapping[tuple[str, int], Placement],
         base_env: Mapping[str, str],
+        absent: frozenset[int] = frozenset(),
     ):
         self.record = record
         self.topology = topology
@@ -101,7 +102,8 @@ class LaunchPlan:
         self.base_env = dict(base_env)
         self.run_dir = str(paths.root)
         self.cwd = record.workdir or str(paths.code_dir)
-        self.cluster = ClusterEnv(topology, record.run_id, addresses)  # cluster-wide JSON encoded once
+        # cluster-wide JSON encoded once; `absent`: workers an elastic run goes on without
+        self.cluster = ClusterEnv(topology, record.run_id, addresses, absent)
 
     def replica_paths(self, role: str, index: int) -> ReplicaPaths:
         p = self.paths

@@ -171,6 +171,10 @@ class Attempt(Reply):
     resumed_from: int | None = None
     retried: bool = False
     log_offsets: dict[str, int] = {}
+    workers: int | None = Field(default=None, description="elastic workers: how many took part")
+    returned: str | None = Field(
+        default=None, description="elastic workers: the workers that came back, which ended it"
+    )
 
 
 class Checkpoint(Reply):
