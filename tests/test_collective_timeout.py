@@ -212,6 +212,40 @@ def test_each_attempt_s_timeout_is_judged_on_stacks_taken_for_it():
     assert taken == ["master-0's collective timed out"] * 2
 
 
+def test_a_peer_that_failed_when_the_rank_that_timed_out_exited_is_stopped_because_of_the_missing_one():
+    """master-0 timed out waiting for worker-1 (asleep) and exited; worker-0, on a loaded machine,
+    lost its connection to master-0 before its own timeout came (gloo: "Connection closed by
+    peer"). worker-1 is named; worker-0 reads as the others the run stopped, its exit code kept;
+    master-0 keeps its own timeout."""
+    from jupyter_px.backends.collective_blame import name_missing
+    from jupyter_px.backends.outcome import Outcome
+    from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunState
+    from jupyter_px.runstore.models import Reason
+    from jupyter_px.topology import ReplicaNames
+
+    timed_out = "exited with code 1: RuntimeError: [...] Timed out waiting 5000ms for recv operation"
+    closed = "exited with code 1: RuntimeError: [.../tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:58580"
+    master = ReplicaStatus(role="master", index=0, state=ReplicaState.FAILED, message=timed_out, finished_at=10.0)
+    worker_0 = ReplicaStatus(
+        role="worker", index=0, state=ReplicaState.FAILED, message=closed, exit_code=1, finished_at=10.3
+    )
+    worker_1 = ReplicaStatus(role="worker", index=1, state=ReplicaState.RUNNING, pid=4242)
+    snapshot = {"replicas": [_entry("worker-1", "/run/code/main.py")], "groups": []}
+    outcome = Outcome(RunState.FAILED, "ReplicaFailed", "master-0 failed", cause="master-0")
+
+    named = name_missing(outcome, [master, worker_0, worker_1], snapshot, ReplicaNames())
+    assert named is not None and named.outcome.cause == "worker-1", named
+    assert named.cascaded == {"worker-0"}
+    worker_1.state, worker_1.exit_code = ReplicaState.STOPPED, 143  # ended by the run
+    for replica in (master, worker_0, worker_1):
+        named.settle(replica)
+    assert (master.state, master.message) == (ReplicaState.FAILED, timed_out)
+    assert (worker_0.state, worker_0.reason, worker_0.exit_code) == (ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, 1)
+    assert worker_0.message == "stopped because worker-1 never joined a collective"
+    assert (worker_1.state, worker_1.reason) == (ReplicaState.FAILED, Reason.COLLECTIVE_TIMEOUT)
+    assert worker_1.message == named.missing["worker-1"]
+
+
 def test_a_rank_in_another_collective_than_most_of_its_peers_is_named_and_a_tie_names_nobody():
     """Every rank timed out inside a collective (a skipped barrier): the rank away from the line
     most ranks failed at is named; with one rank at each of two lines nobody can be told apart."""

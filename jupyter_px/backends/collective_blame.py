@@ -11,7 +11,8 @@ already ended without failing (a rank that skipped the last barrier): "worker-1 
 collective its peers waited in (master-0 timed out after 10 s in all_reduce #31); worker-1 was at
 <module>, cell [1] line 7: time.sleep(60)" (the collective from the waiting rank's failure record:
 `diagnostics/flight_recorder.py`). That replica is ended Failed (CollectiveTimeout); the others as usual,
-"stopped because worker-1 never joined a collective". Where no replica is found outside a
+"stopped because worker-1 never joined a collective", and so is a rank that failed only because the
+peer that timed out closed its connections first (`Named.settle`). Where no replica is found outside a
 collective (every stack in one, or none could be read), the run is decided as before.
 """
 
@@ -49,11 +50,28 @@ TakeStacks = Callable[[dict[str, int | None], str], dict[str, Any]]
 @dataclasses.dataclass(frozen=True)
 class Named:
     """The run's outcome with the missing replicas as its cause; what each of them is told
-    (key -> its message; it ends Failed, CollectiveTimeout); what the others are told."""
+    (key -> its message; it ends Failed, CollectiveTimeout); what the others are told; the
+    replicas that failed only because a peer that timed out closed their connections."""
 
     outcome: Outcome
     missing: dict[str, str]
     because: str
+    cascaded: frozenset[str] = frozenset()
+
+    def settle(self, replica: ReplicaStatus) -> None:
+        """An ended replica as this outcome tells it: a missing rank Failed (CollectiveTimeout)
+        with what it is told; a rank whose collective failed with gloo's "Connection closed by
+        peer" (the peer that timed out exited first, on a loaded machine before this rank's own
+        timeout came), Stopped because of the missing rank, as the run's other replicas are (its
+        exit code kept: it is a consequence, not a second cause)."""
+        if replica.state == ReplicaState.RUNNING:
+            return
+        if replica.key in self.missing:
+            replica.state, replica.reason = ReplicaState.FAILED, Reason.COLLECTIVE_TIMEOUT
+            replica.message = self.missing[replica.key]
+        elif replica.key in self.cascaded and replica.state == ReplicaState.FAILED:
+            replica.state, replica.reason = ReplicaState.STOPPED, Reason.STOPPED_BY_RUN
+            replica.message = f"stopped because {self.because}"
 
 
 def _first_failed(replicas: Sequence[ReplicaStatus]) -> ReplicaStatus | None:
@@ -140,7 +158,13 @@ def name_missing(
     log.info("collective timeout: %s", message)
     cause = label[missing[0].key]
     named = Outcome(outcome.state, Reason.COLLECTIVE_TIMEOUT, message, cause=cause)
-    return Named(named, {r.key: told for r in missing if r.key in outside}, f"{cause} never joined a collective")
+    cascaded = frozenset(
+        r.key
+        for r in replicas
+        if r.state == ReplicaState.FAILED and r.key not in named_keys and _CLOSED_BY_PEER.search(r.message or "")
+    )
+    told_missing = {r.key: told for r in missing if r.key in outside}
+    return Named(named, told_missing, f"{cause} never joined a collective", cascaded)
 
 
 def _at(replica: ReplicaStatus, snapshot: dict[str, Any]) -> str | None:

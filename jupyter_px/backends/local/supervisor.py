@@ -9,17 +9,17 @@ cannot start is recorded Failed with the reason.
 
 What it does, in order:
 
-1. Forks its watchdog (`watchdog.py`), reserves a free port per replica (`ports.py`), places
-   replicas on cores/GPUs (`resources.py`) and starts them (`launcher.py`): each in its own
-   process group, with the parent-death signal armed, stdout+stderr appended to its log.
+1. Forks its watchdog (`watchdog.py`), reserves a port per replica (`ports.py`), places replicas on
+   cores/GPUs (`resources.py`) and starts them (`launcher.py`), each in its own process group, with
+   the parent-death signal armed, stdout+stderr appended to its log.
 2. Waits for events: SIGCHLD and SIGTERM wake it through a signal wakeup fd (`wakeup.py`); a
    timeout covers memory polls (`memory.MemoryGuard`), kill deadlines, restarts and the
    heartbeat, and the replicas' watch (`replica_watch.py`). No busy loop.
-3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy
-   allows, decides the run (a collective's timeout blames the rank that never joined it:
-   `../collective_blame.py`), and stops the replicas still running once it is decided (SIGTERM,
-   SIGKILL after `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`); or, when a
-   replica failed and the run has retries left, starts the whole gang again (`attempts.py`).
+3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy allows,
+   decides the run (a collective's timeout blames the rank that never joined it: `../collective_blame.py`)
+   and stops what still runs once it is decided (SIGTERM, SIGKILL after `STOP_GRACE_S`), recording each
+   with a typed `Ending` (`replica.py`); or starts the whole gang again (`attempts.py`): a retry, or
+   elastic workers going on without a lost worker, or with it back.
 4. A stop request (the `stop` file, plus SIGTERM to wake it) stops everything: the run ends Stopped.
 5. Writes status.json atomically on every change and at least every `HEARTBEAT_S` (`status_writer.py`).
    The final state is written only once every process of the run is gone (`leftovers.py`): replicas
@@ -137,9 +137,8 @@ class Supervisor:
         for replica in self.replicas:
             replica.status.address = addresses[replica.spec.role][replica.spec.index]
             replica.status.memory_limit_mib = placements[(replica.spec.role, replica.spec.index)].memory_limit_mib
-        self.plan = LaunchPlan(
-            self.record, self.topology, self.paths, addresses, placements, clean_environ(self.store.home)
-        )
+        environ, absent = clean_environ(self.store.home), self.attempts.absent()  # absent: elastic workers out
+        self.plan = LaunchPlan(self.record, self.topology, self.paths, addresses, placements, environ, absent)
         self.memory = MemoryGuard(
             {key: p.memory_limit_mib for key, p in placements.items()},
             poll_s=MEMORY_POLL_S,
@@ -228,6 +227,8 @@ class Supervisor:
             failed, st.reason, st.message = True, Reason.SIGNALED if info.signal else Reason.ERROR, info.describe()
             spec = replica.spec
             st.failure, st.message = code_failure(self.paths.root, spec.role, spec.index, st.started_at, st.message)
+        if failed and self.attempts.leaves(self, replica, info.exit_code):
+            return  # an elastic worker: the run goes on without it
         if self._should_restart(replica, failed, info):
             replica.restart_at = time.monotonic() + policy.restart_delay(st.restarts)
             st.state = ReplicaState.RESTARTING
@@ -272,8 +273,7 @@ class Supervisor:
                 st.reason = None
 
     def _check_stop_request(self) -> None:
-        if not self.stop_requested and (self.paths.root / STOP_FILE).exists():
-            self.stop_requested = True
+        self.stop_requested = self.stop_requested or (self.paths.root / STOP_FILE).exists()
         if not self.stop_requested:
             return
         if self.outcome is None:
@@ -345,10 +345,12 @@ class Supervisor:
             decided = self.attempts.on_failure(self, named.outcome if named else outcome)  # None: the gang restarts
             if decided is None:
                 return
-            for replica in self.replicas:
-                if named and replica.key in named.missing:
+            for replica in self.replicas:  # the rank the others waited for is stopped; a peer that failed, told
+                if named is not None and replica.key in named.missing:
                     told = named.missing[replica.key]
                     self._stop_replica(replica, Ending(EndReason.COLLECTIVE_TIMEOUT, ReplicaState.FAILED, told))
+                elif named is not None:
+                    named.settle(replica.status)
             because = named.because if named else f"{decided.cause} failed"
             self._decide_outcome(decided, Ending.by_run(ReplicaState.STOPPED, f"stopped because {because}"))
             return
@@ -459,6 +461,7 @@ class Supervisor:
             self.ports.close()
         for replica in self.replicas:  # processes that had left their replica's group are gone now
             self._settle_metrics(replica)
+        self.attempts.ended(self)
         outcome = self.outcome or Outcome(RunState.FAILED, Reason.SUPERVISOR_ERROR, "the supervisor ended early")
         message = "; ".join([outcome.message, *self.metric_notices])
         self.status.state, self.status.reason, self.status.message = outcome.state, outcome.reason, message

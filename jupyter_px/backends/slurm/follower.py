@@ -38,6 +38,7 @@ from ...runstore.models import Reason
 from ...topology import parse_topology
 from ...topology.naming import ReplicaNames
 from .. import follower_process
+from ..collective_blame import Named
 from ..failures import code_failure
 from . import mirror
 from .commands import SlurmCommands, SlurmUnreachable
@@ -84,8 +85,8 @@ class RunEnding:
     term_at: float  # time.time() when the tasks get SIGTERM
     #: what the replicas that failed beside a Slurm kill read ("stopped because worker-0 was OOMKilled")
     consequence: str | None = None
-    #: the replicas a collective's timeout waited for (Failed, CollectiveTimeout): key -> message
-    missing: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: a collective's timeout with the replicas it waited for named: what each ended replica reads
+    named: Named | None = None
 
 
 class Follower:
@@ -180,11 +181,9 @@ class Follower:
             out.append(replica)
         if self.ending is not None and self.ending.consequence:
             mark_consequences(out, self.ending.consequence)
-        missing = self.ending.missing if self.ending is not None else {}
-        for replica in out:  # ended by us as the cause of a collective's timeout
-            if replica.key in missing and replica.state != ReplicaState.RUNNING:
-                told = missing[replica.key]
-                replica.state, replica.reason, replica.message = ReplicaState.FAILED, Reason.COLLECTIVE_TIMEOUT, told
+        if self.ending is not None and self.ending.named is not None:
+            for replica in out:  # the cause of a collective's timeout, and its peers
+                self.ending.named.settle(replica)
         return out
 
     # ---- deciding and acting -------------------------------------------------------------------
@@ -228,9 +227,8 @@ class Follower:
             outcome = dataclasses.replace(outcome, message=outcome.message + retried)
             because = decided.consequence or f"stopped because {named.because if named else f'{outcome.cause} failed'}"
             others = Ending(ReplicaState.STOPPED, Reason.STOPPED_BY_RUN, because)  # (named: no Slurm kill)
-            missing = named.missing if named else {}
             self.ending = RunEnding(
-                outcome.state, outcome.reason, outcome.message, others, now, decided.consequence, missing
+                outcome.state, outcome.reason, outcome.message, others, now, decided.consequence, named
             )
             return
         running = [r for r in replicas if r.state in (ReplicaState.RUNNING, ReplicaState.PENDING)]

@@ -28,7 +28,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ...cluster import ClusterEnv, ReplicaPaths
@@ -41,7 +41,7 @@ from ...topology import parse_topology
 from ...topology.naming import ReplicaNames
 from .. import follower_process
 from ..base import BackendError
-from ..collective_blame import CollectiveTimeouts
+from ..collective_blame import CollectiveTimeouts, Named
 from ..failures import code_failure
 from ..outcome import run_outcome
 from . import commands, shipping, stacks
@@ -68,8 +68,8 @@ class Ending:
     others: ReplicaState
     others_reason: str
     others_message: str
-    #: the replicas a collective's timeout waited for (key -> what each is told): Failed
-    missing: dict[str, str] = field(default_factory=dict)
+    #: a collective's timeout with the replicas it waited for named: what each ended replica reads
+    named: Named | None = None
 
 
 class RunFailedToStart(Exception):
@@ -232,9 +232,6 @@ class Follower:
                         ending.others_reason,
                         ending.others_message,
                     )
-                    if channel.key in ending.missing:  # the rank a collective's timeout waited for
-                        replica.state, replica.reason = ReplicaState.FAILED, Reason.COLLECTIVE_TIMEOUT
-                        replica.message = ending.missing[channel.key]
                 else:
                     replica.state = ReplicaState.FAILED
                     replica.reason = Reason.SIGNALED if signal else Reason.ERROR
@@ -244,6 +241,8 @@ class Follower:
                             self.run_dir, channel.role, channel.index, channel.started_at, replica.message
                         )
                     replica.message = f"{replica.message} on {channel.host}"
+                if self.ending is not None and self.ending.named is not None:
+                    self.ending.named.settle(replica)  # the cause of a collective's timeout, and its peers
             notice = (channel.exit or {}).get("notice")
             if notice:  # "master-0: 1,204 metric points not written: killed before they were flushed"
                 lost_words = str(notice).split(": ", 1)[-1]
@@ -276,7 +275,7 @@ class Follower:
                 ReplicaState.STOPPED,
                 Reason.STOPPED_BY_RUN,
                 said,
-                named.missing if named else {},
+                named,
             )
             self.term_at = now
             return

@@ -86,6 +86,14 @@ class Failures:
             return state, reason, message
         return self.named.outcome.state, self.named.outcome.reason, self.named.outcome.message
 
+    def told(self, replica: ReplicaStatus, final: bool, by_user: bool) -> None:
+        """What a replica reads in the status written now: one the run's end stops (`stopped`),
+        or, once a collective's timeout is named, the cause and its peers (`Named.settle`)."""
+        if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
+            self.stopped(replica, by_user)
+        elif self.named is not None:
+            self.named.settle(replica)
+
     def stopped(self, replica: ReplicaStatus, by_user: bool) -> None:
         """A replica this run stopped (a stop, or the rest of a run that ended): Stopped, saying
         why; the replica a collective timeout waited for, Failed (CollectiveTimeout)."""

@@ -250,8 +250,7 @@ class Follower:
                 self.gone[key] = replica
             elif replica.state == ReplicaState.LOST and replica.reason == POD_DELETED and self._job_ended():
                 self._deleted(replica)  # the operator's cleanup after the job ended, seen first
-            if final and replica.state in (ReplicaState.PENDING, ReplicaState.RUNNING, ReplicaState.RESTARTING):
-                self.failures.stopped(replica, by_user=run_state == RunState.STOPPED)
+            self.failures.told(replica, final, by_user=run_state == RunState.STOPPED)
         # the run's times are its containers' (the kubelet's startedAt / finishedAt), not when this
         # follower noticed: a follower started late, or a run that ended before it looked, says
         # when the run really ran
