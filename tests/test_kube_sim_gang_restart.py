@@ -128,6 +128,9 @@ def test_on_a_shared_claim_the_next_attempt_resumes_at_the_newest_checkpoint(tmp
         try:
             saved = RunStore(px_home).paths(run.run_id).outputs_dir / "checkpoints"
             wait_for(lambda: len(list(saved.glob("worker-0/step-*"))) >= 3, "worker-0's third checkpoint", 180)
+            # the pods write to the claim themselves: the status may show them Running a tick later,
+            # and `kill` acts on a replica the status shows running, as a user would see it
+            wait_for(lambda: run.status().replica("worker", 0).state.value == "Running", "worker-0 Running", 60)
             done = px("kill", run.run_id, "worker-0")
             assert done.returncode == 0, done.stderr
             status = run.wait(timeout=240)

@@ -62,6 +62,10 @@ log = logging.getLogger(__name__)
 
 #: How long the failed attempt's pods may take to go before the run fails instead.
 DELETION_WAIT_S = 300.0
+#: How long a JobSet restart waits for the pod watch to show the failure that caused it (the
+#: JobSet is read by a poll, the pods by a watch: either may tell first) before the attempt is
+#: shown ended without naming a replica.
+CULPRIT_WAIT_S = 15.0
 #: The JobSet a TrainJob runs as (jobset.x-k8s.io, the version Trainer v2 creates).
 JOBSET = Kind("JobSet", "jobsets", "jobset.x-k8s.io", "v1alpha2", "install JobSet")
 
@@ -106,6 +110,8 @@ class GangRestart:
         #: the failed attempt whose pods are going: set from the failure until the next attempt is created
         self.pending: AttemptRecord | None = None
         self.deleting_since: float | None = None
+        #: when a JobSet restart was first read whose failure the watch has not shown yet
+        self.restart_read_at: float | None = None
         last = self.attempts[-1] if self.attempts else None
         if self.native and last is not None and last.retried and last.attempt == self.attempt:
             self.pending, self.deleting_since = last, time.monotonic()  # taken over mid-restart
@@ -129,20 +135,19 @@ class GangRestart:
                 started = follower.store.status(follower.run_id).started_at
                 self.attempts.append(AttemptRecord(attempt=1, started_at=started))
             record = self.attempts[-1]
-            culprit = self._latest_failure(after=record.started_at)
+            now = time.time()
+            self.restart_read_at = self.restart_read_at or now
+            # the failure ended before the restart was read (+1: a pod's times are whole seconds)
+            culprit = follower.terminations.latest_failure_between(record.started_at, self.restart_read_at + 1)
+            if culprit is None and now - self.restart_read_at < CULPRIT_WAIT_S:
+                return  # the watch has not shown it yet: the next poll looks again
             if culprit is not None:
                 record_failure(record, culprit, self._last_step())
             else:
-                record.finished_at, record.message = time.time(), "its JobSet restarted it"
-            record.retried = True
+                record.finished_at, record.message = now, "its JobSet restarted it"
+            record.retried, self.restart_read_at = True, None
             self.attempt += 1
-            self.attempts.append(AttemptRecord(attempt=self.attempt, started_at=time.time()))
-
-    def _latest_failure(self, after: float | None) -> ReplicaStatus | None:
-        """The replica that failed last (since `after`), as the watch showed it."""
-        failures = [self.follower.terminations.latest_failure(key) for key in self.follower.logs]
-        seen = [f for f in failures if f is not None and (after is None or (f.finished_at or 0) >= after)]
-        return max(seen, key=lambda f: f.finished_at or 0) if seen else None
+            self.attempts.append(AttemptRecord(attempt=self.attempt, started_at=now))
 
     @property
     def restarting(self) -> bool:
