@@ -177,6 +177,59 @@ def test_a_full_queue_drops_new_points_and_says_so_once(paths):
     assert "4000 metric points were dropped in all" in err
 
 
+def test_flushes_from_a_signal_handler_amid_calls_keep_each_step_with_its_values(paths):
+    """A signal handler that flushes (as a checkpoint on SIGTERM would) interrupts `log_metrics`
+    between any two of its bytecodes, between queueing a point's values and its stamp included:
+    every line still has its own step's values, and none is lost or written twice."""
+    proc = start(
+        """
+        import signal
+        from jupyter_px import tracking
+        signal.signal(signal.SIGALRM, lambda *_: tracking.flush())
+        signal.setitimer(signal.ITIMER_REAL, 0.0003, 0.0003)
+        for i in range(100000):
+            tracking.log_metrics(step=i, loss=float(i))
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        """,
+        replica_env(paths, tensorboard=False),
+    )
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()  # a flush that spins must not outlive the test
+    assert proc.returncode == 0, err
+    assert "could not write" not in err, err  # every flush, the background thread's too, went through
+    lines = [json.loads(line) for line in paths.metrics("worker", 0).read_text().splitlines()]
+    assert [line["step"] for line in lines] == list(range(100000))
+    assert [line["step"] for line in lines if line["metrics"]["loss"] != line["step"]] == []
+
+
+def test_the_background_writer_flushes_while_the_loop_logs_without_a_failed_write(paths):
+    """The writer thread takes points off the queue while the training loop adds more: it must
+    never see the queue change under it (a deque read item by item in Python raises "deque
+    mutated during iteration" when another thread appends meanwhile)."""
+    proc = start(
+        """
+        import sys
+        from jupyter_px import tracking
+        tracking.FLUSH_INTERVAL_S = 0.005       # many flushes while the loop runs
+        tracking.MAX_QUEUED_POINTS = 10_000_000  # none dropped
+        sys.setswitchinterval(1e-5)             # the two threads take turns often
+        for i in range(200_000):
+            tracking.log_metrics(step=i, loss=float(i))
+        print(i + 1, flush=True)
+        """,
+        replica_env(paths, tensorboard=False),
+    )
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "could not write" not in err, err
+    assert steps_in(paths.metrics("worker", 0)) == list(range(int(out)))
+
+
 @pytest.mark.jobs
 def test_a_flood_then_sigkill_keeps_what_was_written_in_batches(paths):
     """A tight loop for 1.3 s, then SIGKILL (no exit hook runs): the batches the background

@@ -153,7 +153,8 @@ def log_metrics(step: int | None = None, total_steps: int | None = None, **value
         return
     queue = tracker.queue
     if len(queue) < tracker.max_queued:
-        queue.append((step, time.time(), total_steps, values))
+        tracker.queued_values.append(values)  # first: a flush takes only points with a stamp
+        queue.append((step, time.time(), total_steps))
         tracker.counts[_ACCEPTED] += 1  # the ledger: a memory write that survives a SIGKILL
     else:
         tracker.drop()
@@ -261,14 +262,15 @@ def get_resume_step() -> int | float | None:
 def _resume_outputs(source: str, target: str) -> None:
     """Copy `source` (the continued run's outputs) into `target` once per run, whichever of the
     run's processes asks first; the others wait for the copy under the same lock."""
-    import fcntl
     import shutil
+    from pathlib import Path
+
+    from ..processes.file_lock import locked
 
     done = os.path.join(target, ".px-resumed")
     if os.path.exists(done):
         return
-    with open(os.path.join(target, ".px-resume.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(Path(target, ".px-resume.lock")):
         if os.path.exists(done):
             return
         if not os.path.isdir(source):

@@ -13,7 +13,7 @@ Everything a pod reads comes from this one object (mounted read-only at `/px/app
                                    `diagnostics/{__init__,stack_signal,stack_request,`
                                    `dump_collect,after_import,`
                                    `collective_timeout,group_teardown}.py`,
-                                   `processes/{__init__,checkpoint_signal,replica_kill}.py`
+                                   `processes/{__init__,checkpoint_signal,replica_kill,file_lock}.py`
                                    (what the runner imports),
                                    `cluster.py` (the environment contract, built in the pod),
                                    `runstore/{__init__,layout,ledger,event_writer,record_crc,checkpoints}.py`
@@ -74,6 +74,8 @@ _PACKAGE_FILES = (
     "processes/checkpoint_signal.py",
     # how `jupyter px kill` ends one replica in its pod (an exec: `shared/chaos.py`)
     "processes/replica_kill.py",
+    # the one file lock, which tracking takes to copy a resumed run's outputs once
+    "processes/file_lock.py",
     # what the training code imports
     "tracking/__init__.py",
     "tracking/values.py",
