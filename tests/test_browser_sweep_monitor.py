@@ -69,7 +69,7 @@ def test_the_sweep_monitor(lab):
         header = output.locator(".px-sweep-header")
         header.wait_for(timeout=120_000)
         # The objective by step, and the tuning views' parallel coordinates (each view in its section).
-        objective = output.locator(".js-plotly-plot.px-sweep-objective").first
+        objective = output.locator(".px-sweep-objective .js-plotly-plot").first
         parallel = output.locator(".px-sweep-view-parallel .js-plotly-plot").first
         parallel.wait_for(timeout=60_000)
         text = header.inner_text()

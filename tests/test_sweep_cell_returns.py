@@ -47,18 +47,25 @@ for step in range(3):
 """
 
 AFTER = """import gc, json
-from jupyter_px.widgets.sweep_monitor import SweepMonitor
+from jupyter_px.widgets.sweep_monitor import SweepMonitor, plotted
 status = sw.wait(timeout=600)
 (monitor,) = [o for o in gc.get_objects() if isinstance(o, SweepMonitor)]
 monitor._thread.join(timeout=120)  # its last refresh, after the sweep ended
 print(json.dumps({"state": status.state.value, "updating": monitor.updating,
-                  "lines": len(monitor.objective_plot.data), "history": bool(monitor.view_plots["history"].data)}))
+                  "lines": len(plotted(monitor.objective_plot)["data"]),
+                  "history": bool(plotted(monitor.view_plots["history"]))}))
 """
 
 
 def _charts(client: NotebookClient) -> list[list]:
-    """The plotly figure widgets the kernel has opened: their traces (the synced `_widget_data`)."""
-    return [state["_widget_data"] for state in client.widget_state.values() if "_widget_data" in state]
+    """The plots the kernel's widgets show: each one's traces (plotly's mimetype in an output
+    widget's synced `outputs`)."""
+    figures = [
+        (item.get("data") or {}).get("application/vnd.plotly.v1+json")
+        for state in client.widget_state.values()
+        for item in state.get("outputs") or []
+    ]
+    return [figure["data"] for figure in figures if figure is not None]
 
 
 def test_a_sweep_cell_returns_with_its_monitor_before_any_trial_reports(px_home: Path, tmp_path: Path):

@@ -19,6 +19,7 @@ from jupyter_px.sweeps.snapshot import snapshot
 from jupyter_px.sweeps.space import suggest
 from jupyter_px.sweeps.spec import parse_polyaxonfile, read_sweep
 from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore
+from jupyter_px.widgets.sweep_monitor import plotted
 
 SINGLE = """
 hptuning:
@@ -86,25 +87,25 @@ def test_a_sweeps_views_draw_its_trials(px_home):
     monitor = monitor_of(sweep_id)
     plots = monitor.view_plots
     values = [result for _, _, result in told]
-    for plot in [monitor.objective_plot, *plots.values()]:  # what the browser gets: no cloud link
-        assert_private(plot.get_state()["_config"])
+    for plot in [monitor.objective_plot, *(p for p in plots.values() if plotted(p))]:  # what the browser gets
+        assert_private(plotted(plot)["config"])  # no cloud link
 
     # History: each trial's loss, and the best so far.
-    points, best = plots["history"]._widget_data
+    points, best = plotted(plots["history"])["data"]
     assert points["x"] == [number for number, _, _ in told] and points["y"] == values
     assert best["y"] == [min(values[: i + 1]) for i in range(len(values))]
     assert best["line"]["shape"] == "hv"
-    layout = plots["history"]._widget_layout
+    layout = plotted(plots["history"])["layout"]
     assert layout["xaxis"]["title"]["text"] == "trial" and layout["yaxis"]["title"]["text"] == "loss (minimize)"
 
     # Importance: a bar per parameter, each its share of the loss's variance (the comparison's numbers).
-    (bars,) = plots["importance"]._widget_data
+    (bars,) = plotted(plots["importance"])["data"]
     assert sorted(bars["y"]) == ["act", "lr"] and all(0 <= x <= 1 for x in bars["x"])
     assert bars["y"][-1] == "lr"  # the learning rate matters most: on top
 
     # Parallel coordinates: lr on a log axis labelled in its own units, the activation by category,
     # the loss; 8 lines.
-    (lines,) = plots["parallel"]._widget_data
+    (lines,) = plotted(plots["parallel"])["data"]
     labels = [d["label"] for d in lines["dimensions"]]
     assert sorted(labels) == ["act", "loss", "lr (log scale)"]
     lr = next(d for d in lines["dimensions"] if d["label"] == "lr (log scale)")
@@ -115,18 +116,18 @@ def test_a_sweeps_views_draw_its_trials(px_home):
 
     # Contour: lr (numeric first) against the activation, the interpolated grid and the 8 trials;
     # a row per activation, each interpolated from its own trials only (nothing between relu and tanh).
-    grid, trials = plots["contour"]._widget_data
+    grid, trials = plotted(plots["contour"])["data"]
     assert len(grid["z"]) == 3 and len(grid["z"][0]) == 24 and len(trials["x"]) == 8
     for row, act in zip(grid["z"], ["gelu", "relu", "tanh"], strict=True):
         own = [value for (_, v, value) in told if v["act"] == act]
         if own:
             assert min(own) - 1e-9 <= min(row) and max(row) <= max(own) + 1e-9, act
-    layout = plots["contour"]._widget_layout
+    layout = plotted(plots["contour"])["layout"]
     assert layout["xaxis"]["title"]["text"] == "lr" and layout["xaxis"]["type"] == "log"
     assert layout["yaxis"]["title"]["text"] == "act" and list(layout["yaxis"]["ticktext"]) == ["gelu", "relu", "tanh"]
 
     # Slices: a panel per parameter, each trial's value.
-    slices = plots["slices"]._widget_data
+    slices = plotted(plots["slices"])["data"]
     assert sorted(trace["name"] for trace in slices) == ["act", "lr"]
     assert all(len(trace["x"]) == 8 and trace["y"] == values for trace in slices)
 
@@ -143,7 +144,7 @@ def test_a_missing_view_shows_the_models_reason(px_home):
         assert monitor.last_view.missing[name] in monitor.view_reasons[name].value
     assert "parameter importance needs 3 complete trials" in monitor.view_reasons["importance"].value
     assert "a contour needs three complete trials and two parameters" in monitor.view_reasons["contour"].value
-    assert shown(monitor, "history") and len(monitor.view_plots["history"]._widget_data[0]["x"]) == 2
+    assert shown(monitor, "history") and len(plotted(monitor.view_plots["history"])["data"][0]["x"]) == 2
 
 
 def test_a_two_objective_sweeps_pareto_plot_marks_its_front(px_home):
@@ -159,15 +160,15 @@ def test_a_two_objective_sweeps_pareto_plot_marks_its_front(px_home):
 
     front = {number for number, p in points.items() if not dominated(p)}
     assert 1 <= len(front) < 8
-    others, marked = monitor.view_plots["pareto"]._widget_data
+    others, marked = plotted(monitor.view_plots["pareto"])["data"]
     assert marked["name"] == "Pareto front" and set(marked["customdata"]) == front
     assert set(others["customdata"]) == set(points) - front
     assert [(x, y) for x, y in zip(marked["x"], marked["y"], strict=True)] == sorted(points[n] for n in front)
-    layout = monitor.view_plots["pareto"]._widget_layout
+    layout = plotted(monitor.view_plots["pareto"])["layout"]
     assert layout["xaxis"]["title"]["text"] == "loss (min)"
     assert layout["yaxis"]["title"]["text"] == "throughput (max)"
     assert shown(monitor, "pareto")
-    assert len(monitor.view_plots["history"]._widget_data) == 4  # points and best, per objective
+    assert len(plotted(monitor.view_plots["history"])["data"]) == 4  # points and best, per objective
 
 
 def test_a_trial_that_succeeded_reads_succeeded_as_its_run_does():
@@ -222,7 +223,7 @@ def test_the_worst_and_the_best_trials_lines_read_in_light_and_dark(px_home):
     Viridis's near-black purple (1.2:1 on Dark's ground, nearly invisible) and the best one's its
     pale yellow (1.3:1 on Light's). Every trial's line, worst and best included, reads on both."""
     sweep_id, told = stored_sweep(px_home, SINGLE, loss, 8)
-    (lines,) = monitor_of(sweep_id).view_plots["parallel"]._widget_data
+    (lines,) = plotted(monitor_of(sweep_id).view_plots["parallel"])["data"]
     line = lines["line"]
     values = [result for _, _, result in told]
     worst, best = max(values), min(values)  # loss: minimize

@@ -1,6 +1,6 @@
 """The ipywidgets sweep monitor (front-ends without the JupyterLab extension): its plots are one
-figure widget each, edited in place and kept in the widget's synced state (a saved notebook
-shows them), a trial with a value but no per-step points is still drawn, the color bar has its
+output widget each, showing plotly's mimetype, redrawn in place and kept in the widget's synced
+state (a saved notebook shows them), a trial with a value but no per-step points is still drawn, the color bar has its
 room, a finished sweep's Stop is neutral, and every output names the sweep for the extension.
 """
 
@@ -30,7 +30,7 @@ def make_sweep(px_home: Path, name: str, trials: int) -> str:
 def test_the_plots_are_edited_in_place_and_kept_in_the_saved_state(px_home):
     from jupyter_px.sweeps.api import Sweep
     from jupyter_px.widgets.run_mime import SWEEP_MIMETYPE
-    from jupyter_px.widgets.sweep_monitor import SweepMonitor
+    from jupyter_px.widgets.sweep_monitor import SweepMonitor, plotted
 
     sweep_id = make_sweep(px_home, "lr", 4)
     store = SweepStore(px_home)
@@ -42,7 +42,7 @@ def test_the_plots_are_edited_in_place_and_kept_in_the_saved_state(px_home):
 
     monitor = SweepMonitor(Sweep(sweep_id), autostart=False)
     objective, parallel = monitor.objective_plot, monitor.parallel_plot
-    assert len(objective._widget_data) == 2 and len(parallel._widget_data) == 1
+    assert len(plotted(objective)["data"]) == 2 and len(plotted(parallel)["data"]) == 1
     assert monitor.stop_button.button_style == "danger" and not monitor.stop_button.disabled
 
     # The sweep goes on: the last two trials end, one of them reported no per-step value.
@@ -55,11 +55,11 @@ def test_the_plots_are_edited_in_place_and_kept_in_the_saved_state(px_home):
     monitor.refresh()
 
     assert monitor.objective_plot is objective and monitor.parallel_plot is parallel  # the same widgets
-    assert [trace["name"].split(" (")[0] for trace in objective._widget_data] == [f"trial {n}" for n in range(4)]
-    assert len(objective._widget_data[3]["x"]) == 1  # a value without steps: one point
-    dimensions = parallel._widget_data[0]["dimensions"]
+    assert [trace["name"].split(" (")[0] for trace in plotted(objective)["data"]] == [f"trial {n}" for n in range(4)]
+    assert len(plotted(objective)["data"][3]["x"]) == 1  # a value without steps: one point
+    dimensions = plotted(parallel)["data"][0]["dimensions"]
     assert len(dimensions[-1]["values"]) == 4
-    assert parallel._widget_layout["margin"]["r"] >= 120  # the color bar is not clipped
+    assert plotted(parallel)["layout"]["margin"]["r"] >= 120  # the color bar is not clipped
     assert monitor.stop_button.disabled and monitor.stop_button.button_style == ""
     bundle = monitor._repr_mimebundle_()
     assert bundle[SWEEP_MIMETYPE] == {"version": 1, "sweep_id": sweep_id, "name": "lr", "state": "Succeeded"}

@@ -55,6 +55,10 @@ def test_the_sweep_notebook(px_home, tmp_path):
     saved = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     tables = [e["state"]["value"] for e in saved.values() if "px-sweep-trials" in str(e["state"].get("value"))]
     assert tables and all(table.count("class='px-sweep-trial'") == 8 for table in tables)
-    figures = [e["state"].get("_widget_data") for e in saved.values() if e["state"].get("_widget_data")]
-    kinds = {trace.get("type") for figure in figures for trace in figure}
+    figures = [  # plotly's mimetype in the plots' output widgets
+        (item.get("data") or {}).get("application/vnd.plotly.v1+json")
+        for e in saved.values()
+        for item in e["state"].get("outputs") or []
+    ]
+    kinds = {trace.get("type") for figure in figures if figure for trace in figure["data"]}
     assert {"scatter", "parcoords"} <= kinds

@@ -25,7 +25,7 @@ for step in range(4):
 
 
 def test_a_sweep_without_an_objective_draws_every_logged_metric_per_trial(px_home):
-    from jupyter_px.widgets.sweep_monitor import SweepMonitor
+    from jupyter_px.widgets.sweep_monitor import SweepMonitor, plotted
 
     sweep = jupyter_px.sweep(CODE, TOPOLOGY, name="no-objective")
     assert sweep.wait(timeout=600).state == SweepState.SUCCEEDED
@@ -42,7 +42,7 @@ def test_a_sweep_without_an_objective_draws_every_logged_metric_per_trial(px_hom
         assert curve.values == pytest.approx([lrs[number] * 10 ** (-step) for step in range(4)])
 
     monitor = SweepMonitor(sweep, autostart=False)  # the notebook's monitor draws the same
-    traces = monitor.objective_plot._widget_data
+    traces = plotted(monitor.objective_plot)["data"]
     assert sorted({t["name"] for t in traces}) == ["trial 0", "trial 1", "trial 2"]
     assert len(traces) == 6  # a line per trial in each metric's panel
     assert NO_OBJECTIVE.split(":")[0] in monitor.charts_note.value

@@ -108,13 +108,11 @@ def sampler_for(spec: SweepSpec, asked: int = 0) -> Any:
     if spec.algorithm == "tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=bool(options.get("multivariate")))
     if spec.algorithm == "cmaes":
+        # only what the sweep sets: Optuna deprecates sigma0 (4.9) and restart_strategy (4.4) for
+        # removal in 6.0, where passing them at all, even None, would be refused
+        chosen = {k: options[k] for k in ("sigma0", "restart_strategy", "popsize") if options.get(k) is not None}
         return optuna.samplers.CmaEsSampler(
-            seed=seed,
-            n_startup_trials=startup,
-            sigma0=options.get("sigma0"),
-            restart_strategy=options.get("restart_strategy"),
-            popsize=options.get("popsize"),
-            warn_independent_sampling=False,
+            seed=seed, n_startup_trials=startup, warn_independent_sampling=False, **chosen
         )
     if spec.algorithm == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed, population_size=options.get("population_size", 50))

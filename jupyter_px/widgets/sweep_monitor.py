@@ -18,7 +18,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..presentation.sweep_figures import VIEWS, metrics_figure, view_figures
+from ..presentation.sweep_figures import VIEWS, ViewName, metrics_figure, view_figures
 from ..sweeps.store import SweepStatus, TrialState, state_word
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from ..sweeps.view_model import SweepViewModel
@@ -108,20 +108,39 @@ def objective_figure(status: SweepStatus) -> Any:
     return figure
 
 
-def _redraw(widget: Any, figure: Any) -> None:
-    """Show `figure` in the existing figure widget, and keep it in the widget's synced state.
+PLOTLY_MIMETYPE = "application/vnd.plotly.v1+json"
 
-    One widget for the monitor's life, edited in place: widgets replaced from the update thread
-    left the front end with empty plots (`data` []). plotly's own edits are transient messages a
-    saved notebook does not keep, so the synced `_widget_data` / `_widget_layout` are set too
-    (`plots.keep_in_saved_state`, as `plots.LivePlot.finalize` does)."""
-    from .plots import keep_in_saved_state
 
-    with widget.batch_update():
-        widget.data = ()
-        widget.add_traces(list(figure.data))
-        widget.layout = figure.layout
-    keep_in_saved_state(widget)
+def _plot_output(figure: Any) -> widgets.Output:
+    """A plot of the monitor: an output widget that shows `figure` (nothing for None).
+
+    Plotly's own mimetype, which JupyterLab's plotly renderer (plotly's labextension) draws in
+    one call, and which a saved notebook keeps in the widget's state. Not a `FigureWidget`: its
+    view draws an empty placeholder plot when it is attached and the figure just after, and
+    now and then (a loaded machine, in CI: the objective once, the slices once) the placeholder
+    is what stays: an empty plot no later edit fills."""
+    output = widgets.Output()
+    if figure is not None:
+        _redraw(output, figure)
+    return output
+
+
+def _redraw(output: widgets.Output, figure: Any) -> None:
+    """Show `figure` in the plot's output, in place of what it showed (one synced message)."""
+    from ..presentation.plot_theme import plotly_json
+
+    shown = {PLOTLY_MIMETYPE: plotly_json(figure), "text/plain": f"<figure: {figure.layout.title.text or 'plot'}>"}
+    output.outputs = ({"output_type": "display_data", "data": shown, "metadata": {}},)
+
+
+def plotted(output: widgets.Output) -> dict[str, Any] | None:
+    """The figure a plot of the monitor shows, as plotly's JSON (`data`, `layout`, `config`);
+    None while it shows none."""
+    for item in output.outputs:
+        figure = (item.get("data") or {}).get(PLOTLY_MIMETYPE)
+        if figure is not None:
+            return figure
+    return None
 
 
 class SweepMonitor(widgets.VBox):
@@ -129,7 +148,7 @@ class SweepMonitor(widgets.VBox):
 
     Shown at once: the constructor draws only the header, the Stop button and the trials table
     (one read of `status.json`, no plotting library), so a sweep cell returns as soon as its
-    sweep is recorded, whatever its size. The plots (plotly figure widgets, seconds to build on
+    sweep is recorded, whatever its size. The plots (plotly figures, seconds to build on
     a loaded machine) are built by the first full `refresh()`: the updating thread's first step
     (autostart), or the constructor itself when the monitor does not update on its own, once a
     trial has reported something to draw (until then a line says the charts are waiting)."""
@@ -171,17 +190,14 @@ class SweepMonitor(widgets.VBox):
         state = status.state.value if status else "?"
         return f"<SweepMonitor {self.sweep_id}: {state}>"
 
-    def _build_plots(self) -> None:
-        """The plot widgets, once: the objective per trial and a section per view (its plot, in
-        a box hidden while the view is missing, and the model's reason when it is)."""
-        if self.objective_plot is not None:
-            return
-        from ..presentation.plot_theme import private_figure_widget
-
-        self.objective_plot = private_figure_widget()
+    def _build_plots(self, objective: Any, figures: dict[ViewName, Any]) -> None:
+        """The plot widgets, once, each showing its first figure (`_plot_output`): the
+        objective per trial and a section per view (its plot, in a box hidden while the view is
+        missing, and the model's reason when it is)."""
+        self.objective_plot = _plot_output(objective)
         self.objective_plot.add_class("px-sweep-objective")
-        # plotly's FigureWidget has its own `layout`: the box is what hides.
-        self.view_plots = {name: private_figure_widget() for name in VIEWS}
+        # the box is what hides (a section keeps its reason beside it).
+        self.view_plots = {name: _plot_output(figures.get(name)) for name in VIEWS}
         self.view_boxes = {name: widgets.VBox([plot]) for name, plot in self.view_plots.items()}
         self.view_reasons = {name: widgets.HTML() for name in VIEWS}
         self.view_sections = {name: widgets.VBox([self.view_reasons[name], self.view_boxes[name]]) for name in VIEWS}
@@ -213,25 +229,27 @@ class SweepMonitor(widgets.VBox):
             reported = any(t.intermediate or t.value is not None or t.state in ended for t in status.trials)
             if not reported and not status.state.finished:
                 return status  # nothing to draw yet: no chart of invented axes
-            self._build_plots()
             points = tuple((t.number, t.state.value, len(t.intermediate), t.value) for t in status.trials)
             if points != self._shown_points or self.last_view is None:  # redraw only when a trial moved
                 self._shown_points = points
                 model = self.sweep.service.view_model(self.sweep_id)
-                if objective:
-                    _redraw(self.objective_plot, objective_figure(status))
-                else:  # no objective: every logged metric per trial, and once how to declare one
+                # no objective: every logged metric per trial, and once how to declare one
+                figure = objective_figure(status) if objective else metrics_figure(model)
+                figures = view_figures(model)
+                first = self.objective_plot is None
+                if first:
+                    self._build_plots(figure, figures)
+                elif figure is not None:
+                    _redraw(self.objective_plot, figure)
+                if not objective:
                     self.charts_note.value = f"<div class='px-sweep-note'>{html.escape(model.note or '')}</div>"
-                    figure = metrics_figure(model)
-                    if figure is not None:
-                        _redraw(self.objective_plot, figure)
-                self._draw_views(model)
+                self._draw_views(model, figures, redraw=not first)
             return status
 
-    def _draw_views(self, model: SweepViewModel) -> None:
-        """Each view's figure from the model, or the model's reason where it has none."""
+    def _draw_views(self, model: SweepViewModel, figures: dict[ViewName, Any], redraw: bool) -> None:
+        """Each view's figure from the model, or the model's reason where it has none (`redraw`:
+        into its widget; the widgets just built already show theirs)."""
         self.last_view = model
-        figures = view_figures(model)
         for name in VIEWS:
             section, box, reason = self.view_sections[name], self.view_boxes[name], self.view_reasons[name]
             if name not in figures:  # a view this sweep has not (the Pareto front of one objective)
@@ -246,7 +264,8 @@ class SweepMonitor(widgets.VBox):
             else:
                 reason.value = ""
                 box.layout.display = None
-                _redraw(self.view_plots[name], figure)
+                if redraw:
+                    _redraw(self.view_plots[name], figure)
 
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive():
