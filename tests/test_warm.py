@@ -293,6 +293,7 @@ def test_a_file_written_beside_the_modules_on_pythonpath_keeps_the_template(tmp_
     folder = tmp_path / "code"
     folder.mkdir()
     (folder / "model.py").write_text("x = 1\n")
+    (folder / "docs").mkdir()  # a checkout's folder that is no package
     env = {**template_env(), "PYTHONPATH": str(folder)}
     before = warm.fingerprint(None, env)
     time.sleep(0.01)  # a new mtime for whatever is written next
@@ -300,6 +301,7 @@ def test_a_file_written_beside_the_modules_on_pythonpath_keeps_the_template(tmp_
         (folder / name).write_text("written by the run\n")
     (folder / "__pycache__").mkdir()
     (folder / "outputs-2").mkdir()  # not a name an import can take
+    (folder / "docs" / "_build").mkdir()  # a docs build (in CI, beside the tests: a warm test ran cold)
     assert warm.fingerprint(None, env) == before
     (folder / "helpers.py").write_text("y = 2\n")
     assert warm.fingerprint(None, env) != before

@@ -4,7 +4,8 @@ make the same way.
 
 The facts: the interpreter (its path and version), the modules it preloads, every
 site-packages directory's and `PYTHONPATH` entry's count of entries and newest entry's mtime
-(`__pycache__` aside: an install or removal changes them, a compiled module does not), this
+(`__pycache__` aside: an install or removal changes them, a compiled module does not; a folder
+that is no package counts by being there, not by what is written in it), this
 package's own newest file where it is a source checkout (an installed one changes with its
 site-packages), and the variables read when an interpreter or a framework
 starts or imports (PYTHON*, LD_*, OMP_*, MKL_*, TORCH_*, TF_*...: `forkserver.pool.READ_AT_IMPORT`).
@@ -52,14 +53,29 @@ def _importable(entry: os.DirEntry) -> bool:
     return name.endswith(_IMPORTABLE_SUFFIXES)
 
 
+def _entry_mtime(entry: os.DirEntry) -> int:
+    """An importable entry's mtime, where its changes can change an import: a module, a `.pth`,
+    a regular package or an install's metadata directory. A folder without `__init__.py` (a
+    checkout's `docs/` or `examples/`, which an import could take only as a namespace package)
+    counts by being there: what is written inside it (a docs build, a run's outputs) keeps the
+    template."""
+    try:
+        metadata = entry.name.endswith((".dist-info", ".egg-info", ".libs"))
+        if entry.is_dir() and not metadata and not os.path.exists(os.path.join(entry.path, "__init__.py")):
+            return 0
+        return entry.stat(follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return 0
+
+
 def _directory_facts(path: str) -> list[int]:
     """How many importable entries (`_importable`) a directory holds and the newest one's
-    mtime: an install adds entries with new mtimes, a removal lowers the count; a file written
-    beside the modules (a run's log, a notebook's output) changes neither."""
+    mtime (`_entry_mtime`): an install adds entries with new mtimes, a removal lowers the count;
+    a file written beside the modules (a run's log, a notebook's output) changes neither."""
     try:
         with os.scandir(path) as entries:
             kept = [entry for entry in entries if _importable(entry)]
-            return [len(kept), max((entry.stat(follow_symlinks=False).st_mtime_ns for entry in kept), default=0)]
+            return [len(kept), max((_entry_mtime(entry) for entry in kept), default=0)]
     except OSError:
         return [0, 0]
 
