@@ -23,7 +23,7 @@ _NAMESPACES = itertools.count()
 def fresh_namespace(cluster: Cluster, test_name: str, prefix: str) -> str:
     """A namespace named after the test (unique within the session), so tests of one module-scoped
     cluster do not see each other's objects."""
-    tail = re.sub(r"[^a-z0-9]+", "-", test_name.lower())[5:40].strip("-")
+    tail = re.sub(r"[^a-z0-9]+", "-", test_name.lower())[5:50].strip("-")  # most keep their [param]
     name = f"{prefix}{next(_NAMESPACES)}-{tail}"
     cluster.api.create(cluster.api.resource("", "v1", "namespaces"), {"metadata": {"name": name}})
     return name

@@ -110,17 +110,26 @@ def run_sdk(python: str, cluster: Cluster, tmp_path: Path, script: str) -> str:
     return done.stdout
 
 
-def pod_states(cluster: Cluster) -> list[tuple[str, str, list]]:
-    """Each pod's phase and container states, and the end of its log (what a failure needs)."""
+def pod_states(cluster: Cluster) -> list[tuple[str, str, list, str]]:
+    """Each pod's phase, its containers' states (the last one's too, with the restart count), and
+    the end of its log, and of its previous container's where the kubelet restarted it: what a
+    failure needs (a restarted master names why it ended)."""
     out = []
     for pod in cluster.list("pods"):
-        states = [c.get("state") for c in pod["status"].get("containerStatuses") or []]
-        try:
-            tail = b"".join(cluster.kubelet.logs(pod, pod["spec"]["containers"][0]["name"], {"tailLines": "5"}))
-        except Exception as error:  # a pod that never started has no log
-            tail = str(error).encode()
-        out.append((pod["metadata"]["name"], pod["status"].get("phase", ""), states, tail.decode(errors="replace")))
+        containers = pod["status"].get("containerStatuses") or []
+        states = [{k: c.get(k) for k in ("state", "lastState", "restartCount") if c.get(k)} for c in containers]
+        tail = _log_tail(cluster, pod, {"tailLines": "5"})
+        if any(c.get("restartCount") for c in containers):
+            tail = f"previous: {_log_tail(cluster, pod, {'tailLines': '12', 'previous': 'true'})}\nnow: {tail}"
+        out.append((pod["metadata"]["name"], pod["status"].get("phase", ""), states, tail))
     return out
+
+
+def _log_tail(cluster: Cluster, pod: dict, query: dict[str, str]) -> str:
+    try:
+        return b"".join(cluster.kubelet.logs(pod, pod["spec"]["containers"][0]["name"], query)).decode(errors="replace")
+    except Exception as error:  # a pod that never started has no log
+        return str(error)
 
 
 def test_the_training_sdks_default_pytorchjob_runs_unchanged(sdk_python, cluster, tmp_path):
