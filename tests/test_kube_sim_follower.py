@@ -318,15 +318,22 @@ def test_the_mpi_launcher_is_followed_with_every_ranks_output_and_metrics(sim, p
 
 def test_a_busy_api_server_slows_the_create_down_instead_of_failing_it(sim, px_home):
     """429 with Retry-After (the server's rate limit) and 503s are tried again, honouring
-    Retry-After, before any rollback: the run starts, nothing is rolled back."""
+    Retry-After, before any rollback: the run starts, nothing is rolled back.
+
+    master-0 ends only once every worker has (as a training job's rank 0 ends after its peers
+    have joined): its success ends the run and deletes the pods still running, which would cut
+    short a worker whose create came last on a loaded machine."""
     sim.fail("POST", "pods", 503, "ServiceUnavailable", "etcd leader changed", nth=1, times=2)
     sim.api.rate_limit = (5.0, 12)  # per second, burst: the preflight passes, the 16 creates at once do not
+    code = WAIT_FOR_FILE + "import os\nprint('started', flush=True)\nif os.environ['RANK'] == '0':\n    wait('go')\n"
     try:
-        run = jupyter_px.submit("print('started', flush=True)\n", native(13))
+        run = jupyter_px.submit(code, native(13))
     finally:
         sim.api.rate_limit = None
     retried = [r for r in sim.requests if r[0] == "POST" and r[1].endswith("/pods")]
     assert len(retried) > 14, retried  # 14 pods, some asked for more than once
+    wait_for(lambda: all(phase(sim, "worker", i) == "Succeeded" for i in range(13)), "every worker's end")
+    touch(sim, "master", 0, "go")
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded", status
     assert "started" in stored(run, "worker", 12)

@@ -257,7 +257,10 @@ def test_exec_attach_cp_and_port_forward(kubectl, tmp_path):
     # cp in and out (tar through exec)
     source = tmp_path / "in.txt"
     source.write_text("copied in\n")
-    target = f"/tmp/kubectl-cp-{k.namespace}.txt"
+    # a path no other test's pod shares: the simulated pods see this machine's /tmp, and a tar
+    # extracting there (unlink, then create) while another test's `kubectl cp` reads the same file
+    # leaves `tar cf` nothing to read, which kubectl takes as an empty copy (kubernetes/kubectl#980)
+    target = str(tmp_path / "in-the-pod.txt")
     k.out("cp", str(source), f"ticker:{target}")
     assert k.out("exec", "ticker", "--", "cat", target) == "copied in\n"
     k.out("cp", f"ticker:{target}", str(tmp_path / "out.txt"))

@@ -36,6 +36,16 @@ REMOTE_COMMAND_PROTOCOLS = ("v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channe
 PORT_FORWARD_PROTOCOLS = ("portforward.k8s.io",)
 #: remotecommand.go DefaultStreamCreationTimeout
 STREAM_CREATION_TIMEOUT = 30.0
+#: What a WebSocket remote command waits before its command starts. kube-apiserver answers
+#: kubectl's WebSocket itself and reaches the kubelet over SPDY (k8s.io/apiserver v1.30
+#: pkg/util/proxy/streamtranslator.go), whose remote command waits for those streams first, so
+#: the command's first output comes round trips after the upgrade. client-go reads the
+#: connection before it has made its streams (tools/remotecommand/websocket.go StreamWithContext
+#: starts readDemuxLoop beside streamer.stream) and drops a message for a stream it has not made
+#: yet ("Unknown stream id N, discarding message"): served at once, a busy machine lost `cat`'s
+#: output and a `kubectl cp` tar stream with exit 0 (kubernetes/kubernetes#124571 is the same
+#: loss on real clusters).
+TRANSLATOR_SETUP_S = 0.1
 
 
 class _Streams:
@@ -99,6 +109,7 @@ def remote_command_websocket(
     session = websocket.Session(reader, writer, kinds, protocol)
     reading = threading.Thread(target=session.serve, name="websocket-read", daemon=True)
     reading.start()
+    time.sleep(TRANSLATOR_SETUP_S)  # the streams to the kubelet, before the command runs
     channels: dict[str, Any] = dict(session.channels)
     error = channels["error"]
     try:
