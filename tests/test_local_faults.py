@@ -316,6 +316,16 @@ def _why_no_cgroups() -> str | None:
     return None
 
 
+def _escaped(run) -> int | None:
+    """The pid the target's escaped process recorded; AssertionError saying how the run ended
+    when it ended before (nothing to wait for)."""
+    finished = run.status().state.finished  # read first: a record written before the end counts
+    pid = outputs(run).get("escaped", {}).get("pid")
+    if pid is None and finished:
+        raise AssertionError(f"the run ended before its process escaped: {describe(run)}")
+    return pid
+
+
 def _gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -332,7 +342,7 @@ def test_a_grandchild_in_its_own_session_counts_against_its_replicas_memory_limi
     if cgroups == "no cgroups":
         monkeypatch.setenv("PX_RUN_CGROUPS", "0")
     run = submit("faults.py", _topology(1, resources={"memory": {"limits": 300}}), args=["hog", "worker-0"])
-    hog = wait_for(lambda: outputs(run).get("escaped", {}).get("pid"), what="the grandchild to start")
+    hog = wait_for(lambda: _escaped(run), what="the grandchild to start")
     try:
         status = run.wait(timeout=300, poll=0.1)
         assert status.state.value == "Failed", describe(run)
@@ -356,9 +366,11 @@ def test_a_daemon_with_an_emptied_environment_dies_with_a_sigkilled_supervisor(p
     if cgroups == "no cgroups":
         monkeypatch.setenv("PX_RUN_CGROUPS", "0")
     run = submit("faults.py", _topology(1), args=["escape", "worker-0"])
-    daemon = wait_for(lambda: outputs(run).get("escaped", {}).get("pid"), what="the daemon to start")
+    daemon = wait_for(lambda: _escaped(run), what="the daemon to start")
     proc = psutil.Process(daemon)
-    assert proc.environ() == {} and proc.name() == "sleep"
+    # The pipe's EOF comes when execve closes its close-on-exec files; the new name and the
+    # environment are set a moment later, in the same execve.
+    wait_for(lambda: proc.name() == "sleep" and proc.environ() == {}, timeout=10, what="the daemon's execve")
     time.sleep(4 * SCAN_S)  # the watchdog has looked at the supervisor's descendants since
     supervisor, _ = supervisor_and_watchdog(run)
     os.kill(supervisor.pid, signal.SIGKILL)

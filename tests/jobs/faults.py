@@ -106,8 +106,7 @@ if ACTION == "escape":
         if os.fork() == 0:
             os.close(read_end)
             os.write(write_end, str(os.getpid()).encode())
-            os.close(write_end)
-            os.execve("/bin/sleep", ["sleep", "300"], {})
+            os.execve("/bin/sleep", ["sleep", "300"], {})  # execve closes write_end (close-on-exec)
         os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as pipe:  # EOF once execve closed its (non-inheritable) end
@@ -120,6 +119,7 @@ if ACTION in ("daemon", "hog"):
         wait_to_be_stopped()
         sys.exit(0)
     read_end, write_end = os.pipe()
+    go_read, go_write = os.pipe()  # the hog allocates once its pid is recorded (a busy machine is slow)
     if os.fork() == 0:  # the child: a new session, then the daemon, then go
         os.setsid()
         if os.fork() == 0:
@@ -128,7 +128,7 @@ if ACTION in ("daemon", "hog"):
             os.write(write_end, str(os.getpid()).encode())
             os.close(write_end)
             if ACTION == "hog":
-                time.sleep(1)  # its pid recorded first
+                os.read(go_read, 1)
                 held = bytearray(700 * 2**20)
                 held[::4096] = b"x" * len(held[::4096])  # touched: resident
             time.sleep(300)
@@ -138,6 +138,7 @@ if ACTION in ("daemon", "hog"):
     with os.fdopen(read_end, "rb") as pipe:  # EOF once execve closed its (non-inheritable) end
         daemon = int(pipe.read())
     record("escaped", {"pid": daemon})
+    os.write(go_write, b"!")
     if ACTION == "hog":
         wait_to_be_stopped()
     sys.exit(0)
