@@ -2,6 +2,8 @@
 interleaved.
 
     python benchmarks/bench_workloads.py              # 5 rounds; --rounds N, --size real
+    python benchmarks/bench_workloads.py --only cold,warm   # some of the four (the first is the peer
+                                                            # without torchrun): warm pace against cold
 
 * `torchrun --standalone --nproc_per_node=4 torch_cnn.py` (the peer a user would otherwise run);
 * `jupyter px run torch_cnn.py -f torch.yaml --wait --cold` (every replica a fresh interpreter);
@@ -40,6 +42,8 @@ from private_home import private_environ
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ROOT / "examples" / "workloads"
 GOALS = {"warm": 0.2, "magic": 0.15, "pace": 0.99}
+#: The variants' short names (`--only`), in the order of a round.
+SHORT = ("torchrun", "cold", "warm", "magic")
 TOPOLOGY = "framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 3\n"
 
 
@@ -124,15 +128,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--size", choices=("tiny", "real"), default="tiny")
+    parser.add_argument("--only", default=",".join(SHORT), help=f"some of {', '.join(SHORT)} (comma-separated)")
     args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    if not chosen or any(name not in SHORT for name in chosen):
+        parser.error(f"--only {args.only!r}: choose among {', '.join(SHORT)}")
     work = Path(tempfile.mkdtemp(prefix="px-bench-workloads-"))
     bench = Bench(work, args.size)
-    variants = {
-        "torchrun --standalone": bench.torchrun,
-        "jupyter px run --wait --cold": bench.cold,
-        "jupyter px run --wait (warm)": bench.warm,
-        "%%px_distributed --wait (warm, nbclient)": bench.magic,
+    every = {
+        "torchrun": ("torchrun --standalone", bench.torchrun),
+        "cold": ("jupyter px run --wait --cold", bench.cold),
+        "warm": ("jupyter px run --wait (warm)", bench.warm),
+        "magic": ("%%px_distributed --wait (warm, nbclient)", bench.magic),
     }
+    variants = dict(every[name] for name in SHORT if name in chosen)
     wall: dict[str, list[float]] = {name: [] for name in variants}
     ranks: dict[str, list[dict]] = {name: [] for name in variants}
     failures = dict.fromkeys(variants, 0)
@@ -142,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             [_bin("jupyter"), "px", "warm", "start"], env=bench.env, capture_output=True, text=True, check=False
         )
         print(started.stdout.strip() or started.stderr.strip(), flush=True)
-        bench.start_kernel()
+        if "magic" in chosen:
+            bench.start_kernel()
         names = list(variants)
         for round_no in range(args.rounds):
             for name in names[round_no % len(names) :] + names[: round_no % len(names)]:
@@ -167,7 +177,12 @@ def _median(values: list[float]) -> float:
 
 
 def report(args, wall, ranks, failures) -> None:
-    torchrun = "torchrun --standalone"
+    """The table, each variant against the peer (torchrun, else the first variant run), then the goals
+    the variants run allow to check."""
+    torchrun, cold, warm_name = "torchrun --standalone", "jupyter px run --wait --cold", "jupyter px run --wait (warm)"
+    magic_name = "%%px_distributed --wait (warm, nbclient)"
+    peer = torchrun if torchrun in wall else next(iter(wall))
+    short = "torchrun" if peer == torchrun else "cold"
     medians = {name: _median(values) for name, values in wall.items()}
     pace = {name: _median([r["steps_per_s"] for r in found if r.get("steps_per_s")]) for name, found in ranks.items()}
     first = {name: _median([r["first_step_s"] for r in found]) for name, found in ranks.items()}
@@ -175,25 +190,27 @@ def report(args, wall, ranks, failures) -> None:
     print()
     print(
         f"| torch_cnn.py --size {args.size}, 4 ranks, {args.rounds} rounds interleaved | wall median (s) | min | max "
-        "| / torchrun | steps/s per rank | / torchrun | first step (s) | peak RSS per rank (MiB) | succeeded |"
+        f"| / {short} | steps/s per rank | / {short} | first step (s) | peak RSS per rank (MiB) | succeeded |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, values in wall.items():
         print(
             f"| {name} | {medians[name]:.2f} | {min(values):.2f} | {max(values):.2f} | "
-            f"{medians[name] / medians[torchrun]:.2f} | {pace[name]:.2f} | {pace[name] / pace[torchrun]:.2f} | "
+            f"{medians[name] / medians[peer]:.2f} | {pace[name]:.2f} | {pace[name] / pace[peer]:.2f} | "
             f"{first[name]:.2f} | {rss[name]:.0f} | {len(values) - failures[name]}/{len(values)} |"
         )
-    warm, magic = medians["jupyter px run --wait (warm)"], medians["%%px_distributed --wait (warm, nbclient)"]
     print()
-    print(f"warm run / torchrun: {warm / medians[torchrun]:.3f} (goal at most {GOALS['warm']})")
-    print(f"%%px_distributed / torchrun: {magic / medians[torchrun]:.3f} (goal at most {GOALS['magic']})")
+    if peer == torchrun and warm_name in wall:
+        print(f"warm run / torchrun: {medians[warm_name] / medians[torchrun]:.3f} (goal at most {GOALS['warm']})")
+    if peer == torchrun and magic_name in wall:
+        ratio = medians[magic_name] / medians[torchrun]
+        print(f"%%px_distributed / torchrun: {ratio:.3f} (goal at most {GOALS['magic']})")
     for name in wall:
-        if name != torchrun:
-            ratio = pace[name] / pace[torchrun]
-            print(f"training pace under {name} / torchrun: {ratio:.3f} (goal at least {GOALS['pace']})")
-    cold_first = first["jupyter px run --wait --cold"]
-    print(f"first step warm / cold: {first['jupyter px run --wait (warm)'] / cold_first:.2f} (goal at most 1)")
+        if name != peer:
+            ratio = pace[name] / pace[peer]
+            print(f"training pace under {name} / {short}: {ratio:.3f} (goal at least {GOALS['pace']})")
+    if cold in wall and warm_name in wall:
+        print(f"first step warm / cold: {first[warm_name] / first[cold]:.2f} (goal at most 1)")
 
 
 if __name__ == "__main__":
