@@ -109,3 +109,29 @@ def test_bad_input_is_one_message(px_home, tmp_path):
     missing = px("sweep", "status", "nope")
     assert missing.returncode == 2 and "no sweep with id or name 'nope'" in missing.stderr
     assert sys.executable
+
+
+def test_jupyter_px_run_of_a_file_with_a_sweep_section_runs_the_sweep(px_home, tmp_path):
+    """`jupyter px run -f` of a pasted polyaxonfile with a sweep section runs the sweep (it once
+    ran the script once, without the sweep's values), with the command's overrides in every trial."""
+    topology = tmp_path / "sweep.yaml"
+    topology.write_text(TOPOLOGY.replace("[1, 2, 3, 4]", "[1, 3]"))
+    script, overrides = str(JOBS / "sweep_args.py"), ("--framework", "pytorch", "--workers", "1")
+    done = px("run", script, "-f", str(topology), *overrides, "--wait", "--", "--x={{ x }}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("sweep-") and "sweep_args.py" not in done.stderr
+    status = json.loads(px("sweep", "status", "last", "--json").stdout)
+    assert {t["params"]["x"]: t["value"] for t in status["trials"]} == {1: 4.0, 3: 0.0}
+    trials = json.loads(px("runs", "--json").stdout)
+    assert sorted(r["sweep"]["trial"] for r in trials) == [0, 1]
+    assert {(r["framework"], r["replicas_total"]) for r in trials} == {("pytorch", 2)}  # a master and a worker
+
+
+def test_the_api_refuses_one_run_of_a_topology_with_a_sweep_section(px_home, tmp_path):
+    """`jupyter_px.submit` starts one run: given a sweep section it says what starts the sweep,
+    and records nothing."""
+    import jupyter_px
+
+    with pytest.raises(ValueError, match=r"hptuning: the topology has a sweep section.*jupyter_px\.sweep\(\)"):
+        jupyter_px.submit(JOBS / "sweep_quick.py", TOPOLOGY)
+    assert jupyter_px.runs() == []

@@ -121,3 +121,20 @@ async def test_a_two_objective_sweeps_pareto_front_and_its_view_model(jp_fetch, 
     with pytest.raises(HTTPClientError) as caught:
         await jp_fetch("px/api/sweeps/nope/view")
     assert caught.value.code == 404
+
+
+async def test_posting_a_topology_with_a_sweep_section_to_runs_starts_the_sweep(jp_fetch, jp_root_dir, px_home):
+    """The sidebar submits every topology to `POST runs`: one with a sweep section starts its
+    sweep (each trial with its values), never one run without them, and says so (its Location)."""
+    (jp_root_dir / "quick.py").write_text((JOBS / "sweep_quick.py").read_text())
+    response = await jp_fetch(
+        "px/api/runs", method="POST", body=json.dumps({"topology": QUICK, "script": "quick.py", "name": "posted"})
+    )
+    started = json.loads(response.body)
+    assert response.code == 201 and response.headers["Location"].endswith(f"/px/api/sweeps/{started['sweep_id']}")
+    assert started["name"] == "posted" and started["n_trials"] == 2 and "run_id" not in started
+    sweep = jupyter_px.Sweep(started["sweep_id"])
+    assert sweep.wait(timeout=300).state.value == "Succeeded"
+    detail = await get_json(jp_fetch, f"px/api/sweeps/{started['sweep_id']}")
+    assert sorted(t["params"]["x"] for t in detail["trials"]) == [1, 3]
+    assert sorted(t["value"] for t in detail["trials"]) == pytest.approx([1 / 3, 4 + 1 / 3])  # (x - 3)² + 1/3

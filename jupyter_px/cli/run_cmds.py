@@ -98,6 +98,7 @@ def _terminal_width() -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from ..presentation.text import topology_problems
     from ..service import BackendError, Overrides, ScriptFile, Submission
+    from ..start import start
     from ..topology import TopologyError
 
     script = Path(args.script)
@@ -110,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     topology = load_topology(args.file)
     service = _service()
     try:
-        run_id = service.submit(
+        started = start(
             Submission(
                 ScriptFile(script),
                 topology,
@@ -121,7 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 language=args.language,
                 origin="cli",
                 cold=args.cold,
-            )
+            ),
+            runs=service,
         )
     except TopologyError as error:
         raise CliError(topology_problems(error)) from None
@@ -133,6 +135,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     except ValueError as error:
         raise CliError(str(error)) from None
+    if started.is_sweep:  # the file has a sweep section: `jupyter px sweep run` from here on
+        from .sweep_cmds import started_sweep
+
+        return started_sweep(service, started, args.wait)
+    run_id = started.id
     if not args.wait:
         print(run_id)
         print(f"follow it with: jupyter px follow {run_id}", file=sys.stderr)

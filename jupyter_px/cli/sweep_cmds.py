@@ -30,7 +30,9 @@ def _resolve(service, ref: str) -> str:
 
 def cmd_sweep_run(args: argparse.Namespace) -> int:
     from ..service import BackendError, ScriptFile, Submission
+    from ..start import Started
     from ..sweeps.service import NoSweep
+    from ..sweeps.spec import parse_polyaxonfile, read_sweep
     from ..topology import TopologyError
 
     topology = load_topology(args.file)
@@ -47,17 +49,25 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
                 origin="cli",
             )
         )
+        spec = read_sweep(parse_polyaxonfile(topology))
     except (NoSweep, TopologyError, FileNotFoundError, ValueError, BackendError) as error:
         raise CliError(str(error)) from None
-    print(sweep_id)
-    from ..sweeps.spec import parse_polyaxonfile, read_sweep
+    return started_sweep(service.runs, Started("sweep", sweep_id, tuple(spec.notes) if spec else ()), args.wait)
 
-    spec = read_sweep(parse_polyaxonfile(topology))
-    for note in spec.notes if spec else ():  # what is not done as written, said once at the start
+
+def started_sweep(runs, started, wait: bool) -> int:
+    """A sweep just started (`jupyter px sweep run`, or `jupyter px run` of a file with a sweep
+    section): its id, its notes (what is not done as written, said once), then, with --wait,
+    its progress until it ends."""
+    from ..sweeps.service import SweepService
+
+    print(started.id)
+    for note in started.notes:
         print(f"note: {note}", file=sys.stderr)
-    if not args.wait:
+    if not wait:
+        print(f"a sweep: see it with jupyter px sweep status {started.id}", file=sys.stderr)
         return 0
-    return _follow(service, sweep_id)
+    return _follow(SweepService(runs=runs), started.id)
 
 
 def _follow(service, sweep_id: str) -> int:

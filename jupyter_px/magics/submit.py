@@ -85,11 +85,11 @@ class SubmitMagics(Magics):
         missing = missing_names(source.text, shell_of(self).user_ns, shell_of(self).user_ns_hidden, known)
         if missing:
             raise UsageError(f"not submitted: {missing.message()}")
-        if spec is not None:
-            from .sweeps import start_sweep
+        started, run = self._start(topology, source, args, push)
+        if started.is_sweep:  # the topology has a sweep section: `run` is the Sweep
+            from .sweeps import show_started_sweep
 
-            return start_sweep(self, topology, source, args, push)
-        run = self._submit(topology, source, args, push)
+            return show_started_sweep(self, run, topology, args)
         if args.output:
             shell_of(self).user_ns[args.output] = run
         line = (
@@ -169,11 +169,19 @@ class SubmitMagics(Magics):
             values[name] = value
         return values
 
-    def _submit(self, topology: Topology, source: Any, args: Any, push: dict[str, Any]):
+    def _start(self, topology: Topology, source: Any, args: Any, push: dict[str, Any]) -> tuple[Any, Any]:
+        """Start the cell's run, or its sweep (`jupyter_px.start` decides): what started, and its
+        `Run` or `Sweep`."""
         from ..api import Run
         from ..service import RunService
+        from ..start import start
 
         service = RunService()
         with submit_errors():
-            run_id = service.submit(cell_submission(source, topology, args.name, push, cold=args.cold))
-        return Run(run_id, service=service)
+            started = start(cell_submission(source, topology, args.name, push, cold=args.cold), runs=service)
+        if started.is_sweep:
+            from ..sweeps.api import Sweep
+            from ..sweeps.service import SweepService
+
+            return started, Sweep(started.id, service=SweepService(runs=service))
+        return started, Run(started.id, service=service)

@@ -8,7 +8,6 @@ again (after a kernel restart: sweeps go on without the kernel).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import Any
 
@@ -20,7 +19,7 @@ from IPython.display import display
 from ..presentation import html as as_html
 from ..presentation import text as as_text
 from .args import check_output, output_arg
-from .common import cell_submission, in_kernel, shell_of, submit_errors
+from .common import in_kernel, shell_of
 
 
 def open_sweep(ref: str) -> Any:
@@ -65,24 +64,15 @@ def wait_for_sweep(sweep: Any, monitor: Any, timeout: float | None) -> None:
         print(f"sweep {sweep.sweep_id} {status.state.value}: {status.message}")
 
 
-def start_sweep(magics: Magics, topology: Any, source: Any, args: Any, push: dict[str, Any]) -> None:
-    """`%%px_distributed` on a topology with a sweep: start it, show its monitor."""
-    from ..sweeps.api import Sweep
-    from ..sweeps.service import SweepService
-
-    service = SweepService()
-    with submit_errors():
-        # a sweep keeps the code's text only: no source map, and its trials keep no results
-        trial_code = dataclasses.replace(source, cells=(), returns=False)
-        sweep_id = service.start(cell_submission(trial_code, topology, args.name, push))
-    sweep = Sweep(sweep_id, service=service)
+def show_started_sweep(magics: Magics, sweep: Any, topology: Any, args: Any) -> None:
+    """`%%px_distributed` on a topology with a sweep section started `sweep`: its monitor."""
     shell = shell_of(magics)
     if args.output:
         shell.user_ns[args.output] = sweep
     spec = sweep.spec
     replicas = topology.total_replicas()
     line = (
-        f"started sweep {sweep_id}: {spec.n_trials} trials ({spec.algorithm}), {spec.concurrency} at a time, "
+        f"started sweep {sweep.sweep_id}: {spec.n_trials} trials ({spec.algorithm}), {spec.concurrency} at a time, "
         f"each {replicas} replica{'s' if replicas != 1 else ''}; see %px_sweeps"
     )
     notes = "".join(f"\nnote: {note}" for note in spec.notes)  # what is not done as written

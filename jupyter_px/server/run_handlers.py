@@ -2,7 +2,8 @@
 TensorBoard.
 
     GET    px/api/runs                  run summaries newest first (ETag; 304 when unchanged)
-    POST   px/api/runs                  submit a notebook or a script
+    POST   px/api/runs                  submit a notebook or a script (201: its run, or its sweep
+                                        when the topology has a sweep section, at px/api/sweeps/<id>)
     GET    px/api/runs/<ref>            one run, observed
     DELETE px/api/runs/<ref>            stop it
     DELETE px/api/runs/<id>/directory   delete a finished run's directory
@@ -32,6 +33,8 @@ from ..service import (
     RunNotFound,
     Submission,
 )
+from ..start import start
+from ..sweeps.view import sweep_json
 from ..topology import TopologyError, parse_topology
 from .base import MAX_LOG_CHUNK, PxHandler, problems_of
 from .models import (
@@ -45,6 +48,7 @@ from .models import (
     RunsPage,
     StacksSnapshot,
     SubmitRequest,
+    Sweep,
     TensorBoardRequest,
 )
 from .pools import change_kind
@@ -96,11 +100,20 @@ class RunsHandler(PxHandler):
         code = await self.read_code(code_request)
         try:
             submission = Submission(code.source, topo, name=name or None, workdir=code.workdir, origin="sidebar")
-            run_id = await self.blocking(self.px.service.submit, submission, kind=change_kind(topo.backend_kind))
+            started = await self.blocking(
+                start, submission, self.px.service, self.px.sweeps, kind=change_kind(topo.backend_kind)
+            )
+        except TopologyError as error:  # the sweep section's problems
+            self.send(ErrorReply, problems_of(error), status=400)
+            return
         except (BackendError, ValueError, FileNotFoundError) as error:  # ResourceUnavailable, bad name...
             raise web.HTTPError(400, f"the run could not start on the {topo.backend_kind} backend: {error}") from None
-        self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{run_id}")
-        self.send(RunDetail, await self.blocking(self._detail, run_id), status=201)
+        if started.is_sweep:  # a topology with a sweep section starts a sweep: its trials are the runs
+            self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/sweeps/{started.id}")
+            self.send(Sweep, sweep_json(await self.blocking(self.px.sweeps.view, started.id)), status=201)
+            return
+        self.set_header("Location", self.base_url.rstrip("/") + f"/px/api/runs/{started.id}")
+        self.send(RunDetail, await self.blocking(self._detail, started.id), status=201)
 
 
 class RunHandler(PxHandler):

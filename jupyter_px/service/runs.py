@@ -32,7 +32,7 @@ from ..topology import Topology, apply_overrides, parse_topology, to_dict
 from ..topology.values import declared_run
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex, RunsPage
-from .submission import Submission, pickle_pushed
+from .submission import Submission, pickle_pushed, refuse_sweep_section
 from .views import RunView, run_replicas
 
 log = logging.getLogger(__name__)
@@ -190,6 +190,8 @@ class RunService:
                 ps=overrides.ps,
                 backend=overrides.backend,
             )
+        if submission.trial is None:  # a sweep's trial comes without the sweep section
+            refuse_sweep_section(topo)
         code = load_code(submission.source, submission.language)
         args, push = list(submission.args), submission.push
         if submission.trial is None:  # a polyaxonfile's declarations and run.cmd (a trial comes with its own)

@@ -21,6 +21,7 @@ from ..code.loading import LoadedCode
 from ..code.sources import CodeSource, code_source
 from ..runstore.models import TrialOf
 from ..topology import Topology
+from ..topology.models import SECTIONS_KEPT_AS_WRITTEN
 
 #: Where a run was submitted from, as its record says (`RunRecord.submitted_from`).
 Origin = Literal["api", "cli", "magic", "sidebar", "sweep"]
@@ -151,3 +152,14 @@ def pickle_pushed(values: Mapping[str, Any]) -> bytes:
         except Exception as error:  # pickle raises many types (TypeError, PicklingError, AttributeError...)
             raise PushError(f"cannot ship {name!r} ({type(value).__name__}) to the replicas: {error}") from None
     return pickle.dumps(dict(values))
+
+
+def refuse_sweep_section(topology: Topology) -> None:
+    """A topology with a sweep section starts a sweep, never one run without the sweep's values
+    (`jupyter_px.start` decides that for every surface): a ValueError naming the section."""
+    section = next((key for key in SECTIONS_KEPT_AS_WRITTEN if getattr(topology, key) is not None), None)
+    if section is not None:
+        raise ValueError(
+            f"{section}: the topology has a sweep section, so it starts a sweep, not one run "
+            "(jupyter_px.sweep(), %%px_distributed or jupyter px run start one)"
+        )

@@ -9,6 +9,7 @@ again when an unfinished sweep has none, which resumes it; `stop` stops it and i
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import os
 import time
 from contextlib import contextmanager
@@ -77,7 +78,8 @@ class SweepService:
                 f"its outputs, which runs on {trial.backend_kind} do not share here: use resume: false there"
             )
         self.runs.check(trial)
-        code = load_code(submission.source, submission.language)
+        # a sweep keeps the code's text only: no source map, and its trials keep no results
+        code = dataclasses.replace(load_code(submission.source, submission.language), files={}, returns=False)
         entrypoint = code.entrypoint if code.from_script else None
         args = script_args(topo, entrypoint, submission.args)
         missing = missing_names(args, value_names(topo, spec))

@@ -70,8 +70,19 @@ export async function listRuns(
   return { page: response.data!, etag: response.etag };
 }
 
-export async function submitRun(body: ISubmission): Promise<IRunDetail> {
-  return (await requestAPI<IRunDetail>('runs', json(body))).data!;
+/**
+ * Submit the code with a topology: the server starts one run, or a sweep when the topology has a
+ * sweep section (`hptuning:` or `matrix:`), and answers with what it started.
+ */
+export async function submitRun(
+  body: ISubmission
+): Promise<IRunDetail | ISweep> {
+  return (await requestAPI<IRunDetail | ISweep>('runs', json(body))).data!;
+}
+
+/** Whether a submission started a sweep (its topology had a sweep section). */
+export function isSweep(started: IRunDetail | ISweep): started is ISweep {
+  return !('run_id' in started);
 }
 
 export async function getRun(runId: string): Promise<IRunDetail> {

@@ -3,7 +3,7 @@ import { Notification } from '@jupyterlab/apputils';
 import type { OpenPanel } from './commands/runPanels';
 import { runLabel } from './runs';
 import type { RunsModel } from './runsModel';
-import type { IRunSummary } from './types';
+import type { IRunSummary, ISweep } from './types';
 
 /**
  * What a run's end says, and how loud: a failure is an error; a Stop the user asked for here is
@@ -40,6 +40,16 @@ export class RunNotices {
       { autoClose: 3000 }
     );
     this._ids.set(run.run_id, id);
+  }
+
+  /** A submission from here started a sweep (its topology had a sweep section). */
+  sweepStarted(sweep: ISweep): void {
+    const trials = `${sweep.n_trials} trial${sweep.n_trials === 1 ? '' : 's'}`;
+    Notification.emit(
+      `Started sweep ${sweep.name || sweep.sweep_id} (${trials}, ${sweep.concurrency} at a time)`,
+      'in-progress',
+      { autoClose: 5000 }
+    );
   }
 
   /** The user stopped a run here: its end is not an error. */

@@ -60,13 +60,17 @@ export function addSubmitCommands(
   };
   const submit = async (body: Omit<ISubmission, 'topology'>): Promise<void> => {
     await validTopology();
-    const run = await api.submitRun({
+    const started = await api.submitRun({
       topology: withDefaults(topology.topology, settings.kubernetesImage),
       tag: settings.cellTag,
       ...body
     });
-    runs.watched.add(run.run_id);
-    notices.submitted(run);
+    if (api.isSweep(started)) {
+      notices.sweepStarted(started); // its trials appear in the runs list, grouped under it
+    } else {
+      runs.watched.add(started.run_id);
+      notices.submitted(started);
+    }
     await runs.poll.refresh();
   };
   const activeNotebook = (): string | null =>
