@@ -1,6 +1,8 @@
 import { Notification } from '@jupyterlab/apputils';
 
+import { isSweep } from '../api';
 import { endNotice, RunNotices } from '../runNotifications';
+import type { IRunDetail, ISweep } from '../types';
 import { summary } from './fixtures';
 
 describe('endNotice', () => {
@@ -85,5 +87,20 @@ describe('RunNotices', () => {
     expect(
       Notification.manager.notifications.map(n => [n.message, n.type])
     ).toEqual([['Run c Failed', 'error']]);
+  });
+
+  it('says a submission started a sweep, when its topology had a sweep section', () => {
+    const started = {
+      sweep_id: 'sweep-1',
+      name: 'lr',
+      n_trials: 4,
+      concurrency: 2
+    } as ISweep;
+    expect(isSweep(started)).toBe(true);
+    expect(isSweep(summary() as unknown as IRunDetail)).toBe(false); // a run has its run_id
+    notices().sweepStarted(started);
+    expect(
+      Notification.manager.notifications.map(n => [n.message, n.type])
+    ).toEqual([['Started sweep lr (4 trials, 2 at a time)', 'in-progress']]);
   });
 });
