@@ -32,7 +32,8 @@ def test_a_child_is_itself_from_the_moment_start_returns_and_gone_once_it_ends(t
     for _ in range(20):
         with detached.start(CHILD, ["wait"], log_path=tmp_path / "log", env=_env()) as child:
             assert child.identity.alive()
-            assert child.identity.started_at == pytest.approx(psutil.Process(child.pid).create_time(), abs=0.05)
+            started = psutil.Process(child.pid).create_time() - psutil.boot_time()  # seconds since boot
+            assert child.identity.started_at == pytest.approx(started, abs=1.05)  # (boot_time: whole seconds)
         assert child.wait(60) == 3  # abandoned: its await_go() said no
         assert not child.identity.alive()
 
@@ -101,3 +102,18 @@ def test_same_as_compares_pid_and_creation_time():
     assert not me.same_as(ProcessIdentity(me.pid, me.started_at + 5))
     assert not me.same_as(ProcessIdentity(me.pid + 1, me.started_at))
     assert me.same_as(ProcessIdentity(me.pid, None))  # an older record: the pid alone
+
+
+def test_an_identity_holds_when_the_wall_clock_moves_the_boot_time(monkeypatch):
+    """psutil's creation time is the start since boot plus the boot time as the wall clock says
+    it at each call (/proc/stat's btime, whole seconds): an NTP slew across a second moves it by
+    one. A live process is still itself then, and an identity recorded by an older version (a
+    wall-clock creation time) still matches within that second."""
+    me = ProcessIdentity.current()
+    older = ProcessIdentity(me.pid, psutil.Process(me.pid).create_time())  # as an older version wrote it
+    booted = psutil.boot_time()
+    monkeypatch.setattr("psutil._pslinux.boot_time", lambda: booted + 1.0)  # the btime a slew gave
+    assert psutil.Process(me.pid).create_time() == pytest.approx(older.started_at + 1.0)
+    assert me.alive() and ProcessIdentity.current().same_as(me)
+    assert older.alive() and older.same_as(me)
+    assert not ProcessIdentity(me.pid, older.started_at - 5).alive()  # a reused pid is still told apart

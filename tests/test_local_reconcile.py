@@ -21,6 +21,7 @@ import pytest
 from local_support import describe, replica, submit, wait, wait_for
 
 from jupyter_px.backends.local import LocalBackend
+from jupyter_px.processes.detached import ProcessIdentity
 from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
 from jupyter_px.runstore.models import RunOwner
 
@@ -116,6 +117,24 @@ def test_reconcile_on_a_full_disk_returns_lost_without_writing_then_writes_it(sm
 
 
 @pytest.mark.jobs
+def test_the_keeper_keeps_a_live_run_when_the_wall_clock_moves_the_boot_time(px_home, tmp_path, monkeypatch):
+    """psutil's creation times move by a second when an NTP slew moves /proc/stat's btime (whole
+    seconds of wall clock minus uptime). The keeper once took the live supervisor for gone then,
+    recorded the run Lost and killed its replicas' cgroup: every replica SIGKILLed at once."""
+    go = tmp_path / "go"
+    run = submit("faults.py", ONE_WORKER, args=["fail-when", "worker-0", str(go)])
+    wait_for(lambda: (s := run.status()).state.value == "Running" and all(r.pid for r in s.replicas), what="Running")
+    booted = psutil.boot_time()
+    monkeypatch.setattr("psutil._pslinux.boot_time", lambda: booted + 1.0)  # the btime after a slew
+    assert run.reconcile().state.value == "Running", describe(run)
+    assert run.status().state.value == "Running" and all(psutil.pid_exists(r.pid) for r in run.status().replicas)
+    go.touch()  # worker-0 fails on its own: the run ends as it would have
+    status = wait(run)
+    worker = replica(status, "worker-0")
+    assert (status.state.value, worker.exit_code, worker.reason) == ("Failed", 1, "Error"), describe(run)
+
+
+@pytest.mark.jobs
 def test_replica_failing_while_the_disk_is_full_is_recorded_failed_once_space_returns(small_disk, tmp_path):
     go = tmp_path / "go"
     run = submit("faults.py", ONE_WORKER, args=["fail-when", "worker-0", str(go)])
@@ -140,7 +159,7 @@ def test_replica_failing_while_the_disk_is_full_is_recorded_failed_once_space_re
         timeout=60,
         what="the supervisor to retry its final status write",
     )
-    assert psutil.Process(supervisor.pid).create_time() == pytest.approx(supervisor.started_at, abs=0.05)
+    assert ProcessIdentity(supervisor.pid, supervisor.started_at).alive()  # the very process recorded
     assert run.reconcile().state.value == "Running"  # the supervisor lives: not Lost, and no crash
     assert run.status().state.value == "Running"
     filler.unlink()

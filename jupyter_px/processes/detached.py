@@ -40,21 +40,21 @@ from pathlib import Path
 
 import psutil
 
+from . import start_time
+
 #: The environment variable naming the go-pipe's read end in the child.
 GO_FD_ENV = "JUPYTER_PX_GO_FD"
 GO = b"go"
-#: Two readings of one process's creation time agree to the clock tick (10 ms); a different
-#: process with the same pid was created at least this much later.
-CREATE_TIME_TOLERANCE_S = 0.05
 
 
 @dataclass(frozen=True)
 class ProcessIdentity:
     """One process, told apart from any later process with the same pid.
 
-    `started_at` is the process's creation time (`psutil.Process.create_time()`, seconds since
-    the epoch). None only for a pid recorded before creation times were (a status file written
-    by an older version): such an identity is judged by its pid alone.
+    `started_at` is when the process started, in seconds since boot (`start_time.since_boot`:
+    fixed for its life, which psutil's wall-clock creation time is not), or, in a record written
+    by an older version, its wall-clock creation time. None only for a pid recorded before
+    either was: such an identity is judged by its pid alone.
     """
 
     pid: int
@@ -63,19 +63,19 @@ class ProcessIdentity:
     @classmethod
     def of(cls, pid: int) -> ProcessIdentity:
         """The identity of live process `pid` now (raises psutil.NoSuchProcess if there is none)."""
-        return cls(pid, psutil.Process(pid).create_time())
+        return cls(pid, start_time.since_boot(pid))
 
     @classmethod
     def current(cls) -> ProcessIdentity:
         return cls.of(os.getpid())
 
     def same_as(self, other: ProcessIdentity) -> bool:
-        """The same process: the same pid, created at the same time (None matches by pid alone)."""
+        """The same process: the same pid, started at the same time (None matches by pid alone)."""
         if self.pid != other.pid:
             return False
         if self.started_at is None or other.started_at is None:
             return True
-        return abs(self.started_at - other.started_at) <= CREATE_TIME_TOLERANCE_S
+        return start_time.same_start(self.started_at, other.started_at)
 
     def alive(self) -> bool:
         """Is this process still running? (Not a zombie, not a reused pid.) A process we may not
@@ -83,10 +83,9 @@ class ProcessIdentity:
         if self.pid <= 0:
             return False
         try:
-            proc = psutil.Process(self.pid)
-            if self.started_at is not None and abs(proc.create_time() - self.started_at) > CREATE_TIME_TOLERANCE_S:
+            if self.started_at is not None and not start_time.matches(self.started_at, self.pid):
                 return False
-            return proc.status() != psutil.STATUS_ZOMBIE
+            return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return False
         except psutil.AccessDenied:

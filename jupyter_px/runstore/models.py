@@ -282,7 +282,8 @@ class RunOwner(BaseModel):
     pid: int
     started_at: float | None = Field(
         default=None,
-        description="the process's creation time (psutil's create_time); None only in an older status",
+        description="when the process started, in seconds since boot (`processes.start_time`; a wall-clock creation "
+        "time in an older status, None in an older still)",
     )
     host: str | None = Field(
         default=None,

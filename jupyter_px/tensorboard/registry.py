@@ -32,7 +32,7 @@ class ServerInfo:
     logdirs: dict[str, str]  # TensorBoard run-name prefix -> directory ("" for a single --logdir)
     logdir_spec: str  # the argument given to TensorBoard
     started: float  # time.time() at launch
-    create_time: float  # the process's creation time, to tell it from a later process with the same pid
+    create_time: float  # when it started (`ProcessIdentity.started_at`): not a later process with its pid
     idle_timeout: float = 0.0  # seconds without use before it stops itself (0: never)
     owner_pid: int | None = None  # the process it ends with: the Jupyter server, else its starter
 

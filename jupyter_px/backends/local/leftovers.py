@@ -95,7 +95,7 @@ def owns_another_run(proc: Any) -> bool:
 
     try:
         status = RunStatus.model_validate_json((Path(proc.cwd()) / "status.json").read_bytes())
-        identity = detached.ProcessIdentity(proc.pid, proc.create_time())
+        identity = detached.ProcessIdentity.of(proc.pid)
     except (OSError, ValueError, psutil.Error):
         return False
     owner = status.owner

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from ...processes import start_time
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason
 from ...runstore.settle import settle_replica
@@ -149,7 +150,7 @@ class Descendants:
         below = set(ProcessTable().descendants(self.supervisor)) - {os.getpid()}
         for pid in below - set(self.seen):
             try:
-                self.seen[pid] = psutil.Process(pid).create_time()
+                self.seen[pid] = start_time.since_boot(pid)
             except psutil.Error:
                 continue
         for pid in set(self.seen) - below:  # gone, or no longer below it (reparented: keep)
@@ -161,7 +162,7 @@ class Descendants:
         for pid, started in self.seen.items():
             try:
                 process = psutil.Process(pid)
-                if process.create_time() != started or (spare is not None and spare(pid)):
+                if start_time.since_boot(pid) != started or (spare is not None and spare(pid)):
                     continue
                 process.kill()
                 killed += 1
