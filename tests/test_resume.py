@@ -234,8 +234,8 @@ def test_a_killed_rank_restarts_the_gang_which_resumes_and_ends_with_the_same_mo
     reference = submit("ddp_resume.py", _topology(None), args=["--steps", str(STEPS)], name="reference")
     assert wait(reference).state == RunState.SUCCEEDED, describe(reference)
 
-    run = submit("ddp_resume.py", _topology(2), args=["--steps", str(STEPS), "--step-sleep", "0.15"], name="chaos")
-    wait_for(lambda: _checkpointed(run, "worker-1", 10), "worker-1's checkpoint at step 10")
+    run = submit("ddp_resume.py", _topology(2), args=["--steps", str(STEPS), "--hold-at", "10"], name="chaos")
+    wait_for(lambda: _checkpointed(run, "worker-1", 10), "worker-1's checkpoint at step 10")  # then it holds
     first_port = run.status().replicas[0].address
     said = _kill(run, "worker-1")
     assert said.startswith("sent SIGKILL to worker-1 of run")

@@ -32,6 +32,8 @@ parser.add_argument("--every", type=int, default=5)
 parser.add_argument("--seed", type=int, default=0)
 parser.add_argument("--step-sleep", type=float, default=0.0)
 parser.add_argument("--fail-at", type=int, default=0)
+# attempt 1 holds after this step until it is stopped: a test kills a rank of a run that cannot end first
+parser.add_argument("--hold-at", type=int, default=0)
 args = parser.parse_args()
 
 torch.set_num_threads(1)
@@ -73,6 +75,8 @@ for step in range(start + 1, args.steps + 1):
         sys.exit(1)
     if step % args.every == 0:
         tracking.save_checkpoint({"model": model.module.state_dict(), "optimizer": optimizer.state_dict()}, step)
+    while args.hold_at and step == args.hold_at and tracking.get_attempt() == 1:
+        time.sleep(0.05)
     time.sleep(args.step_sleep)
 
 if rank == 0:
