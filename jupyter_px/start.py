@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Literal
 
 from .service import Overrides, RunService, Submission
 from .sweeps.spec import parse_polyaxonfile, read_sweep
-from .topology import apply_overrides
 
 if TYPE_CHECKING:
     from .sweeps.service import SweepService
@@ -46,14 +45,7 @@ def start(submission: Submission, runs: RunService | None = None, sweeps: SweepS
         return Started("run", (runs or (sweeps.runs if sweeps else RunService())).submit(parsed))
     overrides = submission.overrides
     if overrides.any:  # `jupyter px run --workers 4 -f sweep.yaml`: every trial has 4 workers
-        changed = apply_overrides(
-            topology,
-            framework=overrides.framework,
-            workers=overrides.workers,
-            ps=overrides.ps,
-            backend=overrides.backend,
-        )
-        submission = replace(submission, topology=changed, overrides=Overrides())
+        submission = replace(submission, topology=overrides.applied_to(topology), overrides=Overrides())
     if sweeps is None:
         from .sweeps.service import SweepService  # (Optuna's side: only for a sweep)
 

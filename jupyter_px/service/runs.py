@@ -28,7 +28,7 @@ from ..backends import render as render_dry_run
 from ..code.loading import LoadedCode, load_code
 from ..code.sources import CodeSource
 from ..runstore import RunDamaged, RunNotFound, RunPaths, RunRecord, RunStatus, RunStore, new_run_id
-from ..topology import Topology, apply_overrides, parse_topology, to_dict
+from ..topology import Topology, parse_topology, to_dict
 from ..topology.values import declared_run
 from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex, RunsPage
@@ -183,13 +183,7 @@ class RunService:
         topo = parse_topology(submission.topology) if submission.topology is not None else None
         overrides = submission.overrides
         if topo is None or overrides.any:
-            topo = apply_overrides(
-                topo,
-                framework=overrides.framework,
-                workers=overrides.workers,
-                ps=overrides.ps,
-                backend=overrides.backend,
-            )
+            topo = overrides.applied_to(topo)
         if submission.trial is None:  # a sweep's trial comes without the sweep section
             refuse_sweep_section(topo)
         code = load_code(submission.source, submission.language)

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypedDict, Unpack, get_args
 from ..code.loading import LoadedCode
 from ..code.sources import CodeSource, code_source
 from ..runstore.models import TrialOf
-from ..topology import Topology
+from ..topology import Topology, apply_overrides
 from ..topology.models import SECTIONS_KEPT_AS_WRITTEN
 
 #: Where a run was submitted from, as its record says (`RunRecord.submitted_from`).
@@ -63,6 +63,13 @@ class Overrides:
     @property
     def any(self) -> bool:
         return any(value is not None for value in (self.framework, self.workers, self.ps, self.backend))
+
+    def applied_to(self, topology: Topology | None) -> Topology:
+        """`topology` with these overrides (`--workers 4` and the rest) applied; the overrides
+        alone, on the defaults, without one. TopologyError names the option's field."""
+        return apply_overrides(
+            topology, framework=self.framework, workers=self.workers, ps=self.ps, backend=self.backend
+        )
 
 
 @dataclass(frozen=True)
