@@ -23,6 +23,7 @@ from warm_support import ensure_templates, template_env
 from jupyter_px.backends import BackendError
 from jupyter_px.backends.local import warm
 from jupyter_px.backends.local.settings import load_settings
+from jupyter_px.processes.detached import ProcessIdentity
 
 TWO = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
 
@@ -318,7 +319,7 @@ def test_a_template_owned_by_a_jupyter_server_ends_with_it(px_home, own_warm_dir
         assert state["owner"] == {
             "kind": "server",
             "pid": server.pid,
-            "started_at": psutil.Process(server.pid).create_time(),
+            "started_at": ProcessIdentity.of(server.pid).started_at,  # its start since boot
         }
     finally:
         server.kill()

@@ -5,14 +5,13 @@ process belongs to that server."""
 from __future__ import annotations
 
 import json
-import os
 
-import psutil
 import pytest
 from warm_support import template_env
 
 from jupyter_px.backends.local import warm
 from jupyter_px.backends.local.settings import load_settings
+from jupyter_px.processes.detached import ProcessIdentity
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -27,7 +26,8 @@ async def test_the_sidebar_reads_templates_with_their_memory_and_stops_them(jp_f
     state = warm.start(None, template_env(), load_settings(), timeout=120)
     try:
         # started in the server's process: the extension told it its pid, so it ends with the server
-        assert state["owner"] == {"kind": "server", "pid": os.getpid(), "started_at": psutil.Process().create_time()}
+        me = ProcessIdentity.current()
+        assert state["owner"] == {"kind": "server", "pid": me.pid, "started_at": me.started_at}
         body = json.loads((await jp_fetch("px", "api", "warm")).body)
         (shown,) = body["templates"]
         assert (shown["key"], shown["state"], shown["running"], shown["pid"]) == (
