@@ -64,6 +64,48 @@ describe('TopologyModel following notebooks', () => {
     expect(model.loadedFrom).toBe('your edits for quickstart.ipynb');
   });
 
+  it("keeps a sweep cell's sweep section with the form's job, so Submit starts the sweep", async () => {
+    const hptuning = {
+      concurrency: 2,
+      matrix: { lr: { values: [0.1, 0.2] } }
+    };
+    validate.mockImplementation(async topology =>
+      typeof topology === 'string'
+        ? {
+            valid: true,
+            topology: topology.includes('hptuning')
+              ? { ...QUICK, hptuning }
+              : QUICK
+          }
+        : { valid: true, topology: topology as any }
+    );
+    const sweepCell = [
+      '%%px_topology\nframework: pytorch\nhptuning:\n  concurrency: 2\n'
+    ];
+    await model.setNotebook('sweep.ipynb', sweepCell);
+    expect(model.loadedFrom).toBe(
+      'from sweep.ipynb, cell 1 (%%px_topology, a sweep: each trial runs this topology)'
+    );
+    // The form shows one trial's job; the section it does not show travels with it.
+    expect(model.topology).toEqual({ ...QUICK, hptuning });
+
+    // Edited, then reopened: the user's job, still with the cell's sweep.
+    model.markEdited();
+    model.setFormData({
+      ...model.formData,
+      environment: { replicas: { n_workers: 3 } }
+    });
+    await model.validate();
+    await model.setNotebook('plain.ipynb', SOURCES);
+    expect(model.topology).toEqual(QUICK);
+    await model.setNotebook('sweep.ipynb', sweepCell);
+    expect(model.topology).toEqual({
+      ...QUICK,
+      environment: { replicas: { n_workers: 3 } },
+      hptuning
+    });
+  });
+
   it('says when the notebook topology does not validate, and keeps the form', async () => {
     validate.mockResolvedValueOnce({
       valid: false,
