@@ -13,13 +13,12 @@ from compare_support import make_run
 from plot_config_support import assert_private
 
 from jupyter_px.compare.comparison import compare_runs
-from jupyter_px.compare.digest import DigestCache
-from jupyter_px.compare.downsample import MAX_POINTS, MIN_POINTS, check_points, downsample_indices
-from jupyter_px.compare.params import differing, flatten, run_params
 from jupyter_px.compare.selection import SelectionError, select_runs, sweep_objective
-from jupyter_px.compare.values import check_optimizations, optimization_for, series_values
 from jupyter_px.runstore import RunStore
 from jupyter_px.service import RunService
+from jupyter_px.service.digests.downsample import MAX_POINTS, MIN_POINTS, check_points, downsample_indices
+from jupyter_px.service.digests.params import differing, flatten, run_params
+from jupyter_px.service.digests.values import check_optimizations, optimization_for, series_values
 
 
 @pytest.fixture
@@ -239,15 +238,16 @@ def test_a_run_without_master_metrics_uses_worker_0(store):
 
 def test_a_digest_is_read_once_until_the_run_changes(store):
     ids = three_runs(store)
-    cache = DigestCache(RunService(store))
-    compare_runs(RunService(store), ids, cache=cache)
-    compare_runs(RunService(store), ids, cache=cache)
+    service = RunService(store)  # a server's, or a kernel's: its digest cache is kept for its life
+    compare_runs(service, ids)
+    compare_runs(service, ids)
+    cache = service.digests
     assert cache.reads == 3
     path = store.paths("lr-0").metrics("master", 0)
     with open(path, "a") as handle:
         handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.0001,"val_acc":0.5}}\n')
     os.utime(path, ns=(1, 1))  # a size change alone must do too
-    again = compare_runs(RunService(store), ids, cache=cache)
+    again = compare_runs(service, ids)
     assert cache.reads == 4
     assert again.metric("loss").curves["lr-0"].summary.final == 0.0001
     assert again.metric("loss").best_run == "lr-0"
@@ -258,13 +258,15 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     a run that changed since, or one still running, is read."""
     ids = three_runs(store)
     make_run(store, "live", curves={"loss": lambda k: 1 / (k + 1)}, state="Running")
-    first = DigestCache(RunService(store))
-    before = compare_runs(RunService(store), [*ids, "live"], cache=first)
+    server = RunService(store)
+    before = compare_runs(server, [*ids, "live"])
+    first = server.digests
     assert first.reads == 4
     assert sorted(p.name for p in first.folder.iterdir()) == sorted(f"{i}.500.v3.pickle" for i in ids)
 
-    later = DigestCache(RunService(store))  # a new server: nothing in memory
-    again = compare_runs(RunService(store), [*ids, "live"], cache=later)
+    later_server = RunService(store)  # a new server: nothing in memory
+    again = compare_runs(later_server, [*ids, "live"])
+    later = later_server.digests
     assert later.reads == 1  # only the running run
     assert again.to_json(arrays=False) == before.to_json(arrays=False)
 
@@ -272,8 +274,9 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
     with open(path, "a") as handle:
         handle.write('{"step":300,"time":1.0,"metrics":{"loss":0.00001}}\n')
     (first.folder / "lr-2.500.v3.pickle").write_bytes(b"cut sh")  # a damaged file is read past
-    third = DigestCache(RunService(store))
-    changed = compare_runs(RunService(store), [*ids, "live"], cache=third)
+    third_server = RunService(store)
+    changed = compare_runs(third_server, [*ids, "live"])
+    third = third_server.digests
     assert third.reads == 3  # lr-1 changed, lr-2's file is damaged, live runs
     assert changed.metric("loss").curves["lr-1"].summary.final == 0.00001
 

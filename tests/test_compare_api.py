@@ -124,7 +124,7 @@ async def test_the_server_reads_each_run_once_until_it_changes(jp_fetch, jp_serv
         found = []
         for rule in getattr(router, "rules", []):
             if rule.target is compare_handlers.CompareHandler:
-                found.append(rule.target_kwargs["state"].digests)
+                found.append(rule.target_kwargs["state"].service.digests)
             found.extend(caches(rule.target))
         return found
 

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_px.compare.comparison import compare_runs, encode
-from jupyter_px.compare.downsample import MAX_POINTS, MIN_POINTS, downsample_indices
 from jupyter_px.compare.render import figure
 from jupyter_px.runstore import RunStore
 from jupyter_px.service import RunService
+from jupyter_px.service.digests.downsample import MAX_POINTS, MIN_POINTS, downsample_indices
 
 specials = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),

@@ -173,8 +173,8 @@ async def test_the_keeper_digests_finished_runs_for_the_first_comparison(jp_serv
     the first comparison of it reads none of its points; a running run is left alone."""
     from compare_support import make_run
 
-    from jupyter_px.compare.digest import DigestCache
     from jupyter_px.service import RunService
+    from jupyter_px.service.digests import DigestCache
 
     store = RunStore(px_home)
     make_run(store, "ended-1", curves={"loss": lambda k: 1 / (k + 1)})

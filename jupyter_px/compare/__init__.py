@@ -5,10 +5,10 @@ and the params that differ.
     jupyter_px.compare(pattern="lr-*", optimization={"acc": "max"})
     %px_compare lr-1 lr-2 --metric loss
 
-Parts, one job each: `selection` (which runs), `digest` (one run read once and cached while its
-files do not change), `downsample` (MinMaxLTTB to a bounded number of points), `values` (final,
-best, which way is best), `params` (the params that differ), `comparison` (the data every surface
-renders), `render` and `notebook` (the notebook's view). The REST route is
+Parts, one job each: `selection` (which runs), `comparison` (the data every surface renders),
+`changes` (what changed since the previous run of a cell), `render` and `notebook` (the
+notebook's view). Each run is read through the run service's digests (`service.digests`: read
+once and kept while its files do not change, downsampled, its final and best values, its params). The REST route is
 `jupyter_px.server.compare_handlers`.
 
 This package is also the function: `jupyter_px.compare` is this module, and calling it calls

@@ -23,9 +23,8 @@ from ..presentation.view_models import CellChanges, MetricChange, ParamChange
 from ..runstore import RunDamaged, RunNotFound, RunRecord
 from ..runstore.layout import logged_by_the_code
 from ..service import RunService
-from .digest import DigestCache
-from .params import canonical, chief_first, run_params
-from .values import optimization_for
+from ..service.digests.params import canonical, chief_first, run_params
+from ..service.digests.values import optimization_for
 
 __all__ = ["CELL_ORIGIN", "cell_of", "previous_run_of_cell", "cell_changes", "ChangesSince"]
 
@@ -67,10 +66,9 @@ def cell_changes(
     previous: RunRecord,
     latest: Mapping[str, float],
     logged: Mapping[str, Mapping[str, Any]],
-    cache: DigestCache,
 ) -> CellChanges:
     """This run (`record`, its metrics' `latest` values and `logged` params) against `previous`."""
-    before = cache.digest(previous.run_id, cache_points())
+    before = service.digests.digest(previous.run_id, cache_points())
     diff = list(
         difflib.unified_diff(
             service.code_text(previous.run_id).splitlines(),
@@ -109,7 +107,7 @@ def cell_changes(
 
 def cache_points() -> int:
     """The digest size asked of the cache (the comparison's default: its digests are shared)."""
-    from .downsample import DEFAULT_POINTS
+    from ..service.digests.downsample import DEFAULT_POINTS
 
     return DEFAULT_POINTS
 
@@ -118,9 +116,8 @@ class ChangesSince:
     """The `changes` callable a `presentation.run_view.RunViewSource` takes: finds the previous
     run of the cell once, then compares the reader's latest values against it at each view."""
 
-    def __init__(self, service: RunService, record: RunRecord, cache: DigestCache | None = None):
+    def __init__(self, service: RunService, record: RunRecord):
         self.service, self.record = service, record
-        self.cache = cache or DigestCache(service)
         self.previous = previous_run_of_cell(service, record)
 
     def __call__(self, reader: Any) -> CellChanges | None:
@@ -133,6 +130,6 @@ class ChangesSince:
                 if len(series):
                     latest[name] = float(series.values[-1])
         try:
-            return cell_changes(self.service, self.record, self.previous, latest, reader.params(), self.cache)
+            return cell_changes(self.service, self.record, self.previous, latest, reader.params())
         except (RunNotFound, RunDamaged, OSError):  # the previous run was deleted meanwhile
             return None

@@ -23,11 +23,11 @@ import numpy as np
 
 from ..runstore.layout import logged_by_the_code
 from ..service import RunService
+from ..service.digests.cache import Curve, RunDigest
+from ..service.digests.downsample import DEFAULT_POINTS, check_points
+from ..service.digests.params import differing
+from ..service.digests.values import Optimization, check_optimizations, optimization_for
 from ..sweeps.importance import ParamImportance, param_importance
-from .digest import Curve, DigestCache, RunDigest
-from .downsample import DEFAULT_POINTS, check_points
-from .params import differing
-from .values import Optimization, check_optimizations, optimization_for
 
 __all__ = ["BEST_RULES", "MetricComparison", "Comparison", "compare_runs", "encode"]
 
@@ -222,7 +222,6 @@ def compare_runs(
     points: int = DEFAULT_POINTS,
     optimization: Mapping[str, str] | None = None,
     all_params: bool = False,
-    cache: DigestCache | None = None,
     best: str = "succeeded",
 ) -> Comparison:
     """Compare runs (ids, e.g. from `select_runs`). `metrics`: the metrics shown (default every
@@ -233,8 +232,7 @@ def compare_runs(
         raise ValueError(f"best: {best!r} is not one of {', '.join(BEST_RULES)}")
     points = check_points(points)
     directions = check_optimizations(optimization)
-    cache = cache or DigestCache(service)
-    runs = cache.digests(run_ids, points)
+    runs = service.digests.digests(run_ids, points)
     names = sorted({name for run in runs for name in run.curves})
     if metrics:
         unknown = [name for name in metrics if name not in names]

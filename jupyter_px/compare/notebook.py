@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..service.digests.downsample import DEFAULT_POINTS
 from .comparison import Comparison, compare_runs
-from .digest import DigestCache
-from .downsample import DEFAULT_POINTS
 from .render import figure, figure_bundle, parallel_bundle, table_bundle
 from .selection import select_runs, sweep_objective
 
@@ -122,6 +121,5 @@ def compare(
         points=points,
         optimization=sweep_objective(service, sweep, optimization),
         all_params=all_params,
-        cache=DigestCache(service),
     )
     return RunComparison(comparison, service)

@@ -202,7 +202,7 @@ class JupyterPxApp(ExtensionApp):
                 await loop.run_in_executor(self._keeper_executor, self.state.service.keep_all)
                 await loop.run_in_executor(self._keeper_executor, self._keep_sweeps)
                 # the first comparison of runs that ended while the server ran reads no point
-                await loop.run_in_executor(self._keeper_executor, self.state.digests.keep_finished)
+                await loop.run_in_executor(self._keeper_executor, self.state.service.digests.keep_finished)
             except Exception:  # the keeper must outlive one bad pass; the next one may succeed
                 self.log.exception("jupyter_px: a keeper pass failed")
             await asyncio.sleep(self.keeper_interval)

@@ -3,7 +3,7 @@
 The handlers themselves are thin async methods over the run service the CLI and the magics use,
 one module per resource (`topology_handlers`, `run_handlers`, `compare_handlers`,
 `sweep_handlers`), registered from one table (`routes.py`); what they keep for the server's life
-is in `PxState` (the digest cache, the run views).
+is in `PxState` (the run service with its caches, the run views).
 
 
 Every handler is authenticated (`@web.authenticated`) and authorized (`@authorized` against the
@@ -40,7 +40,6 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from .. import tensorboard
-from ..compare.digest import DigestCache
 from ..service import RunDamaged, RunNotFound, RunService
 from ..service.views import run_detail
 from ..topology import TopologyError
@@ -100,8 +99,7 @@ class PxState:
     def __init__(self, settings: PxSettings):
         self.settings = settings
         self.service = RunService(home=settings.home, kubernetes=settings.kubernetes_overrides())
-        self.digests = DigestCache(self.service)  # one for the server's life: a run is read whole once
-        self.run_views = RunViews(self.service, self.digests)  # the views the extension polls
+        self.run_views = RunViews(self.service)  # the views the extension polls
         self.pools = Pools()
         self._sweeps: SweepService | None = None
 

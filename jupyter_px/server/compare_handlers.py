@@ -4,16 +4,16 @@ Thin, as the other handlers (`base.PxHandler`: authenticated, authorized against
 translated in one place): the body is parsed into `models.CompareRequest`, the work is
 `jupyter_px.compare` in the read pool, the answer is checked against `models.Comparison`. The
 curves' arrays are the exception: each run's are encoded to JSON once, when the run is read
-(`compare.digest.encode_points`), and spliced into the checked answer (`compare.comparison.encode`),
+(`service.digests.encode_points`), and spliced into the checked answer (`compare.comparison.encode`),
 since formatting 200,000 floats per request would be most of the 300 ms this route may take.
 
 POST, though comparing only reads: a selection of 200 run ids, metric names and directions is a
 body, not a query string. It is authorized as `read`; TensorBoard over the runs is `execute`,
 as for one run.
 
-The server keeps one `DigestCache` for its life (`PxState.digests`), so a run is read whole once and again only when
-its files change; a comparison of runs already read costs a few stats per run plus the answer's
-JSON (see `benchmarks/bench_compare.py`).
+The server's run service keeps one digest cache for its life (`RunService.digests`), so a run is
+read whole once and again only when its files change; a comparison of runs already read costs a
+few stats per run plus the answer's JSON (see `benchmarks/bench_compare.py`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ class CompareHandler(PxHandler):
             points=body.points,
             optimization=sweep_objective(self.px.service, body.sweep, body.optimization),
             all_params=body.all_params,
-            cache=self.px.digests,
             best=body.best,
         )
         checked = dump(Comparison, finite_json(comparison.to_json(arrays=False)))

@@ -5,7 +5,7 @@ checked against the sidebar's `IRunViewModel`), the one shape every front-end sh
 its run's readers between polls, so a view polled every second reads only what the run's logs and
 metrics grew by; at most `size` are kept (least recently used go first). What changed since the
 previous run of the same cell is the comparison's (`compare.changes.ChangesSince`), over the
-server's one digest cache.
+run service's one digest cache (`RunService.digests`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections import OrderedDict
 from typing import Any
 
 from ..compare.changes import ChangesSince
-from ..compare.digest import DigestCache
 from ..presentation.run_view import RunViewSource
 from ..service import RunService
 
@@ -25,8 +24,8 @@ __all__ = ["RunViews"]
 class RunViews:
     """`RunViewSource`s by run id for the server's life (at most `size`). Thread-safe."""
 
-    def __init__(self, service: RunService, digests: DigestCache, size: int = 64):
-        self.service, self.digests, self.size = service, digests, size
+    def __init__(self, service: RunService, size: int = 64):
+        self.service, self.size = service, size
         self._lock = threading.Lock()
         self._sources: OrderedDict[str, RunViewSource] = OrderedDict()
 
@@ -36,7 +35,7 @@ class RunViews:
             source = self._sources.pop(run_id, None)
         if source is None:
             record = self.service.record(run_id)
-            source = RunViewSource(self.service, run_id, changes=ChangesSince(self.service, record, self.digests))
+            source = RunViewSource(self.service, run_id, changes=ChangesSince(self.service, record))
         with self._lock:
             self._sources[run_id] = source
             while len(self._sources) > self.size:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..backends import Backend, BackendError, Observation, Rendered, RunLeftBehind, get_backend, host_followers
 from ..backends import render as render_dry_run
@@ -34,6 +34,9 @@ from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex, RunsPage
 from .submission import Submission, pickle_pushed, refuse_sweep_section
 from .views import RunView, run_replicas
+
+if TYPE_CHECKING:  # (numpy and tsdownsample: imported on a comparison's first read, not by every command)
+    from .digests import DigestCache
 
 log = logging.getLogger(__name__)
 
@@ -287,6 +290,15 @@ class RunService:
     @cached_property
     def _metric_readers(self) -> MetricsCache:
         return MetricsCache(self._store)
+
+    @cached_property
+    def digests(self) -> DigestCache:
+        """What a comparison and a run's "changes since" read of each run: read whole once, then
+        kept while the run's files do not change (`digests.cache`). One for the service's life:
+        a Jupyter server's serves every request and its keeper digests runs as they finish."""
+        from .digests import DigestCache
+
+        return DigestCache(self)
 
     def runs_page(self, offset: int = 0, limit: int | None = None) -> RunsPage:
         """A page of run summaries, newest first, and the ETag of the whole list: files are

@@ -6,11 +6,11 @@ few hundred chosen points and four numbers (final, lowest, highest and their ste
 is read once into a `RunDigest` and kept in a `DigestCache`, keyed by the run and a cheap
 signature of its files (name, size, mtime of everything under `metrics/`, `params/` and
 `tensorboard/`: a few stats a run), so a run that is still writing is read again and a finished
-one never is. A server keeps one cache for its life; a notebook call makes its own. A finished
-run's digest is also written under `$PX_HOME/cache/compare/` with its signature, so a server
-started later, or a notebook, does not read every point of a finished run again (the first read of
-a 100,000-point run is the only slow one). Outside the run's directory: reading a run never
-writes into it.
+one never is. The run service keeps one cache for its life (`RunService.digests`): a Jupyter
+server's serves every request. A finished run's digest is also written under
+`$PX_HOME/cache/compare/` with its signature, so a server started later, or a notebook, does not
+read every point of a finished run again (the first read of a 100,000-point run is the only slow
+one). Outside the run's directory: reading a run never writes into it.
 
 A run's curve for a metric is its chief's series (master, chief or worker 0, see
 `params.chief_first`): the one replica that reports for the job; the table says which replica.
@@ -28,13 +28,13 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from ..runstore import RunDamaged, RunNotFound, RunState
-from ..runstore.metrics import MetricsReader
-from ..runstore.series import Series
-from ..service import RunService
+from ...runstore import RunDamaged, RunNotFound, RunPaths, RunRecord, RunState, RunStatus
+from ...runstore.metrics import MetricsReader
+from ...runstore.series import Series
 from .downsample import DEFAULT_POINTS, downsample_indices
 from .params import canonical, chief_first, run_params
 from .values import SeriesValues, series_values
@@ -42,6 +42,23 @@ from .values import SeriesValues, series_values
 __all__ = ["Curve", "RunDigest", "DigestCache", "encode_points", "read_digest", "signature"]
 
 log = logging.getLogger(__name__)
+
+
+class RunReads(Protocol):
+    """What the cache reads of the runs: the run service's reads (`RunService` owns its cache,
+    `RunService.digests`, and is what the cache reads)."""
+
+    @property
+    def home(self) -> Path: ...
+
+    def paths(self, run_id: str) -> RunPaths: ...
+
+    def record(self, run_id: str) -> RunRecord: ...
+
+    def status(self, run_id: str) -> RunStatus: ...
+
+    def run_ids(self) -> list[str]: ...
+
 
 #: The kept digests' format (in their file names): 2 added each curve's wall times, 3 whether it ends in NaN.
 DIGEST_FORMAT = 3
@@ -110,7 +127,7 @@ def _tree_stats(root: str, out: list[tuple[str, int, int]]) -> None:
             continue
 
 
-def signature(runs: RunService, run_id: str) -> tuple:
+def signature(runs: RunReads, run_id: str) -> tuple:
     """What changes when a run's points, params or state change: stats of its files."""
     paths = runs.paths(run_id)
     stats: list[tuple[str, int, int]] = []
@@ -139,7 +156,7 @@ def _xy(series: Series) -> tuple[np.ndarray, np.ndarray]:
     return x, values
 
 
-def read_digest(runs: RunService, run_id: str, points: int) -> RunDigest:
+def read_digest(runs: RunReads, run_id: str, points: int) -> RunDigest:
     """Read one run whole and keep what a comparison shows of it."""
     record = runs.record(run_id)
     status = runs.status(run_id)
@@ -183,7 +200,7 @@ class DigestCache:
     `size` kept in memory (least recently used go first), finished runs' also on disk (see the
     module docstring). Thread-safe: a server's read threads share it."""
 
-    def __init__(self, runs: RunService, size: int = 4096):
+    def __init__(self, runs: RunReads, size: int = 4096):
         self.runs = runs
         self.size = size
         self.folder = runs.home / "cache" / "compare"
