@@ -73,7 +73,7 @@ def test_the_runner_s_hook_sets_the_default_of_every_process_group_torch_makes()
 
 
 RANK = textwrap.dedent("""\
-    import sys, time
+    import os, sys, time
     from jupyter_px.diagnostics import collective_timeout
     collective_timeout.install()
     import torch, torch.distributed as dist
@@ -81,6 +81,10 @@ RANK = textwrap.dedent("""\
     dist.init_process_group("gloo")
     dist.all_reduce(torch.ones(1))
     print("joined", flush=True)
+    # Leave as the runner leaves a replica (os._exit): the interpreter's own exit frees the gloo
+    # group while its peer may be gone, and gloo's destructor aborted once (SIGABRT, "terminate
+    # called without an active exception") after both ranks had joined.
+    os._exit(0)
     """)
 
 

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..backends import Backend, BackendError, Observation, Rendered, RunLeftBehind, get_backend, host_followers
 from ..backends import render as render_dry_run
@@ -34,14 +33,12 @@ from .metrics_cache import MetricsCache
 from .runs_index import RunsIndex, RunsPage
 from .submission import Submission, pickle_pushed, refuse_sweep_section
 from .views import RunView, run_replicas
+from .waiting import keep_until_finished
 
 if TYPE_CHECKING:  # (numpy and tsdownsample: imported on a comparison's first read, not by every command)
     from .digests import DigestCache
 
 log = logging.getLogger(__name__)
-
-#: A status with a state that says whether it finished (a run's, a sweep's).
-_Finishing = TypeVar("_Finishing", bound=Any)
 
 #: What `log_tail` returns unless asked for more: the end of the log, where errors are.
 LOGS_TAIL_BYTES = 1 << 20
@@ -56,20 +53,6 @@ DISK_FULL_PROBLEM = "cannot record the end: disk full (no space left under PX_HO
 
 class RunActive(ValueError):
     """A run that has not finished cannot be deleted: its owner still writes into its directory."""
-
-
-def keep_until_finished(keep: Callable[[], _Finishing], what: str, timeout: float | None, poll: float) -> _Finishing:
-    """Call `keep` (an explicit keeper's step: it may act) until the status it returns is
-    finished, every `poll` seconds; TimeoutError naming `what` after `timeout` seconds (the run
-    or sweep goes on). What `wait` means for a run and for a sweep alike."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        status = keep()
-        if status.state.finished:
-            return status
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"{what} still {status.state.value} after {timeout} s")
-        time.sleep(poll)
 
 
 class RunService:
@@ -293,9 +276,8 @@ class RunService:
 
     @cached_property
     def digests(self) -> DigestCache:
-        """What a comparison and a run's "changes since" read of each run: read whole once, then
-        kept while the run's files do not change (`digests.cache`). One for the service's life:
-        a Jupyter server's serves every request and its keeper digests runs as they finish."""
+        """Each run read once for comparisons, kept while its files do not change (`digests`):
+        one for the service's life (a Jupyter server's serves every request and its keeper)."""
         from .digests import DigestCache
 
         return DigestCache(self)

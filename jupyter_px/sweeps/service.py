@@ -21,7 +21,7 @@ from ..processes import detached, file_lock
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
 from ..service import RunService, Submission, load_code, pickle_pushed
-from ..service.runs import keep_until_finished
+from ..service.waiting import keep_until_finished
 from ..topology import TopologyError, to_dict
 from ..topology.values import missing_names, no_value_problem, script_args
 from .engine import check_engine

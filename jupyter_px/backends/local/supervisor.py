@@ -16,10 +16,10 @@ What it does, in order:
    timeout covers memory polls (`memory.MemoryGuard`), kill deadlines, restarts and the
    heartbeat, and the replicas' watch (`replica_watch.py`). No busy loop.
 3. Applies Kubeflow's rules (`policy.py`, `../outcome.py`): restarts what its restart policy allows,
-   decides the run (a collective's timeout blames the rank that never joined it: `../collective_blame.py`)
-   and stops what still runs once it is decided (SIGTERM, SIGKILL after `STOP_GRACE_S`), recording each
-   with a typed `Ending` (`replica.py`); or starts the whole gang again (`attempts.py`): a retry, or
-   elastic workers going on without a lost worker, or with it back.
+   decides the run (`deciding.py`; a collective's timeout blames the rank that never joined it:
+   `../collective_blame.py`) and stops what still runs once it is decided (SIGTERM, SIGKILL after
+   `STOP_GRACE_S`), recording each with a typed `Ending` (`replica.py`); or starts the whole gang
+   again (`attempts.py`): a retry, or elastic workers going on without a lost worker, or with it back.
 4. A stop request (the `stop` file, plus SIGTERM to wake it) stops everything: the run ends Stopped.
 5. Writes status.json atomically on every change and at least every `HEARTBEAT_S` (`status_writer.py`).
    The final state is written only once every process of the run is gone (`leftovers.py`): replicas
@@ -47,10 +47,10 @@ from ...diagnostics import taking
 from ...processes import detached
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
-from ...topology import ReplicaNames, Topology, parse_topology
+from ...topology import Topology, parse_topology
 from ..collective_blame import CollectiveTimeouts
 from ..failures import code_failure
-from ..outcome import Outcome, run_outcome
+from ..outcome import Outcome
 from . import flushing, oom_kills, policy, replica_watch
 from .attempts import Attempts, start_gang
 from .cgroups import RunCgroup
@@ -63,12 +63,13 @@ from .config import (
     STOP_GRACE_S,
     SUPERVISOR_MODULE,
 )
+from .deciding import decide
 from .launcher import Launch, LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
 from .memory import MemoryGuard
 from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc
-from .replica import UNFINISHED, Ending, EndReason, Replica
+from .replica import UNFINISHED, Ending, Replica
 from .resources import Machine, place, this_machine
 from .spawners import Spawned, Spawner
 from .status_writer import StatusWriter, record_start_failure
@@ -331,41 +332,6 @@ class Supervisor:
             self._stop_replica(replica, others)
         self.writer.dirty = True
 
-    def _decide(self) -> None:
-        if self.outcome is not None:
-            return
-        outcome = run_outcome([r.status for r in self.replicas], ReplicaNames.of(self.topology))
-        if outcome is None:
-            return
-        if outcome.state == RunState.FAILED:
-            statuses = [r.status for r in self.replicas]
-            if self.timeouts.holds(statuses):  # a collective timed out: whose was the fault?
-                return
-            named = self.timeouts.name(outcome, statuses, ReplicaNames.of(self.topology))
-            decided = self.attempts.on_failure(self, named.outcome if named else outcome)  # None: the gang restarts
-            if decided is None:
-                return
-            for replica in self.replicas:  # the rank the others waited for is stopped; a peer that failed, told
-                if named is not None and replica.key in named.missing:
-                    told = named.missing[replica.key]
-                    self._stop_replica(replica, Ending(EndReason.COLLECTIVE_TIMEOUT, ReplicaState.FAILED, told))
-                elif named is not None:
-                    named.settle(replica.status)
-            because = named.because if named else f"{decided.cause} failed"
-            self._decide_outcome(decided, Ending.by_run(ReplicaState.STOPPED, f"stopped because {because}"))
-            return
-        self.outcome = outcome
-        self.writer.dirty = True
-        log.info("run %s: %s", outcome.state.value, outcome.message)
-        grace_end = time.monotonic() + COMPLETION_GRACE_S
-        for replica in self.replicas:
-            if replica.running and not self._is_server(replica):
-                replica.finish_by = grace_end  # e.g. a worker still in its last collective
-            else:
-                self._stop_replica(
-                    replica, Ending.by_run(ReplicaState.SUCCEEDED, "still running when the run succeeded; stopped")
-                )
-
     # ---- waiting --------------------------------------------------------------------------------
     def _next_timeout(self) -> float:
         now = time.monotonic()
@@ -426,7 +392,7 @@ class Supervisor:
                 self.writer.dirty |= self.watch.turn(self.replicas)
             self._escalate()
             self._restart_due()
-            self._decide()
+            decide(self)
             self.attempts.tick(self)
             if self.outcome is not None and not any(r.running for r in self.replicas):
                 return
