@@ -98,6 +98,9 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         self.root = Path(root or tempfile.mkdtemp(prefix="kube-sim-kubelet-"))
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        #: A test's knob: while set, no container that ended is started again, whatever its
+        #: back-off (a node away for a while: its pods come back when the test clears it).
+        self.restarts_held = False
         self.log_max_bytes = log_max_bytes
         self.log_max_files = log_max_files
         self.pods: dict[str, PodRun] = {}
@@ -349,6 +352,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
             container.current.exit_code is not None
             and self._will_restart(container, restart_policy)
             and time.monotonic() >= container.next_start
+            and not self.restarts_held
         )
 
     def _pulled(self, run: PodRun, container: ContainerRun) -> bool:

@@ -1,5 +1,6 @@
-"""PyTorchJob (kubeflow.org/v1) in the simulated training-operator: the MASTER_*/PET_* env,
-the workers' wait-for-master init container, the master role and the success rules."""
+"""PyTorchJob (kubeflow.org/v1) in the simulated training-operator: the MASTER_*/PET_* env (and
+an elastic job's rendezvous variables), the workers' wait-for-master init container, the master
+role and the success rules."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from .training_job import Framework, add_env, set_condition
 
 
 class PyTorch(Framework):
-    """training-operator v1.9.0 pkg/controller.v1/pytorch: envvar.go setPodEnv, master.go,
-    initcontainer.go, pytorchjob_controller.go UpdateJobStatus/IsMasterRole;
+    """training-operator v1.9.0 pkg/controller.v1/pytorch: envvar.go setPodEnv, elastic.go,
+    master.go, initcontainer.go, pytorchjob_controller.go UpdateJobStatus/IsMasterRole;
     pkg/apis/kubeflow.org/v1/pytorch_defaults.go and pytorch_types.go (container `pytorch`, port
     `pytorchjob-port` 23456, restartPolicy OnFailure, cleanPodPolicy None, nprocPerNode `auto`)."""
 
@@ -29,8 +30,40 @@ class PyTorch(Framework):
 
     def defaults(self, job: dict[str, Any]) -> None:
         super().defaults(job)
-        if job["spec"].get("elasticPolicy") is None or job["spec"]["elasticPolicy"].get("nProcPerNode") is None:
+        elastic = job["spec"].get("elasticPolicy")
+        if elastic is not None:
+            # pytorch_defaults.go setElasticPolicy: the one bound given is both, neither: the workers'
+            workers = (job["spec"][self.specs_field].get("Worker") or {}).get("replicas")
+            low, high = elastic.get("minReplicas"), elastic.get("maxReplicas")
+            elastic["minReplicas"] = low if low is not None else high if high is not None else workers
+            elastic["maxReplicas"] = high if high is not None else low if low is not None else workers
+        if elastic is None or elastic.get("nProcPerNode") is None:
             job["spec"].setdefault("nprocPerNode", "auto")
+
+    def elastic_env(self, job: dict[str, Any]) -> list[tuple[str, str]]:
+        """elastic.go ElasticEnvVarGenerator.Generate, in its order: the rendezvous endpoint (the
+        policy's host, else `<job>-worker-0`; its port, else the Worker's `pytorchjob-port`), its
+        backend (c10d by default), the nodes (`MIN:MAX`), then what the policy sets."""
+        policy, name = job["spec"]["elasticPolicy"], job["metadata"]["name"]
+        port = policy.get("rdzvPort") or self.port_of(job, "Worker")
+        if port is None:
+            raise ValueError("port not found")
+        out = [
+            ("PET_RDZV_ENDPOINT", f"{policy.get('rdzvHost') or name + '-worker-0'}:{port}"),
+            ("PET_RDZV_BACKEND", policy.get("rdzvBackend") or "c10d"),
+            ("PET_NNODES", f"{policy['minReplicas']}:{policy['maxReplicas']}"),
+        ]
+        if policy.get("maxRestarts") is not None:
+            out.append(("PET_MAX_RESTARTS", str(policy["maxRestarts"])))
+        if policy.get("nProcPerNode") is not None:
+            out.append(("PET_NPROC_PER_NODE", str(policy["nProcPerNode"])))
+        if policy.get("rdzvId") is not None:
+            out.append(("PET_RDZV_ID", policy["rdzvId"]))
+        if policy.get("rdzvConf"):
+            out.append(("PET_RDZV_CONF", ",".join(f"{c['key']}={c['value']}" for c in policy["rdzvConf"])))
+        if policy.get("standalone"):
+            out.append(("PET_STANDALONE", ""))
+        return out
 
     def is_master_role(self, specs: dict[str, Any], rtype: str, index: int) -> bool:
         if "Master" in specs:
@@ -65,6 +98,9 @@ class PyTorch(Framework):
                 add_env(container, "PET_NPROC_PER_NODE", str(spec["nprocPerNode"]))
             if spec.get("elasticPolicy") is None:
                 add_env(container, "PET_NNODES", str(total))
+            else:
+                for name, value in self.elastic_env(job):
+                    add_env(container, name, value)
         if "Master" in specs and rt == "worker":
             # initcontainer.go: workers wait until the master's name resolves
             template["spec"].setdefault("initContainers", []).append(
