@@ -86,6 +86,7 @@ def _kubernetes(
     summary: str,
     retries_runs: bool = False,
     retries_elsewhere: str = "",
+    elastic_workers: bool = False,
 ) -> BackendEntry:
     """A row of the Kubernetes family: one settings file, one pool, the server's namespace and image."""
     return BackendEntry(
@@ -102,6 +103,7 @@ def _kubernetes(
         uses_image=True,
         retries_runs=retries_runs,
         retries_elsewhere=retries_elsewhere,
+        elastic_workers=elastic_workers,
     )
 
 
@@ -139,6 +141,7 @@ BACKENDS: tuple[BackendEntry, ...] = (
         (),
         "kubeflow.backend:KubeflowBackend",
         "Kubeflow's TFJob, PyTorchJob, MXJob and MPIJob (training-operator, mpi-operator)",
+        elastic_workers=True,  # an elastic PyTorchJob: torchrun's agent in every pod (kubeflow/manifests.py)
     ),
     _kubernetes(
         "kubeflow-trainer",

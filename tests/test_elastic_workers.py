@@ -60,8 +60,8 @@ def test_a_worker_range_reads_as_torchruns_and_writes_back_as_written():
             "environment.replicas.n_workers: '1:2': elastic workers are for PyTorch",
         ),
         (
-            {**_elastic(), "backend": "kubeflow"},
-            "'1:2': the kubeflow backend does not run elastic workers yet (backends that do: local)",
+            {**_elastic(), "backend": "native"},
+            "'1:2': the native backend does not run elastic workers yet (backends that do: local, kubeflow)",
         ),
         ({"framework": "pytorch", "environment": {"replicas": {"n_workers": "two"}}}, "n_workers: 'two' is not"),
     ],

@@ -215,6 +215,38 @@ def test_kubeflow_kinds():
     assert launcher["command"][:5] == ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", "4"]
 
 
+def test_kubeflow_elastic_workers_are_an_elastic_pytorchjob_the_crd_accepts():
+    """`n_workers: "2:4"`: the master holds the rendezvous and counts in it (3:5 nodes), every
+    container runs torchrun's agent over the entry point, each round on a store of its own."""
+    replicas = {"n_workers": "2:4", "default_worker": {"restart_policy": "OnFailure", "max_restarts": 2}}
+    topology = {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": replicas}}
+    objects = render("kubeflow", topology, run_id="elastic-run")
+    for obj in objects:
+        validate(obj)
+    job = objects[1]
+    assert job["spec"]["elasticPolicy"] == {
+        "rdzvBackend": "c10d",
+        "rdzvHost": "elastic-run-master-0",
+        "rdzvPort": 23456,
+        "rdzvId": "elastic-run",
+        "minReplicas": 3,
+        "maxReplicas": 5,
+        "maxRestarts": 24,
+    }
+    assert job["spec"]["nprocPerNode"] == "1"  # not the operator's `auto`: a process per CPU
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert (specs["Master"]["replicas"], specs["Worker"]["replicas"]) == (1, 4)
+    for spec in specs.values():
+        (container,) = spec["template"]["spec"]["containers"]
+        torchrun = ["python", "-m", "torch.distributed.run", "/px/app/lib/px_entry.py", "/px/app/run"]
+        assert container["command"] == torchrun
+        assert {"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "value": "1"} in container["env"]
+
+    replicas["default_worker"]["restart_policy"] = "Never"
+    with pytest.raises(BackendError, match="set default_worker.restart_policy: OnFailure"):
+        render("kubeflow", topology)
+
+
 def test_kubeflow_without_framework_is_refused():
     with pytest.raises(BackendError, match="no framework"):
         render("kubeflow", {"environment": {}})

@@ -38,6 +38,14 @@ MPI_OPERATOR_API_VERSION = "kubeflow.org/v2beta1"
 #: validRestartPolicies); an MPIJob with another gets a ValidationError event and no pods.
 MPI_OPERATOR_RESTART_POLICIES = ("Never", "OnFailure")
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+#: An elastic PyTorchJob's container: torchrun, the elastic agent, reading the operator's PET_*
+#: variables (rendezvous, nodes, restarts), runs the entry point as each of its worker processes.
+TORCHRUN = ["python", "-m", "torch.distributed.run", ENTRY, RUN_DIR]
+#: What an elastic PyTorchJob's containers set for torchrun: each re-formed group's processes meet
+#: on a store of their own, not the rendezvous' store every round shares (torch 2.13
+#: elastic/rendezvous/dynamic_rendezvous.py `use_agent_store`), where a new rank 1 read the address
+#: the previous round's rank 0 left under the same key and gloo's connect was refused.
+ELASTIC_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 
 
@@ -138,6 +146,8 @@ def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, li
 def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, offset: int = 0) -> list[dict[str, Any]]:
     topology = ctx.topology
     env = dict(spec.env)
+    if topology.framework == "pytorch" and topology.replicas_section.elastic:
+        env = {**ELASTIC_ENV, **env}
     env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_FRAMEWORK=topology.framework or "")
     if offset:
         env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod/entry.py adds it to PX_TASK_INDEX
@@ -158,6 +168,41 @@ def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, offset: int = 0)
         {"name": "PX_TASK_INDEX", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{REPLICA_INDEX_LABEL}']"}}}
     )
     return items
+
+
+def elastic_policy(ctx: RenderContext, port: int) -> dict[str, Any]:
+    """An elastic PyTorchJob's `elasticPolicy` (training-operator v1.9.0
+    pkg/apis/kubeflow.org/v1/pytorch_types.go ElasticPolicy; the PET_* variables it becomes:
+    pkg/controller.v1/pytorch/elastic.go). Every replica, the master too, runs torchrun's agent
+    (`TORCHRUN`), and the rendezvous counts them all: at least the master and `min_workers`, at
+    most the master and every worker (`PET_NNODES=MIN:MAX`). The master holds the rendezvous, as
+    it does locally (the operator's default host is worker 0). torchrun counts each re-forming of
+    the group as a restart, a worker that leaves and one that comes back alike: the allowance is
+    two per restart a worker's policy allows it, for each worker."""
+    section = ctx.topology.replicas_section
+    worker = ctx.topology.replica("worker", 0)
+    workers = section.n_workers
+    return {
+        "rdzvBackend": "c10d",
+        "rdzvHost": f"{ctx.base}-master-0",
+        "rdzvPort": port,
+        "rdzvId": ctx.base,
+        "minReplicas": section.n_masters + (section.min_workers or workers),
+        "maxReplicas": section.n_masters + workers,
+        "maxRestarts": 2 * workers * (worker.max_restarts + 1),
+    }
+
+
+def _elastic_worker_policy(spec: ReplicaSpec) -> None:
+    """An elastic worker comes back by its container's restart (`restart_policy`): a failed
+    worker of a `Never` spec fails the PyTorchJob (training-operator v1.9.0
+    pkg/controller.v1/pytorch/pytorchjob_controller.go UpdateJobStatus), where the run should go on."""
+    if spec.restart_policy == "Never":
+        raise BackendError(
+            "environment.replicas.worker: elastic workers on backend kubeflow come back by restarting "
+            "(restart_policy: OnFailure): Kubeflow fails a PyTorchJob whose worker with restart_policy "
+            "Never failed, where the run should go on without it; set default_worker.restart_policy: OnFailure"
+        )
 
 
 def _mpirun(ctx: RenderContext) -> list[str]:
@@ -183,6 +228,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
     replica_specs: dict[str, Any] = {}
     backoff = 0
     mpi_operator = kind.kind == "MPIJob" and ctx.settings.mpijob_version == "v2beta1"
+    elastic = kind.kind == "PyTorchJob" and topology.replicas_section.elastic
     for group in groups:
         role, specs = group.role, group.specs
         spec = uniform_role_spec(role, specs)
@@ -191,9 +237,11 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
                 f"restart_policy {spec.restart_policy} ({role}): mpi-operator's MPIJob (kubeflow.org/v2beta1) "
                 "takes Never or OnFailure only, and would never start this job: use one of those"
             )
+        if elastic and role == "worker":
+            _elastic_worker_policy(spec)
         if spec.restart_policy != "Never":
             backoff = max(backoff, spec.max_restarts + 1)
-        cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else None
+        cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else TORCHRUN if elastic else None
         env = _role_env(ctx, role, spec, group.offset)
         main = container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)
         if topology.is_mpi and role != "master":
@@ -234,8 +282,11 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         job_spec["jobMode"] = "MXTrain"
     elif kind.kind == "MPIJob":
         job_spec["slotsPerWorker"] = topology.environment.processes_per_replica
-    elif kind.kind == "PyTorchJob" and topology.environment.processes_per_replica > 1:
+    elif kind.kind == "PyTorchJob" and (elastic or topology.environment.processes_per_replica > 1):
+        # elastic: always said, as torchrun reads it (the operator's default, `auto`, is a process per CPU)
         job_spec["nprocPerNode"] = str(topology.environment.processes_per_replica)
+    if elastic:
+        job_spec["elasticPolicy"] = elastic_policy(ctx, port)
     api_version = API_VERSION
     if kind.kind == "MPIJob" and ctx.settings.mpijob_version == "v2beta1":
         api_version = MPI_OPERATOR_API_VERSION  # same kind and fields as rendered here; see mpijob_version

@@ -1,0 +1,163 @@
+"""Elastic workers (`n_workers: "MIN:MAX"`) on Kubeflow's elastic PyTorchJob, on the simulated
+cluster whose kubelet runs real processes: every pod runs torchrun's agent with the operator's
+PET_* variables (tests/kube_sim/pytorch_job.py, from training-operator v1.9.0 elastic.go), the
+master holds the c10d rendezvous.
+
+worker-1's pod loses every process at once (agent and training: what a node's loss does to it).
+The others go on from the shared checkpoint in a world of 2; when the kubelet restarts worker-1's
+container (its restart policy, after the back-off), its agent joins, and the group takes it back
+in a world of 3. What each step computed says which world it ran in: every rank all-reduces a
+one and logs the sum.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import psutil
+import pytest
+from kube_sim_support import backend_cluster
+from waiting import wait_for
+
+from jupyter_px.api import submit
+from jupyter_px.runstore.checkpoints import all_checkpoints
+
+pytestmark = pytest.mark.kube
+
+#: Trains until the test releases it (a file): every step all-reduces each rank's one (the world
+#: it ran in) and a flag rank 0 reads from the release file, so every rank stops at the same step.
+#: Rank 0 saves a shared checkpoint every 5 steps; a (re-)formed group resumes at the newest.
+TRAIN = """
+import os, time
+import torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from jupyter_px import tracking
+
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+model = DistributedDataParallel(nn.Linear(8, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+saved = tracking.load_checkpoint(shared=True)
+step = 0
+if saved is not None:
+    model.module.load_state_dict(saved.state["model"])
+    optimizer.load_state_dict(saved.state["optimizer"])
+    step = saved.step
+print(f"rank {{rank}} of {{world}} starts after step {{step}}", flush=True)
+while True:
+    step += 1
+    loss = model(torch.randn(16, 8)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    both = torch.tensor([1.0, float(rank == 0 and os.path.exists({release!r}))])
+    dist.all_reduce(both)
+    tracking.log_metrics(step=step, world=both[0].item())
+    if rank == 0 and step % 5 == 0:
+        state = {{"model": model.module.state_dict(), "optimizer": optimizer.state_dict()}}
+        tracking.save_checkpoint(state, step, shared=True)
+    if both[1].item():
+        break
+    time.sleep(0.2)
+print(f"rank {{rank}} of {{world}} ends at step {{step}}", flush=True)
+dist.destroy_process_group()
+"""
+
+TOPOLOGY = {
+    "framework": "pytorch",
+    "backend": "kubeflow",
+    "environment": {
+        "replicas": {
+            "n_workers": "1:2",
+            "default_worker": {"restart_policy": "OnFailure", "max_restarts": 1},
+        }
+    },
+}
+
+
+def _worlds(run) -> list[tuple[float, int, float]]:
+    """(time, step, world) as the ranks logged them, in time order. A re-formed group logs again
+    the steps after the checkpoint it resumed at: they are here twice, each with its world."""
+    points = []
+    for series in run.metrics().values():
+        if "world" in series:
+            points += zip(series["world"].times, series["world"].steps, series["world"].values, strict=True)
+    return sorted(points)
+
+
+def _runs_of(worlds: list[tuple[float, int, float]]) -> list[float]:
+    """The worlds in the order the steps ran in, each run of equal worlds once: [3, 2, 3]."""
+    out: list[float] = []
+    for _, _, world in worlds:
+        if not out or out[-1] != world:
+            out.append(world)
+    return out
+
+
+def _lose_pod(run_id: str, role: str, index: int) -> int:
+    """SIGKILL every process of the replica's pod (its agent and its training): what a lost node
+    does. How many were killed."""
+    found = []
+    for process in psutil.process_iter(["environ"]):
+        env = process.info.get("environ") or {}
+        if env.get("PX_RUN_ID") == run_id and (env.get("PX_TASK_TYPE"), env.get("PX_TASK_INDEX")) == (role, str(index)):
+            found.append(process)
+    for process in found:
+        try:
+            process.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    return len(found)
+
+
+def test_an_elastic_pytorchjob_goes_on_without_a_lost_worker_and_takes_it_back(tmp_path, monkeypatch, px_home):
+    kubelet = {"claims": {"px-runs": str(px_home)}}
+    release = tmp_path / "release"
+    with backend_cluster(tmp_path, monkeypatch, px_home, kubelet=kubelet) as sim:
+        monkeypatch.setenv("PX_K8S_SHARED_CLAIM", "px-runs")  # the shared checkpoint: the run store, on a claim
+        monkeypatch.setenv("PX_K8S_SHARED_MOUNT_PATH", str(px_home))
+        run = submit(TRAIN.format(release=str(release)), TOPOLOGY, name="elastic")
+        try:
+            env = {e["name"]: e.get("value") for e in _pod(sim, "worker", 1)["spec"]["containers"][0]["env"]}
+            assert env["PET_NNODES"] == "2:3" and env["PET_RDZV_BACKEND"] == "c10d", env
+            assert env["PET_RDZV_ENDPOINT"] == f"{_job_name(sim)}-master-0:23456", env
+
+            outputs = str(run.paths.outputs_dir)
+            wait_for(lambda: any(c.step >= 10 for c in all_checkpoints(outputs)), "a checkpoint at step 10", 240)
+            wait_for(lambda: _runs_of(_worlds(run))[-1:] == [3.0], "steps in a world of 3", 120)
+            # worker-1's container comes back once the others have gone on without it, as a pod
+            # does once its node is back (the kubelet would restart it at once: it would join
+            # while they re-form, and the test would not see them go on without it)
+            sim.kubelet.restarts_held = True
+            assert _lose_pod(run.run_id, "worker", 1) >= 2  # its agent and its training
+            wait_for(lambda: _runs_of(_worlds(run))[-2:] == [3.0, 2.0], "steps without worker-1", 240)
+            sim.kubelet.restarts_held = False
+            wait_for(lambda: _runs_of(_worlds(run))[-3:] == [3.0, 2.0, 3.0], "steps with worker-1 back", 180)
+            release.touch()
+            status = run.wait(timeout=180)
+        finally:
+            run.stop()
+
+    assert status.state.value == "Succeeded", status
+    assert status.replica("worker", 1).restarts == 1, status.replica("worker", 1)
+    worlds = _worlds(run)
+    assert _runs_of(worlds)[-3:] == [3.0, 2.0, 3.0], worlds
+    # each group went on from a checkpoint: no step skipped, and the last step in a world of 3
+    steps = {step for _, step, _ in worlds}
+    assert steps == set(range(1, max(steps) + 1)), sorted(steps)
+    log = run.logs("worker", 1, tail=None)
+    assert log.count(" of 3 starts after step ") >= 2, log  # before its loss, and back
+
+
+def _job_name(sim) -> str:
+    (job,) = sim.list("pytorchjobs", "default")
+    return job["metadata"]["name"]
+
+
+def _pod(sim, role: str, index: int) -> dict:
+    name = f"{_job_name(sim)}-{role}-{index}"
+    wait_for(lambda: any(p["metadata"]["name"] == name for p in sim.list("pods", "default")), f"pod {name}", 120)
+    return next(p for p in sim.list("pods", "default") if p["metadata"]["name"] == name)
