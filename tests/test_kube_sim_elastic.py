@@ -7,12 +7,13 @@ worker-1's pod loses every process at once (agent and training: what a node's lo
 The others go on from the shared checkpoint in a world of 2; when the kubelet restarts worker-1's
 container (its restart policy, after the back-off), its agent joins, and the group takes it back
 in a world of 3. What each step computed says which world it ran in: every rank all-reduces a
-one and logs the sum.
+one, and rank 0 logs the sum (`tests/jobs/elastic_train.py`).
 """
 
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import psutil
 import pytest
@@ -24,47 +25,9 @@ from jupyter_px.runstore.checkpoints import all_checkpoints
 
 pytestmark = pytest.mark.kube
 
-#: Trains until the test releases it (a file): every step all-reduces each rank's one (the world
-#: it ran in) and a flag rank 0 reads from the release file, so every rank stops at the same step.
-#: Rank 0 saves a shared checkpoint every 5 steps; a (re-)formed group resumes at the newest.
-TRAIN = """
-import os, time
-import torch, torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-from jupyter_px import tracking
-
-torch.set_num_threads(1)
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-torch.manual_seed(0)
-model = DistributedDataParallel(nn.Linear(8, 1))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-saved = tracking.load_checkpoint(shared=True)
-step = 0
-if saved is not None:
-    model.module.load_state_dict(saved.state["model"])
-    optimizer.load_state_dict(saved.state["optimizer"])
-    step = saved.step
-print(f"rank {{rank}} of {{world}} starts after step {{step}}", flush=True)
-while True:
-    step += 1
-    loss = model(torch.randn(16, 8)).pow(2).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    both = torch.tensor([1.0, float(rank == 0 and os.path.exists({release!r}))])
-    dist.all_reduce(both)
-    tracking.log_metrics(step=step, world=both[0].item())
-    if rank == 0 and step % 5 == 0:
-        state = {{"model": model.module.state_dict(), "optimizer": optimizer.state_dict()}}
-        tracking.save_checkpoint(state, step, shared=True)
-    if both[1].item():
-        break
-    time.sleep(0.2)
-print(f"rank {{rank}} of {{world}} ends at step {{step}}", flush=True)
-dist.destroy_process_group()
-"""
+#: A DDP job written for elastic workers (a shared checkpoint every 5 steps, rank 0 logs the world
+#: each step ran in), trained until the test releases it.
+TRAIN = Path(__file__).parent / "jobs" / "elastic_train.py"
 
 TOPOLOGY = {
     "framework": "pytorch",
@@ -119,7 +82,7 @@ def test_an_elastic_pytorchjob_goes_on_without_a_lost_worker_and_takes_it_back(t
     with backend_cluster(tmp_path, monkeypatch, px_home, kubelet=kubelet) as sim:
         monkeypatch.setenv("PX_K8S_SHARED_CLAIM", "px-runs")  # the shared checkpoint: the run store, on a claim
         monkeypatch.setenv("PX_K8S_SHARED_MOUNT_PATH", str(px_home))
-        run = submit(TRAIN.format(release=str(release)), TOPOLOGY, name="elastic")
+        run = submit(TRAIN, TOPOLOGY, args=["--until", str(release), "--step-sleep", "0.2"], name="elastic")
         try:
             env = {e["name"]: e.get("value") for e in _pod(sim, "worker", 1)["spec"]["containers"][0]["env"]}
             assert env["PET_NNODES"] == "2:3" and env["PET_RDZV_BACKEND"] == "c10d", env

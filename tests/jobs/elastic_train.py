@@ -4,9 +4,12 @@ Rank 0 saves one shared checkpoint every `--every` steps (`tracking.save_checkpo
 shared=True)`): the ranks are numbered again when a worker leaves or comes back, so a per-rank
 checkpoint would not belong to the same rank in the next attempt. Every step all-reduces a one
 from each rank, so the sum is the world the step really ran in; rank 0 logs it as `world`.
+With `--until FILE` it trains until FILE exists instead of for `--steps`: rank 0 looks, and the
+step's all-reduce carries what it saw, so every rank stops at the same step.
 """
 
 import argparse
+import os
 import time
 
 import torch
@@ -21,6 +24,7 @@ parser.add_argument("--steps", type=int, default=60)
 parser.add_argument("--every", type=int, default=5)
 parser.add_argument("--step-sleep", type=float, default=0.1)
 parser.add_argument("--hold-after", type=int, default=None, help="attempt 1: rank 0 stops after this step")
+parser.add_argument("--until", default=None, help="train until this file exists (instead of --steps)")
 args = parser.parse_args()
 #: the first attempt waits after this step for the test's kill, so a slow test cannot miss the run
 hold_after = args.hold_after if tracking.get_attempt() == 1 else None
@@ -40,16 +44,18 @@ if checkpoint is not None:
     start = checkpoint.step
 print(f"attempt {tracking.get_attempt()}: rank {rank} of {world} starts after step {start}", flush=True)
 
-for step in range(start + 1, args.steps + 1):
+step = start
+while args.until is not None or step < args.steps:
+    step += 1
     x = torch.randn(16, 8)
     loss = model(x).pow(2).mean()
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
-    present = torch.ones(1)
-    dist.all_reduce(present)
+    present = torch.tensor([1.0, float(rank == 0 and args.until is not None and os.path.exists(args.until))])
+    dist.all_reduce(present)  # [the world, whether rank 0 saw the file]
     if rank == 0:
-        tracking.log_metrics(step=step, world=present.item(), loss=loss.item())
+        tracking.log_metrics(step=step, world=present[0].item(), loss=loss.item())
         if step % args.every == 0:
             state = {"model": model.module.state_dict(), "optimizer": optimizer.state_dict()}
             tracking.save_checkpoint(state, step, shared=True)
@@ -57,6 +63,8 @@ for step in range(start + 1, args.steps + 1):
             tracking.flush()
             while True:  # the others wait in the next all-reduce: the kill re-forms the run
                 time.sleep(1)
+    if present[1].item():
+        break
     time.sleep(args.step_sleep)
 
 dist.destroy_process_group()
