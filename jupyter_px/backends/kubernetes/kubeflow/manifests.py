@@ -38,6 +38,7 @@ MPI_OPERATOR_API_VERSION = "kubeflow.org/v2beta1"
 #: validRestartPolicies); an MPIJob with another gets a ValidationError event and no pods.
 MPI_OPERATOR_RESTART_POLICIES = ("Never", "OnFailure")
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 #: An elastic PyTorchJob's container: torchrun, the elastic agent, reading the operator's PET_*
 #: variables (rendezvous, nodes, restarts), runs the entry point as each of its worker processes.
 TORCHRUN = ["python", "-m", "torch.distributed.run", ENTRY, RUN_DIR]
@@ -46,7 +47,6 @@ TORCHRUN = ["python", "-m", "torch.distributed.run", ENTRY, RUN_DIR]
 #: elastic/rendezvous/dynamic_rendezvous.py `use_agent_store`), where a new rank 1 read the address
 #: the previous round's rank 0 left under the same key and gloo's connect was refused.
 ELASTIC_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 
 
 @dataclass(frozen=True)
