@@ -5,9 +5,10 @@ master holds the c10d rendezvous.
 
 worker-1's pod loses every process at once (agent and training: what a node's loss does to it).
 The others go on from the shared checkpoint in a world of 2; when the kubelet restarts worker-1's
-container (its restart policy, after the back-off), its agent joins, and the group takes it back
-in a world of 3. What each step computed says which world it ran in: every rank all-reduces a
-one, and rank 0 logs the sum (`tests/jobs/elastic_train.py`).
+container (its restart policy: the test holds it until the smaller group has trained, as a pod
+whose node comes back later), its agent joins, and the group takes it back in a world of 3. What
+each step computed says which world it ran in: every rank all-reduces a one, and rank 0 logs the
+sum (`tests/jobs/elastic_train.py`).
 """
 
 from __future__ import annotations
