@@ -43,8 +43,9 @@ TOPOLOGY = {
 
 
 def _worlds(run) -> list[tuple[float, int, float]]:
-    """(time, step, world) as the ranks logged them, in time order. A re-formed group logs again
-    the steps after the checkpoint it resumed at: they are here twice, each with its world."""
+    """(time, step, world) as rank 0 logged them, from whichever replica it was, in time order.
+    A re-formed group logs again the steps after the checkpoint it resumed at: they are here
+    twice, each with its world."""
     points = []
     for series in run.metrics().values():
         if "world" in series:

@@ -8,8 +8,8 @@ and the params that differ.
 Parts, one job each: `selection` (which runs), `comparison` (the data every surface renders),
 `changes` (what changed since the previous run of a cell), `render` and `notebook` (the
 notebook's view). Each run is read through the run service's digests (`service.digests`: read
-once and kept while its files do not change, downsampled, its final and best values, its params). The REST route is
-`jupyter_px.server.compare_handlers`.
+once and kept while its files do not change, downsampled, its final and best values, its
+params). The REST route is `jupyter_px.server.compare_handlers`.
 
 This package is also the function: `jupyter_px.compare` is this module, and calling it calls
 `notebook.compare` (the module's class is made callable below), so `jupyter_px.compare(...)` and

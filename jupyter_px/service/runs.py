@@ -56,7 +56,8 @@ class RunActive(ValueError):
 
 
 class RunService:
-    """Every verb on the runs of one store. Cheap to create; holds no state but the store.
+    """Every verb on the runs of one store. Cheap to create: it holds the store, and the caches a
+    long-lived service keeps between reads are made on first use.
 
     `kubernetes`: settings for the runs this service submits to a Kubernetes backend, winning
     over the settings file and `PX_K8S_*` (a Jupyter server's configured namespace and image)."""

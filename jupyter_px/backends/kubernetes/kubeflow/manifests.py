@@ -143,11 +143,11 @@ def cluster(topology: Topology, base: str, namespace: str) -> tuple[dict[str, li
     return out, "px"
 
 
-def _role_env(ctx: RenderContext, role: str, spec: ReplicaSpec, offset: int = 0) -> list[dict[str, Any]]:
+def _role_env(
+    ctx: RenderContext, role: str, spec: ReplicaSpec, offset: int = 0, elastic: bool = False
+) -> list[dict[str, Any]]:
     topology = ctx.topology
-    env = dict(spec.env)
-    if topology.framework == "pytorch" and topology.replicas_section.elastic:
-        env = {**ELASTIC_ENV, **env}
+    env = {**ELASTIC_ENV, **spec.env} if elastic else dict(spec.env)
     env.update(PX_RUN_ID=ctx.run_id, PX_TASK_TYPE=role, PX_FRAMEWORK=topology.framework or "")
     if offset:
         env["PX_TASK_INDEX_OFFSET"] = str(offset)  # pod/entry.py adds it to PX_TASK_INDEX
@@ -242,7 +242,7 @@ def render(ctx: RenderContext) -> list[dict[str, Any]]:
         if spec.restart_policy != "Never":
             backoff = max(backoff, spec.max_restarts + 1)
         cmd = _mpirun(ctx) if topology.is_mpi and role == "master" else TORCHRUN if elastic else None
-        env = _role_env(ctx, role, spec, group.offset)
+        env = _role_env(ctx, role, spec, group.offset, elastic)
         main = container(kind.container, spec, ctx, env, None if topology.is_mpi else port, cmd)
         if topology.is_mpi and role != "master":
             # No command: each operator starts its own (training operator v1.9.0 mpijob_controller.go
