@@ -118,9 +118,10 @@ def pod_replica(pod: dict[str, Any], role: str, index: int) -> ReplicaStatus:
         return replica
     waiting = state.get("waiting") or {}
     if phase == "Running":
-        if waiting.get("reason") == "CrashLoopBackOff" or (waiting and restarts):
-            last = (main.get("lastState") or {}).get("terminated") or {}
-            replica.state, replica.reason = ReplicaState.RESTARTING, waiting.get("reason")
+        _, failure = failed_starts(pod)  # it failed, and the kubelet has not started it again yet
+        if waiting.get("reason") == "CrashLoopBackOff" or (waiting and restarts) or failure is not None:
+            last = failure or (main.get("lastState") or {}).get("terminated") or {}
+            replica.state, replica.reason = ReplicaState.RESTARTING, waiting.get("reason") or last.get("reason")
             replica.exit_code = last.get("exitCode")
             replica.message = waiting.get("message") or (
                 f"exit code {last.get('exitCode')} ({last.get('reason')})" if last else None
