@@ -41,6 +41,7 @@ import pickle
 import signal
 import sys
 import threading
+import time
 import traceback
 import warnings
 from collections.abc import Callable
@@ -48,6 +49,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 USAGE = "usage: python -m jupyter_px.runner [--mpi-host] RUN_DIR"
+
+#: `jupyter_px.runstore.layout.ROUND_LOG_PREFIX` (not imported: the runner stays off pydantic).
+ROUND_LOG_PREFIX = "@px-round "
 
 #: The run's result secret, read before the user's code runs (`function_calls`: results are signed).
 _RESULT_KEY: bytes | None = None
@@ -209,6 +213,22 @@ def _run_local_group(run_dir: Path, nproc: int) -> int:
 
 
 # ---- running the user's code ----------------------------------------------------------------
+
+
+def _say_round() -> None:
+    """Rank 0 of a group that torchrun's elastic agents formed says when the group began and how
+    big it is, in one `@px-round {json}` line: the engine's own numbers (`GROUP_WORLD_SIZE`: its
+    agents, one per pod; `WORLD_SIZE`: its processes). torchrun forms the group again inside the
+    pods when a node leaves or joins (an elastic PyTorchJob), and the run's follower makes each
+    new group the run's next attempt. Every group has one rank 0, so one line per group."""
+    env = os.environ
+    if env.get("TORCHELASTIC_RUN_ID") is None or env.get("RANK") != "0":
+        return
+    try:
+        said = {"time": time.time(), "nodes": int(env["GROUP_WORLD_SIZE"]), "world": int(env["WORLD_SIZE"])}
+    except (KeyError, ValueError):
+        return  # not an agent of ours to describe
+    print(f"{ROUND_LOG_PREFIX}{json.dumps(said)}", flush=True)
 
 
 def _exit_code(error: SystemExit) -> int:
@@ -422,6 +442,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     collective_timeout.install()  # a missing rank fails its peers' collectives in minutes, not half an hour
     flight_recorder.install()  # which collective a timed-out rank was in, for its failure record
     group_teardown.install()  # a DDP model freed after destroy_process_group() cannot hang the replica
+    _say_round()
 
     code_spec = record.get("code") or {}
     code_dir = run_dir / "code"

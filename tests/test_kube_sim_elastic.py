@@ -8,12 +8,14 @@ The others go on from the shared checkpoint in a world of 2; when the kubelet re
 container (its restart policy: the test holds it until the smaller group has trained, as a pod
 whose node comes back later), its agent joins, and the group takes it back in a world of 3. What
 each step computed says which world it ran in: every rank all-reduces a one, and rank 0 logs the
-sum (`tests/jobs/elastic_train.py`).
+sum (`tests/jobs/elastic_train.py`). Each group torchrun formed again is the run's next attempt,
+as the run's status shows it (`follower/elastic_rounds.py`).
 """
 
 from __future__ import annotations
 
 import signal
+from itertools import pairwise
 from pathlib import Path
 
 import psutil
@@ -22,6 +24,7 @@ from kube_sim_support import backend_cluster
 from waiting import wait_for
 
 from jupyter_px.api import submit
+from jupyter_px.presentation.text import attempt_lines
 from jupyter_px.runstore.checkpoints import all_checkpoints
 
 pytestmark = pytest.mark.kube
@@ -115,6 +118,25 @@ def test_an_elastic_pytorchjob_goes_on_without_a_lost_worker_and_takes_it_back(t
     assert steps == set(range(1, max(steps) + 1)), sorted(steps)
     log = run.logs("worker", 1, tail=None)
     assert log.count(" of 3 starts after step ") >= 2, log  # before its loss, and back
+
+    # each group torchrun formed again is an attempt of the run, as a local run's re-formings are
+    attempts = status.attempts
+    assert status.attempt == len(attempts) >= 3 and status.max_attempts >= status.attempt, status
+    sizes = [a.workers for a in attempts]
+    assert [n for i, n in enumerate(sizes) if i == 0 or sizes[i - 1] != n][-3:] == [2, 1, 2], attempts
+    left = next(a for a, b in pairwise(attempts) if (a.workers, b.workers) == (2, 1))
+    assert left.failed == "worker-1" and left.retried and left.step is not None, left
+    back = next(a for a, b in pairwise(attempts) if (a.workers, b.workers) == (1, 2))
+    assert back.returned == "worker-1", back
+    for ended, following in pairwise(attempts):  # each went on from a shared checkpoint
+        assert following.resumed_from is not None and following.resumed_from % 5 == 0, following
+        assert ended.step is None or following.resumed_from <= ended.step, (ended, following)
+    lines = attempt_lines(status)
+    assert f"attempt {status.attempt} of {status.max_attempts} with 2 workers" in lines[0], lines
+    assert any("worker-1 " in line and "went on without it" in line for line in lines), lines
+    assert any("worker-1 came back" in line for line in lines), lines
+    master_log = run.logs("master", 0, tail=None)
+    assert "--- attempt 2 (from step " in master_log, master_log[-2000:]
 
 
 def _job_name(sim) -> str:

@@ -77,6 +77,23 @@ def by_role(**code: str) -> str:
         (running(), "Running", None),
         (waiting("CrashLoopBackOff", "back-off 10s", restarts=2, phase="Running"), "Restarting", "CrashLoopBackOff"),
         (terminated("Succeeded", 0, "Completed"), "Succeeded", "Completed"),
+        # OnFailure: failed, and not started again yet (the kubelet's first restart is at once)
+        (terminated("Running", 137, "OOMKilled"), "Restarting", "OOMKilled"),
+        (
+            {
+                **waiting("ContainerCreating", phase="Running"),
+                "containerStatuses": [
+                    {
+                        "name": "replica",
+                        "restartCount": 0,
+                        "state": {"waiting": {"reason": "ContainerCreating"}},
+                        "lastState": {"terminated": {"exitCode": 137, "reason": "Error"}},
+                    }
+                ],
+            },
+            "Restarting",
+            "ContainerCreating",
+        ),
         (terminated("Failed", 137, "OOMKilled"), "Failed", "OOMKilled"),
         (terminated("Failed", 1, "Error"), "Failed", "Error"),
     ],

@@ -264,6 +264,17 @@ def test_a_failure_record_in_a_pod_s_log_becomes_the_replica_s(paths):
     assert failure is not None and message == "exited with code 1: ValueError: boom (cell [5], line 8)", message
 
 
+def test_a_torchrun_group_s_start_in_a_pod_s_log_is_one_of_the_run_s_rounds(paths):
+    """Rank 0 of each group torchrun's agents formed prints its start (`runner._say_round`); kept
+    in the run's `rounds.jsonl`, which the follower makes its attempts from."""
+    good = '@px-round {"time": 5.5, "nodes": 3, "world": 6}'
+    bad = ['@px-round {"time": 6, "nodes": 0, "world": 2}', '@px-round {"time": true, "nodes": 2, "world": 2}']
+    found = ingest_log_lines(paths, "worker", 0, ["hello", good, *bad, "@px-round {"])
+    assert found.rounds == [{"time": 5.5, "nodes": 3, "world": 6}] and found.skipped == 3
+    ingest_log_lines(paths, "master", 0, ['@px-round {"time": 9.0, "nodes": 2, "world": 4}'])
+    assert [json.loads(line)["nodes"] for line in paths.rounds.read_text().splitlines()] == [3, 2]
+
+
 def test_reads_a_real_replica_end_to_end(paths):
     script = textwrap.dedent(
         """

@@ -23,3 +23,13 @@ def test_a_long_files_last_step_comes_from_its_end(tmp_path):
     long.write_text("".join(json.dumps({"step": s, "loss": 0.5, "pad": "x" * 200}) + "\n" for s in range(5000)))
     assert long.stat().st_size > 100 * metrics_tail.TAIL_BYTES
     assert metrics_tail.tail_step(long) == 4999
+
+
+def test_the_last_step_before_a_time_leaves_out_what_a_new_group_logged_after(tmp_path):
+    """A group torchrun formed again logs again from its checkpoint: where the group before got to
+    is the greatest step logged before the new one began."""
+    rank0 = tmp_path / "master-0.jsonl"
+    points = [(step, 100.0 + step) for step in range(1, 13)] + [(step, 200.0 + step) for step in range(11, 15)]
+    rank0.write_text("".join(json.dumps({"step": s, "time": t, "metrics": {}}) + "\n" for s, t in points) + '{"st')
+    assert metrics_tail.step_at([rank0, tmp_path / "gone.jsonl"], 150.0) == 12
+    assert metrics_tail.step_at([rank0], 213.5) == 13 and metrics_tail.step_at([rank0], 50.0) is None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from ..runstore import RunStatus
-from ..runstore.layout import FAILURE_LOG_PREFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX
+from ..runstore.layout import FAILURE_LOG_PREFIX, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, ROUND_LOG_PREFIX
 from .labels import ReplicaNames
 
 #: What `follow_run` reads a run's state with: (status, owner problem or None).
@@ -29,8 +29,9 @@ POLL_S = 0.1
 
 #: Lines the tracking and the runner write into a pod's log for the follower (metrics and params,
 #: parsed into the store's metrics; the failure record, kept as the replica's, whose traceback the
-#: log shows already): kept in the stored log, never shown to whoever reads it.
-TRACKING_LINES = (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, FAILURE_LOG_PREFIX)
+#: log shows already; a torchrun group's start, which the run's attempts show): kept in the stored
+#: log, never shown to whoever reads it.
+TRACKING_LINES = (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, FAILURE_LOG_PREFIX, ROUND_LOG_PREFIX)
 
 
 def _tracking(line: str) -> bool:
@@ -46,7 +47,7 @@ class LogPrinter:
     """Writes replicas' new log text to `out`: verbatim for one replica, else line by line, each
     line tagged `[role.index] ` with the role as the job calls it (`names`: a TensorFlow master is
     `[chief.0]`); lines of different replicas never interleave mid-line. The tracking's
-    `@px-metrics` / `@px-params` / `@px-failure` lines are left out (`TRACKING_LINES`)."""
+    `@px-metrics` / `@px-params` / `@px-failure` / `@px-round` lines are left out (`TRACKING_LINES`)."""
 
     def __init__(
         self,

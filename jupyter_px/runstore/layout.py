@@ -54,6 +54,9 @@ FAILURES_DIR = "failures"
 #: A failure record that could not be written to the store (a pod's read-only run directory)
 #: travels in the log after this marker.
 FAILURE_LOG_PREFIX = "@px-failure "
+#: Rank 0 of a group torchrun's elastic agents formed says the group's start after this marker
+#: (`{"time", "nodes", "world"}`, `runner._say_round`); each becomes a line of the run's `rounds`.
+ROUND_LOG_PREFIX = "@px-round "
 
 #: A run's record: written once, at creation; its mtime orders runs (`RunStore.run_ids`).
 RECORD_FILE = "record.json"
@@ -152,6 +155,8 @@ class RunPaths:
     params_dir = _InRun("params")
     outputs_dir = _InRun("outputs")
     tensorboard_dir = _InRun("tensorboard")
+    #: the groups torchrun formed in an elastic PyTorchJob's pods, one JSON line each, oldest first
+    rounds = _InRun("rounds.jsonl")
 
     def log(self, role: str, index: int) -> Path:
         return self.logs_dir / f"{replica_key(role, index)}.log"

@@ -4,7 +4,9 @@ On Kubernetes a replica cannot append to the run store's files, so `jupyter_px.t
 each call as one `@px-metrics {json}` (or `@px-params {json}`) line, and the runner its failure
 record as one `@px-failure {json}` line (`code/source_map.keep_failure`). The backend that
 streams the logs passes the lines here; afterwards `MetricsReader` sees those points like any
-others, and the failure record is where the run directory keeps it (`failures/`).
+others, and the failure record is where the run directory keeps it (`failures/`). A group that
+torchrun's elastic agents formed says its start in an `@px-round {json}` line (its rank 0, in
+whichever pod: `runner._say_round`), appended to the run's `rounds.jsonl`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .layout import FAILURE_LOG_PREFIX, FAILURES_DIR, METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, RunPaths
+from .layout import (
+    FAILURE_LOG_PREFIX,
+    FAILURES_DIR,
+    METRICS_LOG_PREFIX,
+    PARAMS_LOG_PREFIX,
+    ROUND_LOG_PREFIX,
+    RunPaths,
+)
 from .store import atomic_write_json
 
 __all__ = ["LogMetrics", "parse_log_metrics", "ingest_log_lines"]
@@ -28,6 +37,8 @@ class LogMetrics:
     params: dict[str, Any] = field(default_factory=dict)
     #: the last failure record among the lines (a replica fails once per attempt)
     failure: dict[str, Any] | None = None
+    #: the starts of groups torchrun formed (`{"time", "nodes", "world"}`), in log order
+    rounds: list[dict[str, Any]] = field(default_factory=list)
     skipped: int = 0  # marker lines whose JSON was unusable
 
 
@@ -49,9 +60,17 @@ def _metric_record(obj: Any) -> dict[str, Any] | None:
     return record
 
 
+def _round_record(obj: dict[str, Any]) -> bool:
+    """Whether one `@px-round` object says a group's start: a time, and its nodes and world counted."""
+    counts = [obj.get("nodes"), obj.get("world")]
+    when = obj.get("time")
+    whole = all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in counts)
+    return whole and isinstance(when, (int, float)) and not isinstance(when, bool)
+
+
 def parse_log_metrics(lines: Iterable[str | bytes]) -> LogMetrics:
-    """Pick `@px-metrics {json}`, `@px-params {json}` and `@px-failure {json}` lines out of a
-    replica's log.
+    """Pick `@px-metrics {json}`, `@px-params {json}`, `@px-failure {json}` and `@px-round {json}`
+    lines out of a replica's log.
 
     The marker may follow other text on the line (a log timestamp, or output the training
     code printed without a newline); the JSON runs from the marker to the end of the line.
@@ -60,7 +79,7 @@ def parse_log_metrics(lines: Iterable[str | bytes]) -> LogMetrics:
     for line in lines:
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
-        for marker in (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, FAILURE_LOG_PREFIX):
+        for marker in (METRICS_LOG_PREFIX, PARAMS_LOG_PREFIX, FAILURE_LOG_PREFIX, ROUND_LOG_PREFIX):
             at = line.find(marker)
             if at < 0:
                 continue
@@ -79,6 +98,11 @@ def parse_log_metrics(lines: Iterable[str | bytes]) -> LogMetrics:
                 found.skipped += 1
             elif marker is FAILURE_LOG_PREFIX:
                 found.failure = obj
+            elif marker is ROUND_LOG_PREFIX:
+                if _round_record(obj):
+                    found.rounds.append(obj)
+                else:
+                    found.skipped += 1
             else:
                 found.params.update(obj)
             break
@@ -109,4 +133,7 @@ def ingest_log_lines(run_paths: RunPaths, role: str, index: int, lines: Iterable
         atomic_write_json(path, merged)
     if found.failure is not None:
         atomic_write_json(run_paths.root / FAILURES_DIR / f"{role}-{index}.json", found.failure)
+    if found.rounds:
+        with open(run_paths.rounds, "a", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in found.rounds))
     return found

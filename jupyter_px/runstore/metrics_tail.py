@@ -1,5 +1,7 @@
 """The last step a replica logged, read from the end of its metrics files: what a restarted attempt
-records as where the previous one got to (the local supervisor's gang restart, Slurm's requeue).
+records as where the previous one got to (the local supervisor's gang restart, Slurm's requeue,
+a group torchrun formed again: the last step before a given time, since the new group has
+logged again by the time it is seen).
 
 Only the file's last `TAIL_BYTES` are read, so a run with a million points costs one seek; a
 partly written last line is skipped for the one before it.
@@ -13,6 +15,8 @@ from collections.abc import Iterable
 
 #: How much of a metrics file's end is read for its last step (lines are well under 1 KiB).
 TAIL_BYTES = 8192
+#: ... for its last step before a time: the points logged after it are read past too.
+TIMED_TAIL_BYTES = 1 << 16
 
 
 def last_step(files: Iterable[str | os.PathLike[str]]) -> int | None:
@@ -39,3 +43,26 @@ def tail_step(path: str | os.PathLike[str]) -> int | None:
         if isinstance(step, int):
             return step
     return None
+
+
+def step_at(files: Iterable[str | os.PathLike[str]], when: float) -> int | None:
+    """The greatest step any of `files` logged at or before `when` (a point's `time`), among the
+    last `TIMED_TAIL_BYTES` of each; None when none did."""
+    steps = []
+    for path in files:
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, handle.tell() - TIMED_TAIL_BYTES))
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        for raw in lines:
+            try:
+                point = json.loads(raw)
+                step, then = point.get("step"), point.get("time")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(step, int) and isinstance(then, (int, float)) and then <= when:
+                steps.append(step)
+    return max(steps) if steps else None

@@ -24,8 +24,8 @@ so; a read of the run then reports "nobody is following this run", and the next 
 (`reconcile`: the Jupyter server's keeper, `Run.wait`, `jupyter px follow`) starts a follower again.
 
 It is event-driven: a list-then-watch of the run's pods (`feeds.py`: its own, or its share of a
-server's namespace watch), a poll of the Kubeflow job every `JOB_POLL_S`, otherwise one wake-up
-per `IDLE_TICK_S` for stop requests, handovers and the above.
+server's namespace watch), a poll of the Kubeflow job (and its torchrun groups) every `JOB_POLL_S`,
+otherwise one wake-up per `IDLE_TICK_S` for stop requests, handovers and the above.
 """
 
 from __future__ import annotations
@@ -41,15 +41,7 @@ from urllib3.exceptions import HTTPError
 from ....diagnostics.stall_stacks import StallStacks
 from ....diagnostics.stalls import StallJudge
 from ....processes import detached
-from ....runstore import (
-    ReplicaState,
-    ReplicaStatus,
-    RunDamaged,
-    RunNotFound,
-    RunState,
-    RunStatus,
-    RunStore,
-)
+from ....runstore import ReplicaState, ReplicaStatus, RunDamaged, RunNotFound, RunState, RunStatus, RunStore
 from ....runstore.models import Reason, RunOwner
 from ....topology import parse_topology
 from ....topology.naming import ReplicaNames
@@ -66,6 +58,7 @@ from ..shared.replica_pods import replica_pods
 from ..shared.settings import load_settings
 from ..shared.stacks import stacks_taker
 from . import handover
+from .elastic_rounds import ElasticRounds
 from .failures import Failures
 from .feeds import Feed, OwnWatch
 from .gang_restart import GangRestart
@@ -148,6 +141,7 @@ class Follower:
         me = detached.ProcessIdentity.current()
         self.owner = owner or RunOwner(kind="follower", pid=me.pid, started_at=me.started_at)
         self.gang = GangRestart(self, store.status(run_id))  # the run's attempts (native, Trainer v2)
+        self.rounds = ElasticRounds(self, self.gang)  # ... and an elastic PyTorchJob's (kubeflow)
 
     # ---- watching --------------------------------------------------------------------------
 
@@ -166,6 +160,7 @@ class Follower:
         self.job = read_job(self.cluster, kind, self.handle.base, self.contact) or self.job
         if self.handle.job_kind == "TrainJob":  # its JobSet may restart the gang itself
             self.gang.observe_jobset()
+        self.rounds.observe()  # torchrun's agents may have formed the group again
 
     # ---- status ----------------------------------------------------------------------------
 
@@ -413,6 +408,7 @@ class Follower:
             snapshot = (
                 state,
                 reason,
+                self.gang.attempt,
                 [(k, v.state, v.reason, v.restarts, v.stalled_since) for k, (_, v) in sorted(views.items())],
             )
             if snapshot != last_written:
