@@ -39,7 +39,10 @@ own `--nnodes=1:2` agents are not run here (see docs/failures.md).
 With `--kube`, the same job also runs on the simulated Kubernetes cluster (`tests/kube_sim`: its
 kubelet runs each pod as processes of this machine) on the `native` backend, the run store on a
 claim the pods share (`shared_claim`), worker-1 killed in its pod by `jupyter px kill`'s exec: the
-run's follower deletes the attempt's pods and creates them again as attempt 2.
+run's follower deletes the attempt's pods and creates them again as attempt 2. With `--kube
+--elastic`, the elastic job also runs there as Kubeflow's elastic PyTorchJob: every process of
+worker-1's pod is killed (a lost node's doing), the kubelet restarts its container, and torchrun's
+agents form the group again; the kill to the first step of the last group logged.
 
 Targets (issue "Resumable runs"): warm, training resumed within TARGET_WARM_S of the failure;
 steps done twice at most one checkpoint interval. Exits 1 when a target is missed or a run did
@@ -154,6 +157,57 @@ def elastic_round(mode: str) -> dict[str, float]:
     }
 
 
+KUBEFLOW_ELASTIC_TOPOLOGY = {**ELASTIC_TOPOLOGY, "backend": "kubeflow"}
+
+
+def kubeflow_elastic_round() -> dict[str, float]:
+    """Elastic workers on Kubeflow's elastic PyTorchJob: every process of worker-1's pod killed
+    after step 10 (what a lost node does to it); the kubelet restarts its container at once, and
+    torchrun's agents form the group again. From the run's attempts (each group torchrun formed)
+    and the master's metrics: the kill to the first step of the last group, the steps done twice."""
+    from jupyter_px.api import submit
+
+    run = submit(ELASTIC_JOB, KUBEFLOW_ELASTIC_TOPOLOGY, args=STEPS)
+    _wait_for_step_10(run, "shared")
+    started = time.time()
+    if _lose_pod(run.run_id, "worker", 1) < 2:
+        raise SystemExit(f"{run.run_id}: worker-1's pod had not its agent and its training to kill")
+    status = run.wait(timeout=900, poll=0.5)
+    if status.state.value != "Succeeded" or len(status.attempts) < 2:
+        raise SystemExit(f"{run.run_id}: {status.state.value}, {len(status.attempts)} attempts: {status.message}")
+    ended, following, last = status.attempts[0], status.attempts[1], status.attempts[-1]
+    assert ended.step is not None and following.resumed_from is not None
+    assert last.resumed_from is not None and last.started_at is not None
+    first = None
+    for path in run.paths.metrics_dir.glob("*.jsonl"):  # rank 0 may be in any pod of the last group
+        with open(path) as handle:
+            for line in handle:
+                record = json.loads(line)
+                if record["step"] == last.resumed_from + 1 and record["time"] >= last.started_at:
+                    first = record["time"] if first is None else min(first, record["time"])
+    assert first is not None
+    return {
+        "kill to training resumed": first - started,
+        "groups formed again": float(len(status.attempts) - 1),
+        "steps done twice": float(ended.step - following.resumed_from),
+    }
+
+
+def _lose_pod(run_id: str, role: str, index: int) -> int:
+    """SIGKILL every process of the replica's pod (its agent and its training); how many."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["environ"]):
+        env = process.info.get("environ") or {}
+        if env.get("PX_RUN_ID") == run_id and (env.get("PX_TASK_TYPE"), env.get("PX_TASK_INDEX")) == (role, str(index)):
+            found.append(process)
+    for process in found:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGKILL)
+    return len(found)
+
+
 def _wait_for_step_10(run, scope: str) -> None:
     """Until `scope` (a replica, or `shared`) has saved its checkpoint at step 10."""
     from jupyter_px.runstore.checkpoints import all_checkpoints
@@ -233,6 +287,7 @@ def main() -> int:
     os.environ["JUPYTER_PX_WARM_WAIT_S"] = "300"
     modes = ("cold", "warm", *(("slurm",) if args.slurm else ()), *(("native",) if args.kube else ()))
     modes += ("elastic-cold", "elastic-warm") if args.elastic else ()
+    modes += ("kubeflow-elastic",) if args.elastic and args.kube else ()
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in (*modes, "torchrun")}
     peer_failures: list[str] = []
     loads = [os.getloadavg()[0]]
@@ -281,7 +336,7 @@ def _rounds(rounds: int, modes: tuple[str, ...], results, peer_failures: list[st
     try:
         for _ in range(rounds):  # interleaved, so a change of load meets every way alike
             for mode in modes:
-                results[mode].append(elastic_round(mode) if mode.startswith("elastic") else one_round(mode))
+                results[mode].append(_round(mode))
             peer = torchrun_round()
             if isinstance(peer, str):
                 peer_failures.append(peer)
@@ -292,6 +347,12 @@ def _rounds(rounds: int, modes: tuple[str, ...], results, peer_failures: list[st
         from jupyter_px.backends.local import warm
 
         warm.stop_all("the benchmark ended")
+
+
+def _round(mode: str) -> dict[str, float]:
+    if mode == "kubeflow-elastic":
+        return kubeflow_elastic_round()
+    return elastic_round(mode) if mode.startswith("elastic") else one_round(mode)
 
 
 def _report(rounds: int, results, peer_failures: list[str], loads: list[float]) -> int:
