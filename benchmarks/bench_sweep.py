@@ -130,7 +130,7 @@ def overhead_round(work: Path, trials: int, sweep_first: bool) -> dict[str, floa
 
 def controller_starts(work: Path, count: int) -> dict[str, float]:
     """Medians (s) from `jupyter px sweep run` to: it returned, the controller Running, a trial's run."""
-    from jupyter_px.sweeps.store import SweepStore
+    from jupyter_px.runstore import RunStore
 
     script = work / "sleepy.py"
     script.write_text("import time\ntime.sleep(60)\n")
@@ -148,7 +148,7 @@ def controller_starts(work: Path, count: int) -> dict[str, float]:
         if done.returncode != 0:
             raise SystemExit(f"sweep run failed:\n{done.stderr}")
         sweep_id = done.stdout.split()[0]
-        store = SweepStore(home)
+        store = RunStore(home).sweeps
         seen_running = None
         while True:
             status = store.status(sweep_id)

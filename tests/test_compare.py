@@ -74,9 +74,9 @@ def finished_sweep(store: RunStore, trials: dict[int, str], direction: str) -> s
     """A finished sweep of `trials` (number -> its run's id) written through the sweep store, as
     its controller leaves it; its objective is `loss`."""
     from jupyter_px.runstore.models import CodeSpec
-    from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialRow, TrialState
+    from jupyter_px.runstore.sweeps import SweepRecord, SweepState, SweepStatus, TrialRow, TrialState
 
-    sweeps = SweepStore(store.home)
+    sweeps = store.sweeps
     sweep_id = sweeps.new_id("lr-sweep")
     rows = [TrialRow(number=n, state=TrialState.COMPLETE, run_id=r, params={}) for n, r in trials.items()]
     sweeps.create(

@@ -21,6 +21,8 @@ NEVER_IN_A_POD = {
     # the run store's facade imports these on first use (the submitter's side)
     ("runstore/__init__.py", "jupyter_px.runstore.models"),
     ("runstore/__init__.py", "jupyter_px.runstore.store"),
+    ("runstore/__init__.py", "jupyter_px.runstore.errors"),
+    ("runstore/__init__.py", "jupyter_px.runstore.files"),
 }
 
 

@@ -156,13 +156,15 @@ def test_damaged_runs_are_reported_in_one_line_and_skipped_by_listings(store, da
     assert [record.run_id for record, _ in store.list(limit=2)] == ["newer", "older"]
 
 
-def test_runs_and_sweeps_are_listed_and_found_by_one_rule(tmp_path):
-    """Both stores publish whole, list newest first by publication, and find an id, a name (its
-    newest) or `last` (`runstore/published.py`); a sweep directory without its record is left out."""
+def test_runs_and_sweeps_are_one_store_listed_and_found_by_one_rule(tmp_path):
+    """One store holds the runs and the sweeps beside them (`RunStore.sweeps`): both publish whole,
+    list newest first by publication, and find an id, a name (its newest) or `last`
+    (`runstore/published.py`); a sweep directory without its record is left out."""
     from jupyter_px.runstore.models import CodeSpec
-    from jupyter_px.sweeps.store import SweepNotFound, SweepRecord, SweepStatus, SweepStore
+    from jupyter_px.runstore.sweeps import SweepNotFound, SweepRecord, SweepStatus
 
-    sweeps = SweepStore(tmp_path)
+    runs = RunStore(tmp_path)
+    sweeps = runs.sweeps
     made = []
     for name in ("grid", "grid", "other"):
         sweep_id = sweeps.new_id(name)
@@ -174,5 +176,4 @@ def test_runs_and_sweeps_are_listed_and_found_by_one_rule(tmp_path):
     assert sweeps.resolve("grid") == made[1] and sweeps.resolve("last") == made[2]
     with pytest.raises(SweepNotFound, match="'nope'"):
         sweeps.resolve("nope")
-    runs = RunStore(tmp_path)
     assert runs.run_ids() == []  # the two kinds never mix

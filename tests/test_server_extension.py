@@ -216,7 +216,7 @@ def stand_in(px_home):
     import sys
     from dataclasses import asdict
 
-    from jupyter_px.runstore.store import atomic_write_json
+    from jupyter_px.runstore.files import atomic_write_json
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -276,7 +276,7 @@ async def test_a_stopped_tensorboard_is_a_404_at_once(jp_fetch, px_home, stand_i
 async def test_stop_extension_stops_the_tensorboards_of_this_server(jp_serverapp, px_home, stand_in):
     import dataclasses
 
-    from jupyter_px.runstore.store import atomic_write_json
+    from jupyter_px.runstore.files import atomic_write_json
 
     record = px_home / "tensorboard" / f"{stand_in.key}.json"
     atomic_write_json(record, dataclasses.asdict(dataclasses.replace(stand_in, owner_pid=os.getpid())))

@@ -21,7 +21,7 @@ from slurm_support import DEADLINE_S, gone, job_id, queued, slurm_cluster_fixtur
 import jupyter_px
 from jupyter_px.api import Run
 from jupyter_px.runstore import RunState
-from jupyter_px.sweeps.store import SweepState, TrialState
+from jupyter_px.runstore.sweeps import SweepState, TrialState
 
 pytestmark = pytest.mark.slurm
 

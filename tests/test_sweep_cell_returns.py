@@ -19,7 +19,7 @@ import pytest
 from nbclient import NotebookClient
 
 import jupyter_px
-from jupyter_px.sweeps.store import SweepState, TrialState
+from jupyter_px.runstore.sweeps import SweepState, TrialState
 
 pytestmark = pytest.mark.jobs
 

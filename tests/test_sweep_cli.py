@@ -84,7 +84,7 @@ def test_a_diverged_trial_is_kept_and_shown_as_such(px_home, tmp_path):
     assert by_x[2]["value"] is None and by_x[2]["nonfinite"] == nonfinite
     assert by_x[2]["intermediate"] == [[1, 10.0], [2, None], [3, None]]
     assert by_x[3]["value"] == pytest.approx(1 / 3) and "nonfinite" not in by_x[3]
-    from jupyter_px.sweeps.store import SweepStore
+    from jupyter_px.runstore.sweeps import SweepStore
 
     store = SweepStore()
     (sweep_id,) = store.sweep_ids()

@@ -13,8 +13,8 @@ from local_support import JOBS, wait_for
 
 import jupyter_px
 from jupyter_px.processes.detached import ProcessIdentity
+from jupyter_px.runstore.sweeps import SweepState, TrialState
 from jupyter_px.sweeps.promotion import brackets
-from jupyter_px.sweeps.store import SweepState, TrialState
 
 pytestmark = pytest.mark.jobs
 

@@ -16,7 +16,7 @@ from kubernetes_support import DEADLINE_S
 from test_kube_sim_backends import sim_fixture  # noqa: F401 - the simulated cluster fixture
 
 import jupyter_px
-from jupyter_px.sweeps.store import SweepState, TrialState
+from jupyter_px.runstore.sweeps import SweepState, TrialState
 
 pytestmark = pytest.mark.kube
 

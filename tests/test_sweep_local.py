@@ -14,7 +14,7 @@ from local_support import JOBS, assert_nothing_left, wait_for
 import jupyter_px
 from jupyter_px.processes.detached import ProcessIdentity
 from jupyter_px.runstore import RunState
-from jupyter_px.sweeps.store import SweepState, TrialState
+from jupyter_px.runstore.sweeps import SweepState, TrialState
 
 pytestmark = pytest.mark.jobs
 

@@ -14,11 +14,11 @@ import yaml
 from plot_config_support import assert_private
 
 from jupyter_px.runstore.models import CodeSpec
+from jupyter_px.runstore.sweeps import SweepRecord, SweepState, SweepStatus, SweepStore
 from jupyter_px.sweeps.engine import open_study
 from jupyter_px.sweeps.snapshot import snapshot
 from jupyter_px.sweeps.space import suggest
 from jupyter_px.sweeps.spec import parse_polyaxonfile, read_sweep
-from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore
 from jupyter_px.widgets.sweep_monitor import plotted
 
 SINGLE = """
@@ -174,7 +174,7 @@ def test_a_two_objective_sweeps_pareto_plot_marks_its_front(px_home):
 def test_a_trial_that_succeeded_reads_succeeded_as_its_run_does():
     """One word per state everywhere: the sweep's table and counts say Succeeded (as the runs list
     says of the trial's run), not Optuna's "Complete", which stays the data's word."""
-    from jupyter_px.sweeps.store import SweepStatus, TrialRow, TrialState
+    from jupyter_px.runstore.sweeps import SweepStatus, TrialRow, TrialState
     from jupyter_px.sweeps.view import counts_text, trial_rows
     from jupyter_px.widgets.sweep_monitor import trials_table_html
 

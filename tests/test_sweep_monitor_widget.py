@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jupyter_px.sweeps.store import SweepState, SweepStore, TrialState
+from jupyter_px.runstore.sweeps import SweepState, SweepStore, TrialState
 
 MAKE_SWEEP = Path(__file__).resolve().parents[1] / "ui-tests" / "make_sweep.py"
 

@@ -12,7 +12,7 @@ from local_support import JOBS
 from px_cli import CLI, ROOT
 
 import jupyter_px
-from jupyter_px.sweeps.store import SweepState, TrialState
+from jupyter_px.runstore.sweeps import SweepState, TrialState
 
 pytestmark = pytest.mark.jobs
 

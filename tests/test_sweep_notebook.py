@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 
 import jupyter_px
 from jupyter_px.runstore import RunState
-from jupyter_px.sweeps.store import SweepState, TrialState
+from jupyter_px.runstore.sweeps import SweepState, TrialState
 
 pytestmark = pytest.mark.jobs
 

@@ -14,8 +14,8 @@ from test_sweep_polyaxon_sections import example
 
 import jupyter_px
 from jupyter_px.runstore import RunState
+from jupyter_px.runstore.sweeps import SweepState, TrialState
 from jupyter_px.sweeps.spec import parse_polyaxonfile, read_sweep
-from jupyter_px.sweeps.store import SweepState, TrialState
 
 pytestmark = pytest.mark.jobs
 

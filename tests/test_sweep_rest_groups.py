@@ -68,7 +68,7 @@ async def test_a_diverged_trial_is_served_with_its_values_named(jp_fetch, px_hom
     import math
 
     from jupyter_px.runstore.models import CodeSpec
-    from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialRow, TrialState
+    from jupyter_px.runstore.sweeps import SweepRecord, SweepState, SweepStatus, SweepStore, TrialRow, TrialState
 
     store = SweepStore()
     sweep_id = store.new_id("diverges")

@@ -8,11 +8,11 @@ import math
 
 import pytest
 
+from jupyter_px.runstore.sweeps import SweepStatus
 from jupyter_px.sweeps.engine import open_study
 from jupyter_px.sweeps.snapshot import snapshot
 from jupyter_px.sweeps.space import suggest
 from jupyter_px.sweeps.spec import parse_polyaxonfile, read_sweep
-from jupyter_px.sweeps.store import SweepStatus
 from jupyter_px.sweeps.view_model import GRID, SweepViewModel, build_view_model
 
 MATRIX = """
@@ -138,8 +138,8 @@ def test_the_sweep_view_and_the_comparison_compute_one_importance(capfd):
     """The sweep view's importance is the comparison's calculation over the same values (eta
     squared of each trial's objective), labelled as what it is; building it prints nothing (Optuna's
     "A new study created in memory" showed as red stderr in the cell)."""
+    from jupyter_px.runstore.sweeps import TrialRow, TrialState
     from jupyter_px.sweeps.importance import param_importance
-    from jupyter_px.sweeps.store import TrialRow, TrialState
 
     spec = read_sweep(
         parse_polyaxonfile(
@@ -165,7 +165,7 @@ def test_the_sweep_view_and_the_comparison_compute_one_importance(capfd):
 def test_a_choice_of_numbers_is_categorical_in_every_view():
     """`momentum: {values: [0.0, 0.9]}` is two categories, not a continuous axis from 0 to 0.9:
     the parallel coordinates tick it at its two values, the slices place each trial on one."""
-    from jupyter_px.sweeps.store import TrialRow, TrialState
+    from jupyter_px.runstore.sweeps import TrialRow, TrialState
 
     spec = read_sweep(
         parse_polyaxonfile(

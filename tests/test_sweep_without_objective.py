@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import jupyter_px
-from jupyter_px.sweeps.store import SweepState
+from jupyter_px.runstore.sweeps import SweepState
 from jupyter_px.sweeps.view_model import NO_OBJECTIVE
 
 pytestmark = pytest.mark.jobs
@@ -54,7 +54,7 @@ def test_every_logged_metric_is_the_codes_own_not_the_system_metrics_sampled_bes
     that ran long enough has them beside its own metrics. "Every logged metric" is the code's:
     the sweep's per-trial charts and the live plot draw those (the `system/` ones when named)."""
     from jupyter_px.runstore.series import Series
-    from jupyter_px.sweeps.store import SweepStatus, TrialRow, TrialState
+    from jupyter_px.runstore.sweeps import SweepStatus, TrialRow, TrialState
     from jupyter_px.sweeps.view_model import trials_logged
     from jupyter_px.widgets.plots import static_figure
 

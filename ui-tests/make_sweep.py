@@ -13,11 +13,12 @@ import time
 
 from jupyter_px.runstore import ReplicaStatus, RunRecord, RunState, RunStatus, RunStore
 from jupyter_px.runstore.models import CodeSpec, TrialOf
-from jupyter_px.sweeps.store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialRow, TrialState
+from jupyter_px.runstore.sweeps import SweepRecord, SweepState, SweepStatus, TrialRow, TrialState
 
 name, count = sys.argv[1], int(sys.argv[2])
 with_curves = sys.argv[3:] == ["curves"]
-sweeps, runs = SweepStore(), RunStore()
+runs = RunStore()
+sweeps = runs.sweeps
 now = time.time()
 trial_topology = {"framework": "pytorch", "environment": {"replicas": {"n_workers": 1}}}
 # The sweep's own file, as a controller's sweep has it (its views read the objective from it).

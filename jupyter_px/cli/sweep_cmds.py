@@ -20,7 +20,7 @@ def _service():
 
 
 def _resolve(service, ref: str) -> str:
-    from ..sweeps.store import SweepNotFound
+    from ..service import SweepNotFound
 
     try:
         return service.resolve(ref)

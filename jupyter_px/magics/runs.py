@@ -251,9 +251,8 @@ class RunMagics(Magics):
 
 def _is_sweep(ref: str) -> bool:
     """Whether `ref` names a sweep and no run (a run wins: `%px_attach` was about runs first)."""
-    from ..service import RunNotFound
+    from ..service import RunNotFound, SweepNotFound
     from ..sweeps.service import SweepService
-    from ..sweeps.store import SweepNotFound
 
     runs = run_service()
     try:

@@ -23,8 +23,8 @@ from .common import in_kernel, shell_of
 
 
 def open_sweep(ref: str) -> Any:
+    from ..service import SweepNotFound
     from ..sweeps.api import Sweep
-    from ..sweeps.store import SweepNotFound
 
     try:
         return Sweep(ref)

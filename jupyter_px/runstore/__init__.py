@@ -12,18 +12,11 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from .errors import RunDamaged, RunNotFound, StoreUnusable
+    from .files import atomic_write_bytes, atomic_write_json, new_run_id
     from .layout import InvalidRunId, RunPaths, px_home, validate_run_id
     from .models import CodeSpec, ReplicaState, ReplicaStatus, RunRecord, RunState, RunStatus
-    from .store import (
-        RunDamaged,
-        RunNotFound,
-        RunStore,
-        StoreUnusable,
-        atomic_write_bytes,
-        atomic_write_json,
-        new_run_id,
-        read_tail,
-    )
+    from .store import RunStore, read_tail
 
 #: Public name -> submodule that defines it.
 _LAZY = {
@@ -37,13 +30,13 @@ _LAZY = {
     "RunRecord": "models",
     "RunState": "models",
     "RunStatus": "models",
-    "RunDamaged": "store",
-    "RunNotFound": "store",
+    "RunDamaged": "errors",
+    "RunNotFound": "errors",
     "RunStore": "store",
-    "StoreUnusable": "store",
-    "atomic_write_bytes": "store",
-    "atomic_write_json": "store",
-    "new_run_id": "store",
+    "StoreUnusable": "errors",
+    "atomic_write_bytes": "files",
+    "atomic_write_json": "files",
+    "new_run_id": "files",
     "read_tail": "store",
 }
 

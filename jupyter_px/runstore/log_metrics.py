@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .files import atomic_write_json
 from .layout import (
     FAILURE_LOG_PREFIX,
     FAILURES_DIR,
@@ -24,7 +25,6 @@ from .layout import (
     ROUND_LOG_PREFIX,
     RunPaths,
 )
-from .store import atomic_write_json
 
 __all__ = ["LogMetrics", "parse_log_metrics", "ingest_log_lines"]
 

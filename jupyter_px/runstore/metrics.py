@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
 
+from .errors import RunDamaged
 from .event_records import read_scalar_events
 from .jsonl_records import MAX_LINE_BYTES, LinesRead, decode_lines, line_start_after, read_lines
 from .layout import EVENTS_FILE_SUFFIX, RunPaths, metrics_series_key
 from .run_files import Listing, PlantedLink, list_run_dir, open_run_file
 from .series import Series
-from .store import RunDamaged
 
 __all__ = ["MetricsReader", "FilePosition", "Update"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import getpass
-import json
 import logging
 import os
 import platform
@@ -23,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
+from .errors import RunDamaged, RunNotFound, StoreUnusable
+from .files import atomic_write_bytes, atomic_write_json
 from .layout import (
     RECORD_FILE,
     RESULT_KEY_FILE,
@@ -30,11 +31,11 @@ from .layout import (
     RunPaths,
     px_home,
     runs_root,
-    validate_run_id,
 )
 from .models import RunRecord, RunStatus
 from .published import newest_named, publish, published_ids
 from .run_files import PlantedLink, open_run_file
+from .sweeps import SweepStore
 
 _Model = TypeVar("_Model", RunRecord, RunStatus)
 
@@ -44,63 +45,6 @@ logger = logging.getLogger(__name__)
 LOG_CHUNK_BYTES = 1 << 20
 
 
-class RunNotFound(KeyError):
-    def __str__(self) -> str:  # KeyError quotes its argument; a message reads better
-        return str(self.args[0])
-
-
-class StoreUnusable(ValueError):
-    """The run store's folder cannot be one: `$PX_HOME` (or its `runs/`) names a file, not a
-    folder. One line naming the setting and the path; every command reports it before it acts."""
-
-
-class RunDamaged(ValueError):
-    """A run directory whose record or status is missing or unreadable (a crash, a full disk,
-    a hand edit). Its message is one line naming the run and the damage; listings skip the run,
-    commands that need it report the message instead of a traceback."""
-
-    def __init__(self, run_id: str, what: str):
-        self.run_id = run_id
-        self.what = what
-        super().__init__(f"run {run_id} is damaged: {what}")
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with _suppress():
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_json(path: Path, data: object) -> None:
-    atomic_write_bytes(path, json.dumps(data, indent=1, default=str).encode())
-
-
-class _suppress:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return exc[0] is not None and issubclass(exc[0], OSError)
-
-
-def new_run_id(name: str | None = None) -> str:
-    """`<name>-<6 hex>`, or `run-<yymmdd>-<6 hex>`: unique, sortable-ish, valid everywhere."""
-    suffix = secrets.token_hex(3)
-    if name:
-        slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in name.lower()).strip("-")
-        slug = "-".join(part for part in slug.split("-") if part)[:30].strip("-")
-        if slug:
-            return validate_run_id(f"{slug}-{suffix}")
-    return f"run-{time.strftime('%y%m%d')}-{suffix}"
-
-
 def _versions() -> dict[str, str]:
     from .._version import __version__
 
@@ -108,7 +52,9 @@ def _versions() -> dict[str, str]:
 
 
 class RunStore:
-    """All runs under one root (default `$PX_HOME/runs`)."""
+    """All runs under one root (default `$PX_HOME/runs`), and the sweeps beside them (`sweeps`:
+    `$PX_HOME/sweeps`, whose trials are runs of this store): one store for both, so a sweep and
+    its trials are always read from the same home."""
 
     def __init__(self, home: Path | str | None = None):
         self.home = Path(home) if home else px_home()
@@ -120,6 +66,7 @@ class RunStore:
             )
         if self.root.exists() and not self.root.is_dir():
             raise StoreUnusable(f"the run store {str(self.root)!r} is not a folder: move that file away")
+        self.sweeps = SweepStore(self.home)
 
     def paths(self, run_id: str) -> RunPaths:
         return RunPaths(run_id, self.home)

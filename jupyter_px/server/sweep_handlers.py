@@ -16,7 +16,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..sweeps.store import SweepNotFound
+from ..service import SweepNotFound
 from ..sweeps.view import sweep_json
 from .base import PxHandler
 from .models import Sweep, SweepsPage

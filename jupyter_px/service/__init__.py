@@ -8,7 +8,7 @@ widgets, the public Python API) and the backends and run store below them.
 
 Surfaces (magics, CLI, server, widgets) import from here, never from `jupyter_px.backends` or
 `jupyter_px.runstore` (an import-linter contract): the backends' errors and the run store's
-names a surface needs (states, errors, the run id pattern) are re-exported here, as are the code
+names a surface needs (states, errors, the run id pattern, a sweep's status) are re-exported here, as are the code
 sources every surface builds (`jupyter_px.code`: `ScriptFile`, `SourceText`, `NotebookCells`).
 """
 
@@ -31,6 +31,7 @@ from ..runstore import (
 )
 from ..runstore.layout import ROLE_PATTERN, RUN_ID_PATTERN, logged_by_the_code
 from ..runstore.metrics_cursor import MetricsCursorError
+from ..runstore.sweeps import SweepNotFound, SweepStatus, TrialState, state_word
 from .runs import LOGS_TAIL_BYTES, Rendered, RunActive, RunService
 from .submission import CodeOptions, Origin, Overrides, PushError, Submission, check_run_name, pickle_pushed
 from .views import RunView, run_replicas
@@ -48,6 +49,10 @@ __all__ = [
     "RunState",
     "RunStatus",
     "StoreUnusable",
+    "SweepNotFound",
+    "SweepStatus",
+    "TrialState",
+    "state_word",
     "px_home",
     "logged_by_the_code",
     "CodeOptions",

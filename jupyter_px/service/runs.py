@@ -27,6 +27,7 @@ from ..backends import render as render_dry_run
 from ..code.loading import LoadedCode, load_code
 from ..code.sources import CodeSource
 from ..runstore import RunDamaged, RunNotFound, RunPaths, RunRecord, RunStatus, RunStore, new_run_id
+from ..runstore.sweeps import SweepStore
 from ..topology import Topology, parse_topology, to_dict
 from ..topology.values import declared_run
 from .metrics_cache import MetricsCache
@@ -77,6 +78,11 @@ class RunService:
     def home(self) -> Path:
         """The store's home (`PX_HOME`): its runs, sweeps and TensorBoard records are under it."""
         return self._store.home
+
+    @property
+    def sweep_store(self) -> SweepStore:
+        """The sweeps beside this service's runs, in the same store (what `SweepService` keeps)."""
+        return self._store.sweeps
 
     @property
     def root(self) -> Path:

@@ -6,6 +6,7 @@ distributed run, searched by Optuna, owned by a detached controller.
     jupyter_px.Sweep("last")
 
 Modules: `space` (Polyaxon's kinds onto Optuna's distributions), `engine` (samplers, pruners,
-the journal-file study), `store` (the sweep's directory), `controller` (the detached owner),
-`service` (`SweepService`, what every surface calls), `api` (`sweep()`, `Sweep`).
+the journal-file study), `controller` (the detached owner),
+`service` (`SweepService`, what every surface calls), `api` (`sweep()`, `Sweep`). A sweep's
+directory is the run store's (`jupyter_px.runstore.sweeps`, `RunStore.sweeps`), beside its trials.
 """

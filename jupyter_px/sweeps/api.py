@@ -7,11 +7,11 @@ from typing import Any, Unpack
 
 from ..api import Run
 from ..runstore import RunStore
+from ..runstore.sweeps import SweepStatus, TrialRow, state_word
 from ..service import CodeOptions, CodeSource, Submission
 from ..topology import Topology, parse_topology
 from .service import SweepService
 from .spec import SweepSpec, read_sweep
-from .store import SweepStatus, TrialRow, state_word
 from .view_model import SweepViewModel
 
 

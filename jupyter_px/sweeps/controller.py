@@ -45,6 +45,7 @@ from .. import backend_table
 from ..processes import detached
 from ..runstore import RunState, RunStatus, RunStore
 from ..runstore.models import RunOwner, TrialOf
+from ..runstore.sweeps import SweepState, SweepStatus
 from ..service import LoadedCode, ResourceUnavailable, RunService, Submission
 from ..topology import Topology, TopologyError, parse_topology, to_dict
 from ..topology.values import fill_args, with_values
@@ -54,7 +55,6 @@ from .promotion import Plan, PromotingController
 from .snapshot import snapshot
 from .space import suggest
 from .spec import SweepSpec, read_sweep
-from .store import SweepState, SweepStatus, SweepStore
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +100,9 @@ class Controller(PromotingController):
     def __init__(self, sweep_dir: Path):
         self.sweep_id = sweep_dir.name
         home = sweep_dir.parent.parent
-        self.store = SweepStore(home)
-        self.paths = self.store.paths(self.sweep_id)
         self.service = RunService(RunStore(home))
+        self.store = self.service.sweep_store
+        self.paths = self.store.paths(self.sweep_id)
         self.record = self.store.record(self.sweep_id)
         topology = parse_topology(self.record.topology)
         spec = read_sweep(topology)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..runstore.sweeps import SweepState, SweepStatus, TrialState, state_word
 from .spec import SweepSpec
-from .store import SweepState, SweepStatus, TrialState, state_word
 
 #: Trials failed the same way, with none succeeding, before the sweep stops and says why.
 SAME_FAILURES = 3

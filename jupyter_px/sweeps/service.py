@@ -12,14 +12,14 @@ import builtins
 import dataclasses
 import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import backend_table
-from ..processes import detached, file_lock
+from ..processes import detached
 from ..runstore import RunStore
 from ..runstore.models import RunOwner
+from ..runstore.sweeps import SweepRecord, SweepState, SweepStatus, TrialState
 from ..service import RunService, Submission, load_code, pickle_pushed
 from ..service.waiting import keep_until_finished
 from ..topology import TopologyError, to_dict
@@ -27,7 +27,6 @@ from ..topology.values import missing_names, no_value_problem, script_args
 from .engine import check_engine
 from .spec import parse_polyaxonfile, read_sweep
 from .spec.polyaxonfile import value_names
-from .store import SweepRecord, SweepState, SweepStatus, SweepStore, TrialState
 from .view_model import SweepViewModel, build_view_model, trials_logged
 
 CONTROLLER_MODULE = "jupyter_px.sweeps.controller"
@@ -55,7 +54,7 @@ class SweepView:
 class SweepService:
     def __init__(self, home: Path | str | None = None, *, runs: RunService | None = None):
         self.runs = runs or RunService(RunStore(home))
-        self.store = SweepStore(self.runs.home)
+        self.store = self.runs.sweep_store
 
     def resolve(self, ref: str) -> str:
         return self.store.resolve(ref)
@@ -108,15 +107,10 @@ class SweepService:
         self._start_controller(sweep_id)
         return sweep_id
 
-    @contextmanager
-    def _owner_lock(self, sweep_id: str):
-        with file_lock.locked(self.store.paths(sweep_id).root / ".owner.lock"):
-            yield
-
     def _start_controller(self, sweep_id: str) -> bool:
         """Start the controller unless one runs (one owner: decided under a lock). Whether one was started."""
         paths = self.store.paths(sweep_id)
-        with self._owner_lock(sweep_id):
+        with self.store.owner_lock(sweep_id):
             status = self.store.status(sweep_id)
             if status.owner is not None and _identity(status.owner).alive():
                 return False
@@ -227,7 +221,7 @@ class SweepService:
                 if not _identity(owner).alive():
                     break
                 time.sleep(0.1)
-        with self._owner_lock(sweep_id):
+        with self.store.owner_lock(sweep_id):
             status = self.store.status(sweep_id)
             if status.state.finished:
                 return status

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..runstore.sweeps import ObjectiveRow, SweepStatus, TrialRow, TrialState
 from .spec import SweepSpec
-from .store import ObjectiveRow, SweepStatus, TrialRow, TrialState
 
 #: Intermediate points kept per trial in status.json (the journal keeps them all).
 KEPT_POINTS = 500

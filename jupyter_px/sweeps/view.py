@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..runstore.sweeps import SweepStatus, TrialRow, state_word
 from .service import SweepView
-from .store import SweepStatus, TrialRow, state_word
 
 TRIAL_HEADERS = ("TRIAL", "STATE", "VALUE", "STEP", "PARAMS", "RUN", "REASON")
 SWEEPS_HEADERS = ("SWEEP", "NAME", "STATE", "TRIALS", "BEST", "MESSAGE")

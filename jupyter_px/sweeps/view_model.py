@@ -28,10 +28,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runstore.layout import logged_by_the_code
+from ..runstore.sweeps import SweepStatus, TrialRow, TrialState
 from .contour_grid import grid_axis, interpolate
 from .importance import EVALUATOR, MIN_RUNS, param_importance
 from .spec import SweepSpec
-from .store import SweepStatus, TrialRow, TrialState
 
 #: Complete trials below which no importance is computed (the comparison's threshold).
 MIN_TRIALS_FOR_IMPORTANCE = MIN_RUNS

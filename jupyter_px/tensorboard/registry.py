@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ..processes import file_lock
 from ..processes.detached import ProcessIdentity
+from ..runstore.files import atomic_write_json
 from ..runstore.layout import px_home
-from ..runstore.store import atomic_write_json
 from .config import HOST
 from .urls import proxy_url
 

@@ -19,7 +19,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..presentation.sweep_figures import VIEWS, ViewName, metrics_figure, view_figures
-from ..sweeps.store import SweepStatus, TrialState, state_word
+from ..service import SweepStatus, TrialState, state_word
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from ..sweeps.view_model import SweepViewModel
 from . import live_updates

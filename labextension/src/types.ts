@@ -938,7 +938,7 @@ export interface IAttemptMark {
   ended: string;
 }
 /**
- * One trial of a sweep (`sweeps.store.TrialRow`): its run, values and objective.
+ * One trial of a sweep (`runstore.sweeps.TrialRow`): its run, values and objective.
  *
  * `jupyter_px.server.models.replies.SweepTrial`
  */

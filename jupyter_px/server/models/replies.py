@@ -408,7 +408,7 @@ TrialStateName = Literal["Pending", "Running", "Complete", "Pruned", "Failed", "
 
 
 class SweepTrial(Reply):
-    """One trial of a sweep (`sweeps.store.TrialRow`): its run, values and objective."""
+    """One trial of a sweep (`runstore.sweeps.TrialRow`): its run, values and objective."""
 
     number: int
     state: TrialStateName

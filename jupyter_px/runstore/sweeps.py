@@ -16,17 +16,20 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..runstore import RunNotFound
-from ..runstore.layout import RUN_ID_PATTERN, px_home
-from ..runstore.models import CodeSpec, RunOwner
-from ..runstore.published import newest_named, publish, published_ids
-from ..runstore.store import atomic_write_bytes, atomic_write_json, new_run_id
+from ..processes import file_lock
+from .errors import RunNotFound
+from .files import atomic_write_bytes, atomic_write_json, new_run_id
+from .layout import RUN_ID_PATTERN, px_home
+from .models import CodeSpec, RunOwner
+from .published import newest_named, publish, published_ids
 
 RECORD = "sweep.json"
 STATUS = "status.json"
@@ -207,6 +210,12 @@ class SweepStore:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         return paths
+
+    @contextmanager
+    def owner_lock(self, sweep_id: str) -> Iterator[None]:
+        """Held while deciding who owns the sweep (its controller): one owner at any time."""
+        with file_lock.locked(self.paths(sweep_id).root / ".owner.lock"):
+            yield
 
     def new_id(self, name: str | None) -> str:
         sweep_id = new_run_id(name)
