@@ -273,6 +273,10 @@ def test_a_torchrun_group_s_start_in_a_pod_s_log_is_one_of_the_run_s_rounds(path
     assert found.rounds == [{"time": 5.5, "nodes": 3, "world": 6}] and found.skipped == 3
     ingest_log_lines(paths, "master", 0, ['@px-round {"time": 9.0, "nodes": 2, "world": 4}'])
     assert [json.loads(line)["nodes"] for line in paths.rounds.read_text().splitlines()] == [3, 2]
+    from jupyter_px import runner
+    from jupyter_px.runstore.layout import ROUND_LOG_PREFIX
+
+    assert runner.ROUND_LOG_PREFIX == ROUND_LOG_PREFIX  # the runner's copy (it stays off pydantic)
 
 
 def test_reads_a_real_replica_end_to_end(paths):
