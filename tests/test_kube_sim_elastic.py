@@ -8,8 +8,9 @@ The others go on from the shared checkpoint in a world of 2; when the kubelet re
 container (its restart policy: the test holds it until the smaller group has trained, as a pod
 whose node comes back later), its agent joins, and the group takes it back in a world of 3. What
 each step computed says which world it ran in: every rank all-reduces a one, and rank 0 logs the
-sum (`tests/jobs/elastic_train.py`). Each group torchrun formed again is the run's next attempt,
-as the run's status shows it (`follower/elastic_rounds.py`).
+sum (`tests/jobs/elastic_train.py`). Then `jupyter px kill` ends worker-1's training (not its
+container): its agent starts the group again with the same members. Each group torchrun formed
+again is the run's next attempt, as the run's status shows it (`follower/elastic_rounds.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from waiting import wait_for
 from jupyter_px.api import submit
 from jupyter_px.presentation.text import attempt_lines
 from jupyter_px.runstore.checkpoints import all_checkpoints
+from jupyter_px.service import RunService
 
 pytestmark = pytest.mark.kube
 
@@ -104,6 +106,11 @@ def test_an_elastic_pytorchjob_goes_on_without_a_lost_worker_and_takes_it_back(t
             wait_for(lambda: _runs_of(_worlds(run))[-2:] == [3.0, 2.0], "steps without worker-1", 240)
             sim.kubelet.restarts_held = False
             wait_for(lambda: _runs_of(_worlds(run))[-3:] == [3.0, 2.0, 3.0], "steps with worker-1 back", 180)
+            # `jupyter px kill` ends worker-1's training, not its container: its agent starts the
+            # group again, with the same members, and the run names the kill
+            formed = len(run.status().attempts)
+            RunService().kill(run.run_id, "worker", 1, signal.SIGKILL)
+            wait_for(lambda: len(run.status().attempts) > formed, "the group formed again after the kill", 180)
             release.touch()
             status = run.wait(timeout=180)
         finally:
@@ -131,7 +138,10 @@ def test_an_elastic_pytorchjob_goes_on_without_a_lost_worker_and_takes_it_back(t
     for ended, following in pairwise(attempts):  # each went on from a shared checkpoint
         assert following.resumed_from is not None and following.resumed_from % 5 == 0, following
         assert ended.step is None or following.resumed_from <= ended.step, (ended, following)
+    killed = attempts[-2]  # the kill's: the last group has the same members
+    assert (killed.failed, killed.signal, killed.workers, attempts[-1].workers) == ("worker-1", "SIGKILL", 2, 2), killed
     lines = attempt_lines(status)
+    assert lines[-1].endswith(f"worker-1 killed by SIGKILL at step {killed.step:,}; started again"), lines
     assert f"attempt {status.attempt} of {status.max_attempts} with 2 workers" in lines[0], lines
     assert any("worker-1 " in line and "went on without it" in line for line in lines), lines
     assert any("worker-1 came back" in line for line in lines), lines

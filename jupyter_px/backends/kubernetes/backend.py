@@ -230,7 +230,7 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
         """One running replica ended on purpose in its pod (`shared/chaos.py`, an exec); the
         follower and the operator then do what the run's policies say."""
         from ...topology import parse_topology
-        from .shared.chaos import kill_replica
+        from .shared.chaos import kill_replica, record_kill
 
         root = self.store.paths(run_id).root
         replica_to_kill(self.store.status(run_id), role, index)
@@ -241,7 +241,9 @@ class KubernetesBackend(FollowedBackend[KubernetesSettings]):
         topology = parse_topology(self.store.record(run_id).topology)
         cluster = connect(load_settings(namespace=handle.namespace, context=handle.context))
         try:
-            return kill_replica(cluster, handle, topology, run_id, role, index, signum)
+            done = kill_replica(cluster, handle, topology, run_id, role, index, signum)
+            record_kill(root, role, index, signum)
+            return done
         except (HTTPError, OSError, ApiException) as error:
             raise BackendError(f"run {run_id}: asking its pods to kill {role}-{index} failed: {error}") from None
         finally:

@@ -10,7 +10,9 @@ it into its log (`runner._say_round`), which the log sink keeps in the run's `ro
 Each group after the first is the run's next attempt, shown as a local run of elastic workers
 shows its re-formings (`backends/local/attempts.py`): the attempt that ended names the worker whose
 container failed in it (the kubelet's record of that container, `terminations.py`) and the step
-the run had logged, or the worker that came back (the group grew); the next one says how many
+the run had logged (or the replica `jupyter px kill` signalled, whose training torchrun's agent
+started again in the same container: `shared/chaos.py` keeps each kill), or the worker that came
+back (the group grew); the next one says how many
 workers take part and the newest shared checkpoint it resumed from; every replica's log is marked
 where it begins. All of it is read again from the rounds and the attempts in the status, so a
 follower that takes the run over goes on where the last one left it.
@@ -23,11 +25,12 @@ import logging
 import os
 from typing import Any
 
-from ....runstore import metrics_tail
+from ....runstore import ReplicaState, ReplicaStatus, metrics_tail
 from ....runstore.checkpoints import SHARED_SCOPE, all_checkpoints
 from ....runstore.layout import SYSTEM_INFIX
-from ....runstore.models import AttemptRecord
+from ....runstore.models import AttemptRecord, Reason
 from ...gang_retry import record_failure
+from ..shared.chaos import kills_between
 from .gang_restart import Follower, GangRestart
 
 log = logging.getLogger(__name__)
@@ -74,7 +77,9 @@ class ElasticRounds:
         record = gang.attempts[-1]
         when, workers = float(group["time"]), self._workers(group)
         step = metrics_tail.step_at(self._metrics_files(), when)
-        culprit = follower.terminations.latest_failure_between(record.started_at, when + 1)
+        culprit = follower.terminations.latest_failure_between(record.started_at, when + 1) or self._killed(
+            record.started_at, when
+        )
         if culprit is not None:
             record_failure(record, culprit, step)
             record.finished_at = culprit.finished_at or when
@@ -94,6 +99,24 @@ class ElasticRounds:
         )
         gang.enabled, gang.attempt, gang.max_attempts = True, attempt, max(gang.max_attempts, attempt)
         log.info("run %s: %s", follower.run_id, line.strip(" -\n"))
+
+    def _killed(self, after: float | None, before: float) -> ReplicaStatus | None:
+        """The last replica `jupyter px kill` signalled from `after` to `before`: torchrun's agent
+        starts its training again in the same container, so the kubelet never says it failed."""
+        kills = kills_between(self.follower.run_dir, after, before)
+        if not kills:
+            return None
+        kill = kills[-1]
+        role, _, index = str(kill["replica"]).rpartition("-")
+        return ReplicaStatus(
+            role=role,
+            index=int(index),
+            state=ReplicaState.FAILED,
+            reason=Reason.SIGNALED,
+            signal=str(kill["signal"]),
+            message="killed on request (jupyter px kill)",
+            finished_at=float(kill["time"]),
+        )
 
     def _returning(self, count: int) -> str:
         """Which workers came back when the group grew by `count`: those that left in an earlier

@@ -8,11 +8,20 @@ the run's: the follower records the failure, the operator applies its restart po
 
 The pod asked first is the one whose labels say it is the replica (`replica_pods.py`); a replica
 that lives elsewhere (an MPI rank on a worker pod) is found by asking the others in turn.
+
+Where the replica's process is not its container's (an elastic PyTorchJob: torchrun's agent is,
+and starts its training again in the same container), nothing the kubelet reports says which
+replica failed; each kill is kept in the run's `kills.jsonl` (`record_kill`), which the follower
+reads to name it (`follower/elastic_rounds.py`).
 """
 
 from __future__ import annotations
 
+import json
 import signal
+import time
+from pathlib import Path
+from typing import Any
 
 from ....processes.replica_kill import answer_of
 from ....topology import Topology
@@ -25,6 +34,8 @@ from .replica_pods import replica_pods
 
 #: The killing program, as shipped in the run's ConfigMap (`payload.py`).
 REPLICA_KILL = "processes/replica_kill.py"
+#: The kills of a run's replicas on request, one JSON line each (`{"time", "replica", "signal"}`).
+KILLS_FILE = "kills.jsonl"
 #: An exec that has not answered by then is given up.
 EXEC_TIMEOUT_S = 30.0
 
@@ -66,3 +77,28 @@ def kill_replica(
     if not pods:
         raise BackendError(f"run {run_id} has no running pod")
     raise BackendError(f"no running pod of run {run_id} has {key}" + (f": {'; '.join(problems)}" if problems else ""))
+
+
+def record_kill(run_dir: Path, role: str, index: int, signum: int) -> None:
+    """Keep that replica `role`-`index` was sent `signum` now, in the run's `kills.jsonl`."""
+    line = {"time": time.time(), "replica": f"{role}-{index}", "signal": signal.Signals(signum).name}
+    with open(run_dir / KILLS_FILE, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+
+
+def kills_between(run_dir: Path, after: float | None, before: float) -> list[dict[str, Any]]:
+    """The kills `record_kill` kept from `after` (None: any time) to `before`, oldest first."""
+    try:
+        lines = (run_dir / KILLS_FILE).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    kills = []
+    for line in lines:
+        try:
+            kill = json.loads(line)
+            when = float(kill["time"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if (after is None or when >= after) and when <= before:
+            kills.append(kill)
+    return kills
