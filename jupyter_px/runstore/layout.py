@@ -17,6 +17,7 @@ REST API, CLI) agree on paths without importing each other.
         tensorboard/<role>-<index>/ PX_TENSORBOARD_PATH (event files; one TensorBoard "run" per replica)
         tensorboard/<role>-<index>/rank<k>/   tracking's event files of process k > 0
         rounds.jsonl                the groups torchrun formed in an elastic PyTorchJob's pods
+        kills.jsonl                 replicas `jupyter px kill` signalled in their pods (Kubernetes)
 
 A replica with `processes_per_replica > 1` runs several processes that share the replica's
 PX_METRICS_PATH and PX_PARAMS_PATH. Appending to one file from several processes would
