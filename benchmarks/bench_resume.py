@@ -165,12 +165,14 @@ def kubeflow_elastic_round() -> dict[str, float]:
     after step 10 (what a lost node does to it); the kubelet restarts its container at once, and
     torchrun's agents form the group again. From the run's attempts (each group torchrun formed)
     and the master's metrics: the kill to the first step of the last group, the steps done twice."""
+    from kube_sim_support import lose_pod  # (tests/ is on the path: `_kube_cluster`)
+
     from jupyter_px.api import submit
 
     run = submit(ELASTIC_JOB, KUBEFLOW_ELASTIC_TOPOLOGY, args=STEPS)
     _wait_for_step_10(run, "shared")
     started = time.time()
-    if _lose_pod(run.run_id, "worker", 1) < 2:
+    if lose_pod(run.run_id, "worker", 1) < 2:
         raise SystemExit(f"{run.run_id}: worker-1's pod had not its agent and its training to kill")
     status = run.wait(timeout=900, poll=0.5)
     if status.state.value != "Succeeded" or len(status.attempts) < 2:
@@ -191,21 +193,6 @@ def kubeflow_elastic_round() -> dict[str, float]:
         "groups formed again": float(len(status.attempts) - 1),
         "steps done twice": float(ended.step - following.resumed_from),
     }
-
-
-def _lose_pod(run_id: str, role: str, index: int) -> int:
-    """SIGKILL every process of the replica's pod (its agent and its training); how many."""
-    import psutil
-
-    found = []
-    for process in psutil.process_iter(["environ"]):
-        env = process.info.get("environ") or {}
-        if env.get("PX_RUN_ID") == run_id and (env.get("PX_TASK_TYPE"), env.get("PX_TASK_INDEX")) == (role, str(index)):
-            found.append(process)
-    for process in found:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.send_signal(signal.SIGKILL)
-    return len(found)
 
 
 def _wait_for_step_10(run, scope: str) -> None:

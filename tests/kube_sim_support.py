@@ -88,3 +88,21 @@ def require_mpi_pods(cluster: Cluster, ssh: bool = True) -> None:
     require(
         not ssh or os.path.exists("/usr/sbin/sshd"), "OpenSSH's sshd is not installed (apt-get install openssh-server)"
     )
+
+
+def lose_pod(run_id: str, role: str, index: int) -> int:
+    """SIGKILL every process of the replica's pod on the simulated cluster (its agent and its
+    training, where torchrun runs there): what a lost node does to it. How many were killed."""
+    import signal
+
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["environ"]):
+        env = process.info.get("environ") or {}
+        if env.get("PX_RUN_ID") == run_id and (env.get("PX_TASK_TYPE"), env.get("PX_TASK_INDEX")) == (role, str(index)):
+            found.append(process)
+    for process in found:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGKILL)
+    return len(found)

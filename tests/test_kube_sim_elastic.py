@@ -19,9 +19,8 @@ import signal
 from itertools import pairwise
 from pathlib import Path
 
-import psutil
 import pytest
-from kube_sim_support import backend_cluster
+from kube_sim_support import backend_cluster, lose_pod
 from waiting import wait_for
 
 from jupyter_px.api import submit
@@ -67,22 +66,6 @@ def _runs_of(worlds: list[tuple[float, int, float]]) -> list[float]:
     return out
 
 
-def _lose_pod(run_id: str, role: str, index: int) -> int:
-    """SIGKILL every process of the replica's pod (its agent and its training): what a lost node
-    does. How many were killed."""
-    found = []
-    for process in psutil.process_iter(["environ"]):
-        env = process.info.get("environ") or {}
-        if env.get("PX_RUN_ID") == run_id and (env.get("PX_TASK_TYPE"), env.get("PX_TASK_INDEX")) == (role, str(index)):
-            found.append(process)
-    for process in found:
-        try:
-            process.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
-    return len(found)
-
-
 def test_an_elastic_pytorchjob_goes_on_without_a_lost_worker_and_takes_it_back(tmp_path, monkeypatch, px_home):
     kubelet = {"claims": {"px-runs": str(px_home)}}
     release = tmp_path / "release"
@@ -102,7 +85,7 @@ def test_an_elastic_pytorchjob_goes_on_without_a_lost_worker_and_takes_it_back(t
             # does once its node is back (the kubelet would restart it at once: it would join
             # while they re-form, and the test would not see them go on without it)
             sim.kubelet.restarts_held = True
-            assert _lose_pod(run.run_id, "worker", 1) >= 2  # its agent and its training
+            assert lose_pod(run.run_id, "worker", 1) >= 2  # its agent and its training
             wait_for(lambda: _runs_of(_worlds(run))[-2:] == [3.0, 2.0], "steps without worker-1", 240)
             sim.kubelet.restarts_held = False
             wait_for(lambda: _runs_of(_worlds(run))[-3:] == [3.0, 2.0, 3.0], "steps with worker-1 back", 180)

@@ -28,14 +28,7 @@ def last_step(files: Iterable[str | os.PathLike[str]]) -> int | None:
 
 def tail_step(path: str | os.PathLike[str]) -> int | None:
     """The step of the last complete point of one metrics file, None when it has none."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - TAIL_BYTES))
-            lines = handle.read().splitlines()
-    except OSError:
-        return None
-    for raw in reversed(lines):
+    for raw in reversed(_tail_lines(path, TAIL_BYTES)):
         try:
             step = json.loads(raw).get("step")
         except (ValueError, AttributeError):
@@ -50,14 +43,7 @@ def step_at(files: Iterable[str | os.PathLike[str]], when: float) -> int | None:
     last `TIMED_TAIL_BYTES` of each; None when none did."""
     steps = []
     for path in files:
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                handle.seek(max(0, handle.tell() - TIMED_TAIL_BYTES))
-                lines = handle.read().splitlines()
-        except OSError:
-            continue
-        for raw in lines:
+        for raw in _tail_lines(path, TIMED_TAIL_BYTES):
             try:
                 point = json.loads(raw)
                 step, then = point.get("step"), point.get("time")
@@ -66,3 +52,14 @@ def step_at(files: Iterable[str | os.PathLike[str]], when: float) -> int | None:
             if isinstance(step, int) and isinstance(then, (int, float)) and then <= when:
                 steps.append(step)
     return max(steps) if steps else None
+
+
+def _tail_lines(path: str | os.PathLike[str], size: int) -> list[bytes]:
+    """The lines of the file's last `size` bytes (the first may be cut); none when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - size))
+            return handle.read().splitlines()
+    except OSError:
+        return []
