@@ -7,6 +7,7 @@ then is renamed over it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -25,21 +26,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             handle.write(data)
         os.replace(tmp, path)
     except BaseException:
-        with _suppress():
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
 
 
 def atomic_write_json(path: Path, data: object) -> None:
     atomic_write_bytes(path, json.dumps(data, indent=1, default=str).encode())
-
-
-class _suppress:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return exc[0] is not None and issubclass(exc[0], OSError)
 
 
 def new_run_id(name: str | None = None) -> str:

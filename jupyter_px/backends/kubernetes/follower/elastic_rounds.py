@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from itertools import pairwise
 from typing import Any
 
 from ....runstore import ReplicaState, ReplicaStatus, metrics_tail
@@ -123,7 +124,7 @@ class ElasticRounds:
         attempt (it failed, and the next had fewer workers) and have not come back since."""
         away: list[str] = []
         attempts = self.gang.attempts
-        for record, following in zip(attempts, attempts[1:], strict=False):
+        for record, following in pairwise(attempts):
             if record.returned:
                 away = [name for name in away if name not in record.returned.split(", ")]
             if record.failed is not None and _fewer(record.workers, following.workers):
