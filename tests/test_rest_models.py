@@ -152,7 +152,7 @@ API_CALLS = {
     "takeStacks": (models.StacksSnapshot, None),
     "getSweep": (models.Sweep, None),
     "stopSweep": (models.Sweep, None),
-    "getSweepView": (models.SweepViewModel, None),
+    "getSweepView": (models.SweepView, None),
 }
 
 

@@ -168,7 +168,12 @@ def test_a_two_objective_sweeps_pareto_plot_marks_its_front(px_home):
     assert layout["xaxis"]["title"]["text"] == "loss (min)"
     assert layout["yaxis"]["title"]["text"] == "throughput (max)"
     assert shown(monitor, "pareto")
-    assert len(plotted(monitor.view_plots["history"])["data"]) == 4  # points and best, per objective
+    history = [plotted(monitor.view_plots["history"], i) for i in range(3)]
+    assert [len(figure["data"]) for figure in history[:2]] == [2, 2] and history[2] is None  # a figure per objective
+    assert [figure["layout"]["yaxis"]["title"]["text"] for figure in history[:2]] == [
+        "loss (minimize)",
+        "throughput (maximize)",
+    ]
 
 
 def test_a_trial_that_succeeded_reads_succeeded_as_its_run_does():

@@ -46,10 +46,15 @@ PLOT_CONFIG: dict = {
 
 def plotly_json(figure: Any) -> dict:
     """A figure as plotly's mimetype (`application/vnd.plotly.v1+json`) carries it: its data and
-    layout, with PLOT_CONFIG (JupyterLab's plotly renderer hands `config` to plotly.js)."""
+    layout, with PLOT_CONFIG (JupyterLab's plotly renderer hands `config` to plotly.js). `figure`
+    is plotly's, or one already JSON (a pydantic model of it, `sweep_figures.PlotlyFigure`)."""
     import json
 
-    return {**json.loads(figure.to_json()), "config": copy.deepcopy(PLOT_CONFIG)}
+    if hasattr(figure, "to_json"):
+        drawn = json.loads(figure.to_json())
+    else:
+        drawn = figure.model_dump(mode="json")
+    return {**drawn, "config": copy.deepcopy(PLOT_CONFIG)}
 
 
 def plotly_html(figure: Any) -> str:

@@ -1,18 +1,28 @@
-"""What a tuner looks at, as plotly figures for the notebook's ipywidgets sweep monitor (front-ends
-without the JupyterLab extension): drawn from the sweep's view-model (`sweeps.view_model`), the
-same model, the same views and the same choices as the extension's `plotting/sweepFigures.ts`:
+"""What a tuner looks at, as plotly.js figures built once, here, for every surface: the JupyterLab
+extension's sweep views (served beside the view-model by `GET px/api/sweeps/<ref>/view`; the
+extension only puts a figure in the page's theme, `labextension/src/plotting/themeFigure.ts`)
+and the notebook's ipywidgets monitor (front-ends without the extension, as plotly's mimetype).
+
+Every number comes from the sweep's view-model (`sweeps.view_model`); these functions decide how
+it is drawn:
 
 * history: each complete trial's objective (points) and the best so far (a step line), a
-  panel per objective;
-* importance: each parameter's eta squared (the comparison's calculation), largest on top, a panel per objective;
-* parallel coordinates: an axis per parameter (categories as ticks, a log one at log10 with ticks in real units) and
-  objective, a line per trial colored by the first objective, the better end for the better;
+  figure per objective;
+* importance: each parameter's eta squared (the comparison's calculation), largest on top, a
+  figure per objective;
+* parallel coordinates: an axis per parameter (categories as ticks, a log one at log10 with ticks
+  in real units) and objective, a line per trial colored by the first objective, the better end
+  for the better;
 * contour: the objective interpolated over the two most important parameters, the trials on it;
 * slices: each parameter against the objective, side by side;
 * Pareto: the first two objectives, every trial, the front marked and joined.
 
-Each function returns None where the model has nothing to draw; the model's `missing` says why.
-Colors read in Light and Dark alike (`plot_theme.THEME_NEUTRAL`): a kernel cannot ask the page.
+A figure is plain JSON (`PlotlyFigure`: plotly.js's `data` and `layout`), so building one needs
+no plotting library. Its look is the notebook's neutral one (`plot_theme`: transparent grounds,
+a grey that reads in Light and Dark, the replica palette, the objective's scale), which a kernel's
+figure needs since it cannot ask the page for its theme; the extension swaps those for the
+theme's own colors. A view the model has nothing to draw for has no figure (None, or an empty
+list); the model's `missing` says why.
 """
 
 from __future__ import annotations
@@ -20,8 +30,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..sweeps.importance import importance_label
 from ..sweeps.view_model import (
+    Axis,
     Contour,
     History,
     Importance,
@@ -30,7 +43,7 @@ from ..sweeps.view_model import (
     ParetoFront,
     Slice,
     SweepViewModel,
-    ViewName,
+    TrialCurve,
 )
 from .colors import objective_colorscale
 from .plot_theme import AXIS, GREY, THEME_NEUTRAL
@@ -39,82 +52,71 @@ from .series import PALETTE
 #: The trials' points, and the best-so-far line (and the Pareto front).
 POINTS, BEST, FRONT = PALETTE[0], PALETTE[1], PALETTE[2]
 
+#: Fonts drawn in the neutral grey, without plotly's white halo (a blur on a dark ground).
+FLAT_FONT = {"color": GREY, "shadow": "none"}
 
-def _layout(height: int, **more: Any) -> dict[str, Any]:
+
+class PlotlyFigure(BaseModel):
+    """A figure as plotly.js draws it (`Plotly.react(div, data, layout)`), and as plotly's
+    mimetype carries it."""
+
+    data: list[dict[str, Any]]
+    layout: dict[str, Any]
+
+
+class SweepFigures(BaseModel):
+    """Every tuning view's figure, by view (`SweepViewModel.missing` says why one is absent)."""
+
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
+    pareto: PlotlyFigure | None = None
+    history: list[PlotlyFigure] = Field(default_factory=list, description="one per objective")
+    importance: list[PlotlyFigure] = Field(default_factory=list, description="one per objective")
+    parallel: PlotlyFigure | None = None
+    contour: PlotlyFigure | None = None
+    slices: PlotlyFigure | None = None
+    metrics: list[PlotlyFigure] = Field(
+        default_factory=list, description="a sweep without an objective: one per logged metric, a line per trial"
+    )
+
+
+class SweepView(SweepViewModel):
+    """The sweep's view-model and its figures: what `GET px/api/sweeps/<ref>/view` answers."""
+
+    figures: SweepFigures
+
+
+def layout(height: int, **more: Any) -> dict[str, Any]:
+    """What every figure's layout starts from: the neutral look, the legend at the figure's foot
+    (below the x axis' title, never over it)."""
     return {
-        **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
+        **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis", "template", "legend")},
         "height": height,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+        "autosize": True,
+        "margin": {"l": 56, "r": 16, "t": 12, "b": 40},
+        "legend": {
+            "orientation": "h",
+            "x": 0,
+            "xanchor": "left",
+            "yref": "container",
+            "y": 0,
+            "yanchor": "bottom",
+            "bgcolor": "rgba(0,0,0,0)",
+        },
         **more,
     }
 
 
-def _param_axis(title: str, categories: list[str] | None, log: bool) -> dict[str, Any]:
-    axis: dict[str, Any] = {**AXIS, "title": {"text": title}, "type": "log" if log else "linear"}
+def axis(title: str, **more: Any) -> dict[str, Any]:
+    return {**AXIS, "title": {"text": title}, "automargin": True, **more}
+
+
+def param_axis(title: str, categories: list[str] | None, log: bool) -> dict[str, Any]:
+    """A parameter's axis: ticks at a categorical one's categories' indices; a log one drawn log."""
+    shape = axis(title, type="log" if log else "linear", exponentformat="power")
     if categories:
-        axis.update(tickmode="array", tickvals=list(range(len(categories))), ticktext=categories)
-    return axis
-
-
-def history_figure(histories: list[History]) -> Any:
-    """A panel per objective: each trial's value, and the best so far as a step line."""
-    from plotly.subplots import make_subplots
-
-    shown = [h for h in histories if h.points]
-    if not shown:
-        return None
-    figure = make_subplots(rows=len(shown), cols=1, shared_xaxes=True, vertical_spacing=0.12)
-    for row, history in enumerate(shown, start=1):
-        trials = [p.trial for p in history.points]
-        figure.add_scatter(
-            x=trials,
-            y=[p.value for p in history.points],
-            mode="markers",
-            name=history.objective,
-            marker={"size": 7, "color": POINTS},
-            row=row,
-            col=1,
-        )
-        figure.add_scatter(
-            x=trials,
-            y=[p.best for p in history.points],
-            mode="lines",
-            name=f"best {history.objective} so far",
-            line={"color": BEST, "width": 2, "shape": "hv"},
-            row=row,
-            col=1,
-        )
-        figure.update_yaxes(AXIS, title_text=f"{history.objective} ({history.direction})", row=row, col=1)
-        figure.update_xaxes(AXIS, row=row, col=1)
-    figure.update_xaxes(title_text="trial", row=len(shown), col=1)
-    figure.update_layout(**_layout(240 * len(shown) + 60, title="Optimization history"))
-    return figure
-
-
-def importance_figure(importances: list[Importance] | None) -> Any:
-    """A panel per objective: a bar per parameter, largest on top."""
-    from plotly.subplots import make_subplots
-
-    if not importances:
-        return None
-    figure = make_subplots(rows=1, cols=len(importances), horizontal_spacing=0.15)
-    for col, importance in enumerate(importances, start=1):
-        names = list(importance.params)
-        figure.add_bar(
-            x=[importance.params[name] for name in reversed(names)],
-            y=list(reversed(names)),  # plotly draws the first category at the bottom
-            orientation="h",
-            name=importance.objective,
-            marker={"color": POINTS},
-            row=1,
-            col=col,
-        )
-        figure.update_xaxes(AXIS, range=[0, 1], title_text=importance_label(importance.objective), col=col)
-        figure.update_yaxes(AXIS, col=col)
-    figure.update_layout(
-        **_layout(max(160, 36 * len(importances[0].params) + 90), title="Parameter importance", showlegend=False)
-    )
-    return figure
+        shape.update(tickmode="array", tickvals=list(range(len(categories))), ticktext=categories)
+    return shape
 
 
 def log_ticks(positions: list[float]) -> tuple[list[float], list[str]]:
@@ -126,202 +128,295 @@ def log_ticks(positions: list[float]) -> tuple[list[float], list[str]]:
     return ticks, [f"{10**t:.3g}" for t in ticks]
 
 
-def parallel_figure(parallel: ParallelCoordinates | None, objectives: list[ObjectiveView]) -> Any:
-    import plotly.graph_objects as go
+def history_figure(history: History) -> PlotlyFigure:
+    """One objective by trial: each trial's value, and the best so far as a step line."""
+    trials = [p.trial for p in history.points]
+    return PlotlyFigure(
+        data=[
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": history.objective,
+                "x": trials,
+                "y": [p.value for p in history.points],
+                "marker": {"size": 7, "color": POINTS},
+                "hovertemplate": "trial %{x}: %{y:.4~g}<extra></extra>",
+            },
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "best so far",
+                "x": trials,
+                "y": [p.best for p in history.points],
+                "line": {"color": BEST, "width": 2, "shape": "hv"},
+                "hovertemplate": "best after trial %{x}: %{y:.4~g}<extra></extra>",
+            },
+        ],
+        layout=layout(
+            280,
+            margin={"l": 56, "r": 16, "t": 12, "b": 64},
+            showlegend=True,
+            xaxis=axis("trial", **({"dtick": 1} if len(trials) <= 20 else {})),
+            yaxis=axis(f"{history.objective} ({history.direction})", exponentformat="power"),
+        ),
+    )
 
-    if parallel is None:
-        return None
-    dimensions = []
-    for axis in parallel.axes:
-        if axis.categorical and axis.categories:
-            dimensions.append(
-                {
-                    "label": axis.name,
-                    "values": axis.values,
-                    "tickvals": list(range(len(axis.categories))),
-                    "ticktext": axis.categories,
-                    "range": [0, max(len(axis.categories) - 1, 1)],
-                }
-            )
-        elif axis.log:
-            positions = [math.log10(v) for v in axis.values]
-            tickvals, ticktext = log_ticks(positions)
-            dimensions.append(
-                {"label": f"{axis.name} (log scale)", "values": positions, "tickvals": tickvals, "ticktext": ticktext}
-            )
-        else:
-            dimensions.append({"label": axis.name, "values": axis.values})
+
+def importance_figure(importance: Importance) -> PlotlyFigure:
+    """A bar per parameter, its share of the objective's variance, largest on top."""
+    names = list(importance.params)
+    return PlotlyFigure(
+        data=[
+            {
+                "type": "bar",
+                "orientation": "h",
+                # plotly draws a horizontal bar chart's first category at the bottom
+                "x": [importance.params[name] for name in reversed(names)],
+                "y": list(reversed(names)),
+                "marker": {"color": POINTS},
+                "hovertemplate": "%{y}: %{x:.2f}<extra></extra>",
+            }
+        ],
+        layout=layout(
+            max(140, 36 * len(names) + 60),
+            showlegend=False,
+            xaxis=axis(importance_label(importance.objective), range=[0, 1]),
+            yaxis=axis(""),
+        ),
+    )
+
+
+def _dimension(column: Axis) -> dict[str, Any]:
+    """A parallel-coordinates axis: categories as ticks; a log one at log10, ticked in its units."""
+    if column.categorical and column.categories:
+        return {
+            "label": column.name,
+            "values": column.values,
+            "tickvals": list(range(len(column.categories))),
+            "ticktext": column.categories,
+            "range": [0, max(len(column.categories) - 1, 1)],
+        }
+    if column.log:
+        positions = [math.log10(v) for v in column.values]
+        tickvals, ticktext = log_ticks(positions)
+        return {"label": f"{column.name} (log scale)", "values": positions, "tickvals": tickvals, "ticktext": ticktext}
+    return {"label": column.name, "values": column.values}
+
+
+def parallel_figure(parallel: ParallelCoordinates, objectives: list[ObjectiveView]) -> PlotlyFigure:
+    """An axis per parameter and objective, a line per complete trial colored by the model's
+    `color` objective, the better end of the scale for the better trials."""
     color = next(a.values for a in parallel.axes if a.role == "objective" and a.name == parallel.color)
     direction = next((o.direction for o in objectives if o.name == parallel.color), "minimize")
-    figure = go.Figure(
-        go.Parcoords(
-            line={
-                "color": color,
+    return PlotlyFigure(
+        data=[
+            {
+                "type": "parcoords",
+                "line": {
+                    "color": color,
+                    "colorscale": objective_colorscale(),
+                    "reversescale": direction != "maximize",
+                    "showscale": True,
+                    "colorbar": {
+                        "tickfont": {"color": GREY},
+                        "title": {"text": parallel.color, "font": {"color": GREY}},
+                        "thickness": 12,
+                        "x": 1.02,
+                        "xanchor": "left",
+                    },
+                },
+                "dimensions": [_dimension(a) for a in parallel.axes],
+                "labelfont": FLAT_FONT,
+                "tickfont": FLAT_FONT,
+                "rangefont": FLAT_FONT,
+            }
+        ],
+        # Room on the right for the color bar (clipped otherwise), on top for the labels.
+        layout=layout(340, margin={"l": 64, "r": 120, "t": 48, "b": 24}),
+    )
+
+
+def contour_figure(contour: Contour, direction: str) -> PlotlyFigure:
+    """The objective over two parameters: interpolated contours, and the trials as points."""
+    return PlotlyFigure(
+        data=[
+            {
+                "type": "contour",
+                "name": contour.objective,
+                "x": contour.grid_x,
+                "y": contour.grid_y,
+                "z": contour.grid_z,
                 "colorscale": objective_colorscale(),
-                "showscale": True,
                 "reversescale": direction != "maximize",
-                "colorbar": {"title": {"text": parallel.color}, "thickness": 12},
+                "contours": {"coloring": "heatmap"},
+                "line": {"width": 0.5, "color": AXIS["gridcolor"]},
+                "colorbar": {
+                    "tickfont": {"color": GREY},
+                    "title": {"text": contour.objective, "font": {"color": GREY}},
+                    "thickness": 12,
+                },
+                "hovertemplate": (
+                    f"{_escape(contour.x_param)} %{{x:.3~g}}, {_escape(contour.y_param)} %{{y:.3~g}}: "
+                    "%{z:.4~g}<extra>interpolated</extra>"
+                ),
             },
-            dimensions=dimensions,
-            # plotly's default halo behind axis text is white on a transparent paper: a blur on Dark
-            tickfont={"shadow": "none"},
-            labelfont={"shadow": "none"},
-            rangefont={"shadow": "none"},
-        )
-    )
-    figure.update_layout(
-        **_layout(
-            340,
-            title={"text": "Parallel coordinates", "y": 0.98, "yanchor": "top"},
-            margin={"l": 60, "r": 130, "t": 80, "b": 30},  # the color bar's room: clipped otherwise
-        )
-    )
-    return figure
-
-
-def contour_figure(contour: Contour | None, direction: str) -> Any:
-    import plotly.graph_objects as go
-
-    if contour is None:
-        return None
-    figure = go.Figure()
-    figure.add_contour(
-        x=contour.grid_x,
-        y=contour.grid_y,
-        z=contour.grid_z,
-        name=contour.objective,
-        colorscale=objective_colorscale(),
-        reversescale=direction != "maximize",
-        contours={"coloring": "heatmap"},
-        colorbar={"title": {"text": contour.objective}, "thickness": 12},
-    )
-    figure.add_scatter(
-        x=contour.x,
-        y=contour.y,
-        mode="markers",
-        name="trials",
-        customdata=[[t, z] for t, z in zip(contour.trials, contour.z, strict=True)],
-        marker={"size": 8, "color": "rgba(0,0,0,0)", "line": {"color": GREY, "width": 1.5}},
-        hovertemplate="trial %{customdata[0]}: %{customdata[1]:.4~g}<extra></extra>",
-    )
-    figure.update_layout(
-        **_layout(
-            380,
-            title=f"{contour.objective} over {contour.x_param} and {contour.y_param}",
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "trials",
+                "x": contour.x,
+                "y": contour.y,
+                "customdata": [[t, z] for t, z in zip(contour.trials, contour.z, strict=True)],
+                "marker": {"size": 8, "color": "rgba(0,0,0,0)", "line": {"color": GREY, "width": 1.5}},
+                "hovertemplate": "trial %{customdata[0]}: %{customdata[1]:.4~g}<extra></extra>",
+            },
+        ],
+        layout=layout(
+            360,
+            margin={"l": 56, "r": 24, "t": 12, "b": 40},
             showlegend=False,
-            xaxis=_param_axis(contour.x_param, contour.x_categories, contour.x_log),
-            yaxis=_param_axis(contour.y_param, contour.y_categories, contour.y_log),
-        )
+            xaxis=param_axis(contour.x_param, contour.x_categories, contour.x_log),
+            yaxis=param_axis(contour.y_param, contour.y_categories, contour.y_log),
+        ),
     )
-    return figure
 
 
-def slices_figure(slices: list[Slice]) -> Any:
-    from plotly.subplots import make_subplots
-
-    if not slices:
-        return None
-    figure = make_subplots(rows=1, cols=len(slices), shared_yaxes=True, horizontal_spacing=0.04)
-    for col, piece in enumerate(slices, start=1):
-        figure.add_scatter(
-            x=piece.x,
-            y=piece.y,
-            mode="markers",
-            name=piece.param,
-            customdata=piece.trials,
-            marker={"size": 7, "color": PALETTE[(col - 1) % len(PALETTE)]},
-            row=1,
-            col=col,
+def slices_figure(slices: list[Slice]) -> PlotlyFigure:
+    """Each parameter against the objective, a panel each side by side, the y axis shared."""
+    gap = 0.04
+    width = (1 - gap * (len(slices) - 1)) / max(len(slices), 1)
+    axes: dict[str, Any] = {}
+    data = []
+    for i, piece in enumerate(slices):
+        suffix = "" if i == 0 else str(i + 1)
+        start = i * (width + gap)
+        axes[f"xaxis{suffix}"] = {
+            **param_axis(piece.param, piece.categories, piece.log),
+            "domain": [start, start + width],
+            "anchor": "y",
+        }
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": piece.param,
+                "xaxis": f"x{suffix}",
+                "yaxis": "y",
+                "x": piece.x,
+                "y": piece.y,
+                "customdata": piece.trials,
+                "marker": {"size": 7, "color": PALETTE[i % len(PALETTE)]},
+                "hovertemplate": (
+                    f"trial %{{customdata}}: {_escape(piece.param)} %{{x:.3~g}}, %{{y:.4~g}}<extra></extra>"
+                ),
+            }
         )
-        figure.update_xaxes(_param_axis(piece.param, piece.categories, piece.log), row=1, col=col)
-        figure.update_yaxes(AXIS, row=1, col=col)
-    figure.update_yaxes(title_text=slices[0].objective, row=1, col=1)
-    figure.update_layout(**_layout(300, title="Slices", showlegend=False))
-    return figure
+    return PlotlyFigure(
+        data=data,
+        layout=layout(
+            280,
+            showlegend=False,
+            **axes,
+            yaxis=axis(slices[0].objective if slices else "objective", exponentformat="power"),
+        ),
+    )
 
 
-def pareto_figure(pareto: ParetoFront | None) -> Any:
-    import plotly.graph_objects as go
-
-    if pareto is None or not pareto.points:
-        return None
+def pareto_figure(pareto: ParetoFront) -> PlotlyFigure:
+    """The first two objectives, every complete trial; the trials on the front larger, in the
+    accent color and joined in order of the first."""
     first, second = pareto.objectives[:2]
     others = [p for p in pareto.points if not p.on_front]
     front = sorted((p for p in pareto.points if p.on_front), key=lambda p: p.values[0])
-    figure = go.Figure()
-    figure.add_scatter(
-        x=[p.values[0] for p in others],
-        y=[p.values[1] for p in others],
-        customdata=[p.trial for p in others],
-        mode="markers",
-        name="trials",
-        marker={"size": 7, "color": GREY, "opacity": 0.7},
-    )
-    figure.add_scatter(
-        x=[p.values[0] for p in front],
-        y=[p.values[1] for p in front],
-        customdata=[p.trial for p in front],
-        mode="lines+markers",
-        name="Pareto front",
-        marker={"size": 10, "color": FRONT, "symbol": "diamond"},
-        line={"color": FRONT, "width": 1.5, "shape": "hv", "dash": "dot"},
-    )
 
     def title(objective: ObjectiveView) -> str:
         return f"{objective.name} ({'min' if objective.direction == 'minimize' else 'max'})"
 
-    figure.update_layout(
-        **_layout(
-            340,
-            title=f"Pareto front ({len(front)} trials on it)",
-            xaxis={**AXIS, "title": {"text": title(first)}},
-            yaxis={**AXIS, "title": {"text": title(second)}},
-        )
+    return PlotlyFigure(
+        data=[
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "trials",
+                "x": [p.values[0] for p in others],
+                "y": [p.values[1] for p in others],
+                "customdata": [p.trial for p in others],
+                "marker": {"size": 7, "color": GREY, "opacity": 0.7},
+                "hovertemplate": "trial %{customdata}: %{x:.4~g}, %{y:.4~g}<extra></extra>",
+            },
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "Pareto front",
+                "x": [p.values[0] for p in front],
+                "y": [p.values[1] for p in front],
+                "customdata": [p.trial for p in front],
+                "marker": {"size": 10, "color": FRONT, "symbol": "diamond"},
+                "line": {"color": FRONT, "width": 1.5, "shape": "hv", "dash": "dot"},
+                "hovertemplate": "trial %{customdata} (on the front): %{x:.4~g}, %{y:.4~g}<extra></extra>",
+            },
+        ],
+        layout=layout(
+            320,
+            margin={"l": 56, "r": 16, "t": 12, "b": 64},
+            showlegend=True,
+            xaxis=axis(title(first), exponentformat="power"),
+            yaxis=axis(title(second), exponentformat="power"),
+        ),
     )
-    return figure
 
 
-def metrics_figure(model: SweepViewModel) -> Any:
-    """A sweep without an objective: every metric its trials logged, a panel each, a line per
-    trial by step (None before a trial logged one)."""
-    from plotly.subplots import make_subplots
-
-    if not model.metrics:
-        return None
-    figure = make_subplots(rows=len(model.metrics), cols=1, vertical_spacing=0.08)
-    for row, metric in enumerate(model.metrics, start=1):
-        for curve in metric.trials:
-            figure.add_scatter(
-                x=curve.steps,
-                y=curve.values,
-                mode="lines+markers",
-                name=f"trial {curve.trial}",
-                legendgroup=str(curve.trial),
-                showlegend=row == 1,
-                line={"color": PALETTE[curve.trial % len(PALETTE)], "width": 1.5},
-                row=row,
-                col=1,
-            )
-        figure.update_yaxes(AXIS, title_text=metric.name, row=row, col=1)
-        figure.update_xaxes(AXIS, title_text="step", row=row, col=1)
-    figure.update_layout(**_layout(220 * len(model.metrics) + 60, title="Every logged metric, per trial"))
-    return figure
-
-
-#: The views in the order the monitor shows them: name -> the figure from a model (None: missing).
-VIEWS: dict[ViewName, Any] = {
-    "pareto": lambda m: pareto_figure(m.pareto),
-    "history": lambda m: history_figure(m.history),
-    "importance": lambda m: importance_figure(m.importance),
-    "parallel": lambda m: parallel_figure(m.parallel, m.objectives),
-    "contour": lambda m: contour_figure(m.contour, m.objectives[0].direction if m.objectives else "minimize"),
-    "slices": lambda m: slices_figure(m.slices),
-}
+def metric_figure(name: str, curves: list[TrialCurve]) -> PlotlyFigure:
+    """A sweep without an objective: one metric its trials logged, a line per trial by step (no
+    trial is better than another, so none stands out)."""
+    steps = {step for curve in curves for step in curve.steps}
+    short = bool(steps) and all(float(step).is_integer() for step in steps) and max(steps) - min(steps) <= 10
+    return PlotlyFigure(
+        data=[
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"trial {curve.trial}",
+                "x": curve.steps,
+                "y": curve.values,
+                "connectgaps": False,
+                "line": {"color": PALETTE[curve.trial % len(PALETTE)], "width": 1.5},
+                "hovertemplate": f"%{{y:.4~g}}<extra>trial {curve.trial}</extra>",
+            }
+            for curve in curves
+        ],
+        layout=layout(
+            260,
+            margin={"l": 56, "r": 16, "t": 12, "b": 64 + 22 * (len(curves) // 5)},
+            showlegend=True,
+            hovermode="x unified" if len(curves) <= 24 else "closest",
+            xaxis=axis("step", **({"dtick": 1, "tick0": 0} if short else {})),
+            yaxis=axis(name, exponentformat="power"),
+        ),
+    )
 
 
-def view_figures(model: SweepViewModel) -> dict[ViewName, Any]:
-    """Every view's figure (None where the model has nothing to draw; `model.missing` says why),
-    the Pareto plot only for a multi-objective sweep."""
-    if not model.objectives:  # none of them without an objective (`metrics_figure` draws the sweep)
-        return {}
-    return {name: build(model) for name, build in VIEWS.items() if name != "pareto" or len(model.objectives) > 1}
+def sweep_figures(model: SweepViewModel) -> SweepFigures:
+    """Every view's figure from the model, the Pareto plot only for a multi-objective sweep; a
+    sweep without an objective has its metrics' figures only."""
+    if not model.objectives:
+        return SweepFigures(metrics=[metric_figure(m.name, m.trials) for m in model.metrics])
+    first = model.objectives[0]
+    return SweepFigures(
+        pareto=pareto_figure(model.pareto) if model.pareto is not None and model.pareto.points else None,
+        history=[history_figure(h) for h in model.history if h.points],
+        importance=[importance_figure(i) for i in model.importance or []],
+        parallel=parallel_figure(model.parallel, model.objectives) if model.parallel is not None else None,
+        contour=contour_figure(model.contour, first.direction) if model.contour is not None else None,
+        slices=slices_figure(model.slices) if model.slices else None,
+    )
+
+
+def sweep_view(model: SweepViewModel) -> SweepView:
+    """The model with its figures (what the REST API sends)."""
+    return SweepView(**dict(model), figures=sweep_figures(model))
+
+
+def _escape(text: str) -> str:
+    """Text for plotly's templates, which read `%{...}` and HTML."""
+    return "".join(f"&#{ord(c)};" if c in "<>&%{}" else c for c in text)

@@ -5,7 +5,7 @@ as `jupyter px sweep ...`), blocking reads in the extension's read pool.
     GET    px/api/sweeps          the sweeps, newest first (`jupyter px sweep list --json`'s shape;
                                   with `?trials=true` each with its trials, for the sidebar's groups)
     GET    px/api/sweeps/<ref>    one sweep with its trials (`jupyter px sweep status --json`)
-    GET    px/api/sweeps/<ref>/view   what a tuner looks at (`sweeps.view_model.SweepViewModel`)
+    GET    px/api/sweeps/<ref>/view   what a tuner looks at, and its figures (`presentation.sweep_figures.SweepView`)
     DELETE px/api/sweeps/<ref>    stop it: its running trials, then its controller
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ..presentation.sweep_figures import sweep_view
 from ..service import SweepNotFound
 from ..sweeps.view import sweep_json
 from .base import PxHandler
@@ -70,10 +71,11 @@ class SweepHandler(PxHandler):
 
 class SweepViewHandler(SweepHandler):
     """`GET px/api/sweeps/<ref>/view`: the sweep's view-model (history, importance, parallel
-    coordinates, slices, contour, Pareto front), built from one read of the sweep."""
+    coordinates, slices, contour, Pareto front), built from one read of the sweep, and each
+    view's plotly figure (`presentation.sweep_figures`: the extension puts them in its theme)."""
 
     @web.authenticated
     @authorized
     async def get(self, ref: str) -> None:
         model = await self.blocking(self.px.sweeps.view_model, await self._resolve(ref))
-        self.write_json(model.model_dump(mode="json"))
+        self.write_json(sweep_view(model).model_dump(mode="json"))

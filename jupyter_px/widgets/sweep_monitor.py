@@ -18,16 +18,16 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..presentation.sweep_figures import VIEWS, ViewName, metrics_figure, view_figures
+from ..presentation.sweep_figures import PlotlyFigure, SweepFigures, sweep_figures
 from ..service import SweepStatus, TrialState, state_word
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
-from ..sweeps.view_model import SweepViewModel
+from ..sweeps.view_model import SweepViewModel, ViewName
 from . import live_updates
 from .plots import THEME_NEUTRAL
 from .run_mime import SWEEP_MIMETYPE, sweep_payload
 
-#: Each view's title above its plot or its reason.
-VIEW_TITLES = {
+#: Each view's title above its plot or its reason, in the order the monitor shows them.
+VIEW_TITLES: dict[ViewName, str] = {
     "pareto": "Pareto front",
     "history": "Optimization history",
     "importance": "Parameter importance",
@@ -35,6 +35,8 @@ VIEW_TITLES = {
     "contour": "Contour",
     "slices": "Slices",
 }
+
+VIEWS: tuple[ViewName, ...] = tuple(VIEW_TITLES)
 
 #: What stands where the charts will be, until a trial has reported something to draw.
 CHARTS_WAITING = "charts: waiting for the first trial to report"
@@ -110,9 +112,13 @@ def objective_figure(status: SweepStatus) -> Any:
 
 PLOTLY_MIMETYPE = "application/vnd.plotly.v1+json"
 
+#: A plot of the monitor shows these: a plotly figure, or the JSON of one (`PlotlyFigure`).
+Shown = Any
 
-def _plot_output(figure: Any) -> widgets.Output:
-    """A plot of the monitor: an output widget that shows `figure` (nothing for None).
+
+def _plot_output(figures: list[Shown]) -> widgets.Output:
+    """A plot of the monitor: an output widget that shows `figures` (one per objective where a
+    view has several; nothing for none).
 
     Plotly's own mimetype, which JupyterLab's plotly renderer (plotly's labextension) draws in
     one call, and which a saved notebook keeps in the widget's state. Not a `FigureWidget`: its
@@ -120,27 +126,43 @@ def _plot_output(figure: Any) -> widgets.Output:
     now and then (a loaded machine, in CI: the objective once, the slices once) the placeholder
     is what stays: an empty plot no later edit fills."""
     output = widgets.Output()
-    if figure is not None:
-        _redraw(output, figure)
+    if figures:
+        _redraw(output, figures)
     return output
 
 
-def _redraw(output: widgets.Output, figure: Any) -> None:
-    """Show `figure` in the plot's output, in place of what it showed (one synced message)."""
+def _redraw(output: widgets.Output, figures: list[Shown]) -> None:
+    """Show `figures` in the plot's output, in place of what it showed (one synced message)."""
     from ..presentation.plot_theme import plotly_json
 
-    shown = {PLOTLY_MIMETYPE: plotly_json(figure), "text/plain": f"<figure: {figure.layout.title.text or 'plot'}>"}
-    output.outputs = ({"output_type": "display_data", "data": shown, "metadata": {}},)
+    output.outputs = tuple(
+        {
+            "output_type": "display_data",
+            "data": {PLOTLY_MIMETYPE: plotly_json(figure), "text/plain": "<figure>"},
+            "metadata": {},
+        }
+        for figure in figures
+    )
 
 
-def plotted(output: widgets.Output) -> dict[str, Any] | None:
-    """The figure a plot of the monitor shows, as plotly's JSON (`data`, `layout`, `config`);
-    None while it shows none."""
-    for item in output.outputs:
-        figure = (item.get("data") or {}).get(PLOTLY_MIMETYPE)
-        if figure is not None:
-            return figure
-    return None
+def plotted(output: widgets.Output, index: int = 0) -> dict[str, Any] | None:
+    """The `index`-th figure a plot of the monitor shows, as plotly's JSON (`data`, `layout`,
+    `config`); None while it shows none."""
+    shown = [item["data"][PLOTLY_MIMETYPE] for item in output.outputs if PLOTLY_MIMETYPE in (item.get("data") or {})]
+    return shown[index] if index < len(shown) else None
+
+
+def _views_of(model: SweepViewModel) -> list[ViewName]:
+    """The views a sweep has: none without an objective (its metrics draw it), the Pareto plot
+    only with two objectives or more."""
+    if not model.objectives:
+        return []
+    return [name for name in VIEWS if name != "pareto" or len(model.objectives) > 1]
+
+
+def _figures_of(figures: SweepFigures, name: ViewName) -> list[PlotlyFigure]:
+    drawn = getattr(figures, name)
+    return list(drawn) if isinstance(drawn, list) else [drawn] if drawn is not None else []
 
 
 class SweepMonitor(widgets.VBox):
@@ -190,17 +212,27 @@ class SweepMonitor(widgets.VBox):
         state = status.state.value if status else "?"
         return f"<SweepMonitor {self.sweep_id}: {state}>"
 
-    def _build_plots(self, objective: Any, figures: dict[ViewName, Any]) -> None:
-        """The plot widgets, once, each showing its first figure (`_plot_output`): the
-        objective per trial and a section per view (its plot, in a box hidden while the view is
-        missing, and the model's reason when it is)."""
+    def _build_plots(self, objective: list[Shown], figures: SweepFigures) -> None:
+        """The plot widgets, once, each showing its first figures (`_plot_output`): the
+        objective per trial (or each metric, a sweep without one) and a section per view (its
+        title, its plot in a box hidden while the view is missing, and the model's reason when
+        it is)."""
         self.objective_plot = _plot_output(objective)
         self.objective_plot.add_class("px-sweep-objective")
-        # the box is what hides (a section keeps its reason beside it).
-        self.view_plots = {name: _plot_output(figures.get(name)) for name in VIEWS}
+        # the box is what hides (a section keeps its title and reason beside it).
+        self.view_plots = {name: _plot_output(_figures_of(figures, name)) for name in VIEWS}
         self.view_boxes = {name: widgets.VBox([plot]) for name, plot in self.view_plots.items()}
         self.view_reasons = {name: widgets.HTML() for name in VIEWS}
-        self.view_sections = {name: widgets.VBox([self.view_reasons[name], self.view_boxes[name]]) for name in VIEWS}
+        self.view_sections = {
+            name: widgets.VBox(
+                [
+                    widgets.HTML(f"<div class='px-sweep-view-title'><b>{VIEW_TITLES[name]}</b></div>"),
+                    self.view_reasons[name],
+                    self.view_boxes[name],
+                ]
+            )
+            for name in VIEWS
+        }
         for name, section in self.view_sections.items():
             section.add_class(f"px-sweep-view-{name}")  # where a page (and a browser test) finds it
         self.parallel_plot = self.view_plots["parallel"]
@@ -233,39 +265,40 @@ class SweepMonitor(widgets.VBox):
             if points != self._shown_points or self.last_view is None:  # redraw only when a trial moved
                 self._shown_points = points
                 model = self.sweep.service.view_model(self.sweep_id)
+                figures = sweep_figures(model)
                 # no objective: every logged metric per trial, and once how to declare one
-                figure = objective_figure(status) if objective else metrics_figure(model)
-                figures = view_figures(model)
+                shown = [objective_figure(status)] if objective else figures.metrics
                 first = self.objective_plot is None
                 if first:
-                    self._build_plots(figure, figures)
-                elif figure is not None:
-                    _redraw(self.objective_plot, figure)
+                    self._build_plots(shown, figures)
+                elif shown:
+                    _redraw(self.objective_plot, shown)
                 if not objective:
                     self.charts_note.value = f"<div class='px-sweep-note'>{html.escape(model.note or '')}</div>"
                 self._draw_views(model, figures, redraw=not first)
             return status
 
-    def _draw_views(self, model: SweepViewModel, figures: dict[ViewName, Any], redraw: bool) -> None:
-        """Each view's figure from the model, or the model's reason where it has none (`redraw`:
-        into its widget; the widgets just built already show theirs)."""
+    def _draw_views(self, model: SweepViewModel, figures: SweepFigures, redraw: bool) -> None:
+        """Each view's figures, or the model's reason where it has none (`redraw`: into its
+        widget; the widgets just built already show theirs)."""
         self.last_view = model
+        present = _views_of(model)
         for name in VIEWS:
             section, box, reason = self.view_sections[name], self.view_boxes[name], self.view_reasons[name]
-            if name not in figures:  # a view this sweep has not (the Pareto front of one objective)
+            if name not in present:  # a view this sweep has not (the Pareto front of one objective)
                 section.layout.display = "none"
                 continue
             section.layout.display = None
-            figure = figures[name]
-            if figure is None:
+            drawn = _figures_of(figures, name)
+            if not drawn:
                 why = model.missing.get(name, "nothing to draw yet")
-                reason.value = f"<div class='px-sweep-missing'><b>{VIEW_TITLES[name]}</b>: {html.escape(why)}</div>"
+                reason.value = f"<div class='px-sweep-missing'>{html.escape(why)}</div>"
                 box.layout.display = "none"
             else:
                 reason.value = ""
                 box.layout.display = None
                 if redraw:
-                    _redraw(self.view_plots[name], figure)
+                    _redraw(self.view_plots[name], drawn)
 
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive():

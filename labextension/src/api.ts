@@ -17,7 +17,7 @@ import type {
   ISubmission,
   ISweep,
   ISweepsPage,
-  ISweepViewModel,
+  ISweepView,
   ITensorBoard,
   ITensorBoardRequest,
   IValidation
@@ -188,11 +188,9 @@ export async function getSweep(sweepId: string): Promise<ISweep> {
 
 /** What a tuner looks at (`GET sweeps/<ref>/view`): history, importance, parallel coordinates,
  * slices, a contour, the Pareto front, and why any of them is missing. */
-export async function getSweepView(sweepId: string): Promise<ISweepViewModel> {
+export async function getSweepView(sweepId: string): Promise<ISweepView> {
   return (
-    await requestAPI<ISweepViewModel>(
-      `sweeps/${encodeURIComponent(sweepId)}/view`
-    )
+    await requestAPI<ISweepView>(`sweeps/${encodeURIComponent(sweepId)}/view`)
   ).data!;
 }
 

@@ -62,6 +62,9 @@ export type RestBody =
   | IWarmTemplate
   | IWarmTemplates
   | ISweepViewModel
+  | ISweepView
+  | ISweepFigures
+  | IPlotlyFigure
   | ISweepObjectiveView
   | ISweepHistory
   | ISweepHistoryPoint
@@ -1280,4 +1283,83 @@ export interface ISweepTrialCurve {
   trial: number;
   steps: number[];
   values: number[];
+}
+/**
+ * The sweep's view-model and its figures: what `GET px/api/sweeps/<ref>/view` answers.
+ *
+ * `jupyter_px.presentation.sweep_figures.SweepView`
+ */
+export interface ISweepView {
+  sweep_id: string;
+  name: string | null;
+  state: string;
+  algorithm: string;
+  objectives: ISweepObjectiveView[];
+  n_trials: number;
+  counts: {
+    [k: string]: number;
+  };
+  best: number | null;
+  /**
+   * complete trials: the ones the views below are made of
+   */
+  complete: number;
+  history: ISweepHistory[];
+  importance: ISweepImportance[] | null;
+  parallel: ISweepParallel | null;
+  slices: ISweepSlice[];
+  contour: ISweepContour | null;
+  pareto: ISweepParetoFront | null;
+  /**
+   * why a view is missing or empty (too few trials, one parameter), by the view's name
+   */
+  missing: {
+    [k: string]: string;
+  };
+  /**
+   * said once above the views: how to declare an objective when there is none
+   */
+  note: string | null;
+  /**
+   * without an objective: every metric the trials logged, a line per trial; else []
+   */
+  metrics: ISweepMetricCurves[];
+  figures: ISweepFigures;
+}
+/**
+ * Every tuning view's figure, by view (`SweepViewModel.missing` says why one is absent).
+ *
+ * `jupyter_px.presentation.sweep_figures.SweepFigures`
+ */
+export interface ISweepFigures {
+  pareto: IPlotlyFigure | null;
+  /**
+   * one per objective
+   */
+  history: IPlotlyFigure[];
+  /**
+   * one per objective
+   */
+  importance: IPlotlyFigure[];
+  parallel: IPlotlyFigure | null;
+  contour: IPlotlyFigure | null;
+  slices: IPlotlyFigure | null;
+  /**
+   * a sweep without an objective: one per logged metric, a line per trial
+   */
+  metrics: IPlotlyFigure[];
+}
+/**
+ * A figure as plotly.js draws it (`Plotly.react(div, data, layout)`), and as plotly's
+ * mimetype carries it.
+ *
+ * `jupyter_px.presentation.sweep_figures.PlotlyFigure`
+ */
+export interface IPlotlyFigure {
+  data: {
+    [k: string]: any;
+  }[];
+  layout: {
+    [k: string]: any;
+  };
 }

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ...presentation.sweep_figures import PlotlyFigure, SweepFigures, SweepView
 from ...presentation.view_models import (
     AttemptMark,
     CellChanges,
@@ -239,6 +240,9 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     WarmTemplate: "IWarmTemplate",
     WarmTemplates: "IWarmTemplates",
     SweepViewModel: "ISweepViewModel",
+    SweepView: "ISweepView",
+    SweepFigures: "ISweepFigures",
+    PlotlyFigure: "IPlotlyFigure",
     ObjectiveView: "ISweepObjectiveView",
     History: "ISweepHistory",
     HistoryPoint: "ISweepHistoryPoint",

@@ -19,7 +19,7 @@ import {
   trialStateWord,
   trialsText
 } from '../sweepGroups';
-import type { ISweep, ISweepViewModel } from '../types';
+import type { ISweep, ISweepView } from '../types';
 import { useNow } from '../useNow';
 import { spansDecades, SweepViews } from './sweepViews';
 
@@ -125,7 +125,7 @@ export class SweepOutputModel {
   readonly poll: Poll;
   sweep: ISweep | null = null;
   /** What a tuner looks at (`GET sweeps/<ref>/view`), read with the sweep. */
-  view: ISweepViewModel | null = null;
+  view: ISweepView | null = null;
   error: string | null = null;
   /** Why the views could not be read (the sweep itself was). */
   viewError: string | null = null;

@@ -5,22 +5,16 @@
  * model says is missing (too few trials, one parameter) shows the model's reason in its place,
  * never an empty box. A sweep without an objective says once how to declare one and draws every
  * metric its trials logged, a line per trial. Shown by the sweep's notebook output and its panel
- * from the sidebar.
+ * from the sidebar. Every figure is the server's (`view.figures`, built in Python for the
+ * notebook's monitor too); here it is put in the page's theme, and the log scale applied.
  */
 import * as React from 'react';
 
-import { IFigure, ILine, lineFigure } from '../plotting/figures';
+import type { IFigure } from '../plotting/figures';
 import { PlotlyFigure } from '../plotting/plotlyFigure';
-import {
-  contourFigure,
-  historyFigure,
-  importanceFigure,
-  paretoFigure,
-  slicesFigure,
-  sweepParallelFigure
-} from '../plotting/sweepFigures';
 import type { IPlotTheme } from '../plotting/theme';
-import type { ISweepViewModel } from '../types';
+import { themeFigure } from '../plotting/themeFigure';
+import type { IPlotlyFigure, ISweepView } from '../types';
 
 /** One view: its title, and its plot or why there is none. */
 function View(props: {
@@ -66,66 +60,47 @@ function withLogY(figure: IFigure, log: boolean): IFigure {
 
 /**
  * A sweep without an objective: every metric its trials logged, a line per trial by step (no
- * trial is better than another, so none is starred).
+ * trial is better than another, so none is starred), in the theme, log where asked.
  */
 export function metricFigures(
-  view: ISweepViewModel,
+  view: ISweepView,
   theme: IPlotTheme,
   log: boolean
 ): { name: string; figure: IFigure }[] {
-  return view.metrics.map(metric => {
-    const lines: ILine[] = metric.trials.map(curve => ({
-      name: `trial ${curve.trial}`,
-      id: String(curve.trial),
-      x: curve.steps,
-      y: curve.values,
-      color: theme.series[curve.trial % theme.series.length]
-    }));
-    return {
-      name: metric.name,
-      figure: lineFigure({
-        lines,
-        theme,
-        yTitle: metric.name,
-        log,
-        height: 260
-      })
-    };
-  });
+  return view.figures.metrics.map((figure, i) => ({
+    name: view.metrics[i]?.name ?? String(i),
+    figure: withLogY(themeFigure(figure, theme), log)
+  }));
 }
 
 export function SweepViews(props: {
-  view: ISweepViewModel;
+  view: ISweepView;
   theme: IPlotTheme;
   log?: boolean;
 }): JSX.Element {
   const { view, theme } = props;
   const missing = view.missing;
-  const first = view.objectives[0];
-  const figures = React.useMemo(
-    () => ({
-      history: view.history
-        .filter(h => h.points.length)
-        .map(h => ({
-          objective: h.objective,
-          figure: withLogY(historyFigure(h, theme), props.log ?? false)
-        })),
-      importance: (view.importance ?? []).map(i => ({
-        objective: i.objective,
-        figure: importanceFigure(i, theme)
+  const figures = React.useMemo(() => {
+    const themed = (figure: IPlotlyFigure | null) =>
+      figure ? themeFigure(figure, theme) : null;
+    const drawn = view.figures;
+    // a figure per objective, with the objective it is of (the model's order)
+    const history = view.history.filter(h => h.points.length);
+    return {
+      history: drawn.history.map((figure, i) => ({
+        objective: history[i]?.objective ?? String(i),
+        figure: withLogY(themeFigure(figure, theme), props.log ?? false)
       })),
-      parallel: view.parallel
-        ? sweepParallelFigure(view.parallel, view.objectives, theme)
-        : null,
-      contour:
-        view.contour && first
-          ? contourFigure(view.contour, first.direction, theme)
-          : null,
-      slices: view.slices.length ? slicesFigure(view.slices, theme) : null,
-      pareto: view.pareto ? paretoFigure(view.pareto, theme) : null
-    }),
-    [view, theme, props.log]
-  );
+      importance: drawn.importance.map((figure, i) => ({
+        objective: view.importance?.[i]?.objective ?? String(i),
+        figure: themeFigure(figure, theme)
+      })),
+      parallel: themed(drawn.parallel),
+      contour: themed(drawn.contour),
+      slices: themed(drawn.slices),
+      pareto: themed(drawn.pareto)
+    };
+  }, [view, theme, props.log]);
   if (!view.objectives.length) {
     const metricPlots = metricFigures(view, theme, props.log ?? false);
     return (

@@ -12,7 +12,6 @@ import {
 } from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import { XKindPicker } from '../plotting/xKindPicker';
-import { importanceLabel } from '../plotting/sweepFigures';
 import type { IComparison, ICompareRequest } from '../types';
 import {
   cellValue,
@@ -368,7 +367,7 @@ function CompareContent(props: {
                       `${item.param}${item.correlation === null ? '' : ` (r ${item.correlation >= 0 ? '+' : ''}${item.correlation.toFixed(2)})`}`
                   ),
                   values: comparison.importance.map(item => item.importance),
-                  title: importanceLabel(comparison.objective ?? 'the metric'),
+                  title: `share of ${comparison.objective ?? 'the metric'}'s variance each param alone explains (η²)`,
                   theme,
                   colors: comparison.importance.map(item =>
                     item.correlation === null
