@@ -284,24 +284,53 @@ def test_a_finished_runs_digest_outlives_the_server_that_read_it(store):
 # ---- the notebook's views ---------------------------------------------------------------------
 
 
-def test_parallel_coordinates_put_numeric_params_against_the_best_value(store):
-    ids = three_runs(store)
-    make_run(store, "text", curves={"loss": lambda k: 1.0}, params={"lr": "auto", "batch": 32})
-    from jupyter_px.compare.render import parallel_coordinates
-
-    figure = parallel_coordinates(compare_runs(RunService(store), ids))
-    dimensions = figure.data[0].dimensions
-    assert [d.label for d in dimensions] == ["lr", "loss best (min)"]  # the first metric (by name)
-    assert list(dimensions[0].values) == [0.001, 0.1, 0.01]
-    assert (
-        parallel_coordinates(compare_runs(RunService(store), [*ids, "text"])) is None
-    )  # lr is not a number everywhere
-    assert parallel_coordinates(compare_runs(RunService(store), ids[:1])) is None
+def test_the_params_view_puts_each_param_against_the_best_value(store):
+    """The params' view (`compare.figures`, the extension's panel and the notebook alike): an
+    axis per param that differs (text as categories) and the objective's best value last; the
+    importance bars labelled with their correlation, in the neutral look the extension recolors."""
+    from jupyter_px.compare.figures import comparison_figures
     from jupyter_px.compare.render import parallel_bundle
 
-    bundle = parallel_bundle(compare_runs(RunService(store), ids))
-    assert bundle is not None
+    ids = three_runs(store)
+    make_run(store, "text", curves={"loss": lambda k: 1.0}, params={"lr": "auto", "batch": 32})
+    comparison = compare_runs(RunService(store), ids)
+    (trace,) = comparison_figures(comparison).parallel.data
+    assert [d["label"] for d in trace["dimensions"]] == ["lr", "loss (best, min)"]  # the first metric (by name)
+    assert trace["dimensions"][0]["values"] == [0.001, 0.1, 0.01]
+    assert trace["line"]["reversescale"] is True  # the lower loss at the better end
+
+    (trace,) = comparison_figures(compare_runs(RunService(store), [*ids, "text"])).parallel.data
+    lr = trace["dimensions"][0]
+    assert lr["ticktext"] == ["0.001", "0.01", "0.1", "auto"] and lr["values"] == [0, 2, 1, 3]  # text: categories
+    assert comparison_figures(compare_runs(RunService(store), ids[:1])).parallel is None  # one run: nothing to draw
+
+    bundle = parallel_bundle(comparison)
+    assert bundle is not None and bundle["application/vnd.plotly.v1+json"]["data"] == [trace_of(comparison)]
     assert_private(bundle["application/vnd.plotly.v1+json"]["config"])
+
+
+def trace_of(comparison):
+    from jupyter_px.compare.figures import parallel_figure
+
+    return parallel_figure(comparison).data[0]
+
+
+def test_the_importance_bars_say_which_way_each_param_goes():
+    from jupyter_px.compare.comparison import Comparison
+    from jupyter_px.compare.figures import importance_figure
+    from jupyter_px.presentation.colors import REPLICA_COLORS
+    from jupyter_px.sweeps.importance import ParamImportance
+
+    importance = [ParamImportance("lr", 0.8, -0.9, 5), ParamImportance("batch", 0.3, 0.4, 5)]
+    comparison = Comparison(
+        runs=[], metrics=[], params=["lr", "batch"], points=10, importance=importance, objective="loss"
+    )
+    (bars,) = importance_figure(comparison).data
+    assert bars["y"] == ["batch (r +0.40)", "lr (r -0.90)"] and bars["x"] == [0.3, 0.8]  # largest on top
+    assert bars["marker"]["color"] == [REPLICA_COLORS[0], REPLICA_COLORS[1]]  # the sign's color
+    title = importance_figure(comparison).layout["xaxis"]["title"]["text"]
+    assert title == "share of loss's variance each param alone explains (η²)"  # as the sweep view says it
+    assert importance_figure(Comparison(runs=[], metrics=[], params=[], points=10)) is None
 
 
 def test_the_notebook_outputs_are_plotly_and_a_table_marking_the_best_run(store):

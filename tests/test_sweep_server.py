@@ -12,6 +12,7 @@ from tornado.httpclient import HTTPClientError
 from waiting import wait_for
 
 import jupyter_px
+from jupyter_px.presentation.sweep_figures import sweep_figures
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 pytestmark = pytest.mark.jobs
@@ -116,7 +117,11 @@ async def test_a_two_objective_sweeps_pareto_front_and_its_view_model(jp_fetch, 
     assert {axis["name"] for axis in view["parallel"]["axes"]} == {"x", "y", "loss", "throughput"}
     assert sorted(view["importance"][0]["params"]) == ["x", "y"]
     assert (view["contour"]["x_param"], view["contour"]["y_param"]) in (("x", "y"), ("y", "x"))
+    figures = view.pop("figures")  # each view drawn, the extension's to theme
     assert view == sweep.view_model().model_dump(mode="json")  # the notebook's Sweep gets the same
+    assert figures == sweep_figures(sweep.view_model()).model_dump(mode="json")  # and its monitor draws the same
+    others, front_line = figures["pareto"]["data"]
+    assert sorted(front_line["customdata"]) == sorted(front) and len(figures["history"]) == 2
 
     with pytest.raises(HTTPClientError) as caught:
         await jp_fetch("px/api/sweeps/nope/view")

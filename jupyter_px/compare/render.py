@@ -1,6 +1,6 @@
 """A comparison as front-ends without the JupyterLab extension show it (VS Code, the classic
 Notebook, nbviewer): a plotly figure (one panel per metric, a line per run, the best run's line
-thick and the others faint), a sortable table, a parallel-coordinates figure of the params.
+thick and the others faint), a sortable table, the params' parallel coordinates.
 
 In JupyterLab the extension's comparison panel owns the view (`compare_mime`: every output
 carries it). Every plot is plotly's, as everywhere in jupyter-px: the figure goes out as plotly's
@@ -17,14 +17,14 @@ import html
 import secrets
 from typing import Any
 
-from ..presentation.colors import objective_colorscale, run_colors
+from ..presentation.colors import run_colors
 from ..presentation.plot_theme import plotly_json
 from .comparison import Comparison
+from .figures import parallel_figure
 
 __all__ = [
     "figure",
     "figure_bundle",
-    "parallel_coordinates",
     "parallel_bundle",
     "table_html",
     "table_text",
@@ -98,59 +98,13 @@ def figure(comparison: Comparison) -> Any:
     return fig
 
 
-def parallel_coordinates(comparison: Comparison) -> Any | None:
-    """A plotly parallel-coordinates figure: an axis per numeric param that differs, then the
-    first metric's best value (its color scale too), a line per run; how a sweep's params relate
-    to its objective. None when fewer than two runs or no numeric param differs."""
-    import plotly.graph_objects as go
-
-    from ..presentation.plot_theme import GREY, THEME_NEUTRAL
-
-    rows = comparison.rows()
-    first = comparison.metrics[0] if comparison.metrics else None
-    if len(rows) < 2 or first is None:
-        return None
-    numeric = [
-        name
-        for name in comparison.params
-        if all(
-            isinstance(row["params"].get(name), (int, float)) and not isinstance(row["params"].get(name), bool)
-            for row in rows
-        )
-    ]
-    if not numeric:
-        return None
-    best = [row["best"].get(first.name) for row in rows]
-    if any(value is None for value in best):
-        return None
-    dimensions = [{"label": name, "values": [row["params"][name] for row in rows]} for name in numeric]
-    dimensions.append({"label": f"{first.name} best ({first.optimization})", "values": best})
-    figure = go.Figure(
-        go.Parcoords(
-            line={
-                "color": best,
-                "colorscale": objective_colorscale(),
-                "reversescale": first.optimization == "min",
-                "showscale": True,
-            },
-            dimensions=dimensions,
-            labelfont={"color": GREY},
-            tickfont={"color": GREY},
-        )
-    )
-    figure.update_layout(
-        **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis")},
-        height=320,
-        margin={"l": 60, "r": 60, "t": 50, "b": 30},
-    )
-    return figure
-
-
 def parallel_bundle(comparison: Comparison) -> dict[str, Any] | None:
-    figure = parallel_coordinates(comparison)
+    """The params' parallel coordinates (`figures.parallel_figure`, as the extension's panel
+    draws them) as plotly's mimetype; None where it has nothing to draw."""
+    figure = parallel_figure(comparison)
     if figure is None:
         return None
-    names = [dimension["label"] for dimension in figure.data[0].dimensions]
+    names = [dimension["label"] for dimension in figure.data[0]["dimensions"]]
     return {
         "application/vnd.plotly.v1+json": plotly_json(figure),
         "text/plain": f"parallel coordinates of {len(comparison.runs)} runs: {', '.join(names)}",

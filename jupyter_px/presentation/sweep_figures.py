@@ -17,12 +17,9 @@ it is drawn:
 * slices: each parameter against the objective, side by side;
 * Pareto: the first two objectives, every trial, the front marked and joined.
 
-A figure is plain JSON (`PlotlyFigure`: plotly.js's `data` and `layout`), so building one needs
-no plotting library. Its look is the notebook's neutral one (`plot_theme`: transparent grounds,
-a grey that reads in Light and Dark, the replica palette, the objective's scale), which a kernel's
-figure needs since it cannot ask the page for its theme; the extension swaps those for the
-theme's own colors. A view the model has nothing to draw for has no figure (None, or an empty
-list); the model's `missing` says why.
+A figure is plain JSON in the neutral look the extension recolors (`figures.PlotlyFigure`). A
+view the model has nothing to draw for has no figure (None, or an empty list); the model's
+`missing` says why.
 """
 
 from __future__ import annotations
@@ -46,22 +43,12 @@ from ..sweeps.view_model import (
     TrialCurve,
 )
 from .colors import objective_colorscale
-from .plot_theme import AXIS, GREY, THEME_NEUTRAL
+from .figures import FLAT_FONT, PlotlyFigure, axis, escape, layout
+from .plot_theme import AXIS, GREY
 from .series import PALETTE
 
 #: The trials' points, and the best-so-far line (and the Pareto front).
 POINTS, BEST, FRONT = PALETTE[0], PALETTE[1], PALETTE[2]
-
-#: Fonts drawn in the neutral grey, without plotly's white halo (a blur on a dark ground).
-FLAT_FONT = {"color": GREY, "shadow": "none"}
-
-
-class PlotlyFigure(BaseModel):
-    """A figure as plotly.js draws it (`Plotly.react(div, data, layout)`), and as plotly's
-    mimetype carries it."""
-
-    data: list[dict[str, Any]]
-    layout: dict[str, Any]
 
 
 class SweepFigures(BaseModel):
@@ -84,31 +71,6 @@ class SweepView(SweepViewModel):
     """The sweep's view-model and its figures: what `GET px/api/sweeps/<ref>/view` answers."""
 
     figures: SweepFigures
-
-
-def layout(height: int, **more: Any) -> dict[str, Any]:
-    """What every figure's layout starts from: the neutral look, the legend at the figure's foot
-    (below the x axis' title, never over it)."""
-    return {
-        **{key: value for key, value in THEME_NEUTRAL.items() if key not in ("xaxis", "yaxis", "template", "legend")},
-        "height": height,
-        "autosize": True,
-        "margin": {"l": 56, "r": 16, "t": 12, "b": 40},
-        "legend": {
-            "orientation": "h",
-            "x": 0,
-            "xanchor": "left",
-            "yref": "container",
-            "y": 0,
-            "yanchor": "bottom",
-            "bgcolor": "rgba(0,0,0,0)",
-        },
-        **more,
-    }
-
-
-def axis(title: str, **more: Any) -> dict[str, Any]:
-    return {**AXIS, "title": {"text": title}, "automargin": True, **more}
 
 
 def param_axis(title: str, categories: list[str] | None, log: bool) -> dict[str, Any]:
@@ -256,7 +218,7 @@ def contour_figure(contour: Contour, direction: str) -> PlotlyFigure:
                     "thickness": 12,
                 },
                 "hovertemplate": (
-                    f"{_escape(contour.x_param)} %{{x:.3~g}}, {_escape(contour.y_param)} %{{y:.3~g}}: "
+                    f"{escape(contour.x_param)} %{{x:.3~g}}, {escape(contour.y_param)} %{{y:.3~g}}: "
                     "%{z:.4~g}<extra>interpolated</extra>"
                 ),
             },
@@ -307,7 +269,7 @@ def slices_figure(slices: list[Slice]) -> PlotlyFigure:
                 "customdata": piece.trials,
                 "marker": {"size": 7, "color": PALETTE[i % len(PALETTE)]},
                 "hovertemplate": (
-                    f"trial %{{customdata}}: {_escape(piece.param)} %{{x:.3~g}}, %{{y:.4~g}}<extra></extra>"
+                    f"trial %{{customdata}}: {escape(piece.param)} %{{x:.3~g}}, %{{y:.4~g}}<extra></extra>"
                 ),
             }
         )
@@ -415,8 +377,3 @@ def sweep_figures(model: SweepViewModel) -> SweepFigures:
 def sweep_view(model: SweepViewModel) -> SweepView:
     """The model with its figures (what the REST API sends)."""
     return SweepView(**dict(model), figures=sweep_figures(model))
-
-
-def _escape(text: str) -> str:
-    """Text for plotly's templates, which read `%{...}` and HTML."""
-    return "".join(f"&#{ord(c)};" if c in "<>&%{}" else c for c in text)

@@ -24,6 +24,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..compare.comparison import compare_runs, encode
+from ..compare.figures import comparison_figures
 from ..compare.selection import SelectionError, select_runs, sweep_objective
 from ..service import RunDamaged, RunNotFound
 from .base import PxHandler, finite_json
@@ -35,8 +36,9 @@ __all__ = ["CompareHandler", "CompareTensorBoardHandler"]
 class CompareHandler(PxHandler):
     """`POST px/api/compare` `{runs?, pattern?, sweep?, metrics?, points?, optimization?, all_params?}`:
     per metric a curve per run (at most `points` points each, MinMaxLTTB) and the best run; the
-    table of final and best values and the params that differ. 400 names what cannot be used (a
-    run that does not exist, a pattern that matches nothing, a metric no run has)."""
+    table of final and best values and the params that differ, and the params' view drawn. 400
+    names what cannot be used (a run that does not exist, a pattern that matches nothing, a
+    metric no run has)."""
 
     def _compare(self, body: CompareRequest) -> tuple[str, float]:
         """The answer's JSON text, and the thread's CPU time it took (ms)."""
@@ -51,7 +53,8 @@ class CompareHandler(PxHandler):
             all_params=body.all_params,
             best=body.best,
         )
-        checked = dump(Comparison, finite_json(comparison.to_json(arrays=False)))
+        figures = comparison_figures(comparison).model_dump(mode="json")
+        checked = dump(Comparison, finite_json({**comparison.to_json(arrays=False), "figures": figures}))
         return encode(checked, comparison), (time.thread_time() - started) * 1000
 
     @web.authenticated

@@ -45,6 +45,7 @@ export type RestBody =
   | ICompareRow
   | IComparison
   | IParamImportance
+  | IComparisonFigures
   | IRunViewModel
   | IReplicaRowView
   | IAttemptMark
@@ -728,6 +729,7 @@ export interface IComparison {
    * the params that matter for `objective`
    */
   importance: IParamImportance[];
+  figures: IComparisonFigures;
 }
 /**
  * How much a param accounts for the first metric across the runs (`compare.importance`).
@@ -739,6 +741,29 @@ export interface IParamImportance {
   importance: number;
   correlation: number | null;
   runs: number;
+}
+/**
+ * The params' view of a comparison: each figure None where it has nothing to draw.
+ *
+ * `jupyter_px.compare.figures.ComparisonFigures`
+ */
+export interface IComparisonFigures {
+  parallel: IPlotlyFigure | null;
+  importance: IPlotlyFigure | null;
+}
+/**
+ * A figure as plotly.js draws it (`Plotly.react(div, data, layout)`), and as plotly's
+ * mimetype carries it.
+ *
+ * `jupyter_px.presentation.figures.PlotlyFigure`
+ */
+export interface IPlotlyFigure {
+  data: {
+    [k: string]: any;
+  }[];
+  layout: {
+    [k: string]: any;
+  };
 }
 /**
  * One run as every front-end shows it (see the module docstring).
@@ -1348,18 +1373,4 @@ export interface ISweepFigures {
    * a sweep without an objective: one per logged metric, a line per trial
    */
   metrics: IPlotlyFigure[];
-}
-/**
- * A figure as plotly.js draws it (`Plotly.react(div, data, layout)`), and as plotly's
- * mimetype carries it.
- *
- * `jupyter_px.presentation.sweep_figures.PlotlyFigure`
- */
-export interface IPlotlyFigure {
-  data: {
-    [k: string]: any;
-  }[];
-  layout: {
-    [k: string]: any;
-  };
 }

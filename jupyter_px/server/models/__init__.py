@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...presentation.sweep_figures import PlotlyFigure, SweepFigures, SweepView
+from ...compare.figures import ComparisonFigures
+from ...presentation.figures import PlotlyFigure
+from ...presentation.sweep_figures import SweepFigures, SweepView
 from ...presentation.view_models import (
     AttemptMark,
     CellChanges,
@@ -223,6 +225,7 @@ TYPESCRIPT_NAMES: dict[type[BaseModel], str] = {
     CompareRow: "ICompareRow",
     Comparison: "IComparison",
     ParamImportance: "IParamImportance",
+    ComparisonFigures: "IComparisonFigures",
     RunViewModel: "IRunViewModel",
     ReplicaRowView: "IReplicaRowView",
     AttemptMark: "IAttemptMark",

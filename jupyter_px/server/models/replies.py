@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from ...compare.figures import ComparisonFigures
+
 
 class Reply(BaseModel):
     """A response body: what is declared, nothing else (an undeclared field is a bug here)."""
@@ -401,6 +403,7 @@ class Comparison(Reply):
     points: int
     objective: str | None = Field(description="the metric the params' view is about (a sweep's objective, else loss)")
     importance: list[ParamImportance] = Field(description="the params that matter for `objective`")
+    figures: ComparisonFigures  # the params' view, drawn (`compare.figures`)
 
 
 SweepStateName = Literal["Pending", "Running", "Succeeded", "Failed", "Stopped"]

@@ -13,7 +13,6 @@ import {
   runColorSlots,
   defaultSort,
   formatValue,
-  paramAxes,
   runLabels,
   sortRows
 } from '../panels/compareLayout';
@@ -94,7 +93,8 @@ const comparison: IComparison = {
   ],
   points: 500,
   objective: 'loss',
-  importance: []
+  importance: [],
+  figures: { parallel: null, importance: null }
 };
 
 const lines = (overrides: object = {}) =>
@@ -191,14 +191,6 @@ describe('comparison panel', () => {
     expect(sortRows(comparison.rows, state, false).map(r => r.run_id)[0]).toBe(
       'sw-t0-aaaa'
     );
-  });
-
-  it('gives the params view an axis per param and the objective, runs without it left out', () => {
-    const axes = paramAxes(comparison)!;
-    expect(axes.dimensions.map(d => d.label)).toEqual(['lr', 'optimizer']);
-    expect(axes.dimensions[1].values).toEqual(['sgd', 'adam']);
-    expect(axes.objective.values).toEqual([1, 0.5]);
-    expect(axes.minimize).toBe(true);
   });
 
   it('formats values compactly', () => {

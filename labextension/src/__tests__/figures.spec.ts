@@ -7,7 +7,6 @@ import { replicaLines, xOf } from '../panels/metricsPlot';
 import {
   integerTickStep,
   lineFigure,
-  parallelFigure,
   smooth,
   suggestLog
 } from '../plotting/figures';
@@ -115,30 +114,6 @@ describe('line plots', () => {
     expect(xOf(data['master-0'].loss, 'relative')).toEqual([0, 1, 3]);
     const figure = lineFigure({ lines, theme: theme(), yTitle: 'loss' });
     expect(figure.data[1].connectgaps).toBe(false);
-  });
-});
-
-describe('parallel coordinates', () => {
-  it('has an axis per param (text as categories) and the objective, with room for its color bar', () => {
-    const figure = parallelFigure({
-      dimensions: [
-        { label: 'lr', values: [0.1, 0.4] },
-        { label: 'optimizer', values: ['sgd', 'adam'] }
-      ],
-      objective: { label: 'loss', values: [0.5, 0.2] },
-      minimize: true,
-      theme: theme()
-    });
-    const trace = figure.data[0];
-    expect(trace.dimensions.map((d: any) => d.label)).toEqual([
-      'lr',
-      'optimizer',
-      'loss'
-    ]);
-    expect(trace.dimensions[1].ticktext).toEqual(['adam', 'sgd']);
-    expect(trace.dimensions[1].values).toEqual([1, 0]);
-    expect(trace.line.reversescale).toBe(true);
-    expect(figure.layout.margin.r).toBeGreaterThanOrEqual(100);
   });
 });
 

@@ -1,14 +1,10 @@
 /**
  * The comparison panel's data, pure (jest checks it): each run's line of a metric (x as step,
  * wall or relative time; smoothed; the best run thick, the highlighted one on top), the table's
- * columns (one per param) and its sort, and the parallel-coordinates axes of a sweep's params.
+ * columns (one per param) and its sort. The params' view is the server's figures
+ * (`comparison.figures`, built in Python: `jupyter_px/compare/figures.py`).
  */
-import {
-  IDimension,
-  ILine,
-  smooth as smoothValues,
-  XKind
-} from '../plotting/figures';
+import { ILine, smooth as smoothValues, XKind } from '../plotting/figures';
 import type { IComparedMetric, IComparison, ICompareRow } from '../types';
 
 /** A run's label in legends and the table: its name, and its id where the name is not unique. */
@@ -118,51 +114,6 @@ export function compareLines(options: {
     });
   }
   return lines;
-}
-
-/**
- * The parallel-coordinates axes of the params that differ (text as categories) and the first
- * metric's best value; only runs that have it. Null when fewer than two runs or no param differs.
- */
-export function paramAxes(comparison: IComparison): {
-  dimensions: IDimension[];
-  objective: IDimension;
-  minimize: boolean;
-} | null {
-  const metric =
-    comparison.metrics.find(m => m.name === comparison.objective) ??
-    comparison.metrics[0];
-  if (!metric) {
-    return null;
-  }
-  const rows = comparison.rows.filter(
-    row => typeof row.best[metric.name] === 'number'
-  );
-  const params = comparison.params.filter(param =>
-    rows.every(row => {
-      const value = row.params[param];
-      return (
-        value === null || ['number', 'string', 'boolean'].includes(typeof value)
-      );
-    })
-  );
-  if (rows.length < 2 || params.length === 0) {
-    return null;
-  }
-  return {
-    dimensions: params.map(param => ({
-      label: param,
-      values: rows.map(row => {
-        const value = row.params[param];
-        return typeof value === 'boolean' ? String(value) : value;
-      })
-    })),
-    objective: {
-      label: `${metric.name} (best, ${metric.optimization})`,
-      values: rows.map(row => row.best[metric.name])
-    },
-    minimize: metric.optimization === 'min'
-  };
 }
 
 /** A table column: what it shows and how a row's cell is read. */

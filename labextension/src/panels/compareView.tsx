@@ -3,14 +3,9 @@ import * as React from 'react';
 
 import * as api from '../api';
 import { describe } from '../commands/describe';
-import {
-  barFigure,
-  lineFigure,
-  parallelFigure,
-  suggestLog,
-  XKind
-} from '../plotting/figures';
+import { lineFigure, suggestLog, XKind } from '../plotting/figures';
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
+import { themeFigure } from '../plotting/themeFigure';
 import { XKindPicker } from '../plotting/xKindPicker';
 import type { IComparison, ICompareRequest } from '../types';
 import {
@@ -19,7 +14,6 @@ import {
   compareLines,
   defaultSort,
   formatValue,
-  paramAxes,
   runColorSlots,
   runLabels,
   sortRows,
@@ -202,7 +196,7 @@ function CompareContent(props: {
       })
     : [];
   const logScale = log ?? suggestLog(lines.flatMap(line => line.y));
-  const axes = paramAxes(comparison);
+  const { parallel, importance } = comparison.figures;
   const openTensorBoard = () => {
     setTensorBoard('starting…');
     props.onTensorBoard().then(
@@ -337,11 +331,11 @@ function CompareContent(props: {
       )}
       {tab === 'params' && (
         <div className="jp-px-compare-params">
-          {axes ? (
+          {parallel ? (
             <PlotlyFigure
               className="jp-px-compare-parallel"
               label="parallel coordinates of the params and the first metric"
-              figure={parallelFigure({ ...axes, theme })}
+              figure={themeFigure(parallel, theme)}
             />
           ) : (
             <div className="jp-px-note">
@@ -349,7 +343,7 @@ function CompareContent(props: {
               value).
             </div>
           )}
-          {comparison.importance.length > 0 && (
+          {importance && comparison.importance.length > 0 && (
             <>
               <div className="jp-px-note">
                 Which params matter for {comparison.objective}: the share of its
@@ -361,22 +355,7 @@ function CompareContent(props: {
               <PlotlyFigure
                 className="jp-px-compare-importance"
                 label="param importance"
-                figure={barFigure({
-                  labels: comparison.importance.map(
-                    item =>
-                      `${item.param}${item.correlation === null ? '' : ` (r ${item.correlation >= 0 ? '+' : ''}${item.correlation.toFixed(2)})`}`
-                  ),
-                  values: comparison.importance.map(item => item.importance),
-                  title: `share of ${comparison.objective ?? 'the metric'}'s variance each param alone explains (η²)`,
-                  theme,
-                  colors: comparison.importance.map(item =>
-                    item.correlation === null
-                      ? theme.series[0]
-                      : item.correlation >= 0
-                        ? theme.series[0]
-                        : theme.series[1]
-                  )
-                })}
+                figure={themeFigure(importance, theme)}
               />
             </>
           )}
