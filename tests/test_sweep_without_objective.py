@@ -42,9 +42,10 @@ def test_a_sweep_without_an_objective_draws_every_logged_metric_per_trial(px_hom
         assert curve.values == pytest.approx([lrs[number] * 10 ** (-step) for step in range(4)])
 
     monitor = SweepMonitor(sweep, autostart=False)  # the notebook's monitor draws the same
-    traces = plotted(monitor.objective_plot)["data"]
-    assert sorted({t["name"] for t in traces}) == ["trial 0", "trial 1", "trial 2"]
-    assert len(traces) == 6  # a line per trial in each metric's panel
+    acc, loss = (plotted(monitor.objective_plot, i) for i in range(2))  # a figure per metric
+    for figure, name in ((acc, "acc"), (loss, "loss")):
+        assert [t["name"] for t in figure["data"]] == ["trial 0", "trial 1", "trial 2"]  # a line per trial
+        assert figure["layout"]["yaxis"]["title"]["text"] == name
     assert NO_OBJECTIVE.split(":")[0] in monitor.charts_note.value
     assert all(section.layout.display == "none" for section in monitor.view_sections.values())
 
