@@ -2,20 +2,32 @@
 (`.ci/run` writes ci-junit.xml), summed by file and by lane, longest first. The suite's wall
 time is about the sum divided by its workers, so the files at the top are where a cut pays.
 
-    python .ci/suite_time.py ci-junit.xml [--top 30]
+    python .ci/suite_time.py ci-junit.xml [--top 30] [--write-durations tests/durations.json]
+
+`--write-durations` records each file's time for the suite's scheduling (tests/conftest.py runs
+the longest files first): run it on a CI run's report when files were added or changed pace.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import xml.etree.ElementTree as ET
 from collections import Counter
+from pathlib import Path
+
+ABOUT = (
+    "Each test file's time in a CI run (seconds, all its tests), so tests/conftest.py hands the "
+    "longest files to xdist's workers first. Written by `python .ci/suite_time.py ci-junit.xml "
+    "--write-durations tests/durations.json`; a file not here is estimated from its lanes."
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", help="a JUnit XML report (pytest --junitxml)")
     parser.add_argument("--top", type=int, default=30, help="how many files to list")
+    parser.add_argument("--write-durations", metavar="PATH", help="record each file's time there (JSON)")
     args = parser.parse_args()
     by_file: Counter[str] = Counter()
     tests: Counter[str] = Counter()
@@ -27,6 +39,9 @@ def main() -> None:
     print(f"{sum(tests.values())} tests, {total / 60:.1f} min in all")
     for name, seconds in by_file.most_common(args.top):
         print(f"{seconds / 60:7.1f} min {100 * seconds / total:5.1f} %  {tests[name]:4d} tests  {name}")
+    if args.write_durations:
+        seconds = {f"tests/{name}.py": round(time, 1) for name, time in sorted(by_file.items())}
+        Path(args.write_durations).write_text(json.dumps({"about": ABOUT, "seconds": seconds}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -127,19 +127,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = _heaviest_modules_first(items)
 
 
-#: About how long one test of each slow lane takes on a loaded two-core machine (seconds).
+#: About how long one test of each slow lane takes on a loaded two-core machine (seconds): the
+#: estimate of a file that `DURATIONS` does not hold yet.
 LANE_SECONDS = {"browser": 30.0, "kube": 20.0, "slurm": 20.0, "ssh": 20.0, "jobs": 10.0, "tensorboard": 10.0}
+#: Each file's time in a CI run (`.ci/suite_time.py --write-durations`).
+DURATIONS = Path(__file__).with_name("durations.json")
 
 
 def _heaviest_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The test modules in order of their estimated time, longest first (each module's tests
-    together and in their own order): xdist's `loadfile` hands out modules in collection order,
-    and with the slow ones last (alphabetically: sweeps, warm, workloads) one worker ran them
-    alone for the last minutes while the other had nothing left."""
-    weight: dict[str, float] = {}
+    """The test modules in order of their time, longest first (each module's tests together and
+    in their own order): xdist's `loadfile` hands out modules in collection order (addopts turns
+    off its own reordering, by test count, which put a 6-minute file of 5 tests last), and with
+    the slow ones last one worker ran them alone for the last minutes while the others had
+    nothing left. A file's time is the one recorded in a CI run; a new file's, its lanes'."""
+    recorded = json.loads(DURATIONS.read_text())["seconds"] if DURATIONS.exists() else {}
+    estimate: dict[str, float] = {}
     for item in items:
         lanes = [LANE_SECONDS[lane] for lane in LANE_SECONDS if item.get_closest_marker(lane)]
-        weight[item.nodeid.split("::")[0]] = weight.get(item.nodeid.split("::")[0], 0.0) + max(lanes, default=0.05)
+        path = item.nodeid.split("::")[0]
+        estimate[path] = estimate.get(path, 0.0) + max(lanes, default=0.05)
+    weight = {path: recorded.get(path, seconds) for path, seconds in estimate.items()}
     return sorted(items, key=lambda item: -weight[item.nodeid.split("::")[0]])
 
 

@@ -38,6 +38,7 @@ from ..sweeps.view_model import (
     ObjectiveView,
     ParallelCoordinates,
     ParetoFront,
+    ParetoPoint,
     Slice,
     SweepViewModel,
     TrialCurve,
@@ -294,29 +295,32 @@ def pareto_figure(pareto: ParetoFront) -> PlotlyFigure:
     def title(objective: ObjectiveView) -> str:
         return f"{objective.name} ({'min' if objective.direction == 'minimize' else 'max'})"
 
+    def trace(points: list[ParetoPoint], **style: Any) -> dict[str, Any]:
+        return {
+            "type": "scatter",
+            "x": [p.values[0] for p in points],
+            "y": [p.values[1] for p in points],
+            "customdata": [p.trial for p in points],
+            **style,
+        }
+
     return PlotlyFigure(
         data=[
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "name": "trials",
-                "x": [p.values[0] for p in others],
-                "y": [p.values[1] for p in others],
-                "customdata": [p.trial for p in others],
-                "marker": {"size": 7, "color": GREY, "opacity": 0.7},
-                "hovertemplate": "trial %{customdata}: %{x:.4~g}, %{y:.4~g}<extra></extra>",
-            },
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": "Pareto front",
-                "x": [p.values[0] for p in front],
-                "y": [p.values[1] for p in front],
-                "customdata": [p.trial for p in front],
-                "marker": {"size": 10, "color": FRONT, "symbol": "diamond"},
-                "line": {"color": FRONT, "width": 1.5, "shape": "hv", "dash": "dot"},
-                "hovertemplate": "trial %{customdata} (on the front): %{x:.4~g}, %{y:.4~g}<extra></extra>",
-            },
+            trace(
+                others,
+                mode="markers",
+                name="trials",
+                marker={"size": 7, "color": GREY, "opacity": 0.7},
+                hovertemplate="trial %{customdata}: %{x:.4~g}, %{y:.4~g}<extra></extra>",
+            ),
+            trace(
+                front,
+                mode="lines+markers",
+                name="Pareto front",
+                marker={"size": 10, "color": FRONT, "symbol": "diamond"},
+                line={"color": FRONT, "width": 1.5, "shape": "hv", "dash": "dot"},
+                hovertemplate="trial %{customdata} (on the front): %{x:.4~g}, %{y:.4~g}<extra></extra>",
+            ),
         ],
         layout=layout(
             320,
