@@ -34,7 +34,7 @@ def tensorboard_points(logdir: Path) -> int:
     return len(accumulator.Scalars("loss")) if "loss" in accumulator.Tags()["scalars"] else 0
 
 
-def test_a_burst_stopped_at_once_keeps_every_point_in_the_jsonl_and_tensorboard(px_home):
+def test_a_burst_stopped_at_once_keeps_every_point_in_the_jsonl_and_tensorboard(launch, px_home):
     from jupyter_px.api import Run
 
     run = submit("burst.py", _topology(1), args=[str(BURST)])
@@ -65,7 +65,7 @@ def _assert_files_agree(run, key: str) -> int:
     return len(steps)
 
 
-def test_a_replica_stuck_outside_python_is_stopped_once_it_has_written_everything(px_home):
+def test_a_replica_stuck_outside_python_is_stopped_once_it_has_written_everything(launch, px_home):
     """The main thread cannot run a signal handler (as inside a collective whose peer died): the
     stop still keeps every point, and ends well within the 30 s grace, not at its end."""
     from jupyter_px.api import Run
@@ -90,7 +90,7 @@ def _role_index(key: str) -> tuple[str, int]:
     return role, int(index)
 
 
-def test_a_kill_before_the_flush_counts_the_lost_points_and_every_surface_shows_them(px_home, monkeypatch):
+def test_a_kill_before_the_flush_counts_the_lost_points_and_every_surface_shows_them(launch, px_home, monkeypatch):
     """A grace too short to write a burst: the points that never reached the files are counted
     per replica, in the replica's status and the run's message; the files still agree."""
     import subprocess
@@ -118,7 +118,7 @@ def test_a_kill_before_the_flush_counts_the_lost_points_and_every_surface_shows_
     assert lost_somewhere, "the 0.05 s grace was enough to write 90,000 points: the test proves nothing"
 
 
-def test_points_in_flight_when_the_supervisor_is_killed_are_written(px_home):
+def test_points_in_flight_when_the_supervisor_is_killed_are_written(launch, px_home):
     """SIGKILL to the supervisor: its replicas get SIGTERM (their parent-death signal) and a
     window to write what they hold before the watchdog kills what is left; nothing is lost."""
     import os
@@ -136,7 +136,7 @@ def test_points_in_flight_when_the_supervisor_is_killed_are_written(px_home):
     assert "not written" not in status.message
 
 
-def test_a_deleted_run_directory_stays_deleted(px_home):
+def test_a_deleted_run_directory_stays_deleted(launch, px_home):
     """`rm -rf` a live run's directory while its replicas log: nothing makes it again (once the
     replicas re-created runs/<id>/{metrics,tensorboard} before they died), and the run ends."""
     import shutil

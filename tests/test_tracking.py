@@ -216,6 +216,42 @@ def test_flush_before_os_exit_and_fork_children(px_home):
     assert len(list(paths.tensorboard("worker", 0).iterdir())) == 2  # one event file per process
 
 
+def test_a_replica_forked_from_a_template_keeps_its_own_ledger_and_a_childs_is_its_parents(px_home):
+    """A warm replica is forked from a template that is no run's process (its environment has no
+    PX_RUN_ID; it takes its run's after the fork): its ledger is its own, as a cold replica's, so
+    its owner can count what a kill lost. A child the replica forks in turn (a DataLoader worker)
+    leaves the ledger to it."""
+    from jupyter_px.runstore.ledger import replica_ledgers
+
+    paths = RunPaths("run-template")
+    env = replica_env(paths)
+    template = {k: v for k, v in env.items() if k != "PX_RUN_ID"}
+    result = run_replica(
+        f"""
+        import json, os
+        from jupyter_px import tracking                # imported by the template, as its preload does
+        replica = os.fork()
+        if replica == 0:
+            os.environ.update({json.dumps(env)})        # the run's environment, after the fork
+            tracking.FLUSH_INTERVAL_S = 3600
+            tracking.log_metrics(step=0, loss=1.0)      # accepted, never written: the ledger says so
+            worker = os.fork()
+            if worker == 0:
+                tracking.log_metrics(step=0, from_worker=1.0)
+                os._exit(0)
+            os.waitpid(worker, 0)
+            print(os.getpid(), flush=True)
+            os._exit(0)                                 # as a SIGKILL would: nothing flushed
+        os.waitpid(replica, 0)
+        """,
+        template,
+    )
+    assert result.returncode == 0, result.stderr
+    (ledger,) = replica_ledgers(paths.metrics_dir, "worker-0")
+    assert ledger.pid == int(result.stdout.split()[0])  # the replica's, not its worker's
+    assert (ledger.accepted, ledger.written, ledger.unwritten) == (1, 0, 1)
+
+
 def test_multiprocessing_child_is_flushed(px_home):
     paths = RunPaths("run-mp")
     result = run_replica(

@@ -303,7 +303,8 @@ _START_LOCK = threading.Lock()
 #: This process's tracker, made at the first call that needs it (`current()`), None after fork.
 tracker: Tracker | None = None
 _hooks_installed = False
-#: This process was forked from one that may have had a tracker (its ledger is the parent's).
+#: This process was forked from a run's process, which may have a tracker (its ledger is the
+#: parent's); not a replica forked from a warm template (`_reset_after_fork`).
 _forked = False
 
 
@@ -392,11 +393,17 @@ def _report_dropped(made: Tracker) -> None:
 
 
 def _reset_after_fork() -> None:
-    """In a forked child: forget the parent's queue, thread, locks and open files."""
+    """In a forked child: forget the parent's queue, thread, locks and open files.
+
+    A child of a run's process (a DataLoader worker) leaves the metrics ledger to its parent,
+    whose file it is. A replica forked from a warm template keeps one of its own, as a cold one
+    does: the template is no run's process (its environment has no `PX_RUN_ID`; the replica takes
+    its run's after the fork), and without a ledger its owner could neither count the points a
+    kill lost nor see that it had written them all (a stop then waited out the whole grace)."""
     global tracker, _START_LOCK, _forked
     _START_LOCK = threading.Lock()
     tracker = None
-    _forked = True
+    _forked = _forked or bool(os.environ.get("PX_RUN_ID"))
     # The atexit hook and the SIGTERM handler are inherited and act on the new tracker; a
     # multiprocessing finalizer is registered again when the child starts logging.
 
