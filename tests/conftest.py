@@ -54,6 +54,7 @@ LAUNCH_MODULES = (
     "test_resume",
     "test_collective_timeout",
     "test_elastic_workers",
+    "test_stop_keeps_metrics",
 )
 
 
@@ -75,12 +76,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def _warm_templates_of_this_session(tmp_path_factory) -> Iterator[None]:
-    """Templates live in this session's own directory, off unless a test turns them on (the
-    `launch` fixture), and are stopped when the session ends: none outlives the tests."""
+    """Local runs start warm, as a user's do (the local backend's default): templates live in
+    this session's own directory and are stopped when the session ends, so none outlives the
+    tests. The `launch` fixture runs a test cold, or warm once its template is ready."""
     directory = tmp_path_factory.mktemp("warm")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JUPYTER_PX_WARM_DIR", str(directory))
-        patch.setenv("JUPYTER_PX_WARM", "0")
+        patch.setenv("JUPYTER_PX_WARM", "1")
         patch.delenv("JUPYTER_PX_WARM_IDLE_S", raising=False)
         patch.delenv("JUPYTER_PX_WARM_WAIT_S", raising=False)
         patch.delenv("PX_LOCAL_CONFIG", raising=False)
