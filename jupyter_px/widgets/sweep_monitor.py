@@ -18,7 +18,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..presentation.sweep_figures import PlotlyFigure, SweepFigures, sweep_figures
+from ..presentation.figures import PlotlyFigure
+from ..presentation.sweep_figures import SweepFigures, sweep_figures
 from ..service import SweepStatus, TrialState, state_word
 from ..sweeps.view import TRIAL_HEADERS, best_text, counts_text, trial_rows
 from ..sweeps.view_model import SweepViewModel, ViewName
