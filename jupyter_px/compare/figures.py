@@ -19,9 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..presentation.colors import objective_colorscale
-from ..presentation.figures import FLAT_FONT, PlotlyFigure, axis, layout
-from ..presentation.plot_theme import GREY
+from ..presentation.figures import PlotlyFigure, axis, layout, parallel_coordinates
 from ..presentation.series import PALETTE
 from ..sweeps.importance import importance_label
 from .comparison import Comparison
@@ -68,32 +66,7 @@ def parallel_figure(comparison: Comparison) -> PlotlyFigure | None:
     objective = [row["best"][metric.name] for row in rows]
     dimensions = [_dimension(name, [row["params"].get(name) for row in rows]) for name in params]
     dimensions.append({"label": f"{metric.name} (best, {metric.optimization})", "values": objective})
-    return PlotlyFigure(
-        data=[
-            {
-                "type": "parcoords",
-                "line": {
-                    "color": objective,
-                    "colorscale": objective_colorscale(),
-                    "reversescale": metric.optimization == "min",
-                    "showscale": True,
-                    "colorbar": {
-                        "tickfont": {"color": GREY},
-                        "title": {"text": dimensions[-1]["label"], "font": {"color": GREY}},
-                        "thickness": 12,
-                        "x": 1.02,
-                        "xanchor": "left",
-                    },
-                },
-                "dimensions": dimensions,
-                "labelfont": FLAT_FONT,
-                "tickfont": FLAT_FONT,
-                "rangefont": FLAT_FONT,
-            }
-        ],
-        # Room on the right for the color bar (clipped otherwise), on top for the labels.
-        layout=layout(340, margin={"l": 64, "r": 120, "t": 48, "b": 24}),
-    )
+    return parallel_coordinates(dimensions, objective, dimensions[-1]["label"], metric.optimization == "min")
 
 
 def importance_figure(comparison: Comparison) -> PlotlyFigure | None:

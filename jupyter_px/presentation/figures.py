@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .colors import objective_colorscale
 from .plot_theme import AXIS, GREY, THEME_NEUTRAL
 
 #: Fonts drawn in the neutral grey, without plotly's white halo (a blur on a dark ground).
@@ -51,6 +52,38 @@ def layout(height: int, **more: Any) -> dict[str, Any]:
 
 def axis(title: str, **more: Any) -> dict[str, Any]:
     return {**AXIS, "title": {"text": title}, "automargin": True, **more}
+
+
+def colorbar(title: str, **more: Any) -> dict[str, Any]:
+    """The objective's color bar, titled."""
+    return {"tickfont": {"color": GREY}, "title": {"text": title, "font": {"color": GREY}}, "thickness": 12, **more}
+
+
+def parallel_coordinates(
+    dimensions: list[dict[str, Any]], color: list[Any], title: str, lower_is_better: bool
+) -> PlotlyFigure:
+    """Parallel coordinates: a line per trial or run across `dimensions`, colored by `color` on
+    the objective's scale, the better end for the better ones (a sweep's view and a comparison's)."""
+    return PlotlyFigure(
+        data=[
+            {
+                "type": "parcoords",
+                "line": {
+                    "color": color,
+                    "colorscale": objective_colorscale(),
+                    "reversescale": lower_is_better,
+                    "showscale": True,
+                    "colorbar": colorbar(title, x=1.02, xanchor="left"),
+                },
+                "dimensions": dimensions,
+                "labelfont": FLAT_FONT,
+                "tickfont": FLAT_FONT,
+                "rangefont": FLAT_FONT,
+            }
+        ],
+        # Room on the right for the color bar (clipped otherwise), on top for the labels.
+        layout=layout(340, margin={"l": 64, "r": 120, "t": 48, "b": 24}),
+    )
 
 
 def escape(text: str) -> str:

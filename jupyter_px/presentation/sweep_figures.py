@@ -44,7 +44,7 @@ from ..sweeps.view_model import (
     TrialCurve,
 )
 from .colors import objective_colorscale
-from .figures import FLAT_FONT, PlotlyFigure, axis, escape, layout
+from .figures import PlotlyFigure, axis, colorbar, escape, layout, parallel_coordinates
 from .plot_theme import AXIS, GREY
 from .series import PALETTE
 
@@ -171,32 +171,7 @@ def parallel_figure(parallel: ParallelCoordinates, objectives: list[ObjectiveVie
     `color` objective, the better end of the scale for the better trials."""
     color = next(a.values for a in parallel.axes if a.role == "objective" and a.name == parallel.color)
     direction = next((o.direction for o in objectives if o.name == parallel.color), "minimize")
-    return PlotlyFigure(
-        data=[
-            {
-                "type": "parcoords",
-                "line": {
-                    "color": color,
-                    "colorscale": objective_colorscale(),
-                    "reversescale": direction != "maximize",
-                    "showscale": True,
-                    "colorbar": {
-                        "tickfont": {"color": GREY},
-                        "title": {"text": parallel.color, "font": {"color": GREY}},
-                        "thickness": 12,
-                        "x": 1.02,
-                        "xanchor": "left",
-                    },
-                },
-                "dimensions": [_dimension(a) for a in parallel.axes],
-                "labelfont": FLAT_FONT,
-                "tickfont": FLAT_FONT,
-                "rangefont": FLAT_FONT,
-            }
-        ],
-        # Room on the right for the color bar (clipped otherwise), on top for the labels.
-        layout=layout(340, margin={"l": 64, "r": 120, "t": 48, "b": 24}),
-    )
+    return parallel_coordinates([_dimension(a) for a in parallel.axes], color, parallel.color, direction != "maximize")
 
 
 def contour_figure(contour: Contour, direction: str) -> PlotlyFigure:
@@ -213,11 +188,7 @@ def contour_figure(contour: Contour, direction: str) -> PlotlyFigure:
                 "reversescale": direction != "maximize",
                 "contours": {"coloring": "heatmap"},
                 "line": {"width": 0.5, "color": AXIS["gridcolor"]},
-                "colorbar": {
-                    "tickfont": {"color": GREY},
-                    "title": {"text": contour.objective, "font": {"color": GREY}},
-                    "thickness": 12,
-                },
+                "colorbar": colorbar(contour.objective),
                 "hovertemplate": (
                     f"{escape(contour.x_param)} %{{x:.3~g}}, {escape(contour.y_param)} %{{y:.3~g}}: "
                     "%{z:.4~g}<extra>interpolated</extra>"
