@@ -53,6 +53,7 @@ from browser_support import (
     wait_network_quiet,
 )
 from final_state_support import record_latency
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from waiting import wait_for
 
 pytestmark = pytest.mark.browser
@@ -84,13 +85,28 @@ EFFECTIVE_BACKGROUND = """(el) => {
 }"""
 
 
-#: The fill of the first y tick label of the last plot matching the selector, once it has one.
+#: The first y tick label of the last plot matching the selector, once it has one: its fill as
+#: drawn, and the color plotly.js means it to have (its full layout's tick font), both as rgb().
 TICK_FILL = """(selector) => {
     const plots = document.querySelectorAll(selector);
-    const tick = plots.length ? plots[plots.length - 1].querySelector(".ytick text") : null;
+    const plot = plots.length ? plots[plots.length - 1] : null;
+    const tick = plot ? plot.querySelector(".ytick text") : null;
     const fill = tick ? getComputedStyle(tick).fill : "";
-    return /^rgba?\\(/.test(fill) ? fill : null;
+    if (!/^rgba?\\(/.test(fill)) return null;
+    const meant = plot._fullLayout?.yaxis?.tickfont?.color ?? "";
+    const probe = document.createElement("span");
+    probe.style.color = meant;
+    document.body.appendChild(probe);
+    const intended = getComputedStyle(probe).color;
+    probe.remove();
+    return {fill, intended, layoutFont: JSON.stringify(plot.layout?.font ?? null)};
 }"""
+
+#: TICK_FILL once the label is drawn as plotly.js means it (not mid-redraw).
+SETTLED_TICK = f"""(selector) => {{
+    const tick = ({TICK_FILL})(selector);
+    return tick && tick.fill === tick.intended ? tick : null;
+}}"""
 
 
 def luminance(rgb) -> float:
@@ -167,14 +183,23 @@ def _check_plot_follows_theme(page, theme: str, selector: str, name: str) -> Non
     plot = page.locator(selector).last
     plot.scroll_into_view_if_needed()
     background = plot.evaluate(EFFECTIVE_BACKGROUND)
-    # a live plot redraws its ticks: one removed between finding and reading it has no style
-    text = page.wait_for_function(TICK_FILL, arg=selector, timeout=30_000).json_value()
+    # A live plot redraws its ticks: a label read mid-redraw may not have its style yet, so the
+    # drawn fill is taken once it is the one plotly.js means (its full layout's tick font).
+    try:
+        tick = page.wait_for_function(SETTLED_TICK, arg=selector, timeout=30_000).json_value()
+    except PlaywrightTimeout:
+        tick = page.evaluate(TICK_FILL, selector)
+        raise AssertionError(f"{selector}: the tick label drawn is not the one plotly.js means: {tick}") from None
+    text = tick["fill"]
     _shot(page, name)
     if theme == "dark":
         assert luminance(background) < 0.1, f"{selector}: background {background} is not dark"
     else:
         assert luminance(background) > 0.8, f"{selector}: background {background} is not light"
-    assert contrast(parse_rgb(text), background) >= 3, f"{selector}: text {text} on {background}"
+    assert contrast(parse_rgb(text), background) >= 3, (
+        f"{selector}: text {text} on {background} (plotly.js means {tick['intended']}; "
+        f"the layout's font: {tick['layoutFont']})"
+    )
 
 
 def _settle_and_check_page_log(page, log) -> None:
