@@ -12,6 +12,12 @@ started since the first scan is counted whole (its CPU when first seen, then wha
 ends); one already running then, from then on. Processes that start and end between two scans are
 missed: the table's total is a lower bound, and it says how far below the machine's own count
 (`/proc/stat`) it is. Standard library only; one scan costs a few milliseconds.
+
+A second table sums it by test file: a process started during a test carries pytest's
+`PYTEST_CURRENT_TEST` in the environment it was started with (`/proc/PID/environ`), and so do its
+children. What it cannot place: the pytest workers themselves (their environment is the one they
+started with), a process started with an environment of its own (a simulated pod's), and a warm
+template's replicas, which count for the test that started the template.
 """
 
 from __future__ import annotations
@@ -78,6 +84,19 @@ def cmdline_of(pid: str) -> str:
         return ""
 
 
+def test_file_of(pid: str) -> str:
+    """The test file whose test started the process (pytest's `PYTEST_CURRENT_TEST`), or ""."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read().split(b"\0")
+    except OSError:
+        return ""
+    for entry in environ:
+        if entry.startswith(b"PYTEST_CURRENT_TEST="):
+            return entry.split(b"=", 1)[1].split(b"::", 1)[0].decode(errors="replace")
+    return ""
+
+
 def machine_ticks() -> int:
     with open("/proc/stat") as f:
         fields = f.readline().split()[1:]
@@ -85,8 +104,9 @@ def machine_ticks() -> int:
 
 
 def main(out: str) -> None:
-    seen: dict[str, tuple[str, int, str]] = {}  # identity -> (kind, ticks at the last sample, command)
+    seen: dict[str, tuple[str, int, str, str]] = {}  # identity -> (kind, ticks at the last sample, command, test file)
     by_kind: dict[str, int] = defaultdict(int)
+    by_file: dict[str, int] = defaultdict(int)
     other: dict[str, int] = defaultdict(int)  # the unclassified, by command line
     started, machine_start = time.monotonic(), machine_ticks()
     stop = []
@@ -104,20 +124,19 @@ def main(out: str) -> None:
             identity, ticks = sample
             alive.add(identity)
             if identity in seen:
-                kind, last, cmdline = seen[identity]
-                by_kind[kind] += max(0, ticks - last)
-                if kind.startswith("other"):
-                    other[cmdline[:120]] += max(0, ticks - last)
+                kind, last, cmdline, test_file = seen[identity]
+                added = max(0, ticks - last)
             else:
                 cmdline = cmdline_of(pid)
                 if not cmdline:  # a kernel thread
                     continue
-                kind = kind_of(cmdline)
-                if not first_scan:  # it started since: all its CPU is this run's
-                    by_kind[kind] += ticks
-                    if kind.startswith("other"):
-                        other[cmdline[:120]] += ticks
-            seen[identity] = (kind, ticks, cmdline)
+                kind, test_file = kind_of(cmdline), test_file_of(pid)
+                added = 0 if first_scan else ticks  # one started since: all its CPU is this run's
+            by_kind[kind] += added
+            by_file[test_file or f"(no test: {kind})"] += added
+            if kind.startswith("other"):
+                other[cmdline[:120]] += added
+            seen[identity] = (kind, ticks, cmdline, test_file)
         for identity in set(seen) - alive:
             del seen[identity]
         first_scan = False
@@ -136,6 +155,9 @@ def main(out: str) -> None:
     lines.append("the unclassified, by command line:")
     for cmdline, ticks in sorted(other.items(), key=lambda item: -item[1])[:8]:
         lines.append(f"{ticks / TICKS / 60:7.2f}  {cmdline}")
+    lines.append("by the test file whose test started the process (the 30 heaviest):")
+    for test_file, ticks in sorted(by_file.items(), key=lambda item: -item[1])[:30]:
+        lines.append(f"{ticks / TICKS / 60:7.2f}  {test_file}")
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
 
