@@ -78,12 +78,55 @@ export type RestBody =
   | ISweepParetoPoint
   | ISweepMetricCurves
   | ISweepTrialCurve;
+/**
+ * `POST topology/render`: a submission's fields (code optional), and the backend to render for.
+ *
+ * `jupyter_px.server.models.requests.RenderRequest`
+ */
+export type IRenderRequest = ISubmission & {
+  backend?: string | null;
+};
 export type RunState =
   'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Stopped' | 'Lost';
+/**
+ * `GET runs/<ref>`, and the answer to a submission or a stop.
+ *
+ * `jupyter_px.server.models.replies.RunDetail`
+ */
+export type IRunDetail = IRunSummary & {
+  replicas: IReplica[];
+  topology: {
+    [k: string]: any;
+  };
+  code: ICode;
+  workdir: string | null;
+  host: string | null;
+  /**
+   * which attempt runs (or ran last), from 1
+   */
+  attempt?: number;
+  /**
+   * how many attempts it may take (`termination.max_retries` + 1)
+   */
+  max_attempts?: number;
+  /**
+   * every attempt, once one failed
+   */
+  attempts?: IAttempt[];
+  checkpoints?: ICheckpoint[];
+};
 export type TrialState =
   'Pending' | 'Running' | 'Complete' | 'Pruned' | 'Failed' | 'Stopped';
 export type SweepState =
   'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Stopped';
+/**
+ * The sweep's view-model and its figures: what `GET px/api/sweeps/<ref>/view` answers.
+ *
+ * `jupyter_px.presentation.sweep_figures.SweepView`
+ */
+export type ISweepView = ISweepViewModel & {
+  figures: ISweepFigures;
+};
 
 /**
  * `POST runs`: the topology and exactly one of a notebook or a script in the server's root.
@@ -101,24 +144,6 @@ export interface ISubmission {
   cells?: 'all' | 'tagged';
   tag?: string;
   name?: string | null;
-}
-/**
- * `POST topology/render`: a submission's fields (code optional), and the backend to render for.
- *
- * `jupyter_px.server.models.requests.RenderRequest`
- */
-export interface IRenderRequest {
-  topology:
-    | {
-        [k: string]: any;
-      }
-    | string;
-  notebook?: string | null;
-  script?: string | null;
-  cells?: 'all' | 'tagged';
-  tag?: string;
-  name?: string | null;
-  backend?: string | null;
 }
 /**
  * `POST topology/validate`: the normalized topology, or every problem (`valid: false`).
@@ -326,59 +351,6 @@ export interface ICheckpoint {
   step: number;
   time: number;
   size: number;
-}
-/**
- * `GET runs/<ref>`, and the answer to a submission or a stop.
- *
- * `jupyter_px.server.models.replies.RunDetail`
- */
-export interface IRunDetail {
-  run_id: string;
-  name: string | null;
-  state: RunState;
-  finished: boolean;
-  reason: string | null;
-  message: string | null;
-  backend: string;
-  framework: string | null;
-  submitted_from: string | null;
-  user: string | null;
-  created_at: number;
-  started_at: number | null;
-  finished_at: number | null;
-  updated_at: number;
-  replicas_total: number;
-  replica_counts: {
-    [k: string]: number;
-  };
-  /**
-   * what a read found wrong with the run's owner; the keeper, not the read, repairs it
-   */
-  owner_problem?: string | null;
-  /**
-   * how the replicas started: "warm (template pid N)" or "cold: <why>" (local backend)
-   */
-  launch?: string | null;
-  replicas: IReplica[];
-  topology: {
-    [k: string]: any;
-  };
-  code: ICode;
-  workdir: string | null;
-  host: string | null;
-  /**
-   * which attempt runs (or ran last), from 1
-   */
-  attempt?: number;
-  /**
-   * how many attempts it may take (`termination.max_retries` + 1)
-   */
-  max_attempts?: number;
-  /**
-   * every attempt, once one failed
-   */
-  attempts?: IAttempt[];
-  checkpoints?: ICheckpoint[];
 }
 /**
  * How far training is: the last step logged, of how many (when the code logs `total_steps`).
@@ -1308,48 +1280,6 @@ export interface ISweepTrialCurve {
   trial: number;
   steps: number[];
   values: number[];
-}
-/**
- * The sweep's view-model and its figures: what `GET px/api/sweeps/<ref>/view` answers.
- *
- * `jupyter_px.presentation.sweep_figures.SweepView`
- */
-export interface ISweepView {
-  sweep_id: string;
-  name: string | null;
-  state: string;
-  algorithm: string;
-  objectives: ISweepObjectiveView[];
-  n_trials: number;
-  counts: {
-    [k: string]: number;
-  };
-  best: number | null;
-  /**
-   * complete trials: the ones the views below are made of
-   */
-  complete: number;
-  history: ISweepHistory[];
-  importance: ISweepImportance[] | null;
-  parallel: ISweepParallel | null;
-  slices: ISweepSlice[];
-  contour: ISweepContour | null;
-  pareto: ISweepParetoFront | null;
-  /**
-   * why a view is missing or empty (too few trials, one parameter), by the view's name
-   */
-  missing: {
-    [k: string]: string;
-  };
-  /**
-   * said once above the views: how to declare an objective when there is none
-   */
-  note: string | null;
-  /**
-   * without an objective: every metric the trials logged, a line per trial; else []
-   */
-  metrics: ISweepMetricCurves[];
-  figures: ISweepFigures;
 }
 /**
  * Every tuning view's figure, by view (`SweepViewModel.missing` says why one is absent).

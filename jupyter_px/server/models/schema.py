@@ -7,13 +7,16 @@ again and compares, so a model changed without regenerating fails the tests. (Th
 committed document rather than running Python: pip's isolated build, which runs `jlpm build`, has
 none of this package's dependencies.)
 
-The document is pydantic's JSON Schema of each model with four changes:
+The document is pydantic's JSON Schema of each model with five changes:
 
 * each model is named as the TypeScript names it (`TYPESCRIPT_NAMES`: `RunSummary` is
   `IRunSummary`) and described by its docstring and the class it is, and a named literal
   (`TYPESCRIPT_ALIASES`: `RunStateName` is `RunState`) is a definition of its own that fields refer to;
 * fields have no title (json-schema-to-typescript would declare a type for each); their
   descriptions stay, as the TypeScript's comments;
+* a model that extends another of the document (`SweepView(SweepViewModel)`) is that one and its
+  own fields (`allOf`), so the TypeScript says `ISweepViewModel & {figures: ...}` instead of
+  repeating every field of the base;
 * it is written in draft 7, the dialect json-schema-to-typescript reads: `definitions` for `$defs`,
   and a tuple's `prefixItems` as `items`;
 * it is the same from every pydantic the package admits: pydantic 2.8 leaves the
@@ -84,6 +87,22 @@ def _for_typescript(value: Any, names: dict[str, str], aliases: dict[str, dict[s
     return dict(sorted(out.items()))  # keywords in one order, whichever pydantic wrote them
 
 
+def _exported_base(model: type[BaseModel], mode: JsonSchemaMode) -> type[BaseModel] | None:
+    """The model of the document `model` directly extends (read and written alike), if any."""
+    base = model.__bases__[0]
+    return base if base in TYPESCRIPT_NAMES and _mode(base) == mode else None
+
+
+def _extending(definition: dict[str, Any], base: str, inherited: set[str]) -> dict[str, Any]:
+    """A model's definition as its base's and its own fields: `{allOf: [base, own]}`."""
+    own = {name: field for name, field in definition.pop("properties").items() if name not in inherited}
+    required = [name for name in definition.pop("required", []) if name in own]
+    rest = {key: item for key, item in definition.items() if key not in ("type", "additionalProperties")}
+    extra = {key: item for key, item in definition.items() if key == "additionalProperties"}
+    fields = {"properties": own, "type": "object", **extra, **({"required": required} if required else {})}
+    return {**rest, "allOf": [{"$ref": DEFINITIONS + base}, dict(sorted(fields.items()))]}
+
+
 def document() -> dict[str, Any]:
     """The JSON Schema document of every model of TYPESCRIPT_NAMES and every literal of
     TYPESCRIPT_ALIASES, each a definition under its TypeScript name; the document itself is any
@@ -101,6 +120,9 @@ def document() -> dict[str, Any]:
     for key, model in models.items():
         definition = _for_typescript(schema["$defs"][key], names, aliases)
         del definition["title"]  # the class name: the TypeScript's name comes first instead
+        base = _exported_base(model, _mode(model))
+        if base is not None:
+            definition = _extending(definition, TYPESCRIPT_NAMES[base], set(base.model_fields))
         said = definition.pop("description", None)
         source = f"`{model.__module__}.{model.__qualname__}`"
         definitions[names[key]] = {
