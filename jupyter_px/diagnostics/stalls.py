@@ -7,7 +7,11 @@ new bytes), notes when each new step was logged, and marks a running replica sta
 logged no step for max(the floor, `MEDIAN_STEPS` x its median step time): `ReplicaStatus.
 stalled_since` (when its last step was logged) and `stall_after_s` (the limit it passed). Stalled
 is not a state: the replica is still Running, and the mark goes as soon as a step arrives. A
-replica that logs no steps is never judged. What the owner does when a stall begins (take every
+replica that logs no steps is never judged, and neither is a restarted one (a gang restart, a
+Slurm requeue) until it logs a step of its own attempt: its last step is its previous attempt's,
+and its new process may well be importing torch, waiting for its node or loading a checkpoint
+for longer than the floor (taking the stacks of a process that starts threads then is no
+diagnosis, and not harmless: faulthandler walks the other threads' frames without the GIL). What the owner does when a stall begins (take every
 replica's stacks, once) is its own: only it knows how to reach its processes.
 """
 
@@ -77,6 +81,15 @@ class StepTimes:
         return max(floor, MEDIAN_STEPS * median)
 
 
+def last_step_of_this_attempt(steps: StepTimes, status: ReplicaStatus) -> float | None:
+    """When the replica's current process (this attempt: `status.started_at`, where its owner
+    knows it) logged its last step; None before its first."""
+    last = steps.last_time
+    if last is None or (status.started_at is not None and last < status.started_at):
+        return None
+    return last
+
+
 @dataclass(frozen=True)
 class Stall:
     """A replica's stall: since its last step (time.time()), past `limit_s` of silence."""
@@ -124,10 +137,11 @@ class StallJudge:
                 steps = self.steps[status.key] = StepTimes(self.metrics_path(status.role, status.index))
             steps.read()
             limit = steps.limit(self.floor)
-            if running and steps.last_time is not None and wall - steps.last_time > limit:
+            last = last_step_of_this_attempt(steps, status)
+            if running and last is not None and wall - last > limit:
                 if status.key not in self.stalls:
-                    self.stalls[status.key] = Stall(steps.last_time, limit)
-                    quiet = wall - steps.last_time
+                    self.stalls[status.key] = Stall(last, limit)
+                    quiet = wall - last
                     began.append(f"{status.key}: no step logged for {quiet:.0f} s (limit {limit:.0f} s)")
             else:
                 self.stalls.pop(status.key, None)
