@@ -52,7 +52,7 @@ def jp_server_cleanup(jp_asyncio_loop):
 def px_home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("PX_HOME", str(home))
-    for var in ("TENSORBOARD_PROXY_URL", "JUPYTERHUB_SERVICE_PREFIX"):
+    for var in ("TENSORBOARD_PROXY_URL", "JUPYTERHUB_SERVICE_PREFIX", tensorboard.TENSORFLOW_ENV):
         monkeypatch.delenv(var, raising=False)
     yield home
     for server in tensorboard.list_servers(home):  # never leave a server behind
@@ -71,6 +71,17 @@ def fake_run(run_id: str, tag: str = "loss") -> RunPaths:
         writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
     writer.close()
     return paths
+
+
+def tensorboard_process(info) -> psutil.Process:
+    """The TensorBoard under a server's watchdog."""
+    (child,) = psutil.Process(info.pid).children()
+    return child
+
+
+def loads_tensorflow(process: psutil.Process) -> bool:
+    """Whether TensorFlow's native library is mapped into the process (it was imported)."""
+    return any("libtensorflow_framework" in region.path for region in process.memory_maps())
 
 
 def get_json(url: str):
@@ -106,6 +117,9 @@ def test_start_two_runs_reuse_and_stop(px_home):
     assert proc.cmdline()[1:3] == ["-m", "jupyter_px.tensorboard.watchdog"]  # an entry point, no `-c` text
     assert "127.0.0.1" in proc.cmdline() and "--reload_interval" in proc.cmdline()
     assert info.idle_timeout == tensorboard.DEFAULT_IDLE_TIMEOUT_S and info.owner_pid == os.getpid()  # no server
+    server = tensorboard_process(info)
+    assert server.cmdline()[1:3] == ["-m", "jupyter_px.tensorboard.serve"]
+    assert not loads_tensorflow(server)  # TensorBoard's own reader (serve.py), TensorFlow installed or not
 
     runs = wait_for_runs(info.local_url, {"run-a/worker-0", "run-b/worker-0"})
     assert {"run-a/worker-0", "run-b/worker-0"} <= set(runs)
@@ -327,6 +341,24 @@ def test_idle_timeout_setting_is_checked(px_home, monkeypatch):
     monkeypatch.delenv(tensorboard.IDLE_TIMEOUT_ENV)
     assert "idle_timeout must be 0" in tensorboard.start("run-a", idle_timeout=-1).reason
     assert tensorboard.list_servers() == []
+
+
+def test_tensorflow_is_loaded_only_when_asked_for_and_a_bad_setting_is_named(px_home, monkeypatch):
+    pytest.importorskip("tensorflow")
+    fake_run("run-a")
+    monkeypatch.setenv(tensorboard.TENSORFLOW_ENV, "yes")
+    result = tensorboard.start("run-a")
+    assert isinstance(result, tensorboard.Failed)
+    assert result.reason == f"{tensorboard.TENSORFLOW_ENV}: 'yes' is not 0 or 1"
+    assert tensorboard.list_servers() == []
+
+    monkeypatch.setenv(tensorboard.TENSORFLOW_ENV, "1")
+    result = tensorboard.start("run-a")
+    assert isinstance(result, tensorboard.Launched), result
+    assert loads_tensorflow(tensorboard_process(result.info))
+    wait_for_runs(result.info.local_url, {"worker-0"})
+    scalars = get_json(result.info.local_url + "data/plugin/scalars/scalars?run=worker-0&tag=loss")
+    assert [(step, value) for _, step, value in scalars] == [(0, 1.0), (1, 0.5)]  # read alike either way
 
 
 def test_server_stops_when_the_jupyter_server_it_belongs_to_exits(px_home, monkeypatch):

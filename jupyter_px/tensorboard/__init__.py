@@ -35,6 +35,7 @@ from .config import (
     HOST,
     IDLE_TIMEOUT_ENV,
     SERVER_PID_ENV,
+    TENSORFLOW_ENV,
     WATCH_INTERVAL_S,
     idle_timeout_setting,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "PROXY_ROUTE",
     "PROXY_URL_ENV",
     "SERVER_PID_ENV",
+    "TENSORFLOW_ENV",
     "WATCH_INTERVAL_S",
     "Failed",
     "Launched",

@@ -17,6 +17,19 @@ DEFAULT_IDLE_TIMEOUT_S = 3600.0
 WATCH_INTERVAL_S = 2.0
 #: What runs TensorBoard under its watchdog: `python -m WATCHDOG_MODULE ...` (see watchdog.py).
 WATCHDOG_MODULE = "jupyter_px.tensorboard.watchdog"
+#: What the watchdog runs: TensorBoard's main, without TensorFlow unless TENSORFLOW_ENV says so.
+SERVE_MODULE = "jupyter_px.tensorboard.serve"
+#: "1": TensorBoard starts with TensorFlow where it is installed (see serve.py); else without.
+TENSORFLOW_ENV = "JUPYTER_PX_TENSORBOARD_TENSORFLOW"
+
+
+def tensorflow_setting() -> bool:
+    """`$JUPYTER_PX_TENSORBOARD_TENSORFLOW`: whether TensorBoard may import TensorFlow ("1") or
+    reads events with its own reader ("0", unset)."""
+    text = (os.environ.get(TENSORFLOW_ENV) or "0").strip()
+    if text not in ("0", "1"):
+        raise ValueError(f"{TENSORFLOW_ENV}: {text!r} is not 0 or 1")
+    return text == "1"
 
 
 def idle_timeout_setting() -> float:

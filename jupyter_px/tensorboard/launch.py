@@ -3,7 +3,8 @@ shown by `jupyter_px.presentation.tensorboard`.
 
 A server is `python -m jupyter_px.tensorboard.watchdog ...` started with `jupyter_px.processes.detached`
 (its own session, so it outlives the kernel that asked for it while the Jupyter server lives):
-the watchdog, and under it TensorBoard (`python -m tensorboard.main`) of the kernel's environment
+the watchdog, and under it TensorBoard (`python -m jupyter_px.tensorboard.serve`, TensorBoard's own
+main without TensorFlow) of the kernel's environment
 (an argument list, never a shell string), reloading every second so that live runs show up quickly. Readiness is an
 HTTP answer, not a sleep: `start` polls until the server answers, and returns `Failed` with the
 reason and the server's own output if it exits or never answers.
@@ -25,7 +26,7 @@ import psutil
 from ..processes import detached
 from ..runstore.store import read_tail
 from . import registry
-from .config import HOST, SERVER_PID_ENV, WATCHDOG_MODULE, idle_timeout_setting
+from .config import HOST, SERVER_PID_ENV, WATCHDOG_MODULE, idle_timeout_setting, tensorflow_setting
 from .registry import ServerInfo
 from .targets import Target, key, logdirs, planted, spec_arguments
 
@@ -171,6 +172,7 @@ def start(
         return Failed(f"port must be an integer between 1 and 65535, got {port!r}")
     try:
         idle = idle_timeout_setting() if idle_timeout is None else float(idle_timeout)
+        tensorflow_setting()  # read again by the server it starts: a bad value is said here, not in its log
     except ValueError as exc:
         return Failed(str(exc))
     if idle < 0:

@@ -10,7 +10,8 @@ kernel, the Jupyter server that proxied it). So the watchdog ends TensorBoard wh
 - nobody used it for `IDLE_TIMEOUT` seconds (0: never): use is the mtime of `ACTIVITY`, which the
   proxy route and `start()` touch.
 
-Never a zombie. TensorBoard runs as `python -m tensorboard.main ARGS`, a child of the watchdog,
+Never a zombie. TensorBoard runs as `python -m jupyter_px.tensorboard.serve ARGS` (TensorBoard's
+own main, without TensorFlow: serve.py says why), a child of the watchdog,
 with its data server as its own child; the watchdog is a child subreaper (Linux), so a data
 server whose TensorBoard died first comes back to it, and it waits for every process it holds
 before it exits: on its own decision, on SIGTERM (`jupyter px tensorboard stop`, `stop()`), or
@@ -34,7 +35,7 @@ from pathlib import Path
 import psutil
 
 from ..processes.detached import ProcessIdentity, await_go
-from .config import IDLE_TIMEOUT_ENV, WATCH_INTERVAL_S
+from .config import IDLE_TIMEOUT_ENV, SERVE_MODULE, WATCH_INTERVAL_S
 
 #: Seconds TensorBoard gets to exit on SIGTERM before the rest of its group is killed.
 STOP_GRACE_S = 5.0
@@ -148,7 +149,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     become_subreaper()
     child = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", *tensorboard_args],
+        [sys.executable, "-m", SERVE_MODULE, *tensorboard_args],
         stdin=subprocess.DEVNULL,
         preexec_fn=_end_with_parent,  # safe: no thread of ours runs yet
     )
