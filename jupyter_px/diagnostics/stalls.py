@@ -11,8 +11,9 @@ replica that logs no steps is never judged, and neither is a restarted one (a ga
 Slurm requeue) until it logs a step of its own attempt: its last step is its previous attempt's,
 and its new process may well be importing torch, waiting for its node or loading a checkpoint
 for longer than the floor (taking the stacks of a process that starts threads then is no
-diagnosis, and not harmless: faulthandler walks the other threads' frames without the GIL). What the owner does when a stall begins (take every
-replica's stacks, once) is its own: only it knows how to reach its processes.
+diagnosis, and not harmless: faulthandler walks the other threads' frames without the GIL).
+What the owner does when a stall begins (take every replica's stacks, once) is its own: only it
+knows how to reach its processes.
 """
 
 from __future__ import annotations
