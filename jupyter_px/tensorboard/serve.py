@@ -1,9 +1,9 @@
 """`python -m jupyter_px.tensorboard.serve ARGS`: TensorBoard's own `main`, without TensorFlow.
 
 TensorBoard imports TensorFlow whenever it is installed, which a notebook environment that trains
-with Keras has: that is most of a TensorBoard's start (4.1 s of CPU against 0.7 s on the same
-logdir, ready in 4.6 s against 2.1 s on a loaded two-core machine) and some 500 MB more memory,
-for nothing jupyter-px shows. Its runs' logdirs are local folders of event files, which
+with Keras has: that is most of a TensorBoard's start (`benchmarks/bench_tensorboard_start.py`: a
+run's first scalars 4.1 s after the start against 0.8 s, 4.25 s of CPU against 0.8 s) and some
+500 MB more memory, for nothing jupyter-px shows. Its runs' logdirs are local folders of event files, which
 TensorBoard's own reader (`tensorboard.compat.tensorflow_stub`) reads as TensorFlow's does, for
 every plugin that reads events (scalars, histograms, distributions, images, text, graphs, hparams,
 PR curves, custom scalars).
@@ -13,7 +13,7 @@ builds without TensorFlow ship one), its lazy `tensorboard.compat.tf` is the stu
 never imported. This entry point registers that module, then hands over to `tensorboard.main`.
 
 What needs TensorFlow itself: the projector's embeddings read from checkpoints, and logdirs on
-filesystems only TensorFlow reaches (HDFS; `gs://`). `JUPYTER_PX_TENSORBOARD_TENSORFLOW=1` starts
+filesystems only TensorFlow reaches (HDFS, for one). `JUPYTER_PX_TENSORBOARD_TENSORFLOW=1` starts
 TensorBoard with TensorFlow, as `python -m tensorboard.main` would.
 """
 
