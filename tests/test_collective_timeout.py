@@ -250,6 +250,49 @@ def test_a_peer_that_failed_when_the_rank_that_timed_out_exited_is_stopped_becau
     assert worker_1.message == named.missing["worker-1"]
 
 
+def test_a_peer_seen_unwinding_from_the_broken_collective_is_not_named_once_its_failure_says_so():
+    """master-0 timed out waiting for worker-1 (its DataLoader deadlocked) and exited; worker-0's
+    all_reduce broke with it, and its stack, taken as the error unwound, was in its DataLoader's
+    `__del__` under the user's line: outside every collective, as worker-1's. The decision waits
+    (at most SETTLE_S) while a rank seen outside still runs; worker-0 then fails with the closed
+    connection, which places it in the collective: only worker-1 is named."""
+    from jupyter_px.backends.collective_blame import SETTLE_S, CollectiveTimeouts
+    from jupyter_px.backends.outcome import Outcome
+    from jupyter_px.runstore import ReplicaState, ReplicaStatus, RunState
+    from jupyter_px.topology import ReplicaNames
+
+    dataloader = "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py"
+    snapshot = {
+        "replicas": [
+            _entry("worker-0", dataloader, "/run/code/main.py"),
+            _entry("worker-1", dataloader, "/run/code/main.py"),
+        ],
+        "groups": [],
+    }
+    timeouts = CollectiveTimeouts(lambda targets, why: snapshot)
+    timed_out = "exited with code 1: RuntimeError: [...] Timed out waiting 20000ms for recv operation"
+    master = ReplicaStatus(role="master", index=0, state=ReplicaState.FAILED, message=timed_out, finished_at=10.0)
+    worker_0 = ReplicaStatus(role="worker", index=0, state=ReplicaState.RUNNING, pid=4241)
+    worker_1 = ReplicaStatus(role="worker", index=1, state=ReplicaState.RUNNING, pid=4242)
+    replicas = [master, worker_0, worker_1]
+    assert timeouts.holds(replicas)
+    wait_for(lambda: timeouts.snapshot is not None, "the stacks taken", timeout=10, poll=0.01)
+    assert timeouts.holds(replicas)  # worker-0 and worker-1 seen outside, still running: not yet
+    worker_0.state, worker_0.finished_at = ReplicaState.FAILED, 10.4
+    worker_0.message = (
+        "exited with code 1: RuntimeError: [.../tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:58580"
+    )
+    assert timeouts.holds(replicas)  # worker-1 still runs, SETTLE_S not yet up
+    wait_for(lambda: not timeouts.holds(replicas), "the settling time", timeout=SETTLE_S + 5, poll=0.05)
+    outcome = Outcome(RunState.FAILED, "ReplicaFailed", "master-0 failed", cause="master-0")
+    named = timeouts.name(outcome, replicas, ReplicaNames())
+    assert named is not None and named.outcome.cause == "worker-1", named
+    assert named.outcome.message.startswith(
+        "worker-1 never joined the collective its peers waited in (master-0 timed out"
+    )
+    assert set(named.missing) == {"worker-1"} and named.cascaded == {"worker-0"}
+
+
 def test_a_rank_in_another_collective_than_most_of_its_peers_is_named_and_a_tie_names_nobody():
     """Every rank timed out inside a collective (a skipped barrier): the rank away from the line
     most ranks failed at is named; with one rank at each of two lines nobody can be told apart."""

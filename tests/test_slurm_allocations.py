@@ -40,7 +40,9 @@ TOPOLOGY = topology_of(cpu=1, memory=700)
 
 @pytest.fixture(name="keep")
 def keep_fixture(use_slurm, monkeypatch):
-    monkeypatch.setenv("PX_SLURM_KEEP_ALLOCATION_S", "12")
+    # long enough for the next run's submission on a loaded machine (12 s once ran out between the
+    # first run's end and the second's claim), short enough to wait for the allocation's end
+    monkeypatch.setenv("PX_SLURM_KEEP_ALLOCATION_S", "30")
     return use_slurm
 
 
@@ -83,8 +85,8 @@ def test_the_next_run_of_a_shape_starts_in_the_kept_allocation_warm_and_it_ends_
     assert elsewhere["job_id"] != job and elsewhere["claim"] == 0
 
     # idle for keep_allocation_s: the allocations end, their folders go at the next claim
-    wait_for(lambda: not queued(keep, job), "the idle allocation to end", timeout=60)
-    wait_for(lambda: not queued(keep, elsewhere["job_id"]), "the other allocation to end", timeout=60)
+    wait_for(lambda: not queued(keep, job), "the idle allocation to end", timeout=90)
+    wait_for(lambda: not queued(keep, elsewhere["job_id"]), "the other allocation to end", timeout=90)
     third, fresh = _ddp(service, "third")
     assert fresh["job_id"] not in (job, elsewhere["job_id"]) and fresh["claim"] == 0
     assert not Path(handle["allocation"]).exists()

@@ -110,6 +110,15 @@ def _peer_closed_lately(replicas: Sequence[ReplicaStatus]) -> bool:
     )
 
 
+def _failed_in_a_collective(replica: ReplicaStatus) -> bool:
+    """Whether the replica ended with a collective's failure: its own timeout, or the connection
+    a peer closed as it timed out."""
+    message = replica.message or ""
+    return replica.state == ReplicaState.FAILED and (
+        collective_timeout.is_timeout(message) or bool(_CLOSED_BY_PEER.search(message))
+    )
+
+
 def _waited(message: str) -> str:
     found = _MILLISECONDS.search(message)
     return f" after {int(found.group(1)) / 1000:g} s" if found else ""
@@ -129,7 +138,10 @@ def name_missing(
     first = first_timeout(replicas)
     if first is None:
         return None
-    outside = set(missing_ranks.not_waiting(snapshot))
+    # a rank whose stack was outside every collective but that has since failed in one (its
+    # collective broke as a peer timed out, and it was unwinding: a DataLoader's `__del__` on
+    # its way out) had joined it
+    outside = set(missing_ranks.not_waiting(snapshot)) - {r.key for r in replicas if _failed_in_a_collective(r)}
     # a rank seen outside every collective first, then one that had ended without failing
     missing = [r for r in replicas if r.key in outside] + [r for r in replicas if r.state == ReplicaState.SUCCEEDED]
     label = {r.key: names.label(r.role, r.index) for r in replicas}
@@ -236,14 +248,18 @@ class CollectiveTimeouts:
         return True
 
     def _settling(self, replicas: Sequence[ReplicaStatus]) -> bool:
-        """Whether a replica that gave no stack (it exited as they were taken: a peer whose own
-        timeout came a moment later) is still seen running, for at most `SETTLE_S` after the
-        stacks came in: its exit, with its failure record, is what places it (where its backend
-        learns of exits by polling, as Slurm's follower does)."""
+        """Whether a replica whose place the stacks leave open is still seen running, for at most
+        `SETTLE_S` after the stacks came in: its exit, with its failure record, is what places it
+        (where its backend learns of exits by polling, as Slurm's follower does). Open: one that
+        gave no stack (it exited as they were taken: a peer whose own timeout came a moment
+        later), and one seen outside every collective, which may be a peer on its way out of a
+        collective that broke (a DataLoader's `__del__` as the error unwinds) rather than the
+        rank that never joined: a rank at fault still runs when the time is up."""
         if self.snapshot is None or time.monotonic() - self._taken_at >= SETTLE_S:
             return False
-        gave = {e.get("key") for e in self.snapshot.get("replicas") or [] if missing_ranks.waiting(e) is not None}
-        return any(r.state == ReplicaState.RUNNING and r.key not in gave for r in replicas)
+        entries = self.snapshot.get("replicas") or []
+        placed = {e.get("key") for e in entries if missing_ranks.waiting(e) is True}
+        return any(r.state == ReplicaState.RUNNING and r.key not in placed for r in replicas)
 
     def name(self, outcome: Outcome, replicas: Sequence[ReplicaStatus], names: ReplicaNames) -> Named | None:
         """The outcome that names the replicas the others waited for (`name_missing`), from the
