@@ -243,3 +243,68 @@ def test_a_machine_without_ip_refuses_the_pod_network_with_the_reason(tmp_path, 
     monkeypatch.setenv("PATH", str(bin_dir))
     with pytest.raises(PodNetworkUnavailable, match="the `ip` command is not installed"):
         Cluster(namespaces=("default",), pod_network=True)
+
+
+#: What a pod's resolver is given, and how a name nobody serves fares.
+RESOLVER = """
+import json, socket
+try:
+    socket.getaddrinfo("nobody-serves-this.example", 80); unknown = "resolved"
+except socket.gaierror as error:
+    unknown = "failed"
+print(json.dumps({"resolv": open("/etc/resolv.conf").read(), "unknown": unknown}))
+"""
+
+
+def test_a_pods_resolver_is_the_cluster_dns_with_the_namespaces_search_path(cluster, core, ns):
+    """ClusterFirst (the default policy): the cluster's DNS address, the namespace's search path
+    before the node's, `ndots:5` (pkg/kubelet/network/dns/dns.go, v1.33.0). Here that address is
+    the gateway, where nothing serves DNS: a name the hosts file does not hold fails there at once,
+    where the machine's resolver, out of the pod's reach, took two timeouts per lookup. With
+    `dnsPolicy: None` the pod's `dnsConfig` is all there is."""
+    core.create_namespaced_pod(ns, python_pod("cluster-first", RESOLVER))
+    none = python_pod("none", RESOLVER, dnsPolicy="None")
+    none["spec"]["dnsConfig"] = {"nameservers": ["10.244.0.1"], "searches": ["a.example"],
+                                 "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]}  # fmt: skip
+    core.create_namespaced_pod(ns, none)
+    seen = {}
+    for name in ("cluster-first", "none"):
+        pod = finished(core, ns, name)
+        log = core.read_namespaced_pod_log(name, ns, _preload_content=False).data
+        assert pod.status.phase == "Succeeded", log
+        seen[name] = json.loads(log)
+    lines = seen["cluster-first"]["resolv"].splitlines()
+    assert lines[0] == "nameserver 10.244.0.1"
+    assert lines[1].split()[:4] == ["search", f"{ns}.svc.cluster.local", "svc.cluster.local", "cluster.local"]
+    assert lines[2] == "options ndots:5"
+    assert seen["cluster-first"]["unknown"] == "failed"
+    assert seen["none"]["resolv"] == "nameserver 10.244.0.1\nsearch a.example\noptions ndots:2 edns0\n"
+
+
+def test_the_resolv_conf_of_each_dns_policy(tmp_path):
+    """resolv_conf against dns.go's rules: ClusterFirst on the host's network is Default (the
+    node's file); ClusterFirstWithHostNet keeps the cluster's; dnsConfig is appended without
+    duplicates and its option replaces one of the same name."""
+    from kube_sim.kubelet_volumes import resolv_conf
+
+    host = tmp_path / "resolv.conf"
+    host.write_text("# the node's\nnameserver 192.0.2.53\nsearch corp.example\noptions timeout:2\n")
+
+    def conf(**spec):
+        return resolv_conf({"spec": spec}, "ml", "10.96.0.10", host).splitlines()
+
+    cluster = ["nameserver 10.96.0.10", "search ml.svc.cluster.local svc.cluster.local cluster.local corp.example",
+               "options ndots:5"]  # fmt: skip
+    node = ["nameserver 192.0.2.53", "search corp.example", "options timeout:2"]
+    assert conf() == conf(dnsPolicy="ClusterFirst") == cluster
+    assert conf(dnsPolicy="ClusterFirst", hostNetwork=True) == conf(dnsPolicy="Default") == node
+    assert conf(dnsPolicy="ClusterFirstWithHostNet", hostNetwork=True) == cluster
+    assert conf(dnsPolicy="None") == []
+    merged = conf(dnsConfig={"nameservers": ["10.96.0.10", "192.0.2.1"], "searches": ["launcher.ml.svc.cluster.local"],
+                             "options": [{"name": "ndots", "value": "1"}]})  # fmt: skip
+    assert merged == [
+        "nameserver 10.96.0.10",
+        "nameserver 192.0.2.1",
+        "search ml.svc.cluster.local svc.cluster.local cluster.local corp.example launcher.ml.svc.cluster.local",
+        "options ndots:1",
+    ]

@@ -181,12 +181,14 @@ class Processes(KubeletPart):
         instance.container_id = "containerd://" + os.urandom(32).hex()
         workdir = spec.get("workingDir") or ""
         if self.isolated:
+            resolv = self._resolv_path(run)  # type: ignore[attr-defined]
             launch = run.directory / f"launch-{container.name}-{len(container.instances)}.json"
             launch.write_text(
                 json.dumps(
                     {
                         "mounts": mounts,
                         "hosts": str(self._hosts_path(run)),
+                        "resolv": str(resolv or ""),
                         "hostname": run.pod["spec"].get("hostname") or run.name,
                         "workdir": workdir or "/",
                         "argv": argv,

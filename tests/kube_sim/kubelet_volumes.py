@@ -4,8 +4,8 @@ the pod's folder (kubernetes v1.33.0 pkg/volume/configmap/configmap.go: one file
 with a FailedMount event), hostPath as the host's path, a PersistentVolumeClaim as the host
 directory of the volume it is bound to (the kubelet's `claims`: a hostPath PersistentVolume per
 claim, as kind's local-path provisioner binds them; every pod of the node shares it, as a
-ReadWriteMany claim is shared); and each pod's generated /etc/hosts with the cluster DNS names it
-stands in for."""
+ReadWriteMany claim is shared); each pod's generated /etc/hosts with the cluster DNS names it
+stands in for, and on the pod network its /etc/resolv.conf (`resolv_conf`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ from typing import Any
 from .events import record
 from .kubelet_parts import KubeletPart
 from .kubelet_pods import PodRun
+
+HOST_RESOLV = "/etc/resolv.conf"
+#: pkg/kubelet/network/dns/dns.go (kubernetes v1.33.0) defaultDNSOptions
+DEFAULT_DNS_OPTIONS = ("ndots:5",)
+CLUSTER_DOMAIN = "cluster.local"
 
 
 class VolumesAndHosts(KubeletPart):
@@ -124,6 +129,21 @@ class VolumesAndHosts(KubeletPart):
             lines.append(f"{ip}\t{' '.join(names)}")
         return "\n".join(lines) + "\n"
 
+    def _resolv_path(self, run: PodRun) -> Path | None:
+        """The pod's /etc/resolv.conf where it has a network namespace of its own, whose cluster
+        DNS address is the pod network's gateway: nothing serves port 53 there, so a name the hosts
+        file does not hold fails at once (port unreachable), as CoreDNS answers a name it does not
+        serve at once. The machine's resolver cannot be reached from a pod's namespace: with its
+        resolv.conf every such lookup waited out two 5 s timeouts (resolv.conf(5)), and gloo's
+        reverse lookup of each peer added 10 s to every job's start. Pods that share this
+        machine's network keep its resolv.conf."""
+        if self.network is None or not run.netns:
+            return None
+        path = run.directory / "etc-resolv.conf"
+        if not path.exists():
+            path.write_text(resolv_conf(run.pod, run.namespace, str(self.network.gateway), Path(HOST_RESOLV)))
+        return path
+
     def _cluster_names(self, namespace: str) -> list[tuple[str, list[str]]]:
         services = self.api.list(self.api.resource("", "v1", "services"), namespace)["items"]
         pods = [r for r in self.pods.values() if r.namespace == namespace and not r.done]
@@ -158,3 +178,65 @@ class VolumesAndHosts(KubeletPart):
                     handle.write(text)
                     handle.truncate()
                 self._hosts_text[run.uid] = text
+
+
+def resolv_conf(pod: dict[str, Any], namespace: str, cluster_dns: str, host: Path) -> str:
+    """A pod's resolv.conf as the kubelet writes it (kubernetes v1.33.0 pkg/kubelet/network/dns/
+    dns.go GetPodDNS): by `dnsPolicy` (getPodDNSType: ClusterFirst, or ClusterFirstWithHostNet,
+    the cluster's DNS with the namespace's search path and `ndots:5`; ClusterFirst on the host's
+    network, and Default, the node's resolv.conf; None, nothing), then `dnsConfig` appended
+    (appendDNSConfig: nameservers and searches appended without duplicates, an option of the same
+    name replaced)."""
+    spec = pod.get("spec") or {}
+    policy = spec.get("dnsPolicy") or "ClusterFirst"
+    host_network = bool(spec.get("hostNetwork"))
+    nameservers: list[str] = []
+    searches: list[str] = []
+    options: list[str] = []
+    host_servers, host_searches, host_options = _parse_resolv(host)
+    if policy == "ClusterFirstWithHostNet" or (policy == "ClusterFirst" and not host_network):
+        nameservers = [cluster_dns]
+        domain = CLUSTER_DOMAIN
+        searches = [f"{namespace}.svc.{domain}", f"svc.{domain}", domain, *host_searches]
+        options = list(DEFAULT_DNS_OPTIONS)
+    elif policy != "None":
+        nameservers, searches, options = host_servers, host_searches, host_options
+    config = spec.get("dnsConfig") or {}
+    nameservers = _unique([*nameservers, *(config.get("nameservers") or [])])
+    searches = _unique([*searches, *(config.get("searches") or [])])
+    named = {option.split(":", 1)[0]: option for option in options}
+    for option in config.get("options") or []:
+        value = option.get("value")
+        named[option["name"]] = f"{option['name']}:{value}" if value is not None else option["name"]
+    lines = [f"nameserver {server}" for server in nameservers]
+    if searches:
+        lines.append("search " + " ".join(searches))
+    if named:
+        lines.append("options " + " ".join(named.values()))
+    return "".join(line + "\n" for line in lines)
+
+
+def _parse_resolv(path: Path) -> tuple[list[str], list[str], list[str]]:
+    """nameserver, search and options lines of a resolv.conf (the last search line wins)."""
+    servers: list[str] = []
+    searches: list[str] = []
+    options: list[str] = []
+    try:
+        text = path.read_text()
+    except OSError:
+        return servers, searches, options
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) < 2:
+            continue
+        if fields[0] == "nameserver":
+            servers.append(fields[1])
+        elif fields[0] in ("search", "domain"):
+            searches = fields[1:]
+        elif fields[0] == "options":
+            options += fields[1:]
+    return servers, searches, options
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,10 +1,10 @@
 """Start one container's process inside its own mount and UTS namespaces (run under
 `unshare -m -u --propagation private`): a fresh /run, bind-mount the pod's volumes at their mount
-paths and the pod's generated hosts file over /etc/hosts, set the pod's hostname, then exec the
-command.
+paths, the pod's generated hosts file over /etc/hosts (and its resolv.conf, on the pod network),
+set the pod's hostname, then exec the command.
 
 A standalone script (no imports from the simulation), given one JSON file:
-{"mounts": [[host_path, mount_path, read_only], ...], "hosts": path, "hostname": name,
+{"mounts": [[host_path, mount_path, read_only], ...], "hosts": path, "resolv": path or "", "hostname": name,
  "workdir": path, "argv": [...], "env": {...}, "dirs": [path, ...]}
 """
 
@@ -53,6 +53,8 @@ def main() -> None:
         _mount(source, target, read_only)
     if spec.get("hosts"):
         _mount(spec["hosts"], "/etc/hosts", True)
+    if spec.get("resolv"):
+        _mount(spec["resolv"], os.path.realpath("/etc/resolv.conf"), True)
     if spec.get("hostname"):
         socket.sethostname(spec["hostname"])
     workdir = spec.get("workdir") or "/"
