@@ -11,7 +11,9 @@ Each process's `utime + stime` (from `/proc/PID/stat`) is read every `INTERVAL_S
 started since the first scan is counted whole (its CPU when first seen, then what it adds until it
 ends); one already running then, from then on. Processes that start and end between two scans are
 missed: the table's total is a lower bound, and it says how far below the machine's own count
-(`/proc/stat`) it is. Standard library only; one scan costs a few milliseconds.
+(`/proc/stat`) it is. Standard library only; one scan costs a few milliseconds. A line says how
+many cores the machine kept busy in each minute: where it is well under two, tests wait more than
+they compute, and more of them could run at once.
 
 A second table sums it by test file: a process started during a test carries pytest's
 `PYTEST_CURRENT_TEST` in the environment it was started with (`/proc/PID/environ`), and so do its
@@ -113,7 +115,13 @@ def main(out: str) -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     first_scan = True
+    minutes: list[float] = []  # cores busy in each minute (the machine's count): is there room for more?
+    minute_began, minute_ticks = started, machine_start
     while not stop:
+        if time.monotonic() - minute_began >= 60:
+            now_ticks = machine_ticks()
+            minutes.append((now_ticks - minute_ticks) / TICKS / (time.monotonic() - minute_began))
+            minute_began, minute_ticks = time.monotonic(), now_ticks
         alive = set()
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
@@ -148,6 +156,7 @@ def main(out: str) -> None:
         f"CPU by kind of process over {wall / 60:.1f} min (core-minutes; the machine counted "
         f"{machine / 60:.1f}, these samples {counted / 60:.1f})",
     ]
+    lines.append("cores busy, minute by minute: " + " ".join(f"{cores:.1f}" for cores in minutes))
     for kind, ticks in sorted(by_kind.items(), key=lambda item: -item[1]):
         seconds = ticks / TICKS
         if seconds >= 1:
