@@ -9,7 +9,6 @@ as a real controller calls the API server: they never touch the storage undernea
 from __future__ import annotations
 
 import base64
-import copy
 import itertools
 import json
 import secrets
@@ -23,6 +22,7 @@ from typing import Any
 from . import defaults, errors, field_manager, schema
 from .authentication import Authenticator
 from .authorization import Authorizer
+from .clone import clone
 from .errors import ApiError
 from .resources import (
     BUILTIN,
@@ -243,13 +243,13 @@ class ApiServer:
         if obj is not None:
             obj["metadata"]["resourceVersion"] = str(self.rv)
             self.objects[key] = obj
-            recorded = copy.deepcopy(obj)
+            recorded = clone(obj)
         else:
             assert prev is not None
             self.objects.pop(key, None)
-            recorded = copy.deepcopy(prev)
+            recorded = clone(prev)
             recorded["metadata"]["resourceVersion"] = str(self.rv)
-        self.events.append(Event(self.rv, kind, key, recorded, copy.deepcopy(prev) if prev else None))
+        self.events.append(Event(self.rv, kind, key, recorded, clone(prev) if prev else None))
         if not key[0].endswith("/events"):
             self.changes = self.rv
         while len(self.events) > self.history:
@@ -297,7 +297,7 @@ class ApiServer:
             obj = self.objects.get((resource.key, namespace if resource.namespaced else "", name))
             if obj is None:
                 raise errors.not_found(resource.plural, resource.group, name)
-            return copy.deepcopy(obj)
+            return clone(obj)
 
     def try_get(self, resource: Resource, namespace: str, name: str) -> Obj | None:
         try:
@@ -355,7 +355,7 @@ class ApiServer:
                 if self._matches(resource, k, o, namespace, labels, fields) and "/".join(k[1:]) >= start
             )
             page = keys[:limit] if limit else keys
-            items = [copy.deepcopy(state[k]) for k in page]
+            items = [clone(state[k]) for k in page]
             metadata: Obj = {"resourceVersion": str(rv)}
             if limit and len(keys) > limit:
                 last = page[-1]
@@ -451,7 +451,7 @@ class ApiServer:
         dry_run: bool = False,
         manager: str | None = None,
     ) -> Obj:
-        obj = copy.deepcopy(obj)
+        obj = clone(obj)
         meta = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = meta
         if resource.namespaced:
@@ -512,7 +512,7 @@ class ApiServer:
                 # pkg/controller/serviceaccount/serviceaccounts_controller.go syncNamespace):
                 # every namespace gets a `default` ServiceAccount; here in the same step
                 self.create(self.resource("", "v1", "serviceaccounts"), {"metadata": {"name": "default"}}, meta["name"])
-            out = copy.deepcopy(obj)
+            out = clone(obj)
         if warnings:
             out.setdefault("__warnings__", warnings)
         return out
@@ -529,7 +529,7 @@ class ApiServer:
         """PUT: replace, with optimistic concurrency on metadata.resourceVersion; the status
         subresource changes only status, the main resource leaves status alone (when the kind has
         a status subresource). Removing the last finalizer of a deleted object deletes it."""
-        obj = copy.deepcopy(obj)
+        obj = clone(obj)
         meta = obj.setdefault("metadata", {})
         name = meta.get("name") or ""
         namespace = namespace if resource.namespaced else ""
@@ -550,7 +550,7 @@ class ApiServer:
                     [errors.invalid("metadata.resourceVersion", "0x0", "must be specified for an update")],
                 )
             if subresource == "status":
-                new = copy.deepcopy(old)
+                new = clone(old)
                 new["status"] = obj.get("status")
                 if new["status"] is None:
                     new.pop("status")
@@ -571,7 +571,7 @@ class ApiServer:
                         new["metadata"].pop(fixed, None)
                 if resource.status_subresource:
                     if "status" in old:
-                        new["status"] = copy.deepcopy(old["status"])
+                        new["status"] = clone(old["status"])
                     else:
                         new.pop("status", None)
                 defaults.apply(resource, new, self)
@@ -580,7 +580,7 @@ class ApiServer:
                 if _spec_of(new) != _spec_of(old):
                     new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
                 if "managedFields" not in new["metadata"] and old["metadata"].get("managedFields"):
-                    new["metadata"]["managedFields"] = copy.deepcopy(old["metadata"]["managedFields"])
+                    new["metadata"]["managedFields"] = clone(old["metadata"]["managedFields"])
                 if manager:
                     field_manager.record_update(new, old, manager, resource.api_version, now())
             for plugin in self.admission:
@@ -593,9 +593,9 @@ class ApiServer:
                 # store.go Update: deleteWithoutFinalizers once the last finalizer is gone
                 self._commit("MODIFIED", key, new, old)
                 self._commit("DELETED", key, None, self.objects[key])
-                return copy.deepcopy(new)
+                return clone(new)
             self._commit("MODIFIED", key, new, old)
-            return copy.deepcopy(new)
+            return clone(new)
 
     def patch(
         self,
@@ -705,16 +705,16 @@ class ApiServer:
                     self._commit("DELETED", key, None, old)
                     return _deleted(resource, old)
                 if 0 < grace < current:
-                    new = copy.deepcopy(old)
+                    new = clone(old)
                     new["metadata"]["deletionGracePeriodSeconds"] = grace
                     new["metadata"]["deletionTimestamp"] = rfc3339(time.time() + grace)
                     self._commit("MODIFIED", key, new, old)
-                    return copy.deepcopy(new)
-                return copy.deepcopy(old)
+                    return clone(new)
+                return clone(old)
             if grace == 0 and not finalizers and resource.plural != "namespaces":
                 self._commit("DELETED", key, None, old)
                 return _deleted(resource, old)
-            new = copy.deepcopy(old)
+            new = clone(old)
             new["metadata"]["deletionTimestamp"] = rfc3339(time.time() + grace)
             new["metadata"]["deletionGracePeriodSeconds"] = grace
             if finalizers:
@@ -722,7 +722,7 @@ class ApiServer:
             if resource.plural == "namespaces":
                 new.setdefault("status", {})["phase"] = "Terminating"
             self._commit("MODIFIED", key, new, old)
-            return copy.deepcopy(new)
+            return clone(new)
 
     def remove(self, resource: Resource, namespace: str, name: str, uid: str | None = None) -> None:
         """The last step of a graceful deletion (the kubelet's grace-0 delete of a stopped pod)."""
@@ -803,7 +803,7 @@ class ApiServer:
             return obj is not None and self._matches(resource, key, obj, namespace, labels, fields)
 
         def shown(obj: Obj) -> Obj:
-            obj = copy.deepcopy(obj)
+            obj = clone(obj)
             obj.setdefault("apiVersion", resource.api_version)
             obj.setdefault("kind", resource.kind)
             return obj
@@ -923,7 +923,7 @@ class ApiServer:
         with self.cond:
             by_key = {r.key: r for r in self.resources.values()}
             return [
-                (by_key[k[0]], copy.deepcopy(o))
+                (by_key[k[0]], clone(o))
                 for k, o in self.objects.items()
                 if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or [])
             ]
@@ -953,7 +953,7 @@ RETURNS_DELETED = ("pods", "serviceaccounts", "services")
 
 def _deleted(resource: Resource, obj: Obj) -> Obj:
     if resource.plural in RETURNS_DELETED:
-        return copy.deepcopy(obj)
+        return clone(obj)
     meta = obj["metadata"]
     details = {"name": meta["name"], "kind": resource.plural, "uid": meta["uid"]}
     if resource.group:
@@ -967,8 +967,8 @@ def _deleted(resource: Resource, obj: Obj) -> Obj:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    out = clone(target) if isinstance(target, dict) else {}
     for name, value in patch.items():
         if value is None:
             out.pop(name, None)
@@ -983,7 +983,7 @@ def strategic_merge(target: Any, patch: Any) -> Any:
     volumes, ports by name), other lists are replaced (staging/src/k8s.io/apimachinery/pkg/util/
     strategicpatch/patch.go)."""
     if isinstance(patch, dict) and isinstance(target, dict):
-        out = copy.deepcopy(target)
+        out = clone(target)
         for name, value in patch.items():
             if value is None:
                 out.pop(name, None)
@@ -997,21 +997,21 @@ def strategic_merge(target: Any, patch: Any) -> Any:
         and target
         and all(isinstance(i, dict) and "name" in i for i in patch + target)
     ):
-        merged = [copy.deepcopy(i) for i in target]
+        merged = [clone(i) for i in target]
         for item in patch:
             for i, existing in enumerate(merged):
                 if existing["name"] == item["name"]:
                     merged[i] = strategic_merge(existing, item)
                     break
             else:
-                merged.append(copy.deepcopy(item))
+                merged.append(clone(item))
         return merged
-    return copy.deepcopy(patch)
+    return clone(patch)
 
 
 def json_patch(target: Any, operations: list[Obj]) -> Any:
     """RFC 6902: add, remove, replace, test (what the simulated clients send)."""
-    doc = copy.deepcopy(target)
+    doc = clone(target)
     for op in operations:
         parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
         parent = doc

@@ -9,10 +9,10 @@ registry's ClusterIP allocation (pkg/registry/core/service/storage/alloc.go).
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from . import errors
+from .clone import clone
 
 if TYPE_CHECKING:
     from .apiserver import ApiServer
@@ -51,7 +51,7 @@ def _container(container: dict[str, Any]) -> None:
     resources = container["resources"]
     if resources.get("limits") and not resources.get("requests"):
         # SetDefaults_Container / pkg/apis/core/v1/defaults.go: requests default to limits
-        resources["requests"] = copy.deepcopy(resources["limits"])
+        resources["requests"] = clone(resources["limits"])
 
 
 def _pod(pod: dict[str, Any]) -> None:
@@ -124,8 +124,8 @@ POD_UPDATE_FORBIDDEN = (
 def check_update(resource: Resource, new: dict[str, Any], old: dict[str, Any]) -> None:
     if resource.plural != "pods":
         return
-    mutable = copy.deepcopy(new.get("spec") or {})
-    before = copy.deepcopy(old.get("spec") or {})
+    mutable = clone(new.get("spec") or {})
+    before = clone(old.get("spec") or {})
     for spec in (mutable, before):
         for field in ("containers", "initContainers"):
             for container in spec.get(field) or []:

@@ -21,11 +21,11 @@ Writes by the simulated controllers (in-process) record nothing, as the tests ne
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 from . import errors
+from .clone import clone
 from .errors import ApiError
 
 Obj = dict[str, Any]
@@ -133,9 +133,9 @@ def from_fields_v1(fields: Obj, prefix: Path = ()) -> set[Path]:
 def merge(live: Any, applied: Any, field: str = "") -> Any:
     """The applied configuration over the live object (structured merge)."""
     if isinstance(live, dict) and isinstance(applied, dict):
-        out = copy.deepcopy(live)
+        out = clone(live)
         for name, value in applied.items():
-            out[name] = merge(live.get(name), value, name) if name in live else copy.deepcopy(value)
+            out[name] = merge(live.get(name), value, name) if name in live else clone(value)
         return out
     if (
         isinstance(live, list)
@@ -143,7 +143,7 @@ def merge(live: Any, applied: Any, field: str = "") -> Any:
         and applied
         and all(_item_key(field, i) for i in applied + live)
     ):
-        merged = [copy.deepcopy(i) for i in live]
+        merged = [clone(i) for i in live]
         for item in applied:
             key = _item_key(field, item)
             for i, existing in enumerate(merged):
@@ -151,9 +151,9 @@ def merge(live: Any, applied: Any, field: str = "") -> Any:
                     merged[i] = merge(existing, item, "")
                     break
             else:
-                merged.append(copy.deepcopy(item))
+                merged.append(clone(item))
         return merged
-    return copy.deepcopy(applied)
+    return clone(applied)
 
 
 def _remove(obj: Any, path: Path) -> None:
@@ -216,7 +216,7 @@ def apply(live: Obj | None, applied: Obj, manager: str, force: bool, api_version
     ApiError 409 on conflicts unless `force`."""
     applied_leaves = leaves(applied)
     if live is None:
-        obj = copy.deepcopy(applied)
+        obj = clone(applied)
         obj.setdefault("metadata", {})["managedFields"] = [
             _entry(manager, "Apply", api_version, stamp, set(applied_leaves))
         ]

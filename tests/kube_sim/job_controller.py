@@ -24,10 +24,10 @@ suspend, activeDeadlineSeconds, ttlSecondsAfterFinished.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from .apiserver import ApiServer, now
+from .clone import clone
 from .controller import ControllerLoop
 from .errors import ApiError
 from .events import record
@@ -79,8 +79,8 @@ class JobController(ControllerLoop):
         meta, spec = job["metadata"], job["spec"]
         if meta.get("deletionTimestamp"):
             return
-        status = copy.deepcopy(job.get("status") or {})
-        before = copy.deepcopy(status)
+        status = clone(job.get("status") or {})
+        before = clone(status)
         conditions = status.get("conditions") or []
         if any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conditions):
             return
@@ -177,7 +177,7 @@ class JobController(ControllerLoop):
 
     def _create_pod(self, job: dict, index: int | None) -> None:
         meta = job["metadata"]
-        template = copy.deepcopy(job["spec"]["template"])
+        template = clone(job["spec"]["template"])
         pod_meta = template.setdefault("metadata", {})
         spec = template["spec"]
         new_label = version_at_least(self.api, 1, 28)

@@ -25,11 +25,11 @@ Not modelled: startupPolicy, failure policy rules, exclusive placement, suspend,
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from typing import Any
 
 from .apiserver import ApiServer, now
+from .clone import clone
 from .controller import ControllerLoop
 from .errors import ApiError
 from .events import record
@@ -91,8 +91,8 @@ class JobSetController(ControllerLoop):
         meta, spec = jobset["metadata"], jobset["spec"]
         if meta.get("deletionTimestamp"):
             return
-        status = copy.deepcopy(jobset.get("status") or {})
-        before = copy.deepcopy(status)
+        status = clone(jobset.get("status") or {})
+        before = clone(status)
         if status.get("terminalState"):
             return
         namespace, name = meta["namespace"], meta["name"]
@@ -246,7 +246,7 @@ class JobSetController(ControllerLoop):
             f"{K}job-key": hashlib.sha1(f"{meta['namespace']}/{name}".encode()).hexdigest(),
             f"{K}job-global-index": str(offset + index),
         }  # fmt: skip
-        template = copy.deepcopy(rjob.get("template") or {})
+        template = clone(rjob.get("template") or {})
         job_spec = template.get("spec") or {}
         pod_template = job_spec.setdefault("template", {})
         pod_meta = pod_template.setdefault("metadata", {})

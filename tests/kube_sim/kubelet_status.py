@@ -5,11 +5,11 @@ status subresource only when they change (pkg/kubelet/status/status_manager.go).
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
 from .apiserver import now
+from .clone import clone
 from .errors import ApiError
 from .kubelet_parts import KubeletPart
 from .kubelet_pods import ContainerRun, PodRun
@@ -135,7 +135,7 @@ class StatusWriter(KubeletPart):
         }
         if any(c.init for c in run.containers):
             status["initContainerStatuses"] = [s for s, c in zip(statuses, run.containers, strict=True) if c.init]
-        comparable = copy.deepcopy(status)
+        comparable = clone(status)
         if comparable == run.last_status:
             return
         try:

@@ -3,10 +3,10 @@ is `mpi_operator.py`): the launcher and workers, the hostfile ConfigMap, kubexec
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from .apiserver import ApiServer, now
+from .clone import clone
 from .training_job import L_INDEX, L_JOB, L_OPERATOR, L_ROLE, L_TYPE, Framework, set_condition
 
 if TYPE_CHECKING:
@@ -224,7 +224,7 @@ class MPI(Framework):
 
     def worker(self, job: dict, index: int) -> dict:
         name = job["metadata"]["name"]
-        template = copy.deepcopy(job["spec"][self.specs_field]["Worker"]["template"])
+        template = clone(job["spec"][self.specs_field]["Worker"]["template"])
         labels = {L_OPERATOR: self.controller, L_JOB: name, L_TYPE: "worker", L_INDEX: str(index)}
         spec = template["spec"]
         policy = job["spec"][self.specs_field]["Worker"].get("restartPolicy")
@@ -256,7 +256,7 @@ class MPI(Framework):
     def launcher(self, job: dict) -> dict:
         name = job["metadata"]["name"]
         replica = job["spec"][self.specs_field]["Launcher"]
-        template = copy.deepcopy(replica["template"])
+        template = clone(replica["template"])
         labels = {L_OPERATOR: self.controller, L_JOB: name, L_TYPE: "launcher", L_ROLE: "master"}
         spec = template["spec"]
         if not spec.get("serviceAccountName"):

@@ -45,11 +45,11 @@ Not modelled: suspend, gang scheduling (PodGroups), the Restarting condition (v2
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
 from .apiserver import ApiServer, now
+from .clone import clone
 from .controller import ControllerLoop
 from .errors import ApiError
 from .events import record
@@ -83,7 +83,7 @@ MPICH_ENV = [
 
 def defaults(job: dict[str, Any]) -> dict[str, Any]:
     """default.go SetDefaults_MPIJob, on a copy (the controller never writes them back)."""
-    job = copy.deepcopy(job)
+    job = clone(job)
     spec = job.setdefault("spec", {})
     spec.setdefault("runPolicy", {}).setdefault("cleanPodPolicy", "None")
     spec.setdefault("slotsPerWorker", 1)
@@ -250,7 +250,7 @@ def worker_pod(job: dict[str, Any], index: int) -> dict[str, Any]:
     """newWorker."""
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
     replica = job["spec"]["mpiReplicaSpecs"]["Worker"]
-    template = copy.deepcopy(replica.get("template") or {})
+    template = clone(replica.get("template") or {})
     meta, spec = template.get("metadata") or {}, template["spec"]
     labels = {**(meta.get("labels") or {}), **default_labels(name, "worker"), L_INDEX: str(index)}
     pod_name = f"{name}-worker-{index}"
@@ -275,7 +275,7 @@ def launcher_job(job: dict[str, Any]) -> dict[str, Any]:
     """newLauncherJob and newLauncherPodTemplate."""
     name, spec = job["metadata"]["name"], job["spec"]
     replica = spec["mpiReplicaSpecs"]["Launcher"]
-    template = copy.deepcopy(replica.get("template") or {})
+    template = clone(replica.get("template") or {})
     meta, pod = template.get("metadata") or {}, template["spec"]
     labels = {**(meta.get("labels") or {}), **default_labels(name, "launcher")}
     pod["hostname"], pod["subdomain"] = f"{name}-launcher", name
@@ -287,11 +287,11 @@ def launcher_job(job: dict[str, Any]) -> dict[str, Any]:
     slots = str(spec["slotsPerWorker"])
     implementation = spec["mpiImplementation"]
     if implementation == "OpenMPI":
-        env += copy.deepcopy(OMPI_ENV) + [{"name": "OMPI_MCA_orte_set_default_slots", "value": slots}]
+        env += clone(OMPI_ENV) + [{"name": "OMPI_MCA_orte_set_default_slots", "value": slots}]
     elif implementation == "Intel":
-        env += copy.deepcopy(INTEL_ENV) + [{"name": "I_MPI_PERHOST", "value": slots}]
+        env += clone(INTEL_ENV) + [{"name": "I_MPI_PERHOST", "value": slots}]
     else:
-        env += copy.deepcopy(MPICH_ENV)
+        env += clone(MPICH_ENV)
     if not spec.get("runLauncherAsWorker"):
         env += [{"name": "NVIDIA_VISIBLE_DEVICES"}, {"name": "NVIDIA_DRIVER_CAPABILITIES"}]
     _setup_ssh(pod, job)
@@ -378,8 +378,8 @@ class MPIOperator(ControllerLoop):
                 self._reported.add(key)
                 self._event(job, "ValidationError", f"Found validation errors: [{', '.join(errors)}]", "Warning")
             return
-        status = copy.deepcopy(stored.get("status") or {})
-        before = copy.deepcopy(status)
+        status = clone(stored.get("status") or {})
+        before = clone(status)
         if not status.get("conditions"):
             message = f"MPIJob {namespace}/{name} is created."
             set_condition(status, "Created", "True", "MPIJobCreated", message)

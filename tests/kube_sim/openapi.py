@@ -20,13 +20,13 @@ openapi_pb.py), which kubectl 1.27 asks for.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from .clone import clone
 from .resources import Resource
 
 Obj = dict[str, Any]
@@ -111,7 +111,7 @@ def _schemas_for(
     for resource in resources:
         if resource.schema is not None:
             name = crd_definition_name(resource.group, resource.version, resource.kind)
-            schema = copy.deepcopy(resource.schema)
+            schema = clone(resource.schema)
             schema.setdefault("type", "object")
             props = schema.setdefault("properties", {})
             meta_ref = ref_prefix + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

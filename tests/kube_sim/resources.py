@@ -4,7 +4,6 @@ Kubeflow ones in `tests/data/crds/`, or any posted to the server)."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import gzip
 from dataclasses import dataclass, field
@@ -12,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .clone import clone
 
 CRD_DIR = Path(__file__).resolve().parent.parent / "data" / "crds"
 
@@ -120,7 +121,7 @@ def from_crd(crd: dict[str, Any]) -> list[Resource]:
 
 def load_crd(path: Path) -> dict[str, Any]:
     """A CRD from a YAML file (gzip when it ends in .gz); parsed once per process."""
-    return copy.deepcopy(_load_crd(path))
+    return clone(_load_crd(path))
 
 
 @functools.cache

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from decimal import Decimal
 
 from . import errors, quantity
 from .apiserver import ApiServer, now
+from .clone import clone
 from .controller import ControllerLoop
 from .events import record
 
@@ -24,7 +24,7 @@ def bind(api: ApiServer, namespace: str, name: str, node: str) -> None:
             )
         if pod["metadata"].get("deletionTimestamp"):
             raise errors.conflict("pods", "", name, f"pod {name} is being deleted, cannot be assigned to a host")
-        old = copy.deepcopy(pod)
+        old = clone(pod)
         pod["spec"]["nodeName"] = node
         conditions = [c for c in pod["status"].get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append(
@@ -105,7 +105,7 @@ class Scheduler(ControllerLoop):
             if self._reported.get(uid) == message:
                 continue
             self._reported[uid] = message
-            status = copy.deepcopy(pod.get("status") or {})
+            status = clone(pod.get("status") or {})
             conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
             conditions.append(
                 {

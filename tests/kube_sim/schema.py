@@ -9,12 +9,12 @@ The order is the API server's: decode (type errors are a 400, not a 422), prune 
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
 from typing import Any
 
+from .clone import clone
 from .errors import FieldError, invalid, not_supported, required
 
 # ---- field paths -------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ def default(value: Any, schema: dict[str, Any]) -> Any:
     if isinstance(value, dict):
         for name, sub in (schema.get("properties") or {}).items():
             if "default" in sub and (name not in value or (value[name] is None and not sub.get("nullable"))):
-                value[name] = copy.deepcopy(sub["default"])
+                value[name] = clone(sub["default"])
             if name in value:
                 default(value[name], sub)
         additional = schema.get("additionalProperties")

@@ -37,12 +37,12 @@ webhook's MPI numNodes check (its reserved OMPI_MCA_* env is in admission.py).
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
 from . import quantity
 from .apiserver import ApiServer, strategic_merge
+from .clone import clone
 from .controller import ControllerLoop
 from .errors import ApiError
 from .jobset_controller import RESOURCE as JOBSETS
@@ -63,17 +63,17 @@ def upsert_env(env: list[dict[str, Any]], items: list[dict[str, Any]]) -> None:
     for item in items:
         for i, existing in enumerate(env):
             if existing.get("name") == item["name"]:
-                env[i] = copy.deepcopy(item)
+                env[i] = clone(item)
                 break
         else:
-            env.append(copy.deepcopy(item))
+            env.append(clone(item))
 
 
 def pod_template_overrides(js_spec: dict[str, Any], overrides: list[dict[str, Any]]) -> dict[str, Any]:
     """Trainer v2.1.0 trainingruntime.go mergePodTemplateOverrides: in order, each override's
     metadata (labels, annotations only) and spec, strategically merged into the PodTemplateSpec
     of the replicated jobs it targets."""
-    js_spec = copy.deepcopy(js_spec)
+    js_spec = clone(js_spec)
     for override in overrides:
         targets = {t.get("name") for t in override.get("targetJobs") or []}
         patch: dict[str, Any] = {}
@@ -187,7 +187,7 @@ class TrainerController(ControllerLoop):
     def jobset(self, trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
         """The JobSet this TrainJob becomes (without creating it)."""
         meta, spec = trainjob["metadata"], trainjob["spec"]
-        template = copy.deepcopy(runtime["spec"]["template"])
+        template = clone(runtime["spec"]["template"])
         labels = dict((template.get("metadata") or {}).get("labels") or {})
         annotations = dict((template.get("metadata") or {}).get("annotations") or {})
         js_spec = template.get("spec") or {}
@@ -233,14 +233,14 @@ class TrainerController(ControllerLoop):
                 if ancestor:
                     for field in ("image", "command", "args"):
                         if trainer.get(field) is not None:
-                            container[field] = copy.deepcopy(trainer[field])
+                            container[field] = clone(trainer[field])
                 if not ancestor and not launcher_as_node:
                     continue
                 # builder.go Trainer: env (and resources, trainingruntime.go) on the trainer's job
                 # and, with runLauncherAsNode, on the MPI `node` job too
                 upsert_env(container.setdefault("env", []), trainer.get("env") or [])
                 if resources:
-                    merged = copy.deepcopy(container.get("resources") or {})
+                    merged = clone(container.get("resources") or {})
                     for kind in ("limits", "requests"):
                         if resources.get(kind):
                             merged[kind] = {**(merged.get(kind) or {}), **resources[kind]}
@@ -305,8 +305,8 @@ class TrainerController(ControllerLoop):
                 self.mpi_objects(trainjob, jobset["spec"], mpi)
             self.api.create(JOBSETS, jobset, namespace)
             return
-        status = copy.deepcopy(trainjob.get("status") or {})
-        before = copy.deepcopy(status)
+        status = clone(trainjob.get("status") or {})
+        before = clone(status)
         conditions = {c["type"]: c for c in status.get("conditions") or []}
         for condition in (existing.get("status") or {}).get("conditions") or []:
             kind = {"Completed": "Complete", "Failed": "Failed"}.get(condition["type"])

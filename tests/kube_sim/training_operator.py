@@ -29,11 +29,11 @@ serves one MPIJob kind: this one, or mpi-operator's v2beta1 (`mpi_operator.py`).
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
 from .apiserver import ApiServer, now, rfc3339
+from .clone import clone
 from .controller import ControllerLoop
 from .errors import ApiError
 from .events import record
@@ -87,15 +87,15 @@ class TrainingOperator(ControllerLoop):
         managed_by = (job["spec"].get("runPolicy") or {}).get("managedBy")
         if managed_by not in (None, "", OPERATOR):  # ManagedByExternalController
             return
-        job = copy.deepcopy(job)
+        job = clone(job)
         framework.defaults(job)
         name = job["metadata"]["name"]
-        status = copy.deepcopy(job.get("status") or {})
+        status = clone(job.get("status") or {})
         if not status.get("conditions"):
             # onOwnerCreateFunc: the Created condition
             set_condition(status, "Created", "True", f"{framework.kind}Created", f"{framework.kind} {name} is created.")
         status.setdefault("replicaStatuses", {})
-        before = copy.deepcopy(job.get("status") or {})
+        before = clone(job.get("status") or {})
         specs = job["spec"][framework.specs_field]
         run_policy = job["spec"]["runPolicy"]
         pods = self._owned("pods", job, framework)
@@ -246,7 +246,7 @@ class TrainingOperator(ControllerLoop):
         labels = self._labels(framework, job, rt, index)
         if framework.is_master_role(specs, next(k for k in specs if k.lower() == rt), index):
             labels[L_ROLE] = "master"
-        template = copy.deepcopy(spec["template"])
+        template = clone(spec["template"])
         meta = template.setdefault("metadata", {})
         meta["name"] = f"{job['metadata']['name']}-{rt}-{index}"
         meta.setdefault("labels", {}).update(labels)
