@@ -242,9 +242,7 @@ class SlurmCluster:
             if self._accounting is not None:
                 self._accounting.stop()
             for node in self.layout.nodes:
-                folders = node_cgroups(node.name)
-                stop_pids({pid for folder in folders for pid in cgroup_pids(folder)}, timeout=5)
-                problems += remove_cgroups(folders)
+                problems += _empty_and_remove(node_cgroups(node.name))
         stop_pids([self._munged_pid or 0])
         shutil.rmtree(root, ignore_errors=True)
         self.root = None
@@ -255,3 +253,17 @@ class SlurmCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _empty_and_remove(folders: list[Path], timeout: float = 15.0) -> list[str]:
+    """End the processes left in a node's cgroups, then remove them; again until they are gone or
+    `timeout` s have passed. A cgroup cannot be removed while a process is in it (EBUSY), and on a
+    loaded machine a task killed a moment ago may still be leaving it, or a step's last process
+    may just have been started into it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        stop_pids({pid for folder in folders for pid in cgroup_pids(folder)}, timeout=5)
+        problems = remove_cgroups(folders)
+        if not problems or time.monotonic() > deadline:
+            return problems
+        time.sleep(0.2)
