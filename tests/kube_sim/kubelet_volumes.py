@@ -21,6 +21,7 @@ from .kubelet_pods import PodRun
 HOST_RESOLV = "/etc/resolv.conf"
 #: pkg/kubelet/network/dns/dns.go (kubernetes v1.33.0) defaultDNSOptions
 DEFAULT_DNS_OPTIONS = ("ndots:5",)
+#: the cluster's DNS domain (the kubelet's `clusterDomain`), in the hosts file's names and the search path
 CLUSTER_DOMAIN = "cluster.local"
 
 
@@ -123,7 +124,7 @@ class VolumesAndHosts(KubeletPart):
         subdomain = run.pod["spec"].get("subdomain")
         own = [hostname]
         if subdomain:
-            own.insert(0, f"{hostname}.{subdomain}.{run.namespace}.svc.cluster.local")
+            own.insert(0, f"{hostname}.{subdomain}.{run.namespace}.svc.{CLUSTER_DOMAIN}")
         lines.append(f"{run.ip}\t{' '.join(own)}")
         for ip, names in self._cluster_names(run.namespace):
             lines.append(f"{ip}\t{' '.join(names)}")
@@ -150,7 +151,7 @@ class VolumesAndHosts(KubeletPart):
         out: list[tuple[str, list[str]]] = []
 
         def forms(name: str) -> list[str]:
-            return [f"{name}.{namespace}.svc.cluster.local", f"{name}.{namespace}.svc", f"{name}.{namespace}", name]
+            return [f"{name}.{namespace}.svc.{CLUSTER_DOMAIN}", f"{name}.{namespace}.svc", f"{name}.{namespace}", name]
 
         for service in services:
             selector = (service.get("spec") or {}).get("selector") or {}
@@ -196,8 +197,7 @@ def resolv_conf(pod: dict[str, Any], namespace: str, cluster_dns: str, host: Pat
     host_servers, host_searches, host_options = _parse_resolv(host)
     if policy == "ClusterFirstWithHostNet" or (policy == "ClusterFirst" and not host_network):
         nameservers = [cluster_dns]
-        domain = CLUSTER_DOMAIN
-        searches = [f"{namespace}.svc.{domain}", f"svc.{domain}", domain, *host_searches]
+        searches = [f"{namespace}.svc.{CLUSTER_DOMAIN}", f"svc.{CLUSTER_DOMAIN}", CLUSTER_DOMAIN, *host_searches]
         options = list(DEFAULT_DNS_OPTIONS)
     elif policy != "None":
         nameservers, searches, options = host_servers, host_searches, host_options
