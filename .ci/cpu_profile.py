@@ -13,7 +13,10 @@ ends); one already running then, from then on. Processes that start and end betw
 missed: the table's total is a lower bound, and it says how far below the machine's own count
 (`/proc/stat`) it is. Standard library only; one scan costs a few milliseconds. A line says how
 many cores the machine kept busy in each minute: where it is well under two, tests wait more than
-they compute, and more of them could run at once.
+they compute, and more of them could run at once. Another says how much disk was free, the least
+in each minute, on the checkout's filesystem and the temporary one (pytest's `tmp_path`s), where
+they differ: a run once failed on a full disk ("No space left on
+device" from pytest's own report), and the line says how near the next one comes.
 
 A second table sums it by test file: a process started during a test carries pytest's
 `PYTEST_CURRENT_TEST` in the environment it was started with (`/proc/PID/environ`), and so do its
@@ -27,6 +30,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections import defaultdict
 
@@ -105,6 +109,24 @@ def machine_ticks() -> int:
     return sum(int(v) for v in fields[:3]) + sum(int(v) for v in fields[5:8])  # user nice system irq softirq steal
 
 
+def watched_filesystems() -> dict[str, int]:
+    """The checkout's folder and the temporary folder, one per filesystem: {path: device}."""
+    paths: dict[str, int] = {}
+    for path in (".", tempfile.gettempdir()):
+        device = os.stat(path).st_dev
+        if device not in paths.values():
+            paths[path] = device
+    return paths
+
+
+def free_disk_gb(paths: dict[str, int]) -> dict[str, float]:
+    free = {}
+    for path in paths:
+        stat = os.statvfs(path)
+        free[path] = stat.f_bavail * stat.f_frsize / 1e9
+    return free
+
+
 def main(out: str) -> None:
     seen: dict[str, tuple[str, int, str, str]] = {}  # identity -> (kind, ticks at the last sample, command, test file)
     by_kind: dict[str, int] = defaultdict(int)
@@ -117,11 +139,17 @@ def main(out: str) -> None:
     first_scan = True
     minutes: list[float] = []  # cores busy in each minute (the machine's count): is there room for more?
     minute_began, minute_ticks = started, machine_start
+    filesystems = watched_filesystems()
+    disk_free: list[dict[str, float]] = []  # the least free disk (GB) in each minute, by filesystem
+    least_free = free_disk_gb(filesystems)
     while not stop:
         if time.monotonic() - minute_began >= 60:
             now_ticks = machine_ticks()
             minutes.append((now_ticks - minute_ticks) / TICKS / (time.monotonic() - minute_began))
             minute_began, minute_ticks = time.monotonic(), now_ticks
+            disk_free.append(least_free)
+            least_free = free_disk_gb(filesystems)
+        least_free = {path: min(gb, least_free[path]) for path, gb in free_disk_gb(filesystems).items()}
         alive = set()
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
@@ -157,6 +185,11 @@ def main(out: str) -> None:
         f"{machine / 60:.1f}, these samples {counted / 60:.1f})",
     ]
     lines.append("cores busy, minute by minute: " + " ".join(f"{cores:.1f}" for cores in minutes))
+    for path in filesystems:
+        lines.append(
+            f"disk free on {os.path.abspath(path)}'s filesystem (GB), the least in each minute: "
+            + " ".join(f"{free[path]:.1f}" for free in disk_free)
+        )
     for kind, ticks in sorted(by_kind.items(), key=lambda item: -item[1]):
         seconds = ticks / TICKS
         if seconds >= 1:
