@@ -1,6 +1,8 @@
 """Where the README's test command spends its time: the per-test times of a JUnit XML report
-(`.ci/run` writes ci-junit.xml), summed by file and by lane, longest first. The suite's wall
-time is about the sum divided by its workers, so the files at the top are where a cut pays.
+(`.ci/run` writes ci-junit.xml), summed by file, longest first. The suite's wall time is about the
+sum divided by its workers, so the files at the top are where a cut pays. Beside each file, the
+CPU its tests used in the pytest worker's own process (the `worker_cpu_s` property
+tests/conftest.py records): on two busy cores, CPU is what a cut must save.
 
     python .ci/suite_time.py ci-junit.xml [--top 30] [--write-durations tests/durations.json]
 
@@ -30,6 +32,7 @@ def main() -> None:
     parser.add_argument("--write-durations", metavar="PATH", help="record each file's time there (JSON)")
     args = parser.parse_args()
     by_file: Counter[str] = Counter()
+    worker_cpu: Counter[str] = Counter()
     tests: Counter[str] = Counter()
     for case in ET.parse(args.report).getroot().iter("testcase"):
         # `tests.test_store.TestDiskFull`: the module is the last part before a class's
@@ -37,10 +40,22 @@ def main() -> None:
         name = module[-1] if module else "?"
         by_file[name] += float(case.get("time") or 0)
         tests[name] += 1
+        for prop in case.iter("property"):
+            if prop.get("name") == "worker_cpu_s":
+                worker_cpu[name] += float(prop.get("value") or 0)
     total = sum(by_file.values())
-    print(f"{sum(tests.values())} tests, {total / 60:.1f} min in all")
+    print(
+        f"{sum(tests.values())} tests, {total / 60:.1f} min in all; "
+        f"the workers' own CPU {sum(worker_cpu.values()) / 60:.1f} core-min"
+    )
     for name, seconds in by_file.most_common(args.top):
-        print(f"{seconds / 60:7.1f} min {100 * seconds / total:5.1f} %  {tests[name]:4d} tests  {name}")
+        print(
+            f"{seconds / 60:7.1f} min {100 * seconds / total:5.1f} %  {tests[name]:4d} tests  "
+            f"worker CPU {worker_cpu[name] / 60:5.2f} core-min  {name}"
+        )
+    print("the heaviest files by the workers' own CPU:")
+    for name, seconds in worker_cpu.most_common(args.top):
+        print(f"{seconds / 60:7.2f} core-min  {tests[name]:4d} tests  {name}")
     if args.write_durations:
         seconds = {f"tests/{name}.py": round(time, 1) for name, time in sorted(by_file.items())}
         Path(args.write_durations).write_text(json.dumps({"about": ABOUT, "seconds": seconds}, indent=1) + "\n")

@@ -310,6 +310,25 @@ def pytest_runtest_teardown(item: pytest.Item):
         _reopen_closed_capture(item)
 
 
+_CPU_BEGAN = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    item.stash[_CPU_BEGAN] = time.process_time()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """The CPU a test used in the worker's own process, all its threads (the in-process simulated
+    cluster, Jupyter servers, nbclient, the test's polls), as the JUnit property `worker_cpu_s`:
+    .ci/cpu_profile.py sees the workers only as a whole, `.ci/suite_time.py` says which tests."""
+    if call.when == "teardown" and _CPU_BEGAN in item.stash:
+        item.user_properties.append(("worker_cpu_s", round(time.process_time() - item.stash[_CPU_BEGAN], 2)))
+    return (yield)
+
+
 @pytest.fixture(autouse=True)
 def _no_monitor_outlives_its_test():
     """A monitor a test started keeps updating until its run ends; one left polling would draw

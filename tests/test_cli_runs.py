@@ -56,6 +56,7 @@ def test_run_wait_failure_exit_code_and_reason(px_home, topology_file):
 
 
 @pytest.mark.jobs
+@pytest.mark.warm_only  # what the CLI prints, not how replicas start: this module's other jobs run cold too
 def test_run_then_status_logs_and_runs(px_home, topology_file):
     result = px("run", FAULTS, "-f", topology_file, "--name", "cli-demo", "--", "env")
     assert result.returncode == 0, result.stderr
@@ -90,6 +91,7 @@ def test_run_then_status_logs_and_runs(px_home, topology_file):
 
 
 @pytest.mark.jobs
+@pytest.mark.warm_only  # what the CLI prints, not how replicas start: this module's other jobs run cold too
 def test_logs_prefixes_and_selection(px_home, topology_file):
     run_id = px("run", FAULTS, "-f", topology_file, "--", "exit", "worker-0", "0").stdout.strip()
     run = _run(run_id)
@@ -183,6 +185,7 @@ def test_runs_when_there_are_none(px_home):
 
 
 @pytest.mark.jobs
+@pytest.mark.warm_only  # what the CLI prints, not how replicas start: this module's other jobs run cold too
 def test_readme_example_runs(px_home):
     """The README's first command: the PyTorch example with its topology (master + 2 workers)."""
     result = px("run", str(ROOT / "examples" / "allreduce.py"), "-f", str(ROOT / "examples" / "pytorch.yaml"), "--wait")

@@ -24,6 +24,10 @@ def shared(tmp_path_factory):
     return shared_folder(tmp_path_factory)
 
 
+# Warm, as a user's local runs start. Cold, these workloads run on every other backend: the SSH
+# hosts, the Slurm nodes and the simulated pods start their replicas cold (test_ssh_workloads.py,
+# test_workloads_slurm.py, test_workloads_kube.py), and so do this module's TensorFlow tests.
+@pytest.mark.warm_only
 @pytest.mark.parametrize("name", ["torch_cnn", "torch_lm"])
 def test_a_pytorch_workload_ends_with_torchruns_loss(name, launch, px_home, shared):
     expected = reference_loss(name, 1, shared)
