@@ -57,7 +57,8 @@ KINDS = (
     ("replicas (cold)", ("jupyter_px.runner", "px_entry.py", "jupyter_px/runner.py")),
     ("torchrun and mpirun", ("torchrun", "mpirun", "orted", "prterun")),
     ("the jupyter px CLI", ("jupyter-px", "jupyter_px.cli")),
-    ("pytest workers", ("pytest", "execnet", "xdist", "exec(eval(sys.stdin")),
+    # (not "pytest" alone: every path under a test's tmp_path has it)
+    ("pytest workers", ("-m pytest", "bin/pytest", "execnet", "xdist", "exec(eval(sys.stdin")),
     ("pip, uv (the floors' install)", ("pip", "/uv ")),
     ("lint and types", ("ruff", "mypy", "lint-imports", "sphinx")),
 )
@@ -71,15 +72,21 @@ def kind_of(cmdline: str) -> str:
     return f"other: {os.path.basename(first) or '?'}"
 
 
-def cpu_ticks(pid: str) -> tuple[str, int] | None:
-    """(the process's identity: its pid and start time, its CPU ticks so far)."""
+def cpu_ticks(pid: str) -> tuple[str, str, int] | None:
+    """(the process's identity: its pid and start time, its command's name, its CPU ticks so far).
+
+    A process that execs another program keeps its pid and start time: a simulated pod's
+    `launch.py`, or a shell, becoming the replica it starts. Its CPU from then on is the new
+    program's (the command line is read again at each scan to see it)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+            head, tail = f.read().rsplit(b")", 1)
     except OSError:
         return None
+    fields = tail.split()
     # utime, stime and starttime: fields 14, 15 and 22 of proc(5)'s stat, counted from the state (3)
-    return f"{pid}@{fields[19].decode()}", int(fields[11]) + int(fields[12])
+    comm = head.split(b"(", 1)[-1].decode(errors="replace")
+    return f"{pid}@{fields[19].decode()}", comm, int(fields[11]) + int(fields[12])
 
 
 def cmdline_of(pid: str) -> str:
@@ -128,7 +135,8 @@ def free_disk_gb(paths: dict[str, int]) -> dict[str, float]:
 
 
 def main(out: str) -> None:
-    seen: dict[str, tuple[str, int, str, str]] = {}  # identity -> (kind, ticks at the last sample, command, test file)
+    # identity -> (kind, ticks at the last sample, command, test file, command's name)
+    seen: dict[str, tuple[str, int, str, str, str]] = {}
     by_kind: dict[str, int] = defaultdict(int)
     by_file: dict[str, int] = defaultdict(int)
     other: dict[str, int] = defaultdict(int)  # the unclassified, by command line
@@ -157,11 +165,20 @@ def main(out: str) -> None:
             sample = cpu_ticks(pid)
             if sample is None:
                 continue
-            identity, ticks = sample
+            identity, comm, ticks = sample
             alive.add(identity)
             if identity in seen:
-                kind, last, cmdline, test_file = seen[identity]
+                kind, last, cmdline, test_file, was = seen[identity]
                 added = max(0, ticks - last)
+                now_cmdline = cmdline_of(pid) if comm == was else ""
+                if comm != was or (now_cmdline and now_cmdline != cmdline):
+                    # it exec'd another program (python to python keeps the name, not the command
+                    # line): what it adds from now on is that one's
+                    by_kind[kind] += added
+                    by_file[test_file or f"(no test: {kind})"] += added
+                    added = 0
+                    cmdline = now_cmdline or cmdline_of(pid) or cmdline
+                    kind = kind_of(cmdline)
             else:
                 cmdline = cmdline_of(pid)
                 if not cmdline:  # a kernel thread
@@ -172,7 +189,7 @@ def main(out: str) -> None:
             by_file[test_file or f"(no test: {kind})"] += added
             if kind.startswith("other"):
                 other[cmdline[:120]] += added
-            seen[identity] = (kind, ticks, cmdline, test_file)
+            seen[identity] = (kind, ticks, cmdline, test_file, comm)
         for identity in set(seen) - alive:
             del seen[identity]
         first_scan = False

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.kube
 #: Attempt 1 steps until the test kills worker-0 (`killed`), or worker-0 ends at once with
 #: exit code 1 (`permanent`) or by SIGKILL (`killed-each-time`: in every attempt, while the master
 #: steps on); a later attempt of `killed` takes three steps once the test has seen its pods
-#: (`release`), and succeeds. No process group: what
-#: is tested is the gang's restart.
+#: (`release`), and succeeds, its master ending after its worker: the master's success is the
+#: run's, and a worker still running then is deleted (as Kubeflow's success policy does), its
+#: last line with it. No process group: what is tested is the gang's restart.
 CODE = """
 import os, signal, sys, time
 from jupyter_px import tracking
@@ -40,7 +41,12 @@ while attempt > 1 and not os.path.exists({release!r}):  # until the test has see
 for step in range(steps):
     tracking.log_metrics(step=step, loss=1.0 / (step + 1))
     time.sleep(0.2)
+ended = {release!r} and {release!r} + ".worker-ended"
+while ended and attempt > 1 and not worker and not os.path.exists(ended):  # the master ends last
+    time.sleep(0.05)
 print(f"attempt {{attempt}} ends", flush=True)
+if ended and attempt > 1 and worker:
+    open(ended, "w").close()
 """
 
 
