@@ -80,7 +80,7 @@ def test_a_reset_on_a_reused_connection_is_asked_again_on_a_fresh_one(close):
     configuration.host = f"http://127.0.0.1:{server.port}"
     configuration.retries = 0  # as `client.connect` configures it
     api = client.ApiClient(configuration)
-    cluster = Cluster(api, client.CoreV1Api(api), client.CustomObjectsApi(api), "default", configuration.host, None)
+    cluster = Cluster(api, "default", configuration.host, None)
     try:
         for verb in ("create", "get", "delete"):  # one after the other: each reuses the last connection
             check_allowed(cluster, [(verb, "", "pods")])

@@ -18,15 +18,16 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, Protocol
+from urllib.parse import quote
 
-from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ..shared.client import CONNECT_TIMEOUT_S, Cluster
+from ..shared.client import CONNECT_TIMEOUT_S, Cluster, Query, raw_get, request
 from ..shared.contact import Contact
-from ..shared.resources import Kind
+from ..shared.resources import KINDS, Kind
 
 log = logging.getLogger(__name__)
 
@@ -63,21 +64,38 @@ class PodWatch:
         self.cluster, self.selector, self.contact = cluster, selector, contact
         self.events, self.done, self.what = events, done, what
         self.refused: tuple[ApiException, float] | None = None  # list/watch refused (401/403), since
+        self.pods = KINDS["Pod"].collection(cluster.namespace)
 
-    def _list(self, timeout: Any) -> tuple[list[dict[str, Any]], str | None]:
+    def _watch(self, version: str | None) -> Iterator[dict[str, Any]]:
+        """The watch's events from `version` (`{"type": ..., "object": {...}}`, a JSON line each),
+        until the server ends it (`WATCH_TIMEOUT_S`) or the connection fails."""
+        query: Query = [("labelSelector", self.selector)]
+        if version:
+            query.append(("resourceVersion", version))
+        query += [("allowWatchBookmarks", "true"), ("timeoutSeconds", WATCH_TIMEOUT_S), ("watch", "true")]
+        response = raw_get(self.cluster, self.pods, query, "application/json", READ_TIMEOUT_S)
+        try:
+            pending = b""
+            for chunk in response.stream(64 * 1024):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+            if pending.strip():
+                yield json.loads(pending)
+        finally:
+            response.release_conn()
+
+    def _list(self) -> tuple[list[dict[str, Any]], str | None]:
         """Every pod of the run, page by page (`limit`/`continue`, one snapshot), and its version."""
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
-            listed: Any = self.cluster.core.list_namespaced_pod(
-                self.cluster.namespace,
-                label_selector=self.selector,
-                limit=LIST_PAGE,
-                _continue=token,
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-            data = json.loads(listed.data)
+            query: Query = [("labelSelector", self.selector), ("limit", LIST_PAGE)]
+            if token:
+                query.append(("continue", token))
+            data = request(self.cluster, "GET", self.pods, query, read_timeout=READ_TIMEOUT_S)
             self.contact.answered()
             items += data.get("items") or []
             meta = data.get("metadata") or {}
@@ -91,27 +109,16 @@ class PodWatch:
         again only when the version expired (410, an ERROR event) or the connection failed. The
         list replaces what the follower knows (a SNAPSHOT), so a pod deleted while the watch
         was down is noticed, and a failed reconnect changes nothing (no list, no snapshot)."""
-        timeout = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
         failures = 0
         version: str | None = None
         while not self.done.is_set():
             try:
                 if version is None:
-                    items, version = self._list(timeout)
+                    items, version = self._list()
                     self.refused = None
                     failures = 0
                     self.events.put(("SNAPSHOT", items))
-                stream = watch.Watch().stream(
-                    self.cluster.core.list_namespaced_pod,
-                    self.cluster.namespace,
-                    label_selector=self.selector,
-                    resource_version=version,
-                    allow_watch_bookmarks=True,
-                    timeout_seconds=WATCH_TIMEOUT_S,
-                    deserialize=False,
-                    _request_timeout=timeout,
-                )
-                for event in stream:
+                for event in self._watch(version):
                     self.contact.answered()
                     self.refused = None
                     obj = event.get("object") or {}
@@ -138,13 +145,9 @@ def latest_warning(cluster: Cluster, base: str) -> tuple[str, str] | None:
     """(reason, message) of the latest Warning event about one of a run's objects (the job, its
     pods, a JobSet's Jobs: all named after the run's base), or None (none, or none readable)."""
     try:
-        listed: Any = cluster.core.list_namespaced_event(
-            cluster.namespace,
-            field_selector="type=Warning",
-            _preload_content=False,
-            _request_timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
-        )
-        items = json.loads(listed.data).get("items") or []
+        events = f"/api/v1/namespaces/{quote(cluster.namespace, safe='')}/events"
+        listed = request(cluster, "GET", events, [("fieldSelector", "type=Warning")], read_timeout=READ_TIMEOUT_S)
+        items = listed.get("items") or []
     except (ApiException, HTTPError, OSError, ValueError) as error:
         log.info("reading the events of %s: %s", base, error)
         return None

@@ -13,6 +13,7 @@ keeps it; every other call gets `REQUEST_TIMEOUT_S`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -62,12 +63,25 @@ class TimedApiClient(client.ApiClient):
 
 @dataclass
 class Cluster:
+    """A connection to one cluster. The object kinds the backends create, the follower's pod
+    watch and its logs go through `request` and `raw_get`: the REST API as JSON. The official
+    client's generated classes (`core`, `custom`) are made on first use, for what needs their
+    methods (exec, preflight's checks): importing the core one costs about a second of CPU
+    (kubernetes 37 builds a pydantic validator for each of its 400 methods at import), and a
+    follower that never needs it starts in half the time."""
+
     api: client.ApiClient
-    core: client.CoreV1Api
-    custom: client.CustomObjectsApi
     namespace: str
     host: str
     context: str | None
+
+    @functools.cached_property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @functools.cached_property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
 
     def close(self) -> None:
         self.api.close()
@@ -110,39 +124,75 @@ def connect(settings: KubernetesSettings) -> Cluster:
     api = TimedApiClient(configuration)
     return Cluster(
         api=api,
-        core=client.CoreV1Api(api),
-        custom=client.CustomObjectsApi(api),
         namespace=namespace or "default",
         host=configuration.host,
         context=context,
     )
 
 
-def raw_get(cluster: Cluster, path: str, query: list[tuple[str, Any]], accept: str, read_timeout: float) -> Any:
-    """GET `path` as a raw, streaming urllib3 response, authenticated as every call of the
-    client is (its bearer token, refreshed by the configuration's hook; client certificates and
-    proxies are in the client's pool). For requests the generated API has no method for (a pod
-    log from a `sinceTime`), the same on every client version: kubernetes 37 builds requests with
-    `param_serialize`, older clients with `call_api(resource_path, ...)`. ApiException with the
-    server's status and body for an answer other than 2xx."""
+Query = list[tuple[str, Any]]
+
+
+def request(
+    cluster: Cluster,
+    method: str,
+    path: str,
+    query: Query | None = None,
+    body: Any = None,
+    read_timeout: float | None = None,
+) -> Any:
+    """`method` on `path` (`/api/v1/namespaces/ns/pods`), the answer's JSON: one call of the REST
+    API as the client makes it (see `raw_get`); `read_timeout` None: every call's default
+    (`TimedRESTClient.default_timeout`)."""
+    response = _send(cluster, method, path, query, body, "application/json", read_timeout, stream=False)
+    return json.loads(response.data) if response.data else {}
+
+
+def raw_get(cluster: Cluster, path: str, query: Query, accept: str, read_timeout: float) -> Any:
+    """GET `path` as a raw, streaming urllib3 response (a log, a watch), authenticated as every
+    call of the client is (its bearer token, refreshed by the configuration's hook; client
+    certificates and proxies are in the client's pool). The same on every client version:
+    kubernetes 37 builds requests with `param_serialize`, older clients with
+    `call_api(resource_path, ...)`. ApiException with the server's status and body for an answer
+    other than 2xx."""
+    return _send(cluster, "GET", path, query, None, accept, read_timeout, stream=True)
+
+
+def _send(
+    cluster: Cluster,
+    method: str,
+    path: str,
+    query: Query | None,
+    body: Any,
+    accept: str,
+    read_timeout: float | None,
+    *,
+    stream: bool,
+) -> Any:
+    connect_timeout, default_read = TimedRESTClient.default_timeout
     configuration = cluster.api.configuration
     headers = {**cluster.api.default_headers, "Accept": accept}
     for setting in configuration.auth_settings().values():
         if setting.get("in") == "header" and setting.get("value"):
             headers[setting["key"]] = setting["value"]
+    payload = None
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        payload = json.dumps(body).encode()
     url = f"{configuration.host}{path}?{urlencode(query)}" if query else f"{configuration.host}{path}"
     response = cluster.api.rest_client.pool_manager.request(
-        "GET",
+        method,
         url,
         headers=headers,
-        preload_content=False,
-        timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT_S, read=read_timeout),
+        body=payload,
+        preload_content=not stream,
+        timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout or default_read),
     )
     if not 200 <= response.status <= 299:
-        body = response.read()
+        answer = response.data if not stream else response.read()
         response.release_conn()
         error = ApiException(status=response.status, reason=response.reason)
-        error.body = body.decode("utf-8", "replace")
+        error.body = answer.decode("utf-8", "replace")
         error.headers = response.headers
         raise error
     return response
