@@ -63,12 +63,12 @@ class TimedApiClient(client.ApiClient):
 
 @dataclass
 class Cluster:
-    """A connection to one cluster. The object kinds the backends create, the follower's pod
-    watch and its logs go through `request` and `raw_get`: the REST API as JSON. The official
-    client's generated classes (`core`, `custom`) are made on first use, for what needs their
-    methods (exec, preflight's checks): importing the core one costs about a second of CPU
-    (kubernetes 37 builds a pydantic validator for each of its 400 methods at import), and a
-    follower that never needs it starts in half the time."""
+    """A connection to one cluster. Preflight, the object kinds the backends create, the
+    follower's pod watch, events and logs go through `request` and `raw_get`: the REST API as
+    JSON, the client's connection pool and authentication. The generated `CoreV1Api` is made on
+    first use, for the one call that needs its method (a command run in a pod: the exec stream):
+    importing it costs about a second of CPU (kubernetes 37 builds a pydantic validator for each
+    of its 400 methods at import), in every follower, kernel and CLI that submits or follows."""
 
     api: client.ApiClient
     namespace: str
@@ -78,10 +78,6 @@ class Cluster:
     @functools.cached_property
     def core(self) -> client.CoreV1Api:
         return client.CoreV1Api(self.api)
-
-    @functools.cached_property
-    def custom(self) -> client.CustomObjectsApi:
-        return client.CustomObjectsApi(self.api)
 
     def close(self) -> None:
         self.api.close()

@@ -10,15 +10,16 @@ which TrainJob API the cluster serves.
 
 from __future__ import annotations
 
-import json
 import time
+from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError, MaxRetryError, ProtocolError
 
 from ...base import BackendError
-from .client import Cluster, api_reason
+from .client import Cluster, api_reason, request
 from .create import BACKOFF_MAX_S, BACKOFF_START_S, retry_after
 from .resources import KINDS, Kind, kind_of
 
@@ -56,20 +57,13 @@ def _call(cluster: Cluster, what: str, fn, *args: Any, **kwargs: Any) -> Any:
 
 
 def check_reachable(cluster: Cluster) -> None:
-    from kubernetes import client
-
-    _call(
-        cluster,
-        "a version request",
-        client.VersionApi(cluster.api).get_code,
-        _request_timeout=10,
-        _preload_content=False,
-    )
+    _call(cluster, "a version request", request, cluster, "GET", "/version", read_timeout=10)
 
 
 def check_namespace(cluster: Cluster) -> None:
     try:
-        _call(cluster, "reading the namespace", cluster.core.read_namespace, cluster.namespace, _preload_content=False)
+        namespace = f"/api/v1/namespaces/{quote(cluster.namespace, safe='')}"
+        _call(cluster, "reading the namespace", request, cluster, "GET", namespace)
     except ApiException as error:
         if error.status == 404:
             raise PreflightError(
@@ -114,8 +108,6 @@ def required_access(kinds: list[Kind]) -> list[tuple[str, str, str]]:
 
 def _review(cluster: Cluster, verb: str, group: str, resource: str) -> tuple[bool, str]:
     """One SelfSubjectAccessReview: (allowed, the authorizer's reason)."""
-    from kubernetes import client
-
     plural, _, subresource = resource.partition("/")
     attributes = {"namespace": cluster.namespace, "verb": verb, "group": group, "resource": plural}
     if subresource:
@@ -125,18 +117,18 @@ def _review(cluster: Cluster, verb: str, group: str, resource: str) -> tuple[boo
         "kind": "SelfSubjectAccessReview",
         "spec": {"resourceAttributes": attributes},
     }
-    api = client.AuthorizationV1Api(cluster.api)
+    reviews = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
     for attempt in range(REVIEW_ATTEMPTS):
         try:
-            answer = _call(cluster, "an access review", api.create_self_subject_access_review, review)
+            answer = _call(cluster, "an access review", request, cluster, "POST", reviews, body=review)
             break
         except ApiException as error:
             if error.status != 429 or attempt == REVIEW_ATTEMPTS - 1:
                 raise PreflightError(f"cannot ask whether we may {verb} {resource}: {api_reason(error)}") from None
             # a busy server's rate limit (a review changes nothing: asking again is safe)
             time.sleep(retry_after(error) or min(BACKOFF_MAX_S, BACKOFF_START_S * 2**attempt))
-    status = answer.status
-    return bool(status and status.allowed), (status.reason or "") if status else ""
+    status = answer.get("status") or {}
+    return bool(status.get("allowed")), status.get("reason") or ""
 
 
 def check_allowed(cluster: Cluster, needed: list[tuple[str, str, str]]) -> None:
@@ -175,9 +167,7 @@ def check_installed(cluster: Cluster, kind: Kind, backend: str) -> None:
             raise PreflightError(f"cannot check for {kind.kind}: {api_reason(error)}") from None
         # may not read CRDs (cluster-scoped): listing the kind tells whether it is served
         try:
-            cluster.custom.list_namespaced_custom_object(
-                kind.group, kind.version, cluster.namespace, kind.plural, limit=1
-            )
+            request(cluster, "GET", kind.collection(cluster.namespace), [("limit", 1)])
             return
         except ApiException as inner:
             if inner.status != 404:
@@ -198,16 +188,13 @@ def check_installed(cluster: Cluster, kind: Kind, backend: str) -> None:
 
 def _crd(cluster: Cluster, name: str) -> dict[str, Any] | None:
     """A CRD as JSON; None when it is not installed; ApiException for any other refusal."""
-    from kubernetes import client
-
-    api = client.ApiextensionsV1Api(cluster.api)
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{quote(name, safe='')}"
     try:
-        response = _call(cluster, "reading a CRD", api.read_custom_resource_definition, name, _preload_content=False)
+        return dict(_call(cluster, "reading a CRD", request, cluster, "GET", path))
     except ApiException as error:
         if error.status == 404:
             return None
         raise
-    return dict(json.loads(response.data))
 
 
 def mpijob_version(cluster: Cluster) -> str:
@@ -220,9 +207,8 @@ def mpijob_version(cluster: Cluster) -> str:
         if error.status == 403:  # may not read CRDs (cluster-scoped): listing each version tells
             for version in ("v1", "v2beta1"):
                 try:
-                    cluster.custom.list_namespaced_custom_object(
-                        "kubeflow.org", version, cluster.namespace, "mpijobs", limit=1
-                    )
+                    mpijobs = replace(KINDS["MPIJob"], version=version).collection(cluster.namespace)
+                    request(cluster, "GET", mpijobs, [("limit", 1)])
                     return version
                 except ApiException as inner:
                     if inner.status != 404:
@@ -284,7 +270,7 @@ def trainer_version(cluster: Cluster) -> str:
 
 def check_runtime(cluster: Cluster, name: str) -> None:
     try:
-        cluster.custom.get_cluster_custom_object("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", name)
+        request(cluster, "GET", f"/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/{quote(name, safe='')}")
     except ApiException as error:
         if error.status == 404:
             raise PreflightError(
