@@ -328,6 +328,7 @@ def read_instance(
     *,
     previous: bool,
     follow: bool = True,
+    opened: threading.Event | None = None,
 ) -> bool:
     """Read one container instance's log (`previous`: the one before the current) into the store
     from where it is stored up to; whether it was read to its end. Raises ApiException for a
@@ -339,6 +340,8 @@ def read_instance(
     response = open_log(
         cluster, name, container, follow=follow and not previous, previous=previous, since=position.last
     )
+    if opened is not None:  # the kubelet streams this instance now: to its end, even if it is killed
+        opened.set()
     reader = LineReader(position)
     chunks: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
     receiver = threading.Thread(target=_receive, args=(response, chunks), name=f"px-k8s-recv-{name}", daemon=True)
@@ -382,7 +385,13 @@ def _receive(response: Any, chunks: queue.SimpleQueue) -> None:
 
 
 def stream_pod_log(
-    cluster: Cluster, pod: dict[str, Any], container: str, restarts: int, ended: bool, replica_log: ReplicaLog
+    cluster: Cluster,
+    pod: dict[str, Any],
+    container: str,
+    restarts: int,
+    ended: bool,
+    replica_log: ReplicaLog,
+    opened: threading.Event | None = None,
 ) -> bool:
     """Store the log of `pod`'s `container`, attempt `restarts`: first the rest of the previous
     attempt if it was not read to its end, then this one (followed while it runs). `ended`: the
@@ -400,7 +409,7 @@ def stream_pod_log(
                 if error.status != 400:  # 400: the kubelet keeps no previous instance (any more)
                     raise
             replica_log.mark_complete(earlier)
-        finished = read_instance(cluster, pod, container, stream, replica_log, previous=False)
+        finished = read_instance(cluster, pod, container, stream, replica_log, previous=False, opened=opened)
         if finished and ended:
             replica_log.mark_complete(stream)
             return True

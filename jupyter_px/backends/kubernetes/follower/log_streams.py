@@ -23,7 +23,7 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ class _Slot:
     refused_since: float | None = None
     urgent: bool = False  # the thread reads a pod being deleted, without following
     saved: str | None = None  # the instance whose log so far was read when its pod was being deleted
+    opened: threading.Event = field(default_factory=threading.Event)  # the thread's current read is streaming
 
 
 class LogStreams:
@@ -153,6 +154,7 @@ class LogStreams:
     def _start(self, key: Replica, pod: dict[str, Any], view: ReplicaStatus, mode: str, ended: bool) -> None:
         slot = self.slots[key]
         slot.live, slot.urgent = mode == "live", mode == "now"
+        slot.opened = threading.Event()
         slot.stream = f"{pod['metadata'].get('uid')}/{view.restarts}"
         container = main_container_name(pod) or "replica"
         target: Any = self._read_now if mode == "now" else self._read
@@ -197,7 +199,7 @@ class LogStreams:
     ) -> None:
         name = pod["metadata"]["name"]
         try:
-            complete = stream_pod_log(self.cluster, pod, container, restarts, ended, replica_log)
+            complete = stream_pod_log(self.cluster, pod, container, restarts, ended, replica_log, slot.opened)
         except ApiException as error:
             with self.lock:
                 slot.failures += 1
@@ -235,20 +237,27 @@ class LogStreams:
     def snapshot(
         self, views: dict[Replica, tuple[dict[str, Any], ReplicaStatus]], timeout: float, keys: set[Replica]
     ) -> None:
-        """Store what the replicas `keys` that nobody streams now have logged so far (a read that
-        does not follow), `MAX_COLLECT` at a time: before the run deletes their pods."""
+        """Store what the replicas `keys` have logged so far, before the run deletes their pods:
+        those nobody streams now by a read that does not follow, `MAX_COLLECT` at a time; those
+        streamed live once their stream is open (the kubelet then streams the instance to its
+        end, the kill included). A live read whose request was not served yet would find the pod
+        gone, and its log with it (ci68: a follower started late, at the job's end): it is waited
+        for, and read here if it ended without opening."""
         from concurrent.futures import ThreadPoolExecutor, wait
 
         from .log_sink import read_instance
 
-        todo = []
+        deadline = time.monotonic() + timeout
+        todo, streaming = [], []
         for key, (pod, view) in views.items():
             slot = self.slots.get(key)
             if key not in keys or slot is None or not container_started(pod):
                 continue
+            item = (pod, f"{pod['metadata'].get('uid')}/{view.restarts}", self.logs[key])
             if slot.thread is not None and slot.thread.is_alive():
-                continue
-            todo.append((pod, f"{pod['metadata'].get('uid')}/{view.restarts}", self.logs[key]))
+                streaming.append((slot, item))
+            else:
+                todo.append(item)
 
         def read(pod: dict[str, Any], stream: str, replica_log: ReplicaLog) -> None:
             container = main_container_name(pod) or "replica"
@@ -257,10 +266,18 @@ class LogStreams:
             except (ApiException, HTTPError, OSError) as error:
                 log.info("log of %s before its deletion: %s", pod["metadata"]["name"], error)
 
+        for slot, item in streaming:
+            thread = slot.thread
+            while thread is not None and thread.is_alive() and not slot.opened.is_set():
+                if time.monotonic() >= deadline:
+                    break
+                slot.opened.wait(0.05)
+            if not slot.opened.is_set() and not (thread is not None and thread.is_alive()):
+                todo.append(item)  # it ended without streaming (refused, cut): read it here
         if not todo:
             return
         with ThreadPoolExecutor(max_workers=MAX_COLLECT, thread_name_prefix="px-k8s-snapshot") as pool:
-            wait([pool.submit(read, *item) for item in todo], timeout=timeout)
+            wait([pool.submit(read, *item) for item in todo], timeout=max(0.0, deadline - time.monotonic()))
 
     def join(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
