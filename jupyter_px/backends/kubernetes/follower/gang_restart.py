@@ -122,7 +122,7 @@ class GangRestart:
         run's next attempt. An unanswered read changes nothing (the next one will tell)."""
         follower = self.follower
         try:
-            jobset = JOBSET.get(follower.cluster, follower.handle.base, timeout=(5, 10))
+            jobset = JOBSET.get(follower.cluster, follower.handle.base, read_timeout=10)
         except (ApiException, HTTPError, OSError):
             return
         most = int(((jobset.get("spec") or {}).get("failurePolicy") or {}).get("maxRestarts") or 0)

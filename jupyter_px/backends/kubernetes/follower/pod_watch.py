@@ -25,7 +25,7 @@ from urllib.parse import quote
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from ..shared.client import CONNECT_TIMEOUT_S, Cluster, Query, raw_get, request
+from ..shared.client import Cluster, Query, raw_get, request
 from ..shared.contact import Contact
 from ..shared.resources import KINDS, Kind
 
@@ -166,7 +166,7 @@ def read_job(cluster: Cluster, kind: Kind, base: str, contact: Contact) -> dict[
     """The run's job as the API server has it; a job that is gone reads as Failed ("Deleted");
     None when the server did not answer (the caller keeps what it read last)."""
     try:
-        job = kind.get(cluster, base, timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+        job = kind.get(cluster, base, read_timeout=READ_TIMEOUT_S)
         contact.answered()
         return job
     except ApiException as error:

@@ -46,12 +46,10 @@ class Kind:
     def create(self, cluster: Cluster, body: dict[str, Any]) -> dict[str, Any]:
         return cast(dict[str, Any], request(cluster, "POST", self.collection(cluster.namespace), body=body))
 
-    def get(self, cluster: Cluster, name: str, timeout: Any = None) -> dict[str, Any]:
-        """`timeout`: seconds to wait for the answer, or (connect, read) as the client's
-        `_request_timeout`; None: every call's default."""
-        read = timeout[1] if isinstance(timeout, tuple) else timeout
+    def get(self, cluster: Cluster, name: str, read_timeout: float | None = None) -> dict[str, Any]:
+        """`read_timeout`: seconds to wait for the answer; None: every call's default."""
         path = self._object(cluster.namespace, name)
-        return cast(dict[str, Any], request(cluster, "GET", path, read_timeout=read))
+        return cast(dict[str, Any], request(cluster, "GET", path, read_timeout=read_timeout))
 
     def delete(self, cluster: Cluster, name: str) -> None:
         request(cluster, "DELETE", self._object(cluster.namespace, name), [BACKGROUND])
