@@ -77,7 +77,10 @@ def test_stop_stores_every_replicas_log_before_deleting_its_pod(hollow_cluster):
             "duration": 600,
             "interval": 0.05,
             "lines": LINES,
-            "grace": 1.0,
+            # a deleted worker's container exits 3 s after its delete (a pod's default is 30 s):
+            # the follower reads 20 such pods' logs 8 at a time, and at 1 s the project's CI, four
+            # test workers on a loaded machine, once found a worker's pod gone before its read
+            "grace": 3.0,
         }
     ],
     indirect=True,

@@ -163,10 +163,12 @@ test(`a saved live monitor, reopened after its kernel is gone, shows the run as 
   await page.contents.uploadContent(notebook(source), 'text', file);
   await page.notebook.openByPath(file);
   await page.notebook.run();
+  // 180 s, as for a run to end above: the kernel's start and the replicas'
+  // first imports took over 60 s once, in the project's CI beside four test workers.
   await expect(output(page).locator('.jp-px-run-output')).toHaveAttribute(
     'data-state',
     'Running',
-    { timeout: 60000 }
+    { timeout: 180000 }
   );
 
   // Its kernel goes away while the run runs, then the notebook is saved with the live

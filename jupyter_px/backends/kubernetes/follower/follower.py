@@ -124,7 +124,7 @@ class Follower:
         #: native replicas seen failing past max_restarts: (failures, that failure's record), as
         #: first seen (a later restart, before the pod is deleted, does not undo it)
         self.exhausted: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
-        self.streams = LogStreams(self.cluster, self.logs, leaders(self.topology), self.state_dir)
+        self.streams = LogStreams(self.cluster, self.logs, leaders(self.topology), self.state_dir, wake=self._wake)
         self.job: dict[str, Any] | None = None
         self.seen_pods: set[tuple[str, int]] = set()
         self.stopping = False  # pods deleted from now on were deleted by this run (a stop, its end)
@@ -313,6 +313,10 @@ class Follower:
                 kind, obj = self.events.get_nowait()
         except queue.Empty:
             return True
+
+    def _wake(self) -> None:
+        """A log read ended: the loop looks again now, and starts the next read that is due."""
+        self.events.put(("WAKE", None))
 
     def _seen(self, pod: dict[str, Any]) -> None:
         """What each watch event of a pod says before a later one hides it: how its replica's
