@@ -145,6 +145,7 @@ def test_a_rank_in_backward_or_a_collective_waits_one_in_its_dataloader_or_own_c
 
 
 @pytest.mark.jobs
+@pytest.mark.warm_only  # as a user's run starts: nothing here depends on how a replica started
 def test_a_rank_that_never_joins_an_all_reduce_is_named_when_its_peers_time_out(px_home, tmp_path, launch):
     from jupyter_px.api import submit
 

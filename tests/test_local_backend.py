@@ -1,7 +1,9 @@
 """The local backend: resource checks, placement, ports, the runner, and real distributed jobs.
 
 Every job asserts on what it computed (written to PX_OUTPUTS_PATH), not only on exit codes,
-and every finished run is checked to have left no process behind.
+and every finished run is checked to have left no process behind. TensorFlow's strategies run
+locally as real workloads (Keras on MultiWorkerMirrored and on parameter servers:
+tests/test_workloads.py), not a second time here.
 """
 
 from __future__ import annotations
@@ -369,36 +371,6 @@ def test_pytorch_gloo_allreduce_and_ddp(px_home):
     assert all(w == weights[0] for w in weights)  # DDP kept every rank identical
     assert results["master-0"]["rank"] == 0 and results["worker-2"]["rank"] == 3
     assert "all_reduce=6" in run.logs("worker", 1)
-
-
-@pytest.mark.jobs
-@pytest.mark.cold_only  # TensorFlow: a warm round starts it cold too (test_warm checks the reason)
-def test_tensorflow_multi_worker_mirrored_custom_loop(px_home):
-    run = submit("tf_mwms.py", {"framework": "tensorflow", "environment": {"replicas": {"n_workers": 1}}})
-    status = wait(run)
-    assert status.state.value == "Succeeded", describe(run)
-    results = outputs(run)
-    chief, worker = results["master-0"], results["worker-0"]
-    assert chief["task"] == {"type": "chief", "index": 0} and worker["task"] == {"type": "worker", "index": 0}
-    assert chief["replicas_in_sync"] == worker["replicas_in_sync"] == 2
-    assert chief["cross_sum"] == worker["cross_sum"] == 3.0  # (0 + 1) from the chief + (1 + 1) from the worker
-    assert chief["weights"] == worker["weights"]
-    assert chief["losses"][-1] < chief["losses"][0]
-
-
-@pytest.mark.jobs
-@pytest.mark.cold_only  # TensorFlow: a warm round starts it cold too (test_warm checks the reason)
-def test_tensorflow_parameter_server_strategy(px_home):
-    topology = {"framework": "tensorflow", "environment": {"replicas": {"n_workers": 2, "n_ps": 1}}}
-    run = submit("tf_ps.py", topology)
-    status = wait(run)
-    assert status.state.value == "Succeeded", describe(run)
-    result = outputs(run)["chief"]
-    assert result == {"steps": 6.0, "counter": 6.0, "workers": 2, "ps": 1}
-    assert replica(status, "master-0").reason == "Completed"
-    for key in ("worker-0", "worker-1", "ps-0"):  # servers: stopped by the run, not failures
-        entry = replica(status, key)
-        assert (entry.state.value, entry.reason) == ("Succeeded", "StoppedByRun"), describe(run)
 
 
 @pytest.mark.jobs

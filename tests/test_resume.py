@@ -223,8 +223,10 @@ def _final_model(run) -> dict:
     return torch.load(run.paths.outputs_dir / "final.pt", weights_only=True)
 
 
+# The runs below start warm, as a user's do: what is retried, and what the run says, does not
+# depend on how a replica started (gangs restarted cold: tests/test_elastic_workers.py).
 @pytest.mark.jobs
-@pytest.mark.warm_only  # the module's other tests restart cold gangs: this long one runs warm
+@pytest.mark.warm_only
 def test_a_killed_rank_restarts_the_gang_which_resumes_and_ends_with_the_same_model(px_home):
     """worker-1 SIGKILLed mid-run: every replica is stopped and started again as attempt 2 on a
     new port, each resumes from the newest checkpoint they all have, the run succeeds, and the
@@ -274,6 +276,7 @@ def test_a_killed_rank_restarts_the_gang_which_resumes_and_ends_with_the_same_mo
 
 
 @pytest.mark.jobs
+@pytest.mark.warm_only  # as the gang restart above
 def test_a_permanent_exit_is_not_retried(px_home):
     """exit 1 (a bug) is not retried: Kubeflow's ExitCode policy; the run fails and says why."""
     run = submit("ddp_resume.py", _topology(2, workers=1), args=["--steps", "12", "--fail-at", "3"])
@@ -284,6 +287,7 @@ def test_a_permanent_exit_is_not_retried(px_home):
 
 
 @pytest.mark.jobs
+@pytest.mark.warm_only  # as the gang restart above
 def test_a_run_out_of_retries_fails_and_says_so(px_home):
     run = submit("ddp_resume.py", _topology(1, workers=1), args=["--steps", "400", "--step-sleep", "0.1"])
     wait_for(lambda: _checkpointed(run, "worker-0", 5), "worker-0's first checkpoint")
@@ -299,6 +303,7 @@ def test_a_run_out_of_retries_fails_and_says_so(px_home):
 
 
 @pytest.mark.jobs
+@pytest.mark.warm_only  # as the gang restart above
 def test_kill_names_a_replica_that_is_not_there(px_home):
     run = submit("ddp_resume.py", _topology(None, workers=1), args=["--steps", "2"])
     wait(run)

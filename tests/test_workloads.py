@@ -58,3 +58,6 @@ def test_keras_on_parameter_servers_trains_through_the_chief(launch, px_home):
     service.wait(run_id, timeout=DEADLINE_S)
     loss = check_run(service, run_id, "tf_ps")
     assert loss < 1.0, loss
+    for replica in service.status(run_id).replicas:  # servers: stopped by the run, not failures
+        if replica.role != "master":
+            assert (replica.state.value, replica.reason) == ("Succeeded", "StoppedByRun"), replica
