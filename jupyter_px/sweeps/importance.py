@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # imported where a calculation runs: listing runs (the CLI's `runs`) needs no numpy
+    import numpy as np
 
 __all__ = ["EVALUATOR", "MIN_RUNS", "importance_label", "ParamImportance", "param_importance"]
 
@@ -57,6 +58,8 @@ def _numeric(values: Sequence[Any]) -> bool:
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     order = values.argsort(kind="mergesort")
     ranks = np.empty(len(values))
     ranks[order] = np.arange(len(values))
@@ -75,6 +78,8 @@ def _eta_squared(groups: np.ndarray, y: np.ndarray) -> float:
 
 
 def _masks(groups: np.ndarray) -> list[np.ndarray]:
+    import numpy as np
+
     return [groups == group for group in np.unique(groups)]
 
 
@@ -83,6 +88,8 @@ def param_importance(
 ) -> list[ParamImportance]:
     """Importance and correlation of each of `names` (params of each run) for `metric` (one value
     a run, None where it has none), most important first."""
+    import numpy as np
+
     keep = [i for i, value in enumerate(metric) if value is not None and np.isfinite(value)]
     if len(keep) < MIN_RUNS:
         return []
