@@ -42,7 +42,7 @@ from .images import DEFAULT_IMAGES, Image
 from .kubelet_api_access import ApiAccess
 from .kubelet_logs import ContainerLogs
 from .kubelet_network import PodNetwork, PodNetworkUnavailable
-from .kubelet_pods import ContainerRun, PodRun
+from .kubelet_pods import ContainerRun, Instance, PodRun
 from .kubelet_processes import Processes, namespaces_permitted
 from .kubelet_state_api import StateApi
 from .kubelet_status import StatusWriter
@@ -50,6 +50,9 @@ from .kubelet_streams import Streams
 from .kubelet_volumes import VolumesAndHosts
 
 log = logging.getLogger(__name__)
+
+#: How long an exited container's output may still be copied before its exit is reported anyway.
+OUTPUT_WAIT_S = 10.0
 
 
 class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts, Streams, ApiAccess):
@@ -251,6 +254,19 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
 
     # ---- containers: order, restarts, termination ----------------------------------------------
 
+    def _copying_output(self, instance: Instance) -> bool:
+        """Is the exited process's output still being copied into its log? Its exit is then not
+        reported yet: containerd's CRI reports a container exited once its task is deleted, and
+        that waits for the container's IO ("let IO finish before closing ... otherwise we might
+        lose data from the container": client/task.go Delete, internal/cri/server/events.go
+        handleContainerExit, v2.1), so a log read that ends at the exit has every line. At most
+        `OUTPUT_WAIT_S` (the CRI's handleEventTimeout): a process left behind holding the pipes
+        does not keep the container running."""
+        if not any(pump.is_alive() for pump in instance.pumps):
+            return False
+        instance.output_wait_since = instance.output_wait_since or time.monotonic()
+        return time.monotonic() - instance.output_wait_since < OUTPUT_WAIT_S
+
     def _reap(self, run: PodRun, restart_policy: str) -> None:
         self._enforce_memory(run)
         for container in run.containers:
@@ -258,7 +274,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
             if instance is None or instance.exit_code is not None or instance.process is None:
                 continue
             code = instance.process.poll()
-            if code is None:
+            if code is None or self._copying_output(instance):
                 continue
             if code < 0:
                 code = 128 - code  # killed by signal N: 128 + N, as containerd reports it

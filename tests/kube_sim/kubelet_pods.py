@@ -5,6 +5,7 @@ how it waits (ContainerCreating, ImagePullBackOff, back-off)."""
 from __future__ import annotations
 
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,10 @@ class Instance:
 
     log_path: Path
     process: subprocess.Popen | None = None
+    #: the threads copying its stdout and stderr into the log file
+    pumps: list[threading.Thread] = field(default_factory=list)
+    #: when its process was first seen exited while its output was still being copied
+    output_wait_since: float = 0.0
     started: float = 0.0
     finished: float = 0.0
     exit_code: int | None = None

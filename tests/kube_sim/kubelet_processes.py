@@ -225,7 +225,9 @@ class Processes(KubeletPart):
         container.instances.append(instance)
         container.waiting_reason = ""
         for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
-            threading.Thread(target=self._pump, args=(instance, stream, pipe), daemon=True).start()
+            pump = threading.Thread(target=self._pump, args=(instance, stream, pipe), daemon=True)
+            instance.pumps.append(pump)
+            pump.start()
         # kuberuntime_container.go startContainer (v1.33.0): Created, then Started
         record(self.api, run.pod, "Created", f"Created container: {container.name}", "Normal", "kubelet", self.node)
         record(self.api, run.pod, "Started", f"Started container {container.name}", "Normal", "kubelet", self.node)
