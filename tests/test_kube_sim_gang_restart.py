@@ -110,6 +110,9 @@ def test_a_retried_failure_makes_the_gang_again_and_the_others_fail_saying_why(t
 
 #: Each replica checkpoints every step; attempt 1 steps until the test kills worker-0, a later
 #: attempt resumes at its newest checkpoint and takes three more steps.
+#: Steps until the test kills worker-0; the next attempt resumes and takes three steps, its
+#: master ending after its worker (as CODE's does, and for the same reason: ci71 lost worker-0's
+#: last step), told by a file on the claim both pods mount.
 RESUMING = """
 import os, time
 from jupyter_px import tracking
@@ -121,6 +124,12 @@ for step in range(start, 100000 if attempt == 1 else start + 3):
     tracking.log_metrics(step=step, loss=1.0 / (step + 1))
     tracking.save_checkpoint({"step": step}, step)
     time.sleep(0.2)
+tracking.flush()
+ended = os.path.join(tracking.get_outputs_path(), f"worker-ended-{attempt}")
+if os.environ["PX_TASK_TYPE"] == "worker":
+    open(ended, "w").close()
+while not os.path.exists(ended):  # the master ends last
+    time.sleep(0.05)
 """
 
 
