@@ -12,7 +12,10 @@ where the machine permits it, a network namespace and bridge address per pod (`k
   restarts per restartPolicy (Always; OnFailure only after a non-zero exit), the first at once,
   then after a back-off of 10 s doubling to 300 s, shown as waiting `CrashLoopBackOff`
   (pkg/kubelet/kubelet.go backOffPeriod, MaxContainerBackOff); `lastState` the previous
-  termination; init containers one after another before the others;
+  termination; init containers one after another before the others; an exited process is
+  terminated once its output is in its log (containerd v2.1: the CRI marks a container exited
+  after deleting its task, which waits for the task's IO: internal/cri/server/events.go
+  handleContainerExit, client/task.go Delete), at most `OUTPUT_WAIT_S` later;
 - images: one the node cannot pull (`refuse_image`) keeps its container waiting ImagePullBackOff
   (pkg/kubelet/images/image_manager.go), tried again on later syncs;
 - deletion (pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer): SIGTERM to the
