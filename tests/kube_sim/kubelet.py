@@ -13,9 +13,10 @@ where the machine permits it, a network namespace and bridge address per pod (`k
   then after a back-off of 10 s doubling to 300 s, shown as waiting `CrashLoopBackOff`
   (pkg/kubelet/kubelet.go backOffPeriod, MaxContainerBackOff); `lastState` the previous
   termination; init containers one after another before the others; an exited process is
-  terminated once its output is in its log (containerd v2.1: the CRI marks a container exited
-  after deleting its task, which waits for the task's IO: internal/cri/server/events.go
-  handleContainerExit, client/task.go Delete), at most `OUTPUT_WAIT_S` later;
+  terminated once its output is in its log (containerd 2, main at 03320ca: the CRI marks a
+  container exited after deleting its task, which waits for the task's IO:
+  internal/cri/server/events.go handleContainerExit, client/task.go Delete), at most
+  `OUTPUT_WAIT_S` later;
 - images: one the node cannot pull (`refuse_image`) keeps its container waiting ImagePullBackOff
   (pkg/kubelet/images/image_manager.go), tried again on later syncs;
 - deletion (pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer): SIGTERM to the
@@ -262,9 +263,10 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         reported yet: containerd's CRI reports a container exited once its task is deleted, and
         that waits for the container's IO ("let IO finish before closing ... otherwise we might
         lose data from the container": client/task.go Delete, internal/cri/server/events.go
-        handleContainerExit, v2.1), so a log read that ends at the exit has every line. At most
-        `OUTPUT_WAIT_S` (the CRI's handleEventTimeout): a process left behind holding the pipes
-        does not keep the container running."""
+        handleContainerExit, containerd 2 at 03320ca), so a log read that ends at the exit has
+        every line. At most `OUTPUT_WAIT_S` (the CRI's handleEventTimeout, after which it tries
+        the event again later): a process left behind holding the pipes does not keep the
+        container running."""
         if not any(pump.is_alive() for pump in instance.pumps):
             return False
         instance.output_wait_since = instance.output_wait_since or time.monotonic()
