@@ -109,10 +109,9 @@ def test_a_retried_failure_makes_the_gang_again_and_the_others_fail_saying_why(t
 
 
 #: Each replica checkpoints every step; attempt 1 steps until the test kills worker-0, a later
-#: attempt resumes at its newest checkpoint and takes three more steps.
-#: Steps until the test kills worker-0; the next attempt resumes and takes three steps, its
-#: master ending after its worker (as CODE's does, and for the same reason: ci71 lost worker-0's
-#: last step), told by a file on the claim both pods mount.
+#: attempt resumes at its newest checkpoint and takes three more steps, its master ending after
+#: its worker (as CODE's does, and for the same reason: ci71 lost worker-0's last step), told by
+#: a file on the claim both pods mount.
 RESUMING = """
 import os, time
 from jupyter_px import tracking
