@@ -51,6 +51,29 @@ def test_monitor_shows_replicas_progress_logs_and_metrics(synthetic_run):
     assert not monitor.finished
 
 
+def test_the_live_plot_reaches_the_browser_whole_in_its_first_message(monkeypatch):
+    """plotly.js draws a widget's view once, from the state it has when it renders: the comm's
+    open message must already hold the theme and the config (a later update can come too late)."""
+    import comm
+
+    from jupyter_px.presentation.plot_theme import GREY
+    from jupyter_px.widgets.plots import LivePlot
+
+    opened: list[dict] = []  # `comm.create_comm` is the hook a kernel sets; this one keeps each open
+
+    def record(**kwargs):
+        opened.append(kwargs["data"]["state"])
+        return real(**kwargs)
+
+    real = comm.create_comm
+    monkeypatch.setattr(comm, "create_comm", record)
+    LivePlot()
+    first = next(state for state in opened if "_widget_layout" in state)
+    assert first["_widget_layout"]["font"] == {"color": GREY}
+    assert first["_widget_layout"]["paper_bgcolor"] == "rgba(0,0,0,0)"
+    assert_private(first["_config"])
+
+
 def test_monitor_reads_only_new_log_bytes_and_keeps_a_bounded_tail(synthetic_run, px_home):
     from jupyter_px.runstore.log_readers import LOG_TAIL_BYTES
 

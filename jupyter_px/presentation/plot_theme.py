@@ -11,6 +11,7 @@ background, and text, axes, grid and plotly's toolbar in a grey that reads on wh
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 GREY = "#8c8c8c"  # about 3.4:1 on white and 5:1 on JupyterLab Dark's #111
@@ -63,9 +64,37 @@ def plotly_html(figure: Any) -> str:
 
 
 def private_figure_widget(**kwargs: Any) -> Any:
-    """A plotly `FigureWidget` (the ipywidgets monitors' plots) with PLOT_CONFIG."""
+    """A plotly `FigureWidget` (the ipywidgets monitors' plots) with PLOT_CONFIG, whose comm
+    opens with its whole figure and config."""
+    return _opened_whole()(**kwargs)
+
+
+@functools.cache
+def _opened_whole() -> type:
+    """A `FigureWidget` that opens its comm only once its layout, data and config are set.
+
+    ipywidgets opens a widget's comm at the end of `Widget.__init__`, with the state it has then.
+    plotly's `FigureWidget` sets `_widget_layout` and `_widget_data` after that (plotly 7,
+    `basewidget.py`), and PLOT_CONFIG is set after the constructor: each reaches the browser as a
+    later update. plotly.js draws the view once, from the model's state when the view renders,
+    and does not redraw on a layout or config change. A view rendered before those updates
+    arrived, seen once on a loaded machine, kept plotly's defaults: dark-grey ticks on the Dark
+    theme, and the "Share chart" button. Opened whole, the first state is the whole figure.
+    """
     import plotly.graph_objects as go
 
-    widget = go.FigureWidget(**kwargs)
-    widget._config = copy.deepcopy(PLOT_CONFIG)
-    return widget
+    class PrivateFigureWidget(go.FigureWidget):
+        _opening_held = False
+
+        def __init__(self, **kwargs: Any) -> None:
+            self._opening_held = True
+            super().__init__(**kwargs)
+            self._config = copy.deepcopy(PLOT_CONFIG)
+            self._opening_held = False
+            self.open()
+
+        def open(self) -> None:
+            if not self._opening_held:
+                super().open()
+
+    return PrivateFigureWidget
