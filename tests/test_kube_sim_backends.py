@@ -74,11 +74,19 @@ def test_kubeflow_pytorchjob_runs_through_the_operator(sim, px_home):
 
 
 @pytest.mark.kube
-def test_a_finished_kubeflow_job_leaves_no_pod_holding_resources(sim, px_home):
+def test_a_finished_kubeflow_job_leaves_no_pod_holding_resources(sim, px_home, tmp_path):
     """cleanPodPolicy None (the operators' default, pytorch_defaults.go) keeps a finished job's
     pods, the running ones too: the follower deletes those once it has their logs; the finished
-    ones stay (their logs, no node resources held) until the run is stopped or deleted."""
-    code = "import os, time\nprint('up', flush=True)\nif os.environ['PX_TASK_TYPE'] != 'master':\n    time.sleep(600)\n"
+    ones stay (their logs, no node resources held) until the run is stopped or deleted. The master
+    ends once the worker has printed (a file the worker writes after its line: on a loaded machine
+    the worker's container once started after the master had ended, with no log to keep)."""
+    up = tmp_path / "worker-up"
+    code = (
+        f"import os, pathlib, time\nup = pathlib.Path({str(up)!r})\nprint('up', flush=True)\n"
+        "if os.environ['PX_TASK_TYPE'] == 'master':\n"
+        "    while not up.exists():\n        time.sleep(0.05)\n"
+        "else:\n    up.touch()\n    time.sleep(600)\n"
+    )
     run = jupyter_px.submit(
         code, {"framework": "pytorch", "backend": "kubeflow", "environment": {"replicas": {"n_workers": 1}}}
     )
