@@ -111,7 +111,10 @@ def test_a_retried_failure_makes_the_gang_again_and_the_others_fail_saying_why(t
 #: Each replica checkpoints every step; attempt 1 steps until the test kills worker-0, a later
 #: attempt resumes at its newest checkpoint and takes three more steps, its master ending after
 #: its worker (as CODE's does, and for the same reason: ci71 lost worker-0's last step), told by
-#: a file on the claim both pods mount.
+#: a file on the claim both pods mount. Every checkpoint is kept: the two replicas step without
+#: a collective between them, so on a loaded machine one ran more than the three kept by default
+#: ahead of the other (master 37-39, worker 34-36), they had no step in common, and the attempt
+#: rightly began from the start; a real gang steps together.
 RESUMING = """
 import os, time
 from jupyter_px import tracking
@@ -121,7 +124,7 @@ start = 0 if saved is None else saved.step + 1
 print(f"attempt {attempt} starts at step {start}", flush=True)
 for step in range(start, 100000 if attempt == 1 else start + 3):
     tracking.log_metrics(step=step, loss=1.0 / (step + 1))
-    tracking.save_checkpoint({"step": step}, step)
+    tracking.save_checkpoint({"step": step}, step, keep=100000)
     time.sleep(0.2)
 tracking.flush()
 ended = os.path.join(tracking.get_outputs_path(), f"worker-ended-{attempt}")
@@ -141,7 +144,11 @@ def test_on_a_shared_claim_the_next_attempt_resumes_at_the_newest_checkpoint(tmp
         run = submit(RESUMING, _topology(1), name="resuming")
         try:
             saved = RunStore(px_home).paths(run.run_id).outputs_dir / "checkpoints"
-            wait_for(lambda: len(list(saved.glob("worker-0/step-*"))) >= 3, "worker-0's third checkpoint", 180)
+
+            def third_checkpoints() -> bool:
+                return all(len(list(saved.glob(f"{key}/step-*"))) >= 3 for key in ("master-0", "worker-0"))
+
+            wait_for(third_checkpoints, "both replicas' third checkpoint", 180)
             # the pods write to the claim themselves: the status may show them Running a tick later,
             # and `kill` acts on a replica the status shows running, as a user would see it
             wait_for(lambda: run.status().replica("worker", 0).state.value == "Running", "worker-0 Running", 60)
