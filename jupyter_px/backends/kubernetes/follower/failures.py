@@ -6,11 +6,12 @@ follower's reading of a failure, as the local supervisor and the Slurm follower 
   record (`runstore/log_metrics.py`). A failed replica's message then says what its code raised
   and where ("exited with code 1: ValueError: boom (cell [5], line 8)": `backends/failures.py`).
 - When a run's first failure is a collective that timed out, the replica that failed is one
-  that waited; the one at fault never joined. The decision waits a moment for the failed
-  replica's record to arrive in its log, then, if it is such a timeout, for the stacks of the
-  pods still running (asked in the pods: `shared/stacks.py`), and names the replica the others
-  waited for (`backends/collective_blame.py`): it ends Failed (CollectiveTimeout), the others
-  "stopped because worker-1 never joined a collective". On plain pods the follower decides the
+  that waited; the one at fault never joined. The decision waits until the failed replica's
+  log has been read to its end (its record, if it printed one, is then stored), then, if it is
+  such a timeout, for the stacks of the pods still running (asked in the pods:
+  `shared/stacks.py`), and names the replica the others waited for
+  (`backends/collective_blame.py`): it ends Failed (CollectiveTimeout), the others "stopped
+  because worker-1 never joined a collective". On plain pods the follower decides the
   run; a Kubeflow job's or a TrainJob's operator decides its own, and the follower only holds
   its reading of that decision for those seconds: the job's pods still run (cleanPodPolicy
   `None`, the operators' default), and the run's message says whose fault the failure was. Where
@@ -21,7 +22,7 @@ follower's reading of a failure, as the local supervisor and the Slurm follower 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ....runstore import ReplicaState, ReplicaStatus, RunState
@@ -31,8 +32,11 @@ from ...collective_blame import CollectiveTimeouts, Named, TakeStacks
 from ...failures import code_failure
 from ...outcome import Outcome
 
-#: How long the decision of a run waits for a failed replica's failure record to arrive in its log.
-RECORD_WAIT_S = 5.0
+#: At most how long the decision of a run waits for a failed replica's failure record: until its
+#: log has been read to its end, where the record is if there is one. The bound is for a read that
+#: never ends; a loaded machine took more than 5 s to bring the records of a collective timeout,
+#: and without them its culprit could not be named.
+RECORD_WAIT_S = 60.0
 
 
 def _record_coming(replica: ReplicaStatus) -> bool:
@@ -51,8 +55,10 @@ class Failures:
     """One run's reading of its failures (see the module doc): `explain` each pod's replica,
     `decide` the run's state on each turn, `stopped` each replica the run stops."""
 
-    def __init__(self, run_dir: Path, take: TakeStacks, names: ReplicaNames):
-        self.run_dir, self.names = run_dir, names
+    def __init__(
+        self, run_dir: Path, take: TakeStacks, names: ReplicaNames, read_to_end: Callable[[tuple[str, int]], bool]
+    ):
+        self.run_dir, self.names, self.read_to_end = run_dir, names, read_to_end
         self.timeouts = CollectiveTimeouts(take)
         self.failed_seen: dict[str, float] = {}
         self.named: Named | None = None
@@ -75,9 +81,13 @@ class Failures:
         now = time.monotonic()
         waiting = False
         for replica in replicas:
-            if _record_coming(replica):
-                first = self.failed_seen.setdefault(replica.key, now)
-                waiting = waiting or now - first < RECORD_WAIT_S
+            if not _record_coming(replica):
+                continue
+            if self.read_to_end((replica.role, replica.index)):
+                self.explain(replica)  # its log is stored to its end: its record too, if it printed one
+                continue
+            first = self.failed_seen.setdefault(replica.key, now)
+            waiting = waiting or now - first < RECORD_WAIT_S
         if waiting or self.timeouts.holds(replicas):
             return RunState.RUNNING, None, None
         outcome = Outcome(state, reason or Reason.REPLICA_FAILED, message or "")

@@ -105,7 +105,6 @@ class Follower:
         self.topology = parse_topology(store.record(run_id).topology)
         self.names = ReplicaNames.of(self.topology)  # how its messages call replicas (`chief`)
         self.take = take
-        self.failures = Failures(self.run_dir, take, self.names)
         self.replica_pods = replica_pods(self.handle.backend)
         self.state_dir = self.run_dir / FOLLOWER_DIR
         self.state_dir.mkdir(exist_ok=True)
@@ -125,6 +124,7 @@ class Follower:
         #: first seen (a later restart, before the pod is deleted, does not undo it)
         self.exhausted: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
         self.streams = LogStreams(self.cluster, self.logs, leaders(self.topology), self.state_dir, wake=self._wake)
+        self.failures = Failures(self.run_dir, take, self.names, self.streams.read_to_end)
         self.job: dict[str, Any] | None = None
         self.seen_pods: set[tuple[str, int]] = set()
         self.stopping = False  # pods deleted from now on were deleted by this run (a stop, its end)
@@ -267,7 +267,8 @@ class Follower:
         """The gang was made again (`gang_restart.py`): its replicas start Pending, anew."""
         for kept in (self.seen_pods, self.gone, self.exhausted, self.foreign_deletions):
             kept.clear()
-        self.terminations, self.failures = Terminations(), Failures(self.run_dir, self.take, self.names)
+        self.terminations = Terminations()
+        self.failures = Failures(self.run_dir, self.take, self.names, self.streams.read_to_end)
         status = self.store.status(self.run_id)
         status.replicas = [ReplicaStatus(role=r.role, index=r.index) for r in status.replicas]
         status.state, status.reason, status.message = RunState.PENDING, None, message

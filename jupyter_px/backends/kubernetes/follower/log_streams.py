@@ -315,6 +315,13 @@ class LogStreams:
                     return False
             return True
 
+    def read_to_end(self, key: Replica) -> bool:
+        """Has the replica's newest container's log been read to its end (or refused three times
+        running)? What it printed before it exited, its failure record too, is then stored."""
+        with self.lock:
+            slot = self.slots.get(key)
+            return slot is None or slot.failures >= 3 or (slot.stream is not None and slot.done == slot.stream)
+
     def pending(self) -> bool:
         """Is any read still running?"""
         return any(self.active())
