@@ -113,7 +113,7 @@ class JupyterLab:
         self.work.mkdir(exist_ok=True)
         self.log_path = root / "lab.log"
         self.process = start_lab(root, self.port, self.token, self.work, self.px_home, self.log_path)
-        wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path, 90)
+        wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path)
 
     @property
     def url(self) -> str:

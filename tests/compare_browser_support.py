@@ -46,7 +46,7 @@ class SidebarLab:
         self.process = start_lab(
             root, self.port, self.token, work, px_home, self.log_path, env={"JUPYTER_PATH": str(root / "data")}
         )
-        wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path, 120)
+        wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path)
 
     @property
     def url(self) -> str:

@@ -15,6 +15,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from waiting import DEADLINE_S
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -30,10 +32,15 @@ def write_server_config(config: Path) -> None:
 
 
 def wait_until_serving(
-    process: subprocess.Popen, url: str, log_path: Path, timeout: float, headers: dict[str, str] | None = None
+    process: subprocess.Popen,
+    url: str,
+    log_path: Path,
+    headers: dict[str, str] | None = None,
+    timeout: float = DEADLINE_S,
 ) -> None:
     """Return once `url` answers; stop the server and raise with the end of its log if it exits
-    or does not answer within `timeout` seconds."""
+    or does not answer within `timeout` seconds (a server that takes a minute to start on a
+    loaded machine is slow, not broken: one in CI was stopped at 60 s, a second before it served)."""
     deadline = time.monotonic() + timeout
     while True:
         try:

@@ -200,7 +200,7 @@ def test_a_jupyter_server_follows_its_runs_on_one_watch_and_leaves_them_followed
     with open(log, "wb") as out:
         server = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_until_serving(server, url, log, 120, headers)
+        wait_until_serving(server, url, log, headers)
         run_ids = []
         for _ in range(3):
             body = json.dumps({"topology": TORCH, "script": "train.py"}).encode()

@@ -74,9 +74,7 @@ class JupyterServer:
         )
         try:
             status_url = f"http://127.0.0.1:{self.port}{BASE_URL}api/status"
-            wait_until_serving(
-                self.process, status_url, root / "server.log", 60, {"Authorization": f"token {self.token}"}
-            )
+            wait_until_serving(self.process, status_url, root / "server.log", {"Authorization": f"token {self.token}"})
         except RuntimeError:
             self.log.close()
             raise

@@ -202,7 +202,7 @@ def test_the_server_stops_on_sigterm_while_six_submits_hang(px_home, tmp_path, k
     url = f"http://127.0.0.1:{port}/px/api/runs"
     headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
     try:
-        wait_until_serving(server, url, log, 120, headers)
+        wait_until_serving(server, url, log, headers)
         body = json.dumps({"topology": NATIVE, "script": "train.py"}).encode()
         with kube.hang("POST", "configmaps"):
             for _ in range(6):
