@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+from pathlib import Path
 
 import px_cli
 import pytest
@@ -23,7 +24,18 @@ import jupyter_px
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 TF = {"framework": "tensorflow", "backend": "native", "environment": {"replicas": {"n_workers": 1}}}
-CODE = "import os\nprint('hello from', os.environ['PX_TASK_TYPE'], flush=True)\n"
+
+
+def code(said: Path) -> str:
+    """Each replica says hello; the chief ends once the worker has (a file the worker writes after
+    its line): the chief's end is the run's, and a worker that had not printed yet, on a loaded
+    machine, was stopped with no line to show."""
+    return (
+        f"import os, pathlib, time\nsaid = pathlib.Path({str(said)!r})\n"
+        "print('hello from', os.environ['PX_TASK_TYPE'], flush=True)\n"
+        "if os.environ['PX_TASK_TYPE'] == 'worker':\n    said.touch()\n"
+        "while not said.exists():\n    time.sleep(0.05)\n"
+    )
 
 
 @pytest.fixture
@@ -42,8 +54,10 @@ def px(*args: str) -> str:
     return done.stdout
 
 
-async def test_status_logs_magics_and_the_rest_detail_call_a_tensorflow_master_chief(kube, px_home, jp_fetch, ip):
-    run = jupyter_px.submit(CODE, TF)
+async def test_status_logs_magics_and_the_rest_detail_call_a_tensorflow_master_chief(
+    kube, px_home, jp_fetch, ip, tmp_path
+):
+    run = jupyter_px.submit(code(tmp_path / "worker-said-hello"), TF)
     status = await asyncio.to_thread(run.wait, DEADLINE_S)
     assert status.state.value == "Succeeded"
     assert (px_home / "runs" / run.run_id / "logs" / "master-0.log").exists()  # the store's key names the file
