@@ -12,8 +12,6 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("torch")
-
 #: A one-rank gloo job that keeps its DDP model past destroy_process_group(), as the hang needed;
 #: prints what the guard kept, whether the group outlived the model, and that a new group works.
 JOB = textwrap.dedent("""\
