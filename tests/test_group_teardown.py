@@ -15,7 +15,7 @@ import pytest
 #: A one-rank gloo job that keeps its DDP model past destroy_process_group(), as the hang needed;
 #: prints what the guard kept, whether the group outlived the model, and that a new group works.
 JOB = textwrap.dedent("""\
-    import gc, socket, sys, weakref
+    import gc, os, socket, sys, weakref
     from jupyter_px.diagnostics import group_teardown
     if sys.argv[1] == "cold":
         group_teardown.install()
@@ -38,7 +38,8 @@ JOB = textwrap.dedent("""\
     value = torch.ones(1)
     dist.all_reduce(value)
     dist.destroy_process_group()
-    print(value.item(), len(group_teardown.KEPT))
+    print(value.item(), len(group_teardown.KEPT), flush=True)
+    os._exit(0)  # as the runner ends a replica: torch.distributed's static destructors once aborted here
     """)
 
 
