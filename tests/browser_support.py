@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server_support import free_port, stop_process, wait_until_serving, write_server_config
+from free_ports import free_port
+from server_support import stop_process, wait_until_serving, write_server_config
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -14,7 +14,8 @@ import secrets
 from pathlib import Path
 
 from browser_support import start_lab, write_lab_settings
-from server_support import free_port, stop_process, wait_until_serving, write_server_config
+from free_ports import free_port
+from server_support import stop_process, wait_until_serving, write_server_config
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "jupyter_px" / "labextension"

@@ -1,14 +1,13 @@
 """A Jupyter server in a subprocess, for the tests that talk to a real one: the notebooks over
 HTTP (`test_notebooks.py`) and JupyterLab in a browser (`browser_support.py`).
 
-Each server gets a free port on 127.0.0.1, a token, a config folder of its own that enables this
+Each server gets a free port on 127.0.0.1 (`free_ports.py`), a token, a config folder of its own that enables this
 package's server extension and jupyter-server-proxy, and a wait until it answers.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.error
@@ -16,12 +15,6 @@ import urllib.request
 from pathlib import Path
 
 from waiting import DEADLINE_S
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_server_config(config: Path) -> None:

@@ -18,7 +18,6 @@ import contextlib
 import getpass
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from free_ports import free_port
 from outside_data import under_ci
 from waiting import wait_for
 
@@ -81,12 +81,6 @@ class SshHosts:
         return found
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _keygen(path: Path) -> None:
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, capture_output=True)
 
@@ -113,7 +107,7 @@ def start_hosts(count: int = 2) -> SshHosts:
     ]
     for number in range(count):
         name = f"host-{chr(ord('a') + number)}"
-        host = SshHost(name, _free_port())
+        host = SshHost(name, free_port())
         key = folder / f"host_key_{name}"
         _keygen(key)
         config = folder / f"sshd_{name}"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from free_ports import free_port
 
 from jupyter_px.cluster import (
     ReplicaPaths,
@@ -187,12 +187,6 @@ TORCH_RENDEZVOUS = textwrap.dedent("""
 """)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.jobs
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_torch_env_rendezvous_with_gloo(nproc):
@@ -200,7 +194,7 @@ def test_torch_env_rendezvous_with_gloo(nproc):
     topology = parse_topology(
         f"framework: pytorch\nenvironment:\n  processes_per_replica: {nproc}\n  replicas: {{n_workers: {3 - nproc}}}\n"
     )
-    ports = {"master": [_free_port()], "worker": [_free_port() for _ in range(3 - nproc)]}
+    ports = {"master": [free_port()], "worker": [free_port() for _ in range(3 - nproc)]}
     addresses = local_addresses(topology, ports)
     procs = []
     for spec in topology.replicas():

@@ -9,12 +9,12 @@ minutes), and the first replica to fail is one that waited.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from free_ports import free_port
 from local_support import describe, wait
 from waiting import wait_for
 
@@ -96,7 +96,7 @@ def test_a_short_collective_timeout_leaves_the_rendezvous_time_for_a_late_rank()
         **os.environ,
         collective_timeout.ENV: "2",
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
         "WORLD_SIZE": "2",
     }
     ranks = [
@@ -107,12 +107,6 @@ def test_a_short_collective_timeout_leaves_the_rendezvous_time_for_a_late_rank()
     ]
     outs = [rank.communicate(timeout=120)[0] for rank in ranks]
     assert [rank.returncode for rank in ranks] == [0, 0] and outs == ["joined\n", "joined\n"], outs
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_the_error_of_a_timed_out_collective_is_told_from_others():

@@ -20,6 +20,7 @@ import threading
 import urllib.request
 
 import pytest
+from free_ports import free_port
 from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture)
     DEADLINE_S,
     FOLLOWER_MODULE,
@@ -30,7 +31,7 @@ from kubernetes_support import (  # noqa: F401 (kube_fixture: the `kube` fixture
     wait_for_file,
     wait_gone,
 )
-from server_support import free_port, stop_process, wait_until_serving, write_server_config
+from server_support import stop_process, wait_until_serving, write_server_config
 
 import jupyter_px
 from jupyter_px.processes import detached

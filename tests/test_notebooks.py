@@ -22,8 +22,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from free_ports import free_port
 from nbclient import NotebookClient
-from server_support import free_port, stop_process, wait_until_serving, write_server_config
+from server_support import stop_process, wait_until_serving, write_server_config
 from waiting import wait_for
 
 #: kubernetes.ipynb needs a (fake) cluster: tests/test_kubernetes_notebook.py runs it; sweep.ipynb (trials pruned

@@ -185,7 +185,8 @@ def test_the_server_stops_on_sigterm_while_six_submits_hang(px_home, tmp_path, k
     import time
     import urllib.request
 
-    from server_support import free_port, stop_process, wait_until_serving, write_server_config
+    from free_ports import free_port
+    from server_support import stop_process, wait_until_serving, write_server_config
 
     port, token, root = free_port(), "t0ken", tmp_path / "root"
     root.mkdir()

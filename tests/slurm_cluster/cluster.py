@@ -22,6 +22,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from free_ports import free_ports
+
 from .accounting import Accounting
 from .config import OWN, SITES, ClusterLayout, NodeSpec, Site, cgroup_conf, gres_conf, slurm_conf
 from .daemons import (
@@ -29,7 +31,6 @@ from .daemons import (
     alive,
     cgroup_pids,
     cgroups_v1_usable,
-    free_ports,
     node_cgroups,
     read_pid,
     remove_cgroups,

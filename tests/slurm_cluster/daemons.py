@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
@@ -22,20 +21,6 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 class SlurmUnavailable(RuntimeError):
     """Slurm cannot be started here; the message says why in one line."""
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct ports free on 127.0.0.1 now (held together while choosing, so distinct)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def run(argv: list[str], env: Mapping[str, str], what: str, timeout: float = 60.0) -> str:
