@@ -64,6 +64,11 @@ class SshHosts:
     def key(self) -> Path:
         return self.folder / "id_ed25519"
 
+    @property
+    def warm(self) -> Path:
+        """Where the hosts' warm templates listen (`warm_dir`): short, as a socket's path must be."""
+        return self.folder / "warm"
+
     def names(self) -> list[str]:
         return [host.name for host in self.hosts]
 
@@ -156,7 +161,36 @@ def _answers(hosts: SshHosts, host: SshHost) -> bool:
     return hosts.ssh(host.name, "true").returncode == 0
 
 
+def templates(hosts: SshHosts) -> list[psutil.Process]:
+    """The hosts' warm templates (`host_template.py`): their sockets are in the hosts' warm folder."""
+    found = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if "jupyter_px.backends.ssh.host_template" in process.cmdline() and str(hosts.warm) in " ".join(
+                process.cmdline()
+            ):
+                found.append(process)
+    return found
+
+
+def template_children(hosts: SshHosts) -> list[psutil.Process]:
+    """What the templates forked that still runs (a warm replica's entry and what it started)."""
+    found = []
+    for template in templates(hosts):
+        with contextlib.suppress(psutil.Error):
+            found += template.children(recursive=True)
+    return found
+
+
+def stop_templates(hosts: SshHosts) -> None:
+    for template in templates(hosts):
+        with contextlib.suppress(psutil.Error):
+            template.kill()
+            template.wait(30)
+
+
 def stop_hosts(hosts: SshHosts) -> None:
+    stop_templates(hosts)  # the next tests' hosts start their own
     for host in hosts.hosts:
         if host.process is not None and host.process.poll() is None:
             with contextlib.suppress(psutil.NoSuchProcess):
@@ -193,6 +227,7 @@ def use_ssh_fixture(ssh_hosts: SshHosts, px_home: Path, tmp_path: Path, monkeypa
     monkeypatch.setenv("PX_SSH_CONTROL_DIR", str(ssh_hosts.folder / "cm"))
     monkeypatch.setenv("PX_SSH_REMOTE_DIR", str(tmp_path / "remote"))
     monkeypatch.setenv("PX_STOP_GRACE_S", "5")
+    monkeypatch.setenv("PX_SSH_WARM_DIR", str(ssh_hosts.warm))  # the module's templates, stopped with its hosts
     yield ssh_hosts
     from jupyter_px.service import RunService
 
@@ -201,6 +236,9 @@ def use_ssh_fixture(ssh_hosts: SshHosts, px_home: Path, tmp_path: Path, monkeypa
         if not service.status(run_id).state.finished:
             service.stop(run_id)
     wait_for(lambda: not processes_of_home(px_home), "no process of the test's runs left", timeout=60)
+    # a warm replica's processes carry its run in the environment they were forked with, not in
+    # the one /proc shows (the template's): none of them is left either
+    wait_for(lambda: not template_children(ssh_hosts), "no warm replica left", timeout=60)
 
 
 def processes_of(run_id: str) -> list[psutil.Process]:

@@ -46,7 +46,8 @@ from ..failures import code_failure
 from ..outcome import run_outcome
 from . import commands, shipping, stacks
 from .channels import Channel
-from .handle import ENTRY, FOLLOWER, REPLICAS_DIR, STARTED_FILE, STOP_FILE, HostsHandle, replica_file
+from .entry_command import entry_words
+from .handle import FOLLOWER, REPLICAS_DIR, STARTED_FILE, STOP_FILE, HostsHandle, replica_file
 from .settings import from_json
 
 log = logging.getLogger(__name__)
@@ -116,9 +117,7 @@ class Follower:
         return remote
 
     def _replica_words(self, remote: str, role: str, index: int) -> list[str]:
-        return commands.with_setup(
-            self.settings, [self.settings.interpreter, f"{remote}/{ENTRY}", remote, role, str(index)]
-        )
+        return entry_words(self.settings, self.topology, remote, role, index)
 
     def start(self) -> None:
         """Every host ready, every replica's entry started and its port known, then the start
@@ -214,6 +213,7 @@ class Follower:
             port = (channel.ready or {}).get("port")
             replica.address = f"{self.handle.addresses.get(channel.host, channel.host)}:{port}"
             replica.message = f"on {channel.host}"
+            replica.launch = (channel.ready or {}).get("launch")
             if not channel.ended:
                 replica.state = ReplicaState.RUNNING
             else:

@@ -12,7 +12,7 @@ from ...runstore.layout import runs_root
 from ...topology import Topology
 from ..base import BackendError, Rendered
 from . import commands
-from .handle import ENTRY
+from .entry_command import entry_words
 from .plan import place, unsupported
 from .settings import load_settings
 
@@ -32,9 +32,7 @@ def dry_run(topology: Topology, name: str) -> str:
         "# hosts: " + ", ".join(f"{h.name} slots={h.slots}" for h in hosts),
     ]
     for p in placements:
-        words = commands.with_setup(
-            settings, [settings.interpreter, f"{run_dir}/{ENTRY}", run_dir, p.role, str(p.index)]
-        )
+        words = entry_words(settings, topology, run_dir, p.role, p.index)
         lines += ["", f"# {p.key}: {p.host}, slot {p.slot}", shlex.join(commands.ssh_argv(settings, p.host, words))]
     return "\n".join(lines) + "\n"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import BackendError
-from ..settings_file import SettingsFile, check_choice, env_comma_list, env_lines, env_seconds
+from ..settings_file import SettingsFile, check_bool, check_choice, env_bool, env_comma_list, env_lines, env_seconds
 from .hosts import Host, read_hostfile, read_hosts, unique
 
 ENV_PREFIX = "PX_SSH_"
@@ -31,6 +31,9 @@ DEFAULT_STOP_GRACE_S = 30.0
 #: shell reads it, but a ProxyCommand written here should be written in ~/.ssh/config instead).
 _OPTION = re.compile(r"^[A-Za-z][A-Za-z0-9]*=[^\s'\"]+$")
 SHARED_CHOICES = ("auto", "yes", "no")
+#: The longest `warm_dir`: a template's socket, `<warm_dir>/<12 hex digits>.sock`, must fit in
+#: the 108 bytes of a Unix socket's address.
+MAX_WARM_DIR = 80
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,13 @@ class SshSettings:
     connect_timeout_s: float = 15.0
     #: seconds every replica waits for the others to start before the run fails
     rendezvous_timeout_s: float = 120.0
+    #: replicas of PyTorch runs and runs without a framework start from a template on their host,
+    #: which imported torch once (`host_template.py`); false: every replica starts cold
+    warm: bool = True
+    #: where a host's templates listen (on the host; None: /tmp/jupyter-px-warm-<uid> there)
+    warm_dir: str | None = None
+    #: seconds a host's template waits for a start before it exits
+    warm_idle_s: float = 600.0
     stop_grace_s: float = field(default_factory=lambda: _stop_grace())
 
     @property
@@ -91,8 +101,8 @@ def _stop_grace() -> float:
     return value
 
 
-_PATHS = {"hostfile", "ssh_config", "python", "control_dir", "remote_dir"}
-_FLOATS = {"connect_timeout_s", "rendezvous_timeout_s"}
+_PATHS = {"hostfile", "ssh_config", "python", "control_dir", "remote_dir", "warm_dir"}
+_FLOATS = {"connect_timeout_s", "rendezvous_timeout_s", "warm_idle_s"}
 _LISTS = {"setup", "ssh_options"}
 
 
@@ -100,6 +110,8 @@ def _check(name: str, value: Any, where: str) -> Any:
     """`value` if it is a valid `name`, else BackendError naming where, the setting and the value."""
     if name == "hosts":
         return read_hosts(value, where)
+    if name == "warm":
+        return check_bool(name, value, where)
     if name in _LISTS:
         if isinstance(value, str):
             value = [line for line in value.splitlines() if line.strip()]
@@ -126,6 +138,8 @@ def _check(name: str, value: Any, where: str) -> Any:
     text = os.path.expanduser(value.strip())
     if name in _PATHS and not os.path.isabs(text):
         raise BackendError(f"{where}: {name}: {value!r} is not an absolute path")
+    if name == "warm_dir" and len(text.encode()) > MAX_WARM_DIR:
+        raise BackendError(f"{where}: warm_dir: {value!r} is over {MAX_WARM_DIR} bytes (a socket path is short)")
     if name in ("hostfile", "ssh_config") and not os.path.isfile(text):
         raise BackendError(f"{where}: {name}: {value!r} is not a file")
     return text
@@ -136,6 +150,7 @@ _ENV_TEXT: dict[str, Callable[[str, str], Any]] = {
     "hosts": env_comma_list,
     "setup": env_lines,
     "ssh_options": env_comma_list,
+    "warm": env_bool,
     **dict.fromkeys(_FLOATS, env_seconds),
 }
 SETTINGS_FILE = SettingsFile(

@@ -19,23 +19,43 @@ backend's replica runs it. The ssh channel is its whole conversation with the ru
    `PX_TASK_TYPE`, `PX_TASK_INDEX`: what a child that started a session of its own still
    carries; read from /proc, Linux's). The last line is `@px-ssh-exit {"code": C, "signal": S}`;
    the entry exits with the replica's code.
+
+**Warm** (`--warm DIR PRELOAD IDLE_S` after the three arguments: a PyTorch run, or one without a
+framework): before step 1 the entry offers the replica to this host's template
+(`host_template.py`, which imported the framework once): it hands over its standard input,
+output and error (SCM_RIGHTS) and its arguments, and the template's fork does steps 1-5 on them
+(its ready line says `"launch": "warm (template pid N)"`), the runner forked with torch already
+imported. The entry stays, passes its signals on, and exits with the code the template reports.
+Where no template answers, the replica starts cold, as above, and once the start line has come
+it starts the template (detached, its own session) for the next run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 READY = "@px-ssh-ready "
 EXIT = "@px-ssh-exit "
 #: Signals passed on to the replica's group (a hang-up of the channel is handled as end of file).
 FORWARDED = (signal.SIGTERM, signal.SIGINT)
+#: Seconds a host's template has to take a replica (one that does not: the replica starts cold).
+TEMPLATE_ANSWER_S = 5.0
+#: In a template's fork (set by `host_template`): why the replica's runner cannot be this process
+#: (its environment sets a variable read at import to another value than the template had), or
+#: None. The runner then starts as a fresh interpreter.
+COLD_BECAUSE: Callable[[Mapping[str, str]], str | None] | None = None
 
 
 def say(prefix: str, data: dict[str, Any]) -> None:
@@ -49,9 +69,149 @@ def die(message: str, code: int = 2) -> None:
     os._exit(code)
 
 
+class Warm:
+    """`--warm DIR PRELOAD IDLE_S`: where this host's template for the run's framework listens
+    (`DIR`, "" for /tmp/jupyter-px-warm-<uid>), what it imports, how long it waits for a start."""
+
+    def __init__(self, folder: str, preload: str, idle_s: str):
+        self.folder = folder or os.path.join(tempfile.gettempdir(), f"jupyter-px-warm-{os.getuid()}")
+        self.preload = [name for name in preload.split(",") if name]
+        self.idle_s = float(idle_s)
+        key = hashlib.sha256(json.dumps([sys.executable, self.preload]).encode()).hexdigest()[:12]
+        self.socket_path = os.path.join(self.folder, f"{key}.sock")
+
+    def start_template(self, told_env: Mapping[str, str]) -> None:
+        """This host's template, started for the next run (detached: its own session, its output
+        in `<key>.log`); told the replica's environment, whose variables read at import it takes.
+        Not where one failed to import what it preloads in this same environment (`<key>.failed`)."""
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        expected = fingerprint(self.preload)
+        try:
+            with open(failed_path(self.socket_path)) as handle:
+                if json.load(handle).get("fingerprint") == expected:
+                    return
+        except (OSError, ValueError, AttributeError):
+            pass
+        argv = [sys.executable, "-m", "jupyter_px.backends.ssh.host_template", self.socket_path]
+        argv += [",".join(self.preload), str(self.idle_s), expected]
+        with open(self.socket_path[: -len(".sock")] + ".log", "ab") as log:
+            process = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True, cwd=self.folder
+            )
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(dict(told_env)).encode())
+        process.stdin.close()
+
+
+def failed_path(socket_path: str) -> str:
+    return socket_path[: -len(".sock")] + ".failed"
+
+
+def write_failed(socket_path: str, why: Mapping[str, str]) -> None:
+    """What a template that could not start says, for the entries that would start it again."""
+    with open(failed_path(socket_path), "w") as handle:
+        json.dump(dict(why), handle)
+
+
+def fingerprint(preload: Sequence[str]) -> str:
+    """What a template must share with the entries it serves: the interpreter, what it preloads,
+    the folders it imports from (an install changes their mtime; not sys.path[0], the script's
+    own) and this package's files."""
+    facts: list[Any] = [sys.executable, sys.version, list(preload)]
+    facts += [[entry, os.stat(entry).st_mtime_ns] for entry in sys.path[1:] if os.path.isdir(entry)]
+    spec = importlib.util.find_spec("jupyter_px")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        for top, _dirs, files in os.walk(folder):
+            sources = [name for name in files if name.endswith(".py")]
+            facts += [[top, name, os.stat(os.path.join(top, name)).st_mtime_ns] for name in sources]
+    return hashlib.sha256(json.dumps(facts).encode()).hexdigest()
+
+
+def send_message(sock: socket.socket, message: Mapping[str, Any], fds: Sequence[int] = ()) -> None:
+    """One JSON line; `fds` (SCM_RIGHTS) with its first byte."""
+    data = json.dumps(dict(message)).encode() + b"\n"
+    if fds:
+        socket.send_fds(sock, [data[:1]], list(fds))
+        data = data[1:]
+    sock.sendall(data)
+
+
+def read_message(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any], list[int]]:
+    """The next JSON line and the descriptors that came with it; ValueError at end of stream."""
+    first, fds, _flags, _address = socket.recv_fds(sock, 1, max_fds) if max_fds else (sock.recv(1), [], 0, None)
+    data = first
+    while data and not data.endswith(b"\n"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    if not data.endswith(b"\n"):
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("the connection closed")
+    return json.loads(data), list(fds)
+
+
+def hand_to_template(warm: Warm, args: Sequence[str]) -> int | str:
+    """The replica started by this host's template, as this entry would (its standard input,
+    output and error handed over): its exit code once it ended. Text: why no template took it, and
+    this entry starts it cold (a template whose environment is no longer this host's retires)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(TEMPLATE_ANSWER_S)
+    try:
+        sock.connect(warm.socket_path)
+    except OSError:
+        sock.close()
+        return "no template on this host yet (this replica starts one for the next run)"
+    try:
+        request = {"op": "start", "args": list(args), "environ": dict(os.environ), "cwd": os.getcwd()}
+        send_message(sock, {**request, "fingerprint": fingerprint(warm.preload)}, fds=[0, 1, 2])
+        reply, _ = read_message(sock)
+    except (OSError, ValueError) as error:
+        sock.close()
+        return f"this host's template did not answer: {error}"
+    if "pid" not in reply:
+        sock.close()
+        return str(reply.get("error") or reply)
+    child = int(reply["pid"])
+    for signum in FORWARDED:
+        signal.signal(signum, lambda s, _f: _signal(child, s))
+    os.close(0)  # the replica's entry reads it now
+    sock.settimeout(None)
+    try:
+        ended, _ = read_message(sock)
+    except (OSError, ValueError):  # the template is gone: the child said its end on the channel
+        ended = {}
+        while _alive(child):
+            time.sleep(0.2)
+    return int(ended.get("code") or 0)
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Replica:
-    def __init__(self, run_dir: str, role: str, index: int):
+    def __init__(self, run_dir: str, role: str, index: int, warm: Warm | None = None, template: int | None = None):
         self.run_dir, self.role, self.index = run_dir, role, index
+        #: where this host's template is (cold: started once the start line has come), and the
+        #: pid of the template this entry was forked by (None: started cold)
+        self.warm, self.template = warm, template
+        #: why a warm replica started cold
+        self.cold_because: str | None = None
         self.pid: int | None = None
         self.grace = 30.0
         self.killed_at: float | None = None
@@ -87,7 +247,11 @@ class Replica:
     def run(self) -> int:
         holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         holder.bind(("", 0))
-        say(READY, {"port": holder.getsockname()[1], "sid": os.getsid(0), "host": socket.gethostname()})
+        launch = f"warm (template pid {self.template})" if self.template else "cold"
+        if self.cold_because:
+            launch = f"cold: {self.cold_because}"
+        ready = {"port": holder.getsockname()[1], "sid": os.getsid(0), "host": socket.gethostname()}
+        say(READY, {**ready, "launch": launch})
         first = sys.stdin.readline()
         if not first:
             return 0  # the follower went before the start: nothing started
@@ -100,6 +264,11 @@ class Replica:
             return 2
         for folder in ("outputs", "tensorboard", "metrics", "params", "logs"):
             os.makedirs(os.path.join(self.run_dir, folder), exist_ok=True)
+        if self.warm is not None and self.template is None:
+            try:
+                self.warm.start_template(env)
+            except OSError as error:
+                print(f"jupyter-px (ssh replica): cannot start this host's template: {error}", file=sys.stderr)
         import jupyter_px.runner  # noqa: F401  (imported before the fork: the replica starts at once)
 
         holder.close()
@@ -193,6 +362,10 @@ def _become_runner(run_dir: str, env: dict[str, str]) -> None:
         sys.stdin.close()
         os.close(0)
         os.open(os.devnull, os.O_RDONLY)
+        cold = COLD_BECAUSE(os.environ) if COLD_BECAUSE is not None else None
+        if cold:
+            print(f"jupyter-px (ssh replica): started cold: {cold}", file=sys.stderr, flush=True)
+            os.execv(sys.executable, [sys.executable, "-m", "jupyter_px.runner", run_dir])
         sys.argv = ["-m jupyter_px.runner", run_dir]
         from jupyter_px import runner
 
@@ -201,17 +374,29 @@ def _become_runner(run_dir: str, env: dict[str, str]) -> None:
         os._exit(1)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 3:
-        die("usage: entry.py RUN_DIR ROLE INDEX")
+USAGE = "usage: entry.py RUN_DIR ROLE INDEX [--warm DIR PRELOAD IDLE_S]"
+
+
+def replica_of(args: Sequence[str], template: int | None = None) -> Replica:
+    """The Replica the arguments name (`die` when they do not)."""
+    if len(args) not in (3, 7) or (len(args) == 7 and args[3] != "--warm"):
+        die(USAGE)
     try:
         index = int(args[2])
-    except ValueError:
-        die(f"index {args[2]!r} is not a number")
-        return
-    replica = Replica(os.path.abspath(args[0]), args[1], index)
-    code = replica.run()
+        warm = Warm(*args[4:7]) if len(args) == 7 else None
+    except ValueError as error:
+        die(f"{USAGE}: {error}")
+        raise
+    return Replica(os.path.abspath(args[0]), args[1], index, warm, template)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    replica = replica_of(args)
+    code = hand_to_template(replica.warm, args) if replica.warm is not None else None
+    if not isinstance(code, int):
+        replica.cold_because = code
+        code = replica.run()
     sys.stdout.flush()
     os._exit(code)
 
