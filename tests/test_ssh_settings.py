@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_px.backends import BackendError
+from jupyter_px.backends.preload import BASE_PRELOAD, FRAMEWORK_PRELOAD
 from jupyter_px.backends.ssh.hosts import Host, read_hostfile
 from jupyter_px.backends.ssh.plan import place
 from jupyter_px.backends.ssh.settings import load_settings
@@ -78,6 +79,8 @@ def test_settings_from_a_file_and_variables_each_bad_value_named(tmp_path, monke
         ("ssh_options: ['ProxyCommand nc %h']\n", "ssh_options: 'ProxyCommand nc %h' is not Name=value"),
         ("hostfile: relative/hosts\n", "hostfile: 'relative/hosts' is not an absolute path"),
         ("slot: 2\n", "unknown setting 'slot'"),
+        ("warm: sometimes\n", "warm: 'sometimes' is not true or false"),
+        (f"warm_dir: /tmp/{'w' * 80}\n", f"warm_dir: '/tmp/{'w' * 80}' is over 80 bytes (a socket path is short)"),
     ):
         monkeypatch.delenv("PX_SSH_HOSTS")
         settings_file.write_text(text)
@@ -153,5 +156,7 @@ def test_render_shows_each_replicas_host_and_ssh_command(tmp_path):
     argv = shlex.split(commands[2])
     assert argv[argv.index("--") - 1] == "gpu2" and "ControlMaster=auto" in argv
     remote = shlex.split(argv[-1])  # what the host's shell runs: the entry, the run directory, the replica
-    assert remote[1].endswith("/runs/demo/ssh/entry.py") and remote[2:] == [remote[2], "worker", "1"]
+    assert remote[1].endswith("/runs/demo/ssh/entry.py") and remote[2:5] == [remote[2], "worker", "1"]
     assert remote[2].endswith("/runs/demo")
+    # a PyTorch run: the replica is offered to its host's template, which imports torch once
+    assert remote[5:] == ["--warm", ",".join((*BASE_PRELOAD, *FRAMEWORK_PRELOAD["pytorch"])), "600"], remote

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from px_cli import px
 from ssh_hosts import (  # noqa: F401 (fixtures)
     processes_of,
     ssh_hosts_fixture,
@@ -82,6 +83,8 @@ def test_a_second_run_starts_warm_from_its_hosts_template_and_leaves_nothing_but
     pids = {template_pid(launch) for launch in second.values()}
     assert len(pids) == 1, second  # one template serves both hosts here (one machine, one user)
     (pid,) = pids
+    shown = px("status", second_id)  # what a user reads
+    assert f"replicas warm (template pid {pid})" in shown.stdout, shown.stdout
     wait_for(lambda: [t.pid for t in templates(use_ssh)] == [pid], "one template left, the one that served")
     for key in KEYS:  # the rank ran in a fork of the template, torch imported there once
         role, index = key.split("-")

@@ -1,6 +1,6 @@
 """The command each replica's entry runs with on its host: the interpreter, the entry, the run
 directory there and the replica, and, where the run's framework can start warm (PyTorch, or no
-framework: `backends/preload.py`), `--warm DIR PRELOAD IDLE_S` for the host's template
+framework: `backends/preload.py`), `--warm PRELOAD IDLE_S [DIR]` for the host's template
 (`task_entry.py` and `host_template.py` say what they do). The follower runs it; `jupyter px
 render --backend ssh` shows it."""
 
@@ -29,5 +29,6 @@ def entry_words(settings: SshSettings, topology: Topology, run_dir: str, role: s
     words = [settings.interpreter, f"{run_dir}/{ENTRY}", run_dir, role, str(index)]
     preload = warm_preload(settings, topology)
     if preload is not None:
-        words += ["--warm", settings.warm_dir or "", ",".join(preload), f"{settings.warm_idle_s:g}"]
+        words += ["--warm", ",".join(preload), f"{settings.warm_idle_s:g}"]
+        words += [settings.warm_dir] if settings.warm_dir else []
     return commands.with_setup(settings, words)

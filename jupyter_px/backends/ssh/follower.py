@@ -102,6 +102,7 @@ class Follower:
         status = RunStatus(run_id=self.run_id, owner=self.owner, started_at=self.started_at)
         status.state, status.message = state, message
         status.replicas = replicas if replicas is not None else self._pending()
+        status.launch = launch_summary([r.launch for r in status.replicas if r.launch])
         return status
 
     def _pending(self) -> list[ReplicaStatus]:
@@ -406,6 +407,17 @@ class Follower:
         status.finished_at, status.owner = time.time(), None
         self.store.write_status(status)
         return 0
+
+
+def launch_summary(launches: list[str]) -> str | None:
+    """The run's `launch` from its replicas': theirs when they agree, else how many were warm
+    (each host has a template of its own)."""
+    if len(set(launches)) <= 1:
+        return launches[0] if launches else None
+    warm = sum(launch.startswith("warm") for launch in launches)
+    if warm == len(launches):
+        return "warm (each host's template)"
+    return f"warm {warm} of {len(launches)} (the others cold)" if warm else "cold"
 
 
 def outcome_words(outcome: Any) -> tuple[RunState, str, str]:

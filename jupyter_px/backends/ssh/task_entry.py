@@ -20,7 +20,7 @@ backend's replica runs it. The ssh channel is its whole conversation with the ru
    carries; read from /proc, Linux's). The last line is `@px-ssh-exit {"code": C, "signal": S}`;
    the entry exits with the replica's code.
 
-**Warm** (`--warm DIR PRELOAD IDLE_S` after the three arguments: a PyTorch run, or one without a
+**Warm** (`--warm PRELOAD IDLE_S [DIR]` after the three arguments: a PyTorch run, or one without a
 framework): before step 1 the entry offers the replica to this host's template
 (`host_template.py`, which imported the framework once): it hands over its standard input,
 output and error (SCM_RIGHTS) and its arguments, and the template's fork does steps 1-5 on them
@@ -70,10 +70,10 @@ def die(message: str, code: int = 2) -> None:
 
 
 class Warm:
-    """`--warm DIR PRELOAD IDLE_S`: where this host's template for the run's framework listens
-    (`DIR`, "" for /tmp/jupyter-px-warm-<uid>), what it imports, how long it waits for a start."""
+    """`--warm PRELOAD IDLE_S [DIR]`: what this host's template for the run's framework imports,
+    how long it waits for a start, and where it listens (default /tmp/jupyter-px-warm-<uid>)."""
 
-    def __init__(self, folder: str, preload: str, idle_s: str):
+    def __init__(self, preload: str, idle_s: str, folder: str = ""):
         self.folder = folder or os.path.join(tempfile.gettempdir(), f"jupyter-px-warm-{os.getuid()}")
         self.preload = [name for name in preload.split(",") if name]
         self.idle_s = float(idle_s)
@@ -374,16 +374,16 @@ def _become_runner(run_dir: str, env: dict[str, str]) -> None:
         os._exit(1)
 
 
-USAGE = "usage: entry.py RUN_DIR ROLE INDEX [--warm DIR PRELOAD IDLE_S]"
+USAGE = "usage: entry.py RUN_DIR ROLE INDEX [--warm PRELOAD IDLE_S [DIR]]"
 
 
 def replica_of(args: Sequence[str], template: int | None = None) -> Replica:
     """The Replica the arguments name (`die` when they do not)."""
-    if len(args) not in (3, 7) or (len(args) == 7 and args[3] != "--warm"):
+    if len(args) not in (3, 6, 7) or (len(args) > 3 and args[3] != "--warm"):
         die(USAGE)
     try:
         index = int(args[2])
-        warm = Warm(*args[4:7]) if len(args) == 7 else None
+        warm = Warm(*args[4:]) if len(args) > 3 else None
     except ValueError as error:
         die(f"{USAGE}: {error}")
         raise
