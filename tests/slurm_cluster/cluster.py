@@ -22,7 +22,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from free_ports import free_ports
+try:
+    from free_ports import free_ports
+except ImportError:  # `python -m tests.slurm_cluster` from the checkout: tests/ is a package there
+    from tests.free_ports import free_ports
 
 from .accounting import Accounting
 from .config import OWN, SITES, ClusterLayout, NodeSpec, Site, cgroup_conf, gres_conf, slurm_conf
