@@ -31,7 +31,6 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import time
 import traceback
@@ -61,8 +60,8 @@ class HostTemplate:
         self.listener.bind(socket_path)
         os.chmod(socket_path, 0o600)
         self.listener.listen(64)
-        self.wakeup_read, wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        signal.set_wakeup_fd(wakeup_write)
+        self.wakeup_read, self.wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self.wakeup_write)
         signal.signal(signal.SIGCHLD, lambda _s, _f: None)
         signal.signal(signal.SIGTERM, lambda _s, _f: self.retire("SIGTERM"))
 
@@ -94,8 +93,7 @@ class HostTemplate:
             self.reap()
 
     def handle(self, conn: socket.socket) -> None:
-        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        if uid != os.getuid():
+        if task_entry.peer_uid(conn) != os.getuid():
             conn.close()
             return
         conn.settimeout(10.0)
@@ -161,10 +159,10 @@ class HostTemplate:
         try:
             for held in [conn, self.listener, *self.children.values()]:
                 held.close()
-            for fd in (self.wakeup_read, self.lock_fd):
+            signal.set_wakeup_fd(-1)
+            for fd in (self.wakeup_read, self.wakeup_write, self.lock_fd):
                 if fd >= 0:
                     os.close(fd)  # a fork that held the lock would keep the next template out
-            signal.set_wakeup_fd(-1)
             for signum in (signal.SIGCHLD, signal.SIGTERM):
                 signal.signal(signum, signal.SIG_DFL)
             os.setsid()

@@ -38,6 +38,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -84,7 +85,10 @@ class Warm:
         """This host's template, started for the next run (detached: its own session, its output
         in `<key>.log`); told the replica's environment, whose variables read at import it takes.
         Not where one failed to import what it preloads in this same environment (`<key>.failed`)."""
-        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        unsafe = private_folder(self.folder)
+        if unsafe:
+            print(f"jupyter-px (ssh replica): no template started: {unsafe}", file=sys.stderr)
+            return
         expected = fingerprint(self.preload)
         try:
             with open(failed_path(self.socket_path)) as handle:
@@ -163,6 +167,9 @@ def hand_to_template(warm: Warm, args: Sequence[str]) -> int | str:
     except OSError:
         sock.close()
         return "no template on this host yet (this replica starts one for the next run)"
+    if peer_uid(sock) != os.getuid():  # its session's streams and environment go to nobody else
+        sock.close()
+        return f"the template socket {warm.socket_path} belongs to another user"
     try:
         request = {"op": "start", "args": list(args), "environ": dict(os.environ), "cwd": os.getcwd()}
         send_message(sock, {**request, "fingerprint": fingerprint(warm.preload)}, fds=[0, 1, 2])
@@ -185,6 +192,21 @@ def hand_to_template(warm: Warm, args: Sequence[str]) -> int | str:
         while _alive(child):
             time.sleep(0.2)
     return int(ended.get("code") or 0)
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The user id of the process at the other end of a Unix socket (Linux's SO_PEERCRED)."""
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    return int(uid)
+
+
+def private_folder(folder: str) -> str | None:
+    """Why `folder` cannot hold this user's templates (another's, or writable by others), or None."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.stat(folder)
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return f"{folder} is not this user's alone (owner uid {info.st_uid}, mode {info.st_mode & 0o777:o})"
+    return None
 
 
 def _signal(pid: int, signum: int) -> None:
