@@ -162,13 +162,18 @@ def _answers(hosts: SshHosts, host: SshHost) -> bool:
 
 
 def templates(hosts: SshHosts) -> list[psutil.Process]:
-    """The hosts' warm templates (`host_template.py`): their sockets are in the hosts' warm folder."""
+    """The hosts' warm templates (`host_template.py`, their sockets in the hosts' warm folder), not
+    their forks (a warm replica's entry, whose command line is its template's)."""
+
+    def is_template(process: psutil.Process) -> bool:
+        line = process.cmdline()
+        return "jupyter_px.backends.ssh.host_template" in line and str(hosts.warm) in " ".join(line)
+
     found = []
     for process in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
-            if "jupyter_px.backends.ssh.host_template" in process.cmdline() and str(hosts.warm) in " ".join(
-                process.cmdline()
-            ):
+            parent = process.parent()
+            if is_template(process) and not (parent is not None and is_template(parent)):
                 found.append(process)
     return found
 

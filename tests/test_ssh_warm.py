@@ -139,3 +139,22 @@ def test_a_template_folder_others_can_write_to_is_not_used(tmp_path):
     assert private_folder(str(folder)) is None and folder.stat().st_mode & 0o777 == 0o700
     folder.chmod(0o777)
     assert private_folder(str(folder)) == f"{folder} is not this user's alone (owner uid {os.getuid()}, mode 777)"
+
+
+def test_a_template_killed_under_a_warm_run_leaves_the_run_to_end_as_it_would(use_ssh, probe, tmp_path):
+    """The template only forks: a warm run it started goes on without it, to its own end."""
+    service = RunService()
+    run(service, probe, "starts-the-template")
+    wait_for(lambda: any(use_ssh.warm.glob("*.sock")), "the template to listen", timeout=120)
+    release = tmp_path / "release"
+    waits = tmp_path / "waits.py"
+    waits.write_text(f"import os, time\nwhile not os.path.exists({str(release)!r}):\n    time.sleep(0.1)\n{PROBE}")
+    run_id = service.submit(Submission(ScriptFile(waits), topology(), name="outlives"))
+    wait_for(lambda: len(template_children(use_ssh)) >= 3, "the warm replicas to start")
+    (template,) = templates(use_ssh)
+    template.kill()
+    release.touch()
+    status = service.wait(run_id, timeout=DEADLINE_S)
+    assert status.state.value == "Succeeded", (status, service.log_tail(run_id, "worker", 1))
+    assert {r.launch for r in status.replicas} == {f"warm (template pid {template.pid})"}
+    assert all("sum 6" in service.log_tail(run_id, role, index) for role, index in (("master", 0), ("worker", 1)))

@@ -36,6 +36,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -187,10 +188,14 @@ def hand_to_template(warm: Warm, args: Sequence[str]) -> int | str:
     sock.settimeout(None)
     try:
         ended, _ = read_message(sock)
-    except (OSError, ValueError):  # the template is gone: the child said its end on the channel
+    except (OSError, ValueError):  # the template is gone: its fork says its end on the channel
         ended = {}
-        while _alive(child):
-            time.sleep(0.2)
+        try:
+            waiter = os.pidfd_open(child)  # readable once the fork has exited
+        except ProcessLookupError:
+            return 0
+        select.select([waiter], [], [])
+        os.close(waiter)
     return int(ended.get("code") or 0)
 
 
@@ -214,16 +219,6 @@ def _signal(pid: int, signum: int) -> None:
         os.kill(pid, signum)
     except OSError:
         pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Replica:
