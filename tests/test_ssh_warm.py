@@ -4,6 +4,7 @@ one template serves them both."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -158,3 +159,24 @@ def test_a_template_killed_under_a_warm_run_leaves_the_run_to_end_as_it_would(us
     assert status.state.value == "Succeeded", (status, service.log_tail(run_id, "worker", 1))
     assert {r.launch for r in status.replicas} == {f"warm (template pid {template.pid})"}
     assert all("sum 6" in service.log_tail(run_id, role, index) for role, index in (("master", 0), ("worker", 1)))
+
+
+def test_a_template_that_cannot_import_its_preload_says_why_and_is_not_started_again(tmp_path):
+    """Its replicas start cold; a template that failed is not started again by each of them, as
+    long as the host's environment is the one it failed in."""
+    from jupyter_px.backends.ssh.task_entry import Warm, failed_path, fingerprint
+
+    warm = Warm("no_such_module_here", "600", str(tmp_path / "w"))
+    warm.start_template({"PYTHONUNBUFFERED": "1"})
+    failed = Path(failed_path(warm.socket_path))
+    wait_for(failed.exists, "the template to say why it could not start", timeout=120)
+    said = json.loads(failed.read_text())
+    assert said["fingerprint"] == fingerprint(warm.preload)
+    assert said["error"].startswith("cannot import no_such_module_here: ModuleNotFoundError"), said
+
+    def started() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"]) if warm.socket_path in (p.info["cmdline"] or [])]
+
+    wait_for(lambda: not started(), "the failed template to exit")
+    warm.start_template({})
+    assert not started()
