@@ -178,12 +178,14 @@ def test_a_failed_replica_with_an_istio_sidecar_fails_the_run(sim, px_home):
 
 def test_a_finished_replica_with_a_sidecar_ends_the_run(sim, px_home):
     """Once the main container has exited 0, a sidecar that never exits does not keep the run
-    alive: the run succeeds, and its pods are removed."""
+    alive: the run succeeds, and its pods are removed. (One replica: with a worker beside it, the
+    master's end decides the run, and a worker whose container had not yet ended on a loaded
+    machine was Stopped, as the success policy says.)"""
     sim.api.admission.append(inject_istio_proxy)
-    run = jupyter_px.submit("print('fine', flush=True)\n", native(1))
+    run = jupyter_px.submit("print('fine', flush=True)\n", native())
     status = run.wait(timeout=DEADLINE_S)
     assert status.state.value == "Succeeded", status
-    assert [r.state.value for r in status.replicas] == ["Succeeded", "Succeeded"], status.replicas
+    assert [r.state.value for r in status.replicas] == ["Succeeded"], status.replicas
     wait_for(lambda: not sim.list("pods"), "the run's pods to be deleted")
 
 
