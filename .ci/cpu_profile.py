@@ -40,7 +40,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 #: (kind, what to find in the command line), first match wins.
 KINDS = (
     ("Chromium", ("chromium", "chrome")),
-    ("Node.js (Playwright, jest, the build)", ("node",)),
+    # (the program's name, not "node" anywhere: Slurm's `node_entry` and `--nodes` have it)
+    ("Node.js (Playwright, jest, the build)", ("/node ", "jlpm", "yarn")),
     ("Slurm daemons and steps", ("slurmctld", "slurmd", "slurmdbd", "slurmstepd", "mariadbd", "munged")),
     ("sshd and ssh", ("sshd", "/ssh ", "ssh ")),
     ("Kubernetes follower", ("kubernetes.follower",)),
@@ -65,6 +66,9 @@ KINDS = (
 
 
 def kind_of(cmdline: str) -> str:
+    program = os.path.basename(cmdline.split(" ", 1)[0])
+    if program in ("node", "nodejs"):
+        return "Node.js (Playwright, jest, the build)"
     for kind, needles in KINDS:
         if any(needle in cmdline for needle in needles):
             return kind
@@ -140,6 +144,7 @@ def main(out: str) -> None:
     by_kind: dict[str, int] = defaultdict(int)
     by_file: dict[str, int] = defaultdict(int)
     other: dict[str, int] = defaultdict(int)  # the unclassified, by command line
+    unplaced: dict[str, int] = defaultdict(int)  # cold replicas no test could be found for, by command
     started, machine_start = time.monotonic(), machine_ticks()
     stop = []
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
@@ -189,6 +194,8 @@ def main(out: str) -> None:
             by_file[test_file or f"(no test: {kind})"] += added
             if kind.startswith("other"):
                 other[cmdline[:120]] += added
+            elif not test_file and kind == "replicas (cold)":
+                unplaced[cmdline[:120]] += added
             seen[identity] = (kind, ticks, cmdline, test_file, comm)
         for identity in set(seen) - alive:
             del seen[identity]
@@ -213,6 +220,9 @@ def main(out: str) -> None:
             lines.append(f"{seconds / 60:7.1f} {100 * seconds / max(counted, 1e-9):5.1f} %  {kind}")
     lines.append("the unclassified, by command line:")
     for cmdline, ticks in sorted(other.items(), key=lambda item: -item[1])[:8]:
+        lines.append(f"{ticks / TICKS / 60:7.2f}  {cmdline}")
+    lines.append("cold replicas no test could be placed for (a pod's, an ssh session's), by command line:")
+    for cmdline, ticks in sorted(unplaced.items(), key=lambda item: -item[1])[:8]:
         lines.append(f"{ticks / TICKS / 60:7.2f}  {cmdline}")
     lines.append("by the test file whose test started the process (the 30 heaviest):")
     for test_file, ticks in sorted(by_file.items(), key=lambda item: -item[1])[:30]:

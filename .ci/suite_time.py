@@ -33,6 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     by_file: Counter[str] = Counter()
     worker_cpu: Counter[str] = Counter()
+    children_cpu: Counter[str] = Counter()
     tests: Counter[str] = Counter()
     for case in ET.parse(args.report).getroot().iter("testcase"):
         # `tests.test_store.TestDiskFull`: the module is the last part before a class's
@@ -43,6 +44,8 @@ def main() -> None:
         for prop in case.iter("property"):
             if prop.get("name") == "worker_cpu_s":
                 worker_cpu[name] += float(prop.get("value") or 0)
+            elif prop.get("name") == "children_cpu_s":
+                children_cpu[name] += float(prop.get("value") or 0)
     total = sum(by_file.values())
     print(
         f"{sum(tests.values())} tests, {total / 60:.1f} min in all; "
@@ -56,6 +59,10 @@ def main() -> None:
     print("the heaviest files by the workers' own CPU:")
     for name, seconds in worker_cpu.most_common(args.top):
         print(f"{seconds / 60:7.2f} core-min  {tests[name]:4d} tests  {name}")
+    if children_cpu:
+        print("the heaviest files by their reaped children's CPU (pods, CLI calls, kernels):")
+        for name, seconds in children_cpu.most_common(args.top):
+            print(f"{seconds / 60:7.2f} core-min  {tests[name]:4d} tests  {name}")
     if args.write_durations:
         seconds = {f"tests/{name}.py": round(time, 1) for name, time in sorted(by_file.items())}
         Path(args.write_durations).write_text(json.dumps({"about": ABOUT, "seconds": seconds}, indent=1) + "\n")
