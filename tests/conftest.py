@@ -332,7 +332,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     .ci/cpu_profile.py sees the workers only as a whole, `.ci/suite_time.py` says which tests.
     Beside it, `children_cpu_s`: the CPU of the processes the worker started and reaped during the
     test (the simulated kubelet's containers, CLI calls, kernels), which cpu_profile.py cannot
-    place by their environment (a pod's is its own)."""
+    place by their environment (a pod's is its own); a long-lived one (a template, a module's
+    server) counts whole for the test that reaps it."""
     if call.when == "teardown" and _CPU_BEGAN in item.stash:
         own, children = item.stash[_CPU_BEGAN]
         item.user_properties.append(("worker_cpu_s", round(time.process_time() - own, 2)))
