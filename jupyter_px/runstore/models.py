@@ -195,8 +195,8 @@ class ReplicaStatus(BaseModel):
     stall_after_s: float | None = Field(default=None, description="while Stalled: the quiet time it passed, in s")
     launch: str | None = Field(
         default=None,
-        description="how its process started (local backend): 'cold', 'forked (zygote pid N)', "
-        "'spawn-ahead (pool interpreter pid N)', or 'cold: <why not from the pool>'",
+        description="how its process started (local and SSH backends): 'cold', 'forked (zygote pid N)', "
+        "'spawn-ahead (pool interpreter pid N)', 'warm (template pid N)' (SSH), or 'cold: <why>'",
     )
 
     @field_validator("reason", mode="before")
@@ -308,7 +308,7 @@ class RunStatus(BaseModel):
     replicas: list[ReplicaStatus] = Field(default_factory=list)
     launch: str | None = Field(
         default=None,
-        description="how the replicas start: 'warm (template pid N)', or 'cold: <why>' (local backend)",
+        description="how the replicas start: 'warm (template pid N)', or 'cold: <why>' (local and SSH backends)",
     )
     attempt: int = Field(default=1, description="which attempt runs (or ran last): 2 after one gang restart")
     max_attempts: int = Field(default=1, description="1 + termination.max_retries")

@@ -216,7 +216,7 @@ export interface IRunSummary {
    */
   owner_problem?: string | null;
   /**
-   * how the replicas started: "warm (template pid N)" or "cold: <why>" (local backend)
+   * how the replicas started: "warm (template pid N)" or "cold: <why>" (local and SSH backends)
    */
   launch?: string | null;
 }

@@ -91,7 +91,8 @@ class RunSummary(Reply):
         default=None, description="what a read found wrong with the run's owner; the keeper, not the read, repairs it"
     )
     launch: str | None = Field(
-        default=None, description='how the replicas started: "warm (template pid N)" or "cold: <why>" (local backend)'
+        default=None,
+        description='how the replicas started: "warm (template pid N)" or "cold: <why>" (local and SSH backends)',
     )
 
 
