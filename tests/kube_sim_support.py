@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -90,6 +91,13 @@ def require_mpi_pods(cluster: Cluster, ssh: bool = True) -> None:
     )
 
 
+def _group_of(pid: int) -> int:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return -1
+
+
 def lose_pod(run_id: str, role: str, index: int) -> int:
     """SIGKILL every process of the replica's pod on the simulated cluster (its agent and its
     training, where torchrun runs there): what a lost node does to it. How many were killed."""
@@ -97,11 +105,28 @@ def lose_pod(run_id: str, role: str, index: int) -> int:
 
     import psutil
 
+    def of_the_replica(env: dict) -> bool:
+        replica = (env.get("PX_TASK_TYPE"), env.get("PX_TASK_INDEX"))
+        return env.get("PX_RUN_ID") == run_id and replica == (role, str(index))
+
     found = []
-    for process in psutil.process_iter(["environ"]):
-        env = process.info.get("environ") or {}
-        if env.get("PX_RUN_ID") == run_id and (env.get("PX_TASK_TYPE"), env.get("PX_TASK_INDEX")) == (role, str(index)):
+    for process in psutil.process_iter(["environ", "cmdline"]):
+        if of_the_replica(process.info.get("environ") or {}):
             found.append(process)
+            continue
+        # a container whose program a warm interpreter forked (kube_sim/zygotes.py): its process
+        # is launch.py, with the container's environment in its launch file; the program's
+        # process group is the fork's
+        cmdline = process.info.get("cmdline") or []
+        if len(cmdline) < 2 or not cmdline[-2].endswith(os.path.join("kube_sim", "launch.py")):
+            continue
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            spec = json.loads(Path(cmdline[-1]).read_text())
+            if of_the_replica(spec["env"]):
+                found.append(process)
+                with contextlib.suppress(OSError, ValueError):
+                    fork = int(Path(spec["warm_pid"]).read_text())
+                    found += [p for p in psutil.process_iter() if _group_of(p.pid) == fork]
     for process in found:
         with contextlib.suppress(psutil.NoSuchProcess):
             process.send_signal(signal.SIGKILL)

@@ -77,6 +77,7 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         pod_network: bool | None = None,
         images: dict[str, Image] | None = None,
         claims: dict[str, str] | None = None,
+        warm: bool = True,
     ):
         permitted, why = namespaces_permitted() if isolate is not False else (False, "isolation turned off")
         self.isolated = permitted
@@ -105,6 +106,8 @@ class Kubelet(StateApi, StatusWriter, Processes, ContainerLogs, VolumesAndHosts,
         self.root = Path(root or tempfile.mkdtemp(prefix="kube-sim-kubelet-"))
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        #: Python containers forked from a warm interpreter (zygotes.py) where they can be
+        self.warm = warm
         #: A test's knob: while set, no container that ended is started again, whatever its
         #: back-off (a node away for a while: its pods come back when the test clears it).
         self.restarts_held = False

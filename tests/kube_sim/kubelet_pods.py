@@ -26,6 +26,8 @@ class Instance:
     exit_code: int | None = None
     reason: str = ""
     container_id: str = ""
+    #: where launch.py writes the pid of the program a zygote forked for it (zygotes.py)
+    warm_pid_file: Path | None = None
 
 
 @dataclass

@@ -38,6 +38,7 @@ from .kubelet_api_access import MOUNT_PATH
 from .kubelet_logs import append
 from .kubelet_parts import KubeletPart
 from .kubelet_pods import ContainerRun, Instance, PodRun
+from .zygotes import ZYGOTES
 
 LAUNCH = Path(__file__).resolve().parent / "launch.py"
 
@@ -64,6 +65,8 @@ class Processes(KubeletPart):
     pulled_images: set[str]
     #: what each image is on this machine (images.py)
     images: tuple[tuple[str, images.Image], ...]
+    #: whether Python containers may be forked from a warm interpreter (`_zygote_for`)
+    warm: bool
 
     def _env(self, run: PodRun, container: dict[str, Any]) -> dict[str, str]:
         pod = run.pod
@@ -180,9 +183,11 @@ class Processes(KubeletPart):
         instance.log_path.touch()
         instance.container_id = "containerd://" + os.urandom(32).hex()
         workdir = spec.get("workingDir") or ""
+        warm_pid_file = None
         if self.isolated:
             resolv = self._resolv_path(run)  # type: ignore[attr-defined]
             launch = run.directory / f"launch-{container.name}-{len(container.instances)}.json"
+            warm_pid_file = launch.with_suffix(".warm")
             launch.write_text(
                 json.dumps(
                     {
@@ -194,6 +199,10 @@ class Processes(KubeletPart):
                         "argv": argv,
                         "env": env,
                         "dirs": list(image.dirs),
+                        # a Python container's program forked from a warm interpreter (zygotes.py)
+                        "zygote": self._zygote_for(spec, env),
+                        "python": os.path.realpath(sys.executable),
+                        "warm_pid": str(warm_pid_file),
                     }
                 )
             )
@@ -222,6 +231,7 @@ class Processes(KubeletPart):
             container.instances.append(instance)
             return
         instance.process = process
+        instance.warm_pid_file = warm_pid_file
         container.instances.append(instance)
         container.waiting_reason = ""
         for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
@@ -231,6 +241,15 @@ class Processes(KubeletPart):
         # kuberuntime_container.go startContainer (v1.33.0): Created, then Started
         record(self.api, run.pod, "Created", f"Created container: {container.name}", "Normal", "kubelet", self.node)
         record(self.api, run.pod, "Started", f"Started container {container.name}", "Normal", "kubelet", self.node)
+
+    def _zygote_for(self, spec: dict[str, Any], env: dict[str, str]) -> str:
+        """The socket of the warm interpreter for this container, or "": none for a container
+        with a memory limit (a fork's resident memory counts the pages it shares with its
+        zygote), none yet for the first of its environment, none where the kubelet is cold."""
+        limits = (spec.get("resources") or {}).get("limits") or {}
+        if not self.warm or "memory" in limits:
+            return ""
+        return ZYGOTES.socket_for(env)
 
     def _image_files(self, run: PodRun, image: images.Image) -> list[tuple[str, str, bool]]:
         """The image's versions of files this machine has (its ssh_config...): this machine's
@@ -262,7 +281,7 @@ class Processes(KubeletPart):
             limit = ((container.spec.get("resources") or {}).get("limits") or {}).get("memory")
             if not limit or instance is None or instance.process is None or instance.exit_code is not None:
                 continue
-            if _rss(instance.process.pid) > quantity.parse(limit):
+            if _rss(instance.process.pid) + _rss(_warm_pid(instance)) > quantity.parse(limit):
                 instance.reason = "OOMKilled"
                 self._signal(container, signal.SIGKILL)
 
@@ -275,9 +294,17 @@ class Processes(KubeletPart):
                 pass
 
 
+def _warm_pid(instance: Instance) -> int:
+    """The pid of the container's program forked from a zygote (launch.py writes it), or 0."""
+    try:
+        return int(instance.warm_pid_file.read_text()) if instance.warm_pid_file else 0
+    except (OSError, ValueError):
+        return 0
+
+
 def _rss(pid: int) -> int:
-    """Resident bytes of a process and its descendants."""
-    total, todo, seen = 0, [pid], set()
+    """Resident bytes of a process and its descendants (0 for pid 0)."""
+    total, todo, seen = 0, [pid] if pid else [], set()
     while todo:
         current = todo.pop()
         if current in seen:
