@@ -12,7 +12,7 @@ import psutil
 import pytest
 from kube_sim import Cluster
 from kube_sim.zygotes import ZYGOTES
-from kube_sim_support import core_api, fresh_namespace, wait_for
+from kube_sim_support import core_api, fresh_namespace, require, wait_for
 from kubernetes import client, watch
 
 pytestmark = pytest.mark.kube
@@ -31,8 +31,8 @@ REPORT = (
 @pytest.fixture(scope="module")
 def cluster():
     with Cluster(namespaces=("default",), kubelet={"backoff_base": 0.2}) as sim:
-        if not sim.kubelet.isolated:
-            pytest.skip(f"containers start warm only in namespaces of their own: {sim.kubelet.not_isolated_because}")
+        why = f"containers start warm only in namespaces of their own: {sim.kubelet.not_isolated_because}"
+        require(sim.kubelet.isolated, why)
         yield sim
 
 

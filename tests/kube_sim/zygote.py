@@ -40,6 +40,7 @@ import runpy
 import select
 import signal
 import socket
+import struct
 import sys
 import threading
 import traceback
@@ -196,10 +197,8 @@ def main() -> None:
             conn, _ = listener.accept()
             try:
                 offer, fds = _receive(conn)
-                pid_of_offerer = conn.getsockopt(
-                    socket.SOL_SOCKET, socket.SO_PEERCRED, array.array("i", [0, 0, 0]).itemsize * 3
-                )
-                offered_by = array.array("i", pid_of_offerer)[0]
+                # struct ucred: pid, uid, gid
+                offered_by, _, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
                 offerer_fd = os.pidfd_open(offered_by)
             except (OSError, ValueError, ConnectionError):
                 conn.close()
@@ -224,7 +223,10 @@ def main() -> None:
             for fd in fds:
                 os.close(fd)
             forks[pid] = (conn, os.pidfd_open(pid), offerer_fd)
-            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            try:
+                conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            except OSError:  # the offerer is gone already: its pidfd says so next round
+                pass
 
 
 if __name__ == "__main__":
