@@ -253,5 +253,31 @@ def wait_kernel_idle(page: Any, timeout_s: float = 120) -> None:
     )
 
 
+# JupyterLab's debugger asks a kernel it has just met for its state: a `debugInfo` request on the
+# control channel, then a second one as the first is answered, and between the two it enables the
+# notebook's bug button (@jupyterlab/debugger 4.x, src/handler.ts, `DebuggerHandler.updateWidget`).
+# A kernel shut down before they are answered makes it log "Could not restore the debugger state".
+# Once the button is enabled, a request of ours, queued behind theirs on the control channel that
+# ipykernel answers in order, comes back only after theirs have.
+_DEBUGGER_ASKED = """() => {
+    const toolbar = window.jupyterapp.shell.currentWidget.toolbar;
+    const bug = Array.from(toolbar.children())[Array.from(toolbar.names()).indexOf('debugger-icon')];
+    return Boolean(bug && bug.enabled);
+}"""
+_BEHIND_THE_DEBUGGER = """async () => {
+    const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+    await kernel.requestDebug({type: 'request', seq: 0, command: 'debugInfo', arguments: {}}).done;
+}"""
+
+
+def wait_debugger_answered(page: Any, log: PageLog, timeout_s: float = 60) -> None:
+    """Until the debugger's questions to the current notebook's kernel are answered (the kernel
+    supports debugging: ipykernel with debugpy), then until the page is quiet: the kernel can be
+    shut down without cancelling them."""
+    page.wait_for_function(_DEBUGGER_ASKED, timeout=timeout_s * 1000)
+    page.evaluate(_BEHIND_THE_DEBUGGER)
+    wait_network_quiet(page, log, timeout_s=timeout_s)
+
+
 def run_all_cells(page: Any) -> None:
     command(page, "notebook:run-all-cells")

@@ -49,6 +49,7 @@ from browser_support import (
     command,
     open_notebook,
     run_all_cells,
+    wait_debugger_answered,
     wait_kernel_idle,
     wait_network_quiet,
 )
@@ -215,6 +216,7 @@ def _save_reload_without_kernel(page, log, lab: JupyterLab, path: str, name: str
     what is on screen then comes from the saved outputs alone."""
     command(page, "docmanager:save")
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    wait_debugger_answered(page, log)
     command(page, "kernelmenu:shutdown")
     page.wait_for_function(
         "() => { const s = window.jupyterapp.shell.currentWidget.sessionContext;"
@@ -224,7 +226,7 @@ def _save_reload_without_kernel(page, log, lab: JupyterLab, path: str, name: str
     page.goto(lab.lab_url(path))
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-OutputArea-output", timeout=90_000)
     wait_kernel_idle(page)
-    wait_network_quiet(page, log)  # the page's own start-up requests are answered first
+    wait_debugger_answered(page, log)  # the page's own start-up requests are answered first
     page.evaluate(
         "async () => { const s = window.jupyterapp.shell.currentWidget.sessionContext; "
         "await s.ready; await s.shutdown(); }"
