@@ -6,7 +6,14 @@
  */
 import { expect, test } from './fixtures';
 
-import { inEachTheme, notebook, openSidebar, shot, sidebar } from './helpers';
+import {
+  inEachTheme,
+  notebook,
+  openSidebar,
+  shot,
+  sidebar,
+  openNotebook
+} from './helpers';
 
 test('elastic workers: the fewest workers in the form, the range in the YAML (Light, then Dark)', async ({
   page,
@@ -17,7 +24,7 @@ test('elastic workers: the fewest workers in the form, the range in the YAML (Li
     'text',
     `${tmpPath}/elastic.ipynb`
   );
-  await page.notebook.openByPath(`${tmpPath}/elastic.ipynb`);
+  await openNotebook(page, `${tmpPath}/elastic.ipynb`);
   await openSidebar(page);
   await sidebar(page).locator('#root_framework').selectOption('pytorch');
   await sidebar(page).locator('#root_environment_replicas_n_workers').fill('3');

@@ -17,7 +17,8 @@ import {
   notebook,
   openPath,
   setTheme,
-  shot
+  shot,
+  openNotebook
 } from './helpers';
 
 const cells = (name: string) => [
@@ -43,7 +44,7 @@ test(`the notebook's run view: its plot, TensorBoard, and reopened (Light, then 
   const name = `final-${Date.now().toString(36)}`;
   const file = `${tmpPath}/final.ipynb`;
   await page.contents.uploadContent(notebook(cells(name)), 'text', file);
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await page.notebook.run();
 
   // The output is this extension's view of the run, live and after the end: never the widget.
@@ -161,7 +162,7 @@ test(`a saved live monitor, reopened after its kernel is gone, shows the run as 
   const source = cells(name);
   source[2] = source[2].replace('time.sleep(0.15)', 'time.sleep(0.4)');
   await page.contents.uploadContent(notebook(source), 'text', file);
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await page.notebook.run();
   // 180 s, as for a run to end above: the kernel's start and the replicas'
   // first imports took over 60 s once, in the project's CI beside four test workers.
@@ -242,7 +243,7 @@ time.sleep(30)
     'text',
     file
   );
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await page.notebook.run();
 
   const host = output(page);

@@ -20,7 +20,8 @@ import {
   runRow,
   setTheme,
   shot as shotAs,
-  sidebar
+  sidebar,
+  openNotebook
 } from './helpers';
 
 const QUICKSTART = fs.readFileSync(
@@ -57,7 +58,7 @@ test(`the first ten minutes (Light, then Dark)`, async ({ page, tmpPath }) => {
   await setTheme(page, 'light');
   const quickstart = `${tmpPath}/quickstart.ipynb`;
   await page.contents.uploadContent(QUICKSTART, 'text', quickstart);
-  await page.notebook.openByPath(quickstart);
+  await openNotebook(page, quickstart);
   await openSidebar(page);
 
   // The form shows the notebook's %%px_topology, and says where it came from.

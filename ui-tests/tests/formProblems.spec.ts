@@ -15,7 +15,8 @@ import {
   openSidebar,
   setTheme,
   shot,
-  sidebar
+  sidebar,
+  openNotebook
 } from './helpers';
 
 test(`the form's problems: whole, once, never stale (Light, then Dark)`, async ({
@@ -38,7 +39,7 @@ test(`the form's problems: whole, once, never stale (Light, then Dark)`, async (
     'text',
     `${tmpPath}/b.ipynb`
   );
-  await page.notebook.openByPath(`${tmpPath}/a.ipynb`);
+  await openNotebook(page, `${tmpPath}/a.ipynb`);
   await openSidebar(page);
   const workers = sidebar(page).locator('#root_environment_replicas_n_workers');
   await workers.fill('1');

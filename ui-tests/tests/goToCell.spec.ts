@@ -8,7 +8,7 @@
  */
 import { expect, test } from './fixtures';
 
-import { inEachTheme, notebook, setTheme, shot } from './helpers';
+import { inEachTheme, notebook, setTheme, shot, openNotebook } from './helpers';
 
 /** A failing cell: line 4 raises on master-0, then many lines so the cell is tall. */
 const failing = (name: string) =>
@@ -39,7 +39,7 @@ test(`"Go to cell" opens the failing cell at its line (Light, then Dark)`, async
     `%px_attach ${name}`
   ];
   await page.contents.uploadContent(notebook(sources), 'text', file);
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await setTheme(page, 'light');
   await page.notebook.run();
 

@@ -14,7 +14,7 @@
  */
 import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
-import { inEachTheme, notebook, setTheme, shot } from './helpers';
+import { inEachTheme, notebook, setTheme, shot, openNotebook } from './helpers';
 
 const hang = (name: string) => `%%px_distributed -t three --name ${name}
 import time
@@ -59,7 +59,7 @@ test(`a hung rank is badged Stalled, its stack stands apart, every rank's CPU is
   const name = `hang-${Date.now().toString(36)}`;
   const file = `${tmpPath}/hang.ipynb`;
   await page.contents.uploadContent(notebook(cells(name)), 'text', file);
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await page.notebook.run();
 
   const view = card(page);

@@ -168,6 +168,23 @@ export async function openPath(
 }
 
 /**
+ * Open a notebook through the document manager and wait until its tab is the active one.
+ * Galata's `notebook.openByPath` walks the file browser, which lists a file uploaded through the
+ * REST API only at its next refresh: on a loaded machine later than Galata's 15 s.
+ */
+export async function openNotebook(
+  page: IJupyterLabPageFixture,
+  filePath: string
+): Promise<void> {
+  await openPath(page, filePath);
+  await expect
+    .poll(() => page.notebook.isActive(path.basename(filePath)), {
+      timeout: 60000
+    })
+    .toBe(true);
+}
+
+/**
  * `count` finished runs written into the test server's store by make_runs.py (`flags`: `output`
  * for logs and metrics, `recent` to lead the runs list); how many runs the store holds then.
  */

@@ -8,7 +8,7 @@
  */
 import { expect, test } from './fixtures';
 
-import { notebook, shot } from './helpers';
+import { notebook, shot, openNotebook } from './helpers';
 
 const cells = (name: string) => [
   '%load_ext jupyter_px',
@@ -30,7 +30,7 @@ test('a replica killed from its row restarts the run as attempt 2', async ({
   const name = `kill-${Date.now().toString(36)}`;
   const file = `${tmpPath}/kill.ipynb`;
   await page.contents.uploadContent(notebook(cells(name)), 'text', file);
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await page.notebook.run();
 
   const cell = page.locator('.jp-Notebook .jp-Cell').nth(2);

@@ -13,7 +13,7 @@ import type { Locator } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
 
-import { makeRuns } from './helpers';
+import { makeRuns, openNotebook } from './helpers';
 
 const SHOTS = path.join(__dirname, '..', 'screenshots');
 fs.mkdirSync(SHOTS, { recursive: true });
@@ -93,7 +93,7 @@ async function openNewNotebook(
   source: string
 ): Promise<void> {
   await page.contents.uploadContent(notebook([{ source }]), 'text', path);
-  await page.notebook.openByPath(path);
+  await openNotebook(page, path);
 }
 
 async function submitOpenNotebook(

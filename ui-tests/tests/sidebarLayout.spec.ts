@@ -15,7 +15,8 @@ import {
   notebook,
   setTheme,
   shot,
-  sidebar
+  sidebar,
+  openNotebook
 } from './helpers';
 
 /** Whether `inner` is wholly inside `outer`'s visible box. */
@@ -54,7 +55,7 @@ test(`the sidebar at 950 px: Run in view, eight runs, a sticky selection bar (Li
     'text',
     `${tmpPath}/ux.ipynb`
   );
-  await page.notebook.openByPath(`${tmpPath}/ux.ipynb`);
+  await openNotebook(page, `${tmpPath}/ux.ipynb`);
   await page.sidebar.openTab('jupyter-px-sidebar' as galata.SidebarTabId);
   const bar = sidebar(page).locator('.jp-px-run-bar');
   const pane = (await sidebar(page).boundingBox())!;

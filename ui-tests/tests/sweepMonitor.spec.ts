@@ -9,7 +9,7 @@
  */
 import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
-import { inEachTheme, notebook, setTheme, shot } from './helpers';
+import { inEachTheme, notebook, setTheme, shot, openNotebook } from './helpers';
 
 const cells = (name: string) => [
   '%load_ext jupyter_px',
@@ -67,7 +67,7 @@ test(`a sweep's plots draw live and after %px_attach (Light, then Dark)`, async 
   const name = `sw-${Date.now().toString(36)}`;
   const file = `${tmpPath}/sweep.ipynb`;
   await page.contents.uploadContent(notebook(cells(name)), 'text', file);
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await page.notebook.run();
 
   // Live: the view draws the trials that have reported while the sweep runs, and the

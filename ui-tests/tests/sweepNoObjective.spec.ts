@@ -10,7 +10,7 @@
  */
 import { expect, IJupyterLabPageFixture, test } from './fixtures';
 
-import { inEachTheme, notebook, setTheme, shot } from './helpers';
+import { inEachTheme, notebook, setTheme, shot, openNotebook } from './helpers';
 
 const cells = (name: string) => [
   '%load_ext jupyter_px',
@@ -37,7 +37,7 @@ test(`a sweep without an objective draws every logged metric (Light, then Dark)`
   const name = `free-${Date.now().toString(36)}`;
   const file = `${tmpPath}/free.ipynb`;
   await page.contents.uploadContent(notebook(cells(name)), 'text', file);
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await setTheme(page, 'light');
   await page.notebook.run();
 

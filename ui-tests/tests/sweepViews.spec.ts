@@ -11,7 +11,14 @@
  */
 import { expect, IJupyterLabPageFixture, Locator, test } from './fixtures';
 
-import { inEachTheme, notebook, setTheme, shot, sidebar } from './helpers';
+import {
+  inEachTheme,
+  notebook,
+  setTheme,
+  shot,
+  sidebar,
+  openNotebook
+} from './helpers';
 
 const GRID_SWEEP = (name: string) => [
   `%%px_topology views
@@ -164,7 +171,7 @@ test(`a sweep's tuning views and a Pareto front (Light, then Dark)`, async ({
     'text',
     file
   );
-  await page.notebook.openByPath(file);
+  await openNotebook(page, file);
   await page.notebook.run();
 
   // The grid: six trials of two params, every view drawn once it has succeeded.
