@@ -305,8 +305,8 @@ def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool =
 
 # A whole notebook run, its page reloaded without a kernel: each wait is bounded on its own (the
 # run's end 240 s, the kernel 240 s, TensorBoard's frame 60 s, the reload 90 s), more than the
-# suite's 300 s together on a loaded machine.
-NOTEBOOK_TIMEOUT_S = 600
+# suite's 600 s together on a loaded machine.
+NOTEBOOK_TIMEOUT_S = 900
 
 
 @pytest.mark.timeout(NOTEBOOK_TIMEOUT_S)

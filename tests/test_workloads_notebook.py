@@ -35,6 +35,7 @@ def test_the_notebooks_cells_are_the_scripts():
 
 
 @pytest.mark.jobs
+@pytest.mark.timeout(900)  # every workload in turn: over 300 s in the project's CI on a slow machine
 def test_the_workloads_notebook_runs(px_home, tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})

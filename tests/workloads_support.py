@@ -33,8 +33,9 @@ from jupyter_px.service import RunService, ScriptFile, Submission
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS_DIR = ROOT / "examples" / "workloads"
 
-#: Generous: real training processes on a shared, loaded two-core machine.
-DEADLINE_S = 300.0
+#: Generous: real training processes on a shared, loaded two-core machine (a Keras job on
+#: parameter servers took over 290 s in the project's CI on a slow one, beside the browser tests).
+DEADLINE_S = 480.0
 #: "the same final loss": CPU, one thread per rank, deterministic ops.
 SAME_LOSS = 1e-6
 SEED = 3

@@ -159,17 +159,27 @@ test(`a saved live monitor, reopened after its kernel is gone, shows the run as 
   await setTheme(page, 'light');
   const name = `outlives-${Date.now().toString(36)}`;
   const file = `${tmpPath}/outlives.ipynb`;
+  // The run goes on until the test releases it (a file beside the notebook, the replicas'
+  // working folder): a run of a fixed length once ended before a loaded machine showed it live.
   const source = cells(name);
-  source[2] = source[2].replace('time.sleep(0.15)', 'time.sleep(0.4)');
+  source[2] = `%%px_distributed -t tiny --name ${name}
+import os, time
+from jupyter_px import tracking
+step = 0
+while step < 3 or not os.path.exists("release"):
+    tracking.log_metrics(step=step, loss=1.0 / (step + 1))
+    time.sleep(0.2)
+    step += 1
+`;
   await page.contents.uploadContent(notebook(source), 'text', file);
   await openNotebook(page, file);
   await page.notebook.run();
-  // 180 s, as for a run to end above: the kernel's start and the replicas'
-  // first imports took over 60 s once, in the project's CI beside four test workers.
+  // The kernel's start and the replicas' first imports took over 60 s once, in the
+  // project's CI beside four test workers; minutes on a slower machine.
   await expect(output(page).locator('.jp-px-run-output')).toHaveAttribute(
     'data-state',
     'Running',
-    { timeout: 180000 }
+    { timeout: 300000 }
   );
 
   // Its kernel goes away while the run runs, then the notebook is saved with the live
@@ -201,11 +211,12 @@ test(`a saved live monitor, reopened after its kernel is gone, shows the run as 
   await expect(page.locator('.jp-Notebook')).not.toContainText(
     'model not found'
   );
+  await expect(view).toHaveAttribute('data-state', 'Running');
   await inEachTheme(page, async theme => {
-    // back to back, while the run goes on (16 s)
     await view.scrollIntoViewIfNeeded();
     await shot(page, `final-${theme}-05-saved-live-monitor-reopened`);
   });
+  await page.contents.uploadContent('', 'text', `${tmpPath}/release`);
   await expect(view).toHaveAttribute('data-state', 'Succeeded', {
     timeout: 180000
   });

@@ -64,7 +64,7 @@ test(`a hung rank is badged Stalled, its stack stands apart, every rank's CPU is
 
   const view = card(page);
   await expect(view).toHaveAttribute('data-state', 'Running', {
-    timeout: 120000
+    timeout: 300000 // a run's start takes minutes on a slow machine beside the pytest workers
   });
 
   // Stalled: a badge on each row (beside Running), and the card's notice.

@@ -36,7 +36,7 @@ test('a replica killed from its row restarts the run as attempt 2', async ({
   const cell = page.locator('.jp-Notebook .jp-Cell').nth(2);
   const view = cell.locator('.jp-px-run-output');
   await expect(view).toHaveAttribute('data-state', 'Running', {
-    timeout: 120000
+    timeout: 300000 // a run's start takes minutes on a slow machine beside the pytest workers
   });
   await view.locator('.jp-px-output-tab-replicas').click();
   const table = cell.locator('.jp-px-run-output-host .jp-px-replica-table');
