@@ -233,6 +233,21 @@ def command(page: Any, name: str, args: dict | None = None) -> Any:
     return page.evaluate("([name, args]) => window.jupyterapp.commands.execute(name, args)", [name, args or {}])
 
 
+def set_theme(page: Any, theme: str) -> None:
+    """The theme switched live, as the Settings menu does (JupyterLab's own command)."""
+    command(page, "apputils:change-theme", {"theme": THEMES[theme]})
+    page.wait_for_function(f"() => document.body.dataset.jpThemeName === {THEMES[theme]!r}", timeout=30_000)
+
+
+def in_each_theme(page: Any, look: Any) -> None:
+    """`look(theme)` in Light and then Dark, the theme switched live as a user does (one server,
+    one page and one kernel for both); ends in Light, the servers' setting for the next test."""
+    for theme in ("light", "dark"):
+        set_theme(page, theme)
+        look(theme)
+    set_theme(page, "light")
+
+
 def open_notebook(page: Any, lab: JupyterLab, path: str) -> None:
     """Open a notebook in JupyterLab and wait until its kernel is idle."""
     page.goto(lab.lab_url(path))

@@ -1,4 +1,5 @@
-"""The sidebar's comparison panel in headless Chromium, in JupyterLab Light and Dark.
+"""The sidebar's comparison panel in headless Chromium, in JupyterLab Light and then Dark (the theme
+switched live, as a user does: one server and page for both).
 
 JupyterLab runs this checkout's sidebar build (`compare_browser_support.SidebarLab`; the page is
 checked to have the command, which an older installed build lacks) over a run store of three
@@ -12,7 +13,7 @@ best values starred, text that reads on the theme's background. Screenshots: `te
 from __future__ import annotations
 
 import pytest
-from browser_support import CHROMIUM, artifacts_dir, chromium_page, wait_for_app
+from browser_support import CHROMIUM, artifacts_dir, chromium_page, in_each_theme, wait_for_app
 from compare_browser_support import SidebarLab, build_present, has_compare_command, open_comparison
 from compare_support import make_run
 from test_browser_notebooks import contrast, parse_rgb
@@ -24,13 +25,13 @@ pytestmark = pytest.mark.browser
 RUNS = {"cmp-a": 0.001, "cmp-b": 0.1, "cmp-c": 0.01}  # run id -> lr: cmp-b learns fastest
 
 
-@pytest.fixture(scope="module", params=["light", "dark"])
-def lab(request, tmp_path_factory):
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
     if not CHROMIUM.exists():
         pytest.fail("the browser tests drive Debian's Chromium: apt-get install chromium (.ci/run does)")
     if not build_present():
         pytest.fail("the sidebar is not built in this checkout: jlpm build (.ci/run does)")
-    root = tmp_path_factory.mktemp(f"compare-{request.param}")
+    root = tmp_path_factory.mktemp("compare")
     store = RunStore(root / "px_home")
     for run_id, lr in RUNS.items():
         make_run(
@@ -41,8 +42,7 @@ def lab(request, tmp_path_factory):
             steps=2_000,
             params={"lr": lr, "batch": 64},
         )
-    server = SidebarLab(root, store.home, theme=request.param)
-    server.theme = request.param
+    server = SidebarLab(root, store.home)
     yield server
     server.stop()
 
@@ -88,12 +88,17 @@ def test_the_comparison_panel(lab):
         assert order() == ["cmp-b", "cmp-c", "cmp-a"]
         best_cells = panel.locator("td.jp-px-compare-best-cell").all_inner_texts()
         assert len(best_cells) == 2 and all("★" in text for text in best_cells)
-        # Text reads on the panel's background in either theme.
-        colors = panel.evaluate(
-            "n => [getComputedStyle(n).color, getComputedStyle(n).backgroundColor, document.body.dataset.jpThemeLight]"
-        )
-        assert colors[2] == ("true" if lab.theme == "light" else "false")
-        assert contrast(parse_rgb(colors[0]), parse_rgb(colors[1])) >= 4.5
-        page.screenshot(path=str(artifacts_dir() / f"compare-panel-{lab.theme}.png"), full_page=False)
+
+        def look(theme: str) -> None:
+            """Text reads on the panel's background in the theme."""
+            color, background, light = panel.evaluate(
+                "n => [getComputedStyle(n).color, getComputedStyle(n).backgroundColor,"
+                " document.body.dataset.jpThemeLight]"
+            )
+            assert light == ("true" if theme == "light" else "false")
+            assert contrast(parse_rgb(color), parse_rgb(background)) >= 4.5, (theme, color, background)
+            page.screenshot(path=str(artifacts_dir() / f"compare-panel-{theme}.png"), full_page=False)
+
+        in_each_theme(page, look)
         assert not log.console_errors, log.console_errors
         assert not log.failed_requests, log.failed_requests

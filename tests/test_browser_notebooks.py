@@ -42,13 +42,14 @@ import pytest
 from browser_support import (
     CHROMIUM,
     REPO,
-    THEMES,
     JupyterLab,
     artifacts_dir,
     chromium_page,
     command,
+    in_each_theme,
     open_notebook,
     run_all_cells,
+    set_theme,
     wait_debugger_answered,
     wait_kernel_idle,
     wait_network_quiet,
@@ -139,20 +140,6 @@ def lab(tmp_path_factory):
     server = JupyterLab(tmp_path_factory.mktemp("lab"), theme="light")
     yield server
     server.stop()
-
-
-def _set_theme(page, theme: str) -> None:
-    """The theme switched live, as the Settings menu does (JupyterLab's own command)."""
-    command(page, "apputils:change-theme", {"theme": THEMES[theme]})
-    page.wait_for_function(f"() => document.body.dataset.jpThemeName === {THEMES[theme]!r}", timeout=30_000)
-
-
-def _in_each_theme(page, look) -> None:
-    """`look(theme)` in Light and then Dark; ends in Light (the server's setting for the next test)."""
-    for theme in ("light", "dark"):
-        _set_theme(page, theme)
-        look(theme)
-    _set_theme(page, "light")
 
 
 def _shot(page, name: str) -> None:
@@ -290,7 +277,7 @@ def _run_notebook(lab: JupyterLab, source: str, name: str, other_widgets: bool =
             _settle_and_check_page_log(page, log)
             _shot(page, f"{name}-{theme}-3-end")
 
-        _in_each_theme(page, look)
+        in_each_theme(page, look)
         _save_reload_without_kernel(page, log, lab, path, f"{name}-light-4-reopened-without-kernel")
         errors = [e for e in log.console_errors if not (other_widgets and "widget model not found" in e)]
         assert errors == [], errors
@@ -355,7 +342,7 @@ def test_failed_run_shows_red_bar_and_the_failing_log(lab):
     nbformat.write(nb, lab.work / "failing.ipynb")
     with chromium_page() as (page, log):
         open_notebook(page, lab, "failing.ipynb")
-        _set_theme(page, "dark")  # the Dark theme is where colors go wrong
+        set_theme(page, "dark")  # the Dark theme is where colors go wrong
         page.evaluate(WATCH_FINAL_STATE)
         run_all_cells(page)
         # while it runs: the live monitor, its plot on the theme's background, a red Stop button
@@ -384,7 +371,7 @@ def test_failed_run_shows_red_bar_and_the_failing_log(lab):
         error_color = error.evaluate("(el) => getComputedStyle(el).color")
         assert error_color != normal.evaluate("(el) => getComputedStyle(el).color")  # the traceback stands out
         _settle_and_check_page_log(page, log)
-        _set_theme(page, "light")  # the server's setting for the next test
+        set_theme(page, "light")  # the server's setting for the next test
 
 
 def _serving(port: int) -> bool:

@@ -1,4 +1,5 @@
-"""The notebook's sweep monitor in JupyterLab, in headless Chromium, Light and Dark.
+"""The notebook's sweep monitor in JupyterLab, in headless Chromium, in Light and then Dark (the
+theme switched live, as a user does: one server, page and kernel for both).
 
 A finished sweep of four trials is written into the server's store through the stores' own code
 (`ui-tests/make_sweep.py`, which the sidebar's browser tests use too); a notebook attaches to it
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from functools import partial
 
 import nbformat
 import pytest
@@ -24,24 +26,31 @@ from browser_support import (
     artifacts_dir,
     chromium_page,
     drawn,
+    in_each_theme,
     open_notebook,
     run_all_cells,
 )
 from test_browser_notebooks import EFFECTIVE_BACKGROUND, contrast, luminance, parse_rgb
+from waiting import wait_for
 
 pytestmark = pytest.mark.browser
 
 MAKE_SWEEP = REPO / "ui-tests" / "make_sweep.py"
 
 
-@pytest.fixture(scope="module", params=["light", "dark"])
-def lab(request, tmp_path_factory):
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
     if not CHROMIUM.exists():  # a missing test dependency fails, it does not skip
         pytest.fail("the browser tests drive Debian's Chromium: apt-get install chromium (.ci/run does)")
-    server = JupyterLab(tmp_path_factory.mktemp(f"sweep-monitor-{request.param}"), theme=request.param)
-    server.theme = request.param
+    server = JupyterLab(tmp_path_factory.mktemp("sweep-monitor"))
     yield server
     server.stop()
+
+
+def _ticks_read(plot, ticks: str) -> bool:
+    """Whether the plot's first tick label reads on the background behind it (contrast 3:1)."""
+    fill = plot.locator(ticks).first.evaluate("(el) => getComputedStyle(el).fill")
+    return contrast(parse_rgb(fill), plot.evaluate(EFFECTIVE_BACKGROUND)) >= 3
 
 
 def make_sweep(lab: JupyterLab, name: str, trials: int) -> str:
@@ -93,21 +102,25 @@ def test_the_sweep_monitor(lab):
         drawn(output.locator(".px-sweep-view-contour g.contour"), 1)
         drawn(output.locator(".px-sweep-view-slices g.trace.scatter"), 2)
         assert output.locator(".px-sweep-missing").count() == 0
-        objective.scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts_dir() / f"sweep-monitor-{lab.theme}.png"), full_page=False)
-        for plot in (objective, parallel):
-            background = plot.evaluate(EFFECTIVE_BACKGROUND)
-            if lab.theme == "dark":
-                assert luminance(background) < 0.1, f"background {background} is not dark"
-            else:
-                assert luminance(background) > 0.8, f"background {background} is not light"
-        for plot, ticks in ((objective, ".ytick text"), (parallel, ".axis .tick text")):
-            tick = plot.locator(ticks).first.evaluate("(el) => getComputedStyle(el).fill")
-            assert contrast(parse_rgb(tick), plot.evaluate(EFFECTIVE_BACKGROUND)) >= 3, (ticks, tick)
-        # No halo behind the parallel plot's axis text (plotly's default is white: a blur on Dark).
-        halos = parallel.locator(".axis .tick text").evaluate_all(
-            "texts => [...new Set(texts.map(t => getComputedStyle(t).textShadow))]"
-        )
-        assert halos == ["none"], halos
+
+        def look(theme: str) -> None:
+            for plot, ticks in ((objective, ".ytick text"), (parallel, ".axis .tick text")):
+                plot.scroll_into_view_if_needed()
+                background = plot.evaluate(EFFECTIVE_BACKGROUND)
+                if theme == "dark":
+                    assert luminance(background) < 0.1, f"background {background} is not dark"
+                else:
+                    assert luminance(background) > 0.8, f"background {background} is not light"
+                # ticks that read on it, once the plot has redrawn in the theme
+                wait_for(partial(_ticks_read, plot, ticks), f"{ticks} that read on the {theme} background", 30)
+            # No halo behind the parallel plot's axis text (plotly's default is white: a blur on Dark).
+            halos = parallel.locator(".axis .tick text").evaluate_all(
+                "texts => [...new Set(texts.map(t => getComputedStyle(t).textShadow))]"
+            )
+            assert halos == ["none"], halos
+            objective.scroll_into_view_if_needed()
+            page.screenshot(path=str(artifacts_dir() / f"sweep-monitor-{theme}.png"), full_page=False)
+
+        in_each_theme(page, look)
         assert output.locator("text=model not found").count() == 0
         assert log.console_errors == [], log.console_errors
