@@ -144,6 +144,7 @@ def test_replica_env_carries_user_env():
 TF_RESOLVER = textwrap.dedent("""
     import json, os, sys
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"  # no Keras 3 imported with TensorFlow
     import tensorflow as tf
     TFConfigClusterResolver = tf.distribute.cluster_resolver.TFConfigClusterResolver
     out = []

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.kube  # the simulated cluster: HTTP servers, controller
 TRAIN = """
 import json, os, socket, time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # no Keras 3 imported with TensorFlow: 1-2 s of CPU
 import tensorflow as tf
 from jupyter_px import tracking
 

@@ -481,7 +481,10 @@ def test_what_a_tensorflow_script_sets_before_its_import_is_what_a_pool_interpre
 
     root = Path(__file__).resolve().parents[1]
     imports, presets = spawn_ahead.script_facts(root / "examples" / "workloads" / "tf_mwms.py", "tensorflow")
-    assert (imports, presets) == (["tf_keras"], [("setdefault", "TF_CPP_MIN_LOG_LEVEL", "2")])
+    assert (imports, presets) == (
+        ["tf_keras"],
+        [("setdefault", "TF_CPP_MIN_LOG_LEVEL", "2"), ("setdefault", "TF_USE_LEGACY_KERAS", "1")],
+    )
     script = tmp_path / "train.py"
     script.write_text(
         "import os, sys\n"

@@ -96,6 +96,7 @@ def test_a_tensorflow_job_runs_from_the_pool_with_the_cold_runs_loss_each_interp
 _SLEEPS = """\
 import os, time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # no Keras 3 imported with TensorFlow: 1-2 s of CPU
 import tensorflow as tf
 print("imported", tf.__version__, os.getpid(), flush=True)
 time.sleep(float(os.environ.get("SLEEP_S", "0")))

@@ -25,6 +25,9 @@ import os
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# `tf.keras` is Keras 2 too, as TensorFlow says to ask for it; without this `import tensorflow`
+# imports Keras 3 as well (and scikit-learn where it is installed): a second or two per replica.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import tensorflow as tf
 import tf_keras as keras

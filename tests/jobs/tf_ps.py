@@ -10,6 +10,7 @@ import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # no Keras 3 imported with TensorFlow: 1-2 s of CPU
 
 import tensorflow as tf
 
