@@ -10,9 +10,13 @@ timeout the run fails naming worker-1, not the ranks that waited for it.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import nbformat
+from waiting import wait_for
+
+from jupyter_px.diagnostics import snapshots
 
 #: The steps every rank logs before rank 2 goes wrong (the stall check needs a step time).
 STEPS = """dist.init_process_group("gloo")
@@ -105,6 +109,33 @@ def groups(snapshot: dict) -> dict[str, list[str]]:
 def expected(hang: Hang) -> dict[str, list[str]]:
     """The stacks' groups while the job hangs: the two peers together, worker-1 apart."""
     return {hang.peers: ["master-0", "worker-0"], hang.culprit: ["worker-1"]}
+
+
+def stall_snapshots(run) -> list[dict]:
+    """The stacks the run's stall rule took, oldest first (not those taken on request)."""
+    taken = (json.loads(path.read_text(encoding="utf-8")) for path in snapshots.kept(run.paths.root))
+    return [one for one in taken if one["why"].startswith("stalled: ")]
+
+
+def stacks_of_the_hang(run, hang: Hang, timeout: float) -> dict:
+    """The stall stacks that show `hang`: worker-1 apart from its two peers (`expected`).
+
+    The stall rule may fire before the hang as well, where a loaded machine makes a step slower
+    than the limit (the project's CI, on Slurm: worker-0 and worker-1 in the warm-up's all_reduce
+    while master-0 still computed). Those stacks show the job elsewhere; the ones taken once the
+    stall changes to the hang's are what the user reads. AssertionError naming every stall's
+    groups when none shows the hang within `timeout` s."""
+    want = expected(hang)
+    try:
+        return wait_for(
+            lambda: next((one for one in stall_snapshots(run) if groups(one) == want), None),
+            f"the {hang.name} stall's stacks with worker-1 apart",
+            timeout,
+        )
+    except AssertionError as error:
+        raise AssertionError(
+            f"{error}; the stall stacks taken: {[groups(one) for one in stall_snapshots(run)]}"
+        ) from None
 
 
 def assert_named(status, hang: Hang) -> None:

@@ -4,14 +4,9 @@ ends the run naming worker-1. Both runs go side by side in one test (each waits 
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from hang_kinds import HANGS, assert_named, expected, groups, notebook
+from hang_kinds import HANGS, assert_named, notebook, stacks_of_the_hang
 from local_support import RUN_TIMEOUT_S, describe, wait
-from waiting import wait_for
-
-from jupyter_px.diagnostics import snapshots
 
 #: Stalled 4 s after the last step; the collectives give up 20 s after the hang began.
 TOPOLOGY = {
@@ -19,14 +14,6 @@ TOPOLOGY = {
     "termination": {"collectiveTimeout": 20},
     "environment": {"replicas": {"n_workers": 2}},
 }
-
-
-def stall_snapshot(run) -> dict | None:
-    for path in snapshots.kept(run.paths.root):
-        taken = json.loads(path.read_text(encoding="utf-8"))
-        if taken["why"].startswith("stalled: "):
-            return taken
-    return None
 
 
 @pytest.mark.jobs
@@ -37,8 +24,7 @@ def test_a_deadlocked_dataloader_and_a_skipped_barrier_are_seen_and_named(px_hom
     runs = {hang: submit(notebook(tmp_path, hang), TOPOLOGY) for hang in HANGS}
     try:
         for hang, run in runs.items():
-            taken = wait_for(lambda run=run: stall_snapshot(run), f"the {hang.name} stall's stacks", timeout=120)
-            assert groups(taken) == expected(hang), taken["text"]
+            stacks_of_the_hang(run, hang, timeout=120)
         for hang, run in runs.items():
             status = wait(run, RUN_TIMEOUT_S)
             assert_named(status, hang), describe(run)

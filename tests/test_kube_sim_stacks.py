@@ -13,7 +13,6 @@ import hang_kinds
 import pytest
 from kube_sim_support import backend_cluster
 from test_hang_kinds import TOPOLOGY as HANG_TOPOLOGY
-from test_hang_kinds import stall_snapshot
 from test_stacks import ASLEEP, IN_ALL_REDUCE, assert_worker_1_named, hang_notebook
 from waiting import wait_for
 
@@ -115,8 +114,7 @@ def test_a_deadlocked_dataloader_and_a_skipped_barrier_are_seen_and_named_on_kub
         runs = {hang: submit(hang_kinds.notebook(tmp_path, hang), topology) for hang in hang_kinds.HANGS}
         try:
             for hang, run in runs.items():
-                taken = wait_for(lambda run=run: stall_snapshot(run), f"the {hang.name} stall's stacks", timeout=180)
-                assert hang_kinds.groups(taken) == hang_kinds.expected(hang), taken["text"]
+                hang_kinds.stacks_of_the_hang(run, hang, timeout=180)
             for hang, run in runs.items():
                 hang_kinds.assert_named(run.wait(timeout=240), hang)
         finally:

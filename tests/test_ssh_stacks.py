@@ -10,7 +10,6 @@ import hang_kinds
 import pytest
 from ssh_hosts import processes_of, ssh_hosts_fixture, use_ssh_fixture  # noqa: F401 (fixtures)
 from test_hang_kinds import TOPOLOGY as HANG_TOPOLOGY
-from test_hang_kinds import stall_snapshot
 from test_stacks import ASLEEP, IN_ALL_REDUCE, hang_notebook
 from waiting import wait_for
 
@@ -71,8 +70,7 @@ def test_a_deadlocked_dataloader_and_a_skipped_barrier_are_seen_and_named_on_ssh
     runs = {hang: submit(hang_kinds.notebook(tmp_path, hang), TOPOLOGY) for hang in hang_kinds.HANGS}
     try:
         for hang, run in runs.items():
-            taken = wait_for(lambda run=run: stall_snapshot(run), f"the {hang.name} stall's stacks", timeout=DEADLINE_S)
-            assert hang_kinds.groups(taken) == hang_kinds.expected(hang), taken["text"]
+            hang_kinds.stacks_of_the_hang(run, hang, timeout=DEADLINE_S)
             stalled = wait_for(
                 lambda run=run: all(r.stalled_since for r in run.status().replicas), "Stalled marks", timeout=30
             )
