@@ -24,11 +24,15 @@ hptuning:
   matrix:
     lr: {values: [0.1, 0.2, 0.3, 0.4]}`,
   `%%px_distributed -t sw --name ${name}
-import time
+import os, time
 from jupyter_px import tracking
 for step in range(12):
     tracking.log_metrics(step=step, loss=lr * (12 - step))
-    time.sleep(0.25 if lr < 0.25 else 4)  # the last two trials run on after the first end
+    time.sleep(0.25)
+    # the last two trials run on after the first end, until the test has seen the sweep live
+    # (a file beside the notebook, the trials' working folder)
+    while lr > 0.25 and step == 5 and not os.path.exists("release"):
+        time.sleep(0.2)
 `
 ];
 
@@ -72,8 +76,8 @@ test(`a sweep's plots draw live and after %px_attach (Light, then Dark)`, async 
 
   // Live: the view draws the trials that have reported while the sweep runs, and the
   // parallel coordinates once a trial is complete (two at a time: the first two end in 3 s,
-  // the last two take 48 s, room for a loaded machine to draw and switch the theme twice while
-  // the sweep still runs).
+  // the last two wait half-way for the test's release: a loaded machine once saw the sweep
+  // end, at a fixed 48 s, before it had drawn and switched the theme twice).
   const view = sweepView(page, 2);
   await expect(view).toBeVisible({ timeout: 60000 });
   await expect(
@@ -97,6 +101,7 @@ test(`a sweep's plots draw live and after %px_attach (Light, then Dark)`, async 
   });
 
   // Finished: both plots, every trial.
+  await page.contents.uploadContent('', 'text', `${tmpPath}/release`);
   await expect(view).toHaveAttribute('data-state', 'Succeeded', {
     timeout: 240000
   });
