@@ -18,6 +18,11 @@ from waiting import wait_for
 
 from jupyter_px.diagnostics import snapshots
 
+#: How long the collectives wait before they give up (the topologies' `collectiveTimeout`). The
+#: stall's stacks must be taken well before: at 20 s, on simulated pods on a loaded CI machine (a
+#: load average of 13), they were taken as the ranks were already exiting from the timeout.
+COLLECTIVE_TIMEOUT_S = 60
+
 #: The steps every rank logs before rank 2 goes wrong (the stall check needs a step time).
 STEPS = """dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -144,9 +149,9 @@ def assert_named(status, hang: Hang) -> None:
     assert status.message.startswith("worker-1 never joined the collective its peers waited in ("), status.message
     # master-0 or worker-0 waited, in the collective the flight recorder saw last (or worker-1
     # timed out first, in a collective of its own)
-    timed_out = [f"-0 timed out after 20 s in {hang.waited_in}); "]
+    timed_out = [f"-0 timed out after {COLLECTIVE_TIMEOUT_S} s in {hang.waited_in}); "]
     if hang.culprit_waits_in:
-        timed_out.append(f"(worker-1 timed out after 20 s in {hang.culprit_waits_in}); ")
+        timed_out.append(f"(worker-1 timed out after {COLLECTIVE_TIMEOUT_S} s in {hang.culprit_waits_in}); ")
     assert any(said in status.message for said in timed_out), status.message
     assert status.message.endswith(f"; {hang.named}"), status.message
     by_key = {r.key: r for r in status.replicas}

@@ -5,13 +5,13 @@ ends the run naming worker-1. Both runs go side by side in one test (each waits 
 from __future__ import annotations
 
 import pytest
-from hang_kinds import HANGS, assert_named, notebook, stacks_of_the_hang
+from hang_kinds import COLLECTIVE_TIMEOUT_S, HANGS, assert_named, notebook, stacks_of_the_hang
 from local_support import RUN_TIMEOUT_S, describe, wait
 
-#: Stalled 4 s after the last step; the collectives give up 20 s after the hang began.
+#: Stalled 4 s after the last step; the collectives give up a minute after the hang began.
 TOPOLOGY = {
     "framework": "pytorch",
-    "termination": {"collectiveTimeout": 20},
+    "termination": {"collectiveTimeout": COLLECTIVE_TIMEOUT_S},
     "environment": {"replicas": {"n_workers": 2}},
 }
 
