@@ -133,7 +133,11 @@ test(`a sweep's plots draw live and after %px_attach (Light, then Dark)`, async 
   // %px_attach: the sweep again, both plots drawn.
   const sweepId = (await view.getAttribute('data-sweep-id'))!;
   await page.notebook.addCell('code', `%px_attach ${sweepId}`);
-  await page.notebook.runCell(3);
+  // Run as Shift+Enter runs it (the new cell is the active one), its output awaited below:
+  // galata's runCell waits a fixed time for the execution, which a loaded CI machine outran.
+  await page.evaluate(() =>
+    (window as any).jupyterapp.commands.execute('notebook:run-cell')
+  );
   await expectPlots(page, 3, 4);
   await inEachTheme(page, async theme => {
     await expectPlots(page, 3, 4);
