@@ -49,7 +49,6 @@ LAUNCH_MODULES = (
     "test_cli_runs",
     "test_warm",
     "test_functions",
-    "test_workloads",
     "test_stacks",
     "test_system_metrics",
     "test_resume",

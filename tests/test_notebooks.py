@@ -29,7 +29,7 @@ from waiting import wait_for
 
 #: kubernetes.ipynb needs a (fake) cluster: tests/test_kubernetes_notebook.py runs it; sweep.ipynb (trials pruned
 #: on purpose) has its own checks in tests/test_sweep_notebook.py, workloads.ipynb (what each job computed) in
-#: tests/test_workloads_notebook.py.
+#: tests/test_workloads.py.
 NOTEBOOKS = sorted(
     p
     for p in (Path(__file__).parent.parent / "notebooks").glob("*.ipynb")

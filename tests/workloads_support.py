@@ -38,7 +38,9 @@ WORKLOADS_DIR = ROOT / "examples" / "workloads"
 DEADLINE_S = 480.0
 #: "the same final loss": CPU, one thread per rank, deterministic ops.
 SAME_LOSS = 1e-6
-SEED = 3
+#: The scripts' own default: the workloads notebook's cells run with no arguments
+#: (tests/test_workloads.py), and every backend's run compares with the same references.
+SEED = 0
 
 
 @dataclass(frozen=True)
