@@ -7,15 +7,16 @@ from __future__ import annotations
 #: What every template imports: the replica runner and what a replica's code imports of ours.
 BASE_PRELOAD = ("jupyter_px.runner", "jupyter_px.tracking", "cloudpickle")
 #: The framework's modules, per framework that can start warm (None: no framework). For torch:
-#: torch, torch.distributed, DDP, sympy and torch.fx. Not `torch._dynamo` (an optimizer's and DDP's
-#: first use imports it: 369 modules, 4.4-7.8 s on a loaded core): with it in the template, a
-#: replica that keeps its DDP model alive past `destroy_process_group()` hangs in gloo's destructor
-#: (a Reducer freeing the group with the GIL held while a gloo thread waits for the GIL,
-#: pytorch/pytorch#56297): 2 of 60 warm runs, and the quickstart notebook in a browser test. It
-#: comes back with a fix on our side (docs/warm.md).
+#: torch, torch.distributed, DDP, sympy, torch.fx, and what an optimizer's constructor and DDP import
+#: on a replica's first training step: `torch._dynamo` (369 modules: 1-1.5 s of CPU on a quiet core,
+#: 4.4-7.8 s on a loaded one, paid by every replica of every run when left to the replica) and
+#: `torch.optim`. With `torch._dynamo` in the template, a replica that kept its DDP model alive past
+#: `destroy_process_group()` hung now and then in gloo's destructor (pytorch/pytorch#56297, 2 of 60
+#: runs); the runner's guard (`diagnostics/group_teardown.py`) keeps the destroyed groups referenced,
+#: 0 hangs in 120 such runs since (docs/warm.md).
 FRAMEWORK_PRELOAD: dict[str | None, tuple[str, ...]] = {
     None: (),
-    "pytorch": ("torch", "torch.distributed", "torch.nn.parallel", "sympy", "torch.fx"),
+    "pytorch": ("torch", "torch.distributed", "torch.nn.parallel", "sympy", "torch.fx", "torch._dynamo", "torch.optim"),
     "tensorflow": (),  # nothing of TensorFlow in a template: its replicas come from a spawn-ahead pool
 }
 #: Frameworks a fork cannot carry, whose replicas are taken from a spawn-ahead pool of interpreters

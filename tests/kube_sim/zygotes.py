@@ -28,8 +28,9 @@ from pathlib import Path
 from jupyter_px.forkserver.pool import reads_at_import
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
-#: What a zygote imports ahead: torch and what a replica's DDP imports of it.
-PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel")
+#: What a zygote imports ahead: torch, and what a replica's DDP and optimizer import of it on the
+#: first training step (the local templates' list, jupyter_px/backends/preload.py).
+PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo", "torch.optim")
 #: Beside what `reads_at_import` names (PYTHON*, OMP_*, TORCH*, LD_* ...): the locale and the home
 #: folder (a user's site-packages) that an interpreter reads as it starts.
 READ_AT_START = ("LANG", "LC_ALL", "LC_CTYPE", "HOME")
