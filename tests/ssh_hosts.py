@@ -18,6 +18,7 @@ import contextlib
 import getpass
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -185,6 +186,20 @@ def template_children(hosts: SshHosts) -> list[psutil.Process]:
         with contextlib.suppress(psutil.Error):
             found += template.children(recursive=True)
     return found
+
+
+def template_listening(hosts: SshHosts) -> bool:
+    """Whether a template takes connections on the hosts' warm folder: a socket file alone says
+    nothing, since a template killed with SIGKILL (`stop_templates`) leaves its own behind, and a
+    run started on such a file alone found no template (a new one was still importing)."""
+    for path in hosts.warm.glob("*.sock"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(path))
+            except OSError:
+                continue
+            return True
+    return False
 
 
 def stop_templates(hosts: SshHosts) -> None:

@@ -18,6 +18,7 @@ from ssh_hosts import (  # noqa: F401 (fixtures)
     ssh_hosts_fixture,
     stop_templates,
     template_children,
+    template_listening,
     templates,
     use_ssh_fixture,
 )
@@ -79,7 +80,7 @@ def test_a_second_run_starts_warm_from_its_hosts_template_and_leaves_nothing_but
     service = RunService()
     _, first = run(service, probe, "first")
     assert set(first.values()) == {NO_TEMPLATE}, first
-    wait_for(lambda: any(use_ssh.warm.glob("*.sock")), "the template to listen", timeout=120)
+    wait_for(lambda: template_listening(use_ssh), "the template to listen", timeout=120)
 
     second_id, second = run(service, probe, "second")
     pids = {template_pid(launch) for launch in second.values()}
@@ -103,7 +104,7 @@ def test_a_host_environment_that_changed_retires_the_template_and_the_next_run_s
 ):
     service = RunService()
     run(service, probe, "starts-the-template")
-    wait_for(lambda: any(use_ssh.warm.glob("*.sock")), "the template to listen", timeout=120)
+    wait_for(lambda: template_listening(use_ssh), "the template to listen", timeout=120)
     (old,) = templates(use_ssh)
 
     # the hosts' environment now sets a variable torch reads when it is imported
@@ -115,7 +116,7 @@ def test_a_host_environment_that_changed_retires_the_template_and_the_next_run_s
     assert changed in refused.values(), refused
     assert set(refused.values()) <= {changed, NO_TEMPLATE}, refused
     wait_for(lambda: not old.is_running(), "the old template to retire", timeout=60)
-    wait_for(lambda: any(use_ssh.warm.glob("*.sock")), "a new template to listen", timeout=120)
+    wait_for(lambda: template_listening(use_ssh), "a new template to listen", timeout=120)
 
     again_id, again = run(service, probe, "warm-again")
     (new,) = {template_pid(launch) for launch in again.values()}
@@ -146,7 +147,7 @@ def test_a_template_killed_under_a_warm_run_leaves_the_run_to_end_as_it_would(us
     """The template only forks: a warm run it started goes on without it, to its own end."""
     service = RunService()
     run(service, probe, "starts-the-template")
-    wait_for(lambda: any(use_ssh.warm.glob("*.sock")), "the template to listen", timeout=120)
+    wait_for(lambda: template_listening(use_ssh), "the template to listen", timeout=120)
     release = tmp_path / "release"
     waits = tmp_path / "waits.py"
     waits.write_text(f"import os, time\nwhile not os.path.exists({str(release)!r}):\n    time.sleep(0.1)\n{PROBE}")

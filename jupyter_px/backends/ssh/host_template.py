@@ -46,11 +46,19 @@ TOLD_VARIABLE = "JUPYTER_PX_TEMPLATE_TOLD"
 
 
 class HostTemplate:
-    def __init__(self, socket_path: str, fingerprint: str, idle_s: float, lock_fd: int, told: set[str]):
+    def __init__(
+        self,
+        socket_path: str,
+        fingerprint: str,
+        idle_s: float,
+        lock_fd: int,
+        told: set[str],
+        imported_with: dict[str, str],
+    ):
         self.socket_path, self.fingerprint, self.idle_s, self.lock_fd = socket_path, fingerprint, idle_s, lock_fd
         #: the variables read at import it imported with, and which of them the start line gives
         #: (the rest come from the host's environment, which an entry's request carries)
-        self.imported_with, self.told = import_env(os.environ), told
+        self.imported_with, self.told = imported_with, told
         self.children: dict[int, socket.socket] = {}
         self.last_start = time.monotonic()
         self.retiring = False
@@ -236,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"template pid {os.getpid()}: another template serves {socket_path}", flush=True)
         return 0
     started = time.monotonic()
+    # as it was before the imports: torch._dynamo's sets TORCHINDUCTOR_CACHE_DIR in os.environ,
+    # which no entry's environment has
+    imported_with = import_env(os.environ)
     try:
         for name in [*preload.split(","), "jupyter_px.runner", "jupyter_px.tracking"]:
             if name:
@@ -245,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         task_entry.write_failed(socket_path, failed)
         print(f"template pid {os.getpid()}: {failed['error']}", flush=True)
         return 1
-    template = HostTemplate(socket_path, fingerprint, float(idle_s), lock_fd, told_names)
+    template = HostTemplate(socket_path, fingerprint, float(idle_s), lock_fd, told_names, imported_with)
     print(f"template pid {os.getpid()} ready on {socket_path} ({time.monotonic() - started:.2f} s)", flush=True)
     template.serve()
     return 0
