@@ -43,11 +43,22 @@ test(`Run distributed on a .py asks first (Light, then Dark)`, async ({
     await shot(theme, '01-sidebar-run-name-fits');
   });
 
+  // The test's folder, by the file browser's own command: galata's `filebrowser.openDirectory`
+  // clicks the home crumb and then waits, with no deadline, to see it taken; on a loaded CI
+  // machine that wait once took the test's whole 10 minutes.
   await page.sidebar.openTab('filebrowser');
-  await page.filebrowser.openDirectory(tmpPath);
+  await page.evaluate(async (folder: string) => {
+    await (window as any).jupyterapp.commands.execute(
+      'filebrowser:go-to-path',
+      {
+        path: folder
+      }
+    );
+  }, tmpPath);
   const item = page.locator('.jp-DirListing-item', {
     hasText: `${stem}.py`
   });
+  await expect(item).toBeVisible({ timeout: 60000 });
   const runFile = async () => {
     await item.click({ button: 'right' });
     await page.locator('.lm-Menu-item', { hasText: 'Run distributed' }).click();
