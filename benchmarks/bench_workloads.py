@@ -16,7 +16,9 @@ The script is what a researcher runs: a ResNet-style CNN under DistributedDataPa
 DataLoader with two worker processes per rank, AdamW, autocast, gradient accumulation,
 checkpoints, an evaluation pass, metrics every step. Each command is a whole process, timed from
 start to exit. Besides the wall time, every rank reports its pace in its `RESULT` line: the first
-training step (it starts the DataLoader's workers), then steps per second, and its peak memory.
+training step (it starts the DataLoader's workers), then steps per second, and its peak memory;
+and the machine's CPU time during the command (`/proc/stat`, every process: a warm run's replicas
+are the template's forks, not the command's children), what a run costs a shared machine.
 Reported: medians; warm / torchrun (goal at most 0.2), the magic's / torchrun (goal 0.15), the
 training pace under each launcher / under torchrun (goal at least 0.99), the first step warm /
 cold (goal at most 1). It exits 1 if a run failed; the goals are reported, not enforced (the
@@ -45,6 +47,13 @@ GOALS = {"warm": 0.2, "magic": 0.15, "pace": 0.99}
 #: The variants' short names (`--only`), in the order of a round.
 SHORT = ("torchrun", "cold", "warm", "magic")
 TOPOLOGY = "framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 3\n"
+
+
+def machine_cpu_s() -> float:
+    """The machine's busy CPU seconds so far, every core (user, nice, system, irq, softirq, steal)."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    return (sum(fields[:3]) + sum(fields[5:8])) / os.sysconf("SC_CLK_TCK")
 
 
 def _bin(name: str) -> str:
@@ -143,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     variants = dict(every[name] for name in SHORT if name in chosen)
     wall: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     ranks: dict[str, list[dict]] = {name: [] for name in variants}
     failures = dict.fromkeys(variants, 0)
     try:
@@ -156,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         names = list(variants)
         for round_no in range(args.rounds):
             for name in names[round_no % len(names) :] + names[: round_no % len(names)]:
+                before = machine_cpu_s()
                 seconds, ok, found, tail = variants[name]()
+                cpu[name].append(machine_cpu_s() - before)
                 wall[name].append(seconds)
                 ranks[name].extend(found)
                 failures[name] += not ok
@@ -167,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bench.close()
         subprocess.run([_bin("jupyter"), "px", "warm", "stop"], env=bench.env, capture_output=True, check=False)
-    report(args, wall, ranks, failures)
+    report(args, wall, cpu, ranks, failures)
     shutil.rmtree(work, ignore_errors=True)
     return 0 if not any(failures.values()) else 1
 
@@ -176,7 +188,7 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def report(args, wall, ranks, failures) -> None:
+def report(args, wall, cpu, ranks, failures) -> None:
     """The table, each variant against the peer (torchrun, else the first variant run), then the goals
     the variants run allow to check."""
     torchrun, cold, warm_name = "torchrun --standalone", "jupyter px run --wait --cold", "jupyter px run --wait (warm)"
@@ -187,17 +199,20 @@ def report(args, wall, ranks, failures) -> None:
     pace = {name: _median([r["steps_per_s"] for r in found if r.get("steps_per_s")]) for name, found in ranks.items()}
     first = {name: _median([r["first_step_s"] for r in found]) for name, found in ranks.items()}
     rss = {name: _median([r["max_rss_mib"] for r in found]) for name, found in ranks.items()}
+    used = {name: _median(values) for name, values in cpu.items()}
     print()
     print(
         f"| torch_cnn.py --size {args.size}, 4 ranks, {args.rounds} rounds interleaved | wall median (s) | min | max "
-        f"| / {short} | steps/s per rank | / {short} | first step (s) | peak RSS per rank (MiB) | succeeded |"
+        f"| / {short} | steps/s per rank | / {short} | first step (s) | peak RSS per rank (MiB) | succeeded "
+        f"| machine CPU (s) | / {short} |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, values in wall.items():
         print(
             f"| {name} | {medians[name]:.2f} | {min(values):.2f} | {max(values):.2f} | "
             f"{medians[name] / medians[peer]:.2f} | {pace[name]:.2f} | {pace[name] / pace[peer]:.2f} | "
-            f"{first[name]:.2f} | {rss[name]:.0f} | {len(values) - failures[name]}/{len(values)} |"
+            f"{first[name]:.2f} | {rss[name]:.0f} | {len(values) - failures[name]}/{len(values)} | "
+            f"{used[name]:.2f} | {used[name] / used[peer]:.2f} |"
         )
     print()
     if peer == torchrun and warm_name in wall:
