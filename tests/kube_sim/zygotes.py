@@ -25,12 +25,13 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from jupyter_px.backends.preload import FRAMEWORK_PRELOAD
 from jupyter_px.forkserver.pool import reads_at_import
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
-#: What a zygote imports ahead: torch, and what a replica's DDP and optimizer import of it on the
-#: first training step (the local templates' list, jupyter_px/backends/preload.py).
-PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch._dynamo", "torch.optim")
+#: What a zygote imports ahead: the local templates' list for torch (DDP, and what an optimizer
+#: imports on the first training step), one list for both.
+PRELOAD = FRAMEWORK_PRELOAD["pytorch"]
 #: Beside what `reads_at_import` names (PYTHON*, OMP_*, TORCH*, LD_* ...): the locale and the home
 #: folder (a user's site-packages) that an interpreter reads as it starts.
 READ_AT_START = ("LANG", "LC_ALL", "LC_CTYPE", "HOME")
