@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -224,6 +225,35 @@ def test_an_exception_that_cannot_be_rebuilt_comes_back_with_its_class_message_a
     assert isinstance(caught.value.__cause__, RemoteTraceback)
     assert 'raise DiskFull(28, "no space left on /data")' in str(caught.value.__cause__)
     assert caught.value.type_name.endswith("DiskFull")
+
+
+def _keep_at_once(run_dir: Path, task_index: int, start: Any) -> None:
+    from jupyter_px.code.function_calls import keep
+
+    os.environ.update(PX_TASK_TYPE="worker", PX_TASK_INDEX=str(task_index))
+    start.wait()
+    keep(run_dir, value=task_index, key=b"secret")
+
+
+def test_replicas_keeping_their_results_at_once_each_write_their_file_and_none_falls_back_to_the_log(tmp_path, capfd):
+    """Every replica of a run makes `results/`; the one that came second raised FileExistsError,
+    which read as an unwritable run directory, and its result went into its log as a
+    `@px-result` line (a log `job.logs()` showed the user)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for attempt in range(10):
+        run_dir = tmp_path / f"run-{attempt}"
+        run_dir.mkdir()
+        start = context.Barrier(6)
+        replicas = [context.Process(target=_keep_at_once, args=(run_dir, index, start)) for index in range(6)]
+        for replica in replicas:
+            replica.start()
+        for replica in replicas:
+            replica.join(30)
+        assert [replica.exitcode for replica in replicas] == [0] * 6
+        assert sorted(path.name for path in (run_dir / "results").iterdir()) == [f"worker-{i}.pkl" for i in range(6)]
+    assert "@px-result" not in capfd.readouterr().out
 
 
 def test_kwargs_without_a_function_are_refused(px_home):

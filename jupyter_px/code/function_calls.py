@@ -258,8 +258,8 @@ def keep(
     tag = sign(key, process, data) if key else "-"
     target = run_dir / RESULTS_DIR / f"{process}.pkl"
     try:
-        if not target.parent.is_dir():
-            target.parent.mkdir()
+        # every process of the run makes it: the one that comes second finds it there
+        target.parent.mkdir(exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}")
         tmp.write_bytes((SIGNED_HEADER + tag.encode() + b"\n" if key else b"") + data)
         os.replace(tmp, target)
