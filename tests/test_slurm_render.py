@@ -462,3 +462,46 @@ def test_a_job_that_ended_node_fail_names_the_replica_on_that_node(culprit_reaso
     assert decided is not None and decided.outcome.cause == "worker-1"
     assert explained_by_its_node(decided, slurm_reason) is named
     assert explained_by_its_node(None, slurm_reason) is False
+
+
+def test_in_a_job_that_ended_node_fail_only_the_replica_on_the_failed_node_lost_it():
+    """Slurm TERMs every task when a node fails; read after the job left the queue NODE_FAIL, the
+    master's SIGTERM (its node sound, its record read first) is not "its node failed": the replica
+    on the failed node is the cause, the master stopped because of it."""
+    from jupyter_px.backends.slurm.culprit import blame, mark_consequences
+    from jupyter_px.backends.slurm.kills import NODE_FAIL, SlurmKill
+    from jupyter_px.backends.slurm.replicas import Hit, ended_replica
+    from jupyter_px.runstore import ReplicaStatus
+    from jupyter_px.topology.naming import ReplicaNames
+
+    failed = ("n3",)
+    kill = SlurmKill(NODE_FAIL, "n3", None, line="srun: error: Node failure on n3")
+    master, worker = ReplicaStatus(role="master", index=0), ReplicaStatus(role="worker", index=1)
+    term = {"code": 143, "signal": "SIGTERM"}
+    ended_replica(
+        master,
+        {**term, "finished_at": 100.0},
+        hit=Hit(None, "n1", failed_nodes=failed),
+        stopped_by_us=None,
+        slurm_state="NODE_FAIL",
+    )
+    ended_replica(
+        worker,
+        {**term, "finished_at": 100.4},
+        hit=Hit(kill, "n3", failed_nodes=failed),
+        stopped_by_us=None,
+        slurm_state="NODE_FAIL",
+    )
+    assert (master.reason, worker.reason) == ("Signaled", "NodeFail")
+    decided = blame([master, worker], ReplicaNames())
+    assert decided is not None and decided.outcome.message == "worker-1 failed (NodeFail): its node n3 failed"
+    mark_consequences([master, worker], decided.consequence or "")
+    assert (master.state.value, master.message, master.exit_code) == (
+        "Stopped",
+        "stopped because worker-1 lost its node",
+        143,
+    )
+    # the failed nodes unnamed (no batch output line): the job's state is all there is to say
+    alone = ReplicaStatus(role="master", index=0)
+    ended_replica(alone, term, hit=Hit(None, "n1"), stopped_by_us=None, slurm_state="NODE_FAIL")
+    assert (alone.reason, alone.message) == ("NodeFail", "its node n1 failed")

@@ -80,6 +80,7 @@ class SlurmCluster:
         min_job_age_s: int = 60,
         ready_timeout: float = 60.0,
         cred_expire_s: int | None = None,
+        epilog: str | None = None,
     ):
         self.node_count, self.cpus, self.memory_mib = nodes, cpus, memory_mib
         self.site = SITES[site] if isinstance(site, str) else site
@@ -88,6 +89,9 @@ class SlurmCluster:
         self.gpus = gpus  # fake GPUs per node (config.gres_conf)
         self.min_job_age_s = min_job_age_s
         self.cred_expire_s = cred_expire_s  # config.ClusterLayout.cred_expire_s
+        #: a shell script each node's slurmd runs as a job ends (slurm.conf's Epilog): the job
+        #: stays COMPLETING until it has run, as at a site whose epilog checks or cleans the node
+        self.epilog = epilog
         self.ready_timeout = ready_timeout
         self.root: Path | None = None
         self.layout: ClusterLayout | None = None
@@ -126,6 +130,14 @@ class SlurmCluster:
     def run(self, argv: list[str], timeout: float = 60.0) -> str:
         """A client command against this cluster; its stdout (SlurmUnavailable when it fails)."""
         return run(argv, self.client_env(), " ".join(argv[:2]), timeout)
+
+    def _epilog_lines(self, root: Path) -> tuple[str, ...]:
+        if self.epilog is None:
+            return ()
+        script = root / "epilog.sh"
+        script.write_text("#!/bin/sh\n" + self.epilog + "\nexit 0\n")
+        script.chmod(0o755)
+        return (f"Epilog={script}",)
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> SlurmCluster:
@@ -171,6 +183,7 @@ class SlurmCluster:
             accounting_port=ports[2] if self.accounting else None,
             site=self.site,
             cred_expire_s=self.cred_expire_s,
+            extra=self._epilog_lines(root),
         )
         self.conf.write_text(slurm_conf(self.layout))
         (root / "cgroup.conf").write_text(cgroup_conf())

@@ -52,7 +52,7 @@ from .queue import JobView, QueueWatch
 from .replicas import Ending, Hit, RecordReader, Records, ended_replica, killed_replica, unrecorded_end
 from .requeues import Requeues
 from .settings import load_settings
-from .states import STARTED, base_state, minutes_text, pending_message, running_message, slurm_end
+from .states import ACTIVE, STARTED, base_state, minutes_text, pending_message, running_message, slurm_end
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,14 @@ log = logging.getLogger(__name__)
 SERVERS = ("ps", "evaluator")
 #: After the run succeeded, seconds a worker still running gets to finish by itself (as locally).
 COMPLETION_GRACE_S = float(os.environ.get("PX_COMPLETION_GRACE_S") or 5.0)
-#: A task that ended by a signal this follower did not send is acted on only after this long:
-#: Slurm's own TERM (time limit, scancel by someone) shows in the job's state a poll later.
+#: A task that ended by a signal this follower did not send is acted on only once a queue snapshot
+#: taken this long after it was seen says the job is not ending: Slurm's own TERM (time limit,
+#: scancel by someone) shows in the job's state (COMPLETING, then CANCELLED or TIMEOUT) by then.
 FOREIGN_SIGNAL_WAIT_S = 3.0
+#: ... and while that snapshot says COMPLETING, until the job has left the queue and its final state
+#: names the signal's sender, for at most this long: a cancelled job stays COMPLETING until its
+#: last process has gone, up to the site's KillWait after the TERM (a child that ignores it).
+COMPLETING_WAIT_S = 120.0
 #: A replica that failed by itself is held this long before it decides the run: when Slurm
 #: killed a peer (its memory, its node), the peer's failure reaches the batch output or its
 #: record a moment after this one's (gloo notices a dead peer at once), and the peer is the cause.
@@ -109,7 +114,8 @@ class Follower:
         self.limits = memory_limits(self.topology, self.memory, self.handle.default_mem_per_cpu_mib)
         self.component_ids: dict[int, int] | None = None  # component job id -> index, from the queue
         self.kill_seen: dict[int, float] = {}  # procid -> when the batch output saying Slurm killed it was written
-        self.failed_since: dict[int, float] = {}
+        self.failed_since: dict[int, float] = {}  # when a replica was first seen Failed (time.time())
+        self.snapshot_at = 0.0  # when the queue snapshot that gave `self.job` was taken
         self.ending: RunEnding | None = None
         self.term_sent_at: float | None = None
         #: the tasks that had ended by themselves when the ending was decided: never "stopped by us"
@@ -146,7 +152,8 @@ class Follower:
             if other == kill
         )
         limit = minutes_text(self.job.time_limit_min) if self.job else None
-        return Hit(kill, node or (kill.node if kill else None), together, self.memory.get((role, index)), limit)
+        failed = records.says.node_failures
+        return Hit(kill, node or (kill.node if kill else None), together, self.memory.get((role, index)), limit, failed)
 
     def _replicas(self, records: Records, final: bool, slurm_state: str | None) -> list[ReplicaStatus]:
         out = []
@@ -207,11 +214,9 @@ class Follower:
         for procid, replica in enumerate(replicas):
             if replica.state != ReplicaState.FAILED or slurm_hit:
                 continue
-            first = self.failed_since.setdefault(procid, time.monotonic())
-            wait = CAUSE_WAIT_S
-            if replica.signal and replica.reason != Reason.OOM_KILLED:
-                wait = max(wait, FOREIGN_SIGNAL_WAIT_S + self.settings.poll_interval_s)
-            waiting = waiting or time.monotonic() - first < wait
+            first = self.failed_since.setdefault(procid, time.time())
+            foreign = bool(replica.signal) and replica.reason != Reason.OOM_KILLED
+            waiting = waiting or time.time() - first < CAUSE_WAIT_S or (foreign and self._slurm_may_say(first))
         if hold and (waiting or (not slurm_hit and self.hangs.timeouts.holds(replicas))):  # a collective's timeout
             return
         decided = blame(replicas, self.names)
@@ -236,6 +241,18 @@ class Follower:
         others = Ending(ReplicaState.SUCCEEDED, Reason.STOPPED_BY_RUN, "still running when the run succeeded; stopped")
         term_at = now + (COMPLETION_GRACE_S if workers_running else 0.0)
         self.ending = RunEnding(outcome.state, outcome.reason, outcome.message, others, term_at)
+
+    def _slurm_may_say(self, since: float) -> bool:
+        """Whether Slurm may yet say why a task ended by a signal nobody here sent (seen `since`):
+        no queue snapshot taken `FOREIGN_SIGNAL_WAIT_S` later has been read, or the job is ending
+        (COMPLETING, or ended: its final state says how, `JobControl.over`), within
+        `COMPLETING_WAIT_S`. Deciding by time alone read a cancel on a loaded machine (or with a
+        slow epilog) as the replicas' own failure."""
+        if time.time() - since >= COMPLETING_WAIT_S:
+            return False
+        if self.snapshot_at < since + FOREIGN_SIGNAL_WAIT_S:
+            return True
+        return self.job is None or self.job.state == "COMPLETING" or self.job.state not in ACTIVE
 
     def _act(self, records: Records) -> None:
         """SIGTERM to the tasks when the ending says so; the job's kill once they have all ended
@@ -374,7 +391,7 @@ class Follower:
                     return self._give_up(snapshot.error)
             else:
                 self.lost_since = None
-                self.job = snapshot.job(self.handle.ref)
+                self.job, self.snapshot_at = snapshot.job(self.handle.ref), snapshot.taken_at
                 self.component_ids = snapshot.component_ids(self.handle.ref) or self.component_ids
                 if self.job is not None and self.job.restarts > self.attempts.restarts:
                     self._next_attempt(self.job.restarts)

@@ -120,6 +120,7 @@ class Hit:
     together: tuple[str, ...] = ()
     declared_mib: float | None = None
     time_limit: str | None = None
+    failed_nodes: tuple[str, ...] = ()  # the nodes the batch output says failed ("Node failure on")
 
 
 def ended_replica(
@@ -170,7 +171,7 @@ def _outcome(
         replica.state, replica.reason, replica.message = ReplicaState.FAILED, hit.kill.cause, kill_message(hit, {})
         return
     state = base_state(slurm_state)
-    if signal and state in ENDED_BY_SLURM:
+    if signal and state in ENDED_BY_SLURM and not _beside_a_failed_node(state, hit):
         replica.state = ReplicaState.STOPPED if state == "CANCELLED" else ReplicaState.FAILED
         replica.reason, replica.message = ENDED_BY_SLURM[state], _slurm_words(state, hit)
         return
@@ -179,6 +180,13 @@ def _outcome(
         replica.reason, replica.message = Reason.SIGNALED, replica.message or f"killed by {signal}"
     else:
         replica.reason, replica.message = Reason.ERROR, replica.message or f"exited with code {code}"
+
+
+def _beside_a_failed_node(state: str | None, hit: Hit) -> bool:
+    """A task on a sound node of a job that ended NODE_FAIL, the failed nodes named: Slurm ended it
+    because of the replica on the failed node (`culprit.blame` then names that one), its own node
+    did not fail."""
+    return state == "NODE_FAIL" and bool(hit.failed_nodes) and hit.node not in hit.failed_nodes
 
 
 def killed_replica(replica: ReplicaStatus, hit: Hit, seen_at: float) -> None:
