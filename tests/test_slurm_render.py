@@ -477,21 +477,12 @@ def test_in_a_job_that_ended_node_fail_only_the_replica_on_the_failed_node_lost_
     failed = ("n3",)
     kill = SlurmKill(NODE_FAIL, "n3", None, line="srun: error: Node failure on n3")
     master, worker = ReplicaStatus(role="master", index=0), ReplicaStatus(role="worker", index=1)
-    term = {"code": 143, "signal": "SIGTERM"}
-    ended_replica(
-        master,
-        {**term, "finished_at": 100.0},
-        hit=Hit(None, "n1", failed_nodes=failed),
-        stopped_by_us=None,
-        slurm_state="NODE_FAIL",
-    )
-    ended_replica(
-        worker,
-        {**term, "finished_at": 100.4},
-        hit=Hit(kill, "n3", failed_nodes=failed),
-        stopped_by_us=None,
-        slurm_state="NODE_FAIL",
-    )
+    for replica, at, hit in (
+        (master, 100.0, Hit(None, "n1", failed_nodes=failed)),
+        (worker, 100.4, Hit(kill, "n3", failed_nodes=failed)),
+    ):
+        record = {"code": 143, "signal": "SIGTERM", "finished_at": at}
+        ended_replica(replica, record, hit=hit, stopped_by_us=None, slurm_state="NODE_FAIL")
     assert (master.reason, worker.reason) == ("Signaled", "NodeFail")
     decided = blame([master, worker], ReplicaNames())
     assert decided is not None and decided.outcome.message == "worker-1 failed (NodeFail): its node n3 failed"
@@ -503,5 +494,7 @@ def test_in_a_job_that_ended_node_fail_only_the_replica_on_the_failed_node_lost_
     )
     # the failed nodes unnamed (no batch output line): the job's state is all there is to say
     alone = ReplicaStatus(role="master", index=0)
-    ended_replica(alone, term, hit=Hit(None, "n1"), stopped_by_us=None, slurm_state="NODE_FAIL")
+    ended_replica(
+        alone, {"code": 143, "signal": "SIGTERM"}, hit=Hit(None, "n1"), stopped_by_us=None, slurm_state="NODE_FAIL"
+    )
     assert (alone.reason, alone.message) == ("NodeFail", "its node n1 failed")
