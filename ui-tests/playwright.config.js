@@ -2,7 +2,15 @@
  * Browser tests of the sidebar with Galata, in Debian's headless Chromium (never a browser
  * download). JupyterLab is started by `webServer` with a private run store.
  */
+const fs = require('fs');
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
+
+// Debian's headless shell where it is installed (a fifth less CPU than the whole browser's
+// headless mode, tests/browser_support.py), else Debian's Chromium; PX_CHROMIUM chooses.
+const chromium =
+  process.env.PX_CHROMIUM ||
+  ['/usr/bin/chromium-headless-shell', '/usr/bin/chromium'].find(path => fs.existsSync(path)) ||
+  '/usr/bin/chromium';
 
 const port = process.env.PX_UI_TESTS_PORT || '8917';
 
@@ -22,7 +30,7 @@ module.exports = {
     trace: 'off',
     screenshot: 'only-on-failure',
     launchOptions: {
-      executablePath: process.env.PX_CHROMIUM || '/usr/bin/chromium',
+      executablePath: chromium,
       args: [
         '--no-sandbox',
         '--disable-gpu',
