@@ -12,7 +12,9 @@ from local_support import JOBS, assert_nothing_left, wait_for
 from px_cli import CLI, ROOT, px
 
 #: Each real job runs twice, cold and warm (`launch`, tests/conftest.py).
-pytestmark = [pytest.mark.usefixtures("launch")]
+# What the CLI prints, not how replicas start: its jobs start warm, as a user's do (the modules
+# of the replica's own guarantees, test_local_backend and test_local_faults, run cold too).
+pytestmark = [pytest.mark.usefixtures("launch"), pytest.mark.warm_only]
 
 FAULTS = str(JOBS / "faults.py")
 TOPOLOGY = "framework: pytorch\nenvironment:\n  replicas:\n    n_workers: 2\n"
@@ -56,7 +58,6 @@ def test_run_wait_failure_exit_code_and_reason(px_home, topology_file):
 
 
 @pytest.mark.jobs
-@pytest.mark.warm_only  # what the CLI prints, not how replicas start: this module's other jobs run cold too
 def test_run_then_status_logs_and_runs(px_home, topology_file):
     result = px("run", FAULTS, "-f", topology_file, "--name", "cli-demo", "--", "env")
     assert result.returncode == 0, result.stderr
@@ -91,7 +92,6 @@ def test_run_then_status_logs_and_runs(px_home, topology_file):
 
 
 @pytest.mark.jobs
-@pytest.mark.warm_only  # what the CLI prints, not how replicas start: this module's other jobs run cold too
 def test_logs_prefixes_and_selection(px_home, topology_file):
     run_id = px("run", FAULTS, "-f", topology_file, "--", "exit", "worker-0", "0").stdout.strip()
     run = _run(run_id)
@@ -185,7 +185,6 @@ def test_runs_when_there_are_none(px_home):
 
 
 @pytest.mark.jobs
-@pytest.mark.warm_only  # what the CLI prints, not how replicas start: this module's other jobs run cold too
 def test_readme_example_runs(px_home):
     """The README's first command: the PyTorch example with its topology (master + 2 workers)."""
     result = px("run", str(ROOT / "examples" / "allreduce.py"), "-f", str(ROOT / "examples" / "pytorch.yaml"), "--wait")

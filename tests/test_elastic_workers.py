@@ -102,7 +102,7 @@ def _worlds(run) -> dict[int, float]:
 
 
 @pytest.mark.jobs
-@pytest.mark.warm_only  # the module's other tests restart cold gangs: this long one runs warm
+@pytest.mark.warm_only  # the supervisor's re-forming, as a user's run starts: the cold gang is below
 def test_a_lost_worker_leaves_the_run_which_goes_on_and_takes_it_back_at_the_next_checkpoint(px_home):
     """master + workers 1:2, no run-level retries: worker-1 SIGKILLed after the checkpoint at
     step 10. The run goes on as attempt 2 with master-0 and worker-0 (a world of 2) from that
@@ -139,7 +139,7 @@ def test_a_lost_worker_leaves_the_run_which_goes_on_and_takes_it_back_at_the_nex
 
 
 @pytest.mark.jobs
-@pytest.mark.cold_only
+@pytest.mark.cold_only  # the module's one cold gang: a lost worker's end seen as a cold start's
 def test_a_run_that_would_fall_below_its_minimum_fails_and_says_so(px_home):
     """workers 2:2 (none may leave): a killed worker fails the run, as without elastic workers."""
     run, status = _lose_worker_1(_elastic("2:2"), 400, "min", sleep=0.1)
@@ -150,7 +150,7 @@ def test_a_run_that_would_fall_below_its_minimum_fails_and_says_so(px_home):
 
 
 @pytest.mark.jobs
-@pytest.mark.cold_only
+@pytest.mark.warm_only  # the supervisor's gang restart, not how a replica starts
 def test_with_retries_left_a_lost_worker_restarts_the_whole_gang_with_it(px_home):
     """workers 1:2 and maxRetries 1: the first loss uses the retry, and the gang starts again
     whole (a world of 3 throughout), as a run without elastic workers would."""
@@ -164,7 +164,7 @@ def test_with_retries_left_a_lost_worker_restarts_the_whole_gang_with_it(px_home
 
 
 @pytest.mark.jobs
-@pytest.mark.cold_only
+@pytest.mark.warm_only  # the supervisor's bookkeeping of a worker gone for good
 def test_a_worker_whose_restart_policy_is_never_leaves_for_good_and_the_run_ends_without_it(px_home):
     """workers 1:2, restart_policy Never: worker-1 is lost for good (a node gone); the run ends
     in a world of 2 and worker-1's row says it left and why it did not come back."""
