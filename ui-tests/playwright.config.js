@@ -9,7 +9,9 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 // headless mode, tests/browser_support.py), else Debian's Chromium; PX_CHROMIUM chooses.
 const chromium =
   process.env.PX_CHROMIUM ||
-  ['/usr/bin/chromium-headless-shell', '/usr/bin/chromium'].find(path => fs.existsSync(path)) ||
+  ['/usr/bin/chromium-headless-shell', '/usr/bin/chromium'].find(path =>
+    fs.existsSync(path)
+  ) ||
   '/usr/bin/chromium';
 
 const port = process.env.PX_UI_TESTS_PORT || '8917';
