@@ -12,3 +12,15 @@ export function useNow(ms: number = AGE_TICK_MS): number {
   }, [ms]);
   return now;
 }
+
+/**
+ * Text that depends on the time ("started 12s ago"), rendered again each tick on its own: the view
+ * around it, and the plots in that view, do not render again every second.
+ */
+export function Ticking(props: {
+  text: (now: number) => string;
+  ms?: number;
+}): React.ReactElement {
+  const now = useNow(props.ms);
+  return React.createElement(React.Fragment, null, props.text(now));
+}

@@ -20,7 +20,7 @@ import {
   trialsText
 } from '../sweepGroups';
 import type { ISweep, ISweepView } from '../types';
-import { useNow } from '../useNow';
+import { Ticking } from '../useNow';
 import { spansDecades, SweepViews } from './sweepViews';
 
 /** The sweep's mimetype (`jupyter_px/widgets/run_mime.py`): every output of the sweep monitor. */
@@ -173,7 +173,6 @@ export function SweepView(props: {
 }): JSX.Element {
   const { model, actions } = props;
   const theme = usePlotTheme();
-  const now = useNow();
   // null: the axis follows the values (log once they span more than three decades)
   const [logChoice, setLogChoice] = React.useState<boolean | null>(null);
   return (
@@ -248,9 +247,13 @@ export function SweepView(props: {
               <span className="jp-px-note">
                 trials {trialsText(sweep)}
                 {best ? ` · ${best}` : ''}
-                {sweep.finished_at
-                  ? ` · ended ${formatAge(sweep.finished_at, now)} ago`
-                  : ` · started ${formatAge(sweep.started_at ?? sweep.created_at, now)} ago`}
+                <Ticking
+                  text={now =>
+                    sweep.finished_at
+                      ? ` · ended ${formatAge(sweep.finished_at, now)} ago`
+                      : ` · started ${formatAge(sweep.started_at ?? sweep.created_at, now)} ago`
+                  }
+                />
               </span>
             </div>
             {sweep.message && (

@@ -11,7 +11,7 @@ import {
 import { PlotlyFigure, usePlotTheme } from '../plotting/plotlyFigure';
 import { XKindPicker } from '../plotting/xKindPicker';
 import type { IAttemptMark, ISeries } from '../types';
-import { useNow } from '../useNow';
+import { Ticking } from '../useNow';
 import type { MetricsModel } from './metricsModel';
 
 /** x of each point: its step (its position when logged without one), or its time. */
@@ -119,7 +119,6 @@ export function MetricsPlot(props: {
   const theme = usePlotTheme();
   const [log, setLog] = React.useState<boolean | null>(null);
   const [xKind, setXKind] = React.useState<XKind>('step');
-  const now = useNow();
   return (
     <UseSignal signal={model.changed}>
       {() => {
@@ -177,7 +176,11 @@ export function MetricsPlot(props: {
             {model.error && <div className="jp-px-error">{model.error}</div>}
             {metric === null ? (
               <div className="jp-px-note jp-px-no-metrics">
-                {noMetricsText(model.finished, now - model.watchingSince)}
+                <Ticking
+                  text={now =>
+                    noMetricsText(model.finished, now - model.watchingSince)
+                  }
+                />
               </div>
             ) : (
               <PlotlyFigure

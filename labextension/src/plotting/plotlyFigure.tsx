@@ -6,6 +6,12 @@
  * The element says what it holds for tests and people reading the DOM: `data-state` (loading,
  * drawn, error) and `data-traces` (the lines drawn). Plots follow the theme: `usePlotTheme`
  * re-reads JupyterLab's CSS variables when the theme changes and the parent rebuilds its figure.
+ *
+ * A figure is drawn when what it shows changed, not each time its parent renders: views rebuild
+ * their figures on every render (an age that ticks each second, a poll that read nothing new), and
+ * `Plotly.react` redraws a figure whose arrays are new even where their values are the same. A
+ * finished run's Metrics tab or a sweep's view, open in a notebook, kept the browser redrawing
+ * every plot once a second.
  */
 import * as React from 'react';
 
@@ -62,6 +68,10 @@ export function PlotlyFigure(props: {
   const [error, setError] = React.useState('');
   const hover = React.useRef(onHover);
   hover.current = onHover;
+  // What the figure shows: the drawing below runs again only when this changes.
+  const shown = React.useMemo(() => JSON.stringify(figure), [figure]);
+  const latest = React.useRef(figure);
+  latest.current = figure;
 
   React.useEffect(() => {
     let live = true;
@@ -69,17 +79,13 @@ export function PlotlyFigure(props: {
     if (!div) {
       return;
     }
+    const { data, layout } = latest.current;
     loadPlotly()
       .then(async Plotly => {
         if (!live) {
           return;
         }
-        await Plotly.react(
-          div,
-          figure.data as any,
-          figure.layout as any,
-          CONFIG as any
-        );
+        await Plotly.react(div, data as any, layout as any, CONFIG as any);
         const events = div as any;
         if (!events.__pxEvents && events.on) {
           events.__pxEvents = true;
@@ -102,7 +108,7 @@ export function PlotlyFigure(props: {
     return () => {
       live = false;
     };
-  }, [figure]);
+  }, [shown]);
 
   React.useEffect(() => {
     const div = node.current;
