@@ -32,6 +32,7 @@ import array
 import atexit
 import builtins
 import ctypes
+import gc
 import importlib
 import io
 import json
@@ -151,6 +152,10 @@ def main() -> None:
     path, parent_fd = sys.argv[1], int(sys.argv[2])
     for name in sys.argv[3:]:
         __import__(name)
+    # What it imported stays out of the collector's passes, so a fork's first collection does not
+    # write to (and copy) every page of the heap it shares (as jupyter_px/forkserver/fresh.py does)
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".new")
     listener.listen(64)
