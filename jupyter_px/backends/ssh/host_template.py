@@ -79,11 +79,36 @@ class HostTemplate:
         if not self.retiring:
             print(f"template pid {os.getpid()}: retiring: {why}", flush=True)
             self.retiring = True
+            self.turn_away_queued(why)
             self.listener.close()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.socket_path)
             os.close(self.lock_fd)  # after the unlink: the next template binds a path of its own
             self.lock_fd = -1
+
+    def turn_away_queued(self, why: str) -> None:
+        """Tell the entries already queued on the socket why no start comes: closed unanswered,
+        they read a reset connection and started cold saying the template "did not answer", where
+        it was retiring (a run's replicas reach a host's template together, and the first one
+        refused retires it before the others are answered)."""
+        self.listener.setblocking(False)
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # none queued
+                return
+            with conn:
+                if task_entry.peer_uid(conn) != os.getuid():
+                    continue
+                conn.settimeout(2.0)
+                try:
+                    _, fds = task_entry.read_message(conn, max_fds=3)
+                except (OSError, ValueError):
+                    continue
+                for fd in fds:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                self.reply(conn, {"error": why})
 
     def serve(self) -> None:
         while self.children or not self.retiring:
