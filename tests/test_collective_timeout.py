@@ -88,25 +88,32 @@ RANK = textwrap.dedent("""\
     """)
 
 
-def test_a_short_collective_timeout_leaves_the_rendezvous_time_for_a_late_rank():
-    """With `collectiveTimeout: 2`, the rank that hosts the rendezvous store starts 6 s after
-    the other (pods start apart): the early rank still meets it (the store waits as torchrun's
-    rendezvous does), and their collectives keep the 2 s timeout."""
+@pytest.mark.parametrize(
+    "delays",
+    [("6", "0"), ("0", "0", "6")],
+    ids=["the-store-s-host-late", "a-third-rank-late"],
+)
+def test_a_short_collective_timeout_leaves_the_rendezvous_time_for_a_late_rank(delays):
+    """With `collectiveTimeout: 2`, one rank starts 6 s after the others (pods start apart): the
+    rank that hosts the rendezvous store, or a third one while the first two wait for it in the
+    process group's set-up. The early ranks still meet it (the store waits as torchrun's
+    rendezvous does, and the set-up begins once every rank is there), and their collectives keep
+    the 2 s timeout."""
     env = {
         **os.environ,
         collective_timeout.ENV: "2",
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(free_port()),
-        "WORLD_SIZE": "2",
+        "WORLD_SIZE": str(len(delays)),
     }
     ranks = [
         subprocess.Popen(
-            [sys.executable, "-c", RANK, delay], env={**env, "RANK": rank}, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", RANK, delay], env={**env, "RANK": str(rank)}, stdout=subprocess.PIPE, text=True
         )
-        for rank, delay in (("1", "0"), ("0", "6"))
+        for rank, delay in enumerate(delays)
     ]
     outs = [rank.communicate(timeout=120)[0] for rank in ranks]
-    assert [rank.returncode for rank in ranks] == [0, 0] and outs == ["joined\n", "joined\n"], outs
+    assert [rank.returncode for rank in ranks] == [0] * len(delays) and outs == ["joined\n"] * len(delays), outs
 
 
 def test_the_error_of_a_timed_out_collective_is_told_from_others():

@@ -18,8 +18,9 @@ runner sets those, once that module is imported (`after_import.py`: at once wher
 a replica forked from a warm template, else from an import hook, so that a replica that never
 imports torch pays nothing). A timeout the user's code passes (`timeout=timedelta(...)`) wins, as it should. NCCL's
 watchdog then aborts a timed-out collective (`TORCH_NCCL_ASYNC_ERROR_HANDLING`, on by default).
-The rendezvous (the store the ranks meet through) keeps at least `RENDEZVOUS_S`: a short
-collective timeout must not fail a rank that started before its peers.
+The rendezvous (the store the ranks meet through) keeps at least `RENDEZVOUS_S`, and returns
+once every rank has reached it: a short collective timeout must not fail a rank that started
+before its peers.
 
 Standard library only: the runner imports it in every replica.
 """
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
@@ -75,15 +76,42 @@ RENDEZVOUS_S = 600.0
 
 def _patient(rendezvous: Callable[..., Any], collectives: timedelta) -> Callable[..., Any]:
     """`rendezvous` whose store waits at least `RENDEZVOUS_S` when called with the collectives'
-    default timeout (a timeout the user's code passed is left as it is)."""
+    default timeout, and which returns once every rank has met there (a timeout the user's code
+    passed is left as it is)."""
 
     def rendezvous_patiently(url: str, rank: int = -1, world_size: int = -1, **kwargs: Any) -> Any:
         if kwargs.get("timeout") == collectives and collectives < timedelta(seconds=RENDEZVOUS_S):
             kwargs["timeout"] = timedelta(seconds=RENDEZVOUS_S)
+            return _when_all_met(rendezvous(url, rank, world_size, **kwargs))
         return rendezvous(url, rank, world_size, **kwargs)
 
     rendezvous_patiently.__wrapped__ = rendezvous  # type: ignore[attr-defined]
     return rendezvous_patiently
+
+
+#: How many rendezvous this process has been through: each meeting's keys are its own.
+_meetings = 0
+
+
+def _when_all_met(met: Iterator[tuple[Any, int, int]]) -> Iterator[tuple[Any, int, int]]:
+    """The rendezvous' store, rank and world size once every rank has reached the store.
+
+    `init_process_group` sets the store's timeout to the collectives' right after the rendezvous,
+    and the process group's set-up waits on it for every rank's address: with
+    `collectiveTimeout: 5`, a rank that met the store early gave up on a peer still starting
+    ("DistStoreError: wait timeout after 5000ms, keys: /default_pg/0//cpu//0/0", three pods on a
+    loaded machine). Meeting here first, at the rendezvous' patience, lets the set-up start with
+    every rank there. Not under torchrun, whose agents met before they started the ranks (and
+    whose store outlives a restart's ranks, which would count again from one)."""
+    global _meetings
+    for store, rank, world_size in met:
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" and world_size > 1:
+            _meetings += 1
+            key = f"jupyter_px/all_ranks/{_meetings}"
+            if store.add(key, 1) == world_size:
+                store.set(f"{key}/met", "1")
+            store.wait([f"{key}/met"])
+        yield store, rank, world_size
 
 
 def _apply(module: ModuleType, value: float) -> None:
