@@ -34,7 +34,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...forkserver.pool import import_env
@@ -92,23 +92,17 @@ class HostTemplate:
         it was retiring (a run's replicas reach a host's template together, and the first one
         refused retires it before the others are answered)."""
         self.listener.setblocking(False)
+
+        def refuse(conn: socket.socket, _request: dict[str, Any], _fds: list[int]) -> None:
+            self.reply(conn, {"error": why})
+            conn.close()
+
         while True:
             try:
                 conn, _ = self.listener.accept()
             except OSError:  # none queued
                 return
-            with conn:
-                if task_entry.peer_uid(conn) != os.getuid():
-                    continue
-                conn.settimeout(2.0)
-                try:
-                    _, fds = task_entry.read_message(conn, max_fds=3)
-                except (OSError, ValueError):
-                    continue
-                for fd in fds:
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-                self.reply(conn, {"error": why})
+            self.handle(conn, refuse, timeout_s=2.0)
 
     def serve(self) -> None:
         while self.children or not self.retiring:
@@ -125,18 +119,25 @@ class HostTemplate:
                 self.handle(conn)
             self.reap()
 
-    def handle(self, conn: socket.socket) -> None:
+    def handle(
+        self,
+        conn: socket.socket,
+        answer: Callable[[socket.socket, dict[str, Any], list[int]], None] | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        """Read an entry's request and answer it (`answer`, else `self.answer`); the descriptors
+        it sent are closed here once answered. A peer of another user is refused."""
         if task_entry.peer_uid(conn) != os.getuid():
             conn.close()
             return
-        conn.settimeout(10.0)
+        conn.settimeout(timeout_s)
         try:
             request, fds = task_entry.read_message(conn, max_fds=3)
         except (OSError, ValueError):
             conn.close()
             return
         try:
-            self.answer(conn, request, fds)
+            (answer or self.answer)(conn, request, fds)
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
