@@ -311,6 +311,29 @@ def test_a_file_written_beside_the_modules_on_pythonpath_keeps_the_template(tmp_
     assert warm.fingerprint(None, env) != after_module
 
 
+def test_a_packages_first_import_keeps_the_template_and_its_upgrade_does_not(tmp_path):
+    """Where the install compiled nothing (pip's `--no-compile`, uv's default), a package's first
+    import creates its `__pycache__`, which changes the package folder's mtime: a kernel's first
+    `import` of it must keep the template (in CI every such import retired it, 13 s of CPU each
+    time). A new version (a new `__init__.py` and `.dist-info`) changes the fingerprint."""
+    folder = tmp_path / "site"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "pkg" / "__init__.py").write_text("x = 1\n")
+    (folder / "pkg-1.0.dist-info").mkdir()
+    env = {**template_env(), "PYTHONPATH": str(folder)}
+    before = warm.fingerprint(None, env)
+    time.sleep(0.01)  # a new mtime for whatever is written next
+    subprocess.run([sys.executable, "-c", "import pkg"], env={**os.environ, "PYTHONPATH": str(folder)}, check=True)
+    assert (folder / "pkg" / "__pycache__").is_dir()
+    assert warm.fingerprint(None, env) == before
+    (folder / "pkg" / "__init__.py").write_text("x = 2\n")  # pip writes the new version's files
+    upgraded = warm.fingerprint(None, env)
+    assert upgraded != before
+    (folder / "pkg-1.0.dist-info").rename(folder / "pkg-2.0.dist-info")
+    (folder / "pkg-2.0.dist-info" / "RECORD").write_text("pkg/__init__.py,,\n")
+    assert warm.fingerprint(None, env) != upgraded
+
+
 def test_a_template_owned_by_a_jupyter_server_ends_with_it(px_home, own_warm_dir, monkeypatch):
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:

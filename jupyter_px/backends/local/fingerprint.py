@@ -55,14 +55,17 @@ def _importable(entry: os.DirEntry) -> bool:
 
 def _entry_mtime(entry: os.DirEntry) -> int:
     """An importable entry's mtime, where its changes can change an import: a module, a `.pth`,
-    a regular package or an install's metadata directory. A folder without `__init__.py` (a
-    checkout's `docs/` or `examples/`, which an import could take only as a namespace package)
-    counts by being there: what is written inside it (a docs build, a run's outputs) keeps the
-    template."""
+    an install's metadata directory, a regular package by its `__init__.py`. Not a package
+    folder's own mtime: that changes whenever something is created in it, and Python creates
+    `__pycache__` there at the package's first import where the install compiled nothing (pip's
+    `--no-compile`, uv's default); a kernel's first `import pandas` must not retire the template.
+    An install or an upgrade writes a new `__init__.py` and a new `.dist-info` folder. A folder
+    without `__init__.py` (a checkout's `docs/` or `examples/`, which an import could take only as
+    a namespace package) counts by being there: what is written inside it (a docs build, a run's
+    outputs) keeps the template."""
     try:
-        metadata = entry.name.endswith((".dist-info", ".egg-info", ".libs"))
-        if entry.is_dir() and not metadata and not os.path.exists(os.path.join(entry.path, "__init__.py")):
-            return 0
+        if entry.is_dir() and not entry.name.endswith((".dist-info", ".egg-info", ".libs")):
+            return _mtime(os.path.join(entry.path, "__init__.py"))
         return entry.stat(follow_symlinks=False).st_mtime_ns
     except OSError:
         return 0
