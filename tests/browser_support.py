@@ -25,6 +25,7 @@ from typing import Any
 
 from free_ports import free_port
 from server_support import stop_process, wait_until_serving, write_server_config
+from warm_support import templates_before_a_server
 
 #: Debian's headless shell (`chromium-headless-shell`, the headless browser Playwright itself
 #: runs) where it is installed, else its whole browser in the new headless mode: the same Blink,
@@ -120,6 +121,7 @@ class JupyterLab:
         self.work = root / "work"
         self.work.mkdir(exist_ok=True)
         self.log_path = root / "lab.log"
+        templates_before_a_server()  # the notebooks' runs start warm, from templates the session keeps
         self.process = start_lab(root, self.port, self.token, self.work, self.px_home, self.log_path)
         wait_until_serving(self.process, f"{self.url}/api/status?token={self.token}", self.log_path)
 

@@ -26,6 +26,7 @@ from free_ports import free_port
 from nbclient import NotebookClient
 from server_support import stop_process, wait_until_serving, write_server_config
 from waiting import wait_for
+from warm_support import templates_before_a_server
 
 #: kubernetes.ipynb needs a (fake) cluster: tests/test_kubernetes_notebook.py runs it; sweep.ipynb (trials pruned
 #: on purpose) has its own checks in tests/test_sweep_notebook.py, workloads.ipynb (what each job computed) in
@@ -49,6 +50,7 @@ class JupyterServer:
         write_server_config(config)
         self.px_home = px_home or root / "server_px_home"  # the kernels' store: the proxy serves its TensorBoards
         self.log = open(root / "server.log", "wb")  # noqa: SIM115 (open while the server runs; closed in stop())
+        templates_before_a_server()  # the kernels' runs start warm, from templates the session keeps
         self.process = subprocess.Popen(
             [
                 sys.executable,

@@ -35,6 +35,15 @@ def ensure_templates() -> None:
         warm.start(framework, template_env(), load_settings(), timeout=300)
 
 
+def templates_before_a_server() -> None:
+    """This session's templates, started by the test process before a Jupyter server starts: a
+    template a server's kernel starts belongs to that server and ends with it (as a user's does),
+    so the next warm test started it again, some ten times a suite run at 7-13 s each. One the
+    session started is detached, and the kernels' runs fork from it as the tests' own do."""
+    if os.environ.get("JUPYTER_PX_WARM", "1") != "0":
+        ensure_templates()
+
+
 def assert_started_warm(home: Path) -> None:
     """Every run in the store started warm, or cold for a reason no template could change."""
     store = RunStore(home)
