@@ -270,7 +270,13 @@ def test_a_sidecar_runs_beside_the_app_and_is_stopped_after_it(core, ns):
         "name": "side",
         "image": "python:3.11",
         "restartPolicy": "Always",
-        "command": ["python3", "-c", "import time\nopen('/shared/ready', 'w').write('side up')\ntime.sleep(600)"],
+        # written beside, then renamed: the app, which waits for the name, never reads it empty
+        "command": [
+            "python3",
+            "-c",
+            "import os, time\nopen('/shared/.ready', 'w').write('side up')\n"
+            "os.rename('/shared/.ready', '/shared/ready')\ntime.sleep(600)",
+        ],
         "volumeMounts": [{"name": "shared", "mountPath": "/shared"}],
     }
     app = (
