@@ -20,7 +20,7 @@ from local_support import JOBS, describe, outputs, replica, submit, wait
 from px_cli import ROOT
 
 from jupyter_px.backends import ResourceUnavailable
-from jupyter_px.backends.local import resources
+from jupyter_px.backends.local import ports, resources
 from jupyter_px.backends.local.ports import PortReservation
 from jupyter_px.runstore import CodeSpec, RunRecord, RunStore
 from jupyter_px.topology import parse_topology
@@ -153,26 +153,64 @@ def test_placement_spreads_cores_and_gives_gpus():
 def test_reserved_ports_are_locked_against_other_processes(tmp_path):
     lock = tmp_path / "ports.lock"
     reservation = PortReservation(lock)
-    ports = reservation.take(5)
-    assert len(set(ports)) == 5
-    for port in ports:
+    taken = reservation.take(5)
+    assert len(set(taken)) == 5
+    for port in taken:
         reservation.release_socket(port)  # the replica could bind it now; the lock stays
     probe = textwrap.dedent(f"""
         import fcntl, os, sys
         fd = os.open({str(lock)!r}, os.O_RDWR)
-        taken = 0
-        for port in {ports!r}:
+        held = 0
+        for port in {taken!r}:
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, port)
             except OSError:
-                taken += 1
-        print(taken)
+                held += 1
+        print(held)
     """)
     held = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert held.stdout.strip() == "5"
     reservation.close()
     freed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert freed.stdout.strip() == "0"
+
+
+def test_ports_come_from_below_the_kernels_ephemeral_range(tmp_path):
+    """Where nobody's bind(0) or outgoing connection can land between our release and the
+    replica's bind; the range is this machine's own."""
+    first, _last = ports.ephemeral_range()
+    reservation = PortReservation(tmp_path / "ports.lock")
+    try:
+        taken = reservation.take(64)
+    finally:
+        reservation.close()
+    assert len(set(taken)) == 64
+    assert all(max(ports.LOWEST, first - ports.POOL_SIZE) <= port < first for port in taken), (first, taken)
+
+
+def test_the_pool_is_the_ports_below_the_range_or_the_kernels_choice(tmp_path):
+    assert ports.pool((32768, 60999)) == range(16384, 32768)
+    assert ports.pool((12000, 65535)) == range(10000, 12000)
+    assert ports.pool((10500, 65535)) is None  # too few below it: bind(0), under the lock
+    assert ports.pool(None) is None
+    wide = PortReservation(tmp_path / "ports.lock", ports=None)  # the kernel picks
+    try:
+        assert wide.take(2)
+    finally:
+        wide.close()
+    (tmp_path / "range").write_text("40000\t60999\n")
+    assert ports.ephemeral_range(tmp_path / "range") == (40000, 60999)
+    assert ports.ephemeral_range(tmp_path / "missing") is None
+
+
+def test_the_port_lock_is_one_per_user_in_a_folder_of_theirs_alone(tmp_path, monkeypatch):
+    assert ports.lock_path().parent.name == f"jupyter-px-{os.getuid()}"
+    monkeypatch.setattr(ports.tempfile, "gettempdir", lambda: str(tmp_path))
+    shared = tmp_path / f"jupyter-px-{os.getuid()}"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # another user could plant the lock file
+    with pytest.raises(PermissionError, match=r"is not this user's alone \(owner uid \d+, mode 777\)"):
+        PortReservation()
 
 
 # ---- the runner --------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def test_capacity_names_the_number_each_limit_allows():
     assert problems == [
         "it needs 2,002 processes, but this user may start 500 more (RLIMIT_NPROC, `ulimit -u`)",
         "it needs 2,002 processes, but this machine has 900 free pids",
-        "it needs 2,000 ports (one per replica), but this machine's ephemeral port range has 1,500",
+        "it needs 2,000 ports (one per replica), but this machine's runs draw from 1,500",
         "its 2,002 processes need about 24,024 MiB before any user code runs (12 MiB each), but 8,400 MiB "
         "are available: room for 700 processes",
     ]

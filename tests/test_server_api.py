@@ -568,6 +568,19 @@ async def wait_finished(jp_fetch, run_id: str, timeout: float = 60) -> dict:
         await asyncio.sleep(0.2)
 
 
+async def assert_succeeded(jp_fetch, final: dict) -> None:
+    """A run that did not succeed fails the test with its message and each replica's log tail."""
+    if final["state"] == "Succeeded":
+        return
+    said = [f"{final['state']} ({final.get('reason')}): {final.get('message')}"]
+    for entry in final.get("replicas", []):
+        params = {"role": entry["role"], "index": str(entry["index"]), "offset": "-2000"}
+        _code, logs = await fetch_json(jp_fetch, f"px/api/runs/{final['run_id']}/logs", params=params)
+        said.append(f"--- {entry['role']}-{entry['index']} ({entry.get('state')}, {entry.get('reason')}):")
+        said.append(logs.get("text", str(logs)))
+    pytest.fail("\n".join(said))
+
+
 @pytest.mark.jobs
 async def test_submit_a_notebook_runs_its_tagged_cells(jp_fetch, jp_root_dir, px_home):
     """A real run: the notebook's `px`-tagged cells, IPython syntax included, in every replica."""
@@ -587,8 +600,7 @@ async def test_submit_a_notebook_runs_its_tagged_cells(jp_fetch, jp_root_dir, px
     )
     assert code == 201 and run["name"] == "from sidebar" and run["submitted_from"] == "sidebar"
     assert run["code"]["source"] == "notebook:exp/train.ipynb" and run["code"]["language"] == "ipython"
-    final = await wait_finished(jp_fetch, run["run_id"])
-    assert final["state"] == "Succeeded", final
+    await assert_succeeded(jp_fetch, await wait_finished(jp_fetch, run["run_id"]))
     code, logs = await fetch_json(
         jp_fetch, f"px/api/runs/{run['run_id']}/logs", params={"role": "worker", "index": "0"}
     )
@@ -611,8 +623,7 @@ async def test_run_distributed_on_the_quickstart_notebook(jp_fetch, jp_root_dir,
         jp_fetch, "px/api/runs", **post({"topology": topology, "notebook": "quickstart.ipynb"})
     )
     assert code == 201 and run["code"]["source"] == "notebook:quickstart.ipynb", run
-    final = await wait_finished(jp_fetch, run["run_id"], timeout=180)
-    assert final["state"] == "Succeeded", final
+    await assert_succeeded(jp_fetch, await wait_finished(jp_fetch, run["run_id"], timeout=180))
     code, logs = await fetch_json(
         jp_fetch, f"px/api/runs/{run['run_id']}/logs", params={"role": "worker", "index": "1"}
     )

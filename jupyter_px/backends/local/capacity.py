@@ -8,7 +8,8 @@ things bound it, and `check` names the number each allows:
 * processes: a per-run maximum (`MAX_PROCESSES_PER_RUN`, PX_MAX_LOCAL_PROCESSES overrides), the
   user's process limit (RLIMIT_NPROC, which the kernel does not apply to root) less what the user
   already runs, and the free pids (`kernel.pid_max` less the processes that exist);
-* ports: one per replica, from the kernel's ephemeral range (`net.ipv4.ip_local_port_range`);
+* ports: one per replica, from the ports `ports.py` draws from (those below the kernel's
+  ephemeral range, `net.ipv4.ip_local_port_range`);
 * memory: an idle replica process (the interpreter and the runner) is about
   `PROCESS_BASELINE_MIB` resident, so the memory available now caps the count even before the
   user's code allocates anything.
@@ -24,6 +25,7 @@ import resource
 from dataclasses import dataclass
 
 from ...topology import Topology
+from . import ports
 
 #: The most processes one local run may have, whatever the machine (PX_MAX_LOCAL_PROCESSES overrides).
 MAX_PROCESSES_PER_RUN = int(os.environ.get("PX_MAX_LOCAL_PROCESSES", "1024"))
@@ -95,13 +97,11 @@ def this_capacity() -> Capacity:
     pid_max = _read_int_file("/proc/sys/kernel/pid_max")
     if pid_max:
         pid_headroom = max(0, pid_max[0] - sum(1 for name in os.listdir("/proc") if name.isdigit()))
-    port_range = _read_int_file("/proc/sys/net/ipv4/ip_local_port_range")
-    ports = port_range[1] - port_range[0] + 1 if port_range and len(port_range) == 2 else 16384
     return Capacity(
         max_processes=MAX_PROCESSES_PER_RUN,
         nproc_headroom=nproc_headroom,
         pid_headroom=pid_headroom,
-        ports=ports,
+        ports=ports.pool_size(),
         available_mib=psutil.virtual_memory().available / 2**20,
     )
 
@@ -126,8 +126,7 @@ def problems(topology: Topology, capacity: Capacity | None = None) -> list[str]:
         found.append(f"it needs {needed:,} processes, but this machine has {capacity.pid_headroom:,} free pids")
     if replicas > capacity.ports:
         found.append(
-            f"it needs {replicas:,} ports (one per replica), but this machine's ephemeral port range "
-            f"has {capacity.ports:,}"
+            f"it needs {replicas:,} ports (one per replica), but this machine's runs draw from {capacity.ports:,}"
         )
     baseline = needed * PROCESS_BASELINE_MIB
     if baseline > capacity.available_mib:

@@ -128,7 +128,7 @@ class Supervisor:
         self.machine = machine = this_machine()
         specs = self.topology.replicas()
         placements = place(specs, machine)
-        self.ports = PortReservation(self.store.home / "ports.lock")
+        self.ports = PortReservation()  # one lock per user and machine: other stores' runs too
         ports = self.ports.take(len(specs))
         by_role: dict[str, list[int]] = {}
         for replica, port in zip(self.replicas, ports, strict=True):
