@@ -4,9 +4,11 @@ rendezvous.
 A port found by binding port 0 comes from the kernel's ephemeral range, which every outgoing
 connection and every other port-0 bind on the machine draws from too. Between the probe's close
 and the server's bind another process can take it: in CI a JupyterLab once failed with "The port
-42033 is already in use". These ports come from below that range, where the kernel never hands out
-a port by itself, from a slice of their own for each pytest-xdist worker, taken in turn: two tests
-of one run never pick the same port. Each is still probed, for whatever else binds there.
+42033 is already in use". The local backend's replicas draw from just below that range
+(`jupyter_px/backends/local/ports.py`), for the same reason. These ports come from below both,
+where neither the kernel nor a run hands out a port by itself, from a slice of their own for each
+pytest-xdist worker, taken in turn: two tests of one run never pick the same port. Each is still
+probed, for whatever else binds there.
 """
 
 from __future__ import annotations
@@ -15,24 +17,27 @@ import itertools
 import os
 import random
 import socket
-from pathlib import Path
+
+from jupyter_px.backends.local import ports
 
 #: Below the ports that stay clear of well-known services (Galata's JupyterLab uses 8917).
-LOWEST = 15000
+LOWEST = 9000
 
 
-def _ephemeral_low() -> int:
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768  # Linux's default
+def _below_the_runs() -> int:
+    """The first port the local backend's replicas or the kernel may hand out."""
+    ephemeral = ports.ephemeral_range()
+    runs = ports.pool(ephemeral)
+    if runs is not None:
+        return runs.start
+    return ephemeral[0] if ephemeral else 32768  # Linux's default
 
 
 def _slice() -> range:
-    """This process's ports: its xdist worker's share of [LOWEST, the ephemeral range)."""
+    """This process's ports: its xdist worker's share of [LOWEST, the runs' and kernel's ports)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-    width = (_ephemeral_low() - LOWEST) // max(workers, 1)
+    width = (_below_the_runs() - LOWEST) // max(workers, 1)
     start = LOWEST + index * width
     return range(start, start + width)
 
