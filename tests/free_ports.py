@@ -5,7 +5,7 @@ A port found by binding port 0 comes from the kernel's ephemeral range, which ev
 connection and every other port-0 bind on the machine draws from too. Between the probe's close
 and the server's bind another process can take it: in CI a JupyterLab once failed with "The port
 42033 is already in use". The local backend's replicas draw from just below that range
-(`jupyter_px/backends/local/ports.py`), for the same reason. These ports come from below both,
+(`jupyter_px/processes/ports.py`), for the same reason. These ports come from below both,
 where neither the kernel nor a run hands out a port by itself, from a slice of their own for each
 pytest-xdist worker, taken in turn: two tests of one run never pick the same port. Each is still
 probed, for whatever else binds there.
@@ -18,7 +18,7 @@ import os
 import random
 import socket
 
-from jupyter_px.backends.local import ports
+from jupyter_px.processes import ports
 
 #: Below the ports that stay clear of well-known services (Galata's JupyterLab uses 8917).
 LOWEST = 9000

@@ -20,8 +20,9 @@ from local_support import JOBS, describe, outputs, replica, submit, wait
 from px_cli import ROOT
 
 from jupyter_px.backends import ResourceUnavailable
-from jupyter_px.backends.local import ports, resources
-from jupyter_px.backends.local.ports import PortReservation
+from jupyter_px.backends.local import resources
+from jupyter_px.processes import ports
+from jupyter_px.processes.ports import PortReservation
 from jupyter_px.runstore import CodeSpec, RunRecord, RunStore
 from jupyter_px.topology import parse_topology
 

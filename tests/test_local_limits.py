@@ -13,7 +13,7 @@ from local_support import describe, outputs, submit, wait
 from jupyter_px.backends import ResourceUnavailable
 from jupyter_px.backends.local import LocalBackend, capacity
 from jupyter_px.backends.local.launcher import find_mpirun
-from jupyter_px.backends.local.ports import PortReservation
+from jupyter_px.processes.ports import PortReservation
 from jupyter_px.runstore import RunStore
 from jupyter_px.topology import parse_topology
 

@@ -18,6 +18,7 @@ from slurm_support import (  # noqa: F401 (fixtures)
     use_slurm_fixture,
 )
 
+from jupyter_px.processes import ports
 from jupyter_px.runstore import RunStore
 from jupyter_px.service import RunService, ScriptFile, SourceText, Submission
 
@@ -107,6 +108,8 @@ def test_tensorflow_parameter_server_as_a_heterogeneous_job(use_slurm, px_home):
     addresses = [*cluster["chief"], *cluster["worker"], *cluster["ps"]]
     assert all(address.startswith("127.0.0.1:") for address in addresses)  # the nodes' NodeAddr, not their names
     assert len(set(addresses)) == 4  # a port of its own for each task, though the nodes share this host
+    below_the_kernels = ports.pool(ports.ephemeral_range())  # where no outgoing connection takes one
+    assert all(int(address.rsplit(":", 1)[1]) in below_the_kernels for address in addresses), addresses
     # the task order: component 0 (chief, workers) first, then the parameter server
     assert [seen[key]["SLURM_PROCID"] for key in ("master-0", "worker-0", "worker-1", "ps-0")] == ["0", "1", "2", "3"]
 

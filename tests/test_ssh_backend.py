@@ -9,6 +9,7 @@ import pytest
 from ssh_hosts import processes_of, ssh_hosts_fixture, use_ssh_fixture  # noqa: F401 (fixtures)
 from waiting import wait_for
 
+from jupyter_px.processes import ports
 from jupyter_px.service import RunService, ScriptFile, Submission
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +46,8 @@ def test_the_quickstart_all_reduces_across_the_hosts(use_ssh, px_home):
     plan = json.loads((px_home / "runs" / run_id / "ssh" / "plan.json").read_text())
     placed = {f"{r['role']}-{r['index']}": r["host"] for r in plan["replicas"]}
     assert placed == {"master-0": "host-a", "worker-0": "host-a", "worker-1": "host-b"}, placed
+    below_the_kernels = ports.pool(ports.ephemeral_range())  # where no outgoing connection takes one
+    assert all(int(r.address.rsplit(":", 1)[1]) in below_the_kernels for r in status.replicas), status.replicas
     for role, index in (("master", 0), ("worker", 0), ("worker", 1)):
         log = service.log_tail(run_id, role, index)
         assert "all_reduce of ranks = 3 (expected 3)" in log, log

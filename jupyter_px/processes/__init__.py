@@ -6,6 +6,7 @@
 * `file_lock.py`: one process at a time on a store's file (flock): templates, followers, queues.
 * `checkpoint_signal.py`: SIGUSR1 as a request for a checkpoint now, in a Slurm run's replicas.
 * `replica_kill.py`: one replica signalled where it runs (a pod, an SSH host), for `jupyter px kill`.
+* `ports.py`: a replica's port, that nothing else on its machine takes before the replica binds it.
 
 Standard library (and psutil) only, and this `__init__` imports nothing: a helper process that
 needs one of them imports only that one.

@@ -34,6 +34,7 @@ import os
 import time
 from typing import Protocol
 
+from ...processes.ports import PortReservation
 from ...runstore import ReplicaState, ReplicaStatus, RunPaths, RunStatus, metrics_tail
 from ...runstore.checkpoints import RESUME_AT_ENV, SHARED_SCOPE, all_checkpoints, newest_step
 from ...runstore.models import AttemptRecord, CheckpointInfo, Reason
@@ -45,7 +46,6 @@ from . import policy
 from .config import MASTER_HEAD_START_S
 from .elastic import Membership
 from .launcher import LaunchPlan
-from .ports import PortReservation
 from .replica import Ending, Replica
 from .resources import Machine
 from .spawners import Spawner

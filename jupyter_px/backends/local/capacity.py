@@ -8,7 +8,7 @@ things bound it, and `check` names the number each allows:
 * processes: a per-run maximum (`MAX_PROCESSES_PER_RUN`, PX_MAX_LOCAL_PROCESSES overrides), the
   user's process limit (RLIMIT_NPROC, which the kernel does not apply to root) less what the user
   already runs, and the free pids (`kernel.pid_max` less the processes that exist);
-* ports: one per replica, from the ports `ports.py` draws from (those below the kernel's
+* ports: one per replica, from the ports `processes/ports.py` draws from (those below the kernel's
   ephemeral range, `net.ipv4.ip_local_port_range`);
 * memory: an idle replica process (the interpreter and the runner) is about
   `PROCESS_BASELINE_MIB` resident, so the memory available now caps the count even before the
@@ -24,8 +24,8 @@ import os
 import resource
 from dataclasses import dataclass
 
+from ...processes import ports
 from ...topology import Topology
-from . import ports
 
 #: The most processes one local run may have, whatever the machine (PX_MAX_LOCAL_PROCESSES overrides).
 MAX_PROCESSES_PER_RUN = int(os.environ.get("PX_MAX_LOCAL_PROCESSES", "1024"))

@@ -28,11 +28,11 @@ from pathlib import Path
 
 from ...forkserver.pool import Pool
 from ...forkserver.zygote import Zygote, ZygoteGone
+from ...processes.ports import PortReservation
 from ...runstore import RunPaths
 from . import spawn_ahead
 from .cgroups import RunCgroup
 from .launcher import RUNNER_MODULE, Launch, LaunchPlan
-from .ports import PortReservation
 from .process import spawn
 from .replica import ForkedProcess, Replica
 

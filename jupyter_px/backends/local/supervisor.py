@@ -9,7 +9,7 @@ cannot start is recorded Failed with the reason.
 
 What it does, in order:
 
-1. Forks its watchdog (`watchdog.py`), reserves a port per replica (`ports.py`), places replicas on
+1. Forks its watchdog (`watchdog.py`), reserves a port per replica (`processes/ports.py`), places replicas on
    cores/GPUs (`resources.py`) and starts them (`launcher.py`), each in its own process group, with
    the parent-death signal armed, stdout+stderr appended to its log.
 2. Waits for events: SIGCHLD and SIGTERM wake it through a signal wakeup fd (`wakeup.py`); a
@@ -45,6 +45,7 @@ from pathlib import Path
 from ...cluster import local_addresses
 from ...diagnostics import taking
 from ...processes import detached
+from ...processes.ports import PortReservation
 from ...runstore import ReplicaState, RunState, RunStatus, RunStore
 from ...runstore.models import Reason, RunOwner
 from ...topology import Topology, parse_topology
@@ -67,7 +68,6 @@ from .deciding import decide
 from .launcher import Launch, LaunchPlan, clean_environ
 from .leftovers import kill_adopted, kill_leftovers, spare
 from .memory import MemoryGuard
-from .ports import PortReservation
 from .process import ExitInfo, become_subreaper, decode_wait_status, kill_group, load_libc
 from .replica import UNFINISHED, Ending, Replica
 from .resources import Machine, place, this_machine

@@ -15,8 +15,9 @@ step); a requeued job keeps its id: attempt n+1 writes under `slurm/job-<ref>.<n
 1. Which replica: `tasks[SLURM_PROCID]` of `plan.json` (Slurm numbers a heterogeneous step's
    tasks across its components, each from its offset; the components' sizes are checked against
    `SLURM_NTASKS_HET_GROUP_<k>`).
-2. A port of its own on its node: a socket bound to port 0 and kept bound until the runner
-   starts, so no other task (of this job or another one on the node) can be given it meanwhile.
+2. A port of its own on its node (`jupyter_px.processes.ports`): below the kernel's ephemeral
+   range, under this user's port lock, and kept bound until the runner starts, so no other task
+   (of this job or another one on the node) and no outgoing connection is given it meanwhile.
 3. Rendezvous through the run directory, which the nodes share: each task writes
    `task-<procid>.json` (node, port) and waits for all of them; every replica's address is then
    `<NodeAddr of its node>:<its port>`.
@@ -413,13 +414,15 @@ class Task:
             check_components(self.plan, self.env)
         import jupyter_px.cluster  # imported now, while the other tasks start
         import jupyter_px.runner  # noqa: F401  (for the forked replica)
+        from jupyter_px.processes.ports import PortReservation
 
-        holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        holder.bind(("", 0))  # held until the runner starts: nobody else is given this port meanwhile
-        addresses = self.rendezvous(holder.getsockname()[1])
+        # held until the runner starts, below the kernel's range and under this user's port lock
+        ports = PortReservation(host="")
+        (port,) = ports.take(1)
+        addresses = self.rendezvous(port)
         env = self.environment(addresses)
         before = oom_kills()
-        holder.close()
+        ports.release_socket(port)  # the lock stays until this task exits
         import px_kill_requests as kill_requests  # the run's slurm/px_kill_requests.py (kill_requests.py)
 
         kill_requests.block_child_signal()  # the wait below sleeps until SIGCHLD

@@ -5,8 +5,8 @@ store), so it starts by path without importing the backends package (pydantic, t
 model). Standard library only until the replica starts; then `jupyter_px.runner`, as every
 backend's replica runs it. The ssh channel is its whole conversation with the run's follower:
 
-1. It binds a port of its own on the host (port 0, kept bound until the replica starts, so no
-   other process is given it meanwhile) and says `@px-ssh-ready {"port": P, "pid": PID}`.
+1. It binds a port of its own on the host (`jupyter_px.processes.ports`: kept bound until the
+   replica starts, where no other process is given it meanwhile) and says `@px-ssh-ready {"port": P, "pid": PID}`.
 2. The follower answers, once every replica is ready, with one line on stdin: the replica's
    environment (the contract, built from every replica's host and port) and the stop grace.
 3. It forks the replica in a process group of its own (the runner; stdout and stderr are the
@@ -262,12 +262,15 @@ class Replica:
         self._stop_later()
 
     def run(self) -> int:
-        holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        holder.bind(("", 0))
+        from jupyter_px.processes.ports import PortReservation  # standard library only
+
+        # held until the replica starts, below the kernel's range and under this user's port lock
+        ports = PortReservation(host="")
+        (port,) = ports.take(1)
         launch = f"warm (template pid {self.template})" if self.template else "cold"
         if self.cold_because:
             launch = f"cold: {self.cold_because}"
-        ready = {"port": holder.getsockname()[1], "sid": os.getsid(0), "host": socket.gethostname()}
+        ready = {"port": port, "sid": os.getsid(0), "host": socket.gethostname()}
         say(READY, {**ready, "launch": launch})
         first = sys.stdin.readline()
         if not first:
@@ -288,7 +291,7 @@ class Replica:
                 print(f"jupyter-px (ssh replica): cannot start this host's template: {error}", file=sys.stderr)
         import jupyter_px.runner  # noqa: F401  (imported before the fork: the replica starts at once)
 
-        holder.close()
+        ports.release_socket(port)  # the lock stays until this entry exits
         for signum in FORWARDED:
             signal.signal(signum, lambda s, _f: self.signal_group(s))
         pid = os.fork()

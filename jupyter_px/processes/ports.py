@@ -1,8 +1,10 @@
-"""Free ports on 127.0.0.1 that nothing else on this machine takes before a replica binds them.
+"""Free ports that nothing else on this machine takes before a replica binds them: the local
+backend's (on 127.0.0.1), a Slurm task's and an SSH session's (on every address of their node).
 
 A replica's framework binds its port itself (torch's TCPStore, TensorFlow's gRPC server), so we
 cannot hand it a bound socket: between our placeholder socket's release and the replica's bind
-there is a window. Three kinds of process could take the port in it, and each is kept out:
+(its `import torch` among others) there is a window. Three kinds of process could take the port
+in it, and each is kept out:
 
 * **The kernel, for anybody's `bind(0)` or outgoing connection.** It hands those out from
   `net.ipv4.ip_local_port_range` (32768-60999 by default) and nowhere else, and a machine busy
@@ -11,17 +13,19 @@ there is a window. Three kinds of process could take the port in it, and each is
   program asking for that port by number can land, as torchrun does with 29500. Picking ports
   inside the range, as `bind(0)` does, lost one run in a few hundred on a loaded machine
   (`DistNetworkError: The server socket has failed to listen`).
-* **Another of this user's runs, from any store.** Each supervisor takes a byte-range lock at
-  offset `port` in one lock file per user and machine (`<tmp>/jupyter-px-<uid>/ports.lock`, in
-  a folder only the user can write), so two stores (two Jupyter servers, a CLI run beside a
-  notebook's) never pick the same port. The lock lives as long as the supervisor that holds
-  it, and the kernel drops it when that process dies (even by SIGKILL): no stale state. It
-  also covers restarts, which bind the same port again.
+* **Another of this user's runs, from any store or backend.** Each holder takes a byte-range
+  lock at offset `port` in one lock file per user and machine (`<tmp>/jupyter-px-<uid>/ports.lock`,
+  in a folder only the user can write), so two stores (two Jupyter servers, a CLI run beside a
+  notebook's) and a Slurm job's tasks on one node never pick the same port. The lock lives as
+  long as the process that holds it (a supervisor, a task's entry), and the kernel drops it when
+  that process dies (even by SIGKILL): no stale state. It also covers restarts, which bind the
+  same port again.
 * **Anything before the release:** the placeholder socket stays bound (not listening) until
   just before the replica that owns the address starts.
 
 Where the ephemeral range leaves less than `MIN_POOL` ports below it, ports come from the
-kernel's `bind(0)`, as before; the lock still keeps our runs apart.
+kernel's `bind(0)`; the lock still keeps our runs apart. Standard library only: a Slurm task's
+entry imports it without the package's models.
 """
 
 from __future__ import annotations
@@ -95,8 +99,15 @@ def _private_lock_file(path: Path) -> int:
 class PortReservation:
     """Ports held for one run: `take(n)` reserves, `release_socket(port)` before the owner starts."""
 
-    def __init__(self, lock: Path | None = None, ports: range | None | Literal["below-ephemeral"] = "below-ephemeral"):
-        """`ports`: where to draw from; None lets the kernel pick (`bind(0)`)."""
+    def __init__(
+        self,
+        lock: Path | None = None,
+        ports: range | None | Literal["below-ephemeral"] = "below-ephemeral",
+        host: str = HOST,
+    ):
+        """`ports`: where to draw from, None to let the kernel pick (`bind(0)`); `host`: the
+        address to bind, "" for every address (a replica that peers on other nodes reach)."""
+        self.host = host
         self._fd = _private_lock_file(lock or lock_path())
         self._pool = pool(ephemeral_range()) if ports == "below-ephemeral" else ports
         self._sockets: dict[int, socket.socket] = {}
@@ -112,7 +123,7 @@ class PortReservation:
         while len(got) < count:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
-                sock.bind((HOST, self._candidate()))
+                sock.bind((self.host, self._candidate()))
                 port = sock.getsockname()[1]
                 fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, port)
             except OSError as error:
@@ -120,7 +131,8 @@ class PortReservation:
                 failures += 1
                 if failures > MAX_TAKEN_TRIES:
                     raise OSError(
-                        f"could not reserve {count} free ports on {HOST} ({len(got)} found; last error: {error})"
+                        f"could not reserve {count} free ports on {self.host or 'any address'} "
+                        f"({len(got)} found; last error: {error})"
                     ) from None
                 continue
             self._sockets[port] = sock
