@@ -9,6 +9,7 @@ import socket
 
 from jupyter_px.backends.ssh import task_entry
 from jupyter_px.backends.ssh.host_template import HostTemplate
+from jupyter_px.processes import file_lock
 
 CHANGED = "OMP_NUM_THREADS changed since this host's template started"
 
@@ -19,7 +20,8 @@ def test_the_entries_queued_behind_a_refused_one_are_told_why_the_template_retir
     the same reason (they started cold saying the template "did not answer": a reset connection)."""
     monkeypatch.setattr(signal, "signal", lambda *_: None)  # the template's own handlers: not this process's
     monkeypatch.setattr(signal, "set_wakeup_fd", lambda *_: -1)
-    lock = os.open(tmp_path / "lock", os.O_CREAT | os.O_RDWR)
+    lock = file_lock.acquire(tmp_path / "lock", timeout=0)
+    assert lock is not None
     path = str(tmp_path / "template.sock")
     template = HostTemplate(path, "fingerprint", 600.0, lock, set(), {"OMP_NUM_THREADS": "1"})
     entries = []
@@ -34,6 +36,9 @@ def test_the_entries_queued_behind_a_refused_one_are_told_why_the_template_retir
     template.handle(first)
 
     assert template.retiring and not os.path.exists(path)
+    successor = file_lock.acquire(tmp_path / "lock", timeout=0)  # a retiring template lets its lock go
+    assert successor is not None
+    successor.close()
     for entry in entries:
         entry.settimeout(10)
         reply, _ = task_entry.read_message(entry)

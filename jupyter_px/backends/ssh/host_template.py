@@ -24,7 +24,6 @@ One template serves a socket: a second one started beside it finds the lock take
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib
 import json
 import os
@@ -35,9 +34,11 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from ...forkserver.pool import import_env
+from ...processes import file_lock
 from . import task_entry
 
 MODULE = "jupyter_px.backends.ssh.host_template"
@@ -51,11 +52,12 @@ class HostTemplate:
         socket_path: str,
         fingerprint: str,
         idle_s: float,
-        lock_fd: int,
+        lock: IO[str],
         told: set[str],
         imported_with: dict[str, str],
     ):
-        self.socket_path, self.fingerprint, self.idle_s, self.lock_fd = socket_path, fingerprint, idle_s, lock_fd
+        self.socket_path, self.fingerprint, self.idle_s = socket_path, fingerprint, idle_s
+        self.lock: IO[str] | None = lock  # held for the template's life: one template per socket
         #: the variables read at import it imported with, and which of them the start line gives
         #: (the rest come from the host's environment, which an entry's request carries)
         self.imported_with, self.told = imported_with, told
@@ -83,8 +85,9 @@ class HostTemplate:
             self.listener.close()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.socket_path)
-            os.close(self.lock_fd)  # after the unlink: the next template binds a path of its own
-            self.lock_fd = -1
+            if self.lock is not None:
+                self.lock.close()  # after the unlink: the next template binds a path of its own
+                self.lock = None
 
     def turn_away_queued(self, why: str) -> None:
         """Tell the entries already queued on the socket why no start comes: closed unanswered,
@@ -194,7 +197,8 @@ class HostTemplate:
             for held in [conn, self.listener, *self.children.values()]:
                 held.close()
             signal.set_wakeup_fd(-1)
-            for fd in (self.wakeup_read, self.wakeup_write, self.lock_fd):
+            lock = [self.lock.fileno()] if self.lock is not None else []
+            for fd in (self.wakeup_read, self.wakeup_write, *lock):
                 if fd >= 0:
                     os.close(fd)  # a fork that held the lock would keep the next template out
             for signum in (signal.SIGCHLD, signal.SIGTERM):
@@ -243,19 +247,6 @@ class HostTemplate:
                 self.reply(conn, {"code": os.waitstatus_to_exitcode(status)})
 
 
-def _take_lock(path: str) -> int | None:
-    """The template's lock, held for its life (the kernel drops it when it exits; a retiring one
-    lets it go), or None: a live template holds it (the replicas of a first run on a host each
-    start one; one serves)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
 def main(argv: list[str] | None = None) -> int:
     socket_path, preload, idle_s, fingerprint = list(sys.argv[1:] if argv is None else argv)
     told = sys.stdin.read()
@@ -265,8 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, **wanted, TOLD_VARIABLE: ",".join(sorted(wanted))}
         os.execve(sys.executable, [sys.executable, "-m", MODULE, *sys.argv[1:]], env)
     told_names = set(filter(None, os.environ.pop(TOLD_VARIABLE, "").split(",")))
-    lock_fd = _take_lock(socket_path[: -len(".sock")] + ".lock")
-    if lock_fd is None:
+    # held for the template's life (the kernel drops it when it exits; a retiring one lets it
+    # go); taken already: a live template serves (the replicas of a first run on a host each start one)
+    lock = file_lock.acquire(Path(socket_path[: -len(".sock")] + ".lock"), timeout=0)
+    if lock is None:
         print(f"template pid {os.getpid()}: another template serves {socket_path}", flush=True)
         return 0
     started = time.monotonic()
@@ -282,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         task_entry.write_failed(socket_path, failed)
         print(f"template pid {os.getpid()}: {failed['error']}", flush=True)
         return 1
-    template = HostTemplate(socket_path, fingerprint, float(idle_s), lock_fd, told_names, imported_with)
+    template = HostTemplate(socket_path, fingerprint, float(idle_s), lock, told_names, imported_with)
     print(f"template pid {os.getpid()} ready on {socket_path} ({time.monotonic() - started:.2f} s)", flush=True)
     template.serve()
     return 0
