@@ -15,9 +15,8 @@ step); a requeued job keeps its id: attempt n+1 writes under `slurm/job-<ref>.<n
 1. Which replica: `tasks[SLURM_PROCID]` of `plan.json` (Slurm numbers a heterogeneous step's
    tasks across its components, each from its offset; the components' sizes are checked against
    `SLURM_NTASKS_HET_GROUP_<k>`).
-2. A port of its own on its node (`jupyter_px.processes.ports`): below the kernel's ephemeral
-   range, under this user's port lock, and kept bound until the runner starts, so no other task
-   (of this job or another one on the node) and no outgoing connection is given it meanwhile.
+2. A port of its own on its node, kept until the runner starts (`jupyter_px.processes.ports`: no
+   other task, of this job or another, and no outgoing connection is given it meanwhile).
 3. Rendezvous through the run directory, which the nodes share: each task writes
    `task-<procid>.json` (node, port) and waits for all of them; every replica's address is then
    `<NodeAddr of its node>:<its port>`.
@@ -96,12 +95,8 @@ def die(message: str, code: int = 2) -> None:
 
 
 def _parse_record(line: str) -> dict[str, str]:
-    record = {}
-    for token in line.split():
-        key, sep, value = token.partition("=")
-        if sep:
-            record[key] = value
-    return record
+    pairs = (token.partition("=") for token in line.split())
+    return {key: value for key, sep, value in pairs if sep}
 
 
 def prepare(run_dir: str, env: dict[str, str]) -> None:
@@ -416,13 +411,12 @@ class Task:
         import jupyter_px.runner  # noqa: F401  (for the forked replica)
         from jupyter_px.processes.ports import PortReservation
 
-        # held until the runner starts, below the kernel's range and under this user's port lock
-        ports = PortReservation(host="")
+        ports = PortReservation(host="")  # held until the runner starts; its lock until this task exits
         (port,) = ports.take(1)
         addresses = self.rendezvous(port)
         env = self.environment(addresses)
         before = oom_kills()
-        ports.release_socket(port)  # the lock stays until this task exits
+        ports.release_socket(port)
         import px_kill_requests as kill_requests  # the run's slurm/px_kill_requests.py (kill_requests.py)
 
         kill_requests.block_child_signal()  # the wait below sleeps until SIGCHLD
