@@ -197,10 +197,12 @@ class HostTemplate:
             for held in [conn, self.listener, *self.children.values()]:
                 held.close()
             signal.set_wakeup_fd(-1)
-            lock = [self.lock.fileno()] if self.lock is not None else []
-            for fd in (self.wakeup_read, self.wakeup_write, *lock):
+            if self.lock is not None:
+                self.lock.close()  # a fork that held the lock would keep the next template out
+                self.lock = None
+            for fd in (self.wakeup_read, self.wakeup_write):
                 if fd >= 0:
-                    os.close(fd)  # a fork that held the lock would keep the next template out
+                    os.close(fd)
             for signum in (signal.SIGCHLD, signal.SIGTERM):
                 signal.signal(signum, signal.SIG_DFL)
             os.setsid()
