@@ -17,7 +17,7 @@ import psutil
 import pytest
 from kubernetes_support import kube_fixture  # noqa: F401 (the `kube` fixture)
 from tornado.httpclient import HTTPClientError
-from waiting import until
+from waiting import until, wait_for
 
 from jupyter_px.backends.kubernetes.shared import client as kube_client
 from jupyter_px.runstore import RunStore
@@ -209,9 +209,7 @@ def test_the_server_stops_on_sigterm_while_six_submits_hang(px_home, tmp_path, k
             for _ in range(6):
                 request = urllib.request.Request(url, data=body, headers=headers, method="POST")
                 threading_submit(request)
-            deadline = time.monotonic() + DEADLOCK_S
-            while kube.hung < 6 and time.monotonic() < deadline:
-                time.sleep(0.1)
+            wait_for(lambda: kube.hung >= 6, "the six submits to hang in the API server", DEADLOCK_S, poll=0.1)
             assert kube.hung == 6, kube.hung
             server.terminate()
             try:

@@ -92,12 +92,12 @@ def get_json(url: str):
 
 def wait_for_runs(url: str, expected: set[str], timeout: float = 30) -> list[str]:
     """TensorBoard discovers runs on its reload cycle: poll /data/runs until they are all there."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def listed() -> list[str] | None:
         runs = get_json(url + "data/runs")
-        if expected <= set(runs) or time.monotonic() > deadline:
-            return runs
-        time.sleep(0.5)
+        return runs if expected <= set(runs) else None
+
+    return wait_for(listed, f"TensorBoard to list {sorted(expected)}", timeout, poll=0.5)
 
 
 def test_start_two_runs_reuse_and_stop(px_home):

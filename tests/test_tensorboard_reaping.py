@@ -17,6 +17,7 @@ import sys
 import textwrap
 
 import pytest
+from waiting import wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreapers are Linux's")
 
@@ -92,20 +93,13 @@ def test_no_orphan_or_zombie_when_the_starter_is_killed(px_home, tmp_path):
     assert report["alive"] == [], report
 
 
-def _ended(pid: int, timeout: float) -> bool:
-    import time
-
+def _ended(pid: int) -> bool:
     import psutil
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True  # ended; its reaping is its new parent's
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # ended; its reaping is its new parent's
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_a_killed_watchdog_takes_tensorboard_with_it(px_home, tmp_path):
@@ -124,5 +118,7 @@ def test_a_killed_watchdog_takes_tensorboard_with_it(px_home, tmp_path):
     assert held
     watchdog.kill()
     watchdog.wait(10)
-    assert all(_ended(process.pid, 30) for process in held), [p.pid for p in held]
+    wait_for(
+        lambda: all(_ended(process.pid) for process in held), f"TensorBoard's processes {held} to end", 30, poll=0.1
+    )
     assert tensorboard.list_servers() == []
