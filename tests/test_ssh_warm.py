@@ -135,7 +135,7 @@ def test_warm_false_starts_every_replica_cold_and_starts_no_template(use_ssh, pr
 def test_a_template_folder_others_can_write_to_is_not_used(tmp_path):
     """A replica hands its session's streams and environment only to a template of its own user,
     in a folder nobody else can write to (another user could put a socket there)."""
-    from jupyter_px.backends.ssh.task_entry import private_folder
+    from jupyter_px.processes.private_folder import private_folder
 
     folder = tmp_path / "warm"
     assert private_folder(str(folder)) is None and folder.stat().st_mode & 0o777 == 0o700

@@ -38,6 +38,8 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
+from .private_folder import private_folder
+
 HOST = "127.0.0.1"
 
 #: Give up after this many candidate ports that were bound or locked (failures only: a run may
@@ -54,7 +56,8 @@ _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
 def lock_path() -> Path:
-    """This user's one port lock on this machine: every store's supervisors share it."""
+    """This user's one port lock on this machine: every store's runs and this node's Slurm and
+    SSH replicas share it."""
     return Path(tempfile.gettempdir()) / f"jupyter-px-{os.getuid()}" / "ports.lock"
 
 
@@ -86,13 +89,9 @@ def pool_size() -> int:
 
 def _private_lock_file(path: Path) -> int:
     """Open the lock file in a folder that is this user's alone (nobody else can plant it)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.parent.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o022:
-        raise PermissionError(
-            f"the port lock's folder {path.parent} is not this user's alone "
-            f"(owner uid {info.st_uid}, mode {info.st_mode & 0o777:o})"
-        )
+    unsafe = private_folder(str(path.parent))
+    if unsafe:
+        raise PermissionError(f"the port lock's folder {unsafe}")
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
 
 

@@ -86,6 +86,8 @@ class Warm:
         """This host's template, started for the next run (detached: its own session, its output
         in `<key>.log`); told the replica's environment, whose variables read at import it takes.
         Not where one failed to import what it preloads in this same environment (`<key>.failed`)."""
+        from jupyter_px.processes.private_folder import private_folder
+
         unsafe = private_folder(self.folder)
         if unsafe:
             print(f"jupyter-px (ssh replica): no template started: {unsafe}", file=sys.stderr)
@@ -203,15 +205,6 @@ def peer_uid(sock: socket.socket) -> int:
     """The user id of the process at the other end of a Unix socket (Linux's SO_PEERCRED)."""
     _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
     return int(uid)
-
-
-def private_folder(folder: str) -> str | None:
-    """Why `folder` cannot hold this user's templates (another's, or writable by others), or None."""
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    info = os.stat(folder)
-    if info.st_uid != os.getuid() or info.st_mode & 0o022:
-        return f"{folder} is not this user's alone (owner uid {info.st_uid}, mode {info.st_mode & 0o777:o})"
-    return None
 
 
 def _signal(pid: int, signum: int) -> None:
