@@ -186,7 +186,6 @@ def test_submit_returns_pending_with_the_supervisor_pid_and_a_stop_right_after_i
 @pytest.mark.cold_only  # its supervisor starts with its own TMPDIR: a fresh process's
 def test_a_supervisor_that_cannot_set_the_run_up_records_failed_with_the_reason(px_home, tmp_path, monkeypatch):
     # the supervisor's temporary folder holds a port lock folder that others can write to
-    monkeypatch.setenv("JUPYTER_PX_WARM", "0")
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     shared = tmp_path / f"jupyter-px-{os.getuid()}"
     shared.mkdir()
